@@ -1,0 +1,88 @@
+"""seamkit: a small host for LLM agents; providers, stores and the rest are plugins.
+
+Names are imported lazily on first access, so ``import seamkit`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # values
+    **{n: "seamkit.values" for n in (
+        "Scope", "Usage", "Message", "TextBlock", "ImageBlock", "ToolCall", "ToolResult", "ReasoningBlock",
+        "ToolSchema", "ChatRequest", "ToolRequest", "LLMResult", "Delta", "ToolCallDelta", "StreamEvent",
+        "Operation", "FrozenDict", "FrozenList", "freeze", "thaw",
+    )},
+    # errors
+    **{n: "seamkit.errors" for n in (
+        "SeamkitError", "FailureClass", "Failure", "ProviderError", "ToolError", "ToolArgumentError",
+        "UnknownToolError", "OutputValidationError", "RunCancelled", "StoreUnavailable", "StoreValueError",
+        "ConfigError", "ConfigIssue", "PluginError", "ComponentNotFound", "AmbiguousComponent",
+    )},
+    # middleware
+    **{n: "seamkit.middleware" for n in ("Call", "Middleware", "middleware", "chain", "collect", "collect_one")},
+    "collect_result": "seamkit.accumulate",
+    "Accumulator": "seamkit.accumulate",
+    # runtime
+    "RunContext": "seamkit.runtime.context",
+    "CancellationToken": "seamkit.runtime.context",
+    "Invoker": "seamkit.runtime.invoker",
+    "gather_bounded": "seamkit.runtime.concurrency",
+    "gather_best_effort": "seamkit.runtime.concurrency",
+    "run_sync": "seamkit.runtime.concurrency",
+    # tools
+    "tool": "seamkit.tools.decorator",
+    "FunctionTool": "seamkit.tools.decorator",
+    "ToolRegistry": "seamkit.tools.registry",
+    # agent
+    "Agent": "seamkit.agent.agent",
+    "AgentResult": "seamkit.agent.result",
+    "Prompt": "seamkit.agent.prompt",
+    "OutputSpec": "seamkit.agent.output",
+    # plugins
+    "hookimpl": "seamkit.hookspecs",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'seamkit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])
+
+
+if TYPE_CHECKING:
+    from seamkit.accumulate import Accumulator, collect_result
+    from seamkit.agent.agent import Agent
+    from seamkit.agent.output import OutputSpec
+    from seamkit.agent.prompt import Prompt
+    from seamkit.agent.result import AgentResult
+    from seamkit.errors import (
+        AmbiguousComponent, ComponentNotFound, ConfigError, ConfigIssue, Failure, FailureClass,
+        OutputValidationError, PluginError, ProviderError, RunCancelled, SeamkitError, StoreUnavailable,
+        StoreValueError, ToolArgumentError, ToolError, UnknownToolError,
+    )
+    from seamkit.hookspecs import hookimpl
+    from seamkit.middleware import Call, Middleware, chain, collect, collect_one, middleware
+    from seamkit.runtime.concurrency import gather_best_effort, gather_bounded, run_sync
+    from seamkit.runtime.context import CancellationToken, RunContext
+    from seamkit.runtime.invoker import Invoker
+    from seamkit.tools.decorator import FunctionTool, tool
+    from seamkit.tools.registry import ToolRegistry
+    from seamkit.values import (
+        ChatRequest, Delta, FrozenDict, FrozenList, ImageBlock, LLMResult, Message, Operation,
+        ReasoningBlock, Scope, StreamEvent, TextBlock, ToolCall, ToolCallDelta, ToolRequest, ToolResult,
+        ToolSchema, Usage, freeze, thaw,
+    )

@@ -1,0 +1,155 @@
+"""Deeply frozen containers.
+
+``FrozenDict`` and ``FrozenList`` are real ``dict`` / ``list`` subclasses, so ``json.dumps``,
+``dataclasses.asdict``, ``copy.deepcopy``, ``pickle`` and ``isinstance(x, dict)`` keep working,
+while every mutating method raises ``TypeError``. ``freeze()`` copies the caller's data, so later
+changes to the original never leak into a value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, NoReturn, SupportsIndex, TypeVar
+
+__all__ = ["FrozenDict", "FrozenList", "freeze", "thaw"]
+
+_T = TypeVar("_T")
+
+
+def _immutable(self: object, *args: object, **kwargs: object) -> NoReturn:
+    raise TypeError(f"{type(self).__name__} is immutable")
+
+
+class FrozenDict(dict[str, Any]):
+    """A ``dict`` whose contents (at every depth, when built by :func:`freeze`) cannot change.
+
+    Hashable: the hash is computed from the items (values must be hashable, which frozen
+    payloads are). Mutation raises ``TypeError``.
+    """
+
+    __slots__ = ("_hash",)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        dict.__init__(self, *args, **kwargs)
+        self._hash: int | None = None
+
+    __setitem__ = _immutable
+    __delitem__ = _immutable
+    __ior__ = _immutable  # type: ignore[assignment]
+    clear = _immutable
+    pop = _immutable
+    popitem = _immutable
+    setdefault = _immutable
+    update = _immutable
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        h = self._hash
+        if h is None:
+            h = self._hash = hash(frozenset(self.items()))
+        return h
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # dict's default pickling re-adds items through __setitem__, which we forbid.
+        return (FrozenDict, (dict(self),))
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict:
+        return self
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({dict.__repr__(self)})"
+
+    def __or__(self, other: Mapping[str, Any]) -> FrozenDict:  # type: ignore[override]
+        return freeze({**self, **other})
+
+
+class FrozenList(list[Any]):
+    """A ``list`` that cannot change. Hashable like a tuple. Mutation raises ``TypeError``."""
+
+    __slots__ = ("_hash",)
+
+    def __init__(self, iterable: Iterable[Any] = ()) -> None:
+        list.__init__(self, iterable)
+        self._hash: int | None = None
+
+    __setitem__ = _immutable
+    __delitem__ = _immutable
+    __iadd__ = _immutable  # type: ignore[assignment]
+    __imul__ = _immutable  # type: ignore[assignment]
+    append = _immutable
+    extend = _immutable
+    insert = _immutable
+    pop = _immutable
+    remove = _immutable
+    clear = _immutable
+    sort = _immutable
+    reverse = _immutable
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        h = self._hash
+        if h is None:
+            h = self._hash = hash(tuple(self))
+        return h
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (FrozenList, (list(self),))
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList:
+        return self
+
+    def __repr__(self) -> str:
+        return f"FrozenList({list.__repr__(self)})"
+
+    def __getitem__(self, index: SupportsIndex | slice) -> Any:  # type: ignore[override]
+        if isinstance(index, slice):
+            return FrozenList(list.__getitem__(self, index))
+        return list.__getitem__(self, index)
+
+
+_SCALARS = (str, int, float, bool, type(None), bytes)
+
+
+def freeze(value: Any) -> Any:
+    """Return a deeply frozen copy of ``value``.
+
+    ``dict``/``Mapping`` become :class:`FrozenDict` (keys must be ``str``), ``list``/``tuple``/
+    ``set`` become :class:`FrozenList` (sets sorted by ``repr`` for determinism is not attempted:
+    sets are rejected), scalars are returned as they are, and already frozen values are returned
+    without copying. Frozen dataclasses and other hashable objects pass through unchanged.
+
+    Raises ``TypeError`` for a mapping with a non-``str`` key, a ``set``, or an unhashable object
+    that is neither a mapping nor a sequence.
+    """
+    t = type(value)
+    if t in _SCALARS or t is FrozenDict or t is FrozenList:
+        return value
+    if isinstance(value, Mapping):
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise TypeError(f"frozen mappings need str keys, got {type(k).__name__}: {k!r}")
+            out[k] = freeze(v)
+        return FrozenDict(out)
+    if isinstance(value, (list, tuple)):
+        return FrozenList([freeze(v) for v in value])
+    if isinstance(value, (set, frozenset)):
+        raise TypeError("sets have no stable order; pass a list")
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"cannot freeze a value of type {t.__name__}") from None
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Return a plain, mutable deep copy of a frozen value (``dict``/``list`` all the way down)."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [thaw(v) for v in value]
+    return value

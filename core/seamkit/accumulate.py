@@ -1,0 +1,141 @@
+"""Turning a stream of :class:`~seamkit.values.Delta` into one :class:`~seamkit.values.LLMResult`.
+
+``LLMPort.chat()`` is defined as ``collect_result(self.stream(request))``. Tool-call fragments are
+joined per call: a fragment with a new ``id`` starts a new call even on an index already in use
+(some servers send parallel calls all on index 0); a fragment without an ``id`` continues the
+latest call on its index. Calls that never received an id get a unique synthetic one.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterable
+
+from seamkit.errors import FailureClass, ProviderError
+from seamkit.values import (
+    ContentBlock,
+    Delta,
+    FinishReason,
+    LLMResult,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCall,
+    Usage,
+)
+
+__all__ = ["Accumulator", "collect_result"]
+
+
+class _PendingCall:
+    __slots__ = ("id", "name", "parts")
+
+    def __init__(self, id: str | None, name: str | None) -> None:
+        self.id = id
+        self.name = name
+        self.parts: list[str] = []
+
+
+class Accumulator:
+    """Folds deltas one at a time (``add``) and builds the result (``result``).
+
+    ``provider`` and ``model`` label the result and errors. Raises
+    :class:`~seamkit.errors.ProviderError` (class ``unknown``) from ``result()``
+    when a tool call's joined arguments are not a JSON object.
+    """
+
+    __slots__ = ("_text", "_reasoning", "_signature", "_calls", "_latest", "usage", "finish_reason", "model",
+                 "warnings", "provider")
+
+    def __init__(self, provider: str | None = None, model: str | None = None) -> None:
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._signature: str | None = None
+        self._calls: list[_PendingCall] = []
+        self._latest: dict[int, _PendingCall] = {}
+        self.usage: Usage | None = None
+        self.finish_reason: FinishReason | None = None
+        self.model = model
+        self.provider = provider
+        self.warnings: list[str] = []
+
+    def add(self, d: Delta) -> None:
+        if d.text:
+            self._text.append(d.text)
+        if d.reasoning:
+            self._reasoning.append(d.reasoning)
+        if d.reasoning_signature:
+            self._signature = d.reasoning_signature
+        tc = d.tool_call
+        if tc is not None:
+            cur = self._latest.get(tc.index)
+            if cur is None or (tc.id is not None and cur.id is not None and tc.id != cur.id):
+                cur = _PendingCall(tc.id, tc.name)
+                self._calls.append(cur)
+                self._latest[tc.index] = cur
+            else:
+                if tc.id is not None and cur.id is None:
+                    cur.id = tc.id
+                if tc.name and not cur.name:
+                    cur.name = tc.name
+            if tc.arguments:
+                cur.parts.append(tc.arguments)
+        if d.usage is not None:
+            self.usage = d.usage
+        if d.finish_reason is not None:
+            self.finish_reason = d.finish_reason
+        if d.model is not None:
+            self.model = d.model
+        if d.warning is not None:
+            self.warnings.append(d.warning)
+
+    def result(self) -> LLMResult:
+        blocks: list[ContentBlock] = []
+        if self._reasoning or self._signature:
+            blocks.append(ReasoningBlock("".join(self._reasoning), self._signature, self.provider, self.model))
+        if self._text:
+            blocks.append(TextBlock("".join(self._text)))
+        seen: set[str] = set()
+        for call in self._calls:
+            raw = "".join(call.parts).strip() or "{}"
+            try:
+                args = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ProviderError(
+                    f"tool call {call.name!r} arguments are not valid JSON ({exc.msg} at {exc.pos})",
+                    FailureClass.UNKNOWN,
+                    provider=self.provider,
+                ) from None
+            if not isinstance(args, dict):
+                raise ProviderError(
+                    f"tool call {call.name!r} arguments are not a JSON object", FailureClass.UNKNOWN,
+                    provider=self.provider,
+                )
+            cid = call.id
+            if cid is None or cid in seen:
+                cid = f"call_{uuid.uuid4().hex[:24]}"
+            seen.add(cid)
+            blocks.append(ToolCall(cid, call.name or "", args))
+        finish = self.finish_reason or ("tool_calls" if self._calls else "stop")
+        return LLMResult(
+            Message("assistant", tuple(blocks)),
+            self.usage if self.usage is not None else Usage(requests=1),
+            finish,
+            self.model,
+            tuple(self.warnings),
+        )
+
+
+async def collect_result(
+    stream: AsyncIterator[Delta] | Iterable[Delta], *, provider: str | None = None, model: str | None = None
+) -> LLMResult:
+    """Collect a delta stream (async or sync iterable) into an :class:`LLMResult`."""
+    acc = Accumulator(provider, model)
+    if hasattr(stream, "__aiter__"):
+        async for d in stream:
+            acc.add(d)
+    else:
+        for d in stream:
+            acc.add(d)
+    return acc.result()

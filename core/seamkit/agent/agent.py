@@ -1,0 +1,190 @@
+"""``Agent``: a value describing an agent, and its ``run`` / ``stream`` / ``run_sync`` entry points."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from seamkit.agent.loop import Run
+from seamkit.agent.output import OutputSpec, output_spec
+from seamkit.agent.prompt import Prompt
+from seamkit.agent.result import AgentResult
+from seamkit.middleware import Middleware
+from seamkit.ports import LLMPort, ObserverPort, ToolPort
+from seamkit.runtime.concurrency import run_sync
+from seamkit.runtime.context import RunContext
+from seamkit.runtime.invoker import Invoker
+from seamkit.tools.registry import ToolRegistry
+from seamkit.values import EMPTY, FrozenDict, Message, StreamEvent, freeze
+
+__all__ = ["Agent", "Task"]
+
+Task = str | Message | Sequence[Message]
+
+
+@dataclass(frozen=True)
+class Agent:
+    """An agent as a value: build it once, run it many times, concurrently.
+
+    ``model``: the :class:`~seamkit.ports.LLMPort` it talks to. ``prompt``: system prompt (a
+    :class:`Prompt` or plain ``str``; ``None`` for none). ``tools``: tools (names must be unique).
+    ``output``: ``None``/``str`` for free text, a JSON Schema mapping, a Python type, or an
+    :class:`OutputSpec`; validated with one corrective turn. ``middlewares``: wrap every chat and
+    tool call, outermost first. ``tool_choice``: for the first model turn (``auto``, ``required``,
+    ``none`` or a tool name); with ``reset_tool_choice`` it returns to ``auto`` after a tool batch so
+    a forced tool cannot loop. ``max_steps``: model turns before the run stops with stop reason
+    ``max_steps``. ``max_parallel_tools``: tool calls of one turn run at most this many at once.
+    ``temperature``, ``max_tokens`` (output tokens), ``seed``: model settings; ``None`` = provider
+    default. ``observers`` receive every :class:`~seamkit.values.StreamEvent`.
+
+    Raises ``ValueError`` on duplicate tool names or ``max_steps < 1``.
+    """
+
+    model: LLMPort
+    name: str = "agent"
+    prompt: Prompt | str | None = None
+    tools: tuple[ToolPort, ...] = ()
+    output: Any = None
+    middlewares: tuple[Middleware, ...] = ()
+    tool_choice: str = "auto"
+    reset_tool_choice: bool = True
+    max_steps: int = 10
+    max_parallel_tools: int = 4
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    model_extra: FrozenDict = EMPTY
+    observers: tuple[ObserverPort, ...] = ()
+    _invoker: Invoker = field(init=False, repr=False, compare=False)
+    _output: OutputSpec | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name in ("tools", "middlewares", "observers"):
+            v = getattr(self, name)
+            if type(v) is not tuple:
+                object.__setattr__(self, name, tuple(v))
+        if type(self.model_extra) is not FrozenDict:
+            object.__setattr__(self, "model_extra", freeze(self.model_extra))
+        if self.max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        if self.max_parallel_tools < 1:
+            raise ValueError("max_parallel_tools must be at least 1")
+        registry = ToolRegistry(self.tools)
+        if self.tool_choice not in ("auto", "required", "none") and self.tool_choice not in registry:
+            raise ValueError(f"tool_choice {self.tool_choice!r} names no tool of this agent")
+        object.__setattr__(self, "_invoker", Invoker(self.model, registry, self.middlewares))
+        object.__setattr__(self, "_output", output_spec(self.output))
+
+    @property
+    def invoker(self) -> Invoker:
+        return self._invoker
+
+    @property
+    def output_spec(self) -> OutputSpec | None:
+        return self._output
+
+    def _system_text(self, variables: Mapping[str, Any] | None) -> str | None:
+        p = self.prompt
+        if p is None:
+            return None
+        if isinstance(p, str):
+            return p
+        return p.render(variables)
+
+    def _start(
+        self, task: Task, ctx: RunContext | None, history: Sequence[Message], variables: Mapping[str, Any] | None
+    ) -> Run:
+        transcript: list[Message] = []
+        system = self._system_text(variables)
+        if system is not None:
+            transcript.append(Message.system(system))
+        transcript.extend(history)
+        if isinstance(task, str):
+            transcript.append(Message.user(task))
+        elif isinstance(task, Message):
+            transcript.append(task)
+        else:
+            transcript.extend(task)
+        return Run(self, ctx if ctx is not None else RunContext(), transcript)
+
+    async def run(
+        self,
+        task: Task,
+        *,
+        ctx: RunContext | None = None,
+        history: Sequence[Message] = (),
+        variables: Mapping[str, Any] | None = None,
+    ) -> AgentResult:
+        """Run to completion. ``task``: the user's text or message(s); ``history``: earlier
+        messages placed after the system prompt; ``variables``: for the prompt template.
+
+        Raises :class:`~seamkit.errors.ProviderError` when the model fails,
+        :class:`~seamkit.errors.OutputValidationError` when the output still does not validate after
+        the corrective turn, :class:`~seamkit.errors.RunCancelled` when the context is cancelled.
+        """
+        run = self._start(task, ctx, history, variables)
+        if self.observers:
+            run.emit = self._notify
+        return await run.drive()
+
+    def _notify(self, event: StreamEvent) -> None:
+        for o in self.observers:
+            o.on_event(event)
+
+    async def stream(
+        self,
+        task: Task,
+        *,
+        ctx: RunContext | None = None,
+        history: Sequence[Message] = (),
+        variables: Mapping[str, Any] | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Run, yielding :class:`~seamkit.values.StreamEvent` as they happen; the last event is
+        ``run_finished`` with the :class:`AgentResult` in ``data["result"]``. Raises what
+        :meth:`run` raises. Closing the iterator early cancels the run."""
+        import asyncio
+
+        run = self._start(task, ctx, history, variables)
+        queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
+        observers = self.observers
+
+        def emit(event: StreamEvent) -> None:
+            queue.put_nowait(event)
+            for o in observers:
+                o.on_event(event)
+
+        run.emit = emit
+
+        async def drive() -> AgentResult:
+            try:
+                return await run.drive()
+            finally:
+                queue.put_nowait(None)
+
+        task_ = asyncio.ensure_future(drive())
+        try:
+            while True:
+                event = await queue.get()
+                if event is None:
+                    break
+                yield event
+            await task_
+        finally:
+            if not task_.done():
+                task_.cancel()
+                try:
+                    await task_
+                except (asyncio.CancelledError, Exception):
+                    pass
+
+    def run_sync(
+        self,
+        task: Task,
+        *,
+        ctx: RunContext | None = None,
+        history: Sequence[Message] = (),
+        variables: Mapping[str, Any] | None = None,
+    ) -> AgentResult:
+        """:meth:`run` from synchronous code (works inside a running event loop too)."""
+        return run_sync(self.run(task, ctx=ctx, history=history, variables=variables))

@@ -1,0 +1,93 @@
+"""``OutputSpec``: the typed output of an agent, as one canonical JSON Schema plus a validator."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from seamkit.errors import OutputValidationError
+from seamkit.values import FrozenDict, freeze, thaw
+
+__all__ = ["OutputSpec", "output_spec"]
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
+
+
+@dataclass(frozen=True, slots=True)
+class OutputSpec:
+    """What the final answer must be. ``schema``: canonical JSON Schema (draft 2020-12).
+    ``python_type``: when set, the value is validated into that type (pydantic ``TypeAdapter``);
+    otherwise validated with ``jsonschema`` and returned as plain JSON data. ``name`` labels it.
+    """
+
+    schema: FrozenDict
+    python_type: Any = None
+    name: str = "output"
+    _validate: Any = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_json_schema(cls, schema: Mapping[str, Any], name: str = "output") -> OutputSpec:
+        """Raises ``jsonschema.SchemaError`` if ``schema`` is not a valid JSON Schema."""
+        import jsonschema
+
+        plain = thaw(schema)
+        jsonschema.Draft202012Validator.check_schema(plain)
+        validator = jsonschema.Draft202012Validator(plain)
+
+        def validate(value: Any) -> Any:
+            errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
+            if errors:
+                raise ValueError(
+                    [f"{'/'.join(str(p) for p in e.absolute_path) or '(root)'}: {e.message}" for e in errors]
+                )
+            return freeze(value)
+
+        return cls(freeze(plain), None, name, validate)
+
+    @classmethod
+    def from_type(cls, tp: Any) -> OutputSpec:
+        """From a Python type pydantic can describe (a model, dataclass, ``TypedDict``, ...)."""
+        import pydantic
+
+        adapter = pydantic.TypeAdapter(tp)
+
+        def validate(value: Any) -> Any:
+            try:
+                return adapter.validate_python(value)
+            except pydantic.ValidationError as exc:
+                raise ValueError(
+                    [f"{'/'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()]
+                ) from None
+
+        name = getattr(tp, "__name__", "output")
+        return cls(freeze(adapter.json_schema()), tp, name, validate)
+
+    def parse(self, text: str) -> Any:
+        """Parse the model's final ``text`` (JSON, optionally in a Markdown code fence) and
+        validate it. Raises :class:`~seamkit.errors.OutputValidationError` with the raw text."""
+        m = _FENCE.match(text)
+        body = m.group(1) if m else text
+        try:
+            value = json.loads(body)
+        except json.JSONDecodeError as exc:
+            raise OutputValidationError([f"not valid JSON: {exc.msg} at position {exc.pos}"], text) from None
+        try:
+            return self._validate(value)
+        except ValueError as exc:
+            problems = exc.args[0] if exc.args and isinstance(exc.args[0], list) else [str(exc)]
+            raise OutputValidationError(problems, text) from None
+
+
+def output_spec(output: Any) -> OutputSpec | None:
+    """Normalise an agent's ``output`` argument: ``None`` or ``str`` (free text) give ``None``; a
+    mapping is a JSON Schema; an ``OutputSpec`` passes; anything else is a Python type."""
+    if output is None or output is str:
+        return None
+    if isinstance(output, OutputSpec):
+        return output
+    if isinstance(output, Mapping):
+        return OutputSpec.from_json_schema(output)
+    return OutputSpec.from_type(output)

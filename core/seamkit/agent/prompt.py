@@ -1,0 +1,43 @@
+"""``Prompt``: a system prompt as a versioned value."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Prompt"]
+
+_VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """A prompt template with an ``id`` and a ``version`` (recorded with every run).
+
+    Variables are written ``{{name}}`` (single braces and ``${...}`` are left alone, so JSON
+    examples and YAML env references need no escaping). ``render(variables)`` raises ``KeyError``
+    naming every missing variable and ``ValueError`` for variables the template does not use.
+    """
+
+    template: str
+    id: str = "prompt"
+    version: str = "1"
+
+    @property
+    def variables(self) -> frozenset[str]:
+        return frozenset(_VAR.findall(self.template))
+
+    def render(self, variables: Mapping[str, Any] | None = None) -> str:
+        names = self.variables
+        if not names and not variables:
+            return self.template
+        given = dict(variables or {})
+        missing = names - given.keys()
+        if missing:
+            raise KeyError(f"prompt {self.id}@{self.version} needs variables: {', '.join(sorted(missing))}")
+        extra = given.keys() - names
+        if extra:
+            raise ValueError(f"prompt {self.id}@{self.version} has no variables {', '.join(sorted(extra))}")
+        return _VAR.sub(lambda m: str(given[m.group(1)]), self.template)

@@ -1,0 +1,47 @@
+"""``AgentResult``: what a finished run returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal
+
+from seamkit.values import Message, Usage
+
+__all__ = ["AgentResult", "StopReason"]
+
+StopReason = Literal["completed", "max_steps", "cancelled"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentResult:
+    """A finished run.
+
+    ``output``: the typed output (validated), or the final text when the agent has no output
+    type, or ``None`` when the run stopped early. ``transcript``: every message, system prompt
+    first. ``usage``: summed over every model call (``usage.cost`` USD ``Decimal`` or ``None``).
+    ``stop_reason``: ``completed``, ``max_steps`` or ``cancelled``. ``steps``: model turns taken.
+    ``warnings``: degradations providers reported.
+    """
+
+    output: Any
+    transcript: tuple[Message, ...]
+    usage: Usage
+    stop_reason: StopReason
+    run_id: str
+    parent_run_id: str | None = None
+    steps: int = 0
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def cost(self) -> Decimal | None:
+        """Total cost in USD, ``None`` when any call's cost is unknown."""
+        return self.usage.cost
+
+    @property
+    def text(self) -> str:
+        """The text of the last assistant message."""
+        for m in reversed(self.transcript):
+            if m.role == "assistant":
+                return m.text
+        return ""

@@ -1,0 +1,1 @@
+"""The seamkit command line."""

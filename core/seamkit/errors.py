@@ -1,0 +1,227 @@
+"""seamkit's errors.
+
+Every error seamkit raises derives from :class:`SeamkitError`. Retry decisions read a
+:class:`FailureClass`, never substrings of messages. A :class:`Failure` is an error as a value
+(for ``gather_best_effort`` slots, tool results and checkpoints).
+"""
+
+from __future__ import annotations
+
+import enum
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "SeamkitError",
+    "FailureClass",
+    "Failure",
+    "ProviderError",
+    "ToolError",
+    "ToolArgumentError",
+    "UnknownToolError",
+    "OutputValidationError",
+    "RunCancelled",
+    "StoreUnavailable",
+    "StoreValueError",
+    "ConfigError",
+    "ConfigIssue",
+    "PluginError",
+    "ComponentNotFound",
+    "AmbiguousComponent",
+]
+
+
+class SeamkitError(Exception):
+    """Base of every error seamkit raises."""
+
+
+class FailureClass(str, enum.Enum):
+    """Why a call failed, for retry and fallback decisions.
+
+    Permanent: ``authentication``, ``quota``, ``context_length``, ``invalid_request``,
+    ``refusal``, ``content_filter``. Transient: ``rate_limited``, ``overloaded``,
+    ``server_error``, ``timeout``. ``unknown`` is treated as permanent.
+    """
+
+    AUTHENTICATION = "authentication"
+    QUOTA = "quota"
+    RATE_LIMITED = "rate_limited"
+    OVERLOADED = "overloaded"
+    SERVER_ERROR = "server_error"
+    TIMEOUT = "timeout"
+    CONTEXT_LENGTH = "context_length"
+    INVALID_REQUEST = "invalid_request"
+    REFUSAL = "refusal"
+    CONTENT_FILTER = "content_filter"
+    UNKNOWN = "unknown"
+
+    @property
+    def transient(self) -> bool:
+        """``True`` when retrying the same request later may succeed."""
+        return self in _TRANSIENT
+
+
+_TRANSIENT = frozenset(
+    {FailureClass.RATE_LIMITED, FailureClass.OVERLOADED, FailureClass.SERVER_ERROR, FailureClass.TIMEOUT}
+)
+
+
+class ProviderError(SeamkitError):
+    """A model provider refused or failed a call.
+
+    ``failure_class`` classifies it; ``status`` is the HTTP status (``None`` for in-process
+    providers); ``retry_after`` is the server's requested delay in seconds, if it sent one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        failure_class: FailureClass = FailureClass.UNKNOWN,
+        *,
+        provider: str | None = None,
+        status: int | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.failure_class = failure_class
+        self.provider = provider
+        self.status = status
+        self.retry_after = retry_after
+
+    def __str__(self) -> str:
+        where = f"{self.provider}: " if self.provider else ""
+        return f"{where}{self.failure_class.value}: {self.args[0]}"
+
+
+class ToolError(SeamkitError):
+    """A tool could not be run or failed; the agent loop turns it into an error tool result."""
+
+
+class ToolArgumentError(ToolError):
+    """The arguments of a tool call do not match the tool's schema. ``problems`` lists each
+    problem as ``"path: message"``."""
+
+    def __init__(self, tool: str, problems: Sequence[str]) -> None:
+        self.tool = tool
+        self.problems = tuple(problems)
+        super().__init__(f"invalid arguments for tool {tool!r}: " + "; ".join(self.problems))
+
+
+class UnknownToolError(ToolError):
+    """The model called a tool the agent does not have."""
+
+    def __init__(self, name: str, known: Sequence[str]) -> None:
+        self.name = name
+        self.known = tuple(known)
+        listed = ", ".join(sorted(self.known)) or "none"
+        super().__init__(f"unknown tool {name!r}; available tools: {listed}")
+
+
+class OutputValidationError(SeamkitError):
+    """The model's final answer did not parse or validate against the output type. ``raw`` keeps
+    the text the model produced; ``problems`` lists what was wrong."""
+
+    def __init__(self, problems: Sequence[str], raw: str) -> None:
+        self.problems = tuple(problems)
+        self.raw = raw
+        super().__init__("output did not validate: " + "; ".join(self.problems))
+
+
+class RunCancelled(SeamkitError):
+    """A run's cancellation token was cancelled; ``reason`` says why."""
+
+    def __init__(self, reason: str = "cancelled") -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
+class StoreUnavailable(SeamkitError):
+    """A store backend could not be reached or failed; never a driver's own exception type."""
+
+
+class StoreValueError(SeamkitError):
+    """A stored value has the wrong type for the operation (e.g. increment of a non-integer)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigIssue:
+    """One problem in a composition: ``path`` (key path such as ``agent.model.temperature``),
+    ``message``, and where it is (``file``, 1-based ``line`` and ``column``) when known."""
+
+    message: str
+    path: str = ""
+    file: str | None = None
+    line: int | None = None
+    column: int | None = None
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file is not None:
+            where = self.file
+            if self.line is not None:
+                where += f":{self.line}:{self.column or 1}"
+            where += ": "
+        key = f"{self.path}: " if self.path else ""
+        return f"{where}{key}{self.message}"
+
+
+class ConfigError(SeamkitError):
+    """A composition (YAML) or component configuration is invalid. ``issues`` lists every problem
+    found, each with its location."""
+
+    def __init__(self, issues: Sequence[ConfigIssue]) -> None:
+        self.issues = tuple(issues)
+        count = len(self.issues)
+        head = f"{count} problem{'s' if count != 1 else ''} in configuration"
+        super().__init__(head + ":\n" + "\n".join(f"  {i}" for i in self.issues))
+
+
+class PluginError(SeamkitError):
+    """A plugin failed to load or to register (raised only under ``SEAMKIT_STRICT_PLUGINS=1``, or
+    when a broken component is used)."""
+
+
+class ComponentNotFound(PluginError):
+    """No installed plugin registers a component of that kind and name. ``suggestions`` holds
+    close names."""
+
+    def __init__(self, kind: str, name: str, known: Sequence[str], suggestions: Sequence[str] = ()) -> None:
+        self.kind = kind
+        self.name = name
+        self.known = tuple(known)
+        self.suggestions = tuple(suggestions)
+        hint = f"; did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else ""
+        listed = ", ".join(sorted(known)) or "none installed"
+        super().__init__(f"no {kind} named {name!r}{hint} (known: {listed})")
+
+
+class AmbiguousComponent(PluginError):
+    """Two or more distributions register the same component name; name one with ``from:``."""
+
+    def __init__(self, kind: str, name: str, distributions: Sequence[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.distributions = tuple(distributions)
+        super().__init__(
+            f"{kind} {name!r} is registered by {' and '.join(distributions)}; "
+            f"pick one with 'from: <distribution>'"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """An error as a value: its ``type`` name, ``message``, ``failure_class`` (for provider errors)
+    and a formatted ``traceback``. ``Failure.of(exc)`` builds one; the exception itself is not kept,
+    so a Failure can be stored and compared."""
+
+    type: str
+    message: str
+    failure_class: FailureClass | None = None
+    traceback: str = ""
+
+    @classmethod
+    def of(cls, exc: BaseException) -> Failure:
+        fc = getattr(exc, "failure_class", None)
+        tb = "".join(traceback.format_exception(exc))
+        return cls(type(exc).__name__, str(exc), fc if isinstance(fc, FailureClass) else None, tb)

@@ -1,0 +1,96 @@
+"""seamkit's hook specifications: the contract between the host and its plugins.
+
+A plugin is a module named by an entry point in the group ``seamkit``. It implements any of the
+hooks below with ``@hookimpl`` (accepting a subset of the arguments is fine, as in pluggy). The
+registration hooks run once, at start-up, and must stay cheap: register components *lazily*, by
+import path, so the heavy module loads on first use::
+
+    from seamkit.hookspecs import hookimpl
+
+    @hookimpl
+    def seamkit_register_providers(register):
+        register("mymodel", "my_pkg.provider:MyProvider", config="my_pkg.provider:MyConfig",
+                 description="My hosted model")
+
+``register(name, factory, *, config=None, description="")``:
+
+- ``name``: the name YAML uses (``use: mymodel``); lower-case letters, digits, ``_`` and ``-``.
+- ``factory``: a callable or a ``"module:attr"`` path to one. It is called with the validated
+  config model instance (or with no argument when there is no config) and returns the component.
+- ``config``: a pydantic model class (or ``"module:attr"`` path) validating the component's YAML
+  parameters; ``None`` means it takes none.
+- ``description``: one line for ``seamkit plugins``.
+
+The host records the registering distribution and its version with every registration. A hook
+that raises, or a module that fails to import, marks that plugin failed (``seamkit plugins``
+shows the error); the rest of the host keeps working.
+
+pluggy is synchronous and these hooks run at start-up only; per-call behaviour belongs in
+middlewares (``seamkit.middleware``), never in hooks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pluggy
+
+__all__ = ["PROJECT", "hookimpl", "hookspec", "SeamkitHookSpecs", "KIND_BY_HOOK"]
+
+PROJECT = "seamkit"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+class SeamkitHookSpecs:
+    """The hooks. Each registration hook receives a ``register`` callback (see module doc)."""
+
+    @hookspec
+    def seamkit_register_providers(self, register: Any) -> None:
+        """Register model providers. The factory returns an :class:`~seamkit.ports.LLMPort`."""
+
+    @hookspec
+    def seamkit_register_stores(self, register: Any) -> None:
+        """Register stores. The factory returns a :class:`~seamkit.ports.StorePort` (and may also
+        implement :class:`~seamkit.ports.CheckpointPort`)."""
+
+    @hookspec
+    def seamkit_register_compactors(self, register: Any) -> None:
+        """Register compactors: transcript rewriters used by request building."""
+
+    @hookspec
+    def seamkit_register_guardrails(self, register: Any) -> None:
+        """Register guardrails: checks on inputs and outputs, applied as middlewares."""
+
+    @hookspec
+    def seamkit_register_schema_adapters(self, register: Any) -> None:
+        """Register schema adapters: typed-output flavours (pydantic, attrs, dataclass, ...)."""
+
+    @hookspec
+    def seamkit_register_middlewares(self, register: Any) -> None:
+        """Register middlewares. The factory returns a middleware (``seamkit.middleware``)."""
+
+    @hookspec
+    def seamkit_register_tools(self, register: Any) -> None:
+        """Register tools. The factory returns a :class:`~seamkit.ports.ToolPort`."""
+
+    @hookspec
+    def seamkit_register_memory(self, register: Any) -> None:
+        """Register memory components: embeddings, vector stores, grounding sources."""
+
+    @hookspec
+    def seamkit_register_commands(self, cli: Any) -> None:
+        """Add CLI sub-commands. ``cli`` is the ``argparse`` sub-parsers object of ``seamkit``;
+        set ``func=callable(args) -> int`` on the parser you add."""
+
+
+KIND_BY_HOOK: dict[str, str] = {
+    "seamkit_register_providers": "provider",
+    "seamkit_register_stores": "store",
+    "seamkit_register_compactors": "compactor",
+    "seamkit_register_guardrails": "guardrail",
+    "seamkit_register_schema_adapters": "schema_adapter",
+    "seamkit_register_middlewares": "middleware",
+    "seamkit_register_tools": "tool",
+    "seamkit_register_memory": "memory",
+}

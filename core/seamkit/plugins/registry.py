@@ -1,0 +1,322 @@
+"""Plugin discovery (entry-point group ``seamkit``) and the registry of components.
+
+Environment:
+
+- ``SEAMKIT_LOAD_PLUGINS=a,b``: load only the plugins whose entry-point name or distribution name
+  is listed (set but empty: load none).
+- ``SEAMKIT_STRICT_PLUGINS=1``: a plugin that fails to load raises
+  :class:`~seamkit.errors.PluginError` instead of being reported and skipped.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pluggy
+
+from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigError, ConfigIssue, PluginError
+from seamkit.hookspecs import KIND_BY_HOOK, PROJECT, SeamkitHookSpecs
+
+__all__ = ["ComponentSpec", "PluginReport", "Registry", "get_registry", "load_registry", "reset_registry",
+           "load_object", "ENTRY_POINT_GROUP"]
+
+ENTRY_POINT_GROUP = "seamkit"
+_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+
+
+def load_object(path: str) -> Any:
+    """Import ``"package.module:attr"`` (``attr`` may be dotted). Raises ``ImportError`` or
+    ``AttributeError`` naming the path."""
+    module, sep, attr = path.partition(":")
+    if not sep or not module or not attr:
+        raise ImportError(f"{path!r} is not a 'module:attr' path")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise AttributeError(f"{path!r}: module {module!r} has no attribute {attr!r}") from None
+    return obj
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentSpec:
+    """One registered component: its ``kind`` (``provider``, ``store``, ``tool``, ...), ``name``,
+    lazy ``factory`` and ``config`` (objects or ``"module:attr"`` paths), and who registered it
+    (``plugin`` entry-point name, ``distribution``, ``version``)."""
+
+    kind: str
+    name: str
+    factory: str | Callable[..., Any]
+    config: str | type | None
+    description: str
+    plugin: str
+    distribution: str
+    version: str
+
+    def config_model(self) -> type | None:
+        """The pydantic model class validating this component's parameters (imported now)."""
+        c = self.config
+        return load_object(c) if isinstance(c, str) else c
+
+    def factory_callable(self) -> Callable[..., Any]:
+        f = self.factory
+        return load_object(f) if isinstance(f, str) else f
+
+    def build(self, params: Mapping[str, Any] | None = None) -> Any:
+        """Validate ``params`` with the config model and call the factory.
+
+        Raises :class:`~seamkit.errors.ConfigError` for invalid parameters and
+        :class:`~seamkit.errors.PluginError` when the component's module cannot be imported or
+        its factory raises.
+        """
+        params = dict(params or {})
+        try:
+            model = self.config_model()
+            factory = self.factory_callable()
+        except Exception as exc:
+            raise PluginError(
+                f"{self.kind} {self.name!r} from {self.distribution} {self.version} cannot be loaded: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        if model is None:
+            if params:
+                raise ConfigError([ConfigIssue(f"{self.kind} {self.name!r} takes no parameters, got "
+                                               f"{', '.join(sorted(params))}")])
+            return factory()
+        import pydantic
+
+        try:
+            cfg = model.model_validate(params)  # type: ignore[attr-defined]
+        except pydantic.ValidationError as exc:
+            raise ConfigError(
+                [ConfigIssue(e["msg"], ".".join(str(p) for p in e["loc"])) for e in exc.errors()]
+            ) from None
+        return factory(cfg)
+
+
+@dataclass(frozen=True, slots=True)
+class PluginReport:
+    """How loading one plugin went: ``status`` ``ok`` or ``failed`` (with ``error``), and the
+    ``(kind, name)`` pairs it registered."""
+
+    plugin: str
+    distribution: str
+    version: str
+    status: Literal["ok", "failed"]
+    error: str | None = None
+    components: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass
+class Registry:
+    """Loaded plugins and their components. Build it with :func:`load_registry`; tests may add
+    plugins with :meth:`register_plugin`."""
+
+    pm: pluggy.PluginManager = field(default_factory=lambda: _new_pm())
+    components: dict[str, dict[str, list[ComponentSpec]]] = field(default_factory=dict)
+    reports: list[PluginReport] = field(default_factory=list)
+    strict: bool = False
+    _plugins: dict[str, tuple[object, str, str]] = field(default_factory=dict)
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def register_plugin(
+        self, plugin: object, name: str, *, distribution: str = "(local)", version: str = ""
+    ) -> PluginReport:
+        """Register a plugin object (usually a module) and run its registration hooks.
+
+        Returns its report. A plugin whose hook raises, or that implements a hook seamkit does not
+        define, is unregistered and reported ``failed``; under ``strict`` it raises
+        :class:`~seamkit.errors.PluginError`.
+        """
+        added: list[ComponentSpec] = []
+        try:
+            self.pm.register(plugin, name=name)
+        except Exception as exc:
+            return self._fail(name, distribution, version, f"{type(exc).__name__}: {exc}")
+        try:
+            unknown = self._unknown_hooks(plugin)
+            if unknown:
+                raise PluginError("; ".join(unknown))
+            for hook_name, kind in KIND_BY_HOOK.items():
+                for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+                    if impl.plugin is not plugin:
+                        continue
+                    reg = self._register_callback(kind, name, distribution, version, added)
+                    kwargs = {"register": reg} if "register" in impl.argnames else {}
+                    impl.function(**kwargs)
+        except Exception as exc:
+            self.pm.unregister(plugin, name=name)
+            for spec in added:
+                self.components[spec.kind][spec.name].remove(spec)
+            return self._fail(name, distribution, version, f"{type(exc).__name__}: {exc}")
+        self._plugins[name] = (plugin, distribution, version)
+        report = PluginReport(name, distribution, version, "ok", None, tuple((s.kind, s.name) for s in added))
+        self.reports.append(report)
+        return report
+
+    def unregister_plugin(self, name: str) -> None:
+        """Remove a plugin and every component it registered."""
+        plugin, _, _ = self._plugins.pop(name)
+        self.pm.unregister(plugin, name=name)
+        for by_name in self.components.values():
+            for specs in by_name.values():
+                specs[:] = [s for s in specs if s.plugin != name]
+        self.reports = [r for r in self.reports if r.plugin != name]
+
+    def _fail(self, name: str, distribution: str, version: str, error: str) -> PluginReport:
+        if self.strict:
+            raise PluginError(f"plugin {name!r} ({distribution} {version}) failed: {error}")
+        report = PluginReport(name, distribution, version, "failed", error)
+        self.reports.append(report)
+        return report
+
+    def _unknown_hooks(self, plugin: object) -> list[str]:
+        known = set(KIND_BY_HOOK) | {"seamkit_register_commands"}
+        problems = []
+        for caller in self.pm.get_hookcallers(plugin) or ():
+            if caller.name not in known:
+                close = difflib.get_close_matches(caller.name, sorted(known), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                problems.append(f"unknown hook {caller.name!r}{hint}")
+        return problems
+
+    def _register_callback(
+        self, kind: str, plugin: str, distribution: str, version: str, added: list[ComponentSpec]
+    ) -> Callable[..., None]:
+        def register(
+            name: str,
+            factory: str | Callable[..., Any],
+            *,
+            config: str | type | None = None,
+            description: str = "",
+        ) -> None:
+            if not isinstance(name, str) or not _NAME.match(name):
+                raise ValueError(f"invalid {kind} name {name!r}: use lower-case letters, digits, '_' and '-'")
+            if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
+                raise ValueError(f"{kind} {name!r}: factory must be a callable or a 'module:attr' path")
+            specs = self.components.setdefault(kind, {}).setdefault(name, [])
+            if any(s.distribution == distribution and s.plugin == plugin for s in specs):
+                raise ValueError(f"{kind} {name!r} registered twice by {plugin}")
+            spec = ComponentSpec(kind, name, factory, config, description, plugin, distribution, version)
+            specs.append(spec)
+            added.append(spec)
+
+        return register
+
+    # -- lookup ----------------------------------------------------------------------------
+
+    def names(self, kind: str) -> list[str]:
+        """Names registered for ``kind``, sorted."""
+        return sorted(n for n, specs in self.components.get(kind, {}).items() if specs)
+
+    def resolve(self, kind: str, name: str, distribution: str | None = None) -> ComponentSpec:
+        """The component ``kind``/``name``. Raises :class:`~seamkit.errors.ComponentNotFound`
+        (with close names) or :class:`~seamkit.errors.AmbiguousComponent` when two distributions
+        register it and ``distribution`` does not pick one."""
+        specs = self.components.get(kind, {}).get(name) or []
+        if distribution is not None:
+            specs = [s for s in specs if s.distribution == distribution]
+        if not specs:
+            known = self.names(kind)
+            close = difflib.get_close_matches(name, known, n=2, cutoff=0.6)
+            if distribution is not None and name in known:
+                raise ComponentNotFound(kind, f"{name} (from {distribution})", known, close)
+            raise ComponentNotFound(kind, name, known, close)
+        if len(specs) > 1:
+            raise AmbiguousComponent(kind, name, [s.distribution for s in specs])
+        return specs[0]
+
+    def build(self, kind: str, name: str, params: Mapping[str, Any] | None = None,
+              distribution: str | None = None) -> Any:
+        """Resolve and build a component (see :meth:`ComponentSpec.build`)."""
+        return self.resolve(kind, name, distribution).build(params)
+
+    def all_components(self) -> list[ComponentSpec]:
+        return [s for by_name in self.components.values() for specs in by_name.values() for s in specs]
+
+    def add_commands(self, subparsers: Any) -> list[PluginReport]:
+        """Let plugins add CLI sub-commands; a plugin whose hook raises is reported, not fatal."""
+        failures = []
+        for impl in self.pm.hook.seamkit_register_commands.get_hookimpls():
+            try:
+                impl.function(cli=subparsers)
+            except Exception as exc:
+                name = self.pm.get_name(impl.plugin) or "?"
+                _, dist, ver = self._plugins.get(name, (None, "?", ""))
+                if self.strict:
+                    raise PluginError(f"plugin {name!r} failed adding commands: {exc}") from exc
+                failures.append(PluginReport(name, dist, ver, "failed", f"commands: {type(exc).__name__}: {exc}"))
+        return failures
+
+
+def _new_pm() -> pluggy.PluginManager:
+    pm = pluggy.PluginManager(PROJECT)
+    pm.add_hookspecs(SeamkitHookSpecs)
+    return pm
+
+
+def _allow_list() -> set[str] | None:
+    raw = os.environ.get("SEAMKIT_LOAD_PLUGINS")
+    if raw is None:
+        return None
+    return {p.strip() for p in raw.split(",") if p.strip()}
+
+
+def load_registry(*, strict: bool | None = None, entry_points: Iterable[Any] | None = None) -> Registry:
+    """Discover and load every plugin of the entry-point group ``seamkit``.
+
+    ``strict`` defaults to ``SEAMKIT_STRICT_PLUGINS=1``. A plugin that fails to import or whose
+    hook raises is reported in ``Registry.reports`` and skipped (strict: raises
+    :class:`~seamkit.errors.PluginError`).
+    """
+    if strict is None:
+        strict = os.environ.get("SEAMKIT_STRICT_PLUGINS", "").strip().lower() in ("1", "true", "yes")
+    reg = Registry(strict=strict)
+    allow = _allow_list()
+    if entry_points is None:
+        from importlib.metadata import entry_points as _eps
+
+        entry_points = _eps(group=ENTRY_POINT_GROUP)
+    seen: set[tuple[str, str]] = set()
+    for ep in entry_points:
+        dist = ep.dist
+        dist_name = dist.metadata["Name"] if dist is not None else "(unknown)"
+        version = dist.version if dist is not None else ""
+        key = (ep.name, dist_name)
+        if key in seen:  # the same distribution found twice on sys.path
+            continue
+        seen.add(key)
+        if allow is not None and ep.name not in allow and dist_name not in allow:
+            continue
+        try:
+            plugin = ep.load()
+        except Exception as exc:
+            reg._fail(ep.name, dist_name, version, f"import failed: {type(exc).__name__}: {exc}")
+            continue
+        reg.register_plugin(plugin, ep.name, distribution=dist_name, version=version)
+    return reg
+
+
+_REGISTRY: Registry | None = None
+
+
+def get_registry() -> Registry:
+    """The process-wide registry, loaded on first use."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = load_registry()
+    return _REGISTRY
+
+
+def reset_registry(registry: Registry | None = None) -> None:
+    """Replace (or forget, with ``None``) the process-wide registry; for tests."""
+    global _REGISTRY
+    _REGISTRY = registry

@@ -1,0 +1,1 @@
+"""Run context, invoker and concurrency primitives."""

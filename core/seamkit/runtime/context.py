@@ -1,0 +1,111 @@
+"""``RunContext``: what every call in a run can see, and the cancellation token."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from seamkit.errors import RunCancelled
+from seamkit.ports import ClockPort
+from seamkit.runtime.clock import SYSTEM_CLOCK
+from seamkit.values import Scope
+
+__all__ = ["CancellationToken", "RunContext", "new_run_id"]
+
+
+def new_run_id() -> str:
+    """A fresh run id: ``run_`` + 32 hex digits (UUID4)."""
+    return "run_" + uuid.uuid4().hex
+
+
+class CancellationToken:
+    """Cooperative cancellation for a run and its children.
+
+    ``cancel(reason)`` marks it (and every child token) cancelled; ``raise_if_cancelled()`` raises
+    :class:`~seamkit.errors.RunCancelled`; ``await wait()`` returns once cancelled.
+    """
+
+    __slots__ = ("_reason", "_event", "_children")
+
+    def __init__(self) -> None:
+        self._reason: str | None = None
+        self._event: asyncio.Event | None = None
+        self._children: list[CancellationToken] = []
+
+    @property
+    def cancelled(self) -> bool:
+        return self._reason is not None
+
+    @property
+    def reason(self) -> str | None:
+        return self._reason
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        if self._reason is not None:
+            return
+        self._reason = reason
+        if self._event is not None:
+            self._event.set()
+        for child in self._children:
+            child.cancel(reason)
+
+    def child(self) -> CancellationToken:
+        """A token cancelled whenever this one is (but not the other way round)."""
+        tok = CancellationToken()
+        if self._reason is not None:
+            tok.cancel(self._reason)
+        else:
+            self._children.append(tok)
+        return tok
+
+    def raise_if_cancelled(self) -> None:
+        if self._reason is not None:
+            raise RunCancelled(self._reason)
+
+    async def wait(self) -> None:
+        if self._reason is not None:
+            return
+        if self._event is None:
+            self._event = asyncio.Event()
+        await self._event.wait()
+
+
+@dataclass(slots=True)
+class RunContext:
+    """What every call in one run can see.
+
+    ``run_id`` identifies the run; ``parent_run_id`` is set for a child run. ``scope`` says who it
+    runs for. ``services`` maps names to port implementations (``"store"``, ``"tracer"``, ...).
+    ``cancellation`` is checked between steps; ``clock`` is the time source. ``state`` is scratch
+    space for middlewares (per run, not persisted).
+    """
+
+    run_id: str = field(default_factory=new_run_id)
+    parent_run_id: str | None = None
+    scope: Scope = field(default_factory=Scope)
+    services: Mapping[str, Any] = field(default_factory=dict)
+    cancellation: CancellationToken = field(default_factory=CancellationToken)
+    clock: ClockPort = SYSTEM_CLOCK
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def child(self, *, scope: Scope | None = None) -> RunContext:
+        """A context for a child run: a new run id, this run as parent, the same services and
+        clock, and a cancellation token cancelled with this one."""
+        return RunContext(
+            run_id=new_run_id(),
+            parent_run_id=self.run_id,
+            scope=scope or self.scope,
+            services=self.services,
+            cancellation=self.cancellation.child(),
+            clock=self.clock,
+        )
+
+    def service(self, name: str) -> Any:
+        """The service registered as ``name``; raises ``KeyError`` naming what is available."""
+        try:
+            return self.services[name]
+        except KeyError:
+            raise KeyError(f"no service {name!r} in this run (have: {sorted(self.services)})") from None

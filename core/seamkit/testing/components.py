@@ -1,0 +1,27 @@
+"""Registers the test kit's ``scripted`` provider, so composed agents can run offline:
+
+.. code-block:: yaml
+
+    model:
+      use: scripted
+      turns:
+        - tool_calls: [{name: calculator, arguments: {expression: "2 + 3"}}]
+        - text: "5"
+      delay: 0.05        # seconds before each turn (per-turn ``delay`` overrides)
+"""
+
+from __future__ import annotations
+
+from seamkit.hookspecs import hookimpl
+
+__all__ = ["seamkit_register_providers"]
+
+
+@hookimpl
+def seamkit_register_providers(register):  # type: ignore[no-untyped-def]
+    register(
+        "scripted",
+        "seamkit.testing.scripted_component:build",
+        config="seamkit.testing.scripted_component:ScriptedConfig",
+        description="Plays back turns written in the YAML (offline testing)",
+    )

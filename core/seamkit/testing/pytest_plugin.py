@@ -1,0 +1,67 @@
+"""pytest plugin (entry point ``pytest11``): fixtures of the seamkit test kit.
+
+- ``seamkit_ctx``: a :class:`~seamkit.runtime.context.RunContext` from ``make_test_ctx()``.
+- ``register_plugin``: ``register_plugin(module_or_object, name=...)`` registers a plugin into
+  the process-wide registry for one test and removes it afterwards.
+- ``no_network``: blocks non-loopback connections for the test; ``--seamkit-block-network``
+  blocks them for the whole session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from seamkit.testing.context import make_test_ctx
+from seamkit.testing.network import block_network
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--seamkit-block-network",
+        action="store_true",
+        default=False,
+        help="seamkit: refuse every non-loopback network connection during the test session",
+    )
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _seamkit_session_network(request: pytest.FixtureRequest) -> Iterator[None]:
+    if request.config.getoption("--seamkit-block-network"):
+        with block_network():
+            yield
+    else:
+        yield
+
+
+@pytest.fixture
+def seamkit_ctx() -> Any:
+    return make_test_ctx()
+
+
+@pytest.fixture
+def no_network() -> Iterator[None]:
+    with block_network():
+        yield
+
+
+@pytest.fixture
+def register_plugin() -> Iterator[Callable[..., Any]]:
+    from seamkit.plugins.registry import get_registry
+
+    registry = get_registry()
+    added: list[str] = []
+
+    def register(plugin: object, name: str | None = None, *, distribution: str = "test-plugin",
+                 version: str = "0") -> Any:
+        pname = name or getattr(plugin, "__name__", None) or f"test-plugin-{len(added)}"
+        report = registry.register_plugin(plugin, pname, distribution=distribution, version=version)
+        if report.status == "ok":
+            added.append(pname)
+        return report
+
+    yield register
+    for name in added:
+        registry.unregister_plugin(name)

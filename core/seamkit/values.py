@@ -1,0 +1,446 @@
+"""The values that cross seamkit's boundaries.
+
+Every type here is a frozen dataclass. Container payloads (tool-call arguments, JSON Schemas,
+metadata) are deeply frozen :class:`~seamkit._frozen.FrozenDict` / ``FrozenList`` copies of what
+the caller passed. Types with frozen payloads hash on their identity fields (a tool call on its
+id, a tool result on the id of the call it answers) and compare on every field, so a ``set`` of
+messages carrying tool calls works.
+
+Units: token counts are ``int`` tokens; money is USD as ``Decimal``; an unknown cost is ``None``,
+never ``0``; durations are seconds as ``float``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+from typing import Any, Literal, Union
+
+from seamkit._frozen import FrozenDict, FrozenList, freeze, thaw
+
+__all__ = [
+    "FrozenDict",
+    "FrozenList",
+    "freeze",
+    "thaw",
+    "Scope",
+    "CostSource",
+    "Usage",
+    "TextBlock",
+    "ImageBlock",
+    "ToolCall",
+    "ToolResult",
+    "ReasoningBlock",
+    "ContentBlock",
+    "Role",
+    "Message",
+    "ToolSchema",
+    "ToolChoice",
+    "ChatRequest",
+    "ToolRequest",
+    "FinishReason",
+    "LLMResult",
+    "ToolCallDelta",
+    "Delta",
+    "StreamEventKind",
+    "StreamEvent",
+    "Operation",
+    "EMPTY",
+]
+
+EMPTY: FrozenDict = FrozenDict()
+
+
+def _frozen_map(value: Any) -> FrozenDict:
+    if type(value) is FrozenDict:
+        return value
+    if value is None:
+        return EMPTY
+    frozen = freeze(value)
+    if not isinstance(frozen, FrozenDict):
+        raise TypeError(f"expected a mapping, got {type(value).__name__}")
+    return frozen
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Who a run acts for: ``tenant`` (isolation boundary), ``user`` and ``thread`` (a conversation)."""
+
+    tenant: str = "default"
+    user: str | None = None
+    thread: str | None = None
+
+
+CostSource = Literal["reported", "estimated", "local", "unpriced"]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens one or more model calls consumed, and what they cost.
+
+    ``input_tokens`` counts every prompt token *including* cached ones; ``cache_read_tokens`` and
+    ``cache_write_tokens`` are the parts of the input served from / written to a prompt cache.
+    ``output_tokens`` includes ``reasoning_tokens``. ``cost`` is USD as ``Decimal``, or ``None``
+    when unknown; ``cost_source`` says where it came from: ``reported`` by the provider,
+    ``estimated`` from a price table, ``local`` (a model on this machine: cost 0), ``unpriced``
+    (cost unknown, ``cost`` is ``None``). Adding usages sums tokens; the cost of a sum is unknown
+    if any part is unknown.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    requests: int = 0
+    cost: Decimal | None = None
+    cost_source: CostSource = "unpriced"
+
+    def __post_init__(self) -> None:
+        if self.cost is None and self.cost_source != "unpriced":
+            raise ValueError(f"cost_source {self.cost_source!r} needs a cost; use 'unpriced'")
+        if self.cost is not None and self.cost_source == "unpriced":
+            raise ValueError("an unpriced usage has cost None")
+
+    @property
+    def total_tokens(self) -> int:
+        """``input_tokens + output_tokens``."""
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        if self.requests == 0 and self.total_tokens == 0 and self.cost is None:
+            return other
+        if other.requests == 0 and other.total_tokens == 0 and other.cost is None:
+            return self
+        cost: Decimal | None
+        source: CostSource
+        if self.cost is None or other.cost is None:
+            cost, source = None, "unpriced"
+        else:
+            cost = self.cost + other.cost
+            if self.cost_source == other.cost_source:
+                source = self.cost_source
+            elif "estimated" in (self.cost_source, other.cost_source):
+                source = "estimated"
+            else:
+                source = "reported"
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_tokens + other.cache_read_tokens,
+            self.cache_write_tokens + other.cache_write_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+            self.requests + other.requests,
+            cost,
+            source,
+        )
+
+
+# --- content blocks -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    """Plain text."""
+
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True, eq=True)
+class ImageBlock:
+    """An image, either by ``url`` or inline ``data`` (raw bytes) with its ``media_type``."""
+
+    media_type: str = "image/png"
+    url: str | None = None
+    data: bytes | None = None
+    type: Literal["image"] = "image"
+
+    def __post_init__(self) -> None:
+        if (self.url is None) == (self.data is None):
+            raise ValueError("an image needs exactly one of url or data")
+
+
+@dataclass(frozen=True, slots=True, eq=True)
+class ToolCall:
+    """The model asking for a tool: ``id`` (unique in a run's transcript), ``name`` and decoded
+    JSON ``arguments`` (deeply frozen). Hashes on ``id``; compares on every field."""
+
+    id: str
+    name: str
+    arguments: FrozenDict = EMPTY
+    type: Literal["tool_call"] = "tool_call"
+
+    def __post_init__(self) -> None:
+        if type(self.arguments) is not FrozenDict:
+            object.__setattr__(self, "arguments", _frozen_map(self.arguments))
+
+    def __hash__(self) -> int:
+        return hash(("tool_call", self.id))
+
+
+@dataclass(frozen=True, slots=True, eq=True)
+class ToolResult:
+    """What a tool returned for the call ``call_id``: ``content`` as text (JSON for structured
+    results), ``is_error`` when the tool failed or was never run. Hashes on ``call_id``."""
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    type: Literal["tool_result"] = "tool_result"
+
+    def __hash__(self) -> int:
+        return hash(("tool_result", self.call_id))
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningBlock:
+    """Model reasoning ("thinking"). ``signature`` is the provider's opaque proof that must be sent
+    back unchanged with the same model; ``provider``/``model`` say which one wrote it."""
+
+    text: str
+    signature: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    type: Literal["reasoning"] = "reasoning"
+
+
+ContentBlock = Union[TextBlock, ImageBlock, ToolCall, ToolResult, ReasoningBlock]
+Role = Literal["system", "user", "assistant", "tool"]
+_ROLES = frozenset(("system", "user", "assistant", "tool"))
+
+
+@dataclass(frozen=True, slots=True, eq=True)
+class Message:
+    """One transcript entry: a ``role`` and a tuple of content blocks.
+
+    ``Message.user("hi")`` / ``.system()`` / ``.assistant()`` build text messages. Hashes on the
+    role and the blocks' identity fields.
+    """
+
+    role: Role
+    content: tuple[ContentBlock, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.role not in _ROLES:
+            raise ValueError(f"unknown role {self.role!r}")
+        if type(self.content) is not tuple:
+            object.__setattr__(self, "content", tuple(self.content))
+
+    def __hash__(self) -> int:
+        return hash((self.role, self.content))
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        return cls("system", (TextBlock(text),))
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls("user", (TextBlock(text),))
+
+    @classmethod
+    def assistant(cls, text: str) -> Message:
+        return cls("assistant", (TextBlock(text),))
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined (no separator)."""
+        return "".join(b.text for b in self.content if type(b) is TextBlock)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(b for b in self.content if type(b) is ToolCall)
+
+    @property
+    def tool_results(self) -> tuple[ToolResult, ...]:
+        return tuple(b for b in self.content if type(b) is ToolResult)
+
+
+# --- requests -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, eq=True)
+class ToolSchema:
+    """How a tool is advertised to a model: ``name``, ``description``, ``parameters`` (a JSON
+    Schema object, draft 2020-12) and whether calling it has ``side_effecting`` effects outside
+    the run. Hashes on ``name``."""
+
+    name: str
+    description: str
+    parameters: FrozenDict
+    side_effecting: bool
+
+    def __post_init__(self) -> None:
+        if type(self.parameters) is not FrozenDict:
+            object.__setattr__(self, "parameters", _frozen_map(self.parameters))
+
+    def __hash__(self) -> int:
+        return hash(("tool", self.name))
+
+
+ToolChoice = str
+"""``"auto"`` (model decides), ``"required"`` (some tool), ``"none"``, or a tool's name."""
+
+
+@dataclass(frozen=True, slots=True, eq=True)
+class ChatRequest:
+    """One model call.
+
+    ``messages``: the transcript to send. ``tools``: advertised tools. ``tool_choice``: see
+    :data:`ToolChoice`. ``output_schema``: a JSON Schema the reply's text must satisfy (providers
+    that can constrain decoding use it). ``temperature``, ``max_tokens`` (output tokens),
+    ``seed``, ``stop``: sampling settings; ``None`` means the provider's default. ``extra``:
+    provider-specific settings, passed through. ``metadata``: for middlewares, never sent.
+    """
+
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSchema, ...] = ()
+    tool_choice: ToolChoice = "auto"
+    output_schema: FrozenDict | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    extra: FrozenDict = EMPTY
+    metadata: FrozenDict = EMPTY
+
+    def __post_init__(self) -> None:
+        if type(self.messages) is not tuple:
+            object.__setattr__(self, "messages", tuple(self.messages))
+        if type(self.tools) is not tuple:
+            object.__setattr__(self, "tools", tuple(self.tools))
+        if self.output_schema is not None and type(self.output_schema) is not FrozenDict:
+            object.__setattr__(self, "output_schema", _frozen_map(self.output_schema))
+        if type(self.extra) is not FrozenDict:
+            object.__setattr__(self, "extra", _frozen_map(self.extra))
+        if type(self.metadata) is not FrozenDict:
+            object.__setattr__(self, "metadata", _frozen_map(self.metadata))
+
+    def __hash__(self) -> int:
+        return hash((self.messages, self.tools, self.tool_choice))
+
+    def replace(self, **changes: Any) -> ChatRequest:
+        """A copy with ``changes`` applied (``dataclasses.replace``)."""
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True, eq=True)
+class ToolRequest:
+    """One tool call to execute: the model's ``call`` and the advertised ``schema`` of the tool it
+    names (``None`` when the model named an unknown tool)."""
+
+    call: ToolCall
+    schema: ToolSchema | None = None
+
+    def __hash__(self) -> int:
+        return hash(self.call)
+
+
+FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "refusal", "error"]
+
+
+@dataclass(frozen=True, slots=True, eq=True)
+class LLMResult:
+    """A finished model call: the assistant ``message``, its ``usage``, why it stopped, the model
+    that answered, and ``warnings`` (explicit degradations, e.g. a setting a model ignored)."""
+
+    message: Message
+    usage: Usage = Usage()
+    finish_reason: FinishReason = "stop"
+    model: str | None = None
+    warnings: tuple[str, ...] = ()
+
+    def __hash__(self) -> int:
+        return hash(self.message)
+
+    @property
+    def text(self) -> str:
+        return self.message.text
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return self.message.tool_calls
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of a streamed tool call. ``index`` orders calls within a turn; ``id`` and
+    ``name`` arrive on the first fragment; ``arguments`` is a piece of the JSON text."""
+
+    index: int = 0
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    """One streamed increment of a model call. Exactly the fields that changed are set.
+
+    ``text`` / ``reasoning``: text to append; ``reasoning_signature`` completes the current
+    reasoning block; ``tool_call``: a :class:`ToolCallDelta`; ``usage``: usage reported so far
+    (the last one wins); ``finish_reason``: set once, at the end; ``model``: the answering model;
+    ``warning``: an explicit degradation to record on the result.
+    """
+
+    text: str | None = None
+    reasoning: str | None = None
+    reasoning_signature: str | None = None
+    tool_call: ToolCallDelta | None = None
+    usage: Usage | None = None
+    finish_reason: FinishReason | None = None
+    model: str | None = None
+    warning: str | None = None
+
+
+StreamEventKind = Literal[
+    "run_started",
+    "text",
+    "reasoning",
+    "model_result",
+    "tool_call",
+    "tool_result",
+    "partial_output",
+    "output",
+    "run_finished",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEvent:
+    """One step of an agent run, as streamed by ``Agent.stream()``.
+
+    ``kind`` says which fields are set: ``text``/``reasoning`` (a piece of model text),
+    ``model_result`` (``result``: a finished :class:`LLMResult`), ``tool_call`` (``tool_call``),
+    ``tool_result`` (``tool_result``), ``partial_output`` (``partial_output``: the typed output
+    parsed so far), ``output`` (``output``: the final typed value), ``run_started`` /
+    ``run_finished`` (``data`` holds the stop reason and usage on finish). ``step`` counts model
+    turns from 1.
+    """
+
+    kind: StreamEventKind
+    run_id: str
+    step: int = 0
+    text: str | None = None
+    result: LLMResult | None = None
+    tool_call: ToolCall | None = None
+    tool_result: ToolResult | None = None
+    partial_output: Any = None
+    output: Any = None
+    data: FrozenDict = EMPTY
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """A named unit of work that tracing, metrics and the effect ledger refer to: ``kind``
+    (``chat`` or ``tool``), ``name`` (model or tool name), the ``run_id`` and ``step`` it belongs to,
+    and the ``call_id`` of the tool call, if any."""
+
+    kind: Literal["chat", "tool"]
+    name: str
+    run_id: str
+    step: int = 0
+    call_id: str | None = None
