@@ -23,7 +23,11 @@ from seamkit.values import (
     TextBlock,
     ToolCall,
     Usage,
+    freeze,
 )
+from seamkit._frozen import FrozenDict
+
+_decode_frozen = json.JSONDecoder(object_pairs_hook=FrozenDict).decode
 
 __all__ = ["Accumulator", "collect_result"]
 
@@ -61,8 +65,11 @@ class Accumulator:
         self.warnings: list[str] = []
 
     def add(self, d: Delta) -> None:
-        if d.text:
-            self._text.append(d.text)
+        text = d.text
+        if text:
+            self._text.append(text)
+            if d.usage is None and d.tool_call is None and d.finish_reason is None:
+                return  # the common case while streaming: a piece of text and nothing else
         if d.reasoning:
             self._reasoning.append(d.reasoning)
         if d.reasoning_signature:
@@ -98,9 +105,11 @@ class Accumulator:
             blocks.append(TextBlock("".join(self._text)))
         seen: set[str] = set()
         for call in self._calls:
-            raw = "".join(call.parts).strip() or "{}"
+            parts = call.parts
+            raw = (parts[0] if len(parts) == 1 else "".join(parts)).strip() or "{}"
             try:
-                args = json.loads(raw)
+                # Objects decode straight into FrozenDicts; only arrays need a freezing pass.
+                args = _decode_frozen(raw) if "[" not in raw else freeze(json.loads(raw))
             except json.JSONDecodeError as exc:
                 raise ProviderError(
                     f"tool call {call.name!r} arguments are not valid JSON ({exc.msg} at {exc.pos})",
@@ -113,7 +122,7 @@ class Accumulator:
                     provider=self.provider,
                 )
             cid = call.id
-            if cid is None or cid in seen:
+            if cid is None or (len(self._calls) > 1 and cid in seen):
                 cid = f"call_{uuid.uuid4().hex[:24]}"
             seen.add(cid)
             blocks.append(ToolCall(cid, call.name or "", args))

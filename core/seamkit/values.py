@@ -248,15 +248,15 @@ class Message:
     @property
     def text(self) -> str:
         """All text blocks joined (no separator)."""
-        return "".join(b.text for b in self.content if type(b) is TextBlock)
+        return "".join([b.text for b in self.content if type(b) is TextBlock])
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
-        return tuple(b for b in self.content if type(b) is ToolCall)
+        return tuple([b for b in self.content if type(b) is ToolCall])
 
     @property
     def tool_results(self) -> tuple[ToolResult, ...]:
-        return tuple(b for b in self.content if type(b) is ToolResult)
+        return tuple([b for b in self.content if type(b) is ToolResult])
 
 
 # --- requests -------------------------------------------------------------------------------

@@ -58,6 +58,7 @@ class Agent:
     observers: tuple[ObserverPort, ...] = ()
     _invoker: Invoker = field(init=False, repr=False, compare=False)
     _output: OutputSpec | None = field(init=False, repr=False, compare=False)
+    _system: Message | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("tools", "middlewares", "observers"):
@@ -75,6 +76,10 @@ class Agent:
             raise ValueError(f"tool_choice {self.tool_choice!r} names no tool of this agent")
         object.__setattr__(self, "_invoker", Invoker(self.model, registry, self.middlewares))
         object.__setattr__(self, "_output", output_spec(self.output))
+        static = self.prompt if isinstance(self.prompt, str) else None
+        if isinstance(self.prompt, Prompt) and not self.prompt.variables:
+            static = self.prompt.template
+        object.__setattr__(self, "_system", Message.system(static) if static is not None else None)
 
     @property
     def invoker(self) -> Invoker:
@@ -96,9 +101,12 @@ class Agent:
         self, task: Task, ctx: RunContext | None, history: Sequence[Message], variables: Mapping[str, Any] | None
     ) -> Run:
         transcript: list[Message] = []
-        system = self._system_text(variables)
-        if system is not None:
-            transcript.append(Message.system(system))
+        if self._system is not None and not variables:
+            transcript.append(self._system)
+        else:
+            system = self._system_text(variables)
+            if system is not None:
+                transcript.append(Message.system(system))
         transcript.extend(history)
         if isinstance(task, str):
             transcript.append(Message.user(task))

@@ -16,6 +16,7 @@ from seamkit.middleware import Call
 from seamkit.runtime.concurrency import gather_bounded
 from seamkit.runtime.context import RunContext
 from seamkit.values import (
+    EMPTY,
     ChatRequest,
     FrozenDict,
     Message,
@@ -86,7 +87,11 @@ class Run:
         emit = self.emit
         cancellation = ctx.cancellation
         model = agent.model
-        self._event("run_started", data=FrozenDict(agent=agent.name))
+        if emit is not None:
+            self._event("run_started", data=FrozenDict(agent=agent.name))
+        chat = invoker._chat
+        direct = not invoker.has_chat_middleware and not invoker.middlewares
+        meta = EMPTY
 
         while self.step < agent.max_steps:
             cancellation.raise_if_cancelled()
@@ -103,9 +108,13 @@ class Run:
                 (),
                 agent.model_extra,
             )
-            meta = FrozenDict(step=step)
+            if direct:
+                stream = model.stream(request)
+            else:
+                meta = FrozenDict(step=step)
+                stream = chat(Call("chat", request, ctx, meta))
             acc = Accumulator(model.provider, model.model)
-            async for d in invoker._chat(Call("chat", request, ctx, meta)):
+            async for d in stream:
                 acc.add(d)
                 if emit is not None:
                     if d.text:

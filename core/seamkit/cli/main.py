@@ -1,2 +1,277 @@
-def main() -> int:
-    return 0
+"""The seamkit command line: ``seamkit run | validate | schema | plugins`` (plus plugin commands).
+
+Built on seamkit's public API only. This module imports nothing heavy: pydantic, rich and the
+agent machinery are imported by the command that needs them, so ``seamkit --help`` stays fast.
+
+Streams: ``run`` writes the model's text and the final typed output to **stdout**; tool-call
+lines, the summary line, warnings and errors go to **stderr** (with ``--json``, stdout carries only
+the JSON event lines).
+
+Exit codes: ``0`` success; ``1`` the run failed (provider error, output that does not validate, a
+component failing at build time, ...); ``2`` usage or configuration error (bad arguments, missing
+file, invalid composition, unknown component, strict plugin failure); ``130`` interrupted.
+``SEAMKIT_DEBUG=1`` prints tracebacks of errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from seamkit.plugins.registry import PluginReport, Registry
+
+__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "UsageError", "build_parser", "main"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+PROG = "seamkit"
+
+
+class UsageError(Exception):
+    """A problem with how the command was called (exit code 2); the message is shown as is."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with errors raised as :class:`UsageError` so ``main`` can return the exit code."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message}\n{self.format_usage().rstrip()}")
+
+
+# -- parser ----------------------------------------------------------------------------------------
+
+
+def _var(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key, value
+
+
+def build_parser(
+    registry: Registry | None = None,
+) -> tuple[argparse.ArgumentParser, list[PluginReport]]:
+    """The ``seamkit`` argument parser, with the sub-commands plugins add when ``registry`` is given.
+
+    Returns the parser and the reports of plugins whose ``seamkit_register_commands`` hook raised
+    (they are skipped). Each sub-parser sets ``func`` (``callable(args) -> int``).
+    """
+    from seamkit import __version__
+
+    parser = _Parser(
+        prog=PROG,
+        description="seamkit: compose, validate and run LLM agents described in YAML.",
+        epilog="Exit codes: 0 ok, 1 the run failed, 2 usage or configuration error, 130 interrupted. "
+        "SEAMKIT_DEBUG=1 shows tracebacks.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands", parser_class=_Parser)
+
+    p = sub.add_parser(
+        "run",
+        help="run a composed agent on a task",
+        description="Load FILE, build its agent and run it on TASK, streaming text (stdout), tool calls "
+        "and a summary (stderr).",
+    )
+    p.add_argument("file", metavar="FILE", help="composition YAML file")
+    p.add_argument("task", metavar="TASK", help="the task text ('-' reads it from stdin)")
+    p.add_argument("--json", action="store_true", help="print one JSON object per stream event, nothing else")
+    p.add_argument(
+        "--var",
+        metavar="KEY=VALUE",
+        action="append",
+        type=_var,
+        default=[],
+        help="a prompt template variable (repeatable)",
+    )
+    p.set_defaults(func=_lazy("run"))
+
+    p = sub.add_parser(
+        "validate",
+        help="check a composition without running it",
+        description="Load and validate FILE (every component's parameters included); print a summary, "
+        "or every problem with its file:line:col (exit 2).",
+    )
+    p.add_argument("file", metavar="FILE", help="composition YAML file")
+    p.set_defaults(func=_lazy("validate"))
+
+    p = sub.add_parser(
+        "schema",
+        help="print the JSON Schema of the YAML format",
+        description="Print the JSON Schema of the composition format, including the config of every "
+        "installed component (for editor completion).",
+    )
+    p.add_argument("--output", "-o", metavar="FILE", help="write the schema to FILE instead of stdout")
+    p.set_defaults(func=_lazy("schema"))
+
+    p = sub.add_parser(
+        "plugins",
+        help="list installed plugins and components",
+        description="List installed components and plugins, including plugins that failed to load.",
+    )
+    p.add_argument("--json", action="store_true", help="print a JSON list of objects")
+    p.set_defaults(func=_lazy("plugins"))
+
+    failures: list[PluginReport] = []
+    if registry is not None:
+        failures = registry.add_commands(sub)
+    return parser, failures
+
+
+def _lazy(name: str) -> Callable[[argparse.Namespace], int]:
+    """A command function that imports ``seamkit.cli.commands`` only when it runs."""
+
+    def run(args: argparse.Namespace) -> int:
+        from seamkit.cli import commands
+
+        fn: Callable[[argparse.Namespace], int] = getattr(commands, f"cmd_{name}")
+        return fn(args)
+
+    run.__name__ = f"cmd_{name}"
+    return run
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+
+def _err(message: str) -> None:
+    sys.stderr.write(f"{PROG}: {message}\n")
+    sys.stderr.flush()
+
+
+def _debug() -> bool:
+    return os.environ.get("SEAMKIT_DEBUG", "").strip().lower() in ("1", "true", "yes")
+
+
+def _plugin_notes() -> list[str]:
+    """Hints for a component that cannot be found: plugins that failed, an allow-list in force."""
+    notes: list[str] = []
+    raw = os.environ.get("SEAMKIT_LOAD_PLUGINS")
+    if raw is not None:
+        notes.append(f"note: SEAMKIT_LOAD_PLUGINS={raw!r} limits which plugins load"
+                     + (" (empty: none)" if not raw.strip() else ""))
+    registry = _loaded_registry  # only if already loaded; never load it here
+    if registry is not None:
+        failed = [r for r in registry.reports if r.status == "failed"]
+        if failed:
+            names = ", ".join(f"{r.plugin!r} ({r.distribution})" for r in failed)
+            notes.append(f"note: plugin(s) failed to load: {names}; see '{PROG} plugins'")
+    return notes
+
+
+def exit_code_for(exc: BaseException) -> int:
+    """The exit code for an error that ended a command (see the module doc)."""
+    from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigError
+
+    if isinstance(exc, UsageError | ConfigError | ComponentNotFound | AmbiguousComponent | FileNotFoundError):
+        return EXIT_USAGE
+    return EXIT_FAILED
+
+
+def report_error(exc: BaseException) -> int:
+    """Print ``exc`` as one paragraph on stderr (no traceback unless ``SEAMKIT_DEBUG=1``) and return
+    its exit code."""
+    from seamkit.errors import ComponentNotFound, ConfigError, OutputValidationError, SeamkitError
+
+    code = exit_code_for(exc)
+    if _debug():
+        import traceback
+
+        traceback.print_exception(exc, file=sys.stderr)
+    lines: list[str]
+    if isinstance(exc, UsageError):
+        lines = [f"error: {exc}"]
+    elif isinstance(exc, ConfigError):
+        n = len(exc.issues)
+        lines = [f"error: ConfigError: {n} problem{'s' if n != 1 else ''} in configuration:"]
+        lines += [str(i) for i in exc.issues]
+    elif isinstance(exc, OutputValidationError):
+        lines = [f"error: OutputValidationError: {exc}"]
+        raw = exc.raw if len(exc.raw) <= 300 else exc.raw[:300] + "..."
+        lines.append(f"the model's last answer was: {raw!r}")
+    elif isinstance(exc, SeamkitError):
+        lines = [f"error: {type(exc).__name__}: {exc}"]
+    elif isinstance(exc, FileNotFoundError):
+        lines = [f"error: no such file: {exc.filename or exc}"]
+    else:
+        lines = [f"error: unexpected {type(exc).__name__}: {exc}"]
+        if not _debug():
+            lines.append("(set SEAMKIT_DEBUG=1 to see the traceback)")
+    if isinstance(exc, ComponentNotFound | ConfigError):
+        lines += _plugin_notes()
+    sys.stderr.write(f"{PROG}: " + "\n".join(lines) + "\n")
+    sys.stderr.flush()
+    return code
+
+
+# -- entry point -----------------------------------------------------------------------------------
+
+
+_loaded_registry: Registry | None = None
+
+
+def _load_registry() -> Registry:
+    global _loaded_registry
+    from seamkit.errors import PluginError
+    from seamkit.plugins.registry import get_registry
+
+    try:
+        _loaded_registry = get_registry()
+        return _loaded_registry
+    except PluginError as exc:
+        raise UsageError(f"{exc} (SEAMKIT_STRICT_PLUGINS is set: a plugin that fails is an error)") from exc
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    registry = _load_registry()
+    try:
+        parser, failures = build_parser(registry)
+    except Exception as exc:  # strict mode: a plugin's command hook raised
+        raise UsageError(f"{exc} (SEAMKIT_STRICT_PLUGINS is set: a plugin that fails is an error)") from exc
+    for f in failures:
+        _err(f"warning: plugin {f.plugin!r} ({f.distribution} {f.version}) could not add its commands: {f.error}")
+    args = parser.parse_args(list(argv) if argv is not None else None)
+    func: Callable[[argparse.Namespace], int | None] | None = getattr(args, "func", None)
+    if func is None:
+        raise UsageError(f"a command is required (see '{PROG} --help')\n{parser.format_usage().rstrip()}")
+    if args.command != "plugins":
+        failed = [r for r in registry.reports if r.status == "failed"]
+        for r in failed:
+            _err(f"warning: plugin {r.plugin!r} ({r.distribution} {r.version}) failed to load; "
+                 f"see '{PROG} plugins'")
+    code = func(args)
+    return EXIT_OK if code is None else int(code)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``seamkit`` command line with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        sys.stdout.flush()
+        _err("interrupted")
+        return EXIT_INTERRUPTED
+    except SystemExit as exc:  # --help, --version, or a plugin command calling sys.exit
+        c = exc.code
+        return c if isinstance(c, int) else (EXIT_OK if c is None else EXIT_FAILED)
+    except BrokenPipeError:
+        # stdout closed early (``seamkit run ... | head``): not an error of ours.
+        try:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - avoid a second error at exit
+        except OSError:
+            pass
+        return EXIT_FAILED
+    except Exception as exc:
+        return report_error(exc)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

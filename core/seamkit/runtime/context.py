@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -11,14 +11,16 @@ from typing import Any
 from seamkit.errors import RunCancelled
 from seamkit.ports import ClockPort
 from seamkit.runtime.clock import SYSTEM_CLOCK
-from seamkit.values import Scope
+from seamkit.values import EMPTY, Scope
 
 __all__ = ["CancellationToken", "RunContext", "new_run_id"]
 
+_DEFAULT_SCOPE = Scope()
+
 
 def new_run_id() -> str:
-    """A fresh run id: ``run_`` + 32 hex digits (UUID4)."""
-    return "run_" + uuid.uuid4().hex
+    """A fresh run id: ``run_`` + 32 random hex digits (128 bits from ``os.urandom``)."""
+    return "run_" + os.urandom(16).hex()
 
 
 class CancellationToken:
@@ -33,7 +35,7 @@ class CancellationToken:
     def __init__(self) -> None:
         self._reason: str | None = None
         self._event: asyncio.Event | None = None
-        self._children: list[CancellationToken] = []
+        self._children: list[CancellationToken] | None = None
 
     @property
     def cancelled(self) -> bool:
@@ -49,7 +51,7 @@ class CancellationToken:
         self._reason = reason
         if self._event is not None:
             self._event.set()
-        for child in self._children:
+        for child in self._children or ():
             child.cancel(reason)
 
     def child(self) -> CancellationToken:
@@ -57,6 +59,8 @@ class CancellationToken:
         tok = CancellationToken()
         if self._reason is not None:
             tok.cancel(self._reason)
+        elif self._children is None:
+            self._children = [tok]
         else:
             self._children.append(tok)
         return tok
@@ -85,8 +89,8 @@ class RunContext:
 
     run_id: str = field(default_factory=new_run_id)
     parent_run_id: str | None = None
-    scope: Scope = field(default_factory=Scope)
-    services: Mapping[str, Any] = field(default_factory=dict)
+    scope: Scope = _DEFAULT_SCOPE
+    services: Mapping[str, Any] = EMPTY
     cancellation: CancellationToken = field(default_factory=CancellationToken)
     clock: ClockPort = SYSTEM_CLOCK
     state: dict[str, Any] = field(default_factory=dict)

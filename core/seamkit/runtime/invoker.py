@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -20,8 +21,13 @@ __all__ = ["Invoker", "render_tool_value"]
 def render_tool_value(value: Any) -> str:
     """A tool's return value as tool-result text: ``str`` as is, anything else as JSON (pydantic
     models, dataclasses, ``Decimal``, ``datetime`` included)."""
-    if type(value) is str:
+    t = type(value)
+    if t is str:
         return value
+    if t is int:
+        return str(value)
+    if t is bool or value is None:
+        return json.dumps(value)
     import pydantic_core
 
     return pydantic_core.to_json(value).decode()
@@ -37,7 +43,7 @@ class Invoker:
     propagates.
     """
 
-    __slots__ = ("model", "tools", "middlewares", "_chat", "_tool")
+    __slots__ = ("model", "tools", "middlewares", "_chat", "_tool", "_tool_direct", "has_chat_middleware")
 
     def __init__(self, model: LLMPort, tools: ToolRegistry, middlewares: Sequence[Middleware] = ()) -> None:
         self.model = model
@@ -45,6 +51,9 @@ class Invoker:
         self.middlewares = tuple(middlewares)
         self._chat: Next = chain(self.middlewares, self._chat_terminal, kind="chat")
         self._tool: Next = chain(self.middlewares, self._tool_terminal, kind="tool")
+        # With no tool middleware, tool calls skip the envelope and the async generator.
+        self._tool_direct = self._tool == self._tool_terminal
+        self.has_chat_middleware = self._chat != self._chat_terminal
 
     def _chat_terminal(self, call: Call) -> AsyncIterator[Delta]:
         return self.model.stream(call.request)  # type: ignore[arg-type]
@@ -74,8 +83,13 @@ class Invoker:
         """Run one tool call through the tool chain; failures become ``is_error`` results that
         name the problem so the model can correct itself."""
         t = self.tools.get(call.name)
-        req = ToolRequest(call, t.schema if t is not None else None)
         try:
+            if self._tool_direct:
+                if t is None:
+                    raise UnknownToolError(call.name, self.tools.names)
+                value = await t.invoke(t.validate(call.arguments), ctx)
+                return ToolResult(call.id, call.name, render_tool_value(value))
+            req = ToolRequest(call, t.schema if t is not None else None)
             result: ToolResult = await collect_one(self._tool(Call("tool", req, ctx, meta)))
         except asyncio.CancelledError:
             raise

@@ -1,0 +1,216 @@
+"""The built-in ``seamkit`` commands. Each takes the parsed arguments and returns an exit code;
+errors propagate to :func:`seamkit.cli.main.main`, which prints them and picks the exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from seamkit.cli.main import EXIT_FAILED, EXIT_OK, UsageError
+
+if TYPE_CHECKING:
+    from seamkit.agent.agent import Agent
+    from seamkit.agent.result import AgentResult
+    from seamkit.cli.render import EventSink
+    from seamkit.plugins.registry import Registry
+
+__all__ = ["cmd_plugins", "cmd_run", "cmd_schema", "cmd_validate", "plugin_rows"]
+
+
+def _registry() -> Registry:
+    from seamkit.plugins.registry import get_registry
+
+    return get_registry()
+
+
+def _existing_file(name: str) -> Path:
+    path = Path(name)
+    if not path.exists():
+        raise UsageError(f"no such file: {name}")
+    if not path.is_file():
+        raise UsageError(f"not a file: {name}")
+    return path
+
+
+# -- run -------------------------------------------------------------------------------------------
+
+
+def _read_task(task: str) -> str:
+    if task == "-":
+        text = sys.stdin.read()
+        if not text.strip():
+            raise UsageError("the task read from stdin is empty")
+        return text
+    if not task.strip():
+        raise UsageError("the task is empty")
+    return task
+
+
+def _check_variables(agent: Agent, variables: dict[str, str]) -> None:
+    """Fail early (exit 2) when ``--var`` does not match the prompt template's variables."""
+    from seamkit import Prompt
+
+    prompt = agent.prompt
+    if isinstance(prompt, Prompt):
+        try:
+            prompt.render(variables or None)
+        except (KeyError, ValueError) as exc:
+            msg = exc.args[0] if exc.args else str(exc)
+            raise UsageError(f"{msg} (pass them with --var KEY=VALUE)") from None
+    elif variables:
+        raise UsageError(f"--var given ({', '.join(sorted(variables))}) but the agent's prompt has no template "
+                         "variables")
+
+
+async def _drive(agent: Agent, task: str, variables: dict[str, str], sink: EventSink) -> AgentResult | None:
+    result: AgentResult | None = None
+    try:
+        async for event in agent.stream(task, variables=variables or None):
+            sink.event(event)
+            if event.kind == "run_finished":
+                result = event.data["result"]
+    finally:
+        sink.close()
+    return result
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``seamkit run FILE TASK [--json] [--var KEY=VALUE ...]``: exit 0 when the run completes,
+    1 when it fails or stops without an answer (``max_steps``, ``cancelled``)."""
+    variables = dict(args.var)
+    path = _existing_file(args.file)
+
+    import asyncio
+
+    from seamkit.cli.render import HumanRenderer, JsonRenderer
+    from seamkit.composition import build_agent, load_composition
+
+    registry = _registry()
+    composition = load_composition(path, registry=registry)
+    agent = build_agent(composition, registry=registry)
+    _check_variables(agent, variables)
+    task = _read_task(args.task)
+    sink: EventSink = JsonRenderer() if args.json else HumanRenderer()
+    result = asyncio.run(_drive(agent, task, variables, sink))
+    if result is None:  # the stream ended without run_finished: should not happen
+        sys.stderr.write("seamkit: error: the run ended without a result\n")
+        return EXIT_FAILED
+    if result.stop_reason != "completed":
+        sys.stderr.write(f"seamkit: error: the run stopped without an answer ({result.stop_reason})\n")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+# -- validate --------------------------------------------------------------------------------------
+
+
+def _use_name(slot: Any) -> str:
+    if isinstance(slot, str):
+        return slot
+    for attr in ("use", "name"):
+        value = getattr(slot, attr, None)
+        if isinstance(value, str):
+            return value
+    if isinstance(slot, dict) and isinstance(slot.get("use"), str):
+        return str(slot["use"])
+    return "?"
+
+
+def describe(composition: Any) -> str:
+    """One line naming the agent, its model component and its tools (never their parameters,
+    which may hold secrets)."""
+    agent = getattr(composition, "agent", composition)
+    name = getattr(agent, "name", None) or "agent"
+    model = _use_name(getattr(agent, "model", None))
+    tools = [_use_name(t) for t in (getattr(agent, "tools", None) or ())]
+    listed = ", ".join(tools) if tools else "none"
+    return f"agent {name!r}, model {model}, tools: {listed}"
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """``seamkit validate FILE``: prints ``ok: ...`` (exit 0); problems raise ``ConfigError`` (exit 2)."""
+    path = _existing_file(args.file)
+    from seamkit.composition import load_composition
+
+    composition = load_composition(path, registry=_registry())
+    sys.stdout.write(f"ok: {args.file}: {describe(composition)}\n")
+    return EXIT_OK
+
+
+# -- schema ----------------------------------------------------------------------------------------
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """``seamkit schema [--output FILE]``: the composition JSON Schema, every installed component's
+    config included."""
+    from seamkit.composition import composition_json_schema
+
+    schema = composition_json_schema(_registry())
+    text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+    if args.output:
+        out = Path(args.output)
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+        sys.stderr.write(f"seamkit: wrote the schema to {args.output}\n")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+# -- plugins ---------------------------------------------------------------------------------------
+
+COLUMNS = ("distribution", "version", "kind", "name", "status", "error")
+
+
+def plugin_rows(registry: Registry) -> list[dict[str, Any]]:
+    """One row per installed component, one per plugin that failed (``kind`` ``plugin``, ``name``
+    its entry-point name) and one per plugin that loaded but registered no component. Keys:
+    ``distribution``, ``version``, ``kind``, ``name``, ``status`` (``ok``/``failed``), ``error``
+    (``None`` when ok), ``plugin`` (entry-point name) and ``description``."""
+    rows: list[dict[str, Any]] = []
+    for report in registry.reports:
+        base = {"distribution": report.distribution, "version": report.version, "plugin": report.plugin}
+        if report.status == "failed" or not report.components:
+            rows.append({**base, "kind": "plugin", "name": report.plugin, "status": report.status,
+                         "error": report.error, "description": ""})
+            continue
+        for kind, name in report.components:
+            desc = ""
+            for spec in registry.components.get(kind, {}).get(name, []):
+                if spec.plugin == report.plugin and spec.distribution == report.distribution:
+                    desc = spec.description
+            rows.append({**base, "kind": kind, "name": name, "status": "ok", "error": None, "description": desc})
+    rows.sort(key=lambda r: (r["status"] == "ok", r["distribution"], r["kind"], r["name"]))
+    return rows
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    """``seamkit plugins [--json]``: installed components and plugin load reports (failed ones with
+    their error)."""
+    rows = plugin_rows(_registry())
+    if args.json:
+        sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 200)
+    if not rows:
+        console.print("no plugins installed")
+        return EXIT_OK
+    table = Table(*COLUMNS, show_lines=False, box=None, pad_edge=False)
+    for r in rows:
+        status = "[green]ok[/]" if r["status"] == "ok" else "[bold red]failed[/]"
+        from rich.markup import escape
+
+        table.add_row(
+            escape(r["distribution"]), escape(r["version"]), r["kind"], escape(r["name"]), status,
+            escape(r["error"] or ""),
+        )
+    console.print(table)
+    return EXIT_OK

@@ -1,0 +1,230 @@
+"""How ``seamkit run`` shows a run: human-readable (text on stdout, tool lines and a summary on
+stderr, styled with rich) or ``--json`` (one JSON object per stream event on stdout)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+import json
+import sys
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import IO, TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from seamkit.values import StreamEvent, ToolCall, ToolResult, Usage
+
+__all__ = [
+    "EventSink",
+    "HumanRenderer",
+    "JsonRenderer",
+    "event_to_json",
+    "format_cost",
+    "format_summary",
+    "jsonable",
+    "truncate",
+]
+
+MAX_ARGS = 120
+MAX_RESULT = 160
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data: ``Decimal`` → string (exact), dataclasses and pydantic models →
+    objects, ``bytes`` → ``{"bytes": length}``, anything else unknown → its ``str``."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return jsonable(value.value)
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [jsonable(v) for v in value]
+    if isinstance(value, bytes | bytearray):
+        return {"bytes": len(value)}
+    if isinstance(value, datetime.datetime | datetime.date | datetime.time):
+        return value.isoformat()
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):  # a pydantic model
+        return dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return str(value)
+
+
+def usage_to_json(usage: Usage) -> dict[str, Any]:
+    """A :class:`~seamkit.values.Usage` as JSON data; ``cost`` is a decimal string (USD) or ``null``."""
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_tokens": usage.cache_read_tokens,
+        "cache_write_tokens": usage.cache_write_tokens,
+        "reasoning_tokens": usage.reasoning_tokens,
+        "requests": usage.requests,
+        "cost": None if usage.cost is None else str(usage.cost),
+        "cost_source": usage.cost_source,
+    }
+
+
+def event_to_json(event: StreamEvent) -> dict[str, Any]:
+    """One stream event as a JSON object: ``kind``, ``run_id``, ``step`` and the fields that are set.
+
+    ``model_result`` carries ``result`` (text, tool calls, finish reason, model, usage, warnings);
+    ``run_finished`` carries ``output``, ``usage`` (cost as a string), ``stop_reason``, ``steps``,
+    ``warnings`` and ``parent_run_id``; other ``data`` keys are copied as they are.
+    """
+    d: dict[str, Any] = {"kind": event.kind, "run_id": event.run_id, "step": event.step}
+    if event.text is not None:
+        d["text"] = event.text
+    if event.result is not None:
+        r = event.result
+        d["result"] = {
+            "text": r.text,
+            "tool_calls": [_call_json(c) for c in r.tool_calls],
+            "finish_reason": r.finish_reason,
+            "model": r.model,
+            "usage": usage_to_json(r.usage),
+            "warnings": list(r.warnings),
+        }
+    if event.tool_call is not None:
+        d["tool_call"] = _call_json(event.tool_call)
+    if event.tool_result is not None:
+        tr = event.tool_result
+        d["tool_result"] = {"call_id": tr.call_id, "name": tr.name, "content": tr.content, "is_error": tr.is_error}
+    if event.partial_output is not None:
+        d["partial_output"] = jsonable(event.partial_output)
+    if event.kind == "output" or event.output is not None:
+        d["output"] = jsonable(event.output)
+    for key, value in event.data.items():
+        if key == "result" and event.kind == "run_finished":
+            res = value
+            d["output"] = jsonable(res.output)
+            d["usage"] = usage_to_json(res.usage)
+            d["stop_reason"] = res.stop_reason
+            d["steps"] = res.steps
+            d["warnings"] = list(res.warnings)
+            d["parent_run_id"] = res.parent_run_id
+        elif key not in d:
+            d[key] = jsonable(value)
+    return d
+
+
+def _call_json(call: ToolCall) -> dict[str, Any]:
+    return {"id": call.id, "name": call.name, "arguments": jsonable(call.arguments)}
+
+
+def truncate(text: str, limit: int) -> str:
+    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: max(0, limit - 3)] + "..."
+
+
+def format_cost(usage: Usage) -> str:
+    """``unknown`` when the cost is unknown (never ``$0``), ``local`` for a local model, else
+    ``$<USD>`` (``~$<USD> (estimated)`` for an estimate)."""
+    if usage.cost is None:
+        return "unknown"
+    if usage.cost_source == "local":
+        return "local"
+    text = f"${usage.cost:f}"
+    return f"~{text} (estimated)" if usage.cost_source == "estimated" else text
+
+
+def format_summary(run_id: str, stop_reason: str, steps: int, usage: Usage) -> str:
+    """The one-line summary of a run."""
+    return (
+        f"run {run_id}: {stop_reason}, {steps} step{'s' if steps != 1 else ''}, "
+        f"tokens {usage.input_tokens} in / {usage.output_tokens} out, "
+        f"{usage.requests} request{'s' if usage.requests != 1 else ''}, cost {format_cost(usage)}"
+    )
+
+
+class EventSink(Protocol):
+    def event(self, event: StreamEvent) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class JsonRenderer:
+    """Writes one JSON object per event to ``out`` (stdout), flushing each line."""
+
+    def __init__(self, out: IO[str] | None = None) -> None:
+        self.out = out if out is not None else sys.stdout
+
+    def event(self, event: StreamEvent) -> None:
+        self.out.write(json.dumps(event_to_json(event), ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    def close(self) -> None:
+        self.out.flush()
+
+
+class HumanRenderer:
+    """Text deltas to ``out`` as they arrive; tool calls, tool results and the summary as one
+    styled line each on ``err``; the typed output as pretty JSON on ``out`` at the end."""
+
+    def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None) -> None:
+        from rich.console import Console
+
+        self.out = out if out is not None else sys.stdout
+        self.console = Console(
+            file=err if err is not None else sys.stderr, highlight=False, soft_wrap=True, emoji=False
+        )
+        self._midline = False
+
+    def _end_line(self) -> None:
+        if self._midline:
+            self.out.write("\n")
+            self.out.flush()
+            self._midline = False
+
+    def event(self, event: StreamEvent) -> None:
+        from rich.text import Text
+
+        kind = event.kind
+        if kind == "text" and event.text:
+            self.out.write(event.text)
+            self.out.flush()
+            self._midline = not event.text.endswith("\n")
+        elif kind == "tool_call" and event.tool_call is not None:
+            self._end_line()
+            self.console.print(self._call_line(event.tool_call))
+        elif kind == "tool_result" and event.tool_result is not None:
+            self._end_line()
+            self.console.print(self._result_line(event.tool_result))
+        elif kind == "output":
+            self._end_line()
+            self.console.print(Text("output:", style="bold"))
+            self.out.write(json.dumps(jsonable(event.output), indent=2, ensure_ascii=False) + "\n")
+            self.out.flush()
+        elif kind == "run_finished":
+            self._end_line()
+            result = event.data["result"]
+            line = format_summary(result.run_id, result.stop_reason, result.steps, result.usage)
+            style = "dim" if result.stop_reason == "completed" else "yellow"
+            self.console.print(Text(line, style=style))
+            for w in result.warnings:
+                self.console.print(Text(f"warning: {w}", style="yellow"))
+
+    @staticmethod
+    def _call_line(call: ToolCall) -> Any:
+        from rich.text import Text
+
+        args = json.dumps(jsonable(call.arguments), ensure_ascii=False)
+        return Text.assemble(("-> ", "cyan"), (call.name, "bold cyan"), " ", truncate(args, MAX_ARGS))
+
+    @staticmethod
+    def _result_line(result: ToolResult) -> Any:
+        from rich.text import Text
+
+        content = truncate(result.content, MAX_RESULT)
+        if result.is_error:
+            return Text.assemble(("<- ", "red"), (result.name, "bold red"), (" ERROR: ", "bold red"), content)
+        return Text.assemble(("<- ", "green"), (result.name, "bold green"), ": ", content)
+
+    def close(self) -> None:
+        self._end_line()
+        self.out.flush()

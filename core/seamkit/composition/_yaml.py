@@ -1,0 +1,359 @@
+"""Reading a composition's YAML into plain data, remembering where every value was written.
+
+PyYAML composes the text into nodes (which keep their ``start_mark``); the Python values are built
+here, not by PyYAML's constructors, so that:
+
+- every key path gets a 1-based ``(line, column)`` for error messages;
+- plain scalars resolve with YAML-1.2-core-like rules (see :func:`resolve_plain`), never
+  YAML 1.1's surprises (``NO`` as ``False``, ``3.10`` as ``3.1``, ``0755`` as 493, ``1:30`` as 90);
+- duplicate keys, explicit tags (``!!python/object``...) and merge keys are reported, not
+  silently accepted;
+- ``${NAME}`` / ``${NAME:-default}`` references in string scalars are replaced from the
+  environment (:func:`interpolate`), and the values that came from it are remembered as secrets.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+__all__ = [
+    "Document",
+    "Interpolated",
+    "KeyPath",
+    "Position",
+    "Problem",
+    "YAML11_BOOLEANS",
+    "format_path",
+    "interpolate",
+    "parse_yaml",
+    "resolve_plain",
+]
+
+KeyPath = tuple[str | int, ...]
+
+_PLAIN_TAG = "tag:seamkit.dev,2025:plain"
+_STR_TAG = "tag:yaml.org,2002:str"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+
+#: Words YAML 1.1 reads as booleans (besides true/false); refused when written unquoted.
+YAML11_BOOLEANS = frozenset({"yes", "no", "on", "off", "y", "n"})
+
+_NULLS = frozenset({"", "~", "null"})
+_INT = re.compile(r"-?[0-9]+")
+_FLOAT = re.compile(r"-?[0-9]+\.[0-9]+(?:[eE][-+]?[0-9]+)?")
+_REF = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
+_REF_BODY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?", re.DOTALL)
+_SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_MAX_NODES = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """A place in the file: 1-based ``line`` and ``column``."""
+
+    line: int
+    column: int
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One problem found while reading: ``message``, key ``path``, ``position`` (if known)."""
+
+    message: str
+    path: KeyPath
+    position: Position | None
+
+
+@dataclass
+class Document:
+    """The data read from YAML text and what is known about it.
+
+    ``data``: plain Python values (``dict`` with ``str`` keys, ``list``, ``str``, ``int``,
+    ``float``, ``bool``, ``None``). ``values`` / ``keys``: key path → position of the value / of
+    its key. ``secret_paths``: paths whose value came (partly) from an environment variable;
+    ``secrets``: those environment values themselves (to scrub from messages). ``poisoned``:
+    paths already reported, whose value is a placeholder (no further errors there).
+    """
+
+    data: Any = None
+    values: dict[KeyPath, Position] = field(default_factory=dict)
+    keys: dict[KeyPath, Position] = field(default_factory=dict)
+    secret_paths: set[KeyPath] = field(default_factory=set)
+    secrets: set[str] = field(default_factory=set)
+    poisoned: set[KeyPath] = field(default_factory=set)
+    problems: list[Problem] = field(default_factory=list)
+    empty: bool = False
+
+
+def format_path(path: KeyPath) -> str:
+    """``("agent", "tools", 1, "root")`` → ``agent.tools[1].root``; odd keys are quoted:
+    ``agent.model["a.b"]``."""
+    out = ""
+    for el in path:
+        if isinstance(el, int):
+            out += f"[{el}]"
+        elif _SIMPLE_KEY.fullmatch(el):
+            out += f".{el}" if out else el
+        else:
+            escaped = el.replace("\\", "\\\\").replace('"', '\\"')
+            out += f'["{escaped}"]'
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Interpolated:
+    """The result of :func:`interpolate`: the new ``value``; ``missing`` variables (unset, no
+    default); ``invalid`` references (malformed ``${...}``); ``secrets``: values taken from the
+    environment; ``from_env``: whether any reference was filled from the environment."""
+
+    value: str
+    missing: tuple[str, ...] = ()
+    invalid: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = ()
+    from_env: bool = False
+
+
+def interpolate(text: str, env: Mapping[str, str]) -> Interpolated:
+    """Replace ``${NAME}`` and ``${NAME:-default}`` in ``text`` from ``env``.
+
+    ``${NAME:-default}`` uses ``default`` when ``NAME`` is unset or empty (as the shell does);
+    ``$${`` is a literal ``${``. A missing variable without default is replaced by ``""`` and
+    listed in ``missing``; a malformed reference (bad name, no closing ``}``) is kept as written
+    and listed in ``invalid``. Never raises.
+    """
+    if "${" not in text:
+        return Interpolated(text)
+    out: list[str] = []
+    missing: list[str] = []
+    invalid: list[str] = []
+    secrets: list[str] = []
+    from_env = False
+    pos = 0
+    for m in _REF.finditer(text):
+        out.append(text[pos : m.start()])
+        pos = m.end()
+        whole = m.group(0)
+        if whole == "$${":
+            out.append("${")
+            continue
+        body = m.group(1)
+        if body is None:  # "${" with no closing brace
+            invalid.append(text[m.start() :])
+            out.append(text[m.start() :])
+            pos = len(text)
+            break
+        bm = _REF_BODY.fullmatch(body)
+        if bm is None:
+            invalid.append(whole)
+            out.append(whole)
+            continue
+        name, default = bm.group(1), bm.group(2)
+        val = env.get(name)
+        if val is not None and (val != "" or default is None):
+            out.append(val)
+            from_env = True
+            if val:
+                secrets.append(val)
+        elif default is not None:
+            out.append(default)
+        else:
+            missing.append(name)
+    out.append(text[pos:])
+    return Interpolated("".join(out), tuple(missing), tuple(invalid), tuple(secrets), from_env)
+
+
+class _Unset:
+    pass
+
+
+def resolve_plain(text: str) -> Any:
+    """The value of a plain (unquoted) scalar, YAML-1.2-core-like:
+
+    ``null``/``~``/empty (any case) → ``None``; ``true``/``false`` (any case) → ``bool``; a
+    decimal integer or a float *whose Python form is exactly the text* → ``int``/``float``; every
+    other text stays a ``str`` exactly as written (``3.10``, ``1e3``, ``0755``, ``+1``, ``1_000``,
+    ``1:30``, ``2024-01-01``, ``.inf``), so numeric fields still coerce it and text fields keep it.
+    YAML 1.1 boolean words are *not* handled here (see :data:`YAML11_BOOLEANS`).
+    """
+    low = text.lower()
+    if low in _NULLS:
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    if _INT.fullmatch(text):
+        try:
+            i = int(text)
+        except ValueError:  # too many digits
+            return text
+        return i if str(i) == text else text
+    if _FLOAT.fullmatch(text):
+        f = float(text)
+        return f if repr(f) == text else text
+    return text
+
+
+class _Loader(yaml.SafeLoader):  # type: ignore[misc]
+    """Composes nodes only; every untagged plain scalar gets the private ``plain`` tag, every
+    quoted one ``!!str``; explicit tags stay as written (and are refused later)."""
+
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is yaml.ScalarNode:
+            return _PLAIN_TAG if implicit[0] else _STR_TAG
+        return super().resolve(kind, value, implicit)
+
+
+def _pos(mark: Any) -> Position:
+    return Position(int(mark.line) + 1, int(mark.column) + 1)
+
+
+def _short_tag(tag: str) -> str:
+    return "!!" + tag[len("tag:yaml.org,2002:") :] if tag.startswith("tag:yaml.org,2002:") else tag
+
+
+def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None)
+    context = getattr(exc, "context", None)
+    if isinstance(exc, yaml.reader.ReaderError):
+        before = text[: exc.position]
+        line = before.count("\n") + 1
+        col = exc.position - (before.rfind("\n") + 1) + 1
+        return Problem(f"YAML: unacceptable character #x{exc.character:04x}: {exc.reason}", (),
+                       Position(line, col))
+    msg = str(problem or exc).strip()
+    ctx_mark = getattr(exc, "context_mark", None)
+    if context:
+        where = f" at line {ctx_mark.line + 1}, column {ctx_mark.column + 1}" if ctx_mark is not None else ""
+        msg = f"{msg} ({context.strip()}{where})"
+    if "\\t" in msg or "\t" in msg:
+        msg += "; YAML does not allow tabs for indentation, use spaces"
+    return Problem(f"YAML syntax: {msg}", (), _pos(mark) if mark is not None else None)
+
+
+class _Builder:
+    def __init__(self, doc: Document, env: Mapping[str, str]) -> None:
+        self.doc = doc
+        self.env = env
+        self.count = 0
+
+    def problem(self, message: str, path: KeyPath, node: Any, *, poison: bool = True) -> None:
+        self.doc.problems.append(Problem(message, path, _pos(node.start_mark)))
+        if poison:
+            self.doc.poisoned.add(path)
+
+    def build(self, node: Any, path: KeyPath) -> Any:
+        self.count += 1
+        if self.count > _MAX_NODES:
+            raise _TooLarge
+        if isinstance(node, yaml.MappingNode):
+            if node.tag != _MAP_TAG:
+                self.problem(self._tag_message(node.tag), path, node)
+                return None
+            return self.mapping(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            if node.tag != _SEQ_TAG:
+                self.problem(self._tag_message(node.tag), path, node)
+                return None
+            return [self._child(item, (*path, i)) for i, item in enumerate(node.value)]
+        if node.tag == _PLAIN_TAG:
+            value = resolve_plain(node.value)
+            if isinstance(value, str):
+                if value.lower() in YAML11_BOOLEANS:
+                    self.problem(
+                        f"{value!r} is a boolean in YAML 1.1 and means different things to different tools; "
+                        f"quote it (\"{value}\") to keep the text, or write true/false",
+                        path, node, poison=False,
+                    )
+                    return value
+                return self.string(value, path, node)
+            return value
+        if node.tag == _STR_TAG:
+            return self.string(node.value, path, node)
+        self.problem(self._tag_message(node.tag), path, node)
+        return None
+
+    def _child(self, node: Any, path: KeyPath) -> Any:
+        self.doc.values[path] = _pos(node.start_mark)
+        return self.build(node, path)
+
+    @staticmethod
+    def _tag_message(tag: str) -> str:
+        return (f"YAML tag {_short_tag(tag)!r} is not allowed (compositions hold plain data only); "
+                f"remove it, or quote the value to keep it as text")
+
+    def mapping(self, node: Any, path: KeyPath) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                self.problem("mapping keys must be plain strings", path, key_node)
+                continue
+            key = str(key_node.value)
+            if key_node.tag not in (_PLAIN_TAG, _STR_TAG):
+                self.problem(self._tag_message(key_node.tag), (*path, key), key_node)
+                continue
+            if key == "<<" and key_node.tag == _PLAIN_TAG:
+                self.problem("YAML merge keys ('<<') are not supported; write the keys out", path, key_node)
+                continue
+            child = (*path, key)
+            if key in out:
+                first = self.doc.keys.get(child)
+                where = f" (first at line {first.line}, column {first.column})" if first else ""
+                self.problem(f"duplicate key {key!r}{where}; keep only one", child, key_node, poison=False)
+            else:
+                self.doc.keys[child] = _pos(key_node.start_mark)
+            out[key] = self._child(value_node, child)
+        return out
+
+    def string(self, text: str, path: KeyPath, node: Any) -> str:
+        result = interpolate(text, self.env)
+        for name in result.missing:
+            self.problem(
+                f"environment variable {name!r} is not set (set it, or write ${{{name}:-default}})",
+                path, node,
+            )
+        for ref in result.invalid:
+            self.problem(
+                f"malformed reference {ref!r}: write ${{NAME}} or ${{NAME:-default}} (and $${{ for a literal ${{)",
+                path, node,
+            )
+        if result.from_env:
+            self.doc.secret_paths.add(path)
+            self.doc.secrets.update(result.secrets)
+        return result.value
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def parse_yaml(text: str, env: Mapping[str, str] | None = None) -> Document:
+    """Read ``text`` (one YAML document) into a :class:`Document`; problems are collected in
+    ``Document.problems``, never raised. ``env`` defaults to ``os.environ``."""
+    doc = Document()
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.YAMLError as exc:
+        doc.problems.append(_syntax_problem(exc, text))
+        return doc
+    finally:
+        loader.dispose()
+    if node is None:
+        doc.empty = True
+        return doc
+    doc.values[()] = _pos(node.start_mark)
+    builder = _Builder(doc, os.environ if env is None else env)
+    try:
+        doc.data = builder.build(node, ())
+    except _TooLarge:
+        doc.data = None
+        doc.problems.append(Problem(f"document too large (more than {_MAX_NODES} values, aliases expanded)",
+                                    (), doc.values[()]))
+    return doc

@@ -1,0 +1,169 @@
+"""What the model may emit, as JSON Schemas turned into llama.cpp grammars (GBNF).
+
+Modes (:func:`plan`):
+
+- ``text``: free text (no tools offered, ``tool_choice='none'`` or no tools, no output schema).
+- ``json``: ``output_schema`` set and no tool may be called: the reply is JSON valid for it,
+  streamed as text.
+- ``tool``: ``tool_choice`` is ``'required'`` or a tool name: the reply is exactly one
+  ``{"name": <tool>, "arguments": <that tool's parameters>}`` (``anyOf`` over the allowed tools),
+  emitted as one tool call.
+- ``auto_json``: ``tool_choice='auto'`` with tools and an output schema: the reply is either a
+  tool-call object or the final answer (JSON for the output schema). An object whose keys are
+  exactly ``name`` (an offered tool) and ``arguments`` (an object) is read as a tool call, so an
+  output schema admitting that very shape reads as a tool call.
+- ``auto_text``: ``tool_choice='auto'`` with tools and no output schema: the reply is either a
+  tool-call object (it starts with ``{``) or free text that does not start with ``{`` or
+  whitespace.
+
+Tool parameter schemas and the output schema may use local ``$ref`` into ``$defs``: the
+definitions are hoisted to the root of the combined schema (renamed ``<tool>__<Name>`` when two
+differ under one name) so references keep resolving.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from seamkit.values import ToolSchema, thaw
+
+__all__ = ["Mode", "Plan", "plan", "tool_call_schema", "to_gbnf", "read_tool_call", "offered_tools"]
+
+Mode = Literal["text", "json", "tool", "auto_json", "auto_text"]
+
+_FREE_TEXT = 'free-text ::= [^{ \\t\\r\\n] [^\\x00]*'
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """How one request is decoded: its ``mode``, the combined JSON ``schema`` (``None`` in ``text``
+    mode) and the ``tools`` the model may call (names)."""
+
+    mode: Mode
+    schema: dict[str, Any] | None
+    tools: tuple[str, ...] = ()
+
+
+def offered_tools(tools: Sequence[ToolSchema], choice: str) -> tuple[ToolSchema, ...]:
+    """The tools the model may call under ``choice``. Raises ``ValueError`` when ``choice`` names a
+    tool that is not in ``tools``."""
+    if choice == "none" or not tools:
+        return ()
+    if choice in ("auto", "required"):
+        return tuple(tools)
+    chosen = tuple(t for t in tools if t.name == choice)
+    if not chosen:
+        raise ValueError(f"tool_choice {choice!r} names no offered tool ({', '.join(t.name for t in tools)})")
+    return chosen
+
+
+def _rewrite_refs(node: Any, renames: Mapping[str, str]) -> Any:
+    if isinstance(node, dict):
+        out = {}
+        for k, v in node.items():
+            if k == "$ref" and isinstance(v, str) and v.startswith("#/$defs/") and v[8:] in renames:
+                out[k] = "#/$defs/" + renames[v[8:]]
+            else:
+                out[k] = _rewrite_refs(v, renames)
+        return out
+    if isinstance(node, list):
+        return [_rewrite_refs(v, renames) for v in node]
+    return node
+
+
+def _hoist(schema: Mapping[str, Any], owner: str, defs: dict[str, Any]) -> dict[str, Any]:
+    body = dict(thaw(schema))
+    local = body.pop("$defs", None) or {}
+    body.pop("$schema", None)
+    renames: dict[str, str] = {}
+    for name, sub in local.items():
+        if name in defs and defs[name] != sub:
+            renames[name] = f"{owner}__{name}"
+    if renames:
+        body = _rewrite_refs(body, renames)
+        local = {renames.get(k, k): _rewrite_refs(v, renames) for k, v in local.items()}
+    defs.update(local)
+    return body
+
+
+def _call_schema(tool: ToolSchema, defs: dict[str, Any]) -> dict[str, Any]:
+    params = _hoist(tool.parameters, tool.name, defs) or {"type": "object"}
+    return {
+        "type": "object",
+        "properties": {"name": {"const": tool.name}, "arguments": params},
+        "required": ["name", "arguments"],
+    }
+
+
+def tool_call_schema(
+    tools: Sequence[ToolSchema], answer: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A JSON Schema for one call of any of ``tools`` (``anyOf`` of
+    ``{"name": {"const": <tool>}, "arguments": <parameters>}``), plus the ``answer`` schema as
+    one more alternative when given."""
+    defs: dict[str, Any] = {}
+    alternatives = [_call_schema(t, defs) for t in tools]
+    if answer is not None:
+        alternatives.append(_hoist(answer, "answer", defs))
+    schema: dict[str, Any] = {"anyOf": alternatives}
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+def plan(tools: Sequence[ToolSchema], choice: str, output_schema: Mapping[str, Any] | None) -> Plan:
+    """Decide how to decode a request (see the module doc). Raises ``ValueError`` for a
+    ``choice`` naming no offered tool."""
+    callable_tools = offered_tools(tools, choice)
+    names = tuple(t.name for t in callable_tools)
+    if not callable_tools:
+        if output_schema is None:
+            return Plan("text", None)
+        defs: dict[str, Any] = {}
+        body = _hoist(output_schema, "answer", defs)
+        if defs:
+            body["$defs"] = defs
+        return Plan("json", body)
+    if choice != "auto":
+        return Plan("tool", tool_call_schema(callable_tools), names)
+    if output_schema is not None:
+        return Plan("auto_json", tool_call_schema(callable_tools, output_schema), names)
+    return Plan("auto_text", tool_call_schema(callable_tools), names)
+
+
+def to_gbnf(p: Plan) -> str | None:
+    """The llama.cpp grammar for a plan (``None`` in ``text`` mode). Raises ``ValueError`` (or
+    another exception from llama-cpp-python's converter) for a schema it cannot convert."""
+    if p.schema is None:
+        return None
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    gbnf: str = json_schema_to_gbnf(json.dumps(p.schema))
+    if p.mode != "auto_text":
+        return gbnf
+    lines = []
+    for line in gbnf.splitlines():
+        if line.startswith("root ::="):
+            line = "tool-call ::=" + line[len("root ::=") :]
+        lines.append(line)
+    lines.append("root ::= tool-call | free-text")
+    lines.append(_FREE_TEXT)
+    return "\n".join(lines)
+
+
+def read_tool_call(text: str, names: Sequence[str]) -> tuple[str, dict[str, Any]] | None:
+    """``(name, arguments)`` when ``text`` is one JSON tool-call object naming one of ``names``
+    (keys exactly ``name`` and ``arguments``, the latter an object); ``None`` otherwise."""
+    try:
+        value = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    if not isinstance(value, dict) or set(value) != {"name", "arguments"}:
+        return None
+    name, arguments = value["name"], value["arguments"]
+    if not isinstance(name, str) or name not in names or not isinstance(arguments, dict):
+        return None
+    return name, arguments

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# README command 2: set up .venv and run the whole test suite (lint, types, tests).
+# Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/core -x`.
+set -euo pipefail
+source "$(dirname "$0")/_setup.sh"
+
+echo "== ruff" >&2
+.venv/bin/ruff check .
+echo "== mypy --strict core/" >&2
+.venv/bin/mypy
+echo "== pytest" >&2
+exec .venv/bin/pytest -p no:cacheprovider --timeout=600 "$@"

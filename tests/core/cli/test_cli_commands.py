@@ -1,0 +1,133 @@
+"""``seamkit validate | schema | plugins``, usage errors, ``--help`` and ``python -m seamkit``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+VALID = """
+seamkit: 1
+agent:
+  name: adder
+  model: {use: scripted, turns: ["5"]}
+  tools: [add, {use: boom}]
+"""
+
+
+def test_validate_ok(cli, write):
+    path = write("ok.yaml", VALID)
+    r = cli("validate", str(path))
+    assert r.returncode == 0, r
+    assert r.stdout.startswith("ok: ")
+    assert "'adder'" in r.stdout and "scripted" in r.stdout and "add, boom" in r.stdout
+
+
+def test_validate_lists_every_issue(cli, write):
+    path = write("bad.yaml", """
+        seamkit: 1
+        agent:
+          name: bad
+          model: {use: scripted, turns: ["x"], temprature: 0.5}
+          max_stepz: 3
+        """)
+    r = cli("validate", str(path))
+    assert r.returncode == 2, r
+    lines = [line for line in r.stderr.splitlines() if line.startswith(str(path))]
+    assert len(lines) >= 2, r.stderr  # both problems, one line each, file:line:col first
+    assert any("temprature" in line for line in lines)
+    assert any("max_stepz" in line for line in lines)
+    assert "ConfigError" in r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stdout == ""
+
+
+def test_schema_stdout_and_file(cli, tmp_path):
+    r = cli("schema")
+    assert r.returncode == 0, r
+    schema = json.loads(r.stdout)
+    assert isinstance(schema, dict)
+    text = json.dumps(schema)
+    assert "scripted" in text  # installed components' configs are included
+    assert "turns" in text
+    out = tmp_path / "schema.json"
+    r2 = cli("schema", "--output", str(out))
+    assert r2.returncode == 0, r2
+    assert json.loads(out.read_text()) == schema
+    assert r2.stdout == ""
+    r3 = cli("schema", "--output", str(tmp_path / "no" / "such" / "dir" / "s.json"))
+    assert r3.returncode == 2 and "cannot write" in r3.stderr
+
+
+def test_plugins_table_lists_components(cli):
+    r = cli("plugins")
+    assert r.returncode == 0, r
+    header = r.stdout.splitlines()[0].split()
+    assert header == ["distribution", "version", "kind", "name", "status", "error"]
+    rows = [line.split() for line in r.stdout.splitlines()[1:]]
+    assert ["seamkit", "0.1.0", "provider", "scripted", "ok"] in rows
+    assert ["cli-test-tools", "0.1", "tool", "add", "ok"] in rows
+
+
+def test_plugins_json(cli):
+    r = cli("plugins", "--json")
+    assert r.returncode == 0, r
+    rows = json.loads(r.stdout)
+    assert isinstance(rows, list)
+    for row in rows:
+        assert {"distribution", "version", "kind", "name", "status", "error"} <= set(row)
+    scripted = [x for x in rows if x["name"] == "scripted"]
+    assert scripted and scripted[0]["kind"] == "provider" and scripted[0]["status"] == "ok"
+    assert scripted[0]["error"] is None and scripted[0]["distribution"] == "seamkit"
+
+
+def test_unknown_command_exits_2(cli):
+    r = cli("frobnicate")
+    assert r.returncode == 2, r
+    assert "invalid choice" in r.stderr and "frobnicate" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_no_command_and_bad_option_exit_2(cli):
+    r = cli()
+    assert r.returncode == 2 and "command is required" in r.stderr
+    r = cli("run", "--nope", "f.yaml", "t")
+    assert r.returncode == 2 and "--nope" in r.stderr
+    r = cli("run", "only-a-file.yaml")
+    assert r.returncode == 2 and "TASK" in r.stderr
+
+
+def test_help_lists_builtin_and_plugin_commands(cli):
+    r = cli("--help")
+    assert r.returncode == 0, r
+    for name in ("run", "validate", "schema", "plugins", "hello"):
+        assert name in r.stdout
+
+
+def test_plugin_command_runs(cli):
+    r = cli("hello", "world")
+    assert r.returncode == 0, r
+    assert r.stdout == "hello world\n"
+
+
+def test_console_script_matches_python_m(cli):
+    seamkit = (sys.executable.rsplit("/", 1)[0]) + "/seamkit"
+    proc = subprocess.run([seamkit, "--version"], capture_output=True, text=True, env=cli.env(), timeout=60)
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("seamkit ")
+    assert cli("--version").stdout == proc.stdout
+
+
+def test_help_imports_nothing_heavy(cli):
+    code = (
+        "import sys\n"
+        "from seamkit.cli.main import main\n"
+        "rc = main(['--help'])\n"
+        "heavy = [m for m in ('pydantic', 'rich', 'seamkit.agent', 'seamkit.composition', 'yaml') "
+        "if m in sys.modules]\n"
+        "print('HEAVY', heavy, rc, file=sys.stderr)\n"
+    )
+    # only the host's own plugins and the tools test plugin: third-party plugins may import what they like
+    env = cli.env({"SEAMKIT_LOAD_PLUGINS": "testkit,cli-test-tools"})
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert "HEAVY [] 0" in proc.stderr, proc.stderr

@@ -1,0 +1,272 @@
+"""``seamkit run``: streaming, tool lines, typed output, summary, --json, --var and exit codes."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+
+ADDER = """
+seamkit: 1
+agent:
+  name: adder
+  model:
+    use: scripted
+    turns:
+      - text: "Let me add. "
+        tool_calls: [{name: add, arguments: {a: 2, b: 3}}]
+      - text: '{"answer": 5}'
+  prompt: "You add numbers."
+  tools: [add]
+  output: {json_schema: {type: object, properties: {answer: {type: integer}}, required: [answer]}}
+"""
+
+
+def test_run_streams_text_tool_lines_output_and_summary(cli, write):
+    path = write("adder.yaml", ADDER)
+    r = cli("run", str(path), "what is 2 + 3?")
+    assert r.returncode == 0, r
+    # model text on stdout, as streamed, then the typed output as pretty JSON
+    assert r.stdout.startswith("Let me add. \n")
+    assert '{"answer": 5}' in r.stdout
+    assert r.stdout.rstrip().endswith('{\n  "answer": 5\n}')
+    # tool call and result: one line each on stderr; summary last
+    err = r.stderr.splitlines()
+    assert '-> add {"a": 2, "b": 3}' in err
+    assert "<- add: 5" in err
+    summary = err[-1]
+    assert re.fullmatch(
+        r"run [0-9a-zA-Z_-]+: completed, 2 steps, tokens 0 in / 0 out, 2 requests, cost local", summary
+    ), summary
+    assert "$0" not in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_run_marks_tool_errors_and_truncates(cli, write):
+    long = "x" * 500
+    path = write("boom.yaml", f"""
+        seamkit: 1
+        agent:
+          name: boomer
+          model:
+            use: scripted
+            turns:
+              - tool_calls: [{{name: boom, arguments: {{reason: "{long}"}}}}]
+              - text: "it failed"
+          tools: [boom]
+        """)
+    r = cli("run", str(path), "go")
+    assert r.returncode == 0, r
+    call_line = next(line for line in r.stderr.splitlines() if line.startswith("-> boom"))
+    assert call_line.endswith("...") and len(call_line) < 200
+    err_line = next(line for line in r.stderr.splitlines() if line.startswith("<- boom"))
+    assert "ERROR" in err_line and "boom: xxx" in err_line and len(err_line) < 250
+    # free-text output is the streamed text: printed once, not twice
+    assert r.stdout == "it failed\n"
+
+
+def test_run_json_lines(cli, write):
+    path = write("adder.yaml", ADDER)
+    r = cli("run", "--json", str(path), "what is 2 + 3?")
+    assert r.returncode == 0, r
+    events = [json.loads(line) for line in r.stdout.splitlines()]
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert {"text", "model_result", "tool_call", "tool_result", "output"} <= set(kinds)
+    run_ids = {e["run_id"] for e in events}
+    assert len(run_ids) == 1
+    call = next(e for e in events if e["kind"] == "tool_call")
+    assert call["tool_call"]["name"] == "add" and call["tool_call"]["arguments"] == {"a": 2, "b": 3}
+    assert call["step"] == 1
+    result = next(e for e in events if e["kind"] == "tool_result")
+    assert result["tool_result"]["content"] == "5" and result["tool_result"]["is_error"] is False
+    text = "".join(e["text"] for e in events if e["kind"] == "text")
+    assert text == 'Let me add. {"answer": 5}'
+    fin = events[-1]
+    assert fin["output"] == {"answer": 5}
+    assert fin["stop_reason"] == "completed"
+    assert fin["steps"] == 2
+    assert fin["usage"]["requests"] == 2
+    assert fin["usage"]["cost"] == "0" and fin["usage"]["cost_source"] == "local"
+    assert "text" not in fin  # only the fields that are set
+    # nothing but the summary-free JSON on stdout; stderr has no run chatter
+    assert "run " not in r.stderr
+
+
+def test_run_output_never_valid_exits_1(cli, write):
+    path = write("bad_output.yaml", """
+        seamkit: 1
+        agent:
+          name: stubborn
+          model: {use: scripted, turns: ["not json", "still not json"]}
+          output: {json_schema: {type: object, properties: {answer: {type: integer}}, required: [answer]}}
+        """)
+    r = cli("run", str(path), "answer")
+    assert r.returncode == 1, r
+    assert "OutputValidationError" in r.stderr
+    assert "output did not validate" in r.stderr
+    assert "still not json" in r.stderr  # the model's last answer is shown
+    assert "Traceback" not in r.stderr
+
+
+def test_run_provider_error_exits_1(cli, write):
+    path = write("short.yaml", """
+        seamkit: 1
+        agent:
+          name: short
+          model:
+            use: scripted
+            turns: [{tool_calls: [{name: add, arguments: {a: 1, b: 1}}]}]
+          tools: [add]
+        """)
+    r = cli("run", str(path), "go")
+    assert r.returncode == 1, r
+    assert "ProviderError" in r.stderr and "no turn left" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_run_json_failure_keeps_stdout_json(cli, write):
+    path = write("short.yaml", """
+        seamkit: 1
+        agent:
+          name: short
+          model: {use: scripted, turns: [{tool_calls: [{name: add, arguments: {a: 1, b: 1}}]}]}
+          tools: [add]
+        """)
+    r = cli("run", "--json", str(path), "go")
+    assert r.returncode == 1, r
+    for line in r.stdout.splitlines():
+        json.loads(line)
+    assert "no turn left" in r.stderr
+
+
+def test_run_max_steps_exits_1(cli, write):
+    path = write("loop.yaml", """
+        seamkit: 1
+        agent:
+          name: looper
+          model:
+            use: scripted
+            repeat: true
+            turns: [{tool_calls: [{name: add, arguments: {a: 1, b: 1}}]}]
+          tools: [add]
+          max_steps: 2
+        """)
+    r = cli("run", str(path), "go")
+    assert r.returncode == 1, r
+    assert "max_steps" in r.stderr
+
+
+def test_component_failing_at_build_exits_1(cli, write):
+    path = write("unbuildable.yaml", """
+        seamkit: 1
+        agent:
+          name: x
+          model: {use: scripted, turns: ["hi"]}
+          tools: [unbuildable]
+        """)
+    r = cli("run", str(path), "go")
+    assert r.returncode == 1, r
+    assert "unbuildable" in r.stderr and "cannot be built" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_run_with_vars(cli, write):
+    path = write("greeter.yaml", """
+        seamkit: 1
+        agent:
+          name: greeter
+          model: {use: scripted, turns: ["hello"]}
+          prompt: {id: greet, version: 1.0.0, template: "You greet {{user}} in {{lang}}."}
+        """)
+    r = cli("run", str(path), "hi", "--var", "user=Ann", "--var", "lang=fr")
+    assert r.returncode == 0, r
+    assert r.stdout == "hello\n"
+    missing = cli("run", str(path), "hi", "--var", "user=Ann")
+    assert missing.returncode == 2, missing
+    assert "lang" in missing.stderr and "--var" in missing.stderr
+    extra = cli("run", str(path), "hi", "--var", "user=Ann", "--var", "lang=fr", "--var", "mood=x")
+    assert extra.returncode == 2 and "mood" in extra.stderr
+    bad = cli("run", str(path), "hi", "--var", "novalue")
+    assert bad.returncode == 2 and "KEY=VALUE" in bad.stderr
+
+
+def test_run_task_from_stdin(cli, write):
+    path = write("echo.yaml", """
+        seamkit: 1
+        agent:
+          name: echo
+          model: {use: scripted, turns: ["ok"]}
+        """)
+    r = cli("run", str(path), "-", input="a task from stdin\n")
+    assert r.returncode == 0, r
+    assert r.stdout == "ok\n"
+    empty = cli("run", str(path), "-", input="")
+    assert empty.returncode == 2 and "empty" in empty.stderr
+
+
+def test_malformed_yaml_exits_2_with_location(cli, write):
+    path = write("broken.yaml", """
+        seamkit: 1
+        agent:
+          name: [unclosed
+          model: {use: scripted, turns: ["x"]}
+        """)
+    for cmd in ("run", "validate"):
+        args = [cmd, str(path)] + (["task"] if cmd == "run" else [])
+        r = cli(*args)
+        assert r.returncode == 2, r
+        assert re.search(r"broken\.yaml:\d+:\d+: ", r.stderr), r.stderr
+        assert "Traceback" not in r.stderr
+        assert r.stdout == ""
+
+
+def test_missing_file_exits_2(cli, tmp_path):
+    r = cli("run", str(tmp_path / "nope.yaml"), "task")
+    assert r.returncode == 2, r
+    assert "no such file" in r.stderr and "nope.yaml" in r.stderr
+    assert cli("validate", str(tmp_path / "nope.yaml")).returncode == 2
+    assert cli("validate", str(tmp_path)).returncode == 2  # a directory
+
+
+def test_unknown_component_exits_2_with_suggestion(cli, write):
+    path = write("typo.yaml", """
+        seamkit: 1
+        agent:
+          name: typo
+          model: {use: scriptd, turns: ["x"]}
+        """)
+    r = cli("run", str(path), "task")
+    assert r.returncode == 2, r
+    assert "scriptd" in r.stderr and "scripted" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_secret_values_are_not_printed(cli, write):
+    path = write("secret.yaml", """
+        seamkit: 1
+        agent:
+          name: secretive
+          model: {use: scripted, turns: ["x"], api_key: "${CLI_TEST_SECRET}"}
+        """)
+    r = cli("run", str(path), "task", env={"CLI_TEST_SECRET": "sk-verysecret-123"})
+    assert r.returncode == 2, r  # scripted has no api_key parameter
+    assert "sk-verysecret-123" not in r.stderr + r.stdout
+
+
+def test_keyboard_interrupt_exits_130(cli, write):
+    path = write("slow.yaml", """
+        seamkit: 1
+        agent:
+          name: slow
+          model: {use: scripted, turns: [{text: "late", delay: 30}]}
+        """)
+    proc = cli.popen("run", "--json", str(path), "task")
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # the run has started: the interrupt lands inside the run
+    assert json.loads(first)["kind"] == "run_started"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted" in err
+    assert "Traceback" not in err

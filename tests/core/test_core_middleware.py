@@ -1,0 +1,256 @@
+"""The middleware contract (``seamkit.middleware``), through ``chain()`` and through an Agent."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from seamkit.agent.agent import Agent
+from seamkit.errors import FailureClass, ProviderError, SeamkitError
+from seamkit.middleware import Call, Next, chain, collect, collect_one, middleware
+from seamkit.testing import ScriptedModel, make_test_ctx
+from seamkit.tools import tool
+from seamkit.values import ChatRequest, Delta, Message, ToolCall, ToolRequest, ToolResult
+
+
+def chat_call(text: str = "hi") -> Call:
+    return Call("chat", ChatRequest((Message.user(text),)), make_test_ctx())
+
+
+async def echo_terminal(call: Call) -> AsyncIterator[Delta]:
+    req = call.request
+    assert isinstance(req, ChatRequest)
+    for word in req.messages[-1].text.split():
+        yield Delta(text=word)
+    yield Delta(finish_reason="stop")
+
+
+# --- the four ways to act -------------------------------------------------------------------
+
+
+async def before(call: Call, nxt: Next) -> AsyncIterator[Any]:
+    req = call.request
+    assert isinstance(req, ChatRequest)
+    rewritten = req.replace(messages=(*req.messages[:-1], Message.user(req.messages[-1].text.upper())))
+    async for item in nxt(call.replace(request=rewritten)):
+        yield item
+
+
+async def after(call: Call, nxt: Next) -> AsyncIterator[Any]:
+    async for item in nxt(call):
+        if item.text:
+            item = Delta(text=f"<{item.text}>")
+        yield item
+
+
+def make_retry(attempts: list[int]) -> Any:
+    async def retry(call: Call, nxt: Next) -> AsyncIterator[Any]:
+        for attempt in range(3):
+            attempts.append(attempt)
+            try:
+                items = [i async for i in nxt(call)]
+            except ProviderError as exc:
+                if not exc.failure_class.transient:
+                    raise
+                continue
+            for i in items:
+                yield i
+            return
+        raise ProviderError("gave up", FailureClass.OVERLOADED)
+
+    return retry
+
+
+def make_cache(store: dict[str, list[Any]]) -> Any:
+    async def cache(call: Call, nxt: Next) -> AsyncIterator[Any]:
+        req = call.request
+        assert isinstance(req, ChatRequest)
+        key = req.messages[-1].text
+        if key in store:
+            for item in store[key]:
+                yield item
+            return
+        items = []
+        async for item in nxt(call):
+            items.append(item)
+            yield item
+        store[key] = items
+
+    return cache
+
+
+async def test_before_rewrites_the_request() -> None:
+    items = await collect(chain([before], echo_terminal)(chat_call("a b")))
+    assert [d.text for d in items if d.text] == ["A", "B"]
+
+
+async def test_after_transforms_deltas() -> None:
+    items = await collect(chain([after], echo_terminal)(chat_call("a b")))
+    assert [d.text for d in items if d.text] == ["<a>", "<b>"]
+
+
+async def test_around_retries_by_calling_next_again() -> None:
+    calls = 0
+
+    async def flaky(call: Call) -> AsyncIterator[Delta]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise ProviderError("busy", FailureClass.OVERLOADED)
+        yield Delta(text="ok")
+
+    attempts: list[int] = []
+    items = await collect(chain([make_retry(attempts)], flaky)(chat_call()))
+    assert [d.text for d in items] == ["ok"]
+    assert calls == 2 and attempts == [0, 1]
+
+
+async def test_instead_a_cache_yields_without_calling_next() -> None:
+    terminal_calls = 0
+
+    async def counting(call: Call) -> AsyncIterator[Delta]:
+        nonlocal terminal_calls
+        terminal_calls += 1
+        async for d in echo_terminal(call):
+            yield d
+
+    store: dict[str, list[Any]] = {}
+    mw = chain([make_cache(store)], counting)
+    first = await collect(mw(chat_call("x y")))
+    second = await collect(mw(chat_call("x y")))
+    assert first == second and terminal_calls == 1
+
+
+async def test_chain_order_first_is_outermost() -> None:
+    log: list[str] = []
+
+    def tracer(label: str) -> Any:
+        async def mw(call: Call, nxt: Next) -> AsyncIterator[Any]:
+            log.append(f"{label}>")
+            async for item in nxt(call):
+                yield item
+            log.append(f"<{label}")
+
+        return mw
+
+    async def terminal(call: Call) -> AsyncIterator[Delta]:
+        log.append("terminal")
+        yield Delta(text="t")
+
+    await collect(chain([tracer("a"), tracer("b"), tracer("c")], terminal)(chat_call()))
+    assert log == ["a>", "b>", "c>", "terminal", "<c", "<b", "<a"]
+
+
+async def test_before_and_after_compose_in_order() -> None:
+    # before is outer: upper-casing happens before the terminal, wrapping after it.
+    items = await collect(chain([after, before], echo_terminal)(chat_call("q")))
+    assert [d.text for d in items if d.text] == ["<Q>"]
+
+
+# --- kinds filtering ------------------------------------------------------------------------
+
+
+def test_chain_without_middlewares_is_the_terminal() -> None:
+    assert chain([], echo_terminal) is echo_terminal
+
+
+def test_kinds_filter_leaves_middlewares_out() -> None:
+    chat_only = middleware(kinds=["chat"])(after)
+    assert chain([chat_only], echo_terminal, kind="tool") is echo_terminal
+    assert chain([chat_only], echo_terminal, kind="chat") is not echo_terminal
+    with pytest.raises(ValueError, match="unknown call kinds"):
+        middleware(kinds=["chat", "embed"])  # type: ignore[list-item]
+
+
+async def test_kinds_filter_in_an_agent() -> None:
+    seen: list[str] = []
+
+    @middleware(kinds=["tool"])
+    async def tool_only(call: Call, nxt: Next) -> AsyncIterator[Any]:
+        seen.append(call.kind)
+        async for item in nxt(call):
+            yield item
+
+    async def both(call: Call, nxt: Next) -> AsyncIterator[Any]:
+        seen.append("both:" + call.kind)
+        async for item in nxt(call):
+            yield item
+
+    @tool(side_effecting=False)
+    def ping() -> str:
+        return "pong"
+
+    model = ScriptedModel([{"tool_calls": [{"name": "ping", "arguments": {}}]}, "done"])
+    result = await Agent(model, tools=[ping], middlewares=[tool_only, both]).run("go")
+    assert result.output == "done"
+    assert seen == ["both:chat", "tool", "both:tool", "both:chat"]
+
+
+# --- reducers -------------------------------------------------------------------------------
+
+
+async def _items(*xs: Any) -> AsyncIterator[Any]:
+    for x in xs:
+        yield x
+
+
+async def test_collect_and_collect_one() -> None:
+    assert await collect(_items(1, 2, 3)) == [1, 2, 3]
+    assert await collect_one(_items("only")) == "only"
+    with pytest.raises(SeamkitError, match="got 0"):
+        await collect_one(_items())
+    with pytest.raises(SeamkitError, match="got 2"):
+        await collect_one(_items(1, 2))
+
+
+# --- through a real agent -------------------------------------------------------------------
+
+
+async def test_middlewares_through_an_agent() -> None:
+    model = ScriptedModel([ProviderError("busy", FailureClass.RATE_LIMITED), "a b"])
+    attempts: list[int] = []
+    agent = Agent(model, middlewares=[after, make_retry(attempts), before])
+    result = await agent.run("hello there")
+    # retry called next twice; before rewrote what the model received; after wrapped the text
+    assert attempts == [0, 1] and model.calls == 2
+    assert model.requests[-1].messages[-1].text == "HELLO THERE"
+    assert result.output == "<a b>"
+
+
+async def test_cache_instead_of_the_model_in_an_agent() -> None:
+    store: dict[str, list[Any]] = {}
+    model = ScriptedModel(["first answer"])  # a second model call would fail: the script is over
+    agent = Agent(model, middlewares=[make_cache(store)])
+    assert (await agent.run("q")).output == "first answer"
+    assert (await agent.run("q")).output == "first answer"
+    assert model.calls == 1
+
+
+async def test_tool_middleware_can_answer_instead_of_the_tool() -> None:
+    @middleware(kinds=["tool"])
+    async def deny(call: Call, nxt: Next) -> AsyncIterator[Any]:
+        req = call.request
+        assert isinstance(req, ToolRequest)
+        if req.schema is not None and req.schema.side_effecting:
+            yield ToolResult(req.call.id, req.call.name, "denied", is_error=True)
+            return
+        async for item in nxt(call):
+            yield item
+
+    ran: list[str] = []
+
+    @tool(side_effecting=True)
+    def delete(path: str) -> str:
+        ran.append(path)
+        return "deleted"
+
+    model = ScriptedModel([{"tool_calls": [{"name": "delete", "arguments": {"path": "/x"}}]}, "ok"])
+    result = await Agent(model, tools=[delete], middlewares=[deny]).run("go")
+    assert ran == []
+    tool_msg = model.requests[1].messages[-1]
+    assert tool_msg.tool_results[0].content == "denied" and tool_msg.tool_results[0].is_error
+    assert result.output == "ok"
+    assert isinstance(tool_msg.tool_results[0], ToolResult)
+    assert isinstance(model.requests[1].messages[-2].content[0], ToolCall)

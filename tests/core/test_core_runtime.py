@@ -1,0 +1,312 @@
+"""Runtime: cancellation token, run context, clocks, concurrency helpers, the invoker."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+from datetime import timezone
+from typing import Any
+
+import pytest
+
+from seamkit.agent.agent import Agent
+from seamkit.errors import Failure, RunCancelled
+from seamkit.middleware import Call, Next
+from seamkit.runtime.clock import SYSTEM_CLOCK, SystemClock
+from seamkit.runtime.concurrency import gather_best_effort, gather_bounded, run_sync
+from seamkit.runtime.context import CancellationToken, RunContext, new_run_id
+from seamkit.runtime.invoker import Invoker, render_tool_value
+from seamkit.testing import ScriptedModel, make_test_ctx
+from seamkit.tools import ToolRegistry, tool
+from seamkit.values import Scope, ToolCall
+
+# --- CancellationToken / RunContext ---------------------------------------------------------
+
+
+def test_cancel_propagates_to_children_not_upward() -> None:
+    root = CancellationToken()
+    child = root.child()
+    grandchild = child.child()
+    sibling = root.child()
+    child.cancel("child stop")
+    assert child.cancelled and grandchild.cancelled
+    assert grandchild.reason == "child stop"
+    assert not root.cancelled and not sibling.cancelled
+    root.cancel("all")
+    assert sibling.cancelled and sibling.reason == "all"
+    assert child.reason == "child stop"  # first reason wins
+    with pytest.raises(RunCancelled, match="child stop"):
+        grandchild.raise_if_cancelled()
+    with pytest.raises(RunCancelled, match="all"):
+        root.raise_if_cancelled()
+    late = root.child()
+    assert late.cancelled and late.reason == "all"
+
+
+async def test_wait_returns_once_cancelled() -> None:
+    tok = CancellationToken()
+    waiter = asyncio.create_task(tok.wait())
+    await asyncio.sleep(0.01)
+    assert not waiter.done()
+    tok.cancel()
+    await asyncio.wait_for(waiter, 1)
+    await asyncio.wait_for(tok.wait(), 1)  # already cancelled: returns at once
+
+
+async def test_wait_on_a_child_wakes_when_the_parent_is_cancelled() -> None:
+    parent = CancellationToken()
+    child = parent.child()
+    waiter = asyncio.create_task(child.wait())
+    await asyncio.sleep(0)
+    parent.cancel("stop")
+    await asyncio.wait_for(waiter, 1)
+
+
+def test_run_context_child_and_services() -> None:
+    ctx = RunContext(scope=Scope("t", "u"), services={"store": 1})
+    child = ctx.child()
+    assert child.parent_run_id == ctx.run_id and child.run_id != ctx.run_id
+    assert child.run_id.startswith("run_") and len(new_run_id()) == 36
+    assert child.scope == ctx.scope and child.service("store") == 1
+    ctx.cancellation.cancel()
+    assert child.cancellation.cancelled
+    with pytest.raises(KeyError, match="have: \\['store'\\]"):
+        ctx.service("tracer")
+
+
+def test_system_clock() -> None:
+    assert SYSTEM_CLOCK.now().tzinfo is timezone.utc
+    a = SystemClock().monotonic()
+    assert SystemClock().monotonic() >= a
+
+
+# --- gather_bounded -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 8])
+async def test_gather_bounded_keeps_order_and_limit(limit: int) -> None:
+    rng = random.Random(limit)
+    running = 0
+    max_running = 0
+
+    def factory(i: int) -> Any:
+        async def work() -> int:
+            nonlocal running, max_running
+            running += 1
+            max_running = max(max_running, running)
+            await asyncio.sleep(rng.random() * 0.01)
+            running -= 1
+            return i * 10
+
+        return work
+
+    n = 20
+    results = await gather_bounded([factory(i) for i in range(n)], limit=limit)
+    assert results == [i * 10 for i in range(n)]
+    assert max_running == limit
+
+
+async def test_gather_bounded_failure_cancels_siblings_and_raises_the_original() -> None:
+    cancelled: list[int] = []
+    started = asyncio.Event()
+
+    def sibling(i: int) -> Any:
+        async def work() -> int:
+            try:
+                started.set()
+                await asyncio.sleep(10)
+            except asyncio.CancelledError:
+                cancelled.append(i)
+                raise
+            return i
+
+        return work
+
+    async def failing() -> int:
+        await started.wait()
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError, match="boom"):
+        await asyncio.wait_for(gather_bounded([sibling(0), failing, sibling(2)], limit=3), 2)
+    assert sorted(cancelled) == [0, 2]
+
+
+async def test_gather_bounded_edge_cases() -> None:
+    assert await gather_bounded([]) == []
+
+    async def one() -> int:
+        return 1
+
+    assert await gather_bounded([one]) == [1]
+    with pytest.raises(ValueError):
+        await gather_bounded([one], limit=0)
+
+
+# --- gather_best_effort ---------------------------------------------------------------------
+
+
+async def test_gather_best_effort_holds_failures_per_slot() -> None:
+    def ok(i: int) -> Any:
+        async def work() -> int:
+            await asyncio.sleep(0.001 * i)
+            return i
+
+        return work
+
+    async def bad() -> int:
+        raise ValueError("nope")
+
+    results = await gather_best_effort([ok(0), bad, ok(2), bad], limit=2)
+    assert results[0] == 0 and results[2] == 2
+    for r in (results[1], results[3]):
+        assert isinstance(r, Failure) and r.type == "ValueError" and r.message == "nope"
+
+
+async def test_gather_best_effort_does_not_swallow_cancellation() -> None:
+    entered = asyncio.Event()
+
+    async def forever() -> int:
+        entered.set()
+        await asyncio.Event().wait()
+        return 0
+
+    async def fine() -> int:
+        return 1
+
+    task = asyncio.create_task(gather_best_effort([forever, fine, forever]))
+    await entered.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert task.cancelled()
+
+
+# --- run_sync -------------------------------------------------------------------------------
+
+
+async def _answer(x: int) -> tuple[int, int]:
+    await asyncio.sleep(0)
+    return x * 2, threading.get_ident()
+
+
+def test_run_sync_without_a_running_loop() -> None:
+    value, ident = run_sync(_answer(21))
+    assert value == 42 and ident == threading.get_ident()
+
+
+async def test_run_sync_inside_a_running_loop() -> None:
+    value, ident = run_sync(_answer(5))
+    assert value == 10 and ident != threading.get_ident()
+
+
+async def test_run_sync_reraises_in_the_caller() -> None:
+    async def boom() -> None:
+        raise LookupError("inner")
+
+    with pytest.raises(LookupError, match="inner"):
+        run_sync(boom())
+
+
+def test_agent_run_sync() -> None:
+    result = Agent(ScriptedModel(["hello"])).run_sync("hi")
+    assert result.output == "hello" and result.stop_reason == "completed"
+
+
+async def test_agent_run_sync_inside_a_loop() -> None:
+    result = Agent(ScriptedModel(["hello"])).run_sync("hi")
+    assert result.output == "hello"
+
+
+# --- Invoker --------------------------------------------------------------------------------
+
+
+@tool(side_effecting=False)
+async def hang() -> str:
+    """Never returns."""
+    await asyncio.Event().wait()
+    return "never"
+
+
+@tool(side_effecting=False)
+def explode(x: int) -> str:
+    raise RuntimeError(f"bad {x}")
+
+
+async def test_invoker_tool_failures_become_error_results() -> None:
+    inv = Invoker(ScriptedModel([]), ToolRegistry([explode]))
+    ctx = make_test_ctx()
+    unknown = await inv.call_tool(ToolCall("c1", "nope", {}), ctx)
+    assert unknown.is_error and "UnknownToolError" in unknown.content and "explode" in unknown.content
+    invalid = await inv.call_tool(ToolCall("c2", "explode", {"x": "a"}), ctx)
+    assert invalid.is_error and "ToolArgumentError" in invalid.content and "x:" in invalid.content
+    raised = await inv.call_tool(ToolCall("c3", "explode", {"x": 3}), ctx)
+    assert raised.is_error and raised.content == "RuntimeError: bad 3" and raised.call_id == "c3"
+
+
+async def test_invoker_call_tool_does_not_swallow_cancellation() -> None:
+    inv = Invoker(ScriptedModel([]), ToolRegistry([hang]))
+    task = asyncio.create_task(inv.call_tool(ToolCall("c", "hang", {}), make_test_ctx()))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_invoker_chat_collects_through_middlewares() -> None:
+    async def tag(call: Call, nxt: Next) -> Any:
+        assert call.meta == {"step": 7}
+        async for d in nxt(call):
+            yield d
+
+    inv = Invoker(ScriptedModel(["hi there"]), ToolRegistry(), [tag])
+    from seamkit.values import ChatRequest, FrozenDict, Message
+
+    result = await inv.chat(ChatRequest((Message.user("x"),)), make_test_ctx(), FrozenDict(step=7))
+    assert result.text == "hi there" and result.finish_reason == "stop"
+
+
+def test_render_tool_value() -> None:
+    import dataclasses
+    from decimal import Decimal
+
+    @dataclasses.dataclass
+    class P:
+        x: int
+
+    assert render_tool_value("plain") == "plain"
+    assert render_tool_value({"a": [1, None]}) == '{"a":[1,null]}'
+    assert render_tool_value(P(1)) == '{"x":1}'
+    assert render_tool_value(Decimal("1.5")) == '"1.5"'
+
+
+async def test_cancelling_a_running_agent_ends_the_task_cancelled() -> None:
+    model = ScriptedModel([{"tool_calls": [{"name": "hang", "arguments": {}}]}, "never reached"])
+    task = asyncio.create_task(Agent(model, tools=[hang]).run("go"))
+    for _ in range(50):
+        await asyncio.sleep(0.001)
+        if model.calls:
+            break
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert task.cancelled()
+    assert model.calls == 1
+
+
+async def test_cancelling_a_running_agent_with_parallel_tools() -> None:
+    model = ScriptedModel([{"tool_calls": [{"name": "hang", "arguments": {}}] * 3}, "never reached"])
+    task = asyncio.create_task(Agent(model, tools=[hang]).run("go"))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert task.cancelled()
+
+
+async def test_cancelled_token_stops_the_run() -> None:
+    ctx = make_test_ctx()
+    ctx.cancellation.cancel("user pressed stop")
+    with pytest.raises(RunCancelled, match="user pressed stop"):
+        await Agent(ScriptedModel(["x"])).run("go", ctx=ctx)

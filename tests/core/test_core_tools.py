@@ -1,0 +1,313 @@
+"""``@tool`` (``seamkit.tools.decorator``) and ``ToolRegistry``."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import inspect
+import threading
+from typing import Any, Literal, Optional
+
+import jsonschema
+import pydantic
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from seamkit.errors import ToolArgumentError
+from seamkit.ports import ToolPort
+from seamkit.runtime.context import RunContext
+from seamkit.testing import example_for_schema, make_test_ctx
+from seamkit.tools import FunctionTool, ToolRegistry, tool
+from seamkit.values import thaw
+
+
+class Color(enum.Enum):
+    RED = "red"
+    GREEN = "green"
+
+
+class Point(pydantic.BaseModel):
+    x: int
+    y: float = 0.0
+
+
+@dataclasses.dataclass
+class Box:
+    width: int
+    tags: list[str]
+
+
+# (annotation, kind, a default to use when the parameter has one, or None for "never defaulted")
+TYPES: dict[str, tuple[Any, Any]] = {
+    "int": (int, 3),
+    "float": (float, 1.5),
+    "str": (str, "d"),
+    "bool": (bool, False),
+    "list_int": (list[int], [1]),
+    "list_str": (list[str], []),
+    "optional_int": (Optional[int], None),  # noqa: UP045 - the issue asks for Optional explicitly
+    "literal": (Literal["a", "b", "c"], "b"),
+    "enum": (Color, Color.GREEN),
+    "model": (Point, None),
+    "dataclass": (Box, None),
+    "dict_str_int": (dict[str, int], {}),
+}
+NAMES = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa"]
+
+
+@dataclasses.dataclass
+class ParamSpec:
+    name: str
+    kind: str
+    has_default: bool
+    description: str | None
+
+
+param_specs = st.lists(st.sampled_from(NAMES), min_size=0, max_size=6, unique=True).flatmap(
+    lambda names: st.tuples(
+        *[
+            st.builds(
+                ParamSpec,
+                st.just(n),
+                st.sampled_from(sorted(TYPES)),
+                st.booleans(),
+                st.none() | st.sampled_from(["the first thing", "how many times", "a nested value"]),
+            )
+            for n in names
+        ]
+    )
+)
+
+
+def build_function(specs: tuple[ParamSpec, ...], ctx_at: int | None) -> Any:
+    """A function with keyword-only parameters per ``specs`` (and a ``RunContext`` parameter at
+    position ``ctx_at``) and a Google-style docstring; it returns what it received."""
+    params = []
+    annotations: dict[str, Any] = {}
+    for s in specs:
+        ann, default = TYPES[s.kind]
+        use_default = s.has_default and default is not None or (s.has_default and s.kind == "optional_int")
+        params.append(
+            inspect.Parameter(s.name, inspect.Parameter.KEYWORD_ONLY, annotation=ann,
+                              default=default if use_default else inspect.Parameter.empty)
+        )
+        annotations[s.name] = ann
+    if ctx_at is not None:
+        params.insert(min(ctx_at, len(params)), inspect.Parameter("run_ctx", inspect.Parameter.KEYWORD_ONLY,
+                                                                  annotation=RunContext))
+        annotations["run_ctx"] = RunContext
+
+    def fn(**kwargs: Any) -> dict[str, Any]:
+        return kwargs
+
+    fn.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    fn.__annotations__ = annotations
+    doc_lines = ["Do the generated thing."]
+    described = [s for s in specs if s.description]
+    if described:
+        doc_lines += ["", "Args:"] + [f"    {s.name}: {s.description}" for s in described]
+    fn.__doc__ = "\n".join(doc_lines) + "\n"
+    fn.__name__ = "generated"
+    return fn
+
+
+def resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    ref = node.get("$ref")
+    if ref is None:
+        return node
+    target: Any = schema
+    for part in ref[2:].split("/"):
+        target = target[part]
+    return {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(param_specs, st.none() | st.integers(0, 6))
+def test_generated_tool_schemas(specs: tuple[ParamSpec, ...], ctx_at: int | None) -> None:
+    fn = build_function(specs, ctx_at)
+    t = tool(side_effecting=False)(fn)
+    schema = thaw(t.schema.parameters)
+
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert schema["type"] == "object"
+    assert schema["additionalProperties"] is False
+    assert "run_ctx" not in schema["properties"]
+    assert set(schema["properties"]) == {s.name for s in specs}
+    assert t.schema.description == "Do the generated thing."
+    assert t.schema.side_effecting is False
+
+    sig = inspect.signature(fn)
+    without_default = {n for n, p in sig.parameters.items() if p.default is p.empty and n != "run_ctx"}
+    assert set(schema.get("required", [])) == without_default
+
+    for s in specs:
+        prop = schema["properties"][s.name]
+        node = resolve(schema, prop)
+        if s.description:
+            assert prop["description"] == s.description
+        else:
+            assert "description" not in prop
+        if s.kind.startswith("list_"):
+            assert node["type"] == "array" and "items" in node
+            assert node["items"]["type"] == ("integer" if s.kind == "list_int" else "string")
+        elif s.kind == "literal":
+            assert node["enum"] == ["a", "b", "c"]
+        elif s.kind == "enum":
+            assert node["enum"] == ["red", "green"]
+        elif s.kind == "optional_int":
+            assert {"type": "null"} in node["anyOf"] and {"type": "integer"} in node["anyOf"]
+        elif s.kind in ("model", "dataclass"):
+            assert node["type"] == "object" and node["properties"]
+        elif s.kind == "dict_str_int":
+            assert node["type"] == "object" and node["additionalProperties"] == {"type": "integer"}
+        else:
+            assert node["type"] == {"int": "integer", "float": "number", "str": "string", "bool": "boolean"}[s.kind]
+
+    example = example_for_schema(schema)
+    jsonschema.validate(example, schema, cls=jsonschema.Draft202012Validator)
+    kwargs = t.validate(example)
+    assert set(kwargs) == {s.name for s in specs}
+    ctx = make_test_ctx()
+    got = asyncio.run(t.invoke(kwargs, ctx))
+    if ctx_at is not None:
+        assert got.pop("run_ctx") is ctx
+    assert got == kwargs
+    for s in specs:
+        if s.kind == "enum":
+            assert isinstance(kwargs[s.name], Color)
+        if s.kind == "model":
+            assert isinstance(kwargs[s.name], Point)
+        if s.kind == "dataclass":
+            assert isinstance(kwargs[s.name], Box)
+
+
+# --- decorator contract ---------------------------------------------------------------------
+
+
+def test_tool_needs_side_effecting() -> None:
+    def f(x: int) -> int:
+        return x
+
+    with pytest.raises(TypeError, match="side_effecting"):
+        tool(f)  # type: ignore[call-overload]
+    with pytest.raises(TypeError, match="side_effecting"):
+        tool()(f)  # type: ignore[call-overload]
+
+
+def test_missing_type_hint_raises() -> None:
+    def f(x, y: int) -> int:  # type: ignore[no-untyped-def]
+        return y
+
+    with pytest.raises(TypeError, match="'x' needs a type hint"):
+        tool(side_effecting=False)(f)
+
+
+def test_var_args_are_refused() -> None:
+    def f(*xs: int) -> int:
+        return 0
+
+    with pytest.raises(TypeError, match=r"\*args"):
+        tool(side_effecting=False)(f)
+
+
+class Inner(pydantic.BaseModel):
+    x: int
+
+
+def test_argument_errors_list_problems_with_paths() -> None:
+    @tool(side_effecting=True)
+    def place(point: Inner, count: int, tags: list[str]) -> str:
+        """Place it."""
+        return "ok"
+
+    with pytest.raises(ToolArgumentError) as info:
+        place.validate({"point": {"x": "nope"}, "tags": ["a", 3], "bogus": 1})
+    err = info.value
+    assert err.tool == "place"
+    paths = {p.split(":")[0] for p in err.problems}
+    assert paths == {"point.x", "count", "tags.1", "bogus"}
+    assert "point.x" in str(err) and "place" in str(err)
+    assert place.schema.side_effecting is True
+    assert place.validate({"point": {"x": 1}, "count": "2", "tags": []})["count"] == 2
+
+
+def test_overrides_and_direct_calls() -> None:
+    @tool(side_effecting=False, name="adder", description="Adds.")
+    def add(a: int, b: int = 1) -> int:
+        """Ignored docstring."""
+        return a + b
+
+    assert isinstance(add, FunctionTool)
+    assert add.name == "adder" and add.schema.description == "Adds."
+    assert add(2, 3) == 5
+    assert "adder" in repr(add)
+
+
+async def test_sync_function_runs_in_a_worker_thread() -> None:
+    seen: list[int] = []
+
+    @tool(side_effecting=False)
+    def where() -> str:
+        seen.append(threading.get_ident())
+        return "ok"
+
+    assert await where.invoke(where.validate({}), make_test_ctx()) == "ok"
+    assert seen[0] != threading.get_ident()
+
+
+async def test_non_blocking_sync_function_runs_on_the_loop_thread() -> None:
+    seen: list[int] = []
+
+    @tool(side_effecting=False, blocking=False)
+    def where() -> str:
+        seen.append(threading.get_ident())
+        return "ok"
+
+    await where.invoke({}, make_test_ctx())
+    assert seen == [threading.get_ident()]
+
+
+async def test_async_function_is_awaited() -> None:
+    @tool(side_effecting=False)
+    async def later(n: int, ctx: RunContext) -> str:
+        await asyncio.sleep(0)
+        return f"{n}:{ctx.run_id}:{threading.get_ident()}"
+
+    assert "run_ctx" not in later.schema.parameters["properties"]
+    assert "ctx" not in later.schema.parameters["properties"]
+    out = await later.invoke(later.validate({"n": 4}), make_test_ctx(run_id="run_x"))
+    assert out == f"4:run_x:{threading.get_ident()}"
+
+
+def test_function_tool_is_a_tool_port() -> None:
+    @tool(side_effecting=False)
+    def f(x: int) -> int:
+        return x
+
+    assert isinstance(f, ToolPort)
+
+
+# --- registry -------------------------------------------------------------------------------
+
+
+def _named(name: str) -> FunctionTool:
+    def f(x: int) -> int:
+        return x
+
+    return tool(side_effecting=False, name=name)(f)
+
+
+def test_registry_keeps_order_and_refuses_duplicates() -> None:
+    a, b = _named("a"), _named("b")
+    reg = ToolRegistry([a, b])
+    assert reg.names == ("a", "b")
+    assert [s.name for s in reg.schemas] == ["a", "b"]
+    assert reg.get("a") is a and reg.get("zzz") is None
+    assert "b" in reg and len(reg) == 2 and list(reg) == [a, b]
+    with pytest.raises(ValueError, match="duplicate tool name 'a'"):
+        reg.add(_named("a"))
+    assert reg.names == ("a", "b")
+    with pytest.raises(ValueError, match="not a tool"):
+        reg.add(lambda x: x)  # type: ignore[arg-type]
