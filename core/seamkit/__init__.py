@@ -5,8 +5,7 @@ Names are imported lazily on first access, so ``import seamkit`` stays fast.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # not importing typing keeps `import seamkit` to a few milliseconds
 
 __version__ = "0.1.0"
 
@@ -50,10 +49,12 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'seamkit' has no attribute {name!r}")
+    import importlib
+
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
@@ -70,9 +71,22 @@ if TYPE_CHECKING:
     from seamkit.agent.prompt import Prompt
     from seamkit.agent.result import AgentResult
     from seamkit.errors import (
-        AmbiguousComponent, ComponentNotFound, ConfigError, ConfigIssue, Failure, FailureClass,
-        OutputValidationError, PluginError, ProviderError, RunCancelled, SeamkitError, StoreUnavailable,
-        StoreValueError, ToolArgumentError, ToolError, UnknownToolError,
+        AmbiguousComponent,
+        ComponentNotFound,
+        ConfigError,
+        ConfigIssue,
+        Failure,
+        FailureClass,
+        OutputValidationError,
+        PluginError,
+        ProviderError,
+        RunCancelled,
+        SeamkitError,
+        StoreUnavailable,
+        StoreValueError,
+        ToolArgumentError,
+        ToolError,
+        UnknownToolError,
     )
     from seamkit.hookspecs import hookimpl
     from seamkit.middleware import Call, Middleware, chain, collect, collect_one, middleware
@@ -82,7 +96,24 @@ if TYPE_CHECKING:
     from seamkit.tools.decorator import FunctionTool, tool
     from seamkit.tools.registry import ToolRegistry
     from seamkit.values import (
-        ChatRequest, Delta, FrozenDict, FrozenList, ImageBlock, LLMResult, Message, Operation,
-        ReasoningBlock, Scope, StreamEvent, TextBlock, ToolCall, ToolCallDelta, ToolRequest, ToolResult,
-        ToolSchema, Usage, freeze, thaw,
+        ChatRequest,
+        Delta,
+        FrozenDict,
+        FrozenList,
+        ImageBlock,
+        LLMResult,
+        Message,
+        Operation,
+        ReasoningBlock,
+        Scope,
+        StreamEvent,
+        TextBlock,
+        ToolCall,
+        ToolCallDelta,
+        ToolRequest,
+        ToolResult,
+        ToolSchema,
+        Usage,
+        freeze,
+        thaw,
     )

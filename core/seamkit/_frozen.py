@@ -35,7 +35,7 @@ class FrozenDict(dict[str, Any]):
 
     __setitem__ = _immutable
     __delitem__ = _immutable
-    __ior__ = _immutable  # type: ignore[assignment]
+    __ior__ = _immutable
     clear = _immutable
     pop = _immutable
     popitem = _immutable
@@ -62,7 +62,8 @@ class FrozenDict(dict[str, Any]):
         return f"FrozenDict({dict.__repr__(self)})"
 
     def __or__(self, other: Mapping[str, Any]) -> FrozenDict:  # type: ignore[override]
-        return freeze({**self, **other})
+        merged: FrozenDict = freeze({**self, **other})
+        return merged
 
 
 class FrozenList(list[Any]):
@@ -76,8 +77,8 @@ class FrozenList(list[Any]):
 
     __setitem__ = _immutable
     __delitem__ = _immutable
-    __iadd__ = _immutable  # type: ignore[assignment]
-    __imul__ = _immutable  # type: ignore[assignment]
+    __iadd__ = _immutable
+    __imul__ = _immutable
     append = _immutable
     extend = _immutable
     insert = _immutable
@@ -105,7 +106,7 @@ class FrozenList(list[Any]):
     def __repr__(self) -> str:
         return f"FrozenList({list.__repr__(self)})"
 
-    def __getitem__(self, index: SupportsIndex | slice) -> Any:  # type: ignore[override]
+    def __getitem__(self, index: SupportsIndex | slice) -> Any:
         if isinstance(index, slice):
             return FrozenList(list.__getitem__(self, index))
         return list.__getitem__(self, index)

@@ -116,7 +116,7 @@ class Accumulator:
                     FailureClass.UNKNOWN,
                     provider=self.provider,
                 ) from None
-            if not isinstance(args, dict):
+            if not isinstance(args, FrozenDict):
                 raise ProviderError(
                     f"tool call {call.name!r} arguments are not a JSON object", FailureClass.UNKNOWN,
                     provider=self.provider,

@@ -8,7 +8,6 @@ Every error seamkit raises derives from :class:`SeamkitError`. Retry decisions r
 from __future__ import annotations
 
 import enum
-import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,7 +35,7 @@ class SeamkitError(Exception):
     """Base of every error seamkit raises."""
 
 
-class FailureClass(str, enum.Enum):
+class FailureClass(enum.StrEnum):
     """Why a call failed, for retry and fallback decisions.
 
     Permanent: ``authentication``, ``quota``, ``context_length``, ``invalid_request``,
@@ -222,6 +221,8 @@ class Failure:
 
     @classmethod
     def of(cls, exc: BaseException) -> Failure:
+        import traceback
+
         fc = getattr(exc, "failure_class", None)
         tb = "".join(traceback.format_exception(exc))
         return cls(type(exc).__name__, str(exc), fc if isinstance(fc, FailureClass) else None, tb)

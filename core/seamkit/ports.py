@@ -124,7 +124,7 @@ class EmbeddingPort(Protocol):
 class FetchPort(Protocol):
     """Fetches a URL's content as text (egress policy is a middleware's concern)."""
 
-    async def fetch(self, url: str, *, timeout: float | None = None) -> str: ...
+    async def fetch(self, url: str, *, timeout: float | None = None) -> str: ...  # noqa: ASYNC109 - port contract
 
 
 @runtime_checkable

@@ -12,9 +12,9 @@ never ``0``; durations are seconds as ``float``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from seamkit._frozen import FrozenDict, FrozenList, freeze, thaw
 
@@ -208,7 +208,7 @@ class ReasoningBlock:
     type: Literal["reasoning"] = "reasoning"
 
 
-ContentBlock = Union[TextBlock, ImageBlock, ToolCall, ToolResult, ReasoningBlock]
+ContentBlock = TextBlock | ImageBlock | ToolCall | ToolResult | ReasoningBlock
 Role = Literal["system", "user", "assistant", "tool"]
 _ROLES = frozenset(("system", "user", "assistant", "tool"))
 

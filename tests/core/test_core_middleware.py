@@ -6,7 +6,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-
 from seamkit.agent.agent import Agent
 from seamkit.errors import FailureClass, ProviderError, SeamkitError
 from seamkit.middleware import Call, Next, chain, collect, collect_one, middleware

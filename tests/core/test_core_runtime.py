@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 import random
 import threading
-from datetime import timezone
+from datetime import UTC
 from typing import Any
 
 import pytest
-
 from seamkit.agent.agent import Agent
 from seamkit.errors import Failure, RunCancelled
 from seamkit.middleware import Call, Next
@@ -76,7 +75,7 @@ def test_run_context_child_and_services() -> None:
 
 
 def test_system_clock() -> None:
-    assert SYSTEM_CLOCK.now().tzinfo is timezone.utc
+    assert SYSTEM_CLOCK.now().tzinfo is UTC
     a = SystemClock().monotonic()
     assert SystemClock().monotonic() >= a
 
@@ -310,3 +309,23 @@ async def test_cancelled_token_stops_the_run() -> None:
     ctx.cancellation.cancel("user pressed stop")
     with pytest.raises(RunCancelled, match="user pressed stop"):
         await Agent(ScriptedModel(["x"])).run("go", ctx=ctx)
+
+
+async def test_gather_bounded_several_failures_raise_a_group() -> None:
+    started = asyncio.Event()
+
+    async def fails_on_cancel() -> int:
+        try:
+            started.set()
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            raise ValueError("cleanup failed") from None
+        return 0
+
+    async def fails() -> int:
+        await started.wait()
+        raise KeyError("first")
+
+    with pytest.raises(BaseExceptionGroup) as info:
+        await gather_bounded([fails_on_cancel, fails])
+    assert sorted(type(e).__name__ for e in info.value.exceptions) == ["KeyError", "ValueError"]

@@ -6,15 +6,15 @@ import asyncio
 import dataclasses
 import enum
 import inspect
+import socket
 import threading
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 import jsonschema
 import pydantic
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from seamkit.errors import ToolArgumentError
 from seamkit.ports import ToolPort
 from seamkit.runtime.context import RunContext
@@ -88,7 +88,7 @@ def build_function(specs: tuple[ParamSpec, ...], ctx_at: int | None) -> Any:
     annotations: dict[str, Any] = {}
     for s in specs:
         ann, default = TYPES[s.kind]
-        use_default = s.has_default and default is not None or (s.has_default and s.kind == "optional_int")
+        use_default = (s.has_default and default is not None) or (s.has_default and s.kind == "optional_int")
         params.append(
             inspect.Parameter(s.name, inspect.Parameter.KEYWORD_ONLY, annotation=ann,
                               default=default if use_default else inspect.Parameter.empty)
@@ -311,3 +311,27 @@ def test_registry_keeps_order_and_refuses_duplicates() -> None:
     assert reg.names == ("a", "b")
     with pytest.raises(ValueError, match="not a tool"):
         reg.add(lambda x: x)  # type: ignore[arg-type]
+
+
+def test_a_type_pydantic_cannot_describe_raises_type_error() -> None:
+    def f(conn: socket.socket) -> None:
+        return None
+
+    with pytest.raises(TypeError, match="'f': a parameter type cannot be described"):
+        tool(side_effecting=False)(f)
+
+
+def test_constraints_from_annotated_fields() -> None:
+    @tool(side_effecting=False)
+    def g(n: Annotated[int, pydantic.Field(ge=1)] = 2) -> int:
+        """G.
+
+        Args:
+            n: how many
+        """
+        return n
+
+    assert g.schema.parameters["properties"]["n"] == {"default": 2, "description": "how many", "minimum": 1,
+                                                      "type": "integer"}
+    with pytest.raises(ToolArgumentError, match="n: Input should be greater than or equal to 1"):
+        g.validate({"n": 0})

@@ -9,7 +9,6 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-
 from seamkit.errors import (
     AmbiguousComponent,
     ComponentNotFound,

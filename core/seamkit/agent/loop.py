@@ -7,6 +7,7 @@ never drive it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from seamkit.accumulate import Accumulator
@@ -166,7 +167,7 @@ class Run:
         else:
             results = tuple(
                 await gather_bounded(
-                    [lambda c=c: invoker.call_tool(c, ctx, meta) for c in calls],
+                    [partial(invoker.call_tool, c, ctx, meta) for c in calls],
                     limit=self.agent.max_parallel_tools,
                 )
             )

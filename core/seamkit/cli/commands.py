@@ -9,12 +9,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seamkit.cli.main import EXIT_FAILED, EXIT_OK, UsageError
+from seamkit.cli.main import EXIT_FAILED, EXIT_OK, BuildFailed, UsageError
 
 if TYPE_CHECKING:
     from seamkit.agent.agent import Agent
     from seamkit.agent.result import AgentResult
     from seamkit.cli.render import EventSink
+    from seamkit.composition import Composition
     from seamkit.plugins.registry import Registry
 
 __all__ = ["cmd_plugins", "cmd_run", "cmd_schema", "cmd_validate", "plugin_rows"]
@@ -51,7 +52,7 @@ def _read_task(task: str) -> str:
 
 def _check_variables(agent: Agent, variables: dict[str, str]) -> None:
     """Fail early (exit 2) when ``--var`` does not match the prompt template's variables."""
-    from seamkit import Prompt
+    from seamkit.agent.prompt import Prompt
 
     prompt = agent.prompt
     if isinstance(prompt, Prompt):
@@ -87,10 +88,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from seamkit.cli.render import HumanRenderer, JsonRenderer
     from seamkit.composition import build_agent, load_composition
+    from seamkit.errors import ConfigError
 
     registry = _registry()
-    composition = load_composition(path, registry=registry)
-    agent = build_agent(composition, registry=registry)
+    composition = load_composition(path, registry=registry)  # ConfigError: exit 2
+    try:
+        agent = build_agent(composition, registry=registry)
+    except ConfigError as exc:  # valid, but a component failed to build: the run failed (exit 1)
+        raise BuildFailed(exc.issues) from exc
     _check_variables(agent, variables)
     task = _read_task(args.task)
     sink: EventSink = JsonRenderer() if args.json else HumanRenderer()
@@ -107,27 +112,16 @@ def cmd_run(args: argparse.Namespace) -> int:
 # -- validate --------------------------------------------------------------------------------------
 
 
-def _use_name(slot: Any) -> str:
-    if isinstance(slot, str):
-        return slot
-    for attr in ("use", "name"):
-        value = getattr(slot, attr, None)
-        if isinstance(value, str):
-            return value
-    if isinstance(slot, dict) and isinstance(slot.get("use"), str):
-        return str(slot["use"])
-    return "?"
-
-
-def describe(composition: Any) -> str:
-    """One line naming the agent, its model component and its tools (never their parameters,
-    which may hold secrets)."""
-    agent = getattr(composition, "agent", composition)
-    name = getattr(agent, "name", None) or "agent"
-    model = _use_name(getattr(agent, "model", None))
-    tools = [_use_name(t) for t in (getattr(agent, "tools", None) or ())]
-    listed = ", ".join(tools) if tools else "none"
-    return f"agent {name!r}, model {model}, tools: {listed}"
+def describe(composition: Composition) -> str:
+    """One line naming the agent, its model component, tools, middlewares and output kind (never
+    their parameters, which may hold secrets)."""
+    a = composition.agent
+    tools = ", ".join(t.use for t in a.tools) or "none"
+    parts = [f"agent {a.name or 'agent'!r}", f"model {a.model.use}", f"tools: {tools}"]
+    if a.middlewares:
+        parts.append(f"middlewares: {', '.join(m.use for m in a.middlewares)}")
+    parts.append(f"output: {'typed (JSON Schema)' if a.output is not None else 'text'}")
+    return ", ".join(parts)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

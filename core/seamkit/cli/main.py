@@ -19,12 +19,23 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from seamkit.plugins.registry import PluginReport, Registry
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "UsageError", "build_parser", "main"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "BuildFailed",
+    "UsageError",
+    "build_parser",
+    "exit_code_for",
+    "main",
+    "report_error",
+]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -36,6 +47,15 @@ PROG = "seamkit"
 
 class UsageError(Exception):
     """A problem with how the command was called (exit code 2); the message is shown as is."""
+
+
+class BuildFailed(Exception):
+    """A valid composition whose components could not be built (a factory raised, a plugin module
+    failed to import): the run failed, exit code 1. ``issues`` are the located problems."""
+
+    def __init__(self, issues: Sequence[object]) -> None:
+        self.issues = tuple(issues)
+        super().__init__("; ".join(str(i) for i in self.issues))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -193,6 +213,8 @@ def report_error(exc: BaseException) -> int:
         n = len(exc.issues)
         lines = [f"error: ConfigError: {n} problem{'s' if n != 1 else ''} in configuration:"]
         lines += [str(i) for i in exc.issues]
+    elif isinstance(exc, BuildFailed):
+        lines = ["error: the agent could not be built:", *(str(i) for i in exc.issues)]
     elif isinstance(exc, OutputValidationError):
         lines = [f"error: OutputValidationError: {exc}"]
         raw = exc.raw if len(exc.raw) <= 300 else exc.raw[:300] + "..."
@@ -205,7 +227,9 @@ def report_error(exc: BaseException) -> int:
         lines = [f"error: unexpected {type(exc).__name__}: {exc}"]
         if not _debug():
             lines.append("(set SEAMKIT_DEBUG=1 to see the traceback)")
-    if isinstance(exc, ComponentNotFound | ConfigError):
+    if isinstance(exc, ComponentNotFound) or (
+        isinstance(exc, ConfigError) and any(i.path.rsplit(".", 1)[-1] in ("use", "from") for i in exc.issues)
+    ):  # a component name did not resolve: say which plugins are missing or limited
         lines += _plugin_notes()
     sys.stderr.write(f"{PROG}: " + "\n".join(lines) + "\n")
     sys.stderr.flush()
@@ -231,14 +255,22 @@ def _load_registry() -> Registry:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    from seamkit.errors import PluginError
+
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    if argv == ["--version"]:  # answer without loading any plugin
+        from seamkit import __version__
+
+        sys.stdout.write(f"{PROG} {__version__}\n")
+        return EXIT_OK
     registry = _load_registry()
     try:
         parser, failures = build_parser(registry)
-    except Exception as exc:  # strict mode: a plugin's command hook raised
+    except PluginError as exc:  # strict mode: a plugin's command hook raised
         raise UsageError(f"{exc} (SEAMKIT_STRICT_PLUGINS is set: a plugin that fails is an error)") from exc
     for f in failures:
         _err(f"warning: plugin {f.plugin!r} ({f.distribution} {f.version}) could not add its commands: {f.error}")
-    args = parser.parse_args(list(argv) if argv is not None else None)
+    args = parser.parse_args(argv)
     func: Callable[[argparse.Namespace], int | None] | None = getattr(args, "func", None)
     if func is None:
         raise UsageError(f"a command is required (see '{PROG} --help')\n{parser.format_usage().rstrip()}")
@@ -264,9 +296,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return c if isinstance(c, int) else (EXIT_OK if c is None else EXIT_FAILED)
     except BrokenPipeError:
         # stdout closed early (``seamkit run ... | head``): not an error of ours.
+        # (the recipe of the Python docs: point stdout at devnull so the flush at exit is quiet)
         try:
-            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - avoid a second error at exit
-        except OSError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
             pass
         return EXIT_FAILED
     except Exception as exc:

@@ -231,7 +231,10 @@ def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
     ctx_mark = getattr(exc, "context_mark", None)
     if context:
         where = f" at line {ctx_mark.line + 1}, column {ctx_mark.column + 1}" if ctx_mark is not None else ""
-        msg = f"{msg} ({context.strip()}{where})"
+        if msg.startswith("but "):
+            msg = f"{context.strip()}{where}, {msg}"
+        else:
+            msg = f"{msg} ({context.strip()}{where})"
     if "\\t" in msg or "\t" in msg:
         msg += "; YAML does not allow tabs for indentation, use spaces"
     return Problem(f"YAML syntax: {msg}", (), _pos(mark) if mark is not None else None)

@@ -89,7 +89,7 @@ class ComponentSpec:
             if params:
                 raise ConfigError([ConfigIssue(f"{self.kind} {self.name!r} takes no parameters, got "
                                                f"{', '.join(sorted(params))}")])
-            return factory()
+            return self._call(factory)
         import pydantic
 
         try:
@@ -98,7 +98,18 @@ class ComponentSpec:
             raise ConfigError(
                 [ConfigIssue(e["msg"], ".".join(str(p) for p in e["loc"])) for e in exc.errors()]
             ) from None
-        return factory(cfg)
+        return self._call(factory, cfg)
+
+    def _call(self, factory: Callable[..., Any], *args: Any) -> Any:
+        try:
+            return factory(*args)
+        except (ConfigError, PluginError):
+            raise
+        except Exception as exc:
+            raise PluginError(
+                f"{self.kind} {self.name!r} from {self.distribution} {self.version} failed to build: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
 
 
 @dataclass(frozen=True, slots=True)

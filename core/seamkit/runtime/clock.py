@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 __all__ = ["SystemClock", "SYSTEM_CLOCK"]
 
@@ -15,7 +15,7 @@ class SystemClock:
     __slots__ = ()
 
     def now(self) -> datetime:
-        return datetime.now(timezone.utc)
+        return datetime.now(UTC)
 
     def monotonic(self) -> float:
         return time.monotonic()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
@@ -62,7 +63,7 @@ async def gather_best_effort(
         except Exception as exc:  # CancelledError is a BaseException: not caught
             return Failure.of(exc)
 
-    return await gather_bounded([lambda f=f: guarded(f) for f in factories], limit=limit)
+    return await gather_bounded([functools.partial(guarded, f) for f in factories], limit=limit)
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:

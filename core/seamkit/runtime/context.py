@@ -30,7 +30,7 @@ class CancellationToken:
     :class:`~seamkit.errors.RunCancelled`; ``await wait()`` returns once cancelled.
     """
 
-    __slots__ = ("_reason", "_event", "_children")
+    __slots__ = ("_children", "_event", "_reason")
 
     def __init__(self) -> None:
         self._reason: str | None = None

@@ -23,7 +23,7 @@ def render_tool_value(value: Any) -> str:
     models, dataclasses, ``Decimal``, ``datetime`` included)."""
     t = type(value)
     if t is str:
-        return value
+        return value  # type: ignore[no-any-return]
     if t is int:
         return str(value)
     if t is bool or value is None:

@@ -3,20 +3,42 @@
 - :class:`ScriptedModel`: plays back scripted turns and records the requests it received.
 - :class:`SchemaDrivenModel`: calls every advertised tool once with valid arguments, then answers.
 - :func:`make_test_ctx`, :class:`FakeClock`, :func:`block_network`.
+
+Names load lazily: the package is imported on every start (it registers the ``scripted``
+provider), so it must stay cheap.
 """
 
-from seamkit.testing.clock import FakeClock
-from seamkit.testing.context import make_test_ctx
-from seamkit.testing.models import SchemaDrivenModel, ScriptedModel, ScriptedTurn, example_for_schema
-from seamkit.testing.network import NetworkBlocked, block_network
+from __future__ import annotations
 
-__all__ = [
-    "FakeClock",
-    "NetworkBlocked",
-    "SchemaDrivenModel",
-    "ScriptedModel",
-    "ScriptedTurn",
-    "block_network",
-    "example_for_schema",
-    "make_test_ctx",
-]
+TYPE_CHECKING = False
+
+_EXPORTS = {
+    "FakeClock": "seamkit.testing.clock",
+    "make_test_ctx": "seamkit.testing.context",
+    "SchemaDrivenModel": "seamkit.testing.models",
+    "ScriptedModel": "seamkit.testing.models",
+    "ScriptedTurn": "seamkit.testing.models",
+    "example_for_schema": "seamkit.testing.models",
+    "NetworkBlocked": "seamkit.testing.network",
+    "block_network": "seamkit.testing.network",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'seamkit.testing' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:
+    from seamkit.testing.clock import FakeClock
+    from seamkit.testing.context import make_test_ctx
+    from seamkit.testing.models import SchemaDrivenModel, ScriptedModel, ScriptedTurn, example_for_schema
+    from seamkit.testing.network import NetworkBlocked, block_network

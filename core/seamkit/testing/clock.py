@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 __all__ = ["FakeClock"]
 
@@ -13,7 +13,7 @@ class FakeClock:
     it by ``s`` seconds at once (and yields to the loop); ``sleeps`` records every requested delay."""
 
     def __init__(self, start: datetime | None = None) -> None:
-        self._now = start or datetime(2026, 1, 1, tzinfo=timezone.utc)
+        self._now = start or datetime(2026, 1, 1, tzinfo=UTC)
         self._mono = 0.0
         self.sleeps: list[float] = []
 

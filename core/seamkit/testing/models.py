@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Union
+from typing import Any
 
 from seamkit.accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError
@@ -51,7 +51,7 @@ class ScriptedTurn:
         return tuple(out)
 
 
-Turn = Union[str, ScriptedTurn, Mapping[str, Any], ProviderError, Callable[[ChatRequest], Any]]
+Turn = str | ScriptedTurn | Mapping[str, Any] | ProviderError | Callable[[ChatRequest], Any]
 
 
 def _as_turn(turn: Any) -> ScriptedTurn | Callable[[ChatRequest], Any]:
@@ -107,7 +107,7 @@ class ScriptedModel:
     def _take(self) -> int:
         i = self._next
         n = len(self._turns)
-        if i >= n and not self.repeat:
+        if i >= n and (not self.repeat or n == 0):
             raise ProviderError(f"the script has no turn left (it has {n})", FailureClass.INVALID_REQUEST,
                                 provider="scripted")
         self._next = i + 1

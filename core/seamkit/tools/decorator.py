@@ -83,13 +83,19 @@ class FunctionTool:
                 raise TypeError(f"tool {self.__name__!r}: parameter {pname!r} needs a type hint")
             default = ... if param.default is param.empty else param.default
             fields[pname] = (ann, pydantic.Field(default, description=param_docs.get(pname)))
-        model = pydantic.create_model(
-            f"{self.__name__}_arguments",
-            __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False),
-            **fields,
-        )
+        try:
+            model = pydantic.create_model(
+                f"{self.__name__}_arguments",
+                __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+                **fields,
+            )
+            params = _strip_titles(model.model_json_schema())
+        except pydantic.PydanticUserError as exc:  # a type pydantic cannot describe as JSON Schema
+            first = str(exc).splitlines()[0]
+            raise TypeError(
+                f"tool {self.__name__!r}: a parameter type cannot be described to a model: {first}"
+            ) from exc
         self._validator = model
-        params = _strip_titles(model.model_json_schema())
         params.pop("additionalProperties", None)
         params["additionalProperties"] = False
         params.setdefault("properties", {})

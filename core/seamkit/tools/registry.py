@@ -14,7 +14,7 @@ class ToolRegistry:
     """Tools by name, in the order added. Adding a second tool with a name already present raises
     ``ValueError``; so does an object without a ``schema``."""
 
-    __slots__ = ("_tools", "_schemas")
+    __slots__ = ("_schemas", "_tools")
 
     def __init__(self, tools: Iterable[ToolPort] = ()) -> None:
         self._tools: dict[str, ToolPort] = {}

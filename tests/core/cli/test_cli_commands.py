@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 VALID = """
 seamkit: 1
@@ -111,11 +112,12 @@ def test_plugin_command_runs(cli):
 
 
 def test_console_script_matches_python_m(cli):
-    seamkit = (sys.executable.rsplit("/", 1)[0]) + "/seamkit"
-    proc = subprocess.run([seamkit, "--version"], capture_output=True, text=True, env=cli.env(), timeout=60)
-    assert proc.returncode == 0
-    assert proc.stdout.startswith("seamkit ")
-    assert cli("--version").stdout == proc.stdout
+    seamkit = str(Path(sys.executable).parent / "seamkit")
+    for args in (["--version"], ["plugins", "--json"]):
+        proc = subprocess.run([seamkit, *args], capture_output=True, text=True, env=cli.env(), timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert cli(*args).stdout == proc.stdout
+    assert proc.stdout.count('"cli-test-tools"') == 3  # add, boom, unbuildable
 
 
 def test_help_imports_nothing_heavy(cli):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import BROKEN_COMMANDS, BROKEN_HOOK, CLI, make_dist
+from cli_testlib import BROKEN_COMMANDS, BROKEN_HOOK, CLI, make_dist
 
 SCRIPTED = """
 seamkit: 1

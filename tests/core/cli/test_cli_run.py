@@ -167,7 +167,8 @@ def test_component_failing_at_build_exits_1(cli, write):
         """)
     r = cli("run", str(path), "go")
     assert r.returncode == 1, r
-    assert "unbuildable" in r.stderr and "cannot be built" in r.stderr
+    assert "could not be built" in r.stderr
+    assert re.search(r"unbuildable\.yaml:5:\d+: agent\.tools\[0\]: .*cannot be built", r.stderr), r.stderr
     assert "Traceback" not in r.stderr
 
 

@@ -41,4 +41,11 @@ class LlamaCppConfig(BaseModel):
         "Off by default: on virtual machines that advertise AMX without enabling it, the AMX "
         "kernels crash the process with SIGILL",
     )
+    repeat_tool_calls: bool = Field(
+        default=False,
+        description="In tool_choice='auto' turns, accept a tool call identical (same tool, same "
+        "arguments) to one already answered in the conversation. Off by default: small models tend "
+        "to repeat their last call forever; such a repeat is discarded and the model is asked for "
+        "the final answer instead (with a warning)",
+    )
     verbose: bool = Field(default=False, description="Let llama.cpp log to stderr")

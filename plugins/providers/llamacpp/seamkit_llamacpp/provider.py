@@ -30,7 +30,16 @@ from typing import Any
 
 from seamkit.accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.values import ChatRequest, Delta, FinishReason, ImageBlock, LLMResult, ToolCallDelta, Usage
+from seamkit.values import (
+    ChatRequest,
+    Delta,
+    FinishReason,
+    ImageBlock,
+    LLMResult,
+    ToolCallDelta,
+    Usage,
+    thaw,
+)
 
 from seamkit_llamacpp.config import LlamaCppConfig
 from seamkit_llamacpp.grammar import Plan, plan, read_tool_call, to_gbnf
@@ -189,14 +198,23 @@ class LlamaCppProvider:
         try:
             decoding = plan(request.tools, request.tool_choice, request.output_schema)
             gbnf = to_gbnf(decoding)
-        except ProviderError:
-            raise
+            answer = plan((), "none", request.output_schema)
+            answer_gbnf = to_gbnf(answer)
         except Exception as exc:
             raise ProviderError(
                 f"cannot build a grammar for this request: {exc}", FailureClass.INVALID_REQUEST, provider=PROVIDER
             ) from None
         settings, warnings = self._settings(request)
-        segments = render(request)
+        job = _Job(
+            segments=render(request),
+            answer_segments=render(request.replace(tool_choice="none")),
+            decoding=decoding,
+            gbnf=gbnf,
+            answer_mode=answer.mode,
+            answer_gbnf=answer_gbnf,
+            answered=_answered_calls(request) if not self.config.repeat_tool_calls else frozenset(),
+            settings=settings,
+        )
 
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
@@ -210,25 +228,18 @@ class LlamaCppProvider:
             except RuntimeError:  # the loop is closed: nobody is listening any more
                 cancel.set()
 
-        worker = threading.Thread(
-            target=self._work,
-            args=(segments, gbnf, settings, emit, cancel),
-            name="seamkit-llamacpp",
-            daemon=True,
-        )
+        worker = threading.Thread(target=self._work, args=(job, emit, cancel), name="seamkit-llamacpp", daemon=True)
         worker.start()
         try:
             for w in warnings:
                 yield Delta(warning=w)
-            async for delta in self._deltas(queue, decoding, settings):
+            async for delta in self._deltas(queue, job):
                 yield delta
         finally:
             cancel.set()
 
-    async def _deltas(
-        self, queue: asyncio.Queue[tuple[str, Any]], decoding: Plan, settings: _Settings
-    ) -> AsyncIterator[Delta]:
-        mode = decoding.mode
+    async def _deltas(self, queue: asyncio.Queue[tuple[str, Any]], job: _Job) -> AsyncIterator[Delta]:
+        mode = job.decoding.mode
         buffer: list[str] = []
         # text/json stream at once; auto_text decides on its first non-blank character.
         streaming = mode in ("text", "json")
@@ -237,6 +248,11 @@ class LlamaCppProvider:
             if kind == "error":
                 raise payload
             if kind == "warning":
+                yield Delta(warning=payload)
+                continue
+            if kind == "retry":  # the worker now decodes the final answer instead
+                buffer.clear()
+                mode, streaming = job.answer_mode, True
                 yield Delta(warning=payload)
                 continue
             if kind == "text":
@@ -256,7 +272,7 @@ class LlamaCppProvider:
             finish: FinishReason = "length" if llama_finish == "length" else "stop"
             text = "".join(buffer)
             if not streaming and text:
-                call = read_tool_call(text, decoding.tools)
+                call = read_tool_call(text, job.decoding.tools)
                 if call is not None:
                     name, arguments = call
                     cid = f"call_{uuid.uuid4().hex[:24]}"
@@ -264,7 +280,7 @@ class LlamaCppProvider:
                     finish = "tool_calls"
                 elif mode == "tool":
                     why = (
-                        f"it was cut off at max_tokens={settings.max_tokens}"
+                        f"it was cut off at max_tokens={job.settings.max_tokens}"
                         if llama_finish == "length"
                         else "it is not a tool-call object"
                     )
@@ -293,20 +309,13 @@ class LlamaCppProvider:
             tokens.extend(llm.tokenize(seg.text.encode("utf-8"), add_bos=False, special=seg.special))
         return tokens
 
-    def _work(
-        self,
-        segments: list[Segment],
-        gbnf: str | None,
-        settings: _Settings,
-        emit: Callable[[tuple[str, Any]], None],
-        cancel: threading.Event,
-    ) -> None:
+    def _work(self, job: _Job, emit: Callable[[tuple[str, Any]], None], cancel: threading.Event) -> None:
         try:
             loaded = _load(resolve_model_path(self.config.model_path), self.config)
             with loaded.lock:
                 if cancel.is_set():
                     return
-                self._generate(loaded.llm, segments, gbnf, settings, emit, cancel)
+                self._generate(loaded.llm, job, emit, cancel)
         except ProviderError as exc:
             emit(("error", exc))
         except RuntimeError as exc:
@@ -315,18 +324,10 @@ class LlamaCppProvider:
             emit(("error", ProviderError(f"llama.cpp failed: {exc}", FailureClass.UNKNOWN, provider=PROVIDER)))
 
     def _generate(
-        self,
-        llm: Any,
-        segments: list[Segment],
-        gbnf: str | None,
-        settings: _Settings,
-        emit: Callable[[tuple[str, Any]], None],
-        cancel: threading.Event,
+        self, llm: Any, job: _Job, emit: Callable[[tuple[str, Any]], None], cancel: threading.Event
     ) -> None:
-        from llama_cpp import LlamaGrammar, StoppingCriteriaList
-
         n_ctx = llm.n_ctx()
-        tokens = self._tokens(llm, segments)
+        tokens = self._tokens(llm, job.segments)
         n_prompt = len(tokens)
         if n_prompt >= n_ctx:
             raise ProviderError(
@@ -334,15 +335,49 @@ class LlamaCppProvider:
                 FailureClass.CONTEXT_LENGTH,
                 provider=PROVIDER,
             )
+        settings = job.settings
         max_tokens = settings.max_tokens
         if n_prompt + max_tokens > n_ctx:
             max_tokens = n_ctx - n_prompt
             emit(("warning", f"llamacpp reduced max_tokens from {settings.max_tokens} to {max_tokens} "
                              f"to fit the context window of {n_ctx} tokens"))
-        grammar = LlamaGrammar.from_string(gbnf, verbose=self.config.verbose) if gbnf is not None else None
+        result = self._complete(llm, tokens, job.gbnf, max_tokens, settings, emit, cancel)
+        if result is None:
+            return
+        finish, text, sampled = result
+        inputs = n_prompt
+        if job.answered and job.decoding.mode in ("auto_json", "auto_text"):
+            call = read_tool_call(text, job.decoding.tools)
+            if call is not None and _call_key(*call) in job.answered:
+                emit(("retry", f"llamacpp: the model repeated the tool call {call[0]} "
+                               f"{json.dumps(call[1], ensure_ascii=False)} already answered in this conversation; "
+                               "it was asked for the final answer instead (repeat_tool_calls=false)"))
+                answer_tokens = self._tokens(llm, job.answer_segments)
+                result = self._complete(llm, answer_tokens, job.answer_gbnf, max_tokens, settings, emit, cancel)
+                if result is None:
+                    return
+                finish, _, more = result
+                sampled += more
+                inputs += len(answer_tokens)
+        emit(("done", (finish, inputs, sampled)))
 
+    def _complete(
+        self,
+        llm: Any,
+        tokens: list[int],
+        gbnf: str | None,
+        max_tokens: int,
+        settings: _Settings,
+        emit: Callable[[tuple[str, Any]], None],
+        cancel: threading.Event,
+    ) -> tuple[str, str, int] | None:
+        """One ``create_completion``: ``(llama finish reason, text, tokens sampled)``, or ``None``
+        when cancelled. Text pieces are emitted as they come."""
+        from llama_cpp import LlamaGrammar, StoppingCriteriaList
+
+        grammar = LlamaGrammar.from_string(gbnf, verbose=self.config.verbose) if gbnf is not None else None
         sampled = 0
-        seen = n_prompt - 1
+        seen = len(tokens) - 1
 
         def count_and_stop(input_ids: Any, _logits: Any) -> bool:
             # Called once per sampled token (and once more at the very end, with no new token).
@@ -353,6 +388,7 @@ class LlamaCppProvider:
             return cancel.is_set()
 
         finish = "stop"
+        pieces: list[str] = []
         chunks = llm.create_completion(
             tokens,
             max_tokens=max_tokens,
@@ -367,17 +403,43 @@ class LlamaCppProvider:
         try:
             for chunk in chunks:
                 if cancel.is_set():
-                    return
+                    return None
                 choice = chunk["choices"][0]
                 if choice["text"]:
+                    pieces.append(choice["text"])
                     emit(("text", choice["text"]))
                 if choice["finish_reason"] is not None:
                     finish = choice["finish_reason"]
         finally:
             chunks.close()
             self.tokens_generated += sampled
-        if not cancel.is_set():
-            emit(("done", (finish, n_prompt, sampled)))
+        if cancel.is_set():
+            return None
+        return finish, "".join(pieces), sampled
+
+
+def _call_key(name: str, arguments: Any) -> tuple[str, str]:
+    return name, json.dumps(thaw(arguments), sort_keys=True, ensure_ascii=False)
+
+
+def _answered_calls(request: ChatRequest) -> frozenset[tuple[str, str]]:
+    """``(name, canonical arguments)`` of every tool call in the transcript that has a result."""
+    results = {r.call_id for m in request.messages for r in m.tool_results}
+    return frozenset(
+        _call_key(c.name, c.arguments) for m in request.messages for c in m.tool_calls if c.id in results
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    segments: list[Segment]
+    answer_segments: list[Segment]
+    decoding: Plan
+    gbnf: str | None
+    answer_mode: str
+    answer_gbnf: str | None
+    answered: frozenset[tuple[str, str]]
+    settings: _Settings
 
 
 def build(config: LlamaCppConfig) -> LlamaCppProvider:

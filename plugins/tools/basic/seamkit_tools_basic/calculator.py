@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import math
+import warnings
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
@@ -122,7 +123,10 @@ class Calculator:
         if "\x00" in text:
             raise CalculatorError("the expression contains a NUL character")
         try:
-            tree = ast.parse(text, mode="eval")
+            with warnings.catch_warnings():
+                # e.g. "1if" or "1_": a warning for Python, not a valid arithmetic expression here
+                warnings.simplefilter("error", SyntaxWarning)
+                tree = ast.parse(text, mode="eval")
         except SyntaxError as exc:
             where = f" at column {exc.offset}" if exc.offset else ""
             raise CalculatorError(f"not a valid expression{where}: {exc.msg}") from None
@@ -264,7 +268,8 @@ class Calculator:
             if n != 0 and base != 0:
                 # Size of the result in bits, estimated from logs; refuse before computing.
                 magnitude = max(math.log2(abs(base.numerator)), math.log2(base.denominator))
-                if magnitude * abs(n) > self._max_bits + 64:
+                # (int vs float comparison is exact in Python, even for a huge exponent)
+                if magnitude > 0 and abs(n) > (self._max_bits + 64) / magnitude:
                     raise CalculatorError(
                         f"result too large: {_describe(base)} ** {_describe(exp)} has more than "
                         f"{self.max_digits} digits"

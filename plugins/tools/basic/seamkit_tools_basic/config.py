@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["CalculatorConfig", "ClockConfig", "ReadFileConfig", "WriteFileConfig"]
@@ -46,11 +49,13 @@ class ClockConfig(BaseModel):
         return value
 
 
-def _check_root(value: str) -> str:
-    if not value.strip():
-        raise ValueError("root must name a directory")
-    if "\x00" in value:
-        raise ValueError("root contains a NUL byte")
+def _check_root(value: Any) -> Any:
+    text = str(value) if isinstance(value, Path) else value
+    if isinstance(text, str):
+        if not text.strip():
+            raise ValueError("root must name a directory")
+        if "\x00" in text:
+            raise ValueError("root contains a NUL byte")
     return value
 
 
@@ -58,28 +63,30 @@ class ReadFileConfig(BaseModel):
     """Parameters of ``use: read_file``."""
 
     model_config = ConfigDict(extra="forbid")
-    root: str = Field(
-        description="Directory the tool may read under (relative paths: against the working directory "
-        "when the tool is built); it must exist. Nothing outside it can be read, symlinks included."
+    root: Path = Field(
+        description="Directory the tool may read under; it must exist. A relative path is resolved against "
+        "the composition file's directory (in YAML) or the working directory when the tool is built. "
+        "Nothing outside it can be read, symlinks included."
     )
     max_bytes: int = Field(
         default=_MiB, ge=1, description="Most bytes one call returns; a call's own max_bytes cannot exceed it"
     )
 
-    _root = field_validator("root")(_check_root)
+    _root = field_validator("root", mode="before")(_check_root)
 
 
 class WriteFileConfig(BaseModel):
     """Parameters of ``use: write_file``."""
 
     model_config = ConfigDict(extra="forbid")
-    root: str = Field(
-        description="Directory the tool may write under (relative paths: against the working directory "
-        "when the tool is built). Nothing outside it can be written, symlinks included."
+    root: Path = Field(
+        description="Directory the tool may write under. A relative path is resolved against the composition "
+        "file's directory (in YAML) or the working directory when the tool is built. Nothing outside it can "
+        "be written, symlinks included."
     )
     create_dirs: bool = Field(
         default=True, description="Create missing parent directories (inside root only), and root itself"
     )
     max_bytes: int = Field(default=_MiB, ge=1, description="Largest content one call may write, in bytes (UTF-8)")
 
-    _root = field_validator("root")(_check_root)
+    _root = field_validator("root", mode="before")(_check_root)

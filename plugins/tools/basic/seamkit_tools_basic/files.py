@@ -124,6 +124,14 @@ class RootedDirectory:
                     except FileExistsError:
                         pass
                     nfd = os.open(part, dflags | _O_NOFOLLOW, dir_fd=fd)
+                except OSError:
+                    # O_DIRECTORY|O_NOFOLLOW on a symlink fails with ENOTDIR or ELOOP: say which.
+                    if stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode):
+                        raise PathOutsideRoot(
+                            f"refused {shown!r}: a directory on the path was replaced by a symbolic link "
+                            "while it was being opened"
+                        ) from None
+                    raise
                 os.close(fd)
                 fd = nfd
         except BaseException:
@@ -235,7 +243,7 @@ class RootedDirectory:
 def build_read_file(config: ReadFileConfig) -> FunctionTool:
     """The ``read_file`` tool (not side-effecting). Raises :class:`~seamkit.errors.ConfigError`
     when ``config.root`` is not an existing directory."""
-    jail = RootedDirectory(config.root, create=False)
+    jail = RootedDirectory(str(config.root), create=False)
     limit = config.max_bytes
 
     @tool(side_effecting=False, name="read_file")
@@ -261,7 +269,7 @@ def build_read_file(config: ReadFileConfig) -> FunctionTool:
 def build_write_file(config: WriteFileConfig) -> FunctionTool:
     """The ``write_file`` tool (side-effecting). Raises :class:`~seamkit.errors.ConfigError` when
     ``config.root`` is missing and ``create_dirs`` is false, or is not a directory."""
-    jail = RootedDirectory(config.root, create=config.create_dirs)
+    jail = RootedDirectory(str(config.root), create=config.create_dirs)
     create_dirs = config.create_dirs
     limit = config.max_bytes
     dirs_note = "Missing parent directories are created." if create_dirs else "The parent directory must exist."

@@ -121,7 +121,8 @@ async def test_large_exact_integers_are_returned_exactly() -> None:
         ("1 << 10000", "'<<' is not supported"),
         ("x + 1", "unknown name 'x'"),
         ("sqrt", "is a function"),
-        ("__import__('os').system('true')", "unknown function '__import__'"),
+        ("__import__('os')", "unknown function '__import__'"),
+        ("__import__('os').system('true')", "only the built-in functions"),
         ("(1).__class__", "attribute access"),
         ("[1, 2][0]", "not supported"),
         ("1, 2", "tuples"),
@@ -145,7 +146,7 @@ async def test_large_exact_integers_are_returned_exactly() -> None:
         ("10 ** 1001", "more than 1000 digits"),
         ("1 \x00 + 1", "NUL"),
         ("-" * 450 + "1", "nested too deeply"),
-        ("(" * 300 + "1" + ")" * 300, "not a valid expression"),
+        ("(" * 220 + "1" + ")" * 220, "not a valid expression"),
     ],
 )
 async def test_errors_are_tool_errors_with_clear_messages(expression: str, message: str) -> None:
@@ -159,7 +160,7 @@ async def test_errors_are_tool_errors_with_clear_messages(expression: str, messa
                                          "1.0000001**(10**200)", "round(1, 10**200)"])
 async def test_huge_powers_are_refused_quickly(expression: str) -> None:
     start = time.perf_counter()
-    with pytest.raises(CalculatorError, match="too large|digits"):
+    with pytest.raises(CalculatorError, match=r"too large|digits"):
         await run(expression)
     assert time.perf_counter() - start < 0.5
 

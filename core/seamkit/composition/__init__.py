@@ -1,0 +1,64 @@
+"""Composition: YAML → validated :class:`Composition` → wired :class:`~seamkit.agent.agent.Agent`.
+
+.. code-block:: yaml
+
+    seamkit: 1                          # format version, required
+    agent:
+      name: quickstart                  # default: the file name without extension
+      model: {use: scripted, turns: ["hello"]}
+      prompt: "You are terse."          # or {id: x, version: 1.0.0, template: "... {{var}} ..."}
+      tools: [calculator, {use: read_file, root: ./data}]
+      output: {json_schema: {type: object, properties: {answer: {type: number}}}}
+      tool_choice: auto                 # auto | required | none | a tool name
+      max_steps: 6
+      settings: {temperature: 0, max_tokens: 256, seed: 7}
+      middlewares: [{use: retry, max_attempts: 3}]
+
+- :func:`load_composition` validates everything (without building heavy components) and raises
+  :class:`~seamkit.errors.ConfigError` listing every problem with file, line, column and key path.
+- :func:`build_agent` calls the component factories and returns the ``Agent``.
+- :func:`composition_json_schema` describes the format, with every installed component's config.
+
+Rules worth knowing: unquoted values are read with YAML-1.2-like rules (``NO``/``on``/``yes``
+unquoted are errors; ``3.10`` and ``0755`` stay text where a field wants text); ``${NAME}`` and
+``${NAME:-default}`` are replaced from the environment in any string (``$${`` for a literal ``${``)
+and such values are masked in errors and reprs; relative path parameters are resolved against the
+YAML file's directory.
+"""
+
+from seamkit.composition._yaml import interpolate, resolve_plain
+from seamkit.composition.build import build_agent
+from seamkit.composition.loader import FORMAT_VERSION, load_composition, loads_composition
+from seamkit.composition.models import (
+    SLOT_TYPES,
+    AgentConfig,
+    ComponentRef,
+    Composition,
+    MiddlewareRef,
+    OutputConfig,
+    PromptConfig,
+    ProviderRef,
+    Settings,
+    ToolRef,
+)
+from seamkit.composition.schema import composition_json_schema
+
+__all__ = [
+    "FORMAT_VERSION",
+    "SLOT_TYPES",
+    "AgentConfig",
+    "ComponentRef",
+    "Composition",
+    "MiddlewareRef",
+    "OutputConfig",
+    "PromptConfig",
+    "ProviderRef",
+    "Settings",
+    "ToolRef",
+    "build_agent",
+    "composition_json_schema",
+    "interpolate",
+    "load_composition",
+    "loads_composition",
+    "resolve_plain",
+]

@@ -1,0 +1,345 @@
+"""Turning validation failures into located :class:`~seamkit.errors.ConfigIssue` (internal)."""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any
+
+import pydantic
+from pydantic import BaseModel
+
+from seamkit.composition._yaml import KeyPath, Position, format_path
+from seamkit.composition.models import ComponentRef, is_secret_name
+from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigIssue
+from seamkit.plugins.registry import ComponentSpec, Registry
+
+__all__ = ["Context", "check_slot", "iter_slots", "did_you_mean", "validate_params", "pydantic_issues"]
+
+_MISSING = object()
+
+
+@dataclass
+class Context:
+    """What issue builders need: the file, positions, secrets, and the issues found so far."""
+
+    file: str | None
+    values: Mapping[KeyPath, Position]
+    keys: Mapping[KeyPath, Position]
+    secret_paths: set[KeyPath] | frozenset[KeyPath]
+    secrets: set[str] | frozenset[str]
+    poisoned: set[KeyPath] = field(default_factory=set)
+    base_dir: Path = field(default_factory=Path.cwd)
+    issues: list[ConfigIssue] = field(default_factory=list)
+
+    def is_poisoned(self, path: KeyPath) -> bool:
+        return any(path[: len(p)] == p for p in self.poisoned)
+
+    def from_env(self, path: KeyPath) -> bool:
+        """Whether the value at ``path`` (or inside or around it) came from the environment."""
+        return any(p[: len(path)] == path or path[: len(p)] == p for p in self.secret_paths)
+
+    def is_secret(self, path: KeyPath) -> bool:
+        """Whether the value at ``path`` came from the environment or is named like a secret."""
+        return self.from_env(path) or any(isinstance(el, str) and is_secret_name(el) for el in path)
+
+    def scrub(self, text: str) -> str:
+        for s in sorted(self.secrets, key=len, reverse=True):
+            if len(s) >= 3:
+                text = text.replace(s, "***")
+        return text
+
+    def add(self, message: str, path: KeyPath, position: Position | None = None, *, at_key: bool = False) -> None:
+        """Record an issue at ``path``: at its key's position with ``at_key`` (unknown keys),
+        otherwise at its value's (or the nearest ancestor's)."""
+        if position is None:
+            position = self.keys.get(path) if at_key else None
+        if position is None:
+            position = self.value_position(path)
+        self.issues.append(ConfigIssue(
+            self.scrub(message), format_path(path), self.file,
+            position.line if position else None, position.column if position else None,
+        ))
+
+    def value_position(self, path: KeyPath) -> Position | None:
+        p = path
+        while True:
+            if p in self.values:
+                return self.values[p]
+            if not p:
+                return None
+            p = p[:-1]
+
+    def parent_position(self, path: KeyPath) -> Position | None:
+        """Where a missing key of the mapping at ``path`` is reported: the mapping's key when it
+        has one (``model:``), else the mapping itself."""
+        return self.keys.get(path) or self.value_position(path)
+
+
+def did_you_mean(word: str, choices: Sequence[str]) -> str:
+    """``"; did you mean 'x'?"`` or ``""``."""
+    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.6)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+# -- annotations --------------------------------------------------------------------------------
+
+
+def _unwrap(tp: Any) -> list[Any]:
+    """The alternatives of ``tp`` without ``Annotated``/``Optional``/``Union`` wrappers."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(tp)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return [alt for a in typing.get_args(tp) for alt in _unwrap(a)]
+    return [tp]
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)
+
+
+def _field_by_key(model: type[BaseModel], key: str) -> Any:
+    for name, f in model.model_fields.items():
+        if key in (name, f.alias, f.validation_alias):
+            return f.annotation
+    return _MISSING
+
+
+def _step(tp: Any, el: str | int) -> list[Any]:
+    out: list[Any] = []
+    for alt in _unwrap(tp):
+        origin = typing.get_origin(alt)
+        args = typing.get_args(alt)
+        if _is_model(alt) and isinstance(el, str):
+            ann = _field_by_key(alt, el)
+            if ann is not _MISSING:
+                out.append(ann)
+        elif origin in (list, tuple, set, frozenset, Sequence) and isinstance(el, int) and args:
+            out.append(args[0])
+        elif origin in (dict, Mapping) and len(args) == 2:
+            out.append(args[1])
+    return out
+
+
+def fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
+    """Keys the mapping at ``loc`` inside ``model`` accepts (for did-you-mean)."""
+    current: list[Any] = [model]
+    for el in loc:
+        nxt = [t for tp in current for t in _step(tp, el)]
+        if nxt:
+            current = nxt
+    names: list[str] = []
+    for tp in current:
+        for alt in _unwrap(tp):
+            if _is_model(alt):
+                for name, f in alt.model_fields.items():
+                    key = f.alias if isinstance(f.alias, str) else name
+                    if key not in names:
+                        names.append(key)
+    return names
+
+
+def iter_slots(tp: Any, data: Any, path: KeyPath = ()) -> Iterator[tuple[KeyPath, type[ComponentRef], Any]]:
+    """Each component slot in raw ``data`` shaped by annotation ``tp``: ``(path, slot class, raw)``."""
+    for alt in _unwrap(tp):
+        origin = typing.get_origin(alt)
+        args = typing.get_args(alt)
+        if isinstance(alt, type) and issubclass(alt, ComponentRef):
+            yield path, alt, data
+            return
+        if _is_model(alt) and isinstance(data, Mapping):
+            for name, f in alt.model_fields.items():
+                key = f.alias if isinstance(f.alias, str) else name
+                if key in data:
+                    yield from iter_slots(f.annotation, data[key], (*path, key))
+            return
+        if origin in (list, tuple, Sequence) and args and isinstance(data, list):
+            for i, item in enumerate(data):
+                yield from iter_slots(args[0], item, (*path, i))
+            return
+        if origin in (dict, Mapping) and len(args) == 2 and isinstance(data, Mapping):
+            for k, v in data.items():
+                yield from iter_slots(args[1], v, (*path, k))
+            return
+
+
+# -- pydantic errors ----------------------------------------------------------------------------
+
+
+def _loc_path(loc: Sequence[str | int], data: Any) -> tuple[KeyPath, bool]:
+    """Map a pydantic ``loc`` onto the raw data: union/function tags are dropped. Returns the path
+    and whether its last element is absent from the data (missing/unknown key)."""
+    path: list[str | int] = []
+    cur = data
+    absent = False
+    for i, el in enumerate(loc):
+        last = i == len(loc) - 1
+        if isinstance(cur, Mapping) and isinstance(el, str) and el in cur:
+            path.append(el)
+            cur = cur[el]
+        elif isinstance(cur, list) and isinstance(el, int) and 0 <= el < len(cur):
+            path.append(el)
+            cur = cur[el]
+        elif last and isinstance(cur, Mapping):
+            path.append(el)
+            absent = True
+    return tuple(path), absent
+
+
+def pydantic_issues(
+    ctx: Context,
+    exc: pydantic.ValidationError,
+    data: Any,
+    base: KeyPath,
+    model: type[BaseModel],
+    *,
+    what: str = "",
+) -> None:
+    """Add one issue per pydantic error of validating ``data`` (found at ``base``) with ``model``.
+    Messages never contain input values; for values from the environment, not even the
+    validator's own message."""
+    seen: set[tuple[str, KeyPath]] = set()
+    for err in exc.errors(include_url=False, include_input=False):
+        rel, _ = _loc_path(err["loc"], data)
+        path = (*base, *rel)
+        etype = err["type"]
+        if ctx.is_poisoned(path) or (etype, path) in seen:
+            continue
+        seen.add((etype, path))
+        if etype == "extra_forbidden":
+            key = str(rel[-1]) if rel else "?"
+            allowed = fields_at(model, [el for el in err["loc"][:-1]])
+            hint = did_you_mean(key, allowed)
+            listed = f" (allowed: {', '.join(allowed)})" if allowed else ""
+            ctx.add(f"unknown key {key!r}{what}{hint}{listed}", path, at_key=True)
+        elif etype == "missing":
+            key = str(rel[-1]) if rel else "?"
+            parent = path[:-1]
+            ctx.add(f"missing required key {key!r}{what}", path, ctx.parent_position(parent))
+        elif ctx.from_env(path) or (ctx.is_secret(path) and etype in ("value_error", "assertion_error")):
+            ctx.add(f"invalid value ({etype}); not shown, it comes from an environment variable", path)
+        else:
+            msg = str(err["msg"])
+            for prefix in ("Value error, ", "Assertion failed, "):
+                if msg.startswith(prefix):
+                    msg = msg[len(prefix):]
+            ctx.add(msg, path)
+
+
+# -- component slots ----------------------------------------------------------------------------
+
+_PATH_TYPES: tuple[type, ...] = (PurePath,)
+
+
+def _is_path_type(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, _PATH_TYPES)
+
+
+def _rebase(tp: Any, value: Any, base: Path) -> Any:
+    """Make relative paths in ``value`` (for fields annotated as paths) relative to ``base``."""
+    alts = _unwrap(tp)
+    if isinstance(value, str):
+        if any(_is_path_type(a) for a in alts) and str not in alts:
+            p = Path(value)
+            return value if p.is_absolute() or value == "" else str(base / p)
+        return value
+    for alt in alts:
+        origin = typing.get_origin(alt)
+        args = typing.get_args(alt)
+        if _is_model(alt) and isinstance(value, Mapping):
+            out = dict(value)
+            for name, f in alt.model_fields.items():
+                key = f.alias if isinstance(f.alias, str) else name
+                if key in out:
+                    out[key] = _rebase(f.annotation, out[key], base)
+            return out
+        if origin in (list, tuple, set, frozenset, Sequence) and args and isinstance(value, list):
+            return [_rebase(args[0], v, base) for v in value]
+    return value
+
+
+def validate_params(ctx: Context, spec: ComponentSpec, params: Mapping[str, Any], path: KeyPath) -> tuple[bool, Any]:
+    """Validate a slot's ``params`` with ``spec``'s config model (after rebasing relative paths).
+    Returns ``(ok, config instance or None)``; problems are added to ``ctx``."""
+    label = f"{spec.kind} {spec.name!r}"
+    try:
+        model = spec.config_model()
+    except Exception as exc:
+        ctx.add(f"{label} (from {spec.distribution}) cannot be loaded: {type(exc).__name__}: {exc}",
+                (*path, "use") if (*path, "use") in ctx.values else path)
+        return False, None
+    if model is None:
+        for key in params:
+            ctx.add(f"unknown key {key!r}: {label} takes no parameters", (*path, key), at_key=True)
+        return not params, None
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        ctx.add(f"{label}: its config is not a pydantic model", path)
+        return False, None
+    rebased = _rebase(model, dict(params), ctx.base_dir)
+    try:
+        return True, model.model_validate(rebased)
+    except pydantic.ValidationError as exc:
+        pydantic_issues(ctx, exc, dict(params), path, model, what=f" for {label}")
+        return False, None
+
+
+def resolve_slot(
+    ctx: Context, registry: Registry, kind: str, raw: Any, path: KeyPath
+) -> tuple[ComponentSpec | None, Mapping[str, Any]]:
+    """Resolve a raw slot value; problems are added to ``ctx``. Returns the spec (or ``None``) and
+    the parameters as written."""
+    name: Any
+    dist: Any
+    params: Mapping[str, Any]
+    if isinstance(raw, str):
+        name, dist, params, use_path = raw, None, {}, path
+    elif isinstance(raw, Mapping):
+        name, dist = raw.get("use"), raw.get("from")
+        params = {k: v for k, v in raw.items() if k not in ("use", "from")}
+        use_path = (*path, "use")
+        if name is None and "use" not in raw:
+            typos = [k for k in params if difflib.get_close_matches(k, ["use"], n=1, cutoff=0.6)]
+            hint = f"; {typos[0]!r} looks like a misspelling of 'use'" if typos else ""
+            ctx.add(f"missing required key 'use' (the {kind} component's name){hint}", path,
+                    ctx.parent_position(path))
+            ctx.poisoned.add((*path, "use"))
+            return None, params
+        if not isinstance(name, str) or (dist is not None and not isinstance(dist, str)):
+            return None, params  # wrong types: reported by the structure check
+    else:
+        return None, {}
+    if ctx.is_poisoned(use_path) or (dist is not None and ctx.is_poisoned((*path, "from"))):
+        return None, params
+    shown = "(from the environment)" if ctx.is_secret(use_path) else repr(name)
+    try:
+        return registry.resolve(kind, name, dist), params
+    except ComponentNotFound as exc:
+        known = registry.names(kind)
+        if dist is not None and name in known:
+            dists = [s.distribution for s in registry.components.get(kind, {}).get(name, [])]
+            ctx.add(f"no distribution {dist!r} registers {kind} {name!r}; it is registered by: {', '.join(dists)}",
+                    (*path, "from"))
+        else:
+            hint = "" if ctx.is_secret(use_path) else (
+                f"; did you mean {' or '.join(repr(s) for s in exc.suggestions)}?" if exc.suggestions else "")
+            listed = f"installed {kind}s: {', '.join(known)}" if known else f"no {kind}s are installed"
+            ctx.add(f"unknown {kind} {shown}{hint} ({listed})", use_path)
+    except AmbiguousComponent as exc:
+        ctx.add(f"{kind} {shown} is registered by both {' and '.join(exc.distributions)}; "
+                f"add 'from: <distribution>' to pick one", use_path)
+    return None, params
+
+
+def check_slot(ctx: Context, registry: Registry, slot: type[ComponentRef], raw: Any, path: KeyPath) -> tuple[
+        ComponentSpec | None, Any, bool]:
+    """Resolve and validate one slot. Returns ``(spec, config, ok)``."""
+    spec, params = resolve_slot(ctx, registry, slot.kind, raw, path)
+    if spec is None:
+        return None, None, False
+    ok, config = validate_params(ctx, spec, params, path)
+    return spec, config, ok

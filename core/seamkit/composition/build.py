@@ -1,0 +1,100 @@
+"""Wiring a validated :class:`~seamkit.composition.models.Composition` into an
+:class:`~seamkit.agent.agent.Agent`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seamkit.agent.agent import Agent
+from seamkit.agent.prompt import Prompt
+from seamkit.composition._check import Context, resolve_slot, validate_params
+from seamkit.composition._yaml import KeyPath
+from seamkit.composition.models import ComponentRef, Composition
+from seamkit.errors import ConfigError
+from seamkit.plugins.registry import Registry, get_registry
+
+__all__ = ["build_agent"]
+
+
+def build_agent(composition: Composition, *, registry: Registry | None = None) -> Agent:
+    """Build the components of ``composition`` (calling their factories, in file order: model,
+    tools, middlewares) and return the wired :class:`~seamkit.agent.agent.Agent`.
+
+    ``registry`` defaults to :func:`~seamkit.plugins.registry.get_registry`. Factories run with
+    the current working directory unchanged; relative path parameters were already resolved
+    against the YAML file's directory by :func:`~seamkit.composition.load_composition`.
+
+    Raises :class:`~seamkit.errors.ConfigError` (located at the slot) when a component is no
+    longer registered, cannot be imported, or its factory raises; environment values are scrubbed
+    from the messages.
+    """
+    reg = registry if registry is not None else get_registry()
+    c = composition
+    ctx = Context(str(c.file) if c.file is not None else None, c._values, c._keys, c._secret_paths,
+                  c._secrets, set(), c.base_dir)
+    a = c.agent
+    model = _build(ctx, reg, a.model, ("agent", "model"))
+    tools = [_build(ctx, reg, t, ("agent", "tools", i)) for i, t in enumerate(a.tools)]
+    middlewares = [_build(ctx, reg, m, ("agent", "middlewares", i)) for i, m in enumerate(a.middlewares)]
+    if ctx.issues:
+        raise ConfigError(ctx.issues)
+    prompt: Prompt | str | None = None
+    if a.prompt is not None:
+        p = a.prompt
+        if p.id is None and p.version is None:
+            prompt = p.template
+        else:
+            prompt = Prompt(p.template, id=p.id or "prompt", version=p.version or "1")
+    output = dict(a.output.json_schema) if a.output is not None else None
+    try:
+        return Agent(
+            model=model,
+            name=a.name or "agent",
+            prompt=prompt,
+            tools=tuple(tools),
+            output=output,
+            middlewares=tuple(middlewares),
+            tool_choice=a.tool_choice,
+            reset_tool_choice=a.reset_tool_choice,
+            max_steps=a.max_steps,
+            max_parallel_tools=a.max_parallel_tools,
+            temperature=a.settings.temperature,
+            max_tokens=a.settings.max_tokens,
+            seed=a.settings.seed,
+        )
+    except (ValueError, TypeError) as exc:
+        ctx.add(f"cannot build the agent: {exc}", ("agent",))
+        raise ConfigError(ctx.issues) from None
+
+
+def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath) -> Any:
+    raw: Any = {"use": ref.use, **ref.params}
+    if ref.distribution is not None:
+        raw["from"] = ref.distribution
+    elif not ref.params and (*path, "use") not in ctx.values:
+        raw = ref.use  # written as a bare name: report at the name
+    spec, params = resolve_slot(ctx, reg, ref.kind, raw, path)
+    if spec is None:
+        return None
+    config = ref.config
+    try:
+        model = spec.config_model()
+    except Exception as exc:
+        ctx.add(f"{spec.kind} {spec.name!r} (from {spec.distribution}) cannot be loaded: "
+                f"{type(exc).__name__}: {exc}", path)
+        return None
+    if model is not None and not isinstance(config, model):
+        ok, config = validate_params(ctx, spec, params, path)
+        if not ok:
+            return None
+    try:
+        factory = spec.factory_callable()
+    except Exception as exc:
+        ctx.add(f"{spec.kind} {spec.name!r} (from {spec.distribution}) cannot be loaded: "
+                f"{type(exc).__name__}: {exc}", path)
+        return None
+    try:
+        return factory(config) if model is not None else factory()
+    except Exception as exc:
+        ctx.add(f"building {spec.kind} {spec.name!r} failed: {type(exc).__name__}: {exc}", path)
+        return None

@@ -1,0 +1,275 @@
+"""Loading and validating a composition file."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from seamkit.composition._check import Context, check_slot, did_you_mean, iter_slots, pydantic_issues
+from seamkit.composition._yaml import Document, KeyPath, Position, parse_yaml
+from seamkit.composition.models import AgentConfig, ComponentRef, Composition, _Model
+from seamkit.errors import ConfigError, ConfigIssue
+from seamkit.plugins.registry import ComponentSpec, Registry, get_registry
+
+__all__ = ["FORMAT_VERSION", "load_composition", "loads_composition"]
+
+FORMAT_VERSION = 1
+_TOOL_CHOICES = ("auto", "required", "none")
+
+
+def load_composition(
+    path: str | os.PathLike[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    registry: Registry | None = None,
+) -> Composition:
+    """Read and validate the composition at ``path`` (YAML, ``seamkit: 1``).
+
+    Everything is checked without building any component: the YAML itself (syntax, duplicate
+    keys, tags, YAML 1.1 boolean words such as ``NO``/``on``), ``${ENV}`` references, the format's
+    keys and types, each component name against ``registry`` (default: the process-wide
+    :func:`~seamkit.plugins.registry.get_registry`), each component's parameters against its
+    config model, the output JSON Schema, ``tool_choice`` and tool-name uniqueness.
+
+    Relative paths: a component parameter whose config field is annotated as a path
+    (``pathlib.Path``, pydantic ``FilePath``/``DirectoryPath``/``NewPath``, also inside lists and
+    nested models) is resolved relative to *the YAML file's directory*, so a composition behaves
+    the same from any working directory. Parameters typed as plain ``str`` are passed as written.
+
+    ``env`` replaces ``os.environ`` for ``${NAME}`` interpolation (tests). The agent's ``name``
+    defaults to the file name without its extension.
+
+    Raises :class:`~seamkit.errors.ConfigError` listing *every* problem found, each with its key
+    path, file, line and column; values from the environment never appear in messages.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError([ConfigIssue(f"cannot read the file: {exc.strerror or exc}", "", str(p))]) from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        before = raw[: exc.start]
+        line = before.count(b"\n") + 1
+        col = exc.start - (before.rfind(b"\n") + 1) + 1
+        raise ConfigError([ConfigIssue("the file is not valid UTF-8 text", "", str(p), line, col)]) from None
+    return loads_composition(text, file=p, env=env, registry=registry)
+
+
+def loads_composition(
+    text: str,
+    *,
+    file: str | os.PathLike[str] | None = None,
+    base_dir: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    registry: Registry | None = None,
+) -> Composition:
+    """Like :func:`load_composition`, from YAML ``text``. ``file`` is used in messages and for the
+    default agent name and ``base_dir`` (which defaults to the file's directory, else the current
+    directory). Raises :class:`~seamkit.errors.ConfigError`."""
+    reg = registry if registry is not None else get_registry()
+    fpath = Path(file) if file is not None else None
+    base = Path(base_dir) if base_dir is not None else (fpath.parent if fpath is not None else Path.cwd())
+    base = base.resolve()
+    doc = parse_yaml(text, env)
+    ctx = Context(str(fpath) if fpath is not None else None, doc.values, doc.keys, doc.secret_paths,
+                  doc.secrets, set(doc.poisoned), base)
+    for pr in doc.problems:
+        ctx.add(pr.message, pr.path, pr.position)
+    if doc.empty:
+        ctx.add("the file is empty; a composition starts with 'seamkit: 1' and has an 'agent:' mapping",
+                (), Position(1, 1))
+    data = doc.data
+    if doc.problems and data is None and not doc.values:
+        raise ConfigError(ctx.issues)
+    if not doc.empty and not isinstance(data, Mapping):
+        if () not in ctx.poisoned:
+            ctx.add(f"the top level must be a mapping with 'seamkit: 1' and 'agent:', not {_kind(data)}", ())
+        raise ConfigError(ctx.issues)
+    if doc.empty:
+        raise ConfigError(ctx.issues)
+    _check_version(ctx, data)
+    slots = _check_slots(ctx, reg, data)
+    comp = _validate_structure(ctx, data)
+    _cross_checks(ctx, data)
+    if ctx.issues or comp is None:
+        raise ConfigError(_sorted(ctx.issues))
+    _attach(comp, slots, doc, ctx, fpath)
+    return comp
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "an empty value"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return "a string"
+
+
+def _sorted(issues: list[ConfigIssue]) -> list[ConfigIssue]:
+    return sorted(issues, key=lambda i: (i.line or 0, i.column or 0))
+
+
+def _check_version(ctx: Context, data: Mapping[str, Any]) -> None:
+    if "seamkit" not in data:
+        ctx.add(f"missing format version: add 'seamkit: {FORMAT_VERSION}' at the top of the file", (),
+                ctx.value_position(()))
+        ctx.poisoned.add(("seamkit",))
+        return
+    v = data["seamkit"]
+    if ctx.is_poisoned(("seamkit",)):
+        return
+    if v != FORMAT_VERSION or isinstance(v, bool):
+        shown = "(from the environment)" if ctx.from_env(("seamkit",)) else repr(v)
+        ctx.add(f"unsupported format version {shown}; this seamkit reads 'seamkit: {FORMAT_VERSION}'",
+                ("seamkit",))
+        ctx.poisoned.add(("seamkit",))
+
+
+def _validate_structure(ctx: Context, data: Mapping[str, Any]) -> Composition | None:
+    try:
+        return Composition.model_validate(data)
+    except pydantic.ValidationError as exc:
+        pydantic_issues(ctx, exc, data, (), Composition)
+        return None
+
+
+def _check_slots(ctx: Context, reg: Registry, data: Mapping[str, Any]) -> dict[KeyPath, tuple[ComponentSpec, Any]]:
+    out: dict[KeyPath, tuple[ComponentSpec, Any]] = {}
+    for path, slot, raw in iter_slots(Composition, data):
+        if ctx.is_poisoned(path):
+            continue
+        spec, config, ok = check_slot(ctx, reg, slot, raw, path)
+        if spec is not None and ok:
+            out[path] = (spec, config)
+    return out
+
+
+def _tool_names(tools: Any) -> list[tuple[int, str]]:
+    names: list[tuple[int, str]] = []
+    if isinstance(tools, list):
+        for i, t in enumerate(tools):
+            name = t if isinstance(t, str) else t.get("use") if isinstance(t, Mapping) else None
+            if isinstance(name, str):
+                names.append((i, name))
+    return names
+
+
+def _cross_checks(ctx: Context, data: Mapping[str, Any]) -> None:
+    agent = data.get("agent")
+    if not isinstance(agent, Mapping):
+        return
+    names = _tool_names(agent.get("tools"))
+    first: dict[str, int] = {}
+    for i, name in names:
+        if name in first:
+            path: KeyPath = ("agent", "tools", i)
+            where = (*path, "use") if isinstance(agent["tools"][i], Mapping) else path
+            ctx.add(f"duplicate tool {name!r} (also agent.tools[{first[name]}]); tool names must be unique",
+                    where)
+        else:
+            first[name] = i
+    choice = agent.get("tool_choice")
+    if isinstance(choice, str) and choice not in _TOOL_CHOICES and choice not in first:
+        path = ("agent", "tool_choice")
+        if ctx.from_env(path):
+            ctx.add("tool_choice (from the environment) names no configured tool", path)
+        else:
+            hint = did_you_mean(choice, [*first, *_TOOL_CHOICES])
+            listed = ", ".join([*_TOOL_CHOICES, *first])
+            ctx.add(f"tool_choice {choice!r} names no configured tool{hint} (use one of: {listed})", path)
+    output = agent.get("output")
+    if isinstance(output, Mapping) and isinstance(output.get("json_schema"), Mapping):
+        _check_json_schema(ctx, output["json_schema"], ("agent", "output", "json_schema"))
+
+
+def _check_json_schema(ctx: Context, schema: Mapping[str, Any], path: KeyPath) -> None:
+    import jsonschema
+    from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
+
+    meta = jsonschema.Draft202012Validator(jsonschema.Draft202012Validator.META_SCHEMA)
+    errors = list(meta.iter_errors(dict(schema)))
+    by_path: dict[KeyPath, list[Any]] = {}
+    for e in errors:
+        by_path.setdefault(tuple(e.absolute_path), []).append(e)
+    for rel, group in sorted(by_path.items(), key=lambda kv: [str(x) for x in kv[0]]):
+        err = best_match(group)
+        full = (*path, *rel)
+        msg = "invalid value" if ctx.from_env(full) else err.message
+        ctx.add(f"not a valid JSON Schema: {msg}", full)
+
+
+def _attach(comp: Composition, slots: dict[KeyPath, tuple[ComponentSpec, Any]], doc: Document,
+            ctx: Context, fpath: Path | None) -> None:
+    comp._file = fpath
+    comp._base_dir = ctx.base_dir
+    comp._values = dict(doc.values)
+    comp._keys = dict(doc.keys)
+    comp._secret_paths = frozenset(doc.secret_paths)
+    comp._secrets = frozenset(doc.secrets)
+    for path, (_spec, config) in slots.items():
+        ref = _find(comp, path)
+        if isinstance(ref, ComponentRef):
+            ref._config = config
+    for secret in doc.secret_paths:
+        _mask(comp, secret)
+    agent: AgentConfig = comp.agent
+    if agent.name is None:
+        agent.name = fpath.stem if fpath is not None else "agent"
+
+
+def _field_name(model: _Model, key: str | int) -> str | None:
+    for name, f in type(model).model_fields.items():
+        if key in (name, f.alias):
+            return name
+    return None
+
+
+def _find(obj: Any, path: KeyPath) -> Any:
+    cur = obj
+    for el in path:
+        if isinstance(cur, _Model):
+            name = _field_name(cur, el)
+            if name is None:
+                return None
+            cur = getattr(cur, name)
+        elif isinstance(cur, list) and isinstance(el, int) and 0 <= el < len(cur):
+            cur = cur[el]
+        else:
+            return None
+    return cur
+
+
+def _mask(comp: Composition, path: KeyPath) -> None:
+    """Mask the value at ``path`` (from the environment) in reprs: the deepest model field holding
+    it, or the component parameter."""
+    cur: Any = comp
+    owner: _Model | None = None
+    owner_field = ""
+    for i, el in enumerate(path):
+        if isinstance(cur, ComponentRef) and el not in ("use", "from"):
+            cur._secret_params.add(str(el))
+            return
+        if isinstance(cur, _Model):
+            name = _field_name(cur, el)
+            if name is None:
+                break
+            owner, owner_field = cur, name
+            cur = getattr(cur, name)
+        elif isinstance(cur, list) and isinstance(el, int) and 0 <= el < len(cur):
+            cur = cur[el]
+        else:
+            break
+        if i == len(path) - 1:
+            break
+    if owner is not None:
+        owner._masked.add(owner_field)

@@ -1,0 +1,218 @@
+"""The pydantic models of the composition format (``seamkit: 1``).
+
+Every model forbids unknown keys. A *component slot* is a :class:`ComponentRef` subclass whose
+``kind`` says which registry kind ``use:`` resolves (:data:`SLOT_TYPES`); to add a new slot kind
+(e.g. ``checkpoints:`` → ``store``), subclass :class:`ComponentRef` with ``kind = "store"`` and use
+it as a field type anywhere in the tree: loading, building and the JSON Schema find it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+from seamkit.composition._yaml import KeyPath, Position
+
+__all__ = [
+    "AgentConfig",
+    "ComponentRef",
+    "Composition",
+    "MiddlewareRef",
+    "OutputConfig",
+    "PromptConfig",
+    "ProviderRef",
+    "SLOT_TYPES",
+    "Settings",
+    "ToolRef",
+    "is_secret_name",
+]
+
+MASK = "***"
+_SECRET_NAME = re.compile(r"(?i)(api[_-]?key|token|secret|passw(or)?d|credential|private[_-]?key|auth)")
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a parameter called ``name`` holds a secret (``api_key``, ``token``, ``password``...)."""
+    return bool(_SECRET_NAME.search(name))
+
+
+class _Model(BaseModel):
+    """Base of the format's models: unknown keys are errors; numbers written where text is
+    expected become their text (lossless: the loader only makes numbers whose text round-trips);
+    fields holding values read from environment variables are masked in ``repr``."""
+
+    model_config = ConfigDict(extra="forbid", coerce_numbers_to_str=True, populate_by_name=True)
+    _masked: set[str] = PrivateAttr(default_factory=set)
+
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        for key, value in super().__repr_args__():
+            yield key, (MASK if key in self._masked else value)
+
+
+class ComponentRef(_Model):
+    """A component slot: ``use: NAME`` (+ ``from: DISTRIBUTION``) and the component's own
+    parameters, or just ``NAME``. ``params`` holds the parameters as written; ``config`` the
+    instance of the component's config model once validated (``None`` for components without one
+    or before validation). Parameters that look secret or came from the environment are masked in
+    ``repr``; ``config`` holds the real values (its own ``repr`` is the component's business: use
+    ``SecretStr`` for secrets)."""
+
+    kind: ClassVar[str] = ""
+
+    use: str = Field(description="Name of the registered component")
+    distribution: str | None = Field(
+        default=None, alias="from",
+        description="Distribution to take the component from, when several register this name",
+    )
+    params: dict[str, Any] = Field(default_factory=dict, description="The component's parameters")
+    _config: Any = PrivateAttr(default=None)
+    _secret_params: set[str] = PrivateAttr(default_factory=set)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"use": value}
+        if isinstance(value, ComponentRef):
+            return value
+        if isinstance(value, Mapping):
+            head = {k: value[k] for k in ("use", "from") if k in value}
+            params = {k: v for k, v in value.items() if k not in ("use", "from")}
+            return {**head, "params": params}
+        raise ValueError(
+            "a component slot is a component name or a mapping with 'use: NAME' and the component's parameters"
+        )
+
+    @property
+    def config(self) -> Any:
+        """The validated config-model instance (``None`` when the component takes no parameters)."""
+        return self._config
+
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        for key, value in super().__repr_args__():
+            if key == "params" and isinstance(value, dict):
+                value = {
+                    k: (MASK if k in self._secret_params or is_secret_name(k) else v) for k, v in value.items()
+                }
+            yield key, value
+
+
+class ProviderRef(ComponentRef):
+    """A model provider slot (registry kind ``provider``)."""
+
+    kind: ClassVar[str] = "provider"
+
+
+class ToolRef(ComponentRef):
+    """A tool slot (registry kind ``tool``). The tool's name is its component name."""
+
+    kind: ClassVar[str] = "tool"
+
+
+class MiddlewareRef(ComponentRef):
+    """A middleware slot (registry kind ``middleware``)."""
+
+    kind: ClassVar[str] = "middleware"
+
+
+#: Slot classes by registry kind.
+SLOT_TYPES: dict[str, type[ComponentRef]] = {c.kind: c for c in (ProviderRef, ToolRef, MiddlewareRef)}
+
+
+class PromptConfig(_Model):
+    """A system prompt: ``template`` with ``{{variables}}``, and optionally ``id`` and ``version``
+    (recorded with every run). Written as a plain string it is the template alone."""
+
+    template: str = Field(description="Prompt text; {{name}} marks a variable")
+    id: str | None = Field(default=None, description="Prompt id, recorded with every run")
+    version: str | None = Field(default=None, description="Prompt version, recorded with every run")
+
+
+class OutputConfig(_Model):
+    """Structured output: the final answer must be JSON valid against ``json_schema``."""
+
+    json_schema: dict[str, Any] = Field(description="JSON Schema (draft 2020-12) of the final answer")
+
+
+class Settings(_Model):
+    """Model settings; omitted = the provider's default."""
+
+    temperature: float | None = Field(default=None, ge=0, description="Sampling temperature")
+    max_tokens: int | None = Field(default=None, ge=1, description="Most output tokens per model turn")
+    seed: int | None = Field(default=None, description="Sampling seed, where the provider supports one")
+
+
+class AgentConfig(_Model):
+    """The agent: see :class:`seamkit.agent.agent.Agent` for the meaning of each field."""
+
+    name: str | None = Field(default=None, description="Agent name; default: the file name without extension")
+    model: ProviderRef = Field(description="The model provider component")
+    prompt: PromptConfig | None = Field(default=None, description="System prompt: text or {id, version, template}")
+    tools: list[ToolRef] = Field(default_factory=list, description="Tool components; names must be unique")
+    output: OutputConfig | None = Field(
+        default=None, description="'text' (default) for free text, or {json_schema: {...}}"
+    )
+    tool_choice: str = Field(
+        default="auto", description="First turn's tool choice: auto, required, none or a tool name"
+    )
+    reset_tool_choice: bool = Field(default=True, description="Return tool_choice to auto after a tool batch")
+    max_steps: int = Field(default=10, ge=1, description="Model turns before the run stops")
+    max_parallel_tools: int = Field(default=4, ge=1, description="Tool calls of one turn run at most this many at once")
+    settings: Settings = Field(default_factory=Settings, description="Model settings")
+    middlewares: list[MiddlewareRef] = Field(
+        default_factory=list, description="Middleware components, outermost first"
+    )
+
+    @field_validator("prompt", mode="before", json_schema_input_type=str | PromptConfig | None)
+    @classmethod
+    def _prompt_text(cls, value: Any) -> Any:
+        return {"template": value} if isinstance(value, str) else value
+
+    @field_validator("output", mode="before", json_schema_input_type=Literal["text"] | OutputConfig | None)
+    @classmethod
+    def _output_text(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            if value == "text":
+                return None
+            raise ValueError("output is 'text' (free text) or a mapping {json_schema: {...}}")
+        return value
+
+
+class Composition(_Model):
+    """A validated composition file. ``seamkit``: format version (1). ``agent``: the agent.
+
+    ``file``: the YAML file (``None`` when read from text); ``base_dir``: the directory relative
+    component paths were resolved against (the file's directory). ``position(path)`` gives the
+    1-based line and column of a key path such as ``("agent", "model")``.
+    """
+
+    seamkit: Literal[1] = Field(description="Format version of this file; this seamkit reads version 1")
+    agent: AgentConfig = Field(description="The agent")
+    _file: Path | None = PrivateAttr(default=None)
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+    _values: dict[KeyPath, Position] = PrivateAttr(default_factory=dict)
+    _keys: dict[KeyPath, Position] = PrivateAttr(default_factory=dict)
+    _secret_paths: frozenset[KeyPath] = PrivateAttr(default=frozenset())
+    _secrets: frozenset[str] = PrivateAttr(default=frozenset())
+
+    @property
+    def file(self) -> Path | None:
+        return self._file
+
+    @property
+    def base_dir(self) -> Path:
+        return self._base_dir
+
+    def position(self, path: KeyPath) -> Position | None:
+        """Where ``path``'s value was written (or its nearest written ancestor's)."""
+        p = tuple(path)
+        while True:
+            if p in self._values:
+                return self._values[p]
+            if not p:
+                return None
+            p = p[:-1]

@@ -1,0 +1,335 @@
+"""The agent loop (``seamkit.agent``): tools, output types, streaming, stop reasons."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from decimal import Decimal
+from typing import Any
+
+import pydantic
+import pytest
+from seamkit.agent.agent import Agent
+from seamkit.agent.loop import CORRECTIVE_TEMPLATE
+from seamkit.agent.output import OutputSpec, output_spec
+from seamkit.agent.prompt import Prompt
+from seamkit.agent.result import AgentResult
+from seamkit.errors import FailureClass, OutputValidationError, ProviderError
+from seamkit.testing import ScriptedModel, make_test_ctx
+from seamkit.testing.models import ScriptedTurn
+from seamkit.tools import tool
+from seamkit.values import Message, StreamEvent, Usage
+
+
+def calls(*specs: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    return {"tool_calls": [{"name": n, "arguments": a} for n, a in specs]}
+
+
+@tool(side_effecting=False)
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool(side_effecting=False)
+def fail(reason: str) -> str:
+    raise RuntimeError(reason)
+
+
+# --- tool calling ---------------------------------------------------------------------------
+
+
+async def test_parallel_tool_calls_run_concurrently_bounded() -> None:
+    n_calls, limit = 6, 3
+    running = 0
+    max_running = 0
+    full = asyncio.Event()
+
+    @tool(side_effecting=False)
+    async def work(i: int) -> int:
+        nonlocal running, max_running
+        running += 1
+        max_running = max(max_running, running)
+        if running == limit:
+            full.set()
+        # Only returns once `limit` calls run at the same time: sequential execution would time out.
+        await asyncio.wait_for(full.wait(), 2)
+        await asyncio.sleep(0.005)
+        running -= 1
+        return i
+
+    model = ScriptedModel([calls(*[("work", {"i": i}) for i in range(n_calls)]), "done"])
+    result = await Agent(model, tools=[work], max_parallel_tools=limit).run("go")
+    assert result.output == "done"
+    assert max_running == limit
+    tool_msg = model.requests[1].messages[-1]
+    assert tool_msg.role == "tool"
+    assert [r.content for r in tool_msg.tool_results] == [str(i) for i in range(n_calls)]
+    assert not any(r.is_error for r in tool_msg.tool_results)
+    assert [r.call_id for r in tool_msg.tool_results] == [c.id for c in model.requests[1].messages[-2].tool_calls]
+
+
+async def test_tool_failures_become_error_results_and_the_loop_continues() -> None:
+    model = ScriptedModel([
+        calls(("nope", {})),
+        calls(("add", {"a": "x", "b": 1})),
+        calls(("fail", {"reason": "disk full"})),
+        calls(("add", {"a": 2, "b": 3})),
+        "finished",
+    ])
+    result = await Agent(model, tools=[add, fail]).run("go")
+    assert result.output == "finished" and result.steps == 5
+    received = [r.messages[-1].tool_results[0] for r in model.requests[1:]]
+    unknown, invalid, raised, ok = received
+    assert unknown.is_error and "unknown tool 'nope'" in unknown.content and "add, fail" in unknown.content
+    assert invalid.is_error and "a:" in invalid.content and "integer" in invalid.content
+    assert raised.is_error and "RuntimeError: disk full" == raised.content
+    assert not ok.is_error and ok.content == "5"
+    # the transcript the model saw grows by an assistant turn and a tool turn each step
+    assert [m.role for m in model.requests[-1].messages] == ["user"] + ["assistant", "tool"] * 4
+
+
+async def test_max_steps_ends_the_run() -> None:
+    model = ScriptedModel([calls(("add", {"a": 1, "b": 1}))], repeat=True)
+    result = await Agent(model, tools=[add], max_steps=3).run("loop")
+    assert result.stop_reason == "max_steps"
+    assert result.output is None and result.steps == 3 and model.calls == 3
+
+
+async def test_tool_choice_resets_to_auto_after_a_tool_batch() -> None:
+    model = ScriptedModel([calls(("add", {"a": 1, "b": 2})), calls(("add", {"a": 1, "b": 2})), "3"])
+    await Agent(model, tools=[add], tool_choice="required").run("go")
+    assert [r.tool_choice for r in model.requests] == ["required", "auto", "auto"]
+
+    model = ScriptedModel([calls(("add", {"a": 1, "b": 2})), "3"])
+    await Agent(model, tools=[add], tool_choice="add", reset_tool_choice=False).run("go")
+    assert [r.tool_choice for r in model.requests] == ["add", "add"]
+
+
+async def test_tool_choice_must_name_a_tool() -> None:
+    with pytest.raises(ValueError, match="names no tool"):
+        Agent(ScriptedModel([]), tools=[add], tool_choice="subtract")
+
+
+def test_duplicate_tool_names_are_refused() -> None:
+    @tool(side_effecting=False, name="add")
+    def other(x: int) -> int:
+        return x
+
+    with pytest.raises(ValueError, match="duplicate tool name 'add'"):
+        Agent(ScriptedModel([]), tools=[add, other])
+
+
+@pytest.mark.parametrize("field", ["max_steps", "max_parallel_tools"])
+def test_limits_must_be_positive(field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        Agent(ScriptedModel([]), **{field: 0})
+
+
+async def test_provider_error_propagates() -> None:
+    err = ProviderError("no key", FailureClass.AUTHENTICATION, provider="scripted", status=401)
+    with pytest.raises(ProviderError) as info:
+        await Agent(ScriptedModel([err])).run("hi")
+    assert info.value.failure_class is FailureClass.AUTHENTICATION
+
+
+# --- typed output ---------------------------------------------------------------------------
+
+
+class Answer(pydantic.BaseModel):
+    answer: int
+    unit: str = "none"
+
+
+@dataclasses.dataclass
+class DAnswer:
+    answer: int
+
+
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
+
+
+@pytest.mark.parametrize(
+    ("output", "check"),
+    [
+        (SCHEMA, lambda v: v == {"answer": 42}),
+        (Answer, lambda v: isinstance(v, Answer) and v.answer == 42),
+        (DAnswer, lambda v: v == DAnswer(42)),
+    ],
+)
+async def test_output_types_are_parsed_and_validated(output: Any, check: Any) -> None:
+    model = ScriptedModel(['```json\n{"answer": 42}\n```'])
+    result = await Agent(model, output=output).run("q")
+    assert check(result.output)
+    assert model.requests[0].output_schema is not None
+    assert model.requests[0].output_schema["properties"]["answer"]["type"] == "integer"
+
+
+async def test_invalid_answer_gets_one_corrective_turn() -> None:
+    model = ScriptedModel(['{"answer": "many"}', '{"answer": 7}'])
+    result = await Agent(model, output=Answer).run("q")
+    assert result.output == Answer(answer=7)
+    corrective = model.requests[1].messages[-1]
+    assert corrective.role == "user"
+    assert corrective.text.startswith(CORRECTIVE_TEMPLATE.split("{")[0])
+    assert "answer" in corrective.text
+    assert model.requests[1].messages[-2].text == '{"answer": "many"}'
+
+
+async def test_invalid_twice_raises_with_raw_text() -> None:
+    model = ScriptedModel(["not json", '{"answer": "x"}'])
+    with pytest.raises(OutputValidationError) as info:
+        await Agent(model, output=SCHEMA).run("q")
+    assert info.value.raw == '{"answer": "x"}'
+    assert any("answer" in p for p in info.value.problems)
+    assert model.calls == 2
+
+
+def test_output_spec_normalisation() -> None:
+    assert output_spec(None) is None and output_spec(str) is None
+    spec = OutputSpec.from_json_schema(SCHEMA)
+    assert output_spec(spec) is spec
+    with pytest.raises(OutputValidationError, match="not valid JSON"):
+        spec.parse("{")
+    import jsonschema
+
+    with pytest.raises(jsonschema.SchemaError):
+        OutputSpec.from_json_schema({"type": "no-such-type"})
+
+
+# --- results --------------------------------------------------------------------------------
+
+
+async def test_agent_result_carries_output_transcript_usage_and_cost() -> None:
+    u1 = Usage(100, 20, requests=1, cost=Decimal("0.0010"), cost_source="reported")
+    u2 = Usage(150, 10, requests=1, cost=Decimal("0.0015"), cost_source="reported")
+    model = ScriptedModel([
+        ScriptedTurn(tool_calls=({"name": "add", "arguments": {"a": 1, "b": 2}},), usage=u1),
+        ScriptedTurn(text="3", usage=u2),
+    ])
+    ctx = make_test_ctx(run_id="run_abc")
+    result = await Agent(model, prompt="You add.", tools=[add]).run("1+2?", ctx=ctx)
+    assert isinstance(result, AgentResult)
+    assert result.output == "3" and result.text == "3"
+    assert result.run_id == "run_abc" and result.stop_reason == "completed" and result.steps == 2
+    assert [m.role for m in result.transcript] == ["system", "user", "assistant", "tool", "assistant"]
+    assert result.usage.input_tokens == 250 and result.usage.output_tokens == 30 and result.usage.requests == 2
+    assert result.cost == Decimal("0.0025") and isinstance(result.cost, Decimal)
+
+
+async def test_unknown_cost_of_any_turn_makes_the_run_cost_unknown() -> None:
+    model = ScriptedModel([
+        ScriptedTurn(tool_calls=({"name": "add", "arguments": {"a": 1, "b": 2}},),
+                     usage=Usage(1, 1, requests=1, cost=Decimal("0.1"), cost_source="reported")),
+        ScriptedTurn(text="3", usage=Usage(1, 1, requests=1)),
+    ])
+    result = await Agent(model, tools=[add]).run("x")
+    assert result.cost is None
+
+
+async def test_history_and_message_tasks() -> None:
+    model = ScriptedModel(["a", "b"])
+    agent = Agent(model, prompt="sys")
+    await agent.run("new", history=[Message.user("old"), Message.assistant("older answer")])
+    assert [m.text for m in model.requests[0].messages] == ["sys", "old", "older answer", "new"]
+    await agent.run([Message.user("one"), Message.user("two")])
+    assert [m.text for m in model.requests[1].messages] == ["sys", "one", "two"]
+
+
+async def test_prompt_template_variables() -> None:
+    prompt = Prompt("You help {{ user }} with {{topic}}. JSON looks like {\"a\": 1}; env ${HOME}.",
+                    id="helper", version="1.2.0")
+    assert prompt.variables == {"user", "topic"}
+    model = ScriptedModel(["ok"])
+    await Agent(model, prompt=prompt).run("hi", variables={"user": "Ada", "topic": "maths"})
+    assert model.requests[0].messages[0].text == 'You help Ada with maths. JSON looks like {"a": 1}; env ${HOME}.'
+    with pytest.raises(KeyError, match="topic"):
+        prompt.render({"user": "Ada"})
+    with pytest.raises(ValueError, match="colour"):
+        prompt.render({"user": "Ada", "topic": "t", "colour": "red"})
+    assert Prompt("plain").render() == "plain"
+
+
+async def test_agent_settings_reach_the_request() -> None:
+    model = ScriptedModel(["ok"])
+    await Agent(model, temperature=0.0, max_tokens=64, seed=7, model_extra={"top_k": 3}).run("x")
+    req = model.requests[0]
+    assert (req.temperature, req.max_tokens, req.seed, req.extra) == (0.0, 64, 7, {"top_k": 3})
+    assert req.tool_choice == "none" and req.tools == ()
+
+
+# --- streaming ------------------------------------------------------------------------------
+
+
+async def test_stream_yields_events_in_order() -> None:
+    model = ScriptedModel([
+        ScriptedTurn(text="let me add", tool_calls=({"name": "add", "arguments": {"a": 2, "b": 2}},), chunk_size=4),
+        ScriptedTurn(text='{"answer": 4}', chunk_size=5),
+    ])
+    agent = Agent(model, tools=[add], output=Answer)
+    events: list[StreamEvent] = [e async for e in agent.stream("2+2", ctx=make_test_ctx(run_id="run_s"))]
+    kinds = [e.kind for e in events]
+    assert kinds == [
+        "run_started",
+        "text", "text", "text",
+        "model_result", "tool_call", "tool_result",
+        "text", "text", "text",
+        "model_result", "output", "run_finished",
+    ]
+    assert "".join(e.text or "" for e in events[1:4]) == "let me add"
+    assert events[5].tool_call is not None and events[5].tool_call.name == "add"
+    assert events[6].tool_result is not None and events[6].tool_result.content == "4"
+    assert events[-2].output == Answer(answer=4)
+    assert all(e.run_id == "run_s" for e in events)
+    assert [e.step for e in events if e.kind == "model_result"] == [1, 2]
+    final = events[-1].data
+    assert final["stop_reason"] == "completed"
+    assert isinstance(final["result"], AgentResult) and final["result"].output == Answer(answer=4)
+
+
+async def test_closing_the_stream_early_cancels_the_run() -> None:
+    started = asyncio.Event()
+    cancelled = asyncio.Event()
+
+    @tool(side_effecting=False)
+    async def slow() -> str:
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "late"
+
+    model = ScriptedModel([calls(("slow", {})), "never"])
+    agen = Agent(model, tools=[slow]).stream("go")
+    async with contextlib.aclosing(agen) as stream:
+        async for event in stream:
+            if event.kind == "tool_call":
+                await asyncio.wait_for(started.wait(), 2)
+                break
+    await asyncio.wait_for(cancelled.wait(), 2)
+    assert model.calls == 1
+
+
+async def test_stream_raises_what_run_raises() -> None:
+    agent = Agent(ScriptedModel([ProviderError("down", FailureClass.SERVER_ERROR)]))
+    kinds: list[str] = []
+    with pytest.raises(ProviderError):
+        async for e in agent.stream("x"):
+            kinds.append(e.kind)
+    assert kinds == ["run_started"]
+
+
+async def test_observers_receive_every_event() -> None:
+    class Recorder:
+        def __init__(self) -> None:
+            self.kinds: list[str] = []
+
+        def on_event(self, event: Any) -> None:
+            self.kinds.append(event.kind)
+
+    rec = Recorder()
+    await Agent(ScriptedModel(["hi"]), observers=[rec]).run("x")
+    assert rec.kinds == ["run_started", "text", "model_result", "run_finished"]
