@@ -12,6 +12,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Iterable
 
+from seamkit._frozen import FrozenDict
 from seamkit.errors import FailureClass, ProviderError
 from seamkit.values import (
     ContentBlock,
@@ -25,7 +26,6 @@ from seamkit.values import (
     Usage,
     freeze,
 )
-from seamkit._frozen import FrozenDict
 
 _decode_frozen = json.JSONDecoder(object_pairs_hook=FrozenDict).decode
 
@@ -49,8 +49,18 @@ class Accumulator:
     when a tool call's joined arguments are not a JSON object.
     """
 
-    __slots__ = ("_text", "_reasoning", "_signature", "_calls", "_latest", "usage", "finish_reason", "model",
-                 "warnings", "provider")
+    __slots__ = (
+        "_calls",
+        "_latest",
+        "_reasoning",
+        "_signature",
+        "_text",
+        "finish_reason",
+        "model",
+        "provider",
+        "usage",
+        "warnings",
+    )
 
     def __init__(self, provider: str | None = None, model: str | None = None) -> None:
         self._text: list[str] = []

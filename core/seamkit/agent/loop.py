@@ -42,7 +42,7 @@ CORRECTIVE_TEMPLATE = (
 class Run:
     """One run of an agent. ``drive()`` runs it; ``emit`` (optional) receives stream events."""
 
-    __slots__ = ("agent", "ctx", "transcript", "usage", "step", "emit", "warnings")
+    __slots__ = ("agent", "ctx", "emit", "step", "transcript", "usage", "warnings")
 
     def __init__(self, agent: Agent, ctx: RunContext, transcript: list[Message]) -> None:
         self.agent = agent

@@ -43,7 +43,7 @@ class Invoker:
     propagates.
     """
 
-    __slots__ = ("model", "tools", "middlewares", "_chat", "_tool", "_tool_direct", "has_chat_middleware")
+    __slots__ = ("_chat", "_tool", "_tool_direct", "has_chat_middleware", "middlewares", "model", "tools")
 
     def __init__(self, model: LLMPort, tools: ToolRegistry, middlewares: Sequence[Middleware] = ()) -> None:
         self.model = model
