@@ -23,7 +23,9 @@ _EXPORTS: dict[str, str] = {
         "ConfigError", "ConfigIssue", "PluginError", "ComponentNotFound", "AmbiguousComponent",
     )},
     # middleware
-    **{n: "seamkit.middleware" for n in ("Call", "Middleware", "middleware", "chain", "collect", "collect_one")},
+    # (the `middleware` decorator stays in seamkit.middleware: a top-level name would be shadowed by
+    # the submodule of the same name once it is imported)
+    **{n: "seamkit.middleware" for n in ("Call", "Middleware", "chain", "collect", "collect_one")},
     "collect_result": "seamkit.accumulate",
     "Accumulator": "seamkit.accumulate",
     # runtime
@@ -89,7 +91,7 @@ if TYPE_CHECKING:
         UnknownToolError,
     )
     from seamkit.hookspecs import hookimpl
-    from seamkit.middleware import Call, Middleware, chain, collect, collect_one, middleware
+    from seamkit.middleware import Call, Middleware, chain, collect, collect_one
     from seamkit.runtime.concurrency import gather_best_effort, gather_bounded, run_sync
     from seamkit.runtime.context import CancellationToken, RunContext
     from seamkit.runtime.invoker import Invoker

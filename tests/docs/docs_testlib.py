@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Block", "Command", "console_commands", "fenced_blocks", "file_blocks"]
+__all__ = ["Block", "Command", "console_commands", "fenced_blocks", "file_blocks", "missing_lines", "normalize"]
 
 _TITLE = re.compile(r'^(?P<lang>[\w+-]+)\s+title="(?P<path>[^"]+)"\s*$')
 
@@ -84,3 +84,21 @@ def console_commands(doc: Path, blocks: list[Block]) -> list[Command]:
         if current is not None:
             commands.append(Command(line, tuple(current)))
     return commands
+
+
+_DURATION = re.compile(r"\bin \d+(\.\d+)?s\b")
+_INSTALLED = re.compile(r" \((installed|no) \w+s?[: ][^()]*\)$")
+
+
+def normalize(line: str) -> str:
+    """A line with runs of whitespace squashed, pytest's ``in 1.23s`` durations blanked and the
+    trailing ``(installed tools: ...)`` list of an unknown-component message dropped (it depends on
+    what is installed)."""
+    squashed = " ".join(line.split())
+    return _INSTALLED.sub("", _DURATION.sub("in Ns", squashed))
+
+
+def missing_lines(expected: tuple[str, ...] | list[str], output: str) -> list[str]:
+    """The ``expected`` lines that are not lines of ``output`` (compared after :func:`normalize`)."""
+    actual = {normalize(line) for line in output.splitlines()}
+    return [line for line in expected if normalize(line) not in actual]

@@ -22,15 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from docs_testlib import Command, console_commands, fenced_blocks, file_blocks
+from docs_testlib import Command, console_commands, fenced_blocks, file_blocks, missing_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "plugins.md"
 TIMEOUT = 180.0
-
-def _squash(text: str) -> str:
-    return " ".join(text.split())
-
 
 @dataclass
 class Env:
@@ -211,24 +207,21 @@ def test_hello_yaml_runs_greet_through_the_scripted_model(tutorial: Env) -> None
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c not in INSTALL], ids=lambda c: c.line)
 def test_console_command_prints_what_the_tutorial_shows(tutorial: Env, command: Command) -> None:
     done = tutorial.shell(command.line)
-    output = _squash(done.stdout + "\n" + done.stderr)
     fails = any(line.startswith("seamkit: error") for line in command.expected)
     if fails:
         assert done.returncode == 2, done.stdout + done.stderr
     else:
         assert done.returncode == 0, done.stdout + done.stderr
-    for line in command.expected:
-        assert _squash(line) in output, f"{line!r} not in the output of {command.line!r}:\n{done.stdout}{done.stderr}"
+    missing = missing_lines(command.expected, done.stdout + "\n" + done.stderr)
+    assert not missing, f"{missing} not in the output of {command.line!r}:\n{done.stdout}{done.stderr}"
 
 
 def test_the_plugins_listing_shown_matches(tutorial: Env) -> None:
     listing = next(b for b in BLOCKS if b.info == "text" and "seamkit-hello" in b.body and "distribution" in b.body)
     done = tutorial.shell("seamkit plugins")
     assert done.returncode == 0, done.stderr
-    output = _squash(done.stdout)
-    for line in listing.body.splitlines():
-        if line.strip():
-            assert _squash(line) in output, f"{line!r} not in:\n{done.stdout}"
+    missing = missing_lines([ln for ln in listing.body.splitlines() if ln.strip()], done.stdout)
+    assert not missing, f"{missing} not in:\n{done.stdout}"
 
 
 def test_seamkit_run_stdout_is_only_the_shouted_text(tutorial: Env) -> None:
@@ -314,8 +307,17 @@ def test_a_broken_plugin_is_reported_and_the_rest_works(crowded: Env) -> None:
     greets = sorted(r["distribution"] for r in rows if (r["kind"], r["name"]) == ("tool", "greet"))
     assert greets == ["seamkit-hello", "seamkit-hello-twin"]
 
+    shown = next(b for b in BLOCKS if b.info == "text" and "failed" in b.body)
+    row = shown.body.splitlines()[1]
+    done = crowded.shell("seamkit plugins")
+    assert done.returncode == 0, done.stderr
+    assert not missing_lines([row], done.stdout), done.stdout
+
+    warning = re.search(r"`(seamkit: warning: plugin [^`]+)`", DOC.read_text(encoding="utf-8"))
+    assert warning is not None
     done = crowded.shell("seamkit validate typo.yaml")   # any other command: a warning, then its work
-    assert "warning: plugin 'broken' (seamkit-hello-twin 0.2.0) failed to load" in done.stderr
+    assert warning.group(1) in done.stderr.splitlines(), done.stderr
+    assert done.returncode == 2 and "is registered by both" in done.stderr
 
 
 def test_strict_plugins_turns_a_broken_plugin_into_an_error(crowded: Env) -> None:

@@ -194,7 +194,7 @@ def _cross_checks(ctx: Context, data: Mapping[str, Any]) -> None:
 
 def _check_json_schema(ctx: Context, schema: Mapping[str, Any], path: KeyPath) -> None:
     import jsonschema
-    from jsonschema.exceptions import best_match  # type: ignore[import-untyped]
+    from jsonschema.exceptions import best_match
 
     meta = jsonschema.Draft202012Validator(jsonschema.Draft202012Validator.META_SCHEMA)
     errors = list(meta.iter_errors(dict(schema)))
