@@ -19,6 +19,8 @@ Usage: ``input_tokens`` is the prompt's token count, ``output_tokens`` the token
 from __future__ import annotations
 
 import asyncio
+import atexit
+import importlib
 import json
 import threading
 import uuid
@@ -42,7 +44,7 @@ from seamkit.values import (
 )
 
 from seamkit_llamacpp.config import LlamaCppConfig
-from seamkit_llamacpp.grammar import Plan, plan, read_tool_call, to_gbnf
+from seamkit_llamacpp.grammar import Mode, Plan, plan, read_tool_call, to_gbnf
 from seamkit_llamacpp.prompt import END, START, Segment, render
 
 __all__ = ["LlamaCppProvider", "build", "default_model_name", "resolve_model_path"]
@@ -60,6 +62,23 @@ _DEFAULT_PATH: list[Path] = []
 class _Loaded:
     llm: Any
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _close_models() -> None:
+    """Free loaded models before interpreter shutdown (``Llama.__del__`` fails once module globals
+    are gone). A model still generating in a worker thread is left alone."""
+    for loaded in list(_MODELS.values()):
+        if loaded.lock.acquire(timeout=2):
+            try:
+                loaded.llm.close()
+            except Exception:
+                pass
+            finally:
+                loaded.lock.release()
+    _MODELS.clear()
+
+
+atexit.register(_close_models)
 
 
 def default_model_name() -> str:
@@ -100,9 +119,10 @@ def _load(path: Path, cfg: LlamaCppConfig) -> _Loaded:
         loaded = _MODELS.get(key)
         if loaded is not None:
             return loaded
-        import llama_cpp.llama as llama_module
+        from llama_cpp.llama import Llama
 
-        params_factory = llama_module.llama_cpp.llama_model_default_params
+        lowlevel: Any = importlib.import_module("llama_cpp.llama_cpp")
+        params_factory = lowlevel.llama_model_default_params
 
         def model_params() -> Any:
             params = params_factory()
@@ -111,9 +131,9 @@ def _load(path: Path, cfg: LlamaCppConfig) -> _Loaded:
 
         # Llama() does not expose use_extra_bufts; it builds its model params with this function,
         # so it is swapped for the duration of the constructor (under _LOAD_LOCK).
-        llama_module.llama_cpp.llama_model_default_params = model_params
+        lowlevel.llama_model_default_params = model_params
         try:
-            llm = llama_module.Llama(
+            llm = Llama(
                 model_path=str(path),
                 n_ctx=cfg.n_ctx,
                 n_threads=cfg.threads,
@@ -126,7 +146,7 @@ def _load(path: Path, cfg: LlamaCppConfig) -> _Loaded:
                 f"cannot load model {path}: {exc}", FailureClass.INVALID_REQUEST, provider=PROVIDER
             ) from None
         finally:
-            llama_module.llama_cpp.llama_model_default_params = params_factory
+            lowlevel.llama_model_default_params = params_factory
         loaded = _Loaded(llm)
         _MODELS[key] = loaded
         return loaded
@@ -373,7 +393,8 @@ class LlamaCppProvider:
     ) -> tuple[str, str, int] | None:
         """One ``create_completion``: ``(llama finish reason, text, tokens sampled)``, or ``None``
         when cancelled. Text pieces are emitted as they come."""
-        from llama_cpp import LlamaGrammar, StoppingCriteriaList
+        from llama_cpp.llama import StoppingCriteriaList
+        from llama_cpp.llama_grammar import LlamaGrammar
 
         grammar = LlamaGrammar.from_string(gbnf, verbose=self.config.verbose) if gbnf is not None else None
         sampled = 0
@@ -436,7 +457,7 @@ class _Job:
     answer_segments: list[Segment]
     decoding: Plan
     gbnf: str | None
-    answer_mode: str
+    answer_mode: Mode
     answer_gbnf: str | None
     answered: frozenset[tuple[str, str]]
     settings: _Settings

@@ -11,6 +11,7 @@ import asyncio
 import json
 import operator
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -23,6 +24,8 @@ from seamkit_llamacpp.config import LlamaCppConfig
 from seamkit_llamacpp.provider import LlamaCppProvider
 
 pytestmark = pytest.mark.slow
+
+EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "quickstart.yaml"
 
 CALC = ToolSchema(
     "calculator",
@@ -113,6 +116,15 @@ async def test_required_tool_choice_picks_one_offered_tool(model: LlamaCppProvid
     assert result.usage.output_tokens > 0 and result.usage.cost_source == "local"
 
 
+async def test_auto_mode_without_output_schema_is_a_call_or_plain_text(model: LlamaCppProvider) -> None:
+    result = await model.chat(ChatRequest((Message.user("Say hello."),), (CALC,), "auto", max_tokens=12))
+    if result.tool_calls:
+        jsonschema.validate(dict(result.tool_calls[0].arguments), dict(CALC.parameters))
+    else:
+        assert result.text and not result.text.lstrip().startswith("{")
+        assert result.finish_reason in ("stop", "length")
+
+
 async def test_auto_mode_does_not_repeat_an_answered_call(model: LlamaCppProvider) -> None:
     output = {"type": "object", "properties": {"answer": {"type": "number"}}, "required": ["answer"]}
     call = ToolCall("c1", "calculator", {"expression": "17 * 23"})
@@ -171,6 +183,16 @@ async def test_agent_runs_a_real_tool_and_returns_typed_output(model: LlamaCppPr
     assert result.output == {"answer": 391}
     assert result.usage.requests == 2 and result.usage.input_tokens > 0
     assert result.usage.cost == Decimal(0) and result.usage.cost_source == "local"
+
+
+async def test_quickstart_example_answers_with_the_calculator() -> None:
+    from seamkit.composition import build_agent, load_composition
+
+    result = await build_agent(load_composition(EXAMPLE)).run("What is 17 times 23?")
+    calls = [c for m in result.transcript for c in m.tool_calls]
+    assert [(c.name, dict(c.arguments)) for c in calls] == [("calculator", {"expression": "17 * 23"})]
+    assert [r.content for m in result.transcript for r in m.tool_results] == ["391"]
+    assert result.output == {"answer": 391} and result.stop_reason == "completed"
 
 
 async def test_missing_model_file_is_an_invalid_request(tmp_path: Any) -> None:
