@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterable
+from typing import Any
 
 from seamkit._frozen import FrozenDict
 from seamkit.errors import FailureClass, ProviderError
@@ -23,11 +24,25 @@ from seamkit.values import (
     ReasoningBlock,
     TextBlock,
     ToolCall,
+    ToolCallDelta,
     Usage,
     freeze,
 )
 
-_decode_frozen = json.JSONDecoder(object_pairs_hook=FrozenDict).decode
+_ONE_REQUEST = Usage(requests=1)
+_scan_frozen = json.JSONDecoder(object_pairs_hook=FrozenDict).scan_once  # type: ignore[attr-defined]
+
+
+def _decode_frozen(raw: str) -> Any:
+    """``json.loads`` for stripped text with objects built as FrozenDicts, minus the Python-level
+    wrapper frames (the C scanner directly). Raises ``json.JSONDecodeError``."""
+    try:
+        value, end = _scan_frozen(raw, 0)
+    except StopIteration as exc:
+        raise json.JSONDecodeError("Expecting value", raw, exc.value) from None
+    if end != len(raw):
+        raise json.JSONDecodeError("Extra data", raw, end)
+    return value
 
 __all__ = ["Accumulator", "collect_result"]
 
@@ -63,41 +78,37 @@ class Accumulator:
     )
 
     def __init__(self, provider: str | None = None, model: str | None = None) -> None:
-        self._text: list[str] = []
-        self._reasoning: list[str] = []
+        # Lists are made on first use: most turns are text only, or one tool call.
+        self._text: list[str] | None = None
+        self._reasoning: list[str] | None = None
         self._signature: str | None = None
-        self._calls: list[_PendingCall] = []
-        self._latest: dict[int, _PendingCall] = {}
+        self._calls: list[_PendingCall] | None = None
+        self._latest: dict[int, _PendingCall] | None = None
         self.usage: Usage | None = None
         self.finish_reason: FinishReason | None = None
         self.model = model
         self.provider = provider
-        self.warnings: list[str] = []
+        self.warnings: list[str] | None = None
 
     def add(self, d: Delta) -> None:
         text = d.text
         if text:
-            self._text.append(text)
+            if self._text is None:
+                self._text = [text]
+            else:
+                self._text.append(text)
             if d.usage is None and d.tool_call is None and d.finish_reason is None:
                 return  # the common case while streaming: a piece of text and nothing else
         if d.reasoning:
-            self._reasoning.append(d.reasoning)
+            if self._reasoning is None:
+                self._reasoning = [d.reasoning]
+            else:
+                self._reasoning.append(d.reasoning)
         if d.reasoning_signature:
             self._signature = d.reasoning_signature
         tc = d.tool_call
         if tc is not None:
-            cur = self._latest.get(tc.index)
-            if cur is None or (tc.id is not None and cur.id is not None and tc.id != cur.id):
-                cur = _PendingCall(tc.id, tc.name)
-                self._calls.append(cur)
-                self._latest[tc.index] = cur
-            else:
-                if tc.id is not None and cur.id is None:
-                    cur.id = tc.id
-                if tc.name and not cur.name:
-                    cur.name = tc.name
-            if tc.arguments:
-                cur.parts.append(tc.arguments)
+            self._add_call(tc)
         if d.usage is not None:
             self.usage = d.usage
         if d.finish_reason is not None:
@@ -105,16 +116,53 @@ class Accumulator:
         if d.model is not None:
             self.model = d.model
         if d.warning is not None:
-            self.warnings.append(d.warning)
+            if self.warnings is None:
+                self.warnings = [d.warning]
+            else:
+                self.warnings.append(d.warning)
+
+    def _add_call(self, tc: ToolCallDelta) -> None:
+        if self._calls is None:
+            self._calls = []
+            self._latest = {}
+        latest = self._latest
+        assert latest is not None
+        cur = latest.get(tc.index)
+        if cur is None or (tc.id is not None and cur.id is not None and tc.id != cur.id):
+            cur = _PendingCall(tc.id, tc.name)
+            self._calls.append(cur)
+            latest[tc.index] = cur
+        else:
+            if tc.id is not None and cur.id is None:
+                cur.id = tc.id
+            if tc.name and not cur.name:
+                cur.name = tc.name
+        if tc.arguments:
+            cur.parts.append(tc.arguments)
 
     def result(self) -> LLMResult:
         blocks: list[ContentBlock] = []
-        if self._reasoning or self._signature:
-            blocks.append(ReasoningBlock("".join(self._reasoning), self._signature, self.provider, self.model))
-        if self._text:
-            blocks.append(TextBlock("".join(self._text)))
+        if self._reasoning is not None or self._signature:
+            blocks.append(
+                ReasoningBlock("".join(self._reasoning or ()), self._signature, self.provider, self.model)
+            )
+        if self._text is not None:
+            blocks.append(TextBlock(self._text[0] if len(self._text) == 1 else "".join(self._text)))
+        calls = self._calls
+        if calls is not None:
+            self._build_calls(calls, blocks)
+        finish = self.finish_reason or ("tool_calls" if calls else "stop")
+        return LLMResult(
+            Message("assistant", tuple(blocks)),
+            self.usage if self.usage is not None else _ONE_REQUEST,
+            finish,
+            self.model,
+            tuple(self.warnings) if self.warnings is not None else (),
+        )
+
+    def _build_calls(self, calls: list[_PendingCall], blocks: list[ContentBlock]) -> None:
         seen: set[str] = set()
-        for call in self._calls:
+        for call in calls:
             parts = call.parts
             raw = (parts[0] if len(parts) == 1 else "".join(parts)).strip() or "{}"
             try:
@@ -132,18 +180,10 @@ class Accumulator:
                     provider=self.provider,
                 )
             cid = call.id
-            if cid is None or (len(self._calls) > 1 and cid in seen):
+            if cid is None or cid in seen:
                 cid = f"call_{uuid.uuid4().hex[:24]}"
             seen.add(cid)
             blocks.append(ToolCall(cid, call.name or "", args))
-        finish = self.finish_reason or ("tool_calls" if self._calls else "stop")
-        return LLMResult(
-            Message("assistant", tuple(blocks)),
-            self.usage if self.usage is not None else Usage(requests=1),
-            finish,
-            self.model,
-            tuple(self.warnings),
-        )
 
 
 async def collect_result(

@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from seamkit._frozen import fast_init
 from seamkit.errors import SeamkitError
 from seamkit.values import EMPTY, ChatRequest, FrozenDict, ToolRequest
 
@@ -30,6 +31,7 @@ CallKind = Literal["chat", "tool"]
 T = TypeVar("T")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Call:
     """One call travelling through a middleware chain: ``kind``, the ``request`` (a

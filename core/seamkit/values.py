@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import Any, Literal
 
-from seamkit._frozen import FrozenDict, FrozenList, freeze, thaw
+from seamkit._frozen import FrozenDict, FrozenList, fast_init, freeze, thaw
 
 __all__ = [
     "FrozenDict",
@@ -62,6 +62,7 @@ def _frozen_map(value: Any) -> FrozenDict:
     return frozen
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Scope:
     """Who a run acts for: ``tenant`` (isolation boundary), ``user`` and ``thread`` (a conversation)."""
@@ -74,6 +75,7 @@ class Scope:
 CostSource = Literal["reported", "estimated", "local", "unpriced"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Tokens one or more model calls consumed, and what they cost.
@@ -141,6 +143,7 @@ class Usage:
 # --- content blocks -------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class TextBlock:
     """Plain text."""
@@ -149,6 +152,7 @@ class TextBlock:
     type: Literal["text"] = "text"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, eq=True)
 class ImageBlock:
     """An image, either by ``url`` or inline ``data`` (raw bytes) with its ``media_type``."""
@@ -163,6 +167,7 @@ class ImageBlock:
             raise ValueError("an image needs exactly one of url or data")
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, eq=True)
 class ToolCall:
     """The model asking for a tool: ``id`` (unique in a run's transcript), ``name`` and decoded
@@ -181,6 +186,7 @@ class ToolCall:
         return hash(("tool_call", self.id))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, eq=True)
 class ToolResult:
     """What a tool returned for the call ``call_id``: ``content`` as text (JSON for structured
@@ -196,6 +202,7 @@ class ToolResult:
         return hash(("tool_result", self.call_id))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ReasoningBlock:
     """Model reasoning ("thinking"). ``signature`` is the provider's opaque proof that must be sent
@@ -213,6 +220,7 @@ Role = Literal["system", "user", "assistant", "tool"]
 _ROLES = frozenset(("system", "user", "assistant", "tool"))
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, eq=True)
 class Message:
     """One transcript entry: a ``role`` and a tuple of content blocks.
@@ -262,6 +270,7 @@ class Message:
 # --- requests -------------------------------------------------------------------------------
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, eq=True)
 class ToolSchema:
     """How a tool is advertised to a model: ``name``, ``description``, ``parameters`` (a JSON
@@ -285,6 +294,7 @@ ToolChoice = str
 """``"auto"`` (model decides), ``"required"`` (some tool), ``"none"``, or a tool's name."""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, eq=True)
 class ChatRequest:
     """One model call.
@@ -327,6 +337,7 @@ class ChatRequest:
         return replace(self, **changes)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, eq=True)
 class ToolRequest:
     """One tool call to execute: the model's ``call`` and the advertised ``schema`` of the tool it
@@ -342,6 +353,7 @@ class ToolRequest:
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "refusal", "error"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True, eq=True)
 class LLMResult:
     """A finished model call: the assistant ``message``, its ``usage``, why it stopped, the model
@@ -365,6 +377,7 @@ class LLMResult:
         return self.message.tool_calls
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ToolCallDelta:
     """A fragment of a streamed tool call. ``index`` orders calls within a turn; ``id`` and
@@ -376,6 +389,7 @@ class ToolCallDelta:
     arguments: str = ""
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Delta:
     """One streamed increment of a model call. Exactly the fields that changed are set.
@@ -409,6 +423,7 @@ StreamEventKind = Literal[
 ]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StreamEvent:
     """One step of an agent run, as streamed by ``Agent.stream()``.
@@ -433,6 +448,7 @@ class StreamEvent:
     data: FrozenDict = EMPTY
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Operation:
     """A named unit of work that tracing, metrics and the effect ledger refer to: ``kind``

@@ -95,7 +95,8 @@ class Run:
         meta = EMPTY
 
         while self.step < agent.max_steps:
-            cancellation.raise_if_cancelled()
+            if cancellation.cancelled:
+                cancellation.raise_if_cancelled()
             self.step += 1
             step = self.step
             request = ChatRequest(

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
+from seamkit._frozen import fast_init
 from seamkit.values import Message, Usage
 
 __all__ = ["AgentResult", "StopReason"]
@@ -13,6 +14,7 @@ __all__ = ["AgentResult", "StopReason"]
 StopReason = Literal["completed", "max_steps", "cancelled"]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class AgentResult:
     """A finished run.

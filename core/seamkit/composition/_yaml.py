@@ -199,14 +199,14 @@ def resolve_plain(text: str) -> Any:
     return text
 
 
-class _Loader(yaml.SafeLoader):  # type: ignore[misc]
+class _Loader(yaml.SafeLoader):
     """Composes nodes only; every untagged plain scalar gets the private ``plain`` tag, every
     quoted one ``!!str``; explicit tags stay as written (and are refused later)."""
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         if kind is yaml.ScalarNode:
             return _PLAIN_TAG if implicit[0] else _STR_TAG
-        return super().resolve(kind, value, implicit)
+        return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
 
 
 def _pos(mark: Any) -> Position:

@@ -96,6 +96,9 @@ class FunctionTool:
                 f"tool {self.__name__!r}: a parameter type cannot be described to a model: {first}"
             ) from exc
         self._validator = model
+        # The pydantic-core validator itself: one C call per tool call, no BaseModel wrapper frames.
+        self._validate_python = model.__pydantic_validator__.validate_python
+        self._validation_error = pydantic.ValidationError
         params.pop("additionalProperties", None)
         params["additionalProperties"] = False
         params.setdefault("properties", {})
@@ -118,22 +121,20 @@ class FunctionTool:
 
         Raises :class:`~seamkit.errors.ToolArgumentError` listing each problem as ``path: message``.
         """
-        import pydantic
-
         try:
-            obj = self._validator.model_validate(arguments)
-        except pydantic.ValidationError as exc:
+            obj = self._validate_python(arguments)
+        except self._validation_error as exc:
             problems = [
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
             ]
             raise ToolArgumentError(self.name, problems) from None
-        return dict(obj.__dict__)
+        return obj.__dict__  # type: ignore[no-any-return]  # the instance is discarded: its dict is ours
 
     async def invoke(self, arguments: Mapping[str, Any], ctx: RunContext) -> Any:
         """Call the function with validated ``arguments`` (from :meth:`validate`)."""
-        kwargs = dict(arguments)
+        kwargs = arguments
         if self._ctx_param is not None:
-            kwargs[self._ctx_param] = ctx
+            kwargs = {**arguments, self._ctx_param: ctx}
         if self._is_async:
             return await self.fn(**kwargs)
         if self._blocking:
