@@ -1,4 +1,4 @@
-"""seamkit benchmarks. Run: ``.venv/bin/python benchmarks/run.py`` (prints numbers; no asserts).
+"""seamkit benchmarks. Run: ``bash benchmarks/run.sh`` (prints numbers; no asserts).
 
 W1: median microseconds of one agent run with a scripted model (call 1 returns a tool call
     add(a=2, b=3), call 2 returns "5"), tool-argument validation on, over 2000 runs.
