@@ -76,6 +76,9 @@ class Agent:
             raise ValueError(f"tool_choice {self.tool_choice!r} names no tool of this agent")
         object.__setattr__(self, "_invoker", Invoker(self.model, registry, self.middlewares))
         object.__setattr__(self, "_output", output_spec(self.output))
+        if isinstance(self.prompt, str) and Prompt(self.prompt).variables:
+            # a plain string with {{variables}} is a template too
+            object.__setattr__(self, "prompt", Prompt(self.prompt, id=self.name))
         static = self.prompt if isinstance(self.prompt, str) else None
         if isinstance(self.prompt, Prompt) and not self.prompt.variables:
             static = self.prompt.template
@@ -94,7 +97,7 @@ class Agent:
         if p is None:
             return None
         if isinstance(p, str):
-            return p
+            p = Prompt(p, id=self.name)
         return p.render(variables)
 
     def _start(

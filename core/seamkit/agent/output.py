@@ -30,12 +30,18 @@ class OutputSpec:
 
     @classmethod
     def from_json_schema(cls, schema: Mapping[str, Any], name: str = "output") -> OutputSpec:
-        """Raises ``jsonschema.SchemaError`` if ``schema`` is not a valid JSON Schema."""
+        """Raises ``jsonschema.SchemaError`` if ``schema`` is not a valid JSON Schema, and
+        ``ValueError`` naming the reference when a ``$ref`` cannot be resolved inside the schema
+        itself (nothing is ever fetched: remote references are refused)."""
         import jsonschema
+        import referencing
 
         plain = thaw(schema)
         jsonschema.Draft202012Validator.check_schema(plain)
-        validator = jsonschema.Draft202012Validator(plain)
+        # An empty registry that retrieves nothing: jsonschema's default one still fetches remote
+        # $refs over the network.
+        validator = jsonschema.Draft202012Validator(plain, registry=referencing.Registry())
+        _check_refs(plain)
 
         def validate(value: Any) -> Any:
             errors = sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path))
@@ -79,6 +85,34 @@ class OutputSpec:
         except ValueError as exc:
             problems = exc.args[0] if exc.args and isinstance(exc.args[0], list) else [str(exc)]
             raise OutputValidationError(problems, text) from None
+
+
+def _refs(node: Any) -> list[str]:
+    found: list[str] = []
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            found.append(ref)
+        for v in node.values():
+            found.extend(_refs(v))
+    elif isinstance(node, list):
+        for v in node:
+            found.extend(_refs(v))
+    return found
+
+
+def _check_refs(schema: Any) -> None:
+    import referencing
+    import referencing.exceptions
+    from referencing.jsonschema import DRAFT202012
+
+    resolver = referencing.Registry().resolver_with_root(DRAFT202012.create_resource(schema))
+    for ref in _refs(schema):
+        try:
+            resolver.lookup(ref)
+        except referencing.exceptions.Unresolvable:
+            raise ValueError(f"$ref {ref!r} cannot be resolved within the schema (remote references are "
+                             "not fetched)") from None
 
 
 def output_spec(output: Any) -> OutputSpec | None:
