@@ -55,15 +55,24 @@ def _check_variables(agent: Agent, variables: dict[str, str]) -> None:
     from seamkit.agent.prompt import Prompt
 
     prompt = agent.prompt
-    if isinstance(prompt, Prompt):
-        try:
-            prompt.render(variables or None)
-        except (KeyError, ValueError) as exc:
-            msg = exc.args[0] if exc.args else str(exc)
-            raise UsageError(f"{msg} (pass them with --var KEY=VALUE)") from None
-    elif variables:
-        raise UsageError(f"--var given ({', '.join(sorted(variables))}) but the agent's prompt has no template "
-                         "variables")
+    if isinstance(prompt, str):
+        prompt = Prompt(prompt, id=agent.name)
+    if prompt is None:
+        if variables:
+            raise UsageError(f"--var given ({', '.join(sorted(variables))}) but the agent has no prompt")
+        return
+    names = prompt.variables
+    label = f"{prompt.id}@{prompt.version}"
+    missing = sorted(names - variables.keys())
+    if missing:
+        what = "a variable" if len(missing) == 1 else "variables"
+        raise UsageError(f"the prompt {label} needs {what} {', '.join(missing)}: pass "
+                         f"{'it' if len(missing) == 1 else 'each'} with --var KEY=VALUE")
+    extra = sorted(variables.keys() - names)
+    if extra:
+        has = f"its variables are {', '.join(sorted(names))}" if names else "it has no variables"
+        raise UsageError(f"--var {', '.join(extra)}: the prompt {label} does not use "
+                         f"{'it' if len(extra) == 1 else 'them'} ({has}); remove that --var")
 
 
 async def _drive(agent: Agent, task: str, variables: dict[str, str], sink: EventSink) -> AgentResult | None:
@@ -80,26 +89,38 @@ async def _drive(agent: Agent, task: str, variables: dict[str, str], sink: Event
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``seamkit run FILE TASK [--json] [--var KEY=VALUE ...]``: exit 0 when the run completes,
-    1 when it fails or stops without an answer (``max_steps``, ``cancelled``)."""
+    1 when it fails or stops without an answer (``max_steps``, ``cancelled``), 2 for a
+    configuration problem (also one a component finds when built), 130 when interrupted. With
+    ``--json`` a failed run ends with a ``run_failed`` line on stdout."""
     variables = dict(args.var)
     path = _existing_file(args.file)
 
     import asyncio
 
+    from seamkit.cli.main import exit_code_for
     from seamkit.cli.render import HumanRenderer, JsonRenderer
-    from seamkit.composition import build_agent, load_composition
-    from seamkit.errors import ConfigError
+    from seamkit.cli.scrub import scrub_output
+    from seamkit.composition import ComponentBuildError, build_agent, load_composition
 
     registry = _registry()
     composition = load_composition(path, registry=registry)  # ConfigError: exit 2
+    scrub_output(composition.secret_values())  # from here on, stdout and stderr mask the secrets
     try:
-        agent = build_agent(composition, registry=registry)
-    except ConfigError as exc:  # valid, but a component failed to build: the run failed (exit 1)
+        agent = build_agent(composition, registry=registry)  # ConfigError: exit 2
+    except ComponentBuildError as exc:  # valid, but a component failed to build: the run failed (exit 1)
         raise BuildFailed(exc.issues) from exc
     _check_variables(agent, variables)
     task = _read_task(args.task)
-    sink: EventSink = JsonRenderer() if args.json else HumanRenderer()
-    result = asyncio.run(_drive(agent, task, variables, sink))
+    secrets = composition.secret_values()
+    json_sink = JsonRenderer(secrets=secrets) if args.json else None
+    sink: EventSink = (json_sink if json_sink is not None
+                       else HumanRenderer(typed=agent.output is not None, secrets=secrets))
+    try:
+        result = asyncio.run(_drive(agent, task, variables, sink))
+    except (Exception, KeyboardInterrupt) as exc:
+        if json_sink is not None:
+            json_sink.failed(exc, exit_code_for(exc))
+        raise
     if result is None:  # the stream ended without run_finished: should not happen
         sys.stderr.write("seamkit: error: the run ended without a result\n")
         return EXIT_FAILED
@@ -127,9 +148,11 @@ def describe(composition: Composition) -> str:
 def cmd_validate(args: argparse.Namespace) -> int:
     """``seamkit validate FILE``: prints ``ok: ...`` (exit 0); problems raise ``ConfigError`` (exit 2)."""
     path = _existing_file(args.file)
+    from seamkit.cli.scrub import scrub_output
     from seamkit.composition import load_composition
 
     composition = load_composition(path, registry=_registry())
+    scrub_output(composition.secret_values())
     sys.stdout.write(f"ok: {args.file}: {describe(composition)}\n")
     return EXIT_OK
 
@@ -142,9 +165,11 @@ def cmd_schema(args: argparse.Namespace) -> int:
     config included."""
     from seamkit.composition import composition_json_schema
 
+    if args.output is not None and not args.output.strip():
+        raise UsageError("--output needs a file name (omit it to print the schema on stdout)")
     schema = composition_json_schema(_registry())
     text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-    if args.output:
+    if args.output is not None:
         out = Path(args.output)
         try:
             out.write_text(text, encoding="utf-8")

@@ -3,13 +3,20 @@
 Built on seamkit's public API only. This module imports nothing heavy: pydantic, rich and the
 agent machinery are imported by the command that needs them, so ``seamkit --help`` stays fast.
 
-Streams: ``run`` writes the model's text and the final typed output to **stdout**; tool-call
-lines, the summary line, warnings and errors go to **stderr** (with ``--json``, stdout carries only
-the JSON event lines).
+Streams: ``run`` writes the answer to **stdout**: for a free-text agent the model's text as it
+streams, for an agent with a typed output only the final output as pretty JSON (the model's text
+then streams to stderr, dimmed on a terminal), so ``seamkit run q.yaml task > answer.json`` is
+valid JSON. Tool-call lines, the summary line, warnings and errors go to **stderr**. With
+``--json``, stdout carries only JSON lines, one per stream event, and a failed run ends with a
+``run_failed`` line (``run_id``, ``error: {type, message}``, ``exit_code``).
+
+Values that a composition's ``${NAME}`` references took from the environment are replaced by
+``***`` in everything ``run`` and ``validate`` write.
 
 Exit codes: ``0`` success; ``1`` the run failed (provider error, output that does not validate, a
-component failing at build time, ...); ``2`` usage or configuration error (bad arguments, missing
-file, invalid composition, unknown component, strict plugin failure); ``130`` interrupted.
+component failing to build for a reason other than its configuration, ...); ``2`` usage or
+configuration error (bad arguments, missing file, invalid composition, unknown component, a
+component refusing its configuration when built, strict plugin failure); ``130`` interrupted.
 ``SEAMKIT_DEBUG=1`` prints tracebacks of errors.
 """
 
@@ -191,8 +198,13 @@ def exit_code_for(exc: BaseException) -> int:
     """The exit code for an error that ended a command (see the module doc)."""
     from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigError
 
+    composition = sys.modules.get("seamkit.composition")  # loaded if such an error can exist
+    if composition is not None and isinstance(exc, composition.ComponentBuildError):
+        return EXIT_FAILED
     if isinstance(exc, UsageError | ConfigError | ComponentNotFound | AmbiguousComponent | FileNotFoundError):
         return EXIT_USAGE
+    if isinstance(exc, KeyboardInterrupt):
+        return EXIT_INTERRUPTED
     return EXIT_FAILED
 
 
@@ -284,7 +296,20 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``seamkit`` command line with ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
+    """Run the ``seamkit`` command line with ``argv`` (default ``sys.argv[1:]``); returns the exit code.
+
+    Once a command has loaded a composition, the values its ``${NAME}`` references took from the
+    environment are masked (``***``) in everything written to stdout and stderr, errors and
+    tracebacks included (see :mod:`seamkit.cli.scrub`)."""
+    from seamkit.cli.scrub import restore_output
+
+    try:
+        return _main_reporting(argv)
+    finally:
+        restore_output()
+
+
+def _main_reporting(argv: Sequence[str] | None) -> int:
     try:
         return _main(argv)
     except KeyboardInterrupt:

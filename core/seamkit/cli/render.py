@@ -1,5 +1,6 @@
-"""How ``seamkit run`` shows a run: human-readable (text on stdout, tool lines and a summary on
-stderr, styled with rich) or ``--json`` (one JSON object per stream event on stdout)."""
+"""How ``seamkit run`` shows a run: human-readable (the answer on stdout: streamed text, or only
+the typed output as JSON; tool lines and a summary on stderr, styled with rich) or ``--json``
+(one JSON object per stream event on stdout, ``run_failed`` last when the run fails)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import datetime
 import enum
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
@@ -20,6 +21,7 @@ __all__ = [
     "HumanRenderer",
     "JsonRenderer",
     "event_to_json",
+    "failure_to_json",
     "format_cost",
     "format_summary",
     "jsonable",
@@ -148,47 +150,120 @@ class EventSink(Protocol):
     def close(self) -> None: ...
 
 
+def failure_to_json(exc: BaseException, exit_code: int, run_id: str | None) -> dict[str, Any]:
+    """The ``run_failed`` line: ``{"kind": "run_failed", "run_id": ..., "error": {"type": ...,
+    "message": ...}, "exit_code": N}`` (``run_id`` is ``null`` when the run had not started)."""
+    message = str(exc) or ("interrupted" if isinstance(exc, KeyboardInterrupt) else "")
+    return {
+        "kind": "run_failed",
+        "run_id": run_id,
+        "error": {"type": type(exc).__name__, "message": message},
+        "exit_code": exit_code,
+    }
+
+
 class JsonRenderer:
-    """Writes one JSON object per event to ``out`` (stdout), flushing each line."""
+    """Writes one JSON object per event to ``out`` (stdout), flushing each line; :meth:`failed`
+    writes the final ``run_failed`` line of a run that raised."""
 
-    def __init__(self, out: IO[str] | None = None) -> None:
+    def __init__(self, out: IO[str] | None = None, *, secrets: Iterable[str] = ()) -> None:
+        from seamkit.cli.scrub import TextScrubber
+
         self.out = out if out is not None else sys.stdout
+        self.run_id: str | None = None
+        self._text = TextScrubber(secrets)
+        self._last_text: dict[str, Any] | None = None
 
-    def event(self, event: StreamEvent) -> None:
-        self.out.write(json.dumps(event_to_json(event), ensure_ascii=False) + "\n")
+    def _write(self, obj: Mapping[str, Any]) -> None:
+        self.out.write(json.dumps(obj, ensure_ascii=False) + "\n")
         self.out.flush()
 
+    def _drain(self) -> None:
+        rest = self._text.drain()
+        if rest and self._last_text is not None:
+            self._write({**self._last_text, "text": rest})
+
+    def event(self, event: StreamEvent) -> None:
+        if self.run_id is None:
+            self.run_id = event.run_id
+        d = event_to_json(event)
+        if event.kind == "text" and self._text:
+            # a secret split across text events is masked too: the end of a delta that may start
+            # one is held back and sent with the next text (or on its own before any other event)
+            self._last_text = d
+            shown = self._text.feed(event.text or "")
+            if not shown:
+                return
+            d["text"] = shown
+        else:
+            self._drain()
+        self._write(d)
+
+    def failed(self, exc: BaseException, exit_code: int) -> None:
+        """Write the ``run_failed`` line (see :func:`failure_to_json`) for ``exc``."""
+        self._drain()
+        self._write(failure_to_json(exc, exit_code, self.run_id))
+
     def close(self) -> None:
+        self._drain()
         self.out.flush()
 
 
 class HumanRenderer:
-    """Text deltas to ``out`` as they arrive; tool calls, tool results and the summary as one
-    styled line each on ``err``; the typed output as pretty JSON on ``out`` at the end."""
+    """Shows a run for people.
 
-    def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None) -> None:
+    Free-text agent: the model's text to ``out`` (stdout) as it arrives, each model turn's text
+    on its own line. Typed-output agent (``typed``): the model's text streams to ``err`` instead
+    (dimmed on a terminal) and ``out`` gets only the final output as pretty JSON, so stdout is
+    valid JSON. Tool calls, tool results and the summary: one styled line each on ``err``.
+    """
+
+    def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None, *, typed: bool = False,
+                 secrets: Iterable[str] = ()) -> None:
         from rich.console import Console
+
+        from seamkit.cli.scrub import TextScrubber
 
         self.out = out if out is not None else sys.stdout
         self.console = Console(
             file=err if err is not None else sys.stderr, highlight=False, soft_wrap=True, emoji=False
         )
+        self.typed = typed
         self._midline = False
+        self._text = TextScrubber(secrets)  # masks secrets split across deltas, before styling
+
+    def _write_text(self, text: str) -> None:
+        shown = self._text.feed(text)
+        if shown:
+            self._show(shown)
+        self._midline = not text.endswith("\n")
+
+    def _show(self, text: str) -> None:
+        if self.typed:
+            from rich.text import Text
+
+            self.console.print(Text(text, style="dim"), end="")
+            self.console.file.flush()
+        else:
+            self.out.write(text)
+            self.out.flush()
 
     def _end_line(self) -> None:
+        rest = self._text.drain()
+        if rest:
+            self._show(rest)
         if self._midline:
-            self.out.write("\n")
-            self.out.flush()
             self._midline = False
+            self._show("\n")
 
     def event(self, event: StreamEvent) -> None:
         from rich.text import Text
 
         kind = event.kind
         if kind == "text" and event.text:
-            self.out.write(event.text)
-            self.out.flush()
-            self._midline = not event.text.endswith("\n")
+            self._write_text(event.text)
+        elif kind == "model_result":  # the next turn's text starts on a new line
+            self._end_line()
         elif kind == "tool_call" and event.tool_call is not None:
             self._end_line()
             self.console.print(self._call_line(event.tool_call))

@@ -16,18 +16,21 @@
 
 - :func:`load_composition` validates everything (without building heavy components) and raises
   :class:`~seamkit.errors.ConfigError` listing every problem with file, line, column and key path.
-- :func:`build_agent` calls the component factories and returns the ``Agent``.
+- :func:`build_agent` calls the component factories and returns the ``Agent``; it raises
+  ``ConfigError`` for configuration problems (also those a factory finds) and
+  :class:`ComponentBuildError` (a ``ConfigError``) when components fail to build otherwise.
 - :func:`composition_json_schema` describes the format, with every installed component's config.
 
 Rules worth knowing: unquoted values are read with YAML-1.2-like rules (``NO``/``on``/``yes``
 unquoted are errors; ``3.10`` and ``0755`` stay text where a field wants text); ``${NAME}`` and
 ``${NAME:-default}`` are replaced from the environment in any string (``$${`` for a literal ``${``)
-and such values are masked in errors and reprs; relative path parameters are resolved against the
+and such values are masked in errors and reprs (:meth:`Composition.secret_values` lists them
+for callers that show other text, as the CLI does); relative path parameters are resolved against the
 YAML file's directory.
 """
 
 from seamkit.composition._yaml import interpolate, resolve_plain
-from seamkit.composition.build import build_agent
+from seamkit.composition.build import ComponentBuildError, build_agent
 from seamkit.composition.loader import FORMAT_VERSION, load_composition, loads_composition
 from seamkit.composition.models import (
     SLOT_TYPES,
@@ -47,6 +50,7 @@ __all__ = [
     "FORMAT_VERSION",
     "SLOT_TYPES",
     "AgentConfig",
+    "ComponentBuildError",
     "ComponentRef",
     "Composition",
     "MiddlewareRef",

@@ -35,6 +35,8 @@ class Context:
     poisoned: set[KeyPath] = field(default_factory=set)
     base_dir: Path = field(default_factory=Path.cwd)
     issues: list[ConfigIssue] = field(default_factory=list)
+    #: paths whose value was already reported: no type errors there, but unknown keys still count
+    flagged: set[KeyPath] = field(default_factory=set)
 
     def is_poisoned(self, path: KeyPath) -> bool:
         return any(path[: len(p)] == p for p in self.poisoned)
@@ -191,6 +193,43 @@ def _loc_path(loc: Sequence[str | int], data: Any) -> tuple[KeyPath, bool]:
     return tuple(path), absent
 
 
+#: pydantic error types whose messages name internals ("instance of AgentConfig"): user words instead.
+_TYPE_WORDS = {
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+    "dict_type": "a mapping",
+    "list_type": "a list",
+}
+
+
+def _value_at(data: Any, path: KeyPath) -> Any:
+    cur = data
+    for el in path:
+        if isinstance(cur, Mapping) and el in cur:
+            cur = cur[el]
+        elif isinstance(cur, list) and isinstance(el, int) and 0 <= el < len(cur):
+            cur = cur[el]
+        else:
+            return None
+    return cur
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "an empty value"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a text"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    return type(value).__name__
+
+
 def pydantic_issues(
     ctx: Context,
     exc: pydantic.ValidationError,
@@ -208,7 +247,7 @@ def pydantic_issues(
         rel, _ = _loc_path(err["loc"], data)
         path = (*base, *rel)
         etype = err["type"]
-        if ctx.is_poisoned(path) or (etype, path) in seen:
+        if ctx.is_poisoned(path) or (etype, path) in seen or (path in ctx.flagged and etype != "extra_forbidden"):
             continue
         seen.add((etype, path))
         if etype == "extra_forbidden":
@@ -223,6 +262,12 @@ def pydantic_issues(
             ctx.add(f"missing required key {key!r}{what}", path, ctx.parent_position(parent))
         elif ctx.from_env(path) or (ctx.is_secret(path) and etype in ("value_error", "assertion_error")):
             ctx.add(f"invalid value ({etype}); not shown, it comes from an environment variable", path)
+        elif etype in _TYPE_WORDS:
+            value = _value_at(data, rel)
+            hint = ""
+            if etype == "list_type" and isinstance(value, str) and not ctx.is_secret(path):
+                hint = f" (for a single item write [{value}])"
+            ctx.add(f"expected {_TYPE_WORDS[etype]}, not {_describe(value)}{hint}", path)
         else:
             msg = str(err["msg"])
             for prefix in ("Value error, ", "Assertion failed, "):

@@ -28,6 +28,7 @@ __all__ = [
     "KeyPath",
     "Position",
     "Problem",
+    "MAX_DEPTH",
     "YAML11_BOOLEANS",
     "format_path",
     "interpolate",
@@ -52,6 +53,8 @@ _REF = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
 _REF_BODY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?", re.DOTALL)
 _SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _MAX_NODES = 200_000
+#: Deepest nesting of mappings and lists accepted (aliases expanded).
+MAX_DEPTH = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +82,8 @@ class Document:
     ``float``, ``bool``, ``None``). ``values`` / ``keys``: key path → position of the value / of
     its key. ``secret_paths``: paths whose value came (partly) from an environment variable;
     ``secrets``: those environment values themselves (to scrub from messages). ``poisoned``:
-    paths already reported, whose value is a placeholder (no further errors there).
+    paths already reported, whose value is a placeholder (no further errors there). ``flagged``:
+    paths whose value was reported (a YAML 1.1 boolean word) but whose key may still be wrong.
     """
 
     data: Any = None
@@ -88,6 +92,7 @@ class Document:
     secret_paths: set[KeyPath] = field(default_factory=set)
     secrets: set[str] = field(default_factory=set)
     poisoned: set[KeyPath] = field(default_factory=set)
+    flagged: set[KeyPath] = field(default_factory=set)
     problems: list[Problem] = field(default_factory=list)
     empty: bool = False
 
@@ -203,10 +208,22 @@ class _Loader(yaml.SafeLoader):
     """Composes nodes only; every untagged plain scalar gets the private ``plain`` tag, every
     quoted one ``!!str``; explicit tags stay as written (and are refused later)."""
 
+    _depth = 0
+
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         if kind is yaml.ScalarNode:
             return _PLAIN_TAG if implicit[0] else _STR_TAG
         return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        # PyYAML composes recursively: refuse deep nesting before Python's recursion limit does
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH + 1:
+                raise _TooDeep(self.peek_event().start_mark)  # type: ignore[no-untyped-call]
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def _pos(mark: Any) -> Position:
@@ -240,11 +257,15 @@ def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
     return Problem(f"YAML syntax: {msg}", (), _pos(mark) if mark is not None else None)
 
 
+_DEPTH_MESSAGE = f"nested more than {MAX_DEPTH} levels deep; a composition nests only a few levels"
+
+
 class _Builder:
     def __init__(self, doc: Document, env: Mapping[str, str]) -> None:
         self.doc = doc
         self.env = env
         self.count = 0
+        self.active: set[int] = set()  # ids of the collection nodes being built (alias cycles)
 
     def problem(self, message: str, path: KeyPath, node: Any, *, poison: bool = True) -> None:
         self.doc.problems.append(Problem(message, path, _pos(node.start_mark)))
@@ -255,16 +276,19 @@ class _Builder:
         self.count += 1
         if self.count > _MAX_NODES:
             raise _TooLarge
-        if isinstance(node, yaml.MappingNode):
-            if node.tag != _MAP_TAG:
-                self.problem(self._tag_message(node.tag), path, node)
+        if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+            if id(node) in self.active:
+                self.problem("recursive alias: this value contains itself, which a composition cannot hold",
+                             path, node)
                 return None
-            return self.mapping(node, path)
-        if isinstance(node, yaml.SequenceNode):
-            if node.tag != _SEQ_TAG:
-                self.problem(self._tag_message(node.tag), path, node)
+            if len(path) >= MAX_DEPTH:
+                self.problem(_DEPTH_MESSAGE, path, node)
                 return None
-            return [self._child(item, (*path, i)) for i, item in enumerate(node.value)]
+            self.active.add(id(node))
+            try:
+                return self.collection(node, path)
+            finally:
+                self.active.discard(id(node))
         if node.tag == _PLAIN_TAG:
             value = resolve_plain(node.value)
             if isinstance(value, str):
@@ -274,6 +298,7 @@ class _Builder:
                         f"quote it (\"{value}\") to keep the text, or write true/false",
                         path, node, poison=False,
                     )
+                    self.doc.flagged.add(path)
                     return value
                 return self.string(value, path, node)
             return value
@@ -281,6 +306,17 @@ class _Builder:
             return self.string(node.value, path, node)
         self.problem(self._tag_message(node.tag), path, node)
         return None
+
+    def collection(self, node: Any, path: KeyPath) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            if node.tag != _MAP_TAG:
+                self.problem(self._tag_message(node.tag), path, node)
+                return None
+            return self.mapping(node, path)
+        if node.tag != _SEQ_TAG:
+            self.problem(self._tag_message(node.tag), path, node)
+            return None
+        return [self._child(item, (*path, i)) for i, item in enumerate(node.value)]
 
     def _child(self, node: Any, path: KeyPath) -> Any:
         self.doc.values[path] = _pos(node.start_mark)
@@ -336,6 +372,12 @@ class _TooLarge(Exception):
     pass
 
 
+class _TooDeep(Exception):
+    def __init__(self, mark: Any) -> None:
+        super().__init__()
+        self.mark = mark
+
+
 def parse_yaml(text: str, env: Mapping[str, str] | None = None) -> Document:
     """Read ``text`` (one YAML document) into a :class:`Document`; problems are collected in
     ``Document.problems``, never raised. ``env`` defaults to ``os.environ``."""
@@ -345,6 +387,9 @@ def parse_yaml(text: str, env: Mapping[str, str] | None = None) -> Document:
         node = loader.get_single_node()
     except yaml.YAMLError as exc:
         doc.problems.append(_syntax_problem(exc, text))
+        return doc
+    except _TooDeep as exc:
+        doc.problems.append(Problem(_DEPTH_MESSAGE, (), _pos(exc.mark)))
         return doc
     finally:
         loader.dispose()
@@ -357,6 +402,7 @@ def parse_yaml(text: str, env: Mapping[str, str] | None = None) -> Document:
         doc.data = builder.build(node, ())
     except _TooLarge:
         doc.data = None
+        doc.poisoned.add(())
         doc.problems.append(Problem(f"document too large (more than {_MAX_NODES} values, aliases expanded)",
                                     (), doc.values[()]))
     return doc

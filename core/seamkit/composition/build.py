@@ -10,10 +10,18 @@ from seamkit.agent.prompt import Prompt
 from seamkit.composition._check import Context, resolve_slot, validate_params
 from seamkit.composition._yaml import KeyPath
 from seamkit.composition.models import ComponentRef, Composition
-from seamkit.errors import ConfigError
+from seamkit.errors import ConfigError, ConfigIssue
 from seamkit.plugins.registry import Registry, get_registry
 
-__all__ = ["build_agent"]
+__all__ = ["ComponentBuildError", "build_agent"]
+
+
+class ComponentBuildError(ConfigError):
+    """:func:`build_agent` could not build a component of a valid composition for a reason other
+    than its configuration: its module failed to import, or its factory raised something other
+    than :class:`~seamkit.errors.ConfigError` (a missing library, a failing service...).
+    ``issues`` locates each failure at its slot. (A factory raising ``ConfigError`` is a
+    configuration problem: :func:`build_agent` raises a plain ``ConfigError`` for it.)"""
 
 
 def build_agent(composition: Composition, *, registry: Registry | None = None) -> Agent:
@@ -24,32 +32,39 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
     the current working directory unchanged; relative path parameters were already resolved
     against the YAML file's directory by :func:`~seamkit.composition.load_composition`.
 
+    The prompt is always a :class:`~seamkit.agent.prompt.Prompt` (``id`` defaults to the agent's
+    name, ``version`` to ``"1"``), so ``{{variables}}`` work whichever way it was written.
+
     Raises :class:`~seamkit.errors.ConfigError` (located at the slot) when a component is no
-    longer registered, cannot be imported, or its factory raises; environment values are scrubbed
-    from the messages.
+    longer registered, its parameters no longer validate, or its factory raises ``ConfigError``
+    (a configuration problem found only when building, e.g. a missing directory);
+    :class:`ComponentBuildError` (a ``ConfigError`` subclass) when every problem is a failure to
+    build instead (a module that fails to import, a factory raising anything else). Environment
+    values are scrubbed from the messages.
     """
     reg = registry if registry is not None else get_registry()
     c = composition
     ctx = Context(str(c.file) if c.file is not None else None, c._values, c._keys, c._secret_paths,
                   c._secrets, set(), c.base_dir)
     a = c.agent
-    model = _build(ctx, reg, a.model, ("agent", "model"))
-    tools = [_build(ctx, reg, t, ("agent", "tools", i)) for i, t in enumerate(a.tools)]
-    middlewares = [_build(ctx, reg, m, ("agent", "middlewares", i)) for i, m in enumerate(a.middlewares)]
+    failures: list[int] = []  # indices in ctx.issues of failures that are not configuration problems
+    model = _build(ctx, reg, a.model, ("agent", "model"), failures)
+    tools = [_build(ctx, reg, t, ("agent", "tools", i), failures) for i, t in enumerate(a.tools)]
+    middlewares = [_build(ctx, reg, m, ("agent", "middlewares", i), failures) for i, m in enumerate(a.middlewares)]
     if ctx.issues:
+        if len(failures) == len(ctx.issues):
+            raise ComponentBuildError(ctx.issues)
         raise ConfigError(ctx.issues)
-    prompt: Prompt | str | None = None
+    name = a.name or "agent"
+    prompt: Prompt | None = None
     if a.prompt is not None:
         p = a.prompt
-        if p.id is None and p.version is None:
-            prompt = p.template
-        else:
-            prompt = Prompt(p.template, id=p.id or "prompt", version=p.version or "1")
+        prompt = Prompt(p.template, id=p.id or name, version=p.version or "1")
     output = dict(a.output.json_schema) if a.output is not None else None
     try:
         return Agent(
             model=model,
-            name=a.name or "agent",
+            name=name,
             prompt=prompt,
             tools=tuple(tools),
             output=output,
@@ -67,7 +82,7 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
         raise ConfigError(ctx.issues) from None
 
 
-def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath) -> Any:
+def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath, failures: list[int]) -> Any:
     raw: Any = {"use": ref.use, **ref.params}
     if ref.distribution is not None:
         raw["from"] = ref.distribution
@@ -80,6 +95,7 @@ def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath) -> Any
     try:
         model = spec.config_model()
     except Exception as exc:
+        failures.append(len(ctx.issues))
         ctx.add(f"{spec.kind} {spec.name!r} (from {spec.distribution}) cannot be loaded: "
                 f"{type(exc).__name__}: {exc}", path)
         return None
@@ -90,11 +106,19 @@ def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath) -> Any
     try:
         factory = spec.factory_callable()
     except Exception as exc:
+        failures.append(len(ctx.issues))
         ctx.add(f"{spec.kind} {spec.name!r} (from {spec.distribution}) cannot be loaded: "
                 f"{type(exc).__name__}: {exc}", path)
         return None
     try:
         return factory(config) if model is not None else factory()
+    except ConfigError as exc:  # the component found a problem in its configuration
+        for issue in exc.issues or (ConfigIssue(str(exc)),):
+            at = (*path, issue.path) if issue.path in ref.params else path
+            key = f"{issue.path}: " if issue.path and at == path else ""
+            ctx.add(f"{spec.kind} {spec.name!r}: {key}{issue.message}", at)
+        return None
     except Exception as exc:
+        failures.append(len(ctx.issues))
         ctx.add(f"building {spec.kind} {spec.name!r} failed: {type(exc).__name__}: {exc}", path)
         return None

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 import pydantic
 
@@ -15,9 +16,11 @@ from seamkit.composition.models import AgentConfig, ComponentRef, Composition, _
 from seamkit.errors import ConfigError, ConfigIssue
 from seamkit.plugins.registry import ComponentSpec, Registry, get_registry
 
-__all__ = ["FORMAT_VERSION", "load_composition", "loads_composition"]
+__all__ = ["FORMAT_VERSION", "MAX_FILE_BYTES", "load_composition", "loads_composition"]
 
 FORMAT_VERSION = 1
+#: Largest composition file accepted, in bytes (a composition is a small hand-written file).
+MAX_FILE_BYTES = 1024 * 1024
 _TOOL_CHOICES = ("auto", "required", "none")
 
 
@@ -43,14 +46,22 @@ def load_composition(
     ``env`` replaces ``os.environ`` for ``${NAME}`` interpolation (tests). The agent's ``name``
     defaults to the file name without its extension.
 
+    Files larger than :data:`MAX_FILE_BYTES` (1 MiB) and nesting deeper than
+    :data:`~seamkit.composition._yaml.MAX_DEPTH` levels are refused. The output JSON Schema's
+    ``$ref`` are resolved at load time, without fetching anything: a remote or unresolvable
+    ``$ref`` is an error.
+
     Raises :class:`~seamkit.errors.ConfigError` listing *every* problem found, each with its key
     path, file, line and column; values from the environment never appear in messages.
     """
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        with p.open("rb") as f:
+            raw = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise ConfigError([ConfigIssue(f"cannot read the file: {exc.strerror or exc}", "", str(p))]) from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise ConfigError([ConfigIssue(_too_big(), "", str(p))])
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -74,11 +85,27 @@ def loads_composition(
     directory). Raises :class:`~seamkit.errors.ConfigError`."""
     reg = registry if registry is not None else get_registry()
     fpath = Path(file) if file is not None else None
+    if len(text) > MAX_FILE_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
+        raise ConfigError([ConfigIssue(_too_big(), "", str(fpath) if fpath is not None else None)])
+    try:
+        return _loads(text, fpath, base_dir, env, reg)
+    except RecursionError:  # a safety net: nesting is limited while reading the YAML
+        raise ConfigError([ConfigIssue("the composition is nested too deeply", "",
+                                       str(fpath) if fpath is not None else None)]) from None
+
+
+def _too_big() -> str:
+    return (f"the file is larger than {MAX_FILE_BYTES // (1024 * 1024)} MiB; a composition is a small YAML "
+            "file (is this the right file?)")
+
+
+def _loads(text: str, fpath: Path | None, base_dir: str | os.PathLike[str] | None,
+           env: Mapping[str, str] | None, reg: Registry) -> Composition:
     base = Path(base_dir) if base_dir is not None else (fpath.parent if fpath is not None else Path.cwd())
     base = base.resolve()
     doc = parse_yaml(text, env)
     ctx = Context(str(fpath) if fpath is not None else None, doc.values, doc.keys, doc.secret_paths,
-                  doc.secrets, set(doc.poisoned), base)
+                  doc.secrets, set(doc.poisoned), base, flagged=set(doc.flagged))
     for pr in doc.problems:
         ctx.add(pr.message, pr.path, pr.position)
     if doc.empty:
@@ -129,9 +156,13 @@ def _check_version(ctx: Context, data: Mapping[str, Any]) -> None:
     if ctx.is_poisoned(("seamkit",)):
         return
     if v != FORMAT_VERSION or isinstance(v, bool):
-        shown = "(from the environment)" if ctx.from_env(("seamkit",)) else repr(v)
-        ctx.add(f"unsupported format version {shown}; this seamkit reads 'seamkit: {FORMAT_VERSION}'",
-                ("seamkit",))
+        if isinstance(v, str) and v.strip() == str(FORMAT_VERSION):
+            ctx.add(f"the format version must be the number {FORMAT_VERSION}, unquoted: write "
+                    f"'seamkit: {FORMAT_VERSION}'", ("seamkit",))
+        else:
+            shown = "(from the environment)" if ctx.from_env(("seamkit",)) else repr(v)
+            ctx.add(f"unsupported format version {shown}; this seamkit reads 'seamkit: {FORMAT_VERSION}' "
+                    f"(the number {FORMAT_VERSION}, unquoted)", ("seamkit",))
         ctx.poisoned.add(("seamkit",))
 
 
@@ -146,7 +177,7 @@ def _validate_structure(ctx: Context, data: Mapping[str, Any]) -> Composition | 
 def _check_slots(ctx: Context, reg: Registry, data: Mapping[str, Any]) -> dict[KeyPath, tuple[ComponentSpec, Any]]:
     out: dict[KeyPath, tuple[ComponentSpec, Any]] = {}
     for path, slot, raw in iter_slots(Composition, data):
-        if ctx.is_poisoned(path):
+        if ctx.is_poisoned(path) or path in ctx.flagged:
             continue
         spec, config, ok = check_slot(ctx, reg, slot, raw, path)
         if spec is not None and ok:
@@ -206,6 +237,72 @@ def _check_json_schema(ctx: Context, schema: Mapping[str, Any], path: KeyPath) -
         full = (*path, *rel)
         msg = "invalid value" if ctx.from_env(full) else err.message
         ctx.add(f"not a valid JSON Schema: {msg}", full)
+    if not errors:
+        _check_refs(ctx, schema, path)
+
+
+#: Keywords whose values are data, not subschemas (a "$ref" key inside them is not a reference).
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+
+
+def _check_refs(ctx: Context, schema: Mapping[str, Any], path: KeyPath) -> None:
+    """Resolve every ``$ref`` of ``schema`` against the schema itself only: a registry that
+    retrieves nothing, so a remote reference is refused here instead of fetched at run time."""
+    from referencing import Registry as RefRegistry
+    from referencing import Resource
+    from referencing.exceptions import Unresolvable
+    from referencing.jsonschema import DRAFT202012
+
+    try:
+        root = Resource.from_contents(dict(schema), default_specification=DRAFT202012)
+    except Exception:  # an unknown "$schema" dialect: read it as draft 2020-12
+        root = DRAFT202012.create_resource(dict(schema))
+    base = root.id() or ""
+    try:
+        registry: RefRegistry[Any] = RefRegistry().with_resource(base, root).crawl()
+    except Exception:  # malformed "$id"/"$anchor": jsonschema reports what it can at run time
+        return
+    known = set(registry)
+
+    def visit(node: Any, resolver: Any, base_uri: str, at: KeyPath) -> None:
+        if isinstance(node, list):
+            for i, item in enumerate(node):
+                visit(item, resolver, base_uri, (*at, i))
+            return
+        if not isinstance(node, Mapping):
+            return
+        if at != path and isinstance(node.get("$id"), str):
+            try:
+                resolver = resolver.in_subresource(DRAFT202012.create_resource(dict(node)))
+                base_uri = urljoin(base_uri, node["$id"])
+            except Exception:
+                pass
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            _check_ref(ref, resolver, base_uri, (*at, "$ref"))
+        for key, value in node.items():
+            if key not in _DATA_KEYWORDS and key != "$ref":
+                visit(value, resolver, base_uri, (*at, key))
+
+    def _check_ref(ref: str, resolver: Any, base_uri: str, at: KeyPath) -> None:
+        try:
+            resolver.lookup(ref)
+            return
+        except Unresolvable:
+            pass
+        except Exception:  # a malformed reference (bad JSON pointer escapes, ...)
+            pass
+        shown = "(from the environment)" if ctx.from_env(at) else repr(ref)
+        target = urljoin(base_uri, ref)
+        document = urldefrag(target).url
+        if urlsplit(target).scheme and document not in known:
+            ctx.add(f"remote $ref not allowed: {shown}; a reference must point inside this schema "
+                    f"(write the definition under $defs and use '#/$defs/NAME')", at)
+        else:
+            ctx.add(f"unresolvable $ref {shown}: nothing in this schema has that location "
+                    f"(references look like '#/$defs/NAME')", at)
+
+    visit(schema, registry.resolver(base_uri=base), base, path)
 
 
 def _attach(comp: Composition, slots: dict[KeyPath, tuple[ComponentSpec, Any]], doc: Document,

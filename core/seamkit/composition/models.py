@@ -28,10 +28,14 @@ __all__ = [
     "SLOT_TYPES",
     "Settings",
     "ToolRef",
+    "MASK",
+    "MIN_SECRET_LENGTH",
     "is_secret_name",
 ]
 
 MASK = "***"
+#: Environment values shorter than this are not masked in output (see :meth:`Composition.secret_values`).
+MIN_SECRET_LENGTH = 4
 _SECRET_NAME = re.compile(r"(?i)(api[_-]?key|token|secret|passw(or)?d|credential|private[_-]?key|auth)")
 
 
@@ -167,10 +171,21 @@ class AgentConfig(_Model):
         default_factory=list, description="Middleware components, outermost first"
     )
 
+    @field_validator("name")
+    @classmethod
+    def _name_not_empty(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("the agent name is empty; give it a name, or remove 'name:' to use the file name")
+        return value
+
     @field_validator("prompt", mode="before", json_schema_input_type=str | PromptConfig | None)
     @classmethod
     def _prompt_text(cls, value: Any) -> Any:
-        return {"template": value} if isinstance(value, str) else value
+        if isinstance(value, str):
+            return {"template": value}
+        if value is None or isinstance(value, Mapping | PromptConfig):
+            return value
+        raise ValueError("the prompt is a text, or a mapping {template: ..., id: ..., version: ...}")
 
     @field_validator("output", mode="before", json_schema_input_type=Literal["text"] | OutputConfig | None)
     @classmethod
@@ -202,6 +217,12 @@ class Composition(_Model):
     @property
     def file(self) -> Path | None:
         return self._file
+
+    def secret_values(self) -> frozenset[str]:
+        """The values that ``${NAME}`` references took from the environment, to be masked in
+        anything shown (the CLI scrubs them from its output). Values shorter than
+        :data:`MIN_SECRET_LENGTH` characters are left out: masking them would garble text."""
+        return frozenset(s for s in self._secrets if len(s) >= MIN_SECRET_LENGTH)
 
     @property
     def base_dir(self) -> Path:

@@ -26,12 +26,13 @@ def test_run_streams_text_tool_lines_output_and_summary(cli, write):
     path = write("adder.yaml", ADDER)
     r = cli("run", str(path), "what is 2 + 3?")
     assert r.returncode == 0, r
-    # model text on stdout, as streamed, then the typed output as pretty JSON
-    assert r.stdout.startswith("Let me add. \n")
-    assert '{"answer": 5}' in r.stdout
-    assert r.stdout.rstrip().endswith('{\n  "answer": 5\n}')
-    # tool call and result: one line each on stderr; summary last
+    # typed output: stdout holds only the final output as pretty JSON; the model's text streams
+    # to stderr, each turn on its own line
+    assert r.stdout == '{\n  "answer": 5\n}\n'
+    assert json.loads(r.stdout) == {"answer": 5}
     err = r.stderr.splitlines()
+    assert err[0] == "Let me add. " and '{"answer": 5}' in err
+    # tool call and result: one line each on stderr; summary last
     assert '-> add {"a": 2, "b": 3}' in err
     assert "<- add: 5" in err
     summary = err[-1]

@@ -80,7 +80,7 @@ def test_minimal_composition_defaults(tmp_path: Path, registry: Registry) -> Non
         """), registry=registry)
     agent = build_agent(comp, registry=registry)
     assert agent.name == "agent"  # the file stem
-    assert agent.prompt == "You are terse."
+    assert agent.prompt == Prompt("You are terse.", id="agent", version="1")  # always a Prompt
     assert agent.output is None and agent.tools == () and agent.max_steps == 10
     assert agent.run_sync("hi").output == "hello"
 

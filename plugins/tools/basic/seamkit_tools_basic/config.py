@@ -64,8 +64,9 @@ class ReadFileConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     root: Path = Field(
-        description="Directory the tool may read under; it must exist. A relative path is resolved against "
-        "the composition file's directory (in YAML) or the working directory when the tool is built. "
+        description="Directory the tool may read under; it must exist (checked by `seamkit validate`). "
+        "A relative path is resolved against the composition file's directory (in YAML) or the working "
+        "directory when the tool is built. "
         "Nothing outside it can be read, symlinks included."
     )
     max_bytes: int = Field(
@@ -73,6 +74,17 @@ class ReadFileConfig(BaseModel):
     )
 
     _root = field_validator("root", mode="before")(_check_root)
+
+    @field_validator("root", mode="after")
+    @classmethod
+    def _root_exists(cls, value: Path) -> Path:
+        # After the composition made a relative root absolute (next to the YAML file), so
+        # `seamkit validate` reports a missing root instead of the first run.
+        if not value.exists():
+            raise ValueError(f"the root directory {str(value)!r} does not exist")
+        if not value.is_dir():
+            raise ValueError(f"the root {str(value)!r} is not a directory")
+        return value
 
 
 class WriteFileConfig(BaseModel):

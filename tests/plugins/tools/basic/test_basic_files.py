@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
 from seamkit.errors import ConfigError, ToolArgumentError, ToolError
 from seamkit.testing import make_test_ctx
@@ -118,9 +119,10 @@ async def test_read_of_a_fifo_fails_instead_of_blocking(layout: dict[str, Path])
 
 
 def test_read_root_must_exist(layout: dict[str, Path]) -> None:
-    with pytest.raises(ConfigError, match="does not exist"):
+    # refused by the config model itself, so `seamkit validate` reports it before any run
+    with pytest.raises(pydantic.ValidationError, match="does not exist"):
         reader(layout["tmp"] / "absent")
-    with pytest.raises(ConfigError, match="not a directory"):
+    with pytest.raises(pydantic.ValidationError, match="not a directory"):
         reader(layout["root"] / "hello.txt")
 
 
