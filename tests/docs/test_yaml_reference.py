@@ -73,7 +73,9 @@ def test_the_quickstart_of_getting_started_validates() -> None:
     assert [t.use for t in comp.agent.tools] == ["calculator"]
 
 
-def test_the_slot_forms_shown_load() -> None:
+def test_the_slot_forms_shown_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the snippet's read_file root (./data) must exist
+    (tmp_path / "data").mkdir()
     snippet = next(b.body for b in BLOCKS if b.info == "yaml" and b.body.startswith("tools:"))
     tools = yaml.safe_load(snippet)["tools"]
     data = {"seamkit": 1, "agent": {"model": {"use": "scripted", "turns": ["hi"]}, "tools": tools}}

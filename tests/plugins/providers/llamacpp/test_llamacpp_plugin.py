@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -25,14 +26,17 @@ def test_registers_the_llamacpp_provider_lazily() -> None:
 
 
 def test_plugin_module_imports_nothing_heavy() -> None:
-    import subprocess
-
+    """``seamkit --help`` imports every plugin module: neither the package nor the plugin module may
+    pull in pydantic, llama_cpp or the provider."""
     code = (
-        "import sys, seamkit_llamacpp.plugin; "
-        "print('llama_cpp' in sys.modules, 'seamkit_llamacpp.provider' in sys.modules)"
+        "import sys, seamkit_llamacpp; "
+        "print(sorted(m for m in sys.modules if m.startswith(('seamkit', 'pydantic')))); "
+        "import seamkit_llamacpp.plugin; "
+        "print([m for m in ('llama_cpp', 'pydantic', 'seamkit_llamacpp.provider', 'seamkit_llamacpp.config') "
+        "if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["False", "False"]
+    assert out.splitlines() == ["['seamkit_llamacpp']", "[]"]
 
 
 def test_config_defaults_and_unknown_keys() -> None:
