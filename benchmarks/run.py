@@ -84,26 +84,30 @@ class W1Model:
 
 
 class W2Model:
+    """Every turn but the last calls ``add``; the deltas are built up front (a provider's own
+    work is not the loop's cost), and each call records when it started."""
+
     provider = "bench"
     model = "bench"
 
     def __init__(self, turns: int) -> None:
-        self.turns = turns
+        self.turns = [
+            (Delta(tool_call=ToolCallDelta(0, f"call_{n}", "add", '{"a": 2, "b": 3}')),
+             Delta(usage=FREE, finish_reason="tool_calls"))
+            for n in range(1, turns)
+        ] + [(Delta(text="done"), Delta(usage=FREE, finish_reason="stop"))]
         self.stamps: list[float] = []
 
     def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
         self.stamps.append(time.perf_counter())
-        n = len(self.stamps)
-        if n < self.turns:
-            return _Deltas((Delta(tool_call=ToolCallDelta(0, f"call_{n}", "add", '{"a": 2, "b": 3}')),
-                            Delta(usage=FREE, finish_reason="tool_calls")))
-        return _Deltas((Delta(text="done"), Delta(usage=FREE, finish_reason="stop")))
+        return _Deltas(self.turns[len(self.stamps) - 1])
 
     async def chat(self, request: ChatRequest) -> LLMResult:
         raise NotImplementedError
 
 
 async def w1(runs: int = 2000, tool_obj=add) -> float:
+    """Median microseconds per run over ``runs`` runs."""
     agent = Agent(W1Model(tool_obj.name), tools=[tool_obj], prompt="You add numbers.")
     for _ in range(200):
         r = await agent.run("What is 2 + 3?")
@@ -115,6 +119,13 @@ async def w1(runs: int = 2000, tool_obj=add) -> float:
         await agent.run("What is 2 + 3?")
         times.append(pc() - t0)
     return statistics.median(times) * 1e6
+
+
+def rounds(fn, n: int = 5) -> tuple[float, float]:
+    """(lowest, highest) result of ``n`` rounds: shared 2-core VMs drift by 2x between rounds, so
+    the lowest median is the loop's cost and the spread shows the noise."""
+    results = [fn() for _ in range(n)]
+    return min(results), max(results)
 
 
 async def w2(turns: int = 200, repeats: int = 5) -> tuple[float, float]:
@@ -153,12 +164,16 @@ def w3(n: int = 15) -> dict[str, float]:
 def main() -> None:
     gc.collect()
     out: dict[str, object] = {}
-    out["W1_median_us"] = round(asyncio.run(w1()), 1)
+    lo, hi = rounds(lambda: asyncio.run(w1()))
+    out["W1_median_us"] = round(lo, 1)
+    out["W1_median_us_worst_round"] = round(hi, 1)
     out["W1_threaded_tool_median_us"] = round(asyncio.run(w1(tool_obj=add_threaded)), 1)
-    first, last = asyncio.run(w2())
+    pairs = [asyncio.run(w2()) for _ in range(5)]
+    first, last = min(pairs, key=lambda p: p[0] + p[1])
     out["W2_turns_1_20_us"] = round(first, 1)
     out["W2_turns_181_200_us"] = round(last, 1)
     out["W2_ratio"] = round(last / first, 3)
+    out["W2_worst_round_us"] = [round(x, 1) for x in max(pairs, key=lambda p: p[0] + p[1])]
     out.update({k: round(v, 1) for k, v in w3().items()})
     from importlib.metadata import entry_points
 

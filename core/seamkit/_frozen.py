@@ -8,7 +8,7 @@ changes to the original never leak into a value.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn, SupportsIndex, TypeVar
 
 __all__ = ["FrozenDict", "FrozenList", "freeze", "thaw"]
@@ -144,38 +144,71 @@ def thaw(value: Any) -> Any:
     return value
 
 
-def fast_init(cls: type[_T]) -> type[_T]:
+def fast_init(
+    cls: type[_T] | None = None, /, *, coerce: Mapping[str, tuple[Any, Callable[[Any], Any]]] | None = None
+) -> Any:
     """Give a frozen, slotted dataclass a faster ``__init__``.
 
     The generated ``__init__`` of a frozen dataclass sets each field through
     ``object.__setattr__``; this one calls each slot descriptor's ``__set__`` directly (about 40%
     faster on CPython 3.11), with the same parameters, defaults and ``__post_init__`` call. Values
     are built on every turn of every run, so this is on the hot path. Apply it *outside*
-    ``@dataclass(frozen=True, slots=True)``; fields with ``default_factory`` or ``init=False`` are
-    not supported (``TypeError``).
+    ``@dataclass(frozen=True, slots=True)``.
+
+    ``coerce`` maps a field to ``(accept, fn)``, checked inline (no extra frame): when ``accept``
+    is a type, a value of another exact type is replaced by ``fn(value)``; a ``tuple`` of types
+    accepts any of them; a ``frozenset`` accepts its members (``fn`` typically raises). The class
+    also gets ``__fast_new__(*fields)``, which skips coercion and ``__post_init__``: only for
+    values already known to be valid.
+
+    Fields with ``default_factory``, ``init=False`` or ``kw_only`` raise ``TypeError``.
     """
+    if cls is None:
+        return lambda c: _fast_init(c, coerce or {})
+    return _fast_init(cls, coerce or {})
+
+
+def _fast_init(cls: type[_T], coerce: Mapping[str, tuple[Any, Callable[[Any], Any]]]) -> type[_T]:
     import dataclasses
 
     params: list[str] = []
-    body: list[str] = []
-    globs: dict[str, Any] = {}
+    names: list[str] = []
+    checks: list[str] = []
+    sets: list[str] = []
+    globs: dict[str, Any] = {"_object_new": object.__new__, "_cls": cls, "_type": type}  # fields may be named `type`
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if not f.init or f.default_factory is not dataclasses.MISSING or f.kw_only:
             raise TypeError(f"fast_init cannot handle field {cls.__name__}.{f.name}")
         globs[f"_set_{f.name}"] = cls.__dict__[f.name].__set__
+        names.append(f.name)
         if f.default is dataclasses.MISSING:
             params.append(f.name)
         else:
             globs[f"_d_{f.name}"] = f.default
             params.append(f"{f.name}=_d_{f.name}")
-        body.append(f"    _set_{f.name}(self, {f.name})")
-    if hasattr(cls, "__post_init__"):
-        body.append("    self.__post_init__()")
-    src = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "    pass")
+        if f.name in coerce:
+            accept, fn = coerce[f.name]
+            globs[f"_a_{f.name}"], globs[f"_c_{f.name}"] = accept, fn
+            if isinstance(accept, frozenset):
+                test = f"{f.name} not in _a_{f.name}"
+            elif isinstance(accept, tuple):
+                test = f"_type({f.name}) not in _a_{f.name}"
+            else:
+                test = f"_type({f.name}) is not _a_{f.name}"
+            checks.append(f"    if {test}:\n        {f.name} = _c_{f.name}({f.name})")
+        sets.append(f"    _set_{f.name}(self, {f.name})")
+    unknown = set(coerce) - set(names)
+    if unknown:
+        raise TypeError(f"fast_init: {cls.__name__} has no fields {sorted(unknown)}")
+    post = ["    self.__post_init__()"] if hasattr(cls, "__post_init__") else []
+    init_src = f"def __init__(self, {', '.join(params)}):\n" + "\n".join([*checks, *sets, *post] or ["    pass"])
+    new_src = f"def __fast_new__({', '.join(names)}):\n    self = _object_new(_cls)\n" + "\n".join(sets)
+    src = init_src + "\n" + new_src + "\n    return self\n"
     exec(src, globs)
     init = globs["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__
     init.__doc__ = cls.__init__.__doc__
     cls.__init__ = init  # type: ignore[method-assign]
+    cls.__fast_new__ = staticmethod(globs["__fast_new__"])  # type: ignore[attr-defined]
     return cls

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from seamkit._frozen import FrozenDict, FrozenList, fast_init, freeze, thaw
 
@@ -110,11 +110,11 @@ class Usage:
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        if not isinstance(other, Usage):
+        if type(other) is not Usage:
             return NotImplemented
-        if self.requests == 0 and self.total_tokens == 0 and self.cost is None:
+        if self.requests == 0 and self.input_tokens == 0 and self.output_tokens == 0 and self.cost is None:
             return other
-        if other.requests == 0 and other.total_tokens == 0 and other.cost is None:
+        if other.requests == 0 and other.input_tokens == 0 and other.output_tokens == 0 and other.cost is None:
             return self
         cost: Decimal | None
         source: CostSource
@@ -128,7 +128,7 @@ class Usage:
                 source = "estimated"
             else:
                 source = "reported"
-        return Usage(
+        return _new_usage(  # type: ignore[no-any-return]
             self.input_tokens + other.input_tokens,
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
@@ -138,6 +138,9 @@ class Usage:
             cost,
             source,
         )
+
+
+_new_usage = Usage.__fast_new__  # type: ignore[attr-defined]  # for sums of valid usages
 
 
 # --- content blocks -------------------------------------------------------------------------
@@ -167,7 +170,7 @@ class ImageBlock:
             raise ValueError("an image needs exactly one of url or data")
 
 
-@fast_init
+@fast_init(coerce={"arguments": (FrozenDict, lambda v: _frozen_map(v))})
 @dataclass(frozen=True, slots=True, eq=True)
 class ToolCall:
     """The model asking for a tool: ``id`` (unique in a run's transcript), ``name`` and decoded
@@ -177,10 +180,6 @@ class ToolCall:
     name: str
     arguments: FrozenDict = EMPTY
     type: Literal["tool_call"] = "tool_call"
-
-    def __post_init__(self) -> None:
-        if type(self.arguments) is not FrozenDict:
-            object.__setattr__(self, "arguments", _frozen_map(self.arguments))
 
     def __hash__(self) -> int:
         return hash(("tool_call", self.id))
@@ -220,7 +219,11 @@ Role = Literal["system", "user", "assistant", "tool"]
 _ROLES = frozenset(("system", "user", "assistant", "tool"))
 
 
-@fast_init
+def _bad_role(role: object) -> NoReturn:
+    raise ValueError(f"unknown role {role!r}")
+
+
+@fast_init(coerce={"role": (_ROLES, _bad_role), "content": (tuple, tuple)})
 @dataclass(frozen=True, slots=True, eq=True)
 class Message:
     """One transcript entry: a ``role`` and a tuple of content blocks.
@@ -231,12 +234,6 @@ class Message:
 
     role: Role
     content: tuple[ContentBlock, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.role not in _ROLES:
-            raise ValueError(f"unknown role {self.role!r}")
-        if type(self.content) is not tuple:
-            object.__setattr__(self, "content", tuple(self.content))
 
     def __hash__(self) -> int:
         return hash((self.role, self.content))
@@ -270,7 +267,7 @@ class Message:
 # --- requests -------------------------------------------------------------------------------
 
 
-@fast_init
+@fast_init(coerce={"parameters": (FrozenDict, lambda v: _frozen_map(v))})
 @dataclass(frozen=True, slots=True, eq=True)
 class ToolSchema:
     """How a tool is advertised to a model: ``name``, ``description``, ``parameters`` (a JSON
@@ -282,10 +279,6 @@ class ToolSchema:
     parameters: FrozenDict
     side_effecting: bool
 
-    def __post_init__(self) -> None:
-        if type(self.parameters) is not FrozenDict:
-            object.__setattr__(self, "parameters", _frozen_map(self.parameters))
-
     def __hash__(self) -> int:
         return hash(("tool", self.name))
 
@@ -294,7 +287,15 @@ ToolChoice = str
 """``"auto"`` (model decides), ``"required"`` (some tool), ``"none"``, or a tool's name."""
 
 
-@fast_init
+@fast_init(
+    coerce={
+        "messages": (tuple, tuple),
+        "tools": (tuple, tuple),
+        "output_schema": ((FrozenDict, type(None)), lambda v: _frozen_map(v)),
+        "extra": (FrozenDict, lambda v: _frozen_map(v)),
+        "metadata": (FrozenDict, lambda v: _frozen_map(v)),
+    }
+)
 @dataclass(frozen=True, slots=True, eq=True)
 class ChatRequest:
     """One model call.
@@ -316,18 +317,6 @@ class ChatRequest:
     stop: tuple[str, ...] = ()
     extra: FrozenDict = EMPTY
     metadata: FrozenDict = EMPTY
-
-    def __post_init__(self) -> None:
-        if type(self.messages) is not tuple:
-            object.__setattr__(self, "messages", tuple(self.messages))
-        if type(self.tools) is not tuple:
-            object.__setattr__(self, "tools", tuple(self.tools))
-        if self.output_schema is not None and type(self.output_schema) is not FrozenDict:
-            object.__setattr__(self, "output_schema", _frozen_map(self.output_schema))
-        if type(self.extra) is not FrozenDict:
-            object.__setattr__(self, "extra", _frozen_map(self.extra))
-        if type(self.metadata) is not FrozenDict:
-            object.__setattr__(self, "metadata", _frozen_map(self.metadata))
 
     def __hash__(self) -> int:
         return hash((self.messages, self.tools, self.tool_choice))
