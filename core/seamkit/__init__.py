@@ -5,6 +5,8 @@ Names are imported lazily on first access, so ``import seamkit`` stays fast.
 
 from __future__ import annotations
 
+from seamkit._lazy import lazy_attributes
+
 TYPE_CHECKING = False  # not importing typing keeps `import seamkit` to a few milliseconds
 
 __version__ = "0.1.0"
@@ -51,19 +53,7 @@ _EXPORTS: dict[str, str] = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'seamkit' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_EXPORTS])
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:

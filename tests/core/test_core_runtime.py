@@ -60,6 +60,7 @@ async def test_wait_on_a_child_wakes_when_the_parent_is_cancelled() -> None:
     await asyncio.sleep(0)
     parent.cancel("stop")
     await asyncio.wait_for(waiter, 1)
+    assert waiter.done() and child.cancelled and child.reason == "stop"
 
 
 def test_run_context_child_and_services() -> None:

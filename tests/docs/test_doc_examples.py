@@ -38,4 +38,6 @@ def test_python_example_runs(doc: Path, block: Block, tmp_path: Path, monkeypatc
     if "notest" in block.info.split():
         return
     monkeypatch.chdir(tmp_path)
-    exec(code, {"__name__": f"doc_example_{block.line}"})
+    namespace: dict[str, object] = {"__name__": f"doc_example_{block.line}"}
+    exec(code, namespace)  # the examples hold their own asserts; a failing one fails the test
+    assert len(namespace) > 1, "the example defined nothing: was it extracted whole?"

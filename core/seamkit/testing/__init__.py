@@ -10,6 +10,8 @@ provider), so it must stay cheap.
 
 from __future__ import annotations
 
+from seamkit._lazy import lazy_attributes
+
 TYPE_CHECKING = False
 
 _EXPORTS = {
@@ -26,15 +28,7 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'seamkit.testing' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:

@@ -1,0 +1,31 @@
+"""Lazy module attributes (PEP 562), so packages import their heavy parts on first use."""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # importing typing here would cost `import seamkit` ~10 ms
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+
+def lazy_attributes(
+    package: str, exports: Mapping[str, str], namespace: dict[str, Any]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``(__getattr__, __dir__)`` for ``package``: ``exports`` maps a public name to the module
+    that defines it; a loaded name is cached in the package's ``namespace``. An unknown name
+    raises ``AttributeError``."""
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(module), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted([*namespace, *exports])
+
+    return __getattr__, __dir__
