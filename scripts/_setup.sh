@@ -36,7 +36,17 @@ fi
 PY="$(pick_python)"
 if [ ! -x .venv/bin/python ]; then
   echo "seamkit setup: creating .venv with $PY" >&2
-  "$PY" -m venv .venv
+  if ! "$PY" -m venv .venv 2>/dev/null; then
+    # Debian's system Python ships venv/ensurepip separately
+    rm -rf .venv
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+      ver="$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
+      DEBIAN_FRONTEND=noninteractive apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "python${ver}-venv" >/dev/null ||
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+    fi
+    "$PY" -m venv .venv
+  fi
 fi
 
 PLUGINS=()
