@@ -30,7 +30,13 @@ from seamkit.values import (
 )
 
 _ONE_REQUEST = Usage(requests=1)
-_scan_frozen = json.JSONDecoder(object_pairs_hook=FrozenDict).scan_once  # type: ignore[attr-defined]
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")  # NaN/Infinity: not JSON (RFC 8259 section 6)
+
+
+_scan_frozen = json.JSONDecoder(  # type: ignore[attr-defined]
+    object_pairs_hook=FrozenDict, parse_constant=_no_constant
+).scan_once
 
 
 def _decode_frozen(raw: str) -> Any:
@@ -167,10 +173,19 @@ class Accumulator:
             raw = (parts[0] if len(parts) == 1 else "".join(parts)).strip() or "{}"
             try:
                 # Objects decode straight into FrozenDicts; only arrays need a freezing pass.
-                args = _decode_frozen(raw) if "[" not in raw else freeze(json.loads(raw))
+                args = (
+                    _decode_frozen(raw) if "[" not in raw else freeze(json.loads(raw, parse_constant=_no_constant))
+                )
             except json.JSONDecodeError as exc:
                 raise ProviderError(
                     f"tool call {call.name!r} arguments are not valid JSON ({exc.msg} at {exc.pos})",
+                    FailureClass.UNKNOWN,
+                    provider=self.provider,
+                ) from None
+            except (ValueError, RecursionError) as exc:  # NaN, huge integers, deep nesting
+                what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+                raise ProviderError(
+                    f"tool call {call.name!r} arguments are not usable JSON: {what}",
                     FailureClass.UNKNOWN,
                     provider=self.provider,
                 ) from None

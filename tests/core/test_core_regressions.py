@@ -44,3 +44,53 @@ def test_local_refs_in_output_schema_resolve_and_validate() -> None:
     assert spec.parse('{"x": 3}') == {"x": 3}
     with pytest.raises(Exception, match="is not of type 'integer'"):
         spec.parse('{"x": "three"}')
+
+
+def test_agent_refuses_a_model_that_is_not_an_llm_port() -> None:
+    with pytest.raises(TypeError, match="LLMPort"):
+        Agent(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="LLMPort"):
+        Agent("llamacpp")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("task", [None, 3, [], ["not a message"]])
+def test_run_refuses_a_task_of_the_wrong_type(task: object) -> None:
+    agent = Agent(ScriptedModel(["ok"]))
+    with pytest.raises(TypeError, match="task must be"):
+        agent.run_sync(task)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("schema", "fragment"),
+    [({"type": "nonsense"}, "at type"), ({"type": "string", "pattern": "(abc"}, "at pattern")],
+)
+def test_invalid_output_schema_is_a_short_value_error(schema: dict[str, object], fragment: str) -> None:
+    with pytest.raises(ValueError, match="invalid output JSON Schema") as info:
+        Agent(ScriptedModel(["ok"]), output=schema)
+    assert fragment in str(info.value) and "metaschema" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["[" * 5000 + "]" * 5000, '{"a": ' + "9" * 5000 + "}", '{"a": NaN}', '{"a": Infinity}', "[-Infinity]"],
+)
+async def test_unusable_json_answers_are_output_errors_with_a_corrective_turn(answer: str) -> None:
+    from seamkit.errors import OutputValidationError
+
+    model = ScriptedModel([answer, answer])
+    agent = Agent(model, output={"type": ["array", "object"]})
+    with pytest.raises(OutputValidationError) as info:
+        await agent.run("task")
+    assert info.value.raw == answer
+    assert len(model.requests) == 2  # the corrective turn was taken
+
+
+@pytest.mark.parametrize("args", ['{"a": NaN}', '{"a": ' + "[" * 5000 + "]" * 5000 + "}", '{"a": ' + "7" * 5000 + "}"])
+async def test_unusable_tool_arguments_are_a_classified_provider_error(args: str) -> None:
+    from seamkit.accumulate import collect_result
+    from seamkit.errors import ProviderError
+    from seamkit.values import Delta, ToolCallDelta
+
+    deltas = [Delta(tool_call=ToolCallDelta(0, "c1", "t", args)), Delta(finish_reason="tool_calls")]
+    with pytest.raises(ProviderError, match="not usable JSON"):
+        await collect_result(deltas)

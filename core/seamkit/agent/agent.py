@@ -67,6 +67,10 @@ class Agent:
                 object.__setattr__(self, name, tuple(v))
         if type(self.model_extra) is not FrozenDict:
             object.__setattr__(self, "model_extra", freeze(self.model_extra))
+        if not isinstance(self.model, LLMPort):
+            raise TypeError(
+                f"model must implement LLMPort (provider, model, stream(), chat()), got {type(self.model).__name__}"
+            )
         if self.max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         if self.max_parallel_tools < 1:
@@ -115,8 +119,10 @@ class Agent:
             transcript.append(Message.user(task))
         elif isinstance(task, Message):
             transcript.append(task)
-        else:
+        elif isinstance(task, (list, tuple)) and task and all(isinstance(m, Message) for m in task):
             transcript.extend(task)
+        else:
+            raise TypeError(f"task must be a str, a Message or a non-empty list of Messages, got {task!r:.80}")
         return Run(self, ctx if ctx is not None else RunContext(), transcript)
 
     async def run(

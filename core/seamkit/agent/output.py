@@ -30,14 +30,21 @@ class OutputSpec:
 
     @classmethod
     def from_json_schema(cls, schema: Mapping[str, Any], name: str = "output") -> OutputSpec:
-        """Raises ``jsonschema.SchemaError`` if ``schema`` is not a valid JSON Schema, and
-        ``ValueError`` naming the reference when a ``$ref`` cannot be resolved inside the schema
-        itself (nothing is ever fetched: remote references are refused)."""
+        """Raises ``ValueError`` when ``schema`` is not a valid JSON Schema (draft 2020-12, with
+        ``pattern`` regexes checked), naming the first problem and where it is, or when a ``$ref``
+        cannot be resolved inside the schema itself (nothing is ever fetched: remote references
+        are refused)."""
         import jsonschema
         import referencing
 
         plain = thaw(schema)
-        jsonschema.Draft202012Validator.check_schema(plain)
+        meta = jsonschema.Draft202012Validator(
+            jsonschema.Draft202012Validator.META_SCHEMA, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER
+        )
+        problem = jsonschema.exceptions.best_match(meta.iter_errors(plain))
+        if problem is not None:
+            where = "/".join(str(p) for p in problem.absolute_path) or "(root)"
+            raise ValueError(f"invalid output JSON Schema at {where}: {problem.message}")
         # An empty registry that retrieves nothing: jsonschema's default one still fetches remote
         # $refs over the network.
         validator = jsonschema.Draft202012Validator(plain, registry=referencing.Registry())
@@ -77,14 +84,24 @@ class OutputSpec:
         m = _FENCE.match(text)
         body = m.group(1) if m else text
         try:
-            value = json.loads(body)
+            value = json.loads(body, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
             raise OutputValidationError([f"not valid JSON: {exc.msg} at position {exc.pos}"], text) from None
+        except RecursionError:
+            raise OutputValidationError(["not usable JSON: nested too deeply"], text) from None
+        except ValueError as exc:  # NaN/Infinity, or an integer too long to convert
+            raise OutputValidationError([f"not usable JSON: {exc}"], text) from None
         try:
             return self._validate(value)
         except ValueError as exc:
             problems = exc.args[0] if exc.args and isinstance(exc.args[0], list) else [str(exc)]
             raise OutputValidationError(problems, text) from None
+
+
+def _no_constant(name: str) -> Any:
+    # json accepts NaN and Infinity, which are not JSON (RFC 8259 section 6) and would make the
+    # printed output invalid JSON.
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _refs(node: Any) -> list[str]:
