@@ -39,12 +39,31 @@ def _existing_file(name: str) -> Path:
 # -- run -------------------------------------------------------------------------------------------
 
 
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that were not UTF-8, decoded with "surrogateescape"
+        return False
+    return True
+
+
 def _read_task(task: str) -> str:
+    """The task text: ``task`` itself, or stdin for ``-``. Raises :class:`UsageError` (exit 2) for
+    an empty task or one that is not valid UTF-8."""
     if task == "-":
-        text = sys.stdin.read()
+        if sys.stdin is None:
+            raise UsageError("the task is '-' but there is no stdin to read it from")
+        try:
+            text = sys.stdin.read()
+        except UnicodeDecodeError:
+            raise UsageError("the task read from stdin is not valid UTF-8") from None
+        if not _is_utf8(text):
+            raise UsageError("the task read from stdin is not valid UTF-8")
         if not text.strip():
             raise UsageError("the task read from stdin is empty")
         return text
+    if not _is_utf8(task):
+        raise UsageError("the task is not valid UTF-8")
     if not task.strip():
         raise UsageError("the task is empty")
     return task

@@ -76,6 +76,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _var(text: str) -> tuple[str, str]:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # argv bytes that were not UTF-8 (decoded with "surrogateescape")
+        raise argparse.ArgumentTypeError("the value is not valid UTF-8") from None
     key, sep, value = text.partition("=")
     key = key.strip()
     if not sep or not key:
@@ -282,7 +286,12 @@ def _main(argv: Sequence[str] | None) -> int:
         raise UsageError(f"{exc} (SEAMKIT_STRICT_PLUGINS is set: a plugin that fails is an error)") from exc
     for f in failures:
         _err(f"warning: plugin {f.plugin!r} ({f.distribution} {f.version}) could not add its commands: {f.error}")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # reported by the sub-command's parser, so the usage shown is that command's
+        command = getattr(args, "command", None)
+        subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = subparsers[0].choices.get(command) if subparsers and command else None
+        (chosen or parser).error(f"unrecognized arguments: {' '.join(extra)}")
     func: Callable[[argparse.Namespace], int | None] | None = getattr(args, "func", None)
     if func is None:
         raise UsageError(f"a command is required (see '{PROG} --help')\n{parser.format_usage().rstrip()}")
@@ -303,10 +312,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     tracebacks included (see :mod:`seamkit.cli.scrub`)."""
     from seamkit.cli.scrub import restore_output
 
+    devnull = None
+    if sys.stderr is None:  # started with stderr closed (``2>&-``): errors go nowhere, exit codes stay
+        devnull = open(os.devnull, "w", encoding="utf-8")  # closed in the finally below
+        sys.stderr = devnull
     try:
+        if sys.stdout is None:  # started with stdout closed (``>&-``): nowhere to write any result
+            _err("error: standard output is closed, so nothing could be written; run it with stdout "
+                 "open (redirect it to a file or /dev/null)")
+            return EXIT_FAILED
         return _main_reporting(argv)
     finally:
         restore_output()
+        if devnull is not None:
+            if sys.stderr is devnull:
+                sys.stderr = None
+            devnull.close()
 
 
 def _main_reporting(argv: Sequence[str] | None) -> int:

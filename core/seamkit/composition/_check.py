@@ -390,3 +390,30 @@ def check_slot(ctx: Context, registry: Registry, slot: type[ComponentRef], raw: 
         return None, None, False
     ok, config = validate_params(ctx, spec, params, path)
     return spec, config, ok
+
+
+def is_bool_field(registry: Registry, root: type[BaseModel], data: Any, path: KeyPath) -> bool:
+    """Whether the field at ``path`` in raw ``data`` (shaped by ``root``) is typed ``bool`` only,
+    following component slots into their component's config model. Unknown: ``False``."""
+    current: list[Any] = [root]
+    for i, el in enumerate(path):
+        slots = [alt for tp in current for alt in _unwrap(tp)
+                 if isinstance(alt, type) and issubclass(alt, ComponentRef)]
+        if slots:  # a component's parameter: continue in its config model
+            raw = _value_at(data, path[:i])
+            if not isinstance(raw, Mapping) or not isinstance(raw.get("use"), str):
+                return False
+            dist = raw.get("from")
+            try:
+                model = registry.resolve(slots[0].kind, raw["use"], dist if isinstance(dist, str) else None
+                                         ).config_model()
+            except Exception:
+                return False
+            if not _is_model(model):
+                return False
+            current = [model]
+        current = [t for tp in current for t in _step(tp, el)]
+        if not current:
+            return False
+    alts = [alt for tp in current for alt in _unwrap(tp)]
+    return bool in alts and all(alt in (bool, type(None)) for alt in alts)

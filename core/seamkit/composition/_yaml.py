@@ -123,6 +123,8 @@ class Interpolated:
     invalid: tuple[str, ...] = ()
     secrets: tuple[str, ...] = ()
     from_env: bool = False
+    #: references whose default holds another reference (``${A:-${B}}``): not supported, kept as written
+    nested: tuple[str, ...] = ()
 
 
 def interpolate(text: str, env: Mapping[str, str]) -> Interpolated:
@@ -131,13 +133,15 @@ def interpolate(text: str, env: Mapping[str, str]) -> Interpolated:
     ``${NAME:-default}`` uses ``default`` when ``NAME`` is unset or empty (as the shell does);
     ``$${`` is a literal ``${``. A missing variable without default is replaced by ``""`` and
     listed in ``missing``; a malformed reference (bad name, no closing ``}``) is kept as written
-    and listed in ``invalid``. Never raises.
+    and listed in ``invalid``. A default holding another reference (``${A:-${B}}``) is not
+    supported: it is kept as written and listed in ``nested``. Never raises.
     """
     if "${" not in text:
         return Interpolated(text)
     out: list[str] = []
     missing: list[str] = []
     invalid: list[str] = []
+    nested: list[str] = []
     secrets: list[str] = []
     from_env = False
     pos = 0
@@ -160,6 +164,13 @@ def interpolate(text: str, env: Mapping[str, str]) -> Interpolated:
             out.append(whole)
             continue
         name, default = bm.group(1), bm.group(2)
+        if default is not None and "${" in default.replace("$${", ""):
+            close = text.find("}", pos)
+            end = len(text) if close < 0 else close + 1
+            nested.append(text[m.start() : end])
+            out.append(text[m.start() : end])
+            pos = end
+            continue
         val = env.get(name)
         if val is not None and (val != "" or default is None):
             out.append(val)
@@ -171,7 +182,8 @@ def interpolate(text: str, env: Mapping[str, str]) -> Interpolated:
         else:
             missing.append(name)
     out.append(text[pos:])
-    return Interpolated("".join(out), tuple(missing), tuple(invalid), tuple(secrets), from_env)
+    return Interpolated("".join(out), tuple(missing), tuple(invalid), tuple(secrets), from_env,
+                        tuple(nested))
 
 
 class _Unset:
@@ -239,11 +251,16 @@ def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
     problem = getattr(exc, "problem", None)
     context = getattr(exc, "context", None)
     if isinstance(exc, yaml.reader.ReaderError):
-        before = text[: exc.position]
+        position = max(0, min(int(exc.position), len(text)))
+        before = text[:position]
         line = before.count("\n") + 1
-        col = exc.position - (before.rfind("\n") + 1) + 1
-        return Problem(f"YAML: unacceptable character #x{exc.character:04x}: {exc.reason}", (),
-                       Position(line, col))
+        col = position - (before.rfind("\n") + 1) + 1
+        char = exc.character
+        code = char if isinstance(char, int) else ord(char) if isinstance(char, str) and len(char) == 1 else None
+        shown = f"U+{code:04X}" if code is not None else repr(char)
+        return Problem(f"YAML: the character {shown} is not allowed in a YAML file ({exc.reason}); "
+                       f"remove it, or write it as an escape inside a double-quoted string",
+                       (), Position(line, col))
     msg = str(problem or exc).strip()
     ctx_mark = getattr(exc, "context_mark", None)
     if context:
@@ -255,6 +272,19 @@ def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
     if "\\t" in msg or "\t" in msg:
         msg += "; YAML does not allow tabs for indentation, use spaces"
     return Problem(f"YAML syntax: {msg}", (), _pos(mark) if mark is not None else None)
+
+
+_SURROGATE_MESSAGE = ("a lone surrogate escape (\\ud800-\\udfff) is not a character: this text cannot be "
+                      "written as UTF-8; write the character itself, or a full escape such as \\U0001F600")
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether ``text`` can be encoded as UTF-8 (no lone surrogates, as ``"\\ud800"`` makes)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _DEPTH_MESSAGE = f"nested more than {MAX_DEPTH} levels deep; a composition nests only a few levels"
@@ -337,6 +367,9 @@ class _Builder:
             if key_node.tag not in (_PLAIN_TAG, _STR_TAG):
                 self.problem(self._tag_message(key_node.tag), (*path, key), key_node)
                 continue
+            if not _is_utf8(key):
+                self.problem(f"key: {_SURROGATE_MESSAGE}", path, key_node, poison=False)
+                continue
             if key == "<<" and key_node.tag == _PLAIN_TAG:
                 self.problem("YAML merge keys ('<<') are not supported; write the keys out", path, key_node)
                 continue
@@ -351,6 +384,9 @@ class _Builder:
         return out
 
     def string(self, text: str, path: KeyPath, node: Any) -> str:
+        if not _is_utf8(text):
+            self.problem(_SURROGATE_MESSAGE, path, node)
+            return ""
         result = interpolate(text, self.env)
         for name in result.missing:
             self.problem(
@@ -362,6 +398,15 @@ class _Builder:
                 f"malformed reference {ref!r}: write ${{NAME}} or ${{NAME:-default}} (and $${{ for a literal ${{)",
                 path, node,
             )
+        for ref in result.nested:
+            self.problem(
+                f"nested reference {ref!r}: a default cannot hold another ${{...}} reference; "
+                f"write the default as plain text (${{NAME:-text}})",
+                path, node,
+            )
+        if not _is_utf8(result.value):
+            self.problem("an environment variable used here is not valid UTF-8 text", path, node)
+            return ""
         if result.from_env:
             self.doc.secret_paths.add(path)
             self.doc.secrets.update(result.secrets)
@@ -382,7 +427,11 @@ def parse_yaml(text: str, env: Mapping[str, str] | None = None) -> Document:
     """Read ``text`` (one YAML document) into a :class:`Document`; problems are collected in
     ``Document.problems``, never raised. ``env`` defaults to ``os.environ``."""
     doc = Document()
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # the reader checks every character here (ReaderError)
+    except yaml.YAMLError as exc:
+        doc.problems.append(_syntax_problem(exc, text))
+        return doc
     try:
         node = loader.get_single_node()
     except yaml.YAMLError as exc:

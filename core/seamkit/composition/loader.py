@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,15 @@ from urllib.parse import urldefrag, urljoin, urlsplit
 
 import pydantic
 
-from seamkit.composition._check import Context, check_slot, did_you_mean, iter_slots, pydantic_issues
+from seamkit.composition._check import (
+    Context,
+    _value_at,
+    check_slot,
+    did_you_mean,
+    is_bool_field,
+    iter_slots,
+    pydantic_issues,
+)
 from seamkit.composition._yaml import Document, KeyPath, Position, parse_yaml
 from seamkit.composition.models import AgentConfig, ComponentRef, Composition, _Model
 from seamkit.errors import ConfigError, ConfigIssue
@@ -107,7 +116,12 @@ def _loads(text: str, fpath: Path | None, base_dir: str | os.PathLike[str] | Non
     ctx = Context(str(fpath) if fpath is not None else None, doc.values, doc.keys, doc.secret_paths,
                   doc.secrets, set(doc.poisoned), base, flagged=set(doc.flagged))
     for pr in doc.problems:
-        ctx.add(pr.message, pr.path, pr.position)
+        message = pr.message
+        if pr.path in doc.flagged and is_bool_field(reg, Composition, doc.data, pr.path):
+            word = _value_at(doc.data, pr.path)
+            message = (f"{word!r} is read as a boolean only by YAML 1.1 tools (others read text); this "
+                       f"field takes true or false: write true or false")
+        ctx.add(message, pr.path, pr.position)
     if doc.empty:
         ctx.add("the file is empty; a composition starts with 'seamkit: 1' and has an 'agent:' mapping",
                 (), Position(1, 1))
@@ -142,6 +156,17 @@ def _kind(value: Any) -> str:
     return "a string"
 
 
+def _as_written(value: Any) -> str:
+    """A scalar shown the way YAML spells it (``true``, ``null``), not Python's ``True``/``None``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null (an empty value)"
+    if isinstance(value, list | Mapping):
+        return _kind(value)
+    return repr(value)
+
+
 def _sorted(issues: list[ConfigIssue]) -> list[ConfigIssue]:
     return sorted(issues, key=lambda i: (i.line or 0, i.column or 0))
 
@@ -160,7 +185,7 @@ def _check_version(ctx: Context, data: Mapping[str, Any]) -> None:
             ctx.add(f"the format version must be the number {FORMAT_VERSION}, unquoted: write "
                     f"'seamkit: {FORMAT_VERSION}'", ("seamkit",))
         else:
-            shown = "(from the environment)" if ctx.from_env(("seamkit",)) else repr(v)
+            shown = "(from the environment)" if ctx.from_env(("seamkit",)) else _as_written(v)
             ctx.add(f"unsupported format version {shown}; this seamkit reads 'seamkit: {FORMAT_VERSION}' "
                     f"(the number {FORMAT_VERSION}, unquoted)", ("seamkit",))
         ctx.poisoned.add(("seamkit",))
@@ -218,16 +243,41 @@ def _cross_checks(ctx: Context, data: Mapping[str, Any]) -> None:
             hint = did_you_mean(choice, [*first, *_TOOL_CHOICES])
             listed = ", ".join([*_TOOL_CHOICES, *first])
             ctx.add(f"tool_choice {choice!r} names no configured tool{hint} (use one of: {listed})", path)
+    prompt = agent.get("prompt")
+    if isinstance(prompt, str):
+        _check_template(ctx, prompt, ("agent", "prompt"))
+    elif isinstance(prompt, Mapping) and isinstance(prompt.get("template"), str):
+        _check_template(ctx, prompt["template"], ("agent", "prompt", "template"))
     output = agent.get("output")
     if isinstance(output, Mapping) and isinstance(output.get("json_schema"), Mapping):
         _check_json_schema(ctx, output["json_schema"], ("agent", "output", "json_schema"))
+
+
+#: ``{{ ... }}`` in a prompt template; its content must be a variable name (as the agent's Prompt reads it).
+_TEMPLATE_BRACES = re.compile(r"\{\{([^{}]*)\}\}")
+_TEMPLATE_VAR = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_]*\s*")
+
+
+def _check_template(ctx: Context, template: str, path: KeyPath) -> None:
+    """Refuse ``{{...}}`` whose content is not a variable name (``{{a.b}}``, ``{{}}``): the prompt
+    would keep them as written instead of filling them."""
+    if ctx.is_poisoned(path):
+        return
+    for m in _TEMPLATE_BRACES.finditer(template):
+        if _TEMPLATE_VAR.fullmatch(m.group(1)):
+            continue
+        shown = "a '{{...}}'" if ctx.from_env(path) else repr(m.group(0))
+        ctx.add(f"{shown} is not a valid template variable: a variable is a name such as {{{{topic}}}} "
+                f"(letters, digits, _; no dots or expressions)", path)
 
 
 def _check_json_schema(ctx: Context, schema: Mapping[str, Any], path: KeyPath) -> None:
     import jsonschema
     from jsonschema.exceptions import best_match
 
-    meta = jsonschema.Draft202012Validator(jsonschema.Draft202012Validator.META_SCHEMA)
+    # the format checker makes the metaschema check each "pattern" (format: regex) too
+    meta = jsonschema.Draft202012Validator(jsonschema.Draft202012Validator.META_SCHEMA,
+                                           format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
     errors = list(meta.iter_errors(dict(schema)))
     by_path: dict[KeyPath, list[Any]] = {}
     for e in errors:
@@ -235,7 +285,12 @@ def _check_json_schema(ctx: Context, schema: Mapping[str, Any], path: KeyPath) -
     for rel, group in sorted(by_path.items(), key=lambda kv: [str(x) for x in kv[0]]):
         err = best_match(group)
         full = (*path, *rel)
-        msg = "invalid value" if ctx.from_env(full) else err.message
+        if ctx.from_env(full):
+            msg = "invalid value"
+        elif err.validator == "format" and err.validator_value == "regex":
+            msg = f"{err.instance!r} is not a valid regular expression"
+        else:
+            msg = err.message
         ctx.add(f"not a valid JSON Schema: {msg}", full)
     if not errors:
         _check_refs(ctx, schema, path)
