@@ -8,9 +8,10 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-__all__ = ["GGUF_MAGIC", "LlamaCppConfig", "gguf_problem"]
+__all__ = ["EMPTY_PATH", "GGUF_MAGIC", "LlamaCppConfig", "gguf_problem"]
 
 GGUF_MAGIC = b"GGUF"
+EMPTY_PATH = "model_path is empty: give the path of a GGUF file, or leave model_path out for the bundled model"
 
 
 def gguf_problem(path: Path) -> str | None:
@@ -39,6 +40,8 @@ def _expand_user(value: object) -> object:
     making a relative path relative to the YAML file's directory)."""
     if not isinstance(value, str | os.PathLike):
         return value
+    if not os.fspath(value).strip():
+        raise ValueError(EMPTY_PATH)
     return Path(value).expanduser()
 
 

@@ -19,6 +19,13 @@ Modes (:func:`plan`):
 Tool parameter schemas and the output schema may use local ``$ref`` into ``$defs``: the
 definitions are hoisted to the root of the combined schema (renamed ``<tool>__<Name>`` when two
 differ under one name) so references keep resolving.
+
+What the grammar does not enforce: llama-cpp-python's regex-to-GBNF translation emits escapes
+llama.cpp cannot parse (``\\d``, ``\\w``, ``\\.``, ...), so every string ``pattern`` is left out of
+the schema the grammar is made from (:func:`relax`); the caller reports that as a warning, and
+the final answer is still validated against the full schema by the agent. Literals (property
+names, ``const`` / ``enum`` strings) are escaped correctly here (the upstream converter leaves
+backslashes unescaped, which breaks names containing a quote or a backslash).
 """
 
 from __future__ import annotations
@@ -30,7 +37,16 @@ from typing import Any, Literal
 
 from seamkit.values import ToolSchema, thaw
 
-__all__ = ["Mode", "Plan", "plan", "tool_call_schema", "to_gbnf", "read_tool_call", "offered_tools"]
+__all__ = [
+    "Mode",
+    "Plan",
+    "offered_tools",
+    "plan",
+    "read_tool_call",
+    "relax",
+    "to_gbnf",
+    "tool_call_schema",
+]
 
 Mode = Literal["text", "json", "tool", "auto_json", "auto_text"]
 
@@ -134,14 +150,63 @@ def plan(tools: Sequence[ToolSchema], choice: str, output_schema: Mapping[str, A
     return Plan("auto_text", tool_call_schema(callable_tools), names)
 
 
+# Keywords whose value maps names to subschemas (the names are data, not keywords).
+_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"})
+# Keywords whose value is data, never a schema.
+_DATA = frozenset({"const", "enum", "default", "examples", "required", "$ref", "description", "title"})
+
+
+def relax(schema: Any) -> tuple[Any, list[str]]:
+    """``schema`` without the string ``pattern`` keywords the grammar cannot carry, and the
+    JSON-Pointer-like locations (``#/properties/code``; ``#`` is the root) of those it dropped (``[]``: unchanged)."""
+    dropped: list[str] = []
+
+    def walk(node: Any, where: str) -> Any:
+        if isinstance(node, list):
+            return [walk(v, f"{where}/{i}") for i, v in enumerate(node)]
+        if not isinstance(node, dict):
+            return node
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            here = f"{where}/{key}"
+            if key == "pattern" and isinstance(value, str):
+                dropped.append("#" + where)
+            elif key in _SCHEMA_MAPS and isinstance(value, dict):
+                out[key] = {name: walk(sub, f"{here}/{name}") for name, sub in value.items()}
+            elif key in _DATA:
+                out[key] = value
+            else:
+                out[key] = walk(value, here)
+        return out
+
+    return walk(schema, ""), dropped
+
+
+def _converter() -> Any:
+    """llama-cpp-python's ``SchemaConverter`` with literals escaped for GBNF (backslash too)."""
+    from llama_cpp.llama_grammar import SchemaConverter
+
+    class _Converter(SchemaConverter):
+        def _format_literal(self, literal: str) -> str:
+            escaped = literal.replace("\\", "\\\\").replace('"', '\\"')
+            escaped = escaped.replace("\r", "\\r").replace("\n", "\\n")
+            return f'"{escaped}"'
+
+    factory: Any = _Converter  # SchemaConverter is untyped
+    return factory(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+
+
 def to_gbnf(p: Plan) -> str | None:
-    """The llama.cpp grammar for a plan (``None`` in ``text`` mode). Raises ``ValueError`` (or
-    another exception from llama-cpp-python's converter) for a schema it cannot convert."""
+    """The llama.cpp grammar for a plan (``None`` in ``text`` mode), made from the plan's schema
+    with its ``pattern`` keywords left out (:func:`relax`). Raises ``ValueError`` (or another
+    exception from llama-cpp-python's converter) for a schema it cannot convert. llama.cpp may
+    still reject the grammar: the provider checks it before generating."""
     if p.schema is None:
         return None
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
-
-    gbnf: str = json_schema_to_gbnf(json.dumps(p.schema))
+    schema, _ = relax(p.schema)
+    converter = _converter()
+    converter.visit(converter.resolve_refs(schema, "stdin"), "")
+    gbnf: str = converter.format_grammar()
     if p.mode != "auto_text":
         return gbnf
     lines = []

