@@ -94,3 +94,10 @@ async def test_unusable_tool_arguments_are_a_classified_provider_error(args: str
     deltas = [Delta(tool_call=ToolCallDelta(0, "c1", "t", args)), Delta(finish_reason="tool_calls")]
     with pytest.raises(ProviderError, match="not usable JSON"):
         await collect_result(deltas)
+
+
+@pytest.mark.parametrize("template", ["Hi {{a.b}}", "Hi {{}}", "Hi {{ 1a }}", "{{a-b}} there"])
+def test_prompt_refuses_markers_that_are_not_variable_names(template: str) -> None:
+    with pytest.raises(ValueError, match="not a valid template variable"):
+        Prompt(template)
+    assert Prompt("Hi {{ name }} and {json: 1}").variables == {"name"}

@@ -7,9 +7,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Prompt"]
+__all__ = ["Prompt", "invalid_markers"]
 
 _VAR = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+_MARKER = re.compile(r"\{\{([^{}]*)\}\}")
+_NAME = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_]*\s*")
+
+
+def invalid_markers(template: str) -> tuple[str, ...]:
+    """The ``{{...}}`` markers of ``template`` whose content is not a variable name (``{{a.b}}``,
+    ``{{}}``): a prompt would leave them as written instead of filling them."""
+    return tuple(m.group(0) for m in _MARKER.finditer(template) if not _NAME.fullmatch(m.group(1)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +32,12 @@ class Prompt:
     template: str
     id: str = "prompt"
     version: str = "1"
+
+    def __post_init__(self) -> None:
+        bad = invalid_markers(self.template)
+        if bad:
+            raise ValueError(f"prompt {self.id}@{self.version}: {', '.join(map(repr, bad))} is not a valid "
+                             "template variable (a variable is a name such as {{topic}})")
 
     @property
     def variables(self) -> frozenset[str]:

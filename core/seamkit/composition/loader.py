@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -253,20 +252,15 @@ def _cross_checks(ctx: Context, data: Mapping[str, Any]) -> None:
         _check_json_schema(ctx, output["json_schema"], ("agent", "output", "json_schema"))
 
 
-#: ``{{ ... }}`` in a prompt template; its content must be a variable name (as the agent's Prompt reads it).
-_TEMPLATE_BRACES = re.compile(r"\{\{([^{}]*)\}\}")
-_TEMPLATE_VAR = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_]*\s*")
-
-
 def _check_template(ctx: Context, template: str, path: KeyPath) -> None:
     """Refuse ``{{...}}`` whose content is not a variable name (``{{a.b}}``, ``{{}}``): the prompt
     would keep them as written instead of filling them."""
     if ctx.is_poisoned(path):
         return
-    for m in _TEMPLATE_BRACES.finditer(template):
-        if _TEMPLATE_VAR.fullmatch(m.group(1)):
-            continue
-        shown = "a '{{...}}'" if ctx.from_env(path) else repr(m.group(0))
+    from seamkit.agent.prompt import invalid_markers
+
+    for marker in invalid_markers(template):
+        shown = "a '{{...}}'" if ctx.from_env(path) else repr(marker)
         ctx.add(f"{shown} is not a valid template variable: a variable is a name such as {{{{topic}}}} "
                 f"(letters, digits, _; no dots or expressions)", path)
 
