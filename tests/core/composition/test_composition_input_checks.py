@@ -30,8 +30,9 @@ def test_invalid_regex_pattern_in_output_schema_is_located(registry: Registry) -
 
 
 def test_valid_regex_pattern_in_output_schema_loads(registry: Registry) -> None:
-    loads_composition(HEAD + '  output: {json_schema: {type: string, pattern: "^(abc)+$"}}\n', registry=registry,
-                      env={})
+    comp = loads_composition(HEAD + '  output: {json_schema: {type: string, pattern: "^(abc)+$"}}\n',
+                             registry=registry, env={})
+    assert comp.agent.output.json_schema["pattern"] == "^(abc)+$"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("char", ["\x00", "\x07", "\ufffe", "\x1b"])
