@@ -86,7 +86,7 @@ class OutputSpec:
         try:
             value = json.loads(body, parse_constant=_no_constant)
         except json.JSONDecodeError as exc:
-            raise OutputValidationError([f"not valid JSON: {exc.msg} at position {exc.pos}"], text) from None
+            raise OutputValidationError([f"not valid JSON: {exc.msg} (position {exc.pos})"], text) from None
         except RecursionError:
             raise OutputValidationError(["not usable JSON: nested too deeply"], text) from None
         except ValueError as exc:  # NaN/Infinity, or an integer too long to convert

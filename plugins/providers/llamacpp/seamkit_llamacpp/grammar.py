@@ -196,6 +196,18 @@ def _converter() -> Any:
     return factory(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
 
 
+# llama-cpp-python's string rule admits raw control characters (a newline inside a string), which
+# JSON forbids (RFC 8259 section 7); llama.cpp's own json.gbnf excludes them. Same rule here.
+_LAX_CHAR = 'char ::= [^"\\\\] |'
+_STRICT_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
+
+
+def _strict_strings(gbnf: str) -> str:
+    return "\n".join(
+        _STRICT_CHAR + line[len(_LAX_CHAR):] if line.startswith(_LAX_CHAR) else line for line in gbnf.splitlines()
+    )
+
+
 def to_gbnf(p: Plan) -> str | None:
     """The llama.cpp grammar for a plan (``None`` in ``text`` mode), made from the plan's schema
     with its ``pattern`` keywords left out (:func:`relax`). Raises ``ValueError`` (or another
@@ -206,7 +218,7 @@ def to_gbnf(p: Plan) -> str | None:
     schema, _ = relax(p.schema)
     converter = _converter()
     converter.visit(converter.resolve_refs(schema, "stdin"), "")
-    gbnf: str = converter.format_grammar()
+    gbnf: str = _strict_strings(converter.format_grammar())
     if p.mode != "auto_text":
         return gbnf
     lines = []

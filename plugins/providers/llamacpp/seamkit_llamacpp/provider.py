@@ -91,17 +91,21 @@ def _close_models() -> None:
     are gone). Runs after the interpreter joined the (non-daemon) workers; a model whose lock is
     still held after ``_CLOSE_TIMEOUT_S`` (a generation in a foreign thread) is never freed: its
     reference count is raised so that interpreter teardown cannot free it either."""
-    for loaded in list(_MODELS.values()):
-        if loaded.lock.acquire(timeout=_CLOSE_TIMEOUT_S):
-            try:
-                loaded.llm.close()
-            except Exception:
-                pass
-            finally:
-                loaded.lock.release()
-        else:  # in use: leak it on purpose (a reference nobody will ever drop)
-            ctypes.pythonapi.Py_IncRef(ctypes.py_object(loaded.llm))
-    _MODELS.clear()
+    try:
+        for loaded in list(_MODELS.values()):
+            if loaded.lock.acquire(timeout=_CLOSE_TIMEOUT_S):
+                try:
+                    loaded.llm.close()
+                except Exception:
+                    pass
+                finally:
+                    loaded.lock.release()
+            else:  # in use: leak it on purpose (a reference nobody will ever drop)
+                ctypes.pythonapi.Py_IncRef(ctypes.py_object(loaded.llm))
+        _MODELS.clear()
+    except KeyboardInterrupt:
+        # a second Ctrl-C while exiting: the process is ending anyway; the OS frees the memory
+        pass
 
 
 atexit.register(_close_models)

@@ -177,3 +177,23 @@ async def test_context_error_names_configured_and_actual_n_ctx() -> None:
     assert info.value.failure_class is FailureClass.CONTEXT_LENGTH
     # llama.cpp raises a 64-token context to its 256-token minimum: both numbers are named.
     assert "the context window is 256 tokens (n_ctx: 64 was configured; llama.cpp uses 256)" in str(info.value)
+
+
+def test_grammar_strings_exclude_raw_control_characters() -> None:
+    from seamkit_llamacpp.grammar import Plan, to_gbnf
+
+    gbnf = to_gbnf(Plan("json", {"type": "array", "items": {"type": "string"}}))
+    assert gbnf is not None
+    char_rules = [line for line in gbnf.splitlines() if line.startswith("char ::=")]
+    assert char_rules and all("\\x00-\\x1F" in line for line in char_rules)
+
+
+async def test_string_array_output_is_valid_json(model: LlamaCppProvider) -> None:
+    # regression: the upstream string rule let the model put a raw newline inside a string
+    import json
+
+    schema = {"type": "array", "items": {"type": "string"}, "minItems": 3, "maxItems": 3}
+    request = ChatRequest((Message.user("List three colours."),), output_schema=schema, max_tokens=64)
+    result = await model.chat(request)
+    value = json.loads(result.text)
+    assert isinstance(value, list) and len(value) == 3
