@@ -36,18 +36,30 @@ def secret_forms(secrets: Iterable[str]) -> frozenset[str]:
     return frozenset(forms)
 
 
+def _shortest_masked(form: str) -> int:
+    """How long a leading part of a secret must be to be masked on its own: a third of it, at
+    least 4 characters (a reply cut off mid-secret, ``hunter2SEC...``, must not show the part)."""
+    return min(len(form), max(4, len(form) // 3))
+
+
 class TextScrubber:
     """Masks ``secrets`` (see :func:`secret_forms`) in text that arrives in pieces.
 
-    :meth:`feed` returns the text that can be shown now, with every secret replaced by ``***``;
-    the end of a piece that could be the start of a secret is held back until the next piece
-    shows whether it is one. :meth:`drain` returns what is held (never a whole secret).
+    Masked: every whole secret, and every leading part of one at least a third of its length
+    (4 characters at least) — a model's reply cut off in the middle of a secret. :meth:`feed`
+    returns the text that can be shown now; the end of a piece that could be the start of a
+    secret is held back until the next piece shows whether it is one. :meth:`drain` returns what
+    is held, masked when it is a long enough start of a secret.
     """
 
     def __init__(self, secrets: Iterable[str]) -> None:
         forms = sorted(secret_forms(secrets), key=len, reverse=True)
         self.forms = tuple(forms)
-        self._pattern = re.compile("|".join(re.escape(f) for f in forms)) if forms else None
+        parts = sorted(
+            {f[:n] for f in forms for n in range(_shortest_masked(f), len(f) + 1)}, key=len, reverse=True
+        )
+        self._pattern = re.compile("|".join(re.escape(p) for p in parts)) if parts else None
+        self._whole = re.compile("|".join(re.escape(f) for f in forms)) if forms else None
         self._starts = frozenset(f[0] for f in forms)
         self._longest = len(forms[0]) if forms else 0
         self._pending = ""
@@ -72,14 +84,17 @@ class TextScrubber:
     def feed(self, text: str) -> str:
         if self._pattern is None:
             return text
-        out = self.scrub(self._pending + text)
-        cut = self._held_from(out)
-        self._pending = out[cut:]
-        return out[:cut]
+        assert self._whole is not None
+        # whole secrets first; then hold back an end that may be a secret's start (masking it
+        # as a mere start now would show the secret's rest when the next piece comes)
+        text = self._whole.sub(MASK, self._pending + text)
+        cut = self._held_from(text)
+        self._pending = text[cut:]
+        return self.scrub(text[:cut])
 
     def drain(self) -> str:
         pending, self._pending = self._pending, ""
-        return pending
+        return self.scrub(pending)
 
 
 class ScrubbingWriter:

@@ -340,8 +340,20 @@ def test_text_scrubber_pieces_equal_whole_text_replacement(secret: str, text: st
     scrubber = TextScrubber([secret])
     bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
     out = "".join(scrubber.feed(text[a:b]) for a, b in itertools.pairwise(bounds)) + scrubber.drain()
-    assert out == text.replace(secret, MASK)
+    shortest = min(len(secret), max(4, len(secret) // 3))
+    parts = [secret[:n] for n in range(shortest, len(secret) + 1)]
     assert secret not in out
+    assert not any(p in out for p in parts)  # nor a long enough start of it (a cut-off reply)
+    if not any(p in text for p in parts):
+        assert out == text  # text with no secret in it passes unchanged
+
+
+def test_a_reply_cut_off_inside_a_secret_is_masked() -> None:
+    # regression: max_tokens ending a reply mid-secret printed "hunter2SECRET"
+    for cut in ("hunter", "hunter2", "hunter2SECRET"):
+        scrubber = TextScrubber(["hunter2SECRETVALUE"])
+        assert scrubber.feed(f"The code is {cut}") + scrubber.drain() == "The code is ***"
+        assert TextScrubber(["hunter2SECRETVALUE"]).scrub(f"last answer: '{cut}'") == "last answer: '***'"
 
 
 # -- 2. recursion: a located configuration error, exit 2 -----------------------------------------
