@@ -101,3 +101,9 @@ def test_prompt_refuses_markers_that_are_not_variable_names(template: str) -> No
     with pytest.raises(ValueError, match="not a valid template variable"):
         Prompt(template)
     assert Prompt("Hi {{ name }} and {json: 1}").variables == {"name"}
+
+
+def test_required_tool_choice_without_tools_is_refused() -> None:
+    # regression: it was accepted and the run silently answered in free text
+    with pytest.raises(ValueError, match="needs at least one tool"):
+        Agent(ScriptedModel(["ok"]), tool_choice="required")

@@ -76,6 +76,8 @@ class Agent:
         if self.max_parallel_tools < 1:
             raise ValueError("max_parallel_tools must be at least 1")
         registry = ToolRegistry(self.tools)
+        if self.tool_choice == "required" and not registry:
+            raise ValueError("tool_choice 'required' needs at least one tool")
         if self.tool_choice not in ("auto", "required", "none") and self.tool_choice not in registry:
             raise ValueError(f"tool_choice {self.tool_choice!r} names no tool of this agent")
         object.__setattr__(self, "_invoker", Invoker(self.model, registry, self.middlewares))

@@ -109,8 +109,9 @@ def build_parser(
     p = sub.add_parser(
         "run",
         help="run a composed agent on a task",
-        description="Load FILE, build its agent and run it on TASK, streaming text (stdout), tool calls "
-        "and a summary (stderr).",
+        description="Load FILE, build its agent and run it on TASK. stdout gets the answer: the streamed text "
+        "of a free-text agent, or only the final JSON of an agent with a typed output (its text then streams "
+        "to stderr). Tool calls, warnings and a summary go to stderr.",
     )
     p.add_argument("file", metavar="FILE", help="composition YAML file")
     p.add_argument("task", metavar="TASK", help="the task text ('-' reads it from stdin)")

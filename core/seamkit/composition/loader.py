@@ -234,7 +234,11 @@ def _cross_checks(ctx: Context, data: Mapping[str, Any]) -> None:
         else:
             first[name] = i
     choice = agent.get("tool_choice")
-    if isinstance(choice, str) and choice not in _TOOL_CHOICES and choice not in first:
+    if isinstance(choice, (int, float)) and not isinstance(choice, bool):
+        choice = str(choice)  # an unquoted number is still meant as a tool's name
+    if choice == "required" and not names:
+        ctx.add("tool_choice 'required' needs at least one tool in agent.tools", ("agent", "tool_choice"))
+    elif isinstance(choice, str) and choice not in _TOOL_CHOICES and choice not in first:
         path = ("agent", "tool_choice")
         if ctx.from_env(path):
             ctx.add("tool_choice (from the environment) names no configured tool", path)

@@ -292,3 +292,21 @@ def test_files_larger_than_1_mib_are_refused_quickly(tmp_path: Path, registry: R
         loads_composition(path.read_text(), registry=registry)
     path.write_text(body + "    short\n")
     assert load_composition(path, registry=registry).agent.prompt is not None
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("  tool_choice: 5\n", "tool_choice '5' names no configured tool"),
+        ("  tool_choice: required\n", "needs at least one tool"),
+    ],
+)
+def test_tool_choice_problems_are_found_at_load(line: str, message: str) -> None:
+    # regressions: `validate` said ok and the run failed (an unquoted number; required without tools)
+    from seamkit.composition import loads_composition
+    from seamkit.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        loads_composition("seamkit: 1\nagent:\n  model: {use: scripted, turns: [x]}\n" + line, file="t.yaml", env={})
+    issue = next(i for i in info.value.issues if i.path == "agent.tool_choice")
+    assert message in issue.message and issue.line == 4

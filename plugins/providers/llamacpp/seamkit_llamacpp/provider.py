@@ -534,27 +534,10 @@ class LlamaCppProvider:
         self, llm: Any, job: _Job, emit: Callable[[tuple[str, Any]], None], cancel: threading.Event
     ) -> None:
         self._check_grammar(llm, job.gbnf)
-        n_ctx = llm.n_ctx()
         tokens = self._tokens(llm, job.segments)
         n_prompt = len(tokens)
-        if n_prompt >= n_ctx:
-            window = (
-                f"the context window is {n_ctx} tokens (n_ctx)"
-                if n_ctx == self.config.n_ctx
-                else f"the context window is {n_ctx} tokens (n_ctx: {self.config.n_ctx} was configured; "
-                f"llama.cpp uses {n_ctx})"
-            )
-            raise ProviderError(
-                f"the prompt is {n_prompt} tokens; {window}",
-                FailureClass.CONTEXT_LENGTH,
-                provider=PROVIDER,
-            )
         settings = job.settings
-        max_tokens = settings.max_tokens
-        if n_prompt + max_tokens > n_ctx:
-            max_tokens = n_ctx - n_prompt
-            emit(("warning", f"llamacpp reduced max_tokens from {settings.max_tokens} to {max_tokens} "
-                             f"to fit the context window of {n_ctx} tokens"))
+        max_tokens = self._fit(llm, n_prompt, settings.max_tokens, emit)
         result = self._complete(llm, tokens, job.gbnf, max_tokens, settings, emit, cancel)
         if result is None:
             raise _Stopped
@@ -568,13 +551,36 @@ class LlamaCppProvider:
                                "it was asked for the final answer instead (repeat_tool_calls=false)"))
                 self._check_grammar(llm, job.answer_gbnf)
                 answer_tokens = self._tokens(llm, job.answer_segments)
-                result = self._complete(llm, answer_tokens, job.answer_gbnf, max_tokens, settings, emit, cancel)
+                answer_max = self._fit(llm, len(answer_tokens), settings.max_tokens, emit)
+                result = self._complete(llm, answer_tokens, job.answer_gbnf, answer_max, settings, emit, cancel)
                 if result is None:
                     raise _Stopped
                 finish, _, more = result
                 sampled += more
                 inputs += len(answer_tokens)
         emit(("done", (finish, inputs, sampled)))
+
+    def _fit(self, llm: Any, n_prompt: int, max_tokens: int, emit: Callable[[tuple[str, Any]], None]) -> int:
+        """``max_tokens`` reduced (with a warning) so prompt and reply fit the context window.
+        Raises ``ProviderError`` (``context_length``) when the prompt alone does not fit."""
+        n_ctx: int = llm.n_ctx()
+        if n_prompt >= n_ctx:
+            window = (
+                f"the context window is {n_ctx} tokens (n_ctx)"
+                if n_ctx == self.config.n_ctx
+                else f"the context window is {n_ctx} tokens (n_ctx: {self.config.n_ctx} was configured; "
+                f"llama.cpp uses {n_ctx})"
+            )
+            raise ProviderError(
+                f"the prompt is {n_prompt} tokens; {window}",
+                FailureClass.CONTEXT_LENGTH,
+                provider=PROVIDER,
+            )
+        if n_prompt + max_tokens > n_ctx:
+            emit(("warning", f"llamacpp reduced max_tokens from {max_tokens} to {n_ctx - n_prompt} "
+                             f"to fit the context window of {n_ctx} tokens"))
+            return n_ctx - n_prompt
+        return max_tokens
 
     def _check_grammar(self, llm: Any, gbnf: str | None) -> None:
         """Raise ``ProviderError`` (``invalid_request``) when llama.cpp cannot parse ``gbnf``:
