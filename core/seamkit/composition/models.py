@@ -145,9 +145,13 @@ class OutputConfig(_Model):
 class Settings(_Model):
     """Model settings; omitted = the provider's default."""
 
-    temperature: float | None = Field(default=None, ge=0, description="Sampling temperature")
+    temperature: float | None = Field(
+        default=None, ge=0, le=10, allow_inf_nan=False, description="Sampling temperature (finite, 0 to 10)"
+    )
     max_tokens: int | None = Field(default=None, ge=1, description="Most output tokens per model turn")
-    seed: int | None = Field(default=None, description="Sampling seed, where the provider supports one")
+    seed: int | None = Field(
+        default=None, ge=-(2**63), le=2**64 - 1, description="Sampling seed (64-bit), where the provider supports one"
+    )
 
 
 class AgentConfig(_Model):

@@ -310,3 +310,17 @@ def test_tool_choice_problems_are_found_at_load(line: str, message: str) -> None
         loads_composition("seamkit: 1\nagent:\n  model: {use: scripted, turns: [x]}\n" + line, file="t.yaml", env={})
     issue = next(i for i in info.value.issues if i.path == "agent.tool_choice")
     assert message in issue.message and issue.line == 4
+
+
+@pytest.mark.parametrize(
+    "line", ["  settings: {temperature: .inf}\n", "  settings: {temperature: 1e308}\n",
+             "  settings: {seed: 99999999999999999999999}\n"],
+)
+def test_out_of_range_settings_are_config_errors(line: str) -> None:
+    # regression: infinite temperatures and seeds beyond 64 bits were accepted
+    from seamkit.composition import loads_composition
+    from seamkit.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        loads_composition("seamkit: 1\nagent:\n  model: {use: scripted, turns: [x]}\n" + line, file="t.yaml", env={})
+    assert any(i.path.startswith("agent.settings.") and i.line == 4 for i in info.value.issues)

@@ -78,8 +78,9 @@ class LlamaCppConfig(BaseModel):
     threads: int = Field(
         default_factory=lambda: os.cpu_count() or 1, ge=1, description="CPU threads for generation"
     )
-    temperature: float = Field(default=0.0, ge=0.0, description="Sampling temperature; 0 = greedy")
-    seed: int = Field(default=42, ge=0, description="Sampling seed")
+    temperature: float = Field(default=0.0, ge=0.0, le=10.0, allow_inf_nan=False,
+                               description="Sampling temperature; 0 = greedy")
+    seed: int = Field(default=42, ge=0, le=2**32 - 1, description="Sampling seed (llama.cpp takes 32 bits)")
     max_tokens: int = Field(default=256, ge=1, description="Default cap on output tokens per call")
     top_k: int | None = Field(default=None, ge=1, description="Top-k sampling (None: llama.cpp's 40)")
     top_p: float | None = Field(
