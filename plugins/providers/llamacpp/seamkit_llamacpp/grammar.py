@@ -156,6 +156,40 @@ _SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperti
 _DATA = frozenset({"const", "enum", "default", "examples", "required", "$ref", "description", "title"})
 
 
+# Keywords llama-cpp-python's converter (0.3.36) ignores: the grammar does not enforce them.
+_IGNORED = frozenset({
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "uniqueItems",
+    "dependentRequired", "dependentSchemas", "not", "if", "contains", "minProperties", "maxProperties",
+    "propertyNames",
+})
+
+
+def unenforced(schema: Any) -> list[str]:
+    """``keyword at #/location`` for each keyword of ``schema`` the grammar does not enforce
+    (the reply is still validated against the full schema afterwards)."""
+    found: list[str] = []
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{where}/{i}")
+            return
+        if not isinstance(node, dict):
+            return
+        for key, value in node.items():
+            here = f"{where}/{key}"
+            if key in _IGNORED:
+                found.append(f"'{key}' at #{where}")
+            if key in _SCHEMA_MAPS and isinstance(value, dict):
+                for name, sub in value.items():
+                    walk(sub, f"{here}/{name}")
+            elif key not in _DATA:
+                walk(value, here)
+
+    walk(schema, "")
+    return found
+
+
 def relax(schema: Any) -> tuple[Any, list[str]]:
     """``schema`` without the string ``pattern`` keywords the grammar cannot carry, and the
     JSON-Pointer-like locations (``#/properties/code``; ``#`` is the root) of those it dropped (``[]``: unchanged)."""

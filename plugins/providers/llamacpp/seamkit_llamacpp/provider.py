@@ -58,7 +58,7 @@ from seamkit.values import (
 )
 
 from seamkit_llamacpp.config import EMPTY_PATH, LlamaCppConfig, gguf_problem
-from seamkit_llamacpp.grammar import Mode, Plan, plan, read_tool_call, relax, to_gbnf
+from seamkit_llamacpp.grammar import Mode, Plan, plan, read_tool_call, relax, to_gbnf, unenforced
 from seamkit_llamacpp.prompt import END, START, Segment, render
 
 __all__ = ["JOIN_TIMEOUT_S", "LlamaCppProvider", "build", "default_model_name", "resolve_model_path"]
@@ -369,6 +369,12 @@ class LlamaCppProvider:
             ) from None
         settings, warnings = self._settings(request)
         _, dropped = relax(decoding.schema)
+        ignored = unenforced(decoding.schema)
+        if ignored:
+            warnings.append(
+                "llamacpp: " + ", ".join(ignored) + " is not enforced while decoding (llama-cpp-python's grammar "
+                "converter ignores it); the reply is checked against the full schema afterwards"
+            )
         if dropped:
             warnings.append(
                 "llamacpp: the JSON Schema 'pattern' at "

@@ -197,3 +197,21 @@ async def test_string_array_output_is_valid_json(model: LlamaCppProvider) -> Non
     result = await model.chat(request)
     value = json.loads(result.text)
     assert isinstance(value, list) and len(value) == 3
+
+
+def test_unenforced_keywords_are_listed_with_their_locations() -> None:
+    from seamkit_llamacpp.grammar import unenforced
+
+    schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "minimum": 10, "maximum": 12}, "minimum": {"type": "string"}},
+        "required": ["n"],
+    }
+    assert unenforced(schema) == ["'minimum' at #/properties/n", "'maximum' at #/properties/n"]
+    assert unenforced({"type": "string", "enum": ["minimum"]}) == []
+
+
+async def test_bounds_the_grammar_ignores_are_reported_as_warnings(model: LlamaCppProvider) -> None:
+    # regression: minimum/maximum were silently not enforced while decoding
+    result = await model.chat(ask(output_schema={"type": "integer", "minimum": 10, "maximum": 12}, max_tokens=6))
+    assert any("'minimum' at #" in w and "not enforced" in w for w in result.warnings)
