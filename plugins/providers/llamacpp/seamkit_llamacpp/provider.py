@@ -569,7 +569,9 @@ class LlamaCppProvider:
     def _fit(self, llm: Any, n_prompt: int, max_tokens: int, emit: Callable[[tuple[str, Any]], None]) -> int:
         """``max_tokens`` reduced (with a warning) so prompt and reply fit the context window.
         Raises ``ProviderError`` (``context_length``) when the prompt alone does not fit."""
-        n_ctx: int = llm.n_ctx()
+        # llama.cpp may round the context up (llm.n_ctx()), while llama-cpp-python keeps its token
+        # buffer at the size asked for: the smaller is what fits ("could not broadcast" otherwise).
+        n_ctx: int = min(llm.n_ctx(), len(llm.input_ids))
         if n_prompt >= n_ctx:
             window = (
                 f"the context window is {n_ctx} tokens (n_ctx)"

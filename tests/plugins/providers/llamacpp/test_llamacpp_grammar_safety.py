@@ -175,8 +175,9 @@ async def test_context_error_names_configured_and_actual_n_ctx() -> None:
     with pytest.raises(ProviderError) as info:
         await small.chat(ChatRequest((Message.user("word " * 400),), max_tokens=4))
     assert info.value.failure_class is FailureClass.CONTEXT_LENGTH
-    # llama.cpp raises a 64-token context to its 256-token minimum: both numbers are named.
-    assert "the context window is 256 tokens (n_ctx: 64 was configured; llama.cpp uses 256)" in str(info.value)
+    # llama.cpp raises a 64-token context to its 256-token minimum, but llama-cpp-python keeps only
+    # 64 token slots, so 64 is the window that can be used (and the one the message names)
+    assert "the context window is 64 tokens (n_ctx)" in str(info.value)
 
 
 def test_grammar_strings_exclude_raw_control_characters() -> None:
@@ -215,3 +216,16 @@ async def test_bounds_the_grammar_ignores_are_reported_as_warnings(model: LlamaC
     # regression: minimum/maximum were silently not enforced while decoding
     result = await model.chat(ask(output_schema={"type": "integer", "minimum": 10, "maximum": 12}, max_tokens=6))
     assert any("'minimum' at #" in w and "not enforced" in w for w in result.warnings)
+
+
+async def test_context_check_uses_the_buffer_llama_cpp_python_keeps() -> None:
+    # regression: llama.cpp rounds n_ctx 384 up to 512, llama-cpp-python keeps 384 token slots;
+    # a ~450-token prompt passed the check and failed with "could not broadcast input array"
+    from seamkit.errors import FailureClass, ProviderError
+
+    small = LlamaCppProvider(LlamaCppConfig(threads=2, n_ctx=384, max_tokens=8))
+    request = ChatRequest((Message.user("word " * 440),), max_tokens=8)
+    with pytest.raises(ProviderError) as info:
+        await small.chat(request)
+    assert info.value.failure_class is FailureClass.CONTEXT_LENGTH
+    assert "384" in str(info.value)
