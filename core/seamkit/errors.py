@@ -143,6 +143,60 @@ class StoreValueError(SeamkitError):
     """A stored value has the wrong type for the operation (e.g. increment of a non-integer)."""
 
 
+class TTLNotSupported(SeamkitError, ValueError):
+    """A time-to-live the backend cannot honour (not finite, not positive, finer than its
+    resolution, or on an operation without expiry); refused rather than silently ignored."""
+
+
+class CheckpointConflict(SeamkitError):
+    """A checkpoint write expected a version that is no longer the run's latest (another writer
+    saved first). Nothing was written. ``run_id``, ``expected`` and ``actual`` (latest version,
+    ``None`` when the run has none)."""
+
+    def __init__(self, run_id: str, expected: int | None, actual: int | None) -> None:
+        self.run_id = run_id
+        self.expected = expected
+        self.actual = actual
+        super().__init__(
+            f"checkpoint conflict on run {run_id!r}: expected latest version {expected}, found {actual}"
+        )
+
+
+class RunNotResumable(SeamkitError):
+    """A run cannot be resumed: unknown run id, finished (without ``allow_finished``), already
+    resumed by another worker, or not suspended when decisions were given. ``run_id``, ``reason``."""
+
+    def __init__(self, run_id: str, reason: str) -> None:
+        self.run_id = run_id
+        self.reason = reason
+        super().__init__(f"run {run_id!r} cannot be resumed: {reason}")
+
+
+class CodecError(SeamkitError):
+    """A value could not be encoded (at snapshot time) or a payload could not be decoded.
+    ``path`` locates the value inside the state (``$.transcript[3].content[0]``); ``reason`` says why."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(f"{path}: {reason}")
+
+
+class EffectUncertain(SeamkitError):
+    """An effect's outcome is unknown (its operation raised, or a crash interrupted it after it was
+    prepared). It is never retried automatically; a person must decide. ``key`` is its idempotency key."""
+
+    def __init__(self, key: str, reason: str) -> None:
+        self.key = key
+        self.reason = reason
+        super().__init__(f"effect {key!r} is uncertain: {reason}")
+
+
+class EffectNotApplied(SeamkitError):
+    """Raised by an effect's operation to say it certainly did not happen (e.g. the payment API
+    answered 'declined' before charging): the ledger records it as failed and allows a retry."""
+
+
 @dataclass(frozen=True, slots=True)
 class ConfigIssue:
     """One problem in a composition: ``path`` (key path such as ``agent.model.temperature``),

@@ -7,13 +7,14 @@ idempotency, budget, audit) is a middleware, not a port.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from seamkit.values import ChatRequest, Delta, LLMResult, Scope, ToolSchema
 
 if TYPE_CHECKING:
+    from seamkit.durability.records import CheckpointInfo, CheckpointRecord, StoredCheckpoint
     from seamkit.runtime.context import RunContext
 
 __all__ = [
@@ -72,30 +73,102 @@ class ToolPort(Protocol):
 
 @runtime_checkable
 class StorePort(Protocol):
-    """A key-value store scoped by :class:`~seamkit.values.Scope`. ``ttl`` in seconds. Backend
-    failures raise :class:`~seamkit.errors.StoreUnavailable`."""
+    """A key-value store scoped by :class:`~seamkit.values.Scope` (each scope is its own namespace).
 
-    async def get(self, scope: Scope, key: str) -> Any | None: ...
+    Values are anything :mod:`seamkit.durability.codec` encodes; they come back equal and of the
+    same type. ``ttl`` is in seconds (finite, positive, at least ``ttl_resolution``; anything else
+    raises :class:`~seamkit.errors.TTLNotSupported`). An expired key reads as missing.
+    Backend failures raise :class:`~seamkit.errors.StoreUnavailable`, never a driver's exception.
+
+    - ``get`` returns ``default`` for a missing or expired key.
+    - ``get_or_set`` is single-flight: concurrent misses for one key (in one process) run
+      ``producer`` once and all get its value; a raising producer caches nothing and its error
+      reaches every waiter.
+    - ``delete`` says whether the key existed.
+    - ``append`` adds to a list value and returns the new length; ``list`` returns items
+      ``[start:stop]`` (``[]`` when missing).
+    - ``increment`` adds ``by`` to an integer (missing = 0) atomically and returns the result; a
+      non-integer value raises :class:`~seamkit.errors.StoreValueError` and is left unchanged. It
+      keeps an existing TTL.
+    - ``prune`` deletes expired keys now and returns how many.
+    """
+
+    ttl_resolution: float
+
+    async def get(self, scope: Scope, key: str, default: Any = None) -> Any: ...
 
     async def set(self, scope: Scope, key: str, value: Any, *, ttl: float | None = None) -> None: ...
 
+    async def get_or_set(
+        self, scope: Scope, key: str, producer: Callable[[], Awaitable[Any]], *, ttl: float | None = None
+    ) -> Any: ...
+
     async def delete(self, scope: Scope, key: str) -> bool: ...
 
+    async def append(self, scope: Scope, key: str, value: Any) -> int: ...
+
+    async def list(self, scope: Scope, key: str, start: int = 0, stop: int | None = None) -> Sequence[Any]: ...
+
     async def increment(self, scope: Scope, key: str, by: int = 1) -> int: ...
+
+    async def prune(self) -> int: ...
+
+    async def close(self) -> None: ...
 
 
 @runtime_checkable
 class CheckpointPort(Protocol):
-    """Durable snapshots of runs. ``save`` takes the version the writer last saw
-    (``expected_version``) and returns the new version; a stale writer gets a conflict error."""
+    """Durable, versioned checkpoints of runs; the storage half of
+    :class:`~seamkit.durability.checkpointer.Checkpointer`, which owns the semantics.
 
-    async def save(self, run_id: str, state: Mapping[str, Any], *, expected_version: int | None) -> int: ...
+    A run's versions are 1, 2, 3, ... Each :class:`~seamkit.durability.records.CheckpointRecord`
+    carries a small ``state`` (replaced each version) and ``entries`` appended to the run's log
+    (so a step writes what changed, never the whole transcript again). Payloads are codec text
+    the port stores verbatim.
 
-    async def latest(self, run_id: str) -> tuple[int, Mapping[str, Any]] | None: ...
+    - ``save(record, expected_version=)``: atomically, when the run's latest version equals
+      ``expected_version`` (``None``: the run has no versions) store ``record`` (whose ``version``
+      must be ``expected_version + 1``, or 1); otherwise raise
+      :class:`~seamkit.errors.CheckpointConflict` and write nothing.
+    - ``latest`` / ``at_version``: a :class:`~seamkit.durability.records.StoredCheckpoint` (the
+      record plus the log up to that version) or ``None``.
+    - ``list_versions``: :class:`~seamkit.durability.records.CheckpointInfo` per stored version,
+      oldest first. ``list_runs``: the latest version of each run, newest first, optionally only
+      one ``status`` or the children of ``parent_run_id``.
+    - ``put_write`` / ``pending_writes``: results of one step's tasks (tool call id -> payload)
+      recorded as they finish, before the next checkpoint, so a crash does not re-run them.
+    - ``delete_run``: everything of a run; says whether it existed.
+    - ``prune_runs(keep_last=, finished_before=)``: keep each run's last ``keep_last`` versions (the log
+      is kept); delete whole runs whose latest status is ``done`` or ``failed`` and whose latest
+      version was created before ``finished_before`` (unix seconds). Returns versions deleted.
 
-    async def list_versions(self, run_id: str) -> Sequence[int]: ...
+    Method names differ from :class:`StorePort`'s (``delete_run`` / ``prune_runs``) so that one
+    backend object can implement both ports.
 
-    async def delete(self, run_id: str) -> None: ...
+    Backend failures raise :class:`~seamkit.errors.StoreUnavailable`.
+    """
+
+    async def save(self, record: CheckpointRecord, *, expected_version: int | None) -> None: ...
+
+    async def latest(self, run_id: str) -> StoredCheckpoint | None: ...
+
+    async def at_version(self, run_id: str, version: int) -> StoredCheckpoint | None: ...
+
+    async def list_versions(self, run_id: str) -> Sequence[CheckpointInfo]: ...
+
+    async def list_runs(
+        self, *, status: str | None = None, parent_run_id: str | None = None, limit: int = 100
+    ) -> Sequence[CheckpointInfo]: ...
+
+    async def put_write(self, run_id: str, version: int, task_id: str, payload: str) -> None: ...
+
+    async def pending_writes(self, run_id: str, version: int) -> Mapping[str, str]: ...
+
+    async def delete_run(self, run_id: str) -> bool: ...
+
+    async def prune_runs(self, *, keep_last: int = 1, finished_before: float | None = None) -> int: ...
+
+    async def close(self) -> None: ...
 
 
 @runtime_checkable

@@ -1,0 +1,296 @@
+"""The ``Checkpointer``: run-level durability semantics over a :class:`~seamkit.ports.CheckpointPort`.
+
+It owns monotonic versions per run, statuses, the worker lease that lets only one process drive a
+run, the codec at the seam (state and messages are encoded on save and decoded on load, so
+callers never share mutable state with the store), and the refusal to persist secrets.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from seamkit.durability import codec
+from seamkit.durability.records import FINISHED_STATUSES, CheckpointInfo, CheckpointRecord, StoredCheckpoint
+from seamkit.errors import CheckpointConflict, CodecError, RunNotResumable
+from seamkit.ports import CheckpointPort, ClockPort, StorePort
+from seamkit.runtime.clock import SYSTEM_CLOCK
+from seamkit.values import EMPTY, FrozenDict, Message, freeze
+
+__all__ = ["Checkpointer", "RunHandle", "RunSnapshot", "worker_id"]
+
+log = logging.getLogger("seamkit.checkpoints")
+
+_HOST = socket.gethostname()
+
+
+def worker_id() -> str:
+    """This process as a lease owner: ``host:pid``."""
+    return f"{_HOST}:{os.getpid()}"
+
+
+def _owner_dead(owner: str) -> bool:
+    """True when ``owner`` is a process on this host that no longer exists."""
+    host, _, pid = owner.rpartition(":")
+    if host != _HOST or not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class RunSnapshot:
+    """A decoded checkpoint: ``run_id``, ``version``, ``status``, ``parent_run_id``, ``state``
+    (the run's state mapping), ``transcript`` (every message up to this version), ``metadata``,
+    ``created_at`` (unix seconds) and ``pending`` (decoded results recorded for this version's
+    step, by task id: tool call id -> :class:`~seamkit.values.ToolResult`)."""
+
+    run_id: str
+    version: int
+    status: str
+    parent_run_id: str | None
+    state: Mapping[str, Any]
+    transcript: tuple[Message, ...]
+    metadata: FrozenDict
+    created_at: float
+    pending: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _decode_stored(stored: StoredCheckpoint, pending: Mapping[str, str]) -> RunSnapshot:
+    rec = stored.record
+    state = codec.loads(rec.state)
+    if not isinstance(state, Mapping):
+        raise CodecError("$", f"checkpoint state of run {rec.run_id!r} v{rec.version} is not a mapping")
+    transcript = []
+    for i, entry in enumerate(stored.log):
+        try:
+            m = codec.loads(entry)
+        except CodecError as exc:
+            raise CodecError(f"$.transcript[{i}]{exc.path[1:]}", exc.reason) from None
+        if not isinstance(m, Message):
+            raise CodecError(f"$.transcript[{i}]", f"expected a Message, got {type(m).__name__}")
+        transcript.append(m)
+    return RunSnapshot(
+        rec.run_id,
+        rec.version,
+        rec.status,
+        rec.parent_run_id,
+        state,
+        tuple(transcript),
+        rec.metadata,
+        rec.created_at,
+        {k: codec.loads(v) for k, v in pending.items()},
+    )
+
+
+class Checkpointer:
+    """Durable runs over ``port``.
+
+    ``secrets``: strings that must never be persisted; a snapshot whose encoded form contains one
+    (4+ characters) is skipped, logged and recorded in :attr:`RunHandle.skipped`, never written.
+    ``lease_s``: how long (seconds) a running checkpoint keeps other workers from resuming the run
+    (renewed on every save; a lease whose owner process on this host has died is void).
+    ``store``: the :class:`~seamkit.ports.StorePort` for effect receipts and per-thread approvals;
+    defaults to ``port`` when it is one.
+    """
+
+    __slots__ = ("clock", "lease_s", "owner", "port", "secrets", "store")
+
+    def __init__(
+        self,
+        port: CheckpointPort,
+        *,
+        secrets: Iterable[str] = (),
+        lease_s: float = 60.0,
+        clock: ClockPort = SYSTEM_CLOCK,
+        store: StorePort | None = None,
+        owner: str | None = None,
+    ) -> None:
+        if not isinstance(port, CheckpointPort):
+            raise TypeError(f"port must implement CheckpointPort, got {type(port).__name__}")
+        self.port = port
+        self.secrets = tuple(s for s in secrets if isinstance(s, str) and len(s) >= 4)
+        self.lease_s = float(lease_s)
+        self.clock = clock
+        self.store = store if store is not None else (port if isinstance(port, StorePort) else None)
+        self.owner = owner or worker_id()
+
+    def __repr__(self) -> str:
+        return f"Checkpointer(port={type(self.port).__name__}, lease_s={self.lease_s})"
+
+    def _now(self) -> float:
+        return self.clock.now().timestamp()
+
+    def _taint(self, texts: Iterable[str]) -> str | None:
+        for t in texts:
+            for s in self.secrets:
+                if s in t:
+                    return "the state contains a secret value (an environment value of the composition)"
+        return None
+
+    async def begin(
+        self,
+        run_id: str,
+        state: Mapping[str, Any],
+        messages: Sequence[Message],
+        *,
+        parent_run_id: str | None = None,
+        metadata: Mapping[str, Any] = EMPTY,
+    ) -> RunHandle:
+        """Start a run's checkpoints: version 1 with status ``running``. Raises
+        :class:`~seamkit.errors.CodecError` (naming the path) when the state cannot be encoded and
+        :class:`~seamkit.errors.CheckpointConflict` when ``run_id`` already has checkpoints."""
+        handle = RunHandle(self, run_id, parent_run_id, 0, freeze(dict(metadata)))
+        await handle.save("running", state, messages)
+        return handle
+
+    async def latest(self, run_id: str) -> RunSnapshot | None:
+        """The run's latest checkpoint decoded (with its pending writes), or ``None``."""
+        stored = await self.port.latest(run_id)
+        if stored is None:
+            return None
+        pending = await self.port.pending_writes(run_id, stored.record.version)
+        return _decode_stored(stored, pending)
+
+    async def at_version(self, run_id: str, version: int) -> RunSnapshot | None:
+        """The run as it was at ``version`` (time travel), or ``None`` (unknown or pruned)."""
+        stored = await self.port.at_version(run_id, version)
+        if stored is None:
+            return None
+        pending = await self.port.pending_writes(run_id, version)
+        return _decode_stored(stored, pending)
+
+    async def history(self, run_id: str) -> Sequence[CheckpointInfo]:
+        """Every stored version's header, oldest first."""
+        return await self.port.list_versions(run_id)
+
+    async def list_runs(
+        self, *, status: str | None = None, parent_run_id: str | None = None, limit: int = 100
+    ) -> Sequence[CheckpointInfo]:
+        return await self.port.list_runs(status=status, parent_run_id=parent_run_id, limit=limit)
+
+    async def delete(self, run_id: str) -> bool:
+        return await self.port.delete_run(run_id)
+
+    async def fork(self, run_id: str, version: int, new_run_id: str) -> RunHandle:
+        """Time travel: start ``new_run_id`` from ``run_id`` as it was at ``version`` (its state and
+        transcript; status ``running``, ``forked_from`` in its metadata), leaving the original run
+        untouched. Resume the new run to continue from there. Raises
+        :class:`~seamkit.errors.RunNotResumable` when that version does not exist."""
+        past = await self.at_version(run_id, version)
+        if past is None:
+            raise RunNotResumable(run_id, f"version {version} does not exist (or was pruned)")
+        meta = {k: v for k, v in past.metadata.items() if k not in ("owner", "lease_until")}
+        meta["forked_from"] = f"{run_id}@{version}"
+        return await self.begin(
+            new_run_id, past.state, past.transcript, parent_run_id=past.parent_run_id, metadata=meta
+        )
+
+    async def prune(self, *, keep_last: int = 1, finished_before: float | None = None) -> int:
+        return await self.port.prune_runs(keep_last=keep_last, finished_before=finished_before)
+
+    async def claim(
+        self,
+        run_id: str,
+        *,
+        allow_finished: bool = False,
+        require_suspended: bool = False,
+        steal: bool = False,
+    ) -> tuple[RunHandle, RunSnapshot]:
+        """Take over ``run_id`` to continue it: load the latest checkpoint and write a new
+        ``running`` version owned by this worker, checked against the version read, so of two workers
+        claiming at once exactly one wins.
+
+        Raises :class:`~seamkit.errors.RunNotResumable` when the run is unknown, finished
+        (unless ``allow_finished``), not suspended when ``require_suspended``, held by a live
+        worker's lease (unless ``steal``), or claimed by another worker first.
+        """
+        snap = await self.latest(run_id)
+        if snap is None:
+            raise RunNotResumable(run_id, "no checkpoints for this run id")
+        latest_version = snap.version
+        if snap.status in FINISHED_STATUSES and not allow_finished:
+            raise RunNotResumable(run_id, f"it is {snap.status} (pass allow_finished to continue it anyway)")
+        if require_suspended and snap.status != "suspended":
+            why = "it was already resumed" if snap.status == "running" else f"it is {snap.status}"
+            raise RunNotResumable(run_id, f"it is not waiting for approval ({why})")
+        if snap.status == "running" and not steal:
+            owner = str(snap.metadata.get("owner") or "")
+            until = snap.metadata.get("lease_until")
+            left = until - self._now() if isinstance(until, (int, float)) else 0.0
+            if left > 0 and owner != self.owner and not _owner_dead(owner):
+                raise RunNotResumable(run_id, f"another worker ({owner}) is running it (lease for {left:.0f} s more)")
+        handle = RunHandle(self, run_id, snap.parent_run_id, latest_version, snap.metadata)
+        handle._logged = len(snap.transcript)
+        try:
+            await handle.save("running", snap.state, snap.transcript)
+        except CheckpointConflict:
+            raise RunNotResumable(run_id, "another worker resumed it first") from None
+        return handle, snap
+
+
+class RunHandle:
+    """The writer of one run's checkpoints: tracks the version it last wrote and which messages of
+    the transcript are already in the run's log, so each save appends only new messages."""
+
+    __slots__ = ("_logged", "checkpointer", "metadata", "parent_run_id", "run_id", "skipped", "version")
+
+    def __init__(
+        self, checkpointer: Checkpointer, run_id: str, parent_run_id: str | None, version: int, metadata: FrozenDict
+    ) -> None:
+        self.checkpointer = checkpointer
+        self.run_id = run_id
+        self.parent_run_id = parent_run_id
+        self.version = version
+        self.metadata = metadata
+        self._logged = 0
+        self.skipped: list[str] = []
+
+    async def save(self, status: str, state: Mapping[str, Any], transcript: Sequence[Message]) -> bool:
+        """Write the next version: ``status``, ``state``, and the messages of ``transcript`` not yet
+        logged. Returns ``False`` (and records why in :attr:`skipped`) when the snapshot holds a
+        secret. Raises :class:`~seamkit.errors.CodecError` for a value the codec cannot encode,
+        :class:`~seamkit.errors.CheckpointConflict` when another worker wrote meanwhile."""
+        cp = self.checkpointer
+        state_text = codec.dumps(dict(state))
+        new = transcript[self._logged :]
+        entries = []
+        for i, m in enumerate(new):
+            try:
+                entries.append(codec.dumps(m))
+            except CodecError as exc:
+                raise CodecError(f"$.transcript[{self._logged + i}]{exc.path[1:]}", exc.reason) from None
+        why = cp._taint((state_text, *entries))
+        if why is not None:
+            self.skipped.append(f"version {self.version + 1} not saved: {why}")
+            log.warning("checkpoint of run %s skipped: %s", self.run_id, why)
+            return False
+        now = cp._now()
+        meta = dict(self.metadata)
+        meta["owner"] = cp.owner
+        meta["lease_until"] = now + cp.lease_s if status == "running" else None
+        record = CheckpointRecord(
+            self.run_id, self.version + 1, status, state_text, tuple(entries), self.parent_run_id, freeze(meta), now
+        )
+        await cp.port.save(record, expected_version=self.version or None)
+        self.version += 1
+        self._logged = len(transcript)
+        return True
+
+    async def record_write(self, task_id: str, value: Any) -> None:
+        """Record a finished task's result (a tool call id and its result) against the current
+        version, so a resumed run does not run it again."""
+        cp = self.checkpointer
+        text = codec.dumps(value)
+        if cp._taint((text,)) is not None:
+            return
+        await cp.port.put_write(self.run_id, self.version, task_id, text)
