@@ -3,6 +3,7 @@
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/core -x`.
 set -euo pipefail
 source "$(dirname "$0")/_setup.sh"
+source "$(dirname "$0")/_services.sh"
 
 echo "== ruff" >&2
 .venv/bin/ruff check .

@@ -3,6 +3,8 @@
 - :class:`ScriptedModel`: plays back scripted turns and records the requests it received.
 - :class:`SchemaDrivenModel`: calls every advertised tool once with valid arguments, then answers.
 - :func:`make_test_ctx`, :class:`FakeClock`, :func:`block_network`.
+- :class:`MemoryStore`: the in-memory reference backend of the store and checkpoint ports; their
+  conformance suites are in :mod:`seamkit.testing.conformance`.
 
 Names load lazily: the package is imported on every start (it registers the ``scripted``
 provider), so it must stay cheap.
@@ -17,6 +19,7 @@ TYPE_CHECKING = False
 _EXPORTS = {
     "FakeClock": "seamkit.testing.clock",
     "make_test_ctx": "seamkit.testing.context",
+    "MemoryStore": "seamkit.testing.memory_store",
     "SchemaDrivenModel": "seamkit.testing.models",
     "ScriptedModel": "seamkit.testing.models",
     "ScriptedTurn": "seamkit.testing.models",
@@ -34,5 +37,6 @@ __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:
     from seamkit.testing.clock import FakeClock
     from seamkit.testing.context import make_test_ctx
+    from seamkit.testing.memory_store import MemoryStore
     from seamkit.testing.models import SchemaDrivenModel, ScriptedModel, ScriptedTurn, example_for_schema
     from seamkit.testing.network import NetworkBlocked, block_network

@@ -1,4 +1,6 @@
-"""Registers the test kit's ``scripted`` provider, so composed agents can run offline:
+"""Registers the test kit's components: the in-memory ``memory`` store (store and checkpoint
+ports; nothing survives the process) and the ``scripted`` provider, so composed agents can run
+offline:
 
 .. code-block:: yaml
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 from seamkit.hookspecs import hookimpl
 
-__all__ = ["seamkit_register_providers"]
+__all__ = ["seamkit_register_providers", "seamkit_register_stores"]
 
 
 @hookimpl
@@ -24,4 +26,14 @@ def seamkit_register_providers(register):  # type: ignore[no-untyped-def]
         "seamkit.testing.scripted_component:build",
         config="seamkit.testing.scripted_component:ScriptedConfig",
         description="Plays back turns written in the YAML (offline testing)",
+    )
+
+
+@hookimpl
+def seamkit_register_stores(register):  # type: ignore[no-untyped-def]
+    register(
+        "memory",
+        "seamkit.testing.memory_store:build",
+        config="seamkit.testing.memory_store_config:MemoryStoreConfig",
+        description="In-memory store and checkpoints (tests; nothing survives the process)",
     )
