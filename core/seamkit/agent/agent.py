@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seamkit.agent.loop import Run
 from seamkit.agent.output import OutputSpec, output_spec
@@ -16,7 +16,11 @@ from seamkit.runtime.concurrency import run_sync
 from seamkit.runtime.context import RunContext
 from seamkit.runtime.invoker import Invoker
 from seamkit.tools.registry import ToolRegistry
-from seamkit.values import EMPTY, FrozenDict, Message, StreamEvent, freeze
+from seamkit.values import EMPTY, FrozenDict, Message, Scope, StreamEvent, Usage, freeze
+
+if TYPE_CHECKING:
+    from seamkit.durability.approvals import Decision
+    from seamkit.durability.checkpointer import RunSnapshot
 
 __all__ = ["Agent", "Task"]
 
@@ -33,12 +37,18 @@ class Agent:
     :class:`OutputSpec`; validated with one corrective turn. ``middlewares``: wrap every chat and
     tool call, outermost first. ``tool_choice``: for the first model turn (``auto``, ``required``,
     ``none`` or a tool name); with ``reset_tool_choice`` it returns to ``auto`` after a tool batch so
-    a forced tool cannot loop. ``max_steps``: model turns before the run stops with stop reason
+    a forced tool cannot loop. ``checkpointer``: a :class:`~seamkit.durability.checkpointer.Checkpointer`
+    (or a :class:`~seamkit.ports.CheckpointPort`, wrapped in one) makes runs durable: a checkpoint
+    after every model turn and tool batch, side-effecting tools through the effect ledger,
+    :meth:`resume`. ``approvals``: tool name -> ``never`` / ``every_call`` / ``once_per_run`` /
+    ``once_per_thread``; a call that needs approval suspends the run (needs a checkpointer).
+    ``max_steps``: model turns before the run stops with stop reason
     ``max_steps``. ``max_parallel_tools``: tool calls of one turn run at most this many at once.
     ``temperature``, ``max_tokens`` (output tokens), ``seed``: model settings; ``None`` = provider
     default. ``observers`` receive every :class:`~seamkit.values.StreamEvent`.
 
-    Raises ``ValueError`` on duplicate tool names or ``max_steps < 1``.
+    Raises ``ValueError`` on duplicate tool names, ``max_steps < 1``, an unknown approval policy or
+    tool name in ``approvals``, or approvals without a checkpointer.
     """
 
     model: LLMPort
@@ -56,6 +66,8 @@ class Agent:
     seed: int | None = None
     model_extra: FrozenDict = EMPTY
     observers: tuple[ObserverPort, ...] = ()
+    checkpointer: Any = None
+    approvals: Mapping[str, str] = EMPTY
     _invoker: Invoker = field(init=False, repr=False, compare=False)
     _output: OutputSpec | None = field(init=False, repr=False, compare=False)
     _system: Message | None = field(init=False, repr=False, compare=False)
@@ -67,6 +79,13 @@ class Agent:
                 object.__setattr__(self, name, tuple(v))
         if type(self.model_extra) is not FrozenDict:
             object.__setattr__(self, "model_extra", freeze(self.model_extra))
+        if type(self.approvals) is not FrozenDict:
+            object.__setattr__(self, "approvals", freeze(self.approvals))
+        if self.checkpointer is not None:
+            from seamkit.durability.checkpointer import Checkpointer
+
+            if not isinstance(self.checkpointer, Checkpointer):
+                object.__setattr__(self, "checkpointer", Checkpointer(self.checkpointer))
         if not isinstance(self.model, LLMPort):
             raise TypeError(
                 f"model must implement LLMPort (provider, model, stream(), chat()), got {type(self.model).__name__}"
@@ -80,6 +99,17 @@ class Agent:
             raise ValueError("tool_choice 'required' needs at least one tool")
         if self.tool_choice not in ("auto", "required", "none") and self.tool_choice not in registry:
             raise ValueError(f"tool_choice {self.tool_choice!r} names no tool of this agent")
+        if self.approvals:
+            from seamkit.durability.approvals import APPROVAL_POLICIES
+
+            for tool_name, policy in self.approvals.items():
+                if policy not in APPROVAL_POLICIES:
+                    allowed = ", ".join(APPROVAL_POLICIES)
+                    raise ValueError(f"approval policy for {tool_name!r} must be one of {allowed}, got {policy!r}")
+                if tool_name not in registry:
+                    raise ValueError(f"approvals name {tool_name!r}, which is not a tool of this agent")
+            if self.checkpointer is None and any(p != "never" for p in self.approvals.values()):
+                raise ValueError("approvals need a checkpointer: a run waiting for a person is suspended durably")
         object.__setattr__(self, "_invoker", Invoker(self.model, registry, self.middlewares))
         object.__setattr__(self, "_output", output_spec(self.output))
         if isinstance(self.prompt, str) and Prompt(self.prompt).variables:
@@ -134,9 +164,14 @@ class Agent:
         ctx: RunContext | None = None,
         history: Sequence[Message] = (),
         variables: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> AgentResult:
         """Run to completion. ``task``: the user's text or message(s); ``history``: earlier
-        messages placed after the system prompt; ``variables``: for the prompt template.
+        messages placed after the system prompt; ``variables``: for the prompt template;
+        ``metadata``: JSON scalars stored with the run's checkpoints (e.g. the agent file).
+
+        With a checkpointer the run may also end ``suspended`` (see ``pending_approvals``); a
+        value the checkpoint codec cannot encode raises :class:`~seamkit.errors.CodecError`.
 
         Raises :class:`~seamkit.errors.ProviderError` when the model fails,
         :class:`~seamkit.errors.OutputValidationError` when the output still does not validate after
@@ -145,7 +180,113 @@ class Agent:
         run = self._start(task, ctx, history, variables)
         if self.observers:
             run.emit = self._notify
+        if self.checkpointer is not None:
+            await self._begin(run, metadata)
         return await run.drive()
+
+    async def _begin(self, run: Run, metadata: Mapping[str, Any] | None) -> None:
+        from seamkit.durability.ledger import EffectLedger
+
+        cp = self.checkpointer
+        ctx = run.ctx
+        meta = {"agent": self.name, **(metadata or {})}
+        run.handle = await cp.begin(ctx.run_id, run.state(), run.transcript, parent_run_id=ctx.parent_run_id,
+                                    metadata=meta)
+        self._attach_ledger(run, EffectLedger)
+
+    def _attach_ledger(self, run: Run, ledger_type: Any) -> None:
+        cp = self.checkpointer
+        ctx = run.ctx
+        if ctx.effects is None or ctx.effects.store is None:
+            ctx.effects = ledger_type(cp.store, tenant=ctx.scope.tenant)
+        run.ledger = ctx.effects
+
+    async def resume(
+        self,
+        run_id: str,
+        *,
+        decisions: Mapping[str, Decision] | None = None,
+        allow_finished: bool = False,
+        steal: bool = False,
+        ctx: RunContext | None = None,
+    ) -> AgentResult:
+        """Continue ``run_id`` from its latest checkpoint (after a crash, or a suspension for
+        approval), in this or any other process using the same store. Usage from before is kept.
+
+        ``decisions``: for a suspended run, call id -> :func:`~seamkit.durability.approvals.approve`
+        (optionally with edited arguments) or :func:`~seamkit.durability.approvals.reject`; a
+        pending call without a decision is rejected and the model sees the rejection.
+        ``allow_finished``: return a ``done`` run's stored result, or continue a ``failed`` one.
+        ``steal``: take over a run whose lease another live worker holds. ``ctx``: services,
+        clock and cancellation for the continued run (its run id is replaced by ``run_id``).
+
+        Raises :class:`~seamkit.errors.RunNotResumable` (no checkpointer, unknown run, finished,
+        decisions for a run that is not suspended or was already resumed, held by another worker,
+        claimed by another worker first); ``ValueError`` for a decision naming no pending call;
+        :class:`~seamkit.errors.ToolArgumentError` for edited arguments the tool refuses.
+        """
+        import dataclasses
+
+        from seamkit.durability.ledger import EffectLedger
+        from seamkit.errors import RunNotResumable
+
+        cp = self.checkpointer
+        if cp is None:
+            raise RunNotResumable(run_id, "this agent has no checkpointer")
+        if decisions is not None:
+            snap = await cp.latest(run_id)
+            if snap is not None and snap.status == "suspended":
+                self._check_decisions(snap.state, decisions)
+        if allow_finished:
+            snap = await cp.latest(run_id)
+            if snap is not None and snap.status == "done":
+                return self._stored_result(snap)
+        handle, snap = await cp.claim(
+            run_id, allow_finished=allow_finished, require_suspended=decisions is not None, steal=steal
+        )
+        state = snap.state
+        scope = state.get("scope")
+        if ctx is None:
+            ctx = RunContext(run_id=run_id, parent_run_id=snap.parent_run_id)
+        else:
+            ctx = dataclasses.replace(ctx, run_id=run_id, parent_run_id=snap.parent_run_id)
+        if isinstance(scope, Scope):
+            ctx.scope = scope
+        run = Run(self, ctx, list(snap.transcript))
+        run.restore(state, snap.pending)
+        run.handle = handle
+        self._attach_ledger(run, EffectLedger)
+        if self.observers:
+            run.emit = self._notify
+        if snap.status == "suspended":
+            run.decisions = dict(decisions or {})
+            await run._save("running")
+        return await run.drive()
+
+    def _check_decisions(self, state: Mapping[str, Any], decisions: Mapping[str, Decision]) -> None:
+        pending = {p.call_id: p for p in state.get("pending_approvals") or ()}
+        for call_id, d in decisions.items():
+            p = pending.get(call_id)
+            if p is None:
+                raise ValueError(f"no pending tool call {call_id!r}; pending: {', '.join(pending) or 'none'}")
+            if d.arguments is not None:
+                tool = self.invoker.tools.get(p.tool)
+                if tool is not None:
+                    tool.validate(d.arguments)
+
+    def _stored_result(self, snap: RunSnapshot) -> AgentResult:
+        st = snap.state
+        usage = st.get("usage")
+        return AgentResult(
+            st.get("output"),
+            snap.transcript,
+            usage if isinstance(usage, Usage) else Usage(),
+            st.get("stop_reason") or "completed",
+            snap.run_id,
+            snap.parent_run_id,
+            int(st.get("step", 0)),
+            tuple(st.get("warnings") or ()),
+        )
 
     def _notify(self, event: StreamEvent) -> None:
         for o in self.observers:
@@ -158,6 +299,7 @@ class Agent:
         ctx: RunContext | None = None,
         history: Sequence[Message] = (),
         variables: Mapping[str, Any] | None = None,
+        metadata: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Run, yielding :class:`~seamkit.values.StreamEvent` as they happen; the last event is
         ``run_finished`` with the :class:`AgentResult` in ``data["result"]``. Raises what
@@ -177,6 +319,8 @@ class Agent:
 
         async def drive() -> AgentResult:
             try:
+                if self.checkpointer is not None:
+                    await self._begin(run, metadata)
                 return await run.drive()
             finally:
                 queue.put_nowait(None)

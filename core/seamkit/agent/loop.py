@@ -1,18 +1,22 @@
-"""The agent loop. It owns control flow: model turn, tool batch, output validation, stop.
+"""The agent loop. It owns control flow: model turn, tool batch, approvals, checkpoints, output
+validation, stop.
 
 Capabilities (retry, budgets, compaction, ...) are middlewares around the calls it makes; they
-never drive it.
+never drive it. The next step is derived from the transcript (an assistant turn with tool calls
+and no results yet means a tool batch is due), so a run resumed from any checkpoint continues
+exactly where it stopped.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from seamkit.accumulate import Accumulator
 from seamkit.agent.result import AgentResult, StopReason
-from seamkit.errors import OutputValidationError
+from seamkit.durability.approvals import Decision, PendingApproval
+from seamkit.errors import EffectUncertain, OutputValidationError, RunCancelled
 from seamkit.middleware import Call
 from seamkit.runtime.concurrency import gather_bounded
 from seamkit.runtime.context import RunContext
@@ -21,6 +25,7 @@ from seamkit.values import (
     ChatRequest,
     FrozenDict,
     Message,
+    Scope,
     StreamEvent,
     TextBlock,
     ToolCall,
@@ -30,19 +35,30 @@ from seamkit.values import (
 
 if TYPE_CHECKING:
     from seamkit.agent.agent import Agent
+    from seamkit.durability.checkpointer import RunHandle
+    from seamkit.durability.ledger import EffectLedger
 
-__all__ = ["Run", "CORRECTIVE_TEMPLATE"]
+__all__ = ["Run", "CORRECTIVE_TEMPLATE", "REJECTED_TEMPLATE"]
 
 CORRECTIVE_TEMPLATE = (
     "Your answer did not match the required output format:\n{problems}\n"
     "Reply again with only a JSON value that satisfies the schema."
 )
+REJECTED_TEMPLATE = "A person rejected this tool call; it was not run."
+_APPROVAL_SCOPE_PREFIX = "seamkit.approvals:"
 
 
 class Run:
-    """One run of an agent. ``drive()`` runs it; ``emit`` (optional) receives stream events."""
+    """One run of an agent. ``drive()`` runs it; ``emit`` (optional) receives stream events.
 
-    __slots__ = ("agent", "ctx", "emit", "step", "transcript", "usage", "warnings")
+    With a checkpointer (``handle``), a checkpoint is written after every model turn and every
+    tool batch, tool results are recorded as they finish, side-effecting tools run through the
+    effect ledger, and a call that needs approval suspends the run."""
+
+    __slots__ = (
+        "agent", "approved_tools", "corrected", "ctx", "decisions", "emit", "handle", "ledger",
+        "pending", "pending_approvals", "step", "tool_choice", "transcript", "usage", "warnings",
+    )
 
     def __init__(self, agent: Agent, ctx: RunContext, transcript: list[Message]) -> None:
         self.agent = agent
@@ -52,14 +68,65 @@ class Run:
         self.step = 0
         self.emit: Callable[[StreamEvent], None] | None = None
         self.warnings: list[str] = []
+        self.tool_choice = agent.tool_choice if agent.invoker.tools.schemas else "none"
+        self.corrected = False
+        self.handle: RunHandle | None = None
+        self.ledger: EffectLedger | None = None
+        self.pending: Mapping[str, Any] = EMPTY  # tool call id -> ToolResult recorded before a crash
+        self.decisions: Mapping[str, Decision] | None = None
+        self.pending_approvals: tuple[PendingApproval, ...] = ()
+        self.approved_tools: list[str] = []
+
+    # -- durable state ------------------------------------------------------------------------
+
+    def state(self, **extra: Any) -> dict[str, Any]:
+        """The run's state as checkpointed (everything but the transcript, which is logged)."""
+        s: dict[str, Any] = {
+            "agent": self.agent.name,
+            "step": self.step,
+            "usage": self.usage,
+            "tool_choice": self.tool_choice,
+            "corrected": self.corrected,
+            "warnings": list(self.warnings),
+            "scope": self.ctx.scope,
+            "approved_tools": list(self.approved_tools),
+            "pending_approvals": list(self.pending_approvals),
+            "decisions": dict(self.decisions) if self.decisions is not None else None,
+        }
+        s.update(extra)
+        return s
+
+    def restore(self, state: Mapping[str, Any], pending: Mapping[str, Any]) -> None:
+        """Continue from a checkpointed ``state`` (see :meth:`state`)."""
+        self.step = int(state.get("step", 0))
+        usage = state.get("usage")
+        self.usage = usage if isinstance(usage, Usage) else Usage()
+        self.tool_choice = str(state.get("tool_choice", self.tool_choice))
+        self.corrected = bool(state.get("corrected", False))
+        self.warnings = list(state.get("warnings") or ())
+        self.approved_tools = list(state.get("approved_tools") or ())
+        self.pending_approvals = tuple(state.get("pending_approvals") or ())
+        decisions = state.get("decisions")
+        self.decisions = dict(decisions) if decisions is not None else None
+        self.pending = dict(pending)
+
+    async def _save(self, status: str, **extra: Any) -> None:
+        if self.handle is not None:
+            saved = await self.handle.save(status, self.state(**extra), self.transcript)
+            if not saved and self.handle.skipped:
+                why = self.handle.skipped[-1]
+                if why not in self.warnings:
+                    self.warnings.append(why)
+
+    # -- events and results -------------------------------------------------------------------
 
     def _event(self, kind: str, **fields: object) -> None:
         emit = self.emit
         if emit is not None:
             emit(StreamEvent(kind, self.ctx.run_id, self.step, **fields))  # type: ignore[arg-type]
 
-    def _finish(self, output: object, reason: StopReason) -> AgentResult:
-        result = AgentResult(
+    def _result(self, output: object, reason: StopReason) -> AgentResult:
+        return AgentResult(
             output,
             tuple(self.transcript),
             self.usage,
@@ -68,41 +135,76 @@ class Run:
             self.ctx.parent_run_id,
             self.step,
             tuple(self.warnings),
+            self.pending_approvals,
         )
+
+    async def _finish(self, output: object, reason: StopReason) -> AgentResult:
+        if self.handle is not None:
+            status = "suspended" if reason == "suspended" else "done"
+            await self._save(status, output=output, stop_reason=reason)
+        result = self._result(output, reason)
         if self.emit is not None:
-            self._event(
-                "run_finished",
-                data=FrozenDict(stop_reason=reason, result=result),
-            )
+            self._event("run_finished", data=FrozenDict(stop_reason=reason, result=result))
         return result
 
     async def drive(self) -> AgentResult:
+        """Run until the output validates, ``max_steps`` is reached or a call needs approval.
+        On an exception the checkpoint (if any) is marked ``failed`` and the exception propagates."""
+        if self.handle is None:
+            return await self._drive()
+        try:
+            return await self._drive()
+        except BaseException as exc:
+            reason = "cancelled" if isinstance(exc, (RunCancelled, KeyboardInterrupt)) else type(exc).__name__
+            try:
+                await self._save("failed", error=f"{reason}: {exc}"[:2000])
+            except Exception:  # the original failure is what the caller must see
+                pass
+            raise
+
+    async def _drive(self) -> AgentResult:
         agent = self.agent
         ctx = self.ctx
         invoker = agent.invoker
         spec = agent.output_spec
         schemas = invoker.tools.schemas
-        tool_choice = agent.tool_choice if schemas else "none"
         output_schema = spec.schema if spec is not None else None
-        corrected = False
         emit = self.emit
         cancellation = ctx.cancellation
         model = agent.model
+        durable = self.handle is not None
         if emit is not None:
             self._event("run_started", data=FrozenDict(agent=agent.name))
         chat = invoker._chat
         direct = not invoker.has_chat_middleware and not invoker.middlewares
         meta = EMPTY
+        transcript = self.transcript
 
-        while self.step < agent.max_steps:
+        while True:
+            last = transcript[-1] if transcript else None
+            if last is not None and last.role == "assistant" and last.tool_calls:
+                if cancellation.cancelled:
+                    cancellation.raise_if_cancelled()
+                results = await self._run_tools(last.tool_calls, meta)
+                if results is None:
+                    return await self._finish(None, "suspended")
+                transcript.append(Message("tool", results))
+                if agent.reset_tool_choice and self.tool_choice not in ("auto", "none"):
+                    self.tool_choice = "auto"
+                if durable:
+                    await self._save("running")
+                continue
+
+            if self.step >= agent.max_steps:
+                return await self._finish(None, "max_steps")
             if cancellation.cancelled:
                 cancellation.raise_if_cancelled()
             self.step += 1
             step = self.step
             request = ChatRequest(
-                tuple(self.transcript),
+                tuple(transcript),
                 schemas,
-                tool_choice,
+                self.tool_choice,
                 output_schema,
                 agent.temperature,
                 agent.max_tokens,
@@ -127,54 +229,142 @@ class Run:
             self.usage = self.usage + result.usage
             if result.warnings:
                 self.warnings.extend(result.warnings)
-            self.transcript.append(result.message)
+            transcript.append(result.message)
             if emit is not None:
                 self._event("model_result", result=result)
 
-            calls = result.message.tool_calls
-            if calls:
-                results = await self._run_tools(calls, meta)
-                self.transcript.append(Message("tool", results))
-                if agent.reset_tool_choice and tool_choice not in ("auto", "none"):
-                    tool_choice = "auto"
+            if result.message.tool_calls:
+                if durable:
+                    await self._save("running")
                 continue
 
             text = result.message.text
             if spec is None:
-                return self._finish(text, "completed")
+                return await self._finish(text, "completed")
             try:
                 output = spec.parse(text)
             except OutputValidationError as exc:
-                if corrected:
+                if self.corrected:
                     raise
-                corrected = True
+                self.corrected = True
                 problems = "\n".join(f"- {p}" for p in exc.problems)
-                self.transcript.append(Message("user", (TextBlock(CORRECTIVE_TEMPLATE.format(problems=problems)),)))
+                transcript.append(Message("user", (TextBlock(CORRECTIVE_TEMPLATE.format(problems=problems)),)))
+                if durable:
+                    await self._save("running")
                 continue
             if emit is not None:
                 self._event("output", output=output)
-            return self._finish(output, "completed")
-        return self._finish(None, "max_steps")
+            return await self._finish(output, "completed")
 
-    async def _run_tools(self, calls: tuple[ToolCall, ...], meta: FrozenDict) -> tuple[ToolResult, ...]:
-        invoker = self.agent.invoker
-        ctx = self.ctx
+    # -- tool batches -------------------------------------------------------------------------
+
+    def _thread_scope(self) -> Scope | None:
+        s = self.ctx.scope
+        if s.thread is None:
+            return None
+        return Scope(tenant=_APPROVAL_SCOPE_PREFIX + s.tenant, user=None, thread=s.thread)
+
+    async def _approved_before(self, tool: str, policy: str) -> bool:
+        if policy == "every_call":
+            return False
+        if tool in self.approved_tools:
+            return True
+        if policy == "once_per_thread":
+            scope = self._thread_scope()
+            store = self.ledger.store if self.ledger is not None else None
+            if scope is not None and store is not None:
+                return bool(await store.get(scope, f"{self.agent.name}:{tool}", False))
+        return False
+
+    async def _remember_approval(self, tool: str, policy: str) -> None:
+        if policy == "every_call":
+            return
+        if tool not in self.approved_tools:
+            self.approved_tools.append(tool)
+        if policy == "once_per_thread":
+            scope = self._thread_scope()
+            store = self.ledger.store if self.ledger is not None else None
+            if scope is not None and store is not None:
+                await store.set(scope, f"{self.agent.name}:{tool}", True)
+
+    async def _run_tools(self, calls: tuple[ToolCall, ...], meta: FrozenDict) -> tuple[ToolResult, ...] | None:
+        """Run one turn's tool calls; ``None`` when the run must suspend for approval."""
+        agent = self.agent
         emit = self.emit
-        if emit is not None:
+        done: dict[str, ToolResult] = {}
+        if self.pending:
             for c in calls:
-                self._event("tool_call", tool_call=c)
-        if len(calls) == 1:
-            results: tuple[ToolResult, ...] = (await invoker.call_tool(calls[0], ctx, meta),)
+                r = self.pending.get(c.id)
+                if isinstance(r, ToolResult):
+                    done[c.id] = r
+                    if self.handle is not None:  # keep it recorded against the current version
+                        await self.handle.record_write(c.id, r)
+            self.pending = EMPTY
+        approvals = agent.approvals
+        to_run: list[ToolCall] = []
+        if approvals:
+            decisions = self.decisions
+            need: list[PendingApproval] = []
+            for c in calls:
+                if c.id in done:
+                    continue
+                policy = approvals.get(c.name, "never")
+                if policy == "never" or await self._approved_before(c.name, policy):
+                    to_run.append(c)
+                    continue
+                if decisions is None:
+                    need.append(PendingApproval(c.id, c.name, c.arguments, policy))
+                    continue
+                d = decisions.get(c.id)
+                if d is None or not d.approved:
+                    reason = f" Reason: {d.reason}" if d is not None and d.reason else ""
+                    done[c.id] = ToolResult(c.id, c.name, REJECTED_TEMPLATE + reason, is_error=True)
+                    continue
+                await self._remember_approval(c.name, policy)
+                to_run.append(ToolCall(c.id, c.name, d.arguments) if d.arguments is not None else c)
+            if need:
+                self.pending_approvals = tuple(need)
+                if emit is not None:
+                    for p in need:
+                        self._event("approval_requested", data=FrozenDict(pending=p))
+                return None
+            self.decisions = None
+            self.pending_approvals = ()
         else:
-            results = tuple(
-                await gather_bounded(
-                    [partial(invoker.call_tool, c, ctx, meta) for c in calls],
-                    limit=self.agent.max_parallel_tools,
-                )
+            to_run = [c for c in calls if c.id not in done]
+
+        if emit is not None:
+            for c in to_run:
+                self._event("tool_call", tool_call=c)
+        if len(to_run) == 1:
+            done[to_run[0].id] = await self._call(to_run[0], meta)
+        elif to_run:
+            ran = await gather_bounded(
+                [partial(self._call, c, meta) for c in to_run], limit=agent.max_parallel_tools
             )
+            for c, r in zip(to_run, ran, strict=True):
+                done[c.id] = r
+        results = tuple(done[c.id] for c in calls)
         if emit is not None:
             for r in results:
                 self._event("tool_result", tool_result=r)
         return results
 
-
+    async def _call(self, call: ToolCall, meta: FrozenDict) -> ToolResult:
+        invoker = self.agent.invoker
+        ledger = self.ledger
+        if ledger is not None and self.handle is not None:
+            t = invoker.tools.get(call.name)
+            if t is not None and t.schema.side_effecting:
+                # the step too: providers (local ones above all) may reuse call ids across turns
+                key = f"{self.ctx.run_id}:{self.step}:{call.id}"
+                try:
+                    result: ToolResult = await ledger.run(key, partial(invoker.call_tool, call, self.ctx, meta))
+                except EffectUncertain as exc:
+                    result = ToolResult(call.id, call.name, f"{exc} It was not run again.", is_error=True)
+                await self.handle.record_write(call.id, result)
+                return result
+        result = await invoker.call_tool(call, self.ctx, meta)
+        if self.handle is not None:
+            await self.handle.record_write(call.id, result)
+        return result

@@ -7,11 +7,12 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from seamkit._frozen import fast_init
+from seamkit.durability.approvals import PendingApproval
 from seamkit.values import Message, Usage
 
 __all__ = ["AgentResult", "StopReason"]
 
-StopReason = Literal["completed", "max_steps", "cancelled"]
+StopReason = Literal["completed", "max_steps", "suspended", "cancelled"]
 
 
 @fast_init
@@ -22,8 +23,9 @@ class AgentResult:
     ``output``: the typed output (validated), or the final text when the agent has no output
     type, or ``None`` when the run stopped early. ``transcript``: every message, system prompt
     first. ``usage``: summed over every model call (``usage.cost`` USD ``Decimal`` or ``None``).
-    ``stop_reason``: ``completed``, ``max_steps`` or ``cancelled``. ``steps``: model turns taken.
-    ``warnings``: degradations providers reported.
+    ``stop_reason``: ``completed``, ``max_steps``, or ``suspended`` (tool calls wait for a
+    person's decision: ``pending_approvals``; continue with ``Agent.resume``). ``steps``: model
+    turns taken. ``warnings``: degradations providers reported, and checkpoints skipped.
     """
 
     output: Any
@@ -34,6 +36,7 @@ class AgentResult:
     parent_run_id: str | None = None
     steps: int = 0
     warnings: tuple[str, ...] = ()
+    pending_approvals: tuple[PendingApproval, ...] = ()
 
     @property
     def cost(self) -> Decimal | None:

@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from seamkit.errors import RunCancelled
 from seamkit.ports import ClockPort
 from seamkit.runtime.clock import SYSTEM_CLOCK
 from seamkit.values import EMPTY, Scope
 
+if TYPE_CHECKING:
+    from seamkit.durability.ledger import EffectLedger
+
 __all__ = ["CancellationToken", "RunContext", "new_run_id"]
+
+T = TypeVar("T")
 
 _DEFAULT_SCOPE = Scope()
 
@@ -84,7 +89,9 @@ class RunContext:
     ``run_id`` identifies the run; ``parent_run_id`` is set for a child run. ``scope`` says who it
     runs for. ``services`` maps names to port implementations (``"store"``, ``"tracer"``, ...).
     ``cancellation`` is checked between steps; ``clock`` is the time source. ``state`` is scratch
-    space for middlewares (per run, not persisted).
+    space for middlewares (per run, not persisted). ``effects``: the effect ledger
+    :meth:`run_effect` uses (the agent's durable one when it has a checkpointer; otherwise one kept
+    in this process, created on first use).
     """
 
     run_id: str = field(default_factory=new_run_id)
@@ -94,6 +101,18 @@ class RunContext:
     cancellation: CancellationToken = field(default_factory=CancellationToken)
     clock: ClockPort = SYSTEM_CLOCK
     state: dict[str, Any] = field(default_factory=dict)
+    effects: EffectLedger | None = None
+
+    async def run_effect(self, key: str, op: Callable[[], Awaitable[T]]) -> T:
+        """Run ``op`` (an operation with outside effects) at most once for the idempotency ``key``:
+        a completed key returns its stored value without running ``op``. Raises
+        :class:`~seamkit.errors.EffectUncertain` when the key's outcome is unknown (never retried
+        automatically); see :class:`~seamkit.durability.ledger.EffectLedger`."""
+        if self.effects is None:
+            from seamkit.durability.ledger import EffectLedger
+
+            self.effects = EffectLedger(tenant=self.scope.tenant)
+        return await self.effects.run(key, op)
 
     def child(self, *, scope: Scope | None = None) -> RunContext:
         """A context for a child run: a new run id, this run as parent, the same services and
@@ -105,6 +124,7 @@ class RunContext:
             services=self.services,
             cancellation=self.cancellation.child(),
             clock=self.clock,
+            effects=self.effects,
         )
 
     def service(self, name: str) -> Any:

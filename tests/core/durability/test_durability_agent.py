@@ -1,0 +1,430 @@
+"""The agent loop with checkpoints: per-step checkpoints, crash and resume, the effect ledger in
+the loop, approvals, leases and claims, child runs, secrets, time travel (on the in-memory store)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from seamkit import tool
+from seamkit.agent.agent import Agent
+from seamkit.durability.approvals import approve, reject
+from seamkit.durability.checkpointer import Checkpointer
+from seamkit.durability.records import CheckpointRecord
+from seamkit.errors import CodecError, EffectNotApplied, EffectUncertain, RunNotResumable, ToolArgumentError
+from seamkit.runtime.context import RunContext
+from seamkit.testing import ScriptedModel
+from seamkit.testing.memory_store import MemoryStore
+from seamkit.values import Scope
+
+
+class Crash(BaseException):
+    """Stands in for the process dying: nothing after it runs (the 'failed' save also fails)."""
+
+
+class CrashingPort:
+    """Wraps a store; the save after ``crash_after`` saves raises :class:`Crash`, and every save
+    after that fails too (a dead process writes nothing)."""
+
+    def __init__(self, inner: MemoryStore, crash_after: int) -> None:
+        self.inner = inner
+        self.crash_after = crash_after
+        self.saves = 0
+        self.dead = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def save(self, record: CheckpointRecord, *, expected_version: int | None) -> None:
+        if self.dead:
+            raise Crash()
+        if self.saves >= self.crash_after:
+            self.dead = True
+            raise Crash()
+        self.saves += 1
+        await self.inner.save(record, expected_version=expected_version)
+
+    async def put_write(self, run_id: str, version: int, task_id: str, payload: str) -> None:
+        if self.dead:
+            raise Crash()
+        await self.inner.put_write(run_id, version, task_id, payload)
+
+
+def pay_tool(log: list[int]) -> Any:
+    @tool(side_effecting=True)
+    def pay(amount: int) -> str:
+        """Pay an amount.
+
+        Args:
+            amount: in cents
+        """
+        log.append(amount)
+        return f"paid {amount}"
+
+    return pay
+
+
+def scripted_payments(n: int) -> list[Any]:
+    turns: list[Any] = [{"tool_calls": [{"name": "pay", "arguments": {"amount": i}}]} for i in range(1, n + 1)]
+    turns.append("all paid")
+    return turns
+
+
+async def test_a_checkpoint_after_every_model_turn_and_tool_batch() -> None:
+    store = MemoryStore()
+    log: list[int] = []
+    agent = Agent(ScriptedModel(scripted_payments(2)), tools=[pay_tool(log)], checkpointer=store)
+    result = await agent.run("pay twice")
+    assert result.output == "all paid" and log == [1, 2]
+    history = await agent.checkpointer.history(result.run_id)
+    # begin, (model turn, tool batch) x 2, final turn = done
+    assert [(i.version, i.status) for i in history] == [
+        (1, "running"), (2, "running"), (3, "running"), (4, "running"), (5, "running"), (6, "done")
+    ]
+    snap = await agent.checkpointer.latest(result.run_id)
+    assert snap is not None and snap.transcript == result.transcript
+    assert snap.state["output"] == "all paid" and snap.state["usage"] == result.usage
+
+
+@pytest.mark.parametrize("crash_after", range(1, 6))
+async def test_a_crashed_run_resumes_from_its_last_checkpoint_with_each_payment_made_once(crash_after: int) -> None:
+    store = MemoryStore()
+    log: list[int] = []
+    turns = scripted_payments(2)
+    crashing = Agent(ScriptedModel(turns), tools=[pay_tool(log)], checkpointer=CrashingPort(store, crash_after))
+    ctx = RunContext()
+    with pytest.raises(Crash):
+        await crashing.run("pay twice", ctx=ctx)
+    # a new process: a new agent over the same store, a model that continues the script
+    snap = await Checkpointer(store).latest(ctx.run_id)
+    assert snap is not None
+    done_turns = sum(1 for m in snap.transcript if m.role == "assistant")
+    fresh = Agent(ScriptedModel(turns[done_turns:]), tools=[pay_tool(log)], checkpointer=store)
+    result = await fresh.resume(ctx.run_id)
+    assert result.output == "all paid"
+    assert sorted(log) == [1, 2], f"each payment exactly once, got {log}"
+    assert result.usage.requests == 3  # usage from before the crash is kept
+    assert [m.role for m in result.transcript] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+
+
+async def test_tool_results_recorded_before_a_crash_are_not_run_again() -> None:
+    store = MemoryStore()
+    ran: list[str] = []
+
+    @tool(side_effecting=False)
+    def lookup(key: str) -> str:
+        """Look up a key."""
+        ran.append(key)
+        return key.upper()
+
+    turns: list[Any] = [
+        {"tool_calls": [{"name": "lookup", "arguments": {"key": "a"}}, {"name": "lookup", "arguments": {"key": "b"}}]},
+        "ok",
+    ]
+    # saves: begin, model turn; the tool batch's checkpoint is the crash
+    agent = Agent(ScriptedModel(turns), tools=[lookup], checkpointer=CrashingPort(store, 2))
+    ctx = RunContext()
+    with pytest.raises(Crash):
+        await agent.run("go", ctx=ctx)
+    assert sorted(ran) == ["a", "b"]
+    fresh = Agent(ScriptedModel(turns[1:]), tools=[lookup], checkpointer=store)
+    result = await fresh.resume(ctx.run_id)
+    assert sorted(ran) == ["a", "b"]  # not run again: their results were pending writes
+    assert result.transcript[2].tool_results[0].content == "A"
+
+
+async def test_a_side_effect_interrupted_after_prepare_is_uncertain_and_not_retried() -> None:
+    store = MemoryStore()
+    log: list[int] = []
+    turns = scripted_payments(1)
+    agent = Agent(ScriptedModel(turns), tools=[pay_tool(log)], checkpointer=store)
+    ctx = RunContext()
+    # the crash happened while paying: the receipt says prepared, no result was recorded
+    cp = agent.checkpointer
+    handle = await cp.begin(ctx.run_id, {"step": 0}, [])
+    from seamkit.values import Message, ToolCall
+
+    msgs = [Message.user("pay"), Message("assistant", (ToolCall("c1", "pay", {"amount": 1}),))]
+    await handle.save("running", {"step": 1}, msgs)
+    from seamkit.durability.ledger import EffectLedger
+
+    await EffectLedger(store)._put(f"{ctx.run_id}:1:c1", {"status": "prepared"})
+    fresh = Agent(ScriptedModel(turns[1:]), tools=[pay_tool(log)], checkpointer=store)
+    result = await fresh.resume(ctx.run_id)
+    assert log == []  # never retried automatically
+    r = result.transcript[2].tool_results[0]
+    assert r.is_error and "uncertain" in r.content
+
+
+async def test_effect_ledger_receipts() -> None:
+    from seamkit.durability.ledger import EffectLedger
+
+    store = MemoryStore()
+    ledger = EffectLedger(store)
+    runs: list[int] = []
+
+    async def op() -> dict[str, int]:
+        runs.append(1)
+        return {"charged": 5}
+
+    assert await ledger.run("k1", op) == {"charged": 5}
+    assert await EffectLedger(store).run("k1", op) == {"charged": 5}  # another process: stored value
+    assert runs == [1]
+    assert (await ledger.receipt("k1"))["status"] == "completed"  # type: ignore[index]
+
+    async def declined() -> None:
+        runs.append(2)
+        raise EffectNotApplied("card declined before charging")
+
+    with pytest.raises(EffectNotApplied):
+        await ledger.run("k2", declined)
+    assert (await ledger.receipt("k2"))["status"] == "failed"  # type: ignore[index]
+    assert await ledger.run("k2", op) == {"charged": 5}  # not applied: a retry is allowed
+
+    async def unknown() -> None:
+        raise TimeoutError("the payment API did not answer")
+
+    with pytest.raises(EffectUncertain) as info:
+        await ledger.run("k3", unknown)
+    assert isinstance(info.value.__cause__, TimeoutError)
+    before = len(runs)
+    with pytest.raises(EffectUncertain):
+        await ledger.run("k3", op)
+    assert len(runs) == before
+
+
+async def test_ctx_run_effect_without_a_store_runs_once_per_key() -> None:
+    ctx = RunContext()
+    n: list[int] = []
+
+    async def op() -> int:
+        n.append(1)
+        return len(n)
+
+    assert await ctx.run_effect("x", op) == 1
+    assert await ctx.run_effect("x", op) == 1
+    assert await asyncio.gather(*(ctx.run_effect("y", op) for _ in range(5))) == [2] * 5
+
+
+def approval_agent(store: Any, log: list[int], turns: list[Any], policy: str = "every_call") -> Agent:
+    return Agent(ScriptedModel(turns), tools=[pay_tool(log)], checkpointer=store, approvals={"pay": policy})
+
+
+async def test_approval_suspends_and_an_edited_approval_runs_with_the_edited_arguments() -> None:
+    store = MemoryStore()
+    log: list[int] = []
+    turns = scripted_payments(1)
+    result = await approval_agent(store, log, turns).run("pay")
+    assert result.stop_reason == "suspended" and log == []
+    (pending,) = result.pending_approvals
+    assert pending.tool == "pay" and pending.arguments == {"amount": 1}
+    snap = await Checkpointer(store).latest(result.run_id)
+    assert snap is not None and snap.status == "suspended"
+    # another process decides
+    other = approval_agent(store, log, turns[1:])
+    done = await other.resume(result.run_id, decisions={pending.call_id: approve({"amount": 7})})
+    assert done.output == "all paid" and log == [7]
+    assert done.transcript[2].tool_results[0].content == "paid 7"
+    with pytest.raises(RunNotResumable, match="done"):
+        await other.resume(result.run_id, decisions={pending.call_id: approve()})
+
+
+async def test_a_rejected_or_undecided_call_is_not_run_and_the_model_sees_the_rejection() -> None:
+    store = MemoryStore()
+    log: list[int] = []
+    turns: list[Any] = [
+        {"tool_calls": [{"name": "pay", "arguments": {"amount": 1}}, {"name": "pay", "arguments": {"amount": 2}}]},
+        "ok",
+    ]
+    result = await approval_agent(store, log, turns).run("pay")
+    first, second = result.pending_approvals
+    model = ScriptedModel(turns[1:])
+    agent = Agent(model, tools=[pay_tool(log)], checkpointer=store, approvals={"pay": "every_call"})
+    done = await agent.resume(result.run_id, decisions={first.call_id: reject("too much")})
+    assert log == []
+    results = done.transcript[2].tool_results
+    assert all(r.is_error for r in results)
+    assert "rejected" in results[0].content and "too much" in results[0].content
+    assert "rejected" in results[1].content  # no decision = rejected
+    sent = model.requests[0].messages[-1].tool_results
+    assert [r.call_id for r in sent] == [first.call_id, second.call_id]
+
+
+async def test_resuming_an_already_resumed_run_is_a_clear_error() -> None:
+    store = MemoryStore()
+    log: list[int] = []
+    gate = asyncio.Event()
+
+    @tool(side_effecting=True)
+    async def pay(amount: int) -> str:
+        """Pay."""
+        await gate.wait()
+        log.append(amount)
+        return "ok"
+
+    turns = scripted_payments(1)
+    first = Agent(ScriptedModel(turns), tools=[pay], checkpointer=store, approvals={"pay": "every_call"})
+    result = await first.run("pay")
+    call_id = result.pending_approvals[0].call_id
+    a = Agent(ScriptedModel(turns[1:]), tools=[pay], checkpointer=store, approvals={"pay": "every_call"})
+    task = asyncio.ensure_future(a.resume(result.run_id, decisions={call_id: approve()}))
+    await asyncio.sleep(0.05)
+    with pytest.raises(RunNotResumable, match="already resumed"):
+        await a.resume(result.run_id, decisions={call_id: approve()})
+    gate.set()
+    assert (await task).output == "all paid" and log == [1]
+
+
+async def test_decisions_are_checked_before_anything_changes() -> None:
+    store = MemoryStore()
+    log: list[int] = []
+    result = await approval_agent(store, log, scripted_payments(1)).run("pay")
+    call_id = result.pending_approvals[0].call_id
+    agent = approval_agent(store, log, ["x"])
+    with pytest.raises(ValueError, match="no pending tool call 'nope'"):
+        await agent.resume(result.run_id, decisions={"nope": approve()})
+    with pytest.raises(ToolArgumentError):
+        await agent.resume(result.run_id, decisions={call_id: approve({"amount": "lots"})})
+    snap = await Checkpointer(store).latest(result.run_id)
+    assert snap is not None and snap.status == "suspended"
+
+
+async def test_once_per_run_asks_once_and_once_per_thread_remembers_across_runs() -> None:
+    store = MemoryStore()
+    log: list[int] = []
+    turns = scripted_payments(2)
+    r = await approval_agent(store, log, turns, "once_per_run").run("pay")
+    (p,) = r.pending_approvals
+    later = approval_agent(store, log, turns[1:], "once_per_run")
+    done = await later.resume(r.run_id, decisions={p.call_id: approve()})
+    assert done.output == "all paid" and log == [1, 2]  # the second call needed no approval
+
+    ctx = RunContext(scope=Scope(tenant="t", thread="th-1"))
+    r = await approval_agent(store, log, scripted_payments(1), "once_per_thread").run("pay", ctx=ctx)
+    await approval_agent(store, log, ["ok"], "once_per_thread").resume(
+        r.run_id, decisions={r.pending_approvals[0].call_id: approve()}
+    )
+    again = await approval_agent(store, log, scripted_payments(1), "once_per_thread").run(
+        "pay", ctx=RunContext(scope=Scope(tenant="t", thread="th-1"))
+    )
+    assert again.stop_reason == "completed"
+    other_thread = await approval_agent(store, log, scripted_payments(1), "once_per_thread").run(
+        "pay", ctx=RunContext(scope=Scope(tenant="t", thread="th-2"))
+    )
+    assert other_thread.stop_reason == "suspended"
+
+
+def test_approvals_are_checked_when_the_agent_is_built() -> None:
+    log: list[int] = []
+    with pytest.raises(ValueError, match="need a checkpointer"):
+        Agent(ScriptedModel(["x"]), tools=[pay_tool(log)], approvals={"pay": "every_call"})
+    with pytest.raises(ValueError, match="must be one of"):
+        Agent(ScriptedModel(["x"]), tools=[pay_tool(log)], checkpointer=MemoryStore(), approvals={"pay": "always"})
+    with pytest.raises(ValueError, match="not a tool"):
+        Agent(ScriptedModel(["x"]), tools=[pay_tool(log)], checkpointer=MemoryStore(), approvals={"refund": "never"})
+
+
+async def test_finished_runs_are_refused_unless_asked() -> None:
+    store = MemoryStore()
+    agent = Agent(ScriptedModel(["hello"]), checkpointer=store)
+    result = await agent.run("hi")
+    with pytest.raises(RunNotResumable, match="done"):
+        await agent.resume(result.run_id)
+    again = await agent.resume(result.run_id, allow_finished=True)
+    assert again.output == "hello" and again.transcript == result.transcript
+    with pytest.raises(RunNotResumable, match="no checkpoints"):
+        await agent.resume("run_unknown")
+
+
+async def test_of_two_workers_claiming_a_crashed_run_exactly_one_wins() -> None:
+    store = MemoryStore()
+    log: list[int] = []
+    turns = scripted_payments(1)
+    ctx = RunContext()
+    with pytest.raises(Crash):
+        await Agent(ScriptedModel(turns), tools=[pay_tool(log)], checkpointer=CrashingPort(store, 2)).run("p", ctx=ctx)
+    workers = [
+        Agent(ScriptedModel(turns[1:]), tools=[pay_tool(log)], checkpointer=Checkpointer(store, owner=f"w{i}"))
+        for i in range(5)
+    ]
+    # the crashed run's lease belongs to this (live) process: other owners must steal it
+    outcomes = await asyncio.gather(*(w.resume(ctx.run_id, steal=True) for w in workers), return_exceptions=True)
+    wins = [o for o in outcomes if not isinstance(o, BaseException)]
+    losses = [o for o in outcomes if isinstance(o, RunNotResumable)]
+    assert len(wins) == 1 and len(losses) == 4, outcomes
+    assert log == [1]
+
+
+async def test_a_live_workers_lease_keeps_others_out() -> None:
+    store = MemoryStore()
+    gate = asyncio.Event()
+
+    @tool(side_effecting=False)
+    async def slow() -> str:
+        """Wait."""
+        await gate.wait()
+        return "done"
+
+    agent = Agent(ScriptedModel([{"tool_calls": [{"name": "slow", "arguments": {}}]}, "ok"]), tools=[slow],
+                  checkpointer=Checkpointer(store, owner="host-a:1"))
+    ctx = RunContext()
+    task = asyncio.ensure_future(agent.run("go", ctx=ctx))
+    await asyncio.sleep(0.05)
+    other = Agent(ScriptedModel(["ok"]), tools=[slow], checkpointer=Checkpointer(store, owner="host-b:2"))
+    with pytest.raises(RunNotResumable, match="another worker"):
+        await other.resume(ctx.run_id)
+    gate.set()
+    assert (await task).output == "ok"
+
+
+async def test_child_runs_record_their_parent_and_never_touch_a_sibling() -> None:
+    store = MemoryStore()
+    parent = RunContext()
+    a = Agent(ScriptedModel(["a done"]), checkpointer=store)
+    b = Agent(ScriptedModel(["b done"]), checkpointer=store)
+    ca, cb = parent.child(), parent.child()
+    ra, rb = await asyncio.gather(a.run("a", ctx=ca), b.run("b", ctx=cb))
+    assert ra.parent_run_id == rb.parent_run_id == parent.run_id and ra.run_id != rb.run_id
+    cp = Checkpointer(store)
+    children = await cp.list_runs(parent_run_id=parent.run_id)
+    assert sorted(i.run_id for i in children) == sorted([ra.run_id, rb.run_id])
+    sa, sb = await cp.latest(ra.run_id), await cp.latest(rb.run_id)
+    assert sa is not None and sb is not None
+    assert sa.state["output"] == "a done" and sb.state["output"] == "b done"
+    assert sa.transcript[-1].text == "a done" and sb.transcript[-1].text == "b done"
+
+
+async def test_a_secret_in_the_state_is_never_persisted() -> None:
+    store = MemoryStore()
+    secret = "sk-live-0123456789abcdef"
+    agent = Agent(ScriptedModel(["noted", "ok"]), checkpointer=Checkpointer(store, secrets=[secret]))
+    result = await agent.run("hello")
+    assert result.warnings == ()
+    leaky = await agent.run(f"my key is {secret}")
+    assert any("secret" in w for w in leaky.warnings)
+    snap = await Checkpointer(store).latest(leaky.run_id)
+    # version 1 held the task with the secret: nothing of this run was written
+    assert snap is None
+
+
+async def test_a_value_the_codec_cannot_encode_fails_at_snapshot_time_naming_its_path() -> None:
+    cp = Checkpointer(MemoryStore())
+    with pytest.raises(CodecError) as info:
+        await cp.begin("run_x", {"step": 0, "extra": {"callback": lambda: None}}, [])
+    assert "extra" in info.value.path and "callback" in info.value.path
+
+
+async def test_time_travel_reads_an_old_version_and_forks_from_it() -> None:
+    store = MemoryStore()
+    log: list[int] = []
+    agent = Agent(ScriptedModel(scripted_payments(2)), tools=[pay_tool(log)], checkpointer=store)
+    result = await agent.run("pay twice")
+    cp = agent.checkpointer
+    old = await cp.at_version(result.run_id, 3)
+    assert old is not None and [m.role for m in old.transcript] == ["user", "assistant", "tool"]
+    await cp.fork(result.run_id, 3, "run_fork")
+    forked = Agent(ScriptedModel(["stopped early"]), tools=[pay_tool(log)], checkpointer=store)
+    branch = await forked.resume("run_fork")
+    assert branch.output == "stopped early" and log == [1, 2]
+    assert (await cp.latest(result.run_id)).state["output"] == "all paid"  # type: ignore[union-attr]
