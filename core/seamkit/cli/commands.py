@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seamkit.cli.main import EXIT_FAILED, EXIT_OK, BuildFailed, UsageError
+from seamkit.cli.main import EXIT_FAILED, EXIT_OK, EXIT_SUSPENDED, BuildFailed, UsageError
 
 if TYPE_CHECKING:
     from seamkit.agent.agent import Agent
@@ -94,16 +94,32 @@ def _check_variables(agent: Agent, variables: dict[str, str]) -> None:
                          f"{'it' if len(extra) == 1 else 'them'} ({has}); remove that --var")
 
 
-async def _drive(agent: Agent, task: str, variables: dict[str, str], sink: EventSink) -> AgentResult | None:
+async def _drive(
+    agent: Agent, task: str, variables: dict[str, str], sink: EventSink, metadata: dict[str, Any]
+) -> AgentResult | None:
     result: AgentResult | None = None
     try:
-        async for event in agent.stream(task, variables=variables or None):
+        async for event in agent.stream(task, variables=variables or None, metadata=metadata):
             sink.event(event)
             if event.kind == "run_finished":
                 result = event.data["result"]
     finally:
         sink.close()
+        await _close_stores(agent)
     return result
+
+
+async def _close_stores(agent: Agent) -> None:
+    """Release the agent's checkpoint store, also when the run failed: an open store connection
+    (aiosqlite's worker thread) would keep the process from exiting."""
+    cp = agent.checkpointer
+    if cp is None:
+        return
+    for store in {id(s): s for s in (cp.port, cp.store) if s is not None}.values():
+        try:
+            await store.close()
+        except Exception:  # the run's own outcome is what the caller must see
+            pass
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -135,17 +151,310 @@ def cmd_run(args: argparse.Namespace) -> int:
     sink: EventSink = (json_sink if json_sink is not None
                        else HumanRenderer(typed=agent.output is not None, secrets=secrets))
     try:
-        result = asyncio.run(_drive(agent, task, variables, sink))
+        result = asyncio.run(_drive(agent, task, variables, sink, {"agent_file": str(path.resolve())}))
     except (Exception, KeyboardInterrupt) as exc:
         if json_sink is not None:
             json_sink.failed(exc, exit_code_for(exc))
         raise
+    return _exit_for(result)
+
+
+def _exit_for(result: AgentResult | None) -> int:
     if result is None:  # the stream ended without run_finished: should not happen
         sys.stderr.write("seamkit: error: the run ended without a result\n")
         return EXIT_FAILED
+    if result.stop_reason == "suspended":
+        return EXIT_SUSPENDED
     if result.stop_reason != "completed":
         sys.stderr.write(f"seamkit: error: the run stopped without an answer ({result.stop_reason})\n")
         return EXIT_FAILED
+    return EXIT_OK
+
+
+# -- resume / runs / stores -------------------------------------------------------------------------
+
+
+def _decisions(args: argparse.Namespace) -> dict[str, Any] | None:
+    from seamkit.durability.approvals import approve, reject
+
+    out: dict[str, Any] = {}
+
+    def put(call_id: str, decision: Any, flag: str) -> None:
+        if not call_id:
+            raise UsageError(f"{flag} needs a tool call id")
+        if call_id in out:
+            raise UsageError(f"call {call_id} has more than one decision")
+        out[call_id] = decision
+
+    for call_id in args.approve:
+        put(call_id, approve(), "--approve")
+    for item in args.reject:
+        call_id, sep, reason = item.partition("=")
+        put(call_id, reject(reason if sep else None), "--reject")
+    for item in args.edit:
+        call_id, sep, text = item.partition("=")
+        if not sep:
+            raise UsageError(f"--edit {item}: write CALL_ID='{{...json arguments...}}'")
+        try:
+            arguments = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--edit {call_id}: the arguments are not JSON ({exc.msg}, column {exc.colno})") from None
+        if not isinstance(arguments, dict):
+            raise UsageError(f"--edit {call_id}: the arguments must be a JSON object")
+        put(call_id, approve(arguments), "--edit")
+    return out or None
+
+
+def _load(file: str | None) -> tuple[Composition | None, Registry]:
+    from seamkit.cli.scrub import scrub_output
+    from seamkit.composition import load_composition
+
+    registry = _registry()
+    if file is None:
+        return None, registry
+    composition = load_composition(_existing_file(file), registry=registry)
+    scrub_output(composition.secret_values())
+    return composition, registry
+
+
+def _checkpointer(composition: Composition | None, registry: Registry) -> Any:
+    from seamkit.composition import build_store
+    from seamkit.durability.checkpointer import Checkpointer
+
+    store = build_store(composition, registry=registry)
+    if store is None:
+        where = "this composition has 'checkpoints: null'" if composition is not None else (
+            "no store is installed for the default (pip install seamkit-sqlite) — or pass --agent FILE")
+        raise UsageError(f"no checkpoint store: {where}")
+    secrets = composition.secret_values() if composition is not None else ()
+    return Checkpointer(store, secrets=secrets)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """``seamkit resume RUN_ID [--agent FILE] [--approve ID] [--reject ID[=REASON]] [--edit ID=JSON]``:
+    exit codes as ``run`` (3: it waits for approval again)."""
+    import asyncio
+    import dataclasses
+
+    from seamkit.cli.main import exit_code_for
+    from seamkit.cli.render import HumanRenderer, JsonRenderer
+    from seamkit.composition import ComponentBuildError, build_agent, load_composition
+
+    decisions = _decisions(args)
+    composition, registry = _load(args.agent)
+    if composition is None:
+        # the store is the embedded default; the agent file is the one the run started with
+        cp = _checkpointer(None, registry)
+        snap = asyncio.run(_latest(cp, args.run_id))
+        file = snap.metadata.get("agent_file") if snap is not None else None
+        if snap is None:
+            raise UsageError(f"no run {args.run_id!r} in the default store (.seamkit/seamkit.db); "
+                             "pass --agent FILE to use that composition's store")
+        if not isinstance(file, str):
+            raise UsageError(f"run {args.run_id} does not record its agent file: pass --agent FILE")
+        composition = load_composition(_existing_file(file), registry=registry)
+        from seamkit.cli.scrub import scrub_output
+
+        scrub_output(composition.secret_values())
+    try:
+        agent = build_agent(composition, registry=registry)
+    except ComponentBuildError as exc:
+        raise BuildFailed(exc.issues) from exc
+    if agent.checkpointer is None:
+        raise UsageError("this composition has no checkpoints ('checkpoints: null'): nothing to resume")
+    if decisions is None:
+        snap = asyncio.run(_latest(agent.checkpointer, args.run_id))
+        if snap is not None and snap.status == "suspended":
+            from seamkit.cli.render import pending_text
+
+            raise UsageError(f"run {args.run_id} waits for a decision\n"
+                             + pending_text(args.run_id, snap.state.get("pending_approvals") or ()))
+    secrets = composition.secret_values()
+    json_sink = JsonRenderer(secrets=secrets) if args.json else None
+    sink: EventSink = (json_sink if json_sink is not None
+                       else HumanRenderer(typed=agent.output is not None, secrets=secrets))
+
+    class _Observer:
+        def on_event(self, event: Any) -> None:
+            sink.event(event)
+
+    agent = dataclasses.replace(agent, observers=(*agent.observers, _Observer()))
+    try:
+        result = asyncio.run(_resume(agent, args, decisions))
+    except (Exception, KeyboardInterrupt) as exc:
+        sink.close()
+        if json_sink is not None:
+            json_sink.failed(exc, exit_code_for(exc))
+        raise
+    sink.close()
+    if result.stop_reason == "completed" and args.allow_finished and json_sink is None:
+        # a finished run's stored result: nothing was streamed, so print it
+        sys.stdout.write(json.dumps(_jsonable(result.output), indent=2, ensure_ascii=False) + "\n")
+    return _exit_for(result)
+
+
+async def _resume(agent: Agent, args: argparse.Namespace, decisions: dict[str, Any] | None) -> AgentResult:
+    try:
+        return await agent.resume(args.run_id, decisions=decisions, allow_finished=args.allow_finished,
+                                  steal=args.steal)
+    finally:
+        await _close_stores(agent)
+
+
+def _jsonable(value: Any) -> Any:
+    from seamkit.cli.render import jsonable
+
+    return jsonable(value)
+
+
+async def _latest(cp: Any, run_id: str) -> Any:
+    try:
+        return await cp.latest(run_id)
+    finally:
+        await cp.port.close()
+
+
+def _info_json(info: Any) -> dict[str, Any]:
+    import datetime as _dt
+
+    return {
+        "run_id": info.run_id,
+        "version": info.version,
+        "status": info.status,
+        "parent_run_id": info.parent_run_id,
+        "agent": info.metadata.get("agent"),
+        "created_at": _dt.datetime.fromtimestamp(info.created_at, _dt.UTC).isoformat(),
+    }
+
+
+def cmd_runs_list(args: argparse.Namespace) -> int:
+    """``seamkit runs list [--status S] [--limit N] [--agent FILE] [--json]``."""
+    import asyncio
+
+    if args.limit < 1:
+        raise UsageError("--limit must be at least 1")
+    composition, registry = _load(args.agent)
+    cp = _checkpointer(composition, registry)
+
+    async def go() -> Any:
+        try:
+            return await cp.list_runs(status=args.status, limit=args.limit)
+        finally:
+            await cp.port.close()
+
+    rows = [_info_json(i) for i in asyncio.run(go())]
+    if args.json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return EXIT_OK
+    if not rows:
+        sys.stderr.write("no runs\n")
+        return EXIT_OK
+    for r in rows:
+        parent = f" (child of {r['parent_run_id']})" if r["parent_run_id"] else ""
+        sys.stdout.write(f"{r['run_id']}  {r['status']:<9}  v{r['version']:<4} {r['created_at']}  "
+                         f"{r['agent'] or ''}{parent}\n")
+    return EXIT_OK
+
+
+def cmd_runs_show(args: argparse.Namespace) -> int:
+    """``seamkit runs show RUN_ID [--version V] [--agent FILE] [--json]``."""
+    import asyncio
+
+    from seamkit.cli.render import jsonable
+
+    composition, registry = _load(args.agent)
+    cp = _checkpointer(composition, registry)
+
+    async def go() -> Any:
+        try:
+            snap = await (cp.latest(args.run_id) if args.version is None else cp.at_version(args.run_id, args.version))
+            return snap, await cp.history(args.run_id)
+        finally:
+            await cp.port.close()
+
+    snap, history = asyncio.run(go())
+    if snap is None:
+        what = f"version {args.version} of run" if args.version is not None else "run"
+        raise UsageError(f"no {what} {args.run_id!r} in this store")
+    state = {k: jsonable(v) for k, v in snap.state.items()}
+    doc = {
+        "run_id": snap.run_id,
+        "version": snap.version,
+        "status": snap.status,
+        "parent_run_id": snap.parent_run_id,
+        "metadata": {k: v for k, v in snap.metadata.items() if k != "lease_until"},
+        "versions": [_info_json(i) for i in history],
+        "state": state,
+        "transcript": [{"role": m.role, "text": m.text,
+                        "tool_calls": [{"id": c.id, "name": c.name, "arguments": jsonable(c.arguments)}
+                                       for c in m.tool_calls],
+                        "tool_results": [{"call_id": r.call_id, "name": r.name, "content": r.content,
+                                          "is_error": r.is_error} for r in m.tool_results]}
+                       for m in snap.transcript],
+    }
+    if args.json:
+        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
+        return EXIT_OK
+    out = sys.stdout
+    out.write(f"run {snap.run_id}: {snap.status}, version {snap.version} of {len(history)} stored, "
+              f"agent {snap.metadata.get('agent')}\n")
+    if snap.parent_run_id:
+        out.write(f"parent: {snap.parent_run_id}\n")
+    for m in doc["transcript"]:
+        line = m["text"].replace("\n", " ")
+        for c in m["tool_calls"]:
+            line += f" -> {c['name']}({json.dumps(c['arguments'], ensure_ascii=False)}) [{c['id']}]"
+        for r in m["tool_results"]:
+            line += f" <- {r['name']}: {r['content']}"
+        out.write(f"  {m['role']:<9} {line[:200]}\n")
+    pending = snap.state.get("pending_approvals")
+    if pending:
+        from seamkit.cli.render import pending_text
+
+        out.write(pending_text(snap.run_id, pending) + "\n")
+    return EXIT_OK
+
+
+def cmd_runs_delete(args: argparse.Namespace) -> int:
+    """``seamkit runs delete RUN_ID [--agent FILE]``."""
+    import asyncio
+
+    composition, registry = _load(args.agent)
+    cp = _checkpointer(composition, registry)
+
+    async def go() -> bool:
+        try:
+            return bool(await cp.delete(args.run_id))
+        finally:
+            await cp.port.close()
+
+    if not asyncio.run(go()):
+        raise UsageError(f"no run {args.run_id!r} in this store")
+    sys.stderr.write(f"deleted run {args.run_id}\n")
+    return EXIT_OK
+
+
+def cmd_stores_setup(args: argparse.Namespace) -> int:
+    """``seamkit stores setup [--agent FILE]``: apply the store's schema migrations."""
+    import asyncio
+
+    composition, registry = _load(args.agent)
+    cp = _checkpointer(composition, registry)
+    store = cp.port
+    setup = getattr(store, "setup", None)
+    if setup is None:
+        sys.stderr.write(f"{type(store).__name__} needs no setup\n")
+        asyncio.run(store.close())
+        return EXIT_OK
+
+    async def go() -> None:
+        try:
+            await setup()
+        finally:
+            await store.close()
+
+    asyncio.run(go())
+    sys.stderr.write(f"{type(store).__name__}: schema is up to date\n")
     return EXIT_OK
 
 

@@ -47,6 +47,7 @@ __all__ = [
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_SUSPENDED = 3
 EXIT_INTERRUPTED = 130
 
 PROG = "seamkit"
@@ -100,7 +101,8 @@ def build_parser(
     parser = _Parser(
         prog=PROG,
         description="seamkit: compose, validate and run LLM agents described in YAML.",
-        epilog="Exit codes: 0 ok, 1 the run failed, 2 usage or configuration error, 130 interrupted. "
+        epilog="Exit codes: 0 ok, 1 the run failed, 2 usage or configuration error, 3 the run waits for "
+        "approval (see seamkit resume), 130 interrupted. "
         "SEAMKIT_DEBUG=1 shows tracebacks.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -125,6 +127,62 @@ def build_parser(
         help="a prompt template variable (repeatable)",
     )
     p.set_defaults(func=_lazy("run"))
+
+    p = sub.add_parser(
+        "resume",
+        help="continue a run from its last checkpoint (after a crash or an approval)",
+        description="Continue RUN_ID from its latest checkpoint. The agent is rebuilt from the file the run "
+        "was started with (or --agent FILE); the store is the agent's, or the embedded default "
+        "(.seamkit/seamkit.db). A run waiting for approval needs a decision for its calls: --approve, "
+        "--reject or --edit (approve with edited arguments); a call without one is rejected.",
+    )
+    p.add_argument("run_id", metavar="RUN_ID", help="the run id (printed by seamkit run)")
+    p.add_argument("--agent", metavar="FILE", help="composition YAML file (default: the one the run started with)")
+    p.add_argument("--approve", metavar="CALL_ID", action="append", default=[], help="approve a call (repeatable)")
+    p.add_argument("--reject", metavar="CALL_ID[=REASON]", action="append", default=[],
+                   help="reject a call, optionally saying why (repeatable)")
+    p.add_argument("--edit", metavar="CALL_ID=JSON", action="append", default=[],
+                   help="approve a call with these arguments instead (a JSON object; repeatable)")
+    p.add_argument("--allow-finished", action="store_true",
+                   help="print a finished run's result, or continue a failed run")
+    p.add_argument("--steal", action="store_true", help="take over a run another live worker holds")
+    p.add_argument("--json", action="store_true", help="print one JSON object per stream event, nothing else")
+    p.set_defaults(func=_lazy("resume"))
+
+    p = sub.add_parser(
+        "runs",
+        help="list, show or delete checkpointed runs",
+        description="Inspect the runs in a store: the agent's (--agent FILE) or the embedded default "
+        "(.seamkit/seamkit.db).",
+    )
+    runs = p.add_subparsers(dest="runs_command", metavar="ACTION", parser_class=_Parser, required=True)
+    q = runs.add_parser("list", help="the latest checkpoint of each run, newest first")
+    q.add_argument("--status", choices=["running", "suspended", "done", "failed"], help="only runs with this status")
+    q.add_argument("--limit", type=int, default=50, help="at most this many runs (default 50)")
+    q.add_argument("--agent", metavar="FILE", help="use this composition's store")
+    q.add_argument("--json", action="store_true", help="print a JSON list")
+    q.set_defaults(func=_lazy("runs_list"))
+    q = runs.add_parser("show", help="a run's versions, transcript and state")
+    q.add_argument("run_id", metavar="RUN_ID")
+    q.add_argument("--version", type=int, help="show the run as it was at this version")
+    q.add_argument("--agent", metavar="FILE", help="use this composition's store")
+    q.add_argument("--json", action="store_true", help="print JSON")
+    q.set_defaults(func=_lazy("runs_show"))
+    q = runs.add_parser("delete", help="delete a run's checkpoints")
+    q.add_argument("run_id", metavar="RUN_ID")
+    q.add_argument("--agent", metavar="FILE", help="use this composition's store")
+    q.set_defaults(func=_lazy("runs_delete"))
+
+    p = sub.add_parser(
+        "stores",
+        help="manage stores (schema setup)",
+        description="Store administration. 'setup' applies a store's schema migrations (PostgreSQL needs it "
+        "once before first use); stores that need none say so.",
+    )
+    stores = p.add_subparsers(dest="stores_command", metavar="ACTION", parser_class=_Parser, required=True)
+    q = stores.add_parser("setup", help="apply the store's schema migrations")
+    q.add_argument("--agent", metavar="FILE", help="use this composition's store (default: the embedded default)")
+    q.set_defaults(func=_lazy("stores_setup"))
 
     p = sub.add_parser(
         "validate",

@@ -109,6 +109,11 @@ def event_to_json(event: StreamEvent) -> dict[str, Any]:
             d["steps"] = res.steps
             d["warnings"] = list(res.warnings)
             d["parent_run_id"] = res.parent_run_id
+            if res.pending_approvals:
+                d["pending_approvals"] = [
+                    {"call_id": p.call_id, "tool": p.tool, "arguments": jsonable(p.arguments), "policy": p.policy}
+                    for p in res.pending_approvals
+                ]
         elif key not in d:
             d[key] = jsonable(value)
     return d
@@ -142,6 +147,18 @@ def format_summary(run_id: str, stop_reason: str, steps: int, usage: Usage) -> s
         f"tokens {usage.input_tokens} in / {usage.output_tokens} out, "
         f"{usage.requests} request{'s' if usage.requests != 1 else ''}, cost {format_cost(usage)}"
     )
+
+
+def pending_text(run_id: str, pending: Any) -> str:
+    """The lines telling a person which tool calls wait for approval and how to decide."""
+    lines = ["waiting for approval:"]
+    for p in pending:
+        args = json.dumps(jsonable(p.arguments), ensure_ascii=False)
+        lines.append(f"  call {p.call_id}: {p.tool} {truncate(args, MAX_ARGS)}")
+    first = pending[0].call_id
+    lines.append(f"decide with: seamkit resume {run_id} --approve {first} | --reject {first} "
+                 "| --edit " + first + "='{...}'")
+    return "\n".join(lines)
 
 
 class EventSink(Protocol):
@@ -283,6 +300,8 @@ class HumanRenderer:
             self.console.print(Text(line, style=style))
             for w in result.warnings:
                 self.console.print(Text(f"warning: {w}", style="yellow"))
+            if result.pending_approvals:
+                self.console.print(Text(pending_text(result.run_id, result.pending_approvals), style="yellow"))
 
     @staticmethod
     def _call_line(call: ToolCall) -> Any:

@@ -13,6 +13,8 @@
       max_steps: 6
       settings: {temperature: 0, max_tokens: 256, seed: 7}
       middlewares: [{use: retry, max_attempts: 3}]
+      checkpoints: {use: sqlite, path: runs.db}   # absent: sqlite at .seamkit/seamkit.db; null: off
+      approvals: {write_file: every_call}     # never | every_call | once_per_run | once_per_thread
 
 - :func:`load_composition` validates everything (without building heavy components) and raises
   :class:`~seamkit.errors.ConfigError` listing every problem with file, line, column and key path.
@@ -30,7 +32,7 @@ YAML file's directory.
 """
 
 from seamkit.composition._yaml import interpolate, resolve_plain
-from seamkit.composition.build import ComponentBuildError, build_agent
+from seamkit.composition.build import ComponentBuildError, build_agent, build_store
 from seamkit.composition.loader import FORMAT_VERSION, load_composition, loads_composition
 from seamkit.composition.models import (
     SLOT_TYPES,
@@ -42,6 +44,7 @@ from seamkit.composition.models import (
     PromptConfig,
     ProviderRef,
     Settings,
+    StoreRef,
     ToolRef,
 )
 from seamkit.composition.schema import composition_json_schema
@@ -58,8 +61,10 @@ __all__ = [
     "PromptConfig",
     "ProviderRef",
     "Settings",
+    "StoreRef",
     "ToolRef",
     "build_agent",
+    "build_store",
     "composition_json_schema",
     "interpolate",
     "load_composition",

@@ -3,17 +3,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from seamkit.agent.agent import Agent
 from seamkit.agent.prompt import Prompt
 from seamkit.composition._check import Context, resolve_slot, validate_params
 from seamkit.composition._yaml import KeyPath
-from seamkit.composition.models import ComponentRef, Composition
+from seamkit.composition.models import ComponentRef, Composition, StoreRef
 from seamkit.errors import ConfigError, ConfigIssue
 from seamkit.plugins.registry import Registry, get_registry
 
-__all__ = ["ComponentBuildError", "build_agent"]
+__all__ = ["DEFAULT_STORE", "ComponentBuildError", "build_agent", "build_store"]
+
+#: The store used for checkpoints when a composition does not say (``checkpoints:`` absent).
+DEFAULT_STORE = "sqlite"
 
 
 class ComponentBuildError(ConfigError):
@@ -26,7 +30,9 @@ class ComponentBuildError(ConfigError):
 
 def build_agent(composition: Composition, *, registry: Registry | None = None) -> Agent:
     """Build the components of ``composition`` (calling their factories, in file order: model,
-    tools, middlewares) and return the wired :class:`~seamkit.agent.agent.Agent`.
+    tools, middlewares, checkpoints) and return the wired :class:`~seamkit.agent.agent.Agent`.
+    Without a ``checkpoints:`` key the agent checkpoints into :data:`DEFAULT_STORE` with its
+    default configuration when that store is registered; ``checkpoints: null`` turns them off.
 
     ``registry`` defaults to :func:`~seamkit.plugins.registry.get_registry`. Factories run with
     the current working directory unchanged; relative path parameters were already resolved
@@ -51,6 +57,11 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
     model = _build(ctx, reg, a.model, ("agent", "model"), failures)
     tools = [_build(ctx, reg, t, ("agent", "tools", i), failures) for i, t in enumerate(a.tools)]
     middlewares = [_build(ctx, reg, m, ("agent", "middlewares", i), failures) for i, m in enumerate(a.middlewares)]
+    store: Any = None
+    if a.checkpoints is not None:
+        store = _build(ctx, reg, a.checkpoints, ("agent", "checkpoints"), failures)
+    elif "checkpoints" not in a.model_fields_set and DEFAULT_STORE in reg.names("store"):
+        store = _build(ctx, reg, StoreRef(use=DEFAULT_STORE), ("agent",), failures)
     if ctx.issues:
         if len(failures) == len(ctx.issues):
             raise ComponentBuildError(ctx.issues)
@@ -61,6 +72,15 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
         p = a.prompt
         prompt = Prompt(p.template, id=p.id or name, version=p.version or "1")
     output = dict(a.output.json_schema) if a.output is not None else None
+    checkpointer = None
+    if store is not None:
+        from seamkit.durability.checkpointer import Checkpointer
+
+        try:
+            checkpointer = Checkpointer(store, secrets=c.secret_values())
+        except TypeError as exc:
+            ctx.add(str(exc), ("agent", "checkpoints"))
+            raise ConfigError(ctx.issues) from None
     try:
         return Agent(
             model=model,
@@ -76,10 +96,44 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
             temperature=a.settings.temperature,
             max_tokens=a.settings.max_tokens,
             seed=a.settings.seed,
+            checkpointer=checkpointer,
+            approvals=dict(a.approvals),
         )
     except (ValueError, TypeError) as exc:
         ctx.add(f"cannot build the agent: {exc}", ("agent",))
         raise ConfigError(ctx.issues) from None
+
+
+def build_store(composition: Composition | None, *, registry: Registry | None = None) -> Any:
+    """Build only the checkpoint store of ``composition`` (``None``: the embedded default), for
+    commands that inspect runs without building the agent. Returns ``None`` when checkpoints are
+    off (``checkpoints: null``) or no store is configured and :data:`DEFAULT_STORE` is not
+    installed. Raises :class:`~seamkit.errors.ConfigError` like :func:`build_agent`."""
+    reg = registry if registry is not None else get_registry()
+    if composition is None:
+        if DEFAULT_STORE not in reg.names("store"):
+            return None
+        ctx = Context(None, {}, {}, frozenset(), frozenset(), set(), Path.cwd())
+        ref: ComponentRef = StoreRef(use=DEFAULT_STORE)
+        path: KeyPath = ("checkpoints",)
+    else:
+        c = composition
+        ctx = Context(str(c.file) if c.file is not None else None, c._values, c._keys, c._secret_paths,
+                      c._secrets, set(), c.base_dir)
+        a = c.agent
+        if a.checkpoints is not None:
+            ref, path = a.checkpoints, ("agent", "checkpoints")
+        elif "checkpoints" not in a.model_fields_set and DEFAULT_STORE in reg.names("store"):
+            ref, path = StoreRef(use=DEFAULT_STORE), ("agent",)
+        else:
+            return None
+    failures: list[int] = []
+    store = _build(ctx, reg, ref, path, failures)
+    if ctx.issues:
+        if len(failures) == len(ctx.issues):
+            raise ComponentBuildError(ctx.issues)
+        raise ConfigError(ctx.issues)
+    return store
 
 
 def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath, failures: list[int]) -> Any:

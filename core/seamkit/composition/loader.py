@@ -246,6 +246,18 @@ def _cross_checks(ctx: Context, data: Mapping[str, Any]) -> None:
             hint = did_you_mean(choice, [*first, *_TOOL_CHOICES])
             listed = ", ".join([*_TOOL_CHOICES, *first])
             ctx.add(f"tool_choice {choice!r} names no configured tool{hint} (use one of: {listed})", path)
+    approvals = agent.get("approvals")
+    if isinstance(approvals, Mapping):
+        for tool_name in approvals:
+            if isinstance(tool_name, str) and tool_name not in first:
+                hint = did_you_mean(tool_name, list(first))
+                ctx.add(f"approvals name {tool_name!r}, which is not in agent.tools{hint}",
+                        ("agent", "approvals", tool_name))
+        if "checkpoints" in agent and agent["checkpoints"] is None and any(
+            v != "never" for v in approvals.values()
+        ):
+            ctx.add("approvals need checkpoints: a run waiting for a person is suspended durably",
+                    ("agent", "approvals"))
     prompt = agent.get("prompt")
     if isinstance(prompt, str):
         _check_template(ctx, prompt, ("agent", "prompt"))

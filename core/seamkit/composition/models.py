@@ -123,8 +123,16 @@ class MiddlewareRef(ComponentRef):
     kind: ClassVar[str] = "middleware"
 
 
+class StoreRef(ComponentRef):
+    """A store slot (registry kind ``store``): a backend for checkpoints and effect receipts."""
+
+    kind: ClassVar[str] = "store"
+
+
 #: Slot classes by registry kind.
-SLOT_TYPES: dict[str, type[ComponentRef]] = {c.kind: c for c in (ProviderRef, ToolRef, MiddlewareRef)}
+SLOT_TYPES: dict[str, type[ComponentRef]] = {c.kind: c for c in (ProviderRef, ToolRef, MiddlewareRef, StoreRef)}
+
+ApprovalPolicyName = Literal["never", "every_call", "once_per_run", "once_per_thread"]
 
 
 class PromptConfig(_Model):
@@ -173,6 +181,17 @@ class AgentConfig(_Model):
     settings: Settings = Field(default_factory=Settings, description="Model settings")
     middlewares: list[MiddlewareRef] = Field(
         default_factory=list, description="Middleware components, outermost first"
+    )
+    checkpoints: StoreRef | None = Field(
+        default=None,
+        description="Store for durable runs (checkpoints, effect receipts). Absent: the embedded default "
+        "(sqlite at .seamkit/seamkit.db in the current directory) when seamkit-sqlite is installed; "
+        "null: no checkpoints",
+    )
+    approvals: dict[str, ApprovalPolicyName] = Field(
+        default_factory=dict,
+        description="Tool name -> approval policy (never, every_call, once_per_run, once_per_thread); "
+        "a call that needs approval suspends the run until `seamkit resume`",
     )
 
     @field_validator("name")

@@ -202,7 +202,7 @@ async def test_drive_real_agent_with_human_renderer():
     agent = Agent(model, name="adder", tools=[add],
                   output={"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]})
     out, err = io.StringIO(), io.StringIO()
-    result = await _drive(agent, "2+3?", {}, HumanRenderer(out, err))
+    result = await _drive(agent, "2+3?", {}, HumanRenderer(out, err), {})
     assert result is not None and result.output == {"answer": 5}
     assert out.getvalue() == 'Adding. \n{"answer": 5}\n{\n  "answer": 5\n}\n'
     lines = err.getvalue().splitlines()

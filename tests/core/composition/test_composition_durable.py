@@ -1,0 +1,76 @@
+"""The ``checkpoints:`` and ``approvals:`` keys of a composition."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from seamkit.composition import build_agent, build_store, load_composition, loads_composition
+from seamkit.durability.checkpointer import Checkpointer
+from seamkit.errors import ConfigError
+from seamkit.plugins.registry import Registry
+from seamkit.testing.memory_store import MemoryStore
+
+BASE = """\
+    seamkit: 1
+    agent:
+      model:
+        use: scripted
+        turns:
+          - tool_calls: [{name: calculator, arguments: {expression: "2 + 3"}}]
+          - text: "5"
+      tools: [calculator]
+"""
+
+
+def comp(extra: str, registry: Registry, env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    return loads_composition(textwrap.dedent(BASE) + extra, registry=registry, env=env)
+
+
+async def test_checkpoints_and_approvals_build_a_durable_agent_that_suspends(registry: Registry) -> None:
+    c = comp("  checkpoints: {use: memory}\n  approvals: {calculator: every_call}\n", registry)
+    agent = build_agent(c, registry=registry)
+    assert isinstance(agent.checkpointer, Checkpointer)
+    assert isinstance(agent.checkpointer.port, MemoryStore)
+    assert dict(agent.approvals) == {"calculator": "every_call"}
+    result = await agent.run("add")
+    assert result.stop_reason == "suspended"
+    assert [p.tool for p in result.pending_approvals] == ["calculator"]
+
+
+def test_without_checkpoints_key_and_no_default_store_installed_there_are_none(registry: Registry) -> None:
+    agent = build_agent(comp("", registry), registry=registry)
+    assert "sqlite" not in registry.names("store")
+    assert agent.checkpointer is None
+    assert build_store(comp("", registry), registry=registry) is None
+
+
+def test_checkpoints_null_turns_them_off(registry: Registry) -> None:
+    agent = build_agent(comp("  checkpoints: null\n", registry), registry=registry)
+    assert agent.checkpointer is None
+
+
+def test_approval_problems_are_located(tmp_path: Path, registry: Registry) -> None:
+    p = tmp_path / "a.yaml"
+    p.write_text(textwrap.dedent(BASE) + "  approvals: {calculater: every_call, calculator: always}\n"
+                 "  checkpoints: {use: memroy}\n")
+    with pytest.raises(ConfigError) as info:
+        load_composition(p, registry=registry)
+    text = str(info.value)
+    assert "a.yaml:9:" in text
+    assert "approvals name 'calculater', which is not in agent.tools; did you mean 'calculator'?" in text
+    assert "agent.approvals.calculator" in text and "every_call" in text
+    assert "agent.checkpoints" in text and "memory" in text
+
+
+def test_approvals_need_checkpoints(registry: Registry) -> None:
+    with pytest.raises(ConfigError, match="approvals need checkpoints"):
+        comp("  checkpoints: null\n  approvals: {calculator: once_per_run}\n", registry)
+
+
+def test_environment_values_are_secrets_the_checkpointer_refuses_to_persist(registry: Registry) -> None:
+    c = comp("  checkpoints: {use: memory}\n  prompt: 'key ${API_KEY}'\n", registry, env={"API_KEY": "sk-abcdef123456"})
+    agent = build_agent(c, registry=registry)
+    assert "sk-abcdef123456" in agent.checkpointer.secrets
+    assert "sk-abcdef123456" not in repr(agent.checkpointer)
