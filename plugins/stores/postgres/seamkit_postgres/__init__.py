@@ -1,0 +1,1 @@
+"""seamkit-postgres: the ``postgres`` store (StorePort + CheckpointPort on PostgreSQL)."""

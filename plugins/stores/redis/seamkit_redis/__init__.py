@@ -1,0 +1,5 @@
+"""seamkit-redis: a :class:`~seamkit.ports.StorePort` and :class:`~seamkit.ports.CheckpointPort`
+on Redis (redis-py asyncio). The store class is :class:`seamkit_redis.store.RedisStore`; its
+configuration is :class:`seamkit_redis.config.RedisConfig`. Importing this package is cheap."""
+
+__all__: list[str] = []

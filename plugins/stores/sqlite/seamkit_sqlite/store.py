@@ -1,0 +1,593 @@
+"""The SQLite backend: one object that is both a :class:`~seamkit.ports.StorePort` and a
+:class:`~seamkit.ports.CheckpointPort`, on one database file.
+
+Concurrency model
+-----------------
+- One :mod:`aiosqlite` connection per store object (its own thread); an ``asyncio.Lock`` makes
+  every operation exclusive on it, so many concurrent runs in one process never interleave
+  statements of two transactions.
+- Several processes share the file through SQLite's own locking: WAL journal (readers never block
+  the writer), ``busy_timeout`` (a writer waits for the lock instead of failing at once), and every
+  read-modify-write transaction starts with ``BEGIN IMMEDIATE`` (takes the write lock first, so two
+  writers never deadlock upgrading a read lock: no ``SQLITE_BUSY`` that the timeout cannot absorb).
+- Multi-statement reads run in one read transaction: a consistent snapshot.
+
+Schema (created on first connect; ``seamkit_meta.schema_version`` tracks it for later migrations):
+``kv`` (store values, codec text, ``expires_at`` in wall-clock unix seconds so it holds across
+processes), ``runs`` (one row per run: latest version, status, parent, metadata, ``created_at``;
+updated in the same transaction as each save, so the ``expected_version`` check and ``list_runs``
+are single indexed reads), ``checkpoints`` (one row per version), ``log`` (the entries each
+version appended) and ``writes`` (pending writes per run, version and task id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import sqlite3
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+from seamkit.durability import codec
+from seamkit.durability.records import (
+    FINISHED_STATUSES,
+    CheckpointInfo,
+    CheckpointRecord,
+    StoredCheckpoint,
+    scope_namespace,
+)
+from seamkit.durability.singleflight import SingleFlight
+from seamkit.errors import CheckpointConflict, StoreUnavailable, StoreValueError, TTLNotSupported
+from seamkit.values import Scope, freeze
+
+from seamkit_sqlite.config import SqliteConfig
+
+__all__ = ["MEMORY", "SCHEMA_VERSION", "SqliteStore", "build"]
+
+SCHEMA_VERSION = 1
+MEMORY = ":memory:"
+_MISSING: Any = object()
+
+_SCHEMA: tuple[str, ...] = (
+    "CREATE TABLE IF NOT EXISTS seamkit_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS kv (ns TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
+    " expires_at REAL, PRIMARY KEY (ns, key))",
+    "CREATE INDEX IF NOT EXISTS kv_expires ON kv (expires_at) WHERE expires_at IS NOT NULL",
+    "CREATE TABLE IF NOT EXISTS runs (run_id TEXT PRIMARY KEY, version INTEGER NOT NULL,"
+    " status TEXT NOT NULL, parent_run_id TEXT, metadata TEXT NOT NULL, created_at REAL NOT NULL,"
+    " seq INTEGER NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS runs_recent ON runs (created_at DESC, seq DESC)",
+    "CREATE INDEX IF NOT EXISTS runs_status ON runs (status, created_at DESC, seq DESC)",
+    "CREATE INDEX IF NOT EXISTS runs_parent ON runs (parent_run_id, created_at DESC, seq DESC)",
+    "CREATE TABLE IF NOT EXISTS checkpoints (run_id TEXT NOT NULL, version INTEGER NOT NULL,"
+    " status TEXT NOT NULL, state TEXT NOT NULL, parent_run_id TEXT, metadata TEXT NOT NULL,"
+    " created_at REAL NOT NULL, PRIMARY KEY (run_id, version))",
+    "CREATE TABLE IF NOT EXISTS log (run_id TEXT NOT NULL, version INTEGER NOT NULL,"
+    " idx INTEGER NOT NULL, entry TEXT NOT NULL, PRIMARY KEY (run_id, version, idx))",
+    "CREATE TABLE IF NOT EXISTS writes (run_id TEXT NOT NULL, version INTEGER NOT NULL,"
+    " task_id TEXT NOT NULL, payload TEXT NOT NULL, PRIMARY KEY (run_id, version, task_id))",
+)
+
+_LIVE = "(expires_at IS NULL OR expires_at > ?)"
+_SQL_GET = f"SELECT value FROM kv WHERE ns = ? AND key = ? AND {_LIVE}"
+_SQL_GET_TTL = f"SELECT value, expires_at FROM kv WHERE ns = ? AND key = ? AND {_LIVE}"
+_SQL_PUT = (
+    "INSERT INTO kv (ns, key, value, expires_at) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (ns, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at"
+)
+# (SQLite 3.40 evaluates `expires_at IS NULL` in a DELETE's RETURNING wrongly, 0 for a NULL: compare in Python)
+_SQL_DEL = "DELETE FROM kv WHERE ns = ? AND key = ? RETURNING expires_at"
+_SQL_RUN_VERSION = "SELECT version FROM runs WHERE run_id = ?"
+_SQL_INSERT_CP = (
+    "INSERT INTO checkpoints (run_id, version, status, state, parent_run_id, metadata, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+# seq = the rowid just given to the checkpoint row: a tie-breaker for equal created_at (newest first)
+_SQL_UPSERT_RUN = (
+    "INSERT INTO runs (run_id, version, status, parent_run_id, metadata, created_at, seq)"
+    " VALUES (?, ?, ?, ?, ?, ?, last_insert_rowid())"
+    " ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, status = excluded.status,"
+    " parent_run_id = excluded.parent_run_id, metadata = excluded.metadata,"
+    " created_at = excluded.created_at, seq = excluded.seq"
+)
+_SQL_INSERT_LOG = "INSERT INTO log (run_id, version, idx, entry) VALUES (?, ?, ?, ?)"
+_CP_COLS = "version, status, state, parent_run_id, metadata, created_at"
+_SQL_LATEST = f"SELECT {_CP_COLS} FROM checkpoints WHERE run_id = ? ORDER BY version DESC LIMIT 1"
+_SQL_AT = f"SELECT {_CP_COLS} FROM checkpoints WHERE run_id = ? AND version = ?"
+_SQL_LOG = "SELECT version, entry FROM log WHERE run_id = ? AND version <= ? ORDER BY version, idx"
+_FINISHED_SQL = ", ".join(f"'{s}'" for s in FINISHED_STATUSES)
+_SQL_FINISHED = f"SELECT run_id FROM runs WHERE status IN ({_FINISHED_SQL}) AND created_at < ?"
+
+
+def _check_ttl(ttl: float | None, resolution: float) -> float | None:
+    """``None`` or the absolute expiry (unix seconds) for ``ttl`` seconds from now."""
+    if ttl is None:
+        return None
+    if isinstance(ttl, bool) or not isinstance(ttl, int | float):
+        raise TTLNotSupported(f"ttl must be a number of seconds or None, got {type(ttl).__name__}")
+    if not math.isfinite(ttl) or ttl <= 0:
+        raise TTLNotSupported(f"ttl must be finite and positive, got {ttl!r}")
+    if ttl < resolution:
+        raise TTLNotSupported(f"ttl {ttl!r}s is finer than this store's resolution ({resolution}s)")
+    return time.time() + float(ttl)
+
+
+def _check_key(scope: Any, key: Any) -> str:
+    if not isinstance(scope, Scope):
+        raise TypeError(f"scope must be a seamkit Scope, got {type(scope).__name__}")
+    if not isinstance(key, str):
+        raise TypeError(f"key must be a str, got {type(key).__name__}")
+    return scope_namespace(scope)
+
+
+def _meta_text(metadata: Mapping[str, Any]) -> str:
+    return json.dumps(dict(metadata), separators=(",", ":"), ensure_ascii=False)
+
+
+def _info(run_id: str, row: Sequence[Any]) -> CheckpointInfo:
+    version, status, parent, metadata, created_at = row
+    return CheckpointInfo(
+        run_id=run_id,
+        version=version,
+        status=status,
+        parent_run_id=parent,
+        metadata=freeze(json.loads(metadata)),
+        created_at=created_at,
+    )
+
+
+class SqliteStore:
+    """Store and checkpoints in one SQLite database file (see the module doc for the model).
+
+    ``path``: the database file (``":memory:"``: private to this object and gone at ``close()``,
+    for tests);
+    ``busy_timeout_s``: seconds a write waits for the lock held by another connection;
+    ``synchronous``: ``"NORMAL"`` or ``"FULL"``. Constructing connects nothing: the file, its
+    parent directories and the schema are created on first use. ``close()`` releases the
+    connection (a later call connects again); ``async with`` closes on exit.
+
+    Every SQLite failure (locked past the timeout, unreadable or corrupt file, disk full...) raises
+    :class:`~seamkit.errors.StoreUnavailable` naming the file; the driver's exception is never
+    raised. ``ttl_resolution`` is 0.001 s; expiry uses wall-clock time (``time.time()``) so it
+    holds across processes. Use one store object from one event loop at a time (successive loops,
+    as with repeated ``asyncio.run``, are fine).
+    """
+
+    ttl_resolution: float = 0.001
+
+    def __init__(
+        self, path: str | Path = ".seamkit/seamkit.db", *, busy_timeout_s: float = 5.0, synchronous: str = "NORMAL"
+    ) -> None:
+        if synchronous not in ("NORMAL", "FULL"):
+            raise ValueError("synchronous must be 'NORMAL' or 'FULL'")
+        if not (math.isfinite(busy_timeout_s) and busy_timeout_s >= 0):
+            raise ValueError("busy_timeout_s must be a finite number >= 0")
+        self._memory = str(path) == MEMORY
+        self._path: Path | None = None if self._memory else Path(path)
+        self._busy_timeout_s = float(busy_timeout_s)
+        self._synchronous = synchronous
+        self._conn: aiosqlite.Connection | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = asyncio.Lock()
+        self._flight = SingleFlight()
+
+    # ------------------------------------------------------------------ plumbing
+
+    @property
+    def path(self) -> str:
+        """The database file (absolute when built from a config), or ``":memory:"``."""
+        return MEMORY if self._path is None else str(self._path)
+
+    def __repr__(self) -> str:
+        return f"SqliteStore(path={self.path!r}, synchronous={self._synchronous!r})"
+
+    async def __aenter__(self) -> SqliteStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _unavailable(self, exc: BaseException) -> StoreUnavailable:
+        return StoreUnavailable(f"SQLite store {self.path}: {type(exc).__name__}: {exc}")
+
+    def _bind_loop(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            # a new event loop (e.g. successive asyncio.run calls): fresh loop-bound helpers
+            self._loop = loop
+            self._lock = asyncio.Lock()
+            self._flight = SingleFlight()
+        return self._lock
+
+    @contextlib.asynccontextmanager
+    async def _session(self) -> AsyncIterator[aiosqlite.Connection]:
+        """Exclusive use of the connection; driver errors become StoreUnavailable."""
+        async with self._bind_loop():
+            try:
+                yield await self._connect()
+            except (sqlite3.Error, OSError) as exc:
+                raise self._unavailable(exc) from None
+            except ValueError as exc:
+                if "closed" in str(exc).lower() or "no active connection" in str(exc).lower():
+                    self._conn = None
+                    raise self._unavailable(exc) from None
+                raise
+
+    @contextlib.asynccontextmanager
+    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A ``BEGIN IMMEDIATE`` transaction: committed on normal exit, rolled back on any error
+        (including cancellation)."""
+        async with self._session() as conn:
+            try:
+                await conn.execute("BEGIN IMMEDIATE")
+                yield conn
+                await conn.execute("COMMIT")
+            except BaseException:
+                await self._abort(conn)
+                raise
+
+    @contextlib.asynccontextmanager
+    async def _snapshot(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A read transaction: every query inside sees one consistent snapshot."""
+        async with self._session() as conn:
+            try:
+                await conn.execute("BEGIN")
+                yield conn
+                await conn.execute("COMMIT")
+            except BaseException:
+                await self._abort(conn)
+                raise
+
+    async def _abort(self, conn: aiosqlite.Connection) -> None:
+        # queued on the connection's thread after everything already sent, so it runs before
+        # any later operation even if this coroutine is cancelled while waiting
+        try:
+            await conn.rollback()
+        except Exception:
+            # the connection is in an unknown state: drop it, the next call reconnects
+            self._conn = None
+            with contextlib.suppress(Exception):
+                await conn.close()
+
+    async def _connect(self) -> aiosqlite.Connection:
+        if self._conn is not None:
+            return self._conn
+        target = MEMORY
+        if self._path is not None:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            target = str(self._path)
+        conn = aiosqlite.connect(target, timeout=self._busy_timeout_s, isolation_level=None)
+        # aiosqlite's worker thread is not a daemon: a store nobody closed would keep the process
+        # from exiting. SQLite is crash-safe, so a daemon thread loses at most an uncommitted write.
+        thread = getattr(conn, "_thread", None)
+        if isinstance(thread, threading.Thread) and not thread.is_alive():
+            thread.daemon = True
+        try:
+            await conn
+            await self._setup(conn)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await conn.close()
+            raise
+        self._conn = conn
+        return conn
+
+    async def _setup(self, conn: aiosqlite.Connection) -> None:
+        await conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
+        if not self._memory:
+            await self._enable_wal(conn)
+        await conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            for stmt in _SCHEMA:
+                await conn.execute(stmt)
+            rows = list(await conn.execute_fetchall("SELECT value FROM seamkit_meta WHERE key = 'schema_version'"))
+            if not rows:
+                await conn.execute(
+                    "INSERT INTO seamkit_meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+                )
+            elif int(rows[0][0]) > SCHEMA_VERSION:
+                raise sqlite3.DatabaseError(
+                    f"database schema version {rows[0][0]} is newer than this seamkit-sqlite supports "
+                    f"({SCHEMA_VERSION}); upgrade seamkit-sqlite"
+                )
+            await conn.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await conn.rollback()
+            raise
+
+    async def _enable_wal(self, conn: aiosqlite.Connection) -> None:
+        rows = list(await conn.execute_fetchall("PRAGMA journal_mode"))
+        if rows and str(rows[0][0]).lower() == "wal":
+            return
+        # switching needs a moment of exclusive access; another process may be opening the same
+        # new file: retry within the busy timeout
+        deadline = time.monotonic() + max(self._busy_timeout_s, 0.1)
+        while True:
+            try:
+                rows = list(await conn.execute_fetchall("PRAGMA journal_mode = WAL"))
+                break
+            except sqlite3.OperationalError as exc:
+                if ("locked" not in str(exc) and "busy" not in str(exc)) or time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.02)
+        mode = str(rows[0][0]).lower() if rows else "?"
+        if mode != "wal":
+            raise sqlite3.OperationalError(f"could not switch the journal to WAL (journal_mode is {mode!r})")
+
+    async def close(self) -> None:
+        """Close the connection (idempotent). A later call on this store connects again."""
+        async with self._bind_loop():  # let an operation in progress finish first
+            conn, self._conn = self._conn, None
+            if conn is not None:
+                try:
+                    await conn.close()
+                except (sqlite3.Error, ValueError) as exc:
+                    raise self._unavailable(exc) from None
+
+    # ------------------------------------------------------------------ StorePort
+
+    async def get(self, scope: Scope, key: str, default: Any = None) -> Any:
+        """The value of ``key`` in ``scope``, or ``default`` when missing or expired."""
+        value = await self._get(_check_key(scope, key), key)
+        return default if value is _MISSING else value
+
+    async def _get(self, ns: str, key: str) -> Any:
+        async with self._session() as conn:
+            rows = list(await conn.execute_fetchall(_SQL_GET, (ns, key, time.time())))
+        return codec.loads(rows[0][0]) if rows else _MISSING
+
+    async def set(self, scope: Scope, key: str, value: Any, *, ttl: float | None = None) -> None:
+        """Store ``value`` (any codec value) under ``key``; ``ttl`` seconds or ``None`` (no
+        expiry, also clearing a previous one). Raises TTLNotSupported, CodecError."""
+        ns = _check_key(scope, key)
+        expires = _check_ttl(ttl, self.ttl_resolution)
+        text = codec.dumps(value)
+        async with self._session() as conn:
+            await conn.execute(_SQL_PUT, (ns, key, text, expires))
+
+    async def get_or_set(
+        self, scope: Scope, key: str, producer: Callable[[], Awaitable[Any]], *, ttl: float | None = None
+    ) -> Any:
+        """The value of ``key``, or ``await producer()`` stored (with ``ttl``) and returned.
+        Concurrent misses in this process run ``producer`` once; its error reaches every waiter
+        and nothing is stored."""
+        ns = _check_key(scope, key)
+        _check_ttl(ttl, self.ttl_resolution)
+        self._bind_loop()
+
+        async def produce() -> Any:
+            value = await self._get(ns, key)
+            if value is not _MISSING:
+                return value
+            value = await producer()
+            await self.set(scope, key, value, ttl=ttl)
+            return value
+
+        return await self._flight.run((ns, key), produce)
+
+    async def delete(self, scope: Scope, key: str) -> bool:
+        """Delete ``key``; whether it existed (an expired key did not)."""
+        ns = _check_key(scope, key)
+        async with self._session() as conn:
+            rows = list(await conn.execute_fetchall(_SQL_DEL, (ns, key)))
+        return bool(rows) and (rows[0][0] is None or rows[0][0] > time.time())
+
+    async def append(self, scope: Scope, key: str, value: Any) -> int:
+        """Append ``value`` to the list at ``key`` (missing: a new list without expiry; an existing
+        TTL is kept) and return the new length. A non-list value raises StoreValueError."""
+        ns = _check_key(scope, key)
+        codec.dumps(value)  # fail on an unencodable value before touching the database
+        async with self._write() as conn:
+            rows = list(await conn.execute_fetchall(_SQL_GET_TTL, (ns, key, time.time())))
+            if rows:
+                items = codec.loads(rows[0][0])
+                expires = rows[0][1]
+                if not isinstance(items, list):
+                    raise StoreValueError(f"append: the value at {key!r} is a {type(items).__name__}, not a list")
+                items = [*items, value]
+            else:
+                items, expires = [value], None
+            await conn.execute(_SQL_PUT, (ns, key, codec.dumps(items), expires))
+        return len(items)
+
+    async def list(self, scope: Scope, key: str, start: int = 0, stop: int | None = None) -> Sequence[Any]:
+        """Items ``[start:stop]`` of the list at ``key`` (``[]`` when missing). A non-list value
+        raises StoreValueError."""
+        value = await self._get(_check_key(scope, key), key)
+        if value is _MISSING:
+            return []
+        if not isinstance(value, list):
+            raise StoreValueError(f"list: the value at {key!r} is a {type(value).__name__}, not a list")
+        return value[start:stop]
+
+    async def increment(self, scope: Scope, key: str, by: int = 1) -> int:
+        """Add ``by`` to the integer at ``key`` (missing or expired = 0, no expiry) atomically,
+        across processes too, keeping an existing TTL; returns the new value. A non-integer value
+        (``bool`` included) raises StoreValueError and is left unchanged."""
+        ns = _check_key(scope, key)
+        if type(by) is not int:
+            raise TypeError(f"by must be an int, got {type(by).__name__}")
+        async with self._write() as conn:
+            rows = list(await conn.execute_fetchall(_SQL_GET_TTL, (ns, key, time.time())))
+            if rows:
+                current = codec.loads(rows[0][0])
+                expires = rows[0][1]
+                if type(current) is not int:
+                    raise StoreValueError(
+                        f"increment: the value at {key!r} is a {type(current).__name__}, not an integer"
+                    )
+            else:
+                current, expires = 0, None
+            result = current + by
+            await conn.execute(_SQL_PUT, (ns, key, codec.dumps(result), expires))
+        return result
+
+    async def prune(self) -> int:
+        """Delete expired keys now; how many."""
+        async with self._session() as conn:
+            cur = await conn.execute(
+                "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?", (time.time(),)
+            )
+            return int(cur.rowcount)
+
+    # ------------------------------------------------------------------ CheckpointPort
+
+    async def save(self, record: CheckpointRecord, *, expected_version: int | None) -> None:
+        """Store ``record`` when the run's latest version is ``expected_version`` (``None``: no
+        versions); otherwise CheckpointConflict and nothing written (ValueError, also writing
+        nothing, when ``record.version`` is not ``expected_version + 1`` or 1). One ``BEGIN IMMEDIATE``
+        transaction: one run-row read, one record row, the entries, the run row."""
+        if not isinstance(record, CheckpointRecord):
+            raise TypeError(f"save needs a CheckpointRecord, got {type(record).__name__}")
+        want = 1 if expected_version is None else expected_version + 1
+        run_id = record.run_id
+        meta = _meta_text(record.metadata)
+        async with self._write() as conn:
+            rows = list(await conn.execute_fetchall(_SQL_RUN_VERSION, (run_id,)))
+            actual = rows[0][0] if rows else None
+            if actual != expected_version:
+                raise CheckpointConflict(run_id, expected_version, actual)
+            if record.version != want:
+                raise ValueError(
+                    f"record version {record.version} does not follow expected_version {expected_version} "
+                    f"(must be {want})"
+                )
+            v = record.version
+            await conn.execute(
+                _SQL_INSERT_CP, (run_id, v, record.status, record.state, record.parent_run_id, meta, record.created_at)
+            )
+            await conn.execute(
+                _SQL_UPSERT_RUN, (run_id, v, record.status, record.parent_run_id, meta, record.created_at)
+            )
+            if record.entries:
+                await conn.executemany(_SQL_INSERT_LOG, [(run_id, v, i, e) for i, e in enumerate(record.entries)])
+
+    async def latest(self, run_id: str) -> StoredCheckpoint | None:
+        """The latest stored version of ``run_id`` with its log, or ``None``."""
+        return await self._load(run_id, _SQL_LATEST, (run_id,))
+
+    async def at_version(self, run_id: str, version: int) -> StoredCheckpoint | None:
+        """Version ``version`` of ``run_id`` with the log up to it, or ``None`` (unknown, pruned)."""
+        return await self._load(run_id, _SQL_AT, (run_id, version))
+
+    async def _load(self, run_id: str, sql: str, params: tuple[Any, ...]) -> StoredCheckpoint | None:
+        async with self._snapshot() as conn:
+            rows = list(await conn.execute_fetchall(sql, params))
+            if not rows:
+                return None
+            version, status, state, parent, metadata, created_at = rows[0]
+            log = list(await conn.execute_fetchall(_SQL_LOG, (run_id, version)))
+        record = CheckpointRecord(
+            run_id=run_id,
+            version=version,
+            status=status,
+            state=state,
+            entries=tuple(e for v, e in log if v == version),
+            parent_run_id=parent,
+            metadata=json.loads(metadata),
+            created_at=created_at,
+        )
+        return StoredCheckpoint(record=record, log=tuple(e for _, e in log))
+
+    async def list_versions(self, run_id: str) -> Sequence[CheckpointInfo]:
+        """Headers of every stored version of ``run_id``, oldest first."""
+        async with self._session() as conn:
+            rows = await conn.execute_fetchall(
+                "SELECT version, status, parent_run_id, metadata, created_at FROM checkpoints"
+                " WHERE run_id = ? ORDER BY version",
+                (run_id,),
+            )
+        return [_info(run_id, r) for r in rows]
+
+    async def list_runs(
+        self, *, status: str | None = None, parent_run_id: str | None = None, limit: int = 100
+    ) -> Sequence[CheckpointInfo]:
+        """The latest version of each run, newest (``created_at``, then latest saved) first; only
+        runs with ``status`` / children of ``parent_run_id`` when given; at most ``limit``."""
+        if type(limit) is not int:
+            raise TypeError(f"limit must be an int, got {type(limit).__name__}")
+        where, params = [], []
+        if status is not None:
+            where.append("status = ?")
+            params.append(status)
+        if parent_run_id is not None:
+            where.append("parent_run_id = ?")
+            params.append(parent_run_id)
+        sql = "SELECT run_id, version, status, parent_run_id, metadata, created_at FROM runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY created_at DESC, seq DESC LIMIT ?"
+        async with self._session() as conn:
+            rows = await conn.execute_fetchall(sql, (*params, max(limit, 0)))  # SQLite: LIMIT -1 = all
+        return [_info(r[0], r[1:]) for r in rows]
+
+    async def put_write(self, run_id: str, version: int, task_id: str, payload: str) -> None:
+        """Record task ``task_id``'s result ``payload`` (codec text) for step ``version`` of
+        ``run_id``; a second write of one task id replaces the first."""
+        if not isinstance(payload, str):
+            raise TypeError(f"payload must be codec text (str), got {type(payload).__name__}")
+        async with self._session() as conn:
+            await conn.execute(
+                "INSERT INTO writes (run_id, version, task_id, payload) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (run_id, version, task_id) DO UPDATE SET payload = excluded.payload",
+                (run_id, version, task_id, payload),
+            )
+
+    async def pending_writes(self, run_id: str, version: int) -> Mapping[str, str]:
+        """Task id -> payload recorded for step ``version`` of ``run_id``, in recording order."""
+        async with self._session() as conn:
+            rows = await conn.execute_fetchall(
+                "SELECT task_id, payload FROM writes WHERE run_id = ? AND version = ? ORDER BY rowid",
+                (run_id, version),
+            )
+        return {t: p for t, p in rows}
+
+    async def delete_run(self, run_id: str) -> bool:
+        """Delete every version, log entry and pending write of ``run_id``; whether it had versions."""
+        async with self._write() as conn:
+            n = (await conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))).rowcount
+            n += (await conn.execute("DELETE FROM checkpoints WHERE run_id = ?", (run_id,))).rowcount
+            await conn.execute("DELETE FROM log WHERE run_id = ?", (run_id,))
+            await conn.execute("DELETE FROM writes WHERE run_id = ?", (run_id,))
+        return n > 0
+
+    async def prune_runs(self, *, keep_last: int = 1, finished_before: float | None = None) -> int:
+        """Delete whole runs whose latest status is done/failed and whose latest version was
+        created before ``finished_before`` (unix seconds), then every version (and its pending
+        writes) but the last ``keep_last`` of each remaining run; the log is kept. Returns the
+        number of versions deleted. ``keep_last`` must be >= 1."""
+        if type(keep_last) is not int or keep_last < 1:
+            raise ValueError(f"keep_last must be an int of at least 1, got {keep_last!r}")
+        deleted = 0
+        async with self._write() as conn:
+            if finished_before is not None:
+                sub = _SQL_FINISHED
+                p = (float(finished_before),)
+                deleted += (await conn.execute(f"DELETE FROM checkpoints WHERE run_id IN ({sub})", p)).rowcount
+                await conn.execute(f"DELETE FROM log WHERE run_id IN ({sub})", p)
+                await conn.execute(f"DELETE FROM writes WHERE run_id IN ({sub})", p)
+                await conn.execute(f"DELETE FROM runs WHERE run_id IN ({sub})", p)
+            older = "version <= (SELECT r.version FROM runs r WHERE r.run_id = {t}.run_id) - ?"
+            cur = await conn.execute(f"DELETE FROM checkpoints WHERE {older.format(t='checkpoints')}", (keep_last,))
+            deleted += cur.rowcount
+            await conn.execute(f"DELETE FROM writes WHERE {older.format(t='writes')}", (keep_last,))
+        return deleted
+
+
+def build(config: SqliteConfig) -> SqliteStore:
+    """The ``use: sqlite`` factory: a relative ``path`` is resolved against the current directory
+    now (not at first use). Connects nothing."""
+    path: str | Path = config.path
+    if config.path != MEMORY:
+        path = Path(config.path).expanduser()
+        if not path.is_absolute():
+            path = Path.cwd() / path
+    return SqliteStore(path, busy_timeout_s=config.busy_timeout_s, synchronous=config.synchronous)

@@ -1,0 +1,484 @@
+"""SQLite specifics: WAL, the default path, errors as StoreUnavailable, the registry entry, the
+config, many concurrent runs in one process, and several processes writing one file."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from seamkit.durability.records import CheckpointRecord
+from seamkit.errors import CheckpointConflict, ConfigError, StoreUnavailable, StoreValueError
+from seamkit.plugins.registry import load_registry
+from seamkit.ports import CheckpointPort, StorePort
+from seamkit.values import Scope
+from seamkit_sqlite.config import SqliteConfig
+from seamkit_sqlite.store import SCHEMA_VERSION, SqliteStore, build
+
+DIST = "seamkit-sqlite"
+S = Scope("t")
+
+
+def _rec(run_id: str, version: int, *entries: str, status: str = "running", **kw: object) -> CheckpointRecord:
+    return CheckpointRecord(
+        run_id=run_id, version=version, status=status, state=f'{{"step":{version}}}', entries=entries, **kw  # type: ignore[arg-type]
+    )
+
+
+def _pragma(path: Path, name: str) -> object:
+    with sqlite3.connect(path) as conn:
+        return conn.execute(f"PRAGMA {name}").fetchone()[0]
+
+
+# --------------------------------------------------------------------------- file and modes
+
+
+async def test_wal_mode_schema_version_and_lazy_connect(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "db.sqlite"
+    store = SqliteStore(path)
+    assert not path.parent.exists(), "constructing the store must not touch the disk"
+    assert isinstance(store, StorePort) and isinstance(store, CheckpointPort)
+    await store.set(S, "k", 1)
+    assert path.exists()
+    assert _pragma(path, "journal_mode") == "wal"
+    with sqlite3.connect(path) as conn:
+        row = conn.execute("SELECT value FROM seamkit_meta WHERE key = 'schema_version'").fetchone()
+    assert row == (str(SCHEMA_VERSION),)
+    await store.close()
+    await store.close()  # idempotent
+    # a closed store connects again on the next call
+    assert await store.get(S, "k") == 1
+    await store.close()
+
+
+async def test_synchronous_setting_is_applied(tmp_path: Path) -> None:
+    for mode, code in (("NORMAL", 1), ("FULL", 2)):
+        store = SqliteStore(tmp_path / f"{mode}.db", synchronous=mode)
+        await store.set(S, "k", 1)
+        assert store._conn is not None
+        rows = list(await store._conn.execute_fetchall("PRAGMA synchronous"))
+        assert rows[0][0] == code
+        await store.close()
+
+
+async def test_default_path_is_relative_to_the_cwd_at_build_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = build(SqliteConfig())
+    assert store.path == str(tmp_path / ".seamkit" / "seamkit.db")
+    monkeypatch.chdir(tmp_path.parent)  # moving away after the build changes nothing
+    async with store:
+        await store.set(S, "k", "v")
+    assert (tmp_path / ".seamkit" / "seamkit.db").is_file()
+    assert _pragma(tmp_path / ".seamkit" / "seamkit.db", "journal_mode") == "wal"
+
+
+async def test_memory_database_is_private_to_one_store() -> None:
+    a, b = SqliteStore(":memory:"), SqliteStore(":memory:")
+    await a.set(S, "k", 1)
+    assert await b.get(S, "k") is None
+    assert await a.get(S, "k") == 1
+    await a.close()
+    await b.close()
+
+
+async def test_store_survives_successive_event_loops(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "db")
+
+    async def bump() -> int:
+        return await store.increment(S, "n")
+
+    # asyncio.run in a worker thread: each call has its own loop (this test's loop keeps running)
+    loop = asyncio.get_running_loop()
+    assert await loop.run_in_executor(None, asyncio.run, bump()) == 1
+    assert await loop.run_in_executor(None, asyncio.run, bump()) == 2
+    assert await store.increment(S, "n") == 3
+    await store.close()
+
+
+# --------------------------------------------------------------------------- errors
+
+
+async def test_path_that_is_a_directory_is_store_unavailable(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path)
+    with pytest.raises(StoreUnavailable, match=str(tmp_path)) as info:
+        await store.get(S, "k")
+    assert not isinstance(info.value, sqlite3.Error)
+    assert info.value.__cause__ is None and info.value.__suppress_context__
+    with pytest.raises(StoreUnavailable):
+        await store.save(_rec("r", 1), expected_version=None)
+    await store.close()
+
+
+async def test_corrupt_file_is_store_unavailable(tmp_path: Path) -> None:
+    path = tmp_path / "corrupt.db"
+    path.write_bytes(b"this is not a database" * 500)
+    store = SqliteStore(path)
+    with pytest.raises(StoreUnavailable, match="not a database"):
+        await store.set(S, "k", 1)
+    with pytest.raises(StoreUnavailable):
+        await store.latest("r")
+    await store.close()
+
+
+async def test_parent_that_is_a_file_is_store_unavailable(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    store = SqliteStore(tmp_path / "file" / "db.sqlite")
+    with pytest.raises(StoreUnavailable):
+        await store.get(S, "k")
+
+
+async def test_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    store = SqliteStore(path)
+    await store.set(S, "k", 1)
+    await store.close()
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE seamkit_meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
+    with pytest.raises(StoreUnavailable, match="newer"):
+        await store.get(S, "k")
+
+
+async def test_write_lock_held_past_the_timeout_is_store_unavailable(tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    store = SqliteStore(path, busy_timeout_s=0.2)
+    await store.set(S, "k", 1)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(StoreUnavailable, match="locked"):
+            await store.increment(S, "k")
+        assert time.monotonic() - t0 >= 0.15, "the busy timeout was not waited"
+        # reads are not blocked by a writer under WAL
+        assert await store.get(S, "k") == 1
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    assert await store.increment(S, "k") == 2, "the store recovers once the lock is released"
+    await store.close()
+
+
+# --------------------------------------------------------------------------- registry and config
+
+
+def test_registry_resolves_sqlite_as_a_store(tmp_path: Path) -> None:
+    reg = load_registry()
+    report = next(r for r in reg.reports if r.distribution == DIST)
+    assert report.status == "ok", report.error
+    assert ("store", "sqlite") in [tuple(c) for c in report.components]
+    spec = reg.resolve("store", "sqlite", distribution=DIST)
+    assert isinstance(spec.factory, str) and isinstance(spec.config, str)  # lazy registration
+    assert spec.config_model() is SqliteConfig
+    store = spec.build({"path": str(tmp_path / "r.db"), "busy_timeout_s": 1, "synchronous": "FULL"})
+    assert isinstance(store, SqliteStore)
+    assert store.path == str(tmp_path / "r.db")
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_config_rejects_unknown_and_bad_values() -> None:
+    reg = load_registry()
+    spec = reg.resolve("store", "sqlite", distribution=DIST)
+    with pytest.raises(ConfigError, match=r"paht|Extra inputs"):
+        spec.build({"paht": "x.db"})
+    with pytest.raises(ConfigError, match="synchronous"):
+        spec.build({"synchronous": "OFF"})
+    with pytest.raises(ConfigError, match="busy_timeout_s"):
+        spec.build({"busy_timeout_s": -1})
+    with pytest.raises(ConfigError, match="busy_timeout_s"):
+        spec.build({"busy_timeout_s": float("inf")})
+    with pytest.raises(ConfigError, match="path"):
+        spec.build({"path": ""})
+    defaults = {"path": ".seamkit/seamkit.db", "busy_timeout_s": 5.0, "synchronous": "NORMAL"}
+    assert SqliteConfig().model_dump() == defaults
+
+
+def test_plugin_module_is_cheap_to_import() -> None:
+    code = "import sys, seamkit_sqlite.plugin; print('aiosqlite' in sys.modules, 'seamkit_sqlite.store' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
+
+
+# --------------------------------------------------------------------------- port details
+
+
+async def test_key_and_run_namespaces_are_separate(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "db")
+    await store.set(S, "r1", "a key named like the run")
+    for v in (1, 2, 3):
+        await store.save(_rec("r1", v, f"e{v}"), expected_version=v - 1 or None)
+    await store.set(S, "short", 1, ttl=0.05)
+    await asyncio.sleep(0.1)
+    assert await store.prune() == 1  # StorePort: expired keys only
+    assert len(await store.list_versions("r1")) == 3
+    assert await store.prune_runs(keep_last=2) == 1
+    assert [i.version for i in await store.list_versions("r1")] == [2, 3]
+    assert await store.delete(S, "r1") is True  # the key
+    assert (await store.latest("r1")) is not None
+    assert await store.delete_run("r1") is True  # the run
+    assert await store.latest("r1") is None
+    assert await store.delete_run("r1") is False
+    with pytest.raises(ValueError, match="keep_last"):
+        await store.prune_runs(keep_last=0)
+    await store.close()
+
+
+async def test_save_conflict_writes_nothing_and_latest_has_the_log(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "db")
+    await store.save(_rec("r", 1, "a", "b", metadata={"agent": "x"}, created_at=10.0), expected_version=None)
+    await store.save(_rec("r", 2, "c"), expected_version=1)
+    with pytest.raises(CheckpointConflict) as info:
+        await store.save(_rec("r", 2, "stale"), expected_version=1)
+    assert (info.value.expected, info.value.actual) == (1, 2)
+    with pytest.raises(CheckpointConflict) as info:
+        await store.save(_rec("r", 1, "stale"), expected_version=None)
+    assert info.value.actual == 2
+    with pytest.raises(CheckpointConflict):
+        await store.save(_rec("fresh", 4), expected_version=3)
+    with pytest.raises(ValueError, match="follow"):
+        await store.save(_rec("r", 5), expected_version=2)
+    latest = await store.latest("r")
+    assert latest is not None
+    assert latest.record == _rec("r", 2, "c")
+    assert latest.log == ("a", "b", "c")
+    first = await store.at_version("r", 1)
+    assert first is not None and first.log == ("a", "b")
+    assert first.record == _rec("r", 1, "a", "b", metadata={"agent": "x"}, created_at=10.0)
+    assert await store.at_version("r", 3) is None
+    assert await store.latest("fresh") is None
+    await store.close()
+
+
+async def test_list_runs_prune_finished_and_pending_writes(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "db")
+    await store.save(_rec("old-done", 1, status="done", created_at=100.0), expected_version=None)
+    await store.save(_rec("old-running", 1, created_at=100.0), expected_version=None)
+    await store.save(_rec("parent", 1, created_at=200.0), expected_version=None)
+    await store.save(_rec("child", 1, parent_run_id="parent", created_at=300.0), expected_version=None)
+    await store.save(_rec("child", 2, status="failed", parent_run_id="parent", created_at=301.0), expected_version=1)
+    assert [i.run_id for i in await store.list_runs()] == ["child", "parent", "old-running", "old-done"]
+    assert [i.run_id for i in await store.list_runs(limit=2)] == ["child", "parent"]
+    assert [i.run_id for i in await store.list_runs(status="running")] == ["parent", "old-running"]
+    children = await store.list_runs(parent_run_id="parent")
+    assert [(i.run_id, i.version, i.status) for i in children] == [("child", 2, "failed")]
+
+    await store.put_write("parent", 1, "call-b", "B")
+    await store.put_write("parent", 1, "call-a", "A")
+    await store.put_write("parent", 1, "call-b", "B2")
+    await store.put_write("child", 1, "call-x", "X")
+    assert dict(await store.pending_writes("parent", 1)) == {"call-b": "B2", "call-a": "A"}
+    assert list(await store.pending_writes("parent", 1)) == ["call-b", "call-a"]
+    assert await store.pending_writes("parent", 2) == {}
+
+    # finished before 250: old-done goes whole; keep_last=1 trims child v1 (and its write)
+    assert await store.prune_runs(keep_last=1, finished_before=250.0) == 2
+    assert [i.run_id for i in await store.list_runs()] == ["child", "parent", "old-running"]
+    assert await store.pending_writes("child", 1) == {}
+    assert await store.at_version("child", 1) is None
+    assert await store.latest("old-done") is None
+    assert await store.delete_run("child") is True
+    assert await store.pending_writes("parent", 1) != {}, "deleting a run touched another run"
+    await store.close()
+
+
+async def test_non_integer_increment_and_non_list_append_change_nothing(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "db")
+    await store.set(S, "b", True)
+    with pytest.raises(StoreValueError):
+        await store.increment(S, "b")
+    assert await store.get(S, "b") is True
+    await store.set(S, "s", "x")
+    with pytest.raises(StoreValueError):
+        await store.append(S, "s", 1)
+    with pytest.raises(StoreValueError):
+        await store.list(S, "s")
+    assert await store.get(S, "s") == "x"
+    await store.close()
+
+
+async def test_cancelled_save_leaves_the_connection_usable(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "db")
+    await store.save(_rec("r", 1), expected_version=None)
+    for i in range(20):
+        task = asyncio.create_task(store.save(_rec("r", 2, "x"), expected_version=1))
+        await asyncio.sleep(i * 0.0001)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):  # cancelled, or it had already finished
+            await task
+        latest = await store.latest("r")
+        assert latest is not None
+        if latest.record.version == 2:
+            assert latest.log == ("x",), "a committed save is whole"
+            assert await store.delete_run("r")
+            await store.save(_rec("r", 1), expected_version=None)
+        else:
+            assert latest.log == (), "a cancelled save left a partial write"
+    await store.save(_rec("r", 2, "y"), expected_version=1)
+    assert (await store.latest("r")).log == ("y",)  # type: ignore[union-attr]
+    await store.close()
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+async def test_100_concurrent_runs_on_one_store(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "db")
+
+    async def run(n: int) -> None:
+        prev = None
+        for v in range(1, 11):
+            await store.save(_rec(f"run-{n}", v, f"{n}:{v}:a", f"{n}:{v}:b"), expected_version=prev)
+            await store.put_write(f"run-{n}", v, f"call-{v}", f"{n}:{v}")
+            prev = v
+            await asyncio.sleep(0)
+
+    await asyncio.gather(*(run(n) for n in range(100)))
+    for n in range(100):
+        latest = await store.latest(f"run-{n}")
+        assert latest is not None and latest.record.version == 10
+        assert latest.log == tuple(f"{n}:{v}:{x}" for v in range(1, 11) for x in "ab")
+        assert await store.pending_writes(f"run-{n}", 10) == {"call-10": f"{n}:10"}
+    assert len(await store.list_runs(limit=1000)) == 100
+    await store.close()
+
+
+_WORKER = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from seamkit.durability.records import CheckpointRecord
+    from seamkit.values import Scope
+    from seamkit_sqlite.store import SqliteStore
+
+    async def main(path, worker, n):
+        store = SqliteStore(path, busy_timeout_s=30)
+        errors = []
+        prev = None
+        for v in range(1, n + 1):
+            try:
+                rec = CheckpointRecord(run_id=f"w{worker}", version=v, status="running",
+                                       state=json.dumps({"v": v}), entries=(f"{worker}:{v}",))
+                await store.save(rec, expected_version=prev)
+                prev = v
+                await store.increment(Scope("shared"), "counter")
+                await store.append(Scope("shared"), "log", f"{worker}:{v}")
+            except Exception as exc:
+                errors.append(f"{type(exc).__name__}: {exc}")
+        await store.close()
+        print(json.dumps(errors))
+
+    asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
+    """
+)
+
+
+def test_several_processes_write_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "shared" / "db.sqlite"  # created by the racing processes themselves
+    script = tmp_path / "worker.py"
+    script.write_text(_WORKER)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(path), str(w), "50"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for w in range(4)
+    ]
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        assert json.loads(out) == [], f"worker errors: {out}"
+        assert "locked" not in err
+
+    async def check() -> None:
+        store = SqliteStore(path)
+        assert await store.get(Scope("shared"), "counter") == 200
+        log = await store.list(Scope("shared"), "log")
+        assert sorted(log) == sorted(f"{w}:{v}" for w in range(4) for v in range(1, 51))
+        for w in range(4):
+            latest = await store.latest(f"w{w}")
+            assert latest is not None and latest.record.version == 50
+            assert latest.log == tuple(f"{w}:{v}" for v in range(1, 51))
+            assert [i.version for i in await store.list_versions(f"w{w}")] == list(range(1, 51))
+        await store.close()
+
+    asyncio.run(check())
+    assert _pragma(path, "journal_mode") == "wal"
+
+
+_RACER = textwrap.dedent(
+    """
+    import asyncio, sys
+    from seamkit.durability.records import CheckpointRecord
+    from seamkit.errors import CheckpointConflict
+    from seamkit_sqlite.store import SqliteStore
+
+    async def main(path, worker):
+        store = SqliteStore(path, busy_timeout_s=30)
+        won = 0
+        for v in range(1, 41):
+            rec = CheckpointRecord(run_id="contested", version=v, status="running", state="{}",
+                                   entries=(f"{worker}:{v}",))
+            try:
+                await store.save(rec, expected_version=v - 1 or None)
+                won += 1
+            except CheckpointConflict:
+                pass
+        await store.close()
+        print(won)
+
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
+    """
+)
+
+
+def test_processes_racing_on_one_run_never_both_win_a_version(tmp_path: Path) -> None:
+    path = tmp_path / "db.sqlite"
+    script = tmp_path / "racer.py"
+    script.write_text(_RACER)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(path), str(w)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for w in range(3)
+    ]
+    wins = []
+    for p in procs:
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        wins.append(int(out))
+    assert sum(wins) == 40, wins  # every version won by exactly one process
+
+    async def check() -> None:
+        store = SqliteStore(path)
+        latest = await store.latest("contested")
+        assert latest is not None and latest.record.version == 40
+        assert len(latest.log) == 40  # one entry per version: losers wrote nothing
+        assert [e.split(":")[1] for e in latest.log] == [str(v) for v in range(1, 41)]
+        await store.close()
+
+    asyncio.run(check())
+
+
+def test_a_store_nobody_closed_does_not_keep_the_process_alive(tmp_path: Path) -> None:
+    code = textwrap.dedent(
+        f"""
+        import asyncio
+        from seamkit.values import Scope
+        from seamkit_sqlite.store import SqliteStore
+        STORE = SqliteStore({str(tmp_path / "db")!r})
+        asyncio.run(STORE.set(Scope(), "k", 1))
+        print("done")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "done"
