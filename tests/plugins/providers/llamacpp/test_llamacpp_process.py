@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -72,11 +73,13 @@ def default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def interrupt_while_streaming(cmd: list[str], pause: float, marker: bytes) -> tuple[int, str, float]:
+def interrupt_while_streaming(
+    cmd: list[str], pause: float, marker: bytes, cwd: Path | None = None
+) -> tuple[int, str, float]:
     """Start ``cmd``, wait for ``marker`` (empty: any output) on its stdout, sleep ``pause`` seconds, send SIGINT.
     Returns ``(exit code, stderr, seconds from SIGINT to exit)``."""
     # A shell runs background jobs with SIGINT ignored, and children inherit that: restore it.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_sigint)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=default_sigint, cwd=cwd)
     assert proc.stdout is not None
     try:
         seen = b""
@@ -119,9 +122,13 @@ def test_ctrl_c_in_seamkit_run_exits_130(tmp_path: Path) -> None:
     composition = tmp_path / "story.yaml"
     composition.write_text(STORY_YAML, encoding="utf-8")
     cmd = [str(SEAMKIT), "run", str(composition), "Tell me a very long story about the sea."]
-    code, err, _ = interrupt_while_streaming(cmd, 0.1, b"")
+    code, err, _ = interrupt_while_streaming(cmd, 0.1, b"", cwd=tmp_path)  # its checkpoints go to tmp_path
     assert code == 130, err[-500:]
     assert "interrupted" in err and "Traceback" not in err and "llama_" not in err
+    listed = subprocess.run([str(SEAMKIT), "runs", "list", "--json"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    assert [r["status"] for r in json.loads(listed.stdout)] == ["failed"]  # the interrupted run is recorded
 
 
 LOAD = textwrap.dedent(

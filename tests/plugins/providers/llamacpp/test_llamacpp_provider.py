@@ -188,10 +188,18 @@ async def test_agent_runs_a_real_tool_and_returns_typed_output(model: LlamaCppPr
     assert result.usage.cost == Decimal(0) and result.usage.cost_source == "local"
 
 
-async def test_quickstart_example_answers_with_the_calculator() -> None:
+async def test_quickstart_example_answers_with_the_calculator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from seamkit.composition import build_agent, load_composition
 
-    result = await build_agent(load_composition(EXAMPLE)).run("What is 17 times 23?")
+    monkeypatch.chdir(tmp_path)  # the embedded default store goes to ./.seamkit/seamkit.db
+    agent = build_agent(load_composition(EXAMPLE))
+    try:
+        result = await agent.run("What is 17 times 23?")
+        snap = await agent.checkpointer.latest(result.run_id)
+    finally:
+        await agent.checkpointer.port.close()
+    assert (tmp_path / ".seamkit" / "seamkit.db").is_file()
+    assert snap is not None and snap.status == "done" and snap.transcript == result.transcript
     calls = [c for m in result.transcript for c in m.tool_calls]
     assert [(c.name, dict(c.arguments)) for c in calls] == [("calculator", {"expression": "17 * 23"})]
     assert [r.content for m in result.transcript for r in m.tool_results] == ["391"]
