@@ -1,0 +1,714 @@
+"""Per-step checkpoint cost of a 200-turn run: seamkit's stores side by side with LangGraph's savers.
+
+Run: ``bash benchmarks/run.sh checkpoints`` (installs the pinned LangGraph packages of
+``benchmarks/requirements-langgraph.txt`` and the PostgreSQL / Redis binaries when missing) or
+``.venv/bin/python benchmarks/checkpoints.py [--turns 200] [--rounds 5] [--only NAME ...]
+[--profile NAME] [--json]``. Prints numbers and target verdicts; exits 0 (no asserts on speed).
+
+Workload (the same on both sides): a system prompt and a user message, then ``--turns`` steps, each
+an assistant message with one tool call (``write_note(path, text)``, a ~200-byte argument) and its
+tool result (~200 bytes), then a final assistant text. The transcript grows by two messages a
+step. seamkit: ``Agent(ScriptedModel(...), tools=[write_note], checkpointer=<store>)``. LangGraph:
+a ``StateGraph`` with ``messages: Annotated[list, add_messages]``, an ``agent`` node adding the
+AIMessage with the tool call and a ``tools`` node adding the ToolMessage, looping, compiled with the
+saver and run with ``durability="sync"`` (each checkpoint written before the next node runs, as
+seamkit does).
+
+What is timed (``time.perf_counter`` around each call, milliseconds):
+- seamkit, ``store``: the backend's ``save`` (after every model turn and every tool batch) and
+  ``put_write`` (the tool result recorded against the version) - the store's own cost.
+- seamkit, ``checkpointer``: ``RunHandle.save`` + ``RunHandle.record_write`` - the store calls plus
+  encoding the state and the new messages with the codec. This is the number comparable to
+  LangGraph's ``put``, which serializes the checkpoint inside the call.
+- LangGraph: ``put`` + ``put_writes`` (``aput`` + ``aput_writes`` for the async savers).
+A step runs from one model call (seamkit) / ``agent`` node (LangGraph) to the next, and its cost
+is the sum of the timed calls that started in it; the writes before the first model call (the
+run's first checkpoint, connecting) are not part of any step, nor is the final answer's step.
+
+Each configuration runs ``--rounds`` times (a fresh run / thread in the same database). The
+workload is identical every round, so the table takes, for each step, the lowest time over the
+rounds (shared VMs are noisy: other processes steal the CPU for whole milliseconds; the lowest is
+the cost) and reports its median, the medians of steps 1-20 and of the last 20 steps, and their
+ratio (growth); "typical" is the median over rounds of each round's own median, noise included.
+
+PostgreSQL and Redis are throwaway servers started on loopback by ``seamkit.testing.services``
+(its PostgreSQL runs with fsync=off and synchronous_commit=off, the same for both sides); SQLite
+files live in a temporary directory on the same disk as the system temp dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import bisect
+import contextlib
+import cProfile
+import functools
+import gc
+import io
+import json
+import os
+import platform
+import pstats
+import shutil
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from typing import Annotated, Any, TypedDict
+
+from seamkit import Agent, tool
+from seamkit.durability import codec
+from seamkit.durability.checkpointer import RunHandle
+from seamkit.plugins.registry import get_registry
+from seamkit.ports import CheckpointPort
+from seamkit.testing import ScriptedModel, ScriptedTurn
+
+PC = time.perf_counter
+_PORT_METHODS = sorted(m for m in vars(CheckpointPort) if not m.startswith("_"))
+SYSTEM = "You keep a research log. Write one note per step with write_note, then say done."
+TASK = "Write the 200-step research log."
+FLAT_MAX = 1.3  # last-20 / first-20 median at most this to count as flat
+SQLITE_TARGET_MS = 1.5
+POSTGRES_TARGET_RATIO = 1 / 3
+
+# ------------------------------------------------------------------------------------------- workload
+
+_LOREM = (
+    "Observed the queue depth at the ingest tier while the batch job ran; latency stayed under the "
+    "budget until the compaction window opened, then p99 rose by a factor of three. Next: compare "
+    "with yesterday's trace, check whether the retry storm started before or after the failover, "
+    "and note which shards were hot. "
+)
+
+
+def note_args(i: int) -> dict[str, str]:
+    """Arguments of step ``i``'s tool call (~200 bytes of JSON)."""
+    return {"path": f"notes/step-{i:03d}.md", "text": f"Step {i}: " + _LOREM[: 150 + i % 7]}
+
+
+def assistant_text(i: int) -> str:
+    return f"Step {i}: recording what I found so far."
+
+
+def note_result(path: str, text: str) -> str:
+    """The tool's answer (~200 bytes)."""
+    return f"Saved {len(text)} characters to {path}. Index updated; {path} is now the latest note. " + text[:100]
+
+
+@tool(side_effecting=False, blocking=False)
+def write_note(path: str, text: str) -> str:
+    """Append a note to the research log.
+
+    Args:
+        path: where the note goes
+        text: the note
+    """
+    return note_result(path, text)
+
+
+# ------------------------------------------------------------------------------------------- timing
+
+
+@dataclass
+class Recorder:
+    """Start times of step boundaries (``marks``) and timed calls per channel (``calls[name]``:
+    list of (start, seconds))."""
+
+    marks: list[float] = field(default_factory=list)
+    calls: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
+
+    def mark(self) -> None:
+        self.marks.append(PC())
+
+    def marked(self, turn: ScriptedTurn) -> ScriptedTurn:
+        """Mark a step boundary and return ``turn`` (a scripted model's callable turn)."""
+        self.mark()
+        return turn
+
+    def add(self, channel: str, t0: float, dt: float) -> None:
+        self.calls.setdefault(channel, []).append((t0, dt))
+
+    def steps(self, channel: str, turns: int) -> tuple[list[float], float]:
+        """Per-step totals (ms) of ``channel`` for the first ``turns`` steps, and calls per step."""
+        if len(self.marks) < turns + 1:
+            raise RuntimeError(f"only {len(self.marks)} step boundaries recorded, expected {turns + 1}")
+        bounds = self.marks[: turns + 1]
+        totals = [0.0] * turns
+        n = 0
+        for t0, dt in self.calls.get(channel, ()):
+            i = bisect.bisect_right(bounds, t0) - 1
+            if 0 <= i < turns:
+                totals[i] += dt
+                n += 1
+        return [t * 1e3 for t in totals], n / turns
+
+
+def timed_async(rec: Recorder, channel: str, fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    async def wrapper(*args: Any, **kwargs: Any) -> Any:
+        t0 = PC()
+        try:
+            return await fn(*args, **kwargs)
+        finally:
+            rec.add(channel, t0, PC() - t0)
+
+    return wrapper
+
+
+def timed_sync(rec: Recorder, channel: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        t0 = PC()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            rec.add(channel, t0, PC() - t0)
+
+    return wrapper
+
+
+@dataclass
+class Result:
+    """One configuration over its rounds. ``steps``: ms of each step, the lowest over the rounds
+    at that step (the workload is the same every round, so the lowest is the cost without
+    interference from other processes); ``round_medians``: each round's own median ms/step."""
+
+    system: str
+    backend: str
+    measure: str
+    steps: list[float]
+    calls_per_step: float
+    round_medians: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.steps)
+
+    @property
+    def first(self) -> float:
+        return statistics.median(self.steps[:20])
+
+    @property
+    def last(self) -> float:
+        return statistics.median(self.steps[-20:])
+
+    @property
+    def growth(self) -> float:
+        return self.last / self.first if self.first else float("nan")
+
+    @property
+    def typical(self) -> float:
+        """Median over the rounds of each round's median (what one run sees, noise included)."""
+        return statistics.median(self.round_medians)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "system": self.system,
+            "backend": self.backend,
+            "measure": self.measure,
+            "median_ms": round(self.median, 4),
+            "first20_ms": round(self.first, 4),
+            "last20_ms": round(self.last, 4),
+            "growth": round(self.growth, 3),
+            "calls_per_step": round(self.calls_per_step, 2),
+            "round_medians_ms": [round(m, 4) for m in self.round_medians],
+        }
+
+
+def combine(system: str, backend: str, measure: str, rounds: list[tuple[list[float], float]]) -> Result:
+    floor = [min(col) for col in zip(*(r[0] for r in rounds), strict=True)]
+    return Result(system, backend, measure, floor, rounds[0][1], [statistics.median(r[0]) for r in rounds])
+
+
+# ------------------------------------------------------------------------------------------- seamkit
+
+
+@contextlib.contextmanager
+def patched_handle(rec: Recorder) -> Iterator[None]:
+    """Time ``RunHandle.save`` / ``record_write`` (encode + store) for the duration."""
+    save, record_write = RunHandle.save, RunHandle.record_write
+    RunHandle.save = timed_async(rec, "checkpointer", save)  # type: ignore[method-assign,assignment]
+    RunHandle.record_write = timed_async(rec, "checkpointer", record_write)  # type: ignore[method-assign,assignment]
+    try:
+        yield
+    finally:
+        RunHandle.save = save  # type: ignore[method-assign]
+        RunHandle.record_write = record_write  # type: ignore[method-assign]
+
+
+def wrap_store(store: Any, rec: Recorder) -> None:
+    """Time the store's ``save`` and ``put_write`` (instance attributes shadow the methods)."""
+    store.save = timed_async(rec, "store", store.save)
+    store.put_write = timed_async(rec, "store", store.put_write)
+
+
+def seamkit_model(turns: int, rec: Recorder) -> ScriptedModel:
+    script: list[Any] = []
+    for i in range(1, turns + 1):
+        t = ScriptedTurn(text=assistant_text(i), tool_calls=({"name": "write_note", "arguments": note_args(i),
+                                                              "id": f"call_{i}"},))
+        script.append(lambda _req, t=t: rec.marked(t))
+    final = ScriptedTurn(text="done")
+    script.append(lambda _req: rec.marked(final))
+    return ScriptedModel(script, record=False)
+
+
+async def seamkit_round(store: Any, turns: int) -> tuple[Recorder, int]:
+    """One run on ``store``; returns the recorder and the run's average stored message size (bytes)."""
+    rec = Recorder()
+    wrap_store(store, rec)
+    agent = Agent(seamkit_model(turns, rec), tools=(write_note,), prompt=SYSTEM, max_steps=turns + 2,
+                  checkpointer=store)
+    gc.collect()
+    with patched_handle(rec):
+        r = await agent.run(TASK)
+    del store.save, store.put_write
+    if r.stop_reason != "completed" or r.steps != turns + 1:
+        raise RuntimeError(f"seamkit run ended {r.stop_reason} after {r.steps} steps")
+    snap = await agent.checkpointer.latest(r.run_id)
+    if snap is None or len(snap.transcript) != len(r.transcript):
+        raise RuntimeError("the latest checkpoint does not hold the whole transcript")
+    sizes = [len(codec.dumps(m).encode()) for m in r.transcript[2:-1]]
+    return rec, round(statistics.mean(sizes))
+
+
+class Skip(Exception):
+    """A configuration that cannot run here; the message says why."""
+
+
+async def bench_seamkit(name: str, params: dict[str, Any], turns: int, rounds: int,
+                        setup: bool = False) -> tuple[list[Result], int]:
+    store: Any = get_registry().resolve("store", name).build(params)
+    is_port = isinstance(store, CheckpointPort)
+    if not is_port:
+        missing = [m for m in _PORT_METHODS if not callable(getattr(store, m, None))]
+        await store.close()
+        raise Skip(f"the {name} store does not implement CheckpointPort (missing: {', '.join(missing)})")
+    try:
+        if setup:
+            await store.setup()
+        got: dict[str, list[tuple[list[float], float]]] = {"store": [], "checkpointer": []}
+        size = 0
+        for _ in range(rounds):
+            rec, size = await seamkit_round(store, turns)
+            for ch in got:
+                got[ch].append(rec.steps(ch, turns))
+    finally:
+        await store.close()
+    label = name if name != "sqlite" or params.get("synchronous", "NORMAL") == "NORMAL" else f"{name} (sync=FULL)"
+    return [
+        combine("seamkit", label, "store.save+put_write", got["store"]),
+        combine("seamkit", label, "checkpointer (encode+store)", got["checkpointer"]),
+    ], size
+
+
+# ------------------------------------------------------------------------------------------- LangGraph
+
+
+def build_graph(turns: int, rec: Recorder, *, is_async: bool) -> Any:
+    from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+
+    # functional form: the annotation is evaluated here (this module uses postponed annotations)
+    State = TypedDict("State", {"messages": Annotated[list[AnyMessage], add_messages]})  # noqa: UP013
+
+    def agent_update() -> dict[str, Any]:
+        rec.mark()
+        i = len(rec.marks)
+        if i > turns:
+            return {"messages": [AIMessage(content="done")]}
+        call = {"name": "write_note", "args": note_args(i), "id": f"call_{i}", "type": "tool_call"}
+        return {"messages": [AIMessage(content=assistant_text(i), tool_calls=[call])]}
+
+    def tools_update(state: Any) -> dict[str, Any]:
+        call = state["messages"][-1].tool_calls[0]
+        return {"messages": [ToolMessage(content=note_result(**call["args"]), tool_call_id=call["id"],
+                                         name=call["name"])]}
+
+    def route(state: Any) -> str:
+        return "tools" if getattr(state["messages"][-1], "tool_calls", None) else END
+
+    g = StateGraph(State)
+    if is_async:
+        async def agent_a(state: Any) -> dict[str, Any]:
+            return agent_update()
+
+        async def tools_a(state: Any) -> dict[str, Any]:
+            return tools_update(state)
+
+        g.add_node("agent", agent_a)
+        g.add_node("tools", tools_a)
+    else:
+        g.add_node("agent", lambda state: agent_update())
+        g.add_node("tools", tools_update)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", route, ["tools", END])
+    g.add_edge("tools", "agent")
+    return g
+
+
+def _lg_input() -> dict[str, Any]:
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    return {"messages": [SystemMessage(content=SYSTEM), HumanMessage(content=TASK)]}
+
+
+def _lg_check(state_values: dict[str, Any], turns: int) -> None:
+    n = len(state_values["messages"])
+    if n != 2 + 2 * turns + 1:
+        raise RuntimeError(f"LangGraph run holds {n} messages, expected {2 + 2 * turns + 1}")
+
+
+def lg_round_sync(saver: Any, turns: int, thread: str) -> Recorder:
+    rec = Recorder()
+    saver.put = timed_sync(rec, "langgraph", saver.put)
+    saver.put_writes = timed_sync(rec, "langgraph", saver.put_writes)
+    graph = build_graph(turns, rec, is_async=False).compile(checkpointer=saver)
+    cfg = {"configurable": {"thread_id": thread}, "recursion_limit": 4 * turns + 10}
+    gc.collect()
+    try:
+        graph.invoke(_lg_input(), cfg, durability="sync")
+    finally:
+        del saver.put, saver.put_writes
+    _lg_check(graph.get_state(cfg).values, turns)
+    return rec
+
+
+async def lg_round_async(saver: Any, turns: int, thread: str) -> Recorder:
+    rec = Recorder()
+    saver.aput = timed_async(rec, "langgraph", saver.aput)
+    saver.aput_writes = timed_async(rec, "langgraph", saver.aput_writes)
+    graph = build_graph(turns, rec, is_async=True).compile(checkpointer=saver)
+    cfg = {"configurable": {"thread_id": thread}, "recursion_limit": 4 * turns + 10}
+    gc.collect()
+    try:
+        await graph.ainvoke(_lg_input(), cfg, durability="sync")
+    finally:
+        del saver.aput, saver.aput_writes
+    _lg_check((await graph.aget_state(cfg)).values, turns)
+    return rec
+
+
+def _lg_result(backend: str, recs: list[Recorder], turns: int) -> Result:
+    return combine("langgraph", backend, "put+put_writes", [r.steps("langgraph", turns) for r in recs])
+
+
+def bench_lg_sqlite_sync(path: str, turns: int, rounds: int, normal: bool = False) -> Result:
+    """``SqliteSaver`` as its docs build it (WAL, SQLite's default synchronous=FULL); ``normal``:
+    with ``PRAGMA synchronous=NORMAL``, the setting seamkit's sqlite store uses by default."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    conn = sqlite3.connect(path, check_same_thread=False)
+    try:
+        saver = SqliteSaver(conn)
+        saver.setup()
+        if normal:
+            conn.execute("PRAGMA synchronous=NORMAL")
+        recs = [lg_round_sync(saver, turns, f"t{k}") for k in range(rounds)]
+    finally:
+        conn.close()
+    return _lg_result("SqliteSaver" + (" (sync=NORMAL)" if normal else ""), recs, turns)
+
+
+async def bench_lg_sqlite_async(path: str, turns: int, rounds: int, normal: bool = False) -> Result:
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async with AsyncSqliteSaver.from_conn_string(path) as saver:
+        await saver.setup()
+        if normal:
+            await saver.conn.execute("PRAGMA synchronous=NORMAL")
+        recs = [await lg_round_async(saver, turns, f"t{k}") for k in range(rounds)]
+    return _lg_result("AsyncSqliteSaver" + (" (sync=NORMAL)" if normal else ""), recs, turns)
+
+
+def bench_lg_postgres_sync(dsn: str, turns: int, rounds: int) -> Result:
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(dsn) as saver:
+        saver.setup()
+        recs = [lg_round_sync(saver, turns, f"sync-t{k}") for k in range(rounds)]
+    return _lg_result("PostgresSaver", recs, turns)
+
+
+async def bench_lg_postgres_async(dsn: str, turns: int, rounds: int) -> Result:
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    async with AsyncPostgresSaver.from_conn_string(dsn) as saver:
+        await saver.setup()
+        recs = [await lg_round_async(saver, turns, f"async-t{k}") for k in range(rounds)]
+    return _lg_result("AsyncPostgresSaver", recs, turns)
+
+
+# ------------------------------------------------------------------------------------------- host
+
+
+def _ver(dist: str) -> str:
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "-"
+
+
+def _cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    return platform.processor() or "?"
+
+
+def _pg_version(dsn: str) -> str:
+    import psycopg
+
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SHOW server_version").fetchone()
+    return str(row[0]) if row else "?"
+
+
+def _redis_version(url: str) -> str:
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        return str(client.info("server")["redis_version"])
+    finally:
+        client.close()
+
+
+def host_info(dsn: str | None, url: str | None) -> dict[str, str]:
+    info = {
+        "cpu": f"{os.cpu_count()} cores, {_cpu_model()}",
+        "os": platform.platform(),
+        "load average at start": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "python": platform.python_version(),
+        "sqlite": sqlite3.sqlite_version,
+        "postgresql": _pg_version(dsn) if dsn else "-",
+        "redis-server": _redis_version(url) if url else "-",
+    }
+    for dist in ("seamkit", "seamkit-sqlite", "seamkit-postgres", "seamkit-redis", "aiosqlite", "psycopg",
+                 "redis", "langgraph", "langgraph-checkpoint", "langgraph-checkpoint-sqlite",
+                 "langgraph-checkpoint-postgres", "langchain-core", "ormsgpack"):
+        info[dist] = _ver(dist)
+    return info
+
+
+# ------------------------------------------------------------------------------------------- main
+
+ALL = ("memory", "sqlite", "sqlite-full", "postgres", "redis",
+       "lg-sqlite", "lg-asqlite", "lg-sqlite-normal", "lg-asqlite-normal", "lg-postgres", "lg-apostgres")
+
+
+@dataclass
+class Services:
+    workdir: str
+    pg: Any = None
+    redis: Any = None
+
+    def start(self, need_pg: bool, need_redis: bool) -> None:
+        from seamkit.testing.services import start_postgres, start_redis
+
+        if need_pg:
+            self.pg = start_postgres(os.path.join(self.workdir, "pg"))
+        if need_redis:
+            self.redis = start_redis(os.path.join(self.workdir, "redis"))
+
+    def stop(self) -> None:
+        for s in (self.pg, self.redis):
+            if s is not None:
+                with contextlib.suppress(Exception):
+                    s.stop()
+
+
+async def run_all(which: list[str], turns: int, rounds: int, svc: Services, log: Callable[[str], None],
+                  skipped: list[str]) -> tuple[list[Result], int]:
+    """Run each configuration in ``which``; one that cannot run is noted in ``skipped``."""
+    tmp = svc.workdir
+    dsn = svc.pg.dsn if svc.pg is not None else ""
+    url = svc.redis.url if svc.redis is not None else ""
+    db = functools.partial(os.path.join, tmp)
+    seamkit: dict[str, Callable[[], Awaitable[tuple[list[Result], int]]]] = {
+        "memory": lambda: bench_seamkit("memory", {}, turns, rounds),
+        "sqlite": lambda: bench_seamkit("sqlite", {"path": db("seamkit.db")}, turns, rounds),
+        "sqlite-full": lambda: bench_seamkit("sqlite", {"path": db("seamkit-full.db"), "synchronous": "FULL"},
+                                             turns, rounds),
+        "postgres": lambda: bench_seamkit("postgres", {"dsn": dsn, "schema": "seamkit_bench"}, turns, rounds,
+                                          setup=True),
+        "redis": lambda: bench_seamkit("redis", {"url": url, "prefix": "bench"}, turns, rounds),
+    }
+    langgraph: dict[str, Callable[[], Awaitable[Result]]] = {
+        "lg-sqlite": lambda: asyncio.to_thread(bench_lg_sqlite_sync, db("lg.db"), turns, rounds),
+        "lg-asqlite": lambda: bench_lg_sqlite_async(db("lg-async.db"), turns, rounds),
+        "lg-sqlite-normal": lambda: asyncio.to_thread(bench_lg_sqlite_sync, db("lg-normal.db"), turns, rounds, True),
+        "lg-asqlite-normal": lambda: bench_lg_sqlite_async(db("lg-async-normal.db"), turns, rounds, True),
+        "lg-postgres": lambda: asyncio.to_thread(bench_lg_postgres_sync, dsn, turns, rounds),
+        "lg-apostgres": lambda: bench_lg_postgres_async(dsn, turns, rounds),
+    }
+    results: list[Result] = []
+    size = 0
+    for name in which:
+        log(f"  {name} ...")
+        t0 = PC()
+        try:
+            if name in seamkit:
+                rs, size = await seamkit[name]()
+                results += rs
+            else:
+                results.append(await langgraph[name]())
+        except Skip as exc:
+            skipped.append(f"{name}: {exc}")
+            log(f"    skipped: {exc}")
+            continue
+        log(f"    done in {PC() - t0:.1f} s")
+    return results, size
+
+
+def print_table(results: list[Result], turns: int) -> None:
+    head = ("system", "backend", "measured", "median ms/step", "first-20", "last-20", "growth", "calls/step",
+            "typical")
+    rows = [
+        (r.system, r.backend, r.measure, f"{r.median:.3f}", f"{r.first:.3f}", f"{r.last:.3f}", f"{r.growth:.2f}x",
+         f"{r.calls_per_step:.0f}", f"{r.typical:.3f}")
+        for r in results
+    ]
+    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(head)]
+    line = "  ".join(f"{{:{'<' if i < 3 else '>'}{w}}}" for i, w in enumerate(widths))
+    print(line.format(*head))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print(line.format(*row))
+
+
+def verdicts(results: list[Result]) -> list[str]:
+    def find(system: str, backend: str, measure: str | None = None) -> Result | None:
+        for r in results:
+            if r.system == system and r.backend == backend and (measure is None or r.measure == measure):
+                return r
+        return None
+
+    out: list[str] = []
+    full = "checkpointer (encode+store)"
+    sq = find("seamkit", "sqlite", full)
+    sq_store = find("seamkit", "sqlite", "store.save+put_write")
+    if sq is not None and sq_store is not None:
+        ok = sq.median <= SQLITE_TARGET_MS
+        lg_sq = [r for r in (find("langgraph", "SqliteSaver"), find("langgraph", "AsyncSqliteSaver")) if r]
+        vs = "".join(f"; {r.backend} {r.median:.3f} ms ({sq.median / r.median:.2f}x)" for r in lg_sq)
+        out.append(f"SQLite <= {SQLITE_TARGET_MS} ms/step: {'MET' if ok else 'MISSED'} "
+                   f"({sq.median:.3f} ms with encoding, store alone {sq_store.median:.3f} ms{vs})")
+    pg = find("seamkit", "postgres", full)
+    lgs = [r for r in (find("langgraph", "PostgresSaver"), find("langgraph", "AsyncPostgresSaver")) if r]
+    if pg is not None and lgs:
+        cheapest = min(lgs, key=lambda r: r.median)
+        ratio = pg.median / cheapest.median
+        ok = ratio <= POSTGRES_TARGET_RATIO
+        out.append(f"PostgreSQL <= 1/3 of LangGraph: {'MET' if ok else 'MISSED'} ({pg.median:.3f} ms vs "
+                   f"{cheapest.backend} {cheapest.median:.3f} ms = {ratio:.2f}x; "
+                   + ", ".join(f"{r.backend} {r.median:.3f} ms" for r in lgs) + ")")
+    flat = [r for r in results if r.system == "seamkit"]
+    if flat:
+        bad = [f"{r.backend}/{r.measure} {r.growth:.2f}x" for r in flat if r.growth > FLAT_MAX]
+        out.append(f"flat over the run (last-20 / first-20 <= {FLAT_MAX}): "
+                   + ("MET for every seamkit row" if not bad else "MISSED: " + ", ".join(bad)))
+    return out
+
+
+async def profile_one(name: str, turns: int, svc: Services) -> None:
+    params: dict[str, Any] = {
+        "memory": {},
+        "sqlite": {"path": os.path.join(svc.workdir, "profile.db")},
+        "postgres": {"dsn": svc.pg.dsn if svc.pg else "", "schema": "seamkit_profile"},
+        "redis": {"url": svc.redis.url if svc.redis else "", "prefix": "profile"},
+    }[name]
+    store: Any = get_registry().resolve("store", name).build(params)
+    if name == "postgres":
+        await store.setup()
+    prof = cProfile.Profile()
+    try:
+        await seamkit_round(store, 5)  # warm up: connect, create tables
+        prof.enable()
+        await seamkit_round(store, turns)
+        prof.disable()
+    finally:
+        await store.close()
+    buf = io.StringIO()
+    stats = pstats.Stats(prof, stream=buf)
+    stats.sort_stats("tottime").print_stats(25)
+    print(buf.getvalue())
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--turns", type=int, default=200, help="tool-call steps per run (default 200; >= 40)")
+    ap.add_argument("--rounds", type=int, default=5, help="runs per configuration (default 5)")
+    ap.add_argument("--only", nargs="+", choices=ALL, metavar="NAME",
+                    help=f"configurations to run (default all): {' '.join(ALL)}")
+    ap.add_argument("--profile", choices=("memory", "sqlite", "postgres", "redis"),
+                    help="instead of the table: cProfile one seamkit run on this backend (top 25 by own time)")
+    ap.add_argument("--json", action="store_true", help="also print the results as one JSON line")
+    args = ap.parse_args(argv)
+    if args.turns < 40:
+        ap.error("--turns must be at least 40 (first-20 and last-20 must not overlap)")
+    if args.rounds < 1:
+        ap.error("--rounds must be at least 1")
+    which = list(args.only or ALL)
+    have = set(get_registry().names("store"))
+    missing = sorted({w for w in which if not w.startswith("lg-")} - have - {"sqlite-full"}
+                     | ({"sqlite"} - have if "sqlite-full" in which else set()))
+    if missing:
+        print(f"skipping seamkit stores not installed: {', '.join(missing)}", file=sys.stderr)
+        which = [w for w in which if w not in missing and not (w == "sqlite-full" and "sqlite" in missing)]
+    if any(w.startswith("lg-") for w in which):
+        try:
+            import langgraph.checkpoint.postgres
+            import langgraph.checkpoint.sqlite  # noqa: F401
+        except ImportError as exc:
+            print(f"LangGraph is not installed ({exc}); run `bash benchmarks/run.sh checkpoints` or "
+                  "`.venv/bin/pip install -r benchmarks/requirements-langgraph.txt`", file=sys.stderr)
+            return 2
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    workdir = tempfile.mkdtemp(prefix="seamkit-bench-")
+    svc = Services(workdir)
+    try:
+        need_pg = any(w in ("postgres", "lg-postgres", "lg-apostgres") for w in which) or args.profile == "postgres"
+        need_redis = "redis" in which or args.profile == "redis"
+        log("starting throwaway services ..." if need_pg or need_redis else "no services needed")
+        svc.start(need_pg, need_redis)
+        if args.profile:
+            asyncio.run(profile_one(args.profile, args.turns, svc))
+            return 0
+        info = host_info(svc.pg.dsn if svc.pg else None, svc.redis.url if svc.redis else None)
+        log(f"running {len(which)} configurations x {args.rounds} rounds x {args.turns} steps")
+        skipped: list[str] = []
+        results, size = asyncio.run(run_all(which, args.turns, args.rounds, svc, log, skipped))
+    finally:
+        svc.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    print(f"Checkpoint cost per step: {args.turns}-step run (tool call + tool result per step, "
+          f"~{size} bytes per stored message), per step the lowest of {args.rounds} rounds")
+    for k, v in info.items():
+        print(f"  {k:<30} {v}")
+    print()
+    print_table(results, args.turns)
+    print()
+    for v in verdicts(results):
+        print(v)
+    for why in skipped:
+        print(f"not measured: {why}")
+    if args.json:
+        print(json.dumps({"turns": args.turns, "rounds": args.rounds, "message_bytes": size, "host": info,
+                          "results": [r.as_json() for r in results], "skipped": skipped}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
