@@ -9,6 +9,7 @@ exactly where it stopped.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -110,9 +111,9 @@ class Run:
         self.decisions = dict(decisions) if decisions is not None else None
         self.pending = dict(pending)
 
-    async def _save(self, status: str, **extra: Any) -> None:
+    async def _save(self, status: str, *, lease: bool = True, **extra: Any) -> None:
         if self.handle is not None:
-            saved = await self.handle.save(status, self.state(**extra), self.transcript)
+            saved = await self.handle.save(status, self.state(**extra), self.transcript, lease=lease)
             if not saved and self.handle.skipped:
                 why = self.handle.skipped[-1]
                 if why not in self.warnings:
@@ -149,16 +150,21 @@ class Run:
 
     async def drive(self) -> AgentResult:
         """Run until the output validates, ``max_steps`` is reached or a call needs approval.
-        On an exception the checkpoint (if any) is marked ``failed`` and the exception propagates."""
+
+        On an exception the checkpoint (if any) is marked ``failed`` (the error in its state) and
+        the exception propagates. An interruption (cancellation, Ctrl-C) is not a failure: the run
+        stays ``running`` with its lease released, so a plain resume continues it."""
         if self.handle is None:
             return await self._drive()
         try:
             return await self._drive()
         except BaseException as exc:
-            reason = "cancelled" if isinstance(exc, (RunCancelled, KeyboardInterrupt)) else type(exc).__name__
             try:
-                await self._save("failed", error=f"{reason}: {exc}"[:2000])
-            except Exception:  # the original failure is what the caller must see
+                if isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError)):
+                    await self._save("running", lease=False, interrupted=f"{type(exc).__name__}: {exc}"[:2000])
+                else:
+                    await self._save("failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+            except BaseException:  # the original exception is what the caller must see
                 pass
             raise
 

@@ -255,10 +255,15 @@ class RunHandle:
         self._logged = 0
         self.skipped: list[str] = []
 
-    async def save(self, status: str, state: Mapping[str, Any], transcript: Sequence[Message]) -> bool:
+    async def save(
+        self, status: str, state: Mapping[str, Any], transcript: Sequence[Message], *, lease: bool = True
+    ) -> bool:
         """Write the next version: ``status``, ``state``, and the messages of ``transcript`` not yet
-        logged. Returns ``False`` (and records why in :attr:`skipped`) when the snapshot holds a
-        secret. Raises :class:`~seamkit.errors.CodecError` for a value the codec cannot encode,
+        logged. A ``running`` version holds this worker's lease unless ``lease=False`` (an
+        interrupted run that any worker may resume at once).
+
+        Returns ``False`` (and records why in :attr:`skipped`) when the snapshot holds a secret.
+        Raises :class:`~seamkit.errors.CodecError` for a value the codec cannot encode and
         :class:`~seamkit.errors.CheckpointConflict` when another worker wrote meanwhile."""
         cp = self.checkpointer
         state_text = codec.dumps(dict(state))
@@ -277,7 +282,7 @@ class RunHandle:
         now = cp._now()
         meta = dict(self.metadata)
         meta["owner"] = cp.owner
-        meta["lease_until"] = now + cp.lease_s if status == "running" else None
+        meta["lease_until"] = now + cp.lease_s if status == "running" and lease else None
         record = CheckpointRecord(
             self.run_id, self.version + 1, status, state_text, tuple(entries), self.parent_run_id, freeze(meta), now
         )

@@ -248,7 +248,7 @@ class MemoryStore:
             raise TypeError(f"expected a CheckpointRecord, got {type(record).__name__}")
         with self._lock:
             run = self._runs.get(record.run_id)
-            actual = max(run.versions) if run is not None and run.versions else None
+            actual = next(reversed(run.versions)) if run is not None and run.versions else None
             if actual != expected_version:
                 raise CheckpointConflict(record.run_id, expected_version, actual)
             if record.version != (expected_version or 0) + 1:
@@ -273,7 +273,7 @@ class MemoryStore:
             run = self._runs.get(run_id)
             if run is None or not run.versions:
                 return None
-            return self._stored(run, max(run.versions))
+            return self._stored(run, next(reversed(run.versions)))
 
     async def at_version(self, run_id: str, version: int) -> StoredCheckpoint | None:
         """Version ``version`` with the log up to it, or ``None`` (unknown or pruned)."""
@@ -310,7 +310,7 @@ class MemoryStore:
             for run in self._runs.values():
                 if not run.versions:
                     continue
-                rec = run.versions[max(run.versions)]
+                rec = run.versions[next(reversed(run.versions))]
                 if status is not None and rec.status != status:
                     continue
                 if parent_run_id is not None and rec.parent_run_id != parent_run_id:
@@ -351,7 +351,7 @@ class MemoryStore:
                 run = self._runs[run_id]
                 if not run.versions:
                     continue
-                latest = run.versions[max(run.versions)]
+                latest = run.versions[next(reversed(run.versions))]
                 if (
                     finished_before is not None
                     and latest.status in FINISHED_STATUSES

@@ -428,3 +428,52 @@ async def test_time_travel_reads_an_old_version_and_forks_from_it() -> None:
     branch = await forked.resume("run_fork")
     assert branch.output == "stopped early" and log == [1, 2]
     assert (await cp.latest(result.run_id)).state["output"] == "all paid"  # type: ignore[union-attr]
+
+
+async def test_an_interrupted_run_stays_running_with_its_lease_released_and_any_worker_resumes_it() -> None:
+    store = MemoryStore()
+    gate = asyncio.Event()
+    ran: list[str] = []
+
+    @tool(side_effecting=False)
+    async def slow(key: str) -> str:
+        """Wait, then answer."""
+        ran.append(key)
+        await gate.wait()
+        return key
+
+    turns: list[Any] = [{"tool_calls": [{"name": "slow", "arguments": {"key": "k"}}]}, "ok"]
+    agent = Agent(ScriptedModel(turns), tools=[slow], checkpointer=Checkpointer(store, owner="host-a:1"))
+    ctx = RunContext()
+    task = asyncio.ensure_future(agent.run("go", ctx=ctx))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    snap = await Checkpointer(store).latest(ctx.run_id)
+    assert snap is not None and snap.status == "running" and snap.metadata["lease_until"] is None
+    assert "CancelledError" in snap.state["interrupted"]
+    gate.set()
+    other = Agent(ScriptedModel(turns[1:]), tools=[slow], checkpointer=Checkpointer(store, owner="host-b:2"))
+    result = await other.resume(ctx.run_id)  # no steal needed: nobody holds the run
+    assert result.output == "ok" and ran == ["k", "k"]  # the interrupted call had not finished: run again
+
+
+async def test_a_failing_run_is_marked_failed_with_its_error() -> None:
+    from seamkit.errors import FailureClass, ProviderError
+
+    class Broken(ScriptedModel):
+        def stream(self, request: Any) -> Any:
+            raise ProviderError("the server said no", FailureClass.SERVER_ERROR, provider="scripted")
+
+    store = MemoryStore()
+    agent = Agent(Broken(["x"]), checkpointer=store)
+    ctx = RunContext()
+    with pytest.raises(ProviderError):
+        await agent.run("hi", ctx=ctx)
+    snap = await Checkpointer(store).latest(ctx.run_id)
+    assert snap is not None and snap.status == "failed" and "the server said no" in snap.state["error"]
+    with pytest.raises(RunNotResumable, match="failed"):
+        await Agent(ScriptedModel(["fine now"]), checkpointer=store).resume(ctx.run_id)
+    again = await Agent(ScriptedModel(["fine now"]), checkpointer=store).resume(ctx.run_id, allow_finished=True)
+    assert again.output == "fine now"
