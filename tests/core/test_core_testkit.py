@@ -245,3 +245,16 @@ def test_clocks_are_clock_ports() -> None:
 async def test_an_empty_repeating_script_raises_provider_error() -> None:
     with pytest.raises(ProviderError, match="no turn left"):
         await ScriptedModel([], repeat=True).chat(req())
+
+
+async def test_scripted_model_following_the_transcript_continues_a_resumed_script() -> None:
+    from seamkit.testing import ScriptedModel
+    from seamkit.values import ChatRequest, Message
+
+    turns = ["first", "second", "third"]
+    history = [Message.user("q"), Message.assistant("first"), Message.user("more")]
+    fresh = ScriptedModel(turns, follow_transcript=True)
+    assert (await fresh.chat(ChatRequest(tuple(history)))).text == "second"
+    assert (await fresh.chat(ChatRequest((Message.user("q"),)))).text == "first"
+    plain = ScriptedModel(turns)
+    assert (await plain.chat(ChatRequest(tuple(history)))).text == "first"

@@ -84,13 +84,15 @@ class ScriptedModel:
     :class:`~seamkit.errors.ProviderError` (raised), or a callable ``(request) -> turn`` computing
     one. ``requests`` records every :class:`~seamkit.values.ChatRequest` received. With
     ``repeat=True`` the script starts over when it ends; otherwise a call past the end raises
-    :class:`~seamkit.errors.ProviderError` (``invalid_request``).
+    :class:`~seamkit.errors.ProviderError` (``invalid_request``). With ``follow_transcript=True``
+    the turn played is picked by the number of assistant messages in the request, not by how many
+    calls this object has seen, so a run resumed in another process continues its script.
     """
 
     provider = "scripted"
 
     def __init__(self, turns: Sequence[Turn], *, model: str = "scripted", repeat: bool = False,
-                 record: bool = True) -> None:
+                 record: bool = True, follow_transcript: bool = False) -> None:
         self.model = model
         self._turns = [_as_turn(t) for t in turns]
         self._deltas = [t.deltas(i) if isinstance(t, ScriptedTurn) else None for i, t in enumerate(self._turns)]
@@ -98,6 +100,7 @@ class ScriptedModel:
         self.record = record
         self.requests: list[ChatRequest] = []
         self._next = 0
+        self.follow_transcript = follow_transcript
 
     @property
     def calls(self) -> int:
@@ -116,6 +119,8 @@ class ScriptedModel:
     async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
         if self.record:
             self.requests.append(request)
+        if self.follow_transcript:
+            self._next = sum(1 for m in request.messages if m.role == "assistant")
         i = self._take()
         turn = self._turns[i]
         deltas = self._deltas[i]

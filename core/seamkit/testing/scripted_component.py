@@ -37,6 +37,10 @@ class ScriptedConfig(BaseModel):
     turns: list[str | ScriptedTurnConfig] = Field(min_length=1, description="The turns, in order")
     delay: float = Field(default=0.0, ge=0, description="Seconds before each turn")
     repeat: bool = Field(default=False, description="Start over when the script ends")
+    follow_transcript: bool = Field(
+        default=False,
+        description="Pick each turn by the number of assistant messages so far, so a resumed run continues its script",
+    )
     model: str = "scripted"
 
 
@@ -54,4 +58,4 @@ def build(cfg: ScriptedConfig) -> ScriptedModel:
                     delay=cfg.delay if t.delay is None else t.delay,
                 )
             )
-    return ScriptedModel(turns, model=cfg.model, repeat=cfg.repeat)
+    return ScriptedModel(turns, model=cfg.model, repeat=cfg.repeat, follow_transcript=cfg.follow_transcript)

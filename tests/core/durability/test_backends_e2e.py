@@ -296,6 +296,7 @@ def agent_yaml(turns: str) -> str:
         "  name: cli-approval\n"
         "  model:\n"
         "    use: scripted\n"
+        "    follow_transcript: true\n"
         f"    turns:\n{turns}"
         "  tools: [{use: write_file, root: ./out}]\n"
         "  approvals: {write_file: every_call}\n"
@@ -323,10 +324,8 @@ def test_the_cli_suspends_for_approval_resumes_in_another_process_and_lists_the_
     runs = {r["run_id"]: r for r in json.loads(listed.stdout)}
     assert runs[run_id]["status"] == "suspended" and runs[run_id]["agent"] == "cli-approval"
 
-    # a scripted model replays its script from the first turn in a new process: like a real model
-    # that continues from the transcript, the resumed process's script is the rest of it (seamkit
-    # resume rebuilds the agent from the file the run was started with)
-    agent_file.write_text(agent_yaml("      - the note is written\n"))
+    # seamkit resume rebuilds the agent from the same file; follow_transcript makes the scripted
+    # model continue its script from the transcript, as a real model would
     resumed = seamkit_cli("resume", run_id, "--approve", call_id, cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert "the note is written" in resumed.stdout
