@@ -434,6 +434,35 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_runs_prune(args: argparse.Namespace) -> int:
+    """``seamkit runs prune [--keep-last N] [--finished-days D] [--agent FILE]``."""
+    import asyncio
+    import math
+    import time
+
+    if args.keep_last < 1:
+        raise UsageError("--keep-last must be at least 1 (the latest version is what resume needs)")
+    days = args.finished_days
+    if days is not None and (not math.isfinite(days) or days < 0):
+        raise UsageError("--finished-days must be a number of days, 0 or more")
+    composition, registry = _load(args.agent)
+    cp = _checkpointer(composition, registry)
+    before = time.time() - days * 86400 if days is not None else None
+
+    async def go() -> tuple[int, int]:
+        try:
+            versions = await cp.prune(keep_last=args.keep_last, finished_before=before)
+            keys = await cp.store.prune() if cp.store is not None else 0
+            return versions, keys
+        finally:
+            await cp.port.close()
+
+    versions, keys = asyncio.run(go())
+    sys.stderr.write(f"pruned {versions} checkpoint version{'s' if versions != 1 else ''} and "
+                     f"{keys} expired key{'s' if keys != 1 else ''}\n")
+    return EXIT_OK
+
+
 def cmd_stores_setup(args: argparse.Namespace) -> int:
     """``seamkit stores setup [--agent FILE]``: apply the store's schema migrations."""
     import asyncio

@@ -168,6 +168,17 @@ def build_parser(
     q.add_argument("--agent", metavar="FILE", help="use this composition's store")
     q.add_argument("--json", action="store_true", help="print JSON")
     q.set_defaults(func=_lazy("runs_show"))
+    q = runs.add_parser(
+        "prune",
+        help="retention: drop old versions and old finished runs",
+        description="Keep each run's last --keep-last versions (its transcript stays whole); with "
+        "--finished-days, delete whole runs that finished (done or failed) more than that many days ago; "
+        "also delete expired store keys.",
+    )
+    q.add_argument("--keep-last", type=int, default=1, help="versions kept per run (default 1)")
+    q.add_argument("--finished-days", type=float, help="delete finished runs older than this many days")
+    q.add_argument("--agent", metavar="FILE", help="use this composition's store")
+    q.set_defaults(func=_lazy("runs_prune"))
     q = runs.add_parser("delete", help="delete a run's checkpoints")
     q.add_argument("run_id", metavar="RUN_ID")
     q.add_argument("--agent", metavar="FILE", help="use this composition's store")

@@ -1,0 +1,83 @@
+"""``seamkit runs`` and ``seamkit resume`` on the embedded default store (SQLite in ./.seamkit)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+AGENT = """\
+seamkit: 1
+agent:
+  model:
+    use: scripted
+    follow_transcript: true
+    turns: [{tool_calls: [{name: calculator, arguments: {expression: "1+1"}}]}, "two"]
+  tools: [calculator]
+"""
+
+
+def seamkit(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEAMKIT_")}
+    env["NO_COLOR"] = "1"
+    return subprocess.run([str(Path(sys.executable).with_name("seamkit")), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def runs(cwd: Path) -> list[dict[str, object]]:
+    listed = seamkit("runs", "list", "--json", cwd=cwd)
+    assert listed.returncode == 0, listed.stderr
+    return json.loads(listed.stdout)  # type: ignore[no-any-return]
+
+
+def test_runs_are_checkpointed_by_default_listed_shown_pruned_and_deleted(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(AGENT)
+    for _ in range(2):
+        done = seamkit("run", "a.yaml", "hi", cwd=tmp_path)
+        assert done.returncode == 0 and done.stdout.strip() == "two", done.stderr
+    assert (tmp_path / ".seamkit" / "seamkit.db").is_file()
+    listed = runs(tmp_path)
+    assert [r["status"] for r in listed] == ["done", "done"] and [r["version"] for r in listed] == [4, 4]
+    first = str(listed[1]["run_id"])
+    shown = seamkit("runs", "show", first, "--json", cwd=tmp_path)
+    doc = json.loads(shown.stdout)
+    assert [v["version"] for v in doc["versions"]] == [1, 2, 3, 4]
+    assert [m["role"] for m in doc["transcript"]] == ["user", "assistant", "tool", "assistant"]
+    assert doc["metadata"]["agent_file"] == str((tmp_path / "a.yaml").resolve())
+    old = json.loads(seamkit("runs", "show", first, "--version", "2", "--json", cwd=tmp_path).stdout)
+    assert [m["role"] for m in old["transcript"]] == ["user", "assistant"]
+
+    pruned = seamkit("runs", "prune", "--keep-last", "1", cwd=tmp_path)
+    assert pruned.returncode == 0 and "pruned 6 checkpoint versions" in pruned.stderr, pruned.stderr
+    doc = json.loads(seamkit("runs", "show", first, "--json", cwd=tmp_path).stdout)
+    assert [v["version"] for v in doc["versions"]] == [4] and len(doc["transcript"]) == 4  # log kept whole
+    gone = seamkit("runs", "show", first, "--version", "2", cwd=tmp_path)
+    assert gone.returncode == 2 and "no version 2 of run" in gone.stderr
+
+    deleted = seamkit("runs", "delete", first, cwd=tmp_path)
+    assert deleted.returncode == 0 and [r["run_id"] for r in runs(tmp_path)] != [] and len(runs(tmp_path)) == 1
+    again = seamkit("runs", "delete", first, cwd=tmp_path)
+    assert again.returncode == 2 and f"no run {first!r}" in again.stderr
+    assert seamkit("runs", "prune", "--finished-days", "0", cwd=tmp_path).returncode == 0
+    assert runs(tmp_path) == []
+
+
+def test_resume_errors_are_clear_and_change_nothing(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(AGENT)
+    unknown = seamkit("resume", "run_nope", cwd=tmp_path)
+    assert unknown.returncode == 2 and "no run 'run_nope'" in unknown.stderr and "Traceback" not in unknown.stderr
+    assert seamkit("run", "a.yaml", "hi", cwd=tmp_path).returncode == 0
+    (run,) = runs(tmp_path)
+    finished = seamkit("resume", str(run["run_id"]), cwd=tmp_path)
+    assert finished.returncode == 1 and "it is done" in finished.stderr and "Traceback" not in finished.stderr
+    shown = seamkit("resume", str(run["run_id"]), "--allow-finished", cwd=tmp_path)
+    assert shown.returncode == 0 and json.loads(shown.stdout) == "two"
+    bad = seamkit("resume", str(run["run_id"]), "--edit", "c1={not json", cwd=tmp_path)
+    assert bad.returncode == 2 and "not JSON" in bad.stderr
+    both = seamkit("resume", str(run["run_id"]), "--approve", "c1", "--reject", "c1", cwd=tmp_path)
+    assert both.returncode == 2 and "more than one decision" in both.stderr
+    assert [r["version"] for r in runs(tmp_path)] == [run["version"]]
+    limit = seamkit("runs", "list", "--limit", "0", cwd=tmp_path)
+    assert limit.returncode == 2 and "--limit" in limit.stderr
