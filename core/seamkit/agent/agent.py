@@ -227,6 +227,7 @@ class Agent:
         """
         import dataclasses
 
+        from seamkit.durability.approvals import Decision
         from seamkit.durability.ledger import EffectLedger
         from seamkit.errors import RunNotResumable
 
@@ -234,13 +235,20 @@ class Agent:
         if cp is None:
             raise RunNotResumable(run_id, "this agent has no checkpointer")
         if decisions is not None:
-            snap = await cp.latest(run_id)
-            if snap is not None and snap.status == "suspended":
-                self._check_decisions(snap.state, decisions)
-        if allow_finished:
-            snap = await cp.latest(run_id)
-            if snap is not None and snap.status == "done":
-                return self._stored_result(snap)
+            for call_id, d in decisions.items():
+                if not isinstance(d, Decision):
+                    raise TypeError(f"the decision for {call_id!r} must be approve(...) or reject(...), got {d!r:.60}")
+        snap = await cp.latest(run_id)
+        if snap is not None and snap.status == "suspended":
+            pending = [p.call_id for p in snap.state.get("pending_approvals") or ()]
+            if decisions is None:
+                raise RunNotResumable(
+                    run_id, f"it waits for a decision on {', '.join(pending)}: pass decisions= (approve or reject "
+                    "per call id; a call without a decision is rejected)"
+                )
+            self._check_decisions(snap.state, decisions)
+        if allow_finished and snap is not None and snap.status == "done":
+            return self._stored_result(snap)
         handle, snap = await cp.claim(
             run_id, allow_finished=allow_finished, require_suspended=decisions is not None, steal=steal
         )

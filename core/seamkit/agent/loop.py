@@ -10,6 +10,7 @@ exactly where it stopped.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from seamkit.accumulate import Accumulator
 from seamkit.agent.result import AgentResult, StopReason
 from seamkit.durability.approvals import Decision, PendingApproval
-from seamkit.errors import EffectUncertain, OutputValidationError, RunCancelled
+from seamkit.errors import EffectUncertain, OutputValidationError, RunCancelled, RunNotResumable
 from seamkit.middleware import Call
 from seamkit.runtime.concurrency import gather_bounded
 from seamkit.runtime.context import RunContext
@@ -32,6 +33,7 @@ from seamkit.values import (
     ToolCall,
     ToolResult,
     Usage,
+    thaw,
 )
 
 if TYPE_CHECKING:
@@ -39,13 +41,14 @@ if TYPE_CHECKING:
     from seamkit.durability.checkpointer import RunHandle
     from seamkit.durability.ledger import EffectLedger
 
-__all__ = ["Run", "CORRECTIVE_TEMPLATE", "REJECTED_TEMPLATE"]
+__all__ = ["Run", "CORRECTIVE_TEMPLATE", "EDITED_TEMPLATE", "REJECTED_TEMPLATE"]
 
 CORRECTIVE_TEMPLATE = (
     "Your answer did not match the required output format:\n{problems}\n"
     "Reply again with only a JSON value that satisfies the schema."
 )
 REJECTED_TEMPLATE = "A person rejected this tool call; it was not run."
+EDITED_TEMPLATE = "A person approved this call with edited arguments; it ran with: {arguments}"
 _APPROVAL_SCOPE_PREFIX = "seamkit.approvals:"
 
 
@@ -111,13 +114,16 @@ class Run:
         self.decisions = dict(decisions) if decisions is not None else None
         self.pending = dict(pending)
 
-    async def _save(self, status: str, *, lease: bool = True, **extra: Any) -> None:
-        if self.handle is not None:
-            saved = await self.handle.save(status, self.state(**extra), self.transcript, lease=lease)
-            if not saved and self.handle.skipped:
-                why = self.handle.skipped[-1]
-                if why not in self.warnings:
-                    self.warnings.append(why)
+    async def _save(self, status: str, *, lease: bool = True, **extra: Any) -> bool:
+        """Checkpoint the run; ``False`` when the snapshot was skipped (it held a secret)."""
+        if self.handle is None:
+            return False
+        saved = await self.handle.save(status, self.state(**extra), self.transcript, lease=lease)
+        if not saved and self.handle.skipped:
+            why = self.handle.skipped[-1]
+            if why not in self.warnings:
+                self.warnings.append(why)
+        return saved
 
     # -- events and results -------------------------------------------------------------------
 
@@ -142,7 +148,13 @@ class Run:
     async def _finish(self, output: object, reason: StopReason) -> AgentResult:
         if self.handle is not None:
             status = "suspended" if reason == "suspended" else "done"
-            await self._save(status, output=output, stop_reason=reason)
+            saved = await self._save(status, output=output, stop_reason=reason)
+            if not saved and reason == "suspended":
+                why = self.handle.skipped[-1] if self.handle.skipped else "it was not saved"
+                raise RunNotResumable(
+                    self.ctx.run_id, f"it needs a person's approval, but it could not be checkpointed ({why}); "
+                    "no tool call of that turn ran"
+                )
         result = self._result(output, reason)
         if self.emit is not None:
             self._event("run_finished", data=FrozenDict(stop_reason=reason, result=result))
@@ -307,15 +319,20 @@ class Run:
                         await self.handle.record_write(c.id, r)
             self.pending = EMPTY
         approvals = agent.approvals
+        # calls recorded as waiting for a person are decided by the decisions, whatever the
+        # resuming agent's own approval policies say (a rejected call never runs)
+        waiting = {p.call_id: p for p in self.pending_approvals}
+        edited: dict[str, FrozenDict] = {}
         to_run: list[ToolCall] = []
-        if approvals:
+        if approvals or waiting:
             decisions = self.decisions
             need: list[PendingApproval] = []
             for c in calls:
                 if c.id in done:
                     continue
-                policy = approvals.get(c.name, "never")
-                if policy == "never" or await self._approved_before(c.name, policy):
+                held = waiting.get(c.id)
+                policy = held.policy if held is not None else approvals.get(c.name, "never")
+                if held is None and (policy == "never" or await self._approved_before(c.name, policy)):
                     to_run.append(c)
                     continue
                 if decisions is None:
@@ -327,7 +344,10 @@ class Run:
                     done[c.id] = ToolResult(c.id, c.name, REJECTED_TEMPLATE + reason, is_error=True)
                     continue
                 await self._remember_approval(c.name, policy)
-                to_run.append(ToolCall(c.id, c.name, d.arguments) if d.arguments is not None else c)
+                if d.arguments is not None and d.arguments != c.arguments:
+                    edited[c.id] = d.arguments
+                    c = ToolCall(c.id, c.name, d.arguments)
+                to_run.append(c)
             if need:
                 self.pending_approvals = tuple(need)
                 if emit is not None:
@@ -350,6 +370,11 @@ class Run:
             )
             for c, r in zip(to_run, ran, strict=True):
                 done[c.id] = r
+        for call_id, arguments in edited.items():
+            # the transcript keeps the model's call; its result says what actually ran
+            r = done[call_id]
+            note = EDITED_TEMPLATE.format(arguments=json.dumps(thaw(arguments), ensure_ascii=False, default=str))
+            done[call_id] = ToolResult(r.call_id, r.name, f"{note}\n{r.content}", r.is_error)
         results = tuple(done[c.id] for c in calls)
         if emit is not None:
             for r in results:

@@ -219,10 +219,15 @@ class Checkpointer:
             raise RunNotResumable(run_id, "no checkpoints for this run id")
         latest_version = snap.version
         if snap.status in FINISHED_STATUSES and not allow_finished:
-            raise RunNotResumable(run_id, f"it is {snap.status} (pass allow_finished to continue it anyway)")
+            what = "it is done" if snap.status == "done" else "it failed"
+            raise RunNotResumable(
+                run_id, f"{what} (allow_finished=True, or seamkit resume --allow-finished, "
+                f"{'gives its result' if snap.status == 'done' else 'continues it'})"
+            )
         if require_suspended and snap.status != "suspended":
-            why = "it was already resumed" if snap.status == "running" else f"it is {snap.status}"
-            raise RunNotResumable(run_id, f"it is not waiting for approval ({why})")
+            why = ("it is running: it was already resumed, or was interrupted (resume it without decisions)"
+                   if snap.status == "running" else f"it is {snap.status}")
+            raise RunNotResumable(run_id, f"it is not waiting for approval; {why}")
         if snap.status == "running" and not steal:
             owner = str(snap.metadata.get("owner") or "")
             until = snap.metadata.get("lease_until")

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 from seamkit import tool
 from seamkit.agent.agent import Agent
-from seamkit.agent.loop import REJECTED_TEMPLATE
+from seamkit.agent.loop import EDITED_TEMPLATE, REJECTED_TEMPLATE
 from seamkit.durability.checkpointer import Checkpointer
 from seamkit.plugins.registry import get_registry
 from seamkit.runtime.context import RunContext
@@ -253,10 +253,11 @@ async def test_an_approval_round_trip_across_processes_with_edited_arguments_and
     assert second is not None and second["stop_reason"] == "completed"
     assert effect_counts(effects) == {run_id: {42: 1}}  # exactly the edited payment
     rejection = f"{REJECTED_TEMPLATE} Reason: a duplicate of ask_a"
-    assert second["output"] == f"done: ask_a=recorded payment 42; ask_b=ERROR {rejection}"
+    edited = EDITED_TEMPLATE.format(arguments='{"payment_id": 42}') + "\nrecorded payment 42"
+    assert second["output"] == f"done: ask_a={edited}; ask_b=ERROR {rejection}"
     tool_msgs = [m for m in second["transcript"] if m["role"] == "tool"]
     assert len(tool_msgs) == 1
-    assert tool_msgs[0]["results"] == [["ask_a", "recorded payment 42", False], ["ask_b", rejection, True]]
+    assert tool_msgs[0]["results"] == [["ask_a", edited, False], ["ask_b", rejection, True]]
 
     async with build_store(name, params) as store:
         before = [(i.version, i.status) for i in await Checkpointer(store).history(run_id)]

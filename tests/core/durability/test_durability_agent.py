@@ -225,7 +225,13 @@ async def test_approval_suspends_and_an_edited_approval_runs_with_the_edited_arg
     other = approval_agent(store, log, turns[1:])
     done = await other.resume(result.run_id, decisions={pending.call_id: approve({"amount": 7})})
     assert done.output == "all paid" and log == [7]
-    assert done.transcript[2].tool_results[0].content == "paid 7"
+    # the model's call stays in the transcript; its result says what actually ran
+    assert done.transcript[1].tool_calls[0].arguments == {"amount": 1}
+    assert done.transcript[2].tool_results[0].content == (
+        'A person approved this call with edited arguments; it ran with: {"amount": 7}\npaid 7'
+    )
+    snap = await Checkpointer(store).latest(result.run_id)
+    assert snap is not None and snap.state["pending_approvals"] == [] and done.pending_approvals == ()
     with pytest.raises(RunNotResumable, match="done"):
         await other.resume(result.run_id, decisions={pending.call_id: approve()})
 
@@ -477,3 +483,48 @@ async def test_a_failing_run_is_marked_failed_with_its_error() -> None:
         await Agent(ScriptedModel(["fine now"]), checkpointer=store).resume(ctx.run_id)
     again = await Agent(ScriptedModel(["fine now"]), checkpointer=store).resume(ctx.run_id, allow_finished=True)
     assert again.output == "fine now"
+
+
+async def test_stored_decisions_govern_even_when_the_resuming_agent_has_no_approvals() -> None:
+    # regression: a rejected call ran when the resuming agent did not ask for approval of its tool
+    store = MemoryStore()
+    log: list[int] = []
+    turns: list[Any] = [
+        {"tool_calls": [{"name": "pay", "arguments": {"amount": 1}}, {"name": "pay", "arguments": {"amount": 2}}]},
+        "ok",
+    ]
+    result = await approval_agent(store, log, turns).run("pay")
+    first, second = result.pending_approvals
+    lax = Agent(ScriptedModel(turns[1:]), tools=[pay_tool(log)], checkpointer=store)  # no approvals
+    decisions = {first.call_id: reject("no"), second.call_id: approve({"amount": 9})}
+    done = await lax.resume(result.run_id, decisions=decisions)
+    assert log == [9]
+    assert done.pending_approvals == ()
+    assert done.transcript[2].tool_results[0].is_error
+
+
+async def test_resuming_a_suspended_run_without_decisions_is_refused() -> None:
+    # regression: agent.resume(run_id) silently rejected every pending call
+    store = MemoryStore()
+    log: list[int] = []
+    result = await approval_agent(store, log, scripted_payments(1)).run("pay")
+    call_id = result.pending_approvals[0].call_id
+    with pytest.raises(RunNotResumable, match=f"waits for a decision on {call_id}"):
+        await approval_agent(store, log, ["x"]).resume(result.run_id)
+    with pytest.raises(TypeError, match="approve"):
+        await approval_agent(store, log, ["x"]).resume(result.run_id, decisions={call_id: True})  # type: ignore[dict-item]
+    snap = await Checkpointer(store).latest(result.run_id)
+    assert snap is not None and snap.status == "suspended" and log == []
+
+
+async def test_a_suspension_that_cannot_be_checkpointed_is_an_error_not_a_promise() -> None:
+    # regression: the run said "waiting for approval" though nothing was saved
+    store = MemoryStore()
+    log: list[int] = []
+    secret = "sk-live-0123456789abcdef"
+    turns: list[Any] = [{"tool_calls": [{"name": "pay", "arguments": {"amount": 1}}]}, "ok"]
+    agent = Agent(ScriptedModel(turns), tools=[pay_tool(log)], checkpointer=Checkpointer(store, secrets=[secret]),
+                  approvals={"pay": "every_call"})
+    with pytest.raises(RunNotResumable, match="could not be checkpointed"):
+        await agent.run(f"pay with {secret}")
+    assert log == []
