@@ -77,7 +77,7 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
         from seamkit.durability.checkpointer import Checkpointer
 
         try:
-            checkpointer = Checkpointer(store, secrets=c.secret_values())
+            checkpointer = Checkpointer(store, secrets=_component_secrets(c))
         except TypeError as exc:
             ctx.add(str(exc), ("agent", "checkpoints"))
             raise ConfigError(ctx.issues) from None
@@ -102,6 +102,36 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
     except (ValueError, TypeError) as exc:
         ctx.add(f"cannot build the agent: {exc}", ("agent",))
         raise ConfigError(ctx.issues) from None
+
+
+def _component_secrets(c: Composition) -> frozenset[str]:
+    """The environment values that went into component parameters (API keys, DSNs, tokens...):
+    what a checkpoint must never hold. Environment values in the prompt or other agent fields are
+    sent to the model anyway and are part of the conversation, so they are not refused."""
+    secrets = c.secret_values()
+    if not secrets:
+        return secrets
+    a = c.agent
+    refs: list[ComponentRef] = [a.model, *a.tools, *a.middlewares]
+    if a.checkpoints is not None:
+        refs.append(a.checkpoints)
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            found.update(sec for sec in secrets if sec in value)
+        elif isinstance(value, dict):
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list | tuple):
+            for v in value:
+                walk(v)
+        elif hasattr(value, "get_secret_value"):
+            walk(value.get_secret_value())
+
+    for ref in refs:
+        walk(dict(ref.params))
+    return frozenset(found)
 
 
 def build_store(composition: Composition | None, *, registry: Registry | None = None) -> Any:

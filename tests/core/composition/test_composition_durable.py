@@ -69,8 +69,23 @@ def test_approvals_need_checkpoints(registry: Registry) -> None:
         comp("  checkpoints: null\n  approvals: {calculator: once_per_run}\n", registry)
 
 
-def test_environment_values_are_secrets_the_checkpointer_refuses_to_persist(registry: Registry) -> None:
-    c = comp("  checkpoints: {use: memory}\n  prompt: 'key ${API_KEY}'\n", registry, env={"API_KEY": "sk-abcdef123456"})
+def test_environment_values_in_component_parameters_are_secrets_the_checkpointer_refuses(registry: Registry) -> None:
+    text = (
+        "seamkit: 1\nagent:\n  model:\n    use: scripted\n    turns: ['${REPLY}']\n"
+        "  prompt: 'You help the ${TEAM} team'\n  checkpoints: {use: memory}\n"
+    )
+    c = loads_composition(text, registry=registry, env={"REPLY": "sk-abcdef123456", "TEAM": "accounting"})
     agent = build_agent(c, registry=registry)
-    assert "sk-abcdef123456" in agent.checkpointer.secrets
+    assert agent.checkpointer.secrets == ("sk-abcdef123456",)
     assert "sk-abcdef123456" not in repr(agent.checkpointer)
+
+
+async def test_an_environment_value_in_the_prompt_does_not_stop_checkpoints(registry: Registry) -> None:
+    # regression: any ${ENV} value (a team name in the prompt) made every snapshot 'secret'
+    extra = "  checkpoints: {use: memory}\n  prompt: 'You help the ${TEAM} team'\n"
+    c = comp(extra, registry, env={"TEAM": "accounting"})
+    agent = build_agent(c, registry=registry)
+    result = await agent.run("add")
+    assert result.warnings == ()
+    snap = await agent.checkpointer.latest(result.run_id)
+    assert snap is not None and snap.status == "done" and "accounting" in snap.transcript[0].text
