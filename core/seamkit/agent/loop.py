@@ -60,8 +60,22 @@ class Run:
     effect ledger, and a call that needs approval suspends the run."""
 
     __slots__ = (
-        "agent", "approved_tools", "corrected", "ctx", "decisions", "emit", "handle", "ledger",
-        "pending", "pending_approvals", "step", "tool_choice", "transcript", "usage", "warnings",
+        "agent",
+        "approved_tools",
+        "corrected",
+        "ctx",
+        "decisions",
+        "emit",
+        "handle",
+        "in_turn",
+        "ledger",
+        "pending",
+        "pending_approvals",
+        "step",
+        "tool_choice",
+        "transcript",
+        "usage",
+        "warnings",
     )
 
     def __init__(self, agent: Agent, ctx: RunContext, transcript: list[Message]) -> None:
@@ -80,6 +94,7 @@ class Run:
         self.decisions: Mapping[str, Decision] | None = None
         self.pending_approvals: tuple[PendingApproval, ...] = ()
         self.approved_tools: list[str] = []
+        self.in_turn = False  # a model turn is in flight (counted in step, not in the transcript yet)
 
     # -- durable state ------------------------------------------------------------------------
 
@@ -171,6 +186,9 @@ class Run:
         try:
             return await self._drive()
         except BaseException as exc:
+            if self.in_turn:  # the interrupted turn left nothing behind: it is not a step taken
+                self.step -= 1
+                self.in_turn = False
             try:
                 if isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError)):
                     await self._save("running", lease=False, interrupted=f"{type(exc).__name__}: {exc}"[:2000])
@@ -218,6 +236,7 @@ class Run:
             if cancellation.cancelled:
                 cancellation.raise_if_cancelled()
             self.step += 1
+            self.in_turn = True
             step = self.step
             request = ChatRequest(
                 tuple(transcript),
@@ -248,6 +267,7 @@ class Run:
             if result.warnings:
                 self.warnings.extend(result.warnings)
             transcript.append(result.message)
+            self.in_turn = False
             if emit is not None:
                 self._event("model_result", result=result)
 

@@ -95,11 +95,14 @@ def _check_variables(agent: Agent, variables: dict[str, str]) -> None:
 
 
 async def _drive(
-    agent: Agent, task: str, variables: dict[str, str], sink: EventSink, metadata: dict[str, Any]
+    agent: Agent, task: str, variables: dict[str, str], sink: EventSink, metadata: dict[str, Any],
+    ctx: Any = None, started: list[str] | None = None,
 ) -> AgentResult | None:
     result: AgentResult | None = None
     try:
-        async for event in agent.stream(task, variables=variables or None, metadata=metadata):
+        async for event in agent.stream(task, variables=variables or None, metadata=metadata, ctx=ctx):
+            if event.kind == "run_started" and started is not None:
+                started.append(event.run_id)  # its first checkpoint is written by now
             sink.event(event)
             if event.kind == "run_finished":
                 result = event.data["result"]
@@ -115,11 +118,10 @@ async def _close_stores(agent: Agent) -> None:
     cp = agent.checkpointer
     if cp is None:
         return
-    for store in {id(s): s for s in (cp.port, cp.store) if s is not None}.values():
-        try:
-            await store.close()
-        except Exception:  # the run's own outcome is what the caller must see
-            pass
+    try:
+        await cp.close()
+    except Exception:  # the run's own outcome is what the caller must see
+        pass
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -146,17 +148,41 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise BuildFailed(exc.issues) from exc
     _check_variables(agent, variables)
     task = _read_task(args.task)
+    if agent.checkpointer is not None and agent.approvals and not getattr(agent.checkpointer.port, "persistent", True):
+        raise UsageError(f"approvals need a store that outlives this process to resume from the command line; "
+                         f"'{type(agent.checkpointer.port).__name__}' does not (use sqlite, postgres or redis)")
+    from seamkit.runtime.context import RunContext
+    from seamkit.values import Scope
+
+    ctx = RunContext(scope=Scope(thread=args.thread)) if args.thread else RunContext()
     secrets = composition.secret_values()
     json_sink = JsonRenderer(secrets=secrets) if args.json else None
+    if json_sink is not None:
+        json_sink.run_id = ctx.run_id
     sink: EventSink = (json_sink if json_sink is not None
                        else HumanRenderer(typed=agent.output is not None, secrets=secrets))
+    started: list[str] = []
     try:
-        result = asyncio.run(_drive(agent, task, variables, sink, {"agent_file": str(path.resolve())}))
+        result = asyncio.run(_drive(agent, task, variables, sink, {"agent_file": str(path.resolve())}, ctx, started))
     except (Exception, KeyboardInterrupt) as exc:
         if json_sink is not None:
             json_sink.failed(exc, exit_code_for(exc))
+        elif started and agent.checkpointer is not None:
+            _resume_hint(ctx.run_id, exc)
         raise
     return _exit_for(result)
+
+
+def _resume_hint(run_id: str, exc: BaseException) -> None:
+    from seamkit.errors import RunNotResumable
+
+    if isinstance(exc, RunNotResumable):
+        return
+    if isinstance(exc, KeyboardInterrupt):
+        sys.stderr.write(f"seamkit: run {run_id} was interrupted; continue it with: seamkit resume {run_id}\n")
+    else:
+        sys.stderr.write(f"seamkit: run {run_id} failed; once the cause is fixed, continue it with: "
+                         f"seamkit resume {run_id} --allow-finished\n")
 
 
 def _exit_for(result: AgentResult | None) -> int:
@@ -217,10 +243,13 @@ def _load(file: str | None) -> tuple[Composition | None, Registry]:
     return composition, registry
 
 
-def _checkpointer(composition: Composition | None, registry: Registry) -> Any:
+def _checkpointer(composition: Composition | None, registry: Registry, *, must_exist: bool = True) -> Any:
     from seamkit.composition import build_store
     from seamkit.durability.checkpointer import Checkpointer
 
+    if composition is None and must_exist and not Path(DEFAULT_DB).exists():
+        raise UsageError(f"no runs here: {DEFAULT_DB} does not exist (run this where you ran 'seamkit run', "
+                         "or pass --agent FILE to use that composition's store)")
     store = build_store(composition, registry=registry)
     if store is None:
         where = "this composition has 'checkpoints: null'" if composition is not None else (
@@ -230,47 +259,65 @@ def _checkpointer(composition: Composition | None, registry: Registry) -> Any:
     return Checkpointer(store, secrets=secrets)
 
 
+DEFAULT_DB = ".seamkit/seamkit.db"
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     """``seamkit resume RUN_ID [--agent FILE] [--approve ID] [--reject ID[=REASON]] [--edit ID=JSON]``:
-    exit codes as ``run`` (3: it waits for approval again)."""
+    exit codes as ``run`` (3: it waits for approval again); 2 for an unknown run or bad decisions."""
     import asyncio
     import dataclasses
 
     from seamkit.cli.main import exit_code_for
-    from seamkit.cli.render import HumanRenderer, JsonRenderer
+    from seamkit.cli.render import HumanRenderer, JsonRenderer, pending_text
+    from seamkit.cli.scrub import scrub_output
     from seamkit.composition import ComponentBuildError, build_agent, load_composition
+    from seamkit.errors import ToolArgumentError
 
     decisions = _decisions(args)
     composition, registry = _load(args.agent)
     if composition is None:
         # the store is the embedded default; the agent file is the one the run started with
-        cp = _checkpointer(None, registry)
-        snap = asyncio.run(_latest(cp, args.run_id))
-        file = snap.metadata.get("agent_file") if snap is not None else None
+        snap = asyncio.run(_latest(_checkpointer(None, registry), args.run_id))
         if snap is None:
             raise UsageError(f"no run {args.run_id!r} in the default store (.seamkit/seamkit.db); "
                              "pass --agent FILE to use that composition's store")
+        file = snap.metadata.get("agent_file")
         if not isinstance(file, str):
             raise UsageError(f"run {args.run_id} does not record its agent file: pass --agent FILE")
-        composition = load_composition(_existing_file(file), registry=registry)
-        from seamkit.cli.scrub import scrub_output
-
+        if not Path(file).is_file():
+            raise UsageError(f"the agent file of run {args.run_id} is gone ({file}): pass --agent FILE")
+        composition = load_composition(Path(file), registry=registry)
         scrub_output(composition.secret_values())
     try:
         agent = build_agent(composition, registry=registry)
     except ComponentBuildError as exc:
         raise BuildFailed(exc.issues) from exc
-    if agent.checkpointer is None:
+    cp = agent.checkpointer
+    if cp is None:
         raise UsageError("this composition has no checkpoints ('checkpoints: null'): nothing to resume")
-    if decisions is None:
-        snap = asyncio.run(_latest(agent.checkpointer, args.run_id))
-        if snap is not None and snap.status == "suspended":
-            from seamkit.cli.render import pending_text
-
+    snap = asyncio.run(_latest(cp, args.run_id, close=False))
+    if snap is None:
+        asyncio.run(cp.close())
+        raise UsageError(f"no run {args.run_id!r} in this composition's store")
+    if snap.status == "suspended":
+        if decisions is None:
+            asyncio.run(cp.close())
             raise UsageError(f"run {args.run_id} waits for a decision\n"
                              + pending_text(args.run_id, snap.state.get("pending_approvals") or ()))
+        try:
+            agent._check_decisions(snap.state, decisions)
+        except (ValueError, ToolArgumentError) as exc:
+            asyncio.run(cp.close())
+            raise UsageError(str(exc)) from None
+    elif decisions is not None:
+        asyncio.run(cp.close())
+        raise UsageError(f"run {args.run_id} is {snap.status}, not waiting for approval: "
+                         "--approve/--reject/--edit do not apply")
     secrets = composition.secret_values()
     json_sink = JsonRenderer(secrets=secrets) if args.json else None
+    if json_sink is not None:
+        json_sink.run_id = args.run_id
     sink: EventSink = (json_sink if json_sink is not None
                        else HumanRenderer(typed=agent.output is not None, secrets=secrets))
 
@@ -279,26 +326,42 @@ def cmd_resume(args: argparse.Namespace) -> int:
             sink.event(event)
 
     agent = dataclasses.replace(agent, observers=(*agent.observers, _Observer()))
+
+    async def _resume() -> AgentResult:
+        try:
+            return await agent.resume(args.run_id, decisions=decisions, allow_finished=args.allow_finished,
+                                      steal=args.steal)
+        finally:
+            await _close_stores(agent)
+
     try:
-        result = asyncio.run(_resume(agent, args, decisions))
+        result = asyncio.run(_resume())
     except (Exception, KeyboardInterrupt) as exc:
         sink.close()
         if json_sink is not None:
             json_sink.failed(exc, exit_code_for(exc))
+        elif isinstance(exc, KeyboardInterrupt):
+            _resume_hint(args.run_id, exc)
         raise
+    if snap.status == "done":
+        # a finished run's stored result: nothing streamed, so show it as `seamkit run` would have
+        _show_stored(result, sink, json_sink is not None)
     sink.close()
-    if result.stop_reason == "completed" and args.allow_finished and json_sink is None:
-        # a finished run's stored result: nothing was streamed, so print it
-        sys.stdout.write(json.dumps(_jsonable(result.output), indent=2, ensure_ascii=False) + "\n")
     return _exit_for(result)
 
 
-async def _resume(agent: Agent, args: argparse.Namespace, decisions: dict[str, Any] | None) -> AgentResult:
-    try:
-        return await agent.resume(args.run_id, decisions=decisions, allow_finished=args.allow_finished,
-                                  steal=args.steal)
-    finally:
-        await _close_stores(agent)
+def _show_stored(result: AgentResult, sink: EventSink, as_json: bool) -> None:
+    from seamkit.values import FrozenDict, StreamEvent
+
+    if as_json:
+        sink.event(StreamEvent("run_finished", result.run_id, result.steps,
+                               data=FrozenDict(stop_reason=result.stop_reason, result=result)))
+        return
+    out = result.output
+    if isinstance(out, str):
+        sys.stdout.write(out + ("" if out.endswith("\n") else "\n"))
+    else:
+        sys.stdout.write(json.dumps(_jsonable(out), indent=2, ensure_ascii=False) + "\n")
 
 
 def _jsonable(value: Any) -> Any:
@@ -307,11 +370,12 @@ def _jsonable(value: Any) -> Any:
     return jsonable(value)
 
 
-async def _latest(cp: Any, run_id: str) -> Any:
+async def _latest(cp: Any, run_id: str, *, close: bool = True) -> Any:
     try:
         return await cp.latest(run_id)
     finally:
-        await cp.port.close()
+        if close:
+            await cp.close()
 
 
 def _info_json(info: Any) -> dict[str, Any]:
@@ -331,8 +395,8 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
     """``seamkit runs list [--status S] [--limit N] [--agent FILE] [--json]``."""
     import asyncio
 
-    if args.limit < 1:
-        raise UsageError("--limit must be at least 1")
+    if not 1 <= args.limit <= 100_000:
+        raise UsageError("--limit must be between 1 and 100000")
     composition, registry = _load(args.agent)
     cp = _checkpointer(composition, registry)
 
@@ -340,7 +404,7 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
         try:
             return await cp.list_runs(status=args.status, limit=args.limit)
         finally:
-            await cp.port.close()
+            await cp.close()
 
     rows = [_info_json(i) for i in asyncio.run(go())]
     if args.json:
@@ -370,7 +434,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
             snap = await (cp.latest(args.run_id) if args.version is None else cp.at_version(args.run_id, args.version))
             return snap, await cp.history(args.run_id)
         finally:
-            await cp.port.close()
+            await cp.close()
 
     snap, history = asyncio.run(go())
     if snap is None:
@@ -424,9 +488,20 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
 
     async def go() -> bool:
         try:
+            snap = await cp.latest(args.run_id)
+            if snap is not None and snap.status == "running" and not args.force:
+                import time
+
+                until = snap.metadata.get("lease_until")
+                owner = str(snap.metadata.get("owner") or "")
+                from seamkit.durability.checkpointer import _owner_dead
+
+                if isinstance(until, (int, float)) and until > time.time() and not _owner_dead(owner):
+                    raise UsageError(f"run {args.run_id} is being run by {owner} right now; "
+                                     "wait for it, or pass --force")
             return bool(await cp.delete(args.run_id))
         finally:
-            await cp.port.close()
+            await cp.close()
 
     if not asyncio.run(go()):
         raise UsageError(f"no run {args.run_id!r} in this store")
@@ -455,7 +530,7 @@ def cmd_runs_prune(args: argparse.Namespace) -> int:
             keys = await cp.store.prune() if cp.store is not None else 0
             return versions, keys
         finally:
-            await cp.port.close()
+            await cp.close()
 
     versions, keys = asyncio.run(go())
     sys.stderr.write(f"pruned {versions} checkpoint version{'s' if versions != 1 else ''} and "
@@ -468,22 +543,22 @@ def cmd_stores_setup(args: argparse.Namespace) -> int:
     import asyncio
 
     composition, registry = _load(args.agent)
-    cp = _checkpointer(composition, registry)
+    cp = _checkpointer(composition, registry, must_exist=False)
     store = cp.port
     setup = getattr(store, "setup", None)
-    if setup is None:
-        sys.stderr.write(f"{type(store).__name__} needs no setup\n")
-        asyncio.run(store.close())
-        return EXIT_OK
 
     async def go() -> None:
         try:
-            await setup()
+            if setup is not None:
+                await setup()
+            else:
+                await store.list_runs(limit=1)  # opens (and creates) it: a broken store fails here
         finally:
-            await store.close()
+            await cp.close()
 
     asyncio.run(go())
-    sys.stderr.write(f"{type(store).__name__}: schema is up to date\n")
+    what = "schema is up to date" if setup is not None else "ready (it needs no migrations)"
+    sys.stderr.write(f"{type(store).__name__}: {what}\n")
     return EXIT_OK
 
 

@@ -126,6 +126,8 @@ def build_parser(
         default=[],
         help="a prompt template variable (repeatable)",
     )
+    p.add_argument("--thread", metavar="ID", help="the conversation thread this run belongs to (approvals "
+                   "with policy once_per_thread are remembered per thread)")
     p.set_defaults(func=_lazy("run"))
 
     p = sub.add_parser(
@@ -181,6 +183,7 @@ def build_parser(
     q.set_defaults(func=_lazy("runs_prune"))
     q = runs.add_parser("delete", help="delete a run's checkpoints")
     q.add_argument("run_id", metavar="RUN_ID")
+    q.add_argument("--force", action="store_true", help="delete it even while a live worker is running it")
     q.add_argument("--agent", metavar="FILE", help="use this composition's store")
     q.set_defaults(func=_lazy("runs_delete"))
 

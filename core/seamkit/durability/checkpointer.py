@@ -127,6 +127,12 @@ class Checkpointer:
     def __repr__(self) -> str:
         return f"Checkpointer(port={type(self.port).__name__}, lease_s={self.lease_s})"
 
+    async def close(self) -> None:
+        """Release the store's connections (the store reconnects if used again)."""
+        await self.port.close()
+        if self.store is not None and self.store is not self.port:  # type: ignore[comparison-overlap]
+            await self.store.close()
+
     def _now(self) -> float:
         return self.clock.now().timestamp()
 

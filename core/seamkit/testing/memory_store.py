@@ -65,6 +65,9 @@ class MemoryStore:
     (scope, key) within one event loop. ``close()`` keeps the data (there is no connection).
     """
 
+    #: nothing outlives the process (the CLI refuses approvals that could never be resumed)
+    persistent = False
+
     ttl_resolution: float = 0.001
 
     def __init__(self, *, clock: ClockPort | None = None) -> None:

@@ -528,3 +528,18 @@ async def test_a_suspension_that_cannot_be_checkpointed_is_an_error_not_a_promis
     with pytest.raises(RunNotResumable, match="could not be checkpointed"):
         await agent.run(f"pay with {secret}")
     assert log == []
+
+
+async def test_a_model_turn_interrupted_in_flight_is_not_counted_as_a_step() -> None:
+    store = MemoryStore()
+    agent = Agent(ScriptedModel([{"text": "slow answer", "delay": 5}]), checkpointer=store)
+    ctx = RunContext()
+    task = asyncio.ensure_future(agent.run("go", ctx=ctx))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    snap = await Checkpointer(store).latest(ctx.run_id)
+    assert snap is not None and snap.state["step"] == 0 and snap.status == "running"
+    result = await Agent(ScriptedModel(["quick answer"]), checkpointer=store).resume(ctx.run_id)
+    assert result.steps == 1 and result.output == "quick answer"

@@ -66,18 +66,39 @@ def test_runs_are_checkpointed_by_default_listed_shown_pruned_and_deleted(tmp_pa
 
 def test_resume_errors_are_clear_and_change_nothing(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(AGENT)
+    nothing = seamkit("resume", "run_nope", cwd=tmp_path)
+    assert nothing.returncode == 2 and "no runs here" in nothing.stderr
+    assert not (tmp_path / ".seamkit").exists()  # looking does not create a store
+    assert seamkit("run", "a.yaml", "hi", cwd=tmp_path).returncode == 0
     unknown = seamkit("resume", "run_nope", cwd=tmp_path)
     assert unknown.returncode == 2 and "no run 'run_nope'" in unknown.stderr and "Traceback" not in unknown.stderr
-    assert seamkit("run", "a.yaml", "hi", cwd=tmp_path).returncode == 0
     (run,) = runs(tmp_path)
     finished = seamkit("resume", str(run["run_id"]), cwd=tmp_path)
     assert finished.returncode == 1 and "it is done" in finished.stderr and "Traceback" not in finished.stderr
     shown = seamkit("resume", str(run["run_id"]), "--allow-finished", cwd=tmp_path)
-    assert shown.returncode == 0 and json.loads(shown.stdout) == "two"
+    assert shown.returncode == 0 and shown.stdout == "two\n"  # once, as `seamkit run` printed it
+    decided = seamkit("resume", str(run["run_id"]), "--allow-finished", "--approve", "c1", cwd=tmp_path)
+    assert decided.returncode == 2 and "not waiting for approval" in decided.stderr
     bad = seamkit("resume", str(run["run_id"]), "--edit", "c1={not json", cwd=tmp_path)
     assert bad.returncode == 2 and "not JSON" in bad.stderr
     both = seamkit("resume", str(run["run_id"]), "--approve", "c1", "--reject", "c1", cwd=tmp_path)
     assert both.returncode == 2 and "more than one decision" in both.stderr
     assert [r["version"] for r in runs(tmp_path)] == [run["version"]]
-    limit = seamkit("runs", "list", "--limit", "0", cwd=tmp_path)
-    assert limit.returncode == 2 and "--limit" in limit.stderr
+    for n in ("0", "99999999999999999999"):
+        limit = seamkit("runs", "list", "--limit", n, cwd=tmp_path)
+        assert limit.returncode == 2 and "--limit" in limit.stderr and "unexpected" not in limit.stderr
+
+
+def test_approvals_on_a_store_that_dies_with_the_process_are_refused_before_running(tmp_path: Path) -> None:
+    (tmp_path / "m.yaml").write_text(AGENT + "  checkpoints: {use: memory}\n  approvals: {calculator: every_call}\n")
+    done = seamkit("run", "m.yaml", "hi", cwd=tmp_path)
+    assert done.returncode == 2 and "outlives this process" in done.stderr
+
+
+def test_stores_setup_opens_the_default_store(tmp_path: Path) -> None:
+    done = seamkit("stores", "setup", cwd=tmp_path)
+    assert done.returncode == 0 and "ready" in done.stderr and (tmp_path / ".seamkit" / "seamkit.db").is_file()
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "b.yaml").write_text(AGENT + "  checkpoints: {use: sqlite, path: broken}\n")
+    broken = seamkit("stores", "setup", "--agent", "b.yaml", cwd=tmp_path)
+    assert broken.returncode == 1 and "StoreUnavailable" in broken.stderr and "Traceback" not in broken.stderr
