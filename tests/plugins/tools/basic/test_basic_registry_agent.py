@@ -134,8 +134,13 @@ agent:
     )
     monkeypatch.chdir(tmp_path)  # not the YAML's directory: roots still resolve next to the file
     agent = build_agent(load_composition(project / "agent.yaml"))
-    result = await agent.run("go")
+    try:
+        result = await agent.run("go")
+    finally:
+        await agent.checkpointer.close()  # the embedded default store, in ./.seamkit
     assert result.output == "done"
+    # write_file is side-effecting: it ran through the effect ledger of the default store
+    assert (tmp_path / ".seamkit" / "seamkit.db").is_file()
     contents = [(r.name, r.content, r.is_error) for r in _results(result.transcript)]
     assert contents[0] == ("read_file", "21", False)
     assert contents[1] == ("calculator", "42", False)
