@@ -1,10 +1,14 @@
 """The ``postgres`` store: :class:`~seamkit.ports.StorePort` and :class:`~seamkit.ports.CheckpointPort`
 on PostgreSQL through psycopg 3 and an async connection pool.
 
-- Constructing a :class:`PostgresStore` is cheap and does not connect; the pool opens on first use.
-  The pool checks each connection before lending it, so the store keeps working after a server
-  restart; while the server is down operations raise :class:`~seamkit.errors.StoreUnavailable`
-  after at most ``connect_timeout`` seconds.
+- Constructing a :class:`PostgresStore` is cheap and does not connect. The first operation (and the
+  first after the server was found unreachable) connects once directly, within ``connect_timeout``
+  seconds, and only when that works opens the pool; so an unreachable server or a bad DSN fails
+  fast with the cause ("Connection refused", "password authentication failed", "invalid DSN: ...")
+  instead of waiting on the pool's retries. The pool checks each connection before lending it, so
+  the store keeps working after a server restart; while the server is down operations raise
+  :class:`~seamkit.errors.StoreUnavailable` after at most ``connect_timeout`` seconds, naming
+  the last connection error.
 - Tables live in one schema (``seamkit`` by default) and are created by ``await store.setup()``
   (``seamkit stores setup``): versioned migrations recorded in ``<schema>.migrations``, applied
   under an advisory lock so concurrent setups are safe. Before setup every operation raises
@@ -15,17 +19,23 @@ on PostgreSQL through psycopg 3 and an async connection pool.
   ``expected_version`` to the new one (or inserts version 1), writes the record row and appends the
   new log entries. Earlier entries are never rewritten; reading a checkpoint is one query.
 - Every driver error becomes StoreUnavailable; the DSN and its password never appear in messages.
+  A :class:`logging.Filter` on the ``psycopg`` and ``psycopg.pool`` loggers masks them in the
+  drivers' log records too, and drops this store's pool connection warnings when the application
+  configured no logging at all (they would otherwise reach stderr through Python's last-resort
+  handler); applications that configure logging still receive them, masked.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
+import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, Self
 
 import psycopg
 import psycopg.errors
@@ -42,6 +52,7 @@ from seamkit.durability.singleflight import SingleFlight
 from seamkit.errors import CheckpointConflict, StoreUnavailable, StoreValueError, TTLNotSupported
 from seamkit.values import Scope, freeze
 
+from seamkit_postgres._dsn import conninfo_problem, password_fragments, scrub, secret_fragments
 from seamkit_postgres.config import PostgresConfig
 
 if TYPE_CHECKING:
@@ -228,23 +239,35 @@ SELECT count(*) FROM c"""
 }
 
 
-def _secret_fragments(dsn: str) -> list[str]:
-    """Substrings of ``dsn`` that must never be shown: the whole DSN and its password."""
-    parts = [dsn]
-    password: str | None = None
-    if "://" in dsn:
+_POOL_PREFIX = "seamkit-postgres-"
+_LIVE_STORES: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
+
+
+class _ScrubDriverLogs(logging.Filter):
+    """Masks the DSN and password of every live :class:`PostgresStore` in records of psycopg's
+    loggers, and drops this module's pools' records when no handler is configured anywhere (they
+    would reach stderr through :data:`logging.lastResort`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        secrets: set[str] = set()
+        passwords: set[str] = set()
+        for store in list(_LIVE_STORES):
+            secrets.update(store._secrets)
+            passwords.update(store._passwords)
         try:
-            password = urlsplit(dsn).password
-        except ValueError:
-            password = None
-    else:
-        try:
-            password = psycopg.conninfo.conninfo_to_dict(dsn).get("password")  # type: ignore[assignment]
-        except psycopg.Error:
-            password = None
-    if password:
-        parts.append(password)
-    return sorted({p for p in parts if p}, key=len, reverse=True)
+            text = record.getMessage()
+        except Exception:  # a broken record: let logging report it as usual
+            return True
+        masked = scrub(text, secrets, passwords)
+        if masked != text:
+            record.msg, record.args = masked, None
+        # this store's pools are named "seamkit-postgres-<schema>" and name themselves in warnings
+        return _POOL_PREFIX not in masked or logging.getLogger(record.name).hasHandlers()
+
+
+_LOG_FILTER = _ScrubDriverLogs()
+for _name in ("psycopg", "psycopg.pool"):
+    logging.getLogger(_name).addFilter(_LOG_FILTER)
 
 
 def _key(key: str) -> bytes:
@@ -319,7 +342,15 @@ class PostgresStore:
         self._purging = False
         self._closing: set[asyncio.Task[None]] = set()
         self._flight = SingleFlight()
-        self._secrets = _secret_fragments(config.dsn.get_secret_value())
+        dsn = config.dsn.get_secret_value()
+        self._secrets = secret_fragments(dsn)
+        self._passwords = password_fragments(dsn)
+        # the last failed connection attempt of the pool (monotonic time, secret-free text)
+        self._last_connect_error: tuple[float, str] | None = None
+        # failed direct connections so far and why the last one failed (without the operation)
+        self._probe_failures = 0
+        self._probe_error = ""
+        _LIVE_STORES.add(self)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else ("open" if self._pool is not None else "not connected")
@@ -330,26 +361,78 @@ class PostgresStore:
     # ------------------------------------------------------------------ plumbing
 
     def _mask(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        return scrub(text, self._secrets, self._passwords)
+
+    def _describe(self, exc: BaseException) -> str:
+        """``exc`` on one line, secret-free, without psycopg's "connection failed: " prefix."""
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        return self._mask(text.removeprefix("connection failed: "))
 
     def _unavailable(self, exc: BaseException, what: str) -> StoreUnavailable:
-        detail = self._mask(str(exc).strip() or type(exc).__name__)
-        return StoreUnavailable(f"PostgreSQL store ({what}): {detail}")
+        return StoreUnavailable(f"PostgreSQL store ({what}): {self._describe(exc)}")
 
-    async def _get_pool(self) -> AsyncConnectionPool:
+    def _connection_class(self) -> type[psycopg.AsyncConnection[Any]]:
+        """The pool's connection class: like psycopg's, but a failed connection attempt is
+        remembered (secret-free) so that a pool timeout can say why it could not connect."""
+        store = weakref.ref(self)
+
+        class _Connection(psycopg.AsyncConnection[Any]):
+            @classmethod
+            async def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
+                try:
+                    return await super().connect(conninfo, **kwargs)
+                except Exception as exc:
+                    owner = store()
+                    if owner is not None:
+                        owner._last_connect_error = (time.monotonic(), owner._describe(exc))
+                    raise
+
+        return _Connection
+
+    async def _probe(self, what: str) -> None:
+        """One direct connection attempt within ``connect_timeout`` seconds (closed at once):
+        raises StoreUnavailable with the cause, the DSN and its password masked."""
+        cfg = self._config
+        dsn = cfg.dsn.get_secret_value()
+        try:
+            async with asyncio.timeout(cfg.connect_timeout):
+                conn = await psycopg.AsyncConnection.connect(
+                    dsn, autocommit=True, connect_timeout=max(1, math.ceil(cfg.connect_timeout))
+                )
+        except TimeoutError:
+            detail = f"no connection to the server within {cfg.connect_timeout:g} s (connect_timeout)"
+        except psycopg.ProgrammingError as exc:  # the DSN does not parse, or a bad option value
+            detail = f"invalid DSN: {conninfo_problem(exc, dsn)}"
+        except (psycopg.Error, OSError) as exc:
+            detail = f"cannot connect to the server: {self._describe(exc)}"
+        else:
+            await conn.close()
+            return
+        self._probe_failures += 1
+        self._probe_error = detail
+        raise StoreUnavailable(f"PostgreSQL store ({what}): {detail}") from None
+
+    async def _get_pool(self, what: str) -> AsyncConnectionPool:
+        """The pool, opened after a successful direct connection (see :meth:`_probe`). Callers
+        that waited while another one's direct connection failed get that failure at once."""
         if self._closed:
             raise StoreUnavailable("the PostgreSQL store is closed")
         if self._pool is not None:
             return self._pool
         if self._pool_lock is None:
             self._pool_lock = asyncio.Lock()
+        failures = self._probe_failures
         async with self._pool_lock:
+            if self._closed:
+                raise StoreUnavailable("the PostgreSQL store is closed")
             if self._pool is None:
+                if self._probe_failures != failures:
+                    raise StoreUnavailable(f"PostgreSQL store ({what}): {self._probe_error}") from None
+                await self._probe(what)
                 cfg = self._config
                 pool = AsyncConnectionPool(
                     cfg.dsn.get_secret_value(),
+                    connection_class=self._connection_class(),
                     min_size=cfg.min_size,
                     max_size=cfg.max_size,
                     open=False,
@@ -398,8 +481,9 @@ class PostgresStore:
     @asynccontextmanager
     async def _connection(self, what: str, *, check_setup: bool = True) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
         """A pooled autocommit connection; driver errors leave as StoreUnavailable."""
-        pool = await self._get_pool()
+        pool = await self._get_pool(what)
         errors_before = pool.get_stats().get("connections_errors", 0)
+        started = time.monotonic()
         try:
             async with pool.connection() as conn:
                 if check_setup and not self._ready:
@@ -413,6 +497,11 @@ class PostgresStore:
                 # the server is unreachable: the pool's reconnect backoff would keep waiting after the
                 # server is back, so start over with a new pool on the next operation
                 self._discard_pool(pool)
+                last = self._last_connect_error
+                if last is not None and last[0] >= started:
+                    raise StoreUnavailable(
+                        f"PostgreSQL store ({what}): {self._describe(exc)}; last connection error: {last[1]}"
+                    ) from None
             raise self._unavailable(exc, what) from None
         except (psycopg.Error, OSError) as exc:
             raise self._unavailable(exc, what) from None
