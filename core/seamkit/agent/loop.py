@@ -216,12 +216,16 @@ class Run:
         meta = EMPTY
         transcript = self.transcript
 
+        # the transcript says what is due: an assistant turn whose tool calls have no results yet
+        # (a run resumed after its model turn) starts with the tool batch
+        last = transcript[-1] if transcript else None
+        calls = last.tool_calls if last is not None and last.role == "assistant" else ()
         while True:
-            last = transcript[-1] if transcript else None
-            if last is not None and last.role == "assistant" and last.tool_calls:
+            if calls:
                 if cancellation.cancelled:
                     cancellation.raise_if_cancelled()
-                results = await self._run_tools(last.tool_calls, meta)
+                results = await self._run_tools(calls, meta)
+                calls = ()
                 if results is None:
                     return await self._finish(None, "suspended")
                 transcript.append(Message("tool", results))
@@ -271,7 +275,8 @@ class Run:
             if emit is not None:
                 self._event("model_result", result=result)
 
-            if result.message.tool_calls:
+            calls = result.message.tool_calls
+            if calls:
                 if durable:
                     await self._save("running")
                 continue
@@ -329,6 +334,8 @@ class Run:
         """Run one turn's tool calls; ``None`` when the run must suspend for approval."""
         agent = self.agent
         emit = self.emit
+        if self.handle is None and not agent.approvals:
+            return await self._run_plain(calls, meta)
         done: dict[str, ToolResult] = {}
         if self.pending:
             for c in calls:
@@ -396,6 +403,27 @@ class Run:
             note = EDITED_TEMPLATE.format(arguments=json.dumps(thaw(arguments), ensure_ascii=False, default=str))
             done[call_id] = ToolResult(r.call_id, r.name, f"{note}\n{r.content}", r.is_error)
         results = tuple(done[c.id] for c in calls)
+        if emit is not None:
+            for r in results:
+                self._event("tool_result", tool_result=r)
+        return results
+
+    async def _run_plain(self, calls: tuple[ToolCall, ...], meta: FrozenDict) -> tuple[ToolResult, ...]:
+        """A tool batch of a run without checkpoints or approvals: nothing to record or decide."""
+        invoker = self.agent.invoker
+        ctx = self.ctx
+        emit = self.emit
+        if emit is not None:
+            for c in calls:
+                self._event("tool_call", tool_call=c)
+        if len(calls) == 1:
+            results: tuple[ToolResult, ...] = (await invoker.call_tool(calls[0], ctx, meta),)
+        else:
+            results = tuple(
+                await gather_bounded(
+                    [partial(invoker.call_tool, c, ctx, meta) for c in calls], limit=self.agent.max_parallel_tools
+                )
+            )
         if emit is not None:
             for r in results:
                 self._event("tool_result", tool_result=r)
