@@ -489,16 +489,9 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
     async def go() -> bool:
         try:
             snap = await cp.latest(args.run_id)
-            if snap is not None and snap.status == "running" and not args.force:
-                import time
-
-                until = snap.metadata.get("lease_until")
-                owner = str(snap.metadata.get("owner") or "")
-                from seamkit.durability.checkpointer import _owner_dead
-
-                if isinstance(until, (int, float)) and until > time.time() and not _owner_dead(owner):
-                    raise UsageError(f"run {args.run_id} is being run by {owner} right now; "
-                                     "wait for it, or pass --force")
+            held = cp.lease_holder(snap) if snap is not None and not args.force else None
+            if held is not None:
+                raise UsageError(f"run {args.run_id} is being run by {held[0]} right now; wait for it, or pass --force")
             return bool(await cp.delete(args.run_id))
         finally:
             await cp.close()

@@ -204,6 +204,19 @@ class Checkpointer:
     async def prune(self, *, keep_last: int = 1, finished_before: float | None = None) -> int:
         return await self.port.prune_runs(keep_last=keep_last, finished_before=finished_before)
 
+    def lease_holder(self, snap: RunSnapshot) -> tuple[str, float] | None:
+        """``(owner, seconds left)`` when another live worker holds ``snap``'s run, else ``None``
+        (not running, lease released or expired, held by this worker, or its owner process on this
+        host is gone)."""
+        if snap.status != "running":
+            return None
+        owner = str(snap.metadata.get("owner") or "")
+        until = snap.metadata.get("lease_until")
+        left = until - self._now() if isinstance(until, (int, float)) else 0.0
+        if left > 0 and owner != self.owner and not _owner_dead(owner):
+            return owner, left
+        return None
+
     async def claim(
         self,
         run_id: str,
@@ -234,12 +247,10 @@ class Checkpointer:
             why = ("it is running: it was already resumed, or was interrupted (resume it without decisions)"
                    if snap.status == "running" else f"it is {snap.status}")
             raise RunNotResumable(run_id, f"it is not waiting for approval; {why}")
-        if snap.status == "running" and not steal:
-            owner = str(snap.metadata.get("owner") or "")
-            until = snap.metadata.get("lease_until")
-            left = until - self._now() if isinstance(until, (int, float)) else 0.0
-            if left > 0 and owner != self.owner and not _owner_dead(owner):
-                raise RunNotResumable(run_id, f"another worker ({owner}) is running it (lease for {left:.0f} s more)")
+        held = self.lease_holder(snap) if not steal else None
+        if held is not None:
+            owner, left = held
+            raise RunNotResumable(run_id, f"another worker ({owner}) is running it (lease for {left:.0f} s more)")
         handle = RunHandle(self, run_id, snap.parent_run_id, latest_version, snap.metadata)
         handle._logged = len(snap.transcript)
         try:

@@ -102,3 +102,27 @@ def test_stores_setup_opens_the_default_store(tmp_path: Path) -> None:
     (tmp_path / "b.yaml").write_text(AGENT + "  checkpoints: {use: sqlite, path: broken}\n")
     broken = seamkit("stores", "setup", "--agent", "b.yaml", cwd=tmp_path)
     assert broken.returncode == 1 and "StoreUnavailable" in broken.stderr and "Traceback" not in broken.stderr
+
+
+def test_runs_delete_refuses_a_run_a_live_worker_holds_unless_forced(tmp_path: Path) -> None:
+    import asyncio
+
+    from seamkit.durability.checkpointer import Checkpointer, worker_id
+    from seamkit.plugins.registry import get_registry
+    from seamkit.values import Message
+
+    async def start() -> str:
+        store = get_registry().resolve("store", "sqlite").build({"path": str(tmp_path / ".seamkit" / "seamkit.db")})
+        cp = Checkpointer(store, owner=worker_id())  # this (live) test process holds the lease
+        try:
+            await cp.begin("run_live", {"step": 0}, [Message.user("hi")])
+        finally:
+            await cp.close()
+        return "run_live"
+
+    run_id = asyncio.run(start())
+    refused = seamkit("runs", "delete", run_id, cwd=tmp_path)
+    assert refused.returncode == 2 and "being run by" in refused.stderr and "--force" in refused.stderr
+    assert [r["run_id"] for r in runs(tmp_path)] == [run_id]
+    forced = seamkit("runs", "delete", run_id, "--force", cwd=tmp_path)
+    assert forced.returncode == 0 and runs(tmp_path) == []
