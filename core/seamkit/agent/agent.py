@@ -241,7 +241,7 @@ class Agent:
         snap = await cp.latest(run_id)
         if snap is not None and snap.status == "suspended":
             pending = [p.call_id for p in snap.state.get("pending_approvals") or ()]
-            if decisions is None:
+            if not decisions:  # None or {}: a loop passing "no decisions" must not reject by accident
                 raise RunNotResumable(
                     run_id, f"it waits for a decision on {', '.join(pending)}: pass decisions= (approve or reject "
                     "per call id; a call without a decision is rejected)"
@@ -277,10 +277,11 @@ class Agent:
             p = pending.get(call_id)
             if p is None:
                 raise ValueError(f"no pending tool call {call_id!r}; pending: {', '.join(pending) or 'none'}")
-            if d.arguments is not None:
-                tool = self.invoker.tools.get(p.tool)
-                if tool is not None:
-                    tool.validate(d.arguments)
+            tool = self.invoker.tools.get(p.tool)
+            if d.approved and tool is None:
+                raise ValueError(f"call {call_id!r} is for the tool {p.tool!r}, which this agent does not have")
+            if d.arguments is not None and tool is not None:
+                tool.validate(d.arguments)
 
     def _stored_result(self, snap: RunSnapshot) -> AgentResult:
         st = snap.state

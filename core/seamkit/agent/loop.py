@@ -164,6 +164,14 @@ class Run:
         if self.handle is not None:
             status = "suspended" if reason == "suspended" else "done"
             saved = await self._save(status, output=output, stop_reason=reason)
+            if not saved and reason != "suspended":
+                # the final snapshot held a secret: record that the run is over, without the
+                # messages or output that held it, so it never looks unfinished
+                handle = self.handle
+                why = handle.skipped[-1] if handle.skipped else "it held a secret"
+                header = {"agent": self.agent.name, "step": self.step, "usage": self.usage,
+                          "stop_reason": reason, "output": None, "redacted": why}
+                await handle.save(status, header, self.transcript[: handle.logged])
             if not saved and reason == "suspended":
                 why = self.handle.skipped[-1] if self.handle.skipped else "it was not saved"
                 raise RunNotResumable(

@@ -174,9 +174,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _resume_hint(run_id: str, exc: BaseException) -> None:
-    from seamkit.errors import RunNotResumable
+    from seamkit.errors import CheckpointConflict, RunNotResumable
 
     if isinstance(exc, RunNotResumable):
+        return
+    if isinstance(exc, CheckpointConflict):
+        sys.stderr.write(f"seamkit: run {run_id} was taken over by another worker (or deleted); "
+                         "this process stopped without changing it\n")
         return
     if isinstance(exc, KeyboardInterrupt):
         sys.stderr.write(f"seamkit: run {run_id} was interrupted; continue it with: seamkit resume {run_id}\n")
@@ -424,7 +428,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     """``seamkit runs show RUN_ID [--version V] [--agent FILE] [--json]``."""
     import asyncio
 
-    from seamkit.cli.render import jsonable
+    from seamkit.cli.render import jsonable, visible
 
     composition, registry = _load(args.agent)
     cp = _checkpointer(composition, registry)
@@ -470,7 +474,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
             line += f" -> {c['name']}({json.dumps(c['arguments'], ensure_ascii=False)}) [{c['id']}]"
         for r in m["tool_results"]:
             line += f" <- {r['name']}: {r['content']}"
-        out.write(f"  {m['role']:<9} {line[:200]}\n")
+        out.write(f"  {m['role']:<9} {visible(line[:200])}\n")
     pending = snap.state.get("pending_approvals")
     if pending:
         from seamkit.cli.render import pending_text

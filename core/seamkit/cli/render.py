@@ -149,12 +149,23 @@ def format_summary(run_id: str, stop_reason: str, steps: int, usage: Usage) -> s
     )
 
 
+def visible(text: str) -> str:
+    """``text`` with every control and invisible format character (bidi overrides such as U+202E,
+    zero-width characters: Unicode categories Cc and Cf) written as ``\\uXXXX``, so what a person
+    reads is what will run."""
+    import unicodedata
+
+    return "".join(
+        f"\\u{ord(ch):04x}" if unicodedata.category(ch) in ("Cc", "Cf") else ch for ch in text
+    )
+
+
 def pending_text(run_id: str, pending: Any) -> str:
     """The lines telling a person which tool calls wait for approval and how to decide."""
     lines = ["waiting for approval:"]
     for p in pending:
-        args = json.dumps(jsonable(p.arguments), ensure_ascii=False)
-        lines.append(f"  call {p.call_id}: {p.tool} {truncate(args, MAX_ARGS)}")
+        args = visible(json.dumps(jsonable(p.arguments), ensure_ascii=False))
+        lines.append(f"  call {visible(p.call_id)}: {visible(p.tool)} {truncate(args, MAX_ARGS)}")
     first = pending[0].call_id
     lines.append(f"decide with: seamkit resume {run_id} --approve {first} | --reject {first} "
                  "| --edit " + first + "='{...}'")

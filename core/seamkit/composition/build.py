@@ -10,7 +10,7 @@ from seamkit.agent.agent import Agent
 from seamkit.agent.prompt import Prompt
 from seamkit.composition._check import Context, resolve_slot, validate_params
 from seamkit.composition._yaml import KeyPath
-from seamkit.composition.models import ComponentRef, Composition, StoreRef
+from seamkit.composition.models import ComponentRef, Composition, StoreRef, is_secret_name
 from seamkit.errors import ConfigError, ConfigIssue
 from seamkit.plugins.registry import Registry, get_registry
 
@@ -105,9 +105,11 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
 
 
 def _component_secrets(c: Composition) -> frozenset[str]:
-    """The environment values that went into component parameters (API keys, DSNs, tokens...):
-    what a checkpoint must never hold. Environment values in the prompt or other agent fields are
-    sent to the model anyway and are part of the conversation, so they are not refused."""
+    """The environment values that are secrets of the components: those in a parameter whose name
+    (at any depth: ``api_key``, ``headers.Authorization``, ``password``...) looks secret, or in a
+    config field the component declares secret (pydantic ``SecretStr``/``SecretBytes``: a DSN, a
+    URL with a password). A checkpoint must never hold them. Other environment values (a folder
+    name, a limit, a team name in the prompt) are ordinary configuration and may be persisted."""
     secrets = c.secret_values()
     if not secrets:
         return secrets
@@ -117,20 +119,28 @@ def _component_secrets(c: Composition) -> frozenset[str]:
         refs.append(a.checkpoints)
     found: set[str] = set()
 
-    def walk(value: Any) -> None:
+    def collect(text: str) -> None:
+        found.update(sec for sec in secrets if sec in text)
+
+    def walk(value: Any, secret: bool) -> None:
         if isinstance(value, str):
-            found.update(sec for sec in secrets if sec in value)
+            if secret:
+                collect(value)
         elif isinstance(value, dict):
-            for v in value.values():
-                walk(v)
+            for k, v in value.items():
+                walk(v, secret or (isinstance(k, str) and is_secret_name(k)))
         elif isinstance(value, list | tuple):
             for v in value:
-                walk(v)
-        elif hasattr(value, "get_secret_value"):
-            walk(value.get_secret_value())
+                walk(v, secret)
 
     for ref in refs:
-        walk(dict(ref.params))
+        walk(dict(ref.params), False)
+        config = ref.config
+        for name in getattr(type(config), "model_fields", {}):
+            field_value: Any = getattr(config, name, None)
+            if hasattr(field_value, "get_secret_value"):
+                raw = field_value.get_secret_value()
+                collect(raw if isinstance(raw, str) else raw.decode("utf-8", "replace"))
     return frozenset(found)
 
 

@@ -36,6 +36,7 @@ __all__ = [
 MASK = "***"
 #: Environment values shorter than this are not masked in output (see :meth:`Composition.secret_values`).
 MIN_SECRET_LENGTH = 4
+_LITERAL = re.compile(r"(?i)-?\d+(\.\d+)?([eE][+-]?\d+)?|true|false|null")
 _SECRET_NAME = re.compile(r"(?i)(api[_-]?key|token|secret|passw(or)?d|credential|private[_-]?key|auth)")
 
 
@@ -244,8 +245,12 @@ class Composition(_Model):
     def secret_values(self) -> frozenset[str]:
         """The values that ``${NAME}`` references took from the environment, to be masked in
         anything shown (the CLI scrubs them from its output). Values shorter than
-        :data:`MIN_SECRET_LENGTH` characters are left out: masking them would garble text."""
-        return frozenset(s for s in self._secrets if len(s) >= MIN_SECRET_LENGTH)
+        :data:`MIN_SECRET_LENGTH` characters are left out: masking them would garble text; so are
+        numbers and ``true``/``false``/``null`` (a limit or a flag from the environment: masking
+        them would turn a JSON answer into invalid JSON)."""
+        return frozenset(
+            s for s in self._secrets if len(s) >= MIN_SECRET_LENGTH and not _LITERAL.fullmatch(s.strip())
+        )
 
     @property
     def base_dir(self) -> Path:

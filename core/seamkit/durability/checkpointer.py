@@ -313,6 +313,11 @@ class RunHandle:
         self._logged = len(transcript)
         return True
 
+    @property
+    def logged(self) -> int:
+        """How many messages of the transcript are in the run's log."""
+        return self._logged
+
     async def record_write(self, task_id: str, value: Any) -> None:
         """Record a finished task's result (a tool call id and its result) against the current
         version, so a resumed run does not run it again."""

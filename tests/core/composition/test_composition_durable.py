@@ -69,15 +69,31 @@ def test_approvals_need_checkpoints(registry: Registry) -> None:
         comp("  checkpoints: null\n  approvals: {calculator: once_per_run}\n", registry)
 
 
-def test_environment_values_in_component_parameters_are_secrets_the_checkpointer_refuses(registry: Registry) -> None:
+def test_secret_named_component_parameters_hold_the_secrets_the_checkpointer_refuses(registry: Registry) -> None:
     text = (
         "seamkit: 1\nagent:\n  model:\n    use: scripted\n    turns: ['${REPLY}']\n"
+        "  tools: [calculator, {use: read_file, root: '${DATA_DIR}'}]\n"
         "  prompt: 'You help the ${TEAM} team'\n  checkpoints: {use: memory}\n"
     )
-    c = loads_composition(text, registry=registry, env={"REPLY": "sk-abcdef123456", "TEAM": "accounting"})
+    env = {"REPLY": "the reply", "TEAM": "accounting", "DATA_DIR": "/tmp"}
+    c = loads_composition(text, registry=registry, env=env)
     agent = build_agent(c, registry=registry)
-    assert agent.checkpointer.secrets == ("sk-abcdef123456",)
-    assert "sk-abcdef123456" not in repr(agent.checkpointer)
+    # regression: a folder name or a reply from the environment made every snapshot 'secret'
+    assert agent.checkpointer.secrets == ()
+    from seamkit.composition.build import _component_secrets
+
+    secret = loads_composition(
+        "seamkit: 1\nagent:\n  model: {use: scripted, turns: [x], model: '${TOKEN_NAME}'}\n"
+        "  middlewares: [{use: tag, label: '${API_TOKEN}'}]\n",
+        registry=registry, env={"TOKEN_NAME": "plain-model", "API_TOKEN": "sk-abcdef123456"},
+    )
+    # 'label' is no secret name and 'model' neither: only names and SecretStr fields decide
+    assert _component_secrets(secret) == frozenset()
+    keyed = loads_composition(
+        "seamkit: 1\nagent:\n  model: {use: secretive, api_key: '${API_KEY}', base_url: '${BASE}'}\n",
+        registry=registry, env={"API_KEY": "sk-abcdef123456", "BASE": "http://127.0.0.1:9"},
+    )
+    assert _component_secrets(keyed) == frozenset({"sk-abcdef123456"})
 
 
 async def test_an_environment_value_in_the_prompt_does_not_stop_checkpoints(registry: Registry) -> None:

@@ -410,8 +410,11 @@ async def test_a_secret_in_the_state_is_never_persisted() -> None:
     leaky = await agent.run(f"my key is {secret}")
     assert any("secret" in w for w in leaky.warnings)
     snap = await Checkpointer(store).latest(leaky.run_id)
-    # version 1 held the task with the secret: nothing of this run was written
-    assert snap is None
+    # the task held the secret: no message of this run was written, but the run is recorded as
+    # done (not left 'running' to be resumed and run again)
+    assert snap is not None and snap.status == "done" and snap.transcript == ()
+    assert snap.state["output"] is None and "secret" in snap.state["redacted"]
+    assert all(secret not in entry for entry in (await store.latest(leaky.run_id)).log)  # type: ignore[union-attr]
 
 
 async def test_a_value_the_codec_cannot_encode_fails_at_snapshot_time_naming_its_path() -> None:
@@ -543,3 +546,17 @@ async def test_a_model_turn_interrupted_in_flight_is_not_counted_as_a_step() -> 
     assert snap is not None and snap.state["step"] == 0 and snap.status == "running"
     result = await Agent(ScriptedModel(["quick answer"]), checkpointer=store).resume(ctx.run_id)
     assert result.steps == 1 and result.output == "quick answer"
+
+
+async def test_empty_decisions_are_refused_like_none_and_a_missing_tool_cannot_be_approved() -> None:
+    store = MemoryStore()
+    log: list[int] = []
+    result = await approval_agent(store, log, scripted_payments(1)).run("pay")
+    call_id = result.pending_approvals[0].call_id
+    with pytest.raises(RunNotResumable, match="waits for a decision"):
+        await approval_agent(store, log, ["x"]).resume(result.run_id, decisions={})
+    toolless = Agent(ScriptedModel(["x"]), checkpointer=store)
+    with pytest.raises(ValueError, match="does not have"):
+        await toolless.resume(result.run_id, decisions={call_id: approve()})
+    snap = await Checkpointer(store).latest(result.run_id)
+    assert snap is not None and snap.status == "suspended" and log == []

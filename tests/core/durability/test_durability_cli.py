@@ -126,3 +126,25 @@ def test_runs_delete_refuses_a_run_a_live_worker_holds_unless_forced(tmp_path: P
     assert [r["run_id"] for r in runs(tmp_path)] == [run_id]
     forced = seamkit("runs", "delete", run_id, "--force", cwd=tmp_path)
     assert forced.returncode == 0 and runs(tmp_path) == []
+
+
+def test_approval_prompts_show_invisible_characters_escaped() -> None:
+    # regression: a bidi override (U+202E) in a path made the prompt show a different file name
+    from seamkit.cli.render import pending_text
+    from seamkit.durability.approvals import PendingApproval
+
+    text = pending_text("run_1", [PendingApproval("c1", "write_file", {"path": "notes\u202etxt.hs"})])
+    assert "\u202e" not in text and "notes\\u202etxt.hs" in text
+
+
+def test_number_and_flag_values_from_the_environment_are_not_masked(tmp_path: Path) -> None:
+    # regression: max_bytes: ${MAXB} with MAXB=1000 turned the answer {"answer": 1000} into {"answer": ***}
+    (tmp_path / "t.yaml").write_text(
+        "seamkit: 1\nagent:\n  model: {use: scripted, turns: ['{\"answer\": 1000}']}\n"
+        "  tools: [{use: write_file, root: ., max_bytes: '${MAXB}'}]\n"
+        "  output: {json_schema: {type: object, properties: {answer: {type: number}}}}\n"
+    )
+    env_run = subprocess.run([str(Path(sys.executable).with_name("seamkit")), "run", "t.yaml", "q"], cwd=tmp_path,
+                             env={**os.environ, "MAXB": "1000"}, capture_output=True, text=True, timeout=120)
+    assert env_run.returncode == 0, env_run.stderr
+    assert json.loads(env_run.stdout) == {"answer": 1000}
