@@ -182,8 +182,9 @@ def _resume_hint(run_id: str, exc: BaseException) -> None:
         sys.stderr.write(f"seamkit: run {run_id} was taken over by another worker (or deleted); "
                          "this process stopped without changing it\n")
         return
-    if isinstance(exc, KeyboardInterrupt):
-        sys.stderr.write(f"seamkit: run {run_id} was interrupted; continue it with: seamkit resume {run_id}\n")
+    if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or SIGTERM (cli.main.Terminated)
+        what = "terminated" if type(exc).__name__ == "Terminated" else "interrupted"
+        sys.stderr.write(f"seamkit: run {run_id} was {what}; continue it with: seamkit resume {run_id}\n")
     else:
         sys.stderr.write(f"seamkit: run {run_id} failed; once the cause is fixed, continue it with: "
                          f"seamkit resume {run_id} --allow-finished\n")

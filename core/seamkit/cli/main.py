@@ -49,6 +49,16 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_SUSPENDED = 3
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by it
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``docker stop``, Kubernetes) arrived: handled like Ctrl-C, so a run is left
+    resumable, and the command exits with status 143."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise Terminated()
 
 PROG = "seamkit"
 
@@ -102,7 +112,7 @@ def build_parser(
         prog=PROG,
         description="seamkit: compose, validate and run LLM agents described in YAML.",
         epilog="Exit codes: 0 ok, 1 the run failed, 2 usage or configuration error, 3 the run waits for "
-        "approval (see seamkit resume), 130 interrupted. "
+        "approval (see seamkit resume), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). "
         "SEAMKIT_DEBUG=1 shows tracebacks.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -280,6 +290,8 @@ def exit_code_for(exc: BaseException) -> int:
         return EXIT_FAILED
     if isinstance(exc, UsageError | ConfigError | ComponentNotFound | AmbiguousComponent | FileNotFoundError):
         return EXIT_USAGE
+    if isinstance(exc, Terminated):
+        return EXIT_TERMINATED
     if isinstance(exc, KeyboardInterrupt):
         return EXIT_INTERRUPTED
     return EXIT_FAILED
@@ -383,6 +395,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     Once a command has loaded a composition, the values its ``${NAME}`` references took from the
     environment are masked (``***``) in everything written to stdout and stderr, errors and
     tracebacks included (see :mod:`seamkit.cli.scrub`)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        return _main_guarded(argv)
+    except Terminated:
+        _err("terminated")
+        return EXIT_TERMINATED
+    except KeyboardInterrupt:  # Ctrl-C before or after the command's own handling (imports, cleanup)
+        _err("interrupted")
+        return EXIT_INTERRUPTED
+
+
+def _main_guarded(argv: Sequence[str] | None) -> int:
     from seamkit.cli.scrub import restore_output
 
     devnull = None
@@ -406,6 +434,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _main_reporting(argv: Sequence[str] | None) -> int:
     try:
         return _main(argv)
+    except Terminated:
+        sys.stdout.flush()
+        _err("terminated")
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         sys.stdout.flush()
         _err("interrupted")

@@ -148,3 +148,32 @@ def test_number_and_flag_values_from_the_environment_are_not_masked(tmp_path: Pa
                              env={**os.environ, "MAXB": "1000"}, capture_output=True, text=True, timeout=120)
     assert env_run.returncode == 0, env_run.stderr
     assert json.loads(env_run.stdout) == {"answer": 1000}
+
+
+def test_sigterm_leaves_the_run_resumable_and_exits_143(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    (tmp_path / "slow.yaml").write_text(
+        "seamkit: 1\nagent:\n  model:\n    use: scripted\n    follow_transcript: true\n    delay: 1.5\n"
+        "    turns: [{tool_calls: [{name: calculator, arguments: {expression: '2+2'}}]}, four]\n"
+        "  tools: [calculator]\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEAMKIT_")}
+    proc = subprocess.Popen([str(Path(sys.executable).with_name("seamkit")), "run", "--json", "slow.yaml", "go"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    while True:  # wait until the tool batch is done: the second model turn is in flight
+        line = proc.stdout.readline()
+        assert line, proc.communicate(timeout=30)
+        if json.loads(line)["kind"] == "tool_result":
+            break
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 143, (out, err)
+    assert "Traceback" not in err
+    (run,) = runs(tmp_path)
+    assert run["status"] == "running"
+    resumed = seamkit("resume", str(run["run_id"]), cwd=tmp_path)
+    assert resumed.returncode == 0 and resumed.stdout.strip() == "four", resumed.stderr
