@@ -448,7 +448,7 @@ class Run:
                 try:
                     result: ToolResult = await ledger.run(key, partial(invoker.call_tool, call, self.ctx, meta))
                 except EffectUncertain as exc:
-                    result = ToolResult(call.id, call.name, f"{exc} It was not run again.", is_error=True)
+                    result = ToolResult(call.id, call.name, f"{exc}. It was not run again.", is_error=True)
                 await self.handle.record_write(call.id, result)
                 return result
         result = await invoker.call_tool(call, self.ctx, meta)

@@ -465,7 +465,8 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
         return EXIT_OK
     out = sys.stdout
-    out.write(f"run {snap.run_id}: {snap.status}, version {snap.version} of {len(history)} stored, "
+    kept = f"{len(history)} version{'s' if len(history) != 1 else ''} kept"
+    out.write(f"run {snap.run_id}: {snap.status}, version {snap.version} ({kept}), "
               f"agent {snap.metadata.get('agent')}\n")
     if snap.parent_run_id:
         out.write(f"parent: {snap.parent_run_id}\n")
