@@ -317,7 +317,8 @@ def test_format_is_versioned_compact_json() -> None:
     ids=repr,
 )
 def test_examples_round_trip_exactly(value: Any) -> None:
-    roundtrip(value)
+    back = roundtrip(value)  # asserts equality with types at every depth, and identical re-encoding
+    assert type(back) is type(value)
 
 
 def test_seamkit_transcript_round_trips() -> None:
@@ -351,7 +352,8 @@ def test_agent_result_round_trips() -> None:
         run_id="r1",
         steps=1,
     )
-    roundtrip(result)
+    back = roundtrip(result)
+    assert type(back) is AgentResult and back.output["answer"] == Decimal("5") and back.transcript == result.transcript
 
 
 def test_pydantic_fields_set_and_extras_survive() -> None:
