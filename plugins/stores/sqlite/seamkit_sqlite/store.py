@@ -11,6 +11,12 @@ Concurrency model
   read-modify-write transaction starts with ``BEGIN IMMEDIATE`` (takes the write lock first, so two
   writers never deadlock upgrading a read lock: no ``SQLITE_BUSY`` that the timeout cannot absorb).
 - Multi-statement reads run in one read transaction: a consistent snapshot.
+- Every transaction (``save``, ``append``, ``increment``, ``delete_run``, ``prune_runs``, the
+  snapshot reads) runs as ONE synchronous function on the connection's thread: ``BEGIN``, the
+  statements, ``COMMIT`` (``ROLLBACK`` on any error) - one thread hand-off per operation instead of
+  one per statement (the hand-offs, not SQLite, were most of a save's cost). A transaction is
+  therefore always closed by the time its function returns, even when the awaiting task is
+  cancelled (the function still runs to its end: the operation is then whole or absent).
 
 Schema (created on first connect; ``seamkit_meta.schema_version`` tracks it for later migrations):
 ``kv`` (store values, codec text, ``expires_at`` in wall-clock unix seconds so it holds across
@@ -31,7 +37,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 from seamkit.durability import codec
@@ -53,6 +59,7 @@ __all__ = ["MEMORY", "SCHEMA_VERSION", "SqliteStore", "build"]
 SCHEMA_VERSION = 1
 MEMORY = ":memory:"
 _MISSING: Any = object()
+_T = TypeVar("_T")
 
 _SCHEMA: tuple[str, ...] = (
     "CREATE TABLE IF NOT EXISTS seamkit_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -128,6 +135,32 @@ def _check_key(scope: Any, key: Any) -> str:
 
 def _meta_text(metadata: Mapping[str, Any]) -> str:
     return json.dumps(dict(metadata), separators=(",", ":"), ensure_ascii=False)
+
+
+class _Broken(Exception):
+    """Raised on the connection thread when ROLLBACK itself failed: the connection is in an unknown
+    state and must be dropped; ``error`` is the exception that aborted the transaction."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _in_transaction(db: sqlite3.Connection, begin: str, body: Callable[[sqlite3.Connection], _T]) -> _T:
+    """Run on the connection's thread: ``begin``, ``body(db)``, ``COMMIT``; on any error (the
+    body's own, e.g. CheckpointConflict, or SQLite's) roll back so nothing is written, then
+    re-raise it (wrapped in :class:`_Broken` when the rollback failed too)."""
+    db.execute(begin)
+    try:
+        result = body(db)
+        db.execute("COMMIT")
+    except BaseException as exc:
+        try:
+            db.rollback()  # a no-op when SQLite already rolled the transaction back itself
+        except BaseException:
+            raise _Broken(exc) from exc
+        raise
+    return result
 
 
 def _info(run_id: str, row: Sequence[Any]) -> CheckpointInfo:
@@ -219,41 +252,34 @@ class SqliteStore:
                     raise self._unavailable(exc) from None
                 raise
 
-    @contextlib.asynccontextmanager
-    async def _write(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A ``BEGIN IMMEDIATE`` transaction: committed on normal exit, rolled back on any error
-        (including cancellation)."""
-        async with self._session() as conn:
-            try:
-                await conn.execute("BEGIN IMMEDIATE")
-                yield conn
-                await conn.execute("COMMIT")
-            except BaseException:
-                await self._abort(conn)
-                raise
+    async def _write(self, body: Callable[[sqlite3.Connection], _T]) -> _T:
+        """``body(db)`` in a ``BEGIN IMMEDIATE`` transaction on the connection's thread: committed
+        when it returns, rolled back when it raises (its exception is re-raised)."""
+        return await self._transaction("BEGIN IMMEDIATE", body)
 
-    @contextlib.asynccontextmanager
-    async def _snapshot(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A read transaction: every query inside sees one consistent snapshot."""
-        async with self._session() as conn:
-            try:
-                await conn.execute("BEGIN")
-                yield conn
-                await conn.execute("COMMIT")
-            except BaseException:
-                await self._abort(conn)
-                raise
+    async def _snapshot(self, body: Callable[[sqlite3.Connection], _T]) -> _T:
+        """``body(db)`` in a read transaction: every query inside sees one consistent snapshot."""
+        return await self._transaction("BEGIN", body)
 
-    async def _abort(self, conn: aiosqlite.Connection) -> None:
-        # queued on the connection's thread after everything already sent, so it runs before
-        # any later operation even if this coroutine is cancelled while waiting
-        try:
-            await conn.rollback()
-        except Exception:
-            # the connection is in an unknown state: drop it, the next call reconnects
-            self._conn = None
-            with contextlib.suppress(Exception):
-                await conn.close()
+    async def _transaction(self, begin: str, body: Callable[[sqlite3.Connection], _T]) -> _T:
+        async with self._session() as conn:
+            # aiosqlite (0.22) has no public way to run a function on its connection thread, and
+            # a transaction of n statements through its public API costs n+2 thread hand-offs
+            # (each an event-loop wake-up). `_execute(fn, *args)` queues `fn(*args)` on that
+            # thread and awaits its result; the plugin pins aiosqlite <0.23 for this (and for
+            # `_thread` in `_connect`). The queue is FIFO, so if the awaiting task is cancelled
+            # the function still runs (commits or rolls back) before any later operation.
+            try:
+                result: _T = await conn._execute(_in_transaction, conn._conn, begin, body)  # type: ignore[no-untyped-call]
+            except _Broken as broken:
+                # the rollback failed: the connection is in an unknown state; drop it, the next
+                # call reconnects
+                if self._conn is conn:
+                    self._conn = None
+                with contextlib.suppress(Exception):
+                    await conn.close()
+                raise broken.error from None
+            return result
 
     async def _connect(self) -> aiosqlite.Connection:
         if self._conn is not None:
@@ -385,18 +411,21 @@ class SqliteStore:
         TTL is kept) and return the new length. A non-list value raises StoreValueError."""
         ns = _check_key(scope, key)
         codec.dumps(value)  # fail on an unencodable value before touching the database
-        async with self._write() as conn:
-            rows = list(await conn.execute_fetchall(_SQL_GET_TTL, (ns, key, time.time())))
-            if rows:
-                items = codec.loads(rows[0][0])
-                expires = rows[0][1]
+
+        def body(db: sqlite3.Connection) -> int:
+            row = db.execute(_SQL_GET_TTL, (ns, key, time.time())).fetchone()
+            if row:
+                items = codec.loads(row[0])
+                expires = row[1]
                 if not isinstance(items, list):
                     raise StoreValueError(f"append: the value at {key!r} is a {type(items).__name__}, not a list")
                 items = [*items, value]
             else:
                 items, expires = [value], None
-            await conn.execute(_SQL_PUT, (ns, key, codec.dumps(items), expires))
-        return len(items)
+            db.execute(_SQL_PUT, (ns, key, codec.dumps(items), expires))
+            return len(items)
+
+        return await self._write(body)
 
     async def list(self, scope: Scope, key: str, start: int = 0, stop: int | None = None) -> Sequence[Any]:
         """Items ``[start:stop]`` of the list at ``key`` (``[]`` when missing). A non-list value
@@ -415,20 +444,23 @@ class SqliteStore:
         ns = _check_key(scope, key)
         if type(by) is not int:
             raise TypeError(f"by must be an int, got {type(by).__name__}")
-        async with self._write() as conn:
-            rows = list(await conn.execute_fetchall(_SQL_GET_TTL, (ns, key, time.time())))
-            if rows:
-                current = codec.loads(rows[0][0])
-                expires = rows[0][1]
+
+        def body(db: sqlite3.Connection) -> int:
+            row = db.execute(_SQL_GET_TTL, (ns, key, time.time())).fetchone()
+            if row:
+                current = codec.loads(row[0])
+                expires = row[1]
                 if type(current) is not int:
                     raise StoreValueError(
                         f"increment: the value at {key!r} is a {type(current).__name__}, not an integer"
                     )
             else:
                 current, expires = 0, None
-            result = current + by
-            await conn.execute(_SQL_PUT, (ns, key, codec.dumps(result), expires))
-        return result
+            result: int = current + by
+            db.execute(_SQL_PUT, (ns, key, codec.dumps(result), expires))
+            return result
+
+        return await self._write(body)
 
     async def prune(self) -> int:
         """Delete expired keys now; how many."""
@@ -450,25 +482,26 @@ class SqliteStore:
         want = 1 if expected_version is None else expected_version + 1
         run_id = record.run_id
         meta = _meta_text(record.metadata)
-        async with self._write() as conn:
-            rows = list(await conn.execute_fetchall(_SQL_RUN_VERSION, (run_id,)))
-            actual = rows[0][0] if rows else None
+        v = record.version
+        cp_row = (run_id, v, record.status, record.state, record.parent_run_id, meta, record.created_at)
+        run_row = (run_id, v, record.status, record.parent_run_id, meta, record.created_at)
+        log_rows = [(run_id, v, i, e) for i, e in enumerate(record.entries)]
+
+        def body(db: sqlite3.Connection) -> None:
+            row = db.execute(_SQL_RUN_VERSION, (run_id,)).fetchone()
+            actual = row[0] if row else None
             if actual != expected_version:
                 raise CheckpointConflict(run_id, expected_version, actual)
-            if record.version != want:
+            if v != want:
                 raise ValueError(
-                    f"record version {record.version} does not follow expected_version {expected_version} "
-                    f"(must be {want})"
+                    f"record version {v} does not follow expected_version {expected_version} (must be {want})"
                 )
-            v = record.version
-            await conn.execute(
-                _SQL_INSERT_CP, (run_id, v, record.status, record.state, record.parent_run_id, meta, record.created_at)
-            )
-            await conn.execute(
-                _SQL_UPSERT_RUN, (run_id, v, record.status, record.parent_run_id, meta, record.created_at)
-            )
-            if record.entries:
-                await conn.executemany(_SQL_INSERT_LOG, [(run_id, v, i, e) for i, e in enumerate(record.entries)])
+            db.execute(_SQL_INSERT_CP, cp_row)
+            db.execute(_SQL_UPSERT_RUN, run_row)
+            if log_rows:
+                db.executemany(_SQL_INSERT_LOG, log_rows)
+
+        await self._write(body)
 
     async def latest(self, run_id: str) -> StoredCheckpoint | None:
         """The latest stored version of ``run_id`` with its log, or ``None``."""
@@ -479,12 +512,17 @@ class SqliteStore:
         return await self._load(run_id, _SQL_AT, (run_id, version))
 
     async def _load(self, run_id: str, sql: str, params: tuple[Any, ...]) -> StoredCheckpoint | None:
-        async with self._snapshot() as conn:
-            rows = list(await conn.execute_fetchall(sql, params))
-            if not rows:
+
+        def body(db: sqlite3.Connection) -> tuple[Any, list[Any]] | None:
+            row = db.execute(sql, params).fetchone()
+            if row is None:
                 return None
-            version, status, state, parent, metadata, created_at = rows[0]
-            log = list(await conn.execute_fetchall(_SQL_LOG, (run_id, version)))
+            return row, db.execute(_SQL_LOG, (run_id, row[0])).fetchall()
+
+        found = await self._snapshot(body)
+        if found is None:
+            return None
+        (version, status, state, parent, metadata, created_at), log = found
         record = CheckpointRecord(
             run_id=run_id,
             version=version,
@@ -552,12 +590,15 @@ class SqliteStore:
 
     async def delete_run(self, run_id: str) -> bool:
         """Delete every version, log entry and pending write of ``run_id``; whether it had versions."""
-        async with self._write() as conn:
-            n = (await conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,))).rowcount
-            n += (await conn.execute("DELETE FROM checkpoints WHERE run_id = ?", (run_id,))).rowcount
-            await conn.execute("DELETE FROM log WHERE run_id = ?", (run_id,))
-            await conn.execute("DELETE FROM writes WHERE run_id = ?", (run_id,))
-        return n > 0
+
+        def body(db: sqlite3.Connection) -> bool:
+            n = db.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount
+            n += db.execute("DELETE FROM checkpoints WHERE run_id = ?", (run_id,)).rowcount
+            db.execute("DELETE FROM log WHERE run_id = ?", (run_id,))
+            db.execute("DELETE FROM writes WHERE run_id = ?", (run_id,))
+            return n > 0
+
+        return await self._write(body)
 
     async def prune_runs(self, *, keep_last: int = 1, finished_before: float | None = None) -> int:
         """Delete whole runs whose latest status is done/failed and whose latest version was
@@ -566,20 +607,24 @@ class SqliteStore:
         number of versions deleted. ``keep_last`` must be >= 1."""
         if type(keep_last) is not int or keep_last < 1:
             raise ValueError(f"keep_last must be an int of at least 1, got {keep_last!r}")
-        deleted = 0
-        async with self._write() as conn:
-            if finished_before is not None:
+        cutoff = None if finished_before is None else float(finished_before)
+
+        def body(db: sqlite3.Connection) -> int:
+            deleted = 0
+            if cutoff is not None:
                 sub = _SQL_FINISHED
-                p = (float(finished_before),)
-                deleted += (await conn.execute(f"DELETE FROM checkpoints WHERE run_id IN ({sub})", p)).rowcount
-                await conn.execute(f"DELETE FROM log WHERE run_id IN ({sub})", p)
-                await conn.execute(f"DELETE FROM writes WHERE run_id IN ({sub})", p)
-                await conn.execute(f"DELETE FROM runs WHERE run_id IN ({sub})", p)
+                p = (cutoff,)
+                deleted += db.execute(f"DELETE FROM checkpoints WHERE run_id IN ({sub})", p).rowcount
+                db.execute(f"DELETE FROM log WHERE run_id IN ({sub})", p)
+                db.execute(f"DELETE FROM writes WHERE run_id IN ({sub})", p)
+                db.execute(f"DELETE FROM runs WHERE run_id IN ({sub})", p)
             older = "version <= (SELECT r.version FROM runs r WHERE r.run_id = {t}.run_id) - ?"
-            cur = await conn.execute(f"DELETE FROM checkpoints WHERE {older.format(t='checkpoints')}", (keep_last,))
+            cur = db.execute(f"DELETE FROM checkpoints WHERE {older.format(t='checkpoints')}", (keep_last,))
             deleted += cur.rowcount
-            await conn.execute(f"DELETE FROM writes WHERE {older.format(t='writes')}", (keep_last,))
-        return deleted
+            db.execute(f"DELETE FROM writes WHERE {older.format(t='writes')}", (keep_last,))
+            return deleted
+
+        return await self._write(body)
 
 
 def build(config: SqliteConfig) -> SqliteStore:

@@ -326,6 +326,93 @@ async def test_cancelled_save_leaves_the_connection_usable(tmp_path: Path) -> No
     await store.close()
 
 
+def _write_now(path: Path) -> None:
+    """Take the write lock from another connection without waiting: fails if one is still held."""
+    with contextlib.closing(sqlite3.connect(path, timeout=0, isolation_level=None)) as other:
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("ROLLBACK")
+
+
+async def test_failed_transactions_release_the_write_lock_and_write_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "db"
+    store = SqliteStore(path)
+    await store.save(_rec("r", 1, "a"), expected_version=None)
+    await store.set(S, "s", "x")
+    with pytest.raises(CheckpointConflict):
+        await store.save(_rec("r", 1, "b"), expected_version=None)
+    _write_now(path)
+    with pytest.raises(ValueError, match="must be 2"):
+        await store.save(_rec("r", 3, "b"), expected_version=1)
+    _write_now(path)
+    with pytest.raises(StoreValueError):
+        await store.append(S, "s", 1)
+    _write_now(path)
+    assert [i.version for i in await store.list_versions("r")] == [1]
+    assert (await store.latest("r")).log == ("a",)  # type: ignore[union-attr]
+    assert await store.get(S, "s") == "x"
+    await store.save(_rec("r", 2, "b"), expected_version=1)
+    _write_now(path)
+    assert (await store.latest("r")).log == ("a", "b")  # type: ignore[union-attr]
+    await store.close()
+
+
+def test_in_transaction_commits_rolls_back_and_flags_a_failed_rollback() -> None:
+    from seamkit_sqlite.store import _Broken, _in_transaction
+
+    db = sqlite3.connect(":memory:", isolation_level=None)
+    db.execute("CREATE TABLE t (x INTEGER)")
+    assert _in_transaction(db, "BEGIN IMMEDIATE", lambda d: d.execute("INSERT INTO t VALUES (1)").rowcount) == 1
+
+    def fail(d: sqlite3.Connection) -> None:
+        d.execute("INSERT INTO t VALUES (2)")
+        raise CheckpointConflict("r", 1, 2)
+
+    with pytest.raises(CheckpointConflict):
+        _in_transaction(db, "BEGIN IMMEDIATE", fail)
+    assert not db.in_transaction
+    assert db.execute("SELECT x FROM t").fetchall() == [(1,)]
+
+    class NoRollback:  # a connection whose ROLLBACK fails
+        def __init__(self) -> None:
+            self.db = db
+
+        def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+            return self.db.execute(sql, *args)
+
+        def rollback(self) -> None:
+            raise sqlite3.OperationalError("disk I/O error")
+
+    with pytest.raises(_Broken) as info:
+        _in_transaction(NoRollback(), "BEGIN IMMEDIATE", fail)  # type: ignore[arg-type]
+    assert isinstance(info.value.error, CheckpointConflict)
+    db.rollback()
+    db.close()
+
+
+async def test_a_failed_rollback_drops_the_connection_and_the_next_call_reconnects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import seamkit_sqlite.store as mod
+
+    store = SqliteStore(tmp_path / "db")
+    await store.save(_rec("r", 1), expected_version=None)
+    first = store._conn
+    real = mod._in_transaction
+
+    def broken(db: sqlite3.Connection, begin: str, body: object) -> object:
+        raise mod._Broken(sqlite3.OperationalError("disk I/O error"))
+
+    monkeypatch.setattr(mod, "_in_transaction", broken)
+    with pytest.raises(StoreUnavailable, match="disk I/O error"):
+        await store.save(_rec("r", 2), expected_version=1)
+    assert store._conn is None
+    monkeypatch.setattr(mod, "_in_transaction", real)
+    await store.save(_rec("r", 2), expected_version=1)
+    assert store._conn is not None and store._conn is not first
+    assert (await store.latest("r")).record.version == 2  # type: ignore[union-attr]
+    await store.close()
+
+
 # --------------------------------------------------------------------------- concurrency
 
 
