@@ -5,8 +5,13 @@ on PostgreSQL through psycopg 3 and an async connection pool.
   first after the server was found unreachable) connects once directly, within ``connect_timeout``
   seconds, and only when that works opens the pool; so an unreachable server or a bad DSN fails
   fast with the cause ("Connection refused", "password authentication failed", "invalid DSN: ...")
-  instead of waiting on the pool's retries. The pool checks each connection before lending it, so
-  the store keeps working after a server restart; while the server is down operations raise
+  instead of waiting on the pool's retries. The first operation waits until the pool holds
+  ``min_size`` connections (at most ``connect_timeout`` seconds), so sequential use keeps to one
+  server connection. The pool checks each connection before lending it, so the store keeps working
+  after a server restart: a connection idle for more than a second gets a round trip (an empty
+  query); one used within the last second gets a non-blocking look at its socket (a server that
+  restarted or dropped it has sent an error and closed it, so there is something to read) and the
+  round trip only when anything is there. While the server is down operations raise
   :class:`~seamkit.errors.StoreUnavailable` after at most ``connect_timeout`` seconds, naming
   the last connection error.
 - Tables live in one schema (``seamkit`` by default) and are created by ``await store.setup()``
@@ -15,7 +20,8 @@ on PostgreSQL through psycopg 3 and an async connection pool.
   StoreUnavailable saying so.
 - Key-value values are :mod:`seamkit.durability.codec` text; expiry uses the server's clock
   (``now()``), resolution one microsecond.
-- A checkpoint save is one SQL statement (one round trip): it moves the run's version from
+- A checkpoint save is one SQL statement (one round trip; the new log entries travel as one
+  binary ``text[]`` parameter, byte for byte): it moves the run's version from
   ``expected_version`` to the new one (or inserts version 1), writes the record row and appends the
   new log entries. Earlier entries are never rewritten; reading a checkpoint is one query.
 - Every driver error becomes StoreUnavailable; the DSN and its password never appear in messages.
@@ -31,6 +37,7 @@ import asyncio
 import json
 import logging
 import math
+import select
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -134,7 +141,7 @@ c AS (
 e AS (
   INSERT INTO {s}.log_entries (run_id, seq, version, payload)
   SELECT r.run_id, r.log_len - %(n)s + u.ord, %(version)s, u.payload
-  FROM r, unnest(%(entries)s::text[]) WITH ORDINALITY AS u(payload, ord)
+  FROM r, unnest(%(entries)b::text[]) WITH ORDINALITY AS u(payload, ord)
 )
 SELECT count(*) FROM r"""
 
@@ -240,6 +247,35 @@ SELECT count(*) FROM c"""
 
 
 _POOL_PREFIX = "seamkit-postgres-"
+# a pooled connection used less than this many seconds ago is lent after a look at its socket
+# instead of a round trip (see PostgresStore._check_connection)
+_RECENTLY_USED_S = 1.0
+_POLL = getattr(select, "poll", None)
+
+
+class _PooledConnection(psycopg.AsyncConnection[Any]):
+    """psycopg's async connection plus ``last_used``: the monotonic time (seconds) it was opened or
+    last finished an operation without error."""
+
+    last_used: float = 0.0
+
+
+_Pool = AsyncConnectionPool[_PooledConnection]
+
+
+def _quiet(conn: psycopg.AsyncConnection[Any]) -> bool:
+    """True when ``conn`` is open, idle, and its socket has nothing to read (no error message or
+    end of stream from the server); False when unsure. Does not block or touch the server."""
+    if _POLL is None or conn.closed or conn.broken:
+        return False
+    pgconn = conn.pgconn
+    if pgconn.status != psycopg.pq.ConnStatus.OK or pgconn.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        return False
+    poller = _POLL()
+    poller.register(pgconn.socket, select.POLLIN)
+    return not poller.poll(0)
+
+
 _LIVE_STORES: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
 
 
@@ -335,7 +371,7 @@ class PostgresStore:
         quoted = '"' + self.schema.replace('"', '""') + '"'
         self._quoted_schema = quoted
         self._sql = {name: sql.format(s=quoted) for name, sql in _SQL_TEMPLATES.items()}
-        self._pool: AsyncConnectionPool | None = None
+        self._pool: _Pool | None = None
         self._pool_lock: asyncio.Lock | None = None
         self._ready = False
         self._closed = False
@@ -371,21 +407,23 @@ class PostgresStore:
     def _unavailable(self, exc: BaseException, what: str) -> StoreUnavailable:
         return StoreUnavailable(f"PostgreSQL store ({what}): {self._describe(exc)}")
 
-    def _connection_class(self) -> type[psycopg.AsyncConnection[Any]]:
+    def _connection_class(self) -> type[_PooledConnection]:
         """The pool's connection class: like psycopg's, but a failed connection attempt is
         remembered (secret-free) so that a pool timeout can say why it could not connect."""
         store = weakref.ref(self)
 
-        class _Connection(psycopg.AsyncConnection[Any]):
+        class _Connection(_PooledConnection):
             @classmethod
             async def connect(cls, conninfo: str = "", **kwargs: Any) -> Self:
                 try:
-                    return await super().connect(conninfo, **kwargs)
+                    conn = await super().connect(conninfo, **kwargs)
                 except Exception as exc:
                     owner = store()
                     if owner is not None:
                         owner._last_connect_error = (time.monotonic(), owner._describe(exc))
                     raise
+                conn.last_used = time.monotonic()
+                return conn
 
         return _Connection
 
@@ -412,7 +450,7 @@ class PostgresStore:
         self._probe_error = detail
         raise StoreUnavailable(f"PostgreSQL store ({what}): {detail}") from None
 
-    async def _get_pool(self, what: str) -> AsyncConnectionPool:
+    async def _get_pool(self, what: str) -> _Pool:
         """The pool, opened after a successful direct connection (see :meth:`_probe`). Callers
         that waited while another one's direct connection failed get that failure at once."""
         if self._closed:
@@ -430,7 +468,7 @@ class PostgresStore:
                     raise StoreUnavailable(f"PostgreSQL store ({what}): {self._probe_error}") from None
                 await self._probe(what)
                 cfg = self._config
-                pool = AsyncConnectionPool(
+                pool: _Pool = AsyncConnectionPool(
                     cfg.dsn.get_secret_value(),
                     connection_class=self._connection_class(),
                     min_size=cfg.min_size,
@@ -441,14 +479,24 @@ class PostgresStore:
                     name=f"seamkit-postgres-{self.schema}",
                     kwargs={"autocommit": True, "connect_timeout": max(1, math.ceil(cfg.connect_timeout))},
                 )
+                # wait for the pool's first min_size connections: a request arriving before they
+                # are ready would make the pool open one more, and a sequential caller would then
+                # alternate between two server processes (psycopg_pool lends the least recently
+                # returned connection), which costs a good part of a round trip per operation
+                started = time.monotonic()
                 try:
-                    await pool.open(wait=False)
+                    await pool.open(wait=True, timeout=cfg.connect_timeout)
                 except Exception as exc:
-                    raise self._unavailable(exc, "opening the connection pool") from None
+                    await self._close_quietly(pool)
+                    last = self._last_connect_error
+                    cause = f"; last connection error: {last[1]}" if last is not None and last[0] >= started else ""
+                    raise StoreUnavailable(
+                        f"PostgreSQL store ({what}): opening the connection pool: {self._describe(exc)}{cause}"
+                    ) from None
                 self._pool = pool
         return self._pool
 
-    def _discard_pool(self, pool: AsyncConnectionPool) -> None:
+    def _discard_pool(self, pool: _Pool) -> None:
         if self._pool is pool:
             self._pool = None
             task = asyncio.get_running_loop().create_task(self._close_quietly(pool))
@@ -456,16 +504,19 @@ class PostgresStore:
             task.add_done_callback(self._closing.discard)
 
     @staticmethod
-    async def _close_quietly(pool: AsyncConnectionPool) -> None:
+    async def _close_quietly(pool: _Pool) -> None:
         try:
             await pool.close(timeout=5.0)
         except Exception:  # a pool being thrown away: its errors do not matter
             pass
 
-    async def _check_connection(self, conn: psycopg.AsyncConnection[Any]) -> None:
-        """The pool's check before lending a connection (``AsyncConnectionPool.check_connection``).
-        A broken one means the server restarted or dropped us: every idle connection is checked
-        (and replaced) at once, so the pool does not back off once per dead connection."""
+    async def _check_connection(self, conn: _PooledConnection) -> None:
+        """The pool's check before lending a connection: none beyond :func:`_quiet` for one used
+        within the last :data:`_RECENTLY_USED_S` seconds, else ``AsyncConnectionPool.check_connection``
+        (a round trip). A broken one means the server restarted or dropped us: every idle connection
+        is checked (and replaced) at once, so the pool does not back off once per dead connection."""
+        if time.monotonic() - conn.last_used < _RECENTLY_USED_S and _quiet(conn):
+            return
         try:
             await AsyncConnectionPool.check_connection(conn)
         except Exception:
@@ -485,10 +536,16 @@ class PostgresStore:
         errors_before = pool.get_stats().get("connections_errors", 0)
         started = time.monotonic()
         try:
-            async with pool.connection() as conn:
+            # getconn/putconn rather than pool.connection(): autocommit connections need no
+            # commit/rollback on the way back (putconn rolls back a transaction left open)
+            conn = await pool.getconn()
+            try:
                 if check_setup and not self._ready:
                     await self._check_setup(conn)
                 yield conn
+                conn.last_used = time.monotonic()
+            finally:
+                await pool.putconn(conn)
         except psycopg.errors.UndefinedTable:
             self._ready = False
             raise StoreUnavailable(_NOT_SET_UP.format(schema=self.schema, have=0, want=LATEST_MIGRATION)) from None

@@ -14,6 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 import pytest_asyncio
+from psycopg_pool import AsyncConnectionPool
 from pydantic import ValidationError
 from seamkit.durability.records import CheckpointRecord
 from seamkit.errors import StoreUnavailable
@@ -243,3 +244,76 @@ async def test_save_cost_is_flat_over_200_versions(postgres_dsn: str, schema: st
         latest = await store.latest("bench")
         assert latest is not None and len(latest.log) == 300
     assert last <= 2 * first + 1.0, (first, last)
+
+
+# --- hot path: binary log entries, cheap connection checks -------------------------------------
+
+
+async def test_log_entries_that_look_like_array_syntax_round_trip(postgres_dsn: str, schema: str) -> None:
+    # the entries travel as one binary text[] parameter: nothing is quoted, escaped or read as NULL
+    entries = ("NULL", "", " ", "{a,b}", '"', "\\", '{"x": "y, z"}', "a\tb\nc", "null", "{}")
+    async with _store(postgres_dsn, schema) as store:
+        await store.setup()
+        await store.save(CheckpointRecord("arr", 1, "running", "{}", entries[:5]), expected_version=None)
+        await store.save(CheckpointRecord("arr", 2, "running", "{}", entries[5:]), expected_version=1)
+        latest = await store.latest("arr")
+        assert latest is not None
+        assert latest.log == entries
+        assert latest.record.entries == entries[5:]
+
+
+
+async def test_sequential_use_keeps_to_one_server_connection(postgres_dsn: str, schema: str) -> None:
+    # the pool is full (min_size) before the first operation, so a sequential caller does not make
+    # it grow and then alternate between two server processes
+    async with _store(postgres_dsn, schema) as store:
+        pids: set[int] = set()
+        await store.setup()
+        for v in range(1, 31):
+            await store.save(CheckpointRecord("seq", v, "running", "{}", ("e",)), expected_version=v - 1 or None)
+            await store.put_write("seq", v, "t", "{}")
+            async with store._connection("test") as conn:
+                pids.add(conn.info.backend_pid)
+        assert len(pids) == 1
+
+
+async def test_recently_used_connections_are_lent_without_a_round_trip(
+    postgres_dsn: str, schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    checked: list[object] = []
+    original = AsyncConnectionPool.check_connection
+
+    async def counting(conn: psycopg.AsyncConnection[object]) -> None:
+        checked.append(conn)
+        await original(conn)
+
+    monkeypatch.setattr(AsyncConnectionPool, "check_connection", staticmethod(counting))
+    async with _store(postgres_dsn, schema) as store:
+        await store.setup()
+        for i in range(20):
+            await store.set(S, "k", i)
+        assert checked == []
+        async with store._connection("test") as conn:
+            pass
+        conn.last_used -= 2.0  # idle for more than a second: the full check runs
+        assert await store.get(S, "k") == 19
+        assert checked == [conn]
+
+
+async def test_a_recently_used_connection_the_server_dropped_is_replaced(postgres_dsn: str, schema: str) -> None:
+    async with _store(postgres_dsn, schema) as store:
+        await store.setup()
+        await store.set(S, "k", "v")
+        await store.save(CheckpointRecord("drop", 1, "running", "{}", ("e1",)), expected_version=None)
+        async with store._connection("test") as conn:
+            pid = conn.info.backend_pid
+        async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as admin:
+            cur = await admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+            assert await cur.fetchone() == (True,)
+        # used a moment ago, so only the look at its socket stands between it and the next save
+        await store.save(CheckpointRecord("drop", 2, "running", "{}", ("e2",)), expected_version=1)
+        assert await store.get(S, "k") == "v"
+        latest = await store.latest("drop")
+        assert latest is not None and latest.log == ("e1", "e2")
+        async with store._connection("test") as conn:
+            assert conn.info.backend_pid != pid
