@@ -250,7 +250,8 @@ class Agent:
         if allow_finished and snap is not None and snap.status == "done":
             return self._stored_result(snap)
         handle, snap = await cp.claim(
-            run_id, allow_finished=allow_finished, require_suspended=decisions is not None, steal=steal
+            run_id, allow_finished=allow_finished, require_suspended=decisions is not None, steal=steal,
+            snapshot=snap,
         )
         state = snap.state
         scope = state.get("scope")

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from seamkit.cli.main import EXIT_FAILED, EXIT_OK, EXIT_SUSPENDED, BuildFailed, UsageError
 
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from seamkit.cli.render import EventSink
     from seamkit.composition import Composition
     from seamkit.plugins.registry import Registry
+
+T = TypeVar("T")
 
 __all__ = ["cmd_plugins", "cmd_run", "cmd_schema", "cmd_validate", "plugin_rows"]
 
@@ -375,6 +378,23 @@ def _jsonable(value: Any) -> Any:
     return jsonable(value)
 
 
+def _with_store(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]], *, must_exist: bool = True) -> T:
+    """Open the checkpoint store of ``--agent FILE`` (or the embedded default), run ``work(cp)``
+    with its :class:`~seamkit.durability.checkpointer.Checkpointer`, and close the store."""
+    import asyncio
+
+    composition, registry = _load(args.agent)
+    cp = _checkpointer(composition, registry, must_exist=must_exist)
+
+    async def go() -> T:
+        try:
+            return await work(cp)
+        finally:
+            await cp.close()
+
+    return asyncio.run(go())
+
+
 async def _latest(cp: Any, run_id: str, *, close: bool = True) -> Any:
     try:
         return await cp.latest(run_id)
@@ -398,20 +418,10 @@ def _info_json(info: Any) -> dict[str, Any]:
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
     """``seamkit runs list [--status S] [--limit N] [--agent FILE] [--json]``."""
-    import asyncio
-
     if not 1 <= args.limit <= 100_000:
         raise UsageError("--limit must be between 1 and 100000")
-    composition, registry = _load(args.agent)
-    cp = _checkpointer(composition, registry)
-
-    async def go() -> Any:
-        try:
-            return await cp.list_runs(status=args.status, limit=args.limit)
-        finally:
-            await cp.close()
-
-    rows = [_info_json(i) for i in asyncio.run(go())]
+    listed = _with_store(args, lambda cp: cp.list_runs(status=args.status, limit=args.limit))
+    rows = [_info_json(i) for i in listed]
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return EXIT_OK
@@ -427,21 +437,13 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
 def cmd_runs_show(args: argparse.Namespace) -> int:
     """``seamkit runs show RUN_ID [--version V] [--agent FILE] [--json]``."""
-    import asyncio
+    from seamkit.cli.render import call_json, jsonable, result_json, visible
 
-    from seamkit.cli.render import jsonable, visible
+    async def read(cp: Any) -> Any:
+        snap = await (cp.latest(args.run_id) if args.version is None else cp.at_version(args.run_id, args.version))
+        return snap, await cp.history(args.run_id)
 
-    composition, registry = _load(args.agent)
-    cp = _checkpointer(composition, registry)
-
-    async def go() -> Any:
-        try:
-            snap = await (cp.latest(args.run_id) if args.version is None else cp.at_version(args.run_id, args.version))
-            return snap, await cp.history(args.run_id)
-        finally:
-            await cp.close()
-
-    snap, history = asyncio.run(go())
+    snap, history = _with_store(args, read)
     if snap is None:
         what = f"version {args.version} of run" if args.version is not None else "run"
         raise UsageError(f"no {what} {args.run_id!r} in this store")
@@ -455,10 +457,8 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         "versions": [_info_json(i) for i in history],
         "state": state,
         "transcript": [{"role": m.role, "text": m.text,
-                        "tool_calls": [{"id": c.id, "name": c.name, "arguments": jsonable(c.arguments)}
-                                       for c in m.tool_calls],
-                        "tool_results": [{"call_id": r.call_id, "name": r.name, "content": r.content,
-                                          "is_error": r.is_error} for r in m.tool_results]}
+                        "tool_calls": [call_json(c) for c in m.tool_calls],
+                        "tool_results": [result_json(r) for r in m.tool_results]}
                        for m in snap.transcript],
     }
     if args.json:
@@ -487,22 +487,14 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 
 def cmd_runs_delete(args: argparse.Namespace) -> int:
     """``seamkit runs delete RUN_ID [--agent FILE]``."""
-    import asyncio
+    async def delete(cp: Any) -> bool:
+        snap = await cp.latest(args.run_id)
+        held = cp.lease_holder(snap) if snap is not None and not args.force else None
+        if held is not None:
+            raise UsageError(f"run {args.run_id} is being run by {held[0]} right now; wait for it, or pass --force")
+        return bool(await cp.delete(args.run_id))
 
-    composition, registry = _load(args.agent)
-    cp = _checkpointer(composition, registry)
-
-    async def go() -> bool:
-        try:
-            snap = await cp.latest(args.run_id)
-            held = cp.lease_holder(snap) if snap is not None and not args.force else None
-            if held is not None:
-                raise UsageError(f"run {args.run_id} is being run by {held[0]} right now; wait for it, or pass --force")
-            return bool(await cp.delete(args.run_id))
-        finally:
-            await cp.close()
-
-    if not asyncio.run(go()):
+    if not _with_store(args, delete):
         raise UsageError(f"no run {args.run_id!r} in this store")
     sys.stderr.write(f"deleted run {args.run_id}\n")
     return EXIT_OK
@@ -510,7 +502,6 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
 
 def cmd_runs_prune(args: argparse.Namespace) -> int:
     """``seamkit runs prune [--keep-last N] [--finished-days D] [--agent FILE]``."""
-    import asyncio
     import math
     import time
 
@@ -519,19 +510,14 @@ def cmd_runs_prune(args: argparse.Namespace) -> int:
     days = args.finished_days
     if days is not None and (not math.isfinite(days) or days < 0):
         raise UsageError("--finished-days must be a number of days, 0 or more")
-    composition, registry = _load(args.agent)
-    cp = _checkpointer(composition, registry)
     before = time.time() - days * 86400 if days is not None else None
 
-    async def go() -> tuple[int, int]:
-        try:
-            versions = await cp.prune(keep_last=args.keep_last, finished_before=before)
-            keys = await cp.store.prune() if cp.store is not None else 0
-            return versions, keys
-        finally:
-            await cp.close()
+    async def prune(cp: Any) -> tuple[int, int]:
+        versions = await cp.prune(keep_last=args.keep_last, finished_before=before)
+        keys = await cp.store.prune() if cp.store is not None else 0
+        return versions, keys
 
-    versions, keys = asyncio.run(go())
+    versions, keys = _with_store(args, prune)
     sys.stderr.write(f"pruned {versions} checkpoint version{'s' if versions != 1 else ''} and "
                      f"{keys} expired key{'s' if keys != 1 else ''}\n")
     return EXIT_OK
@@ -539,25 +525,18 @@ def cmd_runs_prune(args: argparse.Namespace) -> int:
 
 def cmd_stores_setup(args: argparse.Namespace) -> int:
     """``seamkit stores setup [--agent FILE]``: apply the store's schema migrations."""
-    import asyncio
+    async def setup(cp: Any) -> tuple[str, bool]:
+        store = cp.port
+        migrate = getattr(store, "setup", None)
+        if migrate is not None:
+            await migrate()
+        else:
+            await store.list_runs(limit=1)  # opens (and creates) it: a broken store fails here
+        return type(store).__name__, migrate is not None
 
-    composition, registry = _load(args.agent)
-    cp = _checkpointer(composition, registry, must_exist=False)
-    store = cp.port
-    setup = getattr(store, "setup", None)
-
-    async def go() -> None:
-        try:
-            if setup is not None:
-                await setup()
-            else:
-                await store.list_runs(limit=1)  # opens (and creates) it: a broken store fails here
-        finally:
-            await cp.close()
-
-    asyncio.run(go())
-    what = "schema is up to date" if setup is not None else "ready (it needs no migrations)"
-    sys.stderr.write(f"{type(store).__name__}: {what}\n")
+    name, migrated = _with_store(args, setup, must_exist=False)
+    what = "schema is up to date" if migrated else "ready (it needs no migrations)"
+    sys.stderr.write(f"{name}: {what}\n")
     return EXIT_OK
 
 

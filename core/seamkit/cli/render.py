@@ -85,17 +85,16 @@ def event_to_json(event: StreamEvent) -> dict[str, Any]:
         r = event.result
         d["result"] = {
             "text": r.text,
-            "tool_calls": [_call_json(c) for c in r.tool_calls],
+            "tool_calls": [call_json(c) for c in r.tool_calls],
             "finish_reason": r.finish_reason,
             "model": r.model,
             "usage": usage_to_json(r.usage),
             "warnings": list(r.warnings),
         }
     if event.tool_call is not None:
-        d["tool_call"] = _call_json(event.tool_call)
+        d["tool_call"] = call_json(event.tool_call)
     if event.tool_result is not None:
-        tr = event.tool_result
-        d["tool_result"] = {"call_id": tr.call_id, "name": tr.name, "content": tr.content, "is_error": tr.is_error}
+        d["tool_result"] = result_json(event.tool_result)
     if event.partial_output is not None:
         d["partial_output"] = jsonable(event.partial_output)
     if event.kind == "output" or event.output is not None:
@@ -119,8 +118,14 @@ def event_to_json(event: StreamEvent) -> dict[str, Any]:
     return d
 
 
-def _call_json(call: ToolCall) -> dict[str, Any]:
+def call_json(call: ToolCall) -> dict[str, Any]:
+    """A tool call as JSON: ``id``, ``name``, ``arguments``."""
     return {"id": call.id, "name": call.name, "arguments": jsonable(call.arguments)}
+
+
+def result_json(result: ToolResult) -> dict[str, Any]:
+    """A tool result as JSON: ``call_id``, ``name``, ``content``, ``is_error``."""
+    return {"call_id": result.call_id, "name": result.name, "content": result.content, "is_error": result.is_error}
 
 
 def truncate(text: str, limit: int) -> str:

@@ -224,6 +224,7 @@ class Checkpointer:
         allow_finished: bool = False,
         require_suspended: bool = False,
         steal: bool = False,
+        snapshot: RunSnapshot | None = None,
     ) -> tuple[RunHandle, RunSnapshot]:
         """Take over ``run_id`` to continue it: load the latest checkpoint and write a new
         ``running`` version owned by this worker, checked against the version read, so of two workers
@@ -231,9 +232,11 @@ class Checkpointer:
 
         Raises :class:`~seamkit.errors.RunNotResumable` when the run is unknown, finished
         (unless ``allow_finished``), not suspended when ``require_suspended``, held by a live
-        worker's lease (unless ``steal``), or claimed by another worker first.
+        worker's lease (unless ``steal``), or claimed by another worker first. ``snapshot``: the
+        latest checkpoint when the caller has just read it (the version check on the claiming save
+        still catches a writer that came in between).
         """
-        snap = await self.latest(run_id)
+        snap = snapshot if snapshot is not None else await self.latest(run_id)
         if snap is None:
             raise RunNotResumable(run_id, "no checkpoints for this run id")
         latest_version = snap.version

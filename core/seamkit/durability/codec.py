@@ -515,26 +515,24 @@ def _fold(d: dict[str, Any]) -> int:
     return f
 
 
-def _dec_datetime(d: dict[str, Any]) -> Any:
+def _dec_clock(d: dict[str, Any], parse: Callable[[str], Any], tag: str) -> Any:
+    """A ``dt`` or ``time`` value: ISO text without offset, its tzinfo in ``z``, its ``fold``."""
     try:
-        v = datetime.fromisoformat(_str(d))
+        v = parse(_str(d))
     except ValueError:
-        raise _Fail("malformed 'dt'") from None
+        raise _Fail(f"malformed '{tag}'") from None
     if v.tzinfo is not None:
-        raise _Fail("malformed 'dt': offset in the text")
+        raise _Fail(f"malformed '{tag}': offset in the text")
     z = d.get("z")
     return v.replace(tzinfo=None if z is None else _dec_tz(z), fold=_fold(d))
+
+
+def _dec_datetime(d: dict[str, Any]) -> Any:
+    return _dec_clock(d, datetime.fromisoformat, "dt")
 
 
 def _dec_time(d: dict[str, Any]) -> Any:
-    try:
-        v = time.fromisoformat(_str(d))
-    except ValueError:
-        raise _Fail("malformed 'time'") from None
-    if v.tzinfo is not None:
-        raise _Fail("malformed 'time': offset in the text")
-    z = d.get("z")
-    return v.replace(tzinfo=None if z is None else _dec_tz(z), fold=_fold(d))
+    return _dec_clock(d, time.fromisoformat, "time")
 
 
 def _dec_date(d: dict[str, Any]) -> Any:
