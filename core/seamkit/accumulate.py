@@ -30,6 +30,8 @@ from seamkit.values import (
 )
 
 _ONE_REQUEST = Usage(requests=1)
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")  # NaN/Infinity: not JSON (RFC 8259 section 6)
 
@@ -79,6 +81,7 @@ class Accumulator:
         "finish_reason",
         "model",
         "provider",
+        "raw_usage",
         "usage",
         "warnings",
     )
@@ -91,6 +94,7 @@ class Accumulator:
         self._calls: list[_PendingCall] | None = None
         self._latest: dict[int, _PendingCall] | None = None
         self.usage: Usage | None = None
+        self.raw_usage: FrozenDict | None = None
         self.finish_reason: FinishReason | None = None
         self.model = model
         self.provider = provider
@@ -117,6 +121,8 @@ class Accumulator:
             self._add_call(tc)
         if d.usage is not None:
             self.usage = d.usage
+        if d.raw_usage is not None:
+            self.raw_usage = d.raw_usage
         if d.finish_reason is not None:
             self.finish_reason = d.finish_reason
         if d.model is not None:
@@ -164,6 +170,7 @@ class Accumulator:
             finish,
             self.model,
             tuple(self.warnings) if self.warnings is not None else (),
+            self.raw_usage,
         )
 
     def _build_calls(self, calls: list[_PendingCall], blocks: list[ContentBlock]) -> None:

@@ -10,12 +10,15 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 
 __all__ = [
     "SeamkitError",
     "FailureClass",
     "Failure",
     "ProviderError",
+    "CapabilityError",
+    "BudgetExceeded",
     "ToolError",
     "ToolArgumentError",
     "UnknownToolError",
@@ -70,7 +73,10 @@ class ProviderError(SeamkitError):
     """A model provider refused or failed a call.
 
     ``failure_class`` classifies it; ``status`` is the HTTP status (``None`` for in-process
-    providers); ``retry_after`` is the server's requested delay in seconds, if it sent one.
+    providers and for errors sent inside a stream); ``retry_after`` is the server's requested
+    delay in seconds, if it sent one; ``code`` is the error body's type or code as the provider
+    wrote it (``insufficient_quota``, ``overloaded_error``); ``request_id`` the provider's id of
+    the request, for support tickets.
     """
 
     def __init__(
@@ -81,16 +87,51 @@ class ProviderError(SeamkitError):
         provider: str | None = None,
         status: int | None = None,
         retry_after: float | None = None,
+        code: str | None = None,
+        request_id: str | None = None,
     ) -> None:
         super().__init__(message)
         self.failure_class = failure_class
         self.provider = provider
         self.status = status
         self.retry_after = retry_after
+        self.code = code
+        self.request_id = request_id
 
     def __str__(self) -> str:
         where = f"{self.provider}: " if self.provider else ""
         return f"{where}{self.failure_class.value}: {self.args[0]}"
+
+
+class CapabilityError(SeamkitError, ValueError):
+    """A request asks for something the bound model cannot do (a setting it does not accept, a
+    JSON Schema construct its structured-output dialect cannot express). Raised before anything is
+    sent. ``provider``, ``model``, ``feature`` (the setting or schema construct, e.g.
+    ``temperature`` or ``$.properties.x: patternProperties``)."""
+
+    def __init__(self, message: str, *, provider: str | None = None, model: str | None = None,
+                 feature: str | None = None) -> None:
+        self.provider = provider
+        self.model = model
+        self.feature = feature
+        where = f"{provider}:{model}: " if provider and model else (f"{provider}: " if provider else "")
+        super().__init__(where + message)
+
+
+class BudgetExceeded(SeamkitError):
+    """A call was refused before dispatch because its reservation would pass a USD ceiling, or an
+    unpriced model was called under a USD ceiling. ``ceiling``, ``spent`` (settled),
+    ``reserved`` (held by calls in flight) and ``needed`` (this call's reservation) are USD as
+    ``Decimal`` (``needed`` is ``None`` for an unpriced model); ``run_id`` names the ledger."""
+
+    def __init__(self, message: str, *, ceiling: Decimal, spent: Decimal, reserved: Decimal,
+                 needed: Decimal | None, run_id: str | None = None) -> None:
+        self.ceiling = ceiling
+        self.spent = spent
+        self.reserved = reserved
+        self.needed = needed
+        self.run_id = run_id
+        super().__init__(message)
 
 
 class ToolError(SeamkitError):

@@ -36,12 +36,16 @@ T = TypeVar("T")
 class Call:
     """One call travelling through a middleware chain: ``kind``, the ``request`` (a
     :class:`~seamkit.values.ChatRequest` or :class:`~seamkit.values.ToolRequest`), the run's
-    ``ctx`` and ``meta`` (free-form, frozen; e.g. the step number)."""
+    ``ctx``, ``meta`` (free-form, frozen; e.g. the step number) and, for chat calls, the ``model``
+    (the :class:`~seamkit.ports.LLMPort` the chain ends at: its ``provider``, ``model`` and, when
+    it has one, ``price`` (a :class:`~seamkit.pricing.Price`) are what budget and fallback
+    middlewares read)."""
 
     kind: CallKind
     request: ChatRequest | ToolRequest
     ctx: RunContext
     meta: FrozenDict = EMPTY
+    model: Any = None
 
     def replace(self, **changes: Any) -> Call:
         """A copy with ``changes`` applied."""

@@ -42,7 +42,13 @@ class LLMPort(Protocol):
     :class:`~seamkit.values.LLMResult` (``seamkit.middleware.collect_result`` does it for you).
     ``provider`` names the component (``"openai"``), ``model`` the model id.
     Raises :class:`~seamkit.errors.ProviderError` with a failure class on any failure, also in the
-    middle of a stream.
+    middle of a stream; :class:`~seamkit.errors.CapabilityError` before sending anything when the
+    request asks for what the model cannot do.
+
+    Optional attribute read by middlewares: ``price`` (a :class:`~seamkit.pricing.Price`, or
+    ``None`` when the model is unpriced; a local model has no ``price`` attribute and reports
+    ``cost_source="local"``). Every ``usage`` a provider reports is priced with it
+    (:func:`seamkit.pricing.price_usage`).
     """
 
     provider: str

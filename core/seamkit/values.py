@@ -346,13 +346,15 @@ FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "refusa
 @dataclass(frozen=True, slots=True, eq=True)
 class LLMResult:
     """A finished model call: the assistant ``message``, its ``usage``, why it stopped, the model
-    that answered, and ``warnings`` (explicit degradations, e.g. a setting a model ignored)."""
+    that answered, ``warnings`` (explicit degradations, e.g. a setting a model ignored) and
+    ``raw_usage``: the usage object exactly as the provider reported it (``None`` if none)."""
 
     message: Message
     usage: Usage = Usage()
     finish_reason: FinishReason = "stop"
     model: str | None = None
     warnings: tuple[str, ...] = ()
+    raw_usage: FrozenDict | None = None
 
     def __hash__(self) -> int:
         return hash(self.message)
@@ -386,7 +388,8 @@ class Delta:
     ``text`` / ``reasoning``: text to append; ``reasoning_signature`` completes the current
     reasoning block; ``tool_call``: a :class:`ToolCallDelta`; ``usage``: usage reported so far
     (the last one wins); ``finish_reason``: set once, at the end; ``model``: the answering model;
-    ``warning``: an explicit degradation to record on the result.
+    ``warning``: an explicit degradation to record on the result; ``raw_usage``: the provider's
+    usage object as it sent it (the last one wins).
     """
 
     text: str | None = None
@@ -397,6 +400,7 @@ class Delta:
     finish_reason: FinishReason | None = None
     model: str | None = None
     warning: str | None = None
+    raw_usage: FrozenDict | None = None
 
 
 StreamEventKind = Literal[

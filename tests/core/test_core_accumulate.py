@@ -169,3 +169,16 @@ def test_ids_repeated_on_every_fragment_continue_the_call() -> None:
         Delta(tool_call=ToolCallDelta(0, "c", None, ": 1}")),
     ])
     assert r.tool_calls == (ToolCall("c", "t", {"a": 1}),)
+
+
+async def test_raw_usage_of_the_last_delta_reaches_the_result() -> None:
+    from seamkit.accumulate import collect_result
+    from seamkit.values import Delta, Usage
+
+    deltas = [
+        Delta(text="a", raw_usage={"prompt_tokens": 1}),
+        Delta(finish_reason="stop", usage=Usage(input_tokens=3, requests=1), raw_usage={"prompt_tokens": 3}),
+    ]
+    result = await collect_result(deltas)
+    assert result.raw_usage == {"prompt_tokens": 3}
+    assert (await collect_result([Delta(text="x")])).raw_usage is None

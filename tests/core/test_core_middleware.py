@@ -253,3 +253,24 @@ async def test_tool_middleware_can_answer_instead_of_the_tool() -> None:
     assert result.output == "ok"
     assert isinstance(tool_msg.tool_results[0], ToolResult)
     assert isinstance(model.requests[1].messages[-2].content[0], ToolCall)
+
+
+async def test_chat_calls_carry_the_model_they_end_at() -> None:
+    from seamkit.middleware import middleware
+    from seamkit.runtime.invoker import Invoker
+    from seamkit.testing import ScriptedModel, make_test_ctx
+    from seamkit.tools.registry import ToolRegistry
+    from seamkit.values import ChatRequest, Message
+
+    seen = []
+
+    @middleware(kinds=("chat",))
+    async def spy(call, nxt):  # type: ignore[no-untyped-def]
+        seen.append(call.model)
+        async for d in nxt(call):
+            yield d
+
+    model = ScriptedModel(["hi"])
+    inv = Invoker(model, ToolRegistry(()), [spy])
+    result = await inv.chat(ChatRequest((Message.user("q"),)), make_test_ctx())
+    assert result.text == "hi" and seen == [model]

@@ -265,7 +265,7 @@ class Run:
                 stream = model.stream(request)
             else:
                 meta = FrozenDict(step=step)
-                stream = chat(Call("chat", request, ctx, meta))
+                stream = chat(Call("chat", request, ctx, meta, model))
             acc = Accumulator(model.provider, model.model)
             async for d in stream:
                 acc.add(d)

@@ -70,12 +70,12 @@ class Invoker:
 
     def stream_chat(self, request: ChatRequest, ctx: RunContext, meta: FrozenDict = EMPTY) -> AsyncIterator[Delta]:
         """The deltas of one model call, through the chat chain."""
-        return self._chat(Call("chat", request, ctx, meta))
+        return self._chat(Call("chat", request, ctx, meta, self.model))
 
     async def chat(self, request: ChatRequest, ctx: RunContext, meta: FrozenDict = EMPTY) -> LLMResult:
         """One model call, collected into an :class:`~seamkit.values.LLMResult`."""
         acc = Accumulator(self.model.provider, self.model.model)
-        async for d in self._chat(Call("chat", request, ctx, meta)):
+        async for d in self._chat(Call("chat", request, ctx, meta, self.model)):
             acc.add(d)
         return acc.result()
 
