@@ -1,5 +1,6 @@
 """Conformance suites for backends of :class:`~seamkit.ports.StorePort` and
-:class:`~seamkit.ports.CheckpointPort`.
+:class:`~seamkit.ports.CheckpointPort`, and for model providers (:class:`ProviderConformance`,
+see :mod:`seamkit.testing.conformance.provider`).
 
 A backend's test module subclasses a suite and provides a fixture that yields a fresh, empty,
 isolated backend instance (and closes it afterwards): ``store`` for :class:`StoreConformance`,
@@ -31,6 +32,7 @@ is coarse); every other test takes well under a second on a local backend.
 from __future__ import annotations
 
 from seamkit.testing.conformance.checkpoint import CheckpointConformance
+from seamkit.testing.conformance.provider import CONFORMANCE_SECRET, SCENARIOS, ProviderConformance
 from seamkit.testing.conformance.store import StoreConformance
 
-__all__ = ["CheckpointConformance", "StoreConformance"]
+__all__ = ["CONFORMANCE_SECRET", "SCENARIOS", "CheckpointConformance", "ProviderConformance", "StoreConformance"]

@@ -1,0 +1,111 @@
+"""The provider conformance suite, run against an in-memory provider that follows the contract,
+and shown to fail for providers that break it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from seamkit.accumulate import collect_result
+from seamkit.errors import FailureClass, ProviderError
+from seamkit.testing.conformance import CONFORMANCE_SECRET, SCENARIOS, ProviderConformance
+from seamkit.values import ChatRequest, Delta, LLMResult, ToolCallDelta, Usage
+
+_ERR = {
+    "error_auth": (FailureClass.AUTHENTICATION, 401, None),
+    "error_quota": (FailureClass.QUOTA, 429, None),
+    "error_rate_limited": (FailureClass.RATE_LIMITED, 429, 2.0),
+    "error_server": (FailureClass.SERVER_ERROR, 500, None),
+}
+
+
+class DeltaModel:
+    """Plays each scenario as deltas; ``swallow_midstream`` and ``leak`` break the contract."""
+
+    provider = "fake"
+    model = "fake-1"
+
+    def __init__(self, scenario: str, *, swallow_midstream: bool = False, leak: bool = False,
+                 merge_parallel: bool = False) -> None:
+        self.scenario = scenario
+        self._key = CONFORMANCE_SECRET
+        self.swallow = swallow_midstream
+        self.leak = leak
+        self.shared_ids = merge_parallel
+
+    def __repr__(self) -> str:
+        return f"DeltaModel({self.scenario!r}, key={self._key if self.leak else '***'})"
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
+        s = self.scenario
+        usage = Usage(input_tokens=12, output_tokens=5, requests=1)
+        if s in _ERR:
+            cls, status, after = _ERR[s]
+            raise ProviderError("refused", cls, provider=self.provider, status=status, retry_after=after)
+        if s == "error_midstream":
+            yield Delta(text="Hel")
+            if self.swallow:
+                yield Delta(finish_reason="stop", usage=usage)
+                return
+            raise ProviderError("overloaded", FailureClass.OVERLOADED, provider=self.provider, code="overloaded_error")
+        if s == "tool_call":
+            yield Delta(tool_call=ToolCallDelta(0, "c1", "get_weather", '{"city": '))
+            yield Delta(tool_call=ToolCallDelta(0, None, None, '"Paris"}'))
+            yield Delta(finish_reason="tool_calls", usage=usage)
+            return
+        if s == "parallel_tool_calls":
+            # A provider that drops the second call's id on a shared index merges the two calls.
+            index, second = (0, None) if self.shared_ids else (1, "c2")
+            yield Delta(tool_call=ToolCallDelta(0, "c1", "get_weather", '{"city": "Paris"}'))
+            yield Delta(tool_call=ToolCallDelta(index, second, "get_weather", '{"city": "Tokyo"}'))
+            yield Delta(finish_reason="tool_calls", usage=usage)
+            return
+        if s == "structured_output":
+            yield Delta(text='{"answer"')
+            yield Delta(text=": 42}")
+            yield Delta(finish_reason="stop", usage=usage)
+            return
+        if s == "reasoning":
+            yield Delta(reasoning="1001 = 7 * 11 * 13")
+            yield Delta(text="No.")
+            yield Delta(finish_reason="stop", usage=Usage(input_tokens=12, output_tokens=40, reasoning_tokens=30,
+                                                          requests=1))
+            return
+        yield Delta(text="Hello")
+        yield Delta(text=", world")
+        yield Delta(finish_reason="stop", usage=usage)
+
+    async def chat(self, request: ChatRequest) -> LLMResult:
+        return await collect_result(self.stream(request), provider=self.provider, model=self.model)
+
+
+class TestDeltaModelConforms(ProviderConformance):
+    @pytest.fixture
+    def make_provider(self) -> Any:
+        return DeltaModel
+
+
+def test_every_scenario_is_documented() -> None:
+    assert set(SCENARIOS) == {*_ERR, "text", "tool_call", "parallel_tool_calls", "structured_output",
+                              "reasoning", "error_midstream"}
+
+
+async def test_a_provider_that_swallows_a_midstream_error_fails_the_suite() -> None:
+    suite = ProviderConformance()
+    with pytest.raises(pytest.fail.Exception):
+        await suite.test_an_error_mid_stream_is_raised_not_swallowed(
+            lambda s: DeltaModel(s, swallow_midstream=True))  # type: ignore[arg-type,return-value]
+
+
+async def test_a_provider_that_leaks_its_credential_fails_the_suite() -> None:
+    suite = ProviderConformance()
+    with pytest.raises(AssertionError, match="leaked"):
+        await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, leak=True))  # type: ignore[arg-type,return-value]
+
+
+async def test_parallel_calls_merged_into_one_fail_the_suite() -> None:
+    suite = ProviderConformance()
+    with pytest.raises((AssertionError, ProviderError)):
+        await suite.test_parallel_tool_calls_are_kept_apart(
+            lambda s: DeltaModel(s, merge_parallel=True))  # type: ignore[arg-type,return-value]
