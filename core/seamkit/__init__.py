@@ -46,6 +46,11 @@ _EXPORTS: dict[str, str] = {
     "AgentResult": "seamkit.agent.result",
     "Prompt": "seamkit.agent.prompt",
     "OutputSpec": "seamkit.agent.output",
+    # model-neutral calls
+    "ask": "seamkit.calls.ask",
+    "ask_sync": "seamkit.calls.ask",
+    **{n: "seamkit.calls.binding" for n in ("Binding", "CredentialRef", "CallLimits")},
+    **{n: "seamkit.calls.answer" for n in ("Answer", "Session", "AskFailed")},
     # plugins
     "hookimpl": "seamkit.hookspecs",
 }
@@ -62,6 +67,9 @@ if TYPE_CHECKING:
     from seamkit.agent.output import OutputSpec
     from seamkit.agent.prompt import Prompt
     from seamkit.agent.result import AgentResult
+    from seamkit.calls.answer import Answer, AskFailed, Session
+    from seamkit.calls.ask import ask, ask_sync
+    from seamkit.calls.binding import Binding, CallLimits, CredentialRef
     from seamkit.errors import (
         AmbiguousComponent,
         ComponentNotFound,

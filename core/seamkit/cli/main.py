@@ -1,4 +1,4 @@
-"""The seamkit command line: ``seamkit run | validate | schema | plugins`` (plus plugin commands).
+"""The seamkit command line: ``seamkit run | validate | schema | plugins | ask`` (plus plugin commands).
 
 Built on seamkit's public API only. This module imports nothing heavy: pydantic, rich and the
 agent machinery are imported by the command that needs them, so ``seamkit --help`` stays fast.
@@ -233,6 +233,10 @@ def build_parser(
     )
     p.add_argument("--json", action="store_true", help="print a JSON list of objects")
     p.set_defaults(func=_lazy("plugins"))
+
+    from seamkit.cli.ask_cmd import add_ask_parser  # light: the command's body imports lazily
+
+    add_ask_parser(sub)
 
     failures: list[PluginReport] = []
     if registry is not None:
