@@ -1,0 +1,76 @@
+"""Config model of the ``budget`` middleware (imports only pydantic and the standard library)."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = ["BudgetConfig"]
+
+
+def _exact_usd(value: Any) -> Any:
+    """A USD amount from a string, an integer or a ``Decimal``; floats are refused as inexact."""
+    if isinstance(value, bool):
+        raise ValueError("must be a USD amount such as \"0.50\", not a boolean")
+    if isinstance(value, float):
+        raise ValueError(
+            f"write USD amounts as strings, e.g. \"{value!r}\" in quotes: a float ({value!r}) is inexact"
+        )
+    if isinstance(value, int | Decimal):
+        d = Decimal(value)
+    elif isinstance(value, str):
+        try:
+            d = Decimal(value.strip())
+        except InvalidOperation:
+            raise ValueError(f"{value!r} is not a decimal number of US dollars") from None
+    else:
+        raise ValueError(f"must be a USD amount as a string such as \"0.50\", not {type(value).__name__}")
+    if not d.is_finite():
+        raise ValueError(f"{value!r} is not a finite amount")
+    if d <= 0:
+        raise ValueError(f"must be greater than 0 USD (got {value!r})")
+    return d
+
+
+class BudgetConfig(BaseModel):
+    """Parameters of ``use: budget``.
+
+    ``max_cost_usd``: the ceiling of every run (USD, ``Decimal``; write it as a string). A child
+    run has its own ledger with the same ceiling, and its spend also counts against each ancestor's.
+    ``allow_unpriced``: admit calls to a model with no known price (``price is None``) instead of
+    refusing them; they are not counted and the result records a warning.
+    ``default_max_tokens``: the output tokens reserved for a request without ``max_tokens``.
+    ``max_tracked_runs``: how many idle run ledgers are kept (least recently used ones are dropped).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_cost_usd: Decimal = Field(
+        description="Hard ceiling per run in US dollars, as a string (e.g. \"0.50\"); floats are refused "
+        "as inexact. A call is admitted while settled spend plus in-flight reservations is below it, so "
+        "a run overshoots it by at most one call's reservation",
+    )
+    allow_unpriced: bool = Field(
+        default=False,
+        description="Admit calls to models whose price is unknown (they are not counted; a warning is "
+        "recorded) instead of refusing them with BudgetExceeded",
+    )
+    default_max_tokens: int = Field(
+        default=4096,
+        ge=1,
+        le=10_000_000,
+        description="Output tokens reserved for a request that sets no max_tokens (tokens)",
+    )
+    max_tracked_runs: int = Field(
+        default=100_000,
+        ge=1,
+        description="Most run ledgers kept in memory; the least recently used idle ones are dropped "
+        "(a dropped run starts a fresh ledger if it calls again)",
+    )
+
+    @field_validator("max_cost_usd", mode="before")
+    @classmethod
+    def _usd(cls, value: Any) -> Any:
+        return _exact_usd(value)

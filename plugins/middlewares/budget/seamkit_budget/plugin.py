@@ -1,0 +1,19 @@
+"""Registers the ``budget`` middleware with seamkit, lazily (module paths only)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from seamkit.hookspecs import hookimpl
+
+__all__ = ["seamkit_register_middlewares"]
+
+
+@hookimpl
+def seamkit_register_middlewares(register: Any) -> None:
+    register(
+        "budget",
+        "seamkit_budget.middleware:build",
+        config="seamkit_budget.config:BudgetConfig",
+        description="A USD ceiling per run (and its child runs): reserve before each model call, settle from usage",
+    )
