@@ -331,3 +331,33 @@ async def test_observers_receive_every_event() -> None:
     rec = Recorder()
     await Agent(ScriptedModel(["hi"]), observers=[rec]).run("x")
     assert rec.kinds == ["run_started", "text", "model_result", "run_finished"]
+
+
+def test_strict_mode_nulls_for_absent_optional_properties_are_dropped() -> None:
+    """Regression: a strict-mode provider writes null for an optional property it leaves out; the
+    canonical schema (optional, not nullable) must still accept the answer."""
+    from seamkit.agent.output import OutputSpec, drop_absent_nulls
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "nick": {"type": "string"},
+            "age": {"type": ["integer", "null"]},
+            "tags": {"type": "array", "items": {"$ref": "#/$defs/tag"}},
+        },
+        "required": ["name"],
+        "$defs": {"tag": {"type": "object", "properties": {"label": {"type": "string"}, "note": {"type": "string"}},
+                          "required": ["label"]}},
+    }
+    spec = OutputSpec.from_json_schema(schema)
+    value = spec.parse('{"name": "a", "nick": null, "age": null, "tags": [{"label": "x", "note": null}]}')
+    assert value == {"name": "a", "age": None, "tags": [{"label": "x"}]}
+    # a required property written as null is still an error, not silently dropped
+    import pytest
+    from seamkit.errors import OutputValidationError
+
+    with pytest.raises(OutputValidationError):
+        spec.parse('{"name": null}')
+    untouched = {"name": "a"}
+    assert drop_absent_nulls(untouched, schema) is untouched

@@ -11,7 +11,7 @@ from typing import Any
 from seamkit.errors import OutputValidationError
 from seamkit.values import FrozenDict, freeze, thaw
 
-__all__ = ["OutputSpec", "output_spec"]
+__all__ = ["OutputSpec", "drop_absent_nulls", "output_spec"]
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
 
@@ -92,10 +92,93 @@ class OutputSpec:
         except ValueError as exc:  # NaN/Infinity, or an integer too long to convert
             raise OutputValidationError([f"not usable JSON: {exc}"], text) from None
         try:
-            return self._validate(value)
+            return self._validate(drop_absent_nulls(value, self.schema))
         except ValueError as exc:
             problems = exc.args[0] if exc.args and isinstance(exc.args[0], list) else [str(exc)]
             raise OutputValidationError(problems, text) from None
+
+
+def drop_absent_nulls(value: Any, schema: Any) -> Any:
+    """``value`` without the ``null`` members that stand for an absent optional property.
+
+    Strict structured-output dialects (OpenAI strict mode, "Structured Outputs": "all fields must
+    be required"; optional ones are emulated as nullable) make the model write ``"x": null`` for an
+    optional property it leaves out. Under the canonical schema that property is optional and may
+    not accept ``null``; such members are removed before validation. A member is removed only when
+    the property is not ``required`` and its schema visibly refuses ``null`` (a ``type`` without
+    ``"null"``, a ``const``/``enum`` without it). Returns ``value`` itself when nothing changed."""
+    return _drop(value, schema, schema, 0)
+
+
+def _resolve(node: Any, root: Any) -> Any:
+    for _ in range(32):  # a chain of $refs; cycles stop here
+        ref = node.get("$ref") if isinstance(node, Mapping) else None
+        if not isinstance(ref, str) or not ref.startswith("#/"):
+            return node
+        target: Any = root
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            if not isinstance(target, Mapping) or part not in target:
+                return node
+            target = target[part]
+        node = target
+    return node
+
+
+def _refuses_null(node: Any, root: Any) -> bool:
+    node = _resolve(node, root)
+    if not isinstance(node, Mapping):
+        return False
+    if "const" in node:
+        return node["const"] is not None
+    if "enum" in node:
+        return None not in node["enum"]
+    t = node.get("type")
+    if isinstance(t, str):
+        return t != "null"
+    if isinstance(t, (list, tuple)):
+        return "null" not in t
+    for key in ("anyOf", "oneOf"):
+        branches = node.get(key)
+        if isinstance(branches, (list, tuple)) and branches:
+            return all(_refuses_null(b, root) for b in branches)
+    return False
+
+
+def _drop(value: Any, node: Any, root: Any, depth: int) -> Any:
+    if depth > 64:
+        return value
+    node = _resolve(node, root)
+    if not isinstance(node, Mapping):
+        return value
+    if isinstance(value, dict):
+        props = node.get("properties")
+        required = node.get("required") or ()
+        if not isinstance(props, Mapping):
+            return value
+        out: dict[str, Any] | None = None
+        for k, v in value.items():
+            sub = props.get(k)
+            if sub is None:
+                continue
+            if v is None and k not in required and _refuses_null(sub, root):
+                if out is None:
+                    out = dict(value)
+                del out[k]
+                continue
+            nv = _drop(v, sub, root, depth + 1)
+            if nv is not v:
+                if out is None:
+                    out = dict(value)
+                out[k] = nv
+        return value if out is None else out
+    if isinstance(value, list):
+        items = node.get("items")
+        if not isinstance(items, Mapping):
+            return value
+        new = [_drop(v, items, root, depth + 1) for v in value]
+        return value if all(a is b for a, b in zip(new, value, strict=True)) else new
+    return value
 
 
 def _no_constant(name: str) -> Any:
