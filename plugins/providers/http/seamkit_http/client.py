@@ -1,0 +1,183 @@
+"""Pooled ``httpx`` clients and the two request shapes providers use: an SSE stream and a JSON post.
+
+Every failure leaves here as a classified :class:`seamkit.errors.ProviderError`: non-2xx responses
+through :func:`~seamkit_http.errors.classify_http_error`, ``httpx`` transport errors (also in the
+middle of a stream) through :func:`~seamkit_http.errors.classify_transport_error`. Values of
+credential headers (``authorization``, ``x-api-key``, ``api-key``, and any header whose name
+contains ``key``, ``token``, ``secret`` or ``auth``) are masked in error messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import weakref
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from seamkit.errors import FailureClass, ProviderError
+
+from seamkit_http.errors import classify_error_body, classify_http_error, classify_transport_error
+from seamkit_http.sse import ServerSentEvent, aiter_sse
+
+__all__ = ["make_client", "shared_client", "open_sse", "post_json"]
+
+_SENSITIVE_WORDS = ("key", "token", "secret", "auth", "cookie")
+
+
+def _h2_available() -> bool:
+    return importlib.util.find_spec("h2") is not None
+
+
+def make_client(*, timeout_s: float = 600, connect_timeout_s: float = 10, http2: bool | None = None,
+                transport: httpx.AsyncBaseTransport | None = None) -> httpx.AsyncClient:
+    """A new pooled ``httpx.AsyncClient``.
+
+    ``timeout_s``: read/write/pool timeout in seconds (per network operation, so a long stream is
+    fine as long as bytes keep arriving); ``connect_timeout_s``: connect timeout in seconds;
+    ``http2``: ``None`` uses HTTP/2 when the ``h2`` package is importable (extra ``seamkit-http[http2]``),
+    ``True`` requires it (``ImportError`` when missing), ``False`` forces HTTP/1.1; ``transport``
+    replaces the network (tests pass a :class:`~seamkit_http.ReplayTransport`). Redirects are not
+    followed. The caller closes the client (``await client.aclose()``).
+    """
+    if timeout_s <= 0 or connect_timeout_s <= 0:
+        raise ValueError("timeout_s and connect_timeout_s must be positive seconds")
+    use_h2 = _h2_available() if http2 is None else http2
+    if use_h2 and not _h2_available():
+        raise ImportError("HTTP/2 needs the 'h2' package: pip install 'seamkit-http[http2]'")
+    return httpx.AsyncClient(
+        timeout=httpx.Timeout(timeout_s, connect=connect_timeout_s),
+        http2=use_h2,
+        transport=transport,
+        limits=httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=30.0),
+        follow_redirects=False,
+    )
+
+
+_SHARED: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[float, float], httpx.AsyncClient]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def shared_client(timeout_s: float = 600, connect_timeout_s: float = 10) -> httpx.AsyncClient:
+    """The process-wide pooled client for these timeouts (seconds) on the running event loop.
+
+    Clients are kept per event loop (an ``httpx`` pool cannot cross loops) and per settings, and
+    re-created when closed. Call it from inside a coroutine; raises ``RuntimeError`` without a running
+    loop. Providers call it at dispatch when no client was injected.
+    """
+    loop = asyncio.get_running_loop()
+    per_loop = _SHARED.setdefault(loop, {})
+    key = (float(timeout_s), float(connect_timeout_s))
+    client = per_loop.get(key)
+    if client is None or client.is_closed:
+        client = per_loop[key] = make_client(timeout_s=timeout_s, connect_timeout_s=connect_timeout_s)
+    return client
+
+
+def _secrets_of(headers: httpx.Headers) -> list[str]:
+    found: list[str] = []
+    for name, value in headers.items():
+        lname = name.lower()
+        if any(word in lname for word in _SENSITIVE_WORDS) and value:
+            found.append(value)
+            scheme, _, credential = value.partition(" ")
+            if credential and scheme.lower() in ("bearer", "basic", "token"):
+                found.append(credential.strip())
+    return found
+
+
+def _is_json(response: httpx.Response) -> bool:
+    ctype: str = str(response.headers.get("content-type", "")).split(";", 1)[0].strip().lower()
+    return ctype == "application/json" or ctype.endswith("+json")
+
+
+@asynccontextmanager
+async def open_sse(client: httpx.AsyncClient, method: str, url: str, *, provider: str,
+                   headers: Mapping[str, str] | None = None,
+                   json: Any = None) -> AsyncIterator[AsyncIterator[ServerSentEvent]]:
+    """Send one request and stream its server-sent events.
+
+    ``async with open_sse(client, "POST", url, provider="openai", headers=h, json=body) as events:``
+    then ``async for event in events``. Raises :class:`ProviderError`: on a non-2xx status (the body
+    is read and classified), on a transport error while connecting or while streaming (timeout ->
+    ``timeout``, dropped connection -> ``server_error``), and on a 2xx ``application/json`` answer
+    instead of an event stream (its ``error`` object classified, else ``server_error``). The response
+    is closed when the block exits, also on early exit.
+    """
+    request = client.build_request(method, url, headers=headers, json=json)
+    if not any(name.lower() == "accept" for name in (headers or {})):
+        request.headers["accept"] = "text/event-stream"
+    secrets = _secrets_of(request.headers)
+    try:
+        response = await client.send(request, stream=True)
+    except httpx.HTTPError as exc:
+        raise classify_transport_error(provider, exc, secrets=secrets) from exc
+    events: AsyncGenerator[ServerSentEvent, None] | None = None
+    try:
+        if not response.is_success or _is_json(response):
+            try:
+                body = await response.aread()
+            except httpx.HTTPError as exc:
+                raise classify_transport_error(provider, exc, secrets=secrets) from exc
+            if not response.is_success:
+                raise classify_http_error(provider, response.status_code, body, response.headers, secrets=secrets)
+            raise _unexpected_json(provider, response, body, secrets)
+        events = _events(provider, response, secrets)
+        yield events
+    finally:
+        if events is not None:
+            await events.aclose()
+        await response.aclose()
+
+
+def _unexpected_json(provider: str, response: httpx.Response, body: bytes, secrets: list[str]) -> ProviderError:
+    import json as _json
+
+    try:
+        parsed = _json.loads(body)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, Mapping) and "error" in parsed:
+        return classify_error_body(provider, parsed, status=response.status_code, headers=response.headers,
+                                   secrets=secrets)
+    return ProviderError(f"HTTP {response.status_code}: expected an event stream, got a JSON document",
+                         FailureClass.SERVER_ERROR, provider=provider, status=response.status_code)
+
+
+async def _events(provider: str, response: httpx.Response,
+                  secrets: list[str]) -> AsyncGenerator[ServerSentEvent, None]:
+    try:
+        async for event in aiter_sse(response.aiter_bytes()):
+            yield event
+    except httpx.HTTPError as exc:
+        raise classify_transport_error(provider, exc, secrets=secrets) from exc
+
+
+async def post_json(client: httpx.AsyncClient, url: str, *, provider: str, headers: Mapping[str, str] | None = None,
+                    json: Any = None) -> tuple[dict[str, Any], httpx.Headers]:
+    """POST ``json`` and return ``(decoded JSON object, response headers)``.
+
+    Raises :class:`ProviderError`: non-2xx -> classified from status and body; transport errors ->
+    classified (timeout / server_error); a 2xx body that is not a JSON object -> ``server_error``.
+    """
+    import json as _json
+
+    request = client.build_request("POST", url, headers=headers, json=json)
+    secrets = _secrets_of(request.headers)
+    try:
+        response = await client.send(request)
+    except httpx.HTTPError as exc:
+        raise classify_transport_error(provider, exc, secrets=secrets) from exc
+    if not response.is_success:
+        raise classify_http_error(provider, response.status_code, response.content, response.headers, secrets=secrets)
+    try:
+        parsed = _json.loads(response.content)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise ProviderError(f"HTTP {response.status_code}: the response is not a JSON object",
+                            FailureClass.SERVER_ERROR, provider=provider, status=response.status_code)
+    return parsed, response.headers
