@@ -1,0 +1,426 @@
+"""What the ``openai`` (Responses) and ``openai_chat`` (Chat Completions) providers share.
+
+Public API (stable; ``seamkit_openai.responses`` and ``seamkit_openai.chat`` build on it):
+
+- :class:`OpenAIProviderBase` — subclass it, set the class attribute ``provider`` (component name)
+  and implement ``stream(request)``. It gives:
+
+  * ``__init__(config, *, client=None, environ=None)``: ``client`` an ``httpx.AsyncClient`` to use
+    (tests pass one over a ``seamkit_http.ReplayTransport``); ``environ`` a mapping read instead
+    of ``os.environ`` (tests). Resolves ``base_url`` (config, else ``$OPENAI_BASE_URL``, else
+    ``https://api.openai.com/v1``), ``capabilities`` (:func:`capabilities_for` + config overrides),
+    ``local`` and ``price``.
+  * attributes ``provider``, ``model``, ``config``, ``base_url``, ``capabilities``, ``price``
+    (:class:`~seamkit.pricing.Price`; ``None`` when unpriced; zero for a local model), ``local`` (bool).
+  * ``url(path) -> str``: ``base_url + path`` (``path`` like ``"/chat/completions"``).
+  * ``http_client() -> httpx.AsyncClient``: the injected client, else a pooled one
+    (``seamkit_http.shared_client``, or a per-loop client of this provider when ``http2`` is set).
+  * ``headers() -> dict[str, str]``: ``Authorization: Bearer <key>`` (only when a key resolves, see
+    :meth:`api_key`), ``OpenAI-Organization``, ``OpenAI-Project`` and the config's extra
+    ``headers``; read at dispatch. Raises ``ProviderError(authentication)`` when OpenAI's own
+    host would be called without a key.
+  * ``settings(request) -> Settings``: the checked sampling settings (see :class:`Settings`);
+    raises :class:`~seamkit.errors.CapabilityError` before dispatch (temperature on a reasoning
+    model, stop sequences, tools or images the model does not take).
+  * ``output_format(request) -> OutputFormat | None``: the structured-output plan (strict-compiled
+    JSON Schema, or JSON mode), with its warnings; raises ``CapabilityError``.
+  * ``tool_spec(tool) -> tuple[dict, bool]``: a tool's parameters schema and whether to send it with
+    ``strict: true`` (only when strict compilation changes nothing: no optional properties, nothing
+    relaxed).
+  * ``usage_from(raw) -> Usage`` (chat or responses usage object -> priced :class:`Usage`),
+    ``price_usage(usage) -> Usage``, ``unpriced_warning() -> str | None`` (text for a
+    ``Delta(warning=...)``, logged once per instance).
+  * ``chat(request)``: ``collect_result(self.stream(request), provider=..., model=...)``.
+  * ``repr()`` shows provider, model and base URL, never a credential or header value.
+
+- :func:`image_url(block) -> str`: an :class:`ImageBlock` as a URL (``data:`` URL for bytes).
+- :func:`reasoning_is_ours(block, provider, model) -> bool`: a ReasoningBlock may be sent back.
+- :func:`is_loopback(url)`, :func:`is_openai_host(url)`, :func:`price_table()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import ipaddress
+import logging
+import os
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+import httpx
+from seamkit.accumulate import collect_result
+from seamkit.errors import CapabilityError, FailureClass, ProviderError
+from seamkit.pricing import Price, PriceTable, load_price_table, price_usage
+from seamkit.values import ChatRequest, Delta, ImageBlock, LLMResult, ReasoningBlock, ToolSchema, Usage, thaw
+
+from seamkit_openai.capabilities import Capabilities, capabilities_for, nearest_effort
+from seamkit_openai.config import DEFAULT_BASE_URL, OpenAIConfigBase
+from seamkit_openai.schema import compile_strict, schema_name
+
+__all__ = [
+    "OpenAIProviderBase",
+    "Settings",
+    "OutputFormat",
+    "image_url",
+    "reasoning_is_ours",
+    "is_loopback",
+    "is_openai_host",
+    "price_table",
+    "usage_counts",
+]
+
+log = logging.getLogger("seamkit_openai")
+_FREE = Price(Decimal(0), Decimal(0))
+
+
+def _env(environ: Mapping[str, str], name: str) -> str | None:
+    value = environ.get(name)
+    if value is None:
+        return None
+    value = value.strip()
+    return value or None
+
+
+def is_openai_host(url: str) -> bool:
+    """``True`` when ``url``'s host is ``api.openai.com`` (or another ``*.openai.com`` host)."""
+    host = (urlsplit(url).hostname or "").lower()
+    return host == "openai.com" or host.endswith(".openai.com")
+
+
+def is_loopback(url: str) -> bool:
+    """``True`` when ``url``'s host is ``localhost`` or a loopback IP (127.0.0.0/8, ::1)."""
+    host = (urlsplit(url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@lru_cache(maxsize=1)
+def price_table() -> PriceTable:
+    """The packaged OpenAI price table (``seamkit_openai/prices.json``)."""
+    return load_price_table("seamkit_openai", "prices.json")
+
+
+def image_url(block: ImageBlock) -> str:
+    """The block's URL, or a ``data:<media_type>;base64,...`` URL for inline bytes."""
+    if block.url is not None:
+        return block.url
+    assert block.data is not None
+    return f"data:{block.media_type};base64,{base64.b64encode(block.data).decode('ascii')}"
+
+
+def reasoning_is_ours(block: ReasoningBlock, provider: str, model: str) -> bool:
+    """Whether ``block`` was written by this provider component and model (so its signature /
+    encrypted content may be sent back)."""
+    return block.provider == provider and block.model == model
+
+
+def usage_counts(raw: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    """``(input, output, cache_read, reasoning)`` token counts from a Chat Completions usage
+    object (``prompt_tokens``, ``completion_tokens``, ``prompt_tokens_details.cached_tokens``,
+    ``completion_tokens_details.reasoning_tokens``) or a Responses one (``input_tokens``,
+    ``output_tokens``, ``input_tokens_details.cached_tokens``,
+    ``output_tokens_details.reasoning_tokens``). ``input`` already includes the cached tokens, as
+    OpenAI reports it. Missing or null fields count 0."""
+
+    def num(v: Any) -> int:
+        return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else 0
+
+    def details(key: str) -> Mapping[str, Any]:
+        d = raw.get(key)
+        return d if isinstance(d, Mapping) else {}
+
+    if "prompt_tokens" in raw or "completion_tokens" in raw:
+        inp, out = num(raw.get("prompt_tokens")), num(raw.get("completion_tokens"))
+        cached = num(details("prompt_tokens_details").get("cached_tokens"))
+        reasoning = num(details("completion_tokens_details").get("reasoning_tokens"))
+    else:
+        inp, out = num(raw.get("input_tokens")), num(raw.get("output_tokens"))
+        cached = num(details("input_tokens_details").get("cached_tokens"))
+        reasoning = num(details("output_tokens_details").get("reasoning_tokens"))
+    return inp, out, min(cached, inp), min(reasoning, out)
+
+
+@dataclass(slots=True)
+class Settings:
+    """Checked sampling settings of one request.
+
+    ``temperature`` (``None``: not sent), ``max_tokens`` (output tokens; ``None``: not sent) and
+    ``max_tokens_param`` (its chat-completions name), ``reasoning_effort`` (the level to send,
+    already mapped to one the model supports; ``None``: not sent), ``seed``, ``stop`` (tuple),
+    ``extra`` (``request.extra`` minus ``reasoning_effort``, passed through to the body) and
+    ``warnings`` (explicit degradations, each to be yielded as ``Delta(warning=...)``)."""
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    max_tokens_param: str = "max_completion_tokens"
+    reasoning_effort: str | None = None
+    seed: int | None = None
+    stop: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class OutputFormat:
+    """How to ask for structured output: ``kind`` ``"json_schema"`` (``name``, ``schema``,
+    ``strict``) or ``"json_object"`` (JSON mode; ``schema`` set when the server takes it inside JSON
+    mode, else ``None`` and the schema is not enforced); ``warnings`` as in :class:`Settings`."""
+
+    kind: str
+    name: str = "output"
+    schema: dict[str, Any] | None = None
+    strict: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+class OpenAIProviderBase:
+    """Shared provider behaviour (see the module doc). Subclasses set ``provider`` and implement
+    ``stream``."""
+
+    provider: ClassVar[str] = "openai"
+
+    def __init__(self, config: OpenAIConfigBase, *, client: httpx.AsyncClient | None = None,
+                 environ: Mapping[str, str] | None = None) -> None:
+        self.config = config
+        self.model = config.model
+        self._environ: Mapping[str, str] | None = environ
+        env = self.environ
+        base = config.base_url or _env(env, "OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        self.base_url = base.rstrip("/")
+        # An OpenAI key may be read from the environment for OpenAI's host, or for the base URL the
+        # environment itself names (the pairing the official SDK reads).
+        self._env_key_allowed = is_openai_host(self.base_url) or (
+            config.base_url is None and _env(env, "OPENAI_BASE_URL") is not None
+        )
+        overrides = config.capabilities.as_changes() if config.capabilities is not None else None
+        self.capabilities: Capabilities = capabilities_for(
+            self.model, openai_host=is_openai_host(self.base_url), overrides=overrides
+        )
+        if config.price is not None:
+            p = config.price
+            self.price: Price | None = Price(p.input, p.output, p.cache_read, p.cache_write)
+            self.local = bool(config.local)
+        else:
+            self.local = config.local if config.local is not None else is_loopback(self.base_url)
+            # A local model costs nothing: a zero price (budget middlewares admit it, reserving 0).
+            self.price = _FREE if self.local else price_table().lookup(self.model.removeprefix("openai/"))
+        self._client = client
+        self._own: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._warned_unpriced = False
+
+    # -- identity ---------------------------------------------------------------------------
+
+    @property
+    def environ(self) -> Mapping[str, str]:
+        return self._environ if self._environ is not None else os.environ
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(provider={self.provider!r}, model={self.model!r}, base_url={self.base_url!r})"
+
+    __str__ = __repr__
+
+    def url(self, path: str) -> str:
+        """``base_url`` joined with ``path`` (which starts with ``/``)."""
+        return self.base_url + path
+
+    # -- transport --------------------------------------------------------------------------
+
+    def http_client(self) -> httpx.AsyncClient:
+        """The client to send with (see the module doc). Call from inside a coroutine."""
+        if self._client is not None:
+            return self._client
+        from seamkit_http import make_client, shared_client
+
+        cfg = self.config
+        if cfg.http2 is None:
+            return shared_client(timeout_s=cfg.timeout_s, connect_timeout_s=cfg.connect_timeout_s)
+        loop = asyncio.get_running_loop()
+        client = self._own.get(loop)
+        if client is None or client.is_closed:
+            client = self._own[loop] = make_client(
+                timeout_s=cfg.timeout_s, connect_timeout_s=cfg.connect_timeout_s, http2=cfg.http2
+            )
+        return client
+
+    def api_key(self) -> str | None:
+        """The key to send (read at dispatch): ``config.api_key``; else ``$<api_key_env>``; else
+        ``$OPENAI_API_KEY`` when the base URL is OpenAI's or came from ``$OPENAI_BASE_URL``."""
+        cfg = self.config
+        if cfg.api_key is not None and cfg.api_key.get_secret_value():
+            return cfg.api_key.get_secret_value()
+        if cfg.api_key_env:
+            return _env(self.environ, cfg.api_key_env)
+        if self._env_key_allowed:
+            return _env(self.environ, "OPENAI_API_KEY")
+        return None
+
+    def headers(self) -> dict[str, str]:
+        """Request headers (see the module doc). Raises ``ProviderError(authentication)`` when
+        OpenAI's host would be called without a key."""
+        h: dict[str, str] = {}
+        key = self.api_key()
+        if key:
+            h["Authorization"] = f"Bearer {key}"
+        elif is_openai_host(self.base_url):
+            where = f"${self.config.api_key_env}" if self.config.api_key_env else "$OPENAI_API_KEY"
+            raise ProviderError(
+                f"no API key: set api_key in the configuration or {where}", FailureClass.AUTHENTICATION,
+                provider=self.provider,
+            )
+        org = self.config.organization or _env(self.environ, "OPENAI_ORG_ID")
+        if org:
+            h["OpenAI-Organization"] = org
+        project = self.config.project or _env(self.environ, "OPENAI_PROJECT_ID")
+        if project:
+            h["OpenAI-Project"] = project
+        for name, value in self.config.headers.items():
+            h[name] = value.get_secret_value()
+        return h
+
+    # -- settings ---------------------------------------------------------------------------
+
+    def _refuse(self, feature: str, message: str) -> CapabilityError:
+        return CapabilityError(message, provider=self.provider, model=self.model, feature=feature)
+
+    def settings(self, request: ChatRequest) -> Settings:
+        """Check ``request`` against :attr:`capabilities` (see :class:`Settings`). Raises
+        :class:`CapabilityError` before dispatch for what the model cannot take."""
+        caps = self.capabilities
+        s = Settings(max_tokens_param=caps.max_tokens_param)
+        if request.temperature is not None:
+            if not caps.temperature:
+                kind = "a reasoning model" if caps.reasoning else "this model"
+                raise self._refuse(
+                    "temperature",
+                    f"temperature is not supported by {kind} ({self.model}); remove the temperature setting",
+                )
+            s.temperature = request.temperature
+        if request.max_tokens is not None:
+            if request.max_tokens < 1:
+                raise self._refuse("max_tokens", f"max_tokens must be at least 1, got {request.max_tokens}")
+            s.max_tokens = request.max_tokens
+        if request.seed is not None:
+            if caps.seed:
+                s.seed = request.seed
+            else:
+                s.warnings.append(f"seed not supported by {self.model}; not sent")
+        if request.stop:
+            if not caps.stop:
+                raise self._refuse("stop", f"stop sequences are not supported by {self.model}")
+            s.stop = tuple(request.stop)
+        if request.tools and request.tool_choice != "none" and not caps.tools:
+            raise self._refuse("tools", f"tools are not supported by {self.model}")
+        if not caps.images and any(
+            isinstance(b, ImageBlock) for m in request.messages for b in m.content
+        ):
+            raise self._refuse("images", f"image inputs are not supported by {self.model}")
+        extra = dict(thaw(request.extra)) if request.extra else {}
+        effort = extra.pop("reasoning_effort", None) or self.config.reasoning_effort
+        if effort is not None:
+            effort = str(effort)
+            if not caps.reasoning_efforts:
+                s.warnings.append(f"reasoning_effort {effort!r} not supported by {self.model}; not sent")
+            else:
+                chosen = nearest_effort(effort, caps.reasoning_efforts)
+                if chosen != effort:
+                    s.warnings.append(f"reasoning_effort {effort!r} not supported by {self.model}; sent {chosen!r}")
+                s.reasoning_effort = chosen
+        s.extra = extra
+        return s
+
+    def output_format(self, request: ChatRequest) -> OutputFormat | None:
+        """The structured-output plan for ``request.output_schema`` (``None`` when there is none).
+
+        ``json_schema`` capability: the schema strict-compiled (``strict_schema``) or as is; the
+        compiler's relaxations become warnings. Without it: ``json_object`` with the schema
+        (``json_object_schema``), else plain JSON mode (``json_object``) with a warning, else
+        :class:`CapabilityError`."""
+        schema = request.output_schema
+        if schema is None:
+            return None
+        caps = self.capabilities
+        plain = thaw(schema)
+        name = schema_name(plain)
+        if caps.json_schema:
+            if caps.strict_schema:
+                compiled = compile_strict(plain, provider=self.provider, model=self.model)
+                return OutputFormat("json_schema", name, compiled.schema, True,
+                                    [f"structured output: {r}" for r in compiled.relaxed])
+            return OutputFormat("json_schema", name, plain, False)
+        if caps.json_object_schema:
+            return OutputFormat("json_object", name, plain, False)
+        if caps.json_object:
+            return OutputFormat(
+                "json_object", name, None, False,
+                [f"structured output: {self.model} has no json_schema mode; sent JSON mode, the schema is "
+                 "checked after the reply"],
+            )
+        raise self._refuse("output_schema", f"structured output (JSON Schema or JSON mode) is not supported by "
+                           f"{self.model}")
+
+    def tool_spec(self, tool: ToolSchema) -> tuple[dict[str, Any], bool]:
+        """``(parameters, strict)`` for ``tool``: strict only with the ``strict_tools`` capability
+        and when compilation changes nothing (no optional properties, nothing relaxed)."""
+        params = thaw(tool.parameters) if tool.parameters else {"type": "object", "properties": {}}
+        if self.capabilities.strict_tools:
+            try:
+                compiled = compile_strict(params, provider=self.provider, model=self.model)
+            except CapabilityError:
+                return params, False
+            if not compiled.relaxed and compiled.optional_made_nullable == 0:
+                return compiled.schema, True
+        return params, False
+
+    # -- usage ------------------------------------------------------------------------------
+
+    def price_usage(self, usage: Usage) -> Usage:
+        """``usage`` priced: cost 0 ``local`` for a local server, else with :attr:`price`
+        (``estimated``), else ``unpriced`` (cost ``None``)."""
+        if self.local:
+            return Usage(usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+                         usage.reasoning_tokens, usage.requests, Decimal(0), "local")
+        return price_usage(usage, self.price)
+
+    def usage_from(self, raw: Mapping[str, Any]) -> Usage:
+        """A priced :class:`Usage` (one request) from an OpenAI usage object (see :func:`usage_counts`)."""
+        inp, out, cached, reasoning = usage_counts(raw)
+        return self.price_usage(Usage(inp, out, cached, 0, reasoning, 1))
+
+    def unpriced_warning(self) -> str | None:
+        """The warning text for an unpriced model (``None`` when priced or local); logged once
+        per provider instance."""
+        if self.local or self.price is not None:
+            return None
+        text = (f"model {self.model!r} has no price in seamkit-openai's price table "
+                f"({price_table().version}); cost is unknown (set price: in the configuration)")
+        if not self._warned_unpriced:
+            self._warned_unpriced = True
+            log.warning("%s: %s", self.provider, text)
+        return text
+
+    # -- calls ------------------------------------------------------------------------------
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def chat(self, request: ChatRequest) -> LLMResult:
+        """The collected :meth:`stream` (same errors)."""
+        return await collect_result(self.stream(request), provider=self.provider, model=self.model)
+
+    async def aclose(self) -> None:
+        """Close clients this provider created itself (not an injected or shared one)."""
+        for client in list(self._own.values()):
+            await client.aclose()
+        self._own.clear()

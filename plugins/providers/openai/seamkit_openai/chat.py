@@ -1,0 +1,304 @@
+"""The ``openai_chat`` provider: OpenAI's Chat Completions API (``POST {base_url}/chat/completions``,
+``stream: true``), and any OpenAI-compatible server (vLLM, llama.cpp server, Ollama, OpenRouter,
+DeepSeek) through ``base_url`` and ``headers``.
+
+Request (API reference "Create chat completion"): ``model``, ``messages``, ``stream: true``,
+``stream_options: {include_usage: true}`` (when the ``stream_options`` capability is on), ``tools``
+(``{type: function, function: {name, description, parameters, strict?}}``), ``tool_choice``
+(``"none"`` / ``"required"`` / ``{type: function, function: {name}}``; ``auto`` is the API default
+and is not sent), ``response_format`` (``{type: json_schema, json_schema: {name, schema, strict}}``,
+or ``{type: json_object, schema}`` / ``{type: json_object}`` per the capabilities),
+``temperature``, ``max_completion_tokens`` (or ``max_tokens``, per the capability table), ``seed``,
+``stop``, ``reasoning_effort``; then ``request.extra`` merged in.
+
+Messages: system text -> a ``developer`` message for reasoning models (``developer_role``), else
+``system`` (a ``user`` message for models with no system role); user text/images -> ``content`` (a
+string, or parts ``text`` / ``image_url`` with a ``data:`` URL for inline bytes); assistant text and
+tool calls -> ``content`` + ``tool_calls`` (arguments as JSON text); each tool result -> a ``tool``
+message (``tool_call_id``, ``content``; an error result is sent as its content: the API has no error
+flag). Chat Completions cannot take reasoning back: ReasoningBlocks are not sent (a warning when a
+block with a signature from another provider/model is dropped).
+
+Stream (reference "The chat completion chunk object"): ``choices[0].delta.content`` -> text;
+``delta.reasoning_content`` / ``delta.reasoning`` (DeepSeek, vLLM, llama.cpp, OpenRouter) ->
+reasoning; ``delta.refusal`` -> text, finish ``refusal``; ``delta.tool_calls[]`` (``index``, ``id``
+and ``function.name`` on the first fragment, ``function.arguments`` pieces) -> ``ToolCallDelta``
+(ids passed through so calls sharing an index stay apart); ``finish_reason``; the final chunk with
+empty ``choices`` and ``usage`` (``prompt_tokens`` incl. ``prompt_tokens_details.cached_tokens``,
+``completion_tokens`` incl. ``completion_tokens_details.reasoning_tokens``); ``data: [DONE]``.
+``data: {"error": {...}}`` -> the classified :class:`ProviderError`. A stream that ends without
+``[DONE]`` and without a finish reason raises ``ProviderError(server_error)``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from seamkit.errors import FailureClass, ProviderError
+from seamkit.tokens import estimate_tokens
+from seamkit.values import (
+    ChatRequest,
+    Delta,
+    FinishReason,
+    ImageBlock,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCall,
+    ToolCallDelta,
+    ToolResult,
+    Usage,
+    freeze,
+    thaw,
+)
+from seamkit_http import classify_error_body, is_done, open_sse
+
+from seamkit_openai._common import OpenAIProviderBase, Settings, image_url
+from seamkit_openai.config import OpenAIChatConfig
+
+__all__ = ["OpenAIChatProvider", "build", "chat_body", "chat_messages"]
+
+_FINISH: Mapping[str, FinishReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_calls",
+    "function_call": "tool_calls",
+    "content_filter": "content_filter",
+}
+_PROTECTED = frozenset({"model", "messages", "stream"})
+
+
+def chat_messages(
+    messages: tuple[Message, ...], *, developer_role: bool, system_role: bool, provider: str, model: str
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """``(messages as the API takes them, warnings)`` (see the module doc for the mapping)."""
+    out: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for m in messages:
+        if m.role == "system":
+            role = ("developer" if developer_role else "system") if system_role else "user"
+            out.append({"role": role, "content": m.text})
+            continue
+        results = [b for b in m.content if isinstance(b, ToolResult)]
+        rest = [b for b in m.content if not isinstance(b, ToolResult)]
+        for r in results:
+            out.append({"role": "tool", "tool_call_id": r.call_id, "content": r.content})
+        if not rest:
+            continue
+        for b in rest:
+            if isinstance(b, ReasoningBlock) and b.signature and (b.provider, b.model) != (provider, model):
+                warnings.append(
+                    f"reasoning from {b.provider or 'another provider'}:{b.model or '?'} dropped "
+                    f"(Chat Completions cannot take reasoning back)"
+                )
+        if m.role == "assistant":
+            text = "".join(b.text for b in rest if isinstance(b, TextBlock))
+            calls = [b for b in rest if isinstance(b, ToolCall)]
+            msg: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
+            if calls:
+                msg["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(thaw(c.arguments), ensure_ascii=False)},
+                    }
+                    for c in calls
+                ]
+            out.append(msg)
+            continue
+        # user (or a tool message carrying other blocks): text, or text + image parts
+        parts: list[dict[str, Any]] = []
+        for b in rest:
+            if isinstance(b, TextBlock):
+                parts.append({"type": "text", "text": b.text})
+            elif isinstance(b, ImageBlock):
+                parts.append({"type": "image_url", "image_url": {"url": image_url(b)}})
+        if not parts:
+            continue
+        if all(p["type"] == "text" for p in parts):
+            out.append({"role": "user", "content": "".join(p["text"] for p in parts)})
+        else:
+            out.append({"role": "user", "content": parts})
+    return out, warnings
+
+
+class OpenAIChatProvider(OpenAIProviderBase):
+    """An :class:`~seamkit.ports.LLMPort` over Chat Completions (see the module doc).
+
+    ``OpenAIChatProvider(config, client=None, environ=None)``. Raises
+    :class:`~seamkit.errors.CapabilityError` before dispatch for settings or schema constructs the
+    model cannot take, and a classified :class:`~seamkit.errors.ProviderError` for every failure,
+    also in the middle of a stream."""
+
+    provider = "openai_chat"
+
+    def body(self, request: ChatRequest) -> tuple[dict[str, Any], list[str]]:
+        """``(request body, warnings)`` for ``request``. Raises ``CapabilityError``."""
+        s = self.settings(request)
+        return chat_body(self, request, s)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
+        """Stream ``request`` (see the module doc). The last delta carries ``finish_reason`` and
+        the priced ``usage``."""
+        body, warnings = self.body(request)
+        headers = self.headers()
+        client = self.http_client()
+        for w in warnings:
+            yield Delta(warning=w)
+        unpriced = self.unpriced_warning()
+        if unpriced:
+            yield Delta(warning=unpriced)
+        finish: FinishReason | None = None
+        raw_usage: dict[str, Any] | None = None
+        done = False
+        model_sent = False
+        refused = False
+        out_chars = 0
+        async with open_sse(client, "POST", self.url("/chat/completions"), provider=self.provider,
+                            headers=headers, json=body) as events:
+            async for event in events:
+                if is_done(event):
+                    done = True
+                    break
+                data = event.data
+                if not data.strip():
+                    continue
+                try:
+                    chunk = json.loads(data)
+                except ValueError:
+                    raise ProviderError(
+                        f"malformed stream chunk (not JSON): {data[:200]!r}", FailureClass.SERVER_ERROR,
+                        provider=self.provider,
+                    ) from None
+                if not isinstance(chunk, dict):
+                    raise ProviderError("malformed stream chunk (not an object)", FailureClass.SERVER_ERROR,
+                                        provider=self.provider)
+                if chunk.get("error"):
+                    raise classify_error_body(self.provider, chunk)
+                if not model_sent and isinstance(chunk.get("model"), str) and chunk["model"]:
+                    model_sent = True
+                    yield Delta(model=chunk["model"])
+                usage = chunk.get("usage")
+                if isinstance(usage, dict):
+                    raw_usage = usage
+                for choice in chunk.get("choices") or ():
+                    if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                        continue
+                    delta = choice.get("delta") or {}
+                    text = delta.get("content")
+                    if isinstance(text, str) and text:
+                        out_chars += len(text)
+                        yield Delta(text=text)
+                    for key in ("reasoning_content", "reasoning"):
+                        r = delta.get(key)
+                        if isinstance(r, str) and r:
+                            out_chars += len(r)
+                            yield Delta(reasoning=r)
+                            break
+                    refusal = delta.get("refusal")
+                    if isinstance(refusal, str) and refusal:
+                        refused = True
+                        yield Delta(text=refusal)
+                    for tc in delta.get("tool_calls") or ():
+                        if not isinstance(tc, dict):
+                            continue
+                        fn = tc.get("function") or {}
+                        args = fn.get("arguments")
+                        index = tc.get("index")
+                        out_chars += len(args) if isinstance(args, str) else 0
+                        yield Delta(tool_call=ToolCallDelta(
+                            index=index if isinstance(index, int) else 0,
+                            id=tc.get("id") or None,
+                            name=fn.get("name") or None,
+                            arguments=args if isinstance(args, str) else "",
+                        ))
+                    fr = choice.get("finish_reason")
+                    if isinstance(fr, str) and fr:
+                        finish = _FINISH.get(fr, "stop")
+        if not done and finish is None:
+            raise ProviderError("the stream ended before the response was complete (no finish_reason, no [DONE])",
+                                FailureClass.SERVER_ERROR, provider=self.provider)
+        if refused:
+            finish = "refusal"
+        if raw_usage is not None:
+            usage_value = self.usage_from(raw_usage)
+        else:
+            usage_value = self.price_usage(
+                Usage(estimate_tokens(request), (out_chars + 3) // 4, requests=1)
+            )
+            yield Delta(warning="the server reported no usage; token counts are estimates")
+        yield Delta(
+            finish_reason=finish or "stop",
+            usage=usage_value,
+            raw_usage=freeze(raw_usage) if raw_usage is not None else None,
+        )
+
+
+def chat_body(p: OpenAIProviderBase, request: ChatRequest, s: Settings) -> tuple[dict[str, Any], list[str]]:
+    """The Chat Completions request body for ``request`` with checked settings ``s`` on provider ``p``:
+    ``(body, warnings)``. Raises ``CapabilityError`` (structured output)."""
+    caps = p.capabilities
+    warnings = list(s.warnings)
+    messages, w = chat_messages(
+        request.messages, developer_role=caps.developer_role, system_role=caps.system_role,
+        provider=p.provider, model=p.model,
+    )
+    warnings.extend(w)
+    body: dict[str, Any] = {"model": p.model, "messages": messages, "stream": True}
+    if caps.stream_options:
+        body["stream_options"] = {"include_usage": True}
+    if request.tools and caps.tools:
+        tools = []
+        for t in request.tools:
+            params, strict = p.tool_spec(t)
+            fn: dict[str, Any] = {"name": t.name, "description": t.description, "parameters": params}
+            if strict:
+                fn["strict"] = True
+            tools.append({"type": "function", "function": fn})
+        body["tools"] = tools
+        choice = request.tool_choice
+        if choice in ("none", "required"):
+            body["tool_choice"] = choice
+        elif choice != "auto":
+            body["tool_choice"] = {"type": "function", "function": {"name": choice}}
+    fmt = p.output_format(request)
+    if fmt is not None:
+        warnings.extend(fmt.warnings)
+        if fmt.kind == "json_schema":
+            js: dict[str, Any] = {"name": fmt.name, "schema": fmt.schema}
+            if fmt.strict:
+                js["strict"] = True
+            body["response_format"] = {"type": "json_schema", "json_schema": js}
+        elif fmt.schema is not None:
+            body["response_format"] = {"type": "json_object", "schema": fmt.schema}
+        else:
+            body["response_format"] = {"type": "json_object"}
+    if s.temperature is not None:
+        body["temperature"] = s.temperature
+    if s.max_tokens is not None:
+        body[s.max_tokens_param] = s.max_tokens
+    if s.seed is not None:
+        body["seed"] = s.seed
+    if s.stop:
+        body["stop"] = list(s.stop)
+    if s.reasoning_effort is not None:
+        body["reasoning_effort"] = s.reasoning_effort
+    for k, v in s.extra.items():
+        if k in _PROTECTED:
+            warnings.append(f"extra setting {k!r} ignored (set by the provider)")
+        elif k == "parallel_tool_calls" and not caps.parallel_tool_calls:
+            warnings.append(f"parallel_tool_calls not supported by {p.model}; not sent")
+        else:
+            body[k] = v
+    return body, warnings
+
+
+def build(config: OpenAIChatConfig, *, client: Any = None, environ: Mapping[str, str] | None = None
+          ) -> OpenAIChatProvider:
+    """The ``openai_chat`` component factory: ``config`` validated; ``client`` an
+    ``httpx.AsyncClient`` to send with (tests); ``environ`` replaces ``os.environ`` (tests)."""
+    return OpenAIChatProvider(config, client=client, environ=environ)
+
+
