@@ -1,0 +1,45 @@
+"""The provider conformance suite, run against the anthropic provider on replayed wire fixtures."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from anthropic_wire_helpers import error_reply, expected_body, sse_reply
+from seamkit.accumulate import collect_result
+from seamkit.ports import LLMPort
+from seamkit.testing.conformance import CONFORMANCE_SECRET, ProviderConformance
+from seamkit_anthropic.config import AnthropicConfig
+from seamkit_anthropic.provider import AnthropicProvider
+from seamkit_http import ReplayTransport, make_client
+
+_CONFIG: dict[str, dict[str, object]] = {
+    "reasoning": {"thinking": {"type": "enabled", "budget_tokens": 2048}},
+}
+
+
+def _make(scenario: str) -> tuple[AnthropicProvider, ReplayTransport]:
+    reply = error_reply(scenario) if scenario.startswith("error_") and scenario != "error_midstream" \
+        else sse_reply(scenario)
+    transport = ReplayTransport(reply)
+    config = AnthropicConfig(model="claude-sonnet-4-5", api_key=CONFORMANCE_SECRET, **_CONFIG.get(scenario, {}))
+    return AnthropicProvider(config, client=make_client(transport=transport), env={}), transport
+
+
+class TestAnthropicConformance(ProviderConformance):
+    @pytest.fixture
+    def make_provider(self) -> Callable[[str], LLMPort]:
+        def make(scenario: str) -> LLMPort:
+            return _make(scenario)[0]
+
+        return make
+
+    @pytest.mark.parametrize(
+        "scenario", ["text", "tool_call", "parallel_tool_calls", "structured_output", "reasoning"]
+    )
+    async def test_the_suite_requests_match_the_wire_fixtures(self, scenario: str) -> None:
+        provider, transport = _make(scenario)
+        await collect_result(provider.stream(self.request_for(scenario)))
+        assert transport.json_bodies == [expected_body(scenario)]
+        assert transport.requests[0].headers["x-api-key"] == CONFORMANCE_SECRET
+        assert transport.closed == 1
