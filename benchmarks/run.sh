@@ -3,6 +3,8 @@
 #   bash benchmarks/run.sh                  W1-W3 (benchmarks/run.py)
 #   bash benchmarks/run.sh checkpoints ...  per-step checkpoint cost vs LangGraph (benchmarks/checkpoints.py;
 #                                           installs the pinned LangGraph packages and PostgreSQL/Redis when missing)
+#   bash benchmarks/run.sh sse ...          SSE parsing MB/s and deltas/s, seamkit-http vs the openai SDK's parser
+#                                           (benchmarks/sse_bench.py; installs benchmarks/requirements-sse.txt)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/_setup.sh"
 if [ "${1:-}" = "checkpoints" ]; then
@@ -16,5 +18,16 @@ if [ "${1:-}" = "checkpoints" ]; then
     echo "$lg_want" > "$lg_stamp"
   fi
   exec .venv/bin/python benchmarks/checkpoints.py "$@"
+fi
+if [ "${1:-}" = "sse" ]; then
+  shift
+  sse_stamp=".venv/.seamkit-bench-sse"
+  sse_want="$(sha256sum benchmarks/requirements-sse.txt | cut -c1-16)"
+  if [ ! -f "$sse_stamp" ] || [ "$(cat "$sse_stamp")" != "$sse_want" ]; then
+    echo "seamkit bench: installing the openai SDK (benchmarks/requirements-sse.txt) into .venv" >&2
+    .venv/bin/python -m pip install -q --disable-pip-version-check -r benchmarks/requirements-sse.txt
+    echo "$sse_want" > "$sse_stamp"
+  fi
+  exec .venv/bin/python benchmarks/sse_bench.py "$@"
 fi
 exec .venv/bin/python benchmarks/run.py "$@"
