@@ -106,22 +106,28 @@ def drop_absent_nulls(value: Any, schema: Any) -> Any:
     optional property it leaves out. Under the canonical schema that property is optional and may
     not accept ``null``; such members are removed before validation. A member is removed only when
     the property is not ``required`` and its schema visibly refuses ``null`` (a ``type`` without
-    ``"null"``, a ``const``/``enum`` without it). Returns ``value`` itself when nothing changed."""
+    ``"null"``, a ``const``/``enum`` without it, a union whose branches all do). Follows
+    ``properties``, ``items``, local ``$ref`` (and a single-``allOf`` wrapper), and for an object
+    under ``anyOf``/``oneOf`` the first branch declaring all its keys. Returns ``value`` itself
+    when nothing changed."""
     return _drop(value, schema, schema, 0)
 
 
 def _resolve(node: Any, root: Any) -> Any:
     for _ in range(32):  # a chain of $refs; cycles stop here
         ref = node.get("$ref") if isinstance(node, Mapping) else None
-        if not isinstance(ref, str) or not ref.startswith("#/"):
-            return node
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            break
         target: Any = root
-        for part in ref[2:].split("/"):
+        for part in ref[2:].split("/") if ref != "#" else ():
             part = part.replace("~1", "/").replace("~0", "~")
             if not isinstance(target, Mapping) or part not in target:
                 return node
             target = target[part]
         node = target
+    if isinstance(node, Mapping) and isinstance(node.get("allOf"), (list, tuple)) and len(node["allOf"]) == 1:
+        # {"allOf": [{"$ref": ...}], "description": ...}: pydantic's way of annotating a reference
+        return {**_resolve(node["allOf"][0], root), **{k: v for k, v in node.items() if k != "allOf"}}
     return node
 
 
@@ -155,6 +161,12 @@ def _drop(value: Any, node: Any, root: Any, depth: int) -> Any:
         props = node.get("properties")
         required = node.get("required") or ()
         if not isinstance(props, Mapping):
+            # a union of object schemas: the first branch that declares every key of the value
+            for branch in node.get("anyOf") or node.get("oneOf") or ():
+                b = _resolve(branch, root)
+                if isinstance(b, Mapping) and isinstance(b.get("properties"), Mapping) and set(value) <= set(
+                        b["properties"]):
+                    return _drop(value, b, root, depth + 1)
             return value
         out: dict[str, Any] | None = None
         for k, v in value.items():

@@ -45,6 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from seamkit.agent.output import drop_absent_nulls
 from seamkit.errors import CapabilityError
 
 __all__ = ["StrictSchema", "compile_strict", "to_strict", "schema_name", "drop_optional_nulls", "STRICT_FORMATS"]
@@ -365,64 +366,6 @@ def schema_name(schema: Mapping[str, Any]) -> str:
 def drop_optional_nulls(value: Any, schema: Mapping[str, Any]) -> Any:
     """``value`` (decoded from a strict reply) with ``null`` removed from each object property that
     ``schema`` (the canonical one) leaves optional and that does not itself allow ``null``, so the
-    canonical schema validates what strict mode produced. Follows ``properties``, ``items``,
-    ``anyOf``/``oneOf`` (the first branch that is an object schema for an object) and local ``$ref``."""
-    root = _plain(schema)
-    return _drop(value, root, root, 0)
-
-
-def _resolve(s: Any, root: Mapping[str, Any]) -> Any:
-    seen = 0
-    while isinstance(s, Mapping) and "$ref" in s and seen < 32:
-        ref = s["$ref"]
-        node: Any = root
-        if not isinstance(ref, str) or not ref.startswith("#"):
-            return s
-        for part in ref[2:].split("/") if ref != "#" else ():
-            node = node.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(node, Mapping) else None
-        s = node
-        seen += 1
-    if isinstance(s, Mapping) and "allOf" in s and len(s["allOf"]) == 1:
-        s = {**_resolve(s["allOf"][0], root), **{k: v for k, v in s.items() if k != "allOf"}}
-    return s
-
-
-def _allows_null(s: Any, root: Mapping[str, Any]) -> bool:
-    s = _resolve(s, root)
-    if not isinstance(s, Mapping):
-        return True
-    t = s.get("type")
-    if t == "null" or (isinstance(t, list) and "null" in t):
-        return True
-    if "enum" in s and None in s["enum"]:
-        return True
-    if "const" in s and s["const"] is None:
-        return True
-    return any(_allows_null(b, root) for b in s.get("anyOf", s.get("oneOf", ())))
-
-
-def _drop(value: Any, s: Any, root: Mapping[str, Any], depth: int) -> Any:
-    s = _resolve(s, root)
-    if depth > 64 or not isinstance(s, Mapping):
-        return value
-    if isinstance(value, dict):
-        if "properties" not in s:
-            for b in s.get("anyOf", s.get("oneOf", ())):
-                b = _resolve(b, root)
-                if isinstance(b, Mapping) and "properties" in b and set(value) <= set(b["properties"]):
-                    return _drop(value, b, root, depth + 1)
-            return value
-        props = s["properties"]
-        required = set(s.get("required", ()))
-        out = {}
-        for k, v in value.items():
-            sub = props.get(k)
-            if v is None and k not in required and sub is not None and not _allows_null(sub, root):
-                continue
-            out[k] = _drop(v, sub, root, depth + 1) if sub is not None else v
-        return out
-    if isinstance(value, list) and "items" in s:
-        return [_drop(v, s["items"], root, depth + 1) for v in value]
-    if isinstance(value, list) or isinstance(value, dict):
-        return value
-    return value
+    canonical schema validates what strict mode produced. The host does this before validating any
+    typed output (:func:`seamkit.agent.output.drop_absent_nulls`); this is that function."""
+    return drop_absent_nulls(_plain(value), _plain(schema))
