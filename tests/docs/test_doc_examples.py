@@ -1,4 +1,5 @@
-"""The Python examples of docs/getting-started.md and docs/layers.md run and their asserts hold.
+"""The Python examples of docs/getting-started.md, docs/layers.md and docs/providers.md run and their
+asserts hold.
 
 Every fenced ``python`` block runs in a fresh namespace, in a temporary working directory; a block
 whose info string has ``notest`` (it needs the real model) is only compiled.
@@ -12,7 +13,7 @@ import pytest
 from docs_testlib import Block, fenced_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "layers.md"]
+DOCS = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "layers.md", ROOT / "docs" / "providers.md"]
 
 
 def _python_blocks() -> list[tuple[Path, Block]]:
