@@ -91,7 +91,8 @@ class RunContext:
     ``cancellation`` is checked between steps; ``clock`` is the time source. ``state`` is scratch
     space for middlewares (per run, not persisted). ``effects``: the effect ledger
     :meth:`run_effect` uses (the agent's durable one when it has a checkpointer; otherwise one kept
-    in this process, created on first use).
+    in this process, created on first use). ``ancestors``: the run ids above this one, parent
+    first (empty for a top-level run; ``ancestors[0] == parent_run_id`` when set by :meth:`child`).
     """
 
     run_id: str = field(default_factory=new_run_id)
@@ -102,6 +103,7 @@ class RunContext:
     clock: ClockPort = SYSTEM_CLOCK
     state: dict[str, Any] = field(default_factory=dict)
     effects: EffectLedger | None = None
+    ancestors: tuple[str, ...] = ()
 
     async def run_effect(self, key: str, op: Callable[[], Awaitable[T]]) -> T:
         """Run ``op`` (an operation with outside effects) at most once for the idempotency ``key``:
@@ -125,6 +127,7 @@ class RunContext:
             cancellation=self.cancellation.child(),
             clock=self.clock,
             effects=self.effects,
+            ancestors=(self.run_id, *self.ancestors),
         )
 
     def service(self, name: str) -> Any:

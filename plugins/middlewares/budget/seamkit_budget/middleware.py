@@ -37,11 +37,11 @@ outermost) so that every attempt is reserved and charged at the price of the mod
 to.
 
 Ledgers live in the middleware instance, keyed by run id; a run's ``spent`` includes the spend of
-its child runs. :meth:`BudgetMiddleware.ledger` shows one. A run's parent is learnt from the
-``ctx.parent_run_id`` of that run's own calls, so the ancestors of a child run are charged as far
-up as runs have called through this middleware instance (a grandchild whose parent run never
-calls a model is charged to that parent only); spend recorded before a run's parent is learnt is
-carried up when it is. Up to ``max_tracked_runs`` ledgers are kept; the least recently used ones
+its child runs. :meth:`BudgetMiddleware.ledger` shows one. A run's ancestors come from its
+context (``ctx.ancestors``, parent first, set by ``RunContext.child()``), so a grandchild is
+charged to every ancestor even when the runs between never called a model; a context that only
+names its ``parent_run_id`` links that one level, and spend recorded before a run's parent is
+learnt is carried up when it is. Up to ``max_tracked_runs`` ledgers are kept; the least recently used ones
 with nothing in flight are dropped first (a dropped run that calls again starts from zero).
 """
 
@@ -57,6 +57,7 @@ from typing import Any, cast
 from seamkit.errors import BudgetExceeded
 from seamkit.middleware import Call, Next
 from seamkit.pricing import MILLION, Price, cost_of
+from seamkit.runtime.context import RunContext
 from seamkit.tokens import estimate_tokens
 from seamkit.values import ChatRequest, Delta, Usage
 
@@ -228,13 +229,12 @@ class BudgetMiddleware:
             nxt = a.parent
         return out
 
-    def _lineage(self, run_id: str, parent: str | None) -> tuple[_Ledger, ...]:
-        """The run's ledger then its ancestors' (created as needed). When a run first tells its
-        parent (a grandchild may have called before its parent did), what the run's ledger already
-        holds (its own and its children's spend and reservations) is carried up to the new
-        ancestors, so every ledger always includes its whole subtree."""
+    def _link(self, run_id: str, parent: str) -> _Ledger:
+        """Record ``parent`` as the parent of ``run_id`` (once). What the run's ledger already holds
+        (its own and its children's spend and reservations) is carried up to the new ancestors, so
+        every ledger always includes its whole subtree."""
         own = self._get(run_id)
-        if own.parent is None and parent is not None and parent != run_id:
+        if own.parent is None and parent != run_id:
             own.parent = parent
             ancestors = self._ancestors(own)
             if any(a.parent == run_id for a in ancestors):
@@ -244,6 +244,17 @@ class BudgetMiddleware:
                     a.spent += own.spent
                     a.reserved += own.reserved
                     a.in_flight += own.in_flight
+        return own
+
+    def _lineage(self, ctx: RunContext) -> tuple[_Ledger, ...]:
+        """The calling run's ledger then its ancestors' (created as needed), linked from
+        ``ctx.ancestors`` (parent first), so a grandchild is charged to every ancestor even when
+        the runs between never called a model themselves."""
+        chain = (ctx.run_id, *ctx.ancestors) if ctx.ancestors else (
+            (ctx.run_id, ctx.parent_run_id) if ctx.parent_run_id is not None else (ctx.run_id,))
+        for i in range(len(chain) - 2, -1, -1):  # oldest link first
+            self._link(chain[i], chain[i + 1])
+        own = self._get(ctx.run_id)
         lineage = (own, *self._ancestors(own))
         self._evict({led.run_id for led in lineage})
         return lineage
@@ -253,7 +264,7 @@ class BudgetMiddleware:
     def _admit(self, call: Call, needed: Decimal) -> _Ticket:
         ctx = call.ctx
         with self._lock:
-            lineage = self._lineage(ctx.run_id, ctx.parent_run_id)
+            lineage = self._lineage(ctx)
             if needed > 0:
                 for led in lineage:
                     if led.spent + led.reserved >= self.ceiling:
@@ -356,7 +367,7 @@ class BudgetMiddleware:
         run should be warned (its first such call)."""
         ctx = call.ctx
         with self._lock:
-            led = self._lineage(ctx.run_id, ctx.parent_run_id)[0]
+            led = self._lineage(ctx)[0]
             if not self.allow_unpriced:
                 led.refused += 1
                 raise BudgetExceeded(

@@ -122,6 +122,19 @@ async def test_child_runs_charge_every_ancestor() -> None:
     assert mw.ledger("run_other").spent == Decimal("0.004")
 
 
+async def test_a_grandchild_is_charged_to_the_grandparent_even_if_its_parent_never_called() -> None:
+    """Regression: ancestors used to be learnt only from each run's own calls, so a grandchild whose
+    parent run never called a model was not charged to the grandparent."""
+    mw = BudgetMiddleware("0.01")
+    run = runner(mw)
+    top = make_test_ctx(run_id="run_top")
+    grandchild = top.child().child()
+    assert grandchild.ancestors[-1] == "run_top" and len(grandchild.ancestors) == 2
+    await run(PricedModel(cost=Decimal("0.004")), ctx=grandchild)
+    assert mw.ledger("run_top").spent == Decimal("0.004")
+    assert mw.ledger(grandchild.ancestors[0]).spent == Decimal("0.004")
+
+
 async def test_concurrent_children_share_the_parents_ceiling() -> None:
     cost = RESERVATION
     mw = BudgetMiddleware(RESERVATION * Decimal("1.5"))
