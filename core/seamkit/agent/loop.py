@@ -48,6 +48,8 @@ CORRECTIVE_TEMPLATE = (
     "Reply again with only a JSON value that satisfies the schema."
 )
 REJECTED_TEMPLATE = "A person rejected this tool call; it was not run."
+#: The run warning for a final answer the model stopped at its output-token limit.
+LENGTH_WARNING = "the answer was cut off at max_tokens (finish_reason length)"
 EDITED_TEMPLATE = "A person approved this call with edited arguments; it ran with: {arguments}"
 _APPROVAL_SCOPE_PREFIX = "seamkit.approvals:"
 
@@ -289,6 +291,8 @@ class Run:
                     await self._save("running")
                 continue
 
+            if result.finish_reason == "length" and LENGTH_WARNING not in self.warnings:
+                self.warnings.append(LENGTH_WARNING)
             text = result.message.text
             if spec is None:
                 return await self._finish(text, "completed")

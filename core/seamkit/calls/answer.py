@@ -78,7 +78,10 @@ class Answer:
     reasoning effort, a dropped thinking block, an unpriced model). ``session``: continue the
     conversation with ``resume=answer.session`` (after a failure it is the conversation as it
     was before this call, so the same prompt can be asked again). ``call_id`` identifies the call
-    (it is also the run id middlewares see).
+    (it is also the run id middlewares see). ``unmetered_requests``: requests counted in
+    ``usage.requests`` whose tokens and cost the provider never reported (0 or 1: a failing request
+    that had been sent, e.g. a stream that broke after text arrived); when non-zero, ``usage.cost``
+    is ``None`` and the token counts leave that request out.
     """
 
     call_id: str
@@ -92,6 +95,7 @@ class Answer:
     raw_usage: tuple[FrozenDict | None, ...] = ()
     settings: FrozenDict = field(default_factory=lambda: EMPTY)
     degradations: tuple[str, ...] = ()
+    unmetered_requests: int = 0
 
     @property
     def ok(self) -> bool:

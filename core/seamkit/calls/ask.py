@@ -18,18 +18,20 @@ from seamkit.calls.answer import Answer, Outcome, Session
 from seamkit.calls.binding import Binding, CallLimits, is_secret_key, masked_options
 from seamkit.errors import (
     BudgetExceeded,
+    CapabilityError,
     ComponentNotFound,
     ConfigError,
     ConfigIssue,
     Failure,
     OutputValidationError,
     PluginError,
+    ProviderError,
 )
 from seamkit.middleware import Middleware
 from seamkit.ports import LLMPort
 from seamkit.runtime.concurrency import run_sync
 from seamkit.runtime.context import RunContext
-from seamkit.values import FrozenDict, LLMResult, Message, StreamEvent, freeze, thaw
+from seamkit.values import FrozenDict, LLMResult, Message, StreamEvent, Usage, freeze, thaw
 
 if TYPE_CHECKING:
     from seamkit.plugins.registry import Registry
@@ -164,6 +166,7 @@ async def _build_provider(
         from pydantic import SecretStr
 
         params[cred.field] = SecretStr(value)
+    _check_options(binding.provider, cfg_model, params, secrets)
     try:
         port = spec.build(params)
     except ConfigError as exc:
@@ -178,6 +181,26 @@ async def _build_provider(
             f"provider {binding.provider!r} built a {type(port).__name__}, which is not an LLMPort"
         )
     return port
+
+
+def _check_options(provider: str, cfg_model: Any, params: Mapping[str, Any], secrets: Sequence[str]) -> None:
+    """Validate ``params`` with the provider's config model, reporting problems as the YAML loader
+    does: an unknown key is named with a close name and the allowed keys. Raises
+    :class:`~seamkit.errors.ConfigError` (paths ``PROVIDER.key...``)."""
+    import pydantic
+
+    if not (isinstance(cfg_model, type) and issubclass(cfg_model, pydantic.BaseModel)):
+        return  # no config model: the registry reports parameters it does not take
+    try:
+        cfg_model.model_validate(dict(params))
+    except pydantic.ValidationError as exc:
+        from seamkit.composition._check import Context, pydantic_issues
+
+        ctx = Context(None, {}, {}, frozenset(), frozenset())
+        pydantic_issues(ctx, exc, dict(params), (provider,), cfg_model, what=f" for provider {provider!r}")
+        raise ConfigError([
+            ConfigIssue(scrub(i.message, secrets), i.path) for i in ctx.issues
+        ]) from None
 
 
 async def _close(port: object) -> None:
@@ -260,12 +283,20 @@ async def ask(
     Failures of the call itself are returned, not raised: outcome ``failed`` (a
     :class:`~seamkit.errors.ProviderError` keeps its failure class in ``answer.failure``),
     ``budget_exceeded``, ``timeout`` or ``invalid_output``; :meth:`Answer.raise_for_outcome`
-    turns them into :class:`~seamkit.calls.answer.AskFailed`.
+    turns them into :class:`~seamkit.calls.answer.AskFailed`. When the failing request had been
+    sent (the server answered with an error status, or text streamed before the failure), it
+    counts as one request in ``answer.usage.requests`` and ``answer.unmetered_requests`` (its
+    tokens unknown, so ``usage.cost`` is ``None``). A final answer stopped by the token limit
+    (finish reason ``length``) is ``ok`` with the degradation "the answer was cut off at
+    max_tokens (finish_reason length)" (typed output that does not parse is ``invalid_output``).
 
     Raises, before anything is sent: :class:`~seamkit.errors.ComponentNotFound` (unknown provider
     or middleware, with close names), :class:`~seamkit.errors.ConfigError` (options the provider's
     config model refuses, a missing credential, ``max_cost_usd`` without the budget middleware),
     :class:`~seamkit.errors.PluginError` (a provider that cannot be imported or built),
+    :class:`~seamkit.errors.CapabilityError` (a request the model cannot take, found by the
+    provider before the first request is sent: e.g. a temperature for a reasoning model, a schema
+    construct its structured-output dialect cannot express; a ``ValueError``),
     ``ValueError`` (an empty prompt, an invalid output schema), ``TypeError`` (bad argument types).
     No resolved credential appears in any of these messages. ``asyncio.CancelledError``
     propagates.
@@ -315,11 +346,15 @@ async def _run(
     run = agent._start(prompt, ctx, history, None)
     results: list[LLMResult] = []
     callback_error: list[BaseException] = []
+    turn_streamed = [False]  # whether the model turn in progress has streamed text or reasoning
 
     def emit(event: StreamEvent) -> None:
         if event.kind == "model_result" and event.result is not None:
             results.append(event.result)
-        elif event.kind == "text" and on_text is not None and event.text:
+            turn_streamed[0] = False
+        elif event.kind in ("text", "reasoning") and event.text:
+            turn_streamed[0] = True
+        if event.kind == "text" and on_text is not None and event.text:
             try:
                 on_text(event.text)
             except BaseException as exc:  # the caller's own callback: re-raised as it is below
@@ -331,6 +366,7 @@ async def _run(
     failure: Failure | None = None
     value: Any = None
     text = ""
+    unmetered = 0
     deadline = asyncio.timeout(limits.wall_clock_s)
     try:
         async with deadline:
@@ -344,6 +380,10 @@ async def _run(
     except Exception as exc:
         if callback_error and exc is callback_error[0]:
             raise
+        if isinstance(exc, CapabilityError) and not results and not turn_streamed[0]:
+            raise  # the request cannot be made at all, and nothing was sent: a usage error
+        if turn_streamed[0] or (isinstance(exc, ProviderError) and exc.status is not None):
+            unmetered = 1  # the failing request was sent (the server answered or streamed); its usage is unknown
         if isinstance(exc, TimeoutError) and deadline.expired():
             outcome = "timeout"
             failure = Failure("Timeout", f"the call did not finish within wall_clock_s={limits.wall_clock_s}")
@@ -367,13 +407,15 @@ async def _run(
         value = text
     degradations = tuple(dict.fromkeys([*notes, *run.warnings]))
     session = Session(binding, transcript if outcome == "ok" else tuple(history))
+    usage = run.usage + Usage(requests=unmetered) if unmetered else run.usage  # cost: unknown
     answer = Answer(
         call_id=call_id,
         outcome=outcome,
         value=value,
         text=text,
         transcript=transcript,
-        usage=run.usage,
+        usage=usage,
+        unmetered_requests=unmetered,
         session=session,
         failure=failure,
         raw_usage=tuple(r.raw_usage for r in results),
@@ -383,7 +425,7 @@ async def _run(
     if failure is not None:
         log.info("ask %s (%s): %s: %s: %s", call_id, binding.label, outcome, failure.type, failure.message)
     else:
-        log.debug("ask %s (%s): ok, %d requests", call_id, binding.label, run.usage.requests)
+        log.debug("ask %s (%s): ok, %d requests", call_id, binding.label, usage.requests)
     return answer
 
 

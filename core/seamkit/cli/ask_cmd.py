@@ -11,7 +11,8 @@ Exit codes, as for ``seamkit run``: ``0`` outcome ``ok``; ``1`` the call failed 
 ``failed``, ``budget_exceeded``, ``timeout`` or ``invalid_output``: one classified line on
 stderr, no traceback); ``2`` usage or configuration error (bad ``--model``, unknown provider,
 options the provider refuses, a missing or invalid schema file, ``--max-cost`` without
-``seamkit-budget``); ``130`` interrupted.
+``seamkit-budget``, a request the model cannot take: ``CapabilityError``, such as a temperature
+for a reasoning model or a schema construct its dialect cannot express); ``130`` interrupted.
 
 This module is imported to build the parser, so it imports nothing heavy at module level.
 """
@@ -112,7 +113,10 @@ def add_ask_parser(sub: Any) -> None:
                    help="provider component and model, e.g. openai_chat:gpt-4o-mini (split on the first colon)")
     p.add_argument("--schema", metavar="FILE", help="a JSON Schema file the answer must satisfy")
     p.add_argument("--json", action="store_true", help="print the answer as one JSON object, nothing else")
-    p.add_argument("--max-cost", metavar="USD", type=_usd, help="USD ceiling for the call (needs seamkit-budget)")
+    p.add_argument("--max-cost", metavar="USD", type=_usd,
+                   help="USD ceiling for the call (needs seamkit-budget): a model request is admitted while spend "
+                   "plus reservations is under it, so it can be overshot by at most one request's reservation "
+                   "(a first request reserving more than the ceiling is still admitted)")
     p.add_argument("--timeout", metavar="S", type=_seconds, help="wall-clock seconds for the whole call")
     p.add_argument("--max-tokens", metavar="N", type=_positive_int, help="output tokens per model request")
     p.add_argument("--temperature", metavar="T", type=_temperature, help="sampling temperature")
@@ -129,6 +133,7 @@ def add_ask_parser(sub: Any) -> None:
 def answer_to_json(answer: Answer) -> dict[str, Any]:
     """An :class:`~seamkit.calls.answer.Answer` as JSON data: ``call_id``, ``outcome``, ``value``,
     ``text``, ``failure`` (``type``, ``message``, ``failure_class``; no traceback), ``usage``,
+    ``unmetered_requests`` (requests counted whose tokens are unknown),
     ``cost`` (USD decimal string or ``null``), ``cost_source``, ``raw_usage``, ``settings``,
     ``degradations``, ``transcript`` and ``session`` (binding with the credential's label only,
     secret-looking options masked; message count)."""
@@ -148,6 +153,7 @@ def answer_to_json(answer: Answer) -> dict[str, Any]:
             "failure_class": None if f.failure_class is None else f.failure_class.value,
         },
         "usage": usage_to_json(answer.usage),
+        "unmetered_requests": answer.unmetered_requests,
         "cost": None if answer.cost is None else str(answer.cost),
         "cost_source": answer.cost_source,
         "raw_usage": jsonable(list(answer.raw_usage)),
@@ -174,7 +180,13 @@ def _summary(answer: Answer) -> str:
     from seamkit.cli.render import format_cost
 
     u = answer.usage
-    return (f"ask {answer.call_id}: {answer.outcome}, tokens {u.input_tokens} in / {u.output_tokens} out, "
+    if answer.unmetered_requests and u.input_tokens == 0 and u.output_tokens == 0:
+        tokens = "tokens unknown"
+    elif answer.unmetered_requests:
+        tokens = f"tokens {u.input_tokens} in / {u.output_tokens} out + unknown for the failed request"
+    else:
+        tokens = f"tokens {u.input_tokens} in / {u.output_tokens} out"
+    return (f"ask {answer.call_id}: {answer.outcome}, {tokens}, "
             f"{u.requests} request{'s' if u.requests != 1 else ''}, cost {format_cost(u)}")
 
 
@@ -226,7 +238,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         scrub_output(secrets)
     spec = _load_schema(args.schema) if args.schema else None
     limits = CallLimits(max_cost_usd=args.max_cost, wall_clock_s=args.timeout, max_tokens=args.max_tokens)
-    prompt = _read_task(args.prompt)
+    prompt = _read_task(args.prompt, "prompt")
 
     import asyncio
     import json

@@ -50,25 +50,25 @@ def _is_utf8(text: str) -> bool:
     return True
 
 
-def _read_task(task: str) -> str:
+def _read_task(task: str, what: str = "task") -> str:
     """The task text: ``task`` itself, or stdin for ``-``. Raises :class:`UsageError` (exit 2) for
-    an empty task or one that is not valid UTF-8."""
+    an empty task or one that is not valid UTF-8; messages call it ``what`` (``task``, ``prompt``)."""
     if task == "-":
         if sys.stdin is None:
-            raise UsageError("the task is '-' but there is no stdin to read it from")
+            raise UsageError(f"the {what} is '-' but there is no stdin to read it from")
         try:
             text = sys.stdin.read()
         except UnicodeDecodeError:
-            raise UsageError("the task read from stdin is not valid UTF-8") from None
+            raise UsageError(f"the {what} read from stdin is not valid UTF-8") from None
         if not _is_utf8(text):
-            raise UsageError("the task read from stdin is not valid UTF-8")
+            raise UsageError(f"the {what} read from stdin is not valid UTF-8")
         if not text.strip():
-            raise UsageError("the task read from stdin is empty")
+            raise UsageError(f"the {what} read from stdin is empty")
         return text
     if not _is_utf8(task):
-        raise UsageError("the task is not valid UTF-8")
+        raise UsageError(f"the {what} is not valid UTF-8")
     if not task.strip():
-        raise UsageError("the task is empty")
+        raise UsageError(f"the {what} is empty")
     return task
 
 
@@ -177,9 +177,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _resume_hint(run_id: str, exc: BaseException) -> None:
-    from seamkit.errors import CheckpointConflict, RunNotResumable
+    from seamkit.errors import CapabilityError, CheckpointConflict, RunNotResumable
 
-    if isinstance(exc, RunNotResumable):
+    if isinstance(exc, RunNotResumable | CapabilityError):  # resuming would only repeat a CapabilityError
         return
     if isinstance(exc, CheckpointConflict):
         sys.stderr.write(f"seamkit: run {run_id} was taken over by another worker (or deleted); "

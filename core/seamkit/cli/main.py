@@ -16,7 +16,8 @@ Values that a composition's ``${NAME}`` references took from the environment are
 Exit codes: ``0`` success; ``1`` the run failed (provider error, output that does not validate, a
 component failing to build for a reason other than its configuration, ...); ``2`` usage or
 configuration error (bad arguments, missing file, invalid composition, unknown component, a
-component refusing its configuration when built, strict plugin failure); ``130`` interrupted.
+component refusing its configuration when built, a request the model cannot take
+(``CapabilityError``, found before it is sent), strict plugin failure); ``130`` interrupted.
 ``SEAMKIT_DEBUG=1`` prints tracebacks of errors.
 """
 
@@ -287,12 +288,13 @@ def _plugin_notes() -> list[str]:
 
 def exit_code_for(exc: BaseException) -> int:
     """The exit code for an error that ended a command (see the module doc)."""
-    from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigError
+    from seamkit.errors import AmbiguousComponent, CapabilityError, ComponentNotFound, ConfigError
 
     composition = sys.modules.get("seamkit.composition")  # loaded if such an error can exist
     if composition is not None and isinstance(exc, composition.ComponentBuildError):
         return EXIT_FAILED
-    if isinstance(exc, UsageError | ConfigError | ComponentNotFound | AmbiguousComponent | FileNotFoundError):
+    if isinstance(exc, UsageError | ConfigError | ComponentNotFound | AmbiguousComponent | FileNotFoundError
+                  | CapabilityError):
         return EXIT_USAGE
     if isinstance(exc, Terminated):
         return EXIT_TERMINATED

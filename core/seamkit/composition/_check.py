@@ -14,11 +14,20 @@ import pydantic
 from pydantic import BaseModel
 
 from seamkit.composition._yaml import KeyPath, Position, format_path
-from seamkit.composition.models import ComponentRef, is_secret_name
+from seamkit.composition.models import SLOT_TYPES, ComponentRef, is_secret_name
 from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigIssue
 from seamkit.plugins.registry import ComponentSpec, Registry
+from seamkit.slots import ComponentSlot
 
-__all__ = ["Context", "check_slot", "iter_slots", "did_you_mean", "validate_params", "pydantic_issues"]
+__all__ = [
+    "Context",
+    "check_nested_slots",
+    "check_slot",
+    "did_you_mean",
+    "iter_slots",
+    "pydantic_issues",
+    "validate_params",
+]
 
 _MISSING = object()
 
@@ -146,8 +155,44 @@ def fields_at(model: type[BaseModel], loc: Sequence[str | int]) -> list[str]:
     return names
 
 
+_MARKED_REFS: dict[str, type[ComponentRef]] = {}
+
+
+def _ref_class(kind: str) -> type[ComponentRef]:
+    """The slot class of registry ``kind`` (one is made for kinds without a top-level slot)."""
+    if kind in SLOT_TYPES:
+        return SLOT_TYPES[kind]
+    if kind not in _MARKED_REFS:
+        _MARKED_REFS[kind] = type(f"{kind.title().replace('_', '')}Ref", (ComponentRef,), {"kind": kind})
+    return _MARKED_REFS[kind]
+
+
+def _marked_kind(tp: Any) -> str | None:
+    """The kind of a :class:`~seamkit.slots.ComponentSlot` marking ``tp`` (``Annotated[X,
+    ComponentSlot(kind)]``, possibly inside ``Optional``/``Union``), else ``None``."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        for meta in tp.__metadata__:
+            if isinstance(meta, ComponentSlot):
+                return meta.kind
+        return _marked_kind(typing.get_args(tp)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        for a in typing.get_args(tp):
+            kind = _marked_kind(a)
+            if kind is not None:
+                return kind
+    return None
+
+
 def iter_slots(tp: Any, data: Any, path: KeyPath = ()) -> Iterator[tuple[KeyPath, type[ComponentRef], Any]]:
-    """Each component slot in raw ``data`` shaped by annotation ``tp``: ``(path, slot class, raw)``."""
+    """Each component slot in raw ``data`` shaped by annotation ``tp``: ``(path, slot class, raw)``.
+    Slots are fields typed as a :class:`ComponentRef` subclass, or marked with
+    :class:`~seamkit.slots.ComponentSlot` (in components' own config models)."""
+    kind = _marked_kind(tp)
+    if kind is not None:
+        if data is not None:
+            yield path, _ref_class(kind), data
+        return
     for alt in _unwrap(tp):
         origin = typing.get_origin(alt)
         args = typing.get_args(alt)
@@ -374,6 +419,9 @@ def resolve_slot(
         else:
             hint = "" if ctx.is_secret(use_path) else (
                 f"; did you mean {' or '.join(repr(s) for s in exc.suggestions)}?" if exc.suggestions else "")
+            other = [k for k in registry.components if k != kind and name in registry.names(k)]
+            if other and not ctx.is_secret(use_path):
+                hint = f"; {name!r} is {_a(other[0])} {other[0]}, not {_a(kind)} {kind}"
             listed = f"installed {kind}s: {', '.join(known)}" if known else f"no {kind}s are installed"
             ctx.add(f"unknown {kind} {shown}{hint} ({listed})", use_path)
     except AmbiguousComponent as exc:
@@ -382,14 +430,41 @@ def resolve_slot(
     return None, params
 
 
+def _a(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
 def check_slot(ctx: Context, registry: Registry, slot: type[ComponentRef], raw: Any, path: KeyPath) -> tuple[
         ComponentSpec | None, Any, bool]:
-    """Resolve and validate one slot. Returns ``(spec, config, ok)``."""
+    """Resolve and validate one slot, and the slots nested in its parameters (see
+    :func:`check_nested_slots`). Returns ``(spec, config, ok)``."""
     spec, params = resolve_slot(ctx, registry, slot.kind, raw, path)
     if spec is None:
         return None, None, False
     ok, config = validate_params(ctx, spec, params, path)
+    if not check_nested_slots(ctx, registry, spec, params, path):
+        ok = False
     return spec, config, ok
+
+
+def check_nested_slots(ctx: Context, registry: Registry, spec: ComponentSpec, params: Mapping[str, Any],
+                       path: KeyPath) -> bool:
+    """Resolve and validate the slots ``spec``'s config model marks with
+    :class:`~seamkit.slots.ComponentSlot` in ``params`` (written at ``path``), recursively.
+    Problems are added to ``ctx``; returns whether there were none."""
+    try:
+        model = spec.config_model()
+    except Exception:  # reported by validate_params
+        return True
+    if not _is_model(model):
+        return True
+    ok = True
+    for sub_path, slot, raw in iter_slots(model, params, path):
+        if ctx.is_poisoned(sub_path) or sub_path in ctx.flagged:
+            continue
+        _, _, sub_ok = check_slot(ctx, registry, slot, raw, sub_path)
+        ok = ok and sub_ok
+    return ok
 
 
 def is_bool_field(registry: Registry, root: type[BaseModel], data: Any, path: KeyPath) -> bool:

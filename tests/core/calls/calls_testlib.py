@@ -16,9 +16,15 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 from seamkit.accumulate import collect_result
 from seamkit.hookspecs import hookimpl
 from seamkit.pricing import Price
-from seamkit.values import ChatRequest, Delta, LLMResult, Usage, freeze
+from seamkit.values import ChatRequest, Delta, FinishReason, LLMResult, Usage, freeze
 
 SECRET = "sk-test-SUPERSECRET-0123456789"
+
+
+class FakeCapabilities(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    temperature: bool = True
+    json_schema: bool = True
 
 
 class FakeConfig(BaseModel):
@@ -27,17 +33,22 @@ class FakeConfig(BaseModel):
     api_key: SecretStr | None = None
     base_url: str = "http://127.0.0.1:9/v1"
     reasoning_effort: str | None = None
+    capabilities: FakeCapabilities | None = None
 
 
 @dataclass
 class Turn:
     """``text`` streamed in two pieces after ``delay`` seconds; ``warning`` first when set;
-    ``error``: raised instead (a callable gets the config and returns the exception)."""
+    ``error``: raised instead (a callable gets the config and returns the exception);
+    ``error_after_text``: raised after the text, instead of the final delta; ``finish``: the
+    finish reason."""
 
     text: str = ""
     delay: float = 0.0
     warning: str | None = None
     error: BaseException | Callable[[FakeConfig], BaseException] | None = None
+    error_after_text: BaseException | None = None
+    finish: FinishReason = "stop"
 
 
 @dataclass
@@ -81,11 +92,13 @@ class FakeLLM:
         for piece in (turn.text[:half], turn.text[half:]):
             if piece:
                 yield Delta(text=piece)
+        if turn.error_after_text is not None:
+            raise turn.error_after_text
         yield Delta(
             usage=Usage(input_tokens=10, output_tokens=5, requests=1, cost=Decimal("0.000075"),
                         cost_source="estimated"),
             raw_usage=freeze({"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}),
-            finish_reason="stop",
+            finish_reason=turn.finish,
             model=f"{self.model}-2026-01-01",
         )
 

@@ -14,6 +14,7 @@ from calls_testlib import FakeState, Turn
 from pydantic import BaseModel, ConfigDict
 from seamkit import Answer, AskFailed, Binding, CallLimits, Session, ask, ask_sync
 from seamkit.errors import (
+    CapabilityError,
     ComponentNotFound,
     ConfigError,
     FailureClass,
@@ -338,3 +339,93 @@ async def test_a_message_prompt(fake: FakeState) -> None:
     fake.script("ok")
     a = await ask(FAKE, Message.user("hi there"))
     assert a.ok and fake.requests[0].messages[-1].text == "hi there"
+
+
+# -- regressions: capability errors, cut-off answers, failed requests that were sent, option errors --
+
+
+async def test_a_capability_error_before_anything_is_sent_is_raised(fake: FakeState) -> None:
+    fake.script(Turn(error=CapabilityError("temperature is not supported", provider="fakeprov",
+                                           model="fake-1", feature="temperature")))
+    with pytest.raises(CapabilityError) as info:
+        await ask(FAKE, "hi", temperature=0.2)
+    assert info.value.feature == "temperature"
+    assert isinstance(info.value, ValueError)
+    assert fake.closed == 1  # the provider is still closed
+
+
+async def test_a_capability_error_after_a_request_was_sent_is_an_outcome(fake: FakeState) -> None:
+    fake.script("not json", Turn(error=CapabilityError("no", provider="fakeprov", feature="x")))
+    a = await ask(FAKE, "hi", output=SCHEMA)
+    assert a.outcome == "failed" and a.failure is not None and a.failure.type == "CapabilityError"
+    assert a.usage.requests == 1 and a.unmetered_requests == 0
+
+
+async def test_an_answer_cut_off_by_the_token_limit_is_ok_with_a_degradation(fake: FakeState) -> None:
+    fake.script(Turn("Paris is the cap", finish="length"))
+    a = await ask(FAKE, "Capital of France?", limits=CallLimits(max_tokens=4))
+    assert a.ok and a.value == "Paris is the cap"
+    assert a.degradations == ("the answer was cut off at max_tokens (finish_reason length)",)
+
+
+async def test_a_complete_answer_has_no_length_degradation(fake: FakeState) -> None:
+    fake.script("Paris.")
+    a = await ask(FAKE, "Capital of France?")
+    assert a.ok and a.degradations == ()
+
+
+async def test_typed_output_cut_off_twice_is_invalid_output_and_says_why(fake: FakeState) -> None:
+    fake.script(Turn('{"answer": ', finish="length"), Turn('{"answer": ', finish="length"))
+    a = await ask(FAKE, "2 + 3?", output=SCHEMA)
+    assert a.outcome == "invalid_output"
+    assert "the answer was cut off at max_tokens (finish_reason length)" in a.degradations
+
+
+async def test_a_request_that_failed_mid_stream_counts_with_unknown_usage(fake: FakeState) -> None:
+    fake.script(Turn("Paris is", error_after_text=ProviderError(
+        "the stream ended without its terminal event", FailureClass.SERVER_ERROR, provider="fakeprov")))
+    a = await ask(FAKE, "hi")
+    assert a.outcome == "failed"
+    assert a.usage.requests == 1 and a.unmetered_requests == 1
+    assert (a.usage.input_tokens, a.usage.output_tokens) == (0, 0)
+    assert a.cost is None and a.cost_source == "unpriced"
+
+
+async def test_an_error_status_means_the_request_was_sent(fake: FakeState) -> None:
+    fake.script("not json", Turn(error=ProviderError("slow down", FailureClass.RATE_LIMITED, status=429)))
+    a = await ask(FAKE, "2 + 3?", output=SCHEMA)
+    assert a.outcome == "failed"
+    assert a.usage.requests == 2 and a.unmetered_requests == 1
+    assert (a.usage.input_tokens, a.usage.output_tokens) == (10, 5)  # the first request's
+    assert a.cost is None  # the second request's cost is unknown
+
+
+async def test_a_failure_before_dispatch_counts_no_request(fake: FakeState) -> None:
+    fake.script(Turn(error=ProviderError("cannot connect", FailureClass.SERVER_ERROR)))
+    a = await ask(FAKE, "hi")
+    assert a.outcome == "failed" and a.usage.requests == 0 and a.unmetered_requests == 0
+
+
+async def test_an_unknown_option_gets_a_close_name_and_the_allowed_keys(fake: FakeState) -> None:
+    with pytest.raises(ConfigError) as info:
+        await ask(Binding("fakeprov", "m", options={"base_urll": "http://x"}), "hi")
+    (issue,) = info.value.issues
+    assert issue.message == ("unknown key 'base_urll' for provider 'fakeprov'; did you mean 'base_url'? "
+                             "(allowed: model, api_key, base_url, reasoning_effort, capabilities)")
+
+
+async def test_an_unknown_key_inside_a_mapping_option_names_it_and_the_allowed_keys(fake: FakeState) -> None:
+    with pytest.raises(ConfigError) as info:
+        await ask(Binding("fakeprov", "m", options={"capabilities": {"zzz": 1}}), "hi")
+    (issue,) = info.value.issues
+    assert issue.path == "fakeprov.capabilities.zzz"
+    assert issue.message == "unknown key 'zzz' for provider 'fakeprov' (allowed: temperature, json_schema)"
+    assert "Extra inputs" not in str(info.value)
+    assert fake.requests == []
+
+
+async def test_an_option_error_never_shows_the_credential(fake: FakeState) -> None:
+    secret = "sk-option-SECRET-0123456789"
+    with pytest.raises(ConfigError) as info:
+        await ask(Binding("fakeprov", "m", options={"api_key": secret, "base_urll": secret}), "hi")
+    assert secret not in str(info.value) and secret not in repr(info.value.issues)

@@ -19,7 +19,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, SecretStr
 from seamkit.accumulate import collect_result
 from seamkit.cli import main as cli_main
-from seamkit.errors import FailureClass, ProviderError
+from seamkit.errors import CapabilityError, FailureClass, ProviderError
 from seamkit.hookspecs import hookimpl
 from seamkit.pricing import Price
 from seamkit.values import ChatRequest, Delta, LLMResult, Usage
@@ -126,7 +126,8 @@ def test_schema_file_that_is_not_a_json_schema(cli: Any, tmp_path: Path) -> None
 def test_an_option_the_provider_refuses_is_a_config_error(cli: Any) -> None:
     r = cli("ask", "hi", "--model", "scripted:demo", "--option", turns("x"), "--option", "tunrs=1")
     assert r.returncode == 2, r
-    assert "scripted.tunrs: Extra inputs are not permitted" in r.stderr
+    assert "scripted.tunrs: unknown key 'tunrs' for provider 'scripted'; did you mean 'turns'? (allowed: " in r.stderr
+    assert "Extra inputs" not in r.stderr
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -145,7 +146,7 @@ def test_bad_arguments_are_usage_errors(cli: Any, args: list[str], message: str)
 
 def test_empty_prompt_is_a_usage_error(cli: Any) -> None:
     r = cli("ask", "  ", "--model", "scripted:demo")
-    assert r.returncode == 2 and "the task is empty" in r.stderr, r
+    assert r.returncode == 2 and r.stderr == "seamkit: error: the prompt is empty\n", r
 
 
 # -- in process: a fake provider that can fail, is priced and records its requests -----------------
@@ -174,9 +175,15 @@ class FakeProvider:
             key = self.cfg.api_key.get_secret_value() if self.cfg.api_key else "none"
             raise ProviderError(f"Incorrect API key provided: {key}", FailureClass.AUTHENTICATION,
                                 provider="fakecli", status=401)
+        if self.cfg.fail == "capability":
+            raise CapabilityError("temperature is not supported by this model", provider="fakecli",
+                                  model=self.model, feature="temperature")
         yield Delta(text="not json")
+        if self.cfg.fail == "midstream":
+            raise ProviderError("the stream ended without its terminal event", FailureClass.SERVER_ERROR,
+                                provider="fakecli")
         yield Delta(usage=Usage(10, 5, requests=1, cost=Decimal("0.000075"), cost_source="estimated"),
-                    finish_reason="stop")
+                    finish_reason="length" if self.cfg.fail == "length" else "stop")
 
     async def chat(self, request: ChatRequest) -> LLMResult:
         return await collect_result(self.stream(request), provider=self.provider, model=self.model)
@@ -239,3 +246,44 @@ def test_max_cost_refusing_the_corrective_turn_is_budget_exceeded(
     assert out == ""
     assert len(fakecli.requests) == 1  # the corrective turn was never sent
     assert err.splitlines()[-1].startswith("seamkit: error: budget_exceeded: BudgetExceeded: budget: ")
+
+
+def test_capability_error_is_a_usage_error_exit_2(fakecli: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli_main.main(["ask", "hi", "--model", "fakecli:m1", "--option", "fail=capability", "--temperature", "0"])
+    out, err = capsys.readouterr()
+    assert rc == 2, err
+    assert out == ""
+    assert err == ("seamkit: error: CapabilityError: fakecli:m1: temperature is not supported by this model\n")
+
+
+def test_a_request_that_failed_mid_stream_is_counted(fakecli: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli_main.main(["ask", "hi", "--model", "fakecli:m1", "--option", "fail=midstream"])
+    out, err = capsys.readouterr()
+    assert rc == 1
+    assert out == "not json\n"
+    assert re.search(r": failed, tokens unknown, 1 request, cost unknown\n", err), err
+    assert "0 in / 0 out" not in err
+
+
+def test_a_length_cut_answer_is_ok_with_a_warning(fakecli: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli_main.main(["ask", "hi", "--model", "fakecli:m1", "--option", "fail=length", "--max-tokens", "2"])
+    out, err = capsys.readouterr()
+    assert rc == 0
+    assert out == "not json\n"
+    assert "seamkit: warning: the answer was cut off at max_tokens (finish_reason length)\n" in err
+
+
+def test_an_unknown_option_gets_a_did_you_mean_and_the_allowed_keys(cli: Any) -> None:
+    r = cli("ask", "hi", "--model", "scripted:demo", "--option", turns("x"), "--option", "delya=1")
+    assert r.returncode == 2, r
+    assert "scripted.delya: unknown key 'delya' for provider 'scripted'; did you mean 'delay'" in r.stderr
+    assert "(allowed: turns, delay, " in r.stderr
+
+
+def test_max_cost_help_states_the_admission_rule(cli: Any) -> None:
+    r = cli("ask", "--help")
+    assert r.returncode == 0, r
+    text = " ".join(r.stdout.split())
+    assert "admitted while spend plus reservations is under it" in text
+    assert "overshot by at most one request's reservation" in text
+    assert "hard" not in text

@@ -5,6 +5,19 @@ from __future__ import annotations
 import json
 import re
 import signal
+import types
+from collections.abc import AsyncIterator, Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+from seamkit.accumulate import collect_result
+from seamkit.cli import main as cli_main
+from seamkit.errors import CapabilityError
+from seamkit.hookspecs import hookimpl
+from seamkit.values import ChatRequest, Delta, LLMResult, Usage
 
 ADDER = """
 seamkit: 1
@@ -272,3 +285,65 @@ def test_keyboard_interrupt_exits_130(cli, write):
     assert proc.returncode == 130, (out, err)
     assert "interrupted" in err
     assert "Traceback" not in err
+
+
+# -- in process: a provider that refuses the request before sending it, or is cut off by max_tokens --
+
+
+class _CapConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str = "m1"
+    mode: str = "capability"
+
+
+class _CapProvider:
+    provider = "capprov"
+
+    def __init__(self, cfg: _CapConfig) -> None:
+        self.cfg = cfg
+        self.model = cfg.model
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
+        if self.cfg.mode == "capability":
+            raise CapabilityError("temperature is not supported by this model", provider="capprov",
+                                  model=self.model, feature="temperature")
+        yield Delta(text="The answer is")
+        yield Delta(usage=Usage(3, 2, requests=1, cost=Decimal(0), cost_source="local"), finish_reason="length")
+
+    async def chat(self, request: ChatRequest) -> LLMResult:
+        return await collect_result(self.stream(request), provider=self.provider, model=self.model)
+
+
+@pytest.fixture
+def capprov(register_plugin: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    @hookimpl
+    def seamkit_register_providers(register: Any) -> None:
+        register("capprov", _CapProvider, config=_CapConfig)
+
+    register_plugin(types.SimpleNamespace(seamkit_register_providers=seamkit_register_providers), name="capprov-p")
+    monkeypatch.chdir(tmp_path)  # the default checkpoint store goes under ./.seamkit
+    return tmp_path
+
+
+def _agent_file(root: Path, mode: str) -> Path:
+    path = root / "agent.yaml"
+    path.write_text(f"seamkit: 1\nagent:\n  model: {{use: capprov, mode: {mode}}}\n"
+                    "  settings: {temperature: 0.2, max_tokens: 3}\n")
+    return path
+
+
+def test_run_capability_error_exits_2_without_a_resume_hint(capprov: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli_main.main(["run", str(_agent_file(capprov, "capability")), "go"])
+    out, err = capsys.readouterr()
+    assert rc == 2, err
+    assert out == ""
+    assert err == "seamkit: error: CapabilityError: capprov:m1: temperature is not supported by this model\n"
+    assert "resume" not in err and "Traceback" not in err
+
+
+def test_run_warns_about_an_answer_cut_off_by_max_tokens(capprov: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    rc = cli_main.main(["run", str(_agent_file(capprov, "length")), "go"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    assert out.startswith("The answer is")
+    assert "warning: the answer was cut off at max_tokens (finish_reason length)" in err

@@ -48,9 +48,10 @@ class BudgetConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_cost_usd: Decimal = Field(
-        description="Hard ceiling per run in US dollars, as a string (e.g. \"0.50\"); floats are refused "
-        "as inexact. A call is admitted while settled spend plus in-flight reservations is below it, so "
-        "a run overshoots it by at most one call's reservation",
+        description="Ceiling per run in US dollars, as a string (e.g. \"0.50\"); floats are refused "
+        "as inexact. A call is admitted while spend plus reservations is under the ceiling, so the "
+        "ceiling is overshot by at most one in-flight reservation (a first call whose reservation alone "
+        "exceeds the ceiling is admitted)",
     )
     allow_unpriced: bool = Field(
         default=False,

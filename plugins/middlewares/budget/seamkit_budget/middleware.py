@@ -1,4 +1,5 @@
-"""The ``budget`` middleware: a ``Decimal`` USD ledger per run with a hard ceiling.
+"""The ``budget`` middleware: a ``Decimal`` USD ledger per run with a ceiling that a run overshoots
+by at most one in-flight reservation (see Admission below).
 
 How a chat call goes through it (tool calls are not wrapped):
 

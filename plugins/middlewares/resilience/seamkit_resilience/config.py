@@ -1,4 +1,5 @@
-"""Configuration models of the resilience middlewares (light: pydantic and seamkit.errors only).
+"""Configuration models of the resilience middlewares (light: pydantic, seamkit.errors and
+seamkit.slots only).
 
 Failure classes are the values of :class:`seamkit.errors.FailureClass`. Transient ones
 (``rate_limited``, ``overloaded``, ``server_error``, ``timeout``) are the defaults everywhere.
@@ -6,10 +7,11 @@ Failure classes are the values of :class:`seamkit.errors.FailureClass`. Transien
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from seamkit.errors import FailureClass
+from seamkit.slots import ComponentSlot
 
 __all__ = [
     "TRANSIENT_CLASSES",
@@ -115,11 +117,15 @@ class FallbackSlot(BaseModel):
 
 class FallbackConfig(BaseModel):
     """``fallback``: when the model fails with an ``on`` class before its first token, the same
-    request goes to the ``to`` models in order; the first that answers wins."""
+    request goes to the ``to`` models in order; the first that answers wins.
+
+    Each ``to`` entry is a provider slot (:class:`~seamkit.slots.ComponentSlot`): loading a
+    composition resolves its name and validates its parameters with the provider's config model,
+    located at ``agent.middlewares[i].to[j]``, before anything is built."""
 
     model_config = ConfigDict(extra="forbid")
 
-    to: list[FallbackSlot] = Field(..., min_length=1,
+    to: list[Annotated[FallbackSlot, ComponentSlot("provider")]] = Field(..., min_length=1,
                                    description="Fallback models in order: [{use: <provider>, ...params}].")
     on: list[FailureClass] = Field(
         default_factory=lambda: list(TRANSIENT_CLASSES),

@@ -13,8 +13,10 @@ The answer carries ``Delta(warning="fallback: <provider>:<model> failed (<class>
 model's deltas (so its usage and cost are what is reported). Deltas that are not tokens are held
 back until the first token, so a failed model leaves nothing behind.
 
-The ``to`` models are resolved and their parameters validated when the middleware is built
-(problems raise :class:`~seamkit.errors.ConfigError` located at ``to.<i>``); each is built on
+The ``to`` entries are provider slots (:class:`~seamkit.slots.ComponentSlot`): loading a
+composition (``seamkit validate``) resolves them and validates their parameters, located at
+``agent.middlewares[i].to[j]``. They are checked again when the middleware is built (problems
+raise :class:`~seamkit.errors.ConfigError` located at ``to.<i>``); each is built on
 first use, through ``seamkit.plugins.registry.get_registry().resolve("provider", use).build(params)``.
 """
 

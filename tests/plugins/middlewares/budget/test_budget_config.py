@@ -102,3 +102,24 @@ def test_budget_params_appear_in_the_composition_schema() -> None:
     schema = composition_json_schema()
     text = str(schema)
     assert "max_cost_usd" in text and "allow_unpriced" in text and "default_max_tokens" in text
+
+
+RULE = ("a call is admitted while spend plus reservations is under the ceiling, so the ceiling is "
+        "overshot by at most one in-flight reservation (a first call whose reservation alone exceeds "
+        "the ceiling is admitted)")
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.replace("`", "").split())
+
+
+def test_the_readme_the_ask_docs_and_the_config_state_the_admission_rule_not_a_hard_ceiling() -> None:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[4]
+    readme = _flat((root / "plugins/middlewares/budget/README.md").read_text(encoding="utf-8"))
+    ask_doc = _flat((root / "docs/ask.md").read_text(encoding="utf-8"))
+    field = _flat(BudgetConfig.model_fields["max_cost_usd"].description or "")
+    for text in (readme, ask_doc, field):
+        assert RULE.lower() in text.lower()
+        assert "hard ceiling" not in text.lower() and "hard usd ceiling" not in text.lower()

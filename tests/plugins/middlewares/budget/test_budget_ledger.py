@@ -415,3 +415,18 @@ def test_calls_from_several_threads_share_one_ledger_safely() -> None:
     assert sorted(outcomes) == ["refused"] * 6 + ["sent"] * 2
     assert model.dispatched == 2
     assert mw.ledger("run_shared").spent == 2 * RESERVATION
+
+
+async def test_a_first_call_reserving_more_than_the_ceiling_is_admitted_and_the_next_refused() -> None:
+    # the documented rule: admitted while spend + reservations < ceiling, so the ceiling is
+    # overshot by at most one in-flight reservation, even by a first call alone
+    ceiling = RESERVATION / 10
+    mw = BudgetMiddleware(ceiling)
+    model = PricedModel(cost=RESERVATION)
+    ctx = make_test_ctx()
+    await runner(mw)(model, ctx=ctx)
+    with pytest.raises(BudgetExceeded):
+        await runner(mw)(model, ctx=ctx)
+    view = mw.ledger(ctx.run_id)
+    assert model.dispatched == 1 and view.spent == RESERVATION > ceiling
+    assert view.spent < ceiling + RESERVATION

@@ -79,19 +79,40 @@ def test_bad_parameters_are_located_at_load(tmp_path: Path, flaky: list[FakeMode
     assert fragment in issue.message, issue
 
 
-@pytest.mark.parametrize("slot,fragment", [
-    ("{use: flakey, model: x}", "no provider named 'flakey'; did you mean 'flaky'?"),
-    ("{use: flaky}", "to.0.model: provider 'flaky': Field required"),
+@pytest.mark.parametrize("slot,path,column,fragment", [
+    ("{use: flakey, model: x}", "agent.middlewares[0].to[0].use", 44,
+     "unknown provider 'flakey'; did you mean 'flaky'?"),
+    ("{use: flaky}", "agent.middlewares[0].to[0].model", 38, "missing required key 'model' for provider 'flaky'"),
+    ("{use: flaky, model: x, scirpt: [ok]}", "agent.middlewares[0].to[0].scirpt", 61,
+     "unknown key 'scirpt' for provider 'flaky'; did you mean 'script'?"),
+    ("fallback", "agent.middlewares[0].to[0]", 38, "unknown provider 'fallback'; 'fallback' is a middleware, "
+     "not a provider"),
 ])
-def test_bad_fallback_slots_are_reported_when_building(tmp_path: Path, flaky: list[FakeModel], slot: str,
-                                                       fragment: str) -> None:
-    comp = load_composition(write(tmp_path, f"[{{use: fallback, to: [{slot}]}}]"))
+def test_bad_fallback_slots_are_located_at_load(tmp_path: Path, flaky: list[FakeModel], slot: str, path: str,
+                                                column: int, fragment: str) -> None:
+    # `seamkit validate` (load_composition) must refuse what `seamkit run` (build_agent) refuses
+    file = write(tmp_path, f"[{{use: fallback, to: [{slot}]}}]")
     with pytest.raises(ConfigError) as info:
-        build_agent(comp)
+        load_composition(file)
     (issue,) = info.value.issues
-    assert issue.path.startswith("agent.middlewares[0]") and issue.line == 6
+    assert (issue.file, issue.line, issue.path) == (str(file), 6, path), issue
+    assert issue.column == column, issue
     assert fragment in issue.message, issue
-    assert [m.model for m in flaky] == ["main"]  # only the agent's model was built
+    assert flaky == []  # nothing was built
+
+
+def test_every_bad_fallback_slot_is_reported_once(tmp_path: Path, flaky: list[FakeModel]) -> None:
+    file = write(tmp_path, "[{use: fallback, to: [{use: flaky, model: b}, nope, {use: flaky, modle: c}]}]")
+    with pytest.raises(ConfigError) as info:
+        load_composition(file)
+    assert sorted(i.path for i in info.value.issues) == [
+        "agent.middlewares[0].to[1]", "agent.middlewares[0].to[2].model", "agent.middlewares[0].to[2].modle"]
+
+
+def test_good_fallback_slots_load_and_build(tmp_path: Path, flaky: list[FakeModel]) -> None:
+    comp = load_composition(write(tmp_path, "[{use: fallback, to: [{use: flaky, model: b}]}]"))
+    (fb,) = build_agent(comp).middlewares
+    assert isinstance(fb, Fallback)
 
 
 def test_the_composition_schema_describes_them() -> None:
