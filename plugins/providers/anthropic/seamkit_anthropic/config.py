@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 __all__ = [
     "AnthropicConfig",
@@ -28,6 +29,8 @@ __all__ = [
     "PriceOverride",
     "DEFAULT_BASE_URL",
     "API_VERSION",
+    "INTERLEAVED_BETA",
+    "check_base_url",
 ]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -86,12 +89,22 @@ class CapabilityOverrides(BaseModel):
         return out
 
 
+INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
+"""The anthropic-beta name that lets ``budget_tokens`` exceed ``max_tokens`` (interleaved thinking)."""
+
+
 def _decimal(value: Any) -> Any:
     if isinstance(value, float):
-        value = repr(value)  # a YAML number such as 2.5: its shortest repr is what the user wrote
-    if isinstance(value, str | int):
+        # Binary floats are inexact (0.1 is 0.1000000000000000055...): refused, as
+        # seamkit.pricing.Price.of and the budget middleware refuse them.
+        raise ValueError(
+            f"{value!r} is a float; write prices as strings or integers (e.g. \"0.10\"), floats are inexact"
+        )
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a price; write prices as strings or integers (e.g. \"0.10\")")
+    if isinstance(value, str | int | Decimal):
         try:
-            d = Decimal(value)
+            d = Decimal(value.strip() if isinstance(value, str) else value)
         except InvalidOperation:
             raise ValueError(f"{value!r} is not a decimal number") from None
         if not d.is_finite() or d < 0:
@@ -100,9 +113,26 @@ def _decimal(value: Any) -> Any:
     return value
 
 
+def check_base_url(value: str) -> str:
+    """``value`` stripped of spaces and trailing slashes when it is an ``http``/``https`` URL with a
+    host that :func:`urllib.parse.urlsplit` can parse (port included); else ``ValueError``."""
+    v = value.strip()
+    try:
+        parts = urlsplit(v)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0-65535
+    except ValueError as exc:
+        raise ValueError(f"base_url {v!r} is not a valid URL ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError(f"base_url must start with http:// or https:// (got {v!r})")
+    if not parts.hostname:
+        raise ValueError(f"base_url {v!r} has no host")
+    return v.rstrip("/")
+
+
 class PriceOverride(BaseModel):
-    """A model's price, USD per million tokens. ``cache_write`` is the 5-minute cache-write price;
-    missing cache prices default to ``input``."""
+    """A model's price, USD per million tokens, as strings (``"3.00"``) or integers: floats are
+    refused as inexact. ``cache_write`` is the 5-minute cache-write price; missing cache prices
+    default to ``input``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -121,23 +151,35 @@ class AnthropicConfig(BaseModel):
     """``use: anthropic``: Claude through the Messages API (``POST {base_url}/v1/messages``, streamed).
 
     Credentials, in the official SDK's order: ``api_key`` (sent as ``x-api-key``), else
-    ``auth_token`` (sent as ``Authorization: Bearer``), else at dispatch ``$ANTHROPIC_API_KEY``,
-    else ``$ANTHROPIC_AUTH_TOKEN``. The base URL is ``base_url``, else ``$ANTHROPIC_BASE_URL``, else
+    ``auth_token`` (sent as ``Authorization: Bearer``), else at dispatch ``$ANTHROPIC_API_KEY``
+    and ``$ANTHROPIC_AUTH_TOKEN`` — the environment's credentials only for Anthropic's host
+    (``api.anthropic.com``) or the base URL taken from ``$ANTHROPIC_BASE_URL``: with another
+    configured ``base_url`` and neither ``api_key`` nor ``auth_token`` in the config, no credential
+    is sent. The base URL is ``base_url``, else ``$ANTHROPIC_BASE_URL``, else
     ``https://api.anthropic.com``.
+
+    Cost: ``local: true`` -> 0 (``cost_source: local``); else ``price:``; else the packaged table;
+    with ``local`` unset and a loopback base URL, a model the table does not know costs 0 ``local``.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     model: str = Field(min_length=1, description="Model id, e.g. claude-sonnet-4-5, claude-opus-4-7, claude-haiku-4-5")
     api_key: SecretStr | None = Field(
-        default=None, description="API key, sent as x-api-key (default: $ANTHROPIC_API_KEY read at dispatch)"
+        default=None,
+        description="API key, sent as x-api-key (default: $ANTHROPIC_API_KEY read at dispatch, sent only to "
+        "api.anthropic.com or to the base URL taken from $ANTHROPIC_BASE_URL)",
     )
     auth_token: SecretStr | None = Field(
         default=None,
-        description="OAuth / bearer token, sent as Authorization: Bearer (default: $ANTHROPIC_AUTH_TOKEN)",
+        description="OAuth / bearer token, sent as Authorization: Bearer (default: $ANTHROPIC_AUTH_TOKEN, sent "
+        "only to api.anthropic.com or to the base URL taken from $ANTHROPIC_BASE_URL)",
     )
     base_url: str | None = Field(
-        default=None, description="API base URL (default: $ANTHROPIC_BASE_URL, else https://api.anthropic.com)"
+        default=None,
+        description="API base URL (default: $ANTHROPIC_BASE_URL, else https://api.anthropic.com). The "
+        "environment's ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN are not sent to another configured base URL: "
+        "set api_key or auth_token for it",
     )
     headers: dict[str, SecretStr] = Field(
         default_factory=dict, description="Extra HTTP headers sent with every request (values masked in reprs)"
@@ -172,3 +214,26 @@ class AnthropicConfig(BaseModel):
     price: PriceOverride | None = Field(
         default=None, description="Override the model's price (USD per 1M tokens) from the packaged table"
     )
+    local: bool | None = Field(
+        default=None,
+        description="true: a model on this machine, usage cost 0 (cost_source 'local'), whatever price is set; "
+        "false: priced from price: or the price table (unpriced otherwise). Default: for a loopback base URL "
+        "(127.0.0.0/8, ::1, localhost) a model in the price table is priced from it (a local proxy such as "
+        "LiteLLM may forward to the paid API) and any other model costs 0 'local'; elsewhere, priced",
+    )
+
+    @field_validator("base_url")
+    @classmethod
+    def _check_url(cls, v: str | None) -> str | None:
+        return None if v is None else check_base_url(v)
+
+    @model_validator(mode="after")
+    def _check_thinking_budget(self) -> AnthropicConfig:
+        t = self.thinking
+        if (isinstance(t, ThinkingEnabled) and "max_tokens" in self.model_fields_set
+                and t.budget_tokens >= self.max_tokens and INTERLEAVED_BETA not in self.betas):
+            raise ValueError(
+                f"thinking.budget_tokens ({t.budget_tokens}) must be below max_tokens ({self.max_tokens}) "
+                f"(unless the {INTERLEAVED_BETA} beta is on)"
+            )
+        return self

@@ -22,15 +22,17 @@ import logging
 import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import replace
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 from seamkit.accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError
 from seamkit.pricing import MILLION, Price, PriceTable, load_price_table, price_usage
 from seamkit.values import ChatRequest, Delta, FinishReason, FrozenDict, LLMResult, ToolCallDelta, Usage, freeze
-from seamkit_http import classify_error_body, make_client, open_sse, shared_client
+from seamkit_http import classify_error_body, is_loopback, local_pricing, make_client, open_sse, shared_client
 
 from seamkit_anthropic.capabilities import Capabilities, capabilities_for
 from seamkit_anthropic.config import API_VERSION, DEFAULT_BASE_URL, AnthropicConfig
@@ -79,6 +81,73 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
+def is_anthropic_host(url: str) -> bool:
+    """``True`` when ``url``'s host is ``api.anthropic.com`` (or another ``*.anthropic.com`` host)."""
+    try:
+        host = (urlsplit(url).hostname or "").lower()
+    except ValueError:
+        return False
+    return host == "anthropic.com" or host.endswith(".anthropic.com")
+
+
+def _kind(value: Any) -> str:
+    """The JSON type name of a decoded value (for malformed-event messages)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _obj(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``data[key]`` when it is an object, ``{}`` when absent or null; ``TypeError`` otherwise."""
+    value = data.get(key)
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return value
+    raise TypeError(f"{key} is a JSON {_kind(value)}, not an object")
+
+
+def _str(data: Mapping[str, Any], key: str) -> str | None:
+    """``data[key]`` when it is a string, ``None`` when absent or null; ``TypeError`` otherwise."""
+    value = data.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"{key} is a JSON {_kind(value)}, not a string")
+
+
+def _check_event(kind: Any, data: Mapping[str, Any]) -> str | None:
+    """Why an event's fields have the wrong JSON types for this parser (``None`` when they are
+    fine); raises ``TypeError`` from :func:`_obj` / :func:`_str` likewise."""
+    if kind == "content_block_delta":
+        delta = _obj(data, "delta")
+        for key in ("text", "partial_json", "thinking", "signature"):
+            _str(delta, key)
+    elif kind == "message_start":
+        message = _obj(data, "message")
+        _obj(message, "usage")
+        _str(message, "model")
+    elif kind == "content_block_start":
+        block = _obj(data, "content_block")
+        for key in ("type", "text", "thinking", "signature", "data", "id", "name"):
+            _str(block, key)
+    elif kind == "message_delta":
+        _str(_obj(data, "delta"), "stop_reason")
+        _obj(data, "usage")
+    for name in ("index",):
+        value = data.get(name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            return f"{name} is a JSON {_kind(value)}, not an integer"
+    return None
+
+
 class AnthropicProvider:
     """An :class:`~seamkit.ports.LLMPort` for one Claude model.
 
@@ -98,16 +167,20 @@ class AnthropicProvider:
         self.model = config.model
         overrides = config.capabilities.as_changes() if config.capabilities is not None else None
         self.capabilities: Capabilities = capabilities_for(config.model, overrides)
-        if config.price is not None:
-            p = config.price
-            self.price: Price | None = Price(p.input, p.output, p.cache_read, p.cache_write)
-        else:
-            self.price = price_table().lookup(config.model)
-        self._long_prompt = None if config.price is not None else self._lookup_long_prompt(config.model)
         self._client = client
         self._own_client: httpx.AsyncClient | None = None
         self._env = env
         self._warned_unpriced = False
+        self._warned_withheld = False
+        p = config.price
+        configured = Price(p.input, p.output, p.cache_read, p.cache_write) if p is not None else None
+        self.price: Price | None
+        # One rule with seamkit-openai (seamkit_http.local_pricing): local: true -> 0; price: -> it;
+        # a loopback base URL -> the table's price for a model it knows, else 0 (local).
+        self.local, self.price = local_pricing(config.local, configured, lambda: price_table().lookup(config.model),
+                                               loopback=is_loopback(self._base_url()))
+        self._long_prompt = (None if configured is not None or self.local
+                             else self._lookup_long_prompt(config.model))
 
     @staticmethod
     def _lookup_long_prompt(model: str) -> tuple[int, Price] | None:
@@ -129,16 +202,45 @@ class AnthropicProvider:
     def _base_url(self) -> str:
         return (self.config.base_url or self._getenv("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
 
+    def _env_credentials_allowed(self) -> bool:
+        """Whether ``$ANTHROPIC_API_KEY`` / ``$ANTHROPIC_AUTH_TOKEN`` may be sent: to Anthropic's host,
+        or to the base URL the environment itself names (``$ANTHROPIC_BASE_URL``, the SDK's pairing);
+        never to another configured ``base_url`` (a YAML file written by someone else)."""
+        if is_anthropic_host(self._base_url()):
+            return True
+        return self.config.base_url is None and self._getenv("ANTHROPIC_BASE_URL") is not None
+
+    def _credentials(self) -> tuple[str | None, str | None]:
+        """``(api key, auth token)`` to send (see :class:`AnthropicConfig`); read at dispatch."""
+        cfg = self.config
+        if cfg.api_key is not None or cfg.auth_token is not None:
+            key = cfg.api_key.get_secret_value() if cfg.api_key is not None else None
+            token = cfg.auth_token.get_secret_value() if cfg.auth_token is not None else None
+            return key or None, token or None
+        if not self._env_credentials_allowed():
+            withheld = self._getenv("ANTHROPIC_API_KEY") or self._getenv("ANTHROPIC_AUTH_TOKEN")
+            if withheld and not self._warned_withheld:
+                self._warned_withheld = True
+                log.warning("anthropic: ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN not sent to the configured base_url "
+                            "%s (not Anthropic's host); set api_key or auth_token in the config to send one",
+                            self._base_url())
+            return None, None
+        # as the official SDK: both environment variables, each in its own header
+        return self._getenv("ANTHROPIC_API_KEY"), self._getenv("ANTHROPIC_AUTH_TOKEN")
+
+    def secrets(self) -> list[str]:
+        """Credential values to mask in error messages: the key and token that would be sent and
+        every configured header value."""
+        key, token = self._credentials()
+        found = [v.get_secret_value() for v in self.config.headers.values()]
+        found += [s for s in (key, token) if s]
+        return [s for s in found if s]
+
     def _headers(self) -> dict[str, str]:
         cfg = self.config
         headers = {"anthropic-version": API_VERSION, "content-type": "application/json",
                    "accept": "text/event-stream"}
-        if cfg.api_key is not None or cfg.auth_token is not None:
-            key = cfg.api_key.get_secret_value() if cfg.api_key is not None else None
-            token = cfg.auth_token.get_secret_value() if cfg.auth_token is not None else None
-        else:  # as the official SDK: both environment variables, each in its own header
-            key = self._getenv("ANTHROPIC_API_KEY")
-            token = self._getenv("ANTHROPIC_AUTH_TOKEN")
+        key, token = self._credentials()
         if key:
             headers["x-api-key"] = key
         if token:
@@ -147,7 +249,7 @@ class AnthropicProvider:
             headers["anthropic-beta"] = ",".join(cfg.betas)
         for name, value in cfg.headers.items():
             headers[name.lower()] = value.get_secret_value()
-        if "x-api-key" not in headers and "authorization" not in headers:
+        if "x-api-key" not in headers and "authorization" not in headers and self._env_credentials_allowed():
             raise ProviderError(
                 "no credential: set api_key (or auth_token) in the config, or ANTHROPIC_API_KEY / "
                 "ANTHROPIC_AUTH_TOKEN in the environment",
@@ -186,6 +288,8 @@ class AnthropicProvider:
         read = _int(raw.get("cache_read_input_tokens"))
         write = _int(raw.get("cache_creation_input_tokens"))
         usage = Usage(uncached + read + write, _int(raw.get("output_tokens")), read, write, 0, 1)
+        if self.local:
+            return replace(usage, cost=Decimal(0), cost_source="local"), None
         price = self.price
         if self._long_prompt is not None and usage.input_tokens > self._long_prompt[0]:
             price = self._long_prompt[1]
@@ -213,6 +317,7 @@ class AnthropicProvider:
         ``finish_reason``, ``usage`` and ``raw_usage``. See the module docstring."""
         prepared = self.prepare(request)
         headers = self._headers()
+        secrets = self.secrets()
         url = self._base_url() + "/v1/messages"
         for w in prepared.warnings:
             yield Delta(warning=w)
@@ -226,19 +331,31 @@ class AnthropicProvider:
         calls = 0
         answered = False
         seen_tool = False
+        def malformed(why: str) -> ProviderError:
+            text = f"malformed event: {why}"
+            for secret in secrets:
+                if len(secret) >= 4:
+                    text = text.replace(secret, "***")
+            return ProviderError(text, FailureClass.SERVER_ERROR, provider=PROVIDER)
+
         async with open_sse(self._http(), "POST", url, provider=PROVIDER, headers=headers,
-                            json=prepared.body) as events:
+                            json=prepared.body, secrets=secrets) as events:
             async for ev in events:
                 if not ev.data:
                     continue
                 try:
                     data = json.loads(ev.data)
                 except ValueError:
-                    raise ProviderError(f"malformed event data in a {ev.event!r} event", FailureClass.SERVER_ERROR,
-                                        provider=PROVIDER) from None
+                    raise malformed(f"the data of a {ev.event[:100]!r} event is not JSON") from None
                 if not isinstance(data, dict):
                     continue
                 kind = data.get("type") or ev.event
+                try:
+                    checked = _check_event(kind, data)
+                except TypeError as exc:
+                    raise malformed(f"{str(kind)[:100]!r} event: {exc}") from None
+                if checked is not None:
+                    raise malformed(f"{str(kind)[:100]!r} event: {checked}")
                 if kind == "content_block_delta":
                     idx = _int(data.get("index"))
                     delta = data.get("delta") or {}
@@ -345,7 +462,7 @@ class AnthropicProvider:
                                 raw_usage=freeze(raw_usage) if raw_usage else FrozenDict())
                     return
                 elif kind == "error":
-                    raise classify_error_body(PROVIDER, data)
+                    raise classify_error_body(PROVIDER, data, secrets=secrets)
                 # other event types: ignored, as the versioning policy asks
         raise ProviderError("the event stream ended before message_stop (connection dropped?)",
                             FailureClass.SERVER_ERROR, provider=PROVIDER)

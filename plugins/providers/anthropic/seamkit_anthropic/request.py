@@ -37,7 +37,7 @@ from seamkit.values import (
 )
 
 from seamkit_anthropic.capabilities import Capabilities
-from seamkit_anthropic.config import AnthropicConfig
+from seamkit_anthropic.config import INTERLEAVED_BETA, AnthropicConfig
 from seamkit_anthropic.schema import to_native, to_tool_schema
 
 __all__ = [
@@ -57,7 +57,6 @@ BLOCKS_PREFIX = "seamkit-anthropic-blocks.v1:"
 blocks (base64url JSON list), so a turn with more than one block goes back exactly as it came."""
 
 OUTPUT_TOOL = "structured_output"
-INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
 _DATED = re.compile(r"^(?P<family>.+?)(?:-\d{8}|-latest|@\d{8})$")
 
 

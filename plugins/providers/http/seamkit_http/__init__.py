@@ -8,6 +8,8 @@
   :class:`seamkit.errors.ProviderError`.
 - :func:`classify_http_error`, :func:`classify_error_body`, :func:`classify_transport_error`,
   :func:`parse_retry_after`: error classification from status code and the body's error type/code.
+- :func:`is_loopback`, :func:`local_pricing`, :data:`FREE`: the one local-pricing rule of the
+  HTTP provider plugins (a loopback server costs 0 unless its model is in the price table).
 - :class:`ReplayTransport`, :class:`Reply`: an ``httpx`` transport replaying recorded responses, for
   wire-level tests of provider plugins.
 """
@@ -21,6 +23,7 @@ from seamkit_http.errors import (
     classify_transport_error,
     parse_retry_after,
 )
+from seamkit_http.local import FREE, is_loopback, local_pricing
 from seamkit_http.replay import ReplayTransport, Reply
 from seamkit_http.sse import ServerSentEvent, SSEDecoder, aiter_sse, is_done
 
@@ -39,4 +42,7 @@ __all__ = [
     "parse_retry_after",
     "ReplayTransport",
     "Reply",
+    "FREE",
+    "is_loopback",
+    "local_pricing",
 ]

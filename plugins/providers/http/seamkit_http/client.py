@@ -4,7 +4,8 @@ Every failure leaves here as a classified :class:`seamkit.errors.ProviderError`:
 through :func:`~seamkit_http.errors.classify_http_error`, ``httpx`` transport errors (also in the
 middle of a stream) through :func:`~seamkit_http.errors.classify_transport_error`. Values of
 credential headers (``authorization``, ``x-api-key``, ``api-key``, and any header whose name
-contains ``key``, ``token``, ``secret`` or ``auth``) are masked in error messages.
+contains ``key``, ``token``, ``secret`` or ``auth``) are masked in error messages, and so are the
+strings a provider passes as ``secrets=`` (its credentials and configured header values).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -96,8 +97,8 @@ def _is_json(response: httpx.Response) -> bool:
 
 @asynccontextmanager
 async def open_sse(client: httpx.AsyncClient, method: str, url: str, *, provider: str,
-                   headers: Mapping[str, str] | None = None,
-                   json: Any = None) -> AsyncIterator[AsyncIterator[ServerSentEvent]]:
+                   headers: Mapping[str, str] | None = None, json: Any = None,
+                   secrets: Iterable[str] = ()) -> AsyncIterator[AsyncIterator[ServerSentEvent]]:
     """Send one request and stream its server-sent events.
 
     ``async with open_sse(client, "POST", url, provider="openai", headers=h, json=body) as events:``
@@ -105,12 +106,13 @@ async def open_sse(client: httpx.AsyncClient, method: str, url: str, *, provider
     is read and classified), on a transport error while connecting or while streaming (timeout ->
     ``timeout``, dropped connection -> ``server_error``), and on a 2xx ``application/json`` answer
     instead of an event stream (its ``error`` object classified, else ``server_error``). The response
-    is closed when the block exits, also on early exit.
+    is closed when the block exits, also on early exit. ``secrets``: strings masked in error
+    messages, besides the values of credential-named request headers.
     """
     request = client.build_request(method, url, headers=headers, json=json)
     if not any(name.lower() == "accept" for name in (headers or {})):
         request.headers["accept"] = "text/event-stream"
-    secrets = _secrets_of(request.headers)
+    secrets = [*_secrets_of(request.headers), *(s for s in secrets if s)]
     try:
         response = await client.send(request, stream=True)
     except httpx.HTTPError as exc:
@@ -157,16 +159,17 @@ async def _events(provider: str, response: httpx.Response,
 
 
 async def post_json(client: httpx.AsyncClient, url: str, *, provider: str, headers: Mapping[str, str] | None = None,
-                    json: Any = None) -> tuple[dict[str, Any], httpx.Headers]:
+                    json: Any = None, secrets: Iterable[str] = ()) -> tuple[dict[str, Any], httpx.Headers]:
     """POST ``json`` and return ``(decoded JSON object, response headers)``.
 
     Raises :class:`ProviderError`: non-2xx -> classified from status and body; transport errors ->
     classified (timeout / server_error); a 2xx body that is not a JSON object -> ``server_error``.
+    ``secrets`` are masked in error messages as in :func:`open_sse`.
     """
     import json as _json
 
     request = client.build_request("POST", url, headers=headers, json=json)
-    secrets = _secrets_of(request.headers)
+    secrets = [*_secrets_of(request.headers), *(s for s in secrets if s)]
     try:
         response = await client.send(request)
     except httpx.HTTPError as exc:

@@ -32,7 +32,11 @@ Rules, first match wins:
    (``invalid_request_error``, ``server_error``, ``rate_limit_exceeded``, ...), else ``unknown``.
 
 Messages carry the provider's own message (or, for a body that is not a known error shape, the
-start of the body) and never a request header; values passed as ``secrets`` are masked as well.
+start of the body) and never a request header; values passed as ``secrets`` are masked as well
+(before cutting, so no part of a secret survives at the cut). The provider's message is cut to
+:data:`MAX_MESSAGE_CHARS` characters and a body that is not an error object to
+:data:`MAX_BODY_CHARS`, ending with ``"… (N more characters)"``: a server answering a 2 MB message
+does not put 2 MB into logs and terminals.
 """
 
 from __future__ import annotations
@@ -99,7 +103,10 @@ _WEAK_NAMES: Mapping[str, FailureClass] = {
     "overloaded": FailureClass.OVERLOADED,
     "timeout": FailureClass.TIMEOUT,
 }
-_MAX_MESSAGE = 500
+MAX_MESSAGE_CHARS = 1000
+"""The longest provider error message kept (characters); the rest is replaced by a count."""
+MAX_BODY_CHARS = 500
+"""The longest start of a non-error-object body (HTML, plain text) kept in a message (characters)."""
 
 
 def _mask(text: str, secrets: Iterable[str]) -> str:
@@ -107,6 +114,13 @@ def _mask(text: str, secrets: Iterable[str]) -> str:
         if secret and len(secret) >= 4 and secret in text:
             text = text.replace(secret, "***")
     return text
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, followed by ``"… (N more characters)"`` when cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit} more characters)"
 
 
 def _lower_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
@@ -227,11 +241,14 @@ def _classify(status: int | None, etype: str | None, code: str | None) -> Failur
 
 def _build(provider: str, status: int | None, parsed: Mapping[str, Any] | None, text: str,
            headers: Mapping[str, str] | None, secrets: Iterable[str]) -> ProviderError:
+    secrets = [s for s in secrets if s]
     etype, code, message = _error_fields(parsed)
     h = _lower_headers(headers)
     failure = _classify(status, etype, code)
-    if not message:
-        message = text.strip()[:_MAX_MESSAGE] if text.strip() else ""
+    if message:
+        message = _cut(_mask(message, secrets), MAX_MESSAGE_CHARS)
+    else:
+        message = _cut(_mask(text.strip(), secrets), MAX_BODY_CHARS)
     if not message:
         if status is not None:
             try:
@@ -241,6 +258,8 @@ def _build(provider: str, status: int | None, parsed: Mapping[str, Any] | None, 
         else:
             message = "error event without a message"
     label = code or etype
+    if label is not None and len(label) > 100:  # a type/code name, not a text: keep it short
+        label = _cut(label, 100)
     prefix = f"HTTP {status}" if status is not None else "stream error"
     if label:
         prefix += f" ({label})"

@@ -15,6 +15,7 @@ Public API (stable; ``seamkit_openai.responses`` and ``seamkit_openai.chat`` bui
   * ``url(path) -> str``: ``base_url + path`` (``path`` like ``"/chat/completions"``).
   * ``http_client() -> httpx.AsyncClient``: the injected client, else a pooled one
     (``seamkit_http.shared_client``, or a per-loop client of this provider when ``http2`` is set).
+  * ``secrets() -> list[str]``: credential values to mask in error messages (key, header values).
   * ``headers() -> dict[str, str]``: ``Authorization: Bearer <key>`` (only when a key resolves, see
     :meth:`api_key`), ``OpenAI-Organization``, ``OpenAI-Project`` and the config's extra
     ``headers``; read at dispatch. Raises ``ProviderError(authentication)`` when OpenAI's own
@@ -36,13 +37,13 @@ Public API (stable; ``seamkit_openai.responses`` and ``seamkit_openai.chat`` bui
 - :func:`image_url(block) -> str`: an :class:`ImageBlock` as a URL (``data:`` URL for bytes).
 - :func:`reasoning_is_ours(block, provider, model) -> bool`: a ReasoningBlock may be sent back.
 - :func:`is_loopback(url)`, :func:`is_openai_host(url)`, :func:`price_table()`.
+- :func:`is_loopback` and :func:`local_pricing` are ``seamkit_http``'s (one rule for every HTTP provider).
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import ipaddress
 import logging
 import os
 import weakref
@@ -58,6 +59,7 @@ from seamkit.accumulate import collect_result
 from seamkit.errors import CapabilityError, FailureClass, ProviderError
 from seamkit.pricing import Price, PriceTable, load_price_table, price_usage
 from seamkit.values import ChatRequest, Delta, ImageBlock, LLMResult, ReasoningBlock, ToolSchema, Usage, thaw
+from seamkit_http import is_loopback, local_pricing
 
 from seamkit_openai.capabilities import Capabilities, capabilities_for, nearest_effort
 from seamkit_openai.config import DEFAULT_BASE_URL, OpenAIConfigBase
@@ -73,10 +75,10 @@ __all__ = [
     "is_openai_host",
     "price_table",
     "usage_counts",
+    "local_pricing",
 ]
 
 log = logging.getLogger("seamkit_openai")
-_FREE = Price(Decimal(0), Decimal(0))
 
 
 def _env(environ: Mapping[str, str], name: str) -> str | None:
@@ -91,17 +93,6 @@ def is_openai_host(url: str) -> bool:
     """``True`` when ``url``'s host is ``api.openai.com`` (or another ``*.openai.com`` host)."""
     host = (urlsplit(url).hostname or "").lower()
     return host == "openai.com" or host.endswith(".openai.com")
-
-
-def is_loopback(url: str) -> bool:
-    """``True`` when ``url``'s host is ``localhost`` or a loopback IP (127.0.0.0/8, ::1)."""
-    host = (urlsplit(url).hostname or "").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @lru_cache(maxsize=1)
@@ -206,14 +197,13 @@ class OpenAIProviderBase:
         self.capabilities: Capabilities = capabilities_for(
             self.model, openai_host=is_openai_host(self.base_url), overrides=overrides
         )
-        if config.price is not None:
-            p = config.price
-            self.price: Price | None = Price(p.input, p.output, p.cache_read, p.cache_write)
-            self.local = bool(config.local)
-        else:
-            self.local = config.local if config.local is not None else is_loopback(self.base_url)
-            # A local model costs nothing: a zero price (budget middlewares admit it, reserving 0).
-            self.price = _FREE if self.local else price_table().lookup(self.model.removeprefix("openai/"))
+        p = config.price
+        configured = Price(p.input, p.output, p.cache_read, p.cache_write) if p is not None else None
+        self.price: Price | None
+        self.local, self.price = local_pricing(
+            config.local, configured, lambda: price_table().lookup(self.model.removeprefix("openai/")),
+            loopback=is_loopback(self.base_url),
+        )
         self._client = client
         self._own: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
             weakref.WeakKeyDictionary()
@@ -265,6 +255,15 @@ class OpenAIProviderBase:
         if self._env_key_allowed:
             return _env(self.environ, "OPENAI_API_KEY")
         return None
+
+    def secrets(self) -> list[str]:
+        """The credential values to mask in error messages: the API key that would be sent and
+        every configured header value (read at dispatch)."""
+        found = [v.get_secret_value() for v in self.config.headers.values()]
+        key = self.api_key()
+        if key:
+            found.append(key)
+        return [s for s in found if s]
 
     def headers(self) -> dict[str, str]:
         """Request headers (see the module doc). Raises ``ProviderError(authentication)`` when

@@ -26,8 +26,11 @@ and ``function.name`` on the first fragment, ``function.arguments`` pieces) -> `
 (ids passed through so calls sharing an index stay apart); ``finish_reason``; the final chunk with
 empty ``choices`` and ``usage`` (``prompt_tokens`` incl. ``prompt_tokens_details.cached_tokens``,
 ``completion_tokens`` incl. ``completion_tokens_details.reasoning_tokens``); ``data: [DONE]``.
-``data: {"error": {...}}`` -> the classified :class:`ProviderError`. A stream that ends without
-``[DONE]`` and without a finish reason raises ``ProviderError(server_error)``.
+``data: {"error": {...}}`` -> the classified :class:`ProviderError` (credentials echoed by the
+server masked). A chunk that is not a JSON object, or whose ``choices`` / ``delta`` /
+``tool_calls`` / ``function`` / ``usage`` have the wrong JSON type, raises
+``ProviderError(server_error, "malformed chunk: ...")``. A stream that ends without ``[DONE]``
+and without a finish reason raises ``ProviderError(server_error)``.
 """
 
 from __future__ import annotations
@@ -68,6 +71,28 @@ _FINISH: Mapping[str, FinishReason] = {
     "content_filter": "content_filter",
 }
 _PROTECTED = frozenset({"model", "messages", "stream"})
+
+
+def _kind(value: Any) -> str:
+    """The JSON type name of a decoded value (for malformed-chunk messages)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _mask(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        if len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
 
 
 def chat_messages(
@@ -144,6 +169,7 @@ class OpenAIChatProvider(OpenAIProviderBase):
         the priced ``usage``."""
         body, warnings = self.body(request)
         headers = self.headers()
+        secrets = self.secrets()
         client = self.http_client()
         for w in warnings:
             yield Delta(warning=w)
@@ -156,8 +182,13 @@ class OpenAIChatProvider(OpenAIProviderBase):
         model_sent = False
         refused = False
         out_chars = 0
+
+        def malformed(why: str) -> ProviderError:
+            return ProviderError(_mask(f"malformed chunk: {why}", secrets), FailureClass.SERVER_ERROR,
+                                 provider=self.provider)
+
         async with open_sse(client, "POST", self.url("/chat/completions"), provider=self.provider,
-                            headers=headers, json=body) as events:
+                            headers=headers, json=body, secrets=secrets) as events:
             async for event in events:
                 if is_done(event):
                     done = True
@@ -168,25 +199,34 @@ class OpenAIChatProvider(OpenAIProviderBase):
                 try:
                     chunk = json.loads(data)
                 except ValueError:
-                    raise ProviderError(
-                        f"malformed stream chunk (not JSON): {data[:200]!r}", FailureClass.SERVER_ERROR,
-                        provider=self.provider,
-                    ) from None
+                    raise malformed(f"not JSON: {data[:200]!r}") from None
                 if not isinstance(chunk, dict):
-                    raise ProviderError("malformed stream chunk (not an object)", FailureClass.SERVER_ERROR,
-                                        provider=self.provider)
+                    raise malformed(f"a JSON {type(chunk).__name__}, not an object")
                 if chunk.get("error"):
-                    raise classify_error_body(self.provider, chunk)
+                    raise classify_error_body(self.provider, chunk, secrets=secrets)
                 if not model_sent and isinstance(chunk.get("model"), str) and chunk["model"]:
                     model_sent = True
                     yield Delta(model=chunk["model"])
                 usage = chunk.get("usage")
                 if isinstance(usage, dict):
                     raw_usage = usage
-                for choice in chunk.get("choices") or ():
-                    if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                elif usage is not None:
+                    raise malformed(f"usage is a JSON {_kind(usage)}, not an object")
+                choices = chunk.get("choices")
+                if choices is None:
+                    choices = []
+                elif not isinstance(choices, list):
+                    raise malformed(f"choices is a JSON {_kind(choices)}, not an array")
+                for choice in choices:
+                    if not isinstance(choice, dict):
+                        raise malformed(f"a choice is a JSON {_kind(choice)}, not an object")
+                    if choice.get("index", 0) != 0:
                         continue
-                    delta = choice.get("delta") or {}
+                    delta = choice.get("delta")
+                    if delta is None:
+                        delta = {}
+                    elif not isinstance(delta, dict):
+                        raise malformed(f"choices[].delta is a JSON {_kind(delta)}, not an object")
                     text = delta.get("content")
                     if isinstance(text, str) and text:
                         out_chars += len(text)
@@ -201,17 +241,28 @@ class OpenAIChatProvider(OpenAIProviderBase):
                     if isinstance(refusal, str) and refusal:
                         refused = True
                         yield Delta(text=refusal)
-                    for tc in delta.get("tool_calls") or ():
+                    tool_calls = delta.get("tool_calls")
+                    if tool_calls is None:
+                        tool_calls = []
+                    elif not isinstance(tool_calls, list):
+                        raise malformed(f"delta.tool_calls is a JSON {_kind(tool_calls)}, not an array")
+                    for tc in tool_calls:
                         if not isinstance(tc, dict):
-                            continue
-                        fn = tc.get("function") or {}
+                            raise malformed(f"a tool call fragment is a JSON {_kind(tc)}, not an object")
+                        fn = tc.get("function")
+                        if fn is None:
+                            fn = {}
+                        elif not isinstance(fn, dict):
+                            raise malformed(f"tool_calls[].function is a JSON {_kind(fn)}, not an object")
                         args = fn.get("arguments")
                         index = tc.get("index")
+                        call_id = tc.get("id")
+                        name = fn.get("name")
                         out_chars += len(args) if isinstance(args, str) else 0
                         yield Delta(tool_call=ToolCallDelta(
-                            index=index if isinstance(index, int) else 0,
-                            id=tc.get("id") or None,
-                            name=fn.get("name") or None,
+                            index=index if isinstance(index, int) and not isinstance(index, bool) else 0,
+                            id=call_id if isinstance(call_id, str) and call_id else None,
+                            name=name if isinstance(name, str) and name else None,
                             arguments=args if isinstance(args, str) else "",
                         ))
                     fr = choice.get("finish_reason")

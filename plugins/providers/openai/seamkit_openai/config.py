@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
@@ -33,6 +34,7 @@ __all__ = [
     "OpenAIChatConfig",
     "OpenAIResponsesConfig",
     "DEFAULT_BASE_URL",
+    "check_base_url",
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -97,11 +99,16 @@ class CapabilityOverrides(BaseModel):
 
 def _decimal(value: Any) -> Any:
     if isinstance(value, float):
-        # A YAML number such as 2.5: its shortest repr is the literal the user wrote.
-        value = repr(value)
-    if isinstance(value, str | int):
+        # Binary floats are inexact (0.1 is 0.1000000000000000055...): refused, as
+        # seamkit.pricing.Price.of and the budget middleware refuse them.
+        raise ValueError(
+            f"{value!r} is a float; write prices as strings or integers (e.g. \"0.10\"), floats are inexact"
+        )
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a price; write prices as strings or integers (e.g. \"0.10\")")
+    if isinstance(value, str | int | Decimal):
         try:
-            d = Decimal(value)
+            d = Decimal(value.strip() if isinstance(value, str) else value)
         except InvalidOperation:
             raise ValueError(f"{value!r} is not a decimal number") from None
         if not d.is_finite() or d < 0:
@@ -110,9 +117,25 @@ def _decimal(value: Any) -> Any:
     return value
 
 
+def check_base_url(value: str) -> str:
+    """``value`` stripped of spaces and trailing slashes when it is an ``http``/``https`` URL with a
+    host that :func:`urllib.parse.urlsplit` can parse (port included); else ``ValueError``."""
+    v = value.strip()
+    try:
+        parts = urlsplit(v)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0-65535
+    except ValueError as exc:
+        raise ValueError(f"base_url {v!r} is not a valid URL ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError(f"base_url must start with http:// or https:// (got {v!r})")
+    if not parts.hostname:
+        raise ValueError(f"base_url {v!r} has no host")
+    return v.rstrip("/")
+
+
 class PriceOverride(BaseModel):
-    """A model's price, USD per million tokens (strings such as ``"2.50"`` are exact; YAML numbers
-    are read from their written form). ``cache_read`` / ``cache_write`` default to ``input``."""
+    """A model's price, USD per million tokens, as strings (``"2.50"``) or integers: floats are
+    refused as inexact. ``cache_read`` / ``cache_write`` default to ``input``."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -168,8 +191,10 @@ class OpenAIConfigBase(BaseModel):
     )
     local: bool | None = Field(
         default=None,
-        description="A model on this machine: usage cost 0 (cost_source 'local'). Default: true when the base "
-        "URL's host is a loopback address (127.0.0.0/8, ::1, localhost) and no price is configured",
+        description="true: a model on this machine, usage cost 0 (cost_source 'local'), whatever price is set; "
+        "false: priced from price: or the price table (unpriced otherwise). Default: for a loopback base URL "
+        "(127.0.0.0/8, ::1, localhost) a model in the price table is priced from it (a local proxy such as "
+        "LiteLLM may forward to the paid API) and any other model costs 0 'local'; elsewhere, priced",
     )
     reasoning_effort: ReasoningEffort | None = Field(
         default=None,
@@ -180,12 +205,7 @@ class OpenAIConfigBase(BaseModel):
     @field_validator("base_url")
     @classmethod
     def _check_url(cls, v: str | None) -> str | None:
-        if v is None:
-            return v
-        v = v.strip()
-        if not v.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https:// (got {v!r})")
-        return v.rstrip("/")
+        return None if v is None else check_base_url(v)
 
     @field_validator("headers")
     @classmethod

@@ -41,8 +41,11 @@ Stream mapping (:meth:`OpenAIResponsesProvider.stream`): ``response.output_text.
 ``input_tokens_details.cached_tokens``, ``output_tokens`` including
 ``output_tokens_details.reasoning_tokens``); ``response.incomplete`` -> finish ``length``
 (``max_output_tokens``) or ``content_filter``; ``response.failed`` and ``error`` events -> a
-classified :class:`~seamkit.errors.ProviderError`; a stream that ends without a terminal event
--> ``ProviderError`` ``server_error``. Unknown event types are ignored.
+classified :class:`~seamkit.errors.ProviderError` (credentials echoed by the server masked); an
+event whose fields have the wrong JSON type (a text ``delta`` that is not a string, a
+``response`` or ``usage`` that is not an object, ...) -> ``ProviderError`` ``server_error``
+("malformed event"); a stream that ends without a terminal event -> ``ProviderError``
+``server_error``. Unknown event types are ignored.
 """
 
 from __future__ import annotations
@@ -137,6 +140,38 @@ def _reasoning_items(signature: str | None) -> list[dict[str, Any]] | None:
             item["encrypted_content"] = raw["encrypted_content"]
         items.append(item)
     return items
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    return "object"
+
+
+def _str(obj: Mapping[str, Any], key: str) -> str | None:
+    """``obj[key]`` when it is a string, ``None`` when absent or null; ``TypeError`` otherwise."""
+    value = obj.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise TypeError(f"{key} is a JSON {_kind(value)}, not a string")
+
+
+def _obj(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``obj[key]`` when it is an object, ``{}`` when absent or null; ``TypeError`` otherwise."""
+    value = obj.get(key)
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return value
+    raise TypeError(f"{key} is a JSON {_kind(value)}, not an object")
 
 
 class OpenAIResponsesProvider(OpenAIProviderBase):
@@ -340,14 +375,13 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
 
         body, warnings = self.body(request)
         headers = self.headers()
-        key = self.api_key()
-        secrets = [key] if key else []
+        secrets = self.secrets()
         unpriced = self.unpriced_warning()
         if unpriced is not None:
             warnings.append(unpriced)
         state = _StreamState(self, secrets)
         async with open_sse(self.http_client(), "POST", self.url("/responses"), provider=self.provider,
-                            headers=headers, json=body) as events:
+                            headers=headers, json=body, secrets=secrets) as events:
             for w in warnings:
                 yield Delta(warning=w)
             async for event in events:
@@ -356,11 +390,15 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
                 try:
                     payload = json.loads(event.data)
                 except ValueError:
-                    raise ProviderError(f"stream event {event.event!r} is not valid JSON", FailureClass.SERVER_ERROR,
-                                        provider=self.provider) from None
+                    raise state.malformed(f"stream event {event.event[:100]!r} is not valid JSON") from None
                 if not isinstance(payload, dict):
                     continue
-                for d in state.handle(payload, event.event):
+                try:
+                    handled = state.handle(payload, event.event)
+                except (AttributeError, TypeError, ValueError) as exc:
+                    # a field of the wrong JSON type (e.g. "response": "x", "content_index": "a")
+                    raise state.malformed(f"{str(payload.get('type') or event.event)[:100]!r} event: {exc}") from None
+                for d in handled:
                     yield d
                 if state.done:
                     return
@@ -396,11 +434,11 @@ class _StreamState:
     # -- helpers --------------------------------------------------------------------------
 
     def _call_added(self, item: Mapping[str, Any], output_index: int) -> list[Delta]:
-        item_id = str(item.get("id") or item.get("call_id") or f"output_{output_index}")
-        call = _Call(output_index, item.get("call_id") or item.get("id"), item.get("name"))
+        item_id = str(_str(item, "id") or _str(item, "call_id") or f"output_{output_index}")
+        call = _Call(output_index, _str(item, "call_id") or _str(item, "id"), _str(item, "name"))
         self.calls[item_id] = call
         self.any_call = True
-        args = item.get("arguments") or ""
+        args = _str(item, "arguments") or ""
         if args:
             call.args = True
         return [Delta(tool_call=ToolCallDelta(output_index, call.call_id, call.name, args))]
@@ -415,6 +453,14 @@ class _StreamState:
                                 status=err.status, retry_after=err.retry_after, code=code,
                                 request_id=err.request_id)
         return err
+
+    def malformed(self, why: str) -> ProviderError:
+        """``ProviderError(server_error)`` for an event this parser cannot read (secrets masked)."""
+        text = f"malformed event: {why}"
+        for secret in self.secrets:
+            if len(secret) >= 4:
+                text = text.replace(secret, "***")
+        return ProviderError(text, FailureClass.SERVER_ERROR, provider=self.p.provider)
 
     def _reasoning_delta(self, text: str, key: tuple[str, int]) -> Delta:
         if key not in self.summary_seen:
@@ -434,6 +480,8 @@ class _StreamState:
         if self.reasoning_items:
             out.append(Delta(reasoning_signature=_json_text({"v": SIGNATURE_VERSION, "items": self.reasoning_items})))
         raw = response.get("usage")
+        if raw is not None and not isinstance(raw, Mapping):
+            raise TypeError(f"response.usage is a JSON {_kind(raw)}, not an object")
         usage = self.p.usage_from(raw) if isinstance(raw, Mapping) else self.p.price_usage(Usage(requests=1))
         model = response.get("model")
         out.append(Delta(usage=usage, finish_reason=finish,  # type: ignore[arg-type]
@@ -460,13 +508,13 @@ class _StreamState:
         if not isinstance(kind, str):
             kind = sse_event
         if kind == "response.output_text.delta":
-            delta = ev.get("delta")
+            delta = _str(ev, "delta")
             if not delta:
                 return []
             self.text_seen.add((str(ev.get("item_id")), int(ev.get("content_index") or 0)))
             return [Delta(text=delta)]
         if kind == "response.function_call_arguments.delta":
-            delta = ev.get("delta")
+            delta = _str(ev, "delta")
             if not delta:
                 return []
             call = self.calls.get(str(ev.get("item_id")))
@@ -475,7 +523,7 @@ class _StreamState:
             call.args = True
             return [Delta(tool_call=ToolCallDelta(call.index, call.call_id, None, delta))]
         if kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-            delta = ev.get("delta")
+            delta = _str(ev, "delta")
             if not delta:
                 return []
             summary = kind == "response.reasoning_summary_text.delta"
@@ -488,7 +536,7 @@ class _StreamState:
             return []
         if kind == "response.output_text.done":
             key = (str(ev.get("item_id")), int(ev.get("content_index") or 0))
-            text = ev.get("text")
+            text = _str(ev, "text")
             if key not in self.text_seen and text:
                 self.text_seen.add(key)
                 return [Delta(text=text)]
@@ -497,20 +545,20 @@ class _StreamState:
             call = self.calls.get(str(ev.get("item_id")))
             if call is None:
                 call = self._orphan(ev)
-            args = ev.get("arguments")
+            args = _str(ev, "arguments")
             if not call.args and args:
                 call.args = True
                 return [Delta(tool_call=ToolCallDelta(call.index, call.call_id, None, args))]
             return []
         if kind == "response.refusal.delta":
-            delta = ev.get("delta")
+            delta = _str(ev, "delta")
             self.refused = True
             self.text_seen.add((str(ev.get("item_id")), int(ev.get("content_index") or 0)))
             return [Delta(text=delta)] if delta else []
         if kind == "response.refusal.done":
             self.refused = True
             key = (str(ev.get("item_id")), int(ev.get("content_index") or 0))
-            refusal = ev.get("refusal")
+            refusal = _str(ev, "refusal")
             if key not in self.text_seen and refusal:
                 self.text_seen.add(key)
                 return [Delta(text=refusal)]
@@ -518,16 +566,16 @@ class _StreamState:
         if kind == "response.output_item.done":
             return self._item_done(ev)
         if kind == "response.completed":
-            response = ev.get("response") or {}
+            response = _obj(ev, "response")
             finish = "refusal" if self.refused else ("tool_calls" if self.any_call else "stop")
             return self._finish(response, finish)
         if kind == "response.incomplete":
-            response = ev.get("response") or {}
+            response = _obj(ev, "response")
             details = response.get("incomplete_details") or {}
             reason = details.get("reason") if isinstance(details, Mapping) else None
             return self._finish(response, "content_filter" if reason == "content_filter" else "length")
         if kind == "response.failed":
-            response = ev.get("response") or {}
+            response = _obj(ev, "response")
             error = response.get("error") if isinstance(response, Mapping) else None
             if not isinstance(error, Mapping):
                 error = {"code": "server_error", "message": "the response failed without an error object"}
@@ -559,10 +607,10 @@ class _StreamState:
             if call is None:  # a call announced only when done
                 out.extend(self._call_added(item, int(ev.get("output_index") or 0)))
                 return out
-            if call.call_id is None and item.get("call_id"):
+            if call.call_id is None and _str(item, "call_id"):
                 call.call_id = item["call_id"]
-                out.append(Delta(tool_call=ToolCallDelta(call.index, call.call_id, item.get("name"), "")))
-            if not call.args and item.get("arguments"):
+                out.append(Delta(tool_call=ToolCallDelta(call.index, call.call_id, _str(item, "name"), "")))
+            if not call.args and _str(item, "arguments"):
                 call.args = True
                 out.append(Delta(tool_call=ToolCallDelta(call.index, call.call_id, None, item["arguments"])))
             return out
@@ -574,10 +622,10 @@ class _StreamState:
                 key = (str(item.get("id")), ci)
                 if key in self.text_seen:
                     continue
-                if part.get("type") == "output_text" and part.get("text"):
+                if part.get("type") == "output_text" and _str(part, "text"):
                     self.text_seen.add(key)
                     out.append(Delta(text=part["text"]))
-                elif part.get("type") == "refusal" and part.get("refusal"):
+                elif part.get("type") == "refusal" and _str(part, "refusal"):
                     self.text_seen.add(key)
                     self.refused = True
                     out.append(Delta(text=part["refusal"]))

@@ -11,7 +11,7 @@ import seamkit_http
 PUBLIC = {
     "ServerSentEvent", "SSEDecoder", "aiter_sse", "is_done", "make_client", "shared_client", "open_sse",
     "post_json", "classify_http_error", "classify_error_body", "classify_transport_error", "parse_retry_after",
-    "ReplayTransport", "Reply",
+    "ReplayTransport", "Reply", "FREE", "is_loopback", "local_pricing",
 }
 
 

@@ -71,7 +71,7 @@ def test_nearest_effort(requested: str, supported: tuple[str, ...], chosen: str 
 
 
 def test_config_validation() -> None:
-    cfg = OpenAIChatConfig(model="m", base_url="http://127.0.0.1:8080/v1/", price={"input": 2.5, "output": "10"},
+    cfg = OpenAIChatConfig(model="m", base_url="http://127.0.0.1:8080/v1/", price={"input": "2.5", "output": 10},
                            capabilities={"stream_options": False})
     assert cfg.base_url == "http://127.0.0.1:8080/v1"
     assert cfg.price is not None and cfg.price.input == Decimal("2.5") and cfg.price.output == Decimal("10")
@@ -79,7 +79,7 @@ def test_config_validation() -> None:
     for bad in ({"model": ""}, {"model": "m", "base_url": "ftp://x"}, {"model": "m", "reasoning_effort": "max"},
                 {"model": "m", "price": {"input": "-1", "output": "1"}}, {"model": "m", "price": {"input": "1"}},
                 {"model": "m", "headers": {"Bad Name": "v"}}, {"model": "m", "capabilities": {"vision": True}},
-                {"model": "m", "timeout_s": 0}):
+                {"model": "m", "timeout_s": 0}, {"model": "m", "price": {"input": 2.5, "output": "10"}}):
         with pytest.raises(ValidationError):
             OpenAIChatConfig(**bad)
     assert OpenAIResponsesConfig(model="gpt-5").store is False

@@ -305,7 +305,7 @@ async def test_remote_compatible_server_is_unpriced_with_a_warning(caplog: pytes
 
 async def test_price_override() -> None:
     p, _ = make(sse_reply("text"), model="deepseek-chat", base_url="https://api.deepseek.com/v1", api_key="k",
-                price={"input": "0.28", "output": 0.42, "cache_read": "0.028"})
+                price={"input": "0.28", "output": "0.42", "cache_read": "0.028"})
     r = await p.chat(request_for("text"))
     # 128 x 0.28 + 1792 x 0.028 + 8 x 0.42 per 1M
     assert r.usage.cost == (128 * Decimal("0.28") + 1792 * Decimal("0.028") + 8 * Decimal("0.42")) / 1_000_000
