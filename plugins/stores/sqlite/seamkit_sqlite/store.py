@@ -300,6 +300,12 @@ class SqliteStore:
         except BaseException:
             with contextlib.suppress(Exception):
                 await conn.close()
+            if isinstance(thread, threading.Thread) and thread.is_alive():
+                # The worker still answers the stop request through this event loop; if the loop
+                # closed first, the thread would print "Event loop is closed" at exit (seen when
+                # `seamkit stores setup` fails to open a database).
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(thread.join, 5)
             raise
         self._conn = conn
         return conn

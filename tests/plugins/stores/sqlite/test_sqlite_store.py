@@ -107,6 +107,23 @@ async def test_store_survives_successive_event_loops(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- errors
 
 
+async def test_a_failed_open_leaves_no_worker_thread_behind(tmp_path: Path) -> None:
+    """Regression: after a failed open, aiosqlite's worker thread answered its stop request after
+    the event loop had closed and printed "Event loop is closed" with a traceback at exit (seen,
+    now and then, from `seamkit stores setup` on a bad path)."""
+    import threading
+
+    def workers() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if "_connection_worker_thread" in t.name}
+
+    before = workers()
+    store = SqliteStore(tmp_path)
+    with pytest.raises(StoreUnavailable):
+        await store.get(S, "k")
+    assert workers() - before == set()
+    await store.close()
+
+
 async def test_path_that_is_a_directory_is_store_unavailable(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path)
     with pytest.raises(StoreUnavailable, match=str(tmp_path)) as info:
