@@ -18,7 +18,8 @@ from typing import Any
 
 from seamkit.values import Usage
 
-__all__ = ["Price", "PriceTable", "load_price_table", "parse_price_table", "cost_of", "price_usage", "MILLION"]
+__all__ = ["Price", "PriceTable", "load_price_table", "parse_price_table", "parse_usd", "cost_of", "price_usage",
+           "MILLION"]
 
 MILLION = Decimal(1_000_000)
 
@@ -27,16 +28,31 @@ MILLION = Decimal(1_000_000)
 _DATED = re.compile(r"^(?P<family>.+?)(?:-\d{4}-\d{2}-\d{2}|-\d{8}|-latest)$")
 
 
-def _dec(value: Any, what: str) -> Decimal:
+def parse_usd(value: Any, what: str = "amount", *, positive: bool = False) -> Decimal:
+    """An exact USD amount (or price) from a string, an integer or a ``Decimal``. Raises
+    ``ValueError`` naming ``what`` for a float (binary floats are inexact: ``0.1`` is
+    ``0.1000000000000000055...``), a boolean, text that is not a number, NaN or infinity, a
+    negative amount, and zero when ``positive``."""
+    if isinstance(value, bool):
+        raise ValueError(f"{what}: {value!r} is a boolean, not an amount; write it as a string such as \"0.50\"")
     if isinstance(value, float):
-        raise ValueError(f"{what}: write prices as strings or integers, not floats ({value!r} is inexact)")
+        raise ValueError(f"{what}: write prices and amounts as strings or integers (e.g. \"{value!r}\" in quotes), "
+                         f"not floats ({value!r} is inexact)")
+    if not isinstance(value, str | int | Decimal):
+        raise ValueError(f"{what}: a {type(value).__name__} is not a USD amount; write it as a string such as \"0.50\"")
     try:
-        d = Decimal(value)
-    except (InvalidOperation, TypeError, ValueError):
+        d = Decimal(value.strip() if isinstance(value, str) else value)
+    except InvalidOperation:
         raise ValueError(f"{what}: {value!r} is not a decimal number") from None
-    if not d.is_finite() or d < 0:
-        raise ValueError(f"{what}: {value!r} must be a finite, non-negative number")
+    if not d.is_finite():
+        raise ValueError(f"{what}: {value!r} must be a finite number")
+    if d < 0 or (positive and d == 0):
+        need = "greater than 0" if positive else "a finite, non-negative number"
+        raise ValueError(f"{what}: {value!r} must be {need}")
     return d
+
+
+_dec = parse_usd
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,36 +2,19 @@
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from seamkit.pricing import parse_usd
 
 __all__ = ["BudgetConfig"]
 
 
 def _exact_usd(value: Any) -> Any:
-    """A USD amount from a string, an integer or a ``Decimal``; floats are refused as inexact."""
-    if isinstance(value, bool):
-        raise ValueError("must be a USD amount such as \"0.50\", not a boolean")
-    if isinstance(value, float):
-        raise ValueError(
-            f"write USD amounts as strings, e.g. \"{value!r}\" in quotes: a float ({value!r}) is inexact"
-        )
-    if isinstance(value, int | Decimal):
-        d = Decimal(value)
-    elif isinstance(value, str):
-        try:
-            d = Decimal(value.strip())
-        except InvalidOperation:
-            raise ValueError(f"{value!r} is not a decimal number of US dollars") from None
-    else:
-        raise ValueError(f"must be a USD amount as a string such as \"0.50\", not {type(value).__name__}")
-    if not d.is_finite():
-        raise ValueError(f"{value!r} is not a finite amount")
-    if d <= 0:
-        raise ValueError(f"must be greater than 0 USD (got {value!r})")
-    return d
+    """A USD amount from a string, an integer or a ``Decimal``, greater than 0; floats are refused
+    as inexact (:func:`seamkit.pricing.parse_usd`)."""
+    return parse_usd(value, "max_cost_usd", positive=True)
 
 
 class BudgetConfig(BaseModel):

@@ -173,7 +173,7 @@ class AnthropicProvider:
         self._warned_unpriced = False
         self._warned_withheld = False
         p = config.price
-        configured = Price(p.input, p.output, p.cache_read, p.cache_write) if p is not None else None
+        configured = p.to_price() if p is not None else None
         self.price: Price | None
         # One rule with seamkit-openai (seamkit_http.local_pricing): local: true -> 0; price: -> it;
         # a loopback base URL -> the table's price for a model it knows, else 0 (local).

@@ -198,7 +198,7 @@ class OpenAIProviderBase:
             self.model, openai_host=is_openai_host(self.base_url), overrides=overrides
         )
         p = config.price
-        configured = Price(p.input, p.output, p.cache_read, p.cache_write) if p is not None else None
+        configured = p.to_price() if p is not None else None
         self.price: Price | None
         self.local, self.price = local_pricing(
             config.local, configured, lambda: price_table().lookup(self.model.removeprefix("openai/")),

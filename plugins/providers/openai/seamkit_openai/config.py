@@ -19,11 +19,10 @@ dispatch, not here (see :mod:`seamkit_openai._common`).
 
 from __future__ import annotations
 
-from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from seamkit.config_types import PriceOverride, check_base_url
 
 __all__ = [
     "ReasoningEffort",
@@ -95,59 +94,6 @@ class CapabilityOverrides(BaseModel):
         for k, v in self.model_dump(exclude_none=True).items():
             out[k] = tuple(v) if isinstance(v, list) else v
         return out
-
-
-def _decimal(value: Any) -> Any:
-    if isinstance(value, float):
-        # Binary floats are inexact (0.1 is 0.1000000000000000055...): refused, as
-        # seamkit.pricing.Price.of and the budget middleware refuse them.
-        raise ValueError(
-            f"{value!r} is a float; write prices as strings or integers (e.g. \"0.10\"), floats are inexact"
-        )
-    if isinstance(value, bool):
-        raise ValueError(f"{value!r} is not a price; write prices as strings or integers (e.g. \"0.10\")")
-    if isinstance(value, str | int | Decimal):
-        try:
-            d = Decimal(value.strip() if isinstance(value, str) else value)
-        except InvalidOperation:
-            raise ValueError(f"{value!r} is not a decimal number") from None
-        if not d.is_finite() or d < 0:
-            raise ValueError(f"{value!r} must be a finite, non-negative number")
-        return d
-    return value
-
-
-def check_base_url(value: str) -> str:
-    """``value`` stripped of spaces and trailing slashes when it is an ``http``/``https`` URL with a
-    host that :func:`urllib.parse.urlsplit` can parse (port included); else ``ValueError``."""
-    v = value.strip()
-    try:
-        parts = urlsplit(v)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0-65535
-    except ValueError as exc:
-        raise ValueError(f"base_url {v!r} is not a valid URL ({exc})") from None
-    if parts.scheme.lower() not in ("http", "https"):
-        raise ValueError(f"base_url must start with http:// or https:// (got {v!r})")
-    if not parts.hostname:
-        raise ValueError(f"base_url {v!r} has no host")
-    return v.rstrip("/")
-
-
-class PriceOverride(BaseModel):
-    """A model's price, USD per million tokens, as strings (``"2.50"``) or integers: floats are
-    refused as inexact. ``cache_read`` / ``cache_write`` default to ``input``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    input: Decimal = Field(description="USD per 1M uncached input tokens")
-    output: Decimal = Field(description="USD per 1M output tokens (reasoning included)")
-    cache_read: Decimal | None = Field(default=None, description="USD per 1M cached input tokens")
-    cache_write: Decimal | None = Field(default=None, description="USD per 1M tokens written to the cache")
-
-    @field_validator("input", "output", "cache_read", "cache_write", mode="before")
-    @classmethod
-    def _dec(cls, v: Any) -> Any:
-        return _decimal(v)
 
 
 class OpenAIConfigBase(BaseModel):
