@@ -32,7 +32,15 @@ from seamkit.accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError
 from seamkit.pricing import MILLION, Price, PriceTable, load_price_table, price_usage
 from seamkit.values import ChatRequest, Delta, FinishReason, FrozenDict, LLMResult, ToolCallDelta, Usage, freeze
-from seamkit_http import classify_error_body, is_loopback, local_pricing, make_client, open_sse, shared_client
+from seamkit_http import (
+    classify_error_body,
+    is_loopback,
+    json_kind,
+    local_pricing,
+    make_client,
+    open_sse,
+    shared_client,
+)
 
 from seamkit_anthropic.capabilities import Capabilities, capabilities_for
 from seamkit_anthropic.config import API_VERSION, DEFAULT_BASE_URL, AnthropicConfig
@@ -90,21 +98,6 @@ def is_anthropic_host(url: str) -> bool:
     return host == "anthropic.com" or host.endswith(".anthropic.com")
 
 
-def _kind(value: Any) -> str:
-    """The JSON type name of a decoded value (for malformed-event messages)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _obj(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     """``data[key]`` when it is an object, ``{}`` when absent or null; ``TypeError`` otherwise."""
     value = data.get(key)
@@ -112,7 +105,7 @@ def _obj(data: Mapping[str, Any], key: str) -> Mapping[str, Any]:
         return {}
     if isinstance(value, Mapping):
         return value
-    raise TypeError(f"{key} is a JSON {_kind(value)}, not an object")
+    raise TypeError(f"{key} is a JSON {json_kind(value)}, not an object")
 
 
 def _str(data: Mapping[str, Any], key: str) -> str | None:
@@ -120,7 +113,7 @@ def _str(data: Mapping[str, Any], key: str) -> str | None:
     value = data.get(key)
     if value is None or isinstance(value, str):
         return value
-    raise TypeError(f"{key} is a JSON {_kind(value)}, not a string")
+    raise TypeError(f"{key} is a JSON {json_kind(value)}, not a string")
 
 
 def _check_event(kind: Any, data: Mapping[str, Any]) -> str | None:
@@ -144,7 +137,7 @@ def _check_event(kind: Any, data: Mapping[str, Any]) -> str | None:
     for name in ("index",):
         value = data.get(name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            return f"{name} is a JSON {_kind(value)}, not an integer"
+            return f"{name} is a JSON {json_kind(value)}, not an integer"
     return None
 
 

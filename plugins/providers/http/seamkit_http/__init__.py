@@ -26,8 +26,10 @@ from seamkit_http.errors import (
 from seamkit_http.local import FREE, is_loopback, local_pricing
 from seamkit_http.replay import ReplayTransport, Reply
 from seamkit_http.sse import ServerSentEvent, SSEDecoder, aiter_sse, is_done
+from seamkit_http.wire import json_kind
 
 __all__ = [
+    "json_kind",
     "ServerSentEvent",
     "SSEDecoder",
     "aiter_sse",

@@ -56,7 +56,7 @@ from seamkit.values import (
     freeze,
     thaw,
 )
-from seamkit_http import classify_error_body, is_done, open_sse
+from seamkit_http import classify_error_body, is_done, json_kind, open_sse
 
 from seamkit_openai._common import OpenAIProviderBase, Settings, image_url
 from seamkit_openai.config import OpenAIChatConfig
@@ -71,21 +71,6 @@ _FINISH: Mapping[str, FinishReason] = {
     "content_filter": "content_filter",
 }
 _PROTECTED = frozenset({"model", "messages", "stream"})
-
-
-def _kind(value: Any) -> str:
-    """The JSON type name of a decoded value (for malformed-chunk messages)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, list):
-        return "array"
-    return "object"
 
 
 def _mask(text: str, secrets: list[str]) -> str:
@@ -211,22 +196,22 @@ class OpenAIChatProvider(OpenAIProviderBase):
                 if isinstance(usage, dict):
                     raw_usage = usage
                 elif usage is not None:
-                    raise malformed(f"usage is a JSON {_kind(usage)}, not an object")
+                    raise malformed(f"usage is a JSON {json_kind(usage)}, not an object")
                 choices = chunk.get("choices")
                 if choices is None:
                     choices = []
                 elif not isinstance(choices, list):
-                    raise malformed(f"choices is a JSON {_kind(choices)}, not an array")
+                    raise malformed(f"choices is a JSON {json_kind(choices)}, not an array")
                 for choice in choices:
                     if not isinstance(choice, dict):
-                        raise malformed(f"a choice is a JSON {_kind(choice)}, not an object")
+                        raise malformed(f"a choice is a JSON {json_kind(choice)}, not an object")
                     if choice.get("index", 0) != 0:
                         continue
                     delta = choice.get("delta")
                     if delta is None:
                         delta = {}
                     elif not isinstance(delta, dict):
-                        raise malformed(f"choices[].delta is a JSON {_kind(delta)}, not an object")
+                        raise malformed(f"choices[].delta is a JSON {json_kind(delta)}, not an object")
                     text = delta.get("content")
                     if isinstance(text, str) and text:
                         out_chars += len(text)
@@ -245,15 +230,15 @@ class OpenAIChatProvider(OpenAIProviderBase):
                     if tool_calls is None:
                         tool_calls = []
                     elif not isinstance(tool_calls, list):
-                        raise malformed(f"delta.tool_calls is a JSON {_kind(tool_calls)}, not an array")
+                        raise malformed(f"delta.tool_calls is a JSON {json_kind(tool_calls)}, not an array")
                     for tc in tool_calls:
                         if not isinstance(tc, dict):
-                            raise malformed(f"a tool call fragment is a JSON {_kind(tc)}, not an object")
+                            raise malformed(f"a tool call fragment is a JSON {json_kind(tc)}, not an object")
                         fn = tc.get("function")
                         if fn is None:
                             fn = {}
                         elif not isinstance(fn, dict):
-                            raise malformed(f"tool_calls[].function is a JSON {_kind(fn)}, not an object")
+                            raise malformed(f"tool_calls[].function is a JSON {json_kind(fn)}, not an object")
                         args = fn.get("arguments")
                         index = tc.get("index")
                         call_id = tc.get("id")

@@ -69,6 +69,7 @@ from seamkit.values import (
     Usage,
     freeze,
 )
+from seamkit_http.wire import json_kind
 
 from seamkit_openai._common import OpenAIProviderBase, Settings, image_url
 from seamkit_openai.config import OpenAIResponsesConfig
@@ -142,26 +143,12 @@ def _reasoning_items(signature: str | None) -> list[dict[str, Any]] | None:
     return items
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
 def _str(obj: Mapping[str, Any], key: str) -> str | None:
     """``obj[key]`` when it is a string, ``None`` when absent or null; ``TypeError`` otherwise."""
     value = obj.get(key)
     if value is None or isinstance(value, str):
         return value
-    raise TypeError(f"{key} is a JSON {_kind(value)}, not a string")
+    raise TypeError(f"{key} is a JSON {json_kind(value)}, not a string")
 
 
 def _obj(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -171,7 +158,7 @@ def _obj(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
         return {}
     if isinstance(value, Mapping):
         return value
-    raise TypeError(f"{key} is a JSON {_kind(value)}, not an object")
+    raise TypeError(f"{key} is a JSON {json_kind(value)}, not an object")
 
 
 class OpenAIResponsesProvider(OpenAIProviderBase):
@@ -481,7 +468,7 @@ class _StreamState:
             out.append(Delta(reasoning_signature=_json_text({"v": SIGNATURE_VERSION, "items": self.reasoning_items})))
         raw = response.get("usage")
         if raw is not None and not isinstance(raw, Mapping):
-            raise TypeError(f"response.usage is a JSON {_kind(raw)}, not an object")
+            raise TypeError(f"response.usage is a JSON {json_kind(raw)}, not an object")
         usage = self.p.usage_from(raw) if isinstance(raw, Mapping) else self.p.price_usage(Usage(requests=1))
         model = response.get("model")
         out.append(Delta(usage=usage, finish_reason=finish,  # type: ignore[arg-type]

@@ -9,7 +9,7 @@ from pathlib import Path
 import seamkit_http
 
 PUBLIC = {
-    "ServerSentEvent", "SSEDecoder", "aiter_sse", "is_done", "make_client", "shared_client", "open_sse",
+    "json_kind", "ServerSentEvent", "SSEDecoder", "aiter_sse", "is_done", "make_client", "shared_client", "open_sse",
     "post_json", "classify_http_error", "classify_error_body", "classify_transport_error", "parse_retry_after",
     "ReplayTransport", "Reply", "FREE", "is_loopback", "local_pricing",
 }
