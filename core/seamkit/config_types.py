@@ -2,6 +2,8 @@
 
 - :class:`PriceOverride`: a model's price in YAML, USD per million tokens, exact.
 - :func:`check_base_url`: an ``http``/``https`` base URL with a host, checked without any network.
+- :class:`HTTPProviderConfig`: the fields every HTTP provider's config shares (extra headers,
+  timeouts, HTTP/2, price override, local cost) and the checks of ``base_url`` and header names.
 """
 
 from __future__ import annotations
@@ -10,11 +12,11 @@ from decimal import Decimal
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from seamkit.pricing import Price, parse_usd
 
-__all__ = ["PriceOverride", "check_base_url"]
+__all__ = ["HTTPProviderConfig", "PriceOverride", "check_base_url"]
 
 
 class PriceOverride(BaseModel):
@@ -53,3 +55,42 @@ def check_base_url(value: str) -> str:
     if not parts.hostname:
         raise ValueError(f"base_url {v!r} has no host")
     return v.rstrip("/")
+
+
+class HTTPProviderConfig(BaseModel):
+    """Fields shared by the configs of providers that speak HTTP (subclass it; a subclass declares
+    ``model``, ``base_url`` and its credentials). ``base_url`` is checked with
+    :func:`check_base_url`; header names must be non-empty tokens without spaces, colons or line
+    breaks."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    headers: dict[str, SecretStr] = Field(
+        default_factory=dict, description="Extra HTTP headers sent with every request (values masked in reprs)"
+    )
+    timeout_s: float = Field(default=600.0, gt=0, description="Read/write/pool timeout per request, seconds")
+    connect_timeout_s: float = Field(default=10.0, gt=0, description="Connect timeout, seconds")
+    http2: bool | None = Field(default=None, description="Use HTTP/2 (default: when the h2 package is installed)")
+    price: PriceOverride | None = Field(
+        default=None, description="Price of this model, USD per 1M tokens (overrides the packaged price table)"
+    )
+    local: bool | None = Field(
+        default=None,
+        description="true: a model on this machine, usage cost 0 (cost_source 'local'), whatever price is set; "
+        "false: priced from price: or the price table (unpriced otherwise). Default: for a loopback base URL "
+        "(127.0.0.0/8, ::1, localhost) a model in the price table is priced from it (a local proxy such as "
+        "LiteLLM may forward to the paid API) and any other model costs 0 'local'; elsewhere, priced",
+    )
+
+    @field_validator("base_url", check_fields=False)
+    @classmethod
+    def _check_url(cls, v: str | None) -> str | None:
+        return None if v is None else check_base_url(v)
+
+    @field_validator("headers")
+    @classmethod
+    def _check_headers(cls, v: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        for name in v:
+            if not name or any(c in name for c in " \t\r\n:"):
+                raise ValueError(f"invalid header name {name!r}")
+        return v

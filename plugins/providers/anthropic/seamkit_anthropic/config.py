@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
-from seamkit.config_types import PriceOverride, check_base_url
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from seamkit.config_types import HTTPProviderConfig, PriceOverride
 
 __all__ = [
     "AnthropicConfig",
@@ -29,7 +29,6 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "API_VERSION",
     "INTERLEAVED_BETA",
-    "check_base_url",
 ]
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -92,7 +91,7 @@ INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
 """The anthropic-beta name that lets ``budget_tokens`` exceed ``max_tokens`` (interleaved thinking)."""
 
 
-class AnthropicConfig(BaseModel):
+class AnthropicConfig(HTTPProviderConfig):
     """``use: anthropic``: Claude through the Messages API (``POST {base_url}/v1/messages``, streamed).
 
     Credentials, in the official SDK's order: ``api_key`` (sent as ``x-api-key``), else
@@ -126,9 +125,6 @@ class AnthropicConfig(BaseModel):
         "environment's ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN are not sent to another configured base URL: "
         "set api_key or auth_token for it",
     )
-    headers: dict[str, SecretStr] = Field(
-        default_factory=dict, description="Extra HTTP headers sent with every request (values masked in reprs)"
-    )
     betas: list[str] = Field(
         default_factory=list, description="anthropic-beta feature names to send, e.g. interleaved-thinking-2025-05-14"
     )
@@ -150,27 +146,10 @@ class AnthropicConfig(BaseModel):
         description="How output schemas are enforced: native (output_config.format), tool (a forced tool whose "
         "input is the answer), or auto (native where the model supports it)",
     )
-    timeout_s: float = Field(default=600.0, gt=0, description="Read timeout in seconds")
-    connect_timeout_s: float = Field(default=10.0, gt=0, description="Connect timeout in seconds")
-    http2: bool | None = Field(default=None, description="Use HTTP/2 (default: when the h2 package is installed)")
     capabilities: CapabilityOverrides | None = Field(
         default=None, description="Override what the model accepts (partial; see seamkit_anthropic.capabilities)"
     )
-    price: PriceOverride | None = Field(
-        default=None, description="Override the model's price (USD per 1M tokens) from the packaged table"
-    )
-    local: bool | None = Field(
-        default=None,
-        description="true: a model on this machine, usage cost 0 (cost_source 'local'), whatever price is set; "
-        "false: priced from price: or the price table (unpriced otherwise). Default: for a loopback base URL "
-        "(127.0.0.0/8, ::1, localhost) a model in the price table is priced from it (a local proxy such as "
-        "LiteLLM may forward to the paid API) and any other model costs 0 'local'; elsewhere, priced",
-    )
 
-    @field_validator("base_url")
-    @classmethod
-    def _check_url(cls, v: str | None) -> str | None:
-        return None if v is None else check_base_url(v)
 
     @model_validator(mode="after")
     def _check_thinking_budget(self) -> AnthropicConfig:

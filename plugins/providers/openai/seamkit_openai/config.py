@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
-from seamkit.config_types import PriceOverride, check_base_url
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from seamkit.config_types import HTTPProviderConfig, PriceOverride
 
 __all__ = [
     "ReasoningEffort",
@@ -33,7 +33,6 @@ __all__ = [
     "OpenAIChatConfig",
     "OpenAIResponsesConfig",
     "DEFAULT_BASE_URL",
-    "check_base_url",
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -96,7 +95,7 @@ class CapabilityOverrides(BaseModel):
         return out
 
 
-class OpenAIConfigBase(BaseModel):
+class OpenAIConfigBase(HTTPProviderConfig):
     """Fields shared by ``use: openai`` and ``use: openai_chat``.
 
     Credentials: ``api_key`` when given; otherwise, at dispatch, the environment variable named by
@@ -123,24 +122,8 @@ class OpenAIConfigBase(BaseModel):
     )
     organization: str | None = Field(default=None, description="OpenAI-Organization header (default: $OPENAI_ORG_ID)")
     project: str | None = Field(default=None, description="OpenAI-Project header (default: $OPENAI_PROJECT_ID)")
-    headers: dict[str, SecretStr] = Field(
-        default_factory=dict, description="Extra HTTP headers sent with every request (values masked in reprs)"
-    )
-    timeout_s: float = Field(default=600.0, gt=0, description="Read/write/pool timeout per request, seconds")
-    connect_timeout_s: float = Field(default=10.0, gt=0, description="Connect timeout, seconds")
-    http2: bool | None = Field(default=None, description="Use HTTP/2 (default: when the h2 package is installed)")
     capabilities: CapabilityOverrides | None = Field(
         default=None, description="Overrides of the model's capabilities (partial mapping)"
-    )
-    price: PriceOverride | None = Field(
-        default=None, description="Price of this model, USD per 1M tokens (overrides the packaged price table)"
-    )
-    local: bool | None = Field(
-        default=None,
-        description="true: a model on this machine, usage cost 0 (cost_source 'local'), whatever price is set; "
-        "false: priced from price: or the price table (unpriced otherwise). Default: for a loopback base URL "
-        "(127.0.0.0/8, ::1, localhost) a model in the price table is priced from it (a local proxy such as "
-        "LiteLLM may forward to the paid API) and any other model costs 0 'local'; elsewhere, priced",
     )
     reasoning_effort: ReasoningEffort | None = Field(
         default=None,
@@ -148,18 +131,7 @@ class OpenAIConfigBase(BaseModel):
         "supported one, with a warning",
     )
 
-    @field_validator("base_url")
-    @classmethod
-    def _check_url(cls, v: str | None) -> str | None:
-        return None if v is None else check_base_url(v)
 
-    @field_validator("headers")
-    @classmethod
-    def _check_headers(cls, v: dict[str, SecretStr]) -> dict[str, SecretStr]:
-        for name in v:
-            if not name or any(c in name for c in " \t\r\n:"):
-                raise ValueError(f"invalid header name {name!r}")
-        return v
 
 
 class OpenAIChatConfig(OpenAIConfigBase):
