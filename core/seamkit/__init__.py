@@ -46,6 +46,9 @@ _EXPORTS: dict[str, str] = {
     "AgentResult": "seamkit.agent.result",
     "Prompt": "seamkit.agent.prompt",
     "OutputSpec": "seamkit.agent.output",
+    # typed output flavours
+    "SchemaAdapter": "seamkit.schemas",
+    "adapt": "seamkit.schemas",
     # model-neutral calls
     "ask": "seamkit.calls.ask",
     "ask_sync": "seamkit.calls.ask",
@@ -93,6 +96,7 @@ if TYPE_CHECKING:
     from seamkit.runtime.concurrency import gather_best_effort, gather_bounded, run_sync
     from seamkit.runtime.context import CancellationToken, RunContext
     from seamkit.runtime.invoker import Invoker
+    from seamkit.schemas import SchemaAdapter, adapt
     from seamkit.tools.decorator import FunctionTool, tool
     from seamkit.tools.registry import ToolRegistry
     from seamkit.values import (

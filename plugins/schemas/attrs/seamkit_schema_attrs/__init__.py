@@ -1,0 +1,1 @@
+"""seamkit's ``attrs`` typed-output flavour (a ``schema_adapter`` component)."""

@@ -1,0 +1,1 @@
+"""seamkit's ``dataclass`` typed-output flavour (a ``schema_adapter`` component)."""

@@ -1,0 +1,1 @@
+"""seamkit's ``jsonschema`` typed-output flavour (a ``schema_adapter`` component)."""

@@ -1,0 +1,1 @@
+"""seamkit's ``pydantic`` typed-output flavour (a ``schema_adapter`` component)."""
