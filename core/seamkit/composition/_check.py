@@ -114,10 +114,19 @@ def _is_model(tp: Any) -> bool:
     return isinstance(tp, type) and issubclass(tp, BaseModel)
 
 
+def _field_annotation(f: Any) -> Any:
+    """A field's annotation; a :class:`~seamkit.slots.ComponentSlot` that pydantic moved from a
+    top-level ``Annotated[X, ComponentSlot(kind)]`` into ``f.metadata`` is put back."""
+    for meta in f.metadata:
+        if isinstance(meta, ComponentSlot):
+            return typing.Annotated[f.annotation, meta]
+    return f.annotation
+
+
 def _field_by_key(model: type[BaseModel], key: str) -> Any:
     for name, f in model.model_fields.items():
         if key in (name, f.alias, f.validation_alias):
-            return f.annotation
+            return _field_annotation(f)
     return _MISSING
 
 
@@ -203,7 +212,7 @@ def iter_slots(tp: Any, data: Any, path: KeyPath = ()) -> Iterator[tuple[KeyPath
             for name, f in alt.model_fields.items():
                 key = f.alias if isinstance(f.alias, str) else name
                 if key in data:
-                    yield from iter_slots(f.annotation, data[key], (*path, key))
+                    yield from iter_slots(_field_annotation(f), data[key], (*path, key))
             return
         if origin in (list, tuple, Sequence) and args and isinstance(data, list):
             for i, item in enumerate(data):

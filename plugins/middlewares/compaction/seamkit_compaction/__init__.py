@@ -1,0 +1,1 @@
+"""The ``compaction`` middleware: see :mod:`seamkit_compaction.middleware`."""
