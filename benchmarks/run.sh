@@ -5,6 +5,9 @@
 #                                           installs the pinned LangGraph packages and PostgreSQL/Redis when missing)
 #   bash benchmarks/run.sh sse ...          SSE parsing MB/s and deltas/s, seamkit-http vs the openai SDK's parser
 #                                           (benchmarks/sse_bench.py; installs benchmarks/requirements-sse.txt)
+#   bash benchmarks/run.sh tokens ...       token estimator cost on the 324k-character transcript (benchmarks/tokens_bench.py)
+#   bash benchmarks/run.sh coerce ...       output_coerce partial-parse cost of a 50 KB object streamed in 250..4000
+#                                           deltas (benchmarks/output_coerce_bench.py)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/_setup.sh"
 if [ "${1:-}" = "checkpoints" ]; then
@@ -29,5 +32,13 @@ if [ "${1:-}" = "sse" ]; then
     echo "$sse_want" > "$sse_stamp"
   fi
   exec .venv/bin/python benchmarks/sse_bench.py "$@"
+fi
+if [ "${1:-}" = "coerce" ]; then
+  shift
+  exec .venv/bin/python benchmarks/output_coerce_bench.py "$@"
+fi
+if [ "${1:-}" = "tokens" ]; then
+  shift
+  exec .venv/bin/python benchmarks/tokens_bench.py "$@"
 fi
 exec .venv/bin/python benchmarks/run.py "$@"

@@ -389,7 +389,10 @@ class Delta:
     reasoning block; ``tool_call``: a :class:`ToolCallDelta`; ``usage``: usage reported so far
     (the last one wins); ``finish_reason``: set once, at the end; ``model``: the answering model;
     ``warning``: an explicit degradation to record on the result; ``raw_usage``: the provider's
-    usage object as it sent it (the last one wins).
+    usage object as it sent it (the last one wins). ``partial_output``: the typed output parsed so
+    far from the text of this call (set by a middleware such as ``output_coerce``, never by a
+    provider; JSON data, read-only); it is not part of the result (``Accumulator`` ignores it) and
+    the agent loop turns it into a ``StreamEvent`` of kind ``partial_output``.
     """
 
     text: str | None = None
@@ -401,6 +404,7 @@ class Delta:
     model: str | None = None
     warning: str | None = None
     raw_usage: FrozenDict | None = None
+    partial_output: Any = None
 
 
 StreamEventKind = Literal[

@@ -276,6 +276,8 @@ class Run:
                         self._event("text", text=d.text)
                     if d.reasoning:
                         self._event("reasoning", text=d.reasoning)
+                    if d.partial_output is not None:  # set by a middleware (output_coerce)
+                        self._event("partial_output", partial_output=d.partial_output)
             result = acc.result()
             self.usage = self.usage + result.usage
             if result.warnings:
