@@ -21,6 +21,7 @@ from seamkit.values import EMPTY, FrozenDict, Message, Scope, StreamEvent, Usage
 if TYPE_CHECKING:
     from seamkit.durability.approvals import Decision
     from seamkit.durability.checkpointer import RunSnapshot
+    from seamkit.request.builder import RequestBuilder
 
 __all__ = ["Agent", "Task"]
 
@@ -46,6 +47,11 @@ class Agent:
     ``max_steps``. ``max_parallel_tools``: tool calls of one turn run at most this many at once.
     ``temperature``, ``max_tokens`` (output tokens), ``seed``: model settings; ``None`` = provider
     default. ``observers`` receive every :class:`~seamkit.values.StreamEvent`.
+    ``request_builder``: a :class:`~seamkit.request.RequestBuilder` building each turn's messages
+    (a cache-stable prefix with the prompt, grounding and output schema, then the transcript,
+    compacted to its budget); the agent's ``prompt`` then moves into the builder (set it on one of
+    the two, not both) and the transcript holds no system message. Answers citing sources that
+    were never handed to the model add a run warning.
 
     Raises ``ValueError`` on duplicate tool names, ``max_steps < 1``, an unknown approval policy or
     tool name in ``approvals``, or approvals without a checkpointer.
@@ -68,6 +74,7 @@ class Agent:
     observers: tuple[ObserverPort, ...] = ()
     checkpointer: Any = None
     approvals: Mapping[str, str] = EMPTY
+    request_builder: RequestBuilder | None = None
     _invoker: Invoker = field(init=False, repr=False, compare=False)
     _output: OutputSpec | None = field(init=False, repr=False, compare=False)
     _system: Message | None = field(init=False, repr=False, compare=False)
@@ -119,6 +126,22 @@ class Agent:
         if isinstance(self.prompt, Prompt) and not self.prompt.variables:
             static = self.prompt.template
         object.__setattr__(self, "_system", Message.system(static) if static is not None else None)
+        if self.request_builder is not None:
+            self._adopt_builder(self.request_builder)
+
+    def _adopt_builder(self, builder: RequestBuilder) -> None:
+        import dataclasses
+
+        from seamkit.request.builder import RequestBuilder
+
+        if not isinstance(builder, RequestBuilder):
+            raise TypeError(f"request_builder must be a RequestBuilder, got {type(builder).__name__}")
+        if self.prompt is not None:
+            if builder.prompt is not None:
+                raise ValueError("set the prompt on the agent or on its request_builder, not both")
+            prompt = self.prompt if isinstance(self.prompt, Prompt) else Prompt(self.prompt, id=self.name)
+            object.__setattr__(self, "request_builder", dataclasses.replace(builder, prompt=prompt))
+        object.__setattr__(self, "_system", None)
 
     @property
     def invoker(self) -> Invoker:
@@ -140,7 +163,9 @@ class Agent:
         self, task: Task, ctx: RunContext | None, history: Sequence[Message], variables: Mapping[str, Any] | None
     ) -> Run:
         transcript: list[Message] = []
-        if self._system is not None and not variables:
+        if self.request_builder is not None:
+            pass  # the builder writes the prompt into each request's prefix
+        elif self._system is not None and not variables:
             transcript.append(self._system)
         else:
             system = self._system_text(variables)
@@ -155,7 +180,10 @@ class Agent:
             transcript.extend(task)
         else:
             raise TypeError(f"task must be a str, a Message or a non-empty list of Messages, got {task!r:.80}")
-        return Run(self, ctx if ctx is not None else RunContext(), transcript)
+        run = Run(self, ctx if ctx is not None else RunContext(), transcript)
+        if self.request_builder is not None:
+            run.working = self.request_builder.context(variables, scope=run.ctx.scope)
+        return run
 
     async def run(
         self,

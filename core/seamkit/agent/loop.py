@@ -32,6 +32,7 @@ from seamkit.values import (
     TextBlock,
     ToolCall,
     ToolResult,
+    ToolSchema,
     Usage,
     thaw,
 )
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from seamkit.agent.agent import Agent
     from seamkit.durability.checkpointer import RunHandle
     from seamkit.durability.ledger import EffectLedger
+    from seamkit.request.builder import BuiltRequest, WorkingContext
 
 __all__ = ["Run", "CORRECTIVE_TEMPLATE", "EDITED_TEMPLATE", "REJECTED_TEMPLATE"]
 
@@ -78,6 +80,7 @@ class Run:
         "transcript",
         "usage",
         "warnings",
+        "working",
     )
 
     def __init__(self, agent: Agent, ctx: RunContext, transcript: list[Message]) -> None:
@@ -97,6 +100,7 @@ class Run:
         self.pending_approvals: tuple[PendingApproval, ...] = ()
         self.approved_tools: list[str] = []
         self.in_turn = False  # a model turn is in flight (counted in step, not in the transcript yet)
+        self.working: WorkingContext | None = None  # with a request builder: the run's working context
 
     # -- durable state ------------------------------------------------------------------------
 
@@ -114,6 +118,8 @@ class Run:
             "pending_approvals": list(self.pending_approvals),
             "decisions": dict(self.decisions) if self.decisions is not None else None,
         }
+        if self.working is not None:
+            s["prompt_variables"] = self.working.variables
         s.update(extra)
         return s
 
@@ -130,6 +136,9 @@ class Run:
         decisions = state.get("decisions")
         self.decisions = dict(decisions) if decisions is not None else None
         self.pending = dict(pending)
+        builder = self.agent.request_builder
+        if builder is not None:
+            self.working = builder.context(state.get("prompt_variables"), scope=self.ctx.scope)
 
     async def _save(self, status: str, *, lease: bool = True, **extra: Any) -> bool:
         """Checkpoint the run; ``False`` when the snapshot was skipped (it held a secret)."""
@@ -252,8 +261,9 @@ class Run:
             self.step += 1
             self.in_turn = True
             step = self.step
+            built = None if agent.request_builder is None else await self._build(schemas, output_schema)
             request = ChatRequest(
-                tuple(transcript),
+                tuple(transcript) if built is None else built.messages,
                 schemas,
                 self.tool_choice,
                 output_schema,
@@ -262,6 +272,7 @@ class Run:
                 agent.seed,
                 (),
                 agent.model_extra,
+                EMPTY if built is None else built.metadata,
             )
             if direct:
                 stream = model.stream(request)
@@ -296,6 +307,8 @@ class Run:
             if result.finish_reason == "length" and LENGTH_WARNING not in self.warnings:
                 self.warnings.append(LENGTH_WARNING)
             text = result.message.text
+            if self.working is not None and self.working.seen:
+                self._check_citations(text)
             if spec is None:
                 return await self._finish(text, "completed")
             try:
@@ -312,6 +325,24 @@ class Run:
             if emit is not None:
                 self._event("output", output=output)
             return await self._finish(output, "completed")
+
+    # -- request building ---------------------------------------------------------------------
+
+    async def _build(self, tools: tuple[ToolSchema, ...], output_schema: Any) -> BuiltRequest:
+        builder = self.agent.request_builder
+        assert builder is not None
+        if self.working is None:
+            self.working = builder.context(scope=self.ctx.scope)
+        return await builder.build(self.working, self.transcript, tools=tools, output_schema=output_schema,
+                                   ctx=self.ctx)
+
+    def _check_citations(self, text: str) -> None:
+        assert self.working is not None
+        unknown = self.working.unknown_citations(text)
+        if unknown:
+            why = f"the answer cites sources that were not given to the model: {', '.join(unknown)}"
+            if why not in self.warnings:
+                self.warnings.append(why)
 
     # -- tool batches -------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from seamkit.agent.agent import Agent
 from seamkit.agent.prompt import Prompt
 from seamkit.composition._check import Context, resolve_slot, validate_params
 from seamkit.composition._yaml import KeyPath
-from seamkit.composition.models import ComponentRef, Composition, StoreRef, is_secret_name
+from seamkit.composition.models import ComponentRef, Composition, ContextConfig, StoreRef, is_secret_name
 from seamkit.errors import ConfigError, ConfigIssue
 from seamkit.plugins.registry import Registry, get_registry
 
@@ -57,11 +57,20 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
     model = _build(ctx, reg, a.model, ("agent", "model"), failures)
     tools = [_build(ctx, reg, t, ("agent", "tools", i), failures) for i, t in enumerate(a.tools)]
     middlewares = [_build(ctx, reg, m, ("agent", "middlewares", i), failures) for i, m in enumerate(a.middlewares)]
+    context = a.context
+    grounding: Any = None
+    compactor: Any = None
+    if context is not None:
+        if context.grounding is not None:
+            grounding = _build(ctx, reg, context.grounding, ("agent", "context", "grounding"), failures)
+        if context.compactor is not None:
+            compactor = _build(ctx, reg, context.compactor, ("agent", "context", "compactor"), failures)
     store: Any = None
     if a.checkpoints is not None:
         store = _build(ctx, reg, a.checkpoints, ("agent", "checkpoints"), failures)
     elif "checkpoints" not in a.model_fields_set and DEFAULT_STORE in reg.names("store"):
         store = _build(ctx, reg, StoreRef(use=DEFAULT_STORE), ("agent",), failures)
+    builder = _request_builder(ctx, context, grounding, compactor, store) if context is not None else None
     if ctx.issues:
         if len(failures) == len(ctx.issues):
             raise ComponentBuildError(ctx.issues)
@@ -98,10 +107,50 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
             seed=a.settings.seed,
             checkpointer=checkpointer,
             approvals=dict(a.approvals),
+            request_builder=builder,
         )
     except (ValueError, TypeError) as exc:
         ctx.add(f"cannot build the agent: {exc}", ("agent",))
         raise ConfigError(ctx.issues) from None
+
+
+def _request_builder(ctx: Context, context: ContextConfig, grounding: Any, compactor: Any, store: Any) -> Any:
+    """The :class:`~seamkit.request.RequestBuilder` of ``agent.context`` (``None`` after adding
+    located issues: a memory component that is no grounding source, a component that is no
+    compactor, ``record_grounding`` without a store)."""
+    from seamkit.compaction import CompactorPort
+    from seamkit.grounding import MemorySource, not_inferred
+    from seamkit.request.builder import RequestBuilder
+
+    ok = True
+    g, c = context.grounding, context.compactor
+    if g is not None and grounding is not None and not isinstance(grounding, MemorySource):
+        ctx.add(f"memory {g.use!r} is not a grounding source (it has no async retrieve(query, scope=, k=)); "
+                "use a memory component that retrieves items", ("agent", "context", "grounding"))
+        ok = False
+    if c is not None and compactor is not None and not isinstance(compactor, CompactorPort):
+        ctx.add(f"compactor {c.use!r} does not implement CompactorPort", ("agent", "context", "compactor"))
+        ok = False
+    if context.record_grounding and store is None:
+        ctx.add("record_grounding needs a store to record into: set checkpoints",
+                ("agent", "context", "record_grounding"))
+        ok = False
+    if not ok:
+        return None
+    return RequestBuilder(
+        grounding=grounding,
+        k=context.k,
+        admit=not_inferred if context.admit == "recorded" else _admit_all,
+        reground_every_turn=context.reground_every_turn,
+        include_schema=context.include_schema,
+        compactor=compactor,
+        budget_tokens=context.budget_tokens,
+        record_to=store if context.record_grounding else None,
+    )
+
+
+def _admit_all(item: Any) -> bool:
+    return True
 
 
 def _component_secrets(c: Composition) -> frozenset[str]:
@@ -117,6 +166,8 @@ def _component_secrets(c: Composition) -> frozenset[str]:
     refs: list[ComponentRef] = [a.model, *a.tools, *a.middlewares]
     if a.checkpoints is not None:
         refs.append(a.checkpoints)
+    if a.context is not None:
+        refs.extend(r for r in (a.context.grounding, a.context.compactor) if r is not None)
     found: set[str] = set()
 
     def collect(text: str) -> None:

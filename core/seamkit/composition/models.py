@@ -19,7 +19,10 @@ from seamkit.composition._yaml import KeyPath, Position
 
 __all__ = [
     "AgentConfig",
+    "CompactorRef",
     "ComponentRef",
+    "ContextConfig",
+    "MemoryRef",
     "Composition",
     "MiddlewareRef",
     "OutputConfig",
@@ -130,8 +133,22 @@ class StoreRef(ComponentRef):
     kind: ClassVar[str] = "store"
 
 
+class MemoryRef(ComponentRef):
+    """A memory slot (registry kind ``memory``): for ``context.grounding``, a grounding source."""
+
+    kind: ClassVar[str] = "memory"
+
+
+class CompactorRef(ComponentRef):
+    """A compactor slot (registry kind ``compactor``)."""
+
+    kind: ClassVar[str] = "compactor"
+
+
 #: Slot classes by registry kind.
-SLOT_TYPES: dict[str, type[ComponentRef]] = {c.kind: c for c in (ProviderRef, ToolRef, MiddlewareRef, StoreRef)}
+SLOT_TYPES: dict[str, type[ComponentRef]] = {
+    c.kind: c for c in (ProviderRef, ToolRef, MiddlewareRef, StoreRef, MemoryRef, CompactorRef)
+}
 
 ApprovalPolicyName = Literal["never", "every_call", "once_per_run", "once_per_thread"]
 
@@ -163,6 +180,37 @@ class Settings(_Model):
     )
 
 
+class ContextConfig(_Model):
+    """How each request is built (see :class:`seamkit.request.RequestBuilder`): a cache-stable
+    prefix (prompt, grounding, output schema) and a tail compacted to ``budget_tokens``."""
+
+    grounding: MemoryRef | None = Field(
+        default=None, description="A memory component retrieving grounding items (a grounding source)"
+    )
+    k: int = Field(default=5, ge=1, description="Grounding items to retrieve")
+    admit: Literal["recorded", "all"] = Field(
+        default="recorded",
+        description="Which items reach the model: 'recorded' refuses items a model wrote (origin inferred); 'all'",
+    )
+    reground_every_turn: bool = Field(
+        default=False, description="Re-retrieve and re-render the grounding on every turn (the prefix then changes)"
+    )
+    include_schema: bool = Field(default=True, description="Write the output schema into the prefix")
+    compactor: CompactorRef | None = Field(
+        default=None, description="A compactor component fitting the tail into budget_tokens"
+    )
+    budget_tokens: int | None = Field(default=None, ge=1, description="Token budget of each request (estimate)")
+    record_grounding: bool = Field(
+        default=False, description="Store the admitted grounding items of every retrieval in the checkpoints store"
+    )
+
+    @model_validator(mode="after")
+    def _compactor_needs_budget(self) -> ContextConfig:
+        if self.compactor is not None and self.budget_tokens is None:
+            raise ValueError("a compactor needs budget_tokens (the budget it compacts each request to)")
+        return self
+
+
 class AgentConfig(_Model):
     """The agent: see :class:`seamkit.agent.agent.Agent` for the meaning of each field."""
 
@@ -188,6 +236,11 @@ class AgentConfig(_Model):
         description="Store for durable runs (checkpoints, effect receipts). Absent: the embedded default "
         "(sqlite at .seamkit/seamkit.db in the current directory) when seamkit-sqlite is installed; "
         "null: no checkpoints",
+    )
+    context: ContextConfig | None = Field(
+        default=None,
+        description="Request building: grounding, reground_every_turn, compactor, budget_tokens (absent: the "
+        "transcript is sent as it is)",
     )
     approvals: dict[str, ApprovalPolicyName] = Field(
         default_factory=dict,
