@@ -1,0 +1,1 @@
+"""seamkit-embeddings-st: sentence-transformers embeddings (kind ``memory``, name ``sentence_transformers``)."""
