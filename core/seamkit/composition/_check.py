@@ -431,7 +431,8 @@ def resolve_slot(
             other = [k for k in registry.components if k != kind and name in registry.names(k)]
             if other and not ctx.is_secret(use_path):
                 hint = f"; {name!r} is {_a(other[0])} {other[0]}, not {_a(kind)} {kind}"
-            listed = f"installed {kind}s: {', '.join(known)}" if known else f"no {kind}s are installed"
+            kinds = "memory components" if kind == "memory" else f"{kind}s"
+            listed = f"installed {kinds}: {', '.join(known)}" if known else f"no {kinds} are installed"
             ctx.add(f"unknown {kind} {shown}{hint} ({listed})", use_path)
     except AmbiguousComponent as exc:
         ctx.add(f"{kind} {shown} is registered by both {' and '.join(exc.distributions)}; "

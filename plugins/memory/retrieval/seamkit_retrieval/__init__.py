@@ -1,0 +1,1 @@
+"""seamkit-retrieval: the ``vector_memory`` grounding source (see :mod:`seamkit_retrieval.memory`)."""

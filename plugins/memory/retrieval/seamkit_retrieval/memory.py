@@ -1,0 +1,85 @@
+"""``vector_memory``: :class:`seamkit.retrieval.VectorMemory` built from two registered memory
+components, with Markdown files indexed on first use."""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+from collections.abc import Sequence
+from pathlib import Path
+
+from seamkit.errors import ConfigError, ConfigIssue, PluginError
+from seamkit.grounding import MemoryItem
+from seamkit.plugins.registry import get_registry
+from seamkit.retrieval import VectorMemory, chunk_markdown
+from seamkit.values import Scope
+
+from seamkit_retrieval.config import MemorySlot, VectorMemoryConfig
+
+__all__ = ["IndexedVectorMemory", "build"]
+
+
+def _component(slot: MemorySlot, at: str) -> object:
+    reg = get_registry()
+    try:
+        spec = reg.resolve("memory", slot.use, slot.from_)
+    except PluginError as exc:
+        raise ConfigError([ConfigIssue(str(exc), f"{at}.use")]) from None
+    try:
+        return spec.build(slot.params)
+    except ConfigError as exc:
+        raise ConfigError([ConfigIssue(f"memory {slot.use!r}: {i.message}", f"{at}.{i.path}" if i.path else at)
+                           for i in exc.issues]) from None
+
+
+class IndexedVectorMemory(VectorMemory):
+    """A :class:`~seamkit.retrieval.VectorMemory` that indexes ``files`` (Markdown) the first time
+    it is asked in a tenant (once per process and tenant)."""
+
+    def __init__(self, embedder: object, vectors: object, files: Sequence[Path], *, max_chars: int = 1500) -> None:
+        super().__init__(embedder, vectors)  # type: ignore[arg-type]
+        self.files = tuple(files)
+        self.max_chars = max_chars
+        self._indexed: dict[str, asyncio.Lock] = {}
+        self._done: set[str] = set()
+
+    async def _ensure_indexed(self, scope: Scope) -> None:
+        if not self.files or scope.tenant in self._done:
+            return
+        lock = self._indexed.setdefault(scope.tenant, asyncio.Lock())
+        async with lock:
+            if scope.tenant in self._done:
+                return
+            texts = await asyncio.to_thread(lambda: [(p, p.read_text("utf-8")) for p in self.files])
+            chunks = [c for p, text in texts for c in chunk_markdown(text, p.as_posix(), max_chars=self.max_chars)]
+            await self.index(scope, chunks)
+            self._done.add(scope.tenant)
+
+    async def retrieve(self, query: str, *, scope: Scope, k: int = 5) -> Sequence[MemoryItem]:
+        await self._ensure_indexed(scope)
+        return await super().retrieve(query, scope=scope, k=k)
+
+    async def close(self) -> None:
+        close = getattr(self.vectors, "close", None)
+        if close is not None:
+            await close()
+
+
+def build(config: VectorMemoryConfig) -> IndexedVectorMemory:
+    """The component factory. Raises :class:`~seamkit.errors.ConfigError` located at
+    ``embeddings``/``vectors`` for an unknown component or bad parameters, and at ``index`` for a
+    pattern matching no file."""
+    files: list[Path] = []
+    for pattern in config.index:
+        found = sorted(Path(p) for p in glob.glob(str(pattern), recursive=True) if Path(p).is_file())
+        if not found:
+            raise ConfigError([ConfigIssue(f"{pattern} matches no file", "index")])
+        files.extend(found)
+    embedder = _component(config.embeddings, "embeddings")
+    vectors = _component(config.vectors, "vectors")
+    dims = getattr(embedder, "dimensions", None)
+    vdims = getattr(vectors, "dimensions", None)
+    if dims is not None and vdims is not None and dims != vdims:
+        raise ConfigError([ConfigIssue(f"the embeddings have {dims} dimensions, the vector store holds {vdims}",
+                                       "vectors.dimensions")])
+    return IndexedVectorMemory(embedder, vectors, files, max_chars=config.max_chars)
