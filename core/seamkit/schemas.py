@@ -136,6 +136,8 @@ def adapt(tp: Any, *, registry: Registry | None = None) -> SchemaAdapter:
     """
     if _is_adapter(tp):
         return tp  # type: ignore[no-any-return]
+    if _not_a_type(tp):
+        raise UnsupportedSchemaType(tp, (), "it is a value, not a type, a typing construct or a JSON Schema")
     from seamkit.errors import PluginError
     from seamkit.plugins.registry import get_registry
 
@@ -156,6 +158,13 @@ def adapt(tp: Any, *, registry: Registry | None = None) -> SchemaAdapter:
             return flavour.adapter(tp)
     reasons = [r for f in flavours if callable(explain := getattr(f, "explain", None)) and (r := explain(tp))]
     raise UnsupportedSchemaType(tp, tuple(sorted({f.name for f in flavours})), "; ".join([*reasons, *broken]))
+
+
+def _not_a_type(obj: Any) -> bool:
+    import types
+
+    return isinstance(obj, (str, bytes, int, float, complex, list, tuple, set, frozenset, types.FunctionType,
+                            types.BuiltinFunctionType, types.MethodType, types.ModuleType)) or obj is None
 
 
 def _is_adapter(obj: Any) -> bool:

@@ -213,10 +213,35 @@ def _json_tokens(value: object, count: Tokenizer) -> int:
     if count is not count_text_tokens:
         return count(json.dumps(thaw(value), ensure_ascii=False))
     long: list[str] = []
-    short = _shrink(value, long)  # a plain copy: frozen dicts and lists are dict and list subclasses
-    n = count_text_tokens(json.dumps(short, ensure_ascii=False))
+    try:
+        short = _shrink(value, long)  # a plain copy: frozen dicts and lists are dict and list subclasses
+        n = count_text_tokens(json.dumps(short, ensure_ascii=False))
+    except (RecursionError, ValueError):  # nested deeper than Python's recursion limit
+        return _deep_json_tokens(value)
     for text in long:
         n += round(_sampled_tokens(text, json_escaped=True))
+    return n
+
+
+def _deep_json_tokens(value: object) -> int:
+    """An iterative estimate for JSON nested too deeply to walk recursively: every string and key
+    counted as text, one token per bracket, comma or colon."""
+    n = 0
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            n += count_text_tokens(v) + 1
+        elif isinstance(v, dict):
+            n += 2 + len(v)
+            for k, x in v.items():
+                n += count_text_tokens(str(k)) + 1
+                stack.append(x)
+        elif isinstance(v, list | tuple):
+            n += 2 + len(v)
+            stack.extend(v)
+        else:
+            n += 1
     return n
 
 

@@ -403,3 +403,12 @@ def test_schemas_module_imports_light() -> None:
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize("value", ["hello", b"x", 3, [int], lambda: 1, None])
+def test_values_that_are_not_types_are_refused(value: object) -> None:
+    """Regression (newcomer): adapt("hello") and adapt(lambda: 1) were accepted by the pydantic flavour."""
+    from seamkit.schemas import UnsupportedSchemaType, adapt
+
+    with pytest.raises(UnsupportedSchemaType, match="not a type"):
+        adapt(value)

@@ -187,3 +187,15 @@ def test_character_classes_follow_the_gemma_tokenizer() -> None:
     assert count_text_tokens("🎂🎉🥳") in range(3, 7)
     assert count_text_tokens(" " * 62) in range(1, 5)
     assert count_text_tokens("\ud800 lone surrogate") >= 2
+
+
+def test_deeply_nested_arguments_are_estimated_not_a_recursion_error() -> None:
+    """Regression (newcomer): tool arguments nested ~600 JSON levels raised RecursionError."""
+    from seamkit.values import ChatRequest, Message, ToolCall
+
+    deep: object = "leaf"
+    for _ in range(300):  # 600 JSON levels, as reported
+        deep = {"a": [deep]}
+    req = ChatRequest((Message("assistant", (ToolCall("c", "t", {"x": deep}),)),), output_schema={"nest": deep})
+    n = estimate_tokens(req)
+    assert n > 600

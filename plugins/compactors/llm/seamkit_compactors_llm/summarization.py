@@ -65,17 +65,20 @@ class SummarizationCompactor:
         return (f"SummarizationCompactor(model={getattr(self.model, 'provider', '?')}:"
                 f"{getattr(self.model, 'model', '?')}, keep_recent_units={self.config.keep_recent_units})")
 
-    def request_for(self, units: Sequence[tuple[Message, ...]], budget_tokens: int) -> ChatRequest:
-        """The summarising request for the older ``units`` (its prompt names ``budget_tokens``)."""
+    def request_for(self, units: Sequence[tuple[Message, ...]], budget_tokens: int,
+                    max_tokens: int | None = None) -> ChatRequest:
+        """The summarising request for the older ``units``: the summary may take at most
+        ``max_tokens`` (default ``max_summary_tokens``) output tokens."""
         cfg = self.config
+        cap = cfg.max_summary_tokens if max_tokens is None else max_tokens
         text = render_units(units, limit=cfg.max_block_chars)
         prompt = (
             f"Summarise this earlier part of the conversation ({len(units)} turns). Lines starting with "
             f"an earlier summary are part of it: fold them into yours. Keep it well under "
-            f"{cfg.max_summary_tokens} tokens.\n\n<conversation>\n{text}\n</conversation>"
+            f"{cap} tokens.\n\n<conversation>\n{text}\n</conversation>"
         )
         return ChatRequest((Message.system(cfg.instructions), Message.user(prompt)),
-                           temperature=cfg.temperature, max_tokens=cfg.max_summary_tokens)
+                           temperature=cfg.temperature, max_tokens=cap)
 
     async def compact(self, messages: Sequence[Message], *, budget_tokens: int,
                       ctx: RunContext | None = None) -> tuple[Message, ...]:
@@ -96,7 +99,12 @@ class SummarizationCompactor:
                       f"{self.config.keep_recent_units} kept ones are already a summary ({before} tokens, "
                       f"budget {budget_tokens})")
             return msgs
-        result = await call_model(self.model, self.middlewares, self.request_for(sp.older, budget_tokens),
+        # The summary may take what the budget leaves beside the kept units, and never more than
+        # half of what it replaces: a longer summary would only grow the request.
+        older = before - sp.head_tokens - sp.recent_tokens
+        room = budget_tokens - sp.head_tokens - sp.recent_tokens
+        cap = max(16, min(self.config.max_summary_tokens, room, older // 2))
+        result = await call_model(self.model, self.middlewares, self.request_for(sp.older, budget_tokens, cap),
                                   ctx, "summarization")
         text = result.text.strip()
         if not text:
@@ -105,6 +113,10 @@ class SummarizationCompactor:
             return msgs
         out = sp.assemble((summary_message(text, role=self.config.summary_role),))
         after = transcript_tokens(out)
+        if after >= before:
+            note(ctx, f"summarization: the summary ({after} tokens in all) is not smaller than what it would "
+                      f"replace ({before}); the transcript was left unchanged")
+            return msgs
         if after > budget_tokens:
             note(ctx, f"summarization: still over the budget after summarising {len(sp.older)} units "
                       f"({after} > {budget_tokens} tokens; the kept units alone take "

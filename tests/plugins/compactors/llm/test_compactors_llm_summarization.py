@@ -75,7 +75,9 @@ def test_invariants_hold_at_every_budget(keep: int, data: st.DataObject) -> None
     assert model.calls == 1
     head = (system,) if system else ()
     recent = tuple(m for u in units[-keep:] for m in u)
-    assert after == (*head, summary_message("the user asked for notes; search found 3 files"), *recent)
+    summarised = (*head, summary_message("the user asked for notes; search found 3 files"), *recent)
+    # a summary that would not shrink the transcript is refused (the transcript comes back unchanged)
+    assert after == (summarised if transcript_tokens(summarised) < transcript_tokens(msgs) else msgs)
 
 
 async def test_the_summariser_sees_the_older_units_only() -> None:
@@ -203,3 +205,24 @@ def test_model_shorthand_is_a_provider_name() -> None:
 def test_request_for_is_a_plain_chat_request() -> None:
     req = compactor(summariser()).request_for([(Message.user("hi"),)], 100)
     assert isinstance(req, ChatRequest) and req.output_schema is None
+
+
+async def test_a_summary_longer_than_what_it_replaces_is_refused() -> None:
+    """Regression (newcomer): the summariser could answer with more than the span it replaced, so
+    the compacted request grew; it is now refused and the transcript left unchanged."""
+    ctx = make_test_ctx()
+    msgs = (Message.user("short question"), Message.assistant("short answer"), Message.user(filler(400)))
+    model = summariser(filler(300))
+    after = await compactor(model, keep_recent_units=1).compact(msgs, budget_tokens=50, ctx=ctx)
+    assert after == msgs
+    assert "not smaller" in ctx.state["seamkit.compaction.notes"][-1]
+
+
+async def test_the_summary_is_capped_at_what_the_budget_leaves() -> None:
+    """Regression (newcomer): the summary call asked for max_summary_tokens whatever budget was left."""
+    model = summariser()
+    msgs = conversation(n_pairs=6, size=200)
+    await compactor(model, keep_recent_units=1, max_summary_tokens=512).compact(msgs, budget_tokens=400)
+    sent = model.requests[0]
+    assert sent.max_tokens is not None and sent.max_tokens < 512
+    assert f"well under {sent.max_tokens} tokens" in sent.messages[-1].text
