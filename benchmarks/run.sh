@@ -8,6 +8,8 @@
 #   bash benchmarks/run.sh tokens ...       token estimator cost on the 324k-character transcript (benchmarks/tokens_bench.py)
 #   bash benchmarks/run.sh coerce ...       output_coerce partial-parse cost of a 50 KB object streamed in 250..4000
 #                                           deltas (benchmarks/output_coerce_bench.py)
+#   bash benchmarks/run.sh effects ...      runs killed mid-batch left with an uncertain effect, and effect-ledger write
+#                                           latency, on SQLite under 20 concurrent runs (benchmarks/effects_kill_bench.py)
 #   bash benchmarks/run.sh retrieval ...    sqlite_vec query latency (p50/p95) over 10,000 384-dim chunks and insert
 #                                           throughput (benchmarks/retrieval_bench.py)
 set -euo pipefail
@@ -38,6 +40,10 @@ fi
 if [ "${1:-}" = "coerce" ]; then
   shift
   exec .venv/bin/python benchmarks/output_coerce_bench.py "$@"
+fi
+if [ "${1:-}" = "effects" ]; then
+  shift
+  exec .venv/bin/python benchmarks/effects_kill_bench.py "$@"
 fi
 if [ "${1:-}" = "retrieval" ]; then
   shift

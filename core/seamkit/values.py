@@ -271,13 +271,16 @@ class Message:
 @dataclass(frozen=True, slots=True, eq=True)
 class ToolSchema:
     """How a tool is advertised to a model: ``name``, ``description``, ``parameters`` (a JSON
-    Schema object, draft 2020-12) and whether calling it has ``side_effecting`` effects outside
-    the run. Hashes on ``name``."""
+    Schema object, draft 2020-12), whether calling it has ``side_effecting`` effects outside the
+    run, and whether it is ``idempotent``: it hands the call's idempotency key
+    (``RunContext.idempotency_key``) to the outside system, which applies one key at most once, so
+    the effect ledger may run it again after a crash. Hashes on ``name``."""
 
     name: str
     description: str
     parameters: FrozenDict
     side_effecting: bool
+    idempotent: bool = False
 
     def __hash__(self) -> int:
         return hash(("tool", self.name))

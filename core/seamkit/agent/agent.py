@@ -21,6 +21,7 @@ from seamkit.values import EMPTY, FrozenDict, Message, Scope, StreamEvent, Usage
 if TYPE_CHECKING:
     from seamkit.durability.approvals import Decision
     from seamkit.durability.checkpointer import RunSnapshot
+    from seamkit.durability.ledger import UncertainEffect
     from seamkit.request.builder import RequestBuilder
 
 __all__ = ["Agent", "Task"]
@@ -244,13 +245,16 @@ class Agent:
         ``decisions``: for a suspended run, call id -> :func:`~seamkit.durability.approvals.approve`
         (optionally with edited arguments) or :func:`~seamkit.durability.approvals.reject`; a
         pending call without a decision is rejected and the model sees the rejection.
+        A run suspended because a tool call's outcome is unknown (a crash interrupted it) continues
+        once a person has settled each such call (:meth:`settle_effect`); it takes no decisions.
         ``allow_finished``: return a ``done`` run's stored result, or continue a ``failed`` one.
         ``steal``: take over a run whose lease another live worker holds. ``ctx``: services,
         clock and cancellation for the continued run (its run id is replaced by ``run_id``).
 
         Raises :class:`~seamkit.errors.RunNotResumable` (no checkpointer, unknown run, finished,
         decisions for a run that is not suspended or was already resumed, held by another worker,
-        claimed by another worker first); ``ValueError`` for a decision naming no pending call;
+        claimed by another worker first, a tool call whose outcome is unknown not settled yet);
+        ``ValueError`` for a decision naming no pending call;
         :class:`~seamkit.errors.ToolArgumentError` for edited arguments the tool refuses.
         """
         import dataclasses
@@ -267,7 +271,11 @@ class Agent:
                 if not isinstance(d, Decision):
                     raise TypeError(f"the decision for {call_id!r} must be approve(...) or reject(...), got {d!r:.60}")
         snap = await cp.latest(run_id)
-        if snap is not None and snap.status == "suspended":
+        settling = snap is not None and snap.status == "suspended" and snap.state.get("waiting_for") == "settlement"
+        if settling:
+            assert snap is not None
+            self._check_settled(snap.state, run_id, decisions)
+        elif snap is not None and snap.status == "suspended":
             pending = [p.call_id for p in snap.state.get("pending_approvals") or ()]
             if not decisions:  # None or {}: a loop passing "no decisions" must not reject by accident
                 raise RunNotResumable(
@@ -295,10 +303,44 @@ class Agent:
         self._attach_ledger(run, EffectLedger)
         if self.observers:
             run.emit = self._notify
-        if snap.status == "suspended":
+        if snap.status == "suspended" and not settling:
             run.decisions = dict(decisions or {})
             await run._save("running")
         return await run.drive()
+
+    @staticmethod
+    def _check_settled(state: Mapping[str, Any], run_id: str, decisions: Mapping[str, Decision] | None) -> None:
+        from seamkit.durability.ledger import UncertainEffect
+        from seamkit.errors import RunNotResumable
+
+        if decisions:
+            raise RunNotResumable(run_id, "it waits for a person to settle a tool call whose outcome is unknown, "
+                                  "not for approval: decisions do not apply")
+        effects = [e for e in state.get("uncertain_effects") or () if isinstance(e, UncertainEffect)]
+        open_ = [e.call_id for e in effects if e.waits and e.settled is None]
+        if open_:
+            first = open_[0]
+            raise RunNotResumable(
+                run_id, f"the outcome of tool call{'s' if len(open_) != 1 else ''} {', '.join(open_)} is unknown: "
+                f"check the outside system, then settle {'each' if len(open_) != 1 else 'it'} "
+                f"(Agent.settle_effect, or seamkit runs settle {run_id} {first} applied|not-applied)"
+            )
+
+    async def settle_effect(
+        self, run_id: str, call_id: str, *, applied: bool, result: str | None = None
+    ) -> UncertainEffect:
+        """Settle a tool call of ``run_id`` whose outcome is unknown: ``applied=True`` (the model is
+        told it was applied, with ``result`` when given) or ``False`` (the call runs again when the
+        run resumes). See :meth:`~seamkit.durability.checkpointer.Checkpointer.settle_effect` for
+        what is recorded and raised; :class:`~seamkit.errors.RunNotResumable` also when this agent
+        has no checkpointer."""
+        from seamkit.errors import RunNotResumable
+
+        if self.checkpointer is None:
+            raise RunNotResumable(run_id, "this agent has no checkpointer")
+        cp = self.checkpointer
+        settled: UncertainEffect = await cp.settle_effect(run_id, call_id, applied=applied, result=result)
+        return settled
 
     def _check_decisions(self, state: Mapping[str, Any], decisions: Mapping[str, Decision]) -> None:
         pending = {p.call_id: p for p in state.get("pending_approvals") or ()}
@@ -324,6 +366,8 @@ class Agent:
             snap.parent_run_id,
             int(st.get("step", 0)),
             tuple(st.get("warnings") or ()),
+            (),
+            tuple(e for e in st.get("uncertain_effects") or () if getattr(e, "settled", "") is None),
         )
 
     def _notify(self, event: StreamEvent) -> None:

@@ -10,6 +10,7 @@ exactly where it stopped.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from functools import partial
@@ -17,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from seamkit.accumulate import Accumulator
 from seamkit.agent.result import AgentResult, StopReason
-from seamkit.durability.approvals import Decision, PendingApproval
-from seamkit.errors import EffectUncertain, OutputValidationError, RunCancelled, RunNotResumable
+from seamkit.durability.approvals import Decision, PendingApproval, approve
+from seamkit.errors import EffectNotApplied, EffectUncertain, OutputValidationError, RunCancelled, RunNotResumable
 from seamkit.middleware import Call
 from seamkit.runtime.concurrency import gather_bounded
 from seamkit.runtime.context import RunContext
@@ -40,7 +41,7 @@ from seamkit.values import (
 if TYPE_CHECKING:
     from seamkit.agent.agent import Agent
     from seamkit.durability.checkpointer import RunHandle
-    from seamkit.durability.ledger import EffectLedger
+    from seamkit.durability.ledger import EffectLedger, UncertainEffect
     from seamkit.request.builder import BuiltRequest, WorkingContext
 
 __all__ = ["Run", "CORRECTIVE_TEMPLATE", "EDITED_TEMPLATE", "REJECTED_TEMPLATE"]
@@ -61,7 +62,9 @@ class Run:
 
     With a checkpointer (``handle``), a checkpoint is written after every model turn and every
     tool batch, tool results are recorded as they finish, side-effecting tools run through the
-    effect ledger, and a call that needs approval suspends the run."""
+    effect ledger, and a call that needs approval suspends the run. A side-effecting call whose
+    outcome is unknown is recorded in ``uncertain_effects`` (and a warning); when an earlier attempt
+    of it was interrupted, the run suspends until a person settles it."""
 
     __slots__ = (
         "agent",
@@ -78,6 +81,7 @@ class Run:
         "step",
         "tool_choice",
         "transcript",
+        "uncertain_effects",
         "usage",
         "warnings",
         "working",
@@ -101,6 +105,7 @@ class Run:
         self.approved_tools: list[str] = []
         self.in_turn = False  # a model turn is in flight (counted in step, not in the transcript yet)
         self.working: WorkingContext | None = None  # with a request builder: the run's working context
+        self.uncertain_effects: list[UncertainEffect] = []  # by call id, settled ones included
 
     # -- durable state ------------------------------------------------------------------------
 
@@ -120,6 +125,13 @@ class Run:
         }
         if self.working is not None:
             s["prompt_variables"] = self.working.variables
+        if self.uncertain_effects:
+            from seamkit.durability.ledger import effects_detail
+
+            s["uncertain_effects"] = list(self.uncertain_effects)
+            detail = effects_detail(self.uncertain_effects)
+            if detail:
+                s["status_detail"] = detail
         s.update(extra)
         return s
 
@@ -136,6 +148,9 @@ class Run:
         decisions = state.get("decisions")
         self.decisions = dict(decisions) if decisions is not None else None
         self.pending = dict(pending)
+        from seamkit.durability.ledger import UncertainEffect
+
+        self.uncertain_effects = [e for e in state.get("uncertain_effects") or () if isinstance(e, UncertainEffect)]
         builder = self.agent.request_builder
         if builder is not None:
             self.working = builder.context(state.get("prompt_variables"), scope=self.ctx.scope)
@@ -145,11 +160,35 @@ class Run:
         if self.handle is None:
             return False
         saved = await self.handle.save(status, self.state(**extra), self.transcript, lease=lease)
-        if not saved and self.handle.skipped:
-            why = self.handle.skipped[-1]
+        if not saved:
+            why = self.handle.skipped[-1] if self.handle.skipped else "it held a secret"
             if why not in self.warnings:
                 self.warnings.append(why)
+            from seamkit.durability.records import FINISHED_STATUSES
+
+            if status in FINISHED_STATUSES:
+                await self._save_redacted(status, why, extra)
         return saved
+
+    async def _save_redacted(self, status: str, why: str, extra: Mapping[str, Any]) -> None:
+        """The run is over but its snapshot held a secret: record that it is over, without the
+        messages, output or error text that held it, so it never looks unfinished (``running``)
+        and is never resumed to run again."""
+        handle = self.handle
+        assert handle is not None
+        ended = "failed" if status == "failed" else "ended"
+        header: dict[str, Any] = {
+            "agent": self.agent.name, "step": self.step, "usage": self.usage,
+            "stop_reason": extra.get("stop_reason"), "output": None, "redacted": why,
+            "status_detail": f"the run {ended}, but its final checkpoint was not saved ({why}): "
+                             "the messages and values after the last saved one are not stored",
+        }
+        tries = [header]
+        if extra.get("error") is not None:  # the error text itself may be what held the secret
+            tries.insert(0, {**header, "error": extra["error"]})
+        for state in tries:
+            if await handle.save(status, state, self.transcript[: handle.logged], lease=False):
+                return
 
     # -- events and results -------------------------------------------------------------------
 
@@ -169,26 +208,26 @@ class Run:
             self.step,
             tuple(self.warnings),
             self.pending_approvals,
+            tuple(e for e in self.uncertain_effects if e.settled is None),
         )
 
-    async def _finish(self, output: object, reason: StopReason) -> AgentResult:
+    async def _finish(
+        self, output: object, reason: StopReason, *, batch: tuple[ToolResult, ...] | None = None
+    ) -> AgentResult:
+        """End the run with a checkpoint. ``batch``: the tool batch's results when the run suspends
+        because a call of it waits for a person to settle its outcome."""
         if self.handle is not None:
             status = "suspended" if reason == "suspended" else "done"
-            saved = await self._save(status, output=output, stop_reason=reason)
-            if not saved and reason != "suspended":
-                # the final snapshot held a secret: record that the run is over, without the
-                # messages or output that held it, so it never looks unfinished
-                handle = self.handle
-                why = handle.skipped[-1] if handle.skipped else "it held a secret"
-                header = {"agent": self.agent.name, "step": self.step, "usage": self.usage,
-                          "stop_reason": reason, "output": None, "redacted": why}
-                await handle.save(status, header, self.transcript[: handle.logged])
+            if batch is not None:
+                saved = await self._suspend_for_settlement(batch)
+            else:
+                saved = await self._save(status, output=output, stop_reason=reason)
             if not saved and reason == "suspended":
                 why = self.handle.skipped[-1] if self.handle.skipped else "it was not saved"
-                raise RunNotResumable(
-                    self.ctx.run_id, f"it needs a person's approval, but it could not be checkpointed ({why}); "
-                    "no tool call of that turn ran"
-                )
+                what = ("a person must settle a tool call whose outcome is unknown" if batch is not None
+                        else "it needs a person's approval")
+                ran = "" if batch is not None else "; no tool call of that turn ran"
+                raise RunNotResumable(self.ctx.run_id, f"{what}, but it could not be checkpointed ({why}){ran}")
         result = self._result(output, reason)
         if self.emit is not None:
             self._event("run_finished", data=FrozenDict(stop_reason=reason, result=result))
@@ -247,6 +286,8 @@ class Run:
                 calls = ()
                 if results is None:
                     return await self._finish(None, "suspended")
+                if self._waits_for_settlement():
+                    return await self._finish(None, "suspended", batch=results)
                 transcript.append(Message("tool", results))
                 if agent.reset_tool_choice and self.tool_choice not in ("auto", "none"):
                     self.tool_choice = "auto"
@@ -480,15 +521,79 @@ class Run:
         if ledger is not None and self.handle is not None:
             t = invoker.tools.get(call.name)
             if t is not None and t.schema.side_effecting:
-                # the step too: providers (local ones above all) may reuse call ids across turns
-                key = f"{self.ctx.run_id}:{self.step}:{call.id}"
-                try:
-                    result: ToolResult = await ledger.run(key, partial(invoker.call_tool, call, self.ctx, meta))
-                except EffectUncertain as exc:
-                    result = ToolResult(call.id, call.name, f"{exc}. It was not run again.", is_error=True)
-                await self.handle.record_write(call.id, result)
-                return result
+                return await self._call_effect(ledger, call, t.schema.idempotent, meta)
         result = await invoker.call_tool(call, self.ctx, meta)
         if self.handle is not None:
             await self.handle.record_write(call.id, result)
         return result
+
+    async def _call_effect(
+        self, ledger: EffectLedger, call: ToolCall, idempotent: bool, meta: FrozenDict
+    ) -> ToolResult:
+        """A side-effecting call through the effect ledger. Its idempotency key (``ctx.idempotency_key``
+        for the tool) is ``<run id>:<step>:<call id>``: the same for every attempt of this call (the
+        step is restored on resume), different for every other call (the step too, because providers,
+        local ones above all, may reuse call ids across turns)."""
+        from seamkit.durability.ledger import UNCERTAIN_TEMPLATE, UncertainEffect
+
+        assert self.handle is not None
+        invoker = self.agent.invoker
+        key = f"{self.ctx.run_id}:{self.step}:{call.id}"
+        ctx = dataclasses.replace(self.ctx, idempotency_key=key)
+        attempted = False
+
+        async def attempt() -> ToolResult:
+            nonlocal attempted
+            attempted = True
+            return await invoker.call_effect(call, ctx, meta)
+
+        try:
+            result: ToolResult = await ledger.run(key, attempt, idempotent=idempotent)
+        except EffectNotApplied as exc:
+            # certainly not applied (it never started, or the tool said so): the model may try again
+            cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+            result = ToolResult(call.id, call.name, f"{type(cause).__name__}: {cause}", is_error=True)
+        except EffectUncertain as exc:
+            # not attempted here: an earlier attempt was interrupted before its result was recorded,
+            # so nobody has told the model anything; the run waits for a person to settle it
+            effect = UncertainEffect(call.id, call.name, key, exc.reason, call.arguments, waits=not attempted)
+            self._note_uncertain(effect)
+            result = ToolResult(call.id, call.name, UNCERTAIN_TEMPLATE.format(reason=exc.reason), is_error=True)
+            if effect.waits:
+                return result  # not recorded: the call is decided once it is settled
+        await self.handle.record_write(call.id, result)
+        return result
+
+    def _note_uncertain(self, effect: UncertainEffect) -> None:
+        from seamkit.durability.ledger import uncertain_warning
+
+        for i, e in enumerate(self.uncertain_effects):
+            if e.call_id == effect.call_id:
+                old = uncertain_warning(self.ctx.run_id, e)
+                if old in self.warnings:
+                    self.warnings.remove(old)
+                self.uncertain_effects[i] = effect
+                break
+        else:
+            self.uncertain_effects.append(effect)
+        self.warnings.append(uncertain_warning(self.ctx.run_id, effect))
+
+    def _waits_for_settlement(self) -> bool:
+        return any(e.waits and e.settled is None for e in self.uncertain_effects)
+
+    async def _suspend_for_settlement(self, batch: tuple[ToolResult, ...]) -> bool:
+        """Checkpoint the run as ``suspended`` until a person settles the calls of ``batch`` whose
+        outcome is unknown; the batch's other results are recorded against that checkpoint, so the
+        resumed run reruns only the settled calls. Those calls ran, so any approval they needed was
+        given: it is kept for them. ``False`` when the snapshot held a secret."""
+        assert self.handle is not None
+        waiting = {e.call_id: e for e in self.uncertain_effects if e.waits and e.settled is None}
+        self.pending_approvals = ()
+        # (approvals of the resuming agent decide whether these are consulted at all)
+        self.decisions = {cid: approve(e.arguments) for cid, e in waiting.items()} if self.agent.approvals else None
+        saved = await self._save("suspended", stop_reason="suspended", waiting_for="settlement")
+        if saved:
+            for r in batch:
+                if r.call_id not in waiting:
+                    await self.handle.record_write(r.call_id, r)
+        return saved

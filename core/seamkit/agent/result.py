@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from seamkit._frozen import fast_init
 from seamkit.durability.approvals import PendingApproval
 from seamkit.values import Message, Usage
+
+if TYPE_CHECKING:
+    from seamkit.durability.ledger import UncertainEffect
 
 __all__ = ["AgentResult", "StopReason"]
 
@@ -24,8 +27,12 @@ class AgentResult:
     type, or ``None`` when the run stopped early. ``transcript``: every message, system prompt
     first. ``usage``: summed over every model call (``usage.cost`` USD ``Decimal`` or ``None``).
     ``stop_reason``: ``completed``, ``max_steps``, or ``suspended`` (tool calls wait for a
-    person's decision: ``pending_approvals``; continue with ``Agent.resume``). ``steps``: model
-    turns taken. ``warnings``: degradations providers reported, and checkpoints skipped.
+    person's decision: ``pending_approvals``, or for a person to settle an effect: the
+    ``uncertain_effects`` with ``waits``; continue with ``Agent.resume``). ``steps``: model turns
+    taken. ``warnings``: degradations providers reported, checkpoints skipped, and effects whose
+    outcome is unknown. ``uncertain_effects``: the side-effecting tool calls of the run whose
+    outcome is unknown and not settled yet (settle them with ``Agent.settle_effect`` or
+    ``seamkit runs settle``).
     """
 
     output: Any
@@ -37,6 +44,7 @@ class AgentResult:
     steps: int = 0
     warnings: tuple[str, ...] = ()
     pending_approvals: tuple[PendingApproval, ...] = ()
+    uncertain_effects: tuple[UncertainEffect, ...] = ()
 
     @property
     def cost(self) -> Decimal | None:

@@ -308,7 +308,18 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if snap is None:
         asyncio.run(cp.close())
         raise UsageError(f"no run {args.run_id!r} in this composition's store")
-    if snap.status == "suspended":
+    if snap.status == "suspended" and snap.state.get("waiting_for") == "settlement":
+        from seamkit.cli.render import uncertain_text
+
+        waiting = [e for e in snap.state.get("uncertain_effects") or ()
+                   if getattr(e, "waits", False) and getattr(e, "settled", "") is None]
+        if waiting or decisions is not None:
+            asyncio.run(cp.close())
+            what = ("--approve/--reject/--edit do not apply: it waits for a person to settle a tool call whose "
+                    "outcome is unknown, not for approval" if not waiting
+                    else f"run {args.run_id} waits for a person to settle a tool call whose outcome is unknown")
+            raise UsageError(what + ("\n" + uncertain_text(args.run_id, waiting) if waiting else ""))
+    elif snap.status == "suspended":
         if decisions is None:
             asyncio.run(cp.close())
             raise UsageError(f"run {args.run_id} waits for a decision\n"
@@ -477,11 +488,44 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         for r in m["tool_results"]:
             line += f" <- {r['name']}: {r['content']}"
         out.write(f"  {m['role']:<9} {visible(line[:200])}\n")
+    detail = snap.state.get("status_detail")
+    if isinstance(detail, str):
+        out.write(f"detail: {visible(detail)}\n")
     pending = snap.state.get("pending_approvals")
     if pending:
         from seamkit.cli.render import pending_text
 
         out.write(pending_text(snap.run_id, pending) + "\n")
+    effects = snap.state.get("uncertain_effects")
+    if effects:
+        from seamkit.cli.render import uncertain_text
+
+        text = uncertain_text(snap.run_id, effects)
+        if text:
+            out.write(text + "\n")
+    return EXIT_OK
+
+
+def cmd_runs_settle(args: argparse.Namespace) -> int:
+    """``seamkit runs settle RUN_ID CALL_ID applied|not-applied [--result TEXT] [--agent FILE]``:
+    exit 0 when recorded; 2 for an unknown run or a call that is not an unsettled uncertain one."""
+    from seamkit.errors import RunNotResumable
+
+    applied = args.outcome == "applied"
+    if args.result is not None and not applied:
+        raise UsageError("--result goes with 'applied' only: a call that was not applied has no result")
+
+    async def settle(cp: Any) -> Any:
+        return await cp.settle_effect(args.run_id, args.call_id, applied=applied, result=args.result)
+
+    try:
+        _with_store(args, settle)
+    except (ValueError, RunNotResumable) as exc:
+        raise UsageError(str(exc)) from None
+    then = ("the call runs again when the run resumes" if not applied
+            else "the model is told it was applied when the run resumes")
+    sys.stderr.write(f"settled call {args.call_id} of run {args.run_id} as {args.outcome}; {then} "
+                     f"(if the run waits for it: seamkit resume {args.run_id})\n")
     return EXIT_OK
 
 

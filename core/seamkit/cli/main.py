@@ -164,7 +164,7 @@ def build_parser(
 
     p = sub.add_parser(
         "runs",
-        help="list, show or delete checkpointed runs",
+        help="list, show, settle or delete checkpointed runs",
         description="Inspect the runs in a store: the agent's (--agent FILE) or the embedded default "
         "(.seamkit/seamkit.db).",
     )
@@ -181,6 +181,21 @@ def build_parser(
     q.add_argument("--agent", metavar="FILE", help="use this composition's store")
     q.add_argument("--json", action="store_true", help="print JSON")
     q.set_defaults(func=_lazy("runs_show"))
+    q = runs.add_parser(
+        "settle",
+        help="record whether a tool call whose outcome is unknown was applied",
+        description="A side-effecting tool call whose outcome is unknown (its process was killed while it ran, "
+        "or the tool raised) is never run again automatically: check the outside system, then settle it. "
+        "'applied': the model is told it was applied (with --result TEXT when given); 'not-applied': it did "
+        "not happen, and the call runs again when the run resumes. 'seamkit runs show RUN_ID' lists the "
+        "unsettled calls.",
+    )
+    q.add_argument("run_id", metavar="RUN_ID")
+    q.add_argument("call_id", metavar="CALL_ID", help="the tool call id (from seamkit runs show RUN_ID)")
+    q.add_argument("outcome", choices=["applied", "not-applied"], help="what the outside system shows")
+    q.add_argument("--result", metavar="TEXT", help="with 'applied': what it did, as the model will read it")
+    q.add_argument("--agent", metavar="FILE", help="use this composition's store")
+    q.set_defaults(func=_lazy("runs_settle"))
     q = runs.add_parser(
         "prune",
         help="retention: drop old versions and old finished runs",

@@ -177,6 +177,23 @@ def pending_text(run_id: str, pending: Any) -> str:
     return "\n".join(lines)
 
 
+def uncertain_text(run_id: str, effects: Any) -> str:
+    """The lines telling a person which side-effecting tool calls of a run have an unknown outcome
+    and how to settle them ("" when every one is settled)."""
+    open_ = [e for e in effects if getattr(e, "settled", "") is None]
+    if not open_:
+        return ""
+    lines = ["outcome unknown (check the outside system, then settle):"]
+    for e in open_:
+        args = visible(json.dumps(jsonable(e.arguments), ensure_ascii=False))
+        waits = " [the run waits for it]" if e.waits else ""
+        lines.append(f"  call {visible(e.call_id)}: {visible(e.tool)} {truncate(args, MAX_ARGS)}{waits}")
+        lines.append(f"    {visible(e.reason)}")
+    first = open_[0].call_id
+    lines.append(f"settle with: seamkit runs settle {run_id} {first} applied [--result TEXT] | not-applied")
+    return "\n".join(lines)
+
+
 class EventSink(Protocol):
     def event(self, event: StreamEvent) -> None: ...
 

@@ -11,15 +11,16 @@ import logging
 import os
 import socket
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from seamkit.durability import codec
+from seamkit.durability.ledger import EffectLedger, UncertainEffect, applied_text, effects_detail, uncertain_warning
 from seamkit.durability.records import FINISHED_STATUSES, CheckpointInfo, CheckpointRecord, StoredCheckpoint
 from seamkit.errors import CheckpointConflict, CodecError, RunNotResumable
 from seamkit.ports import CheckpointPort, ClockPort, StorePort
 from seamkit.runtime.clock import SYSTEM_CLOCK
-from seamkit.values import EMPTY, FrozenDict, Message, freeze
+from seamkit.values import EMPTY, FrozenDict, Message, Scope, ToolResult, freeze
 
 __all__ = ["Checkpointer", "RunHandle", "RunSnapshot", "worker_id"]
 
@@ -200,6 +201,69 @@ class Checkpointer:
         return await self.begin(
             new_run_id, past.state, past.transcript, parent_run_id=past.parent_run_id, metadata=meta
         )
+
+    async def settle_effect(
+        self, run_id: str, call_id: str, *, applied: bool, result: str | None = None
+    ) -> UncertainEffect:
+        """Record what a person found out about a tool call of ``run_id`` whose outcome was unknown
+        (``state["uncertain_effects"]``): ``applied=True`` (the model is told it was applied, with
+        ``result`` when given) or ``applied=False`` (it did not happen: the call runs again). The
+        effect ledger's receipt is settled first, then a new checkpoint version (same status) marks
+        the call settled and drops its warning. A run suspended for it continues on resume; a call
+        the model was already told about is only recorded (nothing reruns).
+
+        Returns the settled :class:`~seamkit.durability.ledger.UncertainEffect`. Raises
+        :class:`~seamkit.errors.RunNotResumable` when the run is unknown, held by a live worker,
+        changed meanwhile or the settled state could not be checkpointed (it held a secret);
+        ``ValueError`` when ``call_id`` is not an unsettled uncertain call of the run (the message
+        lists those), or ``result`` comes with ``applied=False``.
+        """
+        if result is not None and not applied:
+            raise ValueError("a result text goes with 'applied' only: a call that was not applied has no result")
+        snap = await self.latest(run_id)
+        if snap is None:
+            raise RunNotResumable(run_id, "no checkpoints for this run id")
+        held = self.lease_holder(snap)
+        if held is not None:
+            raise RunNotResumable(run_id, f"another worker ({held[0]}) is running it; settle it when it stops")
+        effects = [e for e in snap.state.get("uncertain_effects") or () if isinstance(e, UncertainEffect)]
+        found = next((e for e in effects if e.call_id == call_id and e.settled is None), None)
+        if found is None:
+            open_ = ", ".join(e.call_id for e in effects if e.settled is None) or "none"
+            raise ValueError(f"run {run_id} has no unsettled tool call {call_id!r} whose outcome is unknown "
+                             f"(unsettled: {open_})")
+        if self.store is None:
+            raise RunNotResumable(run_id, "this checkpointer has no store for effect receipts")
+        scope = snap.state.get("scope")
+        ledger = EffectLedger(self.store, tenant=scope.tenant if isinstance(scope, Scope) else "default")
+        if applied:
+            await ledger.settle(found.key, applied=True, value=ToolResult(call_id, found.tool, applied_text(result)),
+                                note="settled as applied by a person")
+        else:
+            await ledger.settle(found.key, applied=False, note="settled as not applied by a person")
+        settled = replace(found, settled="applied" if applied else "not_applied", result=result)
+        state = dict(snap.state)
+        effects = [settled if e is found else e for e in effects]
+        state["uncertain_effects"] = effects
+        warning = uncertain_warning(run_id, found)
+        state["warnings"] = [w for w in state.get("warnings") or () if w != warning]
+        detail = effects_detail(effects)
+        if detail is not None:
+            state["status_detail"] = detail
+        else:
+            state.pop("status_detail", None)
+        handle = RunHandle(self, run_id, snap.parent_run_id, snap.version, snap.metadata)
+        handle._logged = len(snap.transcript)
+        try:
+            saved = await handle.save(snap.status, state, snap.transcript, lease=False)
+        except CheckpointConflict:
+            raise RunNotResumable(run_id, "it changed while the call was being settled; try again") from None
+        if not saved:
+            raise RunNotResumable(run_id, f"the effect was settled, but the run could not be checkpointed "
+                                  f"({handle.skipped[-1]})")
+        for task_id, value in snap.pending.items():  # the batch's finished results stay recorded
+            await handle.record_write(task_id, value)
+        return settled
 
     async def prune(self, *, keep_last: int = 1, finished_before: float | None = None) -> int:
         return await self.port.prune_runs(keep_last=keep_last, finished_before=finished_before)

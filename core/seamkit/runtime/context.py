@@ -93,6 +93,12 @@ class RunContext:
     :meth:`run_effect` uses (the agent's durable one when it has a checkpointer; otherwise one kept
     in this process, created on first use). ``ancestors``: the run ids above this one, parent
     first (empty for a top-level run; ``ancestors[0] == parent_run_id`` when set by :meth:`child`).
+    ``idempotency_key``: set only while a side-effecting tool runs through the effect ledger (a run
+    with a checkpointer): that call's key, ``"<run id>:<step>:<tool call id>"``, the same for every
+    attempt of the call (after a crash and resume too) and different for every other call. Hand it
+    to the outside system (e.g. an ``Idempotency-Key`` header) so that a repeated attempt is
+    applied at most once; a tool that does so declares ``@tool(side_effecting=True,
+    idempotent=True)`` and is then retried automatically after a crash.
     """
 
     run_id: str = field(default_factory=new_run_id)
@@ -104,6 +110,7 @@ class RunContext:
     state: dict[str, Any] = field(default_factory=dict)
     effects: EffectLedger | None = None
     ancestors: tuple[str, ...] = ()
+    idempotency_key: str | None = None
 
     async def run_effect(self, key: str, op: Callable[[], Awaitable[T]]) -> T:
         """Run ``op`` (an operation with outside effects) at most once for the idempotency ``key``:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from seamkit.accumulate import Accumulator
-from seamkit.errors import UnknownToolError
+from seamkit.errors import EffectNotApplied, UnknownToolError
 from seamkit.middleware import Call, Middleware, Next, chain, collect_one
 from seamkit.ports import LLMPort
 from seamkit.runtime.context import RunContext
@@ -16,6 +17,20 @@ from seamkit.tools.registry import ToolRegistry
 from seamkit.values import EMPTY, ChatRequest, Delta, FrozenDict, LLMResult, ToolCall, ToolRequest, ToolResult
 
 __all__ = ["Invoker", "render_tool_value"]
+
+
+class _Entered:
+    """Set when a tool's own code is entered; until then its call certainly changed nothing."""
+
+    __slots__ = ("entered",)
+
+    def __init__(self) -> None:
+        self.entered = False
+
+
+# The marker of the side-effecting call in flight in this task (contexts copied for tasks a
+# middleware starts share the marker object, so the terminal's mark is seen here).
+_ENTERED: ContextVar[_Entered | None] = ContextVar("seamkit_tool_entered", default=None)
 
 
 def render_tool_value(value: Any) -> str:
@@ -39,8 +54,9 @@ class Invoker:
 
     ``stream_chat`` yields deltas; ``chat`` collects them; ``call_tool`` returns a
     :class:`~seamkit.values.ToolResult` and never raises for a tool's own failure (unknown tool,
-    invalid arguments, a raising tool: an ``is_error`` result). ``asyncio.CancelledError`` always
-    propagates.
+    invalid arguments, a raising tool: an ``is_error`` result); ``call_effect`` (for the effect
+    ledger) raises them instead, telling a call that never started from one whose outcome is
+    unknown. ``asyncio.CancelledError`` always propagates.
     """
 
     __slots__ = ("_chat", "_tool", "_tool_direct", "has_chat_middleware", "middlewares", "model", "tools")
@@ -65,6 +81,9 @@ class Invoker:
         if t is None:
             raise UnknownToolError(tc.name, self.tools.names)
         args = t.validate(tc.arguments)
+        marker = _ENTERED.get()
+        if marker is not None:
+            marker.entered = True
         value = await t.invoke(args, call.ctx)
         yield ToolResult(tc.id, tc.name, render_tool_value(value))
 
@@ -96,3 +115,34 @@ class Invoker:
         except Exception as exc:
             return ToolResult(call.id, call.name, f"{type(exc).__name__}: {exc}", is_error=True)
         return result
+
+    async def call_effect(self, call: ToolCall, ctx: RunContext, meta: FrozenDict = EMPTY) -> ToolResult:
+        """Run one side-effecting tool call through the tool chain, for the effect ledger: unlike
+        :meth:`call_tool`, a failure raises, so the ledger records what is known about the effect.
+
+        Raises :class:`~seamkit.errors.EffectNotApplied` (the original error as ``__cause__`` and
+        in the message) when the call failed before the tool's own code was entered (unknown tool,
+        invalid arguments, a middleware refusing the call): it certainly changed nothing. Once the
+        tool was entered, its exception propagates unchanged (an ``EffectNotApplied`` it raises
+        says it changed nothing; anything else leaves the outcome unknown)."""
+        marker = _Entered()
+        token = _ENTERED.set(marker)
+        try:
+            if self._tool_direct:
+                t = self.tools.get(call.name)
+                if t is None:
+                    raise UnknownToolError(call.name, self.tools.names)
+                args = t.validate(call.arguments)
+                marker.entered = True
+                value = await t.invoke(args, ctx)
+                return ToolResult(call.id, call.name, render_tool_value(value))
+            t = self.tools.get(call.name)
+            req = ToolRequest(call, t.schema if t is not None else None)
+            result: ToolResult = await collect_one(self._tool(Call("tool", req, ctx, meta)))
+            return result
+        except Exception as exc:
+            if marker.entered or isinstance(exc, EffectNotApplied):
+                raise
+            raise EffectNotApplied(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            _ENTERED.reset(token)

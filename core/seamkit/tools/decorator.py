@@ -56,6 +56,7 @@ class FunctionTool:
         name: str | None = None,
         description: str | None = None,
         blocking: bool = True,
+        idempotent: bool = False,
     ) -> None:
         import docstring_parser
         import pydantic
@@ -106,7 +107,7 @@ class FunctionTool:
         if desc is None:
             parts = [doc.short_description or "", doc.long_description or ""]
             desc = "\n\n".join(p for p in parts if p).strip()
-        self._schema = ToolSchema(self.__name__, desc, freeze(params), side_effecting)
+        self._schema = ToolSchema(self.__name__, desc, freeze(params), side_effecting, idempotent)
 
     @property
     def schema(self) -> ToolSchema:
@@ -159,6 +160,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     blocking: bool = True,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -170,6 +172,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     blocking: bool = True,
+    idempotent: bool = False,
 ) -> Any:
     """Turn a function into a tool: ``@tool(side_effecting=False)``.
 
@@ -177,7 +180,11 @@ def tool(
     (writes a file, sends a payment); side-effecting calls are the ones approvals and the effect
     ledger guard. ``name`` and ``description`` override the function's name and docstring.
     ``blocking=False`` runs a *sync* function directly on the event loop (only for cheap, pure
-    functions); by default sync functions run in a worker thread.
+    functions); by default sync functions run in a worker thread. ``idempotent=True`` (with
+    ``side_effecting=True``) says the tool hands ``ctx.idempotency_key`` (a parameter annotated
+    :class:`~seamkit.runtime.context.RunContext`) to the outside system, which applies one key at
+    most once: a call a crash interrupted is then run again on resume instead of waiting for a
+    person to settle it.
 
     Raises ``TypeError`` when ``side_effecting`` is missing, or a parameter has no type hint or a
     type pydantic cannot describe.
@@ -190,6 +197,7 @@ def tool(
     se = side_effecting
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
-        return FunctionTool(f, side_effecting=se, name=name, description=description, blocking=blocking)
+        return FunctionTool(f, side_effecting=se, name=name, description=description, blocking=blocking,
+                            idempotent=idempotent)
 
     return wrap

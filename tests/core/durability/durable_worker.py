@@ -11,6 +11,10 @@ Usage: ``python durable_worker.py '<json spec>'``. The spec:
 - ``steps``: scripted payment steps (``run`` / ``resume``). ``crash_after``: in ``run`` mode,
   SIGKILL this process right after the k-th successful checkpoint save.
 - ``decisions``: ``{call_id: {"approve": true, "arguments": {...}?} | {"approve": false, "reason": ...}}``.
+- ``effect_run`` / ``effect_resume``: a run of ``steps`` turns, each one ``record_payment`` call
+  (``pay_<i>``), whose tool SIGKILLs this process while it runs payment ``kill_in_call`` in
+  ``effect_run`` mode (after its write, or before it with ``kill_before_write``); ``idempotent``
+  declares the tool idempotent. The tool records ``ctx.idempotency_key`` with each write.
 
 On success prints one JSON line on stdout: ``{"ok": true, "output", "usage", "stop_reason",
 "saves", "transcript": [...summary...], "pending": [...]}``. A seamkit error prints
@@ -48,7 +52,8 @@ def effects_table(path: str) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute(
-        "CREATE TABLE IF NOT EXISTS effects (run_id TEXT NOT NULL, payment_id INTEGER NOT NULL, pid INTEGER NOT NULL)"
+        "CREATE TABLE IF NOT EXISTS effects (run_id TEXT NOT NULL, payment_id INTEGER NOT NULL, pid INTEGER NOT NULL,"
+        " idem_key TEXT)"
     )
     return conn
 
@@ -70,6 +75,38 @@ def payment_tool(effects: str, run_id: str) -> Any:
                 "INSERT INTO effects (run_id, payment_id, pid) VALUES (?, ?, ?)", (run_id, payment_id, os.getpid())
             )
             conn.execute("COMMIT")
+        return f"recorded payment {payment_id}"
+
+    return record_payment
+
+
+def killing_payment_tool(effects: str, run_id: str, *, kill_in_call: int | None, before_write: bool,
+                         idempotent: bool) -> Any:
+    """``record_payment`` that SIGKILLs this process while it runs payment ``kill_in_call`` (a
+    process killed mid-call), and records the idempotency key it was given."""
+    conn = effects_table(effects)
+
+    def kill() -> None:
+        sys.stdout.flush()
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    declared = {"idempotent": True} if idempotent else {}  # (a plain side-effecting tool declares nothing)
+
+    @tool(side_effecting=True, **declared)
+    def record_payment(payment_id: int, ctx: RunContext) -> str:
+        """Record one payment (a real write to the effects table).
+
+        Args:
+            payment_id: the payment's number
+        """
+        if payment_id == kill_in_call and before_write:
+            kill()
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO effects (run_id, payment_id, pid, idem_key) VALUES (?, ?, ?, ?)",
+                     (run_id, payment_id, os.getpid(), getattr(ctx, "idempotency_key", None)))
+        conn.execute("COMMIT")
+        if payment_id == kill_in_call:
+            kill()
         return f"recorded payment {payment_id}"
 
     return record_payment
@@ -178,6 +215,19 @@ async def main(spec: Mapping[str, Any]) -> dict[str, Any]:
                 resumed_from = snap.version if snap is not None else None
                 agent = Agent(ScriptedModel(script[done:]), tools=tools, checkpointer=store, max_steps=MAX_STEPS)
                 result = await agent.resume(run_id)
+        elif mode in ("effect_run", "effect_resume"):
+            script = payment_script(int(spec["steps"]))
+            tools = [killing_payment_tool(
+                spec["effects"], run_id, kill_in_call=spec.get("kill_in_call") if mode == "effect_run" else None,
+                before_write=bool(spec.get("kill_before_write")), idempotent=bool(spec.get("idempotent")),
+            )]
+            # the model continues from the transcript, as a real one would
+            agent = Agent(ScriptedModel(script, follow_transcript=True), tools=tools, checkpointer=store,
+                          max_steps=MAX_STEPS)
+            if mode == "effect_run":
+                result = await agent.run("make the payments", ctx=RunContext(run_id=run_id))
+            else:
+                result = await agent.resume(run_id)
         elif mode in ("approve_run", "approve_resume"):
             script = approval_script()
             approvals = {"record_payment": "every_call"}
@@ -204,6 +254,8 @@ async def main(spec: Mapping[str, Any]) -> dict[str, Any]:
             "resumed_from": resumed_from,
             "transcript": summarize_transcript(result.transcript),
             "pending": [[p.call_id, p.tool, dict(p.arguments)] for p in result.pending_approvals],
+            "uncertain": [[e.call_id, e.tool, e.waits] for e in result.uncertain_effects],
+            "warnings": list(result.warnings),
         }
     finally:
         await store.close()

@@ -342,3 +342,62 @@ def test_the_cli_suspends_for_approval_resumes_in_another_process_and_lists_the_
     assert run_id in shown.stdout and "done" in shown.stdout and "the note is written" in shown.stdout
     listed = seamkit_cli("runs", "list", "--status", "done", "--json", cwd=tmp_path)
     assert [r["run_id"] for r in json.loads(listed.stdout)] == [run_id]
+
+
+# -- 5. a process killed while a side-effecting call runs ----------------------------------------
+
+
+def effect_keys(path: Path, run_id: str) -> list[tuple[int, str | None]]:
+    """(payment id, idempotency key the tool was given) of each real execution, in order."""
+    with sqlite3.connect(path) as conn:
+        return conn.execute("SELECT payment_id, idem_key FROM effects WHERE run_id = ? ORDER BY rowid",
+                            (run_id,)).fetchall()
+
+
+@pytest.mark.parametrize("case", ["applied", "not-applied", "idempotent"])
+def test_a_call_killed_mid_run_is_uncertain_until_settled_then_the_run_continues(tmp_path: Path, case: str) -> None:
+    """SIGKILL inside the tool on SQLite; the resumed run suspends listing the call (``runs show``)
+    until a person settles it (``runs settle``), then continues accordingly; an idempotent tool is
+    retried at once with the same idempotency key."""
+    db = tmp_path / ".seamkit" / "seamkit.db"  # the CLI's default store in this directory
+    effects = tmp_path / "effects.db"
+    run_id = f"kill-{case}"
+    spec = {"backend": "sqlite", "params": {"path": str(db)}, "effects": str(effects), "run_id": run_id,
+            "steps": 2, "kill_in_call": 2, "kill_before_write": case == "not-applied",
+            "idempotent": case == "idempotent"}
+    rc, out, err = worker({**spec, "mode": "effect_run"}, tmp_path, expect_rc=None)
+    assert rc == -signal.SIGKILL and out is None, err
+    _, resumed, _ = worker({**spec, "mode": "effect_resume"}, tmp_path)
+    assert resumed is not None
+    key = f"{run_id}:2:pay_2"  # run id, step, call id: the same in every attempt
+    if case == "idempotent":
+        assert resumed["stop_reason"] == "completed" and resumed["uncertain"] == []
+        assert resumed["output"] == "done: pay_1=recorded payment 1; pay_2=recorded payment 2"
+        assert effect_keys(effects, run_id) == [(1, f"{run_id}:1:pay_1"), (2, key), (2, key)]
+        return
+
+    # the run waits for a person: the call is listed with a status detail and a warning
+    assert resumed["stop_reason"] == "suspended" and resumed["uncertain"] == [["pay_2", "record_payment", True]]
+    assert any("pay_2" in w and "runs settle" in w for w in resumed["warnings"])
+    shown = seamkit_cli("runs", "show", run_id, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert "suspended" in shown.stdout and "waiting for a person to settle 1 tool call" in shown.stdout
+    assert "call pay_2: record_payment" in shown.stdout and f"seamkit runs settle {run_id} pay_2" in shown.stdout
+    refused = worker({**spec, "mode": "effect_resume"}, tmp_path, expect_rc=None)
+    assert refused[0] != 0 and "settle" in refused[2] and "Traceback" not in refused[2]
+
+    settle = ["applied", "--result", "payment 2 is in the ledger"] if case == "applied" else ["not-applied"]
+    settled = seamkit_cli("runs", "settle", run_id, "pay_2", *settle, cwd=tmp_path)
+    assert settled.returncode == 0, settled.stderr
+    after = seamkit_cli("runs", "show", run_id, cwd=tmp_path).stdout
+    assert "outcome unknown" not in after and "waiting for a person" not in after, after
+    _, final, _ = worker({**spec, "mode": "effect_resume"}, tmp_path)
+    assert final is not None and final["stop_reason"] == "completed" and final["uncertain"] == []
+    if case == "applied":
+        assert final["output"] == ("done: pay_1=recorded payment 1; "
+                                   "pay_2=A person checked: this call was applied. Result: payment 2 is in the ledger")
+        assert effect_keys(effects, run_id) == [(1, f"{run_id}:1:pay_1"), (2, key)]  # not run again
+    else:
+        assert final["output"] == "done: pay_1=recorded payment 1; pay_2=recorded payment 2"
+        assert effect_keys(effects, run_id) == [(1, f"{run_id}:1:pay_1"), (2, key)]  # ran once, on resume
+    assert not any("pay_2" in w for w in final["warnings"])

@@ -134,27 +134,256 @@ async def test_tool_results_recorded_before_a_crash_are_not_run_again() -> None:
     assert result.transcript[2].tool_results[0].content == "A"
 
 
-async def test_a_side_effect_interrupted_after_prepare_is_uncertain_and_not_retried() -> None:
-    store = MemoryStore()
-    log: list[int] = []
-    turns = scripted_payments(1)
-    agent = Agent(ScriptedModel(turns), tools=[pay_tool(log)], checkpointer=store)
-    ctx = RunContext()
-    # the crash happened while paying: the receipt says prepared, no result was recorded
-    cp = agent.checkpointer
-    handle = await cp.begin(ctx.run_id, {"step": 0}, [])
+async def _crashed_mid_call(store: MemoryStore, calls: tuple[Any, ...] = (("c1", 1),), running: int = 1) -> str:
+    """A run whose process died while its first ``running`` side-effecting ``pay`` calls ran: the
+    model turn is checkpointed, those calls' receipts say ``prepared``, no result was recorded (the
+    other calls had not started). Returns the run id."""
+    from seamkit.durability.ledger import EffectLedger
     from seamkit.values import Message, ToolCall
 
-    msgs = [Message.user("pay"), Message("assistant", (ToolCall("c1", "pay", {"amount": 1}),))]
-    await handle.save("running", {"step": 1}, msgs)
+    run_id = RunContext().run_id
+    handle = await Checkpointer(store).begin(run_id, {"step": 0}, [])
+    turn = Message("assistant", tuple(ToolCall(cid, "pay", {"amount": amount}) for cid, amount in calls))
+    await handle.save("running", {"step": 1}, [Message.user("pay"), turn])
+    for cid, _ in calls[:running]:
+        await EffectLedger(store)._put(f"{run_id}:1:{cid}", {"status": "prepared"})
+    return run_id
+
+
+async def test_a_call_a_crash_interrupted_suspends_the_run_until_a_person_settles_it_applied() -> None:
+    store = MemoryStore()
+    log: list[int] = []
+    run_id = await _crashed_mid_call(store, (("c1", 1), ("c2", 2)))  # c2 had not started
+    fresh = Agent(ScriptedModel(["all paid"]), tools=[pay_tool(log)], checkpointer=store)
+    result = await fresh.resume(run_id)
+    assert log == [2]  # never retried automatically; the other call of the batch ran
+    assert result.stop_reason == "suspended" and result.output is None
+    (effect,) = result.uncertain_effects
+    assert (effect.call_id, effect.tool, effect.waits, effect.settled) == ("c1", "pay", True, None)
+    assert any("c1" in w and f"seamkit runs settle {run_id} c1" in w for w in result.warnings)
+    snap = await fresh.checkpointer.latest(run_id)
+    assert snap is not None and snap.status == "suspended"
+    assert snap.state["status_detail"] == "waiting for a person to settle 1 tool call whose outcome is unknown: c1"
+    with pytest.raises(RunNotResumable, match="c1 is unknown"):
+        await fresh.resume(run_id)
+    with pytest.raises(ValueError, match="unsettled: c1"):
+        await fresh.settle_effect(run_id, "c2", applied=True)
+
+    settled = await fresh.settle_effect(run_id, "c1", applied=True, result="the bank shows 1 cent")
+    assert settled.settled == "applied"
+    done = await fresh.resume(run_id)
+    assert done.output == "all paid" and done.stop_reason == "completed" and log == [2]
+    assert [(r.call_id, r.content, r.is_error) for r in done.transcript[2].tool_results] == [
+        ("c1", "A person checked: this call was applied. Result: the bank shows 1 cent", False),
+        ("c2", "paid 2", False),
+    ]
+    assert done.uncertain_effects == () and not any("c1" in w for w in done.warnings)
+    final = await fresh.checkpointer.latest(run_id)
+    assert final is not None and final.status == "done" and "status_detail" not in final.state
+
+
+async def test_a_call_settled_as_not_applied_runs_again_on_resume() -> None:
+    store = MemoryStore()
+    log: list[int] = []
+    run_id = await _crashed_mid_call(store)
+    agent = Agent(ScriptedModel(["all paid"]), tools=[pay_tool(log)], checkpointer=store)
+    assert (await agent.resume(run_id)).stop_reason == "suspended" and log == []
+    with pytest.raises(ValueError, match="applied"):
+        await agent.settle_effect(run_id, "c1", applied=False, result="nothing")
+    await agent.checkpointer.settle_effect(run_id, "c1", applied=False)  # the Checkpointer API too
+    with pytest.raises(ValueError, match="unsettled: none"):
+        await agent.settle_effect(run_id, "c1", applied=False)
+    done = await agent.resume(run_id)
+    assert done.output == "all paid" and log == [1]
+    assert done.transcript[2].tool_results[0].content == "paid 1"
+
+
+async def test_an_idempotent_tool_gets_a_stable_key_and_is_retried_after_a_crash() -> None:
+    store = MemoryStore()
+    keys: list[str | None] = []
+    port = CrashingPort(store, crash_after=10**6)
+
+    @tool(side_effecting=True, idempotent=True)
+    def charge(amount: int, ctx: RunContext) -> str:
+        """Charge an amount, idempotently.
+
+        Args:
+            amount: in cents
+        """
+        keys.append(ctx.idempotency_key)
+        if len(keys) == 1:  # the process dies while the first attempt runs
+            port.dead = True
+            raise Crash()
+        return f"charged {amount}"
+
+    assert charge.schema.idempotent and charge.schema.side_effecting
+    turns: list[Any] = [{"tool_calls": [{"id": "c1", "name": "charge", "arguments": {"amount": 5}}]}, "charged"]
+    ctx = RunContext()
+    with pytest.raises(Crash):
+        await Agent(ScriptedModel(turns), tools=[charge], checkpointer=port).run("charge", ctx=ctx)
+    fresh = Agent(ScriptedModel(turns[1:]), tools=[charge], checkpointer=store)
+    result = await fresh.resume(ctx.run_id)
+    assert result.output == "charged" and result.uncertain_effects == ()
+    assert keys == [f"{ctx.run_id}:1:c1", f"{ctx.run_id}:1:c1"]  # the same key in both attempts
+    assert result.transcript[2].tool_results[0].content == "charged 5"
+
+
+async def test_a_side_effecting_tool_that_raises_leaves_its_outcome_unknown_and_is_never_rerun() -> None:
     from seamkit.durability.ledger import EffectLedger
 
-    await EffectLedger(store)._put(f"{ctx.run_id}:1:c1", {"status": "prepared"})
-    fresh = Agent(ScriptedModel(turns[1:]), tools=[pay_tool(log)], checkpointer=store)
-    result = await fresh.resume(ctx.run_id)
-    assert log == []  # never retried automatically
-    r = result.transcript[2].tool_results[0]
-    assert r.is_error and "uncertain" in r.content
+    store = MemoryStore()
+    attempts: list[int] = []
+
+    @tool(side_effecting=True)
+    def transfer(amount: int) -> str:
+        """Transfer an amount.
+
+        Args:
+            amount: in cents
+        """
+        attempts.append(amount)
+        if amount == 7:
+            raise ConnectionResetError("the bank closed the connection after the request was sent")
+        if amount == 8:
+            raise EffectNotApplied("the bank declined it before booking")
+        return f"sent {amount}"
+
+    calls = [{"id": f"c{a}", "name": "transfer", "arguments": {"amount": a}} for a in (7, 8)]
+    calls.append({"id": "cx", "name": "transfer", "arguments": {"amount": "lots"}})
+    agent = Agent(ScriptedModel([{"tool_calls": calls}, "done"]), tools=[transfer], checkpointer=store)
+    result = await agent.run("transfer")
+    ledger = EffectLedger(store)
+    statuses = {c: (await ledger.receipt(f"{result.run_id}:1:{c}") or {}).get("status") for c in ("c7", "c8", "cx")}
+    # only an explicit "not applied" (or a call that never started) allows a retry
+    assert statuses == {"c7": "uncertain", "c8": "failed", "cx": "failed"}
+    from seamkit.durability.ledger import UNCERTAIN_TEMPLATE
+
+    results = {r.call_id: r for r in result.transcript[2].tool_results}
+    reason = "the operation raised ConnectionResetError: the bank closed the connection after the request was sent"
+    assert results["c7"].is_error and results["c7"].content == UNCERTAIN_TEMPLATE.format(reason=reason)
+    assert results["c8"].content == "EffectNotApplied: the bank declined it before booking"
+    assert results["cx"].content.startswith("ToolArgumentError: invalid arguments for tool 'transfer'")
+    assert [e.call_id for e in result.uncertain_effects] == ["c7"] and not result.uncertain_effects[0].waits
+    snap = await agent.checkpointer.latest(result.run_id)
+    assert snap is not None and snap.status == "done"
+    assert snap.state["status_detail"] == "1 tool call with an unknown outcome, not settled: c7"
+    assert any("c7" in w for w in snap.state["warnings"])
+
+    # the same call again (a resumed attempt of it) does not run the tool
+    async def again() -> str:
+        attempts.append(-1)
+        return "sent again"
+
+    with pytest.raises(EffectUncertain):
+        await ledger.run(f"{result.run_id}:1:c7", again)
+    assert attempts.count(-1) == 0
+
+
+async def test_an_approved_call_a_crash_interrupted_is_not_asked_for_approval_again_after_settling() -> None:
+    store = MemoryStore()
+    port = CrashingPort(store, crash_after=10**6)
+    paid: list[int] = []
+
+    @tool(side_effecting=True)
+    def pay(amount: int) -> str:
+        """Pay an amount.
+
+        Args:
+            amount: in cents
+        """
+        paid.append(amount)
+        if len(paid) == 1:  # the process dies while the approved call runs
+            port.dead = True
+            raise Crash()
+        return f"paid {amount}"
+
+    calls = [{"id": "c1", "name": "pay", "arguments": {"amount": 1}}, {"id": "c2", "name": "pay",
+                                                                       "arguments": {"amount": 2}}]
+    turns: list[Any] = [{"tool_calls": calls}, "done"]
+    first = await Agent(ScriptedModel(turns), tools=[pay], checkpointer=store, approvals={"pay": "every_call"}).run("p")
+    assert first.stop_reason == "suspended"
+    crashing = Agent(ScriptedModel(turns[1:]), tools=[pay], checkpointer=port, approvals={"pay": "every_call"})
+    with pytest.raises(Crash):
+        await crashing.resume(first.run_id, decisions={"c1": approve({"amount": 10}), "c2": reject("not this one")})
+    agent = Agent(ScriptedModel(turns[1:]), tools=[pay], checkpointer=store, approvals={"pay": "every_call"})
+    waiting = await agent.resume(first.run_id)
+    assert waiting.stop_reason == "suspended" and waiting.pending_approvals == ()
+    assert [(e.call_id, dict(e.arguments)) for e in waiting.uncertain_effects] == [("c1", {"amount": 10})]
+    await agent.settle_effect(first.run_id, "c1", applied=True)
+    done = await agent.resume(first.run_id)
+    assert done.output == "done" and paid == [10]
+    c1, c2 = done.transcript[2].tool_results
+    assert c1.content.endswith("A person checked: this call was applied.") and "edited" in c1.content
+    assert c2.is_error and "not this one" in c2.content
+
+
+async def test_through_tool_middlewares_a_refused_call_is_not_applied_and_a_raising_tool_is_uncertain() -> None:
+    from seamkit.durability.ledger import EffectLedger
+    from seamkit.middleware import middleware
+
+    ran: list[int] = []
+
+    @middleware(kinds=["tool"])
+    async def limit(call: Any, next: Any) -> Any:
+        """Refuses large amounts before the tool runs."""
+        if call.request.call.arguments["amount"] > 100:
+            raise PermissionError("amounts over 100 need a second signature")
+        async for item in next(call):
+            yield item
+
+    @tool(side_effecting=True)
+    async def pay_async(amount: int) -> str:
+        """Pay an amount.
+
+        Args:
+            amount: in cents
+        """
+        ran.append(amount)
+        await asyncio.sleep(0)
+        raise OSError("the connection dropped mid-request")
+
+    store = MemoryStore()
+    calls = [{"id": f"c{a}", "name": "pay_async", "arguments": {"amount": a}} for a in (5, 500)]
+    agent = Agent(ScriptedModel([{"tool_calls": calls}, "ok"]), tools=[pay_async], checkpointer=store,
+                  middlewares=[limit])
+    result = await agent.run("pay")
+    assert ran == [5]
+    ledger = EffectLedger(store)
+    assert (await ledger.receipt(f"{result.run_id}:1:c5"))["status"] == "uncertain"  # type: ignore[index]
+    assert (await ledger.receipt(f"{result.run_id}:1:c500"))["status"] == "failed"  # type: ignore[index]
+    refused = result.transcript[2].tool_results[1]
+    assert refused.content == "PermissionError: amounts over 100 need a second signature"
+    assert [e.call_id for e in result.uncertain_effects] == ["c5"]
+
+
+async def test_a_side_effecting_tool_that_raised_before_its_result_was_recorded_is_not_rerun() -> None:
+    store = MemoryStore()
+    attempts: list[int] = []
+
+    class DiesAtRecord(CrashingPort):
+        async def put_write(self, run_id: str, version: int, task_id: str, payload: str) -> None:
+            self.dead = True  # the process dies right after the tool raised
+            raise Crash()
+
+    @tool(side_effecting=True)
+    def transfer(amount: int) -> str:
+        """Transfer an amount.
+
+        Args:
+            amount: in cents
+        """
+        attempts.append(amount)
+        raise TimeoutError("no answer from the bank")
+
+    turns: list[Any] = [{"tool_calls": [{"id": "c1", "name": "transfer", "arguments": {"amount": 3}}]}, "ok"]
+    ctx = RunContext()
+    with pytest.raises(Crash):
+        await Agent(ScriptedModel(turns), tools=[transfer], checkpointer=DiesAtRecord(store, 10**6)).run("t", ctx=ctx)
+    result = await Agent(ScriptedModel(turns[1:]), tools=[transfer], checkpointer=store).resume(ctx.run_id)
+    assert attempts == [3]  # not run again
+    assert result.stop_reason == "suspended"
+    assert [(e.call_id, e.waits) for e in result.uncertain_effects] == [("c1", True)]
+    assert "TimeoutError: no answer from the bank" in result.uncertain_effects[0].reason
 
 
 async def test_effect_ledger_receipts() -> None:
@@ -192,6 +421,30 @@ async def test_effect_ledger_receipts() -> None:
     with pytest.raises(EffectUncertain):
         await ledger.run("k3", op)
     assert len(runs) == before
+
+
+@pytest.mark.parametrize("key", ["", " ", "\t\n"])
+async def test_an_empty_or_blank_effect_key_is_refused_before_anything_runs(key: str) -> None:
+    from seamkit.durability.ledger import EffectLedger
+
+    ran: list[str] = []
+
+    async def op() -> str:
+        ran.append("op")
+        return "charged"
+
+    for ledger in (EffectLedger(MemoryStore()), EffectLedger()):
+        with pytest.raises(ValueError, match="effect key"):
+            await ledger.run(key, op)
+        for entry in (ledger.receipt(key), ledger.forget(key), ledger.mark_uncertain(key, "?"),
+                      ledger.settle(key, applied=False)):
+            with pytest.raises(ValueError, match="effect key"):
+                await entry
+    with pytest.raises(ValueError, match="effect key"):
+        await RunContext().run_effect(key, op)
+    with pytest.raises(TypeError, match="str"):
+        await RunContext().run_effect(None, op)  # type: ignore[arg-type]
+    assert ran == []
 
 
 async def test_ctx_run_effect_without_a_store_runs_once_per_key() -> None:
@@ -415,6 +668,45 @@ async def test_a_secret_in_the_state_is_never_persisted() -> None:
     assert snap is not None and snap.status == "done" and snap.transcript == ()
     assert snap.state["output"] is None and "secret" in snap.state["redacted"]
     assert all(secret not in entry for entry in (await store.latest(leaky.run_id)).log)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("ending", ["failed", "max_steps", "completed"])
+async def test_a_run_whose_final_checkpoint_held_a_secret_is_marked_finished_and_says_why(ending: str) -> None:
+    from seamkit.errors import ProviderError
+
+    store = MemoryStore()
+    secret = "sk-live-0123456789abcdef"
+
+    @tool(side_effecting=False)
+    def echo(text: str) -> str:
+        """Echo a text.
+
+        Args:
+            text: what to echo
+        """
+        return text
+
+    # the first snapshot is clean; the model's tool call puts the secret in every later one
+    turns: list[Any] = [{"tool_calls": [{"name": "echo", "arguments": {"text": f"key {secret}"}}]}]
+    turns.append({"failed": ProviderError(f"upstream rejected {secret}"), "max_steps": {"tool_calls": []},
+                  "completed": "all good"}[ending])
+    agent = Agent(ScriptedModel(turns), tools=[echo], checkpointer=Checkpointer(store, secrets=[secret]),
+                  max_steps=1 if ending == "max_steps" else 10)
+    ctx = RunContext()
+    if ending == "failed":
+        with pytest.raises(ProviderError):
+            await agent.run("hello", ctx=ctx)
+    else:
+        await agent.run("hello", ctx=ctx)
+    snap = await Checkpointer(store).latest(ctx.run_id)
+    assert snap is not None and snap.status == ("failed" if ending == "failed" else "done")
+    assert "secret" in snap.state["redacted"]
+    assert snap.state["status_detail"].startswith(f"the run {'failed' if ending == 'failed' else 'ended'}, but its "
+                                                  "final checkpoint was not saved")
+    assert all(secret not in e for e in (await store.latest(ctx.run_id)).log)  # type: ignore[union-attr]
+    assert secret not in str(snap.state)
+    with pytest.raises(RunNotResumable):  # finished: never resumed to run again by accident
+        await Agent(ScriptedModel(["again"]), tools=[echo], checkpointer=store).resume(ctx.run_id)
 
 
 async def test_a_value_the_codec_cannot_encode_fails_at_snapshot_time_naming_its_path() -> None:

@@ -177,3 +177,37 @@ def test_sigterm_leaves_the_run_resumable_and_exits_143(tmp_path: Path) -> None:
     assert run["status"] == "running"
     resumed = seamkit("resume", str(run["run_id"]), cwd=tmp_path)
     assert resumed.returncode == 0 and resumed.stdout.strip() == "four", resumed.stderr
+
+
+def test_runs_show_says_why_a_failed_runs_final_checkpoint_was_not_saved(tmp_path: Path) -> None:
+    import asyncio
+
+    from seamkit.agent.agent import Agent
+    from seamkit.durability.checkpointer import Checkpointer
+    from seamkit.errors import ProviderError
+    from seamkit.plugins.registry import get_registry
+    from seamkit.runtime.context import RunContext
+    from seamkit.testing import ScriptedModel
+
+    secret = "sk-live-0123456789abcdef"
+    ctx = RunContext()
+
+    async def fail() -> None:
+        store = get_registry().resolve("store", "sqlite").build({"path": str(tmp_path / ".seamkit" / "seamkit.db")})
+        model = ScriptedModel(["noted", ProviderError("the provider is down")])
+        agent = Agent(model, checkpointer=Checkpointer(store, secrets=[secret]))
+        try:
+            first = await agent.run("hello", ctx=RunContext())
+            # a follow-up conversation that holds the secret, and then the provider fails
+            await agent.run(f"my key is {secret}", ctx=ctx, history=first.transcript[1:])
+        except ProviderError:
+            pass
+        finally:
+            await store.close()
+
+    asyncio.run(fail())
+    shown = seamkit("runs", "show", ctx.run_id, cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert f"run {ctx.run_id}: failed" in shown.stdout
+    assert "detail: the run failed, but its final checkpoint was not saved" in shown.stdout
+    assert "secret" in shown.stdout and secret not in shown.stdout

@@ -3,9 +3,13 @@
 
 Concurrency model
 -----------------
-- One :mod:`aiosqlite` connection per store object (its own thread); an ``asyncio.Lock`` makes
-  every operation exclusive on it, so many concurrent runs in one process never interleave
-  statements of two transactions.
+- One :mod:`aiosqlite` connection per store object (its own thread); a lock makes every operation
+  exclusive on it, so many concurrent runs in one process never interleave statements of two
+  transactions. The lock serves single-key ``StorePort`` operations (``get``, ``set``, ``delete``,
+  ``append``, ``increment``: the effect ledger's receipts, approvals) before queued checkpoint
+  operations: an effect's receipt is written right after the operation in progress, never behind
+  every other run's queued checkpoint writes, which keeps the window in which a crash leaves an
+  effect's outcome unknown as short as the connection allows.
 - Several processes share the file through SQLite's own locking: WAL journal (readers never block
   the writer), ``busy_timeout`` (a writer waits for the lock instead of failing at once), and every
   read-modify-write transaction starts with ``BEGIN IMMEDIATE`` (takes the write lock first, so two
@@ -29,6 +33,7 @@ version appended) and ``writes`` (pending writes per run, version and task id).
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import math
@@ -163,6 +168,60 @@ def _in_transaction(db: sqlite3.Connection, begin: str, body: Callable[[sqlite3.
     return result
 
 
+class _PriorityLock:
+    """An asyncio lock whose ``urgent`` waiters are served before the others (first come, first
+    served within each class). ``release`` hands the lock to the next waiter on the event loop's
+    next turn rather than at once: the task releasing it may be about to queue its next urgent
+    operation (the effect ledger reads a receipt, writes ``prepared``, runs the effect and writes
+    ``completed``), and that operation then still goes before the waiting checkpoint writes. A
+    handed-over lock is never taken by a newcomer. For one event loop."""
+
+    __slots__ = ("_handing", "_locked", "_normal", "_urgent")
+
+    def __init__(self) -> None:
+        self._locked = False
+        self._handing = False
+        self._urgent: collections.deque[asyncio.Future[None]] = collections.deque()
+        self._normal: collections.deque[asyncio.Future[None]] = collections.deque()
+
+    def locked(self) -> bool:
+        return self._locked
+
+    async def acquire(self, *, urgent: bool = False) -> None:
+        if not self._locked:  # (unlocked means nobody waits: release hands over to a waiter)
+            self._locked = True
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        queue = self._urgent if urgent else self._normal
+        queue.append(fut)
+        try:
+            await fut
+        except asyncio.CancelledError:
+            if fut.done() and not fut.cancelled():
+                self.release()  # the lock was handed over as this task was cancelled: pass it on
+            else:
+                with contextlib.suppress(ValueError):
+                    queue.remove(fut)
+            raise
+
+    def release(self) -> None:
+        if not (self._urgent or self._normal):
+            self._locked = False
+        elif not self._handing:
+            self._handing = True
+            asyncio.get_running_loop().call_soon(self._hand_off)
+
+    def _hand_off(self) -> None:
+        self._handing = False
+        for queue in (self._urgent, self._normal):
+            while queue:
+                fut = queue.popleft()
+                if not fut.done():  # (a cancelled waiter is skipped)
+                    fut.set_result(None)
+                    return
+        self._locked = False
+
+
 def _info(run_id: str, row: Sequence[Any]) -> CheckpointInfo:
     version, status, parent, metadata, created_at = row
     return CheckpointInfo(
@@ -207,7 +266,7 @@ class SqliteStore:
         self._synchronous = synchronous
         self._conn: aiosqlite.Connection | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock = asyncio.Lock()
+        self._lock = _PriorityLock()
         self._flight = SingleFlight()
 
     # ------------------------------------------------------------------ plumbing
@@ -229,40 +288,44 @@ class SqliteStore:
     def _unavailable(self, exc: BaseException) -> StoreUnavailable:
         return StoreUnavailable(f"SQLite store {self.path}: {type(exc).__name__}: {exc}")
 
-    def _bind_loop(self) -> asyncio.Lock:
+    def _bind_loop(self) -> _PriorityLock:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             # a new event loop (e.g. successive asyncio.run calls): fresh loop-bound helpers
             self._loop = loop
-            self._lock = asyncio.Lock()
+            self._lock = _PriorityLock()
             self._flight = SingleFlight()
         return self._lock
 
     @contextlib.asynccontextmanager
-    async def _session(self) -> AsyncIterator[aiosqlite.Connection]:
-        """Exclusive use of the connection; driver errors become StoreUnavailable."""
-        async with self._bind_loop():
-            try:
-                yield await self._connect()
-            except (sqlite3.Error, OSError) as exc:
+    async def _session(self, *, urgent: bool = False) -> AsyncIterator[aiosqlite.Connection]:
+        """Exclusive use of the connection (``urgent``: before queued non-urgent operations, for
+        single-key store operations); driver errors become StoreUnavailable."""
+        lock = self._bind_loop()
+        await lock.acquire(urgent=urgent)
+        try:
+            yield await self._connect()
+        except (sqlite3.Error, OSError) as exc:
+            raise self._unavailable(exc) from None
+        except ValueError as exc:
+            if "closed" in str(exc).lower() or "no active connection" in str(exc).lower():
+                self._conn = None
                 raise self._unavailable(exc) from None
-            except ValueError as exc:
-                if "closed" in str(exc).lower() or "no active connection" in str(exc).lower():
-                    self._conn = None
-                    raise self._unavailable(exc) from None
-                raise
+            raise
+        finally:
+            lock.release()
 
-    async def _write(self, body: Callable[[sqlite3.Connection], _T]) -> _T:
+    async def _write(self, body: Callable[[sqlite3.Connection], _T], *, urgent: bool = False) -> _T:
         """``body(db)`` in a ``BEGIN IMMEDIATE`` transaction on the connection's thread: committed
         when it returns, rolled back when it raises (its exception is re-raised)."""
-        return await self._transaction("BEGIN IMMEDIATE", body)
+        return await self._transaction("BEGIN IMMEDIATE", body, urgent=urgent)
 
     async def _snapshot(self, body: Callable[[sqlite3.Connection], _T]) -> _T:
         """``body(db)`` in a read transaction: every query inside sees one consistent snapshot."""
         return await self._transaction("BEGIN", body)
 
-    async def _transaction(self, begin: str, body: Callable[[sqlite3.Connection], _T]) -> _T:
-        async with self._session() as conn:
+    async def _transaction(self, begin: str, body: Callable[[sqlite3.Connection], _T], *, urgent: bool = False) -> _T:
+        async with self._session(urgent=urgent) as conn:
             # aiosqlite (0.22) has no public way to run a function on its connection thread, and
             # a transaction of n statements through its public API costs n+2 thread hand-offs
             # (each an event-loop wake-up). `_execute(fn, *args)` queues `fn(*args)` on that
@@ -356,13 +419,17 @@ class SqliteStore:
 
     async def close(self) -> None:
         """Close the connection (idempotent). A later call on this store connects again."""
-        async with self._bind_loop():  # let an operation in progress finish first
+        lock = self._bind_loop()
+        await lock.acquire()  # let an operation in progress finish first
+        try:
             conn, self._conn = self._conn, None
             if conn is not None:
                 try:
                     await conn.close()
                 except (sqlite3.Error, ValueError) as exc:
                     raise self._unavailable(exc) from None
+        finally:
+            lock.release()
 
     # ------------------------------------------------------------------ StorePort
 
@@ -372,7 +439,7 @@ class SqliteStore:
         return default if value is _MISSING else value
 
     async def _get(self, ns: str, key: str) -> Any:
-        async with self._session() as conn:
+        async with self._session(urgent=True) as conn:
             rows = list(await conn.execute_fetchall(_SQL_GET, (ns, key, time.time())))
         return codec.loads(rows[0][0]) if rows else _MISSING
 
@@ -382,7 +449,7 @@ class SqliteStore:
         ns = _check_key(scope, key)
         expires = _check_ttl(ttl, self.ttl_resolution)
         text = codec.dumps(value)
-        async with self._session() as conn:
+        async with self._session(urgent=True) as conn:
             await conn.execute(_SQL_PUT, (ns, key, text, expires))
 
     async def get_or_set(
@@ -408,7 +475,7 @@ class SqliteStore:
     async def delete(self, scope: Scope, key: str) -> bool:
         """Delete ``key``; whether it existed (an expired key did not)."""
         ns = _check_key(scope, key)
-        async with self._session() as conn:
+        async with self._session(urgent=True) as conn:
             rows = list(await conn.execute_fetchall(_SQL_DEL, (ns, key)))
         return bool(rows) and (rows[0][0] is None or rows[0][0] > time.time())
 
@@ -431,7 +498,7 @@ class SqliteStore:
             db.execute(_SQL_PUT, (ns, key, codec.dumps(items), expires))
             return len(items)
 
-        return await self._write(body)
+        return await self._write(body, urgent=True)
 
     async def list(self, scope: Scope, key: str, start: int = 0, stop: int | None = None) -> Sequence[Any]:
         """Items ``[start:stop]`` of the list at ``key`` (``[]`` when missing). A non-list value
@@ -466,7 +533,7 @@ class SqliteStore:
             db.execute(_SQL_PUT, (ns, key, codec.dumps(result), expires))
             return result
 
-        return await self._write(body)
+        return await self._write(body, urgent=True)
 
     async def prune(self) -> int:
         """Delete expired keys now; how many."""

@@ -12,6 +12,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from seamkit.durability.records import CheckpointRecord
@@ -181,6 +182,73 @@ async def test_write_lock_held_past_the_timeout_is_store_unavailable(tmp_path: P
         blocker.execute("ROLLBACK")
         blocker.close()
     assert await store.increment(S, "k") == 2, "the store recovers once the lock is released"
+    await store.close()
+
+
+async def test_an_effect_receipt_is_not_queued_behind_other_runs_checkpoint_writes(tmp_path: Path) -> None:
+    """Many runs share one store: the effect ledger's receipts (prepared, then completed) go right
+    after the write in progress, before the checkpoint writes already waiting, so the window in
+    which a crash leaves an effect's outcome unknown does not grow with other runs' traffic."""
+    from seamkit.durability.ledger import EffectLedger
+
+    path = tmp_path / "db"
+    store = SqliteStore(path, busy_timeout_s=60)
+    await store.save(_rec("slow", 1), expected_version=None)  # connected, schema created
+    finished: list[str] = []
+
+    async def track(name: str, op: Any) -> None:
+        await op
+        finished.append(name)
+
+    async def charge() -> str:
+        finished.append("the effect ran")
+        return "charged"
+
+    big = "x" * 200_000
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")  # another process holds the write lock: the next save waits for it
+    try:
+        in_progress = asyncio.create_task(track("slow save", store.save(_rec("slow", 2, big), expected_version=1)))
+        await asyncio.sleep(0.05)
+        queued = [asyncio.create_task(track(f"save {i}", store.save(_rec(f"run{i}", 1, big), expected_version=None)))
+                  for i in range(5)]
+        await asyncio.sleep(0.05)
+        effect = asyncio.create_task(track("receipt completed", EffectLedger(store).run("run-x:1:call-1", charge)))
+        await asyncio.sleep(0.05)
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    await asyncio.gather(in_progress, *queued, effect)
+    assert finished == ["slow save", "the effect ran", "receipt completed", *(f"save {i}" for i in range(5))]
+    assert (await EffectLedger(store).receipt("run-x:1:call-1")) == {"status": "completed", "value": "charged"}
+    await store.close()
+
+
+async def test_queued_operations_keep_their_order_within_a_class_and_survive_cancellation(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "db", busy_timeout_s=60)
+    await store.set(S, "k", 0)
+    blocker = sqlite3.connect(tmp_path / "db", isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    try:
+        first = asyncio.create_task(store.save(_rec("r", 1), expected_version=None))
+        await asyncio.sleep(0.05)
+        increments = [asyncio.create_task(store.increment(S, "k")) for _ in range(5)]
+        doomed = asyncio.create_task(store.set(S, "gone", 1))
+        saves = [asyncio.create_task(store.save(_rec(f"q{i}", 1), expected_version=None)) for i in range(3)]
+        await asyncio.sleep(0.05)
+        doomed.cancel()
+        saves[1].cancel()
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
+    await first
+    assert [await t for t in increments] == [1, 2, 3, 4, 5]  # first come, first served
+    await asyncio.gather(saves[0], saves[2])
+    for t in (doomed, saves[1]):
+        with pytest.raises(asyncio.CancelledError):
+            await t
+    assert await store.get(S, "gone") is None and await store.latest("q1") is None
+    assert await store.latest("q2") is not None
     await store.close()
 
 
