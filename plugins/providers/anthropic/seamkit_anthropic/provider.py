@@ -21,6 +21,7 @@ import json
 import logging
 import os
 from collections.abc import AsyncIterator, Mapping
+from contextlib import aclosing
 from dataclasses import replace
 from decimal import Decimal
 from functools import lru_cache
@@ -31,6 +32,7 @@ import httpx
 from seamkit.accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError
 from seamkit.pricing import MILLION, Price, PriceTable, load_price_table, price_usage
+from seamkit.schema_wrap import unwrap_deltas
 from seamkit.values import ChatRequest, Delta, FinishReason, FrozenDict, LLMResult, ToolCallDelta, Usage, freeze
 from seamkit_http import (
     classify_error_body,
@@ -307,8 +309,20 @@ class AnthropicProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
         """Stream one Messages API call as :class:`Delta` values; the last carries
-        ``finish_reason``, ``usage`` and ``raw_usage``. See the module docstring."""
+        ``finish_reason``, ``usage`` and ``raw_usage``. See the module docstring. A schema sent with
+        its root wrapped (:class:`~seamkit_anthropic.request.Prepared`) is unwrapped here: the answer
+        text and tool arguments follow the canonical schemas."""
         prepared = self.prepare(request)
+        if prepared.output_wrap is None and not prepared.tool_wraps:
+            deltas = self._events(prepared)
+        else:
+            deltas = unwrap_deltas(self._events(prepared), output_key=prepared.output_wrap,
+                                   tool_keys=prepared.tool_wraps)
+        async with aclosing(deltas):
+            async for d in deltas:
+                yield d
+
+    async def _events(self, prepared: Prepared) -> AsyncIterator[Delta]:
         headers = self._headers()
         secrets = self.secrets()
         url = self._base_url() + "/v1/messages"

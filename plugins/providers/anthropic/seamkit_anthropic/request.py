@@ -11,8 +11,12 @@ tool ("Structured outputs"); ``tool_choice`` ``auto`` / ``any`` / ``tool`` / ``n
 Everything a request asks for that the model cannot take is refused here, before dispatch, with
 :class:`~seamkit.errors.CapabilityError` (temperature on a model without sampling parameters or
 with thinking on, a thinking type the model lacks, a thinking budget not below ``max_tokens``,
-images on a text-only model, a schema construct the dialect cannot express); settings that can be
-degraded are mapped with a warning (``seed``, forced ``tool_choice`` where it is not accepted).
+images on a text-only model); settings that can be degraded are mapped with a warning (``seed``,
+forced ``tool_choice`` where it is not accepted, and schemas: a root that is not an object is sent
+wrapped in an object with one property and unwrapped from the reply; an output schema the native
+dialect cannot express goes through the forced tool instead, or, where forced tool use is
+impossible (extended thinking), as a JSON Schema in the system prompt; the caller validates the
+answer against the canonical schema in every case).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from seamkit.values import (
 
 from seamkit_anthropic.capabilities import Capabilities
 from seamkit_anthropic.config import INTERLEAVED_BETA, AnthropicConfig
-from seamkit_anthropic.schema import to_native, to_tool_schema
+from seamkit_anthropic.schema import AnthropicSchemaError, native_plan, tool_input_plan
 
 __all__ = [
     "Prepared",
@@ -62,12 +66,17 @@ _DATED = re.compile(r"^(?P<family>.+?)(?:-\d{8}|-latest|@\d{8})$")
 
 @dataclass(slots=True)
 class Prepared:
-    """A request ready to send: the JSON ``body``, ``warnings`` (explicit degradations) and the
-    name of the synthetic ``output_tool`` when structured output goes through a forced tool."""
+    """A request ready to send: the JSON ``body``, ``warnings`` (explicit degradations), the
+    name of the synthetic ``output_tool`` when structured output goes through a forced tool,
+    ``output_wrap``: the property the answer is wrapped in (a root that is not an object), and
+    ``tool_wraps``: tool name -> the property its arguments are wrapped in (unwrap both from the
+    stream with :func:`seamkit.schema_wrap.unwrap_deltas`)."""
 
     body: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
     output_tool: str | None = None
+    output_wrap: str | None = None
+    tool_wraps: dict[str, str] = field(default_factory=dict)
 
 
 def encode_thinking(blocks: list[dict[str, Any]]) -> str | None:
@@ -253,9 +262,14 @@ class _Builder:
     def tools_and_choice(self, thinking: dict[str, Any] | None, prepared: Prepared) -> None:
         req = self.request
         body = prepared.body
-        tools = [
-            {"name": t.name, "description": t.description, "input_schema": thaw(t.parameters)} for t in req.tools
-        ]
+        tools = []
+        for t in req.tools:
+            plan = tool_input_plan(t.parameters, what=f"tool {t.name!r} input_schema")
+            if plan.wrap_key is not None:
+                prepared.tool_wraps[t.name] = plan.wrap_key
+            if plan.warning is not None:
+                self.warnings.append(plan.warning)
+            tools.append({"name": t.name, "description": t.description, "input_schema": plan.schema})
         choice: dict[str, Any] | None = None
         wanted = req.tool_choice
         if tools:
@@ -278,36 +292,71 @@ class _Builder:
             mode = self.cfg.structured_output
             if mode == "auto":
                 mode = "native" if self.caps.native_structured_output else "tool"
+            not_native: str | None = None  # why a native request fell back to the forced tool
             if mode == "native":
-                compiled = to_native(schema, provider=self.provider, model=self.model)
-                config = dict(body.get("output_config") or {})
-                config["format"] = {"type": "json_schema", "schema": compiled}
-                body["output_config"] = config
-            elif wanted in ("auto", "none") or not tools:
-                # a forced tool whose input is the answer; real tools stay callable unless tool_choice is none
+                try:
+                    native = native_plan(schema, provider=self.provider, model=self.model)
+                except AnthropicSchemaError as exc:
+                    not_native = (f"{exc.construct} at {exc.path} {exc.why} in Claude's native structured outputs "
+                                  "('JSON Schema limitations')")
+                    mode = "tool"
+                else:
+                    config = dict(body.get("output_config") or {})
+                    config["format"] = {"type": "json_schema", "schema": native.schema}
+                    body["output_config"] = config
+                    prepared.output_wrap = native.wrap_key
+                    if native.warning is not None:
+                        self.warnings.append(native.warning)
+            if mode == "tool" and (wanted in ("auto", "none") or not tools):
                 why = self.forced_ok(thinking)
-                if why is not None:
-                    raise self.refuse(f"structured output through a forced tool: {why}; use a model with native "
-                                      "structured outputs (structured_output: native)", "structured_output")
-                name = OUTPUT_TOOL
-                names = {t["name"] for t in tools}
-                while name in names:
-                    name += "_"
-                tools.append({
-                    "name": name,
-                    "description": "Give your final answer by calling this tool; its input is the answer.",
-                    "input_schema": to_tool_schema(schema, provider=self.provider, model=self.model),
-                })
-                prepared.output_tool = name
-                # tool_choice none: the answer tool only (real tools stay defined: the transcript may use them)
-                forced_answer = wanted == "none" or len(tools) == 1
-                choice = {"type": "tool", "name": name} if forced_answer else {"type": "any"}
+                if why is None:
+                    choice = self.answer_tool(schema, tools, wanted, prepared, not_native)
+                else:
+                    self.schema_in_prompt(schema, prepared, not_native, why)
             # else: tool_choice required / a named tool: this turn must call a real tool; the schema
             # applies to a later turn (the caller validates the final answer in any case)
         if tools:
             body["tools"] = tools
             if choice is not None:
                 body["tool_choice"] = choice
+
+    def answer_tool(self, schema: Mapping[str, Any], tools: list[dict[str, Any]], wanted: str, prepared: Prepared,
+                    not_native: str | None) -> dict[str, Any]:
+        """Append the forced tool whose input is the answer; returns the ``tool_choice`` to send.
+        Real tools stay callable unless ``tool_choice`` is ``none``."""
+        name = OUTPUT_TOOL
+        names = {t["name"] for t in tools}
+        while name in names:
+            name += "_"
+        plan = tool_input_plan(schema, what="structured output", tool=False)
+        tools.append({
+            "name": name,
+            "description": "Give your final answer by calling this tool; its input is the answer.",
+            "input_schema": plan.schema,
+        })
+        prepared.output_tool = name
+        prepared.output_wrap = plan.wrap_key
+        if not_native is not None:
+            wrapped = (f"; its root ({plan.wrap_key!r}) wrapped in an object and unwrapped from the answer"
+                       if plan.wrap_key is not None else "")
+            self.warnings.append(f"structured output: {not_native}; sent through a forced tool '{name}' "
+                                 f"instead{wrapped}; the answer is validated against the schema")
+        elif plan.warning is not None:
+            self.warnings.append(plan.warning)
+        # tool_choice none: the answer tool only (real tools stay defined: the transcript may use them)
+        forced_answer = wanted == "none" or len(tools) == 1
+        return {"type": "tool", "name": name} if forced_answer else {"type": "any"}
+
+    def schema_in_prompt(self, schema: Mapping[str, Any], prepared: Prepared, not_native: str | None,
+                         why: str) -> None:
+        """The last route, which every model takes: the canonical schema in the system prompt."""
+        note = ("Reply with one JSON document valid for this JSON Schema, and nothing else: "
+                + json.dumps(thaw(schema), ensure_ascii=False, separators=(",", ":")))
+        system = prepared.body.setdefault("system", [])
+        system.append({"type": "text", "text": note})
+        because = f"{not_native}, and {why}" if not_native is not None else why
+        self.warnings.append(f"structured output: {because}: the schema is sent in the system prompt instead; "
+                             "the answer is validated against the schema")
 
     def cache(self, prepared: Prepared, system: list[dict[str, Any]], turns: list[dict[str, Any]]) -> None:
         control: dict[str, Any] = {"type": "ephemeral"}
@@ -354,7 +403,7 @@ class _Builder:
             self.warnings.append("seed is not supported by the Anthropic Messages API; ignored")
         self.tools_and_choice(thinking, prepared)
         if cfg.cache:
-            self.cache(prepared, system, turns)
+            self.cache(prepared, prepared.body.get("system", system), turns)
         for key, value in thaw(req.extra).items():
             if isinstance(value, Mapping) and isinstance(body.get(key), dict):
                 body[key] = {**body[key], **value}

@@ -21,16 +21,32 @@ Follows "Structured outputs" -> "JSON Schema limitations" (platform.claude.com, 
 
 :func:`to_tool_schema` is the lighter check for the forced-tool route (a tool's ``input_schema``
 takes any JSON Schema object): the root must be an object schema.
+
+Nothing is refused on the way to the wire (``request.py`` chooses the route):
+
+- :func:`native_plan` compiles for ``output_config.format`` after rewriting a root that is not an
+  object (``A | B``: a root ``anyOf``; a list; a scalar) into an object with one property
+  (:mod:`seamkit.schema_wrap`); what the dialect still cannot express raises
+  :class:`AnthropicSchemaError` naming the construct and its canonical JSON path, and the caller
+  falls back to the forced-tool route (or, where forced tool use is impossible, to the schema in
+  the system prompt).
+- :func:`tool_input_plan` gives a tool's ``input_schema`` (a real tool's or the forced answer
+  tool's): the canonical schema, its root rewritten when it is not a plain object (the tools API
+  requires ``type: object`` and answers 400 "input_schema does not support oneOf, allOf, or anyOf at
+  the top level").
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from seamkit.errors import CapabilityError
+from seamkit.schema_wrap import canonical_path, normalize_root, wrap_root
 
-__all__ = ["to_native", "to_tool_schema", "SUPPORTED_FORMATS"]
+__all__ = ["to_native", "to_tool_schema", "native_plan", "tool_input_plan", "SchemaPlan", "AnthropicSchemaError",
+           "SUPPORTED_FORMATS"]
 
 SUPPORTED_FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
@@ -47,17 +63,28 @@ def _path(parent: str, key: str) -> str:
     return f"{parent}.{key}" if key.isidentifier() else f"{parent}[{key!r}]"
 
 
+class AnthropicSchemaError(CapabilityError):
+    """What Claude's structured outputs cannot express: ``path`` (``$...``), ``construct`` and
+    ``why``; ``feature`` is ``"<path>: <construct>"``."""
+
+    def __init__(self, path: str, construct: str, why: str, *, provider: str | None, model: str | None) -> None:
+        self.path = path
+        self.construct = construct
+        self.why = why
+        super().__init__(
+            f"structured output: {path}: {construct} {why} (Claude structured outputs, 'JSON Schema limitations')",
+            provider=provider, model=model, feature=f"{path}: {construct}",
+        )
+
+
 class _Compiler:
     def __init__(self, root: Mapping[str, Any], provider: str | None, model: str | None) -> None:
         self.root = root
         self.provider = provider
         self.model = model
 
-    def fail(self, path: str, construct: str, why: str) -> CapabilityError:
-        return CapabilityError(
-            f"structured output: {path}: {construct} {why} (Claude structured outputs, 'JSON Schema limitations')",
-            provider=self.provider, model=self.model, feature=f"{path}: {construct}",
-        )
+    def fail(self, path: str, construct: str, why: str) -> AnthropicSchemaError:
+        return AnthropicSchemaError(path, construct, why, provider=self.provider, model=self.model)
 
     def resolve(self, ref: str, path: str) -> tuple[str, Mapping[str, Any]]:
         if not ref.startswith("#/"):
@@ -186,7 +213,8 @@ def _object_root(schema: Mapping[str, Any], c: _Compiler) -> None:
 def to_native(schema: Mapping[str, Any], *, provider: str | None = None, model: str | None = None) -> dict[str, Any]:
     """``schema`` compiled for ``output_config.format`` (``{"type": "json_schema", "schema": ...}``
     takes the returned dict). Raises :class:`~seamkit.errors.CapabilityError` whose ``feature``
-    is ``"<json path>: <construct>"`` for anything the dialect cannot express."""
+    is ``"<json path>: <construct>"`` for anything the dialect cannot express (an
+    :class:`AnthropicSchemaError`)."""
     plain = _thaw(schema)
     c = _Compiler(plain, provider, model)
     _object_root(plain, c)
@@ -205,3 +233,47 @@ def to_tool_schema(
     _object_root(plain, c)
     out: dict[str, Any] = {k: v for k, v in plain.items() if k != "$schema"}
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaPlan:
+    """A schema ready for the wire: ``schema``; ``wrap_key``: the one property the canonical value
+    is wrapped in (unwrap the reply with :func:`seamkit.schema_wrap.unwrap_deltas`), else ``None``;
+    ``warning``: the explicit degradation to report (the root rewrite), else ``None``."""
+
+    schema: dict[str, Any]
+    wrap_key: str | None = None
+    warning: str | None = None
+
+
+def native_plan(schema: Mapping[str, Any], *, provider: str | None = None, model: str | None = None) -> SchemaPlan:
+    """``schema`` for ``output_config.format``: :func:`to_native` of the schema, its root wrapped
+    first when it is not a plain object schema. Raises :class:`AnthropicSchemaError` (``path`` and
+    ``feature`` name the canonical JSON path) for what the dialect cannot express."""
+    norm = normalize_root(_thaw(schema))
+    wrap = wrap_root(norm)
+    try:
+        compiled = to_native(wrap.schema if wrap is not None else norm, provider=provider, model=model)
+    except AnthropicSchemaError as exc:
+        if wrap is None:
+            raise
+        raise AnthropicSchemaError(canonical_path(exc.path, wrap.key), exc.construct, exc.why,
+                                   provider=provider, model=model) from None
+    if wrap is None:
+        return SchemaPlan(compiled)
+    return SchemaPlan(compiled, wrap.key, wrap.warning("structured output", "Claude's structured outputs"))
+
+
+def tool_input_plan(schema: Mapping[str, Any], *, what: str, tool: bool = True) -> SchemaPlan:
+    """``schema`` as a tool ``input_schema`` (never raises): the canonical schema without
+    ``$schema``, after :func:`seamkit.schema_wrap.normalize_root` (``tool``: a real tool, whose
+    arguments are an object by protocol; ``False`` for the forced answer tool, whose input is the
+    answer) and wrapped when its root is not a plain object. ``what`` starts the warning
+    (``"tool 'search' input_schema"``)."""
+    norm = normalize_root(_thaw(schema), tool=tool)
+    wrap = wrap_root(norm, tool=tool)
+    out = wrap.schema if wrap is not None else norm
+    out = {k: v for k, v in out.items() if k != "$schema"} if isinstance(out, dict) else out
+    if wrap is None:
+        return SchemaPlan(out)
+    return SchemaPlan(out, wrap.key, wrap.warning(what, "the Anthropic tools API"))

@@ -24,10 +24,15 @@ Public API (stable; ``seamkit_openai.responses`` and ``seamkit_openai.chat`` bui
     raises :class:`~seamkit.errors.CapabilityError` before dispatch (temperature on a reasoning
     model, stop sequences, tools or images the model does not take).
   * ``output_format(request) -> OutputFormat | None``: the structured-output plan (strict-compiled
-    JSON Schema, or JSON mode), with its warnings; raises ``CapabilityError``.
-  * ``tool_spec(tool) -> tuple[dict, bool]``: a tool's parameters schema and whether to send it with
-    ``strict: true`` (only when strict compilation changes nothing: no optional properties, nothing
-    relaxed).
+    JSON Schema, the non-strict schema where strict mode cannot express it, or JSON mode), with its
+    warnings; raises ``CapabilityError`` only for a model with no structured output at all.
+  * ``tool_plan(tool) -> SchemaPlan``: a tool's parameters schema, whether to send it with ``strict:
+    true`` (only when strict compilation changes nothing: no optional properties, nothing relaxed),
+    the key its arguments are wrapped in (a root that is not an object) and its warnings;
+    ``tool_spec(tool) -> tuple[dict, bool]`` is its ``(schema, strict)``.
+  * ``root_wraps(request) -> tuple[str | None, dict[str, str]]``: the keys the answer and each
+    tool's arguments are wrapped in; :func:`unwraps_roots` (a decorator on ``stream``) unwraps them
+    from the stream, so the text and arguments a caller sees follow the canonical schemas.
   * ``usage_from(raw) -> Usage`` (chat or responses usage object -> priced :class:`Usage`),
     ``price_usage(usage) -> Usage``, ``unpriced_warning() -> str | None`` (text for a
     ``Delta(warning=...)``, logged once per instance).
@@ -44,10 +49,11 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import logging
 import os
 import weakref
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
@@ -58,16 +64,18 @@ import httpx
 from seamkit.accumulate import collect_result
 from seamkit.errors import CapabilityError, FailureClass, ProviderError
 from seamkit.pricing import Price, PriceTable, load_price_table, price_usage
+from seamkit.schema_wrap import unwrap_deltas
 from seamkit.values import ChatRequest, Delta, ImageBlock, LLMResult, ReasoningBlock, ToolSchema, Usage, thaw
 from seamkit_http import is_loopback, local_pricing
 
 from seamkit_openai.capabilities import Capabilities, capabilities_for, nearest_effort
 from seamkit_openai.config import DEFAULT_BASE_URL, OpenAIConfigBase
-from seamkit_openai.schema import compile_strict, schema_name
+from seamkit_openai.schema import SchemaPlan, plan_schema, schema_name, wrap_key
 
 __all__ = [
     "OpenAIProviderBase",
     "Settings",
+    "unwraps_roots",
     "OutputFormat",
     "image_url",
     "reasoning_is_ours",
@@ -172,6 +180,25 @@ class OutputFormat:
     schema: dict[str, Any] | None = None
     strict: bool = False
     warnings: list[str] = field(default_factory=list)
+    wrap_key: str | None = None
+    """The one property the answer is wrapped in (a root that is not an object), else ``None``."""
+
+
+def unwraps_roots(stream: Callable[[Any, ChatRequest], AsyncIterator[Delta]]
+                  ) -> Callable[[Any, ChatRequest], AsyncIterator[Delta]]:
+    """Decorate a provider's ``stream(request)`` so that the answer text and the arguments of tools
+    whose schemas were sent wrapped (:meth:`OpenAIProviderBase.root_wraps`) come out unwrapped
+    (:func:`seamkit.schema_wrap.unwrap_deltas`); a request with nothing wrapped streams as is."""
+
+    @functools.wraps(stream)
+    def wrapper(self: OpenAIProviderBase, request: ChatRequest) -> AsyncIterator[Delta]:
+        output_key, tool_keys = self.root_wraps(request)
+        inner = stream(self, request)
+        if output_key is None and not tool_keys:
+            return inner
+        return unwrap_deltas(inner, output_key=output_key, tool_keys=tool_keys)
+
+    return wrapper
 
 
 class OpenAIProviderBase:
@@ -342,10 +369,13 @@ class OpenAIProviderBase:
     def output_format(self, request: ChatRequest) -> OutputFormat | None:
         """The structured-output plan for ``request.output_schema`` (``None`` when there is none).
 
-        ``json_schema`` capability: the schema strict-compiled (``strict_schema``) or as is; the
-        compiler's relaxations become warnings. Without it: ``json_object`` with the schema
-        (``json_object_schema``), else plain JSON mode (``json_object``) with a warning, else
-        :class:`CapabilityError`."""
+        ``json_schema`` capability: with ``strict_schema``, :func:`~seamkit_openai.schema.plan_schema`
+        (strict-compiled, or ``strict: false`` with one warning where strict mode cannot express the
+        schema; a root that is not an object wrapped, see ``wrap_key``); the compiler's relaxations
+        become warnings. Without ``strict_schema``: the schema as is. Without ``json_schema``:
+        ``json_object`` with the schema (``json_object_schema``), else plain JSON mode
+        (``json_object``) with a warning, else :class:`CapabilityError` (no structured output at
+        all)."""
         schema = request.output_schema
         if schema is None:
             return None
@@ -354,9 +384,9 @@ class OpenAIProviderBase:
         name = schema_name(plain)
         if caps.json_schema:
             if caps.strict_schema:
-                compiled = compile_strict(plain, provider=self.provider, model=self.model)
-                return OutputFormat("json_schema", name, compiled.schema, True,
-                                    [f"structured output: {r}" for r in compiled.relaxed])
+                plan = plan_schema(plain, strict=True, provider=self.provider, model=self.model)
+                return OutputFormat("json_schema", name, plan.schema, plan.strict, list(plan.warnings),
+                                    plan.wrap_key)
             return OutputFormat("json_schema", name, plain, False)
         if caps.json_object_schema:
             return OutputFormat("json_object", name, plain, False)
@@ -369,18 +399,40 @@ class OpenAIProviderBase:
         raise self._refuse("output_schema", f"structured output (JSON Schema or JSON mode) is not supported by "
                            f"{self.model}")
 
-    def tool_spec(self, tool: ToolSchema) -> tuple[dict[str, Any], bool]:
-        """``(parameters, strict)`` for ``tool``: strict only with the ``strict_tools`` capability
-        and when compilation changes nothing (no optional properties, nothing relaxed)."""
+    def tool_plan(self, tool: ToolSchema) -> SchemaPlan:
+        """How ``tool``'s parameters go on the wire (:func:`~seamkit_openai.schema.plan_schema`):
+        strict only with the ``strict_tools`` capability and when compilation changes nothing (no
+        optional properties, nothing relaxed); else as written with ``strict: false``, with one
+        warning when strict mode cannot express them. A root that is not an object is wrapped in any
+        mode (function ``parameters`` must be ``type: object``). Never raises for a schema."""
         params = thaw(tool.parameters) if tool.parameters else {"type": "object", "properties": {}}
+        what = f"tool {tool.name!r} parameters"
         if self.capabilities.strict_tools:
-            try:
-                compiled = compile_strict(params, provider=self.provider, model=self.model)
-            except CapabilityError:
-                return params, False
-            if not compiled.relaxed and compiled.optional_made_nullable == 0:
-                return compiled.schema, True
-        return params, False
+            plan = plan_schema(params, strict=True, tool=True, what=what, provider=self.provider, model=self.model)
+            if not plan.strict or plan.exact:
+                return plan
+        return plan_schema(params, strict=False, tool=True, what=what, provider=self.provider, model=self.model)
+
+    def tool_spec(self, tool: ToolSchema) -> tuple[dict[str, Any], bool]:
+        """``(parameters, strict)`` of :meth:`tool_plan`."""
+        plan = self.tool_plan(tool)
+        return plan.schema, plan.strict
+
+    def root_wraps(self, request: ChatRequest) -> tuple[str | None, dict[str, str]]:
+        """``(output key, {tool name: key})``: where :meth:`output_format` and :meth:`tool_plan` wrap
+        ``request``'s schemas (``None`` / ``{}``: nothing wrapped). Never raises."""
+        tool_keys: dict[str, str] = {}
+        for tool in request.tools:
+            if tool.parameters:
+                key = wrap_key(tool.parameters, strict=False, tool=True)
+                if key is not None:
+                    tool_keys[tool.name] = key
+        caps = self.capabilities
+        schema = request.output_schema
+        output_key = None
+        if schema is not None and caps.json_schema and caps.strict_schema:
+            output_key = wrap_key(schema, strict=True)
+        return output_key, tool_keys
 
     # -- usage ------------------------------------------------------------------------------
 

@@ -58,7 +58,7 @@ from seamkit.values import (
 )
 from seamkit_http import classify_error_body, is_done, json_kind, open_sse
 
-from seamkit_openai._common import OpenAIProviderBase, Settings, image_url
+from seamkit_openai._common import OpenAIProviderBase, Settings, image_url, unwraps_roots
 from seamkit_openai.config import OpenAIChatConfig
 
 __all__ = ["OpenAIChatProvider", "build", "chat_body", "chat_messages"]
@@ -149,6 +149,7 @@ class OpenAIChatProvider(OpenAIProviderBase):
         s = self.settings(request)
         return chat_body(self, request, s)
 
+    @unwraps_roots
     async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
         """Stream ``request`` (see the module doc). The last delta carries ``finish_reason`` and
         the priced ``usage``."""
@@ -288,9 +289,10 @@ def chat_body(p: OpenAIProviderBase, request: ChatRequest, s: Settings) -> tuple
     if request.tools and caps.tools:
         tools = []
         for t in request.tools:
-            params, strict = p.tool_spec(t)
-            fn: dict[str, Any] = {"name": t.name, "description": t.description, "parameters": params}
-            if strict:
+            plan = p.tool_plan(t)
+            warnings.extend(plan.warnings)
+            fn: dict[str, Any] = {"name": t.name, "description": t.description, "parameters": plan.schema}
+            if plan.strict:
                 fn["strict"] = True
             tools.append({"type": "function", "function": fn})
         body["tools"] = tools

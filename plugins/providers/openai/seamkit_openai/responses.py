@@ -21,9 +21,12 @@ Request mapping (:meth:`OpenAIResponsesProvider.body`):
   ``encrypted_content``, kept in :attr:`ReasoningBlock.signature` as JSON ``{"v": 1, "items":
   [...]}``); any other reasoning block is dropped with a ``Delta(warning=...)``.
 - ``tools`` -> function tools (``strict: true`` only when strict compilation changes nothing,
-  else ``strict: false``: the API's default is strict); ``tool_choice`` ``auto`` / ``required`` /
+  else ``strict: false``: the API's default is strict; a warning when strict mode cannot express
+  the parameters; a root that is not an object is wrapped and the arguments unwrapped, see
+  ``seamkit.schema_wrap``); ``tool_choice`` ``auto`` / ``required`` /
   ``none`` / ``{"type": "function", "name": ...}``; ``output_schema`` -> ``text.format``
-  (``json_schema``, strict-compiled, or ``json_object`` with the schema added to ``instructions``,
+  (``json_schema``, strict-compiled, or with ``strict: false`` and a warning where strict mode
+  cannot express it, or ``json_object`` with the schema added to ``instructions``,
   as JSON mode requires the input to ask for JSON); reasoning models get ``reasoning:
   {effort, summary}`` and, with ``store: false`` (the default), ``include:
   ["reasoning.encrypted_content"]``; ``max_tokens`` -> ``max_output_tokens``; ``extra`` keys are
@@ -71,7 +74,7 @@ from seamkit.values import (
 )
 from seamkit_http.wire import json_kind
 
-from seamkit_openai._common import OpenAIProviderBase, Settings, image_url
+from seamkit_openai._common import OpenAIProviderBase, Settings, image_url, unwraps_roots
 from seamkit_openai.config import OpenAIResponsesConfig
 
 __all__ = ["OpenAIResponsesProvider", "build", "same_model", "SIGNATURE_VERSION"]
@@ -180,7 +183,8 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
 
         Raises :class:`~seamkit.errors.CapabilityError` before dispatch for what the model or the
         Responses API cannot take (temperature on a reasoning model, stop sequences, tools or images
-        the model lacks, an output schema strict mode cannot express, an unknown ``tool_choice``)."""
+        the model lacks, an unknown ``tool_choice``). A schema strict mode cannot express is sent
+        with ``strict: false`` and a warning, never refused."""
         s: Settings = self.settings(request)
         warnings = list(s.warnings)
         caps = self.capabilities
@@ -205,12 +209,13 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
             names = [t.name for t in request.tools]
             tools = []
             for tool in request.tools:
-                params, strict = self.tool_spec(tool)
+                plan = self.tool_plan(tool)
+                warnings.extend(plan.warnings)
                 spec: dict[str, Any] = {"type": "function", "name": tool.name}
                 if tool.description:
                     spec["description"] = tool.description
-                spec["parameters"] = params
-                spec["strict"] = strict
+                spec["parameters"] = plan.schema
+                spec["strict"] = plan.strict
                 tools.append(spec)
             body["tools"] = tools
             body["tool_choice"] = self._tool_choice(request.tool_choice, names)
@@ -354,6 +359,7 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
 
     # -- response ---------------------------------------------------------------------------
 
+    @unwraps_roots
     async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
         """Stream one response as deltas; the last carries ``finish_reason``, ``usage``, ``model``
         and ``raw_usage``. Raises :class:`~seamkit.errors.CapabilityError` before dispatch and

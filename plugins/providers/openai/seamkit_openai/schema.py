@@ -6,6 +6,10 @@ Public API (stable):
 - :func:`compile_strict(...) -> StrictSchema`: the strict schema plus ``relaxed``: one line per
   validation keyword that strict mode does not accept and that was dropped (the reply is validated
   against the canonical schema afterwards, so dropping only loosens decoding, never the contract).
+- :func:`plan_schema(schema, *, strict, tool=False, what=..., ...) -> SchemaPlan`: how a canonical
+  schema goes on the wire, never refused: its root rewritten into an object when the dialect needs
+  one (:mod:`seamkit.schema_wrap`), strict-compiled when asked and possible, else sent as written
+  with ``strict: false`` and one warning naming the construct and its JSON path.
 - :func:`schema_name(schema) -> str`: a ``response_format.json_schema.name`` / ``text.format.name``
   for the schema (its ``title`` reduced to ``[A-Za-z0-9_-]{1,64}``, else ``"output"``).
 
@@ -26,8 +30,10 @@ Rules (OpenAI "Structured Outputs" guide, section "Supported schemas"):
 - Dropped and reported in ``relaxed``: ``minLength``, ``maxLength``, ``minProperties``,
   ``maxProperties``, ``uniqueItems``, other ``format`` values, ``contentEncoding``,
   ``contentMediaType``, unknown keywords. Dropped silently (annotations): ``$schema``, ``$id`` at
-  the root, ``$comment``, ``examples``, ``default``, ``deprecated``, ``readOnly``, ``writeOnly``.
-- Refused with :class:`~seamkit.errors.CapabilityError` (``feature`` = ``"<path>: <keyword>"``, e.g.
+  the root, ``$comment``, ``examples``, ``default``, ``deprecated``, ``readOnly``, ``writeOnly``,
+  ``discriminator`` (an OpenAPI annotation pydantic writes beside a tagged union's ``oneOf``).
+- :func:`compile_strict` refuses with :class:`StrictSchemaError` (a
+  :class:`~seamkit.errors.CapabilityError`; ``feature`` = ``"<path>: <keyword>"``, e.g.
   ``"$.properties.tags: patternProperties"``): ``patternProperties``, ``additionalProperties``
   other than ``false``, an object without ``properties`` (a free-form map), ``propertyNames``,
   ``unevaluatedProperties``/``unevaluatedItems`` (other than ``false``), ``dependentRequired``,
@@ -36,6 +42,8 @@ Rules (OpenAI "Structured Outputs" guide, section "Supported schemas"):
   ``$dynamicRef``/``$anchor``/``$recursiveRef``, a non-local or dangling ``$ref``, ``$ref`` with
   sibling constraints, a schema without a type (``{}`` or ``true``), an array without ``items``,
   more than 5000 properties in all, more than 10 levels of nesting, more than 1000 enum values.
+  :func:`plan_schema` turns each of these into the non-strict form (``strict: false``; the OpenAI
+  API still requires an object root, so a root union is wrapped either way).
 """
 
 from __future__ import annotations
@@ -47,8 +55,10 @@ from typing import Any
 
 from seamkit.agent.output import drop_absent_nulls
 from seamkit.errors import CapabilityError
+from seamkit.schema_wrap import RootWrap, canonical_path, normalize_root, wrap_root
 
-__all__ = ["StrictSchema", "compile_strict", "to_strict", "schema_name", "drop_optional_nulls", "STRICT_FORMATS"]
+__all__ = ["StrictSchema", "StrictSchemaError", "SchemaPlan", "compile_strict", "plan_schema", "to_strict", "wrap_key",
+           "schema_name", "drop_optional_nulls", "STRICT_FORMATS"]
 
 STRICT_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"})
 MAX_PROPERTIES = 5000
@@ -80,7 +90,8 @@ _REFUSED = (
 _RELAXED = frozenset(
     {"minLength", "maxLength", "minProperties", "maxProperties", "uniqueItems", "contentEncoding", "contentMediaType"}
 )
-_SILENT = frozenset({"$schema", "$comment", "examples", "default", "deprecated", "readOnly", "writeOnly"})
+_SILENT = frozenset({"$schema", "$comment", "examples", "default", "deprecated", "readOnly", "writeOnly",
+                     "discriminator"})
 _ANNOTATIONS = frozenset({"title", "description"})
 _KEPT = {
     "string": ("pattern",),
@@ -106,6 +117,19 @@ class StrictSchema:
     about which documents are valid, beyond ``relaxed``)."""
 
 
+class StrictSchemaError(CapabilityError):
+    """What strict mode cannot express: ``path`` (``$...``), ``construct`` (the keyword or construct)
+    and ``why``; ``feature`` is ``"<path>: <construct>"``."""
+
+    def __init__(self, path: str, construct: str, why: str, *, provider: str | None,
+                 model: str | None) -> None:
+        self.path = path
+        self.construct = construct
+        self.why = why
+        super().__init__(f"OpenAI strict structured output cannot express {construct} at {path}: {why}",
+                         provider=provider, model=model, feature=f"{path}: {construct}")
+
+
 class _Compiler:
     def __init__(self, root: Mapping[str, Any], provider: str | None, model: str | None) -> None:
         self.root = root
@@ -116,11 +140,8 @@ class _Compiler:
         self.enum_values = 0
         self.nullable = 0
 
-    def fail(self, path: str, construct: str, why: str) -> CapabilityError:
-        return CapabilityError(
-            f"OpenAI strict structured output cannot express {construct} at {path}: {why}",
-            provider=self.provider, model=self.model, feature=f"{path}: {construct}",
-        )
+    def fail(self, path: str, construct: str, why: str) -> StrictSchemaError:
+        return StrictSchemaError(path, construct, why, provider=self.provider, model=self.model)
 
     def relax(self, path: str, keyword: str, why: str = "not supported in strict mode") -> None:
         self.relaxed.append(f"{path}: {keyword} dropped ({why}; the reply is still validated against it)")
@@ -277,8 +298,8 @@ class _Compiler:
     def object(self, s: Mapping[str, Any], path: str, out: dict[str, Any], depth: int) -> None:
         addl = s.get("additionalProperties", False)
         if addl is not False:
-            raise self.fail(path, "additionalProperties", "strict mode needs additionalProperties: false "
-                            "(a map with arbitrary keys cannot be expressed)")
+            raise self.fail(path, "additionalProperties", "strict mode needs additionalProperties: false, so "
+                            "a map with arbitrary keys cannot be expressed")
         props = s.get("properties")
         if props is None:
             if "additionalProperties" not in s:
@@ -332,8 +353,9 @@ def _plain(v: Any) -> Any:
 
 def compile_strict(schema: Mapping[str, Any], *, provider: str | None = None,
                    model: str | None = None) -> StrictSchema:
-    """Compile ``schema`` (see the module doc). Raises :class:`~seamkit.errors.CapabilityError`
-    naming the construct and its JSON path for what strict mode cannot express."""
+    """Compile ``schema`` (see the module doc). Raises :class:`StrictSchemaError` (a
+    :class:`~seamkit.errors.CapabilityError`) naming the construct and its JSON path for what strict
+    mode cannot express."""
     root = _plain(schema)
     c = _Compiler(root, provider, model)
     if not isinstance(root, dict):
@@ -347,6 +369,88 @@ def compile_strict(schema: Mapping[str, Any], *, provider: str | None = None,
 def to_strict(schema: Mapping[str, Any], *, provider: str | None = None, model: str | None = None) -> dict[str, Any]:
     """The strict form of ``schema`` (see :func:`compile_strict`)."""
     return compile_strict(schema, provider=provider, model=model).schema
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaPlan:
+    """How one canonical schema goes on the wire (:func:`plan_schema`).
+
+    ``schema``: the schema to send. ``strict``: send it with ``strict: true``. ``wrap_key``: the one
+    property the canonical value is wrapped in (the root was rewritten; unwrap the reply with
+    :func:`seamkit.schema_wrap.unwrap_deltas`), else ``None``. ``warnings``: explicit degradations,
+    canonical JSON paths: the dropped keywords of a strict compilation (one line each) and at most one
+    line for a root rewrite and/or the non-strict fallback. ``optional_made_nullable``: as in
+    :class:`StrictSchema` (0 when not strict)."""
+
+    schema: dict[str, Any]
+    strict: bool
+    wrap_key: str | None = None
+    warnings: tuple[str, ...] = ()
+    optional_made_nullable: int = 0
+    exact: bool = False
+    """Strict, and the compilation changed nothing: no keyword dropped, no optional property made
+    nullable (the strict schema accepts exactly what the canonical one does)."""
+
+
+def _wrap(plain: Any, *, strict: bool, tool: bool) -> RootWrap | None:
+    if not isinstance(plain, dict) or not (strict or tool):
+        return None
+    return wrap_root(plain, tool=tool)
+
+
+def wrap_key(schema: Mapping[str, Any], *, strict: bool, tool: bool = False) -> str | None:
+    """The key :func:`plan_schema` wraps ``schema``'s canonical value in (same arguments), or
+    ``None``; cheap (no compilation), for unwrapping a reply."""
+    wrap = _wrap(_plain(schema), strict=strict, tool=tool)
+    return wrap.key if wrap is not None else None
+
+
+def plan_schema(schema: Mapping[str, Any], *, strict: bool, tool: bool = False, what: str = "structured output",
+                provider: str | None = None, model: str | None = None) -> SchemaPlan:
+    """The wire form of ``schema``; never raises for a schema construct.
+
+    - The root: for a tool's parameters (``tool``) or a strict output schema, a root that is not a
+      plain object schema (``anyOf`` / ``oneOf`` / ``allOf`` / ``$ref``, an array or scalar type) is
+      wrapped (:func:`seamkit.schema_wrap.wrap_root`): OpenAI's "Supported schemas": "Root objects
+      must not be anyOf and must be an object", and function ``parameters`` must be ``type:
+      object`` in any mode. A non-strict output schema (an OpenAI-compatible server) is sent as
+      written.
+    - ``strict``: :func:`compile_strict`; where it refuses, the (wrapped) canonical schema goes with
+      ``strict: false`` and one warning names the construct, its canonical JSON path and why.
+
+    ``what`` starts each warning (``"structured output"``, ``"tool 'search'"``). The reply must be
+    validated against the canonical schema (strict: after :func:`drop_optional_nulls`)."""
+    candidate = _plain(schema)
+    wrap = _wrap(candidate, strict=strict, tool=tool)
+    if wrap is not None:
+        candidate = wrap.schema
+    elif isinstance(candidate, dict) and (strict or tool):
+        candidate = normalize_root(candidate, tool=tool)
+    key = wrap.key if wrap is not None else None
+
+    def path(p: str) -> str:
+        return canonical_path(p, key) if key is not None else p
+
+    if not strict:
+        return SchemaPlan(candidate, False, key, (wrap.warning(what, "OpenAI"),) if wrap is not None else ())
+    try:
+        compiled = compile_strict(candidate, provider=provider, model=model)
+    except StrictSchemaError as exc:
+        degraded = (f"{exc.construct} at {path(exc.path)} cannot be expressed in OpenAI strict mode ({exc.why}); "
+                    "sent with strict: false")
+        if wrap is None:
+            line = f"{what}: {degraded}; the reply is validated against the schema"
+        else:
+            line = (f"{what}: {wrap.construct} at the root ($) sent as an object with one property {key!r} "
+                    f"(unwrapped from the reply; OpenAI needs an object root), and {degraded}; the reply is "
+                    "validated against the schema")
+        return SchemaPlan(candidate, False, key, (line,))
+    relaxed = [f"{what}: {path(r.split(': ', 1)[0])}: {r.split(': ', 1)[1]}" if ": " in r else f"{what}: {r}"
+               for r in compiled.relaxed]
+    if wrap is not None:
+        relaxed.insert(0, wrap.warning(what, "OpenAI"))
+    exact = not compiled.relaxed and compiled.optional_made_nullable == 0
+    return SchemaPlan(compiled.schema, True, key, tuple(relaxed), compiled.optional_made_nullable, exact)
 
 
 _NAME_BAD = re.compile(r"[^A-Za-z0-9_-]+")

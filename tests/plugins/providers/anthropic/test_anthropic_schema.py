@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -9,7 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from seamkit.errors import CapabilityError
-from seamkit.values import freeze
+from seamkit.values import ChatRequest, Message, ToolSchema, freeze
+from seamkit_anthropic.capabilities import capabilities_for
+from seamkit_anthropic.config import AnthropicConfig
+from seamkit_anthropic.request import build_body
 from seamkit_anthropic.schema import to_native, to_tool_schema
 
 
@@ -209,3 +213,105 @@ def test_an_unsupported_keyword_anywhere_is_refused_with_its_path(
     with pytest.raises(CapabilityError) as info:
         to_native(schema)
     assert info.value.feature == f"{path}: {keyword}"
+
+
+# --- degrade, never refuse (issue 10, item 6) -------------------------------------------------------
+
+
+def _extend_hostile(children: st.SearchStrategy[tuple[Any, Any]]) -> st.SearchStrategy[tuple[Any, Any]]:
+    """Constructs the native dialect cannot express, next to the ones it can."""
+
+    @st.composite
+    def hostile(draw: st.DrawFn) -> tuple[Any, Any]:
+        kind = draw(st.sampled_from(["map", "typed_map", "bounded", "oneof", "not", "pattern", "untyped"]))
+        if kind == "map":
+            return {"type": "object", "additionalProperties": True}, draw(st.dictionaries(_names, _json_scalars,
+                                                                                           max_size=2))
+        if kind == "typed_map":
+            sub, v = draw(children)
+            return {"type": "object", "additionalProperties": sub}, {k: v for k in draw(st.lists(_names, max_size=2))}
+        if kind == "bounded":
+            n = draw(st.integers(0, 100))
+            return {"type": "integer", "minimum": 0, "maximum": 100, "multipleOf": 1}, n
+        if kind == "oneof":
+            a, va = draw(children)
+            return {"oneOf": [a, {"not": a}]}, va  # exactly one branch holds for any value
+        if kind == "not":
+            return {"type": "string", "not": {"const": "forbidden"}}, draw(st.text("abc", max_size=3))
+        if kind == "pattern":
+            return {"type": "object", "patternProperties": {"^p": {"type": "integer"}}}, {"p1": 1}
+        return {}, draw(_json_scalars)
+
+    return st.one_of(_extend(children), hostile())
+
+
+_hostile_pairs = st.recursive(_leaf(), _extend_hostile, max_leaves=10)
+
+
+@st.composite
+def _any_root(draw: st.DrawFn) -> tuple[Any, Any]:
+    """An object root (``_root``-like but hostile inside), a union root, a list or a scalar root."""
+    kind = draw(st.sampled_from(["object", "union", "array", "scalar", "recursive"]))
+    if kind == "object":
+        props = draw(st.dictionaries(_names, _hostile_pairs, min_size=1, max_size=3))
+        return ({"type": "object", "properties": {k: v[0] for k, v in props.items()}, "required": sorted(props)},
+                {k: v[1] for k, v in props.items()})
+    if kind == "union":
+        (a, va), (b, vb) = draw(_hostile_pairs), draw(_hostile_pairs)
+        return {"anyOf": [a, b]}, draw(st.sampled_from([va, vb]))
+    if kind == "array":
+        sub, v = draw(_hostile_pairs)
+        return {"type": "array", "items": sub}, [v]
+    if kind == "recursive":
+        node = {"type": "object", "properties": {"name": {"type": "string"}, "kids": {
+            "type": "array", "items": {"$ref": "#/$defs/node"}}}, "required": ["name"]}
+        return {"$ref": "#/$defs/node", "$defs": {"node": node}}, {"name": "a", "kids": [{"name": "b"}]}
+    return draw(_leaf())
+
+
+def _closed(schema: Any) -> None:
+    if isinstance(schema, dict):
+        if schema.get("type") == "object" or "properties" in schema:
+            assert schema.get("additionalProperties") is False
+        for v in schema.values():
+            _closed(v)
+    elif isinstance(schema, list):
+        for v in schema:
+            _closed(v)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pair=_any_root(), model=st.sampled_from(["claude-sonnet-4-5", "claude-opus-4-1"]), thinking=st.booleans(),
+       with_tool=st.booleans())
+def test_any_output_schema_is_sent_in_a_form_the_api_accepts(pair: tuple[Any, Any], model: str, thinking: bool,
+                                                             with_tool: bool) -> None:
+    """Compiled or degraded, never refused: native ``output_config.format`` in the native dialect, else
+    the forced tool (an object root, no top-level combinator), else the schema in the system prompt;
+    what the canonical schema accepts, wrapped where the root was, is accepted by what is sent."""
+    schema, value = pair
+    assert Draft202012Validator(schema).is_valid(value), "the generator made an invalid document"
+    cfg = AnthropicConfig(model=model, api_key="sk-ant-x", max_tokens=4096,
+                          thinking={"type": "enabled", "budget_tokens": 1024} if thinking else None)
+    tools = (ToolSchema("t", "A tool.", {"anyOf": [schema, {"type": "object"}]}, False),) if with_tool else ()
+    prepared = build_body(ChatRequest((Message.user("hi"),), tools=tools, output_schema=schema), cfg,
+                          capabilities_for(model), model=model)
+    body = prepared.body
+    sent_value = value if prepared.output_wrap is None else {prepared.output_wrap: value}
+    for tool in body.get("tools", ()):
+        root = tool["input_schema"]
+        assert root["type"] == "object" and not {"anyOf", "oneOf", "allOf"} & set(root)
+        Draft202012Validator.check_schema(root)
+    if "output_config" in body:
+        sent = body["output_config"]["format"]["schema"]
+        assert sent["type"] == "object" and to_native(sent) == sent  # the native dialect, objects closed
+        _closed(sent)
+    elif prepared.output_tool is not None:
+        (sent,) = [t["input_schema"] for t in body["tools"] if t["name"] == prepared.output_tool]
+    else:
+        assert thinking  # forced tool use is impossible only with extended thinking
+        assert json.dumps(schema, separators=(",", ":"), ensure_ascii=False) in body["system"][-1]["text"]
+        sent, sent_value = schema, value
+    assert not list(Draft202012Validator(sent).iter_errors(sent_value)), (sent, sent_value)
+    assert set(prepared.tool_wraps) == ({"t"} if with_tool else set())  # a root anyOf: wrapped
+    schema_warnings = [w for w in prepared.warnings if w.startswith("structured output")]
+    assert len(schema_warnings) <= 1

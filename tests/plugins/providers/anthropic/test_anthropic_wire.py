@@ -8,6 +8,7 @@ import itertools
 import json
 import logging
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from anthropic_wire_helpers import (
@@ -232,21 +233,103 @@ async def test_structured_output_tool_name_avoids_a_real_tool(build_provider: Bu
     assert [t["name"] for t in body["tools"]] == ["structured_output", "structured_output_"]
 
 
-async def test_structured_output_refuses_unsupported_constructs_before_dispatch(build_provider: Build) -> None:
-    p, t = build_provider()
-    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}}
-    with pytest.raises(CapabilityError) as info:
-        await deltas_of(p, ChatRequest((Message.user("hi"),), output_schema=schema))
-    assert info.value.feature == "$.properties.n: minimum"
-    assert t.requests == []
+def _events(*events: dict[str, Any]) -> Reply:
+    """A Messages API event stream: ``message_start``, then ``events``, then ``message_stop``."""
+    start = {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                                  "model": "claude-sonnet-4-5-20250929", "content": [],
+                                                  "usage": {"input_tokens": 50, "output_tokens": 1}}}
+    stop = [{"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 20}},
+            {"type": "message_stop"}]
+    text = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in (start, *events, *stop))
+    return Reply(200, SSE_HEADERS, chunks=[text.encode()])
 
 
-async def test_forced_tool_structured_output_with_thinking_is_refused(build_provider: Build) -> None:
-    p, t = build_provider(model="claude-opus-4-1", thinking={"type": "enabled", "budget_tokens": 1024})
-    with pytest.raises(CapabilityError, match="forced tool") as info:
-        await deltas_of(p, ChatRequest((Message.user("hi"),), output_schema=ANSWER))
-    assert info.value.feature == "structured_output"
-    assert t.requests == []
+def _pieces(index: int, kind: str, text: str, size: int = 7) -> list[dict[str, Any]]:
+    key = "partial_json" if kind == "input_json_delta" else "text"
+    return [{"type": "content_block_delta", "index": index, "delta": {"type": kind, key: text[i:i + size]}}
+            for i in range(0, len(text), size)]
+
+
+_TICKET = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}
+_UNION = {"anyOf": [_TICKET, {"type": "string"}]}  # an output type ``Ticket | str``
+
+
+async def test_a_root_union_is_wrapped_for_native_output_and_for_tools_and_unwrapped(build_provider: Build) -> None:
+    """A root ``anyOf`` was refused before sending for ``output_config.format`` and sent as is in a
+    tool's ``input_schema`` (the API answers 400: no anyOf at the top level); now both are wrapped in
+    an object with one property, with one warning each, and the answer and arguments unwrapped."""
+    lookup = ToolSchema("lookup", "Find a ticket by id or by title.", {"oneOf": [
+        {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
+        {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}]}, False)
+    args = '{"value": {"title": "printer on fire"}}'
+    answer = '{"value": {"id": 7}}'
+    p, t = build_provider(
+        _events({"type": "content_block_start", "index": 0,
+                 "content_block": {"type": "tool_use", "id": "toolu_1", "name": "lookup", "input": {}}},
+                *_pieces(0, "input_json_delta", args), {"type": "content_block_stop", "index": 0}),
+        _events({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                *_pieces(0, "text_delta", answer), {"type": "content_block_stop", "index": 0}),
+    )
+    first = await p.chat(ChatRequest((Message.user("Which ticket?"),), tools=(lookup,), output_schema=_UNION))
+    second = await p.chat(ChatRequest((Message.user("Which ticket?"),), tools=(lookup,), output_schema=_UNION))
+    body = t.json_bodies[0]
+    schema = body["output_config"]["format"]["schema"]
+    assert schema["type"] == "object" and schema["required"] == ["value"] and "anyOf" not in schema
+    assert schema["properties"]["value"]["anyOf"][1] == {"type": "string"}
+    (tool,) = body["tools"]
+    assert tool["input_schema"]["type"] == "object" and "oneOf" not in tool["input_schema"]
+    assert tool["input_schema"]["properties"]["value"]["oneOf"] == lookup.parameters["oneOf"]
+    (call,) = first.tool_calls
+    assert call.id == "toolu_1" and dict(call.arguments) == {"title": "printer on fire"}
+    assert json.loads(second.text) == {"id": 7}
+    assert first.warnings[:2] == (
+        "tool 'lookup' input_schema: oneOf at the root ($) cannot be sent to the Anthropic tools API (the root must "
+        "be an object schema); sent as an object with one property 'value', unwrapped from the reply before it is "
+        "validated against the schema",
+        "structured output: anyOf at the root ($) cannot be sent to Claude's structured outputs (the root must be "
+        "an object schema); sent as an object with one property 'value', unwrapped from the reply before it is "
+        "validated against the schema")
+
+
+async def test_constructs_native_output_cannot_express_go_through_the_forced_tool(build_provider: Build) -> None:
+    """``minimum`` and ``additionalProperties: true`` (a pydantic ``dict[str, Any]``) were refused
+    before sending; now the answer goes through the forced tool, with one warning naming the
+    construct and its path."""
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0},
+                                               "meta": {"type": "object", "additionalProperties": True}},
+              "required": ["n", "meta"]}
+    p, t = build_provider(_events(
+        {"type": "content_block_start", "index": 0,
+         "content_block": {"type": "tool_use", "id": "toolu_2", "name": "structured_output", "input": {}}},
+        *_pieces(0, "input_json_delta", '{"n": 3, "meta": {"any": ["thing"]}}'),
+        {"type": "content_block_stop", "index": 0}))
+    r = await p.chat(ChatRequest((Message.user("hi"),), output_schema=schema))
+    body = t.json_bodies[0]
+    assert "output_config" not in body
+    assert body["tools"] == [{"name": "structured_output",
+                              "description": "Give your final answer by calling this tool; its input is the answer.",
+                              "input_schema": schema}]
+    assert body["tool_choice"] == {"type": "tool", "name": "structured_output"}
+    assert json.loads(r.text) == {"n": 3, "meta": {"any": ["thing"]}} and r.tool_calls == ()
+    assert r.warnings[0] == (
+        "structured output: minimum at $.properties.n is not supported in Claude's native structured outputs "
+        "('JSON Schema limitations'); sent through a forced tool 'structured_output' instead; the answer is "
+        "validated against the schema")
+
+
+async def test_without_forced_tool_use_the_schema_goes_in_the_system_prompt(build_provider: Build) -> None:
+    """Extended thinking excludes forced tool use: a schema neither native output nor a forced tool
+    can carry was refused; it now goes in the system prompt, with a warning saying why."""
+    p, t = build_provider(sse_reply("text"), model="claude-opus-4-1",
+                          thinking={"type": "enabled", "budget_tokens": 1024})
+    r = await p.chat(ChatRequest((SYSTEM, Message.user("hi"),), output_schema=ANSWER, max_tokens=4096))
+    assert ("structured output: forced tool use cannot be combined with extended thinking: the schema is sent in "
+            "the system prompt instead; the answer is validated against the schema") in r.warnings
+    body = t.json_bodies[0]
+    assert "tools" not in body and "output_config" not in body
+    assert body["system"][-1]["text"] == ("Reply with one JSON document valid for this JSON Schema, and nothing "
+                                          "else: " + json.dumps(ANSWER, separators=(",", ":")))
+    assert body["system"][0]["text"] == "You are a terse assistant."
 
 
 # --- thinking --------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from seamkit.errors import CapabilityError
 from seamkit.values import freeze
-from seamkit_openai.schema import compile_strict, drop_optional_nulls, schema_name, to_strict
+from seamkit_openai.schema import compile_strict, drop_optional_nulls, plan_schema, schema_name, to_strict
 
 
 def obj(props: dict[str, Any], required: list[str] | None = None, **kw: Any) -> dict[str, Any]:
@@ -286,3 +286,110 @@ def test_valid_documents_are_accepted_by_the_strict_schema(pair: tuple[dict[str,
     back = drop_optional_nulls(filled, schema)
     assert Draft202012Validator(schema).is_valid(back)
     assert back == value
+
+
+# --- degrade, never refuse (issue 10, item 6) ----------------------------------------------------
+
+
+@st.composite
+def hostile(draw: st.DrawFn, depth: int) -> tuple[Any, Any]:
+    """(schema, a valid document) including constructs strict mode cannot express."""
+    kind = draw(st.sampled_from(["plain", "object", "map", "typed_map", "pattern", "not", "tuple", "untyped",
+                                 "oneof", "array"]))
+    if kind == "plain" or depth <= 0:
+        return draw(node(1))
+    if kind == "object":
+        names = draw(st.lists(NAMES, max_size=3, unique=True))
+        pairs = {n: draw(hostile(depth - 1)) for n in names}
+        required = [n for n in names if draw(st.booleans())]
+        value = {n: v for n, (_, v) in pairs.items() if n in required or draw(st.booleans())}
+        return {"type": "object", "properties": {n: s for n, (s, _) in pairs.items()}, "required": required}, value
+    if kind == "map":
+        return {"type": "object", "additionalProperties": True}, draw(st.dictionaries(NAMES, st.integers(), max_size=2))
+    if kind == "typed_map":
+        sub, v = draw(hostile(depth - 1))
+        return {"type": "object", "additionalProperties": sub}, {k: v for k in draw(st.lists(NAMES, max_size=2))}
+    if kind == "pattern":
+        return ({"type": "object", "patternProperties": {"^p": {"type": "string"}}},
+                {f"p{k}": "s" for k in draw(st.lists(NAMES, max_size=2))})
+    if kind == "not":
+        return {"type": "string", "not": {"const": "forbidden"}}, draw(st.text(string.ascii_lowercase, max_size=4))
+    if kind == "tuple":
+        return {"type": "array", "prefixItems": [{"type": "integer"}]}, [draw(st.integers())]
+    if kind == "untyped":
+        return {}, draw(st.one_of(st.integers(), st.text(max_size=3), st.none()))
+    if kind == "oneof":
+        (a, va), (b, vb) = draw(hostile(depth - 1)), draw(hostile(depth - 1))
+        return {"anyOf": [a, b]}, draw(st.sampled_from([va, vb]))
+    sub, v = draw(hostile(depth - 1))
+    return {"type": "array", "items": sub}, [v] * draw(st.integers(0, 2))
+
+
+@st.composite
+def deep(draw: st.DrawFn) -> tuple[dict[str, Any], Any]:
+    """Nesting beyond strict mode's 10 levels."""
+    schema: dict[str, Any] = {"type": "string"}
+    value: Any = draw(st.text(max_size=3))
+    for _ in range(draw(st.integers(9, 13))):
+        schema, value = obj({"x": schema}, ["x"]), {"x": value}
+    return schema, value
+
+
+def _obeys_the_dialect(sent: dict[str, Any], strict: bool) -> None:
+    assert sent["type"] == "object" and not {"anyOf", "oneOf", "allOf", "$ref"} & set(sent)  # an object root
+    Draft202012Validator.check_schema(sent)
+    if strict:
+        assert compile_strict(sent).schema == sent  # already in the strict dialect
+
+        def walk(s: Any) -> None:
+            if isinstance(s, dict):
+                if "properties" in s:
+                    assert s["additionalProperties"] is False and s["required"] == list(s["properties"])
+                for v in s.values():
+                    walk(v)
+            elif isinstance(s, list):
+                for v in s:
+                    walk(v)
+
+        walk(sent)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pair=st.one_of(hostile(3), deep(), object_node(2)), tool=st.booleans())
+def test_any_schema_is_compiled_or_degraded_never_refused(pair: tuple[Any, Any], tool: bool) -> None:
+    schema, value = pair
+    assert Draft202012Validator(schema).is_valid(value), "the generator made an invalid document"
+    if tool and not isinstance(value, dict):
+        return  # a tool's arguments are a JSON object
+    plan = plan_schema(freeze(schema), strict=True, tool=tool, provider="openai", model="gpt-4.1")
+    _obeys_the_dialect(plan.schema, plan.strict)
+    canonical = schema if plan.wrap_key is None else {"type": "object", "properties": {plan.wrap_key: schema},
+                                                      "required": [plan.wrap_key]}
+    sent = value if plan.wrap_key is None else {plan.wrap_key: value}
+    if plan.strict:
+        sent = fill_nulls(sent, canonical)
+    errors = [e.message for e in Draft202012Validator(plan.schema).iter_errors(sent)]
+    assert not errors, (plan.schema, sent, errors)
+    if not plan.strict:  # one warning names the construct and its canonical path
+        (warning,) = plan.warnings
+        assert "cannot be expressed in OpenAI strict mode" in warning and "strict: false" in warning
+    if plan.wrap_key is not None:
+        assert "at the root ($)" in plan.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("schema", "path"),
+    [
+        (obj({"m": {"type": "object", "patternProperties": {"^x": {"type": "string"}}}}),
+         "patternProperties at $.properties.m"),
+        (obj({"m": {"type": "object", "additionalProperties": True}}), "additionalProperties at $.properties.m"),
+        (obj({"x": {}}), "a schema without a type at $.properties.x"),
+        ({"anyOf": [obj({"m": {"type": "object"}}), {"type": "string"}]},
+         "an object without properties at $.anyOf[0].properties.m"),
+    ],
+)
+def test_the_one_warning_names_the_construct_at_its_canonical_path(schema: dict[str, Any], path: str) -> None:
+    plan = plan_schema(schema, strict=True)
+    assert not plan.strict and plan.wrap_key == ("value" if "anyOf" in schema else None)
+    (warning,) = plan.warnings
+    assert path in warning and "strict: false" in warning

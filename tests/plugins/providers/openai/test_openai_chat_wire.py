@@ -150,6 +150,60 @@ async def test_tools_with_optional_arguments_are_not_sent_strict() -> None:
                                 "required": ["q"]}
 
 
+def _chunks(*chunks: dict[str, Any]) -> Reply:
+    text = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    return Reply(200, {"content-type": "text/event-stream"}, chunks=[text.encode()])
+
+
+def _delta(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"id": "c1", "object": "chat.completion.chunk", "model": "gpt-4.1-mini",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+async def test_root_unions_and_free_form_maps_are_sent_in_a_form_the_api_accepts() -> None:
+    """A tool whose parameters have a root ``oneOf`` was sent as is (the API answers 400: parameters
+    must be ``type: object``) and an output schema with ``additionalProperties: true`` was refused
+    before sending; now the first is wrapped (its arguments unwrapped from the stream) and the second
+    sent with ``strict: false``, each with one warning naming the construct and its JSON path."""
+    from seamkit.values import ToolSchema
+
+    by_id = {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"],
+             "additionalProperties": False}
+    by_name = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
+               "additionalProperties": False}
+    lookup = ToolSchema("lookup", "Find a customer by id or by name.", {"oneOf": [by_id, by_name]}, False)
+    report = {"type": "object", "properties": {"summary": {"type": "string"},
+                                               "extra": {"type": "object", "additionalProperties": True}},
+              "required": ["summary", "extra"], "additionalProperties": False}
+    args = '{"value": {"name": "Ada"}}'
+    p, t = make(
+        _chunks(_delta({"tool_calls": [{"index": 0, "id": "call_9", "type": "function",
+                                         "function": {"name": "lookup", "arguments": args[:11]}}]}),
+                _delta({"tool_calls": [{"index": 0, "function": {"arguments": args[11:]}}]}),
+                _delta({}, "tool_calls")),
+        _chunks(_delta({"content": '{"summary": "ok", "extra": {"k": 1}}'}), _delta({}, "stop")),
+    )
+    first = await p.chat(ChatRequest((Message.user("Who is Ada?"),), tools=(lookup,)))
+    fn = t.json_bodies[0]["tools"][0]["function"]
+    assert fn["parameters"]["type"] == "object" and fn["parameters"]["required"] == ["value"]
+    assert fn["parameters"]["properties"]["value"]["oneOf"] == [by_id, by_name]
+    assert "strict" not in fn  # strict mode would send the oneOf as anyOf: the canonical schema goes, not strict
+    (call,) = first.tool_calls
+    assert call.id == "call_9" and dict(call.arguments) == {"name": "Ada"}
+    assert [w for w in first.warnings if "lookup" in w] == [
+        "tool 'lookup' parameters: oneOf at the root ($) cannot be sent to OpenAI (the root must be an object "
+        "schema); sent as an object with one property 'value', unwrapped from the reply before it is validated "
+        "against the schema"]
+
+    second = await p.chat(ChatRequest((Message.user("Report."),), output_schema=report))
+    rf = t.json_bodies[1]["response_format"]
+    assert rf == {"type": "json_schema", "json_schema": {"name": "output", "schema": report}}  # strict: false
+    assert json.loads(second.text) == {"summary": "ok", "extra": {"k": 1}}
+    (warning,) = [w for w in second.warnings if w.startswith("structured output")]
+    assert warning.startswith("structured output: additionalProperties at $.properties.extra cannot be expressed "
+                              "in OpenAI strict mode")
+
+
 async def test_transcript_mapping() -> None:
     png = b"\x89PNG\r\n\x1a\n"
     call = ToolCall("call_1", "get_weather", {"city": "Paris"})

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any, Literal
 
+from pydantic import BaseModel
 from seamkit.agent.agent import Agent
 from seamkit.tools import tool
 from seamkit.values import ReasoningBlock
@@ -48,3 +50,70 @@ async def test_agent_turn_with_reasoning_and_a_tool_call() -> None:
     assert len(blocks) == 1 and blocks[0].provider == "openai"
     assert result.usage.requests == 2 and result.usage.reasoning_tokens == 128
     assert result.usage.cost is not None and result.usage.cost_source == "estimated"
+
+
+# --- schemas strict mode cannot express (issue 10, item 6) -------------------------------------
+
+
+class Refund(BaseModel):
+    kind: Literal["refund"]
+    amount: int
+
+
+class Escalation(BaseModel):
+    kind: Literal["escalation"]
+    reason: str
+    details: dict[str, Any]  # additionalProperties: true, which strict mode cannot express
+
+
+@tool(side_effecting=False)
+def record(note: str, meta: dict[str, Any]) -> str:
+    """Record a note with free-form metadata."""
+    return "recorded"
+
+
+def _events(*events: dict[str, Any]) -> Reply:
+    text = "".join(f"event: {e['type']}\ndata: {json.dumps({**e, 'sequence_number': i})}\n\n"
+                   for i, e in enumerate(events))
+    return Reply(200, {"content-type": "text/event-stream"}, chunks=[text.encode()])
+
+
+_DONE = {"type": "response.completed",
+         "response": {"model": "gpt-4.1-2025-04-14", "usage": {"input_tokens": 40, "output_tokens": 12}}}
+
+
+async def test_schemas_strict_mode_cannot_express_are_sent_non_strict_and_the_union_answer_unwrapped() -> None:
+    """A union output type (root anyOf) and ``dict[str, Any]`` fields were refused before sending
+    (CapabilityError); now each goes out in a form the API accepts, with one warning naming the
+    construct and its path, and the final value is validated against the canonical schema."""
+    answer = '{"value": {"kind": "escalation", "reason": "double charge", "details": {"order": [7, 9]}}}'
+    transport = ReplayTransport(
+        _events({"type": "response.output_item.added", "output_index": 0,
+                 "item": {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "record",
+                          "arguments": ""}},
+                {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0,
+                 "delta": '{"note": "called", "meta": {"channel": "phone"}}'}, _DONE),
+        _events(*[{"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
+                   "content_index": 0, "delta": answer[i:i + 9]} for i in range(0, len(answer), 9)], _DONE),
+    )
+    model = build(OpenAIResponsesConfig(model="gpt-4.1", api_key="sk-agent-test"),
+                  client=make_client(transport=transport), environ={})
+    result = await Agent(model, prompt="Triage.", tools=[record], output=Refund | Escalation).run("Help!")
+
+    assert result.output == Escalation(kind="escalation", reason="double charge", details={"order": [7, 9]})
+    first, second = transport.json_bodies
+    fmt = first["text"]["format"]
+    assert fmt["type"] == "json_schema" and fmt["strict"] is False
+    root = fmt["schema"]
+    assert root["type"] == "object" and root["required"] == ["value"] and "anyOf" not in root
+    assert root["properties"]["value"]["anyOf"] == [{"$ref": "#/$defs/Refund"}, {"$ref": "#/$defs/Escalation"}]
+    (spec,) = first["tools"]
+    assert spec["name"] == "record" and spec["strict"] is False
+    assert spec["parameters"]["properties"]["meta"]["additionalProperties"] is True
+    assert second["input"][1]["arguments"] == '{"note":"called","meta":{"channel":"phone"}}'
+    output_warnings = [w for w in result.warnings if w.startswith("structured output:")]
+    tool_warnings = [w for w in result.warnings if w.startswith("tool 'record'")]
+    assert len(output_warnings) == len(tool_warnings) == 2  # one per request, for each schema
+    assert "anyOf at the root ($)" in output_warnings[0]
+    assert "additionalProperties at $.$defs.Escalation.properties.details" in output_warnings[0]
+    assert "additionalProperties at $.properties.meta" in tool_warnings[0] and "strict: false" in tool_warnings[0]

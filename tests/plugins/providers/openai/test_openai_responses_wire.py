@@ -252,9 +252,6 @@ async def test_named_tool_choice_and_non_strict_tool() -> None:
         ("gpt-4.1", text_request(stop=("\n",)), "stop"),
         ("gpt-4.1", ChatRequest((Message.user("x"),), tools=(WEATHER,), tool_choice="nope"), "tool_choice"),
         ("gpt-4.1", ChatRequest((Message.user("x"),), tool_choice="required"), "tool_choice"),
-        ("gpt-4.1", ChatRequest((Message.user("x"),), output_schema={
-            "type": "object", "properties": {"m": {"type": "object", "patternProperties": {"^a": {"type": "string"}}}},
-            "required": ["m"]}), "patternProperties"),
         ("o1-mini", ChatRequest((Message.user("x"),), tools=(WEATHER,)), "tools"),
     ],
 )
