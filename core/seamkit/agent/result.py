@@ -25,8 +25,7 @@ class AgentResult:
     first. ``usage``: summed over every model call (``usage.cost`` USD ``Decimal`` or ``None``).
     ``stop_reason``: ``completed``, ``max_steps``, or ``suspended`` (tool calls wait for a
     person's decision: ``pending_approvals``; continue with ``Agent.resume``). ``steps``: model
-    turns taken. ``warnings``: degradations providers reported, and checkpoints skipped, each once
-    per run (a warning a provider repeats on every call, such as an unpriced model, appears once).
+    turns taken. ``warnings``: degradations providers reported, and checkpoints skipped.
     """
 
     output: Any

@@ -48,10 +48,11 @@ and without a finish reason raises ``ProviderError(server_error)``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Collection, Mapping
 from contextlib import AsyncExitStack
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seamkit.errors import FailureClass, ProviderError
 from seamkit.tokens import estimate_tokens
@@ -72,8 +73,11 @@ from seamkit.values import (
 )
 from seamkit_http import classify_error_body, is_done, json_kind, open_sse
 
-from seamkit_openai._common import OpenAIProviderBase, OutputFormat, Settings, image_url
+from seamkit_openai._common import OpenAIProviderBase, Settings, image_url
 from seamkit_openai.config import OpenAIChatConfig
+
+if TYPE_CHECKING:
+    from seamkit_openai._common import OutputFormat
 
 __all__ = ["OpenAIChatProvider", "build", "chat_body", "chat_messages", "refuses_output_mode", "SCHEMA_INSTRUCTION"]
 
@@ -413,13 +417,16 @@ def chat_body(p: OpenAIProviderBase, request: ChatRequest, s: Settings,
         warnings.extend(fmt.warnings)
         planned = _mode(fmt)
         mode = next((m for m in _MODES[_MODES.index(planned):] if m not in refused), _MODES[-1])
+        # the schema the planned mode would send (it may differ from the canonical one, e.g. strict or
+        # wrapped, and the answer is read back accordingly), else the canonical schema
+        sent = fmt.schema if fmt.schema is not None else thaw(request.output_schema)
         if mode != planned:
             warnings.append(_degradation_warning(p.base_url, planned, mode, refused))
-            canonical = thaw(request.output_schema)
-            fmt = OutputFormat("json_object", fmt.name, canonical if mode == "json_object_schema" else None)
+            fmt = dataclasses.replace(fmt, kind="json_object", schema=sent if mode == "json_object_schema" else None,
+                                      strict=False, warnings=[])
         if mode != "json_schema" and (mode != planned or fmt.schema is None):
             # the server does not get the schema (or may ignore it in a dialect it was not asked for)
-            _with_instruction(messages, thaw(request.output_schema))
+            _with_instruction(messages, sent)
         if fmt.kind == "json_schema":
             js: dict[str, Any] = {"name": fmt.name, "schema": fmt.schema}
             if fmt.strict:
