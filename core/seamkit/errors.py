@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 
 __all__ = [
@@ -73,10 +74,17 @@ class ProviderError(SeamkitError):
     """A model provider refused or failed a call.
 
     ``failure_class`` classifies it; ``status`` is the HTTP status (``None`` for in-process
-    providers and for errors sent inside a stream); ``retry_after`` is the server's requested
-    delay in seconds, if it sent one; ``code`` is the error body's type or code as the provider
-    wrote it (``insufficient_quota``, ``overloaded_error``); ``request_id`` the provider's id of
-    the request, for support tickets.
+    providers and for errors sent inside a stream); ``retry_after`` is the delay in seconds the
+    server asked for as a number (``Retry-After: 2``, ``retry-after-ms``), and ``retry_at`` the
+    time it named instead as an HTTP date (an aware UTC ``datetime``; ``Retry-After: Wed, 21 Oct
+    2026 07:28:00 GMT``): at most one of them is set, and :meth:`retry_delay` turns either into
+    seconds against a clock the caller passes (the run's clock port, so a fake clock controls
+    it). ``should_retry`` is the server's own retry advice (the ``x-should-retry: true|false``
+    response header OpenAI and Anthropic send; ``None`` when it gave none). ``code`` is the error
+    body's type or code as the provider wrote it (``insufficient_quota``, ``overloaded_error``);
+    ``param`` the request parameter the error names (OpenAI's ``error.param``, e.g.
+    ``response_format``; a dotted path such as ``response_format.type`` when the server named a
+    nested one); ``request_id`` the provider's id of the request, for support tickets.
     """
 
     def __init__(
@@ -89,6 +97,9 @@ class ProviderError(SeamkitError):
         retry_after: float | None = None,
         code: str | None = None,
         request_id: str | None = None,
+        should_retry: bool | None = None,
+        retry_at: datetime | None = None,
+        param: str | None = None,
     ) -> None:
         super().__init__(message)
         self.failure_class = failure_class
@@ -97,10 +108,35 @@ class ProviderError(SeamkitError):
         self.retry_after = retry_after
         self.code = code
         self.request_id = request_id
+        self.should_retry = should_retry
+        self.retry_at = retry_at
+        self.param = param
 
     def __str__(self) -> str:
         where = f"{self.provider}: " if self.provider else ""
         return f"{where}{self.failure_class.value}: {self.args[0]}"
+
+    def retry_delay(self, now: datetime) -> float | None:
+        """Seconds to wait before sending the request again as the server asked, or ``None`` when
+        it did not say: ``retry_after``, else ``retry_at - now`` (``0.0`` for a time already past).
+        ``now`` is an aware datetime (a naive one is taken as UTC), normally ``ctx.clock.now()``."""
+        if self.retry_after is not None:
+            return self.retry_after
+        if self.retry_at is None:
+            return None
+        when = self.retry_at if self.retry_at.tzinfo is not None else self.retry_at.replace(tzinfo=UTC)
+        ref = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+        return max(0.0, (when - ref).total_seconds())
+
+    def replace(self, message: str | None = None, failure_class: FailureClass | None = None) -> ProviderError:
+        """A copy with another ``message`` and/or ``failure_class`` and every other field kept (the
+        copy is not chained to this error; use ``raise copy from self``)."""
+        return ProviderError(
+            self.args[0] if message is None else message,
+            self.failure_class if failure_class is None else failure_class,
+            provider=self.provider, status=self.status, retry_after=self.retry_after, code=self.code,
+            request_id=self.request_id, should_retry=self.should_retry, retry_at=self.retry_at, param=self.param,
+        )
 
 
 class CapabilityError(SeamkitError, ValueError):

@@ -361,3 +361,39 @@ def test_strict_mode_nulls_for_absent_optional_properties_are_dropped() -> None:
         spec.parse('{"name": null}')
     untouched = {"name": "a"}
     assert drop_absent_nulls(untouched, schema) is untouched
+
+
+# --- issue 10: a provider's standing warning is said once per run ----------------------------------
+
+
+class _Unpriced:
+    """Wraps a ScriptedModel; every call first warns that the model has no price (as providers do)."""
+
+    provider = "scripted"
+    model = "unpriced-1"
+
+    def __init__(self, inner: ScriptedModel) -> None:
+        self.inner = inner
+
+    async def stream(self, request: Any) -> Any:
+        from seamkit.values import Delta
+
+        yield Delta(warning="model 'unpriced-1' has no price; cost unknown")
+        async for d in self.inner.stream(request):
+            yield d
+
+    async def chat(self, request: Any) -> Any:
+        from seamkit.accumulate import collect_result
+
+        return await collect_result(self.stream(request), provider=self.provider, model=self.model)
+
+
+async def test_a_warning_repeated_on_every_call_is_kept_once_per_run() -> None:
+    model = _Unpriced(ScriptedModel([calls(("add", {"a": 1, "b": 2})), calls(("add", {"a": 3, "b": 4})), "7",
+                                     "again"]))
+    agent = Agent(model, tools=[add])
+    first = await agent.run("add")
+    second = await agent.run("again")  # the same model object serves the next run
+    assert first.steps == 3 and second.steps == 1
+    assert first.warnings == ("model 'unpriced-1' has no price; cost unknown",)
+    assert second.warnings == first.warnings

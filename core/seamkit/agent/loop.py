@@ -332,8 +332,11 @@ class Run:
                         self._event("partial_output", partial_output=d.partial_output)
             result = acc.result()
             self.usage = self.usage + result.usage
-            if result.warnings:
-                self.warnings.extend(result.warnings)
+            for w in result.warnings:
+                # once per run: providers repeat a standing warning (unpriced model, a degraded
+                # mode) on every call, and one provider instance serves many runs
+                if w not in self.warnings:
+                    self.warnings.append(w)
             transcript.append(result.message)
             self.in_turn = False
             if emit is not None:

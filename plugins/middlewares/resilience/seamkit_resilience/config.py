@@ -35,9 +35,12 @@ def _dedupe(classes: list[FailureClass]) -> list[FailureClass]:
 class RetryConfig(BaseModel):
     """``retry``: retries transient provider failures of a chat call.
 
-    Delay before try ``n + 1`` (after failed try ``n``): the server's ``retry_after`` exactly when
-    it sent one (refused, and the error raised, when above ``max_retry_after_s``); otherwise full
-    jitter, ``uniform(0, min(max_delay_s, base_delay_s * 2 ** (n - 1)))`` seconds.
+    Delay before try ``n + 1`` (after failed try ``n``): the server's requested delay exactly when
+    it sent one (``Retry-After`` seconds, or an HTTP date measured against the run's clock; refused,
+    and the error raised, when above ``max_retry_after_s``); otherwise full jitter,
+    ``uniform(0, min(max_delay_s, base_delay_s * 2 ** (n - 1)))`` seconds. A response header
+    ``x-should-retry: false`` stops retrying whatever the class; ``x-should-retry: true`` allows a
+    retry of a class seamkit considers permanent.
     """
 
     model_config = ConfigDict(extra="forbid")

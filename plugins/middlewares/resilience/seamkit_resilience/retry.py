@@ -8,14 +8,24 @@ Rules (every decision reads :attr:`~seamkit.errors.ProviderError.failure_class`,
   :class:`~seamkit.errors.CapabilityError`, :class:`~seamkit.errors.BudgetExceeded`, any other
   exception and cancellation (``asyncio.CancelledError``, :class:`~seamkit.errors.RunCancelled`)
   propagate at once.
+- The server's own advice wins over the class (``ProviderError.should_retry``, from the
+  ``x-should-retry`` response header OpenAI and Anthropic send; their SDKs obey it the same way):
+  ``false`` stops retrying whatever the class; ``true`` allows a retry of an error seamkit
+  classified as permanent (the server knows better than the status code). It never overrides the
+  configuration: a transient class left out of ``retry_on`` stays unretried, and ``max_attempts``
+  and ``max_retry_after_s`` still bound the tries. ``fallback`` and ``circuit_breaker`` do not read
+  it: it advises against sending this request to this server again, while a fallback sends it to
+  another model and a breaker counts the model's failures.
 - Never after a token: once a text, reasoning or tool-call delta has been yielded to the caller,
   a failure propagates (the caller has seen output that a second try could contradict). Deltas
   that are not tokens (warnings, the model name, usage) are held back until the first token or
   the end of the stream, so a failed try leaves nothing behind.
-- Delay before try ``n + 1``: the server's ``retry_after`` exactly, when it sent one and it is at
+- Delay before try ``n + 1``: the server's requested delay exactly, when it sent one and it is at
   most ``max_retry_after_s`` (above that: give up at once, raising a ``ProviderError`` of the same
   class that says why); otherwise full jitter (AWS Architecture Blog, "Exponential Backoff And
-  Jitter"): ``uniform(0, min(max_delay_s, base_delay_s * 2 ** (n - 1)))`` seconds.
+  Jitter"): ``uniform(0, min(max_delay_s, base_delay_s * 2 ** (n - 1)))`` seconds. The requested
+  delay is ``ProviderError.retry_delay(call.ctx.clock.now())``: a ``Retry-After`` HTTP date is
+  measured against the run's clock, not the wall clock.
 - All waiting goes through ``call.ctx.clock`` (a :class:`~seamkit.ports.ClockPort`) and is cut
   short by the run's cancellation token.
 - After ``max_attempts`` tries the last error is raised, with a note saying how many tries were made.
@@ -26,6 +36,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 from seamkit.errors import FailureClass, ProviderError
@@ -77,33 +88,36 @@ class Retry:
         return (f"Retry(max_attempts={c.max_attempts}, base_delay_s={c.base_delay_s}, max_delay_s={c.max_delay_s}, "
                 f"max_retry_after_s={c.max_retry_after_s}, retry_on={[x.value for x in c.retry_on]})")
 
-    def delay_for(self, exc: ProviderError, attempt: int) -> float:
-        """Seconds to wait after failed try ``attempt`` (1-based) that raised ``exc``.
+    def delay_for(self, exc: ProviderError, attempt: int, now: datetime | None = None) -> float:
+        """Seconds to wait after failed try ``attempt`` (1-based) that raised ``exc``; ``now`` is the
+        run's time (``call.ctx.clock.now()``) against which a ``retry_at`` date is measured (default:
+        the wall clock).
 
-        Raises ``exc`` itself when it must not be retried (class not in ``retry_on``, or no try
-        left: with a note saying so), and a new :class:`~seamkit.errors.ProviderError` of the same
-        class (chained to ``exc``) when the server asked to wait longer than ``max_retry_after_s``.
+        Raises ``exc`` itself when it must not be retried (class not in ``retry_on`` and no
+        ``x-should-retry: true`` for a permanent class, ``x-should-retry: false``, or no try left:
+        with a note saying so), and a new :class:`~seamkit.errors.ProviderError` of the same class
+        (chained to ``exc``) when the server asked to wait longer than ``max_retry_after_s``.
         """
         c = self.config
-        if exc.failure_class not in self._retry_on:
+        if exc.should_retry is False:
+            exc.add_note("retry: not retried: the server said x-should-retry: false")
+            raise exc
+        allowed = exc.failure_class in self._retry_on or (
+            exc.should_retry is True and not exc.failure_class.transient
+        )
+        if not allowed:
             raise exc
         if attempt >= c.max_attempts:
             tries = "1 try" if attempt == 1 else f"{attempt} tries"
             exc.add_note(f"retry: gave up after {tries} (max_attempts={c.max_attempts})")
             raise exc
-        ra = exc.retry_after
+        ra = exc.retry_delay(now if now is not None else datetime.now(UTC))
         if ra is not None:
             if not math.isfinite(ra) or ra > c.max_retry_after_s:
-                raise ProviderError(
+                raise exc.replace(
                     f"{exc.args[0] if exc.args else exc} (retry: not retried: the server asked to wait {ra:g} s, "
                     f"more than max_retry_after_s={c.max_retry_after_s:g}; gave up after try {attempt} "
-                    f"of {c.max_attempts})",
-                    exc.failure_class,
-                    provider=exc.provider,
-                    status=exc.status,
-                    retry_after=exc.retry_after,
-                    code=exc.code,
-                    request_id=exc.request_id,
+                    f"of {c.max_attempts})"
                 ) from exc
             return max(0.0, float(ra))
         return full_jitter_delay(attempt, c.base_delay_s, c.max_delay_s, self.rng)
@@ -136,7 +150,7 @@ class Retry:
                 if streamed:
                     exc.add_note("retry: not retried: output was already streamed to the caller")
                     raise
-                delay = self.delay_for(exc, attempt)
+                delay = self.delay_for(exc, attempt, call.ctx.clock.now())
             else:
                 for h in held:
                     yield h

@@ -7,7 +7,8 @@
 - :func:`open_sse`, :func:`post_json`: one request each, with every failure raised as a classified
   :class:`seamkit.errors.ProviderError`.
 - :func:`classify_http_error`, :func:`classify_error_body`, :func:`classify_transport_error`,
-  :func:`parse_retry_after`: error classification from status code and the body's error type/code.
+  :func:`classify_unexpected_body`, :func:`is_error_body`, :func:`parse_retry_after`: error
+  classification from status code and the body's error type/code, and the server's retry signals.
 - :func:`is_loopback`, :func:`local_pricing`, :data:`FREE`: the one local-pricing rule of the
   HTTP provider plugins (a loopback server costs 0 unless its model is in the price table).
 - :class:`ReplayTransport`, :class:`Reply`: an ``httpx`` transport replaying recorded responses, for
@@ -21,6 +22,8 @@ from seamkit_http.errors import (
     classify_error_body,
     classify_http_error,
     classify_transport_error,
+    classify_unexpected_body,
+    is_error_body,
     parse_retry_after,
 )
 from seamkit_http.local import FREE, is_loopback, local_pricing
@@ -41,6 +44,8 @@ __all__ = [
     "classify_http_error",
     "classify_error_body",
     "classify_transport_error",
+    "classify_unexpected_body",
+    "is_error_body",
     "parse_retry_after",
     "ReplayTransport",
     "Reply",

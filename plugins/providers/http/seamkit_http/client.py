@@ -18,9 +18,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
-from seamkit.errors import FailureClass, ProviderError
 
-from seamkit_http.errors import classify_error_body, classify_http_error, classify_transport_error
+from seamkit_http.errors import (
+    classify_http_error,
+    classify_transport_error,
+    classify_unexpected_body,
+    is_error_body,
+)
 from seamkit_http.sse import ServerSentEvent, aiter_sse
 
 __all__ = ["make_client", "shared_client", "open_sse", "post_json"]
@@ -90,9 +94,55 @@ def _secrets_of(headers: httpx.Headers) -> list[str]:
     return found
 
 
-def _is_json(response: httpx.Response) -> bool:
-    ctype: str = str(response.headers.get("content-type", "")).split(";", 1)[0].strip().lower()
-    return ctype == "application/json" or ctype.endswith("+json")
+def _content_type(response: httpx.Response) -> str:
+    return str(response.headers.get("content-type", ""))
+
+
+def _media_type(content_type: str) -> str:
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def _is_json(media_type: str) -> bool:
+    return media_type == "application/json" or media_type.endswith("+json")
+
+
+_UNEXPECTED_BYTES = 1 << 20
+"""How much of an unexpected 2xx body is read to classify and quote it (bytes): enough for any error
+object, bounded for a portal that streams forever."""
+_SSE_FIELDS = (b"data", b"event", b"id", b"retry")
+
+
+def _looks_like_sse(head: bytes) -> bool | None:
+    """Whether a body starting with ``head`` is an event stream (its first line a comment or one of
+    the WHATWG field names); ``None`` while ``head`` is too short to tell."""
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+    if not text:
+        return None
+    if text.startswith(b":"):
+        return True
+    line_end = min((i for i in (text.find(b"\n"), text.find(b"\r")) if i >= 0), default=-1)
+    first = text if line_end < 0 else text[:line_end]
+    name = first.split(b":", 1)[0]
+    if name in _SSE_FIELDS and (b":" in first or line_end >= 0):
+        return True
+    if line_end < 0 and len(first) < 8 and any(f.startswith(first) for f in _SSE_FIELDS):
+        return None  # "dat" so far: wait for more
+    return False
+
+
+async def _read_prefix(chunks: AsyncIterator[bytes], head: bytes, limit: int) -> bytes:
+    async for chunk in chunks:
+        head += chunk
+        if len(head) >= limit:
+            break
+    return head[:limit]
+
+
+async def _prepend(head: bytes, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    if head:
+        yield head
+    async for chunk in chunks:
+        yield chunk
 
 
 @asynccontextmanager
@@ -104,10 +154,14 @@ async def open_sse(client: httpx.AsyncClient, method: str, url: str, *, provider
     ``async with open_sse(client, "POST", url, provider="openai", headers=h, json=body) as events:``
     then ``async for event in events``. Raises :class:`ProviderError`: on a non-2xx status (the body
     is read and classified), on a transport error while connecting or while streaming (timeout ->
-    ``timeout``, dropped connection -> ``server_error``), and on a 2xx ``application/json`` answer
-    instead of an event stream (its ``error`` object classified, else ``server_error``). The response
-    is closed when the block exits, also on early exit. ``secrets``: strings masked in error
-    messages, besides the values of credential-named request headers.
+    ``timeout``, dropped connection -> ``server_error``), and on a 2xx answer that is not an event
+    stream (:func:`~seamkit_http.errors.classify_unexpected_body`: an error object in it classified
+    from its type/code, anything else -- a captive portal's HTML, a JSON document -- ``unknown``
+    with the content type and the body's first characters in the message). A body declared
+    ``text/event-stream`` is streamed; one without that type is streamed only when its first line
+    is an event-stream field (a lenient server that omits the header). The response is closed when
+    the block exits, also on early exit. ``secrets``: strings masked in error messages, besides the
+    values of credential-named request headers.
     """
     request = client.build_request(method, url, headers=headers, json=json)
     if not any(name.lower() == "accept" for name in (headers or {})):
@@ -119,15 +173,32 @@ async def open_sse(client: httpx.AsyncClient, method: str, url: str, *, provider
         raise classify_transport_error(provider, exc, secrets=secrets) from exc
     events: AsyncGenerator[ServerSentEvent, None] | None = None
     try:
-        if not response.is_success or _is_json(response):
+        if not response.is_success:
             try:
                 body = await response.aread()
             except httpx.HTTPError as exc:
                 raise classify_transport_error(provider, exc, secrets=secrets) from exc
-            if not response.is_success:
-                raise classify_http_error(provider, response.status_code, body, response.headers, secrets=secrets)
-            raise _unexpected_json(provider, response, body, secrets)
-        events = _events(provider, response, secrets)
+            raise classify_http_error(provider, response.status_code, body, response.headers, secrets=secrets)
+        content_type = _content_type(response)
+        media = _media_type(content_type)
+        chunks: AsyncIterator[bytes] = response.aiter_bytes()
+        if media != "text/event-stream":
+            head = b""
+            try:
+                if not _is_json(media):
+                    async for chunk in chunks:
+                        head += chunk
+                        if _looks_like_sse(head) is not None or len(head) >= _UNEXPECTED_BYTES:
+                            break
+                if _is_json(media) or not _looks_like_sse(head):
+                    head = await _read_prefix(chunks, head, _UNEXPECTED_BYTES)
+                    raise classify_unexpected_body(provider, response.status_code, content_type, head,
+                                                   expected="an event stream", headers=response.headers,
+                                                   secrets=secrets)
+            except httpx.HTTPError as exc:
+                raise classify_transport_error(provider, exc, secrets=secrets) from exc
+            chunks = _prepend(head, chunks)
+        events = _events(provider, chunks, secrets)
         yield events
     finally:
         if events is not None:
@@ -135,24 +206,10 @@ async def open_sse(client: httpx.AsyncClient, method: str, url: str, *, provider
         await response.aclose()
 
 
-def _unexpected_json(provider: str, response: httpx.Response, body: bytes, secrets: list[str]) -> ProviderError:
-    import json as _json
-
-    try:
-        parsed = _json.loads(body)
-    except ValueError:
-        parsed = None
-    if isinstance(parsed, Mapping) and "error" in parsed:
-        return classify_error_body(provider, parsed, status=response.status_code, headers=response.headers,
-                                   secrets=secrets)
-    return ProviderError(f"HTTP {response.status_code}: expected an event stream, got a JSON document",
-                         FailureClass.SERVER_ERROR, provider=provider, status=response.status_code)
-
-
-async def _events(provider: str, response: httpx.Response,
+async def _events(provider: str, chunks: AsyncIterator[bytes],
                   secrets: list[str]) -> AsyncGenerator[ServerSentEvent, None]:
     try:
-        async for event in aiter_sse(response.aiter_bytes()):
+        async for event in aiter_sse(chunks):
             yield event
     except httpx.HTTPError as exc:
         raise classify_transport_error(provider, exc, secrets=secrets) from exc
@@ -163,8 +220,10 @@ async def post_json(client: httpx.AsyncClient, url: str, *, provider: str, heade
     """POST ``json`` and return ``(decoded JSON object, response headers)``.
 
     Raises :class:`ProviderError`: non-2xx -> classified from status and body; transport errors ->
-    classified (timeout / server_error); a 2xx body that is not a JSON object -> ``server_error``.
-    ``secrets`` are masked in error messages as in :func:`open_sse`.
+    classified (timeout / server_error); a 2xx body that is not a JSON object, or is an error object
+    -> :func:`~seamkit_http.errors.classify_unexpected_body` (the error object classified from its
+    type/code; an HTML page or other JSON value ``unknown``, naming the content type and quoting the
+    body's start). ``secrets`` are masked in error messages as in :func:`open_sse`.
     """
     import json as _json
 
@@ -180,7 +239,8 @@ async def post_json(client: httpx.AsyncClient, url: str, *, provider: str, heade
         parsed = _json.loads(response.content)
     except ValueError:
         parsed = None
-    if not isinstance(parsed, dict):
-        raise ProviderError(f"HTTP {response.status_code}: the response is not a JSON object",
-                            FailureClass.SERVER_ERROR, provider=provider, status=response.status_code)
-    return parsed, response.headers
+    if isinstance(parsed, dict) and not is_error_body(parsed):
+        return parsed, response.headers
+    raise classify_unexpected_body(provider, response.status_code, _content_type(response),
+                                   response.content[:_UNEXPECTED_BYTES], expected="a JSON object",
+                                   headers=response.headers, secrets=secrets)

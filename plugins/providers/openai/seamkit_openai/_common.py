@@ -393,8 +393,8 @@ class OpenAIProviderBase:
         if caps.json_object:
             return OutputFormat(
                 "json_object", name, None, False,
-                [f"structured output: {self.model} has no json_schema mode; sent JSON mode, the schema is "
-                 "checked after the reply"],
+                [f"structured output: {self.model} has no json_schema mode; sent JSON mode with the schema in "
+                 "the prompt; the answer is checked against the schema"],
             )
         raise self._refuse("output_schema", f"structured output (JSON Schema or JSON mode) is not supported by "
                            f"{self.model}")

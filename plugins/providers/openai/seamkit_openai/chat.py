@@ -27,7 +27,20 @@ and ``function.name`` on the first fragment, ``function.arguments`` pieces) -> `
 empty ``choices`` and ``usage`` (``prompt_tokens`` incl. ``prompt_tokens_details.cached_tokens``,
 ``completion_tokens`` incl. ``completion_tokens_details.reasoning_tokens``); ``data: [DONE]``.
 ``data: {"error": {...}}`` -> the classified :class:`ProviderError` (credentials echoed by the
-server masked). A chunk that is not a JSON object, or whose ``choices`` / ``delta`` /
+server masked).
+
+Structured output on a server that refuses the mode sent: when the server answers the request with
+an ``invalid_request`` error naming ``response_format`` (``param`` ``response_format`` or
+``response_format.*``; llama-cpp-python's server answers ``json_schema`` with a 500 request-validation
+error whose ``loc`` is ``('body', 'response_format', 'type')``, classified ``invalid_request`` by
+``seamkit_http``), the provider sends the same request again in the next mode down --
+``json_schema`` -> JSON mode with the schema inside (``{type: json_object, schema}``, the
+llama-cpp-python dialect) -> plain JSON mode -- with the schema in the prompt, and remembers the
+refusal for the rest of its life (a fact about the server at ``base_url``, so it is not asked
+again). Each call sent in a degraded mode carries one ``Delta(warning=...)`` saying so (a run's
+warnings keep it once). OpenAI's ``invalid_json_schema`` (the schema refused, not the mode) does
+not degrade. The answer is validated against the canonical schema by the agent loop, as always.
+ A chunk that is not a JSON object, or whose ``choices`` / ``delta`` /
 ``tool_calls`` / ``function`` / ``usage`` have the wrong JSON type, raises
 ``ProviderError(server_error, "malformed chunk: ...")``. A stream that ends without ``[DONE]``
 and without a finish reason raises ``ProviderError(server_error)``.
@@ -35,9 +48,11 @@ and without a finish reason raises ``ProviderError(server_error)``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Collection, Mapping
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING, Any
 
 from seamkit.errors import FailureClass, ProviderError
 from seamkit.tokens import estimate_tokens
@@ -61,7 +76,10 @@ from seamkit_http import classify_error_body, is_done, json_kind, open_sse
 from seamkit_openai._common import OpenAIProviderBase, Settings, image_url, unwraps_roots
 from seamkit_openai.config import OpenAIChatConfig
 
-__all__ = ["OpenAIChatProvider", "build", "chat_body", "chat_messages"]
+if TYPE_CHECKING:
+    from seamkit_openai._common import OutputFormat
+
+__all__ = ["OpenAIChatProvider", "build", "chat_body", "chat_messages", "refuses_output_mode", "SCHEMA_INSTRUCTION"]
 
 _FINISH: Mapping[str, FinishReason] = {
     "stop": "stop",
@@ -71,6 +89,62 @@ _FINISH: Mapping[str, FinishReason] = {
     "content_filter": "content_filter",
 }
 _PROTECTED = frozenset({"model", "messages", "stream"})
+
+SCHEMA_INSTRUCTION = "Answer with one JSON object, and nothing else, that is valid against this JSON Schema:\n{schema}"
+"""The instruction appended to the last user message when the server does not get the schema itself
+(``{schema}``: the canonical schema as compact JSON). A user message, not a system one: some chat
+templates (Gemma's in llama.cpp) drop system messages."""
+
+# Structured-output modes, best first: response_format json_schema; JSON mode with the schema inside
+# (llama-cpp-python's dialect); plain JSON mode.
+_MODES = ("json_schema", "json_object_schema", "json_object")
+_MODE_NAMES = {"json_schema": "json_schema", "json_object_schema": "json_object with a schema",
+               "json_object": "json_object"}
+
+
+def _mode(fmt: OutputFormat) -> str:
+    if fmt.kind == "json_schema":
+        return "json_schema"
+    return "json_object_schema" if fmt.schema is not None else "json_object"
+
+
+def refuses_output_mode(exc: ProviderError) -> bool:
+    """Whether ``exc`` (raised for a request with structured output) says the server does not take
+    the ``response_format`` sent: an HTTP ``invalid_request`` error whose ``param`` is
+    ``response_format`` or ``response_format.<field>``, except OpenAI's ``invalid_json_schema``
+    (the schema is refused, not the mode)."""
+    if exc.failure_class is not FailureClass.INVALID_REQUEST or exc.status is None:
+        return False
+    if exc.code == "invalid_json_schema":
+        return False
+    param = exc.param or ""
+    return param == "response_format" or param.startswith("response_format.")
+
+
+def _degradation_warning(base_url: str, planned: str, mode: str,
+                         refused: Mapping[str, str | None] | Collection[str]) -> str:
+    """The warning for a call sent in ``mode`` instead of ``planned`` (the same text for every such
+    call, so a run's warnings keep it once)."""
+    said = []
+    for m in _MODES[_MODES.index(planned):_MODES.index(mode)]:
+        param = refused.get(m) if isinstance(refused, Mapping) else None
+        said.append(_MODE_NAMES[m] + (f" ({param})" if param else ""))
+    where = "inside and in the prompt" if mode == "json_object_schema" else "in the prompt"
+    return (f"structured output: {base_url} refused response_format {' and then '.join(said)}; sent json_object "
+            f"with the schema {where} instead; the answer is validated against the schema")
+
+
+def _with_instruction(messages: list[dict[str, Any]], schema: Any) -> None:
+    text = SCHEMA_INSTRUCTION.format(schema=json.dumps(schema, ensure_ascii=False, separators=(",", ":")))
+    for m in reversed(messages):
+        if m.get("role") == "user":
+            content = m.get("content")
+            if isinstance(content, list):
+                m["content"] = [*content, {"type": "text", "text": text}]
+            else:
+                m["content"] = f"{content}\n\n{text}" if content else text
+            return
+    messages.append({"role": "user", "content": text})
 
 
 def _mask(text: str, secrets: list[str]) -> str:
@@ -144,10 +218,32 @@ class OpenAIChatProvider(OpenAIProviderBase):
 
     provider = "openai_chat"
 
+    def __init__(self, config: OpenAIChatConfig, *, client: Any = None,
+                 environ: Mapping[str, str] | None = None) -> None:
+        super().__init__(config, client=client, environ=environ)
+        self.refused_modes: dict[str, str | None] = {}
+        """Structured-output modes the server refused (``json_schema``, ``json_object_schema``,
+        ``json_object``) -> the ``param`` its error named."""
+
     def body(self, request: ChatRequest) -> tuple[dict[str, Any], list[str]]:
         """``(request body, warnings)`` for ``request``. Raises ``CapabilityError``."""
         s = self.settings(request)
-        return chat_body(self, request, s)
+        return chat_body(self, request, s, refused=self.refused_modes)
+
+    def _degrade(self, exc: ProviderError, body: Mapping[str, Any]) -> bool:
+        """After ``exc`` answered ``body``: when it refuses the body's structured-output mode and a
+        lower mode is left, remember the refusal and return ``True``."""
+        fmt = body.get("response_format")
+        if not isinstance(fmt, Mapping) or not refuses_output_mode(exc):
+            return False
+        if fmt.get("type") == "json_schema":
+            mode = "json_schema"
+        else:
+            mode = "json_object_schema" if "schema" in fmt else "json_object"
+        if mode == _MODES[-1] or mode in self.refused_modes:
+            return False
+        self.refused_modes[mode] = exc.param
+        return True
 
     @unwraps_roots
     async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
@@ -173,8 +269,21 @@ class OpenAIChatProvider(OpenAIProviderBase):
             return ProviderError(_mask(f"malformed chunk: {why}", secrets), FailureClass.SERVER_ERROR,
                                  provider=self.provider)
 
-        async with open_sse(client, "POST", self.url("/chat/completions"), provider=self.provider,
-                            headers=headers, json=body, secrets=secrets) as events:
+        async with AsyncExitStack() as stack:
+            while True:
+                try:
+                    events = await stack.enter_async_context(open_sse(
+                        client, "POST", self.url("/chat/completions"), provider=self.provider, headers=headers,
+                        json=body, secrets=secrets))
+                    break
+                except ProviderError as exc:
+                    # refused before any output: a server without this structured-output mode
+                    if not self._degrade(exc, body):
+                        raise
+                    body, again = self.body(request)
+                    for w in again:
+                        if w not in warnings:  # the others were said above
+                            yield Delta(warning=w)
             async for event in events:
                 if is_done(event):
                     done = True
@@ -273,9 +382,13 @@ class OpenAIChatProvider(OpenAIProviderBase):
         )
 
 
-def chat_body(p: OpenAIProviderBase, request: ChatRequest, s: Settings) -> tuple[dict[str, Any], list[str]]:
+def chat_body(p: OpenAIProviderBase, request: ChatRequest, s: Settings,
+              refused: Mapping[str, str | None] | Collection[str] = ()) -> tuple[dict[str, Any], list[str]]:
     """The Chat Completions request body for ``request`` with checked settings ``s`` on provider ``p``:
-    ``(body, warnings)``. Raises ``CapabilityError`` (structured output)."""
+    ``(body, warnings)``. ``refused``: structured-output modes the server refused (see the module
+    doc; a mapping mode -> the ``param`` named by the refusal); the first mode at or below the planned
+    one that is not refused is sent, with a warning when it is not the planned one. Raises ``CapabilityError``
+    (structured output)."""
     caps = p.capabilities
     warnings = list(s.warnings)
     messages, w = chat_messages(
@@ -304,6 +417,18 @@ def chat_body(p: OpenAIProviderBase, request: ChatRequest, s: Settings) -> tuple
     fmt = p.output_format(request)
     if fmt is not None:
         warnings.extend(fmt.warnings)
+        planned = _mode(fmt)
+        mode = next((m for m in _MODES[_MODES.index(planned):] if m not in refused), _MODES[-1])
+        # the schema the planned mode would send (it may differ from the canonical one, e.g. strict or
+        # wrapped, and the answer is read back accordingly), else the canonical schema
+        sent = fmt.schema if fmt.schema is not None else thaw(request.output_schema)
+        if mode != planned:
+            warnings.append(_degradation_warning(p.base_url, planned, mode, refused))
+            fmt = dataclasses.replace(fmt, kind="json_object", schema=sent if mode == "json_object_schema" else None,
+                                      strict=False, warnings=[])
+        if mode != "json_schema" and (mode != planned or fmt.schema is None):
+            # the server does not get the schema (or may ignore it in a dialect it was not asked for)
+            _with_instruction(messages, sent)
         if fmt.kind == "json_schema":
             js: dict[str, Any] = {"name": fmt.name, "schema": fmt.schema}
             if fmt.strict:

@@ -442,9 +442,7 @@ class _StreamState:
         err = classify_error_body(self.p.provider, body, secrets=self.secrets)
         code = err.code
         if err.failure_class is FailureClass.UNKNOWN and code in _RESPONSE_ERROR_CODES:
-            err = ProviderError(str(err.args[0]), _RESPONSE_ERROR_CODES[code], provider=err.provider,
-                                status=err.status, retry_after=err.retry_after, code=code,
-                                request_id=err.request_id)
+            err = err.replace(failure_class=_RESPONSE_ERROR_CODES[code])
         return err
 
     def malformed(self, why: str) -> ProviderError:

@@ -12,6 +12,8 @@ by ``data: [DONE]``; an error inside a stream is a ``data: {"error": {...}}`` ev
 from __future__ import annotations
 
 import json
+from datetime import timedelta
+from email.utils import format_datetime
 from typing import Any
 
 import pytest
@@ -146,3 +148,79 @@ async def test_fallback_from_openai_chat_to_another_model(ctx: Any, flaky: list[
     assert len(transport.requests) == 1
     assert result.message.text == "answer from flaky:local"
     assert result.warnings[0] == f"fallback: openai_chat:{MODEL} failed (server_error); answered by flaky:local"
+
+
+# -- issue 10: the server's retry signals, over the real provider's HTTP ---------------------------
+
+UNAVAILABLE_BODY = {"error": {"message": "The engine is currently overloaded, please try again later.",
+                              "type": "service_unavailable_error", "param": None, "code": None}}
+
+
+async def test_503_with_x_should_retry_false_is_sent_once(ctx: Any, clock: FakeClock) -> None:
+    transport = ReplayTransport(
+        Reply(status=503, headers={"x-should-retry": "false", "x-request-id": "req_no"}, json=UNAVAILABLE_BODY),
+        OK_STREAM, OK_STREAM, OK_STREAM, OK_STREAM,
+    )
+    with pytest.raises(ProviderError) as info:
+        await run_result([retry(max_attempts=5)], provider(transport), ctx)
+    err = info.value
+    assert (err.failure_class, err.status, err.should_retry) == (FailureClass.SERVER_ERROR, 503, False)
+    assert len(transport.requests) == 1 and clock.sleeps == []
+    assert any("x-should-retry: false" in n for n in err.__notes__)
+
+
+async def test_x_should_retry_true_allows_retrying_a_permanent_class(ctx: Any, clock: FakeClock) -> None:
+    # a 409 (lock timeout: openai-python retries it) is classified invalid_request; the server's
+    # "true" makes it worth one more try
+    conflict = {"error": {"message": "Request conflicted; retry.", "type": "invalid_request_error", "param": None,
+                          "code": None}}
+    transport = ReplayTransport(
+        Reply(status=409, headers={"x-should-retry": "true", "retry-after-ms": "300"}, json=conflict), OK_STREAM,
+    )
+    result = await run_result([retry()], provider(transport), ctx)
+    assert result.message.text == "Hello there"
+    assert len(transport.requests) == 2 and clock.sleeps == [0.3]
+
+
+async def test_x_should_retry_true_does_not_override_retry_on(ctx: Any, clock: FakeClock) -> None:
+    transport = ReplayTransport(Reply(status=503, headers={"x-should-retry": "true"}, json=UNAVAILABLE_BODY),
+                                OK_STREAM)
+    with pytest.raises(ProviderError):
+        await run_result([retry(retry_on=["rate_limited"])], provider(transport), ctx)
+    assert len(transport.requests) == 1
+
+
+async def test_retry_after_http_date_is_measured_against_the_runs_clock(ctx: Any, clock: FakeClock) -> None:
+    # the fake clock is far from the wall clock: only the run's clock can make this 30 s
+    when = clock.now() + timedelta(seconds=30)
+    transport = ReplayTransport(
+        Reply(status=429, headers={"retry-after": format_datetime(when, usegmt=True)}, json=RATE_BODY),
+        OK_STREAM,
+    )
+    result = await run_result([retry()], provider(transport), ctx)
+    assert result.message.text == "Hello there"
+    assert clock.sleeps == [30.0]
+    assert len(transport.requests) == 2
+
+
+async def test_retry_after_http_date_above_the_cap_gives_up_by_the_runs_clock(ctx: Any, clock: FakeClock) -> None:
+    when = clock.now() + timedelta(seconds=600)
+    transport = ReplayTransport(
+        Reply(status=429, headers={"retry-after": format_datetime(when, usegmt=True)}, json=RATE_BODY), OK_STREAM,
+    )
+    with pytest.raises(ProviderError) as info:
+        await run_result([retry(max_retry_after_s=60)], provider(transport), ctx)
+    assert "asked to wait 600 s" in str(info.value)
+    assert len(transport.requests) == 1 and clock.sleeps == []
+
+
+# -- issue 10: a captive portal's 200 is not retried as a server error -----------------------------
+
+async def test_a_captive_portal_page_with_200_is_tried_once(ctx: Any, clock: FakeClock) -> None:
+    page = b"<!DOCTYPE html><html><head><title>Sign in to CoffeeShop WiFi</title></head><body>...</body></html>"
+    transport = ReplayTransport(*[Reply(status=200, headers={"content-type": "text/html"}, body=page)] * 5)
+    with pytest.raises(ProviderError) as info:
+        await run_result([retry(max_attempts=5)], provider(transport), ctx)
+    assert info.value.failure_class is FailureClass.UNKNOWN
+    assert "got text/html" in str(info.value) and "Sign in to CoffeeShop WiFi" in str(info.value)
+    assert len(transport.requests) == 1 and clock.sleeps == []

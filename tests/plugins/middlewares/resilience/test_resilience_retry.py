@@ -285,3 +285,26 @@ async def test_an_error_raised_when_the_stream_is_created_is_retried(ctx: Any, c
     model = EagerFailure(["ok"])
     result = await run_result([retry()], model, ctx)
     assert result.message.text == "answer from fake:m1" and clock.sleeps == [1.0]
+
+
+# -- the server's x-should-retry advice (issue 10) -------------------------------------------------
+
+@pytest.mark.parametrize("cls", TRANSIENT_CLASSES, ids=lambda c: c.value)
+async def test_should_retry_false_stops_every_class(cls: FailureClass, ctx: Any, clock: FakeClock) -> None:
+    err = perr(cls, retry_after=1.0)
+    err.should_retry = False
+    model = FakeModel([err, "ok"])
+    with pytest.raises(ProviderError) as info:
+        await run_result([retry(max_attempts=5)], model, ctx)
+    assert info.value is err and model.calls == 1 and clock.sleeps == []
+
+
+@pytest.mark.parametrize("cls", PERMANENT_CLASSES, ids=lambda c: c.value)
+async def test_should_retry_true_allows_a_permanent_class_within_max_attempts(cls: FailureClass, ctx: Any,
+                                                                              clock: FakeClock) -> None:
+    err = perr(cls)
+    err.should_retry = True
+    model = FakeModel([err])
+    with pytest.raises(ProviderError):
+        await run_result([retry(max_attempts=3, seed=3)], model, ctx)
+    assert model.calls == 3 and len(clock.sleeps) == 2

@@ -717,3 +717,39 @@ async def test_interleaved_thinking_goes_back_in_its_original_order(build_provid
     await p.chat(ChatRequest((question, first.message, results), tools=(WEATHER,)))
     assert t.json_bodies[1] == expected_body("thinking_interleaved_continuation")
     assert t.requests[1].headers["anthropic-beta"] == "interleaved-thinking-2025-05-14"
+
+
+# --- issue 10: a 2xx answer that is not an event stream --------------------------------------------
+
+CAPTIVE_PORTAL = (b"<!DOCTYPE html>\n<html><head><title>Hotel Guest Network</title></head>\n"
+                  b"<body>Enter your room number to connect.</body></html>\n")
+
+
+async def test_a_captive_portal_page_with_200_is_a_classified_failure(build_provider: Build) -> None:
+    p, t = build_provider(Reply(200, {"content-type": "text/html; charset=utf-8"}, body=CAPTIVE_PORTAL))
+    with pytest.raises(ProviderError) as info:
+        await deltas_of(p, hello())
+    err = info.value
+    assert (err.failure_class, err.status, err.code, err.provider) == (
+        FailureClass.UNKNOWN, 200, "unexpected_body", "anthropic")
+    assert "got text/html; charset=utf-8: '<!DOCTYPE html> <html><head><title>Hotel Guest Network" in str(err)
+    assert SECRET not in str(err) and t.closed == 1
+
+
+async def test_an_error_object_with_200_is_classified_from_its_body(build_provider: Build) -> None:
+    body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"},
+            "request_id": "req_011CSHoEeqs5C35K2UUqR7Fz"}
+    p, _ = build_provider(Reply(200, json=body))
+    with pytest.raises(ProviderError) as info:
+        await deltas_of(p, hello())
+    assert (info.value.failure_class, info.value.status, info.value.request_id) == (
+        FailureClass.OVERLOADED, 200, "req_011CSHoEeqs5C35K2UUqR7Fz")
+
+
+async def test_prompt_is_too_long_is_context_length(build_provider: Build) -> None:
+    p, _ = build_provider(error_reply("error_prompt_too_long"))
+    with pytest.raises(ProviderError) as info:
+        await deltas_of(p, hello())
+    err = info.value
+    assert (err.failure_class, err.status, err.code) == (FailureClass.CONTEXT_LENGTH, 400, "invalid_request_error")
+    assert "prompt is too long: 208310 tokens > 200000 maximum" in str(err)

@@ -178,8 +178,10 @@ async def test_json_document_instead_of_a_stream() -> None:
     transport = ReplayTransport(Reply(status=200, json={"choices": []}))
     with pytest.raises(ProviderError) as info:
         await collect(transport)
-    assert info.value.failure_class is FailureClass.SERVER_ERROR
-    assert "expected an event stream" in str(info.value)
+    # not server_error: a 200 of the wrong shape is not transient (see classify_unexpected_body)
+    assert info.value.failure_class is FailureClass.UNKNOWN
+    assert info.value.code == "unexpected_body"
+    assert "expected an event stream, got application/json: '{\"choices\": []}'" in str(info.value)
 
 
 async def test_post_json_ok_and_headers() -> None:
@@ -197,7 +199,8 @@ async def test_post_json_rejects_non_objects(reply: Reply) -> None:
     async with make_client(transport=ReplayTransport(reply)) as client:
         with pytest.raises(ProviderError) as info:
             await post_json(client, URL, provider="p", json={})
-    assert info.value.failure_class is FailureClass.SERVER_ERROR
+    assert info.value.failure_class is FailureClass.UNKNOWN
+    assert "expected a JSON object" in str(info.value)
 
 
 async def test_post_json_classifies_status_and_transport_errors() -> None:
@@ -299,3 +302,63 @@ def test_shared_client_is_per_event_loop() -> None:
 def test_shared_client_needs_a_running_loop() -> None:
     with pytest.raises(RuntimeError):
         shared_client()
+
+
+# ------------------------------------------------------ issue 10: a 2xx answer that is not an event stream
+
+PORTAL = (b"<!DOCTYPE html>\n<html><head><title>Guest WiFi</title></head><body>Accept the terms to continue"
+          b"</body></html>")
+
+
+@pytest.mark.parametrize("chunks", [[PORTAL], [PORTAL[:5], PORTAL[5:40], PORTAL[40:]]])
+async def test_an_html_page_with_200_is_a_classified_failure_not_a_server_error(chunks: list[bytes]) -> None:
+    transport = ReplayTransport(Reply(200, {"content-type": "text/html; charset=utf-8"}, chunks=chunks))
+    with pytest.raises(ProviderError) as info:
+        await collect(transport, headers=auth())
+    err = info.value
+    assert err.failure_class is FailureClass.UNKNOWN and not err.failure_class.transient
+    assert (err.status, err.code) == (200, "unexpected_body")
+    assert "expected an event stream, got text/html; charset=utf-8: '<!DOCTYPE html> <html><head><title>Guest WiFi" \
+        in str(err)
+    assert KEY not in str(err) and transport.closed == 1
+
+
+async def test_a_portal_page_echoing_the_key_is_masked() -> None:
+    page = b"<html><body>Blocked request with Authorization: Bearer " + KEY.encode() + b"</body></html>"
+    transport = ReplayTransport(Reply(200, {"content-type": "text/html"}, body=page))
+    with pytest.raises(ProviderError) as info:
+        await collect(transport, headers=auth())
+    assert KEY not in str(info.value) and "***" in str(info.value)
+
+
+@pytest.mark.parametrize("headers", [{}, {"content-type": "text/plain"}, {"content-type": "application/octet-stream"}])
+async def test_an_event_stream_without_its_content_type_is_still_streamed(headers: dict[str, str]) -> None:
+    body = [b"\xef\xbb\xbf", b"da", b"ta: {\"a\": 1}\n\n", b": keep-alive\n\ndata: [DONE]\n\n"]
+    events = await collect(ReplayTransport(Reply(200, headers, chunks=body)))
+    assert [e.data for e in events] == ['{"a": 1}', "[DONE]"]
+
+
+async def test_an_empty_200_without_a_stream_is_unexpected() -> None:
+    with pytest.raises(ProviderError) as info:
+        await collect(ReplayTransport(Reply(200, {})))
+    assert info.value.failure_class is FailureClass.UNKNOWN and "(empty body)" in str(info.value)
+
+
+async def test_an_anthropic_error_object_with_200_is_classified_from_its_body() -> None:
+    body = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}, "request_id": "req_9"}
+    with pytest.raises(ProviderError) as info:
+        await collect(ReplayTransport(Reply(200, json=body)))
+    assert info.value.failure_class is FailureClass.OVERLOADED and info.value.request_id == "req_9"
+
+
+async def test_post_json_html_page_and_error_object_with_200() -> None:
+    err_body = {"error": {"message": "too long", "type": "invalid_request_error", "code": "context_length_exceeded"}}
+    transport = ReplayTransport(Reply(200, {"content-type": "text/html"}, body=PORTAL), Reply(200, json=err_body))
+    async with make_client(transport=transport) as client:
+        with pytest.raises(ProviderError) as html:
+            await post_json(client, URL, provider="p", json={})
+        with pytest.raises(ProviderError) as error_object:
+            await post_json(client, URL, provider="p", json={})
+    assert html.value.failure_class is FailureClass.UNKNOWN
+    assert "expected a JSON object, got text/html: '<!DOCTYPE html>" in str(html.value)
+    assert error_object.value.failure_class is FailureClass.CONTEXT_LENGTH

@@ -18,7 +18,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from seamkit.errors import FailureClass, ProviderError
-from seamkit_http import classify_error_body, classify_http_error, classify_transport_error, parse_retry_after
+from seamkit_http import (
+    classify_error_body,
+    classify_http_error,
+    classify_transport_error,
+    classify_unexpected_body,
+    is_error_body,
+    parse_retry_after,
+)
 
 F = FailureClass
 
@@ -189,7 +196,7 @@ def test_headers_never_appear_in_messages() -> None:
     ({"type": "error", "code": "server_error", "message": "x", "param": None, "sequence_number": 3},
      F.SERVER_ERROR, "server_error"),
     # a Responses `response.error` object
-    ({"code": "invalid_prompt", "message": "nope"}, F.INVALID_REQUEST, "invalid_prompt"),
+    ({"code": "invalid_prompt", "message": "nope"}, F.CONTENT_FILTER, "invalid_prompt"),
     ({"type": "error", "code": "ERR_SOMETHING", "message": "?"}, F.UNKNOWN, "ERR_SOMETHING"),
     ({}, F.UNKNOWN, None),
 ])
@@ -292,3 +299,161 @@ def test_rate_limited_error_carries_retry_after() -> None:
                                  httpx.Headers({"retry-after-ms": "2500", "retry-after": "3"}))
     assert err_ms.retry_after == 2.5
     assert classify_http_error("p", 500, b"", {}).retry_after is None
+
+
+# ------------------------------------------------------------------ issue 10: the server's retry signals
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("false", False), ("true", True), ("False", False), (" TRUE ", True), ("maybe", None), ("", None), (None, None),
+])
+def test_x_should_retry_header_is_carried_on_the_error(value: str | None, expected: bool | None) -> None:
+    headers = {} if value is None else {"x-should-retry": value}
+    err = classify_http_error("openai", 503, openai_body("service_unavailable_error", None), headers)
+    assert err.failure_class is F.SERVER_ERROR  # the class is still the status's: the advice travels beside it
+    assert err.should_retry is expected
+
+
+def test_retry_after_http_date_is_kept_as_a_moment_for_the_runs_clock() -> None:
+    date = "Mon, 30 Nov 2026 18:00:30 GMT"
+    err = classify_http_error("anthropic", 429, anthropic_body("rate_limit_error"), {"retry-after": date})
+    assert err.retry_after is None and err.retry_at == datetime(2026, 11, 30, 18, 0, 30, tzinfo=UTC)
+    # measured against whatever clock the caller passes, not the wall clock when the error was built
+    assert err.retry_delay(NOW) == 30.0
+    assert err.retry_delay(NOW + timedelta(seconds=45)) == 0.0
+    assert err.retry_delay(NOW.replace(tzinfo=None)) == 30.0  # naive = UTC
+    seconds = classify_http_error("openai", 429, openai_body("requests", "rate_limit_exceeded"), {"retry-after": "4"})
+    assert seconds.retry_after == 4.0 and seconds.retry_at is None and seconds.retry_delay(NOW) == 4.0
+    assert classify_http_error("p", 500, b"", {}).retry_delay(NOW) is None
+
+
+# ------------------------------------------------------ issue 10: context length and usage-policy refusals
+
+# Claude API 400 for a prompt over the context window, as the API sends it (anthropics/claude-code #12186)
+PROMPT_TOO_LONG = {"type": "error", "error": {"type": "invalid_request_error",
+                                              "message": "prompt is too long: 208310 tokens > 200000 maximum"},
+                   "request_id": "req_011CVQe1dLrGNMJyE1ghG1av"}
+# OpenAI 400 for a prompt its usage-policy check flagged (openai/codex #7250)
+INVALID_PROMPT = {"error": {"message": "Invalid prompt: your prompt was flagged as potentially violating our usage "
+                                       "policy. Please try again with a different prompt: "
+                                       "https://platform.openai.com/docs/guides/reasoning#advice-on-prompting",
+                            "type": "invalid_request_error", "param": None, "code": "invalid_prompt"}}
+
+
+def test_anthropic_prompt_is_too_long_is_context_length() -> None:
+    err = classify_http_error("anthropic", 400, PROMPT_TOO_LONG, {"request-id": "req_1"})
+    assert err.failure_class is F.CONTEXT_LENGTH
+    assert err.code == "invalid_request_error" and "208310 tokens > 200000 maximum" in str(err)
+    limit = anthropic_body("invalid_request_error", "input length and `max_tokens` exceed context limit: "
+                           "188240 + 21333 > 200000, decrease input length or `max_tokens` and try again")
+    assert classify_http_error("anthropic", 400, limit, {}).failure_class is F.CONTEXT_LENGTH
+    # inside a stream (no status) the same error event is classified the same way
+    assert classify_error_body("anthropic", PROMPT_TOO_LONG).failure_class is F.CONTEXT_LENGTH
+
+
+@pytest.mark.parametrize(("status", "body"), [
+    (400, anthropic_body("invalid_request_error", "messages: the prompt is too long for this tool")),  # not the start
+    (400, anthropic_body("invalid_request_error", "max_tokens: prompt is too long?")),
+    (429, anthropic_body("rate_limit_error", "prompt is too long: 1 tokens > 0 maximum")),  # another type
+    (413, anthropic_body("invalid_request_error", "prompt is too long: 9 tokens > 1 maximum")),  # another status
+])
+def test_the_context_length_wording_is_matched_only_in_its_documented_shape(status: int, body: Any) -> None:
+    assert classify_http_error("anthropic", status, body, {}).failure_class is not F.CONTEXT_LENGTH
+
+
+def test_openai_invalid_prompt_is_content_filter() -> None:
+    err = classify_http_error("openai", 400, INVALID_PROMPT, {})
+    assert err.failure_class is F.CONTENT_FILTER and err.code == "invalid_prompt"
+    assert classify_error_body("openai", {"type": "error", "code": "invalid_prompt", "message": "flagged"}
+                               ).failure_class is F.CONTENT_FILTER
+
+
+# ------------------------------------------- issue 10: a request-validation error sent as a 500 (llama.cpp)
+
+# Recorded from llama-cpp-python's server (python -m seamkit_llamacpp.server) answering a chat request
+# with response_format {"type": "json_schema", ...}: HTTP 500, content-type application/json.
+LLAMA_CPP_VALIDATION_500 = {"error": {
+    "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+               "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+               "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File \"/srv/llama_cpp/server/app.py\", "
+               "line 376, in create_chat_completion\n    POST /v1/chat/completions",
+    "type": "internal_server_error", "param": None, "code": None}}
+
+
+def test_a_500_request_validation_error_is_invalid_request_naming_the_parameter() -> None:
+    err = classify_http_error("openai_chat", 500, LLAMA_CPP_VALIDATION_500, {"x-request-id": "fbbc005e"})
+    assert err.failure_class is F.INVALID_REQUEST
+    assert not err.failure_class.transient
+    assert err.param == "response_format.type" and err.status == 500
+    two = {"error": {"message": "2 validation errors:\n  {'type': 'missing', 'loc': ('body', 'messages', 0, "
+                                "'content'), 'msg': 'Field required'}\n  {'type': 'float_parsing', ...}",
+                     "type": "internal_server_error", "param": None, "code": None}}
+    assert classify_http_error("p", 500, two, {}).param == "messages.0.content"
+    # any other 500 stays a transient server error
+    crash = {"error": {"message": "llama_decode returned -3", "type": "internal_server_error", "param": None,
+                       "code": None}}
+    assert classify_http_error("p", 500, crash, {}).failure_class is F.SERVER_ERROR
+    assert classify_http_error("p", 500, openai_body("server_error", None), {}).param is None
+
+
+def test_the_body_param_is_carried_on_the_error() -> None:
+    body = {"error": {"message": "Unsupported parameter: 'temperature'", "type": "invalid_request_error",
+                      "param": "temperature", "code": "unsupported_parameter"}}
+    assert classify_http_error("openai", 400, body, {}).param == "temperature"
+
+
+# --------------------------------------------------------- issue 10: a 2xx body that is not the answer
+
+CAPTIVE_PORTAL = (b"<!DOCTYPE html>\n<html><head><title>Hotel WiFi - Sign in</title></head>\n"
+                  b"<body><form action='/login'>Room number: <input name=room></form></body></html>")
+
+
+def test_an_html_page_with_200_is_unknown_naming_type_and_first_characters() -> None:
+    err = classify_unexpected_body("openai", 200, "text/html; charset=utf-8", CAPTIVE_PORTAL,
+                                   expected="an event stream")
+    assert err.failure_class is F.UNKNOWN and not err.failure_class.transient
+    assert err.code == "unexpected_body" and err.status == 200
+    msg = str(err)
+    assert "expected an event stream, got text/html; charset=utf-8" in msg
+    assert "<!DOCTYPE html> <html><head><title>Hotel WiFi - Sign in</title>" in msg  # whitespace folded
+
+
+def test_an_unexpected_body_quotes_a_bounded_masked_start() -> None:
+    body = ("x" * 150 + " key=sk-live-SECRET-123456 " + "y" * 5000).encode()
+    err = classify_unexpected_body("p", 200, "", body, expected="a JSON object", secrets=["sk-live-SECRET-123456"])
+    msg = str(err)
+    assert "sk-live" not in msg and "***" in msg and "got no content type" in msg
+    assert len(msg) < 400 and msg.endswith("…'")
+
+
+def test_an_error_object_sent_with_200_is_classified_from_its_body() -> None:
+    ctx = openai_body("invalid_request_error", "context_length_exceeded")
+    err = classify_unexpected_body("openai", 200, "application/json", json.dumps(ctx).encode(),
+                                   expected="an event stream")
+    assert err.failure_class is F.CONTEXT_LENGTH and err.status == 200
+    over = classify_unexpected_body("anthropic", 200, "application/json",
+                                    json.dumps(anthropic_body("overloaded_error", "Overloaded")).encode(),
+                                    expected="an event stream")
+    assert over.failure_class is F.OVERLOADED
+
+
+@pytest.mark.parametrize(("body", "is_error"), [
+    ({"error": {"message": "m"}}, True),
+    ({"error": "boom"}, True),
+    ({"type": "error", "error": {"type": "overloaded_error"}}, True),
+    ({"error": None, "object": "response", "status": "completed"}, False),
+    ({"error": {"code": "server_error"}, "object": "response", "status": "failed"}, False),  # a response
+    ({"error": {}}, False),
+    ({"choices": []}, False),
+    ([{"error": "x"}], False),
+])
+def test_is_error_body(body: Any, is_error: bool) -> None:
+    assert is_error_body(body) is is_error
+
+
+@given(st.integers(min_value=0, max_value=10**6), st.integers(min_value=-10**6, max_value=10**6))
+def test_retry_at_is_measured_against_the_given_now(seconds: int, shift: int) -> None:
+    when = NOW + timedelta(seconds=seconds)
+    err = classify_http_error("p", 503, b"", {"retry-after": format_datetime(when, usegmt=True)})
+    now = NOW + timedelta(seconds=shift)
+    assert err.retry_delay(now) == max(0.0, float(seconds - shift))

@@ -11,6 +11,7 @@ import seamkit_http
 PUBLIC = {
     "json_kind", "ServerSentEvent", "SSEDecoder", "aiter_sse", "is_done", "make_client", "shared_client", "open_sse",
     "post_json", "classify_http_error", "classify_error_body", "classify_transport_error", "parse_retry_after",
+    "classify_unexpected_body", "is_error_body",
     "ReplayTransport", "Reply", "FREE", "is_loopback", "local_pricing",
 }
 

@@ -68,15 +68,30 @@ async def test_forced_tool_call(llama_server: str) -> None:
 
 
 async def test_an_http_error_from_the_real_server_is_classified(llama_server: str) -> None:
-    from seamkit.errors import ProviderError
+    from seamkit.errors import FailureClass, ProviderError
 
-    # the server refuses response_format json_schema (it only knows text/json_object): a real 4xx/5xx
-    p = build(OpenAIChatConfig(model="gemma-3-270m", base_url=llama_server, capabilities={"json_schema": True}),
-              environ={})
+    # the server refuses a response_format type it does not know with a 500 whose body is its request
+    # validation error: a request error, not a transient server error
+    p = build(OpenAIChatConfig(model="gemma-3-270m", base_url=llama_server), environ={})
     with pytest.raises(ProviderError) as info:
-        await p.chat(ChatRequest((Message.user("hi"),), output_schema={"type": "object"}, max_tokens=8))
-    assert info.value.status is not None and info.value.status >= 400
-    assert info.value.provider == "openai_chat"
+        await p.chat(ChatRequest((Message.user("hi"),), max_tokens=8, extra={"response_format": {"type": "xml"}}))
+    err = info.value
+    assert (err.status, err.failure_class, err.param) == (500, FailureClass.INVALID_REQUEST, "response_format.type")
+    assert err.provider == "openai_chat" and not err.failure_class.transient
+
+
+async def test_json_schema_output_without_capability_overrides(llama_server: str) -> None:
+    # json_schema is refused by this server: the provider falls back to JSON mode with the schema, once
+    schema = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
+    p = build(OpenAIChatConfig(model="gemma-3-270m", base_url=llama_server), environ={})
+    request = ChatRequest((Message.user("What is six times seven? Answer in JSON."),), output_schema=schema,
+                          max_tokens=48, temperature=0)
+    first = await p.chat(request)
+    jsonschema.validate(json.loads(first.text), schema)
+    assert any("refused response_format json_schema (response_format.type)" in w for w in first.warnings)
+    assert set(p.refused_modes) == {"json_schema"}
+    second = await p.chat(request)
+    jsonschema.validate(json.loads(second.text), schema)
 
 
 TYPED_AGENT = """\
@@ -108,3 +123,27 @@ def test_a_composed_agent_runs_from_the_cli_against_the_server(llama_server: str
     # the example shipped for OpenAI-compatible servers is valid against the installed plugins
     check = _seamkit(["validate", str(ROOT / "examples" / "openai-compatible.yaml")], env, tmp_path)
     assert check.returncode == 0, check.stderr
+
+
+def test_seamkit_ask_with_a_schema_against_the_server_needs_no_configuration(llama_server: str,
+                                                                             tmp_path: Path) -> None:
+    # issue 10: `seamkit ask --schema` against `python -m seamkit_llamacpp.server`, nothing but the URL
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
+    (tmp_path / "answer.json").write_text(json.dumps(
+        {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}))
+    proc = _seamkit(["ask", "What is six times seven? Answer in JSON.", "--model", "openai_chat:gemma-3-270m",
+                     "--schema", "answer.json", "--option", f"base_url={llama_server}", "--temperature", "0",
+                     "--max-tokens", "48"], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    value = json.loads(proc.stdout)
+    assert isinstance(value["answer"], int)
+    said = [line for line in proc.stderr.splitlines() if "refused response_format json_schema" in line]
+    assert len(said) == 1, proc.stderr
+    # --json shows the degradation in the answer, once
+    proc = _seamkit(["ask", "What is six times seven? Answer in JSON.", "--model", "openai_chat:gemma-3-270m",
+                     "--schema", "answer.json", "--option", f"base_url={llama_server}", "--temperature", "0",
+                     "--max-tokens", "48", "--json"], env, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    answer = json.loads(proc.stdout)
+    assert answer["outcome"] == "ok" and isinstance(answer["value"]["answer"], int)
+    assert len([d for d in answer["degradations"] if "refused response_format json_schema" in d]) == 1

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from seamkit.composition import load_composition
 from seamkit.errors import ConfigError, FailureClass, ProviderError
 from seamkit.testing.conformance import ProviderConformance
-from seamkit.values import Delta
+from seamkit.values import ChatRequest, Delta, Message
 from seamkit_http import ReplayTransport, Reply, make_client
 from seamkit_openai.chat import OpenAIChatProvider, build
 from seamkit_openai.config import OpenAIChatConfig, OpenAIResponsesConfig
@@ -198,3 +198,118 @@ def test_explicit_local_and_price_override_the_default() -> None:
     assert off.local is False and off.price is None  # unpriced, never $0
     priced = loc(model="gemma-3-270m", base_url="http://127.0.0.1:8080/v1", price={"input": "1", "output": "2"})
     assert priced.local is False and priced.price is not None and priced.price.output == Decimal(2)
+
+
+# --- issue 10 (7): the unpriced-model warning once per run, not once per call ------------------------
+
+
+def _sse(name: str) -> Reply:
+    return Reply(200, {"content-type": "text/event-stream"}, chunks=[(FIX / f"{name}.sse").read_bytes()])
+
+
+async def test_the_unpriced_warning_appears_once_per_run_for_a_shared_provider() -> None:
+    from seamkit.agent.agent import Agent
+    from seamkit.tools import tool
+
+    @tool(side_effecting=False)
+    def get_weather(city: str) -> str:
+        """Current weather for a city."""
+        return f"18 C in {city}"
+
+    # one provider instance serves two runs; the first run takes two model calls
+    p, t = make(_sse("tool_call"), _sse("text"), _sse("text"), model="deepseek-chat",
+                base_url="https://api.deepseek.com/v1", api_key="k")
+    agent = Agent(p, tools=[get_weather])
+    first = await agent.run("Weather in Paris?")
+    second = await agent.run("Hi")
+    assert len(t.requests) == 3 and first.steps == 2
+    for result in (first, second):
+        unpriced = [w for w in result.warnings if "has no price" in w]
+        assert len(unpriced) == 1, result.warnings
+        assert "deepseek-chat" in unpriced[0]
+        assert len(result.warnings) == len(set(result.warnings))
+
+
+# --- issue 10 (8): a server that refuses response_format json_schema ---------------------------------
+
+# Recorded from llama-cpp-python's server (python -m seamkit_llamacpp.server) answering
+# response_format {"type": "json_schema", ...}: HTTP 500, its request validation rendered as text.
+LLAMA_CPP_REFUSAL = {"error": {
+    "message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), "
+               "'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+               "'ctx': {'expected': \"'text' or 'json_object'\"}}\n\n  File \"/srv/venv/lib/python3.11/"
+               "site-packages/llama_cpp/server/app.py\", line 376, in create_chat_completion\n    "
+               "POST /v1/chat/completions",
+    "type": "internal_server_error", "param": None, "code": None}}
+ANSWER = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
+ANSWER_CHUNKS = [
+    {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "gemma-3-270m",
+     "choices": [{"index": 0, "delta": {"role": "assistant", "content": '{"answer": '}, "finish_reason": None}]},
+    {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "gemma-3-270m",
+     "choices": [{"index": 0, "delta": {"content": "42}"}, "finish_reason": "stop"}]},
+]
+
+
+def refusal() -> Reply:
+    return Reply(500, {"content-type": "application/json", "x-request-id": "fbbc005eebf5451a92009d08a1921368"},
+                 json=LLAMA_CPP_REFUSAL)
+
+
+async def test_a_server_refusing_json_schema_gets_json_mode_with_the_schema_in_the_prompt() -> None:
+    from seamkit.agent.agent import Agent
+    from seamkit_openai.chat import SCHEMA_INSTRUCTION
+
+    # a loopback OpenAI-compatible server, no capability overrides: json_schema is tried first
+    p, t = make(refusal(), stream_of(*ANSWER_CHUNKS), stream_of(*ANSWER_CHUNKS), model="gemma-3-270m",
+                base_url="http://127.0.0.1:8000/v1")
+    agent = Agent(p, output=ANSWER)
+    first = await agent.run("What is six times seven?")
+    assert first.output == {"answer": 42}
+    refused, degraded = t.json_bodies
+    assert refused["response_format"]["type"] == "json_schema"
+    assert degraded["response_format"] == {"type": "json_object", "schema": ANSWER}
+    instruction = SCHEMA_INSTRUCTION.format(schema=json.dumps(ANSWER, separators=(",", ":")))
+    assert degraded["messages"][-1] == {"role": "user", "content": f"What is six times seven?\n\n{instruction}"}
+    said = [w for w in first.warnings if "refused response_format" in w]
+    assert said == ["structured output: http://127.0.0.1:8000/v1 refused response_format json_schema "
+                    "(response_format.type); sent json_object with the schema inside and in the prompt instead; "
+                    "the answer is validated against the schema"]
+    # remembered: the next run goes straight to JSON mode (one request), and says so once again
+    second = await agent.run("What is six times seven?")
+    assert second.output == {"answer": 42} and len(t.requests) == 3
+    assert t.json_bodies[2]["response_format"]["type"] == "json_object"
+    assert [w for w in second.warnings if "refused response_format" in w] == said
+
+
+async def test_a_server_refusing_the_schema_in_json_mode_too_gets_plain_json_mode() -> None:
+    strict = {"error": {"message": "Unrecognized request argument supplied: schema", "type": "invalid_request_error",
+                        "param": "response_format.schema", "code": None}}
+    p, t = make(refusal(), Reply(400, json=strict), stream_of(*ANSWER_CHUNKS), model="m",
+                base_url="http://127.0.0.1:8000/v1")
+    deltas = [d async for d in p.stream(ChatRequest((Message.user("6*7?"),), output_schema=ANSWER))]
+    assert "".join(d.text or "" for d in deltas) == '{"answer": 42}'
+    assert [b["response_format"] for b in t.json_bodies] == [
+        {"type": "json_schema", "json_schema": {"name": "output", "schema": ANSWER}},
+        {"type": "json_object", "schema": ANSWER},
+        {"type": "json_object"},
+    ]
+    assert "Answer with one JSON object" in t.json_bodies[2]["messages"][-1]["content"]
+    assert p.refused_modes == {"json_schema": "response_format.type", "json_object_schema": "response_format.schema"}
+
+
+async def test_a_refused_schema_is_not_a_refused_mode() -> None:
+    # OpenAI refusing the schema itself (strict-mode rules): not degraded, the error reaches the caller
+    bad = {"error": {"message": "Invalid schema for response_format 'output': In context=(), 'additionalProperties' "
+                                "is required to be supplied and to be false.", "type": "invalid_request_error",
+                     "param": "response_format", "code": "invalid_json_schema"}}
+    p, t = make(Reply(400, json=bad), api_key=KEY)
+    with pytest.raises(ProviderError) as info:
+        _ = [d async for d in p.stream(ChatRequest((Message.user("x"),), output_schema=ANSWER))]
+    assert info.value.code == "invalid_json_schema" and len(t.requests) == 1 and p.refused_modes == {}
+
+
+async def test_a_refusal_without_structured_output_is_not_retried_in_another_mode() -> None:
+    p, t = make(refusal(), model="m", base_url="http://127.0.0.1:8000/v1")
+    with pytest.raises(ProviderError) as info:
+        await run(p)
+    assert info.value.failure_class is FailureClass.INVALID_REQUEST and len(t.requests) == 1

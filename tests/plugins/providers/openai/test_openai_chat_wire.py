@@ -425,6 +425,7 @@ def test_secrets_never_show_in_reprs() -> None:
         ("error_rate_limited", FailureClass.RATE_LIMITED, 429, "rate_limit_exceeded"),
         ("error_server", FailureClass.SERVER_ERROR, 500, "server_error"),
         ("error_context_length", FailureClass.CONTEXT_LENGTH, 400, "context_length_exceeded"),
+        ("error_invalid_prompt", FailureClass.CONTENT_FILTER, 400, "invalid_prompt"),
     ],
 )
 async def test_errors_before_the_stream(name: str, cls: FailureClass, status: int, code: str) -> None:
@@ -565,3 +566,30 @@ async def test_an_agent_turn_over_the_wire() -> None:
          "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}
     assert second[-1] == {"role": "tool", "tool_call_id": "call_Vq3xM2pLk8Rz1", "content": "18C in Paris"}
     assert result.usage.requests == 2 and result.usage.input_tokens == 71 + 1920
+
+
+# --- issue 10: a 2xx answer that is not an event stream ----------------------------------------
+
+CAPTIVE_PORTAL = (b"<!DOCTYPE html>\n<html lang=\"en\"><head><title>Airport Free WiFi</title></head>\n"
+                  b"<body><h1>Welcome</h1><p>Accept the terms of use to continue.</p></body></html>\n")
+
+
+async def test_a_captive_portal_page_with_200_is_a_classified_failure() -> None:
+    p, t = make(Reply(200, {"content-type": "text/html; charset=UTF-8"}, body=CAPTIVE_PORTAL))
+    with pytest.raises(ProviderError) as info:
+        await deltas(p, request_for("text"))
+    err = info.value
+    assert (err.failure_class, err.status, err.code, err.provider) == (
+        FailureClass.UNKNOWN, 200, "unexpected_body", "openai_chat")
+    assert "got text/html; charset=UTF-8: '<!DOCTYPE html> <html lang=\"en\"><head><title>Airport Free WiFi" in str(err)
+    assert SECRET not in str(err) and t.closed == 1
+
+
+async def test_an_error_object_with_200_is_classified_from_its_body() -> None:
+    body = {"error": {"message": "This model's maximum context length is 128000 tokens.",
+                      "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+    p, _ = make(Reply(200, json=body))
+    with pytest.raises(ProviderError) as info:
+        await deltas(p, request_for("text"))
+    assert (info.value.failure_class, info.value.status, info.value.param) == (
+        FailureClass.CONTEXT_LENGTH, 200, "messages")

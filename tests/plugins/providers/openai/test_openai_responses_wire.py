@@ -489,6 +489,7 @@ async def test_price_override_from_config() -> None:
     ("error_rate_limited", FailureClass.RATE_LIMITED, 429, 2.0),
     ("error_server", FailureClass.SERVER_ERROR, 500, None),
     ("error_context_length", FailureClass.CONTEXT_LENGTH, 400, None),
+    ("error_invalid_prompt", FailureClass.CONTENT_FILTER, 400, None),
 ])
 async def test_http_errors_are_classified(name: str, failure: FailureClass, status: int,
                                           retry_after: float | None) -> None:
@@ -564,3 +565,29 @@ async def test_reasoning_item_without_encrypted_content_needs_store() -> None:
     r = await p.chat(req)
     assert all(item.get("type") != "reasoning" for item in t.json_bodies[0]["input"])
     assert any("dropped a reasoning block" in w for w in r.warnings)
+
+
+# --- issue 10: a 2xx answer that is not an event stream ----------------------------------------
+
+CAPTIVE_PORTAL = (b"<!DOCTYPE html>\n<html><head><title>Corporate Proxy - Access Denied</title></head>\n"
+                  b"<body>api.openai.com is blocked by policy.</body></html>\n")
+
+
+async def test_a_proxy_page_with_200_is_a_classified_failure() -> None:
+    p, t = provider(Reply(200, {"content-type": "text/html"}, body=CAPTIVE_PORTAL))
+    with pytest.raises(ProviderError) as info:
+        await deltas(p, text_request())
+    err = info.value
+    assert (err.failure_class, err.status, err.code, err.provider) == (
+        FailureClass.UNKNOWN, 200, "unexpected_body", "openai")
+    assert "got text/html: '<!DOCTYPE html> <html><head><title>Corporate Proxy - Access Denied" in str(err)
+    assert KEY not in str(err) and t.closed == 1
+
+
+async def test_an_error_object_with_200_is_classified_from_its_body() -> None:
+    body = {"error": {"message": "You exceeded your current quota.", "type": "insufficient_quota", "param": None,
+                      "code": "insufficient_quota"}}
+    p, _ = provider(Reply(200, json=body))
+    with pytest.raises(ProviderError) as info:
+        await deltas(p, text_request())
+    assert (info.value.failure_class, info.value.status) == (FailureClass.QUOTA, 200)
