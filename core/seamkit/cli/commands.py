@@ -162,8 +162,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     json_sink = JsonRenderer(secrets=secrets) if args.json else None
     if json_sink is not None:
         json_sink.run_id = ctx.run_id
+    agent_file = _resume_agent_file(composition, args.file)
     sink: EventSink = (json_sink if json_sink is not None
-                       else HumanRenderer(typed=agent.output is not None, secrets=secrets))
+                       else HumanRenderer(typed=agent.output is not None, secrets=secrets, agent_file=agent_file))
     started: list[str] = []
     try:
         result = asyncio.run(_drive(agent, task, variables, sink, {"agent_file": str(path.resolve())}, ctx, started))
@@ -171,12 +172,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         if json_sink is not None:
             json_sink.failed(exc, exit_code_for(exc))
         elif started and agent.checkpointer is not None:
-            _resume_hint(ctx.run_id, exc)
+            _resume_hint(ctx.run_id, exc, agent_file)
         raise
     return _exit_for(result)
 
 
-def _resume_hint(run_id: str, exc: BaseException) -> None:
+def _resume_agent_file(composition: Composition, file: str) -> str | None:
+    """The ``--agent FILE`` a printed ``seamkit resume`` command needs: ``file`` (as the user
+    wrote it) when the composition names its own ``checkpoints:`` store, which ``seamkit resume``
+    without ``--agent`` would not open (it reads the embedded default store); else ``None``."""
+    return file if "checkpoints" in composition.agent.model_fields_set else None
+
+
+def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> None:
+    from seamkit.cli.render import resume_command
     from seamkit.errors import CapabilityError, CheckpointConflict, RunNotResumable
 
     if isinstance(exc, RunNotResumable | CapabilityError):  # resuming would only repeat a CapabilityError
@@ -187,10 +196,11 @@ def _resume_hint(run_id: str, exc: BaseException) -> None:
         return
     if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or SIGTERM (cli.main.Terminated)
         what = "terminated" if type(exc).__name__ == "Terminated" else "interrupted"
-        sys.stderr.write(f"seamkit: run {run_id} was {what}; continue it with: seamkit resume {run_id}\n")
+        sys.stderr.write(f"seamkit: run {run_id} was {what}; continue it with: "
+                         f"{resume_command(run_id, agent_file=agent_file)}\n")
     else:
         sys.stderr.write(f"seamkit: run {run_id} failed; once the cause is fixed, continue it with: "
-                         f"seamkit resume {run_id} --allow-finished\n")
+                         f"{resume_command(run_id, '--allow-finished', agent_file=agent_file)}\n")
 
 
 def _exit_for(result: AgentResult | None) -> int:
@@ -312,7 +322,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if decisions is None:
             asyncio.run(cp.close())
             raise UsageError(f"run {args.run_id} waits for a decision\n"
-                             + pending_text(args.run_id, snap.state.get("pending_approvals") or ()))
+                             + pending_text(args.run_id, snap.state.get("pending_approvals") or (),
+                                            agent_file=args.agent))
         try:
             agent._check_decisions(snap.state, decisions)
         except (ValueError, ToolArgumentError) as exc:
@@ -326,8 +337,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
     json_sink = JsonRenderer(secrets=secrets) if args.json else None
     if json_sink is not None:
         json_sink.run_id = args.run_id
+    # the store was found through --agent, or it is the embedded default that needs none
     sink: EventSink = (json_sink if json_sink is not None
-                       else HumanRenderer(typed=agent.output is not None, secrets=secrets))
+                       else HumanRenderer(typed=agent.output is not None, secrets=secrets, agent_file=args.agent))
 
     class _Observer:
         def on_event(self, event: Any) -> None:
@@ -349,7 +361,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if json_sink is not None:
             json_sink.failed(exc, exit_code_for(exc))
         elif isinstance(exc, KeyboardInterrupt):
-            _resume_hint(args.run_id, exc)
+            _resume_hint(args.run_id, exc, args.agent)
         raise
     if snap.status == "done":
         # a finished run's stored result: nothing streamed, so show it as `seamkit run` would have
@@ -481,7 +493,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     if pending:
         from seamkit.cli.render import pending_text
 
-        out.write(pending_text(snap.run_id, pending) + "\n")
+        out.write(pending_text(snap.run_id, pending, agent_file=args.agent) + "\n")
     return EXIT_OK
 
 

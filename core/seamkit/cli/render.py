@@ -25,6 +25,7 @@ __all__ = [
     "format_cost",
     "format_summary",
     "jsonable",
+    "resume_command",
     "truncate",
 ]
 
@@ -165,15 +166,31 @@ def visible(text: str) -> str:
     )
 
 
-def pending_text(run_id: str, pending: Any) -> str:
-    """The lines telling a person which tool calls wait for approval and how to decide."""
+def resume_command(run_id: str, *flags: str, agent_file: str | None = None) -> str:
+    """A ``seamkit resume`` command line that works as printed: each word shell-quoted, and
+    ``--agent FILE`` last when ``agent_file`` is given (the composition names its own checkpoint
+    store, so the embedded default store would not find the run)."""
+    import shlex
+
+    words = ["seamkit", "resume", run_id, *flags]
+    if agent_file is not None:
+        words += ["--agent", agent_file]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def pending_text(run_id: str, pending: Any, *, agent_file: str | None = None) -> str:
+    """The lines telling a person which tool calls wait for approval and how to decide: one
+    ``seamkit resume`` command to approve the first call and one to reject it, each runnable as
+    printed (``agent_file``: as :func:`resume_command`)."""
     lines = ["waiting for approval:"]
     for p in pending:
         args = visible(json.dumps(jsonable(p.arguments), ensure_ascii=False))
         lines.append(f"  call {visible(p.call_id)}: {visible(p.tool)} {truncate(args, MAX_ARGS)}")
-    first = pending[0].call_id
-    lines.append(f"decide with: seamkit resume {run_id} --approve {first} | --reject {first} "
-                 "| --edit " + first + "='{...}'")
+    first = visible(pending[0].call_id)
+    lines.append("decide with: " + resume_command(run_id, "--approve", first, agent_file=agent_file))
+    lines.append("         or: " + resume_command(run_id, "--reject", first, agent_file=agent_file))
+    lines.append(f"(--edit {first}='{{...JSON arguments...}}' approves with other arguments; "
+                 "one command can decide several calls)")
     return "\n".join(lines)
 
 
@@ -252,7 +269,7 @@ class HumanRenderer:
     """
 
     def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None, *, typed: bool = False,
-                 secrets: Iterable[str] = ()) -> None:
+                 secrets: Iterable[str] = (), agent_file: str | None = None) -> None:
         from rich.console import Console
 
         from seamkit.cli.scrub import TextScrubber
@@ -262,6 +279,7 @@ class HumanRenderer:
             file=err if err is not None else sys.stderr, highlight=False, soft_wrap=True, emoji=False
         )
         self.typed = typed
+        self.agent_file = agent_file  # named in the resume commands it prints (see resume_command)
         self._midline = False
         self._text = TextScrubber(secrets)  # masks secrets split across deltas, before styling
 
@@ -317,7 +335,8 @@ class HumanRenderer:
             for w in result.warnings:
                 self.console.print(Text(f"warning: {w}", style="yellow"))
             if result.pending_approvals:
-                self.console.print(Text(pending_text(result.run_id, result.pending_approvals), style="yellow"))
+                self.console.print(Text(pending_text(result.run_id, result.pending_approvals,
+                                                     agent_file=self.agent_file), style="yellow"))
 
     @staticmethod
     def _call_line(call: ToolCall) -> Any:
