@@ -42,11 +42,13 @@ class FakeDist:
 class FakeEntryPoint:
     """What ``load_registry`` reads from an ``importlib.metadata.EntryPoint``."""
 
-    def __init__(self, name: str, plugin: Any, dist: str | None = None) -> None:
+    def __init__(self, name: str, plugin: Any, dist: str | None = None, value: str | None = None) -> None:
         self.name = name
         self._plugin = plugin
         self.dist = FakeDist(dist or f"seamkit-{name}")
         self.loaded = False
+        if value is not None:
+            self.value = value
 
     def load(self) -> Any:
         self.loaded = True
@@ -256,6 +258,64 @@ def test_the_same_distribution_found_twice_loads_once(monkeypatch: pytest.Monkey
     reg = load_registry(entry_points=[FakeEntryPoint("dup", mod, "seamkit-dup"),
                                       FakeEntryPoint("dup", mod, "seamkit-dup")])
     assert [r.status for r in reg.reports] == ["ok"]
+
+
+@pytest.mark.parametrize("with_values", [True, False])
+def test_one_plugin_under_two_entry_points_loads_once(monkeypatch: pytest.MonkeyPatch, with_values: bool) -> None:
+    monkeypatch.delenv("SEAMKIT_LOAD_PLUGINS", raising=False)
+    monkeypatch.delenv("SEAMKIT_DISABLE_PLUGINS", raising=False)
+    monkeypatch.delenv("SEAMKIT_STRICT_PLUGINS", raising=False)
+    mod = plugin_module("shared", seamkit_register_providers=providers("d"))
+    value = "seamkit_shared_plugin" if with_values else None
+    eps = [FakeEntryPoint("shared", mod, "seamkit-shared", value),  # one distribution, two names
+           FakeEntryPoint("shared-alias", mod, "seamkit-shared", value),
+           FakeEntryPoint("other", mod, "seamkit-other", value)]  # another distribution, same module
+    reg = load_registry(entry_points=eps)
+    assert [(r.plugin, r.distribution, r.status) for r in reg.reports] == [("shared", "seamkit-shared", "ok")]
+    assert [(s.name, s.plugin) for s in reg.all_components()] == [("d", "shared")]
+    assert reg.register_plugin(mod, "again") is reg.reports[0] and len(reg.reports) == 1
+    if with_values:  # the same "module:attr" is not even loaded again
+        assert [ep.loaded for ep in eps] == [True, False, False]
+
+
+def _deny_eps() -> list[FakeEntryPoint]:
+    shared = plugin_module("beta", seamkit_register_providers=providers("b"))
+    return [
+        FakeEntryPoint("alpha", plugin_module("alpha", seamkit_register_providers=providers("a")), "seamkit-alpha",
+                       "alpha_mod"),
+        FakeEntryPoint("beta", shared, "seamkit-beta", "beta_mod"),
+        FakeEntryPoint("beta-alias", shared, "seamkit-beta-twin", "beta_mod"),
+        FakeEntryPoint("gamma", plugin_module("gamma", seamkit_register_providers=providers("c")), "seamkit-gamma",
+                       "gamma_mod"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("allow", "deny", "expected"),
+    [
+        (None, None, ["a", "b", "c"]),
+        (None, "", ["a", "b", "c"]),  # an empty deny list denies nothing
+        (None, "alpha, seamkit-gamma", ["b"]),  # entry-point and distribution names
+        (None, "beta-alias", ["a", "c"]),  # a module denied under one name stays out under its others
+        (None, "seamkit-beta-twin", ["a", "c"]),
+        ("alpha,beta", "beta", ["a"]),  # the deny list wins
+        ("", "alpha", []),
+    ],
+)
+def test_disable_plugins_deny_list(monkeypatch: pytest.MonkeyPatch, allow: str | None, deny: str | None,
+                                   expected: list[str]) -> None:
+    monkeypatch.delenv("SEAMKIT_STRICT_PLUGINS", raising=False)
+    for var, val in (("SEAMKIT_LOAD_PLUGINS", allow), ("SEAMKIT_DISABLE_PLUGINS", deny)):
+        if val is None:
+            monkeypatch.delenv(var, raising=False)
+        else:
+            monkeypatch.setenv(var, val)
+    eps = _deny_eps()
+    reg = load_registry(entry_points=eps)
+    assert reg.names("provider") == expected
+    assert all(r.status == "ok" for r in reg.reports)
+    loaded = {ep.name for ep in eps if ep.loaded}  # denied plugins are not even imported
+    assert loaded == {n for n, c in (("alpha", "a"), ("beta", "b"), ("gamma", "c")) if c in expected}
 
 
 # --- name clashes and lookups ---------------------------------------------------------------
