@@ -452,9 +452,53 @@ def check_slot(ctx: Context, registry: Registry, slot: type[ComponentRef], raw: 
     if spec is None:
         return None, None, False
     ok, config = validate_params(ctx, spec, params, path)
+    if not check_factory(ctx, spec, path):
+        ok = False
     if not check_nested_slots(ctx, registry, spec, params, path):
         ok = False
     return spec, config, ok
+
+
+def component_label(spec: ComponentSpec) -> str:
+    """``provider 'x' (from DIST VERSION, plugin EP)``: a component and who registered it."""
+    version = f" {spec.version}" if spec.version else ""
+    plugin = f", plugin {spec.plugin!r}" if spec.plugin and spec.plugin != spec.distribution else ""
+    return f"{spec.kind} {spec.name!r} (from {spec.distribution}{version}{plugin})"
+
+
+def slot_name(path: KeyPath) -> str:
+    """The slot's own key (``model``, ``checkpoints``, ``grounding``, ``tools``...) in ``path``."""
+    return next((str(el) for el in reversed(path) if isinstance(el, str)), "")
+
+
+def check_factory(ctx: Context, spec: ComponentSpec, path: KeyPath) -> bool:
+    """Import ``spec``'s factory (a ``"module:attr"`` path; nothing is built) and, when it is a
+    class, check its methods against the slot's port (see :mod:`seamkit.plugins.ports_check`).
+    Problems are added to ``ctx`` at the slot's ``use``; returns whether there were none."""
+    from seamkit.plugins.ports_check import class_problems, slot_port
+
+    at = (*path, "use") if (*path, "use") in ctx.values else path
+    try:
+        factory = spec.factory_callable()
+    except Exception as exc:
+        reason = str(exc).removeprefix(f"{spec.factory!r}: ")
+        if not isinstance(exc, AttributeError | ModuleNotFoundError):  # those say what is missing themselves
+            reason = f"{type(exc).__name__}: {reason}"
+        ctx.add(f"{component_label(spec)} cannot be loaded: its factory {spec.factory!r} does not import: "
+                f"{reason}", at)
+        return False
+    if not callable(factory):
+        ctx.add(f"{component_label(spec)} cannot be built: its factory {spec.factory!r} is not callable "
+                f"(it is {type(factory).__name__})", at)
+        return False
+    port = slot_port(spec.kind, slot_name(path))
+    if port is None or not isinstance(factory, type):
+        return True
+    problems = class_problems(factory, port)
+    if problems:
+        ctx.add(f"{component_label(spec)} does not satisfy {port.label}: {'; '.join(problems)}", at)
+        return False
+    return True
 
 
 def check_nested_slots(ctx: Context, registry: Registry, spec: ComponentSpec, params: Mapping[str, Any],

@@ -39,7 +39,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 def load_object(path: str) -> Any:
     """Import ``"package.module:attr"`` (``attr`` may be dotted). Raises ``ImportError`` or
-    ``AttributeError`` naming the path."""
+    ``AttributeError`` naming the path (with the closest name the module has, for a typo)."""
     module, sep, attr = path.partition(":")
     if not sep or not module or not attr:
         raise ImportError(f"{path!r} is not a 'module:attr' path")
@@ -48,7 +48,10 @@ def load_object(path: str) -> Any:
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise AttributeError(f"{path!r}: module {module!r} has no attribute {attr!r}") from None
+            names = [n for n in dir(obj) if not n.startswith("_")]
+            close = difflib.get_close_matches(part, names, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise AttributeError(f"{path!r}: module {module!r} has no attribute {attr!r}{hint}") from None
     return obj
 
 
@@ -80,8 +83,10 @@ class ComponentSpec:
         """Validate ``params`` with the config model and call the factory.
 
         Raises :class:`~seamkit.errors.ConfigError` for invalid parameters and
-        :class:`~seamkit.errors.PluginError` when the component's module cannot be imported or
-        its factory raises.
+        :class:`~seamkit.errors.PluginError` when the component's module cannot be imported, its
+        factory raises, or what it builds does not satisfy the port of its kind (a provider the
+        model port, a tool the tool port...; see :mod:`seamkit.plugins.ports_check`), naming
+        each missing or wrong member.
         """
         params = dict(params or {})
         try:
@@ -109,7 +114,7 @@ class ComponentSpec:
 
     def _call(self, factory: Callable[..., Any], *args: Any) -> Any:
         try:
-            return factory(*args)
+            built = factory(*args)
         except (ConfigError, PluginError):
             raise
         except Exception as exc:
@@ -117,6 +122,16 @@ class ComponentSpec:
                 f"{self.kind} {self.name!r} from {self.distribution} {self.version} failed to build: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
+        from seamkit.plugins.ports_check import kind_port, port_problems
+
+        port = kind_port(self.kind)
+        problems = port_problems(built, port) if port is not None else []
+        if port is not None and problems:
+            raise PluginError(
+                f"{self.kind} {self.name!r} from {self.distribution} {self.version} built "
+                f"{type(built).__name__}, which does not satisfy {port.label}: {'; '.join(problems)}"
+            )
+        return built
 
 
 @dataclass(frozen=True, slots=True)
