@@ -52,7 +52,48 @@ def _decode_frozen(raw: str) -> Any:
         raise json.JSONDecodeError("Extra data", raw, end)
     return value
 
-__all__ = ["Accumulator", "collect_result"]
+__all__ = ["Accumulator", "checked_stream", "collect_result", "not_a_delta"]
+
+
+def _a(word: str) -> str:
+    return ("an " if word[:1].lower() in "aeiou" else "a ") + word
+
+
+def not_a_delta(item: Any, provider: str | None, model: str | None) -> ProviderError:
+    """The error for an item of a model stream that is not a :class:`~seamkit.values.Delta` (a
+    dict, a str, an SDK's own chunk): a :class:`~seamkit.errors.ProviderError` of class
+    ``unknown`` (permanent, never retried) naming the provider and the item's type, never its
+    content (which may hold anything)."""
+    where = f" (model {model})" if model else ""
+    return ProviderError(
+        f"stream(){where} yielded {_a(type(item).__name__)} where a seamkit.values.Delta belongs; the "
+        "provider is broken: its stream() must yield Delta objects", FailureClass.UNKNOWN, provider=provider)
+
+
+async def checked_stream(stream: Any, provider: str | None, model: str | None = None) -> AsyncIterator[Delta]:
+    """``stream`` (what a provider's ``stream()`` returned), item by item, each checked to be a
+    :class:`~seamkit.values.Delta`. Raises :class:`~seamkit.errors.ProviderError` (class
+    ``unknown``, naming ``provider``) when ``stream`` is not an async iterator (a coroutine from an
+    ``async def`` without ``yield``, a list...) or yields anything else. Closing this stream closes
+    ``stream``."""
+    if not hasattr(stream, "__aiter__"):
+        close = getattr(stream, "close", None)
+        if type(stream).__name__ == "coroutine" and close is not None:
+            close()  # never awaited: no "coroutine was never awaited" warning on top of this error
+        where = f" (model {model})" if model else ""
+        raise ProviderError(
+            f"stream(){where} returned {_a(type(stream).__name__)}, not an async iterator of Delta; the provider "
+            "is broken: write stream() as an async generator (async def ... yield Delta(...))",
+            FailureClass.UNKNOWN, provider=provider)
+    try:
+        async for d in stream:
+            if type(d) is not Delta and not isinstance(d, Delta):
+                raise not_a_delta(d, provider, model)
+            yield d
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 class _PendingCall:
@@ -69,7 +110,8 @@ class Accumulator:
 
     ``provider`` and ``model`` label the result and errors. Raises
     :class:`~seamkit.errors.ProviderError` (class ``unknown``) from ``result()``
-    when a tool call's joined arguments are not a JSON object.
+    when a tool call's joined arguments are not a JSON object, and from ``add()`` for an item
+    that is not a :class:`~seamkit.values.Delta` (see :func:`not_a_delta`).
     """
 
     __slots__ = (
@@ -101,6 +143,8 @@ class Accumulator:
         self.warnings: list[str] | None = None
 
     def add(self, d: Delta) -> None:
+        if type(d) is not Delta and not isinstance(d, Delta):
+            raise not_a_delta(d, self.provider, self.model)
         text = d.text
         if text:
             if self._text is None:

@@ -42,11 +42,13 @@ class FakeDist:
 class FakeEntryPoint:
     """What ``load_registry`` reads from an ``importlib.metadata.EntryPoint``."""
 
-    def __init__(self, name: str, plugin: Any, dist: str | None = None) -> None:
+    def __init__(self, name: str, plugin: Any, dist: str | None = None, value: str | None = None) -> None:
         self.name = name
         self._plugin = plugin
         self.dist = FakeDist(dist or f"seamkit-{name}")
         self.loaded = False
+        if value is not None:
+            self.value = value
 
     def load(self) -> Any:
         self.loaded = True
@@ -87,14 +89,14 @@ def test_lazy_factory_is_not_imported_until_build(tmp_path: Path, monkeypatch: p
 
     reg = Registry()
     report = reg.register_plugin(
-        plugin_module("lazy", seamkit_register_providers=lambda register: register(
+        plugin_module("lazy", seamkit_register_stores=lambda register: register(
             "heavy", f"{modname}:build", config=f"{modname}:Config", description="Heavy")),
         "lazy", distribution="seamkit-lazy", version="0.1",
     )
-    assert report.status == "ok" and report.components == (("provider", "heavy"),)
-    spec = reg.resolve("provider", "heavy")
+    assert report.status == "ok" and report.components == (("store", "heavy"),)
+    spec = reg.resolve("store", "heavy")
     assert (spec.distribution, spec.version, spec.plugin, spec.description) == ("seamkit-lazy", "0.1", "lazy", "Heavy")
-    assert reg.names("provider") == ["heavy"]
+    assert reg.names("store") == ["heavy"]
     assert modname not in sys.modules
     assert spec.build({"size": 3}) == ("built", 3)
     assert modname in sys.modules
@@ -114,11 +116,11 @@ def test_a_factory_that_cannot_be_imported_fails_at_build() -> None:
 
 def test_components_without_config_take_no_parameters() -> None:
     reg = Registry()
-    reg.register_plugin(plugin_module("p", seamkit_register_tools=lambda register: register(
+    reg.register_plugin(plugin_module("p", seamkit_register_stores=lambda register: register(
         "plain", lambda: "built")), "p")
-    assert reg.build("tool", "plain") == "built"
+    assert reg.build("store", "plain") == "built"
     with pytest.raises(ConfigError, match="takes no parameters"):
-        reg.build("tool", "plain", {"x": 1})
+        reg.build("store", "plain", {"x": 1})
 
 
 def test_config_model_objects_are_accepted() -> None:
@@ -258,21 +260,85 @@ def test_the_same_distribution_found_twice_loads_once(monkeypatch: pytest.Monkey
     assert [r.status for r in reg.reports] == ["ok"]
 
 
+@pytest.mark.parametrize("with_values", [True, False])
+def test_one_plugin_under_two_entry_points_loads_once(monkeypatch: pytest.MonkeyPatch, with_values: bool) -> None:
+    monkeypatch.delenv("SEAMKIT_LOAD_PLUGINS", raising=False)
+    monkeypatch.delenv("SEAMKIT_DISABLE_PLUGINS", raising=False)
+    monkeypatch.delenv("SEAMKIT_STRICT_PLUGINS", raising=False)
+    mod = plugin_module("shared", seamkit_register_providers=providers("d"))
+    value = "seamkit_shared_plugin" if with_values else None
+    eps = [FakeEntryPoint("shared", mod, "seamkit-shared", value),  # one distribution, two names
+           FakeEntryPoint("shared-alias", mod, "seamkit-shared", value),
+           FakeEntryPoint("other", mod, "seamkit-other", value)]  # another distribution, same module
+    reg = load_registry(entry_points=eps)
+    assert [(r.plugin, r.distribution, r.status) for r in reg.reports] == [("shared", "seamkit-shared", "ok")]
+    assert [(s.name, s.plugin) for s in reg.all_components()] == [("d", "shared")]
+    assert reg.register_plugin(mod, "again") is reg.reports[0] and len(reg.reports) == 1
+    if with_values:  # the same "module:attr" is not even loaded again
+        assert [ep.loaded for ep in eps] == [True, False, False]
+
+
+def _deny_eps() -> list[FakeEntryPoint]:
+    shared = plugin_module("beta", seamkit_register_providers=providers("b"))
+    return [
+        FakeEntryPoint("alpha", plugin_module("alpha", seamkit_register_providers=providers("a")), "seamkit-alpha",
+                       "alpha_mod"),
+        FakeEntryPoint("beta", shared, "seamkit-beta", "beta_mod"),
+        FakeEntryPoint("beta-alias", shared, "seamkit-beta-twin", "beta_mod"),
+        FakeEntryPoint("gamma", plugin_module("gamma", seamkit_register_providers=providers("c")), "seamkit-gamma",
+                       "gamma_mod"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("allow", "deny", "expected"),
+    [
+        (None, None, ["a", "b", "c"]),
+        (None, "", ["a", "b", "c"]),  # an empty deny list denies nothing
+        (None, "alpha, seamkit-gamma", ["b"]),  # entry-point and distribution names
+        (None, "beta-alias", ["a", "c"]),  # a module denied under one name stays out under its others
+        (None, "seamkit-beta-twin", ["a", "c"]),
+        ("alpha,beta", "beta", ["a"]),  # the deny list wins
+        ("", "alpha", []),
+    ],
+)
+def test_disable_plugins_deny_list(monkeypatch: pytest.MonkeyPatch, allow: str | None, deny: str | None,
+                                   expected: list[str]) -> None:
+    monkeypatch.delenv("SEAMKIT_STRICT_PLUGINS", raising=False)
+    for var, val in (("SEAMKIT_LOAD_PLUGINS", allow), ("SEAMKIT_DISABLE_PLUGINS", deny)):
+        if val is None:
+            monkeypatch.delenv(var, raising=False)
+        else:
+            monkeypatch.setenv(var, val)
+    eps = _deny_eps()
+    reg = load_registry(entry_points=eps)
+    assert reg.names("provider") == expected
+    assert all(r.status == "ok" for r in reg.reports)
+    loaded = {ep.name for ep in eps if ep.loaded}  # denied plugins are not even imported
+    assert loaded == {n for n, c in (("alpha", "a"), ("beta", "b"), ("gamma", "c")) if c in expected}
+
+
 # --- name clashes and lookups ---------------------------------------------------------------
+
+
+def _model(n: int) -> Any:
+    from seamkit.testing import ScriptedModel
+
+    return ScriptedModel(["hi"], model=str(n))
 
 
 def test_two_distributions_registering_one_name() -> None:
     reg = Registry()
-    reg.register_plugin(plugin_module("one", seamkit_register_providers=providers("shared", factory=lambda: 1)),
+    reg.register_plugin(plugin_module("one", seamkit_register_providers=providers("shared", factory=lambda: _model(1))),
                         "one", distribution="seamkit-one")
-    reg.register_plugin(plugin_module("two", seamkit_register_providers=providers("shared", factory=lambda: 2)),
+    reg.register_plugin(plugin_module("two", seamkit_register_providers=providers("shared", factory=lambda: _model(2))),
                         "two", distribution="seamkit-two")
     with pytest.raises(AmbiguousComponent) as info:
         reg.resolve("provider", "shared")
     assert info.value.distributions == ("seamkit-one", "seamkit-two")
     assert "seamkit-one" in str(info.value) and "seamkit-two" in str(info.value)
-    assert reg.resolve("provider", "shared", distribution="seamkit-two").build() == 2
-    assert reg.build("provider", "shared", distribution="seamkit-one") == 1
+    assert reg.resolve("provider", "shared", distribution="seamkit-two").build().model == "2"
+    assert reg.build("provider", "shared", distribution="seamkit-one").model == "1"
     with pytest.raises(ComponentNotFound, match="from seamkit-three"):
         reg.resolve("provider", "shared", distribution="seamkit-three")
 
@@ -352,3 +418,61 @@ def test_register_plugin_fixture_cleaned_up(register_plugin: Any) -> None:
     # runs after the test above (file order): its plugin must be gone
     assert "probe-tool" not in get_registry().names("tool")
     assert all(r.plugin != "probe" for r in get_registry().reports)
+
+
+# --- port conformance (issue 10, item 21) -----------------------------------------------------------
+
+
+def test_a_nested_slot_built_through_the_registry_is_checked_against_its_kinds_port() -> None:
+    from seamkit.testing import ScriptedModel
+
+    class HalfModel:
+        provider, model = "half", "h1"
+
+        def stream(self, request: Any) -> Any:  # a plain generator: no 'async'
+            yield from ()
+
+    reg = Registry()
+    reg.register_plugin(plugin_module("p", seamkit_register_providers=lambda register: (
+        register("half", HalfModel), register("fine", lambda: ScriptedModel(["hi"])))),
+        "p", distribution="seamkit-half", version="3")
+    with pytest.raises(PluginError) as info:
+        reg.build("provider", "half")  # what a fallback middleware does for its `to:` models
+    assert str(info.value) == (
+        "provider 'half' from seamkit-half 3 built HalfModel, which does not satisfy the model port (LLMPort): "
+        "stream() is a plain generator: write 'async def' so that it is an async generator; missing chat()")
+    assert reg.build("provider", "fine").provider == "scripted"
+
+
+def test_every_installed_component_satisfies_its_port(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No false alarms: each installed component that builds with its defaults (or a scripted
+    turn) satisfies its port; the stores satisfy the checkpoint port."""
+    from seamkit.plugins.ports_check import port_problems, slot_port
+
+    monkeypatch.delenv("SEAMKIT_LOAD_PLUGINS", raising=False)
+    monkeypatch.delenv("SEAMKIT_DISABLE_PLUGINS", raising=False)
+    monkeypatch.chdir(tmp_path)
+    reg = load_registry()
+    model = {"model": "m", "api_key": "sk-test-not-used"}
+    scripted = {"use": "scripted", "turns": ["x"]}
+    params: dict[str, Any] = {
+        "scripted": {"turns": ["x"]}, "openai": model, "openai_chat": model, "anthropic": model,
+        "read_file": {"root": str(tmp_path)}, "write_file": {"root": str(tmp_path)},
+        "sqlite": {"path": str(tmp_path / "s.db")}, "summarization": {"model": scripted},
+        "importance": {"model": scripted}, "budget": {"max_cost_usd": "1"},
+        "compaction": {"compactor": "sliding_window", "budget_tokens": 1000}, "fallback": {"to": [scripted]}}
+    built: list[str] = []
+    for spec in reg.all_components():
+        spec.factory_callable()  # every factory path resolves
+        if spec.kind not in ("provider", "tool", "compactor", "middleware", "store") or spec.name in (
+                "postgres", "redis", "llamacpp"):  # servers, or a model file loaded when built
+            continue
+        try:
+            component = spec.build(params.get(spec.name, {}))  # raises PluginError when off its port
+        except ConfigError:  # needs parameters (an API key, a budget...)
+            continue
+        if spec.kind == "store":
+            assert port_problems(component, slot_port("store", "checkpoints")) == [], spec.name  # type: ignore[arg-type]
+        built.append(spec.name)
+    assert {"scripted", "openai", "anthropic", "calculator", "read_file", "retry", "budget", "fallback",
+            "sliding_window", "summarization", "memory", "sqlite"} <= set(built), built

@@ -415,7 +415,8 @@ def test_yaml_context_errors_are_located(tmp_path: Path, registry: Registry) -> 
     with pytest.raises(ConfigError) as err2:
         build_agent(load_composition(not_source, registry=registry), registry=registry)
     assert [i.path for i in err2.value.issues] == ["agent.context.grounding"]
-    assert "not a grounding source" in err2.value.issues[0].message
+    assert "does not satisfy the grounding-source port" in err2.value.issues[0].message
+    assert "missing retrieve()" in err2.value.issues[0].message
 
     no_store = write(tmp_path, "  context:\n    grounding: docs\n    record_grounding: true\n")
     with pytest.raises(ConfigError, match="record_grounding needs a store"):

@@ -162,8 +162,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     json_sink = JsonRenderer(secrets=secrets) if args.json else None
     if json_sink is not None:
         json_sink.run_id = ctx.run_id
+    agent_file = _resume_agent_file(composition, args.file)
     sink: EventSink = (json_sink if json_sink is not None
-                       else HumanRenderer(typed=agent.output is not None, secrets=secrets))
+                       else HumanRenderer(typed=agent.output is not None, secrets=secrets, agent_file=agent_file))
     started: list[str] = []
     try:
         result = asyncio.run(_drive(agent, task, variables, sink, {"agent_file": str(path.resolve())}, ctx, started))
@@ -171,12 +172,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         if json_sink is not None:
             json_sink.failed(exc, exit_code_for(exc))
         elif started and agent.checkpointer is not None:
-            _resume_hint(ctx.run_id, exc)
+            _resume_hint(ctx.run_id, exc, agent_file)
         raise
     return _exit_for(result)
 
 
-def _resume_hint(run_id: str, exc: BaseException) -> None:
+def _resume_agent_file(composition: Composition, file: str) -> str | None:
+    """The ``--agent FILE`` a printed ``seamkit resume`` command needs: ``file`` (as the user
+    wrote it) when the composition names its own ``checkpoints:`` store, which ``seamkit resume``
+    without ``--agent`` would not open (it reads the embedded default store); else ``None``."""
+    return file if "checkpoints" in composition.agent.model_fields_set else None
+
+
+def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> None:
+    from seamkit.cli.render import resume_command
     from seamkit.errors import CapabilityError, CheckpointConflict, RunNotResumable
 
     if isinstance(exc, RunNotResumable | CapabilityError):  # resuming would only repeat a CapabilityError
@@ -187,10 +196,11 @@ def _resume_hint(run_id: str, exc: BaseException) -> None:
         return
     if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or SIGTERM (cli.main.Terminated)
         what = "terminated" if type(exc).__name__ == "Terminated" else "interrupted"
-        sys.stderr.write(f"seamkit: run {run_id} was {what}; continue it with: seamkit resume {run_id}\n")
+        sys.stderr.write(f"seamkit: run {run_id} was {what}; continue it with: "
+                         f"{resume_command(run_id, agent_file=agent_file)}\n")
     else:
         sys.stderr.write(f"seamkit: run {run_id} failed; once the cause is fixed, continue it with: "
-                         f"seamkit resume {run_id} --allow-finished\n")
+                         f"{resume_command(run_id, '--allow-finished', agent_file=agent_file)}\n")
 
 
 def _exit_for(result: AgentResult | None) -> int:
@@ -318,12 +328,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
             what = ("--approve/--reject/--edit do not apply: it waits for a person to settle a tool call whose "
                     "outcome is unknown, not for approval" if not waiting
                     else f"run {args.run_id} waits for a person to settle a tool call whose outcome is unknown")
-            raise UsageError(what + ("\n" + uncertain_text(args.run_id, waiting) if waiting else ""))
+            raise UsageError(what + ("\n" + uncertain_text(args.run_id, waiting, agent_file=args.agent) if waiting else ""))
     elif snap.status == "suspended":
         if decisions is None:
             asyncio.run(cp.close())
             raise UsageError(f"run {args.run_id} waits for a decision\n"
-                             + pending_text(args.run_id, snap.state.get("pending_approvals") or ()))
+                             + pending_text(args.run_id, snap.state.get("pending_approvals") or (),
+                                            agent_file=args.agent))
         try:
             agent._check_decisions(snap.state, decisions)
         except (ValueError, ToolArgumentError) as exc:
@@ -337,8 +348,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
     json_sink = JsonRenderer(secrets=secrets) if args.json else None
     if json_sink is not None:
         json_sink.run_id = args.run_id
+    # the store was found through --agent, or it is the embedded default that needs none
     sink: EventSink = (json_sink if json_sink is not None
-                       else HumanRenderer(typed=agent.output is not None, secrets=secrets))
+                       else HumanRenderer(typed=agent.output is not None, secrets=secrets, agent_file=args.agent))
 
     class _Observer:
         def on_event(self, event: Any) -> None:
@@ -360,7 +372,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if json_sink is not None:
             json_sink.failed(exc, exit_code_for(exc))
         elif isinstance(exc, KeyboardInterrupt):
-            _resume_hint(args.run_id, exc)
+            _resume_hint(args.run_id, exc, args.agent)
         raise
     if snap.status == "done":
         # a finished run's stored result: nothing streamed, so show it as `seamkit run` would have
@@ -495,12 +507,12 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     if pending:
         from seamkit.cli.render import pending_text
 
-        out.write(pending_text(snap.run_id, pending) + "\n")
+        out.write(pending_text(snap.run_id, pending, agent_file=args.agent) + "\n")
     effects = snap.state.get("uncertain_effects")
     if effects:
         from seamkit.cli.render import uncertain_text
 
-        text = uncertain_text(snap.run_id, effects)
+        text = uncertain_text(snap.run_id, effects, agent_file=args.agent)
         if text:
             out.write(text + "\n")
     return EXIT_OK
@@ -509,6 +521,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 def cmd_runs_settle(args: argparse.Namespace) -> int:
     """``seamkit runs settle RUN_ID CALL_ID applied|not-applied [--result TEXT] [--agent FILE]``:
     exit 0 when recorded; 2 for an unknown run or a call that is not an unsettled uncertain one."""
+    from seamkit.cli.render import resume_command
     from seamkit.errors import RunNotResumable
 
     applied = args.outcome == "applied"
@@ -525,7 +538,7 @@ def cmd_runs_settle(args: argparse.Namespace) -> int:
     then = ("the call runs again when the run resumes" if not applied
             else "the model is told it was applied when the run resumes")
     sys.stderr.write(f"settled call {args.call_id} of run {args.run_id} as {args.outcome}; {then} "
-                     f"(if the run waits for it: seamkit resume {args.run_id})\n")
+                     f"(if the run waits for it: {resume_command(args.run_id, agent_file=args.agent)})\n")
     return EXIT_OK
 
 

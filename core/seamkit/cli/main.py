@@ -286,12 +286,16 @@ def _debug() -> bool:
 
 
 def _plugin_notes() -> list[str]:
-    """Hints for a component that cannot be found: plugins that failed, an allow-list in force."""
+    """Hints for a component that cannot be found: plugins that failed, an allow or deny list in
+    force."""
     notes: list[str] = []
     raw = os.environ.get("SEAMKIT_LOAD_PLUGINS")
     if raw is not None:
         notes.append(f"note: SEAMKIT_LOAD_PLUGINS={raw!r} limits which plugins load"
                      + (" (empty: none)" if not raw.strip() else ""))
+    denied = os.environ.get("SEAMKIT_DISABLE_PLUGINS")
+    if denied is not None and any(p.strip() for p in denied.split(",")):
+        notes.append(f"note: SEAMKIT_DISABLE_PLUGINS={denied!r} keeps those plugins from loading")
     registry = _loaded_registry  # only if already loaded; never load it here
     if registry is not None:
         failed = [r for r in registry.reports if r.status == "failed"]

@@ -25,6 +25,8 @@ __all__ = [
     "format_cost",
     "format_summary",
     "jsonable",
+    "resume_command",
+    "settle_command",
     "truncate",
 ]
 
@@ -165,21 +167,49 @@ def visible(text: str) -> str:
     )
 
 
-def pending_text(run_id: str, pending: Any) -> str:
-    """The lines telling a person which tool calls wait for approval and how to decide."""
+def resume_command(run_id: str, *flags: str, agent_file: str | None = None) -> str:
+    """A ``seamkit resume`` command line that works as printed: each word shell-quoted, and
+    ``--agent FILE`` last when ``agent_file`` is given (the composition names its own checkpoint
+    store, so the embedded default store would not find the run)."""
+    import shlex
+
+    words = ["seamkit", "resume", run_id, *flags]
+    if agent_file is not None:
+        words += ["--agent", agent_file]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def pending_text(run_id: str, pending: Any, *, agent_file: str | None = None) -> str:
+    """The lines telling a person which tool calls wait for approval and how to decide: one
+    ``seamkit resume`` command to approve the first call and one to reject it, each runnable as
+    printed (``agent_file``: as :func:`resume_command`)."""
     lines = ["waiting for approval:"]
     for p in pending:
         args = visible(json.dumps(jsonable(p.arguments), ensure_ascii=False))
         lines.append(f"  call {visible(p.call_id)}: {visible(p.tool)} {truncate(args, MAX_ARGS)}")
-    first = pending[0].call_id
-    lines.append(f"decide with: seamkit resume {run_id} --approve {first} | --reject {first} "
-                 "| --edit " + first + "='{...}'")
+    first = visible(pending[0].call_id)
+    lines.append("decide with: " + resume_command(run_id, "--approve", first, agent_file=agent_file))
+    lines.append("         or: " + resume_command(run_id, "--reject", first, agent_file=agent_file))
+    lines.append(f"(--edit {first}='{{...JSON arguments...}}' approves with other arguments; "
+                 "one command can decide several calls)")
     return "\n".join(lines)
 
 
-def uncertain_text(run_id: str, effects: Any) -> str:
+def settle_command(run_id: str, call_id: str, outcome: str, *, agent_file: str | None = None) -> str:
+    """A ``seamkit runs settle`` command line that works as printed (``agent_file``: as
+    :func:`resume_command`)."""
+    import shlex
+
+    words = ["seamkit", "runs", "settle", run_id, call_id, outcome]
+    if agent_file is not None:
+        words += ["--agent", agent_file]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def uncertain_text(run_id: str, effects: Any, *, agent_file: str | None = None) -> str:
     """The lines telling a person which side-effecting tool calls of a run have an unknown outcome
-    and how to settle them ("" when every one is settled)."""
+    and how to settle them, one runnable command per outcome ("" when every one is settled;
+    ``agent_file``: as :func:`resume_command`)."""
     open_ = [e for e in effects if getattr(e, "settled", "") is None]
     if not open_:
         return ""
@@ -190,7 +220,9 @@ def uncertain_text(run_id: str, effects: Any) -> str:
         lines.append(f"  call {visible(e.call_id)}: {visible(e.tool)} {truncate(args, MAX_ARGS)}{waits}")
         lines.append(f"    {visible(e.reason)}")
     first = open_[0].call_id
-    lines.append(f"settle with: seamkit runs settle {run_id} {first} applied [--result TEXT] | not-applied")
+    lines.append("settle with: " + settle_command(run_id, first, "applied", agent_file=agent_file)
+                 + "   (add --result TEXT to tell the model what it returned)")
+    lines.append("         or: " + settle_command(run_id, first, "not-applied", agent_file=agent_file))
     return "\n".join(lines)
 
 
@@ -269,7 +301,7 @@ class HumanRenderer:
     """
 
     def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None, *, typed: bool = False,
-                 secrets: Iterable[str] = ()) -> None:
+                 secrets: Iterable[str] = (), agent_file: str | None = None) -> None:
         from rich.console import Console
 
         from seamkit.cli.scrub import TextScrubber
@@ -279,6 +311,7 @@ class HumanRenderer:
             file=err if err is not None else sys.stderr, highlight=False, soft_wrap=True, emoji=False
         )
         self.typed = typed
+        self.agent_file = agent_file  # named in the resume commands it prints (see resume_command)
         self._midline = False
         self._text = TextScrubber(secrets)  # masks secrets split across deltas, before styling
 
@@ -334,7 +367,8 @@ class HumanRenderer:
             for w in result.warnings:
                 self.console.print(Text(f"warning: {w}", style="yellow"))
             if result.pending_approvals:
-                self.console.print(Text(pending_text(result.run_id, result.pending_approvals), style="yellow"))
+                self.console.print(Text(pending_text(result.run_id, result.pending_approvals,
+                                                     agent_file=self.agent_file), style="yellow"))
 
     @staticmethod
     def _call_line(call: ToolCall) -> Any:

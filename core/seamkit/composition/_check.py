@@ -25,6 +25,7 @@ __all__ = [
     "check_slot",
     "did_you_mean",
     "iter_slots",
+    "key_index",
     "pydantic_issues",
     "validate_params",
 ]
@@ -46,6 +47,8 @@ class Context:
     issues: list[ConfigIssue] = field(default_factory=list)
     #: paths whose value was already reported: no type errors there, but unknown keys still count
     flagged: set[KeyPath] = field(default_factory=set)
+    #: key -> the mappings (by path) where the composition takes it (see :func:`key_index`)
+    known_keys: Mapping[str, tuple[KeyPath, ...]] = field(default_factory=dict)
 
     def is_poisoned(self, path: KeyPath) -> bool:
         return any(path[: len(p)] == p for p in self.poisoned)
@@ -95,6 +98,66 @@ def did_you_mean(word: str, choices: Sequence[str]) -> str:
     """``"; did you mean 'x'?"`` or ``""``."""
     close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.6)
     return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+#: A key known in more places than this is too common to say where it belongs.
+_MAX_PLACES = 3
+
+
+def belongs_elsewhere(ctx: Context, key: str, here: KeyPath) -> str:
+    """For ``key`` unknown in the mapping at ``here``: ``"; it belongs under agent.settings, not
+    here"`` when another mapping of the composition takes ``key`` (from
+    :attr:`Context.known_keys`), else ``"; did you mean agent.settings.temperature?"`` for a close
+    spelling of a key taken elsewhere, else ``""``."""
+    places = [p for p in ctx.known_keys.get(key, ()) if p != here]
+    if places and len(places) <= _MAX_PLACES:
+        where = " or ".join(format_path(p) or "the top level" for p in places)
+        return f"; it belongs under {where}, not here"
+    if places:
+        return ""
+    close = difflib.get_close_matches(key, list(ctx.known_keys), n=1, cutoff=0.8)
+    if close:
+        spots = [p for p in ctx.known_keys[close[0]] if p != here]
+        if 0 < len(spots) <= _MAX_PLACES:
+            return f"; did you mean {' or '.join(format_path((*p, close[0])) for p in spots)}?"
+    return ""
+
+
+def key_index(registry: Registry, root: type[BaseModel], data: Any) -> dict[str, tuple[KeyPath, ...]]:
+    """Every key the composition ``data`` (shaped by ``root``) takes, with the paths of the
+    mappings that take it: the format's own sections (from the pydantic models, e.g.
+    ``temperature`` -> ``agent.settings``) and each component slot written in ``data`` (from its
+    component's config model, e.g. ``api_key`` -> ``agent.model`` for a provider that has one).
+    Components that cannot be resolved or loaded add nothing."""
+    index: dict[str, list[KeyPath]] = {}
+
+    def add(key: str, path: KeyPath) -> None:
+        paths = index.setdefault(key, [])
+        if path not in paths:
+            paths.append(path)
+
+    def walk(model: type[BaseModel], path: KeyPath, seen: frozenset[type]) -> None:
+        for name, f in model.model_fields.items():
+            key = f.alias if isinstance(f.alias, str) else name
+            add(key, path)
+            for alt in _unwrap(_field_annotation(f)):
+                if _is_model(alt) and not issubclass(alt, ComponentRef) and alt not in seen:
+                    walk(alt, (*path, key), seen | {alt})
+
+    walk(root, (), frozenset({root}))
+    for path, slot, raw in iter_slots(root, data):
+        name = raw if isinstance(raw, str) else raw.get("use") if isinstance(raw, Mapping) else None
+        dist = raw.get("from") if isinstance(raw, Mapping) else None
+        if not isinstance(name, str) or (dist is not None and not isinstance(dist, str)):
+            continue
+        try:
+            model = registry.resolve(slot.kind, name, dist).config_model()
+        except Exception:  # reported where the slot is checked
+            continue
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            for fname, f in model.model_fields.items():
+                add(f.alias if isinstance(f.alias, str) else fname, path)
+    return {k: tuple(v) for k, v in index.items()}
 
 
 # -- annotations --------------------------------------------------------------------------------
@@ -307,7 +370,7 @@ def pydantic_issues(
         if etype == "extra_forbidden":
             key = str(rel[-1]) if rel else "?"
             allowed = fields_at(model, [el for el in err["loc"][:-1]])
-            hint = did_you_mean(key, allowed)
+            hint = did_you_mean(key, allowed) or belongs_elsewhere(ctx, key, path[:-1])
             listed = f" (allowed: {', '.join(allowed)})" if allowed else ""
             ctx.add(f"unknown key {key!r}{what}{hint}{listed}", path, at_key=True)
         elif etype == "missing":
@@ -376,7 +439,8 @@ def validate_params(ctx: Context, spec: ComponentSpec, params: Mapping[str, Any]
         return False, None
     if model is None:
         for key in params:
-            ctx.add(f"unknown key {key!r}: {label} takes no parameters", (*path, key), at_key=True)
+            ctx.add(f"unknown key {key!r}: {label} takes no parameters{belongs_elsewhere(ctx, key, path)}",
+                    (*path, key), at_key=True)
         return not params, None
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
         ctx.add(f"{label}: its config is not a pydantic model", path)
@@ -452,9 +516,53 @@ def check_slot(ctx: Context, registry: Registry, slot: type[ComponentRef], raw: 
     if spec is None:
         return None, None, False
     ok, config = validate_params(ctx, spec, params, path)
+    if not check_factory(ctx, spec, path):
+        ok = False
     if not check_nested_slots(ctx, registry, spec, params, path):
         ok = False
     return spec, config, ok
+
+
+def component_label(spec: ComponentSpec) -> str:
+    """``provider 'x' (from DIST VERSION, plugin EP)``: a component and who registered it."""
+    version = f" {spec.version}" if spec.version else ""
+    plugin = f", plugin {spec.plugin!r}" if spec.plugin and spec.plugin != spec.distribution else ""
+    return f"{spec.kind} {spec.name!r} (from {spec.distribution}{version}{plugin})"
+
+
+def slot_name(path: KeyPath) -> str:
+    """The slot's own key (``model``, ``checkpoints``, ``grounding``, ``tools``...) in ``path``."""
+    return next((str(el) for el in reversed(path) if isinstance(el, str)), "")
+
+
+def check_factory(ctx: Context, spec: ComponentSpec, path: KeyPath) -> bool:
+    """Import ``spec``'s factory (a ``"module:attr"`` path; nothing is built) and, when it is a
+    class, check its methods against the slot's port (see :mod:`seamkit.plugins.ports_check`).
+    Problems are added to ``ctx`` at the slot's ``use``; returns whether there were none."""
+    from seamkit.plugins.ports_check import class_problems, slot_port
+
+    at = (*path, "use") if (*path, "use") in ctx.values else path
+    try:
+        factory = spec.factory_callable()
+    except Exception as exc:
+        reason = str(exc).removeprefix(f"{spec.factory!r}: ")
+        if not isinstance(exc, AttributeError | ModuleNotFoundError):  # those say what is missing themselves
+            reason = f"{type(exc).__name__}: {reason}"
+        ctx.add(f"{component_label(spec)} cannot be loaded: its factory {spec.factory!r} does not import: "
+                f"{reason}", at)
+        return False
+    if not callable(factory):
+        ctx.add(f"{component_label(spec)} cannot be built: its factory {spec.factory!r} is not callable "
+                f"(it is {type(factory).__name__})", at)
+        return False
+    port = slot_port(spec.kind, slot_name(path))
+    if port is None or not isinstance(factory, type):
+        return True
+    problems = class_problems(factory, port)
+    if problems:
+        ctx.add(f"{component_label(spec)} does not satisfy {port.label}: {'; '.join(problems)}", at)
+        return False
+    return True
 
 
 def check_nested_slots(ctx: Context, registry: Registry, spec: ComponentSpec, params: Mapping[str, Any],

@@ -29,6 +29,7 @@ __all__ = [
     "Position",
     "Problem",
     "MAX_DEPTH",
+    "MAX_VALUES",
     "YAML11_BOOLEANS",
     "format_path",
     "interpolate",
@@ -52,7 +53,9 @@ _FLOAT = re.compile(r"-?[0-9]+\.[0-9]+(?:[eE][-+]?[0-9]+)?")
 _REF = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
 _REF_BODY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?", re.DOTALL)
 _SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
-_MAX_NODES = 200_000
+#: Most values a document may hold, aliases expanded (a composition holds a few hundred).
+MAX_VALUES = 200_000
+_MAX_NODES = MAX_VALUES
 #: Deepest nesting of mappings and lists accepted (aliases expanded).
 MAX_DEPTH = 100
 
@@ -233,9 +236,105 @@ class _Loader(yaml.SafeLoader):
         try:
             if self._depth > MAX_DEPTH + 1:
                 raise _TooDeep(self.peek_event().start_mark)  # type: ignore[no-untyped-call]
-            return super().compose_node(parent, index)
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            node = super().compose_node(parent, index)
+            if isinstance(event, yaml.AliasEvent):  # keep where this use of the anchor is written
+                return _Alias(node, event.start_mark, str(event.anchor))
+            return node
         finally:
             self._depth -= 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Alias:
+    """One use of an anchor (``*name``) in the node graph: the anchored ``node`` and where the
+    alias is written (PyYAML itself hands back the anchored node, forgetting the alias)."""
+
+    node: Any
+    start_mark: Any
+    anchor: str
+
+
+def _target(node: Any) -> Any:
+    return node.node if isinstance(node, _Alias) else node
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+def _expanded_sizes(root: Any) -> dict[int, int]:
+    """How many values each collection node stands for with every alias expanded (itself
+    included), by node id; computed once per node (iteratively: alias chains nest deep), so a
+    billion-laughs document costs what its text costs. A node inside its own alias (a cycle)
+    counts once; the builder reports the cycle."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, children_done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        kids = [_target(c) for c in _children(node)]
+        if not children_done:
+            active.add(key)
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if id(k) not in sizes and id(k) not in active
+                         and isinstance(k, yaml.CollectionNode))
+            continue
+        active.discard(key)
+        sizes[key] = 1 + sum(sizes.get(id(k), 1) for k in kids)
+    return sizes
+
+
+def _written(root: Any) -> int:
+    """How many values ``root`` holds as written (each alias counts as one)."""
+    total = 0
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        total += 1
+        if not isinstance(node, _Alias):
+            stack.extend(_children(node))
+    return total
+
+
+def _alias_bomb(root: Any) -> tuple[_Alias, KeyPath, int] | None:
+    """The alias, in document order, at which the values of ``root`` with aliases expanded pass
+    :data:`MAX_VALUES` (or the last alias before the written value that does), with its key path
+    and the number of values it stands for; ``None`` when the document stays within the limit, or
+    passes it with its written values alone (each alias counted as one)."""
+    sizes = _expanded_sizes(_target(root))
+    if sizes.get(id(_target(root)), 1) <= MAX_VALUES or _written(root) > MAX_VALUES:
+        return None
+    total = 0
+    last: tuple[_Alias, KeyPath, int] | None = None
+    stack: list[tuple[Any, KeyPath]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, _Alias):
+            last = (node, path, sizes.get(id(node.node), 1))
+            total += last[2]
+            if total > MAX_VALUES:  # this alias takes it past (the written values alone stay within)
+                return last
+            continue
+        total += 1
+        if total > MAX_VALUES:  # a written value, after the aliases that took up the room
+            return last
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend(reversed([(child, (*path, i)) for i, child in enumerate(node.value)]))
+        elif isinstance(node, yaml.MappingNode):
+            pairs: list[tuple[Any, KeyPath]] = []
+            for key, value in node.value:
+                name = _target(key).value if isinstance(_target(key), yaml.ScalarNode) else "?"
+                pairs += [(key, path), (value, (*path, str(name)))]
+            stack.extend(reversed(pairs))
+    return None
 
 
 def _pos(mark: Any) -> Position:
@@ -303,6 +402,7 @@ class _Builder:
             self.doc.poisoned.add(path)
 
     def build(self, node: Any, path: KeyPath) -> Any:
+        node = _target(node)
         self.count += 1
         if self.count > _MAX_NODES:
             raise _TooLarge
@@ -349,7 +449,7 @@ class _Builder:
         return [self._child(item, (*path, i)) for i, item in enumerate(node.value)]
 
     def _child(self, node: Any, path: KeyPath) -> Any:
-        self.doc.values[path] = _pos(node.start_mark)
+        self.doc.values[path] = _pos(_target(node).start_mark)
         return self.build(node, path)
 
     @staticmethod
@@ -360,6 +460,7 @@ class _Builder:
     def mapping(self, node: Any, path: KeyPath) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
+            key_node = _target(key_node)
             if not isinstance(key_node, yaml.ScalarNode):
                 self.problem("mapping keys must be plain strings", path, key_node)
                 continue
@@ -445,7 +546,17 @@ def parse_yaml(text: str, env: Mapping[str, str] | None = None) -> Document:
     if node is None:
         doc.empty = True
         return doc
+    node = _target(node)
     doc.values[()] = _pos(node.start_mark)
+    bomb = _alias_bomb(node)
+    if bomb is not None:  # refused before building: expanding it would take the time and memory
+        alias, path, size = bomb
+        doc.poisoned.add(())
+        doc.problems.append(Problem(
+            f"the alias *{alias.anchor} expands to {size:,} values (aliases inside aliases), which takes the "
+            f"document past {MAX_VALUES:,} values: an alias-expansion bomb? A composition holds a few hundred; "
+            f"write the values out, or use fewer nested aliases", path, _pos(alias.start_mark)))
+        return doc
     builder = _Builder(doc, os.environ if env is None else env)
     try:
         doc.data = builder.build(node, ())

@@ -8,7 +8,7 @@ from typing import Any
 
 from seamkit.agent.agent import Agent
 from seamkit.agent.prompt import Prompt
-from seamkit.composition._check import Context, resolve_slot, validate_params
+from seamkit.composition._check import Context, component_label, resolve_slot, slot_name, validate_params
 from seamkit.composition._yaml import KeyPath
 from seamkit.composition.models import ComponentRef, Composition, ContextConfig, StoreRef, is_secret_name
 from seamkit.errors import ConfigError, ConfigIssue
@@ -118,18 +118,13 @@ def _request_builder(ctx: Context, context: ContextConfig, grounding: Any, compa
     """The :class:`~seamkit.request.RequestBuilder` of ``agent.context`` (``None`` after adding
     located issues: a memory component that is no grounding source, a component that is no
     compactor, ``record_grounding`` without a store)."""
-    from seamkit.compaction import CompactorPort
-    from seamkit.grounding import MemorySource, not_inferred
+    from seamkit.grounding import not_inferred
     from seamkit.request.builder import RequestBuilder
 
     ok = True
     g, c = context.grounding, context.compactor
-    if g is not None and grounding is not None and not isinstance(grounding, MemorySource):
-        ctx.add(f"memory {g.use!r} is not a grounding source (it has no async retrieve(query, scope=, k=)); "
-                "use a memory component that retrieves items", ("agent", "context", "grounding"))
-        ok = False
-    if c is not None and compactor is not None and not isinstance(compactor, CompactorPort):
-        ctx.add(f"compactor {c.use!r} does not implement CompactorPort", ("agent", "context", "compactor"))
+    # built components were checked against their ports (_conforming); None here means a failure
+    if (g is not None and grounding is None) or (c is not None and compactor is None):
         ok = False
     if context.record_grounding and store is None:
         ctx.add("record_grounding needs a store to record into: set checkpoints",
@@ -256,7 +251,7 @@ def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath, failur
                 f"{type(exc).__name__}: {exc}", path)
         return None
     try:
-        return factory(config) if model is not None else factory()
+        built = factory(config) if model is not None else factory()
     except ConfigError as exc:  # the component found a problem in its configuration
         for issue in exc.issues or (ConfigIssue(str(exc)),):
             at = (*path, issue.path) if issue.path in ref.params else path
@@ -267,3 +262,23 @@ def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath, failur
         failures.append(len(ctx.issues))
         ctx.add(f"building {spec.kind} {spec.name!r} failed: {type(exc).__name__}: {exc}", path)
         return None
+    return _conforming(ctx, spec, built, path)
+
+
+def _conforming(ctx: Context, spec: Any, built: Any, path: KeyPath) -> Any:
+    """``built`` when it satisfies the port of its slot (``agent.model``: the model port,
+    ``agent.checkpoints``: the checkpoint port...); else ``None``, with an issue at the slot naming
+    each missing or wrong member."""
+    from seamkit.plugins.ports_check import port_problems, slot_port
+
+    port = slot_port(spec.kind, slot_name(path) if path != ("agent",) else "checkpoints")
+    problems = port_problems(built, port) if port is not None else []
+    if port is None or not problems:
+        return built
+    ctx.add(f"{component_label(spec)} built {_a(type(built).__name__)}, which does not satisfy {port.label}: "
+            f"{'; '.join(problems)}", path)
+    return None
+
+
+def _a(word: str) -> str:
+    return ("an " if word[:1].lower() in "aeiou" else "a ") + word

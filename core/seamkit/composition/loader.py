@@ -17,6 +17,7 @@ from seamkit.composition._check import (
     did_you_mean,
     is_bool_field,
     iter_slots,
+    key_index,
     pydantic_issues,
 )
 from seamkit.composition._yaml import Document, KeyPath, Position, parse_yaml
@@ -133,6 +134,7 @@ def _loads(text: str, fpath: Path | None, base_dir: str | os.PathLike[str] | Non
         raise ConfigError(ctx.issues)
     if doc.empty:
         raise ConfigError(ctx.issues)
+    ctx.known_keys = key_index(reg, Composition, data)  # for "belongs under ..." hints on unknown keys
     _check_version(ctx, data)
     slots = _check_slots(ctx, reg, data)
     comp = _validate_structure(ctx, data)

@@ -4,6 +4,13 @@ Environment:
 
 - ``SEAMKIT_LOAD_PLUGINS=a,b``: load only the plugins whose entry-point name or distribution name
   is listed (set but empty: load none).
+- ``SEAMKIT_DISABLE_PLUGINS=a,b``: never load the plugins whose entry-point name or distribution
+  name is listed, nor another entry point naming the same object. The deny list wins: a plugin in
+  both lists is not loaded; an empty deny list denies nothing.
+
+The same plugin object named by several entry points (one distribution listing a module under two
+names, or two distributions pointing at one module) is loaded and registered once, under the first
+entry point found.
 - ``SEAMKIT_STRICT_PLUGINS=1``: a plugin that fails to load raises
   :class:`~seamkit.errors.PluginError` instead of being reported and skipped.
 """
@@ -32,7 +39,7 @@ _NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
 
 def load_object(path: str) -> Any:
     """Import ``"package.module:attr"`` (``attr`` may be dotted). Raises ``ImportError`` or
-    ``AttributeError`` naming the path."""
+    ``AttributeError`` naming the path (with the closest name the module has, for a typo)."""
     module, sep, attr = path.partition(":")
     if not sep or not module or not attr:
         raise ImportError(f"{path!r} is not a 'module:attr' path")
@@ -41,7 +48,10 @@ def load_object(path: str) -> Any:
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise AttributeError(f"{path!r}: module {module!r} has no attribute {attr!r}") from None
+            names = [n for n in dir(obj) if not n.startswith("_")]
+            close = difflib.get_close_matches(part, names, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise AttributeError(f"{path!r}: module {module!r} has no attribute {attr!r}{hint}") from None
     return obj
 
 
@@ -73,8 +83,10 @@ class ComponentSpec:
         """Validate ``params`` with the config model and call the factory.
 
         Raises :class:`~seamkit.errors.ConfigError` for invalid parameters and
-        :class:`~seamkit.errors.PluginError` when the component's module cannot be imported or
-        its factory raises.
+        :class:`~seamkit.errors.PluginError` when the component's module cannot be imported, its
+        factory raises, or what it builds does not satisfy the port of its kind (a provider the
+        model port, a tool the tool port...; see :mod:`seamkit.plugins.ports_check`), naming
+        each missing or wrong member.
         """
         params = dict(params or {})
         try:
@@ -102,7 +114,7 @@ class ComponentSpec:
 
     def _call(self, factory: Callable[..., Any], *args: Any) -> Any:
         try:
-            return factory(*args)
+            built = factory(*args)
         except (ConfigError, PluginError):
             raise
         except Exception as exc:
@@ -110,6 +122,16 @@ class ComponentSpec:
                 f"{self.kind} {self.name!r} from {self.distribution} {self.version} failed to build: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
+        from seamkit.plugins.ports_check import kind_port, port_problems
+
+        port = kind_port(self.kind)
+        problems = port_problems(built, port) if port is not None else []
+        if port is not None and problems:
+            raise PluginError(
+                f"{self.kind} {self.name!r} from {self.distribution} {self.version} built "
+                f"{type(built).__name__}, which does not satisfy {port.label}: {'; '.join(problems)}"
+            )
+        return built
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +157,8 @@ class Registry:
     reports: list[PluginReport] = field(default_factory=list)
     strict: bool = False
     _plugins: dict[str, tuple[object, str, str]] = field(default_factory=dict)
+    #: every plugin object tried, with its report: one object named twice is registered once
+    _tried: list[tuple[object, PluginReport]] = field(default_factory=list)
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -145,8 +169,17 @@ class Registry:
 
         Returns its report. A plugin whose hook raises, or that implements a hook seamkit does not
         define, is unregistered and reported ``failed``; under ``strict`` it raises
-        :class:`~seamkit.errors.PluginError`.
+        :class:`~seamkit.errors.PluginError`. A plugin object that was registered (or tried) before,
+        under any name, is not registered again: its first report is returned.
         """
+        for tried, first in self._tried:
+            if tried is plugin:
+                return first
+        report = self._register(plugin, name, distribution, version)
+        self._tried.append((plugin, report))
+        return report
+
+    def _register(self, plugin: object, name: str, distribution: str, version: str) -> PluginReport:
         added: list[ComponentSpec] = []
         try:
             self.pm.register(plugin, name=name)
@@ -177,6 +210,7 @@ class Registry:
         """Remove a plugin and every component it registered."""
         plugin, _, _ = self._plugins.pop(name)
         self.pm.unregister(plugin, name=name)
+        self._tried = [(p, r) for p, r in self._tried if p is not plugin]
         for by_name in self.components.values():
             for specs in by_name.values():
                 specs[:] = [s for s in specs if s.plugin != name]
@@ -274,11 +308,30 @@ def _new_pm() -> pluggy.PluginManager:
     return pm
 
 
-def _allow_list() -> set[str] | None:
-    raw = os.environ.get("SEAMKIT_LOAD_PLUGINS")
+def _name_list(variable: str) -> set[str] | None:
+    """The comma-separated names in the environment variable ``variable``; ``None`` when unset."""
+    raw = os.environ.get(variable)
     if raw is None:
         return None
     return {p.strip() for p in raw.split(",") if p.strip()}
+
+
+def _allow_list() -> set[str] | None:
+    return _name_list("SEAMKIT_LOAD_PLUGINS")
+
+
+def _deny_list() -> set[str]:
+    return _name_list("SEAMKIT_DISABLE_PLUGINS") or set()
+
+
+def _entry_point_facts(ep: Any) -> tuple[str, str, str | None]:
+    """``(distribution name, version, value)`` of an entry point; ``value`` (``"module:attr"``)
+    is ``None`` when the entry point does not say."""
+    dist = ep.dist
+    dist_name = dist.metadata["Name"] if dist is not None else "(unknown)"
+    version = dist.version if dist is not None else ""
+    value = getattr(ep, "value", None)
+    return dist_name, version, "".join(value.split()) if isinstance(value, str) else None
 
 
 def load_registry(*, strict: bool | None = None, entry_points: Iterable[Any] | None = None) -> Registry:
@@ -286,27 +339,36 @@ def load_registry(*, strict: bool | None = None, entry_points: Iterable[Any] | N
 
     ``strict`` defaults to ``SEAMKIT_STRICT_PLUGINS=1``. A plugin that fails to import or whose
     hook raises is reported in ``Registry.reports`` and skipped (strict: raises
-    :class:`~seamkit.errors.PluginError`).
+    :class:`~seamkit.errors.PluginError`). Which plugins load: see the module doc
+    (``SEAMKIT_LOAD_PLUGINS``, ``SEAMKIT_DISABLE_PLUGINS``); an entry point naming an object
+    loaded already (same ``module:attr``, or the same object) is skipped without a report.
     """
     if strict is None:
         strict = os.environ.get("SEAMKIT_STRICT_PLUGINS", "").strip().lower() in ("1", "true", "yes")
     reg = Registry(strict=strict)
-    allow = _allow_list()
+    allow, deny = _allow_list(), _deny_list()
     if entry_points is None:
         from importlib.metadata import entry_points as _eps
 
         entry_points = _eps(group=ENTRY_POINT_GROUP)
+    eps = list(entry_points)
+    # a denied entry point's object stays out under any other name too
+    denied_values = {v for ep in eps for d, _, v in [_entry_point_facts(ep)]
+                     if v is not None and (ep.name in deny or d in deny)}
     seen: set[tuple[str, str]] = set()
-    for ep in entry_points:
-        dist = ep.dist
-        dist_name = dist.metadata["Name"] if dist is not None else "(unknown)"
-        version = dist.version if dist is not None else ""
+    seen_values: set[str] = set()
+    for ep in eps:
+        dist_name, version, value = _entry_point_facts(ep)
         key = (ep.name, dist_name)
-        if key in seen:  # the same distribution found twice on sys.path
+        if key in seen or value in seen_values:  # found twice on sys.path, or one module named twice
             continue
         seen.add(key)
         if allow is not None and ep.name not in allow and dist_name not in allow:
             continue
+        if ep.name in deny or dist_name in deny or value in denied_values:
+            continue
+        if value is not None:
+            seen_values.add(value)
         try:
             plugin = ep.load()
         except Exception as exc:

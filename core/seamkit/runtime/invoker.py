@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from seamkit.accumulate import Accumulator
+from seamkit.accumulate import Accumulator, checked_stream
 from seamkit.errors import EffectNotApplied, UnknownToolError
 from seamkit.middleware import Call, Middleware, Next, chain, collect_one
 from seamkit.ports import LLMPort
@@ -72,7 +72,10 @@ class Invoker:
         self.has_chat_middleware = self._chat != self._chat_terminal
 
     def _chat_terminal(self, call: Call) -> AsyncIterator[Delta]:
-        return self.model.stream(call.request)  # type: ignore[arg-type]
+        # checked here, before any middleware reads a delta: a provider yielding a dict or str is
+        # a classified ProviderError naming it, not an AttributeError inside some middleware
+        model = self.model
+        return checked_stream(model.stream(call.request), model.provider, model.model)  # type: ignore[arg-type]
 
     async def _tool_terminal(self, call: Call) -> AsyncIterator[ToolResult]:
         req: ToolRequest = call.request  # type: ignore[assignment]

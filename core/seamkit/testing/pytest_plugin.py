@@ -57,9 +57,10 @@ def register_plugin() -> Iterator[Callable[..., Any]]:
     def register(plugin: object, name: str | None = None, *, distribution: str = "test-plugin",
                  version: str = "0") -> Any:
         pname = name or getattr(plugin, "__name__", None) or f"test-plugin-{len(added)}"
+        known = {r.plugin for r in registry.reports}
         report = registry.register_plugin(plugin, pname, distribution=distribution, version=version)
-        if report.status == "ok":
-            added.append(pname)
+        if report.status == "ok" and report.plugin not in known:  # not one registered before, under any name
+            added.append(report.plugin)
         return report
 
     yield register

@@ -116,3 +116,51 @@ def test_plugin_whose_command_hook_raises_is_a_warning(tmp_path, tools_dist, wri
     assert "cannot add my commands" in r.stderr
     strict = c("hello", "you", env={"SEAMKIT_STRICT_PLUGINS": "1"})
     assert strict.returncode == 2 and "cannot add my commands" in strict.stderr
+
+
+# -- one plugin module under two entry points; the deny list (issue 10, item 19) ---------------------
+
+
+def _also_listed(root, dist: str, module: str, *entry_points: str) -> None:
+    """Add entry points naming ``module`` to the fake distribution ``dist`` under ``root``."""
+    (info,) = root.glob(f"{dist.replace('-', '_')}-*.dist-info")
+    with (info / "entry_points.txt").open("a") as f:
+        f.writelines(f"{name} = {module}\n" for name in entry_points)
+
+
+def test_one_module_under_two_entry_points_and_two_distributions_loads_once(tmp_path, tools_dist, write):
+    _also_listed(tools_dist, "cli-test-tools", "cli_test_tools", "cli_test_tools_alias")
+    twin = tmp_path / "site-twin"  # a second distribution whose entry points name the same module
+    (twin / "cli_test_tools_twin-0.2.dist-info").mkdir(parents=True)
+    (twin / "cli_test_tools_twin-0.2.dist-info" / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: cli-test-tools-twin\nVersion: 0.2\n")
+    (twin / "cli_test_tools_twin-0.2.dist-info" / "entry_points.txt").write_text(
+        "[seamkit]\ntwin = cli_test_tools\ntwin_again = cli_test_tools\n")
+    c = CLI([tools_dist, twin], tmp_path)
+    rows = json.loads(c("plugins", "--json").stdout)
+    assert [r for r in rows if r["status"] != "ok"] == []
+    assert sorted(r["name"] for r in rows if r["distribution"].startswith("cli-test-tools")) == [
+        "add", "boom", "unbuildable"]  # registered once, not once per entry point
+    r = c("run", str(write("plain.yaml", SCRIPTED)), "go", env={"SEAMKIT_STRICT_PLUGINS": "1"})
+    assert r.returncode == 0 and r.stdout == "three\n", r
+    assert "warning" not in r.stderr
+
+
+@pytest.mark.parametrize("deny", ["cli_test_tools", "cli-test-tools", "cli_test_tools_alias", " x, cli-test-tools "])
+def test_deny_list_keeps_a_plugin_out_under_any_of_its_names(tmp_path, tools_dist, broken_dists, deny):
+    _also_listed(tools_dist, "cli-test-tools", "cli_test_tools", "cli_test_tools_alias")
+    c = CLI([tools_dist, broken_dists], tmp_path)
+    rows = json.loads(c("plugins", "--json", env={"SEAMKIT_DISABLE_PLUGINS": deny}).stdout)
+    dists = {r["distribution"] for r in rows}
+    assert "cli-test-tools" not in dists and {"seamkit", "broken-import"} <= dists
+
+
+def test_deny_list_wins_over_the_allow_list_and_is_named_when_a_component_is_missing(broken_cli, write):
+    env = {"SEAMKIT_LOAD_PLUGINS": "testkit,cli-test-tools,broken-hook",
+           "SEAMKIT_DISABLE_PLUGINS": "broken-hook,testkit"}
+    rows = json.loads(broken_cli("plugins", "--json", env=env).stdout)
+    assert {r["distribution"] for r in rows} == {"cli-test-tools"}
+    assert json.loads(broken_cli("plugins", "--json", env={"SEAMKIT_DISABLE_PLUGINS": ""}).stdout) != []
+    r = broken_cli("run", str(write("plain.yaml", SCRIPTED)), "go", env=env)
+    assert r.returncode == 2 and "scripted" in r.stderr, r
+    assert "SEAMKIT_DISABLE_PLUGINS='broken-hook,testkit'" in r.stderr and "Traceback" not in r.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import textwrap
 import types
 from collections.abc import AsyncIterator, Callable
 from decimal import Decimal
@@ -347,3 +348,64 @@ def test_run_warns_about_an_answer_cut_off_by_max_tokens(capprov: Path, capsys: 
     assert rc == 0, err
     assert out.startswith("The answer is")
     assert "warning: the answer was cut off at max_tokens (finish_reason length)" in err
+
+
+# -- printed resume commands work as printed (issue 10, item 18) -------------------------------------
+
+OWN_STORE = """
+seamkit: 1
+agent:
+  name: own-store
+  model:
+    use: scripted
+    follow_transcript: true
+    turns: [{{tool_calls: [{{name: add, arguments: {{a: 1, b: 1}}}}]}}{more}]
+  tools: [add]
+  checkpoints: {{use: sqlite, path: own/runs.db}}{approvals}
+"""
+
+
+def _printed_resume(text: str) -> list[str]:
+    """The words of each ``seamkit resume`` command printed on a line of ``text``, shell-split."""
+    import shlex
+
+    return [shlex.split(line[line.index("seamkit resume"):]) for line in text.splitlines()
+            if "seamkit resume" in line]
+
+
+def test_the_failure_hint_of_a_composition_with_its_own_store_resumes_as_printed(cli, write, tmp_path):
+    path = write("own.yaml", OWN_STORE.format(more="", approvals=""))
+    failed = cli("run", path.name, "go")  # the script runs out of turns after the tool call
+    assert failed.returncode == 1, failed
+    (hint,) = _printed_resume(failed.stderr)
+    assert not (tmp_path / ".seamkit").exists()  # the runs are in own/runs.db, not the default store
+    path.write_text(textwrap.dedent(OWN_STORE.format(more=', "two"', approvals="")))  # the cause is fixed
+    resumed = cli(*hint[1:])
+    assert resumed.returncode == 0, resumed
+    assert resumed.stdout == "two\n"
+
+
+def test_the_approval_and_interrupt_hints_of_a_composition_with_its_own_store_resume_as_printed(cli, write):
+    path = write("own.yaml", OWN_STORE.format(more=', {text: "two", delay: 30}',
+                                              approvals="\n  approvals: {add: every_call}"))
+    waiting = cli("run", path.name, "go")
+    assert waiting.returncode == 3, waiting
+    approve, reject = _printed_resume(waiting.stderr)
+    assert "--approve" in approve and "--reject" in reject, waiting.stderr
+    shown = cli("runs", "show", approve[2], "--agent", path.name)  # runs show prints the same commands
+    assert _printed_resume(shown.stdout) == [approve, reject], shown
+
+    proc = cli.popen(*approve[1:])  # approved: the tool runs, then the slow turn starts
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    while line and not line.startswith("<- add"):
+        line = proc.stderr.readline()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    (again,) = _printed_resume(err)
+    assert again == ["seamkit", "resume", approve[2], "--agent", "own.yaml"], err
+    path.write_text(textwrap.dedent(OWN_STORE.format(more=', "two"', approvals="\n  approvals: {add: every_call}")))
+    resumed = cli(*again[1:])
+    assert resumed.returncode == 0, resumed
+    assert resumed.stdout == "two\n"

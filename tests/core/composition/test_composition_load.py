@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from composition_plugins import BUILT, TAGGED, LocalTools, SearchA, SearchB
 from seamkit.agent.agent import Agent
 from seamkit.agent.prompt import Prompt
-from seamkit.composition import build_agent, load_composition, loads_composition
+from seamkit.composition import Composition, Settings, build_agent, load_composition, loads_composition
+from seamkit.composition._check import fields_at
 from seamkit.errors import ConfigError
 from seamkit.plugins.registry import Registry
 from seamkit.testing import ScriptedModel
@@ -329,8 +331,62 @@ def test_alias_bomb_is_refused(registry: Registry) -> None:
     lines = ["seamkit: 1", "a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
     lines += [f"a{i}: &a{i} [*a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}, *a{i-1}]"
               for i in range(1, 8)]
-    with pytest.raises(ConfigError, match="too large"):
+    with pytest.raises(ConfigError, match="alias-expansion bomb"):
         loads_composition("\n".join(lines), registry=registry)
+
+
+@pytest.mark.parametrize("style", ["flow", "block", "mapping"])
+def test_billion_laughs_is_reported_at_its_alias_fast_and_in_little_memory(registry: Registry, style: str) -> None:
+    """Nine levels of ten aliases each: 10**9 values once expanded. Refused before any expansion,
+    at the first alias that takes the document past MAX_VALUES, in well under a second."""
+    import time
+    import tracemalloc
+
+    from seamkit.composition._yaml import MAX_VALUES
+
+    def level(i: int) -> str:
+        items = [f"*l{i - 1}"] * 10 if i else ['"lol"'] * 10
+        if style == "flow":
+            return f"l{i}: &l{i} [{', '.join(items)}]"
+        if style == "block":
+            return f"l{i}: &l{i}\n" + "".join(f"  - {x}\n" for x in items).rstrip("\n")
+        return f"l{i}: &l{i} {{{', '.join(f'k{j}: {x}' for j, x in enumerate(items))}}}"
+
+    text = "\n".join(["seamkit: 1", *(level(i) for i in range(10)), "agent: {model: {use: scripted, turns: [x]}}"])
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(ConfigError) as info:
+            loads_composition(text, file="laughs.yaml", registry=registry)
+        elapsed = time.perf_counter() - started
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    (issue,) = info.value.issues
+    assert issue.file == "laughs.yaml" and issue.line is not None and issue.column is not None
+    at = text.splitlines()[issue.line - 1][issue.column - 1:]
+    assert at.startswith("*l"), at  # the position is an alias as written
+    anchor = at[1:].split(",")[0].split("}")[0].split("]")[0].strip()
+    assert issue.path.split(".")[0].split("[")[0] == f"l{int(anchor[1:]) + 1}"  # inside the next level
+
+    def count(value: Any) -> int:  # values with aliases expanded, mapping keys included
+        if isinstance(value, dict):
+            return 1 + sum(1 + count(v) for v in value.values())
+        return 1 + sum(count(v) for v in value) if isinstance(value, list) else 1
+
+    upto = text.split(f"\nl{int(anchor[1:]) + 1}:")[0]  # the levels up to the anchor's
+    expanded = count(yaml.safe_load(upto)[anchor])
+    assert f"the alias *{anchor} expands to {expanded:,} values" in issue.message
+    assert f"past {MAX_VALUES:,} values" in issue.message
+    assert elapsed < 1.0 and peak < 20_000_000, (elapsed, peak)
+
+
+def test_aliases_within_the_limit_still_load(registry: Registry) -> None:
+    text = ("seamkit: 1\nx-defaults: &d {use: scripted, turns: &t [a, b]}\nagent:\n  model: *d\n"
+            "  prompt: {template: hi, id: p}\n  max_steps: 3\nx-more: [*t, *t, *d]\n")
+    with pytest.raises(ConfigError) as info:  # only the unknown top-level key: the aliases are fine
+        loads_composition(text, registry=registry)
+    assert [i.path for i in info.value.issues] == ["x-defaults", "x-more"]
 
 
 def test_component_removed_after_validation_is_reported_at_build(tmp_path: Path) -> None:
@@ -403,3 +459,49 @@ def test_home_relative_paths_expand_to_the_home_directory(
           tools: [{use: read_file, root: ~/data}]
         """), registry=registry)
     assert Path(comp.agent.tools[0].config.root) == home / "data"  # not conf/~/data
+
+
+# -- a key written in the wrong section: where it belongs (issue 10, item 22) ------------------------
+
+
+def _issues(text: str, registry: Registry) -> dict[str, str]:
+    with pytest.raises(ConfigError) as info:
+        loads_composition(textwrap.dedent(text), registry=registry)
+    return {i.path: i.message for i in info.value.issues}
+
+
+def test_a_key_of_another_section_says_where_it_belongs(registry: Registry) -> None:
+    issues = _issues("""\
+        seamkit: 1
+        agent:
+          api_key: ${NOT_NEEDED:-x}
+          model: {use: secretive, api_key: k, temperature: 0.2, max_steps: 3, prefix: ">"}
+          tools: [{use: echo, seed: 7}]
+          settings: {answer: yes-please}
+          max_tokens: 10
+        """, registry)
+    where = {path: message.split(" (allowed: ")[0] for path, message in issues.items()}
+    assert where == {
+        "agent.api_key": "unknown key 'api_key'; it belongs under agent.model, not here",
+        "agent.model.temperature": "unknown key 'temperature' for provider 'secretive'; it belongs under "
+                                   "agent.settings, not here",
+        "agent.model.max_steps": "unknown key 'max_steps' for provider 'secretive'; it belongs under agent, not here",
+        "agent.model.prefix": "unknown key 'prefix' for provider 'secretive'; it belongs under agent.tools[0], "
+                              "not here",  # echo's own parameter
+        "agent.tools[0].seed": "unknown key 'seed' for tool 'echo'; it belongs under agent.settings, not here",
+        "agent.settings.answer": "unknown key 'answer'; it belongs under agent.model, not here",
+        "agent.max_tokens": "unknown key 'max_tokens'; it belongs under agent.settings, not here",
+    }
+    assert issues["agent.max_tokens"].endswith(f"(allowed: {', '.join(fields_at(Composition, ['agent']))})")
+
+
+def test_where_a_key_belongs_comes_from_the_models_and_close_spellings_point_there_too(registry: Registry) -> None:
+    for key in Settings.model_fields:  # every setting, whatever the model declares
+        issues = _issues(f"seamkit: 1\nagent:\n  model: {{use: scripted, turns: [x], {key}: 1}}\n", registry)
+        assert issues[f"agent.model.{key}"].startswith(
+            f"unknown key {key!r} for provider 'scripted'; it belongs under agent.settings, not here"), issues
+    issues = _issues("seamkit: 1\nagent:\n  model: {use: scripted, turns: [x], temprature: 1}\n", registry)
+    assert "did you mean agent.settings.temperature?" in issues["agent.model.temprature"]
+    issues = _issues("seamkit: 1\nagent:\n  model: {use: scripted, turns: [x]}\n  settings: {max_tokenz: 3}\n",
+                     registry)  # a close spelling in the same section still wins
+    assert "did you mean 'max_tokens'?" in issues["agent.settings.max_tokenz"]

@@ -126,3 +126,50 @@ def test_unterminated_reference_is_reported(text: str) -> None:
 def test_keys_are_always_strings_and_quoted_values_never_resolve() -> None:
     doc = parse_yaml("1: a\ntrue: b\nnull: c\nq: 'true'\nr: \"3\"\ns: 3\nt: ~\nu:\n", env={})
     assert doc.data == {"1": "a", "true": "b", "null": "c", "q": "true", "r": "3", "s": 3, "t": None, "u": None}
+
+
+# -- alias expansion is measured without expanding (issue 10, item 22) ------------------------------
+
+#: each level: a list or a mapping of scalars and aliases to earlier levels
+LEVELS = st.lists(
+    st.tuples(st.booleans(), st.lists(st.one_of(st.just(None), st.integers(0, 8)), min_size=1, max_size=5)),
+    min_size=1, max_size=7,
+)
+
+
+def _expanded(value: object) -> int:
+    """Values with aliases expanded, mapping keys included: counted by brute force."""
+    if isinstance(value, dict):
+        return 1 + sum(1 + _expanded(v) for v in value.values())
+    if isinstance(value, list):
+        return 1 + sum(_expanded(v) for v in value)
+    return 1
+
+
+@given(LEVELS, st.integers(5, 400))
+def test_an_alias_bomb_is_reported_exactly_when_the_expanded_document_passes_the_limit(
+        levels: list[tuple[bool, list[int | None]]], limit: int) -> None:
+    import seamkit.composition._yaml as yaml_module
+
+    lines = []
+    for i, (as_map, items) in enumerate(levels):
+        written = ["x" if ref is None or ref >= i else f"*l{ref}" for ref in items]
+        body = (", ".join(f"k{j}: {w}" for j, w in enumerate(written)) if as_map else ", ".join(written))
+        lines.append(f"l{i}: &l{i} " + ("{" + body + "}" if as_map else "[" + body + "]"))
+    text = "\n".join(lines)
+    expected = _expanded(yaml.safe_load(text))
+    saved = yaml_module.MAX_VALUES
+    yaml_module.MAX_VALUES = limit
+    try:
+        doc = parse_yaml(text, env={})
+    finally:
+        yaml_module.MAX_VALUES = saved
+    bombs = [p for p in doc.problems if "alias-expansion bomb" in p.message]
+    written_values = _expanded(yaml.safe_load(text.replace("*l", "l")))  # the same text, no alias expanded
+    if expected <= limit or written_values > limit:  # within the limit, or too big without any alias
+        assert bombs == [] and (expected > limit or doc.data == yaml.safe_load(text))
+    else:
+        (bomb,) = bombs
+        assert bomb.position is not None
+        assert text.splitlines()[bomb.position.line - 1][bomb.position.column - 1] == "*"
+        assert doc.data is None

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from seamkit.errors import ConfigError, ConfigIssue, PluginError
 from seamkit.grounding import MemoryItem
+from seamkit.plugins.ports_check import Port, port_problems
 from seamkit.plugins.registry import get_registry
+from seamkit.ports import EmbeddingPort, VectorPort
 from seamkit.retrieval import VectorMemory, chunk_markdown
 from seamkit.values import Scope
 
@@ -19,17 +21,30 @@ from seamkit_retrieval.config import MemorySlot, VectorMemoryConfig
 __all__ = ["IndexedVectorMemory", "build"]
 
 
-def _component(slot: MemorySlot, at: str) -> object:
+def _component(slot: MemorySlot, at: str, port: Port) -> object:
+    """Build the memory component of ``slot`` (written at ``at``) and check it against ``port``.
+    Raises :class:`~seamkit.errors.ConfigError` located at ``at`` for an unknown component, bad
+    parameters, or a component that does not satisfy ``port`` (naming each missing member)."""
     reg = get_registry()
     try:
         spec = reg.resolve("memory", slot.use, slot.from_)
     except PluginError as exc:
         raise ConfigError([ConfigIssue(str(exc), f"{at}.use")]) from None
     try:
-        return spec.build(slot.params)
+        component = spec.build(slot.params)
     except ConfigError as exc:
         raise ConfigError([ConfigIssue(f"memory {slot.use!r}: {i.message}", f"{at}.{i.path}" if i.path else at)
                            for i in exc.issues]) from None
+    problems = port_problems(component, port)
+    if problems:
+        raise ConfigError([ConfigIssue(
+            f"memory {slot.use!r} (from {spec.distribution}) built {type(component).__name__}, which does not "
+            f"satisfy {port.label}: {'; '.join(problems)}", at)])
+    return component
+
+
+_EMBEDDINGS = Port("the embedding port (EmbeddingPort)", EmbeddingPort)
+_VECTORS = Port("the vector port (VectorPort)", VectorPort)
 
 
 class IndexedVectorMemory(VectorMemory):
@@ -67,16 +82,16 @@ class IndexedVectorMemory(VectorMemory):
 
 def build(config: VectorMemoryConfig) -> IndexedVectorMemory:
     """The component factory. Raises :class:`~seamkit.errors.ConfigError` located at
-    ``embeddings``/``vectors`` for an unknown component or bad parameters, and at ``index`` for a
-    pattern matching no file."""
+    ``embeddings``/``vectors`` for an unknown component, bad parameters or a component that is not
+    an embedding / vector port, and at ``index`` for a pattern matching no file."""
     files: list[Path] = []
     for pattern in config.index:
         found = sorted(Path(p) for p in glob.glob(str(pattern), recursive=True) if Path(p).is_file())
         if not found:
             raise ConfigError([ConfigIssue(f"{pattern} matches no file", "index")])
         files.extend(found)
-    embedder = _component(config.embeddings, "embeddings")
-    vectors = _component(config.vectors, "vectors")
+    embedder = _component(config.embeddings, "embeddings", _EMBEDDINGS)
+    vectors = _component(config.vectors, "vectors", _VECTORS)
     dims = getattr(embedder, "dimensions", None)
     vdims = getattr(vectors, "dimensions", None)
     if dims is not None and vdims is not None and dims != vdims:

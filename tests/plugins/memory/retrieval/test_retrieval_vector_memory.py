@@ -78,3 +78,14 @@ def test_an_index_pattern_matching_nothing_is_an_error(tmp_path: Path) -> None:
     path = _write(tmp_path, AGENT.replace("notes/*.md", "nowhere/*.md"))
     with pytest.raises(ConfigError, match="matches no file"):
         build_agent(load_composition(path))
+
+
+def test_nested_components_are_checked_against_their_ports(tmp_path: Path) -> None:
+    """Issue 10, item 21: the embeddings and vectors slots name the port a component misses."""
+    swapped = AGENT.replace("embeddings: sentence_transformers", "embeddings: {use: sqlite_vec, dimensions: 384}")
+    with pytest.raises(ConfigError) as info:
+        build_agent(load_composition(_write(tmp_path, swapped)))
+    (issue,) = info.value.issues
+    assert issue.path == "agent.context.grounding.embeddings"
+    assert issue.message.startswith("memory 'vector_memory': memory 'sqlite_vec' (from seamkit-vector-sqlite) built ")
+    assert "which does not satisfy the embedding port (EmbeddingPort): missing embed()" in issue.message

@@ -1,0 +1,249 @@
+"""A plugin whose component is broken, as ``seamkit validate`` and ``seamkit run`` show it: a factory
+path with a typo (issue 10, item 20), and components that do not satisfy the port of their slot or
+yield the wrong type at run time (issue 10, item 21). Each message names the slot, the component,
+its distribution and the members to fix; none is a traceback."""
+
+from __future__ import annotations
+
+import types
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+from seamkit.accumulate import collect_result
+from seamkit.cli import main as cli_main
+from seamkit.hookspecs import hookimpl
+from seamkit.values import ChatRequest, Delta, LLMResult
+
+# -- components, good and broken ---------------------------------------------------------------
+
+
+class _Config(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str = "m1"
+
+
+class GoodModel:
+    """A provider that satisfies the model port (the base of the broken ones)."""
+
+    provider = "brokenprov"
+
+    def __init__(self, cfg: _Config | None = None) -> None:
+        self.model = cfg.model if cfg is not None else "m1"
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
+        yield Delta(text="fine")
+        yield Delta(finish_reason="stop")
+
+    async def chat(self, request: ChatRequest) -> LLMResult:
+        return await collect_result(self.stream(request), provider=self.provider, model=self.model)
+
+
+class NoChat:
+    provider = "brokenprov"
+
+    def __init__(self, cfg: _Config) -> None:
+        self.model = cfg.model
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
+        yield Delta(text="x")
+
+
+class CoroutineStream(GoodModel):
+    async def stream(self, request: ChatRequest) -> Any:  # type: ignore[override]  # no yield: a coroutine
+        return [Delta(text="x")]
+
+
+class StreamWithoutRequest(GoodModel):
+    async def stream(self) -> AsyncIterator[Delta]:  # type: ignore[override]
+        yield Delta(text="x")
+
+
+class YieldsDict(GoodModel):
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Any]:  # type: ignore[override]
+        yield {"text": "hello"}
+
+
+class YieldsStr(GoodModel):
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Any]:  # type: ignore[override]
+        yield "hello"
+
+
+def numeric_provider(cfg: _Config) -> Any:
+    model = GoodModel(cfg)
+    model.provider = 7  # type: ignore[assignment]
+    return model
+
+
+def plain_function_tool() -> Any:
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    return add
+
+
+def coroutine_middleware() -> Any:
+    async def mw(call: Any) -> Any:
+        return None
+
+    return mw
+
+
+def not_a_checkpoint_store() -> Any:
+    return types.SimpleNamespace(close=None)
+
+
+def not_a_compactor() -> Any:
+    class Halfway:
+        name = "halfway"
+
+        def compact(self, messages: Any) -> Any:  # not async, and no budget_tokens
+            return messages
+
+    return Halfway()
+
+
+@hookimpl
+def seamkit_register_providers(register: Any) -> None:
+    for name, factory in [("good", GoodModel), ("nochat", NoChat), ("corostream", CoroutineStream),
+                          ("norequest", StreamWithoutRequest), ("yieldsdict", YieldsDict), ("yieldsstr", YieldsStr),
+                          ("numeric", numeric_provider)]:
+        register(name, factory, config=_Config)
+    register("typo_attr", "seamkit.testing.models:ScriptedModle", config=_Config)
+    register("typo_module", "seamkit.testing.modles:ScriptedModel", config=_Config)
+
+
+@hookimpl
+def seamkit_register_tools(register: Any) -> None:
+    register("plainfn", plain_function_tool)
+
+
+@hookimpl
+def seamkit_register_middlewares(register: Any) -> None:
+    register("coromw", coroutine_middleware)
+
+
+@hookimpl
+def seamkit_register_stores(register: Any) -> None:
+    register("nostore", not_a_checkpoint_store)
+
+
+@hookimpl
+def seamkit_register_compactors(register: Any) -> None:
+    register("halfway", not_a_compactor)
+
+
+BROKEN = types.SimpleNamespace(**{n: f for n, f in globals().items() if n.startswith("seamkit_register_")})
+
+
+@pytest.fixture
+def broken(register_plugin: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    report = register_plugin(BROKEN, name="broken-plugin", distribution="seamkit-broken", version="1.2")
+    assert report.status == "ok", report
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    rc = cli_main.main(list(args))
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err and "AttributeError" not in err, err
+    return rc, out, err
+
+
+def _agent(root: Path, body: str, model: str = "good") -> str:
+    path = root / "agent.yaml"
+    path.write_text(f"seamkit: 1\nagent:\n  model: {{use: {model}}}\n  checkpoints: null\n{body}")
+    return str(path)
+
+
+# -- 20. a factory path with a typo: `validate` says so (exit 2), naming the plugin ---------------
+
+
+@pytest.mark.parametrize(("use", "error"), [
+    ("typo_attr", "has no attribute 'ScriptedModle'; did you mean 'ScriptedModel'?"),
+    ("typo_module", "No module named 'seamkit.testing.modles'"),
+])
+def test_validate_imports_each_factory_and_names_the_plugin_of_a_typo(
+        broken: Path, capsys: pytest.CaptureFixture[str], use: str, error: str) -> None:
+    path = _agent(broken, "", model=use)
+    rc, out, err = _cli(capsys, "validate", path)
+    assert rc == 2, (out, err)
+    assert f"agent.yaml:3:16: agent.model.use: provider {use!r} (from seamkit-broken 1.2, plugin 'broken-plugin') " \
+           "cannot be loaded: its factory" in err
+    assert error in err and out == ""
+    rc, out, err = _cli(capsys, "run", path, "hi")  # the same at run time: exit 2 before anything runs
+    assert rc == 2 and error in err, err
+
+
+# -- 21. a component that does not satisfy the port of its slot --------------------------------
+
+
+@pytest.mark.parametrize(("model", "problems"), [
+    ("nochat", ["missing chat()"]),
+    ("corostream", ["stream() is an 'async def' without 'yield'", "make it an async generator"]),
+    ("norequest", ["stream() has the wrong parameters: it takes (), the port calls stream(request)"]),
+])
+def test_validate_names_the_model_slot_and_the_members_a_provider_class_lacks(
+        broken: Path, capsys: pytest.CaptureFixture[str], model: str, problems: list[str]) -> None:
+    path = _agent(broken, "", model=model)
+    rc, out, err = _cli(capsys, "validate", path)
+    assert rc == 2, (out, err)
+    assert (f"agent.model.use: provider {model!r} (from seamkit-broken 1.2, plugin 'broken-plugin') does not "
+            "satisfy the model port (LLMPort): ") in err
+    assert all(p in err for p in problems), err
+
+
+@pytest.mark.parametrize(("body", "model", "slot", "problems"), [
+    ("", "numeric", "agent.model: provider 'numeric'",
+     ["the model port (LLMPort)", "provider must be a str (got int)"]),
+    ("  tools: [plainfn]\n", "good", "agent.tools[0]: tool 'plainfn'",
+     ["the tool port (ToolPort)", "missing schema; missing validate(); missing invoke()"]),
+    ("  middlewares: [coromw]\n", "good", "agent.middlewares[0]: middleware 'coromw'",
+     ["the middleware has the wrong parameters: it takes (call), the port calls mw(call, next)",
+      "the middleware is an 'async def' without 'yield'"]),
+    ("  context: {compactor: halfway, budget_tokens: 1000}\n", "good", "agent.context.compactor: compactor 'halfway'",
+     ["the compactor port (CompactorPort)", "compact() has the wrong parameters"]),
+], ids=["model", "tool", "middleware", "compactor"])
+def test_run_names_the_slot_and_the_members_a_built_component_gets_wrong(
+        broken: Path, capsys: pytest.CaptureFixture[str], body: str, model: str, slot: str,
+        problems: list[str]) -> None:
+    path = _agent(broken, body, model=model)
+    assert _cli(capsys, "validate", path)[0] == 0  # a factory function: only building it tells
+    rc, out, err = _cli(capsys, "run", path, "hi")
+    assert rc == 2, (out, err)
+    assert f"{slot} (from seamkit-broken 1.2, plugin 'broken-plugin') built " in err
+    assert all(p in err for p in problems), err
+    assert "agent: cannot build the agent" not in err
+
+
+def test_run_names_the_checkpoints_slot_and_the_checkpoint_port(
+        broken: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = broken / "agent.yaml"
+    path.write_text("seamkit: 1\nagent:\n  model: good\n  checkpoints: nostore\n")
+    rc, _, err = _cli(capsys, "run", str(path), "hi")
+    assert rc == 2
+    assert "agent.checkpoints: store 'nostore' (from seamkit-broken 1.2, plugin 'broken-plugin') built a " \
+           "SimpleNamespace, which does not satisfy the checkpoint port (CheckpointPort): missing save(); " in err
+    assert "close is not callable (it is a NoneType)" in err
+
+
+# -- 21. a provider that yields the wrong type: a classified error naming it ---------------------
+
+
+@pytest.mark.parametrize("model", ["yieldsdict", "yieldsstr"])
+@pytest.mark.parametrize("middlewares", ["", "  middlewares: [{use: retry, max_attempts: 3}]\n"],
+                         ids=["direct", "through-middleware"])
+def test_a_provider_yielding_something_else_than_a_delta_is_a_classified_error_naming_it(
+        broken: Path, capsys: pytest.CaptureFixture[str], model: str, middlewares: str) -> None:
+    path = _agent(broken, middlewares, model=model)
+    assert _cli(capsys, "validate", path)[0] == 0
+    rc, out, err = _cli(capsys, "run", path, "hi")
+    assert rc == 1, (out, err)
+    shown = "a dict" if model == "yieldsdict" else "a str"
+    assert (f"ProviderError: brokenprov: unknown: stream() (model m1) yielded {shown} where a seamkit.values.Delta "
+            "belongs; the provider is broken") in err
+    assert "hello" not in err  # what it yielded is not shown
+    assert err.count("ProviderError") == 1  # not retried: a broken provider stays broken
