@@ -328,7 +328,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
             what = ("--approve/--reject/--edit do not apply: it waits for a person to settle a tool call whose "
                     "outcome is unknown, not for approval" if not waiting
                     else f"run {args.run_id} waits for a person to settle a tool call whose outcome is unknown")
-            raise UsageError(what + ("\n" + uncertain_text(args.run_id, waiting, agent_file=args.agent) if waiting else ""))
+            hint = uncertain_text(args.run_id, waiting, agent_file=args.agent) if waiting else ""
+            raise UsageError(what + ("\n" + hint if hint else ""))
     elif snap.status == "suspended":
         if decisions is None:
             asyncio.run(cp.close())
