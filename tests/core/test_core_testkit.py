@@ -258,3 +258,15 @@ async def test_scripted_model_following_the_transcript_continues_a_resumed_scrip
     assert (await fresh.chat(ChatRequest((Message.user("q"),)))).text == "first"
     plain = ScriptedModel(turns)
     assert (await plain.chat(ChatRequest(tuple(history)))).text == "first"
+
+
+async def test_scripted_model_calls_counts_requests_when_following_the_transcript() -> None:
+    # issue 10 item 24: with follow_transcript the turn index was also the call count, so a
+    # request resumed mid-script (or a repeated one) was miscounted
+    history = (Message.user("q"), Message.assistant("first"), Message.user("more"))
+    model = ScriptedModel(["first", "second", "third"], follow_transcript=True)
+    await model.chat(ChatRequest(history))
+    assert model.calls == 1
+    await model.chat(ChatRequest(history))
+    await model.chat(ChatRequest((Message.user("q"),)))
+    assert model.calls == 3 == len(model.requests)
