@@ -9,6 +9,8 @@ from datetime import UTC
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from seamkit.agent.agent import Agent
 from seamkit.errors import Failure, RunCancelled
 from seamkit.middleware import Call, Next
@@ -278,6 +280,61 @@ def test_render_tool_value() -> None:
     assert render_tool_value({"a": [1, None]}) == '{"a":[1,null]}'
     assert render_tool_value(P(1)) == '{"x":1}'
     assert render_tool_value(Decimal("1.5")) == '"1.5"'
+
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+
+
+@pytest.mark.parametrize(
+    ("value", "media_type"),
+    [(PNG, "image/png"), (b"\xff\xfe\x00\x01", "application/octet-stream"), (b"a\x00b", "application/octet-stream"),
+     (bytearray(b"%PDF-1.7\n\xe2\xe3"), "application/pdf"), (memoryview(b"RIFF\x00\x00\x00\x00WEBPVP8 "), "image/webp")],
+)
+async def test_a_tool_returning_binary_bytes_ran_and_its_result_says_what_it_returned(value: Any, media_type: str) -> None:
+    # issue 10 item 14: bytes that are not UTF-8 text were reported as the tool failing
+    import base64
+    import json
+
+    @tool(side_effecting=True)
+    def snapshot() -> Any:
+        """Take a snapshot of the screen and return the encoded image."""
+        return value
+
+    inv = Invoker(ScriptedModel([]), ToolRegistry([snapshot]))
+    result = await inv.call_tool(ToolCall("c1", "snapshot", {}), make_test_ctx())
+    assert not result.is_error
+    shown = json.loads(result.content)
+    assert shown["media_type"] == media_type and shown["size_bytes"] == len(bytes(value))
+    assert base64.b64decode(shown["base64"], validate=True) == bytes(value)
+
+
+@pytest.mark.parametrize("value", [b"caf\xc3\xa9 \xe2\x82\xac", bytearray(b"line 1\nline 2\t."), memoryview(b"plain")])
+def test_utf8_bytes_render_as_their_text(value: Any) -> None:
+    assert render_tool_value(value) == bytes(value).decode("utf-8")
+
+
+@given(st.binary(max_size=64) | st.text(max_size=32).map(str.encode))
+def test_rendered_bytes_lose_nothing(data: bytes) -> None:
+    import base64
+    import json
+
+    shown = render_tool_value(data)
+    if shown.startswith('{"media_type": '):
+        assert base64.b64decode(json.loads(shown)["base64"]) == data
+    else:
+        assert shown.encode("utf-8") == data
+
+
+async def test_a_value_that_cannot_be_shown_says_the_tool_ran() -> None:
+    @tool(side_effecting=True)
+    def pay(amount: int) -> Any:
+        """Pay the amount to the merchant and return the payment handle."""
+        return {"nested": object(), "bytes": b"\xff"}
+
+    inv = Invoker(ScriptedModel([]), ToolRegistry([pay]))
+    result = await inv.call_tool(ToolCall("c1", "pay", {"amount": 3}), make_test_ctx())
+    assert result.is_error and result.content.startswith("The tool ran and returned a dict value")
+    assert render_tool_value({"bytes": b"\xff", "text": b"ok"}) == '{"bytes":"_w==","text":"b2s="}'
 
 
 async def test_cancelling_a_running_agent_ends_the_task_cancelled() -> None:

@@ -15,12 +15,69 @@ from seamkit.runtime.context import RunContext
 from seamkit.tools.registry import ToolRegistry
 from seamkit.values import EMPTY, ChatRequest, Delta, FrozenDict, LLMResult, ToolCall, ToolRequest, ToolResult
 
-__all__ = ["Invoker", "render_tool_value"]
+__all__ = ["Invoker", "render_tool_value", "sniff_media_type"]
+
+
+#: Leading bytes of the binary formats a tool most often returns, and their media types: the
+#: patterns of the WHATWG MIME Sniffing Standard (https://mimesniff.spec.whatwg.org/, section 6.1
+#: "Matching an image type pattern" and 6.4 "Matching an archive type pattern"; PDF from
+#: section 7.1, "Identifying a resource with an unknown MIME type"). WebP is checked separately
+#: (``RIFF`` + 4 size bytes + ``WEBP``).
+_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"%PDF-", "application/pdf"),
+    (b"PK\x03\x04", "application/zip"),
+    (b"\x1f\x8b\x08", "application/gzip"),
+)
+#: WHATWG MIME Sniffing, section 7.2: "A binary data byte is a byte in the range 0x00 to 0x08
+#: (NUL to BS), the byte 0x0B (VT), a byte in the range 0x0E to 0x1A (SO to SUB), or a byte in the
+#: range 0x1C to 0x1F (FS to US)." Text containing one is binary data even when it decodes.
+_BINARY_DATA_BYTES = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1B), *range(0x1C, 0x20)])
+
+
+def sniff_media_type(data: bytes) -> str:
+    """The media type of ``data`` from its leading bytes (PNG, JPEG, GIF, WebP, PDF, ZIP, gzip;
+    see :data:`_SIGNATURES`), or ``application/octet-stream`` when none matches."""
+    for signature, media_type in _SIGNATURES:
+        if data.startswith(signature):
+            return media_type
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return "application/octet-stream"
+
+
+def _render_bytes(data: bytes) -> str:
+    media_type = sniff_media_type(data)
+    if media_type == "application/octet-stream":
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            if len(data.translate(None, _BINARY_DATA_BYTES)) == len(data):
+                return text
+    import base64
+
+    return json.dumps(
+        {"media_type": media_type, "size_bytes": len(data), "base64": base64.b64encode(data).decode("ascii")}
+    )
 
 
 def render_tool_value(value: Any) -> str:
     """A tool's return value as tool-result text: ``str`` as is, anything else as JSON (pydantic
-    models, dataclasses, ``Decimal``, ``datetime`` included)."""
+    models, dataclasses, ``Decimal``, ``datetime`` included).
+
+    ``bytes``, ``bytearray`` and ``memoryview``: UTF-8 text (with no binary data bytes) as that
+    text; anything else as a JSON object ``{"media_type", "size_bytes", "base64"}`` (standard
+    base64, RFC 4648 section 4; the media type sniffed by :func:`sniff_media_type`). Bytes nested
+    inside a structure are UTF-8 text when every one of them decodes, otherwise all of them are
+    base64 (URL-safe alphabet, RFC 4648 section 5: pydantic's ``bytes_mode="base64"``).
+
+    Raises ``ValueError`` (``pydantic_core.PydanticSerializationError``) for a value that cannot be
+    written as JSON."""
     t = type(value)
     if t is str:
         return value  # type: ignore[no-any-return]
@@ -28,9 +85,32 @@ def render_tool_value(value: Any) -> str:
         return str(value)
     if t is bool or value is None:
         return json.dumps(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _render_bytes(bytes(value))
     import pydantic_core
 
-    return pydantic_core.to_json(value).decode()
+    try:
+        return pydantic_core.to_json(value).decode()
+    except pydantic_core.PydanticSerializationError:
+        # nested bytes that are not UTF-8: say what they hold rather than fail
+        return pydantic_core.to_json(value, bytes_mode="base64").decode()
+
+
+def _result_of(call: ToolCall, value: Any) -> ToolResult:
+    """The tool ran and returned ``value``: its result, or (a value that cannot be written as text)
+    an error result saying that it ran and why its value cannot be shown, so the model does not
+    take it for a failure and repeat the call."""
+    try:
+        return ToolResult(call.id, call.name, render_tool_value(value))
+    except Exception as exc:  # the tool ran: whatever the rendering raised is not the tool's failure
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return ToolResult(
+            call.id,
+            call.name,
+            f"The tool ran and returned a {type(value).__name__} value that cannot be shown as text ({why}). "
+            "Do not repeat the call to see it.",
+            is_error=True,
+        )
 
 
 class Invoker:
@@ -66,7 +146,7 @@ class Invoker:
             raise UnknownToolError(tc.name, self.tools.names)
         args = t.validate(tc.arguments)
         value = await t.invoke(args, call.ctx)
-        yield ToolResult(tc.id, tc.name, render_tool_value(value))
+        yield _result_of(tc, value)
 
     def stream_chat(self, request: ChatRequest, ctx: RunContext, meta: FrozenDict = EMPTY) -> AsyncIterator[Delta]:
         """The deltas of one model call, through the chat chain."""
@@ -88,7 +168,7 @@ class Invoker:
                 if t is None:
                     raise UnknownToolError(call.name, self.tools.names)
                 value = await t.invoke(t.validate(call.arguments), ctx)
-                return ToolResult(call.id, call.name, render_tool_value(value))
+                return _result_of(call, value)
             req = ToolRequest(call, t.schema if t is not None else None)
             result: ToolResult = await collect_one(self._tool(Call("tool", req, ctx, meta)))
         except asyncio.CancelledError:
