@@ -34,6 +34,7 @@ def add(a: int, b: int) -> int:
 
 @tool(side_effecting=False)
 def fail(reason: str) -> str:
+    """Always fail with the given reason (to test error results)."""
     raise RuntimeError(reason)
 
 
@@ -48,6 +49,7 @@ async def test_parallel_tool_calls_run_concurrently_bounded() -> None:
 
     @tool(side_effecting=False)
     async def work(i: int) -> int:
+        """Do one unit of work numbered i and return its number."""
         nonlocal running, max_running
         running += 1
         max_running = max(max_running, running)
@@ -115,6 +117,7 @@ async def test_tool_choice_must_name_a_tool() -> None:
 def test_duplicate_tool_names_are_refused() -> None:
     @tool(side_effecting=False, name="add")
     def other(x: int) -> int:
+        """Return x unchanged; a second tool named add."""
         return x
 
     with pytest.raises(ValueError, match="duplicate tool name 'add'"):
@@ -292,6 +295,7 @@ async def test_closing_the_stream_early_cancels_the_run() -> None:
 
     @tool(side_effecting=False)
     async def slow() -> str:
+        """Wait a long time, then answer (to test cancellation)."""
         started.set()
         try:
             await asyncio.sleep(30)

@@ -232,6 +232,7 @@ async def hang() -> str:
 
 @tool(side_effecting=False)
 def explode(x: int) -> str:
+    """Always raise, naming x (to test error results)."""
     raise RuntimeError(f"bad {x}")
 
 
@@ -288,9 +289,12 @@ PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
 @pytest.mark.parametrize(
     ("value", "media_type"),
     [(PNG, "image/png"), (b"\xff\xfe\x00\x01", "application/octet-stream"), (b"a\x00b", "application/octet-stream"),
-     (bytearray(b"%PDF-1.7\n\xe2\xe3"), "application/pdf"), (memoryview(b"RIFF\x00\x00\x00\x00WEBPVP8 "), "image/webp")],
+     (bytearray(b"%PDF-1.7\n\xe2\xe3"), "application/pdf"),
+     (memoryview(b"RIFF\x00\x00\x00\x00WEBPVP8 "), "image/webp")],
 )
-async def test_a_tool_returning_binary_bytes_ran_and_its_result_says_what_it_returned(value: Any, media_type: str) -> None:
+async def test_a_tool_returning_binary_bytes_ran_and_its_result_says_what_it_returned(
+    value: Any, media_type: str
+) -> None:
     # issue 10 item 14: bytes that are not UTF-8 text were reported as the tool failing
     import base64
     import json

@@ -108,11 +108,13 @@ async def test_schema_driven_model_calls_every_tool_with_valid_arguments() -> No
 
     @tool(side_effecting=False)
     def lookup(city: str, limit: int = 5, tags: list[str] | None = None) -> str:
+        """Look up places in a city, at most limit of them, filtered by tags."""
         received["lookup"] = {"city": city, "limit": limit, "tags": tags}
         return "found"
 
     @tool(side_effecting=True)
     def ship(to: Address, express: bool, weight_kg: float) -> str:
+        """Ship a parcel of weight_kg to an address, express or standard."""
         received["ship"] = {"to": to, "express": express, "weight_kg": weight_kg}
         return "shipped"
 
@@ -229,6 +231,7 @@ def test_test_kit_models_are_llm_ports() -> None:
 def test_function_tools_are_tool_ports() -> None:
     @tool(side_effecting=False)
     def f(x: int) -> int:
+        """Return x unchanged (a tool for port checks)."""
         return x
 
     assert isinstance(f, ToolPort)

@@ -17,6 +17,7 @@ from typing import Any, overload
 
 from seamkit.errors import ToolArgumentError
 from seamkit.runtime.context import RunContext
+from seamkit.tools.registry import missing_description
 from seamkit.values import ToolSchema, freeze
 
 __all__ = ["FunctionTool", "tool"]
@@ -106,6 +107,8 @@ class FunctionTool:
         if desc is None:
             parts = [doc.short_description or "", doc.long_description or ""]
             desc = "\n\n".join(p for p in parts if p).strip()
+        if not desc.strip():
+            raise TypeError(missing_description(self.__name__, getattr(fn, "__qualname__", self.__name__)))
         self._schema = ToolSchema(self.__name__, desc, freeze(params), side_effecting)
 
     @property
@@ -179,8 +182,9 @@ def tool(
     ``blocking=False`` runs a *sync* function directly on the event loop (only for cheap, pure
     functions); by default sync functions run in a worker thread.
 
-    Raises ``TypeError`` when ``side_effecting`` is missing, or a parameter has no type hint or a
-    type pydantic cannot describe.
+    Raises ``TypeError`` when ``side_effecting`` is missing, a parameter has no type hint or a
+    type pydantic cannot describe, or the tool has no description (neither a docstring nor
+    ``description=``): the description is what the model reads to decide when to call it.
     """
     if fn is not None or side_effecting is None:
         raise TypeError(
