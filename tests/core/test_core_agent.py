@@ -365,3 +365,56 @@ def test_strict_mode_nulls_for_absent_optional_properties_are_dropped() -> None:
         spec.parse('{"name": null}')
     untouched = {"name": "a"}
     assert drop_absent_nulls(untouched, schema) is untouched
+
+
+class TruncatingModel:
+    """First turn: a tool call whose arguments are cut off at max_tokens (finish_reason length),
+    as a provider streams it; then whatever ``answer`` says given the request."""
+
+    provider = "fake"
+    model = "truncating"
+
+    def __init__(self, raw_arguments: str) -> None:
+        self.raw = raw_arguments
+        self.requests: list[Any] = []
+
+    async def stream(self, request: Any) -> Any:
+        from seamkit.values import Delta, ToolCallDelta
+
+        self.requests.append(request)
+        if len(self.requests) == 1:
+            yield Delta(tool_call=ToolCallDelta(0, "call_1", "write_note", self.raw[:40]))
+            yield Delta(tool_call=ToolCallDelta(0, None, None, self.raw[40:]))
+            yield Delta(usage=Usage(requests=1), finish_reason="length")
+            return
+        yield Delta(text="gave up")
+        yield Delta(usage=Usage(requests=1), finish_reason="stop")
+
+    async def chat(self, request: Any) -> Any:
+        from seamkit.accumulate import collect_result
+
+        return await collect_result(self.stream(request))
+
+
+@pytest.mark.parametrize("durable", [False, True])
+async def test_a_tool_call_cut_off_at_max_tokens_goes_back_to_the_model_as_an_error(durable: bool) -> None:
+    # issue 10 item 9: the truncated arguments raised ProviderError and failed the run
+    from seamkit.testing.memory_store import MemoryStore
+
+    written: list[str] = []
+
+    @tool(side_effecting=True)
+    def write_note(text: str) -> str:
+        """Write a note with the given text to the user's notebook; returns ok."""
+        written.append(text)
+        return "ok"
+
+    model = TruncatingModel('{"text": "' + "very long note " * 50)  # the closing quote and brace never came
+    agent = Agent(model, tools=[write_note], checkpointer=MemoryStore() if durable else None)
+    result = await agent.run("write a long note")
+    assert result.output == "gave up" and written == []
+    answered = model.requests[1].messages[-1].tool_results[0]
+    assert answered.call_id == "call_1" and answered.is_error
+    assert "not valid JSON" in answered.content and "cut off at max_tokens" in answered.content
+    assert "call the tool again" in answered.content
+    assert any("call_1" in w and "was not run" in w for w in result.warnings)

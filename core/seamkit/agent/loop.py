@@ -22,6 +22,7 @@ from seamkit.errors import EffectUncertain, OutputValidationError, RunCancelled,
 from seamkit.middleware import Call
 from seamkit.runtime.concurrency import gather_bounded
 from seamkit.runtime.context import RunContext
+from seamkit.runtime.invoker import unusable_arguments_result
 from seamkit.values import (
     EMPTY,
     ChatRequest,
@@ -300,6 +301,9 @@ class Run:
 
             calls = result.message.tool_calls
             if calls:
+                for c in calls:
+                    if c.arguments_error is not None:
+                        self.warnings.append(f"tool call {c.id} ({c.name}) was not run: {c.arguments_error}")
                 if durable:
                     await self._save("running")
                 continue
@@ -390,6 +394,10 @@ class Run:
                     if self.handle is not None:  # keep it recorded against the current version
                         await self.handle.record_write(c.id, r)
             self.pending = EMPTY
+        for c in calls:
+            if c.arguments_error is not None and c.id not in done:
+                # nothing to run, approve or record: the model is told to call again
+                done[c.id] = unusable_arguments_result(c)
         approvals = agent.approvals
         # calls recorded as waiting for a person are decided by the decisions, whatever the
         # resuming agent's own approval policies say (a rejected call never runs)

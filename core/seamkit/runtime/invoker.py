@@ -8,14 +8,14 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from seamkit.accumulate import Accumulator
-from seamkit.errors import UnknownToolError
+from seamkit.errors import ToolArgumentError, UnknownToolError
 from seamkit.middleware import Call, Middleware, Next, chain, collect_one
 from seamkit.ports import LLMPort
 from seamkit.runtime.context import RunContext
 from seamkit.tools.registry import ToolRegistry
 from seamkit.values import EMPTY, ChatRequest, Delta, FrozenDict, LLMResult, ToolCall, ToolRequest, ToolResult
 
-__all__ = ["Invoker", "render_tool_value", "sniff_media_type"]
+__all__ = ["Invoker", "render_tool_value", "sniff_media_type", "unusable_arguments_result"]
 
 
 #: Leading bytes of the binary formats a tool most often returns, and their media types: the
@@ -96,6 +96,19 @@ def render_tool_value(value: Any) -> str:
         return pydantic_core.to_json(value, bytes_mode="base64").decode()
 
 
+def unusable_arguments_result(call: ToolCall) -> ToolResult:
+    """The error result for a call whose arguments could not be decoded (``call.arguments_error``
+    is set): the tool is not run, and the model is told why, as for arguments the tool refuses
+    (a :class:`~seamkit.errors.ToolArgumentError`), and to call again with complete arguments."""
+    problem = call.arguments_error or "the arguments could not be decoded"
+    exc = ToolArgumentError(call.name, [f"(arguments): {problem}"])
+    return ToolResult(
+        call.id, call.name,
+        f"{type(exc).__name__}: {exc}. The call was not run; call the tool again with complete JSON arguments.",
+        is_error=True,
+    )
+
+
 def _result_of(call: ToolCall, value: Any) -> ToolResult:
     """The tool ran and returned ``value``: its result, or (a value that cannot be written as text)
     an error result saying that it ran and why its value cannot be shown, so the model does not
@@ -161,7 +174,11 @@ class Invoker:
 
     async def call_tool(self, call: ToolCall, ctx: RunContext, meta: FrozenDict = EMPTY) -> ToolResult:
         """Run one tool call through the tool chain; failures become ``is_error`` results that
-        name the problem so the model can correct itself."""
+        name the problem so the model can correct itself. A call whose arguments could not be
+        decoded (``arguments_error``) is answered without running anything
+        (:func:`unusable_arguments_result`)."""
+        if call.arguments_error is not None:
+            return unusable_arguments_result(call)
         t = self.tools.get(call.name)
         try:
             if self._tool_direct:
