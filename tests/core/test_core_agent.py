@@ -418,3 +418,48 @@ async def test_a_tool_call_cut_off_at_max_tokens_goes_back_to_the_model_as_an_er
     assert "not valid JSON" in answered.content and "cut off at max_tokens" in answered.content
     assert "call the tool again" in answered.content
     assert any("call_1" in w and "was not run" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize("durable", [False, True])
+@pytest.mark.parametrize("parallel", [False, True])
+async def test_side_effecting_calls_of_one_turn_run_one_after_another(durable: bool, parallel: bool) -> None:
+    # issue 10 item 13: side-effecting calls of one turn ran concurrently, racing each other
+    from seamkit.testing.memory_store import MemoryStore
+
+    running: set[str] = set()
+    overlaps: list[tuple[str, ...]] = []
+    order: list[str] = []
+
+    async def busy(name: str, seconds: float) -> None:
+        running.add(name)
+        overlaps.append(tuple(sorted(running)))
+        order.append(name)
+        await asyncio.sleep(seconds)
+        running.discard(name)
+
+    @tool(side_effecting=True)
+    async def transfer(label: str) -> str:
+        """Transfer money between two accounts; returns the transfer's label."""
+        await busy(label, 0.02)
+        return label
+
+    @tool(side_effecting=False)
+    async def balance(label: str) -> str:
+        """Read the balance of the account with this label; returns the label."""
+        await busy(label, 0.05)
+        return label
+
+    turn = calls(("transfer", {"label": "t1"}), ("balance", {"label": "b1"}), ("transfer", {"label": "t2"}),
+                 ("transfer", {"label": "t3"}))
+    model = ScriptedModel([turn, "done"])
+    agent = Agent(model, tools=[transfer, balance], parallel_side_effects=parallel,
+                  checkpointer=MemoryStore() if durable else None)
+    result = await agent.run("move money")
+    assert [r.content for r in result.transcript[2].tool_results] == ["t1", "b1", "t2", "t3"]
+    transfers_at_once = max(sum(1 for n in o if n.startswith("t")) for o in overlaps)
+    if parallel:
+        assert transfers_at_once == 3
+    else:
+        assert transfers_at_once == 1  # one after another
+        assert [n for n in order if n.startswith("t")] == ["t1", "t2", "t3"]  # in the model's order
+        assert any("b1" in o and any(n.startswith("t") for n in o) for o in overlaps)  # reads stay concurrent

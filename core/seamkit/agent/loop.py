@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -445,9 +445,7 @@ class Run:
         if len(to_run) == 1:
             done[to_run[0].id] = await self._call(to_run[0], meta)
         elif to_run:
-            ran = await gather_bounded(
-                [partial(self._call, c, meta) for c in to_run], limit=agent.max_parallel_tools
-            )
+            ran = await self._batch(to_run, partial(self._call, meta=meta))
             for c, r in zip(to_run, ran, strict=True):
                 done[c.id] = r
         for call_id, arguments in edited.items():
@@ -472,15 +470,48 @@ class Run:
         if len(calls) == 1:
             results: tuple[ToolResult, ...] = (await invoker.call_tool(calls[0], ctx, meta),)
         else:
-            results = tuple(
-                await gather_bounded(
-                    [partial(invoker.call_tool, c, ctx, meta) for c in calls], limit=self.agent.max_parallel_tools
-                )
-            )
+            results = tuple(await self._batch(calls, partial(invoker.call_tool, ctx=ctx, meta=meta)))
         if emit is not None:
             for r in results:
                 self._event("tool_result", tool_result=r)
         return results
+
+    async def _batch(
+        self, calls: Sequence[ToolCall], run: Callable[[ToolCall], Awaitable[ToolResult]]
+    ) -> list[ToolResult]:
+        """``run`` each of one turn's ``calls``; results in the model's call order.
+
+        Read-only calls run concurrently (at most ``max_parallel_tools`` at once). Side-effecting
+        ones run one after another, in the model's order, alongside them: the model wrote them
+        in one turn without seeing any outcome, and two writes racing (or a payment and the
+        email announcing it) is rarely what it meant. ``parallel_side_effects`` lets them run
+        concurrently too."""
+        agent = self.agent
+        limit = agent.max_parallel_tools
+        serial: list[int] = []
+        if not agent.parallel_side_effects:
+            tools = agent.invoker.tools
+            for i, c in enumerate(calls):
+                t = tools.get(c.name)
+                if t is not None and t.schema.side_effecting and c.arguments_error is None:
+                    serial.append(i)
+        if len(serial) < 2:
+            return await gather_bounded([partial(run, c) for c in calls], limit=limit)
+        in_order = frozenset(serial)
+        rest = [i for i in range(len(calls)) if i not in in_order]
+
+        async def one_after_another() -> list[ToolResult]:
+            return [await run(calls[i]) for i in serial]
+
+        factories: list[Callable[[], Awaitable[Any]]] = [one_after_another]
+        factories.extend(partial(run, calls[i]) for i in rest)
+        ran = await gather_bounded(factories, limit=limit)
+        results: list[ToolResult | None] = [None] * len(calls)
+        for i, r in zip(serial, ran[0], strict=True):
+            results[i] = r
+        for i, r in zip(rest, ran[1:], strict=True):
+            results[i] = r
+        return results  # type: ignore[return-value]  # every slot is filled
 
     async def _call(self, call: ToolCall, meta: FrozenDict) -> ToolResult:
         invoker = self.agent.invoker

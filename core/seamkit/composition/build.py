@@ -104,6 +104,7 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
             reset_tool_choice=a.reset_tool_choice,
             max_steps=a.max_steps,
             max_parallel_tools=a.max_parallel_tools,
+            parallel_side_effects=a.parallel_side_effects,
             temperature=a.settings.temperature,
             max_tokens=a.settings.max_tokens,
             seed=a.settings.seed,
