@@ -13,7 +13,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from seamkit.accumulate import Accumulator
 from seamkit.agent.result import AgentResult, StopReason
@@ -55,6 +55,7 @@ REJECTED_TEMPLATE = "A person rejected this tool call; it was not run."
 LENGTH_WARNING = "the answer was cut off at max_tokens (finish_reason length)"
 EDITED_TEMPLATE = "A person approved this call with edited arguments; it ran with: {arguments}"
 _APPROVAL_SCOPE_PREFIX = "seamkit.approvals:"
+T = TypeVar("T")
 
 
 class Run:
@@ -244,7 +245,7 @@ class Run:
             if calls:
                 if cancellation.cancelled:
                     cancellation.raise_if_cancelled()
-                results = await self._run_tools(calls, meta)
+                results = await self._cancellable(self._run_tools(calls, meta))
                 calls = ()
                 if results is None:
                     return await self._finish(None, "suspended")
@@ -329,6 +330,60 @@ class Run:
             if emit is not None:
                 self._event("output", output=output)
             return await self._finish(output, "completed")
+
+    # -- cancellation -------------------------------------------------------------------------
+
+    async def _cancellable(self, work: Awaitable[T]) -> T:
+        """Await ``work`` (a tool batch) so that ``ctx.cancellation.cancel()`` stops it in flight:
+        the token cancels this task, so async tools are cancelled (their ``finally`` blocks run)
+        and tools in worker threads see the token; then :class:`~seamkit.errors.RunCancelled` is
+        raised with the token's reason. A cancellation of this task by anyone else stays an
+        ``asyncio.CancelledError``; the two are told apart by counting cancel requests
+        (``Task.cancelling()``)."""
+        token = self.ctx.cancellation
+        task = asyncio.current_task()
+        if task is None:
+            return await work
+        loop = asyncio.get_running_loop()
+        requested = False
+        active = True  # a stop() scheduled from another thread may arrive after the batch ended
+
+        def stop() -> None:
+            nonlocal requested
+            if active and not requested and not task.done():
+                requested = True
+                task.cancel(f"run cancelled: {token.reason}")
+
+        def on_cancel() -> None:  # runs in the thread that called cancel()
+            try:
+                here = asyncio.get_running_loop()
+            except RuntimeError:
+                here = None
+            if here is loop:
+                stop()
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(stop)
+
+        remove = token.on_cancel(on_cancel)
+        try:
+            result = await work
+        except asyncio.CancelledError:
+            if requested and task.uncancel() == 0:
+                raise RunCancelled(token.reason or "cancelled") from None
+            raise
+        finally:
+            active = False
+            remove()
+        if requested:
+            # the token fired as the batch ended: withdraw the request (Python < 3.13 keeps a
+            # pending one after uncancel(), so let it arrive here); the run stops at the next
+            # check between steps, with these results kept
+            try:
+                await asyncio.sleep(0)
+            except asyncio.CancelledError:
+                pass
+            task.uncancel()
+        return result
 
     # -- request building ---------------------------------------------------------------------
 

@@ -132,8 +132,9 @@ class Invoker:
 
     ``stream_chat`` yields deltas; ``chat`` collects them; ``call_tool`` returns a
     :class:`~seamkit.values.ToolResult` and never raises for a tool's own failure (unknown tool,
-    invalid arguments, a raising tool: an ``is_error`` result). ``asyncio.CancelledError`` always
-    propagates.
+    invalid arguments, a raising tool: an ``is_error`` result). ``asyncio.CancelledError``
+    propagates when the task running the call is being cancelled (``Task.cancelling()``); one
+    that a tool raises while nobody cancels it is that tool's failure (an ``is_error`` result).
     """
 
     __slots__ = ("_chat", "_tool", "_tool_direct", "has_chat_middleware", "middlewares", "model", "tools")
@@ -188,8 +189,15 @@ class Invoker:
                 return _result_of(call, value)
             req = ToolRequest(call, t.schema if t is not None else None)
             result: ToolResult = await collect_one(self._tool(Call("tool", req, ctx, meta)))
-        except asyncio.CancelledError:
-            raise
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # the run (or whoever awaits this call) is being cancelled
+            # nobody cancelled this task: the tool's own code raised it (an operation inside it was
+            # cancelled), which is that tool's failure, not the run's cancellation
+            why = f": {exc}" if str(exc) else ""
+            return ToolResult(call.id, call.name, f"CancelledError{why} (raised by the tool itself; the run was not "
+                              "cancelled)", is_error=True)
         except Exception as exc:
             return ToolResult(call.id, call.name, f"{type(exc).__name__}: {exc}", is_error=True)
         return result

@@ -45,7 +45,10 @@ class FunctionTool:
     returns keyword arguments ready for the function or raises
     :class:`~seamkit.errors.ToolArgumentError`. ``invoke(arguments, ctx)`` calls the function
     (sync functions in a worker thread unless ``blocking=False``). The function stays callable
-    directly: ``add(2, 3)``.
+    directly: ``add(2, 3)``. When the run is cancelled (``ctx.cancellation.cancel()``), an async
+    function is cancelled; a function in a worker thread cannot be, so it should take a
+    ``RunContext`` parameter and return when ``ctx.cancellation.cancelled`` turns true: the run
+    waits :attr:`cancel_grace` seconds for it.
     """
 
 
@@ -141,14 +144,44 @@ class FunctionTool:
         if self._is_async:
             return await self.fn(**kwargs)
         if self._blocking:
-            return await asyncio.to_thread(self.fn, **kwargs)
+            return await _in_thread(self.fn, kwargs, ctx, self.cancel_grace)
         return self.fn(**kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
+    #: Seconds a cancelled run waits for a sync tool running in a worker thread to return once
+    #: ``ctx.cancellation`` is cancelled (a thread cannot be interrupted: the tool sees the token
+    #: through a ``RunContext`` parameter and returns, its ``finally`` blocks running). After
+    #: that the run stops waiting; the thread runs on until the function returns.
+    cancel_grace: float = 2.0
+
     def __repr__(self) -> str:
         return f"<tool {self.name} side_effecting={self._schema.side_effecting}>"
+
+
+async def _in_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any], ctx: RunContext, grace: float) -> Any:
+    """``fn(**kwargs)`` in the default executor (context variables copied, as
+    ``asyncio.to_thread``). When the awaiting task is cancelled and ``ctx.cancellation`` is too,
+    waits up to ``grace`` seconds for the function to return before re-raising."""
+    import contextvars
+    import functools
+
+    loop = asyncio.get_running_loop()
+    fut = loop.run_in_executor(None, functools.partial(contextvars.copy_context().run, fn, **kwargs))
+    try:
+        return await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        if not fut.done():
+            fut.add_done_callback(_retrieve)  # its outcome is nobody's now: no "never retrieved" noise
+            if ctx.cancellation.cancelled and grace > 0:
+                await asyncio.wait((fut,), timeout=grace)
+        raise
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()
 
 
 @overload
