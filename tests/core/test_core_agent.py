@@ -10,6 +10,8 @@ from typing import Any
 
 import pydantic
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from seamkit.agent.agent import Agent
 from seamkit.agent.loop import CORRECTIVE_TEMPLATE
 from seamkit.agent.output import OutputSpec, output_spec
@@ -18,6 +20,7 @@ from seamkit.agent.result import AgentResult
 from seamkit.errors import FailureClass, OutputValidationError, ProviderError
 from seamkit.testing import ScriptedModel, make_test_ctx
 from seamkit.testing.models import ScriptedTurn
+from seamkit.testing.transcripts import transcripts
 from seamkit.tools import tool
 from seamkit.values import Message, StreamEvent, Usage
 
@@ -463,3 +466,111 @@ async def test_side_effecting_calls_of_one_turn_run_one_after_another(durable: b
         assert transfers_at_once == 1  # one after another
         assert [n for n in order if n.startswith("t")] == ["t1", "t2", "t3"]  # in the model's order
         assert any("b1" in o and any(n.startswith("t") for n in o) for o in overlaps)  # reads stay concurrent
+
+
+# --- unanswered tool calls (issue 10 item 5) ------------------------------------------------
+
+
+def rejected_call_ids(messages: Any) -> list[str]:
+    """The tool call ids a provider refuses the conversation for, by OpenAI Chat Completions'
+    rule (HTTP 400 "An assistant message with 'tool_calls' must be followed by tool messages
+    responding to each 'tool_call_id'. The following tool_call_ids did not have response
+    messages: ..."): each call needs a result in the tool messages right after its turn."""
+    missing: list[str] = []
+    for i, m in enumerate(messages):
+        if m.role != "assistant" or not m.tool_calls:
+            continue
+        answered: set[str] = set()
+        j = i + 1
+        while j < len(messages) and messages[j].role == "tool":
+            answered |= {r.call_id for r in messages[j].tool_results}
+            j += 1
+        missing += [c.id for c in m.tool_calls if c.id not in answered]
+    return missing
+
+
+def interrupted_history() -> list[Message]:
+    from seamkit.values import ToolCall
+
+    return [
+        Message.user("Book a table for two at 19:00."),
+        Message("assistant", (ToolCall("call_book", "book_table", {"time": "19:00"}),)),
+        # the process died here: no result was ever recorded
+    ]
+
+
+@tool(side_effecting=True)
+def book_table(time: str) -> str:
+    """Book a table for two at the restaurant at the given time; returns the booking reference."""
+    raise AssertionError("a call from the history must never run again")
+
+
+@pytest.mark.parametrize("path", ["run", "stream", "request_builder"])
+async def test_a_history_with_an_unanswered_call_reaches_the_model_answered(path: str) -> None:
+    from seamkit.agent.loop import UNANSWERED_TEMPLATE
+    from seamkit.request import RequestBuilder
+
+    model = ScriptedModel(["Noted: I will not book anything."])
+    builder = RequestBuilder() if path == "request_builder" else None
+    agent = Agent(model, tools=[book_table], request_builder=builder)
+    task = "Never mind, do not book."
+    if path == "stream":
+        events = [e async for e in agent.stream(task, history=interrupted_history())]
+        result = events[-1].data["result"]
+    else:
+        result = await agent.run(task, history=interrupted_history())
+    sent = model.requests[0].messages
+    assert rejected_call_ids(sent) == []
+    answer = sent[2].tool_results[0]
+    assert (answer.call_id, answer.content, answer.is_error) == ("call_book", UNANSWERED_TEMPLATE, True)
+    assert [m.role for m in sent][-2:] == ["tool", "user"]
+    assert any("call_book" in w for w in result.warnings)
+    assert rejected_call_ids(result.transcript) == ["call_book"]  # the transcript keeps what was handed in
+
+
+async def test_only_the_calls_of_the_last_message_are_due() -> None:
+    from seamkit.agent.loop import UNANSWERED_TEMPLATE
+    from seamkit.values import ToolCall, ToolResult
+
+    ran: list[int] = []
+
+    @tool(side_effecting=False)
+    def square(n: int) -> int:
+        """Square an integer n and return the result as an integer."""
+        ran.append(n)
+        return n * n
+
+    # a partially answered turn in the middle, then a due turn at the end
+    task = [
+        Message.user("square 2 and 3"),
+        Message("assistant", (ToolCall("a", "square", {"n": 2}), ToolCall("b", "square", {"n": 3}))),
+        Message("tool", (ToolResult("a", "square", "4"),)),
+        Message.user("and 5?"),
+        Message("assistant", (ToolCall("c", "square", {"n": 5}),)),
+    ]
+    model = ScriptedModel(["4, unknown, 25"])
+    await Agent(model, tools=[square]).run(task)
+    assert ran == [5]
+    sent = model.requests[0].messages
+    assert rejected_call_ids(sent) == []
+    assert [(r.call_id, r.content) for r in sent[2].tool_results] == [("a", "4"), ("b", UNANSWERED_TEMPLATE)]
+    assert sent[-1].tool_results[0].content == "25"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(max_units=8), st.data())
+def test_answering_unanswered_calls_keeps_every_message_and_is_idempotent(messages: Any, data: Any) -> None:
+    from seamkit.agent.loop import answer_unanswered_calls
+
+    tool_messages = [i for i, m in enumerate(messages) if m.role == "tool"]
+    dropped = set(data.draw(st.lists(st.sampled_from(tool_messages), unique=True))) if tool_messages else set()
+    handed_in = [m for i, m in enumerate(messages) if i not in dropped]
+    out, added = answer_unanswered_calls(handed_in, last_is_due=False)
+    assert rejected_call_ids(out) == []
+    synthetic = {c.id for c in added}
+    kept = [b for m in out for b in m.content if getattr(b, "call_id", None) not in synthetic]
+    assert kept == [b for m in handed_in for b in m.content]  # nothing lost, nothing reordered
+    again, more = answer_unanswered_calls(out, last_is_due=False)
+    assert again == out and more == []
+    if not added:
+        assert out == handed_in

@@ -5,6 +5,19 @@ Capabilities (retry, budgets, compaction, ...) are middlewares around the calls 
 never drive it. The next step is derived from the transcript (an assistant turn with tool calls
 and no results yet means a tool batch is due), so a run resumed from any checkpoint continues
 exactly where it stopped.
+
+Unanswered tool calls. Providers reject a conversation in which an assistant tool call has no
+result (OpenAI: every ``tool_calls`` entry needs a following ``tool`` message; Anthropic: every
+``tool_use`` needs a ``tool_result`` in the next user turn). The rule: only the calls of the
+*last* message of the transcript a run starts from are due (the loop runs them: a run resumed
+after its model turn, or a task that ends with an assistant turn asking for tools). Every other
+call without a result next to it (in the messages right after its assistant turn) is answered
+in each request with :data:`UNANSWERED_TEMPLATE` as an error result
+(:func:`answer_unanswered_calls`), and the run gets a warning: a ``history=`` with an interrupted
+tool turn, an edited transcript, a resumed ``seamkit.ask`` session. The transcript itself keeps
+the messages as handed in (a durable run's log is append-only); the synthetic results exist only
+in the requests, built in one place that every path (``run``, ``stream``, ``resume``,
+``seamkit.ask``, a request builder) goes through.
 """
 
 from __future__ import annotations
@@ -44,7 +57,8 @@ if TYPE_CHECKING:
     from seamkit.durability.ledger import EffectLedger
     from seamkit.request.builder import BuiltRequest, WorkingContext
 
-__all__ = ["Run", "CORRECTIVE_TEMPLATE", "EDITED_TEMPLATE", "REJECTED_TEMPLATE"]
+__all__ = ["Run", "CORRECTIVE_TEMPLATE", "EDITED_TEMPLATE", "REJECTED_TEMPLATE", "UNANSWERED_TEMPLATE",
+           "answer_unanswered_calls"]
 
 CORRECTIVE_TEMPLATE = (
     "Your answer did not match the required output format:\n{problems}\n"
@@ -54,8 +68,53 @@ REJECTED_TEMPLATE = "A person rejected this tool call; it was not run."
 #: The run warning for a final answer the model stopped at its output-token limit.
 LENGTH_WARNING = "the answer was cut off at max_tokens (finish_reason length)"
 EDITED_TEMPLATE = "A person approved this call with edited arguments; it ran with: {arguments}"
+#: The error result a request carries for a tool call that has no result in the transcript and
+#: is not due (see the module docstring): whether it ran is not known.
+UNANSWERED_TEMPLATE = (
+    "No result was recorded for this tool call: the conversation went on without one. Whether it ran "
+    "is unknown; do not assume it did."
+)
 _APPROVAL_SCOPE_PREFIX = "seamkit.approvals:"
 T = TypeVar("T")
+
+
+def answer_unanswered_calls(
+    messages: Sequence[Message], *, last_is_due: bool = True
+) -> tuple[list[Message], list[ToolCall]]:
+    """``messages`` with an error result (:data:`UNANSWERED_TEMPLATE`) for every tool call that
+    has none, and the calls answered so; ``messages`` itself is not changed.
+
+    A call counts as answered when a :class:`~seamkit.values.ToolResult` for it is in the
+    messages right after its assistant turn (each carrying a result for one of its calls, as
+    :func:`seamkit.compaction.turn_units` groups them). The synthetic results join the last
+    ``tool`` message of that group, or follow the assistant turn as a new ``tool`` message.
+    ``last_is_due``: the calls of a final assistant message are left alone (the loop runs them).
+    """
+    out: list[Message] = []
+    added: list[ToolCall] = []
+    i, n = 0, len(messages)
+    while i < n:
+        m = messages[i]
+        out.append(m)
+        i += 1
+        if m.role != "assistant" or (i == n and last_is_due):
+            continue
+        pending = {b.id: b for b in m.content if type(b) is ToolCall}
+        while pending and i < n:
+            answered = [b.call_id for b in messages[i].content if type(b) is ToolResult and b.call_id in pending]
+            if not answered:
+                break
+            for call_id in answered:
+                pending.pop(call_id, None)
+            out.append(messages[i])
+            i += 1
+        if pending:
+            synthetic = tuple(ToolResult(c.id, c.name, UNANSWERED_TEMPLATE, is_error=True) for c in pending.values())
+            last = out[-1]
+            out[-1:] = [Message("tool", last.content + synthetic)] if last.role == "tool" else [last, Message(
+                "tool", synthetic)]
+            added.extend(pending.values())
+    return out, added
 
 
 class Run:
@@ -67,6 +126,7 @@ class Run:
 
     __slots__ = (
         "agent",
+        "answered",
         "approved_tools",
         "corrected",
         "ctx",
@@ -103,6 +163,9 @@ class Run:
         self.approved_tools: list[str] = []
         self.in_turn = False  # a model turn is in flight (counted in step, not in the transcript yet)
         self.working: WorkingContext | None = None  # with a request builder: the run's working context
+        # (n, messages): the first n transcript messages as requests send them, unanswered calls
+        # answered (None when none needed it)
+        self.answered: tuple[int, tuple[Message, ...]] | None = None
 
     # -- durable state ------------------------------------------------------------------------
 
@@ -241,6 +304,7 @@ class Run:
         # (a run resumed after its model turn) starts with the tool batch
         last = transcript[-1] if transcript else None
         calls = last.tool_calls if last is not None and last.role == "assistant" else ()
+        self._answer_unanswered()
         while True:
             if calls:
                 if cancellation.cancelled:
@@ -263,9 +327,10 @@ class Run:
             self.step += 1
             self.in_turn = True
             step = self.step
-            built = None if agent.request_builder is None else await self._build(schemas, output_schema)
+            messages = self._messages()
+            built = None if agent.request_builder is None else await self._build(messages, schemas, output_schema)
             request = ChatRequest(
-                tuple(transcript) if built is None else built.messages,
+                messages if built is None else built.messages,
                 schemas,
                 self.tool_choice,
                 output_schema,
@@ -387,13 +452,35 @@ class Run:
 
     # -- request building ---------------------------------------------------------------------
 
-    async def _build(self, tools: tuple[ToolSchema, ...], output_schema: Any) -> BuiltRequest:
+    def _answer_unanswered(self) -> None:
+        """Find the tool calls of the transcript the run starts from that have no result and
+        are not due; requests answer them (see the module docstring)."""
+        transcript = self.transcript
+        out, added = answer_unanswered_calls(transcript)
+        if not added:
+            self.answered = None
+            return
+        self.answered = (len(transcript), tuple(out))
+        ids = ", ".join(f"{c.id} ({c.name})" for c in added)
+        why = f"tool calls without a result were answered as unknown outcomes in each request: {ids}"
+        if why not in self.warnings:
+            self.warnings.append(why)
+
+    def _messages(self) -> tuple[Message, ...]:
+        """The transcript as a request sends it (unanswered calls answered)."""
+        answered = self.answered
+        if answered is None:
+            return tuple(self.transcript)
+        n, head = answered
+        return head + tuple(self.transcript[n:])
+
+    async def _build(self, messages: tuple[Message, ...], tools: tuple[ToolSchema, ...],
+                     output_schema: Any) -> BuiltRequest:
         builder = self.agent.request_builder
         assert builder is not None
         if self.working is None:
             self.working = builder.context(scope=self.ctx.scope)
-        return await builder.build(self.working, self.transcript, tools=tools, output_schema=output_schema,
-                                   ctx=self.ctx)
+        return await builder.build(self.working, messages, tools=tools, output_schema=output_schema, ctx=self.ctx)
 
     def _check_citations(self, text: str) -> None:
         assert self.working is not None
