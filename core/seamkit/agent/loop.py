@@ -110,9 +110,10 @@ def answer_unanswered_calls(
             i += 1
         if pending:
             synthetic = tuple(ToolResult(c.id, c.name, UNANSWERED_TEMPLATE, is_error=True) for c in pending.values())
-            last = out[-1]
-            out[-1:] = [Message("tool", last.content + synthetic)] if last.role == "tool" else [last, Message(
-                "tool", synthetic)]
+            if out[-1].role == "tool":
+                out[-1] = Message("tool", out[-1].content + synthetic)
+            else:
+                out.append(Message("tool", synthetic))
             added.extend(pending.values())
     return out, added
 
