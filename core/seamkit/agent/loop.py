@@ -129,6 +129,8 @@ class Run:
         "agent",
         "answered",
         "approved_tools",
+        "batch_task",
+        "cancel_requested",
         "corrected",
         "ctx",
         "decisions",
@@ -167,6 +169,8 @@ class Run:
         # (n, messages): the first n transcript messages as requests send them, unanswered calls
         # answered (None when none needed it)
         self.answered: tuple[int, tuple[Message, ...]] | None = None
+        self.batch_task: asyncio.Task[Any] | None = None  # the task running a tool batch now
+        self.cancel_requested = False  # the cancellation token cancelled batch_task
 
     # -- durable state ------------------------------------------------------------------------
 
@@ -406,41 +410,24 @@ class Run:
         raised with the token's reason. A cancellation of this task by anyone else stays an
         ``asyncio.CancelledError``; the two are told apart by counting cancel requests
         (``Task.cancelling()``)."""
-        token = self.ctx.cancellation
         task = asyncio.current_task()
         if task is None:
             return await work
-        loop = asyncio.get_running_loop()
-        requested = False
-        active = True  # a stop() scheduled from another thread may arrive after the batch ended
-
-        def stop() -> None:
-            nonlocal requested
-            if active and not requested and not task.done():
-                requested = True
-                task.cancel(f"run cancelled: {token.reason}")
-
-        def on_cancel() -> None:  # runs in the thread that called cancel()
-            try:
-                here = asyncio.get_running_loop()
-            except RuntimeError:
-                here = None
-            if here is loop:
-                stop()
-            elif not loop.is_closed():
-                loop.call_soon_threadsafe(stop)
-
-        remove = token.on_cancel(on_cancel)
+        token = self.ctx.cancellation
+        on_cancel = self._on_cancel
+        self.batch_task = task
+        self.cancel_requested = False
+        token.add_callback(on_cancel)
         try:
             result = await work
         except asyncio.CancelledError:
-            if requested and task.uncancel() == 0:
+            if self.cancel_requested and task.uncancel() == 0:
                 raise RunCancelled(token.reason or "cancelled") from None
             raise
         finally:
-            active = False
-            remove()
-        if requested:
+            self.batch_task = None
+            token.remove_callback(on_cancel)
+        if self.cancel_requested:
             # the token fired as the batch ended: withdraw the request (Python < 3.13 keeps a
             # pending one after uncancel(), so let it arrive here); the run stops at the next
             # check between steps, with these results kept
@@ -450,6 +437,29 @@ class Run:
                 pass
             task.uncancel()
         return result
+
+    def _on_cancel(self) -> None:
+        """The token's callback (called in the thread that cancelled it): cancel the batch's
+        task on its own event loop."""
+        task = self.batch_task
+        if task is None:
+            return
+        loop = task.get_loop()
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is loop:
+            self._stop_batch(task)
+        elif not loop.is_closed():
+            loop.call_soon_threadsafe(self._stop_batch, task)
+
+    def _stop_batch(self, task: asyncio.Task[Any]) -> None:
+        # the batch may have ended (and another begun) before a stop scheduled from another
+        # thread arrives: only the batch still running in that task is stopped
+        if self.batch_task is task and not self.cancel_requested and not task.done():
+            self.cancel_requested = True
+            task.cancel(f"run cancelled: {self.ctx.cancellation.reason}")
 
     # -- request building ---------------------------------------------------------------------
 

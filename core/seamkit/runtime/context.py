@@ -33,10 +33,10 @@ class CancellationToken:
 
     ``cancel(reason)`` marks it (and every child token) cancelled; ``raise_if_cancelled()`` raises
     :class:`~seamkit.errors.RunCancelled`; ``await wait()`` returns once cancelled;
-    ``on_cancel(callback)`` calls ``callback()`` when it is cancelled. ``cancel()`` may be called
+    ``add_callback(callback)`` calls ``callback()`` when it is cancelled. ``cancel()`` may be called
     from any thread (a tool running in a worker thread, a signal handler's thread): ``wait()``
     wakes up on its own event loop, and callbacks run in the thread that called ``cancel()``.
-    The agent loop uses ``on_cancel`` to stop a tool batch in flight: async tools are cancelled,
+    The agent loop uses ``add_callback`` to stop a tool batch in flight: async tools are cancelled,
     tools running in a worker thread see ``ctx.cancellation.cancelled`` turn true.
     """
 
@@ -72,21 +72,24 @@ class CancellationToken:
         for child in self._children or ():
             child.cancel(reason)
 
-    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Call ``callback()`` (once) when this token is cancelled, at once if it already is.
-        Returns a function that unregisters it."""
+    def add_callback(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` when this token is cancelled (at once if it already is), in the
+        thread that calls :meth:`cancel`. Remove it with :meth:`remove_callback`."""
         if self._reason is not None:
             callback()
-            return _nothing
-        if self._callbacks is None:
-            self._callbacks = []
-        self._callbacks.append(callback)
+        elif self._callbacks is None:
+            self._callbacks = [callback]
+        else:
+            self._callbacks.append(callback)
 
-        def remove() -> None:
-            if self._callbacks is not None and callback in self._callbacks:
-                self._callbacks.remove(callback)
-
-        return remove
+    def remove_callback(self, callback: Callable[[], None]) -> None:
+        """Forget ``callback`` (added with :meth:`add_callback`); nothing happens if it is not there."""
+        callbacks = self._callbacks
+        if callbacks:
+            try:
+                callbacks.remove(callback)
+            except ValueError:
+                pass
 
     def child(self) -> CancellationToken:
         """A token cancelled whenever this one is (but not the other way round)."""
@@ -119,10 +122,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
-def _nothing() -> None:
-    return None
 
 
 @dataclass(slots=True)

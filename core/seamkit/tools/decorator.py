@@ -165,23 +165,35 @@ async def _in_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any], ctx: Run
     ``asyncio.to_thread``). When the awaiting task is cancelled and ``ctx.cancellation`` is too,
     waits up to ``grace`` seconds for the function to return before re-raising."""
     import contextvars
-    import functools
 
     loop = asyncio.get_running_loop()
-    fut = loop.run_in_executor(None, functools.partial(contextvars.copy_context().run, fn, **kwargs))
+    # [running, event]: the worker clears running when fn returns and then sets the event if a
+    # cancelled caller is waiting on it (made only then: the common path pays nothing for it)
+    state: list[Any] = [True, None]
+    run_in_context = contextvars.copy_context().run
+
+    def call() -> Any:
+        try:
+            return run_in_context(fn, **kwargs)
+        finally:
+            state[0] = False
+            returned = state[1]
+            if returned is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(returned.set)
+
     try:
-        return await asyncio.shield(fut)
+        return await loop.run_in_executor(None, call)
     except asyncio.CancelledError:
-        if not fut.done():
-            fut.add_done_callback(_retrieve)  # its outcome is nobody's now: no "never retrieved" noise
-            if ctx.cancellation.cancelled and grace > 0:
-                await asyncio.wait((fut,), timeout=grace)
+        # the thread cannot be interrupted; a tool watching ctx.cancellation returns soon, its
+        # finally blocks run, and the run ends after it rather than under it
+        if ctx.cancellation.cancelled and grace > 0:
+            returned = state[1] = asyncio.Event()
+            if state[0]:
+                try:
+                    await asyncio.wait_for(returned.wait(), grace)
+                except TimeoutError:
+                    pass
         raise
-
-
-def _retrieve(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled():
-        fut.exception()
 
 
 @overload
