@@ -503,6 +503,25 @@ async def test_the_token_cancelled_from_a_worker_thread_stops_the_batch() -> Non
     assert cancelled.is_set()
 
 
+async def test_a_token_cancelled_from_another_thread_wakes_its_waiters_and_callbacks() -> None:
+    token = CancellationToken()
+    fired: list[str] = []
+    token.add_callback(lambda: fired.append(threading.current_thread().name))
+    removed = lambda: fired.append("removed")  # noqa: E731
+    token.add_callback(removed)
+    token.remove_callback(removed)
+    waiter = asyncio.create_task(token.wait())
+    await asyncio.sleep(0.01)
+    canceller = threading.Thread(target=token.cancel, args=("from a thread",), name="canceller")
+    canceller.start()
+    await asyncio.wait_for(waiter, 2)
+    canceller.join(2)
+    assert token.reason == "from a thread" and fired == ["canceller"]
+    late: list[int] = []
+    token.add_callback(lambda: late.append(1))  # already cancelled: called at once
+    assert late == [1]
+
+
 async def test_a_cancelled_error_raised_by_a_tool_itself_is_that_tools_error() -> None:
     @tool(side_effecting=False)
     async def fetch_quote() -> str:
