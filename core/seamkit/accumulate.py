@@ -16,6 +16,7 @@ from typing import Any
 from seamkit._frozen import FrozenDict
 from seamkit.errors import FailureClass, ProviderError
 from seamkit.values import (
+    EMPTY,
     ContentBlock,
     Delta,
     FinishReason,
@@ -108,9 +109,12 @@ class _PendingCall:
 class Accumulator:
     """Folds deltas one at a time (``add``) and builds the result (``result``).
 
-    ``provider`` and ``model`` label the result and errors. Raises
-    :class:`~seamkit.errors.ProviderError` (class ``unknown``) from ``result()``
-    when a tool call's joined arguments are not a JSON object, and from ``add()`` for an item
+    ``provider`` and ``model`` label the result. A tool call whose joined arguments are not a
+    usable JSON object (cut off at max_tokens, a runaway argument, ``NaN``, nested too deeply, an
+    array) does not fail the result: it gets empty ``arguments`` and an ``arguments_error``
+    saying why (with the length of the arguments when ``finish_reason`` is ``length``), and the
+    agent loop answers it with an error result instead of running it.
+    Raises :class:`~seamkit.errors.ProviderError` (class ``unknown``) from ``add()`` for an item
     that is not a :class:`~seamkit.values.Delta` (see :func:`not_a_delta`).
     """
 
@@ -222,34 +226,36 @@ class Accumulator:
         for call in calls:
             parts = call.parts
             raw = (parts[0] if len(parts) == 1 else "".join(parts)).strip() or "{}"
-            try:
-                # Objects decode straight into FrozenDicts; only arrays need a freezing pass.
-                args = (
-                    _decode_frozen(raw) if "[" not in raw else freeze(json.loads(raw, parse_constant=_no_constant))
-                )
-            except json.JSONDecodeError as exc:
-                raise ProviderError(
-                    f"tool call {call.name!r} arguments are not valid JSON ({exc.msg} at {exc.pos})",
-                    FailureClass.UNKNOWN,
-                    provider=self.provider,
-                ) from None
-            except (ValueError, RecursionError) as exc:  # NaN, huge integers, deep nesting
-                what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-                raise ProviderError(
-                    f"tool call {call.name!r} arguments are not usable JSON: {what}",
-                    FailureClass.UNKNOWN,
-                    provider=self.provider,
-                ) from None
-            if not isinstance(args, FrozenDict):
-                raise ProviderError(
-                    f"tool call {call.name!r} arguments are not a JSON object", FailureClass.UNKNOWN,
-                    provider=self.provider,
-                )
+            args, problem = _decode_arguments(raw)
             cid = call.id
             if cid is None or cid in seen:
                 cid = f"call_{uuid.uuid4().hex[:24]}"
             seen.add(cid)
-            blocks.append(ToolCall(cid, call.name or "", args))
+            if problem is None:
+                blocks.append(ToolCall(cid, call.name or "", args))
+                continue
+            if self.finish_reason == "length":
+                problem += (f"; the answer was cut off at max_tokens (finish_reason length) after {len(raw)} "
+                            "characters of arguments")
+            blocks.append(ToolCall(cid, call.name or "", EMPTY, arguments_error=problem))
+
+
+def _decode_arguments(raw: str) -> tuple[FrozenDict, str | None]:
+    """``(arguments, None)``, or ``(EMPTY, why they cannot be used)``."""
+    try:
+        # Objects decode straight into FrozenDicts; only arrays need a freezing pass.
+        args = _decode_frozen(raw) if "[" not in raw else freeze(json.loads(raw, parse_constant=_no_constant))
+    except json.JSONDecodeError as exc:
+        return EMPTY, f"the arguments are not valid JSON ({exc.msg}, at character {exc.pos})"
+    except (ValueError, RecursionError) as exc:  # NaN, huge integers, deep nesting
+        what = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return EMPTY, f"the arguments are not usable JSON: {what}"
+    if not isinstance(args, FrozenDict):
+        kind = ("null" if args is None else "a string" if isinstance(args, str) else
+                "true or false" if isinstance(args, bool) else "a number" if isinstance(args, (int, float)) else
+                "an array")
+        return EMPTY, f"the arguments are not a JSON object but {kind}"
+    return args, None
 
 
 async def collect_result(

@@ -174,12 +174,18 @@ class ImageBlock:
 @dataclass(frozen=True, slots=True, eq=True)
 class ToolCall:
     """The model asking for a tool: ``id`` (unique in a run's transcript), ``name`` and decoded
-    JSON ``arguments`` (deeply frozen). Hashes on ``id``; compares on every field."""
+    JSON ``arguments`` (deeply frozen). Hashes on ``id``; compares on every field.
+
+    ``arguments_error``: why the arguments the model wrote could not be used (not valid JSON,
+    e.g. cut off at max_tokens; not a JSON object; NaN; nested too deeply), ``None`` when they
+    could. ``arguments`` is then empty, the call is never run, and its result tells the model
+    the reason (:func:`seamkit.runtime.invoker.unusable_arguments_result`)."""
 
     id: str
     name: str
     arguments: FrozenDict = EMPTY
     type: Literal["tool_call"] = "tool_call"
+    arguments_error: str | None = None
 
     def __hash__(self) -> int:
         return hash(("tool_call", self.id))

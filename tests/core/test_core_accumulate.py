@@ -11,7 +11,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from seamkit.accumulate import Accumulator, collect_result
-from seamkit.errors import ProviderError
 from seamkit.values import Delta, FrozenDict, FrozenList, ReasoningBlock, TextBlock, ToolCall, ToolCallDelta, Usage
 
 
@@ -89,12 +88,15 @@ def test_empty_arguments_are_an_empty_object() -> None:
     assert r.tool_calls[0].arguments == {}
 
 
-@pytest.mark.parametrize("raw", ['{"a": ', "[1, 2]", "null", '"s"', "{'a': 1}"])
-def test_invalid_arguments_raise_provider_error(raw: str) -> None:
-    with pytest.raises(ProviderError) as info:
-        fold([Delta(tool_call=ToolCallDelta(0, "c", "t", raw))])
-    assert info.value.provider == "p"
-    assert "'t'" in str(info.value)
+@pytest.mark.parametrize(("raw", "why"), [
+    ('{"a": ', "not valid JSON"), ("[1, 2]", "not a JSON object but an array"), ("null", "not a JSON object but null"),
+    ('"s"', "not a JSON object but a string"), ("{'a': 1}", "not valid JSON"), ('{"a": NaN}', "not usable JSON"),
+])
+def test_unusable_arguments_mark_the_call_instead_of_failing(raw: str, why: str) -> None:
+    r = fold([Delta(tool_call=ToolCallDelta(0, "c", "t", raw)), Delta(tool_call=ToolCallDelta(1, "d", "u", "{}"))])
+    bad, good = r.tool_calls
+    assert (bad.id, bad.name, bad.arguments) == ("c", "t", {}) and why in (bad.arguments_error or "")
+    assert good.arguments_error is None and good.arguments == {}
 
 
 async def test_collect_result_accepts_async_and_sync_iterables() -> None:

@@ -10,6 +10,8 @@ from typing import Any
 
 import pydantic
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from seamkit.agent.agent import Agent
 from seamkit.agent.loop import CORRECTIVE_TEMPLATE
 from seamkit.agent.output import OutputSpec, output_spec
@@ -18,6 +20,7 @@ from seamkit.agent.result import AgentResult
 from seamkit.errors import FailureClass, OutputValidationError, ProviderError
 from seamkit.testing import ScriptedModel, make_test_ctx
 from seamkit.testing.models import ScriptedTurn
+from seamkit.testing.transcripts import transcripts
 from seamkit.tools import tool
 from seamkit.values import Message, StreamEvent, Usage
 
@@ -34,6 +37,7 @@ def add(a: int, b: int) -> int:
 
 @tool(side_effecting=False)
 def fail(reason: str) -> str:
+    """Always fail with the given reason (to test error results)."""
     raise RuntimeError(reason)
 
 
@@ -48,6 +52,7 @@ async def test_parallel_tool_calls_run_concurrently_bounded() -> None:
 
     @tool(side_effecting=False)
     async def work(i: int) -> int:
+        """Do one unit of work numbered i and return its number."""
         nonlocal running, max_running
         running += 1
         max_running = max(max_running, running)
@@ -115,6 +120,7 @@ async def test_tool_choice_must_name_a_tool() -> None:
 def test_duplicate_tool_names_are_refused() -> None:
     @tool(side_effecting=False, name="add")
     def other(x: int) -> int:
+        """Return x unchanged; a second tool named add."""
         return x
 
     with pytest.raises(ValueError, match="duplicate tool name 'add'"):
@@ -292,6 +298,7 @@ async def test_closing_the_stream_early_cancels_the_run() -> None:
 
     @tool(side_effecting=False)
     async def slow() -> str:
+        """Wait a long time, then answer (to test cancellation)."""
         started.set()
         try:
             await asyncio.sleep(30)
@@ -361,6 +368,212 @@ def test_strict_mode_nulls_for_absent_optional_properties_are_dropped() -> None:
         spec.parse('{"name": null}')
     untouched = {"name": "a"}
     assert drop_absent_nulls(untouched, schema) is untouched
+
+
+class TruncatingModel:
+    """First turn: a tool call whose arguments are cut off at max_tokens (finish_reason length),
+    as a provider streams it; then whatever ``answer`` says given the request."""
+
+    provider = "fake"
+    model = "truncating"
+
+    def __init__(self, raw_arguments: str) -> None:
+        self.raw = raw_arguments
+        self.requests: list[Any] = []
+
+    async def stream(self, request: Any) -> Any:
+        from seamkit.values import Delta, ToolCallDelta
+
+        self.requests.append(request)
+        if len(self.requests) == 1:
+            yield Delta(tool_call=ToolCallDelta(0, "call_1", "write_note", self.raw[:40]))
+            yield Delta(tool_call=ToolCallDelta(0, None, None, self.raw[40:]))
+            yield Delta(usage=Usage(requests=1), finish_reason="length")
+            return
+        yield Delta(text="gave up")
+        yield Delta(usage=Usage(requests=1), finish_reason="stop")
+
+    async def chat(self, request: Any) -> Any:
+        from seamkit.accumulate import collect_result
+
+        return await collect_result(self.stream(request))
+
+
+@pytest.mark.parametrize("durable", [False, True])
+async def test_a_tool_call_cut_off_at_max_tokens_goes_back_to_the_model_as_an_error(durable: bool) -> None:
+    # issue 10 item 9: the truncated arguments raised ProviderError and failed the run
+    from seamkit.testing.memory_store import MemoryStore
+
+    written: list[str] = []
+
+    @tool(side_effecting=True)
+    def write_note(text: str) -> str:
+        """Write a note with the given text to the user's notebook; returns ok."""
+        written.append(text)
+        return "ok"
+
+    model = TruncatingModel('{"text": "' + "very long note " * 50)  # the closing quote and brace never came
+    agent = Agent(model, tools=[write_note], checkpointer=MemoryStore() if durable else None)
+    result = await agent.run("write a long note")
+    assert result.output == "gave up" and written == []
+    answered = model.requests[1].messages[-1].tool_results[0]
+    assert answered.call_id == "call_1" and answered.is_error
+    assert "not valid JSON" in answered.content and "cut off at max_tokens" in answered.content
+    assert "call the tool again" in answered.content
+    assert any("call_1" in w and "was not run" in w for w in result.warnings)
+
+
+@pytest.mark.parametrize("durable", [False, True])
+@pytest.mark.parametrize("parallel", [False, True])
+async def test_side_effecting_calls_of_one_turn_run_one_after_another(durable: bool, parallel: bool) -> None:
+    # issue 10 item 13: side-effecting calls of one turn ran concurrently, racing each other
+    from seamkit.testing.memory_store import MemoryStore
+
+    running: set[str] = set()
+    overlaps: list[tuple[str, ...]] = []
+    order: list[str] = []
+
+    async def busy(name: str, seconds: float) -> None:
+        running.add(name)
+        overlaps.append(tuple(sorted(running)))
+        order.append(name)
+        await asyncio.sleep(seconds)
+        running.discard(name)
+
+    @tool(side_effecting=True)
+    async def transfer(label: str) -> str:
+        """Transfer money between two accounts; returns the transfer's label."""
+        await busy(label, 0.02)
+        return label
+
+    @tool(side_effecting=False)
+    async def balance(label: str) -> str:
+        """Read the balance of the account with this label; returns the label."""
+        await busy(label, 0.05)
+        return label
+
+    turn = calls(("transfer", {"label": "t1"}), ("balance", {"label": "b1"}), ("transfer", {"label": "t2"}),
+                 ("transfer", {"label": "t3"}))
+    model = ScriptedModel([turn, "done"])
+    agent = Agent(model, tools=[transfer, balance], parallel_side_effects=parallel,
+                  checkpointer=MemoryStore() if durable else None)
+    result = await agent.run("move money")
+    assert [r.content for r in result.transcript[2].tool_results] == ["t1", "b1", "t2", "t3"]
+    transfers_at_once = max(sum(1 for n in o if n.startswith("t")) for o in overlaps)
+    if parallel:
+        assert transfers_at_once == 3
+    else:
+        assert transfers_at_once == 1  # one after another
+        assert [n for n in order if n.startswith("t")] == ["t1", "t2", "t3"]  # in the model's order
+        assert any("b1" in o and any(n.startswith("t") for n in o) for o in overlaps)  # reads stay concurrent
+
+
+# --- unanswered tool calls (issue 10 item 5) ------------------------------------------------
+
+
+def rejected_call_ids(messages: Any) -> list[str]:
+    """The tool call ids a provider refuses the conversation for, by OpenAI Chat Completions'
+    rule (HTTP 400 "An assistant message with 'tool_calls' must be followed by tool messages
+    responding to each 'tool_call_id'. The following tool_call_ids did not have response
+    messages: ..."): each call needs a result in the tool messages right after its turn."""
+    missing: list[str] = []
+    for i, m in enumerate(messages):
+        if m.role != "assistant" or not m.tool_calls:
+            continue
+        answered: set[str] = set()
+        j = i + 1
+        while j < len(messages) and messages[j].role == "tool":
+            answered |= {r.call_id for r in messages[j].tool_results}
+            j += 1
+        missing += [c.id for c in m.tool_calls if c.id not in answered]
+    return missing
+
+
+def interrupted_history() -> list[Message]:
+    from seamkit.values import ToolCall
+
+    return [
+        Message.user("Book a table for two at 19:00."),
+        Message("assistant", (ToolCall("call_book", "book_table", {"time": "19:00"}),)),
+        # the process died here: no result was ever recorded
+    ]
+
+
+@tool(side_effecting=True)
+def book_table(time: str) -> str:
+    """Book a table for two at the restaurant at the given time; returns the booking reference."""
+    raise AssertionError("a call from the history must never run again")
+
+
+@pytest.mark.parametrize("path", ["run", "stream", "request_builder"])
+async def test_a_history_with_an_unanswered_call_reaches_the_model_answered(path: str) -> None:
+    from seamkit.agent.loop import UNANSWERED_TEMPLATE
+    from seamkit.request import RequestBuilder
+
+    model = ScriptedModel(["Noted: I will not book anything."])
+    builder = RequestBuilder() if path == "request_builder" else None
+    agent = Agent(model, tools=[book_table], request_builder=builder)
+    task = "Never mind, do not book."
+    if path == "stream":
+        events = [e async for e in agent.stream(task, history=interrupted_history())]
+        result = events[-1].data["result"]
+    else:
+        result = await agent.run(task, history=interrupted_history())
+    sent = model.requests[0].messages
+    assert rejected_call_ids(sent) == []
+    answer = sent[2].tool_results[0]
+    assert (answer.call_id, answer.content, answer.is_error) == ("call_book", UNANSWERED_TEMPLATE, True)
+    assert [m.role for m in sent][-2:] == ["tool", "user"]
+    assert any("call_book" in w for w in result.warnings)
+    assert rejected_call_ids(result.transcript) == ["call_book"]  # the transcript keeps what was handed in
+
+
+async def test_only_the_calls_of_the_last_message_are_due() -> None:
+    from seamkit.agent.loop import UNANSWERED_TEMPLATE
+    from seamkit.values import ToolCall, ToolResult
+
+    ran: list[int] = []
+
+    @tool(side_effecting=False)
+    def square(n: int) -> int:
+        """Square an integer n and return the result as an integer."""
+        ran.append(n)
+        return n * n
+
+    # a partially answered turn in the middle, then a due turn at the end
+    task = [
+        Message.user("square 2 and 3"),
+        Message("assistant", (ToolCall("a", "square", {"n": 2}), ToolCall("b", "square", {"n": 3}))),
+        Message("tool", (ToolResult("a", "square", "4"),)),
+        Message.user("and 5?"),
+        Message("assistant", (ToolCall("c", "square", {"n": 5}),)),
+    ]
+    model = ScriptedModel(["4, unknown, 25"])
+    await Agent(model, tools=[square]).run(task)
+    assert ran == [5]
+    sent = model.requests[0].messages
+    assert rejected_call_ids(sent) == []
+    assert [(r.call_id, r.content) for r in sent[2].tool_results] == [("a", "4"), ("b", UNANSWERED_TEMPLATE)]
+    assert sent[-1].tool_results[0].content == "25"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(transcripts(max_units=8), st.data())
+def test_answering_unanswered_calls_keeps_every_message_and_is_idempotent(messages: Any, data: Any) -> None:
+    from seamkit.agent.loop import answer_unanswered_calls
+
+    tool_messages = [i for i, m in enumerate(messages) if m.role == "tool"]
+    dropped = set(data.draw(st.lists(st.sampled_from(tool_messages), unique=True))) if tool_messages else set()
+    handed_in = [m for i, m in enumerate(messages) if i not in dropped]
+    out, added = answer_unanswered_calls(handed_in, last_is_due=False)
+    assert rejected_call_ids(out) == []
+    synthetic = {c.id for c in added}
+    kept = [b for m in out for b in m.content if getattr(b, "call_id", None) not in synthetic]
+    assert kept == [b for m in handed_in for b in m.content]  # nothing lost, nothing reordered
+    again, more = answer_unanswered_calls(out, last_is_due=False)
+    assert again == out and more == []
+    if not added:
+        assert out == handed_in
 
 
 # --- issue 10: a provider's standing warning is said once per run ----------------------------------

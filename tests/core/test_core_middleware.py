@@ -179,6 +179,7 @@ async def test_kinds_filter_in_an_agent() -> None:
 
     @tool(side_effecting=False)
     def ping() -> str:
+        """Answer pong; checks that the service is alive."""
         return "pong"
 
     model = ScriptedModel([{"tool_calls": [{"name": "ping", "arguments": {}}]}, "done"])
@@ -242,6 +243,7 @@ async def test_tool_middleware_can_answer_instead_of_the_tool() -> None:
 
     @tool(side_effecting=True)
     def delete(path: str) -> str:
+        """Delete the file at path; returns deleted."""
         ran.append(path)
         return "deleted"
 

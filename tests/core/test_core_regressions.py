@@ -86,14 +86,13 @@ async def test_unusable_json_answers_are_output_errors_with_a_corrective_turn(an
 
 
 @pytest.mark.parametrize("args", ['{"a": NaN}', '{"a": ' + "[" * 5000 + "]" * 5000 + "}", '{"a": ' + "7" * 5000 + "}"])
-async def test_unusable_tool_arguments_are_a_classified_provider_error(args: str) -> None:
+async def test_unusable_tool_arguments_are_marked_on_the_call(args: str) -> None:
     from seamkit.accumulate import collect_result
-    from seamkit.errors import ProviderError
     from seamkit.values import Delta, ToolCallDelta
 
     deltas = [Delta(tool_call=ToolCallDelta(0, "c1", "t", args)), Delta(finish_reason="tool_calls")]
-    with pytest.raises(ProviderError, match="not usable JSON"):
-        await collect_result(deltas)
+    call = (await collect_result(deltas)).tool_calls[0]
+    assert call.arguments == {} and "not usable JSON" in (call.arguments_error or "")
 
 
 @pytest.mark.parametrize("template", ["Hi {{a.b}}", "Hi {{}}", "Hi {{ 1a }}", "{{a-b}} there"])

@@ -9,6 +9,8 @@ from datetime import UTC
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from seamkit.agent.agent import Agent
 from seamkit.errors import Failure, RunCancelled
 from seamkit.middleware import Call, Next
@@ -230,6 +232,7 @@ async def hang() -> str:
 
 @tool(side_effecting=False)
 def explode(x: int) -> str:
+    """Always raise, naming x (to test error results)."""
     raise RuntimeError(f"bad {x}")
 
 
@@ -280,6 +283,64 @@ def test_render_tool_value() -> None:
     assert render_tool_value(Decimal("1.5")) == '"1.5"'
 
 
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+
+
+@pytest.mark.parametrize(
+    ("value", "media_type"),
+    [(PNG, "image/png"), (b"\xff\xfe\x00\x01", "application/octet-stream"), (b"a\x00b", "application/octet-stream"),
+     (bytearray(b"%PDF-1.7\n\xe2\xe3"), "application/pdf"),
+     (memoryview(b"RIFF\x00\x00\x00\x00WEBPVP8 "), "image/webp")],
+)
+async def test_a_tool_returning_binary_bytes_ran_and_its_result_says_what_it_returned(
+    value: Any, media_type: str
+) -> None:
+    # issue 10 item 14: bytes that are not UTF-8 text were reported as the tool failing
+    import base64
+    import json
+
+    @tool(side_effecting=True)
+    def snapshot() -> Any:
+        """Take a snapshot of the screen and return the encoded image."""
+        return value
+
+    inv = Invoker(ScriptedModel([]), ToolRegistry([snapshot]))
+    result = await inv.call_tool(ToolCall("c1", "snapshot", {}), make_test_ctx())
+    assert not result.is_error
+    shown = json.loads(result.content)
+    assert shown["media_type"] == media_type and shown["size_bytes"] == len(bytes(value))
+    assert base64.b64decode(shown["base64"], validate=True) == bytes(value)
+
+
+@pytest.mark.parametrize("value", [b"caf\xc3\xa9 \xe2\x82\xac", bytearray(b"line 1\nline 2\t."), memoryview(b"plain")])
+def test_utf8_bytes_render_as_their_text(value: Any) -> None:
+    assert render_tool_value(value) == bytes(value).decode("utf-8")
+
+
+@given(st.binary(max_size=64) | st.text(max_size=32).map(str.encode))
+def test_rendered_bytes_lose_nothing(data: bytes) -> None:
+    import base64
+    import json
+
+    shown = render_tool_value(data)
+    if shown.startswith('{"media_type": '):
+        assert base64.b64decode(json.loads(shown)["base64"]) == data
+    else:
+        assert shown.encode("utf-8") == data
+
+
+async def test_a_value_that_cannot_be_shown_says_the_tool_ran() -> None:
+    @tool(side_effecting=True)
+    def pay(amount: int) -> Any:
+        """Pay the amount to the merchant and return the payment handle."""
+        return {"nested": object(), "bytes": b"\xff"}
+
+    inv = Invoker(ScriptedModel([]), ToolRegistry([pay]))
+    result = await inv.call_tool(ToolCall("c1", "pay", {"amount": 3}), make_test_ctx())
+    assert result.is_error and result.content.startswith("The tool ran and returned a dict value")
+    assert render_tool_value({"bytes": b"\xff", "text": b"ok"}) == '{"bytes":"_w==","text":"b2s="}'
+
+
 async def test_cancelling_a_running_agent_ends_the_task_cancelled() -> None:
     model = ScriptedModel([{"tool_calls": [{"name": "hang", "arguments": {}}]}, "never reached"])
     task = asyncio.create_task(Agent(model, tools=[hang]).run("go"))
@@ -310,6 +371,170 @@ async def test_cancelled_token_stops_the_run() -> None:
     ctx.cancellation.cancel("user pressed stop")
     with pytest.raises(RunCancelled, match="user pressed stop"):
         await Agent(ScriptedModel(["x"])).run("go", ctx=ctx)
+
+
+# issue 10 item 10: ctx.cancellation.cancel() did not stop tools in flight (only checked between steps)
+
+
+def _cancel_soon(ctx: RunContext, started: asyncio.Event, reason: str = "user pressed stop") -> asyncio.Task[None]:
+    async def cancel() -> None:
+        await started.wait()
+        await asyncio.sleep(0.01)
+        ctx.cancellation.cancel(reason)
+
+    return asyncio.create_task(cancel())
+
+
+@pytest.mark.parametrize("durable", [False, True])
+async def test_cancelling_the_token_stops_async_tools_in_flight_and_checkpoints(durable: bool) -> None:
+    from seamkit.testing.memory_store import MemoryStore
+
+    started = asyncio.Event()
+    cleaned: list[str] = []
+
+    @tool(side_effecting=False)
+    async def crawl(site: str) -> str:
+        """Crawl every page of a web site and return how many pages it has."""
+        try:
+            started.set()
+            await asyncio.sleep(30)
+            return "never"
+        finally:
+            cleaned.append(site)
+
+    model = ScriptedModel([{"tool_calls": [{"name": "crawl", "arguments": {"site": s}} for s in ("a", "b")]}, "x"])
+    agent = Agent(model, tools=[crawl], checkpointer=MemoryStore() if durable else None)
+    ctx = make_test_ctx()
+    canceller = _cancel_soon(ctx, started)
+    with pytest.raises(RunCancelled, match="user pressed stop"):
+        await asyncio.wait_for(agent.run("crawl both", ctx=ctx), 5)
+    await canceller
+    assert sorted(cleaned) == ["a", "b"]  # both cancelled, their cleanup ran
+    assert model.calls == 1
+    if durable:
+        snap = await agent.checkpointer.latest(ctx.run_id)
+        assert snap is not None and snap.status == "running"  # resumable, lease released
+        assert "RunCancelled: user pressed stop" in snap.state["interrupted"]
+
+
+async def test_cancelling_the_token_reaches_thread_tools_which_see_it_and_clean_up() -> None:
+    import time
+
+    started = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    seen: list[str] = []
+
+    @tool(side_effecting=False)
+    def index(path: str, ctx: RunContext) -> str:
+        """Index every file under the path for search and return how many were indexed."""
+        loop.call_soon_threadsafe(started.set)
+        try:
+            while not ctx.cancellation.cancelled:
+                time.sleep(0.005)
+            seen.append(f"stopped: {ctx.cancellation.reason}")
+            return "stopped"
+        finally:
+            seen.append("cleanup")
+
+    model = ScriptedModel([{"tool_calls": [{"name": "index", "arguments": {"path": "/"}}]}, "x"])
+    ctx = make_test_ctx()
+    canceller = _cancel_soon(ctx, started)
+    began = time.monotonic()
+    with pytest.raises(RunCancelled):
+        await Agent(model, tools=[index]).run("index", ctx=ctx)
+    await canceller
+    assert seen == ["stopped: user pressed stop", "cleanup"]  # the run waited for the cleanup
+    assert time.monotonic() - began < 2  # not the grace period: the tool returned at once
+
+
+async def test_a_thread_tool_that_ignores_the_token_is_not_waited_on_forever() -> None:
+    import time
+
+    started = asyncio.Event()
+    release = threading.Event()
+    loop = asyncio.get_running_loop()
+
+    @tool(side_effecting=False)
+    def stubborn() -> str:
+        """Compute a long report without ever checking for cancellation; returns the report."""
+        loop.call_soon_threadsafe(started.set)
+        release.wait(10)
+        return "late"
+
+    stubborn.cancel_grace = 0.2
+    ctx = make_test_ctx()
+    canceller = _cancel_soon(ctx, started)
+    began = time.monotonic()
+    try:
+        with pytest.raises(RunCancelled):
+            await Agent(ScriptedModel([{"tool_calls": [{"name": "stubborn"}]}, "x"]), tools=[stubborn]).run(
+                "go", ctx=ctx)
+        assert 0.2 <= time.monotonic() - began < 2
+    finally:
+        release.set()
+        await canceller
+
+
+async def test_the_token_cancelled_from_a_worker_thread_stops_the_batch() -> None:
+    cancelled = asyncio.Event()
+
+    @tool(side_effecting=False)
+    async def wait_for_mail() -> str:
+        """Wait until a new mail arrives and return its subject."""
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    @tool(side_effecting=False)
+    def give_up(ctx: RunContext) -> str:
+        """Decide that the task cannot be done and stop the whole run; returns nothing useful."""
+        import time
+
+        time.sleep(0.02)
+        ctx.cancellation.cancel("nothing to wait for")
+        return "stopping"
+
+    model = ScriptedModel([{"tool_calls": [{"name": "wait_for_mail"}, {"name": "give_up"}]}, "x"])
+    with pytest.raises(RunCancelled, match="nothing to wait for"):
+        await asyncio.wait_for(Agent(model, tools=[wait_for_mail, give_up]).run("go"), 5)
+    assert cancelled.is_set()
+
+
+async def test_a_token_cancelled_from_another_thread_wakes_its_waiters_and_callbacks() -> None:
+    token = CancellationToken()
+    fired: list[str] = []
+    token.add_callback(lambda: fired.append(threading.current_thread().name))
+    removed = lambda: fired.append("removed")  # noqa: E731
+    token.add_callback(removed)
+    token.remove_callback(removed)
+    waiter = asyncio.create_task(token.wait())
+    await asyncio.sleep(0.01)
+    canceller = threading.Thread(target=token.cancel, args=("from a thread",), name="canceller")
+    canceller.start()
+    await asyncio.wait_for(waiter, 2)
+    canceller.join(2)
+    assert token.reason == "from a thread" and fired == ["canceller"]
+    late: list[int] = []
+    token.add_callback(lambda: late.append(1))  # already cancelled: called at once
+    assert late == [1]
+
+
+async def test_a_cancelled_error_raised_by_a_tool_itself_is_that_tools_error() -> None:
+    @tool(side_effecting=False)
+    async def fetch_quote() -> str:
+        """Fetch today's quote from the quote service and return its text."""
+        inner = asyncio.get_running_loop().create_future()
+        inner.cancel()
+        return await inner  # a library's operation cancelled under the tool: CancelledError
+
+    model = ScriptedModel([{"tool_calls": [{"name": "fetch_quote"}]}, "no quote today"])
+    result = await Agent(model, tools=[fetch_quote]).run("quote?")
+    assert result.output == "no quote today"
+    r = result.transcript[2].tool_results[0]
+    assert r.is_error and r.content.startswith("CancelledError") and "run was not cancelled" in r.content
 
 
 async def test_gather_bounded_several_failures_raise_a_group() -> None:

@@ -108,11 +108,13 @@ async def test_schema_driven_model_calls_every_tool_with_valid_arguments() -> No
 
     @tool(side_effecting=False)
     def lookup(city: str, limit: int = 5, tags: list[str] | None = None) -> str:
+        """Look up places in a city, at most limit of them, filtered by tags."""
         received["lookup"] = {"city": city, "limit": limit, "tags": tags}
         return "found"
 
     @tool(side_effecting=True)
     def ship(to: Address, express: bool, weight_kg: float) -> str:
+        """Ship a parcel of weight_kg to an address, express or standard."""
         received["ship"] = {"to": to, "express": express, "weight_kg": weight_kg}
         return "shipped"
 
@@ -229,6 +231,7 @@ def test_test_kit_models_are_llm_ports() -> None:
 def test_function_tools_are_tool_ports() -> None:
     @tool(side_effecting=False)
     def f(x: int) -> int:
+        """Return x unchanged (a tool for port checks)."""
         return x
 
     assert isinstance(f, ToolPort)
@@ -258,3 +261,15 @@ async def test_scripted_model_following_the_transcript_continues_a_resumed_scrip
     assert (await fresh.chat(ChatRequest((Message.user("q"),)))).text == "first"
     plain = ScriptedModel(turns)
     assert (await plain.chat(ChatRequest(tuple(history)))).text == "first"
+
+
+async def test_scripted_model_calls_counts_requests_when_following_the_transcript() -> None:
+    # issue 10 item 24: with follow_transcript the turn index was also the call count, so a
+    # request resumed mid-script (or a repeated one) was miscounted
+    history = (Message.user("q"), Message.assistant("first"), Message.user("more"))
+    model = ScriptedModel(["first", "second", "third"], follow_transcript=True)
+    await model.chat(ChatRequest(history))
+    assert model.calls == 1
+    await model.chat(ChatRequest(history))
+    await model.chat(ChatRequest((Message.user("q"),)))
+    assert model.calls == 3 == len(model.requests)

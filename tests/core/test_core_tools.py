@@ -188,6 +188,7 @@ def test_generated_tool_schemas(specs: tuple[ParamSpec, ...], ctx_at: int | None
 
 def test_tool_needs_side_effecting() -> None:
     def f(x: int) -> int:
+        """Return x unchanged (a tool for registry tests)."""
         return x
 
     with pytest.raises(TypeError, match="side_effecting"):
@@ -250,6 +251,7 @@ async def test_sync_function_runs_in_a_worker_thread() -> None:
 
     @tool(side_effecting=False)
     def where() -> str:
+        """Record which thread runs the tool and return ok."""
         seen.append(threading.get_ident())
         return "ok"
 
@@ -262,6 +264,7 @@ async def test_non_blocking_sync_function_runs_on_the_loop_thread() -> None:
 
     @tool(side_effecting=False, blocking=False)
     def where() -> str:
+        """Record which thread runs the tool and return ok."""
         seen.append(threading.get_ident())
         return "ok"
 
@@ -272,6 +275,7 @@ async def test_non_blocking_sync_function_runs_on_the_loop_thread() -> None:
 async def test_async_function_is_awaited() -> None:
     @tool(side_effecting=False)
     async def later(n: int, ctx: RunContext) -> str:
+        """Return n with the run id and the thread that ran it."""
         await asyncio.sleep(0)
         return f"{n}:{ctx.run_id}:{threading.get_ident()}"
 
@@ -284,6 +288,7 @@ async def test_async_function_is_awaited() -> None:
 def test_function_tool_is_a_tool_port() -> None:
     @tool(side_effecting=False)
     def f(x: int) -> int:
+        """Return x unchanged (a tool for registry tests)."""
         return x
 
     assert isinstance(f, ToolPort)
@@ -294,6 +299,7 @@ def test_function_tool_is_a_tool_port() -> None:
 
 def _named(name: str) -> FunctionTool:
     def f(x: int) -> int:
+        """Return x unchanged (a tool for registry tests)."""
         return x
 
     return tool(side_effecting=False, name=name)(f)
@@ -335,3 +341,41 @@ def test_constraints_from_annotated_fields() -> None:
                                                       "type": "integer"}
     with pytest.raises(ToolArgumentError, match="n: Input should be greater than or equal to 1"):
         g.validate({"n": 0})
+
+
+def test_a_tool_without_a_description_is_refused_at_registration() -> None:
+    # issue 10 item 17: a tool with no docstring reached the model with an empty description
+    from seamkit.values import ToolSchema
+
+    def lookup(city: str) -> str:
+        return city
+
+    with pytest.raises(TypeError, match=r"tool 'lookup' has no description.*add a docstring to .*lookup.*description="):
+        tool(side_effecting=False)(lookup)
+    with pytest.raises(TypeError, match="no description"):
+        tool(side_effecting=False, description="   ")(lookup)
+    assert tool(side_effecting=False, description="Look a city up by name.")(lookup).schema.description
+
+    class Blank:
+        schema = ToolSchema("blank", "", {"type": "object", "properties": {}}, False)
+
+        def validate(self, arguments: Any) -> Any:
+            return arguments
+
+        async def invoke(self, arguments: Any, ctx: RunContext) -> Any:
+            return "ok"
+
+    with pytest.raises(ValueError, match="tool 'blank' has no description"):
+        ToolRegistry([Blank()])  # type: ignore[list-item]
+
+
+def test_short_descriptions_are_flagged() -> None:
+    from seamkit.tools.registry import MIN_DESCRIPTION_CHARS, short_description
+    from seamkit.values import ToolSchema
+
+    def schema(text: str) -> ToolSchema:
+        return ToolSchema("t", text, {"type": "object"}, False)
+
+    assert short_description(schema("Gets the stock price for a ticker.")) is not None
+    assert short_description(schema("x" * MIN_DESCRIPTION_CHARS)) is None
+    assert short_description(schema("Retrieves the latest trade price in USD of a US-listed stock by ticker.")) is None

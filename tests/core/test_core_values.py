@@ -127,7 +127,7 @@ def test_mapping_fields_refuse_non_mappings() -> None:
 def test_values_survive_json_and_pickle() -> None:
     call = ToolCall("c1", "t", {"xs": [1, {"y": None}]})
     assert json.loads(json.dumps(dataclasses.asdict(call))) == {
-        "id": "c1", "name": "t", "arguments": {"xs": [1, {"y": None}]}, "type": "tool_call",
+        "id": "c1", "name": "t", "arguments": {"xs": [1, {"y": None}]}, "type": "tool_call", "arguments_error": None,
     }
     msg = Message("assistant", (call,))
     back = pickle.loads(pickle.dumps(msg))

@@ -46,6 +46,9 @@ class Agent:
     ``once_per_thread``; a call that needs approval suspends the run (needs a checkpointer).
     ``max_steps``: model turns before the run stops with stop reason
     ``max_steps``. ``max_parallel_tools``: tool calls of one turn run at most this many at once.
+    ``parallel_side_effects``: side-effecting calls of one turn (``ToolSchema.side_effecting``) run
+    one after another in the model's order unless this is ``True`` (read-only calls always run
+    concurrently, alongside them); results are always in the model's call order.
     ``temperature``, ``max_tokens`` (output tokens), ``seed``: model settings; ``None`` = provider
     default. ``observers`` receive every :class:`~seamkit.values.StreamEvent`.
     ``request_builder``: a :class:`~seamkit.request.RequestBuilder` building each turn's messages
@@ -68,6 +71,7 @@ class Agent:
     reset_tool_choice: bool = True
     max_steps: int = 10
     max_parallel_tools: int = 4
+    parallel_side_effects: bool = False
     temperature: float | None = None
     max_tokens: int | None = None
     seed: int | None = None

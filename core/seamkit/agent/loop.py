@@ -5,6 +5,19 @@ Capabilities (retry, budgets, compaction, ...) are middlewares around the calls 
 never drive it. The next step is derived from the transcript (an assistant turn with tool calls
 and no results yet means a tool batch is due), so a run resumed from any checkpoint continues
 exactly where it stopped.
+
+Unanswered tool calls. Providers reject a conversation in which an assistant tool call has no
+result (OpenAI: every ``tool_calls`` entry needs a following ``tool`` message; Anthropic: every
+``tool_use`` needs a ``tool_result`` in the next user turn). The rule: only the calls of the
+*last* message of the transcript a run starts from are due (the loop runs them: a run resumed
+after its model turn, or a task that ends with an assistant turn asking for tools). Every other
+call without a result next to it (in the messages right after its assistant turn) is answered
+in each request with :data:`UNANSWERED_TEMPLATE` as an error result
+(:func:`answer_unanswered_calls`), and the run gets a warning: a ``history=`` with an interrupted
+tool turn, an edited transcript, a resumed ``seamkit.ask`` session. The transcript itself keeps
+the messages as handed in (a durable run's log is append-only); the synthetic results exist only
+in the requests, built in one place that every path (``run``, ``stream``, ``resume``,
+``seamkit.ask``, a request builder) goes through.
 """
 
 from __future__ import annotations
@@ -12,17 +25,18 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from seamkit.accumulate import Accumulator
+from seamkit.accumulate import Accumulator, checked_stream
 from seamkit.agent.result import AgentResult, StopReason
 from seamkit.durability.approvals import Decision, PendingApproval, approve
 from seamkit.errors import EffectNotApplied, EffectUncertain, OutputValidationError, RunCancelled, RunNotResumable
 from seamkit.middleware import Call
 from seamkit.runtime.concurrency import gather_bounded
 from seamkit.runtime.context import RunContext
+from seamkit.runtime.invoker import unusable_arguments_result
 from seamkit.values import (
     EMPTY,
     ChatRequest,
@@ -44,7 +58,8 @@ if TYPE_CHECKING:
     from seamkit.durability.ledger import EffectLedger, UncertainEffect
     from seamkit.request.builder import BuiltRequest, WorkingContext
 
-__all__ = ["Run", "CORRECTIVE_TEMPLATE", "EDITED_TEMPLATE", "REJECTED_TEMPLATE"]
+__all__ = ["Run", "CORRECTIVE_TEMPLATE", "EDITED_TEMPLATE", "REJECTED_TEMPLATE", "UNANSWERED_TEMPLATE",
+           "answer_unanswered_calls"]
 
 CORRECTIVE_TEMPLATE = (
     "Your answer did not match the required output format:\n{problems}\n"
@@ -54,7 +69,54 @@ REJECTED_TEMPLATE = "A person rejected this tool call; it was not run."
 #: The run warning for a final answer the model stopped at its output-token limit.
 LENGTH_WARNING = "the answer was cut off at max_tokens (finish_reason length)"
 EDITED_TEMPLATE = "A person approved this call with edited arguments; it ran with: {arguments}"
+#: The error result a request carries for a tool call that has no result in the transcript and
+#: is not due (see the module docstring): whether it ran is not known.
+UNANSWERED_TEMPLATE = (
+    "No result was recorded for this tool call: the conversation went on without one. Whether it ran "
+    "is unknown; do not assume it did."
+)
 _APPROVAL_SCOPE_PREFIX = "seamkit.approvals:"
+T = TypeVar("T")
+
+
+def answer_unanswered_calls(
+    messages: Sequence[Message], *, last_is_due: bool = True
+) -> tuple[list[Message], list[ToolCall]]:
+    """``messages`` with an error result (:data:`UNANSWERED_TEMPLATE`) for every tool call that
+    has none, and the calls answered so; ``messages`` itself is not changed.
+
+    A call counts as answered when a :class:`~seamkit.values.ToolResult` for it is in the
+    messages right after its assistant turn (each carrying a result for one of its calls, as
+    :func:`seamkit.compaction.turn_units` groups them). The synthetic results join the last
+    ``tool`` message of that group, or follow the assistant turn as a new ``tool`` message.
+    ``last_is_due``: the calls of a final assistant message are left alone (the loop runs them).
+    """
+    out: list[Message] = []
+    added: list[ToolCall] = []
+    i, n = 0, len(messages)
+    while i < n:
+        m = messages[i]
+        out.append(m)
+        i += 1
+        if m.role != "assistant" or (i == n and last_is_due):
+            continue
+        pending = {b.id: b for b in m.content if type(b) is ToolCall}
+        while pending and i < n:
+            answered = [b.call_id for b in messages[i].content if type(b) is ToolResult and b.call_id in pending]
+            if not answered:
+                break
+            for call_id in answered:
+                pending.pop(call_id, None)
+            out.append(messages[i])
+            i += 1
+        if pending:
+            synthetic = tuple(ToolResult(c.id, c.name, UNANSWERED_TEMPLATE, is_error=True) for c in pending.values())
+            if out[-1].role == "tool":
+                out[-1] = Message("tool", out[-1].content + synthetic)
+            else:
+                out.append(Message("tool", synthetic))
+            added.extend(pending.values())
+    return out, added
 
 
 class Run:
@@ -68,7 +130,10 @@ class Run:
 
     __slots__ = (
         "agent",
+        "answered",
         "approved_tools",
+        "batch_task",
+        "cancel_requested",
         "corrected",
         "ctx",
         "decisions",
@@ -106,6 +171,11 @@ class Run:
         self.in_turn = False  # a model turn is in flight (counted in step, not in the transcript yet)
         self.working: WorkingContext | None = None  # with a request builder: the run's working context
         self.uncertain_effects: list[UncertainEffect] = []  # by call id, settled ones included
+        # (n, messages): the first n transcript messages as requests send them, unanswered calls
+        # answered (None when none needed it)
+        self.answered: tuple[int, tuple[Message, ...]] | None = None
+        self.batch_task: asyncio.Task[Any] | None = None  # the task running a tool batch now
+        self.cancel_requested = False  # the cancellation token cancelled batch_task
 
     # -- durable state ------------------------------------------------------------------------
 
@@ -278,11 +348,12 @@ class Run:
         # (a run resumed after its model turn) starts with the tool batch
         last = transcript[-1] if transcript else None
         calls = last.tool_calls if last is not None and last.role == "assistant" else ()
+        self._answer_unanswered()
         while True:
             if calls:
                 if cancellation.cancelled:
                     cancellation.raise_if_cancelled()
-                results = await self._run_tools(calls, meta)
+                results = await self._cancellable(self._run_tools(calls, meta))
                 calls = ()
                 if results is None:
                     return await self._finish(None, "suspended")
@@ -302,9 +373,10 @@ class Run:
             self.step += 1
             self.in_turn = True
             step = self.step
-            built = None if agent.request_builder is None else await self._build(schemas, output_schema)
+            messages = self._messages()
+            built = None if agent.request_builder is None else await self._build(messages, schemas, output_schema)
             request = ChatRequest(
-                tuple(transcript) if built is None else built.messages,
+                messages if built is None else built.messages,
                 schemas,
                 self.tool_choice,
                 output_schema,
@@ -317,6 +389,8 @@ class Run:
             )
             if direct:
                 stream = model.stream(request)
+                if not hasattr(stream, "__aiter__"):  # a broken provider: a classified error naming it
+                    stream = checked_stream(stream, model.provider, model.model)
             else:
                 meta = FrozenDict(step=step)
                 stream = chat(Call("chat", request, ctx, meta, model))
@@ -344,6 +418,9 @@ class Run:
 
             calls = result.message.tool_calls
             if calls:
+                for c in calls:
+                    if c.arguments_error is not None:
+                        self.warnings.append(f"tool call {c.id} ({c.name}) was not run: {c.arguments_error}")
                 if durable:
                     await self._save("running")
                 continue
@@ -370,15 +447,97 @@ class Run:
                 self._event("output", output=output)
             return await self._finish(output, "completed")
 
+    # -- cancellation -------------------------------------------------------------------------
+
+    async def _cancellable(self, work: Awaitable[T]) -> T:
+        """Await ``work`` (a tool batch) so that ``ctx.cancellation.cancel()`` stops it in flight:
+        the token cancels this task, so async tools are cancelled (their ``finally`` blocks run)
+        and tools in worker threads see the token; then :class:`~seamkit.errors.RunCancelled` is
+        raised with the token's reason. A cancellation of this task by anyone else stays an
+        ``asyncio.CancelledError``; the two are told apart by counting cancel requests
+        (``Task.cancelling()``)."""
+        task = asyncio.current_task()
+        if task is None:
+            return await work
+        token = self.ctx.cancellation
+        on_cancel = self._on_cancel
+        self.batch_task = task
+        self.cancel_requested = False
+        token.add_callback(on_cancel)
+        try:
+            result = await work
+        except asyncio.CancelledError:
+            if self.cancel_requested and task.uncancel() == 0:
+                raise RunCancelled(token.reason or "cancelled") from None
+            raise
+        finally:
+            self.batch_task = None
+            token.remove_callback(on_cancel)
+        if self.cancel_requested:
+            # the token fired as the batch ended: withdraw the request (Python < 3.13 keeps a
+            # pending one after uncancel(), so let it arrive here); the run stops at the next
+            # check between steps, with these results kept
+            try:
+                await asyncio.sleep(0)
+            except asyncio.CancelledError:
+                pass
+            task.uncancel()
+        return result
+
+    def _on_cancel(self) -> None:
+        """The token's callback (called in the thread that cancelled it): cancel the batch's
+        task on its own event loop."""
+        task = self.batch_task
+        if task is None:
+            return
+        loop = task.get_loop()
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is loop:
+            self._stop_batch(task)
+        elif not loop.is_closed():
+            loop.call_soon_threadsafe(self._stop_batch, task)
+
+    def _stop_batch(self, task: asyncio.Task[Any]) -> None:
+        # the batch may have ended (and another begun) before a stop scheduled from another
+        # thread arrives: only the batch still running in that task is stopped
+        if self.batch_task is task and not self.cancel_requested and not task.done():
+            self.cancel_requested = True
+            task.cancel(f"run cancelled: {self.ctx.cancellation.reason}")
+
     # -- request building ---------------------------------------------------------------------
 
-    async def _build(self, tools: tuple[ToolSchema, ...], output_schema: Any) -> BuiltRequest:
+    def _answer_unanswered(self) -> None:
+        """Find the tool calls of the transcript the run starts from that have no result and
+        are not due; requests answer them (see the module docstring)."""
+        transcript = self.transcript
+        out, added = answer_unanswered_calls(transcript)
+        if not added:
+            self.answered = None
+            return
+        self.answered = (len(transcript), tuple(out))
+        ids = ", ".join(f"{c.id} ({c.name})" for c in added)
+        why = f"tool calls without a result were answered as unknown outcomes in each request: {ids}"
+        if why not in self.warnings:
+            self.warnings.append(why)
+
+    def _messages(self) -> tuple[Message, ...]:
+        """The transcript as a request sends it (unanswered calls answered)."""
+        answered = self.answered
+        if answered is None:
+            return tuple(self.transcript)
+        n, head = answered
+        return head + tuple(self.transcript[n:])
+
+    async def _build(self, messages: tuple[Message, ...], tools: tuple[ToolSchema, ...],
+                     output_schema: Any) -> BuiltRequest:
         builder = self.agent.request_builder
         assert builder is not None
         if self.working is None:
             self.working = builder.context(scope=self.ctx.scope)
-        return await builder.build(self.working, self.transcript, tools=tools, output_schema=output_schema,
-                                   ctx=self.ctx)
+        return await builder.build(self.working, messages, tools=tools, output_schema=output_schema, ctx=self.ctx)
 
     def _check_citations(self, text: str) -> None:
         assert self.working is not None
@@ -434,6 +593,10 @@ class Run:
                     if self.handle is not None:  # keep it recorded against the current version
                         await self.handle.record_write(c.id, r)
             self.pending = EMPTY
+        for c in calls:
+            if c.arguments_error is not None and c.id not in done:
+                # nothing to run, approve or record: the model is told to call again
+                done[c.id] = unusable_arguments_result(c)
         approvals = agent.approvals
         # calls recorded as waiting for a person are decided by the decisions, whatever the
         # resuming agent's own approval policies say (a rejected call never runs)
@@ -481,9 +644,7 @@ class Run:
         if len(to_run) == 1:
             done[to_run[0].id] = await self._call(to_run[0], meta)
         elif to_run:
-            ran = await gather_bounded(
-                [partial(self._call, c, meta) for c in to_run], limit=agent.max_parallel_tools
-            )
+            ran = await self._batch(to_run, partial(self._call, meta=meta))
             for c, r in zip(to_run, ran, strict=True):
                 done[c.id] = r
         for call_id, arguments in edited.items():
@@ -508,15 +669,48 @@ class Run:
         if len(calls) == 1:
             results: tuple[ToolResult, ...] = (await invoker.call_tool(calls[0], ctx, meta),)
         else:
-            results = tuple(
-                await gather_bounded(
-                    [partial(invoker.call_tool, c, ctx, meta) for c in calls], limit=self.agent.max_parallel_tools
-                )
-            )
+            results = tuple(await self._batch(calls, partial(invoker.call_tool, ctx=ctx, meta=meta)))
         if emit is not None:
             for r in results:
                 self._event("tool_result", tool_result=r)
         return results
+
+    async def _batch(
+        self, calls: Sequence[ToolCall], run: Callable[[ToolCall], Awaitable[ToolResult]]
+    ) -> list[ToolResult]:
+        """``run`` each of one turn's ``calls``; results in the model's call order.
+
+        Read-only calls run concurrently (at most ``max_parallel_tools`` at once). Side-effecting
+        ones run one after another, in the model's order, alongside them: the model wrote them
+        in one turn without seeing any outcome, and two writes racing (or a payment and the
+        email announcing it) is rarely what it meant. ``parallel_side_effects`` lets them run
+        concurrently too."""
+        agent = self.agent
+        limit = agent.max_parallel_tools
+        serial: list[int] = []
+        if not agent.parallel_side_effects:
+            tools = agent.invoker.tools
+            for i, c in enumerate(calls):
+                t = tools.get(c.name)
+                if t is not None and t.schema.side_effecting and c.arguments_error is None:
+                    serial.append(i)
+        if len(serial) < 2:
+            return await gather_bounded([partial(run, c) for c in calls], limit=limit)
+        in_order = frozenset(serial)
+        rest = [i for i in range(len(calls)) if i not in in_order]
+
+        async def one_after_another() -> list[ToolResult]:
+            return [await run(calls[i]) for i in serial]
+
+        factories: list[Callable[[], Awaitable[Any]]] = [one_after_another]
+        factories.extend(partial(run, calls[i]) for i in rest)
+        ran = await gather_bounded(factories, limit=limit)
+        results: list[ToolResult | None] = [None] * len(calls)
+        for i, r in zip(serial, ran[0], strict=True):
+            results[i] = r
+        for i, r in zip(rest, ran[1:], strict=True):
+            results[i] = r
+        return results  # type: ignore[return-value]  # every slot is filled
 
     async def _call(self, call: ToolCall, meta: FrozenDict) -> ToolResult:
         invoker = self.agent.invoker

@@ -614,13 +614,24 @@ def describe(composition: Composition) -> str:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """``seamkit validate FILE``: prints ``ok: ...`` (exit 0); problems raise ``ConfigError`` (exit 2)."""
+    """``seamkit validate FILE``: prints ``ok: ...`` (exit 0); problems raise ``ConfigError`` (exit 2).
+
+    The tools are built (only them) to check what the model will be told about each: an empty
+    description is an error, a very short one a warning on stderr."""
     path = _existing_file(args.file)
     from seamkit.cli.scrub import scrub_output
     from seamkit.composition import load_composition
+    from seamkit.composition.build import tool_description_issues
+    from seamkit.errors import ConfigError
 
-    composition = load_composition(path, registry=_registry())
+    registry = _registry()
+    composition = load_composition(path, registry=registry)
     scrub_output(composition.secret_values())
+    errors, warnings = tool_description_issues(composition, registry=registry)
+    if errors:
+        raise ConfigError(errors)
+    for w in warnings:
+        sys.stderr.write(f"seamkit: warning: {w}\n")
     sys.stdout.write(f"ok: {args.file}: {describe(composition)}\n")
     return EXIT_OK
 

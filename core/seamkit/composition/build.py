@@ -9,12 +9,12 @@ from typing import Any
 from seamkit.agent.agent import Agent
 from seamkit.agent.prompt import Prompt
 from seamkit.composition._check import Context, component_label, resolve_slot, slot_name, validate_params
-from seamkit.composition._yaml import KeyPath
+from seamkit.composition._yaml import KeyPath, format_path
 from seamkit.composition.models import ComponentRef, Composition, ContextConfig, StoreRef, is_secret_name
 from seamkit.errors import ConfigError, ConfigIssue
 from seamkit.plugins.registry import Registry, get_registry
 
-__all__ = ["DEFAULT_STORE", "ComponentBuildError", "build_agent", "build_store"]
+__all__ = ["DEFAULT_STORE", "ComponentBuildError", "build_agent", "build_store", "tool_description_issues"]
 
 #: The store used for checkpoints when a composition does not say (``checkpoints:`` absent).
 DEFAULT_STORE = "sqlite"
@@ -56,6 +56,8 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
     failures: list[int] = []  # indices in ctx.issues of failures that are not configuration problems
     model = _build(ctx, reg, a.model, ("agent", "model"), failures)
     tools = [_build(ctx, reg, t, ("agent", "tools", i), failures) for i, t in enumerate(a.tools)]
+    for i, t in enumerate(tools):
+        _check_description(ctx, t, ("agent", "tools", i), None)
     middlewares = [_build(ctx, reg, m, ("agent", "middlewares", i), failures) for i, m in enumerate(a.middlewares)]
     context = a.context
     grounding: Any = None
@@ -102,6 +104,7 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
             reset_tool_choice=a.reset_tool_choice,
             max_steps=a.max_steps,
             max_parallel_tools=a.max_parallel_tools,
+            parallel_side_effects=a.parallel_side_effects,
             temperature=a.settings.temperature,
             max_tokens=a.settings.max_tokens,
             seed=a.settings.seed,
@@ -220,6 +223,50 @@ def build_store(composition: Composition | None, *, registry: Registry | None = 
             raise ComponentBuildError(ctx.issues)
         raise ConfigError(ctx.issues)
     return store
+
+
+def _context(c: Composition) -> Context:
+    return Context(str(c.file) if c.file is not None else None, c._values, c._keys, c._secret_paths,
+                   c._secrets, set(), c.base_dir)
+
+
+def _check_description(ctx: Context, tool: Any, path: KeyPath, warnings: list[ConfigIssue] | None) -> None:
+    """An empty description is an issue in ``ctx`` (the agent would refuse the tool); with
+    ``warnings``, a very short one is added there."""
+    from seamkit.tools.registry import missing_description, short_description
+    from seamkit.values import ToolSchema
+
+    schema = getattr(tool, "schema", None)
+    if not isinstance(schema, ToolSchema):
+        return  # not a tool at all: the agent says so
+    if not schema.description.strip():
+        ctx.add(missing_description(schema.name), path)
+    elif warnings is not None:
+        why = short_description(schema)
+        if why is not None:
+            at = ctx.value_position(path)
+            warnings.append(ConfigIssue(why, format_path(path), ctx.file, at.line if at else None,
+                                        at.column if at else None))
+
+
+def tool_description_issues(
+    composition: Composition, *, registry: Registry | None = None
+) -> tuple[list[ConfigIssue], list[ConfigIssue]]:
+    """``(errors, warnings)`` about what the model will be told about each tool of
+    ``composition``: an error for a tool with an empty description (the agent refuses it), a
+    warning for one shorter than :data:`~seamkit.tools.registry.MIN_DESCRIPTION_CHARS`
+    characters. Builds the tools (only them) to read their descriptions; a tool that cannot be
+    built here is skipped (building the agent reports why)."""
+    reg = registry if registry is not None else get_registry()
+    ctx = _context(composition)
+    errors = Context(ctx.file, ctx.values, ctx.keys, ctx.secret_paths, ctx.secrets, set(), ctx.base_dir)
+    warnings: list[ConfigIssue] = []
+    for i, ref in enumerate(composition.agent.tools):
+        path: KeyPath = ("agent", "tools", i)
+        tool = _build(ctx, reg, ref, path, [])
+        if tool is not None:
+            _check_description(errors, tool, path, warnings)
+    return errors.issues, warnings
 
 
 def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath, failures: list[int]) -> Any:

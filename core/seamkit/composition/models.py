@@ -227,6 +227,11 @@ class AgentConfig(_Model):
     reset_tool_choice: bool = Field(default=True, description="Return tool_choice to auto after a tool batch")
     max_steps: int = Field(default=10, ge=1, description="Model turns before the run stops")
     max_parallel_tools: int = Field(default=4, ge=1, description="Tool calls of one turn run at most this many at once")
+    parallel_side_effects: bool = Field(
+        default=False,
+        description="Let side-effecting tool calls of one turn run concurrently; by default they run one after "
+        "another, in the model's order (read-only calls always run concurrently)",
+    )
     settings: Settings = Field(default_factory=Settings, description="Model settings")
     middlewares: list[MiddlewareRef] = Field(
         default_factory=list, description="Middleware components, outermost first"

@@ -32,15 +32,22 @@ class CancellationToken:
     """Cooperative cancellation for a run and its children.
 
     ``cancel(reason)`` marks it (and every child token) cancelled; ``raise_if_cancelled()`` raises
-    :class:`~seamkit.errors.RunCancelled`; ``await wait()`` returns once cancelled.
+    :class:`~seamkit.errors.RunCancelled`; ``await wait()`` returns once cancelled;
+    ``add_callback(callback)`` calls ``callback()`` when it is cancelled. ``cancel()`` may be called
+    from any thread (a tool running in a worker thread, a signal handler's thread): ``wait()``
+    wakes up on its own event loop, and callbacks run in the thread that called ``cancel()``.
+    The agent loop uses ``add_callback`` to stop a tool batch in flight: async tools are cancelled,
+    tools running in a worker thread see ``ctx.cancellation.cancelled`` turn true.
     """
 
-    __slots__ = ("_children", "_event", "_reason")
+    __slots__ = ("_callbacks", "_children", "_event", "_loop", "_reason")
 
     def __init__(self) -> None:
         self._reason: str | None = None
         self._event: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._children: list[CancellationToken] | None = None
+        self._callbacks: list[Callable[[], None]] | None = None
 
     @property
     def cancelled(self) -> bool:
@@ -54,10 +61,35 @@ class CancellationToken:
         if self._reason is not None:
             return
         self._reason = reason
-        if self._event is not None:
-            self._event.set()
+        event, loop = self._event, self._loop
+        if event is not None and loop is not None:
+            if _running_loop() is loop:
+                event.set()
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(event.set)
+        for callback in list(self._callbacks or ()):
+            callback()
         for child in self._children or ():
             child.cancel(reason)
+
+    def add_callback(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` when this token is cancelled (at once if it already is), in the
+        thread that calls :meth:`cancel`. Remove it with :meth:`remove_callback`."""
+        if self._reason is not None:
+            callback()
+        elif self._callbacks is None:
+            self._callbacks = [callback]
+        else:
+            self._callbacks.append(callback)
+
+    def remove_callback(self, callback: Callable[[], None]) -> None:
+        """Forget ``callback`` (added with :meth:`add_callback`); nothing happens if it is not there."""
+        callbacks = self._callbacks
+        if callbacks:
+            try:
+                callbacks.remove(callback)
+            except ValueError:
+                pass
 
     def child(self) -> CancellationToken:
         """A token cancelled whenever this one is (but not the other way round)."""
@@ -79,7 +111,17 @@ class CancellationToken:
             return
         if self._event is None:
             self._event = asyncio.Event()
+            self._loop = asyncio.get_running_loop()
+            if self._reason is not None:  # cancelled from another thread before the event existed
+                return
         await self._event.wait()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 @dataclass(slots=True)

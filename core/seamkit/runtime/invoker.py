@@ -9,14 +9,67 @@ from contextvars import ContextVar
 from typing import Any
 
 from seamkit.accumulate import Accumulator, checked_stream
-from seamkit.errors import EffectNotApplied, UnknownToolError
+from seamkit.errors import EffectNotApplied, ToolArgumentError, UnknownToolError
 from seamkit.middleware import Call, Middleware, Next, chain, collect_one
 from seamkit.ports import LLMPort
 from seamkit.runtime.context import RunContext
 from seamkit.tools.registry import ToolRegistry
 from seamkit.values import EMPTY, ChatRequest, Delta, FrozenDict, LLMResult, ToolCall, ToolRequest, ToolResult
 
-__all__ = ["Invoker", "render_tool_value"]
+__all__ = ["Invoker", "render_tool_value", "sniff_media_type", "unusable_arguments_result"]
+
+
+#: Leading bytes of the binary formats a tool most often returns, and their media types: the
+#: patterns of the WHATWG MIME Sniffing Standard (https://mimesniff.spec.whatwg.org/, section 6.1
+#: "Matching an image type pattern" and 6.4 "Matching an archive type pattern"; PDF from
+#: section 7.1, "Identifying a resource with an unknown MIME type"). WebP is checked separately
+#: (``RIFF`` + 4 size bytes + ``WEBP``).
+_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"%PDF-", "application/pdf"),
+    (b"PK\x03\x04", "application/zip"),
+    (b"\x1f\x8b\x08", "application/gzip"),
+)
+#: WHATWG MIME Sniffing, section 7.2: "A binary data byte is a byte in the range 0x00 to 0x08
+#: (NUL to BS), the byte 0x0B (VT), a byte in the range 0x0E to 0x1A (SO to SUB), or a byte in the
+#: range 0x1C to 0x1F (FS to US)." Text containing one is binary data even when it decodes.
+_BINARY_DATA_BYTES = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1B), *range(0x1C, 0x20)])
+
+
+def sniff_media_type(data: bytes) -> str:
+    """The media type of ``data`` from its leading bytes (PNG, JPEG, GIF, WebP, PDF, ZIP, gzip;
+    see :data:`_SIGNATURES`), or ``application/octet-stream`` when none matches."""
+    for signature, media_type in _SIGNATURES:
+        if data.startswith(signature):
+            return media_type
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return "application/octet-stream"
+
+
+def _render_bytes(data: bytes) -> str:
+    media_type = sniff_media_type(data)
+    if media_type == "application/octet-stream":
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            if len(data.translate(None, _BINARY_DATA_BYTES)) == len(data):
+                return text
+    import base64
+
+    return json.dumps(
+        {"media_type": media_type, "size_bytes": len(data), "base64": base64.b64encode(data).decode("ascii")}
+    )
+
+
+class ToolCancelledItself(Exception):
+    """A tool's own code raised ``asyncio.CancelledError`` while nobody was cancelling the task
+    running it: that tool's failure, not the run's cancellation."""
 
 
 class _Entered:
@@ -35,7 +88,16 @@ _ENTERED: ContextVar[_Entered | None] = ContextVar("seamkit_tool_entered", defau
 
 def render_tool_value(value: Any) -> str:
     """A tool's return value as tool-result text: ``str`` as is, anything else as JSON (pydantic
-    models, dataclasses, ``Decimal``, ``datetime`` included)."""
+    models, dataclasses, ``Decimal``, ``datetime`` included).
+
+    ``bytes``, ``bytearray`` and ``memoryview``: UTF-8 text (with no binary data bytes) as that
+    text; anything else as a JSON object ``{"media_type", "size_bytes", "base64"}`` (standard
+    base64, RFC 4648 section 4; the media type sniffed by :func:`sniff_media_type`). Bytes nested
+    inside a structure are UTF-8 text when every one of them decodes, otherwise all of them are
+    base64 (URL-safe alphabet, RFC 4648 section 5: pydantic's ``bytes_mode="base64"``).
+
+    Raises ``ValueError`` (``pydantic_core.PydanticSerializationError``) for a value that cannot be
+    written as JSON."""
     t = type(value)
     if t is str:
         return value  # type: ignore[no-any-return]
@@ -43,9 +105,45 @@ def render_tool_value(value: Any) -> str:
         return str(value)
     if t is bool or value is None:
         return json.dumps(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return _render_bytes(bytes(value))
     import pydantic_core
 
-    return pydantic_core.to_json(value).decode()
+    try:
+        return pydantic_core.to_json(value).decode()
+    except pydantic_core.PydanticSerializationError:
+        # nested bytes that are not UTF-8: say what they hold rather than fail
+        return pydantic_core.to_json(value, bytes_mode="base64").decode()
+
+
+def unusable_arguments_result(call: ToolCall) -> ToolResult:
+    """The error result for a call whose arguments could not be decoded (``call.arguments_error``
+    is set): the tool is not run, and the model is told why, as for arguments the tool refuses
+    (a :class:`~seamkit.errors.ToolArgumentError`), and to call again with complete arguments."""
+    problem = call.arguments_error or "the arguments could not be decoded"
+    exc = ToolArgumentError(call.name, [f"(arguments): {problem}"])
+    return ToolResult(
+        call.id, call.name,
+        f"{type(exc).__name__}: {exc}. The call was not run; call the tool again with complete JSON arguments.",
+        is_error=True,
+    )
+
+
+def _result_of(call: ToolCall, value: Any) -> ToolResult:
+    """The tool ran and returned ``value``: its result, or (a value that cannot be written as text)
+    an error result saying that it ran and why its value cannot be shown, so the model does not
+    take it for a failure and repeat the call."""
+    try:
+        return ToolResult(call.id, call.name, render_tool_value(value))
+    except Exception as exc:  # the tool ran: whatever the rendering raised is not the tool's failure
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return ToolResult(
+            call.id,
+            call.name,
+            f"The tool ran and returned a {type(value).__name__} value that cannot be shown as text ({why}). "
+            "Do not repeat the call to see it.",
+            is_error=True,
+        )
 
 
 class Invoker:
@@ -56,7 +154,9 @@ class Invoker:
     :class:`~seamkit.values.ToolResult` and never raises for a tool's own failure (unknown tool,
     invalid arguments, a raising tool: an ``is_error`` result); ``call_effect`` (for the effect
     ledger) raises them instead, telling a call that never started from one whose outcome is
-    unknown. ``asyncio.CancelledError`` always propagates.
+    unknown. ``asyncio.CancelledError`` propagates when the task running the call is being
+    cancelled (``Task.cancelling()``); one that a tool raises while nobody cancels it is that
+    tool's failure (an ``is_error`` result from ``call_tool``).
     """
 
     __slots__ = ("_chat", "_tool", "_tool_direct", "has_chat_middleware", "middlewares", "model", "tools")
@@ -88,7 +188,7 @@ class Invoker:
         if marker is not None:
             marker.entered = True
         value = await t.invoke(args, call.ctx)
-        yield ToolResult(tc.id, tc.name, render_tool_value(value))
+        yield _result_of(tc, value)
 
     def stream_chat(self, request: ChatRequest, ctx: RunContext, meta: FrozenDict = EMPTY) -> AsyncIterator[Delta]:
         """The deltas of one model call, through the chat chain."""
@@ -103,18 +203,29 @@ class Invoker:
 
     async def call_tool(self, call: ToolCall, ctx: RunContext, meta: FrozenDict = EMPTY) -> ToolResult:
         """Run one tool call through the tool chain; failures become ``is_error`` results that
-        name the problem so the model can correct itself."""
+        name the problem so the model can correct itself. A call whose arguments could not be
+        decoded (``arguments_error``) is answered without running anything
+        (:func:`unusable_arguments_result`)."""
+        if call.arguments_error is not None:
+            return unusable_arguments_result(call)
         t = self.tools.get(call.name)
         try:
             if self._tool_direct:
                 if t is None:
                     raise UnknownToolError(call.name, self.tools.names)
                 value = await t.invoke(t.validate(call.arguments), ctx)
-                return ToolResult(call.id, call.name, render_tool_value(value))
+                return _result_of(call, value)
             req = ToolRequest(call, t.schema if t is not None else None)
             result: ToolResult = await collect_one(self._tool(Call("tool", req, ctx, meta)))
-        except asyncio.CancelledError:
-            raise
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # the run (or whoever awaits this call) is being cancelled
+            # nobody cancelled this task: the tool's own code raised it (an operation inside it was
+            # cancelled), which is that tool's failure, not the run's cancellation
+            why = f": {exc}" if str(exc) else ""
+            return ToolResult(call.id, call.name, f"CancelledError{why} (raised by the tool itself; the run was not "
+                              "cancelled)", is_error=True)
         except Exception as exc:
             return ToolResult(call.id, call.name, f"{type(exc).__name__}: {exc}", is_error=True)
         return result
@@ -138,11 +249,19 @@ class Invoker:
                 args = t.validate(call.arguments)
                 marker.entered = True
                 value = await t.invoke(args, ctx)
-                return ToolResult(call.id, call.name, render_tool_value(value))
+                return _result_of(call, value)
             t = self.tools.get(call.name)
             req = ToolRequest(call, t.schema if t is not None else None)
             result: ToolResult = await collect_one(self._tool(Call("tool", req, ctx, meta)))
             return result
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is None or task.cancelling() or not marker.entered:
+                raise
+            # as in call_tool: the tool's own code raised it while nobody cancelled this task; its
+            # effect is unknown like any other exception from inside the tool
+            raise ToolCancelledItself(f"CancelledError{': ' + str(exc) if str(exc) else ''} (raised by the tool "
+                                      "itself; the run was not cancelled)") from exc
         except Exception as exc:
             if marker.entered or isinstance(exc, EffectNotApplied):
                 raise

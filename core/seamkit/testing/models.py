@@ -100,12 +100,15 @@ class ScriptedModel:
         self.record = record
         self.requests: list[ChatRequest] = []
         self._next = 0
+        self._calls = 0
         self.follow_transcript = follow_transcript
 
     @property
     def calls(self) -> int:
-        """How many model calls were made."""
-        return self._next
+        """How many model calls (requests) this object received, including ones answered with a
+        scripted error or refused because the script had no turn left. With
+        ``follow_transcript=True`` too: the turn played follows the transcript, the count does not."""
+        return self._calls
 
     def _take(self) -> int:
         i = self._next
@@ -117,6 +120,7 @@ class ScriptedModel:
         return i % n if n else 0
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
+        self._calls += 1
         if self.record:
             self.requests.append(request)
         if self.follow_transcript:

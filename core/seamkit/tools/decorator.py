@@ -17,6 +17,7 @@ from typing import Any, overload
 
 from seamkit.errors import ToolArgumentError
 from seamkit.runtime.context import RunContext
+from seamkit.tools.registry import missing_description
 from seamkit.values import ToolSchema, freeze
 
 __all__ = ["FunctionTool", "tool"]
@@ -44,7 +45,10 @@ class FunctionTool:
     returns keyword arguments ready for the function or raises
     :class:`~seamkit.errors.ToolArgumentError`. ``invoke(arguments, ctx)`` calls the function
     (sync functions in a worker thread unless ``blocking=False``). The function stays callable
-    directly: ``add(2, 3)``.
+    directly: ``add(2, 3)``. When the run is cancelled (``ctx.cancellation.cancel()``), an async
+    function is cancelled; a function in a worker thread cannot be, so it should take a
+    ``RunContext`` parameter and return when ``ctx.cancellation.cancelled`` turns true: the run
+    waits :attr:`cancel_grace` seconds for it.
     """
 
 
@@ -107,6 +111,8 @@ class FunctionTool:
         if desc is None:
             parts = [doc.short_description or "", doc.long_description or ""]
             desc = "\n\n".join(p for p in parts if p).strip()
+        if not desc.strip():
+            raise TypeError(missing_description(self.__name__, getattr(fn, "__qualname__", self.__name__)))
         self._schema = ToolSchema(self.__name__, desc, freeze(params), side_effecting, idempotent)
 
     @property
@@ -139,14 +145,56 @@ class FunctionTool:
         if self._is_async:
             return await self.fn(**kwargs)
         if self._blocking:
-            return await asyncio.to_thread(self.fn, **kwargs)
+            return await _in_thread(self.fn, kwargs, ctx, self.cancel_grace)
         return self.fn(**kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fn(*args, **kwargs)
 
+    #: Seconds a cancelled run waits for a sync tool running in a worker thread to return once
+    #: ``ctx.cancellation`` is cancelled (a thread cannot be interrupted: the tool sees the token
+    #: through a ``RunContext`` parameter and returns, its ``finally`` blocks running). After
+    #: that the run stops waiting; the thread runs on until the function returns.
+    cancel_grace: float = 2.0
+
     def __repr__(self) -> str:
         return f"<tool {self.name} side_effecting={self._schema.side_effecting}>"
+
+
+async def _in_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any], ctx: RunContext, grace: float) -> Any:
+    """``fn(**kwargs)`` in the default executor (context variables copied, as
+    ``asyncio.to_thread``). When the awaiting task is cancelled and ``ctx.cancellation`` is too,
+    waits up to ``grace`` seconds for the function to return before re-raising."""
+    import contextvars
+
+    loop = asyncio.get_running_loop()
+    # [running, event]: the worker clears running when fn returns and then sets the event if a
+    # cancelled caller is waiting on it (made only then: the common path pays nothing for it)
+    state: list[Any] = [True, None]
+    run_in_context = contextvars.copy_context().run
+
+    def call() -> Any:
+        try:
+            return run_in_context(fn, **kwargs)
+        finally:
+            state[0] = False
+            returned = state[1]
+            if returned is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(returned.set)
+
+    try:
+        return await loop.run_in_executor(None, call)
+    except asyncio.CancelledError:
+        # the thread cannot be interrupted; a tool watching ctx.cancellation returns soon, its
+        # finally blocks run, and the run ends after it rather than under it
+        if ctx.cancellation.cancelled and grace > 0:
+            returned = state[1] = asyncio.Event()
+            if state[0]:
+                try:
+                    await asyncio.wait_for(returned.wait(), grace)
+                except TimeoutError:
+                    pass
+        raise
 
 
 @overload
@@ -186,8 +234,9 @@ def tool(
     most once: a call a crash interrupted is then run again on resume instead of waiting for a
     person to settle it.
 
-    Raises ``TypeError`` when ``side_effecting`` is missing, or a parameter has no type hint or a
-    type pydantic cannot describe.
+    Raises ``TypeError`` when ``side_effecting`` is missing, a parameter has no type hint or a
+    type pydantic cannot describe, or the tool has no description (neither a docstring nor
+    ``description=``): the description is what the model reads to decide when to call it.
     """
     if fn is not None or side_effecting is None:
         raise TypeError(

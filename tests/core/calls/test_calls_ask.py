@@ -429,3 +429,19 @@ async def test_an_option_error_never_shows_the_credential(fake: FakeState) -> No
     with pytest.raises(ConfigError) as info:
         await ask(Binding("fakeprov", "m", options={"api_key": secret, "base_urll": secret}), "hi")
     assert secret not in str(info.value) and secret not in repr(info.value.issues)
+
+
+async def test_a_resumed_session_with_an_unanswered_call_reaches_the_provider_answered(fake: FakeState) -> None:
+    # issue 10 item 5: a session whose transcript holds a tool call without a result was sent as is
+    from seamkit.agent.loop import UNANSWERED_TEMPLATE
+    from seamkit.values import ToolCall
+
+    fake.script("It is unknown whether the mail was sent.")
+    session = Session(FAKE, (Message.user("Send the mail."),
+                             Message("assistant", (ToolCall("call_1", "send_mail", {"to": "ada"}),))))
+    answer = await ask(None, "Was it sent?", resume=session)
+    assert answer.ok, answer.failure
+    sent = fake.requests[0].messages
+    assert [m.role for m in sent] == ["user", "assistant", "tool", "user"]
+    r = sent[2].tool_results[0]
+    assert (r.call_id, r.content, r.is_error) == ("call_1", UNANSWERED_TEMPLATE, True)

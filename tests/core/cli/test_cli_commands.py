@@ -133,3 +133,78 @@ def test_help_imports_nothing_heavy(cli):
     env = cli.env({"SEAMKIT_LOAD_PLUGINS": "testkit,cli-test-tools"})
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert "HEAVY [] 0" in proc.stderr, proc.stderr
+
+
+DESCRIPTION_PLUGIN = '''
+from seamkit.hookspecs import hookimpl
+
+
+@hookimpl
+def seamkit_register_tools(register):
+    register("terse", "desc_tools_impl:make_terse", description="A tool with a one-word description")
+    register("blank", "desc_tools_impl:make_blank", description="A tool whose description is blank")
+'''
+
+DESCRIPTION_IMPL = '''
+from seamkit import tool
+from seamkit.values import ToolSchema
+
+
+@tool(side_effecting=False)
+def terse(x: int) -> int:
+    """Increments."""
+    return x + 1
+
+
+class Blank:
+    schema = ToolSchema("blank", "  ", {"type": "object", "properties": {}}, False)
+
+    def validate(self, arguments):
+        return dict(arguments)
+
+    async def invoke(self, arguments, ctx):
+        return "ok"
+
+
+def make_terse():
+    return terse
+
+
+def make_blank():
+    return Blank()
+'''
+
+
+def test_tool_descriptions_are_checked_by_validate_and_run(cli, write, tmp_path):
+    # issue 10 item 17: a tool without a description reached the model; a very short one passed silently
+    from cli_testlib import CLI, make_dist
+
+    dist = make_dist(tmp_path / "site-desc", "desc-tools", "desc_tools", DESCRIPTION_PLUGIN,
+                     extra={"desc_tools_impl": DESCRIPTION_IMPL})
+    run = CLI([*cli.paths, dist], cli.cwd)
+    terse = write("terse.yaml", """
+        seamkit: 1
+        agent:
+          model: {use: scripted, turns: ["5"]}
+          tools:
+            - add
+            - terse
+        """)
+    r = run("validate", str(terse))
+    assert r.returncode == 0, r
+    warnings = [line for line in r.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 2, r.stderr  # add ("Add two integers.") and terse ("Increments.")
+    assert f"{terse}:6:" in warnings[1] and "agent.tools[1]" in warnings[1] and "'terse'" in warnings[1]
+    assert "'Increments.'" in warnings[1] and "when to use it" in warnings[1]
+
+    blank = write("blank.yaml", """
+        seamkit: 1
+        agent:
+          model: {use: scripted, turns: ["5"]}
+          tools: [add, blank]
+        """)
+    for args in (("validate", str(blank)), ("run", str(blank), "hi")):
+        r = run(*args)
+        assert r.returncode == 2, r
+        assert "agent.tools[1]" in r.stderr and "'blank' has no description" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr

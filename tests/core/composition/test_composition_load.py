@@ -42,6 +42,7 @@ FULL = """\
       reset_tool_choice: true
       max_steps: 6
       max_parallel_tools: 2
+      parallel_side_effects: true
       settings: {temperature: 0, max_tokens: 256, seed: 7}
       middlewares: [{use: tag, label: outer}]
     """
@@ -56,6 +57,7 @@ async def test_valid_composition_builds_and_runs_end_to_end(tmp_path: Path, regi
     assert agent.prompt == Prompt("You add numbers for {{who}}.", id="adder", version="1.0.0")
     assert [t.schema.name for t in agent.tools] == ["calculator", "read_file"]
     assert (agent.tool_choice, agent.max_steps, agent.max_parallel_tools) == ("calculator", 6, 2)
+    assert agent.parallel_side_effects is True
     assert (agent.temperature, agent.max_tokens, agent.seed) == (0.0, 256, 7)
     TAGGED.clear()
     result = await agent.run("add 2 and 3", variables={"who": "tests"})

@@ -852,3 +852,28 @@ async def test_empty_decisions_are_refused_like_none_and_a_missing_tool_cannot_b
         await toolless.resume(result.run_id, decisions={call_id: approve()})
     snap = await Checkpointer(store).latest(result.run_id)
     assert snap is not None and snap.status == "suspended" and log == []
+
+
+async def test_a_resumed_transcript_with_an_unanswered_call_reaches_the_model_answered() -> None:
+    # issue 10 item 5: an edited (or pre-fix) checkpoint with a tool call left without a result
+    # was sent as is, and providers reject it
+    from seamkit.agent.loop import UNANSWERED_TEMPLATE
+    from seamkit.values import Message, ToolCall
+
+    store = MemoryStore()
+    log: list[int] = []
+    agent = Agent(ScriptedModel(["I could not tell whether it was paid."]), tools=[pay_tool(log)],
+                  checkpointer=store)
+    ctx = RunContext()
+    handle = await agent.checkpointer.begin(ctx.run_id, {"step": 1}, [])
+    msgs = [Message.user("pay 5"), Message("assistant", (ToolCall("c1", "pay", {"amount": 5}),)),
+            Message.user("did it go through?")]
+    await handle.save("running", {"step": 1}, msgs)
+    result = await agent.resume(ctx.run_id)
+    assert result.output == "I could not tell whether it was paid." and log == []
+    sent = agent.model.requests[0].messages  # type: ignore[attr-defined]
+    assert [m.role for m in sent] == ["user", "assistant", "tool", "user"]
+    r = sent[2].tool_results[0]
+    assert (r.call_id, r.content, r.is_error) == ("c1", UNANSWERED_TEMPLATE, True)
+    snap = await agent.checkpointer.latest(ctx.run_id)
+    assert snap is not None and snap.transcript == result.transcript  # the log stays append-only
