@@ -41,6 +41,7 @@ __all__ = [
     "RootWrap",
     "canonical_path",
     "normalize_root",
+    "plain_schema",
     "root_construct",
     "unwrap_deltas",
     "unwrap_json",
@@ -75,11 +76,14 @@ class RootWrap:
                 "before it is validated against the schema")
 
 
-def _plain(v: Any) -> Any:
+def plain_schema(v: Any) -> Any:
+    """A JSON Schema (or any JSON value) as plain ``dict`` / ``list`` all the way down: any
+    ``Mapping`` (FrozenDict included) becomes a ``dict`` with ``str`` keys, a ``list`` or ``tuple``
+    a ``list``; other values as they are."""
     if isinstance(v, Mapping):
-        return {str(k): _plain(x) for k, x in v.items()}
+        return {str(k): plain_schema(x) for k, x in v.items()}
     if isinstance(v, list | tuple):
-        return [_plain(x) for x in v]
+        return [plain_schema(x) for x in v]
     return v
 
 
@@ -97,7 +101,7 @@ def _local_target(root: Mapping[str, Any], ref: Any) -> Mapping[str, Any] | None
 
 def normalize_root(schema: Mapping[str, Any], *, tool: bool = False) -> dict[str, Any]:
     """``schema`` (thawed) with lossless root rewrites (see the module doc); anything else as is."""
-    out: dict[str, Any] = _plain(schema) if isinstance(schema, Mapping) else schema
+    out: dict[str, Any] = plain_schema(schema) if isinstance(schema, Mapping) else schema
     if not isinstance(out, dict):
         return out
     for _ in range(16):  # a chain of root references; a cycle stops here
@@ -108,7 +112,7 @@ def normalize_root(schema: Mapping[str, Any], *, tool: bool = False) -> dict[str
             if target is None or not str(rest["$ref"]).startswith(("#/$defs/", "#/definitions/")):
                 break
             # the referenced schema becomes the root; refs inside it are root-relative and still resolve
-            inlined = {**{k: v for k, v in rest.items() if k != "$ref"}, **_plain(target)}
+            inlined = {**{k: v for k, v in rest.items() if k != "$ref"}, **plain_schema(target)}
             for k, v in defs.items():
                 inlined[k] = {**v, **inlined.get(k, {})} if isinstance(v, dict) else v
             out = inlined

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seamkit.errors import CapabilityError
-from seamkit.schema_wrap import canonical_path, normalize_root, wrap_root
+from seamkit.schema_wrap import canonical_path, normalize_root, plain_schema, wrap_root
 
 __all__ = ["to_native", "to_tool_schema", "native_plan", "tool_input_plan", "SchemaPlan", "AnthropicSchemaError",
            "SUPPORTED_FORMATS"]
@@ -194,14 +194,6 @@ class _Compiler:
         return out
 
 
-def _thaw(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _thaw(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_thaw(v) for v in value]
-    return value
-
-
 def _object_root(schema: Mapping[str, Any], c: _Compiler) -> None:
     if not isinstance(schema, Mapping):
         raise c.fail("$", "schema", "must be a JSON Schema object")
@@ -215,7 +207,7 @@ def to_native(schema: Mapping[str, Any], *, provider: str | None = None, model: 
     takes the returned dict). Raises :class:`~seamkit.errors.CapabilityError` whose ``feature``
     is ``"<json path>: <construct>"`` for anything the dialect cannot express (an
     :class:`AnthropicSchemaError`)."""
-    plain = _thaw(schema)
+    plain = plain_schema(schema)
     c = _Compiler(plain, provider, model)
     _object_root(plain, c)
     c.check_recursion(plain, "$", ())
@@ -228,7 +220,7 @@ def to_tool_schema(
 ) -> dict[str, Any]:
     """``schema`` as a tool ``input_schema`` for the forced-tool route: a plain copy (annotations
     kept) whose root must be ``{"type": "object"}``. Raises :class:`~seamkit.errors.CapabilityError`."""
-    plain = _thaw(schema)
+    plain = plain_schema(schema)
     c = _Compiler(plain, provider, model)
     _object_root(plain, c)
     out: dict[str, Any] = {k: v for k, v in plain.items() if k != "$schema"}
@@ -250,7 +242,7 @@ def native_plan(schema: Mapping[str, Any], *, provider: str | None = None, model
     """``schema`` for ``output_config.format``: :func:`to_native` of the schema, its root wrapped
     first when it is not a plain object schema. Raises :class:`AnthropicSchemaError` (``path`` and
     ``feature`` name the canonical JSON path) for what the dialect cannot express."""
-    norm = normalize_root(_thaw(schema))
+    norm = normalize_root(plain_schema(schema))
     wrap = wrap_root(norm)
     try:
         compiled = to_native(wrap.schema if wrap is not None else norm, provider=provider, model=model)
@@ -270,7 +262,7 @@ def tool_input_plan(schema: Mapping[str, Any], *, what: str, tool: bool = True) 
     arguments are an object by protocol; ``False`` for the forced answer tool, whose input is the
     answer) and wrapped when its root is not a plain object. ``what`` starts the warning
     (``"tool 'search' input_schema"``)."""
-    norm = normalize_root(_thaw(schema), tool=tool)
+    norm = normalize_root(plain_schema(schema), tool=tool)
     wrap = wrap_root(norm, tool=tool)
     out = wrap.schema if wrap is not None else norm
     out = {k: v for k, v in out.items() if k != "$schema"} if isinstance(out, dict) else out

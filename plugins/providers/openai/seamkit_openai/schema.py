@@ -55,7 +55,7 @@ from typing import Any
 
 from seamkit.agent.output import drop_absent_nulls
 from seamkit.errors import CapabilityError
-from seamkit.schema_wrap import RootWrap, canonical_path, normalize_root, wrap_root
+from seamkit.schema_wrap import RootWrap, canonical_path, normalize_root, plain_schema, wrap_root
 
 __all__ = ["StrictSchema", "StrictSchemaError", "SchemaPlan", "compile_strict", "plan_schema", "to_strict", "wrap_key",
            "schema_name", "drop_optional_nulls", "STRICT_FORMATS"]
@@ -342,21 +342,12 @@ def _json_type(v: Any) -> str:
     return "array"
 
 
-def _plain(v: Any) -> Any:
-    """Thaw frozen containers (FrozenDict / FrozenList) into dicts and lists."""
-    if isinstance(v, Mapping):
-        return {str(k): _plain(x) for k, x in v.items()}
-    if isinstance(v, list | tuple):
-        return [_plain(x) for x in v]
-    return v
-
-
 def compile_strict(schema: Mapping[str, Any], *, provider: str | None = None,
                    model: str | None = None) -> StrictSchema:
     """Compile ``schema`` (see the module doc). Raises :class:`StrictSchemaError` (a
     :class:`~seamkit.errors.CapabilityError`) naming the construct and its JSON path for what strict
     mode cannot express."""
-    root = _plain(schema)
+    root = plain_schema(schema)
     c = _Compiler(root, provider, model)
     if not isinstance(root, dict):
         raise c.fail("$", "a non-object schema", "the root must be a JSON object schema")
@@ -401,7 +392,7 @@ def _wrap(plain: Any, *, strict: bool, tool: bool) -> RootWrap | None:
 def wrap_key(schema: Mapping[str, Any], *, strict: bool, tool: bool = False) -> str | None:
     """The key :func:`plan_schema` wraps ``schema``'s canonical value in (same arguments), or
     ``None``; cheap (no compilation), for unwrapping a reply."""
-    wrap = _wrap(_plain(schema), strict=strict, tool=tool)
+    wrap = _wrap(plain_schema(schema), strict=strict, tool=tool)
     return wrap.key if wrap is not None else None
 
 
@@ -420,7 +411,7 @@ def plan_schema(schema: Mapping[str, Any], *, strict: bool, tool: bool = False, 
 
     ``what`` starts each warning (``"structured output"``, ``"tool 'search'"``). The reply must be
     validated against the canonical schema (strict: after :func:`drop_optional_nulls`)."""
-    candidate = _plain(schema)
+    candidate = plain_schema(schema)
     wrap = _wrap(candidate, strict=strict, tool=tool)
     if wrap is not None:
         candidate = wrap.schema
@@ -472,4 +463,4 @@ def drop_optional_nulls(value: Any, schema: Mapping[str, Any]) -> Any:
     ``schema`` (the canonical one) leaves optional and that does not itself allow ``null``, so the
     canonical schema validates what strict mode produced. The host does this before validating any
     typed output (:func:`seamkit.agent.output.drop_absent_nulls`); this is that function."""
-    return drop_absent_nulls(_plain(value), _plain(schema))
+    return drop_absent_nulls(plain_schema(value), plain_schema(schema))
