@@ -300,6 +300,11 @@ def _deny_eps() -> list[FakeEntryPoint]:
         (None, "seamkit-beta-twin", ["a", "c"]),
         ("alpha,beta", "beta", ["a"]),  # the deny list wins
         ("", "alpha", []),
+        # distribution names match as pip matches them (PEP 503 normalisation); regression: the
+        # spellings below matched nothing
+        (None, "Seamkit_Gamma", ["a", "b"]),
+        ("seamkit.alpha,SEAMKIT-GAMMA", None, ["a", "c"]),
+        (None, "seamkit__beta-TWIN", ["a", "c"]),
     ],
 )
 def test_disable_plugins_deny_list(monkeypatch: pytest.MonkeyPatch, allow: str | None, deny: str | None,

@@ -694,12 +694,16 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
+    import os
+
     from rich.console import Console
     from rich.table import Table
 
     console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 200)
     if not rows:
-        console.print("no plugins installed")
+        limits = [f"{v}={os.environ[v]!r}" for v in ("SEAMKIT_LOAD_PLUGINS", "SEAMKIT_DISABLE_PLUGINS")
+                  if v in os.environ]
+        console.print("no plugins loaded" + (f" ({', '.join(limits)} in force)" if limits else ""))
         return EXIT_OK
     table = Table(*COLUMNS, show_lines=False, box=None, pad_edge=False)
     for r in rows:

@@ -3,7 +3,9 @@
 Environment:
 
 - ``SEAMKIT_LOAD_PLUGINS=a,b``: load only the plugins whose entry-point name or distribution name
-  is listed (set but empty: load none).
+  is listed (set but empty: load none). Distribution names match as pip matches them, normalised
+  by PEP 503 (``seamkit_openai``, ``Seamkit.OpenAI`` and ``seamkit-openai`` are one name);
+  entry-point names match exactly.
 - ``SEAMKIT_DISABLE_PLUGINS=a,b``: never load the plugins whose entry-point name or distribution
   name is listed, nor another entry point naming the same object. The deny list wins: a plugin in
   both lists is not loaded; an empty deny list denies nothing.
@@ -316,6 +318,17 @@ def _name_list(variable: str) -> set[str] | None:
     return {p.strip() for p in raw.split(",") if p.strip()}
 
 
+def _canonical(name: str) -> str:
+    """A distribution name normalised as PEP 503 ("Normalized Names") says: runs of ``-``, ``_``
+    and ``.`` become one ``-``, lowercased."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _listed(names: set[str], entry_point: str, distribution: str) -> bool:
+    """Whether an allow or deny list names an entry point, by its name or its distribution's."""
+    return entry_point in names or _canonical(distribution) in {_canonical(n) for n in names}
+
+
 def _allow_list() -> set[str] | None:
     return _name_list("SEAMKIT_LOAD_PLUGINS")
 
@@ -354,7 +367,7 @@ def load_registry(*, strict: bool | None = None, entry_points: Iterable[Any] | N
     eps = list(entry_points)
     # a denied entry point's object stays out under any other name too
     denied_values = {v for ep in eps for d, _, v in [_entry_point_facts(ep)]
-                     if v is not None and (ep.name in deny or d in deny)}
+                     if v is not None and _listed(deny, ep.name, d)}
     seen: set[tuple[str, str]] = set()
     seen_values: set[str] = set()
     for ep in eps:
@@ -363,9 +376,9 @@ def load_registry(*, strict: bool | None = None, entry_points: Iterable[Any] | N
         if key in seen or value in seen_values:  # found twice on sys.path, or one module named twice
             continue
         seen.add(key)
-        if allow is not None and ep.name not in allow and dist_name not in allow:
+        if allow is not None and not _listed(allow, ep.name, dist_name):
             continue
-        if ep.name in deny or dist_name in deny or value in denied_values:
+        if _listed(deny, ep.name, dist_name) or value in denied_values:
             continue
         if value is not None:
             seen_values.add(value)

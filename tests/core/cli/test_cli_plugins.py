@@ -94,6 +94,11 @@ def test_empty_allow_list_loads_nothing(cli, write):
     assert "Traceback" not in r.stderr
     listed = cli("plugins", "--json", env={"SEAMKIT_LOAD_PLUGINS": ""})
     assert listed.returncode == 0 and json.loads(listed.stdout) == []
+    # regression: the table said "no plugins installed" when a list kept every plugin out
+    table = cli("plugins", env={"SEAMKIT_LOAD_PLUGINS": "nosuch"})
+    assert table.returncode == 0
+    assert "installed" not in table.stdout
+    assert "no plugins loaded (SEAMKIT_LOAD_PLUGINS='nosuch' in force)" in table.stdout
 
 
 def test_allow_list_selects_plugins(broken_cli, write):
