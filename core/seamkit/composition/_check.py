@@ -13,7 +13,7 @@ from typing import Any
 import pydantic
 from pydantic import BaseModel
 
-from seamkit.composition._yaml import KeyPath, Position, format_path
+from seamkit.composition._yaml import AliasUse, KeyPath, Position, clip, format_path, shown
 from seamkit.composition.models import SLOT_TYPES, ComponentRef, is_secret_name
 from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigIssue
 from seamkit.plugins.registry import ComponentSpec, Registry
@@ -49,6 +49,8 @@ class Context:
     flagged: set[KeyPath] = field(default_factory=set)
     #: key -> the mappings (by path) where the composition takes it (see :func:`key_index`)
     known_keys: Mapping[str, tuple[KeyPath, ...]] = field(default_factory=dict)
+    #: alias uses by key path (see :attr:`~seamkit.composition._yaml.Document.aliases`)
+    aliases: Mapping[KeyPath, AliasUse] = field(default_factory=dict)
 
     def is_poisoned(self, path: KeyPath) -> bool:
         return any(path[: len(p)] == p for p in self.poisoned)
@@ -69,15 +71,29 @@ class Context:
 
     def add(self, message: str, path: KeyPath, position: Position | None = None, *, at_key: bool = False) -> None:
         """Record an issue at ``path``: at its key's position with ``at_key`` (unknown keys),
-        otherwise at its value's (or the nearest ancestor's)."""
+        otherwise at its value's (or the nearest ancestor's). Inside a value reached through an
+        alias, that is the alias, and the message says where its anchor is. A message longer
+        than :data:`_MAX_MESSAGE` characters (a value echoed whole) is cut in the middle."""
         if position is None:
             position = self.keys.get(path) if at_key else None
         if position is None:
             position = self.value_position(path)
+        use = self.alias_use(path)
+        note = use.note() if use is not None else ""
         self.issues.append(ConfigIssue(
-            self.scrub(message), format_path(path), self.file,
+            _cut_middle(self.scrub(message)) + note, format_path(path), self.file,
             position.line if position else None, position.column if position else None,
         ))
+
+    def alias_use(self, path: KeyPath) -> AliasUse | None:
+        """The alias through which the value at ``path`` is reached (the outermost), if any."""
+        if not self.aliases:
+            return None
+        for i in range(len(path) + 1):
+            use = self.aliases.get(path[:i])
+            if use is not None:
+                return use
+        return None
 
     def value_position(self, path: KeyPath) -> Position | None:
         p = path
@@ -94,10 +110,30 @@ class Context:
         return self.keys.get(path) or self.value_position(path)
 
 
+#: Longest message :meth:`Context.add` keeps whole, in characters; values it echoes are cut to
+#: :data:`~seamkit.composition._yaml.MAX_SHOWN` where they are written into it, and this catches
+#: the rest (a component's validator repeating its input, say).
+_MAX_MESSAGE = 1_000
+
+
+def _cut_middle(message: str) -> str:
+    if len(message) <= _MAX_MESSAGE:
+        return message
+    head, tail = _MAX_MESSAGE * 2 // 3, _MAX_MESSAGE // 3
+    cut = len(message) - head - tail
+    return f"{message[:head]}… ({cut:,} characters cut) …{message[-tail:]}"
+
+
+#: Longest word :func:`did_you_mean` compares (difflib is quadratic in the words' lengths).
+_MAX_COMPARED = 200
+
+
 def did_you_mean(word: str, choices: Sequence[str]) -> str:
     """``"; did you mean 'x'?"`` or ``""``."""
-    close = difflib.get_close_matches(word, list(choices), n=2, cutoff=0.6)
-    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    if len(word) > _MAX_COMPARED:
+        return ""
+    close = difflib.get_close_matches(word, [c for c in choices if len(c) <= _MAX_COMPARED], n=2, cutoff=0.6)
+    return f"; did you mean {' or '.join(shown(c) for c in close)}?" if close else ""
 
 
 #: A key known in more places than this is too common to say where it belongs.
@@ -372,18 +408,18 @@ def pydantic_issues(
             allowed = fields_at(model, [el for el in err["loc"][:-1]])
             hint = did_you_mean(key, allowed) or belongs_elsewhere(ctx, key, path[:-1])
             listed = f" (allowed: {', '.join(allowed)})" if allowed else ""
-            ctx.add(f"unknown key {key!r}{what}{hint}{listed}", path, at_key=True)
+            ctx.add(f"unknown key {shown(key)}{what}{hint}{listed}", path, at_key=True)
         elif etype == "missing":
             key = str(rel[-1]) if rel else "?"
             parent = path[:-1]
-            ctx.add(f"missing required key {key!r}{what}", path, ctx.parent_position(parent))
+            ctx.add(f"missing required key {shown(key)}{what}", path, ctx.parent_position(parent))
         elif ctx.from_env(path) or (ctx.is_secret(path) and etype in ("value_error", "assertion_error")):
             ctx.add(f"invalid value ({etype}); not shown, it comes from an environment variable", path)
         elif etype in _TYPE_WORDS:
             value = _value_at(data, rel)
             hint = ""
             if etype == "list_type" and isinstance(value, str) and not ctx.is_secret(path):
-                hint = f" (for a single item write [{value}])"
+                hint = f" (for a single item write [{clip(value)}])"
             ctx.add(f"expected {_TYPE_WORDS[etype]}, not {_describe(value)}{hint}", path)
         else:
             msg = str(err["msg"])
@@ -439,7 +475,7 @@ def validate_params(ctx: Context, spec: ComponentSpec, params: Mapping[str, Any]
         return False, None
     if model is None:
         for key in params:
-            ctx.add(f"unknown key {key!r}: {label} takes no parameters{belongs_elsewhere(ctx, key, path)}",
+            ctx.add(f"unknown key {shown(key)}: {label} takes no parameters{belongs_elsewhere(ctx, key, path)}",
                     (*path, key), at_key=True)
         return not params, None
     if not (isinstance(model, type) and issubclass(model, BaseModel)):
@@ -469,7 +505,7 @@ def resolve_slot(
         use_path = (*path, "use")
         if name is None and "use" not in raw:
             typos = [k for k in params if difflib.get_close_matches(k, ["use"], n=1, cutoff=0.6)]
-            hint = f"; {typos[0]!r} looks like a misspelling of 'use'" if typos else ""
+            hint = f"; {shown(typos[0])} looks like a misspelling of 'use'" if typos else ""
             ctx.add(f"missing required key 'use' (the {kind} component's name){hint}", path,
                     ctx.parent_position(path))
             ctx.poisoned.add((*path, "use"))
@@ -480,26 +516,27 @@ def resolve_slot(
         return None, {}
     if ctx.is_poisoned(use_path) or (dist is not None and ctx.is_poisoned((*path, "from"))):
         return None, params
-    shown = "(from the environment)" if ctx.is_secret(use_path) else repr(name)
+    named = "(from the environment)" if ctx.is_secret(use_path) else shown(name)
     try:
         return registry.resolve(kind, name, dist), params
     except ComponentNotFound as exc:
         known = registry.names(kind)
         if dist is not None and name in known:
             dists = [s.distribution for s in registry.components.get(kind, {}).get(name, [])]
-            ctx.add(f"no distribution {dist!r} registers {kind} {name!r}; it is registered by: {', '.join(dists)}",
+            ctx.add(f"no distribution {shown(dist)} registers {kind} {shown(name)}; it is registered by: "
+                    f"{', '.join(dists)}",
                     (*path, "from"))
         else:
             hint = "" if ctx.is_secret(use_path) else (
-                f"; did you mean {' or '.join(repr(s) for s in exc.suggestions)}?" if exc.suggestions else "")
+                f"; did you mean {' or '.join(shown(s) for s in exc.suggestions)}?" if exc.suggestions else "")
             other = [k for k in registry.components if k != kind and name in registry.names(k)]
             if other and not ctx.is_secret(use_path):
-                hint = f"; {name!r} is {_a(other[0])} {other[0]}, not {_a(kind)} {kind}"
+                hint = f"; {shown(name)} is {_a(other[0])} {other[0]}, not {_a(kind)} {kind}"
             kinds = "memory components" if kind == "memory" else f"{kind}s"
             listed = f"installed {kinds}: {', '.join(known)}" if known else f"no {kinds} are installed"
-            ctx.add(f"unknown {kind} {shown}{hint} ({listed})", use_path)
+            ctx.add(f"unknown {kind} {named}{hint} ({listed})", use_path)
     except AmbiguousComponent as exc:
-        ctx.add(f"{kind} {shown} is registered by both {' and '.join(exc.distributions)}; "
+        ctx.add(f"{kind} {named} is registered by both {' and '.join(exc.distributions)}; "
                 f"add 'from: <distribution>' to pick one", use_path)
     return None, params
 

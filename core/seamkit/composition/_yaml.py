@@ -23,18 +23,23 @@ from typing import Any
 import yaml
 
 __all__ = [
+    "AliasUse",
     "Document",
     "Interpolated",
     "KeyPath",
     "Position",
     "Problem",
+    "MAX_CHARACTERS",
     "MAX_DEPTH",
+    "MAX_SHOWN",
     "MAX_VALUES",
     "YAML11_BOOLEANS",
+    "clip",
     "format_path",
     "interpolate",
     "parse_yaml",
     "resolve_plain",
+    "shown",
 ]
 
 KeyPath = tuple[str | int, ...]
@@ -56,6 +61,21 @@ _SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 #: Most values a document may hold, aliases expanded (a composition holds a few hundred).
 MAX_VALUES = 200_000
 _MAX_NODES = MAX_VALUES
+#: Most characters the scalars of a document (keys included) may add up to, aliases expanded.
+#: Counting values alone lets one alias to a long text through: a 0.9 MB file that anchors a
+#: 900 KB string and uses it 300 times stands for 270 MB, which every later step (checks, error
+#: messages, the request a provider gets) copies. A composition is a few KB; the file itself is
+#: capped at 1 MiB (``loader.MAX_FILE_BYTES``), so 4 million characters always holds the written
+#: text and leaves room for aliases to repeat a few long shared blocks. Other loaders: PyYAML and
+#: ruamel.yaml have no limit (they share the aliased object, and leave the cost to whoever copies
+#: it); go-yaml v2/v3 (used by Kubernetes through sigs.k8s.io/yaml) count decode operations only
+#: (up to 400,000, 99% of which may come from aliases: ``allowedAliasRatio`` in decode.go);
+#: SnakeYAML caps aliases to collections (50) and the input (3 MB of code points), not aliases to
+#: scalars. None counts the characters an alias stands for, so the limit is ours: of the same
+#: order as go-yaml's ceiling of 4,000,000 decode operations ("~5MB of dense object declarations").
+MAX_CHARACTERS = 4_000_000
+#: Longest piece of a value that an error message repeats, in characters (see :func:`clip`).
+MAX_SHOWN = 200
 #: Deepest nesting of mappings and lists accepted (aliases expanded).
 MAX_DEPTH = 100
 
@@ -66,6 +86,39 @@ class Position:
 
     line: int
     column: int
+
+
+@dataclass(frozen=True, slots=True)
+class AliasUse:
+    """Where a value reached through an alias is reported: the ``anchor``'s name, the
+    ``position`` of the alias (``*name``, where the value is used) and ``anchor_position``
+    (``&name``, where it is written)."""
+
+    anchor: str
+    position: Position
+    anchor_position: Position
+
+    def note(self) -> str:
+        """`` (through the alias *d; its anchor &d is at line 2, column 13)``, for messages."""
+        at = self.anchor_position
+        return (f" (through the alias *{clip(self.anchor, 40)}; its anchor &{clip(self.anchor, 40)} is at "
+                f"line {at.line}, column {at.column})")
+
+
+def clip(text: str, limit: int = MAX_SHOWN) -> str:
+    """``text`` cut after ``limit`` characters, saying how many more there were:
+    ``"AAAA… (899,800 more characters)"``; unchanged when it is short enough."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def shown(value: Any, limit: int = MAX_SHOWN) -> str:
+    """``repr(value)`` for an error message, cut after ``limit`` characters (see :func:`clip`).
+    A long string is cut before ``repr`` (no copy of all of it is made)."""
+    if isinstance(value, str) and len(value) > limit:
+        return f"{value[:limit]!r}… ({len(value) - limit:,} more characters)"
+    return clip(repr(value), limit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +140,8 @@ class Document:
     ``secrets``: those environment values themselves (to scrub from messages). ``poisoned``:
     paths already reported, whose value is a placeholder (no further errors there). ``flagged``:
     paths whose value was reported (a YAML 1.1 boolean word) but whose key may still be wrong.
+    A value reached through an alias (``*name``) is placed where the alias is written, the place
+    that names it at that key path (its anchor is in ``aliases``).
     """
 
     data: Any = None
@@ -98,6 +153,9 @@ class Document:
     flagged: set[KeyPath] = field(default_factory=set)
     problems: list[Problem] = field(default_factory=list)
     empty: bool = False
+    #: key path of each alias use not itself inside an aliased value → the alias and its anchor;
+    #: ``values``/``keys`` place everything inside that value at the alias
+    aliases: dict[KeyPath, AliasUse] = field(default_factory=dict)
 
 
 def format_path(path: KeyPath) -> str:
@@ -223,7 +281,9 @@ class _Loader(yaml.SafeLoader):
     """Composes nodes only; every untagged plain scalar gets the private ``plain`` tag, every
     quoted one ``!!str``; explicit tags stay as written (and are refused later)."""
 
-    _depth = 0
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._path: list[str | int] = []  # key path of the node being composed (for the depth error)
 
     def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
         if kind is yaml.ScalarNode:
@@ -231,18 +291,29 @@ class _Loader(yaml.SafeLoader):
         return super().resolve(kind, value, implicit)  # type: ignore[no-untyped-call]
 
     def compose_node(self, parent: Any, index: Any) -> Any:
-        # PyYAML composes recursively: refuse deep nesting before Python's recursion limit does
-        self._depth += 1
+        # PyYAML composes recursively: refuse deep nesting before Python's recursion limit does.
+        # PyYAML passes the position in the parent: a list index, or a mapping value's key node
+        # (None while composing the key itself)
+        if parent is None:
+            step: str | int | None = None
+        elif isinstance(index, int):
+            step = index
+        else:
+            key = _target(index)
+            step = str(key.value) if isinstance(key, yaml.ScalarNode) else "?"
+        if step is not None:
+            self._path.append(step)
         try:
-            if self._depth > MAX_DEPTH + 1:
-                raise _TooDeep(self.peek_event().start_mark)  # type: ignore[no-untyped-call]
+            if len(self._path) > MAX_DEPTH:
+                raise _TooDeep(self.peek_event().start_mark, tuple(self._path))  # type: ignore[no-untyped-call]
             event = self.peek_event()  # type: ignore[no-untyped-call]
             node = super().compose_node(parent, index)
             if isinstance(event, yaml.AliasEvent):  # keep where this use of the anchor is written
                 return _Alias(node, event.start_mark, str(event.anchor))
             return node
         finally:
-            self._depth -= 1
+            if step is not None:
+                self._path.pop()
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,12 +338,31 @@ def _children(node: Any) -> list[Any]:
     return []
 
 
-def _expanded_sizes(root: Any) -> dict[int, int]:
-    """How many values each collection node stands for with every alias expanded (itself
-    included), by node id; computed once per node (iteratively: alias chains nest deep), so a
-    billion-laughs document costs what its text costs. A node inside its own alias (a cycle)
-    counts once; the builder reports the cycle."""
-    sizes: dict[int, int] = {}
+@dataclass(frozen=True, slots=True)
+class _Size:
+    """What a node stands for with every alias expanded: ``values`` (itself included) and
+    ``characters`` (of its scalars, mapping keys included)."""
+
+    values: int
+    characters: int
+
+    def __add__(self, other: _Size) -> _Size:
+        return _Size(self.values + other.values, self.characters + other.characters)
+
+    def passes(self, limits: _Size) -> bool:
+        return self.values > limits.values or self.characters > limits.characters
+
+
+def _own_size(node: Any) -> _Size:
+    return _Size(1, len(node.value)) if isinstance(node, yaml.ScalarNode) else _Size(1, 0)
+
+
+def _expanded_sizes(root: Any) -> dict[int, _Size]:
+    """What each collection node stands for with every alias expanded (see :class:`_Size`), by
+    node id; computed once per node (iteratively: alias chains nest deep), so a billion-laughs
+    document costs what its text costs. A node inside its own alias (a cycle) counts once; the
+    builder reports the cycle."""
+    sizes: dict[int, _Size] = {}
     active: set[int] = set()
     stack: list[tuple[Any, bool]] = [(root, False)]
     while stack:
@@ -288,44 +378,65 @@ def _expanded_sizes(root: Any) -> dict[int, int]:
                          and isinstance(k, yaml.CollectionNode))
             continue
         active.discard(key)
-        sizes[key] = 1 + sum(sizes.get(id(k), 1) for k in kids)
+        total = _Size(1, 0)
+        for k in kids:
+            total += sizes.get(id(k)) or _own_size(k)
+        sizes[key] = total
     return sizes
 
 
-def _written(root: Any) -> int:
-    """How many values ``root`` holds as written (each alias counts as one)."""
-    total = 0
+def _size(node: Any, sizes: dict[int, _Size]) -> _Size:
+    return sizes.get(id(node)) or _own_size(node)
+
+
+def _written(root: Any) -> _Size:
+    """What ``root`` holds as written (each alias counts as one value of no characters)."""
+    total = _Size(0, 0)
     stack = [root]
     while stack:
         node = stack.pop()
-        total += 1
-        if not isinstance(node, _Alias):
-            stack.extend(_children(node))
+        if isinstance(node, _Alias):
+            total += _Size(1, 0)
+            continue
+        total += _own_size(node)
+        stack.extend(_children(node))
     return total
 
 
-def _alias_bomb(root: Any) -> tuple[_Alias, KeyPath, int] | None:
-    """The alias, in document order, at which the values of ``root`` with aliases expanded pass
-    :data:`MAX_VALUES` (or the last alias before the written value that does), with its key path
-    and the number of values it stands for; ``None`` when the document stays within the limit, or
-    passes it with its written values alone (each alias counted as one)."""
+def _alias_bomb(root: Any) -> tuple[_Alias, KeyPath, _Size, str] | None:
+    """The alias, in document order, at which ``root`` with aliases expanded passes
+    :data:`MAX_VALUES` values or :data:`MAX_CHARACTERS` characters (or the last alias before the
+    written value that does), with its key path, what it stands for and which limit (``"values"``
+    or ``"characters"``) it passes; ``None`` when the document stays within both limits, or passes
+    them with its written values alone (each alias counted as one value of no characters)."""
+    limits = _Size(MAX_VALUES, MAX_CHARACTERS)
     sizes = _expanded_sizes(_target(root))
-    if sizes.get(id(_target(root)), 1) <= MAX_VALUES or _written(root) > MAX_VALUES:
+    if not _size(_target(root), sizes).passes(limits):
         return None
-    total = 0
-    last: tuple[_Alias, KeyPath, int] | None = None
+    written = _written(root)
+    # a limit the written text alone passes is not the aliases' doing ("document too large")
+    watched = _Size(MAX_VALUES if written.values <= MAX_VALUES else 2**62,
+                    MAX_CHARACTERS if written.characters <= MAX_CHARACTERS else 2**62)
+    total = _Size(0, 0)
+    last: tuple[_Alias, KeyPath, _Size] | None = None
+
+    def found() -> tuple[_Alias, KeyPath, _Size, str] | None:
+        if last is None:
+            return None
+        return (*last, "values" if total.values > watched.values else "characters")
+
     stack: list[tuple[Any, KeyPath]] = [(root, ())]
     while stack:
         node, path = stack.pop()
         if isinstance(node, _Alias):
-            last = (node, path, sizes.get(id(node.node), 1))
+            last = (node, path, _size(node.node, sizes))
             total += last[2]
-            if total > MAX_VALUES:  # this alias takes it past (the written values alone stay within)
-                return last
+            if total.passes(watched):  # this alias takes it past (the written values alone stay within)
+                return found()
             continue
-        total += 1
-        if total > MAX_VALUES:  # a written value, after the aliases that took up the room
-            return last
+        total += _own_size(node)
+        if total.passes(watched):  # a written value, after the aliases that took up the room
+            return found()
         if isinstance(node, yaml.SequenceNode):
             stack.extend(reversed([(child, (*path, i)) for i, child in enumerate(node.value)]))
         elif isinstance(node, yaml.MappingNode):
@@ -395,9 +506,14 @@ class _Builder:
         self.env = env
         self.count = 0
         self.active: set[int] = set()  # ids of the collection nodes being built (alias cycles)
+        self.via: AliasUse | None = None  # the alias whose value is being built
+
+    def position(self, node: Any) -> Position:
+        """Where ``node`` is reported: at the alias when it is reached through one."""
+        return self.via.position if self.via is not None else _pos(node.start_mark)
 
     def problem(self, message: str, path: KeyPath, node: Any, *, poison: bool = True) -> None:
-        self.doc.problems.append(Problem(message, path, _pos(node.start_mark)))
+        self.doc.problems.append(Problem(message, path, self.position(node)))
         if poison:
             self.doc.poisoned.add(path)
 
@@ -449,18 +565,27 @@ class _Builder:
         return [self._child(item, (*path, i)) for i, item in enumerate(node.value)]
 
     def _child(self, node: Any, path: KeyPath) -> Any:
-        self.doc.values[path] = _pos(_target(node).start_mark)
+        if isinstance(node, _Alias) and self.via is None:
+            use = AliasUse(node.anchor, _pos(node.start_mark), _pos(node.node.start_mark))
+            self.doc.aliases[path] = use
+            self.doc.values[path] = use.position
+            self.via = use
+            try:
+                return self.build(node, path)
+            finally:
+                self.via = None
+        self.doc.values[path] = self.position(_target(node))
         return self.build(node, path)
 
     @staticmethod
     def _tag_message(tag: str) -> str:
-        return (f"YAML tag {_short_tag(tag)!r} is not allowed (compositions hold plain data only); "
+        return (f"YAML tag {shown(_short_tag(tag))} is not allowed (compositions hold plain data only); "
                 f"remove it, or quote the value to keep it as text")
 
     def mapping(self, node: Any, path: KeyPath) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for key_node, value_node in node.value:
-            key_node = _target(key_node)
+        for written_key, value_node in node.value:
+            key_node = _target(written_key)
             if not isinstance(key_node, yaml.ScalarNode):
                 self.problem("mapping keys must be plain strings", path, key_node)
                 continue
@@ -478,9 +603,9 @@ class _Builder:
             if key in out:
                 first = self.doc.keys.get(child)
                 where = f" (first at line {first.line}, column {first.column})" if first else ""
-                self.problem(f"duplicate key {key!r}{where}; keep only one", child, key_node, poison=False)
+                self.problem(f"duplicate key {shown(key)}{where}; keep only one", child, key_node, poison=False)
             else:
-                self.doc.keys[child] = _pos(key_node.start_mark)
+                self.doc.keys[child] = self.position(written_key)
             out[key] = self._child(value_node, child)
         return out
 
@@ -491,17 +616,17 @@ class _Builder:
         result = interpolate(text, self.env)
         for name in result.missing:
             self.problem(
-                f"environment variable {name!r} is not set (set it, or write ${{{name}:-default}})",
+                f"environment variable {shown(name)} is not set (set it, or write ${{{clip(name, 40)}:-default}})",
                 path, node,
             )
         for ref in result.invalid:
             self.problem(
-                f"malformed reference {ref!r}: write ${{NAME}} or ${{NAME:-default}} (and $${{ for a literal ${{)",
+                f"malformed reference {shown(ref)}: write ${{NAME}} or ${{NAME:-default}} (and $${{ for a literal ${{)",
                 path, node,
             )
         for ref in result.nested:
             self.problem(
-                f"nested reference {ref!r}: a default cannot hold another ${{...}} reference; "
+                f"nested reference {shown(ref)}: a default cannot hold another ${{...}} reference; "
                 f"write the default as plain text (${{NAME:-text}})",
                 path, node,
             )
@@ -519,9 +644,21 @@ class _TooLarge(Exception):
 
 
 class _TooDeep(Exception):
-    def __init__(self, mark: Any) -> None:
+    def __init__(self, mark: Any, path: KeyPath) -> None:
         super().__init__()
         self.mark = mark
+        self.path = path
+
+
+def _bomb_message(alias: _Alias, path: KeyPath, size: _Size, limit: str) -> str:
+    name = clip(alias.anchor, 40)
+    if limit == "values":
+        return (f"the alias *{name} expands to {size.values:,} values (aliases inside aliases), which takes "
+                f"the document past {MAX_VALUES:,} values: an alias-expansion bomb? A composition holds a few "
+                f"hundred; write the values out, or use fewer nested aliases")
+    return (f"the alias *{name} expands to {size.characters:,} characters, which takes the document past "
+            f"{MAX_CHARACTERS:,} characters with aliases expanded: an alias-expansion bomb? A composition "
+            f"holds a few thousand; write a long text once, or use it through fewer aliases")
 
 
 def parse_yaml(text: str, env: Mapping[str, str] | None = None) -> Document:
@@ -539,7 +676,7 @@ def parse_yaml(text: str, env: Mapping[str, str] | None = None) -> Document:
         doc.problems.append(_syntax_problem(exc, text))
         return doc
     except _TooDeep as exc:
-        doc.problems.append(Problem(_DEPTH_MESSAGE, (), _pos(exc.mark)))
+        doc.problems.append(Problem(_DEPTH_MESSAGE, exc.path, _pos(exc.mark)))
         return doc
     finally:
         loader.dispose()
@@ -550,12 +687,8 @@ def parse_yaml(text: str, env: Mapping[str, str] | None = None) -> Document:
     doc.values[()] = _pos(node.start_mark)
     bomb = _alias_bomb(node)
     if bomb is not None:  # refused before building: expanding it would take the time and memory
-        alias, path, size = bomb
         doc.poisoned.add(())
-        doc.problems.append(Problem(
-            f"the alias *{alias.anchor} expands to {size:,} values (aliases inside aliases), which takes the "
-            f"document past {MAX_VALUES:,} values: an alias-expansion bomb? A composition holds a few hundred; "
-            f"write the values out, or use fewer nested aliases", path, _pos(alias.start_mark)))
+        doc.problems.append(Problem(_bomb_message(*bomb), bomb[1], _pos(bomb[0].start_mark)))
         return doc
     builder = _Builder(doc, os.environ if env is None else env)
     try:

@@ -20,7 +20,7 @@ from seamkit.composition._check import (
     key_index,
     pydantic_issues,
 )
-from seamkit.composition._yaml import Document, KeyPath, Position, parse_yaml
+from seamkit.composition._yaml import Document, KeyPath, Position, clip, parse_yaml, shown
 from seamkit.composition.models import AgentConfig, ComponentRef, Composition, _Model
 from seamkit.errors import ConfigError, ConfigIssue
 from seamkit.plugins.registry import ComponentSpec, Registry, get_registry
@@ -114,12 +114,12 @@ def _loads(text: str, fpath: Path | None, base_dir: str | os.PathLike[str] | Non
     base = base.resolve()
     doc = parse_yaml(text, env)
     ctx = Context(str(fpath) if fpath is not None else None, doc.values, doc.keys, doc.secret_paths,
-                  doc.secrets, set(doc.poisoned), base, flagged=set(doc.flagged))
+                  doc.secrets, set(doc.poisoned), base, flagged=set(doc.flagged), aliases=doc.aliases)
     for pr in doc.problems:
         message = pr.message
         if pr.path in doc.flagged and is_bool_field(reg, Composition, doc.data, pr.path):
             word = _value_at(doc.data, pr.path)
-            message = (f"{word!r} is read as a boolean only by YAML 1.1 tools (others read text); this "
+            message = (f"{shown(word)} is read as a boolean only by YAML 1.1 tools (others read text); this "
                        f"field takes true or false: write true or false")
         ctx.add(message, pr.path, pr.position)
     if doc.empty:
@@ -165,7 +165,7 @@ def _as_written(value: Any) -> str:
         return "null (an empty value)"
     if isinstance(value, list | Mapping):
         return _kind(value)
-    return repr(value)
+    return shown(value)
 
 
 def _sorted(issues: list[ConfigIssue]) -> list[ConfigIssue]:
@@ -231,7 +231,7 @@ def _cross_checks(ctx: Context, data: Mapping[str, Any]) -> None:
         if name in first:
             path: KeyPath = ("agent", "tools", i)
             where = (*path, "use") if isinstance(agent["tools"][i], Mapping) else path
-            ctx.add(f"duplicate tool {name!r} (also agent.tools[{first[name]}]); tool names must be unique",
+            ctx.add(f"duplicate tool {shown(name)} (also agent.tools[{first[name]}]); tool names must be unique",
                     where)
         else:
             first[name] = i
@@ -246,14 +246,14 @@ def _cross_checks(ctx: Context, data: Mapping[str, Any]) -> None:
             ctx.add("tool_choice (from the environment) names no configured tool", path)
         else:
             hint = did_you_mean(choice, [*first, *_TOOL_CHOICES])
-            listed = ", ".join([*_TOOL_CHOICES, *first])
-            ctx.add(f"tool_choice {choice!r} names no configured tool{hint} (use one of: {listed})", path)
+            listed = ", ".join([*_TOOL_CHOICES, *(clip(name) for name in first)])
+            ctx.add(f"tool_choice {shown(choice)} names no configured tool{hint} (use one of: {listed})", path)
     approvals = agent.get("approvals")
     if isinstance(approvals, Mapping):
         for tool_name in approvals:
             if isinstance(tool_name, str) and tool_name not in first:
                 hint = did_you_mean(tool_name, list(first))
-                ctx.add(f"approvals name {tool_name!r}, which is not in agent.tools{hint}",
+                ctx.add(f"approvals name {shown(tool_name)}, which is not in agent.tools{hint}",
                         ("agent", "approvals", tool_name))
         if "checkpoints" in agent and agent["checkpoints"] is None and any(
             v != "never" for v in approvals.values()
@@ -278,8 +278,8 @@ def _check_template(ctx: Context, template: str, path: KeyPath) -> None:
     from seamkit.agent.prompt import invalid_markers
 
     for marker in invalid_markers(template):
-        shown = "a '{{...}}'" if ctx.from_env(path) else repr(marker)
-        ctx.add(f"{shown} is not a valid template variable: a variable is a name such as {{{{topic}}}} "
+        named = "a '{{...}}'" if ctx.from_env(path) else shown(marker)
+        ctx.add(f"{named} is not a valid template variable: a variable is a name such as {{{{topic}}}} "
                 f"(letters, digits, _; no dots or expressions)", path)
 
 
@@ -300,9 +300,12 @@ def _check_json_schema(ctx: Context, schema: Mapping[str, Any], path: KeyPath) -
         if ctx.from_env(full):
             msg = "invalid value"
         elif err.validator == "format" and err.validator_value == "regex":
-            msg = f"{err.instance!r} is not a valid regular expression"
-        else:
+            msg = f"{shown(err.instance)} is not a valid regular expression"
+        else:  # jsonschema's messages repeat the value whole
             msg = err.message
+            whole = repr(err.instance)
+            if len(whole) > 200:
+                msg = msg.replace(whole, shown(err.instance))
         ctx.add(f"not a valid JSON Schema: {msg}", full)
     if not errors:
         _check_refs(ctx, schema, path)
@@ -359,14 +362,14 @@ def _check_refs(ctx: Context, schema: Mapping[str, Any], path: KeyPath) -> None:
             pass
         except Exception:  # a malformed reference (bad JSON pointer escapes, ...)
             pass
-        shown = "(from the environment)" if ctx.from_env(at) else repr(ref)
+        named = "(from the environment)" if ctx.from_env(at) else shown(ref)
         target = urljoin(base_uri, ref)
         document = urldefrag(target).url
         if urlsplit(target).scheme and document not in known:
-            ctx.add(f"remote $ref not allowed: {shown}; a reference must point inside this schema "
+            ctx.add(f"remote $ref not allowed: {named}; a reference must point inside this schema "
                     f"(write the definition under $defs and use '#/$defs/NAME')", at)
         else:
-            ctx.add(f"unresolvable $ref {shown}: nothing in this schema has that location "
+            ctx.add(f"unresolvable $ref {named}: nothing in this schema has that location "
                     f"(references look like '#/$defs/NAME')", at)
 
     visit(schema, registry.resolver(base_uri=base), base, path)

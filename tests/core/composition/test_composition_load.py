@@ -383,6 +383,49 @@ def test_billion_laughs_is_reported_at_its_alias_fast_and_in_little_memory(regis
     assert elapsed < 1.0 and peak < 20_000_000, (elapsed, peak)
 
 
+@pytest.mark.parametrize("place", ["tools", "enum"])
+def test_aliases_to_a_long_text_are_refused_at_the_alias_that_passes_the_character_limit(
+        registry: Registry, place: str) -> None:
+    """A 0.9 MB file that anchors a 900 KB text and uses it 300 times stands for 270 MB: once
+    accepted by the value count alone, it made `validate` print 539 MB and take 90 s and 2.6 GB,
+    and a valid schema `enum` of it passed. Refused before any expansion, at the alias (in document
+    order) that takes the characters past MAX_CHARACTERS, fast and in little memory."""
+    import time
+    import tracemalloc
+
+    from seamkit.composition._yaml import MAX_CHARACTERS
+
+    big = "A" * 200_000  # the tester's file had 900 KB; smaller keeps the test quick, the same shape
+    uses = ", ".join(["*p"] * 300)
+    if place == "tools":
+        text = (f"seamkit: 1\nagent:\n  model: {{use: scripted, turns: [x]}}\n  prompt: &p \"{big}\"\n"
+                f"  tools: [{uses}]\n")
+    else:
+        text = (f"seamkit: 1\nagent:\n  model: {{use: scripted, turns: [x]}}\n  output:\n    json_schema:\n"
+                f"      type: string\n      enum: [&p \"{big}\", {uses}]\n")
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(ConfigError) as info:
+            loads_composition(text, file="amplified.yaml", registry=registry)
+        elapsed = time.perf_counter() - started
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    (issue,) = info.value.issues
+    assert "alias-expansion bomb" in issue.message
+    assert f"the alias *p expands to {len(big):,} characters" in issue.message
+    assert f"past {MAX_CHARACTERS:,} characters" in issue.message
+    # after the anchored text and the rest of the file (a few characters), this many aliases fit
+    fit = (MAX_CHARACTERS - len(big) - 1) // len(big)
+    assert issue.path.endswith(f"[{fit + (place == 'enum')}]")
+    line = text.splitlines()[issue.line - 1]  # type: ignore[operator]
+    column = issue.column - 1  # type: ignore[operator]
+    assert line[column:column + 2] == "*p" and line[:column].count("*p") == fit
+    assert len(str(info.value)) < 1_000
+    assert elapsed < 10.0 and peak < 60_000_000, (elapsed, peak)
+
+
 def test_aliases_within_the_limit_still_load(registry: Registry) -> None:
     text = ("seamkit: 1\nx-defaults: &d {use: scripted, turns: &t [a, b]}\nagent:\n  model: *d\n"
             "  prompt: {template: hi, id: p}\n  max_steps: 3\nx-more: [*t, *t, *d]\n")

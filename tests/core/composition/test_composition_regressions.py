@@ -70,7 +70,9 @@ def test_self_referencing_alias_is_a_located_config_error(registry: Registry) ->
         seamkit: 1
         agent: &a {model: {use: scripted, turns: [x]}, x: *a}
         """, registry)
-    assert "recursive alias" in issue.message and (issue.line, issue.column) == (2, 8)
+    # at the alias that closes the cycle (*a), naming its anchor (&a)
+    assert "recursive alias" in issue.message and (issue.line, issue.column) == (2, 51)
+    assert "its anchor &a is at line 2, column 8" in issue.message
 
 
 def test_very_deep_nesting_is_a_located_config_error(registry: Registry) -> None:
@@ -324,3 +326,64 @@ def test_out_of_range_settings_are_config_errors(line: str) -> None:
     with pytest.raises(ConfigError) as info:
         loads_composition("seamkit: 1\nagent:\n  model: {use: scripted, turns: [x]}\n" + line, file="t.yaml", env={})
     assert any(i.path.startswith("agent.settings.") and i.line == 4 for i in info.value.issues)
+
+
+# -- issue 10: long values, aliases and deep nesting in messages --------------------------------
+
+LONG = "Z" * 5_000
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        f"  tools: [{LONG}]\n",  # unknown component
+        f"  tools: [calculator, calculator, {LONG}, {LONG}]\n",  # duplicate tool
+        f"  tool_choice: {LONG}\n  tools: [calculator]\n",  # names no tool
+        f"  ? {LONG}\n  : 1\n",  # unknown key (a key this long is written as an explicit key)
+        f"  tools: [calculator]\n  approvals:\n    ? {LONG}\n    : never\n",  # approval of no tool
+        f"  output: {{json_schema: {{type: {LONG}}}}}\n",  # jsonschema repeats the value
+        f"  output: {{json_schema: {{$ref: '#/{LONG}'}}}}\n",  # unresolvable $ref
+        f"  prompt: '{{{{{LONG}.x}}}}'\n",  # template marker
+        f"  prompt: ${{{LONG}}}\n",  # environment variable name
+        f"  prompt: !!{LONG} x\n",  # tag
+        f"  ? {LONG}\n  : 1\n  ? {LONG}\n  : 2\n",  # duplicate keys
+    ],
+)
+def test_error_messages_cut_long_values(registry: Registry, body: str) -> None:
+    """No message repeats a value whole: echoed values are cut at 200 characters, saying how
+    many more there were (a 900 KB value printed 300 times made a 539 MB error)."""
+    text = "seamkit: 1\nagent:\n  model: {use: scripted, turns: [x]}\n" + body
+    issues = issues_of(text, registry, env={})
+    assert any("Z" * 100 in i.message for i in issues)  # the value is shown, in part
+    for issue in issues:
+        assert "Z" * 201 not in issue.message and len(issue.message) < 1_200, issue.message
+        if "Z" * 100 in issue.message:
+            assert "more characters" in issue.message or "characters cut" in issue.message
+
+
+def test_values_reached_through_an_alias_are_reported_at_the_alias(registry: Registry) -> None:
+    """A problem in a value used through *alias is located where the alias is written (the key
+    path's own place), and the message names where the anchor is."""
+    text = ("seamkit: 1\n"
+            "agent:\n"
+            "  prompt: &p You help.\n"
+            "  model: &m {use: scripted, turns: [x]}\n"
+            "  tools: [calculator, *p]\n"
+            "  settings: *m\n")
+    issues = {i.path: i for i in issues_of(text, registry)}
+    tool = issues["agent.tools[1]"]
+    assert "unknown tool" in tool.message and (tool.line, tool.column) == (5, 23)
+    assert "through the alias *p; its anchor &p is at line 3, column 11" in tool.message
+    key = issues["agent.settings.use"]  # an unknown key of the aliased mapping: at the alias too
+    assert "unknown key 'use'" in key.message and (key.line, key.column) == (6, 13)
+    assert "its anchor &m is at line 4, column 10" in key.message
+    assert not any("through the alias" in i.message for i in issues.values() if i.line != 5 and i.line != 6)
+
+
+def test_nesting_too_deep_names_the_key_path(registry: Registry) -> None:
+    deep = "[" * 600 + "]" * 600
+    text = f"seamkit: 1\nagent:\n  model: {{use: scripted, turns: [{{tool_calls: [{{arguments: {{a: {deep}}}}}]}}]}}\n"
+    (issue,) = issues_of(text, registry)
+    assert f"more than {MAX_DEPTH} levels" in issue.message
+    head = "agent.model.turns[0].tool_calls[0].arguments.a"
+    assert issue.path.startswith(head) and issue.path == head + "[0]" * (MAX_DEPTH - 7)
+    assert text.splitlines()[issue.line - 1][issue.column - 1] == "["  # type: ignore[operator]

@@ -130,46 +130,54 @@ def test_keys_are_always_strings_and_quoted_values_never_resolve() -> None:
 
 # -- alias expansion is measured without expanding (issue 10, item 22) ------------------------------
 
-#: each level: a list or a mapping of scalars and aliases to earlier levels
+#: each level: a list or a mapping of scalars (of 1-12 characters) and aliases to earlier levels
 LEVELS = st.lists(
-    st.tuples(st.booleans(), st.lists(st.one_of(st.just(None), st.integers(0, 8)), min_size=1, max_size=5)),
+    st.tuples(st.booleans(), st.lists(st.one_of(st.integers(1, 12).map(lambda n: "x" * n), st.integers(0, 8)),
+                                      min_size=1, max_size=5)),
     min_size=1, max_size=7,
 )
 
 
-def _expanded(value: object) -> int:
-    """Values with aliases expanded, mapping keys included: counted by brute force."""
+def _expanded(value: object) -> tuple[int, int]:
+    """Values and characters (of scalars, keys included) with aliases expanded: by brute force."""
     if isinstance(value, dict):
-        return 1 + sum(1 + _expanded(v) for v in value.values())
-    if isinstance(value, list):
-        return 1 + sum(_expanded(v) for v in value)
-    return 1
+        parts = [(1 + v, len(k) + c) for k, (v, c) in ((k, _expanded(x)) for k, x in value.items())]
+    elif isinstance(value, list):
+        parts = [_expanded(x) for x in value]
+    else:
+        return 1, len(str(value))
+    return 1 + sum(v for v, _ in parts), sum(c for _, c in parts)
 
 
-@given(LEVELS, st.integers(5, 400))
-def test_an_alias_bomb_is_reported_exactly_when_the_expanded_document_passes_the_limit(
-        levels: list[tuple[bool, list[int | None]]], limit: int) -> None:
+@given(LEVELS, st.integers(5, 400), st.integers(5, 800))
+def test_an_alias_bomb_is_reported_exactly_when_the_expanded_document_passes_a_limit(
+        levels: list[tuple[bool, list[str | int]]], limit: int, char_limit: int) -> None:
     import seamkit.composition._yaml as yaml_module
 
     lines = []
     for i, (as_map, items) in enumerate(levels):
-        written = ["x" if ref is None or ref >= i else f"*l{ref}" for ref in items]
+        written = [ref if isinstance(ref, str) else "x" if ref >= i else f"*l{ref}" for ref in items]
         body = (", ".join(f"k{j}: {w}" for j, w in enumerate(written)) if as_map else ", ".join(written))
         lines.append(f"l{i}: &l{i} " + ("{" + body + "}" if as_map else "[" + body + "]"))
     text = "\n".join(lines)
-    expected = _expanded(yaml.safe_load(text))
-    saved = yaml_module.MAX_VALUES
-    yaml_module.MAX_VALUES = limit
+    values, characters = _expanded(yaml.safe_load(text))
+    saved = yaml_module.MAX_VALUES, yaml_module.MAX_CHARACTERS
+    yaml_module.MAX_VALUES, yaml_module.MAX_CHARACTERS = limit, char_limit
     try:
         doc = parse_yaml(text, env={})
     finally:
-        yaml_module.MAX_VALUES = saved
+        yaml_module.MAX_VALUES, yaml_module.MAX_CHARACTERS = saved
     bombs = [p for p in doc.problems if "alias-expansion bomb" in p.message]
-    written_values = _expanded(yaml.safe_load(text.replace("*l", "l")))  # the same text, no alias expanded
-    if expected <= limit or written_values > limit:  # within the limit, or too big without any alias
-        assert bombs == [] and (expected > limit or doc.data == yaml.safe_load(text))
+    # the same text with each alias as an empty text: one value of no characters, as the limit counts it
+    written_values, written_characters = _expanded(yaml.safe_load(re.sub(r"\*l[0-9]+", "''", text)))
+    by_values = values > limit and written_values <= limit
+    by_characters = characters > char_limit and written_characters <= char_limit
+    if not (by_values or by_characters):  # within the limits, or too big without any alias
+        assert bombs == [] and (values > limit or doc.data == yaml.safe_load(text))
     else:
         (bomb,) = bombs
         assert bomb.position is not None
         assert text.splitlines()[bomb.position.line - 1][bomb.position.column - 1] == "*"
+        assert ("values" if f"past {limit:,} values" in bomb.message else "characters") in (
+            ["values"] * by_values + ["characters"] * by_characters)
         assert doc.data is None
