@@ -274,7 +274,7 @@ def test_validate_refuses_a_plugin_tool_without_a_description_at_its_slot_as_run
     for command in (["validate", path], ["run", path, "hi"]):
         rc, out, err = _cli(capsys, *command)
         assert rc == 2, (command, out, err)
-        assert ("agent.yaml:5:11: agent.tools[0]: tool 'undocumented' (from seamkit-broken 1.2, plugin 'broken-plugin'): "
-                "tool 'lookup' has no description") in err, err
+        assert ("agent.yaml:5:11: agent.tools[0]: tool 'undocumented' (from seamkit-broken 1.2, "
+                "plugin 'broken-plugin'): tool 'lookup' has no description") in err, err
         assert "tool 'lookup' has no description" in err and "add a docstring to " in err, err
         assert out == ""
