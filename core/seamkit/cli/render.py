@@ -28,6 +28,7 @@ __all__ = [
     "resume_command",
     "settle_command",
     "truncate",
+    "uncertain_text",
 ]
 
 MAX_ARGS = 120
@@ -369,6 +370,10 @@ class HumanRenderer:
             if result.pending_approvals:
                 self.console.print(Text(pending_text(result.run_id, result.pending_approvals,
                                                      agent_file=self.agent_file), style="yellow"))
+            if result.uncertain_effects:  # the warnings name no command: the runnable ones are here
+                text = uncertain_text(result.run_id, result.uncertain_effects, agent_file=self.agent_file)
+                if text:
+                    self.console.print(Text(text, style="yellow"))
 
     @staticmethod
     def _call_line(call: ToolCall) -> Any:
