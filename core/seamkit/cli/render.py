@@ -222,7 +222,7 @@ def uncertain_text(run_id: str, effects: Any, *, agent_file: str | None = None) 
         lines.append(f"    {visible(e.reason)}")
     first = open_[0].call_id
     lines.append("settle with: " + settle_command(run_id, first, "applied", agent_file=agent_file)
-                 + "   (add --result TEXT to tell the model what it returned)")
+                 + "   # add --result TEXT to tell the model what it returned")  # a shell comment: pasteable
     lines.append("         or: " + settle_command(run_id, first, "not-applied", agent_file=agent_file))
     return "\n".join(lines)
 

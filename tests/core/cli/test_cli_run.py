@@ -493,14 +493,14 @@ def effect_cli(cli: Any, tmp_path: Path) -> Any:
 
 
 def _printed(text: str, command: str) -> list[list[str]]:
-    """The words of each ``seamkit <command>`` printed in ``text``, shell-split to the end of its line."""
+    """The words of each ``seamkit <command>`` printed in ``text``, shell-split to the end of its line
+    as a shell reads a pasted line (so a note after it must be a comment)."""
     import shlex
 
     out = []
     for line in text.splitlines():
         if f"seamkit {command} " in line:
-            rest = line[line.index(f"seamkit {command} "):]
-            out.append(shlex.split(rest.split("   (")[0]))
+            out.append(shlex.split(line[line.index(f"seamkit {command} "):], comments=True))
     return out
 
 
