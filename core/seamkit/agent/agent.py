@@ -336,8 +336,9 @@ class Agent:
     ) -> UncertainEffect:
         """Settle a tool call of ``run_id`` whose outcome is unknown: ``applied=True`` (the model is
         told it was applied, with ``result`` when given) or ``False`` (the call runs again when the
-        run resumes). See :meth:`~seamkit.durability.checkpointer.Checkpointer.settle_effect` for
-        what is recorded and raised; :class:`~seamkit.errors.RunNotResumable` also when this agent
+        run resumes). A call a killed process left running can be settled before any resume
+        (:meth:`~seamkit.durability.checkpointer.Checkpointer.interrupted_effects` lists those). See
+        :meth:`~seamkit.durability.checkpointer.Checkpointer.settle_effect` for what is recorded and raised; :class:`~seamkit.errors.RunNotResumable` also when this agent
         has no checkpointer."""
         from seamkit.errors import RunNotResumable
 
