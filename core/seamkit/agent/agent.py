@@ -338,8 +338,8 @@ class Agent:
         told it was applied, with ``result`` when given) or ``False`` (the call runs again when the
         run resumes). A call a killed process left running can be settled before any resume
         (:meth:`~seamkit.durability.checkpointer.Checkpointer.interrupted_effects` lists those). See
-        :meth:`~seamkit.durability.checkpointer.Checkpointer.settle_effect` for what is recorded and raised; :class:`~seamkit.errors.RunNotResumable` also when this agent
-        has no checkpointer."""
+        :meth:`~seamkit.durability.checkpointer.Checkpointer.settle_effect` for what is recorded and
+        raised; :class:`~seamkit.errors.RunNotResumable` also when this agent has no checkpointer."""
         from seamkit.errors import RunNotResumable
 
         if self.checkpointer is None:
