@@ -22,6 +22,7 @@ __all__ = [
     "BudgetExceeded",
     "ToolError",
     "ToolArgumentError",
+    "ToolDefinitionError",
     "UnknownToolError",
     "OutputValidationError",
     "RunCancelled",
@@ -182,6 +183,14 @@ class ToolArgumentError(ToolError):
         self.tool = tool
         self.problems = tuple(problems)
         super().__init__(f"invalid arguments for tool {tool!r}: " + "; ".join(self.problems))
+
+
+class ToolDefinitionError(SeamkitError, TypeError):
+    """A function cannot become a tool as written: no description, ``*args``/``**kwargs``, a
+    parameter without a type hint or of a type that cannot be described to a model. A defect of the
+    tool's definition, so a composition using a plugin factory that raises it is a configuration
+    problem (``seamkit validate`` and ``seamkit run`` report it at the tool's slot, exit 2). A
+    ``TypeError``, as ``@tool`` always raised for these."""
 
 
 class UnknownToolError(ToolError):

@@ -323,11 +323,12 @@ class Agent:
         effects = [e for e in state.get("uncertain_effects") or () if isinstance(e, UncertainEffect)]
         open_ = [e.call_id for e in effects if e.waits and e.settled is None]
         if open_:
-            first = open_[0]
+            # no command line here: how the store is reached is the caller's to say (the CLI prints
+            # runnable settle commands itself)
             raise RunNotResumable(
                 run_id, f"the outcome of tool call{'s' if len(open_) != 1 else ''} {', '.join(open_)} is unknown: "
-                f"check the outside system, then settle {'each' if len(open_) != 1 else 'it'} "
-                f"(Agent.settle_effect, or seamkit runs settle {run_id} {first} applied|not-applied)"
+                f"check the outside system, then settle {'each' if len(open_) != 1 else 'it'} as applied or not "
+                "applied (Agent.settle_effect, or seamkit runs settle)"
             )
 
     async def settle_effect(
@@ -335,9 +336,10 @@ class Agent:
     ) -> UncertainEffect:
         """Settle a tool call of ``run_id`` whose outcome is unknown: ``applied=True`` (the model is
         told it was applied, with ``result`` when given) or ``False`` (the call runs again when the
-        run resumes). See :meth:`~seamkit.durability.checkpointer.Checkpointer.settle_effect` for
-        what is recorded and raised; :class:`~seamkit.errors.RunNotResumable` also when this agent
-        has no checkpointer."""
+        run resumes). A call a killed process left running can be settled before any resume
+        (:meth:`~seamkit.durability.checkpointer.Checkpointer.interrupted_effects` lists those). See
+        :meth:`~seamkit.durability.checkpointer.Checkpointer.settle_effect` for what is recorded and
+        raised; :class:`~seamkit.errors.RunNotResumable` also when this agent has no checkpointer."""
         from seamkit.errors import RunNotResumable
 
         if self.checkpointer is None:

@@ -731,11 +731,11 @@ class Run:
         for the tool) is ``<run id>:<step>:<call id>``: the same for every attempt of this call (the
         step is restored on resume), different for every other call (the step too, because providers,
         local ones above all, may reuse call ids across turns)."""
-        from seamkit.durability.ledger import UNCERTAIN_TEMPLATE, UncertainEffect
+        from seamkit.durability.ledger import UNCERTAIN_TEMPLATE, UncertainEffect, effect_key
 
         assert self.handle is not None
         invoker = self.agent.invoker
-        key = f"{self.ctx.run_id}:{self.step}:{call.id}"
+        key = effect_key(self.ctx.run_id, self.step, call.id)
         ctx = dataclasses.replace(self.ctx, idempotency_key=key)
         attempted = False
 

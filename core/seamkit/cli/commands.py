@@ -129,9 +129,11 @@ async def _close_stores(agent: Agent) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``seamkit run FILE TASK [--json] [--var KEY=VALUE ...]``: exit 0 when the run completes,
-    1 when it fails or stops without an answer (``max_steps``, ``cancelled``), 2 for a
-    configuration problem (also one a component finds when built), 130 when interrupted. With
-    ``--json`` a failed run ends with a ``run_failed`` line on stdout."""
+    1 when it fails or stops without an answer (``max_steps``), 2 for a configuration problem
+    (also one a component finds when built), 3 when it waits for a person, 130 when interrupted
+    (Ctrl-C) or cancelled (its cancellation token, e.g. from a tool: not a failure, the run stays
+    resumable), 143 when terminated. With ``--json`` a failed run ends with a ``run_failed`` line
+    on stdout."""
     variables = dict(args.var)
     path = _existing_file(args.file)
 
@@ -186,7 +188,7 @@ def _resume_agent_file(composition: Composition, file: str) -> str | None:
 
 def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> None:
     from seamkit.cli.render import resume_command
-    from seamkit.errors import CapabilityError, CheckpointConflict, RunNotResumable
+    from seamkit.errors import CapabilityError, CheckpointConflict, RunCancelled, RunNotResumable
 
     if isinstance(exc, RunNotResumable | CapabilityError):  # resuming would only repeat a CapabilityError
         return
@@ -194,8 +196,10 @@ def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> Non
         sys.stderr.write(f"seamkit: run {run_id} was taken over by another worker (or deleted); "
                          "this process stopped without changing it\n")
         return
-    if isinstance(exc, KeyboardInterrupt):  # Ctrl-C, or SIGTERM (cli.main.Terminated)
-        what = "terminated" if type(exc).__name__ == "Terminated" else "interrupted"
+    if isinstance(exc, KeyboardInterrupt | RunCancelled):  # Ctrl-C, SIGTERM (cli.main.Terminated), cancel()
+        # not a failure: the run stays `running`, and a plain resume continues it
+        what = ("terminated" if type(exc).__name__ == "Terminated"
+                else f"cancelled ({exc})" if isinstance(exc, RunCancelled) else "interrupted")
         sys.stderr.write(f"seamkit: run {run_id} was {what}; continue it with: "
                          f"{resume_command(run_id, agent_file=agent_file)}\n")
     else:
@@ -280,6 +284,16 @@ def _checkpointer(composition: Composition | None, registry: Registry, *, must_e
 DEFAULT_DB = ".seamkit/seamkit.db"
 
 
+def no_run_text(run_id: str, agent_file: str | None, what: str = "run") -> str:
+    """What ``resume``, ``runs show``, ``runs settle`` and ``runs delete`` say about a run the
+    store does not have: which store was searched, and how to search another."""
+    if agent_file is not None:
+        return (f"no {what} {run_id!r} in the store of {agent_file}; a run started from another composition "
+                "is in that one's store (pass its file with --agent FILE), or in the default store (omit --agent)")
+    return (f"no {what} {run_id!r} in the default store ({DEFAULT_DB} in this directory); a run started from "
+            "a composition that sets its own 'checkpoints:' is in that store: pass the file with --agent FILE")
+
+
 def cmd_resume(args: argparse.Namespace) -> int:
     """``seamkit resume RUN_ID [--agent FILE] [--approve ID] [--reject ID[=REASON]] [--edit ID=JSON]``:
     exit codes as ``run`` (3: it waits for approval again); 2 for an unknown run or bad decisions."""
@@ -290,7 +304,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from seamkit.cli.render import HumanRenderer, JsonRenderer, pending_text
     from seamkit.cli.scrub import scrub_output
     from seamkit.composition import ComponentBuildError, build_agent, load_composition
-    from seamkit.errors import ToolArgumentError
+    from seamkit.errors import RunCancelled, ToolArgumentError
 
     decisions = _decisions(args)
     composition, registry = _load(args.agent)
@@ -298,8 +312,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         # the store is the embedded default; the agent file is the one the run started with
         snap = asyncio.run(_latest(_checkpointer(None, registry), args.run_id))
         if snap is None:
-            raise UsageError(f"no run {args.run_id!r} in the default store (.seamkit/seamkit.db); "
-                             "pass --agent FILE to use that composition's store")
+            raise UsageError(no_run_text(args.run_id, None))
         file = snap.metadata.get("agent_file")
         if not isinstance(file, str):
             raise UsageError(f"run {args.run_id} does not record its agent file: pass --agent FILE")
@@ -317,7 +330,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     snap = asyncio.run(_latest(cp, args.run_id, close=False))
     if snap is None:
         asyncio.run(cp.close())
-        raise UsageError(f"no run {args.run_id!r} in this composition's store")
+        raise UsageError(no_run_text(args.run_id, args.agent))
     if snap.status == "suspended" and snap.state.get("waiting_for") == "settlement":
         from seamkit.cli.render import uncertain_text
 
@@ -372,7 +385,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         sink.close()
         if json_sink is not None:
             json_sink.failed(exc, exit_code_for(exc))
-        elif isinstance(exc, KeyboardInterrupt):
+        elif isinstance(exc, KeyboardInterrupt | RunCancelled):
             _resume_hint(args.run_id, exc, args.agent)
         raise
     if snap.status == "done":
@@ -465,12 +478,14 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
 
     async def read(cp: Any) -> Any:
         snap = await (cp.latest(args.run_id) if args.version is None else cp.at_version(args.run_id, args.version))
-        return snap, await cp.history(args.run_id)
+        # calls a killed process left with an unknown outcome, before any resume recorded them
+        interrupted = await cp.interrupted_effects(snap) if snap is not None and args.version is None else []
+        return snap, await cp.history(args.run_id), interrupted
 
-    snap, history = _with_store(args, read)
+    snap, history, interrupted = _with_store(args, read)
     if snap is None:
         what = f"version {args.version} of run" if args.version is not None else "run"
-        raise UsageError(f"no {what} {args.run_id!r} in this store")
+        raise UsageError(no_run_text(args.run_id, args.agent, what))
     state = {k: jsonable(v) for k, v in snap.state.items()}
     doc = {
         "run_id": snap.run_id,
@@ -484,6 +499,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
                         "tool_calls": [call_json(c) for c in m.tool_calls],
                         "tool_results": [result_json(r) for r in m.tool_results]}
                        for m in snap.transcript],
+        "interrupted_effects": [jsonable(e) for e in interrupted],
     }
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
@@ -504,12 +520,13 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     detail = snap.state.get("status_detail")
     if isinstance(detail, str):
         out.write(f"detail: {visible(detail)}\n")
+    _show_ending(out, snap, args.agent)
     pending = snap.state.get("pending_approvals")
     if pending:
         from seamkit.cli.render import pending_text
 
         out.write(pending_text(snap.run_id, pending, agent_file=args.agent) + "\n")
-    effects = snap.state.get("uncertain_effects")
+    effects = [*(snap.state.get("uncertain_effects") or ()), *interrupted]
     if effects:
         from seamkit.cli.render import uncertain_text
 
@@ -517,6 +534,24 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         if text:
             out.write(text + "\n")
     return EXIT_OK
+
+
+def _show_ending(out: Any, snap: Any, agent_file: str | None) -> None:
+    """For ``runs show``: how a failed or interrupted run ended (its stored error or interruption)
+    and the ``seamkit resume`` command that continues it, runnable as printed (``agent_file``: the
+    ``--agent FILE`` the store was found with)."""
+    from seamkit.cli.render import resume_command, visible
+
+    if snap.status == "failed":
+        error = snap.state.get("error")
+        if isinstance(error, str):
+            out.write(f"error: {visible(error)}\n")
+        if not snap.state.get("redacted"):
+            out.write("once the cause is fixed, continue it with: "
+                      + resume_command(snap.run_id, "--allow-finished", agent_file=agent_file) + "\n")
+    elif snap.status == "running" and isinstance(snap.state.get("interrupted"), str):
+        out.write(f"interrupted: {visible(snap.state['interrupted'])}\n")
+        out.write("continue it with: " + resume_command(snap.run_id, agent_file=agent_file) + "\n")
 
 
 def cmd_runs_settle(args: argparse.Namespace) -> int:
@@ -530,16 +565,26 @@ def cmd_runs_settle(args: argparse.Namespace) -> int:
         raise UsageError("--result goes with 'applied' only: a call that was not applied has no result")
 
     async def settle(cp: Any) -> Any:
-        return await cp.settle_effect(args.run_id, args.call_id, applied=applied, result=args.result)
+        snap = await cp.latest(args.run_id)
+        if snap is None:
+            raise UsageError(no_run_text(args.run_id, args.agent))
+        settled = await cp.settle_effect(args.run_id, args.call_id, applied=applied, result=args.result)
+        return snap.status, settled
 
     try:
-        _with_store(args, settle)
+        status, settled = _with_store(args, settle)
     except (ValueError, RunNotResumable) as exc:
         raise UsageError(str(exc)) from None
+    done = f"settled call {args.call_id} of run {args.run_id} as {args.outcome}"
+    if status == "done" or not settled.waits:
+        # nothing reruns: the run is over, or the model was already told the outcome is unknown
+        why = "the run is done" if status == "done" else "the model was already told that its outcome is unknown"
+        sys.stderr.write(f"{done}; recorded only ({why}): nothing runs again\n")
+        return EXIT_OK
     then = ("the call runs again when the run resumes" if not applied
             else "the model is told it was applied when the run resumes")
-    sys.stderr.write(f"settled call {args.call_id} of run {args.run_id} as {args.outcome}; {then} "
-                     f"(if the run waits for it: {resume_command(args.run_id, agent_file=args.agent)})\n")
+    flags = ("--allow-finished",) if status == "failed" else ()
+    sys.stderr.write(f"{done}; {then}: {resume_command(args.run_id, *flags, agent_file=args.agent)}\n")
     return EXIT_OK
 
 
@@ -553,7 +598,7 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
         return bool(await cp.delete(args.run_id))
 
     if not _with_store(args, delete):
-        raise UsageError(f"no run {args.run_id!r} in this store")
+        raise UsageError(no_run_text(args.run_id, args.agent))
     sys.stderr.write(f"deleted run {args.run_id}\n")
     return EXIT_OK
 

@@ -17,7 +17,11 @@ Exit codes: ``0`` success; ``1`` the run failed (provider error, output that doe
 component failing to build for a reason other than its configuration, ...); ``2`` usage or
 configuration error (bad arguments, missing file, invalid composition, unknown component, a
 component refusing its configuration when built, a request the model cannot take
-(``CapabilityError``, found before it is sent), strict plugin failure); ``130`` interrupted.
+(``CapabilityError``, found before it is sent), strict plugin failure); ``3`` the run waits for a
+person (approval, or settling a tool call whose outcome is unknown); ``130`` interrupted: Ctrl-C,
+or the run's cancellation token cancelled (``ctx.cancellation.cancel()``, from a tool for example;
+like Ctrl-C it is not a failure: the run stays resumable with a plain ``seamkit resume``);
+``143`` terminated (SIGTERM).
 ``SEAMKIT_DEBUG=1`` prints tracebacks of errors.
 """
 
@@ -113,7 +117,8 @@ def build_parser(
         prog=PROG,
         description="seamkit: compose, validate and run LLM agents described in YAML.",
         epilog="Exit codes: 0 ok, 1 the run failed, 2 usage or configuration error, 3 the run waits for "
-        "approval (see seamkit resume), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM). "
+        "a person (approval or settling, see seamkit resume), 130 interrupted (Ctrl-C) or cancelled, "
+        "143 terminated (SIGTERM). "
         "SEAMKIT_DEBUG=1 shows tracebacks.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -187,8 +192,10 @@ def build_parser(
         description="A side-effecting tool call whose outcome is unknown (its process was killed while it ran, "
         "or the tool raised) is never run again automatically: check the outside system, then settle it. "
         "'applied': the model is told it was applied (with --result TEXT when given); 'not-applied': it did "
-        "not happen, and the call runs again when the run resumes. 'seamkit runs show RUN_ID' lists the "
-        "unsettled calls.",
+        "not happen, and the call runs again when the run resumes. A call can be settled before any resume "
+        "(its process was killed). For a call the model was already told about (the tool raised), or one of "
+        "a run that is done, the settlement is only recorded: nothing runs again. 'seamkit runs show RUN_ID' "
+        "lists the unsettled calls.",
     )
     q.add_argument("run_id", metavar="RUN_ID")
     q.add_argument("call_id", metavar="CALL_ID", help="the tool call id (from seamkit runs show RUN_ID)")
@@ -307,7 +314,7 @@ def _plugin_notes() -> list[str]:
 
 def exit_code_for(exc: BaseException) -> int:
     """The exit code for an error that ended a command (see the module doc)."""
-    from seamkit.errors import AmbiguousComponent, CapabilityError, ComponentNotFound, ConfigError
+    from seamkit.errors import AmbiguousComponent, CapabilityError, ComponentNotFound, ConfigError, RunCancelled
 
     composition = sys.modules.get("seamkit.composition")  # loaded if such an error can exist
     if composition is not None and isinstance(exc, composition.ComponentBuildError):
@@ -317,7 +324,7 @@ def exit_code_for(exc: BaseException) -> int:
         return EXIT_USAGE
     if isinstance(exc, Terminated):
         return EXIT_TERMINATED
-    if isinstance(exc, KeyboardInterrupt):
+    if isinstance(exc, KeyboardInterrupt | RunCancelled):  # a cancelled run is interrupted, not failed
         return EXIT_INTERRUPTED
     return EXIT_FAILED
 
@@ -325,7 +332,7 @@ def exit_code_for(exc: BaseException) -> int:
 def report_error(exc: BaseException) -> int:
     """Print ``exc`` as one paragraph on stderr (no traceback unless ``SEAMKIT_DEBUG=1``) and return
     its exit code."""
-    from seamkit.errors import ComponentNotFound, ConfigError, OutputValidationError, SeamkitError
+    from seamkit.errors import ComponentNotFound, ConfigError, OutputValidationError, RunCancelled, SeamkitError
 
     code = exit_code_for(exc)
     if _debug():
@@ -341,6 +348,8 @@ def report_error(exc: BaseException) -> int:
         lines += [str(i) for i in exc.issues]
     elif isinstance(exc, BuildFailed):
         lines = ["error: the agent could not be built:", *(str(i) for i in exc.issues)]
+    elif isinstance(exc, RunCancelled):
+        lines = [f"cancelled: {exc}"]
     elif isinstance(exc, OutputValidationError):
         lines = [f"error: OutputValidationError: {exc}"]
         raw = exc.raw if len(exc.raw) <= 300 else exc.raw[:300] + "..."

@@ -28,6 +28,7 @@ __all__ = [
     "resume_command",
     "settle_command",
     "truncate",
+    "uncertain_text",
 ]
 
 MAX_ARGS = 120
@@ -221,7 +222,7 @@ def uncertain_text(run_id: str, effects: Any, *, agent_file: str | None = None) 
         lines.append(f"    {visible(e.reason)}")
     first = open_[0].call_id
     lines.append("settle with: " + settle_command(run_id, first, "applied", agent_file=agent_file)
-                 + "   (add --result TEXT to tell the model what it returned)")
+                 + "   # add --result TEXT to tell the model what it returned")  # a shell comment: pasteable
     lines.append("         or: " + settle_command(run_id, first, "not-applied", agent_file=agent_file))
     return "\n".join(lines)
 
@@ -369,6 +370,10 @@ class HumanRenderer:
             if result.pending_approvals:
                 self.console.print(Text(pending_text(result.run_id, result.pending_approvals,
                                                      agent_file=self.agent_file), style="yellow"))
+            if result.uncertain_effects:  # the warnings name no command: the runnable ones are here
+                text = uncertain_text(result.run_id, result.uncertain_effects, agent_file=self.agent_file)
+                if text:
+                    self.console.print(Text(text, style="yellow"))
 
     @staticmethod
     def _call_line(call: ToolCall) -> Any:

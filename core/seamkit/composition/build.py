@@ -11,7 +11,7 @@ from seamkit.agent.prompt import Prompt
 from seamkit.composition._check import Context, component_label, resolve_slot, slot_name, validate_params
 from seamkit.composition._yaml import KeyPath, format_path
 from seamkit.composition.models import ComponentRef, Composition, ContextConfig, StoreRef, is_secret_name
-from seamkit.errors import ConfigError, ConfigIssue
+from seamkit.errors import ConfigError, ConfigIssue, ToolDefinitionError
 from seamkit.plugins.registry import Registry, get_registry
 
 __all__ = ["DEFAULT_STORE", "ComponentBuildError", "build_agent", "build_store", "tool_description_issues"]
@@ -255,17 +255,24 @@ def tool_description_issues(
     """``(errors, warnings)`` about what the model will be told about each tool of
     ``composition``: an error for a tool with an empty description (the agent refuses it), a
     warning for one shorter than :data:`~seamkit.tools.registry.MIN_DESCRIPTION_CHARS`
-    characters. Builds the tools (only them) to read their descriptions; a tool that cannot be
-    built here is skipped (building the agent reports why)."""
+    characters. Builds the tools (only them) to read their descriptions. A tool whose factory
+    refuses its configuration or whose definition cannot be described to a model
+    (:class:`~seamkit.errors.ToolDefinitionError`, e.g. no docstring) is an error here too, as
+    building the agent would refuse it (exit 2); a tool that fails to build for another reason
+    (a run-time failure, exit 1 at run time) is skipped."""
     reg = registry if registry is not None else get_registry()
     ctx = _context(composition)
     errors = Context(ctx.file, ctx.values, ctx.keys, ctx.secret_paths, ctx.secrets, set(), ctx.base_dir)
     warnings: list[ConfigIssue] = []
     for i, ref in enumerate(composition.agent.tools):
         path: KeyPath = ("agent", "tools", i)
-        tool = _build(ctx, reg, ref, path, [])
+        failures: list[int] = []
+        first = len(ctx.issues)
+        tool = _build(ctx, reg, ref, path, failures)
         if tool is not None:
             _check_description(errors, tool, path, warnings)
+        # what building the agent reports as a configuration problem (not a failure) is one here
+        errors.issues.extend(issue for n, issue in enumerate(ctx.issues[first:], first) if n not in failures)
     return errors.issues, warnings
 
 
@@ -299,6 +306,9 @@ def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath, failur
         return None
     try:
         built = factory(config) if model is not None else factory()
+    except ToolDefinitionError as exc:  # the plugin's tool cannot be described to a model: fix its definition
+        ctx.add(f"{component_label(spec)}: {exc}", path)
+        return None
     except ConfigError as exc:  # the component found a problem in its configuration
         for issue in exc.issues or (ConfigIssue(str(exc)),):
             at = (*path, issue.path) if issue.path in ref.params else path

@@ -15,7 +15,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from seamkit.durability import codec
-from seamkit.durability.ledger import EffectLedger, UncertainEffect, applied_text, effects_detail, uncertain_warning
+from seamkit.durability.ledger import (
+    INTERRUPTED_REASON,
+    EffectLedger,
+    UncertainEffect,
+    applied_text,
+    effect_key,
+    effects_detail,
+    uncertain_warning,
+)
 from seamkit.durability.records import FINISHED_STATUSES, CheckpointInfo, CheckpointRecord, StoredCheckpoint
 from seamkit.errors import CheckpointConflict, CodecError, RunNotResumable
 from seamkit.ports import CheckpointPort, ClockPort, StorePort
@@ -202,6 +210,46 @@ class Checkpointer:
             new_run_id, past.state, past.transcript, parent_run_id=past.parent_run_id, metadata=meta
         )
 
+    def _ledger(self, snap: RunSnapshot) -> EffectLedger | None:
+        if self.store is None:
+            return None
+        scope = snap.state.get("scope")
+        return EffectLedger(self.store, tenant=scope.tenant if isinstance(scope, Scope) else "default")
+
+    async def interrupted_effects(self, snap: RunSnapshot) -> list[UncertainEffect]:
+        """The side-effecting tool calls that were running when ``snap``'s run stopped and whose
+        outcome is unknown, before any resume has looked at them: the due calls of its last
+        assistant turn (no result in the transcript or recorded for this version) whose effect
+        ledger receipt is ``prepared`` (the process died mid-call) or ``uncertain``, and that the
+        run does not list in ``state["uncertain_effects"]`` already. Each is an unsettled
+        :class:`~seamkit.durability.ledger.UncertainEffect` with ``waits=True``. Empty for a run
+        another live worker holds (its calls may be running right now) or a finished one."""
+        last = snap.transcript[-1] if snap.transcript else None
+        if last is None or last.role != "assistant" or not last.tool_calls:
+            return []
+        if snap.status != "running" or self.lease_holder(snap) is not None:
+            return []
+        ledger = self._ledger(snap)
+        if ledger is None:
+            return []
+        known = {e.call_id for e in snap.state.get("uncertain_effects") or () if isinstance(e, UncertainEffect)}
+        step = int(snap.state.get("step", 0))
+        out: list[UncertainEffect] = []
+        for call in last.tool_calls:
+            if call.id in known or call.id in snap.pending:
+                continue
+            key = effect_key(snap.run_id, step, call.id)
+            receipt = await ledger.receipt(key)
+            status = receipt.get("status") if receipt is not None else None
+            if status == "prepared":
+                reason = INTERRUPTED_REASON
+            elif status == "uncertain":
+                reason = str(receipt.get("error") or INTERRUPTED_REASON) if receipt is not None else INTERRUPTED_REASON
+            else:
+                continue
+            out.append(UncertainEffect(call.id, call.name, key, reason, call.arguments, waits=True))
+        return out
+
     async def settle_effect(
         self, run_id: str, call_id: str, *, applied: bool, result: str | None = None
     ) -> UncertainEffect:
@@ -209,8 +257,10 @@ class Checkpointer:
         (``state["uncertain_effects"]``): ``applied=True`` (the model is told it was applied, with
         ``result`` when given) or ``applied=False`` (it did not happen: the call runs again). The
         effect ledger's receipt is settled first, then a new checkpoint version (same status) marks
-        the call settled and drops its warning. A run suspended for it continues on resume; a call
-        the model was already told about is only recorded (nothing reruns).
+        the call settled and drops its warning. A run suspended for it continues on resume, and so
+        does a run whose process died while the call ran (:meth:`interrupted_effects`: it can be
+        settled before any resume); a call the model was already told about is only recorded
+        (nothing reruns), and so is one of a finished run.
 
         Returns the settled :class:`~seamkit.durability.ledger.UncertainEffect`. Raises
         :class:`~seamkit.errors.RunNotResumable` when the run is unknown, held by a live worker,
@@ -227,15 +277,16 @@ class Checkpointer:
         if held is not None:
             raise RunNotResumable(run_id, f"another worker ({held[0]}) is running it; settle it when it stops")
         effects = [e for e in snap.state.get("uncertain_effects") or () if isinstance(e, UncertainEffect)]
-        found = next((e for e in effects if e.call_id == call_id and e.settled is None), None)
+        # a call a crash interrupted can be settled before any resume has recorded it
+        interrupted = await self.interrupted_effects(snap)
+        found = next((e for e in [*effects, *interrupted] if e.call_id == call_id and e.settled is None), None)
         if found is None:
-            open_ = ", ".join(e.call_id for e in effects if e.settled is None) or "none"
+            open_ = ", ".join(e.call_id for e in [*effects, *interrupted] if e.settled is None) or "none"
             raise ValueError(f"run {run_id} has no unsettled tool call {call_id!r} whose outcome is unknown "
                              f"(unsettled: {open_})")
-        if self.store is None:
+        ledger = self._ledger(snap)
+        if ledger is None:
             raise RunNotResumable(run_id, "this checkpointer has no store for effect receipts")
-        scope = snap.state.get("scope")
-        ledger = EffectLedger(self.store, tenant=scope.tenant if isinstance(scope, Scope) else "default")
         if applied:
             await ledger.settle(found.key, applied=True, value=ToolResult(call_id, found.tool, applied_text(result)),
                                 note="settled as applied by a person")
@@ -244,6 +295,8 @@ class Checkpointer:
         settled = replace(found, settled="applied" if applied else "not_applied", result=result)
         state = dict(snap.state)
         effects = [settled if e is found else e for e in effects]
+        if found in interrupted:
+            effects.append(settled)
         state["uncertain_effects"] = effects
         warning = uncertain_warning(run_id, found)
         state["warnings"] = [w for w in state.get("warnings") or () if w != warning]

@@ -24,6 +24,8 @@ from seamkit.values import EMPTY, FrozenDict, Scope, freeze
 
 __all__ = [
     "APPLIED_TEMPLATE",
+    "INTERRUPTED_REASON",
+    "STOPPED_REASON",
     "UNCERTAIN_TEMPLATE",
     "EffectLedger",
     "ReceiptStatus",
@@ -31,6 +33,7 @@ __all__ = [
     "UncertainEffect",
     "applied_text",
     "check_effect_key",
+    "effect_key",
     "effects_detail",
     "uncertain_warning",
 ]
@@ -47,6 +50,21 @@ UNCERTAIN_TEMPLATE = (
 )
 #: The tool result of a call a person settled as applied (see :func:`applied_text`).
 APPLIED_TEMPLATE = "A person checked: this call was applied."
+
+
+#: Why the outcome of an operation is unknown when the run stopped while it ran (the task running
+#: it was cancelled: ``ctx.cancellation``, Ctrl-C, SIGTERM).
+STOPPED_REASON = "the run was stopped (cancelled, interrupted or terminated) while the call ran"
+#: Why the outcome is unknown when a receipt was left ``prepared`` (the process died mid-call).
+INTERRUPTED_REASON = "the process stopped while the call ran (killed or crashed), before its outcome was recorded"
+
+
+def effect_key(run_id: str, step: int, call_id: str) -> str:
+    """The idempotency key of a side-effecting tool call in the effect ledger:
+    ``<run id>:<step>:<call id>``, the same for every attempt of the call (the step is restored on
+    resume) and different for every other call (the step too: providers, local ones above all, may
+    reuse call ids across turns)."""
+    return f"{run_id}:{step}:{call_id}"
 
 
 def check_effect_key(key: object) -> str:
@@ -97,11 +115,13 @@ def applied_text(result: str | None) -> str:
 
 
 def uncertain_warning(run_id: str, effect: UncertainEffect) -> str:
-    """The run warning for an unresolved uncertain effect (removed once it is settled)."""
+    """The run warning for an unresolved uncertain effect (removed once it is settled). It names
+    the ways to settle it but no command line: only the caller knows how its store is reached (the
+    CLI prints runnable ``seamkit runs settle`` commands, ``--agent FILE`` included, itself)."""
     waits = "; the run waits for that" if effect.waits else ""
     return (
-        f"the outcome of tool call {effect.call_id} ({effect.tool}) is unknown ({effect.reason}); check it, "
-        f"then settle it: seamkit runs settle {run_id} {effect.call_id} applied|not-applied{waits}"
+        f"the outcome of tool call {effect.call_id} ({effect.tool}) of run {run_id} is unknown ({effect.reason}); "
+        f"check it, then settle it as applied or not applied (Agent.settle_effect, or seamkit runs settle){waits}"
     )
 
 
@@ -212,7 +232,7 @@ class EffectLedger:
             if status == "uncertain" and not idempotent:
                 raise EffectUncertain(key, r.get("error") or "outcome unknown")
             if status == "prepared" and not idempotent:
-                reason = "a previous attempt was interrupted after it was prepared"
+                reason = INTERRUPTED_REASON
                 await self.mark_uncertain(key, reason)
                 raise EffectUncertain(key, reason)
         await self._put(key, {"status": "prepared"})
@@ -222,7 +242,9 @@ class EffectLedger:
             await self._put(key, {"status": "failed", "error": f"{type(exc).__name__}: {exc}"})
             raise
         except (asyncio.CancelledError, Exception) as exc:
-            reason = f"the operation raised {type(exc).__name__}: {exc}"
+            # a CancelledError here is the run being stopped (its text is empty or internal)
+            reason = (STOPPED_REASON if isinstance(exc, asyncio.CancelledError)
+                      else f"the operation raised {type(exc).__name__}: {exc}")
             try:
                 await self.mark_uncertain(key, reason)
             except StoreUnavailable:

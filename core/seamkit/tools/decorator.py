@@ -15,7 +15,7 @@ import typing
 from collections.abc import Callable, Mapping
 from typing import Any, overload
 
-from seamkit.errors import ToolArgumentError
+from seamkit.errors import ToolArgumentError, ToolDefinitionError
 from seamkit.runtime.context import RunContext
 from seamkit.tools.registry import missing_description
 from seamkit.values import ToolSchema, freeze
@@ -79,13 +79,13 @@ class FunctionTool:
         self._ctx_param: str | None = None
         for pname, param in sig.parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                raise TypeError(f"tool {self.__name__!r}: *args/**kwargs cannot be described to a model")
+                raise ToolDefinitionError(f"tool {self.__name__!r}: *args/**kwargs cannot be described to a model")
             ann = hints.get(pname, Any)
             if ann is RunContext:
                 self._ctx_param = pname
                 continue
             if pname not in hints:
-                raise TypeError(f"tool {self.__name__!r}: parameter {pname!r} needs a type hint")
+                raise ToolDefinitionError(f"tool {self.__name__!r}: parameter {pname!r} needs a type hint")
             default = ... if param.default is param.empty else param.default
             fields[pname] = (ann, pydantic.Field(default, description=param_docs.get(pname)))
         try:
@@ -97,7 +97,7 @@ class FunctionTool:
             params = _strip_titles(model.model_json_schema())
         except pydantic.PydanticUserError as exc:  # a type pydantic cannot describe as JSON Schema
             first = str(exc).splitlines()[0]
-            raise TypeError(
+            raise ToolDefinitionError(
                 f"tool {self.__name__!r}: a parameter type cannot be described to a model: {first}"
             ) from exc
         self._validator = model
@@ -112,7 +112,7 @@ class FunctionTool:
             parts = [doc.short_description or "", doc.long_description or ""]
             desc = "\n\n".join(p for p in parts if p).strip()
         if not desc.strip():
-            raise TypeError(missing_description(self.__name__, getattr(fn, "__qualname__", self.__name__)))
+            raise ToolDefinitionError(missing_description(self.__name__, getattr(fn, "__qualname__", self.__name__)))
         self._schema = ToolSchema(self.__name__, desc, freeze(params), side_effecting, idempotent)
 
     @property
@@ -234,7 +234,8 @@ def tool(
     most once: a call a crash interrupted is then run again on resume instead of waiting for a
     person to settle it.
 
-    Raises ``TypeError`` when ``side_effecting`` is missing, a parameter has no type hint or a
+    Raises ``TypeError`` when ``side_effecting`` is missing, and
+    :class:`~seamkit.errors.ToolDefinitionError` (a ``TypeError``) when a parameter has no type hint or a
     type pydantic cannot describe, or the tool has no description (neither a docstring nor
     ``description=``): the description is what the model reads to decide when to call it.
     """

@@ -84,6 +84,16 @@ def plain_function_tool() -> Any:
     return add
 
 
+def undocumented_tool() -> Any:
+    """A factory wrapping a function without a docstring: ``@tool`` refuses it when the factory runs."""
+    from seamkit import tool
+
+    def lookup(key: str) -> str:
+        return key
+
+    return tool(side_effecting=False)(lookup)
+
+
 def coroutine_middleware() -> Any:
     async def mw(call: Any) -> Any:
         return None
@@ -118,6 +128,7 @@ def seamkit_register_providers(register: Any) -> None:
 @hookimpl
 def seamkit_register_tools(register: Any) -> None:
     register("plainfn", plain_function_tool)
+    register("undocumented", undocumented_tool)
 
 
 @hookimpl
@@ -211,7 +222,12 @@ def test_run_names_the_slot_and_the_members_a_built_component_gets_wrong(
         broken: Path, capsys: pytest.CaptureFixture[str], body: str, model: str, slot: str,
         problems: list[str]) -> None:
     path = _agent(broken, body, model=model)
-    assert _cli(capsys, "validate", path)[0] == 0  # a factory function: only building it tells
+    # a factory function: only building it tells; validate builds the tools (item 17), so it
+    # reports a tool as run does, and only run finds the other components' problems
+    rc, _, err = _cli(capsys, "validate", path)
+    assert rc == (2 if "tools" in body else 0), err
+    if "tools" in body:
+        assert all(p in err for p in problems), err
     rc, out, err = _cli(capsys, "run", path, "hi")
     assert rc == 2, (out, err)
     assert f"{slot} (from seamkit-broken 1.2, plugin 'broken-plugin') built " in err
@@ -247,3 +263,18 @@ def test_a_provider_yielding_something_else_than_a_delta_is_a_classified_error_n
             "belongs; the provider is broken") in err
     assert "hello" not in err  # what it yielded is not shown
     assert err.count("ProviderError") == 1  # not retried: a broken provider stays broken
+
+
+# -- 17. a plugin tool without a description: validate refuses it as run does -------------------
+
+
+def test_validate_refuses_a_plugin_tool_without_a_description_at_its_slot_as_run_does(
+        broken: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _agent(broken, "  tools: [undocumented]\n")
+    for command in (["validate", path], ["run", path, "hi"]):
+        rc, out, err = _cli(capsys, *command)
+        assert rc == 2, (command, out, err)
+        assert ("agent.yaml:5:11: agent.tools[0]: tool 'undocumented' (from seamkit-broken 1.2, "
+                "plugin 'broken-plugin'): tool 'lookup' has no description") in err, err
+        assert "tool 'lookup' has no description" in err and "add a docstring to " in err, err
+        assert out == ""

@@ -409,3 +409,228 @@ def test_the_approval_and_interrupt_hints_of_a_composition_with_its_own_store_re
     resumed = cli(*again[1:])
     assert resumed.returncode == 0, resumed
     assert resumed.stdout == "two\n"
+
+
+# -- side effects whose outcome is unknown, and cancellation from a tool (issue 10, items 10, 15, 18) --
+
+EFFECT_PLUGIN = '''
+from seamkit.hookspecs import hookimpl
+
+
+@hookimpl
+def seamkit_register_tools(register):
+    register("pay", "effect_tools_impl:make_pay", description="Pay (side-effecting; EFFECT_MODE steers it)")
+    register("halt", "effect_tools_impl:make_halt", description="Cancels the run the first time it runs")
+'''
+
+EFFECT_IMPL = '''
+import asyncio
+import os
+import signal
+from pathlib import Path
+
+from seamkit import tool
+from seamkit.runtime.context import RunContext
+
+
+@tool(side_effecting=True)
+def pay(amount: int) -> str:
+    """Pay an amount to the supplier and return the payment service's confirmation text.
+
+    Args:
+        amount: the amount in euros
+    """
+    mode = os.environ.get("EFFECT_MODE", "")
+    if mode == "raise":
+        raise RuntimeError("the payment service timed out")
+    if mode == "kill":  # the process dies while the call runs: its outcome is unknown
+        os.kill(os.getpid(), signal.SIGKILL)
+    with open("paid.log", "a") as f:
+        f.write(f"{amount}\\n")
+    return f"paid {amount}"
+
+
+@tool(side_effecting=False)
+async def halt(ctx: RunContext) -> str:
+    """Cancel the run through its cancellation token the first time it runs; later, say it went on.
+    """
+    marker = Path("halted")
+    if not marker.exists():
+        marker.write_text("1")
+        ctx.cancellation.cancel("the tool asked to stop")
+        await asyncio.sleep(30)  # cancelled in flight
+    return "went on"
+
+
+def make_pay():
+    return pay
+
+
+def make_halt():
+    return halt
+'''
+
+PAY = """
+seamkit: 1
+agent:
+  name: book
+  model:
+    use: scripted
+    follow_transcript: true
+    turns: [{tool_calls: [{name: pay, arguments: {amount: 5}}]}, "booked"]
+  tools: [pay]
+  checkpoints: {use: sqlite, path: own/runs.db}
+"""
+
+
+@pytest.fixture
+def effect_cli(cli: Any, tmp_path: Path) -> Any:
+    from cli_testlib import CLI, make_dist
+
+    dist = make_dist(tmp_path / "site-effects", "effect-tools", "effect_tools", EFFECT_PLUGIN,
+                     extra={"effect_tools_impl": EFFECT_IMPL})
+    return CLI([*cli.paths, dist], cli.cwd)
+
+
+def _printed(text: str, command: str) -> list[list[str]]:
+    """The words of each ``seamkit <command>`` printed in ``text``, shell-split to the end of its line
+    as a shell reads a pasted line (so a note after it must be a comment)."""
+    import shlex
+
+    out = []
+    for line in text.splitlines():
+        if f"seamkit {command} " in line:
+            out.append(shlex.split(line[line.index(f"seamkit {command} "):], comments=True))
+    return out
+
+
+def _book_agent(tmp_path: Path) -> str:
+    folder = tmp_path / "dir with space"
+    folder.mkdir()
+    (folder / "book agent.yaml").write_text(PAY)
+    return "dir with space/book agent.yaml"
+
+
+def test_a_side_effect_that_raised_ends_the_run_with_settle_commands_that_work_as_printed(effect_cli, tmp_path):
+    agent = _book_agent(tmp_path)
+    r = effect_cli("run", agent, "go", env={"EFFECT_MODE": "raise"})
+    assert r.returncode == 0, r
+    run_id = re.search(r"run (\S+): completed", r.stderr).group(1)  # type: ignore[union-attr]
+    settles = _printed(r.stderr, "runs settle")
+    assert settles, r.stderr  # the warning names no command; the CLI prints runnable ones
+    assert all(words[-2:] == ["--agent", agent] for words in settles), r.stderr
+    assert "applied|not-applied" not in r.stderr
+    applied = next(w for w in settles if "applied" in w)
+    assert applied[:5] == ["seamkit", "runs", "settle", run_id, "call_0_0"]
+    settled = effect_cli(*applied[1:])
+    assert settled.returncode == 0, settled
+    # the model was told the outcome is unknown and the run is done: nothing runs again, and it says so
+    assert "recorded only" in settled.stderr and "nothing runs again" in settled.stderr, settled
+    assert "runs again" not in settled.stderr.replace("nothing runs again", "")
+    shown = effect_cli("runs", "show", run_id, "--agent", agent)
+    assert shown.returncode == 0 and "outcome unknown" not in shown.stdout, shown
+
+
+@pytest.mark.parametrize("outcome", ["applied", "not-applied"])
+def test_a_call_killed_mid_run_is_listed_and_settled_before_any_resume_with_commands_that_work(
+        effect_cli, tmp_path, outcome):
+    agent = _book_agent(tmp_path)
+    killed = effect_cli("run", agent, "go", env={"EFFECT_MODE": "kill"})
+    assert killed.returncode == -signal.SIGKILL, killed
+    (run_id,) = [r["run_id"] for r in json.loads(effect_cli("runs", "list", "--agent", agent, "--json").stdout)]
+
+    shown = effect_cli("runs", "show", run_id, "--agent", agent)  # before any resume
+    assert shown.returncode == 0, shown
+    assert "call call_0_0: pay" in shown.stdout and "the process stopped while the call ran" in shown.stdout, shown
+    settles = _printed(shown.stdout, "runs settle")
+    assert [w[:7] for w in settles] == [["seamkit", "runs", "settle", run_id, "call_0_0", o, "--agent"]
+                                        for o in ("applied", "not-applied")], shown.stdout
+    command = next(w for w in settles if w[5] == outcome)
+    settled = effect_cli(*command[1:])
+    assert settled.returncode == 0, settled
+    (resume,) = _printed(settled.stderr, "resume")
+    assert resume == ["seamkit", "resume", run_id, "--agent", agent], settled.stderr
+
+    resumed = effect_cli(*resume[1:])
+    assert resumed.returncode == 0, resumed
+    assert resumed.stdout == "booked\n"
+    paid = (tmp_path / "paid.log").read_text() if (tmp_path / "paid.log").exists() else ""
+    assert paid == ("" if outcome == "applied" else "5\n")  # applied: not run again; not applied: run once
+
+
+def test_a_run_resumed_after_a_kill_waits_with_settle_commands_that_work_as_printed(effect_cli, tmp_path):
+    agent = _book_agent(tmp_path)
+    killed = effect_cli("run", agent, "go", env={"EFFECT_MODE": "kill"})
+    assert killed.returncode == -signal.SIGKILL, killed
+    (run_id,) = [r["run_id"] for r in json.loads(effect_cli("runs", "list", "--agent", agent, "--json").stdout)]
+    waiting = effect_cli("resume", run_id, "--agent", agent)
+    assert waiting.returncode == 3, waiting
+    settles = _printed(waiting.stderr, "runs settle")
+    assert settles and all(w[-2:] == ["--agent", agent] for w in settles), waiting.stderr
+    assert "applied|not-applied" not in waiting.stderr
+    settled = effect_cli(*next(w for w in settles if w[5] == "not-applied")[1:])
+    assert settled.returncode == 0, settled
+    (resume,) = _printed(settled.stderr, "resume")
+    resumed = effect_cli(*resume[1:])
+    assert resumed.returncode == 0 and resumed.stdout == "booked\n", resumed
+    assert (tmp_path / "paid.log").read_text() == "5\n"
+
+
+HALT = """
+seamkit: 1
+agent:
+  name: halting
+  model:
+    use: scripted
+    follow_transcript: true
+    turns: [{tool_calls: [{name: halt, arguments: {}}]}, "finished"]
+  tools: [halt]
+  checkpoints: {use: sqlite, path: own/runs.db}
+"""
+
+
+def test_a_run_cancelled_from_a_tool_is_reported_as_cancelled_and_resumes_as_printed(effect_cli, write):
+    path = write("halt.yaml", HALT)
+    r = effect_cli("run", path.name, "go")
+    assert r.returncode == 130, r  # interrupted, as Ctrl-C: not a failure
+    assert "failed" not in r.stderr and "--allow-finished" not in r.stderr and "error" not in r.stderr, r.stderr
+    assert "cancelled" in r.stderr and "the tool asked to stop" in r.stderr, r.stderr
+    (resume,) = _printed(r.stderr, "resume")
+    assert resume[-2:] == ["--agent", "halt.yaml"] and len(resume) == 5, resume
+    listed = json.loads(effect_cli("runs", "list", "--agent", path.name, "--json").stdout)
+    assert [x["status"] for x in listed] == ["running"]
+    resumed = effect_cli(*resume[1:])
+    assert resumed.returncode == 0, resumed
+    assert resumed.stdout == "finished\n"
+
+
+def test_runs_show_of_a_failed_run_prints_its_error_and_a_resume_command_that_works(cli, write):
+    path = write("own.yaml", OWN_STORE.format(more="", approvals=""))
+    failed = cli("run", path.name, "go")  # the script runs out of turns after the tool call
+    assert failed.returncode == 1, failed
+    (hint,) = _printed_resume(failed.stderr)
+    shown = cli("runs", "show", hint[2], "--agent", path.name)
+    assert shown.returncode == 0, shown
+    assert re.search(r"^error: \w+Error: .+", shown.stdout, re.M), shown.stdout
+    assert _printed_resume(shown.stdout) == [hint], shown.stdout
+    path.write_text(textwrap.dedent(OWN_STORE.format(more=', "two"', approvals="")))
+    resumed = cli(*hint[1:])
+    assert resumed.returncode == 0 and resumed.stdout == "two\n", resumed
+
+
+def test_resume_runs_show_and_runs_settle_say_the_same_about_a_run_the_store_lacks(cli, write):
+    path = write("own.yaml", OWN_STORE.format(more=', "two"', approvals=""))
+    plain = write("plain.yaml", OWN_STORE.format(more=', "two"', approvals="").replace(
+        "  checkpoints: {use: sqlite, path: own/runs.db}\n", ""))
+    for file in (path, plain):  # both stores exist now
+        assert cli("run", file.name, "go").returncode == 0
+    for agent in ([], ["--agent", path.name]):
+        said = set()
+        for command in (["resume", "run_nope"], ["runs", "show", "run_nope"],
+                        ["runs", "settle", "run_nope", "c1", "applied"], ["runs", "delete", "run_nope"]):
+            r = cli(*command, *agent)
+            assert r.returncode == 2, r
+            said.add(r.stderr)
+        (text,) = said
+        store = "the store of own.yaml" if agent else "the default store (.seamkit/seamkit.db"
+        assert f"no run 'run_nope' in {store}" in text and "--agent FILE" in text, text

@@ -160,7 +160,11 @@ async def test_a_call_a_crash_interrupted_suspends_the_run_until_a_person_settle
     assert result.stop_reason == "suspended" and result.output is None
     (effect,) = result.uncertain_effects
     assert (effect.call_id, effect.tool, effect.waits, effect.settled) == ("c1", "pay", True, None)
-    assert any("c1" in w and f"seamkit runs settle {run_id} c1" in w for w in result.warnings)
+    # the warning names the call and the ways to settle it, but no command line (only the CLI knows
+    # which --agent FILE reaches the store; it prints runnable commands itself)
+    assert any("c1" in w and run_id in w and "Agent.settle_effect, or seamkit runs settle" in w
+               for w in result.warnings)
+    assert not any(f"runs settle {run_id}" in w for w in result.warnings)
     snap = await fresh.checkpointer.latest(run_id)
     assert snap is not None and snap.status == "suspended"
     assert snap.state["status_detail"] == "waiting for a person to settle 1 tool call whose outcome is unknown: c1"
@@ -877,3 +881,38 @@ async def test_a_resumed_transcript_with_an_unanswered_call_reaches_the_model_an
     assert (r.call_id, r.content, r.is_error) == ("c1", UNANSWERED_TEMPLATE, True)
     snap = await agent.checkpointer.latest(ctx.run_id)
     assert snap is not None and snap.transcript == result.transcript  # the log stays append-only
+
+
+async def test_a_side_effect_stopped_in_flight_says_the_run_was_stopped_and_shows_before_any_resume() -> None:
+    # issue 10 item 15: a SIGTERM (asyncio.run cancels the run's task) left the reason
+    # "the operation raised CancelledError: " (empty); and a killed call showed nowhere until a resume
+    from seamkit.durability.ledger import STOPPED_REASON, EffectLedger
+
+    store = MemoryStore()
+    started = asyncio.Event()
+
+    @tool(side_effecting=True)
+    async def pay(amount: int) -> str:
+        """Pay an amount to the supplier and return the payment service's confirmation.
+
+        Args:
+            amount: euros
+        """
+        started.set()
+        await asyncio.sleep(30)
+        return "paid"
+
+    turns: list[Any] = [{"tool_calls": [{"id": "c1", "name": "pay", "arguments": {"amount": 5}}]}, "done"]
+    ctx = RunContext()
+    task = asyncio.ensure_future(Agent(ScriptedModel(turns), tools=[pay], checkpointer=store).run("pay", ctx=ctx))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    receipt = await EffectLedger(store, tenant=ctx.scope.tenant).receipt(f"{ctx.run_id}:1:c1")
+    assert receipt is not None and receipt["error"] == STOPPED_REASON and "CancelledError" not in receipt["error"]
+    cp = Checkpointer(store)
+    snap = await cp.latest(ctx.run_id)
+    assert snap is not None
+    (effect,) = await cp.interrupted_effects(snap)  # before any resume
+    assert (effect.call_id, effect.tool, effect.reason, effect.waits) == ("c1", "pay", STOPPED_REASON, True)
