@@ -719,3 +719,68 @@ async def test_a_warning_repeated_on_every_call_is_kept_once_per_run() -> None:
     assert first.steps == 3 and second.steps == 1
     assert first.warnings == ("model 'unpriced-1' has no price; cost unknown",)
     assert second.warnings == first.warnings
+
+
+# --- issue 10 item 21: a provider's stream that raises is a classified error naming it -------------
+
+
+class _BrokenWire:
+    """A provider whose stream fails on a wire format it did not expect, as a plugin does."""
+
+    provider = "acme"
+    model = "acme-large-2"
+
+    async def stream(self, request: Any) -> Any:
+        from seamkit.values import Delta
+
+        yield Delta(text="Hel")
+        raise KeyError("choices")
+
+    async def chat(self, request: Any) -> Any:
+        from seamkit.accumulate import collect_result
+
+        return await collect_result(self.stream(request), provider=self.provider, model=self.model)
+
+
+@pytest.mark.parametrize("path", ["direct", "middleware", "stream"])
+async def test_a_provider_stream_raising_a_plain_exception_is_a_provider_error_naming_it(path: str) -> None:
+    async def passthrough(call: Any, nxt: Any) -> Any:
+        async for d in nxt(call):
+            yield d
+
+    agent = Agent(_BrokenWire(), middlewares=[passthrough] if path == "middleware" else [])
+    with pytest.raises(ProviderError) as info:
+        if path == "stream":
+            async for _ in agent.stream("hi"):
+                pass
+        else:
+            await agent.run("hi")
+    err = info.value
+    assert (err.failure_class, err.provider) == (FailureClass.UNKNOWN, "acme")
+    assert "acme-large-2" in str(err) and "KeyError: 'choices'" in str(err)
+    assert isinstance(err.__cause__, KeyError)
+
+
+async def test_an_observer_raising_is_not_blamed_on_the_provider() -> None:
+    class Nosy:
+        def on_event(self, event: Any) -> None:
+            if event.kind == "text":
+                raise LookupError("observer bug")
+
+    with pytest.raises(LookupError, match="observer bug"):
+        await Agent(ScriptedModel(["hello"]), observers=[Nosy()]).run("hi")
+
+
+def test_a_model_missing_a_member_is_refused_naming_it() -> None:
+    class NoProvider:
+        model = "m"
+
+        async def stream(self, request: Any) -> Any:
+            yield None
+
+        async def chat(self, request: Any) -> Any:
+            return None
+
+    with pytest.raises(TypeError, match=r"model must implement the model port \(LLMPort\).*NoProvider does not: "
+                                        r"missing provider$"):
+        Agent(NoProvider())  # type: ignore[arg-type]

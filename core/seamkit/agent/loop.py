@@ -31,10 +31,17 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from seamkit.accumulate import Accumulator, checked_stream
+from seamkit.accumulate import Accumulator, checked_stream, stream_failed
 from seamkit.agent.result import AgentResult, StopReason
 from seamkit.durability.approvals import Decision, PendingApproval, approve
-from seamkit.errors import EffectNotApplied, EffectUncertain, OutputValidationError, RunCancelled, RunNotResumable
+from seamkit.errors import (
+    EffectNotApplied,
+    EffectUncertain,
+    OutputValidationError,
+    RunCancelled,
+    RunNotResumable,
+    SeamkitError,
+)
 from seamkit.middleware import Call
 from seamkit.runtime.concurrency import gather_bounded
 from seamkit.runtime.context import RunContext
@@ -444,21 +451,31 @@ class Run:
             )
             if direct:
                 stream = model.stream(request)
-                if not hasattr(stream, "__aiter__"):  # a broken provider: a classified error naming it
+                # a broken provider is a classified error naming it: checked here below when
+                # nothing but the accumulator runs in the loop, else (observers, which may raise
+                # errors of their own, see every delta) by checked_stream
+                if emit is not None or not hasattr(stream, "__aiter__"):
                     stream = checked_stream(stream, model.provider, model.model)
             else:
                 meta = FrozenDict(step=step)
                 stream = chat(Call("chat", request, ctx, meta, model))
             acc = Accumulator(model.provider, model.model)
-            async for d in stream:
-                acc.add(d)
-                if emit is not None:
-                    if d.text:
-                        self._event("text", text=d.text)
-                    if d.reasoning:
-                        self._event("reasoning", text=d.reasoning)
-                    if d.partial_output is not None:  # set by a middleware (output_coerce)
-                        self._event("partial_output", partial_output=d.partial_output)
+            try:
+                async for d in stream:
+                    acc.add(d)
+                    if emit is not None:
+                        if d.text:
+                            self._event("text", text=d.text)
+                        if d.reasoning:
+                            self._event("reasoning", text=d.reasoning)
+                        if d.partial_output is not None:  # set by a middleware (output_coerce)
+                            self._event("partial_output", partial_output=d.partial_output)
+            except SeamkitError:
+                raise
+            except Exception as exc:
+                if not direct or emit is not None:
+                    raise  # a middleware's or observer's own error; checked_stream named the provider's
+                raise stream_failed(exc, model.provider, model.model) from exc
             result = acc.result()
             self.usage = self.usage + result.usage
             for w in result.warnings:
