@@ -610,3 +610,24 @@ async def test_a_page_declared_as_an_event_stream_is_a_classified_failure(chunks
         FailureClass.UNKNOWN, 200, "unexpected_body", "openai_chat")
     assert "expected an event stream, got text/event-stream: '" in str(err)
     assert "<html" in str(err) and SECRET not in str(err) and t.closed == 1
+
+
+async def test_a_history_with_a_result_out_of_place_goes_out_with_each_tool_message_after_its_call() -> None:
+    # OpenAI answers 400 "messages with role 'tool' must be a response to a preceding message with
+    # 'tool_calls'" otherwise (issue 10 item 5)
+    from seamkit import Agent
+    from seamkit.values import Message, ToolCall, ToolResult
+
+    history = [
+        Message.user("Weather in Paris?"),
+        Message("assistant", (ToolCall("call_1", "get_weather", {"city": "Paris"}),)),
+        Message.user("Also, hello."),
+        Message("tool", (ToolResult("call_1", "get_weather", "18C in Paris"), ToolResult("call_X", "x", "?"))),
+    ]
+    p, t = make(sse_reply("text"))
+    result = await Agent(p).run("Thanks.", history=history)
+    sent = t.json_bodies[0]["messages"]
+    assert [(m["role"], m.get("tool_call_id")) for m in sent] == [
+        ("user", None), ("assistant", None), ("tool", "call_1"), ("user", None), ("user", None)]
+    assert sent[2]["content"] == "18C in Paris"
+    assert any("call_X" in w for w in result.warnings)
