@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from seamkit._frozen import FrozenDict
-from seamkit.errors import FailureClass, ProviderError
+from seamkit.errors import FailureClass, ProviderError, SeamkitError
 from seamkit.values import (
     EMPTY,
     ContentBlock,
@@ -53,7 +53,7 @@ def _decode_frozen(raw: str) -> Any:
         raise json.JSONDecodeError("Extra data", raw, end)
     return value
 
-__all__ = ["Accumulator", "checked_stream", "collect_result", "not_a_delta"]
+__all__ = ["Accumulator", "checked_stream", "collect_result", "not_a_delta", "stream_failed"]
 
 
 def _a(word: str) -> str:
@@ -71,12 +71,32 @@ def not_a_delta(item: Any, provider: str | None, model: str | None) -> ProviderE
         "provider is broken: its stream() must yield Delta objects", FailureClass.UNKNOWN, provider=provider)
 
 
+#: The most characters of a provider's own exception text a :func:`stream_failed` message quotes.
+_MAX_CAUSE_CHARS = 500
+
+
+def stream_failed(exc: Exception, provider: str | None, model: str | None) -> ProviderError:
+    """The error for an exception that is not seamkit's (a ``KeyError`` from a wire format the
+    provider did not expect, a ``TypeError`` from its own bug) raised by a provider's stream: a
+    :class:`~seamkit.errors.ProviderError` of class ``unknown`` (permanent, never retried: nothing
+    says a second try would parse better) naming the provider, the model and the exception (type
+    and text, cut to :data:`_MAX_CAUSE_CHARS`). The caller raises it ``from exc``, so the
+    original stays the ``__cause__``."""
+    where = f" (model {model})" if model else ""
+    text = str(exc)
+    if len(text) > _MAX_CAUSE_CHARS:
+        text = text[:_MAX_CAUSE_CHARS] + "…"
+    detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return ProviderError(f"stream(){where} raised {detail}", FailureClass.UNKNOWN, provider=provider)
+
+
 async def checked_stream(stream: Any, provider: str | None, model: str | None = None) -> AsyncIterator[Delta]:
     """``stream`` (what a provider's ``stream()`` returned), item by item, each checked to be a
     :class:`~seamkit.values.Delta`. Raises :class:`~seamkit.errors.ProviderError` (class
-    ``unknown``, naming ``provider``) when ``stream`` is not an async iterator (a coroutine from an
-    ``async def`` without ``yield``, a list...) or yields anything else. Closing this stream closes
-    ``stream``."""
+    ``unknown``, naming ``provider`` and ``model``) when ``stream`` is not an async iterator (a
+    coroutine from an ``async def`` without ``yield``, a list...), yields anything else, or raises
+    an exception that is not a :class:`~seamkit.errors.SeamkitError` (:func:`stream_failed`; the
+    original chained as ``__cause__``). Closing this stream closes ``stream``."""
     if not hasattr(stream, "__aiter__"):
         close = getattr(stream, "close", None)
         if type(stream).__name__ == "coroutine" and close is not None:
@@ -91,6 +111,10 @@ async def checked_stream(stream: Any, provider: str | None, model: str | None = 
             if type(d) is not Delta and not isinstance(d, Delta):
                 raise not_a_delta(d, provider, model)
             yield d
+    except SeamkitError:
+        raise
+    except Exception as exc:
+        raise stream_failed(exc, provider, model) from exc
     finally:
         aclose = getattr(stream, "aclose", None)
         if aclose is not None:

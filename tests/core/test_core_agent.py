@@ -557,23 +557,132 @@ async def test_only_the_calls_of_the_last_message_are_due() -> None:
     assert sent[-1].tool_results[0].content == "25"
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(transcripts(max_units=8), st.data())
-def test_answering_unanswered_calls_keeps_every_message_and_is_idempotent(messages: Any, data: Any) -> None:
-    from seamkit.agent.loop import answer_unanswered_calls
+def pairing_problems(messages: Any) -> list[str]:
+    """What a provider refuses in ``messages`` besides calls without a result: a tool result
+    that is not in the tool messages right after the assistant turn holding its call (OpenAI Chat
+    400 "messages with role 'tool' must be a response to a preceding message with 'tool_calls'";
+    Anthropic 400 "unexpected `tool_use_id` found in `tool_result` blocks"), and a call answered
+    twice."""
+    problems: list[str] = []
+    calls: set[str] = set()  # the calls of the turn whose tool messages these are
+    seen: set[str] = set()
+    for m in messages:
+        if m.role == "assistant":
+            calls, seen = {c.id for c in m.tool_calls}, set()
+            continue
+        if m.role != "tool":
+            calls, seen = set(), set()
+        for r in m.tool_results:
+            if r.call_id not in calls:
+                problems.append(f"{r.call_id}: no call right before it")
+            elif r.call_id in seen:
+                problems.append(f"{r.call_id}: answered twice")
+            seen.add(r.call_id)
+    return problems
 
-    tool_messages = [i for i, m in enumerate(messages) if m.role == "tool"]
-    dropped = set(data.draw(st.lists(st.sampled_from(tool_messages), unique=True))) if tool_messages else set()
-    handed_in = [m for i, m in enumerate(messages) if i not in dropped]
-    out, added = answer_unanswered_calls(handed_in, last_is_due=False)
-    assert rejected_call_ids(out) == []
-    synthetic = {c.id for c in added}
-    kept = [b for m in out for b in m.content if getattr(b, "call_id", None) not in synthetic]
-    assert kept == [b for m in handed_in for b in m.content]  # nothing lost, nothing reordered
-    again, more = answer_unanswered_calls(out, last_is_due=False)
-    assert again == out and more == []
-    if not added:
-        assert out == handed_in
+
+def _t(*ids: str) -> Message:
+    from seamkit.values import ToolResult
+
+    return Message("tool", tuple(ToolResult(i, "book_table", f"booked {i}") for i in ids))
+
+
+def _a(*ids: str) -> Message:
+    from seamkit.values import ToolCall
+
+    return Message("assistant", tuple(ToolCall(i, "book_table", {"time": "19:00"}) for i in ids))
+
+
+@pytest.mark.parametrize(("history", "result_of", "left_out"), [
+    # the result comes later, after another user turn: moved to its call, not answered as unknown
+    ([Message.user("book"), _a("c1"), Message.user("and?"), _t("c1")], {"c1": "booked c1"}, []),
+    # a result that answers no call, next to a real one
+    ([Message.user("book"), _a("c1"), _t("c1", "cX")], {"c1": "booked c1"}, ["cX"]),
+    # a result before its call
+    ([Message.user("book"), _t("c9"), _a("c9")], {"c9": None}, ["c9"]),
+    # a call answered twice: the first result is kept
+    ([Message.user("book"), _a("c1"), _t("c1"), _t("c1")], {"c1": "booked c1"}, ["c1"]),
+], ids=["result_later", "result_for_no_call", "result_before_call", "duplicate_result"])
+@pytest.mark.parametrize("path", ["run", "stream"])
+async def test_a_history_pairs_each_call_with_one_result_right_after_it(
+    history: list[Message], result_of: dict[str, str | None], left_out: list[str], path: str
+) -> None:
+    from seamkit.agent.loop import UNANSWERED_TEMPLATE
+
+    model = ScriptedModel(["Noted."])
+    agent = Agent(model, tools=[book_table])
+    if path == "stream":
+        events = [e async for e in agent.stream("go on", history=history)]
+        result = events[-1].data["result"]
+    else:
+        result = await agent.run("go on", history=history)
+    sent = model.requests[0].messages
+    assert rejected_call_ids(sent) == [] and pairing_problems(sent) == []
+    got = {r.call_id: r.content for m in sent for r in m.tool_results}
+    assert got == {cid: content or UNANSWERED_TEMPLATE for cid, content in result_of.items()}
+    texts = [(m.role, m.text) for m in sent if m.role in ("user", "assistant") and m.text]
+    assert texts == [(m.role, m.text) for m in [*history, Message.user("go on")] if m.text]
+    for cid in left_out:
+        assert any("left out" in w and cid in w for w in result.warnings)
+    assert list(result.transcript[: len(history)]) == history  # the transcript keeps what was handed in
+
+
+@st.composite
+def _mangled(draw: st.DrawFn) -> list[Message]:
+    """A random transcript whose tool messages were dropped, moved (before or after their turn),
+    duplicated, or joined by results for calls that do not exist."""
+    from seamkit.values import ToolResult
+
+    messages = list(draw(transcripts(max_units=8)))
+    for _ in range(draw(st.integers(0, 4))):
+        tools = [i for i, m in enumerate(messages) if m.role == "tool"]
+        op = draw(st.sampled_from(["drop", "move", "copy", "orphan"]))
+        if op == "orphan":
+            at = draw(st.integers(0, len(messages)))
+            messages.insert(at, Message("tool", (ToolResult(f"ghost_{at}", "search", "?"),)))
+            continue
+        if not tools:
+            continue
+        i = draw(st.sampled_from(tools))
+        m = messages[i] if op == "copy" else messages.pop(i)
+        if op != "drop":
+            messages.insert(draw(st.integers(0, len(messages))), m)
+    return messages
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_mangled())
+def test_answering_unanswered_calls_pairs_every_call_with_one_result(handed_in: list[Message]) -> None:
+    """Every call is answered exactly once right after its turn (by its first result that comes
+    after it, else as unknown), no result is left without its call, the other messages stay in
+    order, and a second pass changes nothing."""
+    from seamkit.agent.loop import UNANSWERED_TEMPLATE, answer_unanswered_calls
+
+    out, added, left_out = answer_unanswered_calls(handed_in, last_is_due=False)
+    assert rejected_call_ids(out) == [] and pairing_problems(out) == []
+    assert [m for m in out if m.role != "tool"] == [m for m in handed_in if m.role != "tool"]
+    # transcripts() makes call ids unique, so a call's own result is the first one after its turn
+    expected: dict[str, Any] = {}
+    for i, m in enumerate(handed_in):
+        for c in m.tool_calls:
+            later = [r for n in handed_in[i + 1:] for r in n.tool_results if r.call_id == c.id]
+            expected[c.id] = later[0] if later else _unknown(c)
+    got = {r.call_id: r for m in out for r in m.tool_results}
+    assert got == expected
+    assert {c.id for c in added} == {cid for cid, r in expected.items() if r.content == UNANSWERED_TEMPLATE}
+    results_in = [r for m in handed_in for r in m.tool_results]
+    assert len(left_out) == len(results_in) - (len(expected) - len(added))  # each result kept or left out
+    again = answer_unanswered_calls(out, last_is_due=False)
+    assert again == (out, [], [])
+    if rejected_call_ids(handed_in) == [] and pairing_problems(handed_in) == []:
+        assert out == handed_in  # a well-formed conversation goes out as it is
+
+
+def _unknown(call: Any) -> Any:
+    from seamkit.agent.loop import UNANSWERED_TEMPLATE
+    from seamkit.values import ToolResult
+
+    return ToolResult(call.id, call.name, UNANSWERED_TEMPLATE, is_error=True)
 
 
 # --- issue 10: a provider's standing warning is said once per run ----------------------------------
@@ -610,3 +719,68 @@ async def test_a_warning_repeated_on_every_call_is_kept_once_per_run() -> None:
     assert first.steps == 3 and second.steps == 1
     assert first.warnings == ("model 'unpriced-1' has no price; cost unknown",)
     assert second.warnings == first.warnings
+
+
+# --- issue 10 item 21: a provider's stream that raises is a classified error naming it -------------
+
+
+class _BrokenWire:
+    """A provider whose stream fails on a wire format it did not expect, as a plugin does."""
+
+    provider = "acme"
+    model = "acme-large-2"
+
+    async def stream(self, request: Any) -> Any:
+        from seamkit.values import Delta
+
+        yield Delta(text="Hel")
+        raise KeyError("choices")
+
+    async def chat(self, request: Any) -> Any:
+        from seamkit.accumulate import collect_result
+
+        return await collect_result(self.stream(request), provider=self.provider, model=self.model)
+
+
+@pytest.mark.parametrize("path", ["direct", "middleware", "stream"])
+async def test_a_provider_stream_raising_a_plain_exception_is_a_provider_error_naming_it(path: str) -> None:
+    async def passthrough(call: Any, nxt: Any) -> Any:
+        async for d in nxt(call):
+            yield d
+
+    agent = Agent(_BrokenWire(), middlewares=[passthrough] if path == "middleware" else [])
+    with pytest.raises(ProviderError) as info:
+        if path == "stream":
+            async for _ in agent.stream("hi"):
+                pass
+        else:
+            await agent.run("hi")
+    err = info.value
+    assert (err.failure_class, err.provider) == (FailureClass.UNKNOWN, "acme")
+    assert "acme-large-2" in str(err) and "KeyError: 'choices'" in str(err)
+    assert isinstance(err.__cause__, KeyError)
+
+
+async def test_an_observer_raising_is_not_blamed_on_the_provider() -> None:
+    class Nosy:
+        def on_event(self, event: Any) -> None:
+            if event.kind == "text":
+                raise LookupError("observer bug")
+
+    with pytest.raises(LookupError, match="observer bug"):
+        await Agent(ScriptedModel(["hello"]), observers=[Nosy()]).run("hi")
+
+
+def test_a_model_missing_a_member_is_refused_naming_it() -> None:
+    class NoProvider:
+        model = "m"
+
+        async def stream(self, request: Any) -> Any:
+            yield None
+
+        async def chat(self, request: Any) -> Any:
+            return None
+
+    with pytest.raises(TypeError, match=r"model must implement the model port \(LLMPort\).*NoProvider does not: "
+                                        r"missing provider$"):
+        Agent(NoProvider())  # type: ignore[arg-type]

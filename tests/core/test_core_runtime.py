@@ -555,3 +555,30 @@ async def test_gather_bounded_several_failures_raise_a_group() -> None:
     with pytest.raises(BaseExceptionGroup) as info:
         await gather_bounded([fails_on_cancel, fails])
     assert sorted(type(e).__name__ for e in info.value.exceptions) == ["KeyError", "ValueError"]
+
+
+# --- issue 10: an iterator returned by a tool is read once, on every path ---------------------------
+
+ITEMS: list[Any] = [0, b"\x89PNG\r\n\x1a\n", "two"]  # not-UTF-8 bytes make pydantic serialise twice
+
+
+@pytest.mark.parametrize("make", [
+    lambda: (x for x in ITEMS),
+    lambda: iter(ITEMS),
+    lambda: map(lambda x: x, ITEMS),
+], ids=["generator", "iter", "map"])
+@pytest.mark.parametrize("side_effecting", [False, True])
+async def test_a_tool_returning_an_iterator_shows_its_items_on_every_path(make: Any, side_effecting: bool) -> None:
+    from seamkit.testing.memory_store import MemoryStore
+
+    @tool(side_effecting=side_effecting)
+    def scan(n: int) -> Any:
+        """Scan n records and return them as they are read."""
+        return make()
+
+    model = ScriptedModel([{"tool_calls": [{"name": "scan", "arguments": {"n": 3}}]}, "done"])
+    # with a checkpointer, the side-effecting call goes through the effect ledger (call_effect)
+    await Agent(model, tools=[scan], checkpointer=MemoryStore()).run("scan")
+    shown = model.requests[1].messages[-1].tool_results[0]
+    assert not shown.is_error
+    assert shown.content == render_tool_value(list(ITEMS)) == '[0,"iVBORw0KGgo=","two"]'

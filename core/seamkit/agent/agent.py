@@ -99,8 +99,14 @@ class Agent:
             if not isinstance(self.checkpointer, Checkpointer):
                 object.__setattr__(self, "checkpointer", Checkpointer(self.checkpointer))
         if not isinstance(self.model, LLMPort):
+            from seamkit.plugins.ports_check import kind_port, port_problems
+
+            port = kind_port("provider")
+            assert port is not None
+            problems = "; ".join(port_problems(self.model, port)) or "not an LLMPort"
             raise TypeError(
-                f"model must implement LLMPort (provider, model, stream(), chat()), got {type(self.model).__name__}"
+                f"model must implement {port.label} (provider, model, stream(), chat()); "
+                f"{type(self.model).__name__} does not: {problems}"
             )
         if self.max_steps < 1:
             raise ValueError("max_steps must be at least 1")

@@ -7,17 +7,19 @@ and no results yet means a tool batch is due), so a run resumed from any checkpo
 exactly where it stopped.
 
 Unanswered tool calls. Providers reject a conversation in which an assistant tool call has no
-result (OpenAI: every ``tool_calls`` entry needs a following ``tool`` message; Anthropic: every
-``tool_use`` needs a ``tool_result`` in the next user turn). The rule: only the calls of the
-*last* message of the transcript a run starts from are due (the loop runs them: a run resumed
-after its model turn, or a task that ends with an assistant turn asking for tools). Every other
-call without a result next to it (in the messages right after its assistant turn) is answered
-in each request with :data:`UNANSWERED_TEMPLATE` as an error result
-(:func:`answer_unanswered_calls`), and the run gets a warning: a ``history=`` with an interrupted
-tool turn, an edited transcript, a resumed ``seamkit.ask`` session. The transcript itself keeps
-the messages as handed in (a durable run's log is append-only); the synthetic results exist only
-in the requests, built in one place that every path (``run``, ``stream``, ``resume``,
-``seamkit.ask``, a request builder) goes through.
+result, or a result has no call (OpenAI: every ``tool_calls`` entry needs a following ``tool``
+message, and a ``tool`` message must answer a call of the assistant message before it; Anthropic:
+every ``tool_use`` needs a ``tool_result`` in the next user turn, and every ``tool_result`` a
+``tool_use`` in the turn before). The rule: only the calls of the *last* message of the
+transcript a run starts from are due (the loop runs them: a run resumed after its model turn, or a
+task that ends with an assistant turn asking for tools). Every other call gets exactly one result
+right after its assistant turn in each request (:func:`answer_unanswered_calls`): its own result
+moved there when it comes later, else :data:`UNANSWERED_TEMPLATE` as an error result; a result
+that answers no call is left out. The run gets a warning naming the calls answered as unknown and
+the results left out: a ``history=`` with an interrupted tool turn, an edited transcript, a
+resumed ``seamkit.ask`` session. The transcript itself keeps the messages as handed in (a durable
+run's log is append-only); the paired messages exist only in the requests, built in one place
+that every path (``run``, ``stream``, ``resume``, ``seamkit.ask``, a request builder) goes through.
 """
 
 from __future__ import annotations
@@ -29,10 +31,17 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from seamkit.accumulate import Accumulator, checked_stream
+from seamkit.accumulate import Accumulator, checked_stream, stream_failed
 from seamkit.agent.result import AgentResult, StopReason
 from seamkit.durability.approvals import Decision, PendingApproval, approve
-from seamkit.errors import EffectNotApplied, EffectUncertain, OutputValidationError, RunCancelled, RunNotResumable
+from seamkit.errors import (
+    EffectNotApplied,
+    EffectUncertain,
+    OutputValidationError,
+    RunCancelled,
+    RunNotResumable,
+    SeamkitError,
+)
 from seamkit.middleware import Call
 from seamkit.runtime.concurrency import gather_bounded
 from seamkit.runtime.context import RunContext
@@ -81,42 +90,95 @@ T = TypeVar("T")
 
 def answer_unanswered_calls(
     messages: Sequence[Message], *, last_is_due: bool = True
-) -> tuple[list[Message], list[ToolCall]]:
-    """``messages`` with an error result (:data:`UNANSWERED_TEMPLATE`) for every tool call that
-    has none, and the calls answered so; ``messages`` itself is not changed.
+) -> tuple[list[Message], list[ToolCall], list[ToolResult]]:
+    """``messages`` as a request must carry them: every tool call answered by exactly one result,
+    right after its assistant turn; ``messages`` itself is not changed. Returns ``(messages,
+    calls answered as unknown, results left out)``.
 
-    A call counts as answered when a :class:`~seamkit.values.ToolResult` for it is in the
-    messages right after its assistant turn (each carrying a result for one of its calls, as
-    :func:`seamkit.compaction.turn_units` groups them). The synthetic results join the last
-    ``tool`` message of that group, or follow the assistant turn as a new ``tool`` message.
-    ``last_is_due``: the calls of a final assistant message are left alone (the loop runs them).
+    A result stays where it is when it follows its call's assistant turn in the ``tool`` messages
+    right after it. Each result answers the latest call before it with its ``call_id`` that has
+    none yet (local providers reuse call ids across turns), so:
+
+    - a result further on (after another user turn, say) is moved to its call;
+    - a call with no result gets an error result (:data:`UNANSWERED_TEMPLATE`);
+    - a result that answers no call (an unknown ``call_id``, one placed before its call, a second
+      result for a call) is left out: providers reject it (OpenAI: a ``tool`` message must answer
+      a ``tool_calls`` entry of the assistant message before it; Anthropic: each ``tool_result``
+      must match a ``tool_use`` of the previous assistant turn).
+
+    Results added after a turn (moved or synthetic, in the order of its calls) join the last
+    ``tool`` message right after it, or follow it as a new ``tool`` message; a message left with
+    no content is dropped. Every other message, and the order of all messages, is kept.
+    ``last_is_due``: the calls of a final assistant message are left alone (the loop runs them),
+    and a result with their id before them is left out.
     """
+    n = len(messages)
+    due = n - 1 if last_is_due and n and messages[-1].role == "assistant" else -1
+    # pass 1: which call (by the index of its assistant turn) each result answers
+    open_calls: dict[str, list[int]] = {}  # call id -> indexes of turns with that call unanswered
+    answers: dict[int, dict[str, tuple[int, int]]] = {}  # turn -> call id -> (message, block) of its result
+    placed: set[tuple[int, int]] = set()  # results already right after their turn
+    left_out: list[ToolResult] = []
+    group_of = -1  # the turn whose tool messages right after it we are in, else -1
+    for i, m in enumerate(messages):
+        role = m.role
+        if role != "tool":
+            group_of = -1
+        for j, b in enumerate(m.content):
+            if type(b) is ToolCall and role == "assistant":
+                if i != due:
+                    open_calls.setdefault(b.id, []).append(i)
+            elif type(b) is ToolResult:
+                turns = open_calls.get(b.call_id)
+                if not turns:
+                    left_out.append(b)
+                    continue
+                turn = turns.pop()
+                answers.setdefault(turn, {})[b.call_id] = (i, j)
+                if turn == group_of:
+                    placed.add((i, j))
+        if role == "assistant" and i != due and any(type(b) is ToolCall for b in m.content):
+            group_of = i
+    if not left_out and not any(open_calls.values()) and all(
+        pos in placed for got in answers.values() for pos in got.values()
+    ):
+        return list(messages), [], []
+    # pass 2: rebuild, each turn's missing results added where its tool messages end
     out: list[Message] = []
     added: list[ToolCall] = []
-    i, n = 0, len(messages)
-    while i < n:
-        m = messages[i]
+    owed: list[ToolResult] = []  # results the turn being closed still needs
+
+    def close_turn() -> None:
+        if not owed:
+            return
+        if out[-1].role == "tool":
+            out[-1] = Message("tool", out[-1].content + tuple(owed))
+        else:
+            out.append(Message("tool", tuple(owed)))
+        owed.clear()
+
+    for i, m in enumerate(messages):
+        if m.role != "tool":
+            close_turn()
+        if any(type(b) is ToolResult for b in m.content):
+            kept = tuple(b for j, b in enumerate(m.content) if type(b) is not ToolResult or (i, j) in placed)
+            if not kept:
+                continue
+            m = m if len(kept) == len(m.content) else Message(m.role, kept)
         out.append(m)
-        i += 1
-        if m.role != "assistant" or (i == n and last_is_due):
-            continue
-        pending = {b.id: b for b in m.content if type(b) is ToolCall}
-        while pending and i < n:
-            answered = [b.call_id for b in messages[i].content if type(b) is ToolResult and b.call_id in pending]
-            if not answered:
-                break
-            for call_id in answered:
-                pending.pop(call_id, None)
-            out.append(messages[i])
-            i += 1
-        if pending:
-            synthetic = tuple(ToolResult(c.id, c.name, UNANSWERED_TEMPLATE, is_error=True) for c in pending.values())
-            if out[-1].role == "tool":
-                out[-1] = Message("tool", out[-1].content + synthetic)
-            else:
-                out.append(Message("tool", synthetic))
-            added.extend(pending.values())
-    return out, added
+        if m.role == "assistant" and i != due:
+            got = answers.get(i, {})
+            for c in m.content:
+                if type(c) is not ToolCall:
+                    continue
+                pos = got.get(c.id)
+                if pos is None:
+                    owed.append(ToolResult(c.id, c.name, UNANSWERED_TEMPLATE, is_error=True))
+                    added.append(c)
+                elif pos not in placed:
+                    owed.append(messages[pos[0]].content[pos[1]])  # type: ignore[arg-type]
+    close_turn()
+    return out, added, left_out
 
 
 class Run:
@@ -389,21 +451,31 @@ class Run:
             )
             if direct:
                 stream = model.stream(request)
-                if not hasattr(stream, "__aiter__"):  # a broken provider: a classified error naming it
+                # a broken provider is a classified error naming it: checked here below when
+                # nothing but the accumulator runs in the loop, else (observers, which may raise
+                # errors of their own, see every delta) by checked_stream
+                if emit is not None or not hasattr(stream, "__aiter__"):
                     stream = checked_stream(stream, model.provider, model.model)
             else:
                 meta = FrozenDict(step=step)
                 stream = chat(Call("chat", request, ctx, meta, model))
             acc = Accumulator(model.provider, model.model)
-            async for d in stream:
-                acc.add(d)
-                if emit is not None:
-                    if d.text:
-                        self._event("text", text=d.text)
-                    if d.reasoning:
-                        self._event("reasoning", text=d.reasoning)
-                    if d.partial_output is not None:  # set by a middleware (output_coerce)
-                        self._event("partial_output", partial_output=d.partial_output)
+            try:
+                async for d in stream:
+                    acc.add(d)
+                    if emit is not None:
+                        if d.text:
+                            self._event("text", text=d.text)
+                        if d.reasoning:
+                            self._event("reasoning", text=d.reasoning)
+                        if d.partial_output is not None:  # set by a middleware (output_coerce)
+                            self._event("partial_output", partial_output=d.partial_output)
+            except SeamkitError:
+                raise
+            except Exception as exc:
+                if not direct or emit is not None:
+                    raise  # a middleware's or observer's own error; checked_stream named the provider's
+                raise stream_failed(exc, model.provider, model.model) from exc
             result = acc.result()
             self.usage = self.usage + result.usage
             for w in result.warnings:
@@ -510,18 +582,25 @@ class Run:
     # -- request building ---------------------------------------------------------------------
 
     def _answer_unanswered(self) -> None:
-        """Find the tool calls of the transcript the run starts from that have no result and
-        are not due; requests answer them (see the module docstring)."""
+        """Pair the tool calls and results of the transcript the run starts from as requests must
+        carry them (:func:`answer_unanswered_calls`; see the module docstring), with a warning for
+        each call answered as unknown and each result left out."""
         transcript = self.transcript
-        out, added = answer_unanswered_calls(transcript)
-        if not added:
+        out, added, left_out = answer_unanswered_calls(transcript)
+        if len(out) == len(transcript) and all(a is b for a, b in zip(out, transcript, strict=True)):
             self.answered = None
             return
         self.answered = (len(transcript), tuple(out))
-        ids = ", ".join(f"{c.id} ({c.name})" for c in added)
-        why = f"tool calls without a result were answered as unknown outcomes in each request: {ids}"
-        if why not in self.warnings:
-            self.warnings.append(why)
+        whys: list[str] = []
+        if added:
+            ids = ", ".join(f"{c.id} ({c.name})" for c in added)
+            whys.append(f"tool calls without a result were answered as unknown outcomes in each request: {ids}")
+        if left_out:
+            ids = ", ".join(f"{r.call_id} ({r.name})" for r in left_out)
+            whys.append(f"tool results that answer no tool call before them were left out of each request: {ids}")
+        for why in whys:
+            if why not in self.warnings:
+                self.warnings.append(why)
 
     def _messages(self) -> tuple[Message, ...]:
         """The transcript as a request sends it (unanswered calls answered)."""

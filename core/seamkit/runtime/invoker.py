@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -90,6 +90,9 @@ def render_tool_value(value: Any) -> str:
     """A tool's return value as tool-result text: ``str`` as is, anything else as JSON (pydantic
     models, dataclasses, ``Decimal``, ``datetime`` included).
 
+    An iterator (a generator, ``map``, ``zip``...) is read once, into a list, and shown as a JSON
+    array, on every path (read-only and side-effecting calls alike).
+
     ``bytes``, ``bytearray`` and ``memoryview``: UTF-8 text (with no binary data bytes) as that
     text; anything else as a JSON object ``{"media_type", "size_bytes", "base64"}`` (standard
     base64, RFC 4648 section 4; the media type sniffed by :func:`sniff_media_type`). Bytes nested
@@ -107,6 +110,10 @@ def render_tool_value(value: Any) -> str:
         return json.dumps(value)
     if isinstance(value, (bytes, bytearray, memoryview)):
         return _render_bytes(bytes(value))
+    if isinstance(value, Iterator):
+        # a generator, map, zip... can be read once: read it here, so a second serialisation
+        # pass (nested bytes that are not UTF-8, below) sees the items instead of an empty list
+        value = list(value)
     import pydantic_core
 
     try:

@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import weakref
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
+from seamkit.errors import ProviderError
 
 from seamkit_http.errors import (
     classify_http_error,
@@ -25,7 +26,7 @@ from seamkit_http.errors import (
     classify_unexpected_body,
     is_error_body,
 )
-from seamkit_http.sse import ServerSentEvent, aiter_sse
+from seamkit_http.sse import ServerSentEvent, SSEDecoder
 
 __all__ = ["make_client", "shared_client", "open_sse", "post_json"]
 
@@ -157,9 +158,11 @@ async def open_sse(client: httpx.AsyncClient, method: str, url: str, *, provider
     ``timeout``, dropped connection -> ``server_error``), and on a 2xx answer that is not an event
     stream (:func:`~seamkit_http.errors.classify_unexpected_body`: an error object in it classified
     from its type/code, anything else -- a captive portal's HTML, a JSON document -- ``unknown``
-    with the content type and the body's first characters in the message). A body declared
-    ``text/event-stream`` is streamed; one without that type is streamed only when its first line
-    is an event-stream field (a lenient server that omits the header). The response is closed when
+    with the content type and the body's first characters in the message). A body is streamed
+    when its first line is an event-stream field or comment, whatever its declared type (a
+    lenient server omits ``text/event-stream``; a proxy's HTML page may carry it); a stream that
+    ends without dispatching a single event (an empty body, only comments) is that same
+    ``unknown`` ``unexpected_body`` failure, quoting its first bytes, not a dropped stream. The response is closed when
     the block exits, also on early exit. ``secrets``: strings masked in error messages, besides the
     values of credential-named request headers.
     """
@@ -182,23 +185,29 @@ async def open_sse(client: httpx.AsyncClient, method: str, url: str, *, provider
         content_type = _content_type(response)
         media = _media_type(content_type)
         chunks: AsyncIterator[bytes] = response.aiter_bytes()
-        if media != "text/event-stream":
-            head = b""
-            try:
-                if not _is_json(media):
-                    async for chunk in chunks:
-                        head += chunk
-                        if _looks_like_sse(head) is not None or len(head) >= _UNEXPECTED_BYTES:
-                            break
-                if _is_json(media) or not _looks_like_sse(head):
-                    head = await _read_prefix(chunks, head, _UNEXPECTED_BYTES)
-                    raise classify_unexpected_body(provider, response.status_code, content_type, head,
-                                                   expected="an event stream", headers=response.headers,
-                                                   secrets=secrets)
-            except httpx.HTTPError as exc:
-                raise classify_transport_error(provider, exc, secrets=secrets) from exc
-            chunks = _prepend(head, chunks)
-        events = _events(provider, chunks, secrets)
+        head = b""
+        try:
+            # the declared type is not trusted either way: a proxy's HTML page may come as
+            # text/event-stream, and a lenient server may stream events without saying so
+            if not _is_json(media):
+                async for chunk in chunks:
+                    head += chunk
+                    if _looks_like_sse(head) is not None or len(head) >= _UNEXPECTED_BYTES:
+                        break
+            if _is_json(media) or not _looks_like_sse(head):
+                head = await _read_prefix(chunks, head, _UNEXPECTED_BYTES)
+                raise classify_unexpected_body(provider, response.status_code, content_type, head,
+                                               expected="an event stream", headers=response.headers,
+                                               secrets=secrets)
+        except httpx.HTTPError as exc:
+            raise classify_transport_error(provider, exc, secrets=secrets) from exc
+
+        def no_event(start: bytes) -> ProviderError:
+            return classify_unexpected_body(provider, response.status_code, content_type, start,
+                                            expected="an event stream", headers=response.headers,
+                                            secrets=secrets)
+
+        events = _events(provider, _prepend(head, chunks), secrets, no_event)
         yield events
     finally:
         if events is not None:
@@ -206,13 +215,31 @@ async def open_sse(client: httpx.AsyncClient, method: str, url: str, *, provider
         await response.aclose()
 
 
-async def _events(provider: str, chunks: AsyncIterator[bytes],
-                  secrets: list[str]) -> AsyncGenerator[ServerSentEvent, None]:
+_KEPT_BYTES = 4096
+"""How much of a stream's start is kept to quote when it ends with no event (bytes)."""
+
+
+async def _events(provider: str, chunks: AsyncIterator[bytes], secrets: list[str],
+                  no_event: Callable[[bytes], ProviderError]) -> AsyncGenerator[ServerSentEvent, None]:
+    """The events of ``chunks``; a stream that ends having dispatched none (only comments, a
+    page whose first line happens to read like a field, an empty body) raises ``no_event(its
+    first bytes)``: it was not an event stream, and retrying it as a dropped stream would only
+    fetch the same page again."""
+    start = b""
+    dispatched = False
+    decoder = SSEDecoder()
     try:
-        async for event in aiter_sse(chunks):
-            yield event
+        async for chunk in chunks:
+            if len(start) < _KEPT_BYTES:
+                start += chunk[: _KEPT_BYTES - len(start)]
+            for event in decoder.feed(chunk):
+                dispatched = True
+                yield event
     except httpx.HTTPError as exc:
         raise classify_transport_error(provider, exc, secrets=secrets) from exc
+    decoder.close()  # an incomplete event at the end is discarded (WHATWG)
+    if not dispatched:
+        raise no_event(start)
 
 
 async def post_json(client: httpx.AsyncClient, url: str, *, provider: str, headers: Mapping[str, str] | None = None,

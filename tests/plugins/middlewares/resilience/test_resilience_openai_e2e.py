@@ -224,3 +224,18 @@ async def test_a_captive_portal_page_with_200_is_tried_once(ctx: Any, clock: Fak
     assert info.value.failure_class is FailureClass.UNKNOWN
     assert "got text/html" in str(info.value) and "Sign in to CoffeeShop WiFi" in str(info.value)
     assert len(transport.requests) == 1 and clock.sleeps == []
+
+
+@pytest.mark.parametrize("body", [
+    b"<!DOCTYPE html><html><head><title>Sign in to CoffeeShop WiFi</title></head><body>...</body></html>",
+    b": proxy keep-alive\n\n<html><body>Sign in to CoffeeShop WiFi</body></html>",  # a comment, then no event
+], ids=["html", "comment_then_html"])
+async def test_a_page_sent_as_text_event_stream_is_tried_once(ctx: Any, clock: FakeClock, body: bytes) -> None:
+    # the content type says event stream; the body is a portal's page: not a dropped stream
+    transport = ReplayTransport(*[Reply(status=200, headers=SSE, body=body)] * 5)
+    with pytest.raises(ProviderError) as info:
+        await run_result([retry(max_attempts=5)], provider(transport), ctx)
+    err = info.value
+    assert (err.failure_class, err.code) == (FailureClass.UNKNOWN, "unexpected_body")
+    assert "got text/event-stream; charset=utf-8" in str(err) and "Sign in to CoffeeShop WiFi" in str(err)
+    assert len(transport.requests) == 1 and clock.sleeps == []

@@ -753,3 +753,21 @@ async def test_prompt_is_too_long_is_context_length(build_provider: Build) -> No
     err = info.value
     assert (err.failure_class, err.status, err.code) == (FailureClass.CONTEXT_LENGTH, 400, "invalid_request_error")
     assert "prompt is too long: 208310 tokens > 200000 maximum" in str(err)
+
+
+@pytest.mark.parametrize("chunks", [
+    [CAPTIVE_PORTAL],
+    [CAPTIVE_PORTAL[:2], CAPTIVE_PORTAL[2:]],
+    [b": ping\n\n", CAPTIVE_PORTAL],  # a comment first: it ends having dispatched no event
+], ids=["whole", "split", "comment_first"])
+async def test_a_page_declared_as_an_event_stream_is_a_classified_failure(
+    build_provider: Build, chunks: list[bytes]
+) -> None:
+    p, t = build_provider(Reply(200, {"content-type": "text/event-stream"}, chunks=chunks))
+    with pytest.raises(ProviderError) as info:
+        await deltas_of(p, hello())
+    err = info.value
+    assert (err.failure_class, err.status, err.code, err.provider) == (
+        FailureClass.UNKNOWN, 200, "unexpected_body", "anthropic")
+    assert "got text/event-stream" in str(err) and "Hotel Guest Network" in str(err)
+    assert SECRET not in str(err) and t.closed == 1

@@ -593,3 +593,41 @@ async def test_an_error_object_with_200_is_classified_from_its_body() -> None:
         await deltas(p, request_for("text"))
     assert (info.value.failure_class, info.value.status, info.value.param) == (
         FailureClass.CONTEXT_LENGTH, 200, "messages")
+
+
+@pytest.mark.parametrize("chunks", [
+    [CAPTIVE_PORTAL],
+    [CAPTIVE_PORTAL[:3], CAPTIVE_PORTAL[3:50], CAPTIVE_PORTAL[50:]],
+    [b": ok\n\n", CAPTIVE_PORTAL],  # a comment first: it ends having dispatched no event
+    [b"data: <html>Blocked by policy for " + SECRET.encode() + b"</html>"],  # no blank line: never dispatched
+], ids=["whole", "split", "comment_first", "no_event"])
+async def test_a_page_declared_as_an_event_stream_is_a_classified_failure(chunks: list[bytes]) -> None:
+    p, t = make(Reply(200, {"content-type": "text/event-stream"}, chunks=chunks))
+    with pytest.raises(ProviderError) as info:
+        await deltas(p, request_for("text"))
+    err = info.value
+    assert (err.failure_class, err.status, err.code, err.provider) == (
+        FailureClass.UNKNOWN, 200, "unexpected_body", "openai_chat")
+    assert "expected an event stream, got text/event-stream: '" in str(err)
+    assert "<html" in str(err) and SECRET not in str(err) and t.closed == 1
+
+
+async def test_a_history_with_a_result_out_of_place_goes_out_with_each_tool_message_after_its_call() -> None:
+    # OpenAI answers 400 "messages with role 'tool' must be a response to a preceding message with
+    # 'tool_calls'" otherwise (issue 10 item 5)
+    from seamkit import Agent
+    from seamkit.values import Message, ToolCall, ToolResult
+
+    history = [
+        Message.user("Weather in Paris?"),
+        Message("assistant", (ToolCall("call_1", "get_weather", {"city": "Paris"}),)),
+        Message.user("Also, hello."),
+        Message("tool", (ToolResult("call_1", "get_weather", "18C in Paris"), ToolResult("call_X", "x", "?"))),
+    ]
+    p, t = make(sse_reply("text"))
+    result = await Agent(p).run("Thanks.", history=history)
+    sent = t.json_bodies[0]["messages"]
+    assert [(m["role"], m.get("tool_call_id")) for m in sent] == [
+        ("user", None), ("assistant", None), ("tool", "call_1"), ("user", None), ("user", None)]
+    assert sent[2]["content"] == "18C in Paris"
+    assert any("call_X" in w for w in result.warnings)

@@ -591,3 +591,20 @@ async def test_an_error_object_with_200_is_classified_from_its_body() -> None:
     with pytest.raises(ProviderError) as info:
         await deltas(p, text_request())
     assert (info.value.failure_class, info.value.status) == (FailureClass.QUOTA, 200)
+
+
+@pytest.mark.parametrize("chunks", [
+    [CAPTIVE_PORTAL],
+    [b": keep-alive\n\n", CAPTIVE_PORTAL],  # a comment first: it ends having dispatched no event
+    [],  # an empty body
+], ids=["html", "comment_first", "empty"])
+async def test_a_page_declared_as_an_event_stream_is_a_classified_failure(chunks: list[bytes]) -> None:
+    p, t = provider(Reply(200, {"content-type": "text/event-stream; charset=utf-8"}, chunks=chunks))
+    with pytest.raises(ProviderError) as info:
+        await deltas(p, text_request())
+    err = info.value
+    assert (err.failure_class, err.status, err.code, err.provider) == (
+        FailureClass.UNKNOWN, 200, "unexpected_body", "openai")
+    assert "expected an event stream, got text/event-stream; charset=utf-8" in str(err)
+    assert ("Corporate Proxy" in str(err)) == bool(chunks)
+    assert KEY not in str(err) and t.closed == 1
