@@ -137,8 +137,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     variables = dict(args.var)
     path = _existing_file(args.file)
 
-    import asyncio
 
+    from seamkit.cli._loop import run_interruptible
     from seamkit.cli.main import exit_code_for
     from seamkit.cli.render import HumanRenderer, JsonRenderer
     from seamkit.cli.scrub import scrub_output
@@ -169,7 +169,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                        else HumanRenderer(typed=agent.output is not None, secrets=secrets, agent_file=agent_file))
     started: list[str] = []
     try:
-        result = asyncio.run(_drive(agent, task, variables, sink, {"agent_file": str(path.resolve())}, ctx, started))
+        result = run_interruptible(_drive(agent, task, variables, sink, {"agent_file": str(path.resolve())}, ctx,
+                                          started))
     except (Exception, KeyboardInterrupt) as exc:
         if json_sink is not None:
             json_sink.failed(exc, exit_code_for(exc))
@@ -300,6 +301,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     import asyncio
     import dataclasses
 
+    from seamkit.cli._loop import run_interruptible
     from seamkit.cli.main import exit_code_for
     from seamkit.cli.render import HumanRenderer, JsonRenderer, pending_text
     from seamkit.cli.scrub import scrub_output
@@ -380,7 +382,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             await _close_stores(agent)
 
     try:
-        result = asyncio.run(_resume())
+        result = run_interruptible(_resume())
     except (Exception, KeyboardInterrupt) as exc:
         sink.close()
         if json_sink is not None:

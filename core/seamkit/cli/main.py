@@ -62,7 +62,12 @@ class Terminated(KeyboardInterrupt):
     resumable, and the command exits with status 143."""
 
 
+_terminated = False  # a SIGTERM arrived in this process
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
+    global _terminated
+    _terminated = True
     raise Terminated()
 
 PROG = "seamkit"
@@ -435,13 +440,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        return _main_guarded(argv)
+        code = _main_guarded(argv)
     except Terminated:
         _err("terminated")
-        return EXIT_TERMINATED
+        code = EXIT_TERMINATED
     except KeyboardInterrupt:  # Ctrl-C before or after the command's own handling (imports, cleanup)
         _err("interrupted")
         return EXIT_INTERRUPTED
+    if _terminated:
+        from seamkit.cli._loop import tool_threads_left_running
+
+        if tool_threads_left_running():
+            # told to stop, the checkpoint and the resume hint written: a sync tool ignoring the
+            # cancellation token must not keep the process alive (interpreter exit joins its thread;
+            # a supervisor's SIGKILL would come next anyway)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    return code
 
 
 def _main_guarded(argv: Sequence[str] | None) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import subprocess
 import textwrap
 import types
 from collections.abc import AsyncIterator, Callable
@@ -421,6 +422,7 @@ from seamkit.hookspecs import hookimpl
 def seamkit_register_tools(register):
     register("pay", "effect_tools_impl:make_pay", description="Pay (side-effecting; EFFECT_MODE steers it)")
     register("halt", "effect_tools_impl:make_halt", description="Cancels the run the first time it runs")
+    register("stall", "effect_tools_impl:make_stall", description="Hangs the first time, ignoring cancellation")
 '''
 
 EFFECT_IMPL = '''
@@ -460,6 +462,23 @@ async def halt(ctx: RunContext) -> str:
         ctx.cancellation.cancel("the tool asked to stop")
         await asyncio.sleep(30)  # cancelled in flight
     return "went on"
+
+
+@tool(side_effecting=False)
+def stall() -> str:
+    """Hang for two minutes the first time (a sync tool that ignores the cancellation token); later,
+    answer at once."""
+    import time
+
+    marker = Path("stalling")
+    if not marker.exists():
+        marker.write_text("1")
+        time.sleep(120)
+    return "done stalling"
+
+
+def make_stall():
+    return stall
 
 
 def make_pay():
@@ -634,3 +653,43 @@ def test_resume_runs_show_and_runs_settle_say_the_same_about_a_run_the_store_lac
         (text,) = said
         store = "the store of own.yaml" if agent else "the default store (.seamkit/seamkit.db"
         assert f"no run 'run_nope' in {store}" in text and "--agent FILE" in text, text
+
+
+STALL = """
+seamkit: 1
+agent:
+  name: stuck
+  model:
+    use: scripted
+    follow_transcript: true
+    turns: [{tool_calls: [{name: stall, arguments: {}}]}, "unstuck"]
+  tools: [stall]
+  checkpoints: {use: sqlite, path: own/runs.db}
+"""
+
+
+def test_sigterm_during_a_sync_tool_that_ignores_cancellation_exits_promptly_with_a_resume_hint(
+        effect_cli, tmp_path):
+    # regression (outside testing of issue 10): the process stayed alive until the tool's thread
+    # returned (asyncio.run and interpreter exit join it), and only then printed the hint, so a
+    # supervisor's SIGKILL (docker stop: 10 s) left no hint at all
+    import time
+
+    (tmp_path / "stuck.yaml").write_text(STALL)
+    proc = effect_cli.popen("run", "stuck.yaml", "go")
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "stalling").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _out, err = proc.communicate(timeout=30)  # the tool would hold it for 120 s
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("seamkit run waited for a sync tool after SIGTERM")
+    assert proc.returncode == 143, err
+    (resume,) = _printed(err, "resume")
+    assert resume[:3] == ["seamkit", "resume", resume[2]] and resume[-2:] == ["--agent", "stuck.yaml"], err
+    resumed = effect_cli(*resume[1:])
+    assert resumed.returncode == 0, resumed
+    assert resumed.stdout == "unstuck\n"
