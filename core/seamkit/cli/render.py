@@ -168,16 +168,37 @@ def visible(text: str) -> str:
     )
 
 
-def resume_command(run_id: str, *flags: str, agent_file: str | None = None) -> str:
-    """A ``seamkit resume`` command line that works as printed: each word shell-quoted, and
-    ``--agent FILE`` last when ``agent_file`` is given (the composition names its own checkpoint
-    store, so the embedded default store would not find the run)."""
+def _command_line(command: list[str], positionals: list[str], options: list[tuple[str, str | None]]) -> str:
+    """A command line that argparse reads back as written: each word shell-quoted; an option value
+    that starts with ``-`` joined to its option (``--agent=-a.yaml``), and ``--`` before the
+    positionals, after the options, when one of them starts with ``-`` (a call id is the provider's)."""
     import shlex
 
-    words = ["seamkit", "resume", run_id, *flags]
-    if agent_file is not None:
-        words += ["--agent", agent_file]
+    opts: list[str] = []
+    for name, value in options:
+        if value is None:
+            opts.append(name)
+        elif value.startswith("-"):
+            opts.append(f"{name}={value}")
+        else:
+            opts += [name, value]
+    if any(p.startswith("-") for p in positionals):
+        words = [*command, *opts, "--", *positionals]
+    else:
+        words = [*command, *positionals, *opts]
     return " ".join(shlex.quote(w) for w in words)
+
+
+def resume_command(run_id: str, *flags: str | tuple[str, str], agent_file: str | None = None) -> str:
+    """A ``seamkit resume`` command line that works as printed (see :func:`_command_line`):
+    ``flags`` are options, a bare flag (``"--allow-finished"``) or an option with its value
+    (``("--approve", CALL_ID)``); ``--agent FILE`` last when ``agent_file`` is given (the
+    composition names its own checkpoint store, so the embedded default store would not find the
+    run)."""
+    options: list[tuple[str, str | None]] = [f if isinstance(f, tuple) else (f, None) for f in flags]
+    if agent_file is not None:
+        options.append(("--agent", agent_file))
+    return _command_line(["seamkit", "resume"], [run_id], options)
 
 
 def pending_text(run_id: str, pending: Any, *, agent_file: str | None = None) -> str:
@@ -189,8 +210,8 @@ def pending_text(run_id: str, pending: Any, *, agent_file: str | None = None) ->
         args = visible(json.dumps(jsonable(p.arguments), ensure_ascii=False))
         lines.append(f"  call {visible(p.call_id)}: {visible(p.tool)} {truncate(args, MAX_ARGS)}")
     first = visible(pending[0].call_id)
-    lines.append("decide with: " + resume_command(run_id, "--approve", first, agent_file=agent_file))
-    lines.append("         or: " + resume_command(run_id, "--reject", first, agent_file=agent_file))
+    lines.append("decide with: " + resume_command(run_id, ("--approve", first), agent_file=agent_file))
+    lines.append("         or: " + resume_command(run_id, ("--reject", first), agent_file=agent_file))
     lines.append(f"(--edit {first}='{{...JSON arguments...}}' approves with other arguments; "
                  "one command can decide several calls)")
     return "\n".join(lines)
@@ -199,17 +220,13 @@ def pending_text(run_id: str, pending: Any, *, agent_file: str | None = None) ->
 def settle_command(run_id: str, call_id: str, outcome: str, *, agent_file: str | None = None) -> str:
     """A ``seamkit runs settle`` command line that works as printed (``agent_file``: as
     :func:`resume_command`)."""
-    import shlex
-
-    words = ["seamkit", "runs", "settle", run_id, call_id, outcome]
-    if agent_file is not None:
-        words += ["--agent", agent_file]
-    return " ".join(shlex.quote(w) for w in words)
+    options: list[tuple[str, str | None]] = [] if agent_file is None else [("--agent", agent_file)]
+    return _command_line(["seamkit", "runs", "settle"], [run_id, call_id, outcome], options)
 
 
 def uncertain_text(run_id: str, effects: Any, *, agent_file: str | None = None) -> str:
     """The lines telling a person which side-effecting tool calls of a run have an unknown outcome
-    and how to settle them, one runnable command per outcome ("" when every one is settled;
+    and how to settle them, one runnable command per call and outcome ("" when every one is settled;
     ``agent_file``: as :func:`resume_command`)."""
     open_ = [e for e in effects if getattr(e, "settled", "") is None]
     if not open_:
@@ -220,10 +237,12 @@ def uncertain_text(run_id: str, effects: Any, *, agent_file: str | None = None) 
         waits = " [the run waits for it]" if e.waits else ""
         lines.append(f"  call {visible(e.call_id)}: {visible(e.tool)} {truncate(args, MAX_ARGS)}{waits}")
         lines.append(f"    {visible(e.reason)}")
-    first = open_[0].call_id
-    lines.append("settle with: " + settle_command(run_id, first, "applied", agent_file=agent_file)
-                 + "   # add --result TEXT to tell the model what it returned")  # a shell comment: pasteable
-    lines.append("         or: " + settle_command(run_id, first, "not-applied", agent_file=agent_file))
+    for i, e in enumerate(open_):
+        # a shell comment after the command: the whole line stays pasteable
+        lines.append(("settle with: " if i == 0 else "        and: ")
+                     + settle_command(run_id, e.call_id, "applied", agent_file=agent_file)
+                     + "   # add --result TEXT to tell the model what it returned")
+        lines.append("         or: " + settle_command(run_id, e.call_id, "not-applied", agent_file=agent_file))
     return "\n".join(lines)
 
 

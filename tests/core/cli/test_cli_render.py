@@ -208,3 +208,39 @@ async def test_drive_real_agent_with_human_renderer():
     lines = err.getvalue().splitlines()
     assert lines[:3] == ['-> add {"a": 2, "b": 3}', "<- add: 5", "output:"]
     assert lines[3].endswith("completed, 2 steps, tokens 0 in / 0 out, 2 requests, cost local")
+
+
+# -- printed commands read back by the real parser (outside testing of issue 10, item 18) --------
+
+# argparse reads a word that is exactly "--" as its separator wherever it stands: not an id anyone has
+_WORD = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=12).filter(lambda w: w != "--")
+
+
+@given(run_id=_WORD, call_id=_WORD, agent=st.none() | _WORD, outcome=st.sampled_from(["applied", "not-applied"]))
+def test_printed_settle_and_resume_commands_parse_back_to_what_they_name(run_id, call_id, agent, outcome):
+    # regression: an agent file or a call id starting with "-" (call ids are the provider's) made
+    # argparse read it as an option, so the printed command failed when pasted
+    import shlex
+
+    from seamkit.cli.render import resume_command, settle_command
+
+    parser, _ = cli_main.build_parser()
+    settle = parser.parse_args(shlex.split(settle_command(run_id, call_id, outcome, agent_file=agent))[1:])
+    assert (settle.run_id, settle.call_id, settle.outcome, settle.agent) == (run_id, call_id, outcome, agent)
+    resume = parser.parse_args(shlex.split(resume_command(run_id, ("--approve", call_id), agent_file=agent))[1:])
+    assert (resume.run_id, resume.approve, resume.agent) == (run_id, [call_id], agent)
+    finished = parser.parse_args(shlex.split(resume_command(run_id, "--allow-finished", agent_file=agent))[1:])
+    assert (finished.run_id, finished.allow_finished, finished.agent) == (run_id, True, agent)
+
+
+def test_every_unsettled_call_gets_its_settle_commands():
+    from seamkit.cli.render import uncertain_text
+    from seamkit.durability.ledger import UncertainEffect
+
+    effects = [UncertainEffect(call_id, "pay", f"run-1:1:{call_id}", "it raised", FrozenDict(amount=1))
+               for call_id in ("call_1", "-call 2")]
+    text = uncertain_text("run-1", effects, agent_file="a b.yaml")
+    # regression: only the first call had commands
+    for outcome in ("applied", "not-applied"):
+        assert f"seamkit runs settle run-1 call_1 {outcome} --agent 'a b.yaml'" in text, text
+        assert f"seamkit runs settle --agent 'a b.yaml' -- run-1 '-call 2' {outcome}" in text, text
