@@ -160,12 +160,16 @@ class Document:
 
 def format_path(path: KeyPath) -> str:
     """``("agent", "tools", 1, "root")`` → ``agent.tools[1].root``; odd keys are quoted:
-    ``agent.model["a.b"]``."""
+    ``agent.model["a.b"]``; a key longer than :data:`MAX_SHOWN` characters is cut (:func:`clip`),
+    so a path never echoes a huge key (one reached through an alias, say)."""
     out = ""
     for el in path:
         if isinstance(el, int):
             out += f"[{el}]"
-        elif _SIMPLE_KEY.fullmatch(el):
+            continue
+        if len(el) > MAX_SHOWN:
+            el = clip(el)
+        if _SIMPLE_KEY.fullmatch(el):
             out += f".{el}" if out else el
         else:
             escaped = el.replace("\\", "\\\\").replace('"', '\\"')

@@ -346,6 +346,7 @@ LONG = "Z" * 5_000
         f"  prompt: ${{{LONG}}}\n",  # environment variable name
         f"  prompt: !!{LONG} x\n",  # tag
         f"  ? {LONG}\n  : 1\n  ? {LONG}\n  : 2\n",  # duplicate keys
+        f"  settings:\n    ? {LONG}\n    : 1\n",  # a long key inside the key path (regression)
     ],
 )
 def test_error_messages_cut_long_values(registry: Registry, body: str) -> None:
@@ -356,6 +357,7 @@ def test_error_messages_cut_long_values(registry: Registry, body: str) -> None:
     assert any("Z" * 100 in i.message for i in issues)  # the value is shown, in part
     for issue in issues:
         assert "Z" * 201 not in issue.message and len(issue.message) < 1_200, issue.message
+        assert "Z" * 201 not in issue.path, issue.path
         if "Z" * 100 in issue.message:
             assert "more characters" in issue.message or "characters cut" in issue.message
 
