@@ -139,13 +139,6 @@ async def _read_prefix(chunks: AsyncIterator[bytes], head: bytes, limit: int) ->
     return head[:limit]
 
 
-async def _prepend(head: bytes, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    if head:
-        yield head
-    async for chunk in chunks:
-        yield chunk
-
-
 @asynccontextmanager
 async def open_sse(client: httpx.AsyncClient, method: str, url: str, *, provider: str,
                    headers: Mapping[str, str] | None = None, json: Any = None,
@@ -186,15 +179,17 @@ async def open_sse(client: httpx.AsyncClient, method: str, url: str, *, provider
         media = _media_type(content_type)
         chunks: AsyncIterator[bytes] = response.aiter_bytes()
         head = b""
+        is_sse: bool | None = None
         try:
             # the declared type is not trusted either way: a proxy's HTML page may come as
             # text/event-stream, and a lenient server may stream events without saying so
             if not _is_json(media):
                 async for chunk in chunks:
                     head += chunk
-                    if _looks_like_sse(head) is not None or len(head) >= _UNEXPECTED_BYTES:
+                    is_sse = _looks_like_sse(head)
+                    if is_sse is not None or len(head) >= _UNEXPECTED_BYTES:
                         break
-            if _is_json(media) or not _looks_like_sse(head):
+            if not is_sse:
                 head = await _read_prefix(chunks, head, _UNEXPECTED_BYTES)
                 raise classify_unexpected_body(provider, response.status_code, content_type, head,
                                                expected="an event stream", headers=response.headers,
@@ -207,7 +202,7 @@ async def open_sse(client: httpx.AsyncClient, method: str, url: str, *, provider
                                             expected="an event stream", headers=response.headers,
                                             secrets=secrets)
 
-        events = _events(provider, _prepend(head, chunks), secrets, no_event)
+        events = _events(provider, head, chunks, secrets, no_event)
         yield events
     finally:
         if events is not None:
@@ -219,27 +214,35 @@ _KEPT_BYTES = 4096
 """How much of a stream's start is kept to quote when it ends with no event (bytes)."""
 
 
-async def _events(provider: str, chunks: AsyncIterator[bytes], secrets: list[str],
+async def _events(provider: str, head: bytes, chunks: AsyncIterator[bytes], secrets: list[str],
                   no_event: Callable[[bytes], ProviderError]) -> AsyncGenerator[ServerSentEvent, None]:
-    """The events of ``chunks``; a stream that ends having dispatched none (only comments, a
-    page whose first line happens to read like a field, an empty body) raises ``no_event(its
-    first bytes)``: it was not an event stream, and retrying it as a dropped stream would only
-    fetch the same page again."""
-    start = b""
-    dispatched = False
+    """The events of ``head`` (the sniffed start) then ``chunks``; a stream that ends having
+    dispatched none (only comments, a page whose first line happens to read like a field) raises
+    ``no_event(its first bytes)``: it was not an event stream, and retrying it as a dropped stream
+    would only fetch the same page again. The start is kept only until the first event: past it,
+    each chunk is only decoded."""
     decoder = SSEDecoder()
+    start = head[:_KEPT_BYTES]
     try:
+        first = decoder.feed(head)
+        if not first:
+            async for chunk in chunks:
+                if len(start) < _KEPT_BYTES:
+                    start += chunk[: _KEPT_BYTES - len(start)]
+                first = decoder.feed(chunk)
+                if first:
+                    break
+            else:
+                decoder.close()  # an incomplete event at the end is discarded (WHATWG)
+                raise no_event(start)
+        for event in first:
+            yield event
         async for chunk in chunks:
-            if len(start) < _KEPT_BYTES:
-                start += chunk[: _KEPT_BYTES - len(start)]
             for event in decoder.feed(chunk):
-                dispatched = True
                 yield event
     except httpx.HTTPError as exc:
         raise classify_transport_error(provider, exc, secrets=secrets) from exc
     decoder.close()  # an incomplete event at the end is discarded (WHATWG)
-    if not dispatched:
-        raise no_event(start)
 
 
 async def post_json(client: httpx.AsyncClient, url: str, *, provider: str, headers: Mapping[str, str] | None = None,
