@@ -55,6 +55,7 @@ _KEYS = ("value", "answer", "result", "output", "data")
 _ANNOTATIONS = frozenset({"title", "description", "$schema", "$id", "$comment", "examples", "default",
                           "deprecated", "readOnly", "writeOnly"})
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n?(.*?)\n?```\s*$", re.DOTALL)
+_NO_DELTA = Delta()  # a delta that carries nothing: not passed on
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +320,7 @@ async def unwrap_deltas(
             for b in before:
                 yield b
             out = replace(d, **changes) if changes else d
-            if out != Delta():
+            if out != _NO_DELTA:
                 yield out
         for b in flush_all():
             yield b

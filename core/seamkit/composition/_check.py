@@ -592,8 +592,10 @@ def check_factory(ctx: Context, spec: ComponentSpec, path: KeyPath) -> bool:
         ctx.add(f"{component_label(spec)} cannot be built: its factory {spec.factory!r} is not callable "
                 f"(it is {type(factory).__name__})", at)
         return False
+    if not isinstance(factory, type):
+        return True
     port = slot_port(spec.kind, slot_name(path))
-    if port is None or not isinstance(factory, type):
+    if port is None:
         return True
     problems = class_problems(factory, port)
     if problems:

@@ -60,7 +60,6 @@ _REF_BODY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?", re.DOTALL)
 _SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 #: Most values a document may hold, aliases expanded (a composition holds a few hundred).
 MAX_VALUES = 200_000
-_MAX_NODES = MAX_VALUES
 #: Most characters the scalars of a document (keys included) may add up to, aliases expanded.
 #: Counting values alone lets one alias to a long text through: a 0.9 MB file that anchors a
 #: 900 KB string and uses it 300 times stands for 270 MB, which every later step (checks, error
@@ -524,7 +523,7 @@ class _Builder:
     def build(self, node: Any, path: KeyPath) -> Any:
         node = _target(node)
         self.count += 1
-        if self.count > _MAX_NODES:
+        if self.count > MAX_VALUES:
             raise _TooLarge
         if isinstance(node, yaml.MappingNode | yaml.SequenceNode):
             if id(node) in self.active:
@@ -700,6 +699,6 @@ def parse_yaml(text: str, env: Mapping[str, str] | None = None) -> Document:
     except _TooLarge:
         doc.data = None
         doc.poisoned.add(())
-        doc.problems.append(Problem(f"document too large (more than {_MAX_NODES} values, aliases expanded)",
+        doc.problems.append(Problem(f"document too large (more than {MAX_VALUES} values, aliases expanded)",
                                     (), doc.values[()]))
     return doc

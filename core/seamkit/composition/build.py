@@ -50,8 +50,7 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
     """
     reg = registry if registry is not None else get_registry()
     c = composition
-    ctx = Context(str(c.file) if c.file is not None else None, c._values, c._keys, c._secret_paths,
-                  c._secrets, set(), c.base_dir)
+    ctx = _context(c)
     a = c.agent
     failures: list[int] = []  # indices in ctx.issues of failures that are not configuration problems
     model = _build(ctx, reg, a.model, ("agent", "model"), failures)
@@ -206,10 +205,8 @@ def build_store(composition: Composition | None, *, registry: Registry | None = 
         ref: ComponentRef = StoreRef(use=DEFAULT_STORE)
         path: KeyPath = ("checkpoints",)
     else:
-        c = composition
-        ctx = Context(str(c.file) if c.file is not None else None, c._values, c._keys, c._secret_paths,
-                      c._secrets, set(), c.base_dir)
-        a = c.agent
+        a = composition.agent
+        ctx = _context(composition)
         if a.checkpoints is not None:
             ref, path = a.checkpoints, ("agent", "checkpoints")
         elif "checkpoints" not in a.model_fields_set and DEFAULT_STORE in reg.names("store"):
@@ -326,7 +323,7 @@ def _conforming(ctx: Context, spec: Any, built: Any, path: KeyPath) -> Any:
     """``built`` when it satisfies the port of its slot (``agent.model``: the model port,
     ``agent.checkpoints``: the checkpoint port...); else ``None``, with an issue at the slot naming
     each missing or wrong member."""
-    from seamkit.plugins.ports_check import port_problems, slot_port
+    from seamkit.plugins.ports_check import _a, port_problems, slot_port
 
     port = slot_port(spec.kind, slot_name(path) if path != ("agent",) else "checkpoints")
     problems = port_problems(built, port) if port is not None else []
@@ -336,6 +333,3 @@ def _conforming(ctx: Context, spec: Any, built: Any, path: KeyPath) -> Any:
             f"{'; '.join(problems)}", path)
     return None
 
-
-def _a(word: str) -> str:
-    return ("an " if word[:1].lower() in "aeiou" else "a ") + word

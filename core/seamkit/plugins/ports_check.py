@@ -41,25 +41,29 @@ class Port:
     protocol: type
 
 
-def _ports() -> dict[str, Port]:
-    from seamkit.compaction import CompactorPort
-    from seamkit.ports import LLMPort, ToolPort
-
-    return {
-        "provider": Port("the model port (LLMPort)", LLMPort),
-        "tool": Port("the tool port (ToolPort)", ToolPort),
-        "compactor": Port("the compactor port (CompactorPort)", CompactorPort),
-        "middleware": Port("the middleware contract (an async generator function mw(call, next))",
-                           MiddlewareShape),
-    }
-
-
+@functools.cache
 def kind_port(kind: str) -> Port | None:
     """The port of every component of registry ``kind``, or ``None`` when the slot decides
-    (``store``: checkpoints and/or key-value; ``memory``: grounding source, embeddings, vectors)."""
-    return _ports().get(kind)
+    (``store``: checkpoints and/or key-value; ``memory``: grounding source, embeddings, vectors).
+    Imports only that port's module."""
+    if kind == "provider":
+        from seamkit.ports import LLMPort
+
+        return Port("the model port (LLMPort)", LLMPort)
+    if kind == "tool":
+        from seamkit.ports import ToolPort
+
+        return Port("the tool port (ToolPort)", ToolPort)
+    if kind == "compactor":
+        from seamkit.compaction import CompactorPort
+
+        return Port("the compactor port (CompactorPort)", CompactorPort)
+    if kind == "middleware":
+        return Port("the middleware contract (an async generator function mw(call, next))", MiddlewareShape)
+    return None
 
 
+@functools.cache
 def slot_port(kind: str, slot: str) -> Port | None:
     """The port the slot ``slot`` (``"checkpoints"``, ``"grounding"``, ...) of registry ``kind``
     needs; the kind's port when the slot asks nothing more."""

@@ -127,8 +127,7 @@ class ComponentSpec:
         from seamkit.plugins.ports_check import kind_port, port_problems
 
         port = kind_port(self.kind)
-        problems = port_problems(built, port) if port is not None else []
-        if port is not None and problems:
+        if port is not None and (problems := port_problems(built, port)):
             raise PluginError(
                 f"{self.kind} {self.name!r} from {self.distribution} {self.version} built "
                 f"{type(built).__name__}, which does not satisfy {port.label}: {'; '.join(problems)}"

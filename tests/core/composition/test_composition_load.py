@@ -337,13 +337,28 @@ def test_alias_bomb_is_refused(registry: Registry) -> None:
         loads_composition("\n".join(lines), registry=registry)
 
 
+def _refused_measured(text: str, file: str, registry: Registry) -> tuple[pytest.ExceptionInfo[ConfigError], float, int]:
+    """Load ``text`` (named ``file``), which must raise ``ConfigError``: its info, the seconds the
+    load took and the peak memory it traced."""
+    import time
+    import tracemalloc
+
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(ConfigError) as info:
+            loads_composition(text, file=file, registry=registry)
+        elapsed = time.perf_counter() - started
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return info, elapsed, peak
+
+
 @pytest.mark.parametrize("style", ["flow", "block", "mapping"])
 def test_billion_laughs_is_reported_at_its_alias_fast_and_in_little_memory(registry: Registry, style: str) -> None:
     """Nine levels of ten aliases each: 10**9 values once expanded. Refused before any expansion,
     at the first alias that takes the document past MAX_VALUES, in well under a second."""
-    import time
-    import tracemalloc
-
     from seamkit.composition._yaml import MAX_VALUES
 
     def level(i: int) -> str:
@@ -355,15 +370,7 @@ def test_billion_laughs_is_reported_at_its_alias_fast_and_in_little_memory(regis
         return f"l{i}: &l{i} {{{', '.join(f'k{j}: {x}' for j, x in enumerate(items))}}}"
 
     text = "\n".join(["seamkit: 1", *(level(i) for i in range(10)), "agent: {model: {use: scripted, turns: [x]}}"])
-    tracemalloc.start()
-    started = time.perf_counter()
-    try:
-        with pytest.raises(ConfigError) as info:
-            loads_composition(text, file="laughs.yaml", registry=registry)
-        elapsed = time.perf_counter() - started
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    info, elapsed, peak = _refused_measured(text, "laughs.yaml", registry)
     (issue,) = info.value.issues
     assert issue.file == "laughs.yaml" and issue.line is not None and issue.column is not None
     at = text.splitlines()[issue.line - 1][issue.column - 1:]
@@ -390,9 +397,6 @@ def test_aliases_to_a_long_text_are_refused_at_the_alias_that_passes_the_charact
     accepted by the value count alone, it made `validate` print 539 MB and take 90 s and 2.6 GB,
     and a valid schema `enum` of it passed. Refused before any expansion, at the alias (in document
     order) that takes the characters past MAX_CHARACTERS, fast and in little memory."""
-    import time
-    import tracemalloc
-
     from seamkit.composition._yaml import MAX_CHARACTERS
 
     big = "A" * 200_000  # the tester's file had 900 KB; smaller keeps the test quick, the same shape
@@ -403,15 +407,7 @@ def test_aliases_to_a_long_text_are_refused_at_the_alias_that_passes_the_charact
     else:
         text = (f"seamkit: 1\nagent:\n  model: {{use: scripted, turns: [x]}}\n  output:\n    json_schema:\n"
                 f"      type: string\n      enum: [&p \"{big}\", {uses}]\n")
-    tracemalloc.start()
-    started = time.perf_counter()
-    try:
-        with pytest.raises(ConfigError) as info:
-            loads_composition(text, file="amplified.yaml", registry=registry)
-        elapsed = time.perf_counter() - started
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    info, elapsed, peak = _refused_measured(text, "amplified.yaml", registry)
     (issue,) = info.value.issues
     assert "alias-expansion bomb" in issue.message
     assert f"the alias *p expands to {len(big):,} characters" in issue.message
