@@ -44,7 +44,7 @@ from seamkit.errors import (
 )
 from seamkit.middleware import Call
 from seamkit.runtime.concurrency import gather_bounded
-from seamkit.runtime.context import RunContext
+from seamkit.runtime.context import RunContext, _running_loop
 from seamkit.runtime.invoker import unusable_arguments_result
 from seamkit.values import (
     EMPTY,
@@ -563,11 +563,7 @@ class Run:
         if task is None:
             return
         loop = task.get_loop()
-        try:
-            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            here = None
-        if here is loop:
+        if _running_loop() is loop:
             self._stop_batch(task)
         elif not loop.is_closed():
             loop.call_soon_threadsafe(self._stop_batch, task)

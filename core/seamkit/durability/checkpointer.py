@@ -240,13 +240,11 @@ class Checkpointer:
                 continue
             key = effect_key(snap.run_id, step, call.id)
             receipt = await ledger.receipt(key)
-            status = receipt.get("status") if receipt is not None else None
-            if status == "prepared":
-                reason = INTERRUPTED_REASON
-            elif status == "uncertain":
-                reason = str(receipt.get("error") or INTERRUPTED_REASON) if receipt is not None else INTERRUPTED_REASON
-            else:
+            if receipt is None or receipt.get("status") not in ("prepared", "uncertain"):
                 continue
+            # a prepared receipt: the process died mid-call; an uncertain one says why, if it can
+            reason = INTERRUPTED_REASON if receipt["status"] == "prepared" else str(
+                receipt.get("error") or INTERRUPTED_REASON)
             out.append(UncertainEffect(call.id, call.name, key, reason, call.arguments, waits=True))
         return out
 

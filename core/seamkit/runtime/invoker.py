@@ -86,6 +86,19 @@ class _Entered:
 _ENTERED: ContextVar[_Entered | None] = ContextVar("seamkit_tool_entered", default=None)
 
 
+def _cancelled_by_caller() -> bool:
+    """Whether the task running a tool call is being cancelled (``Task.cancelling()``): an
+    ``asyncio.CancelledError`` then is the caller's, not one the tool's own code raised."""
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
+
+
+def _self_cancelled(exc: asyncio.CancelledError) -> str:
+    """The text for an ``asyncio.CancelledError`` a tool's own code raised."""
+    why = f": {exc}" if str(exc) else ""
+    return f"CancelledError{why} (raised by the tool itself; the run was not cancelled)"
+
+
 def render_tool_value(value: Any) -> str:
     """A tool's return value as tool-result text: ``str`` as is, anything else as JSON (pydantic
     models, dataclasses, ``Decimal``, ``datetime`` included).
@@ -208,6 +221,23 @@ class Invoker:
             acc.add(d)
         return acc.result()
 
+    async def _run(self, call: ToolCall, ctx: RunContext, meta: FrozenDict, marker: _Entered | None) -> ToolResult:
+        """The body ``call_tool`` and ``call_effect`` share: run ``call`` through the tool chain (or,
+        with no tool middleware, straight), raising whatever fails. ``marker`` (``call_effect``'s)
+        is set once the tool's own code is entered (by ``_tool_terminal`` through ``_ENTERED`` on
+        the chain's path)."""
+        t = self.tools.get(call.name)
+        if self._tool_direct:
+            if t is None:
+                raise UnknownToolError(call.name, self.tools.names)
+            args = t.validate(call.arguments)
+            if marker is not None:
+                marker.entered = True
+            return _result_of(call, await t.invoke(args, ctx))
+        req = ToolRequest(call, t.schema if t is not None else None)
+        result: ToolResult = await collect_one(self._tool(Call("tool", req, ctx, meta)))
+        return result
+
     async def call_tool(self, call: ToolCall, ctx: RunContext, meta: FrozenDict = EMPTY) -> ToolResult:
         """Run one tool call through the tool chain; failures become ``is_error`` results that
         name the problem so the model can correct itself. A call whose arguments could not be
@@ -215,27 +245,16 @@ class Invoker:
         (:func:`unusable_arguments_result`)."""
         if call.arguments_error is not None:
             return unusable_arguments_result(call)
-        t = self.tools.get(call.name)
         try:
-            if self._tool_direct:
-                if t is None:
-                    raise UnknownToolError(call.name, self.tools.names)
-                value = await t.invoke(t.validate(call.arguments), ctx)
-                return _result_of(call, value)
-            req = ToolRequest(call, t.schema if t is not None else None)
-            result: ToolResult = await collect_one(self._tool(Call("tool", req, ctx, meta)))
+            return await self._run(call, ctx, meta, None)
         except asyncio.CancelledError as exc:
-            task = asyncio.current_task()
-            if task is None or task.cancelling():
+            if _cancelled_by_caller():
                 raise  # the run (or whoever awaits this call) is being cancelled
             # nobody cancelled this task: the tool's own code raised it (an operation inside it was
             # cancelled), which is that tool's failure, not the run's cancellation
-            why = f": {exc}" if str(exc) else ""
-            return ToolResult(call.id, call.name, f"CancelledError{why} (raised by the tool itself; the run was not "
-                              "cancelled)", is_error=True)
+            return ToolResult(call.id, call.name, _self_cancelled(exc), is_error=True)
         except Exception as exc:
             return ToolResult(call.id, call.name, f"{type(exc).__name__}: {exc}", is_error=True)
-        return result
 
     async def call_effect(self, call: ToolCall, ctx: RunContext, meta: FrozenDict = EMPTY) -> ToolResult:
         """Run one side-effecting tool call through the tool chain, for the effect ledger: unlike
@@ -249,26 +268,13 @@ class Invoker:
         marker = _Entered()
         token = _ENTERED.set(marker)
         try:
-            if self._tool_direct:
-                t = self.tools.get(call.name)
-                if t is None:
-                    raise UnknownToolError(call.name, self.tools.names)
-                args = t.validate(call.arguments)
-                marker.entered = True
-                value = await t.invoke(args, ctx)
-                return _result_of(call, value)
-            t = self.tools.get(call.name)
-            req = ToolRequest(call, t.schema if t is not None else None)
-            result: ToolResult = await collect_one(self._tool(Call("tool", req, ctx, meta)))
-            return result
+            return await self._run(call, ctx, meta, marker)
         except asyncio.CancelledError as exc:
-            task = asyncio.current_task()
-            if task is None or task.cancelling() or not marker.entered:
+            if not marker.entered or _cancelled_by_caller():
                 raise
             # as in call_tool: the tool's own code raised it while nobody cancelled this task; its
             # effect is unknown like any other exception from inside the tool
-            raise ToolCancelledItself(f"CancelledError{': ' + str(exc) if str(exc) else ''} (raised by the tool "
-                                      "itself; the run was not cancelled)") from exc
+            raise ToolCancelledItself(_self_cancelled(exc)) from exc
         except Exception as exc:
             if marker.entered or isinstance(exc, EffectNotApplied):
                 raise
