@@ -510,6 +510,10 @@ def resolve_slot(
                     ctx.parent_position(path))
             ctx.poisoned.add((*path, "use"))
             return None, params
+        if isinstance(name, int | float) and not isinstance(name, bool):
+            name = str(name)  # the format's models take a number as its text (coerce_numbers_to_str), as run does
+        if isinstance(dist, int | float) and not isinstance(dist, bool):
+            dist = str(dist)
         if not isinstance(name, str) or (dist is not None and not isinstance(dist, str)):
             return None, params  # wrong types: reported by the structure check
     else:

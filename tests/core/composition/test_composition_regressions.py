@@ -389,3 +389,13 @@ def test_nesting_too_deep_names_the_key_path(registry: Registry) -> None:
     head = "agent.model.turns[0].tool_calls[0].arguments.a"
     assert issue.path.startswith(head) and issue.path == head + "[0]" * (MAX_DEPTH - 7)
     assert text.splitlines()[issue.line - 1][issue.column - 1] == "["  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("slot", ["  model: {use: 7}\n",
+                                  "  model: {use: scripted, turns: [x]}\n  tools: [{use: 5}]\n",
+                                  "  model: {use: scripted, turns: [x]}\n  checkpoints: {use: 1.5}\n"])
+def test_a_numeric_component_name_is_resolved_at_load_as_run_resolves_it(registry: Registry, slot: str) -> None:
+    # regression (outside testing of issue 10): the format takes a number as its text, but the slot
+    # check skipped non-strings, so validate said ok and run failed with "unknown provider '7'"
+    issues = issues_of("seamkit: 1\nagent:\n" + slot, registry)
+    assert [i.path.endswith(".use") and " unknown " in f" {i.message}" for i in issues] == [True], issues
