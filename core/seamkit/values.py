@@ -425,6 +425,7 @@ StreamEventKind = Literal[
     "tool_result",
     "partial_output",
     "output",
+    "guardrail",
     "run_finished",
 ]
 
@@ -438,7 +439,9 @@ class StreamEvent:
     ``model_result`` (``result``: a finished :class:`LLMResult`), ``tool_call`` (``tool_call``),
     ``tool_result`` (``tool_result``), ``partial_output`` (``partial_output``: the typed output
     parsed so far), ``output`` (``output``: the final typed value), ``run_started`` /
-    ``run_finished`` (``data`` holds the stop reason and usage on finish). ``step`` counts model
+    ``run_finished`` (``data`` holds the stop reason and usage on finish), ``guardrail`` (``data``:
+    ``guardrail``, ``point``, ``action`` and ``reason`` or ``flag``: a rewrite, a flag, an
+    advisory block or failure). ``step`` counts model
     turns from 1.
     """
 

@@ -1,0 +1,1 @@
+"""seamkit-guardrails-content: untrusted tool-output framing, redaction and moderation (see README.md)."""

@@ -1,0 +1,1 @@
+"""seamkit-guardrails-web: safe web egress for agents (see README.md)."""
