@@ -1,0 +1,21 @@
+"""The egress errors."""
+
+from __future__ import annotations
+
+from seamkit.errors import SeamkitError
+
+__all__ = ["EgressRefused"]
+
+
+class EgressRefused(SeamkitError):
+    """A URL (or an address it resolves or redirects to) is not allowed out. ``url``: the URL as
+    given, with any userinfo replaced by ``***`` (never a password in a message); ``reason``: why,
+    in words; ``category``: a stable token for the class of refusal (``scheme``, ``private``,
+    ``loopback``, ``link_local``, ``metadata``, ``not_allowed``, ``port``, ``userinfo``,
+    ``malformed``, ``redirect``, ``resolution``...)."""
+
+    def __init__(self, url: str, reason: str, category: str) -> None:
+        self.url = url
+        self.reason = reason
+        self.category = category
+        super().__init__(f"egress refused for {url}: {reason}")
