@@ -377,3 +377,13 @@ async def test_guard_model_calls_go_through_the_agent_middlewares_and_count_in_u
     result = await Agent(main, middlewares=[spy], guardrails=[Asks()]).run("hello")
     assert purposes == [("guardrail", "judge"), (None, "scripted")]
     assert (result.usage.input_tokens, result.usage.output_tokens) == (107, 13)
+
+
+async def test_parallel_input_guards_run_first_when_the_run_starts_with_a_tool_batch() -> None:
+    """A task ending with an assistant turn asking for tools runs that batch first: the parallel
+    guards must have passed before any tool runs."""
+    task = [Message.user("do it"), Message("assistant", (ToolCall("c1", "send", {"to": "eve"}),))]
+    agent = Agent(ScriptedModel(["done"]), tools=[send], guardrails=[Guard(Rule(input=block("no")), parallel=True)])
+    with pytest.raises(GuardrailTripped):
+        await agent.run(task)
+    assert RAN == []

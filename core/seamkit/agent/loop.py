@@ -619,8 +619,12 @@ class Run:
         i = self._task_index()
         text = self.transcript[i].text if i is not None else ""
         guards = self.guards["input"]
-        now = tuple(g for g in guards if not g.parallel)
-        later = tuple(g for g in guards if g.parallel)
+        last = self.transcript[-1] if self.transcript else None
+        if last is not None and last.role == "assistant" and last.tool_calls:
+            now, later = guards, ()  # the run starts with a tool batch: nothing may run before the checks
+        else:
+            now = tuple(g for g in guards if not g.parallel)
+            later = tuple(g for g in guards if g.parallel)
         if now:
             new = await check(now, "input", text, self._guard_context("input"), self._report)
             if new != text:
