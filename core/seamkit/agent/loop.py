@@ -620,6 +620,8 @@ class Run:
         text = self.transcript[i].text if i is not None else ""
         guards = self.guards["input"]
         last = self.transcript[-1] if self.transcript else None
+        now: tuple[Guard, ...]
+        later: tuple[Guard, ...]
         if last is not None and last.role == "assistant" and last.tool_calls:
             now, later = guards, ()  # the run starts with a tool batch: nothing may run before the checks
         else:
