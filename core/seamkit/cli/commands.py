@@ -131,7 +131,8 @@ async def _close_stores(agent: Agent) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """``seamkit run FILE TASK [--json] [--var KEY=VALUE ...]``: exit 0 when the run completes,
     1 when it fails or stops without an answer (``max_steps``), 2 for a configuration problem
-    (also one a component finds when built), 3 when it waits for a person, 130 when interrupted
+    (also one a component finds when built), 3 when it waits for a person, 4 when a guardrail stopped it
+    (a tripwire; not resumable), 130 when interrupted
     (Ctrl-C) or cancelled (its cancellation token, e.g. from a tool: not a failure, the run stays
     resumable), 143 when terminated. With ``--json`` a failed run ends with a ``run_failed`` line
     on stdout."""

@@ -126,7 +126,8 @@ def build_parser(
         prog=PROG,
         description="seamkit: compose, validate and run LLM agents described in YAML.",
         epilog="Exit codes: 0 ok, 1 the run failed, 2 usage or configuration error, 3 the run waits for "
-        "a person (approval or settling, see seamkit resume), 130 interrupted (Ctrl-C) or cancelled, "
+        "a person (approval or settling, see seamkit resume), 4 a guardrail stopped the run (tripwire), "
+        "130 interrupted (Ctrl-C) or cancelled, "
         "143 terminated (SIGTERM). "
         "SEAMKIT_DEBUG=1 shows tracebacks.",
     )
