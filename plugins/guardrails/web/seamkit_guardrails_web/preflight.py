@@ -12,7 +12,6 @@ not declare them are named in the config's ``url_arguments``.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -51,13 +50,6 @@ def _default_check_address(address: IPAddress, policy: urls.EgressPolicy, *, url
     urls.check_address(address, policy, url=url)
 
 
-def _literal(host: str) -> IPAddress | None:
-    try:
-        return ipaddress.ip_address(host)
-    except ValueError:
-        return None
-
-
 @dataclass(frozen=True, slots=True)
 class EgressChecker:
     """The egress check of one policy. ``policy``: an
@@ -82,12 +74,13 @@ class EgressChecker:
 
     async def addresses(self, url: httpx.URL) -> tuple[IPAddress, ...]:
         """The addresses ``url`` (already through :meth:`url`) may connect to: its literal
-        address, or its host name resolved **once**. Every address is checked; one refused
+        address (in any spelling a resolver reads: :func:`~seamkit_guardrails_web.urls.host_address`),
+        or its host name resolved **once**. Every address is checked; one refused
         address refuses the URL (a name answering public and private addresses at once is a
         rebinding or misconfiguration, never something to pick from). Raises
         :class:`EgressRefused` (the refused address's category, or ``resolution``)."""
         shown = str(url)
-        ip = _literal(url.host)
+        ip = urls.host_address(host_key(url))
         if ip is not None:
             self.check_address(ip, self.policy, url=shown)
             return (ip,)
