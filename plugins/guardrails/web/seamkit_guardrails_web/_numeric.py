@@ -45,8 +45,9 @@ def ends_in_a_number(host: str) -> bool:
 
 
 def _number(part: str) -> int:
-    """The WHATWG *IPv4 number parser*: ``0x``/``0X`` prefix: hexadecimal (``0x`` alone is 0);
-    otherwise a leading ``0`` (and more digits): octal; else decimal. Raises :class:`NotNumeric`."""
+    """The WHATWG *IPv4 number parser*: ``0x``/``0X`` prefix: hexadecimal; otherwise a leading
+    ``0`` (and more digits): octal; else decimal. Raises :class:`NotNumeric`, also for a bare
+    ``0x``, which WHATWG reads as 0 but inet_aton refuses."""
     if not part:
         raise NotNumeric("empty part")
     if part[:2] in ("0x", "0X"):
@@ -56,6 +57,10 @@ def _number(part: str) -> int:
     else:
         digits, radix, allowed = part, 10, _DIGITS
     if not digits:
+        if radix == 16:
+            # WHATWG reads a bare "0x" as 0, glibc's inet_aton refuses it (and getaddrinfo then
+            # looks the host up as a name): the readings disagree, so the host is refused.
+            raise NotNumeric(f"{part!r} has no digits")
         return 0
     if not allowed.issuperset(digits):
         raise NotNumeric(f"{part!r} is not a number in base {radix}")

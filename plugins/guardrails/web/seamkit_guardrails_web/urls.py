@@ -80,10 +80,12 @@ METADATA_ADDRESSES: frozenset[IPAddress] = frozenset(
 #: Metadata host names (and every name under them). Sources: GCE
 #: (cloud.google.com/compute/docs/metadata/querying-metadata: ``metadata.google.internal``,
 #: ``metadata.goog``, the short ``metadata``), AWS (``instance-data``,
-#: ``instance-data.ec2.internal``), Azure, Tencent Cloud (``metadata.tencentyun.com``).
+#: ``instance-data.ec2.internal``), Azure, Tencent Cloud (``metadata.tencentyun.com``), Equinix
+#: Metal (``metadata.packet.net``), Rancher (``rancher-metadata``).
 METADATA_NAMES: frozenset[str] = frozenset({
     "metadata", "metadata.google.internal", "metadata.goog", "instance-data", "instance-data.ec2.internal",
     "metadata.azure.internal", "metadata.azure.com", "metadata.tencentyun.com", "metadata.packet.net",
+    "rancher-metadata",
 })
 
 #: Special-use names and suffixes that never name a public host: RFC 6761 (``localhost``),
@@ -290,7 +292,7 @@ def check_url(url: str | httpx.URL, policy: EgressPolicy = EgressPolicy()) -> ht
         try:
             parsed = httpx.URL(text)
         except (httpx.InvalidURL, ValueError, UnicodeError) as exc:
-            category = "port" if str(exc).startswith("Invalid port") else _unparsable_category(text)
+            category = _unparsable_category(text, str(exc))
             raise _refuse(text, f"not a valid URL ({exc})", category) from None
     if parsed.scheme not in _DEFAULT_PORTS:
         raise _refuse(text, f"scheme {parsed.scheme!r} is not http or https", "scheme")
@@ -313,18 +315,20 @@ def check_url(url: str | httpx.URL, policy: EgressPolicy = EgressPolicy()) -> ht
     return parsed
 
 
-def _unparsable_category(url: str) -> str:
-    """For a URL httpx cannot parse (so cannot fetch): the category of its host read as a browser
-    would (UTS #46 mapping: fullwidth letters and dots), when that names a special-use host or
-    address, so the refusal says what was attempted; else ``malformed``."""
+def _unparsable_category(url: str, error: str) -> str:
+    """For a URL httpx cannot parse (so cannot fetch): ``port`` for a bad port; else the category
+    of its host read as a browser would (UTS #46 mapping: fullwidth letters and dots, enclosed
+    alphanumerics), when that names a special-use host or address, so that the refusal says what
+    was attempted; else ``malformed``."""
     authority = _AUTHORITY.match(url)
-    if authority is None:
+    if authority is None or "[" in authority.group(1):
         return "malformed"
-    host = authority.group(1).rpartition("@")[2]
-    host = host[1:].partition("]")[0] if host.startswith("[") else host.partition(":")[0]
+    if error.startswith("Invalid port"):
+        return "port"
+    host = authority.group(1).rpartition("@")[2].partition(":")[0]
     try:
         name = idna.encode(host, uts46=True).decode("ascii") if not host.isascii() else host.lower()
-        address = host_address(name.rstrip(".") if ":" not in name else name)
+        address = host_address(name)
     except (idna.IDNAError, UnicodeError, ValueError, EgressRefused):
         return "malformed"
     if address is not None:
@@ -351,11 +355,23 @@ def _check_host(url: str, host: str, policy: EgressPolicy) -> None:
         if "%" in host and address.is_global:
             raise _refuse(url, "a zone id on a global IPv6 address", "malformed")
         check_address(address, policy, url=url)
+        if host.endswith("."):
+            # WHATWG reads "8.8.8.8." as 8.8.8.8; getaddrinfo refuses it as a number and looks it
+            # up as a name: the readings disagree (a non-public reading was refused just above).
+            reason = f"numeric host {host!r} with a trailing dot (read as a name by the resolver)"
+            raise _refuse(url, reason, "malformed")
         if (policy.egress_allow or policy.allow_addresses) and address not in policy.allow_addresses:
             raise _refuse(url, f"address {address} is not in egress_allow", "not_allowed")
         return
-    if not _NAME_CHARS.fullmatch(host) or ".." in host:
+    if not _NAME_CHARS.fullmatch(host):
+        # Percent-encoded hosts land here: httpx hands them to the resolver undecoded where the
+        # WHATWG parser would decode them; the two readings disagree, so neither is trusted.
         raise _refuse(url, f"host {host!r} is not a valid host name", "malformed")
+    if "xn--" in host:
+        try:
+            idna.decode(host)
+        except (idna.IDNAError, UnicodeError) as exc:
+            raise _refuse(url, f"host {host!r} has an invalid IDNA label ({exc})", "malformed") from None
     name = host[:-1] if host.endswith(".") else host
     category = _name_category(name)
     if category == "metadata":
@@ -425,6 +441,8 @@ def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | No
     6to4 (RFC 3056) and Teredo's client (RFC 4380)."""
     if address.ipv4_mapped is not None:
         return address.ipv4_mapped
+    if int(address) <= 1:  # :: and ::1 are themselves, not IPv4-compatible 0.0.0.0 / 0.0.0.1
+        return None
     if address in _NAT64_WKP or address in _NAT64_LOCAL or address in _V4_COMPATIBLE:
         return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
     if address.sixtofour is not None:
