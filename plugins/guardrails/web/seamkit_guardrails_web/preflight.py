@@ -25,7 +25,7 @@ from seamkit_guardrails_web.resolver import IPAddress, Resolver, SystemResolver
 if TYPE_CHECKING:
     from seamkit.values import ToolCall, ToolSchema
 
-__all__ = ["URI_FORMATS", "EgressChecker", "check_tool_call", "host_key", "inert", "url_arguments"]
+__all__ = ["URI_FORMATS", "EgressChecker", "check_tool_call", "declares_urls", "host_key", "inert", "url_arguments"]
 
 #: The JSON Schema ``format`` values that mark a string as a URL (RFC 3986 / RFC 3987).
 URI_FORMATS = frozenset({"uri", "uri-reference", "iri", "iri-reference"})
@@ -106,10 +106,16 @@ def host_key(url: httpx.URL) -> str:
 # -- the argument walk ---------------------------------------------------------------------------------
 
 
-def _deref(schema: Any, root: Mapping[str, Any]) -> Any:
+# Schemas and arguments are JSON values: dicts (seamkit's FrozenDict is a dict) and lists
+# (FrozenList is a list); exact builtin checks are several times cheaper than the Mapping ABC.
+_OBJ = dict
+_ARR = (list, tuple)
+
+
+def _deref(schema: Any, root: dict[str, Any]) -> Any:
     """``schema`` with a local ``$ref`` (``#/...``) followed (up to 32 hops: a cycle stops)."""
     for _ in range(32):
-        if not isinstance(schema, Mapping):
+        if not isinstance(schema, _OBJ):
             return schema
         ref = schema.get("$ref")
         if not isinstance(ref, str) or not ref.startswith("#"):
@@ -117,44 +123,70 @@ def _deref(schema: Any, root: Mapping[str, Any]) -> Any:
         target: Any = root
         for part in ref[1:].split("/")[1:] if ref != "#" else []:
             part = part.replace("~1", "/").replace("~0", "~")  # JSON Pointer, RFC 6901 section 4
-            target = target.get(part) if isinstance(target, Mapping) else None
+            target = target.get(part) if isinstance(target, _OBJ) else None
         if target is None:
             return schema
         schema = target
     return schema
 
 
-def _walk(schema: Any, value: Any, root: Mapping[str, Any], path: str, depth: int) -> Iterator[tuple[str, str]]:
+def _walk(schema: Any, value: Any, root: dict[str, Any], path: str, depth: int) -> Iterator[tuple[str, str]]:
     if depth > 64:
         return
     schema = _deref(schema, root)
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, _OBJ):
         return
     if isinstance(value, str):
         if schema.get("format") in URI_FORMATS:
             yield path, value
-    elif isinstance(value, Mapping):
+    elif isinstance(value, _OBJ):
         props = schema.get("properties")
-        if isinstance(props, Mapping):
+        if isinstance(props, _OBJ):
             for name, sub in props.items():
                 if name in value:
                     yield from _walk(sub, value[name], root, f"{path}.{name}" if path else name, depth + 1)
         extra = schema.get("additionalProperties")
-        if isinstance(extra, Mapping):
+        if isinstance(extra, _OBJ):
             for name, item in value.items():
-                if not isinstance(props, Mapping) or name not in props:
+                if not isinstance(props, _OBJ) or name not in props:
                     yield from _walk(extra, item, root, f"{path}.{name}" if path else str(name), depth + 1)
-    elif isinstance(value, Sequence):
+    elif isinstance(value, _ARR):
         prefix = schema.get("prefixItems")
         items = schema.get("items")
         for i, item in enumerate(value):
-            sub = prefix[i] if isinstance(prefix, Sequence) and i < len(prefix) else items
+            sub = prefix[i] if isinstance(prefix, _ARR) and i < len(prefix) else items
             yield from _walk(sub, item, root, f"{path}[{i}]", depth + 1)
     for key in ("anyOf", "oneOf", "allOf"):
         alternatives = schema.get(key)
-        if isinstance(alternatives, Sequence):
+        if isinstance(alternatives, _ARR):
             for alt in alternatives:
                 yield from _walk(alt, value, root, path, depth + 1)
+
+
+def _mentions_uri_format(schema: Any) -> bool:
+    if isinstance(schema, _OBJ):
+        return schema.get("format") in URI_FORMATS or any(_mentions_uri_format(v) for v in schema.values())
+    if isinstance(schema, _ARR):
+        return any(_mentions_uri_format(v) for v in schema)
+    return False
+
+
+# parameters schema (by identity; tool schemas are frozen) -> whether it declares any URL at all, so
+# the calls of a tool without URL arguments cost one dict lookup
+_DECLARES: dict[int, tuple[Any, bool]] = {}
+
+
+def declares_urls(parameters: Any) -> bool:
+    """Whether the parameters JSON Schema marks any string as a URL (``format`` in
+    :data:`URI_FORMATS`, at any depth). Remembered per schema object."""
+    entry = _DECLARES.get(id(parameters))
+    if entry is not None and entry[0] is parameters:
+        return entry[1]
+    found = _mentions_uri_format(parameters)
+    if len(_DECLARES) > 4096:
+        _DECLARES.clear()
+    _DECLARES[id(parameters)] = (parameters, found)
+    return found
 
 
 def url_arguments(
@@ -174,14 +206,14 @@ def url_arguments(
             seen.add((path, url))
             found.append((path, url))
 
-    if parameters:
-        for path, url in _walk(parameters, arguments, parameters, "", 0):
+    if parameters and declares_urls(parameters):
+        for path, url in _walk(parameters, arguments, parameters, "", 0):  # type: ignore[arg-type]
             add(path, url)
     for name in names:
         value = arguments.get(name)
         if isinstance(value, str):
             add(name, value)
-        elif isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        elif isinstance(value, _ARR):
             for i, item in enumerate(value):
                 if isinstance(item, str):
                     add(f"{name}[{i}]", item)
