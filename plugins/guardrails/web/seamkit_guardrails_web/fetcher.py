@@ -249,7 +249,9 @@ class GuardedFetcher:
             raise EgressRefused(str(target), f"redirect from {current} to a {target.scheme or 'relative'}: URL "
                                              "(only http and https are fetched)", "scheme")
         try:
-            return self.checker.url(target)
+            # the joined URL as text: check_url's string checks (control characters, backslashes,
+            # userinfo) apply to a hop as to the first URL
+            return self.checker.url(str(target))
         except EgressRefused as exc:
             raise EgressRefused(exc.url, f"redirect from {current} refused: {exc.reason}", exc.category) from None
 

@@ -241,3 +241,44 @@ async def test_the_fetch_tool_reports_final_url_status_type_and_truncation() -> 
 def test_an_inert_fetcher_cannot_be_built() -> None:
     with pytest.raises(TypeError, match="inert security control"):
         GuardedFetcher(None)
+
+
+# -- the system resolver ------------------------------------------------------------------------------------
+
+
+async def test_the_system_resolver_reads_getaddrinfo_once_per_query_without_caching() -> None:
+    import asyncio
+    import ipaddress
+    import socket
+
+    from seamkit_guardrails_web.resolver import SystemResolver
+
+    loop = asyncio.get_running_loop()
+    calls: list[tuple[object, ...]] = []
+
+    async def getaddrinfo(host: str, port: object, **kw: object) -> list[tuple[object, ...]]:
+        calls.append((host, port, kw))
+        return [(socket.AF_INET6, socket.SOCK_STREAM, 6, "", ("2606:4700::1", 0, 0, 0)),
+                (socket.AF_INET, socket.SOCK_STREAM, 6, "", (PUBLIC, 0)),
+                (socket.AF_INET, socket.SOCK_STREAM, 6, "", (PUBLIC, 0))]
+
+    loop.getaddrinfo = getaddrinfo  # type: ignore[method-assign]
+    try:
+        resolver = SystemResolver()
+        first = await resolver.resolve("www.example.com")
+        second = await resolver.resolve("www.example.com")
+    finally:
+        del loop.getaddrinfo
+    assert first == second == [ipaddress.ip_address("2606:4700::1"), ipaddress.ip_address(PUBLIC)]
+    assert [c[0] for c in calls] == ["www.example.com", "www.example.com"]
+    assert calls[0][2] == {"type": socket.SOCK_STREAM, "proto": socket.IPPROTO_TCP}
+
+
+async def test_the_system_resolver_answers_localhost_and_refuses_a_name_that_does_not_resolve() -> None:
+    from seamkit_guardrails_web.resolver import SystemResolver
+
+    resolver = SystemResolver(timeout=5)
+    assert all(a.is_loopback for a in await resolver.resolve("localhost"))
+    with pytest.raises(EgressRefused) as info:
+        await resolver.resolve("no-such-host.invalid")  # RFC 6761 section 6.4: never resolves
+    assert info.value.category == "resolution"
