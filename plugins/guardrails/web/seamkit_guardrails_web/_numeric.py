@@ -26,10 +26,9 @@ class NotNumeric(ValueError):
 
 
 def _last_label(host: str) -> str:
-    labels = host.split(".")
-    if labels[-1] == "" and len(labels) > 1:
-        labels.pop()
-    return labels[-1]
+    if host.endswith("."):
+        host = host[:-1]
+    return host.rpartition(".")[2]
 
 
 def ends_in_a_number(host: str) -> bool:
@@ -37,7 +36,7 @@ def ends_in_a_number(host: str) -> bool:
     checker*: its last label (ignoring one trailing dot) is all ASCII digits, or ``0x`` followed
     by hexadecimal digits only (possibly none)."""
     last = _last_label(host)
-    if not last:
+    if not last or last[0] not in _DIGITS:  # the common case, a name ending in letters, stops here
         return False
     if _DIGITS.issuperset(last):
         return True

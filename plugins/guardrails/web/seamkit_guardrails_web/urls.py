@@ -47,7 +47,8 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import httpx
 import idna
@@ -173,6 +174,12 @@ class EgressPolicy:
     allow_addresses: frozenset[IPAddress] = frozenset()
     """``egress_allow`` entries that are IP literals: each allows exactly that address as a host."""
 
+    allowed_names: frozenset[str] = field(init=False, repr=False, compare=False)
+    """``egress_allow`` as a set, for the per-label lookups (derived)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "allowed_names", frozenset(self.egress_allow))
+
 
 def policy_from(config: EgressConfig) -> EgressPolicy:
     """Compile ``config`` once for the checks.
@@ -294,20 +301,23 @@ def check_url(url: str | httpx.URL, policy: EgressPolicy = EgressPolicy()) -> ht
         except (httpx.InvalidURL, ValueError, UnicodeError) as exc:
             category = _unparsable_category(text, str(exc))
             raise _refuse(text, f"not a valid URL ({exc})", category) from None
-    if parsed.scheme not in _DEFAULT_PORTS:
-        raise _refuse(text, f"scheme {parsed.scheme!r} is not http or https", "scheme")
-    authority = _AUTHORITY.match(text)
-    if authority is None:
+    scheme = parsed.scheme
+    if scheme not in _DEFAULT_PORTS:
+        raise _refuse(text, f"scheme {scheme!r} is not http or https", "scheme")
+    match = _AUTHORITY.match(text)
+    if match is None:
         raise _refuse(text, "no host", "malformed")
-    if "@" in authority.group(1) or parsed.userinfo:
+    authority = match.group(1)
+    if "@" in authority or parsed.userinfo:
         raise _refuse(text, "credentials (userinfo) in the URL", "userinfo")
-    if "\\" in text.split("?", 1)[0].split("#", 1)[0]:
+    if "\\" in text and "\\" in text.split("?", 1)[0].split("#", 1)[0]:
         raise _refuse(text, "a backslash before the query (parsers disagree on it)", "malformed")
-    port_text = _PORT_TEXT.fullmatch(authority.group(1))
-    if port_text is not None and port_text.group(1) and not _PORT_DIGITS.fullmatch(port_text.group(1)):
-        raise _refuse(text, f"port {port_text.group(1)!r} is not a number", "port")
-    port = _DEFAULT_PORTS[parsed.scheme] if parsed.port is None else parsed.port
-    _check_port(text, port, policy)
+    if ":" in authority:
+        port_text = _PORT_TEXT.fullmatch(authority)
+        if port_text is not None and port_text.group(1) and not _PORT_DIGITS.fullmatch(port_text.group(1)):
+            raise _refuse(text, f"port {port_text.group(1)!r} is not a number", "port")
+    port = parsed.port
+    _check_port(text, _DEFAULT_PORTS[scheme] if port is None else port, policy)
     host = parsed.raw_host.decode("ascii")
     if not host:
         raise _refuse(text, "no host", "malformed")
@@ -367,11 +377,12 @@ def _check_host(url: str, host: str, policy: EgressPolicy) -> None:
         # Percent-encoded hosts land here: httpx hands them to the resolver undecoded where the
         # WHATWG parser would decode them; the two readings disagree, so neither is trusted.
         raise _refuse(url, f"host {host!r} is not a valid host name", "malformed")
-    if "xn--" in host:
-        try:
-            idna.decode(host)
-        except (idna.IDNAError, UnicodeError) as exc:
-            raise _refuse(url, f"host {host!r} has an invalid IDNA label ({exc})", "malformed") from None
+    # httpx's own IDNA encoding of a unicode host is valid by construction; only A-labels the
+    # URL spelled out itself need checking.
+    if "xn--" in host and "xn--" in url.lower():
+        problem = _a_label_problem(host)
+        if problem:
+            raise _refuse(url, f"host {host!r} has an invalid IDNA label ({problem})", "malformed")
     name = host[:-1] if host.endswith(".") else host
     category = _name_category(name)
     if category == "metadata":
@@ -384,9 +395,25 @@ def _check_host(url: str, host: str, policy: EgressPolicy) -> None:
         raise _refuse(url, f"host {name!r} is a {category} special-use name", category)
 
 
-def _suffixes(name: str) -> list[str]:
-    labels = name.split(".")
-    return [".".join(labels[i:]) for i in range(len(labels))]
+@functools.lru_cache(maxsize=1024)
+def _a_label_problem(host: str) -> str:
+    """Why ``host``'s ``xn--`` labels are not valid IDNA 2008 A-labels (RFC 5891), or ``""``."""
+    try:
+        idna.decode(host)
+    except (idna.IDNAError, UnicodeError) as exc:
+        return str(exc) or type(exc).__name__
+    return ""
+
+
+def _suffixes(name: str) -> Iterator[str]:
+    """``name`` and each parent: ``a.b.c``, ``b.c``, ``c`` (the dot-boundary suffixes)."""
+    start = 0
+    while True:
+        yield name[start:] if start else name
+        dot = name.find(".", start)
+        if dot < 0:
+            return
+        start = dot + 1
 
 
 def _name_category(name: str) -> str | None:
@@ -402,7 +429,7 @@ def _allow_list_match(name: str, policy: EgressPolicy) -> bool | None:
     """``None`` without an allow-list; else whether ``name`` is an entry or under one (dot boundary)."""
     if not policy.egress_allow and not policy.allow_addresses:
         return None
-    allowed = policy.egress_allow
+    allowed = policy.allowed_names
     return any(suffix in allowed for suffix in _suffixes(name))
 
 

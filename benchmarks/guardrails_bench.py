@@ -1,0 +1,138 @@
+"""Cost of the guardrails on the tool-call path: the egress URL check per call.
+
+Run: ``bash benchmarks/run.sh guardrails``. Options: ``--calls 200`` (calls per timed batch),
+``--batches 200`` (batches; the median batch is reported), ``--only check_url`` (one measurement;
+default: all), ``--json`` (one JSON line per row).
+
+Measurements (one function each, listed in ``MEASUREMENTS``):
+
+- ``check_url``: ``seamkit_guardrails_web.urls.check_url(url)`` under the default policy and
+  under an ``egress_allow`` policy, in microseconds per call (median over ``--batches`` batches
+  of ``--calls`` calls), for a handful of representative URLs: plain public names, a long query,
+  an IDN host, IPv4 and IPv6 literals, and refused ones (a decimal-spelled loopback, a metadata
+  name, userinfo). Next to it: ``httpx.URL(url)`` alone (the parse ``check_url`` is built on, so
+  its floor) and ``check_url`` given an already parsed ``httpx.URL`` (the checks alone).
+  Target (issue 11): a few microseconds per call on a plain public URL beyond the parse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from seamkit_guardrails_web.config import EgressConfig
+from seamkit_guardrails_web.errors import EgressRefused
+from seamkit_guardrails_web.urls import EgressPolicy, check_url, policy_from
+
+URLS: list[tuple[str, str]] = [
+    ("public name", "https://example.com/"),
+    ("public name, path", "https://en.wikipedia.org/wiki/Server-side_request_forgery"),
+    ("long query", "https://api.github.com/repos/encode/httpx/issues?state=open&per_page=50&page=3&sort=updated"),
+    ("IDN host", "https://bücher.de/katalog?q=ssrf"),
+    ("IPv4 literal", "http://93.184.216.34/index.html"),
+    ("IPv6 literal", "https://[2606:4700:4700::1111]/dns-query"),
+    ("refused: decimal loopback", "http://2130706433/admin"),
+    ("refused: metadata name", "http://metadata.google.internal/computeMetadata/v1/"),
+    ("refused: userinfo", "https://user:pw@example.com/"),
+]
+
+
+def _per_call_us(fn: Callable[[], object], calls: int, batches: int) -> float:
+    """Median over ``batches`` of the mean time of one call of ``fn`` in a batch of ``calls``."""
+    fn()
+    samples = []
+    gc.disable()
+    try:
+        for _ in range(batches):
+            start = time.perf_counter_ns()
+            for _ in range(calls):
+                fn()
+            samples.append((time.perf_counter_ns() - start) / calls / 1000)
+    finally:
+        gc.enable()
+    return statistics.median(samples)
+
+
+def _checked(url: str | httpx.URL, policy: EgressPolicy) -> Callable[[], object]:
+    def call() -> object:
+        try:
+            return check_url(url, policy)
+        except EgressRefused as refusal:
+            return refusal
+
+    return call
+
+
+def _parse_or_none(url: str) -> httpx.URL | None:
+    try:
+        return httpx.URL(url)
+    except httpx.InvalidURL:
+        return None
+
+
+def bench_check_url(calls: int, batches: int) -> list[dict[str, Any]]:
+    """``check_url`` per call (µs) for each URL of ``URLS``: default policy, an allow-list policy,
+    ``httpx.URL`` alone, and the checks alone on a parsed URL."""
+    default = EgressPolicy()
+    allow = policy_from(EgressConfig(egress_allow=["example.com", "wikipedia.org", "github.com", "bücher.de",
+                                                   "93.184.216.34", "2606:4700:4700::1111"]))
+    rows = []
+    for label, url in URLS:
+        parsed = _parse_or_none(url)
+        decision = _checked(url, default)()
+        rows.append({
+            "measurement": "check_url",
+            "url": label,
+            "decision": decision.category if isinstance(decision, EgressRefused) else "allowed",
+            "check_url_us": round(_per_call_us(_checked(url, default), calls, batches), 2),
+            "check_url_allow_list_us": round(_per_call_us(_checked(url, allow), calls, batches), 2),
+            "httpx_url_us": round(_per_call_us(lambda url=url: _parse_or_none(url), calls, batches), 2),
+            "checks_only_us": (round(_per_call_us(_checked(parsed, default), calls, batches), 2)
+                               if parsed is not None else None),
+        })
+    return rows
+
+
+def _print_check_url(rows: list[dict[str, Any]]) -> None:
+    print("check_url: microseconds per call (median batch); httpx.URL = the parse it is built on; "
+          "checks only = check_url on an already parsed httpx.URL")
+    print(f"{'url':<27} {'decision':<10} {'check_url':>10} {'allow-list':>11} {'httpx.URL':>10} {'checks only':>12}")
+    for r in rows:
+        checks = "-" if r["checks_only_us"] is None else f"{r['checks_only_us']:.2f}"
+        print(f"{r['url']:<27} {r['decision']:<10} {r['check_url_us']:>10.2f} {r['check_url_allow_list_us']:>11.2f} "
+              f"{r['httpx_url_us']:>10.2f} {checks:>12}")
+
+
+#: name -> (measure(calls, batches) -> rows, print(rows)); one entry per measurement.
+MEASUREMENTS: dict[str, tuple[Callable[[int, int], list[dict[str, Any]]], Callable[[list[dict[str, Any]]], None]]] = {
+    "check_url": (bench_check_url, _print_check_url),
+}
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=200)
+    ap.add_argument("--batches", type=int, default=200)
+    ap.add_argument("--only", choices=sorted(MEASUREMENTS), action="append")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    for name in args.only or list(MEASUREMENTS):
+        measure, show = MEASUREMENTS[name]
+        rows = measure(args.calls, args.batches)
+        if args.json:
+            for row in rows:
+                print(json.dumps(row, ensure_ascii=False))
+        else:
+            show(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
