@@ -1,4 +1,5 @@
-"""Cost of the guardrails on the tool-call path: the egress URL check per call.
+"""Cost of the guardrails on the tool-call path: the egress URL check per call, and the egress
+middleware on W1.
 
 Run: ``bash benchmarks/run.sh guardrails``. Options: ``--calls 200`` (calls per timed batch),
 ``--batches 200`` (batches; the median batch is reported), ``--only check_url`` (one measurement;
@@ -13,6 +14,12 @@ Measurements (one function each, listed in ``MEASUREMENTS``):
   name, userinfo). Next to it: ``httpx.URL(url)`` alone (the parse ``check_url`` is built on, so
   its floor) and ``check_url`` given an already parsed ``httpx.URL`` (the checks alone).
   Target (issue 11): a few microseconds per call on a plain public URL beyond the parse.
+- ``egress_middleware``: W1 of ``benchmarks/run.py`` (an agent run with a scripted model and one
+  tool call), median microseconds per run, interleaved run by run: without middleware, with a
+  pass-through tool middleware (the cost of any tool chain), and with the ``egress`` middleware;
+  for W1's ``add`` (no URL argument: the cost of looking) and for ``page_title(url)`` called with
+  ``https://example.com/`` (``check_url``, one resolution through a stub resolver answering at
+  once, ``check_address``). ``--calls * --batches / 20`` runs each, at least 500.
 """
 
 from __future__ import annotations
@@ -23,10 +30,13 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Annotated, Any
 
 import httpx
+from pydantic import Field
+from seamkit import tool
+from seamkit.middleware import Call, Next, middleware
 from seamkit_guardrails_web.config import EgressConfig
 from seamkit_guardrails_web.errors import EgressRefused
 from seamkit_guardrails_web.urls import EgressPolicy, check_url, policy_from
@@ -110,9 +120,118 @@ def _print_check_url(rows: list[dict[str, Any]]) -> None:
               f"{r['httpx_url_us']:>10.2f} {checks:>12}")
 
 
+# -- the egress middleware on W1 ------------------------------------------------------------------------
+
+
+class _PublicResolver:
+    """Answers one public address at once: the middleware's own cost, not the network's."""
+
+    def __init__(self) -> None:
+        import ipaddress
+
+        self.answer = [ipaddress.ip_address("93.184.216.34")]
+
+    async def resolve(self, host: str) -> list[Any]:
+        return list(self.answer)
+
+
+@tool(side_effecting=False, blocking=False)
+def page_title(url: Annotated[str, Field(json_schema_extra={"format": "uri"})]) -> str:
+    """The title of a page.
+
+    Args:
+        url: the page
+    """
+    return "Example Domain"
+
+
+@middleware(kinds=("tool",))
+async def _pass_through(call: Call, nxt: Next) -> AsyncIterator[Any]:
+    async for item in nxt(call):
+        yield item
+
+
+def _w1_agents(with_url: bool) -> tuple[Any, Any, Any]:
+    """Three agents running W1 (benchmarks/run.py: one scripted tool call, then the answer): no
+    middleware, a pass-through tool middleware, the egress middleware. ``with_url``: the tool is
+    ``page_title(url)`` (``format: uri``) called with ``https://example.com/`` (checked and resolved
+    through a stub resolver), else W1's ``add``."""
+    from run import W1Model, add
+    from seamkit import Agent
+    from seamkit.values import Delta, ToolCallDelta
+    from seamkit_guardrails_web.middleware import EgressMiddleware
+
+    if with_url:
+        class Model(W1Model):
+            def __init__(self) -> None:
+                super().__init__("page_title")
+                call = Delta(tool_call=ToolCallDelta(0, "call_1", "page_title", '{"url": "https://example.com/"}'))
+                self.turns = ((call, self.turns[0][1]), self.turns[1])
+
+        tools, make = [page_title], Model
+    else:
+        tools, make = [add], W1Model
+    mw = EgressMiddleware(policy_from(EgressConfig()), resolver=_PublicResolver())
+    plain = Agent(make(), tools=tools, prompt="You add numbers.")
+    chained = Agent(make(), tools=tools, prompt="You add numbers.", middlewares=[_pass_through])
+    guarded = Agent(make(), tools=tools, prompt="You add numbers.", middlewares=[mw])
+    return plain, chained, guarded
+
+
+def bench_egress_middleware(calls: int, batches: int) -> list[dict[str, Any]]:
+    """W1 (median µs per agent run) without middleware, with a pass-through tool middleware (the
+    cost of having a tool chain at all: the invoker leaves its direct path) and with the ``egress``
+    middleware, interleaved run by run, for a tool without URL arguments (W1's ``add``: the cost
+    of looking) and one with a URL argument (``page_title(url)``: check_url, one stub resolution,
+    check_address). ``calls * batches / 20`` runs each (at least 500)."""
+    import asyncio
+
+    runs = max(500, calls * batches // 20)
+    rows = []
+    for with_url in (False, True):
+        agents = _w1_agents(with_url)
+
+        async def measure(agents: tuple[Any, Any, Any] = agents) -> list[float]:
+            for _ in range(100):
+                for agent in agents:
+                    r = await agent.run("What is 2 + 3?")
+                    assert r.output == "5", r.output
+            times: list[list[float]] = [[], [], []]
+            pc = time.perf_counter
+            for i in range(runs):
+                for k in (range(3) if i & 1 else range(2, -1, -1)):
+                    t0 = pc()
+                    await agents[k].run("What is 2 + 3?")
+                    times[k].append(pc() - t0)
+            return [statistics.median(t) * 1e6 for t in times]
+
+        base, chain, with_mw = asyncio.run(measure())
+        rows.append({
+            "measurement": "egress_middleware",
+            "tool": "page_title(url) with a URL argument" if with_url else "add(a, b): no URL argument",
+            "runs": runs,
+            "w1_us": round(base, 1),
+            "w1_pass_through_us": round(chain, 1),
+            "w1_with_egress_us": round(with_mw, 1),
+            "overhead_us": round(with_mw - base, 1),
+            "egress_own_us": round(with_mw - chain, 1),
+        })
+    return rows
+
+
+def _print_egress_middleware(rows: list[dict[str, Any]]) -> None:
+    print("egress middleware on W1 (benchmarks/run.py): median microseconds per agent run, interleaved")
+    print("(pass-through: any tool middleware; egress own = with egress - pass-through)")
+    print(f"{'tool':<38} {'W1':>8} {'pass-through':>13} {'with egress':>12} {'overhead':>9} {'egress own':>11}")
+    for r in rows:
+        print(f"{r['tool']:<38} {r['w1_us']:>8.1f} {r['w1_pass_through_us']:>13.1f} {r['w1_with_egress_us']:>12.1f} "
+              f"{r['overhead_us']:>9.1f} {r['egress_own_us']:>11.1f}")
+
+
 #: name -> (measure(calls, batches) -> rows, print(rows)); one entry per measurement.
 MEASUREMENTS: dict[str, tuple[Callable[[int, int], list[dict[str, Any]]], Callable[[list[dict[str, Any]]], None]]] = {
     "check_url": (bench_check_url, _print_check_url),
+    "egress_middleware": (bench_egress_middleware, _print_egress_middleware),
 }
 
 

@@ -13,7 +13,8 @@
 #   bash benchmarks/run.sh retrieval ...    sqlite_vec query latency (p50/p95) over 10,000 384-dim chunks and insert
 #                                           throughput (benchmarks/retrieval_bench.py)
 #   bash benchmarks/run.sh guardrails ...   egress check_url cost per call in microseconds, next to the httpx.URL parse it
-#                                           is built on (benchmarks/guardrails_bench.py)
+#                                           is built on, and the egress middleware's overhead on W1
+#                                           (benchmarks/guardrails_bench.py)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/_setup.sh"
 if [ "${1:-}" = "checkpoints" ]; then
