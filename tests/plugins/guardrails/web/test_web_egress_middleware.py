@@ -162,3 +162,28 @@ async def test_the_guardrail_blocks_a_refused_url_and_allows_the_rest() -> None:
                                         ctx(summarise))
     assert v.action == "block" and "private" in v.reason
     assert isinstance(build_egress_guardrail(EgressConfig()), EgressGuardrail)
+
+
+async def test_the_middleware_is_wired_from_yaml(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from seamkit.composition import build_agent, loads_composition
+
+    monkeypatch.chdir(tmp_path)
+    text = """
+seamkit: 1
+agent:
+  name: egress-yaml
+  model:
+    use: scripted
+    turns:
+      - tool_calls: [{name: fetch, arguments: {url: "http://[::ffff:169.254.169.254]/latest/"}}]
+      - done
+  tools: [{use: fetch}]
+  middlewares: [{use: egress, egress_allow: [example.com]}]
+  checkpoints: null
+"""
+    agent = build_agent(loads_composition(text, env={}))
+    result = await agent.run("go")
+    tool_results = [b for m in result.transcript for b in m.content if getattr(b, "type", "") == "tool_result"]
+    assert len(tool_results) == 1 and tool_results[0].is_error
+    assert "argument 'url' of tool 'fetch'" in tool_results[0].content  # refused by the middleware
+    assert "metadata" in tool_results[0].content
