@@ -33,7 +33,7 @@ def fetch_tool(fetcher: GuardedFetcher) -> FunctionTool:
     max_bytes = fetcher.config.max_bytes
 
     @tool(side_effecting=False, name="fetch")
-    async def fetch(url: Annotated[str, Field(json_schema_extra={"format": "uri"}, max_length=8192)]) -> str:
+    async def fetch(url: Annotated[str, Field(json_schema_extra={"format": "uri"})]) -> str:
         """Fetch a web page (http or https) and return it as text, with its final URL, status and
         content type. Private, internal and cloud-metadata addresses are refused, as are hosts
         outside the configured allow-list; redirects are followed and checked; long pages are

@@ -18,8 +18,9 @@ One fetch, in order:
    truncated (said in the result), more than ``max_compression_ratio`` decompressed bytes per
    compressed byte read is refused as a decompression bomb;
 5. only the content types in ``text_types`` are returned, decoded with the charset of the
-   ``Content-Type`` header, else httpx's detection (UTF-8, then ``charset_normalizer`` when
-   installed).
+   ``Content-Type`` header, else as httpx decodes a response without one (its client's
+   ``default_encoding``, UTF-8); bytes that do not decode are replaced (U+FFFD), never dropped
+   silently. A ``<meta charset>`` inside HTML is not read.
 
 Everything, resolution included, runs under one overall ``timeout``. Each fetch has its own
 client, connection pool and pins: no cookie, connection or DNS answer outlives it.
@@ -244,10 +245,12 @@ class GuardedFetcher:
         try:
             target = current.join(location.strip())
         except (httpx.InvalidURL, ValueError, UnicodeError) as exc:
-            raise EgressRefused(location, f"redirect from {current} to a malformed URL ({exc})", "redirect") from None
+            raise EgressRefused(urls.mask_userinfo(location), f"redirect from {current} to a malformed URL ({exc})",
+                                "redirect") from None
         if target.scheme not in ("http", "https"):
-            raise EgressRefused(str(target), f"redirect from {current} to a {target.scheme or 'relative'}: URL "
-                                             "(only http and https are fetched)", "scheme")
+            raise EgressRefused(urls.mask_userinfo(str(target)),
+                                f"redirect from {current} to a {target.scheme or 'relative'}: URL "
+                                "(only http and https are fetched)", "scheme")
         try:
             # the joined URL as text: check_url's string checks (control characters, backslashes,
             # userinfo) apply to a hop as to the first URL

@@ -179,6 +179,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, (self.headers.get("Host") or "").encode(), "text/plain")
         elif route == "/redirect":
             self._send(int(q.get("status", "302")), b"", headers={"Location": q["to"]})
+        elif route == "/redirect-with-credentials":
+            self._send(302, b"", headers={"Location": f"{q.get('scheme', 'ftp')}://user:s3cret@127.0.0.1/"})
         elif route.startswith("/chain/"):
             n = int(route.rsplit("/", 1)[1])
             if n == 0:

@@ -211,10 +211,21 @@ async def test_a_content_type_that_is_not_text_is_refused() -> None:
         assert (await _fetcher().fetch_result(srv.url("/json"))).text == '{"ok": true}'  # application/*+json
 
 
-async def test_the_charset_of_the_header_decodes_the_text() -> None:
+async def test_the_charset_of_the_header_decodes_the_text_and_an_error_status_is_a_result() -> None:
     with local_server() as srv:
         result = await _fetcher().fetch_result(srv.url("/latin1"))
+        missing = await _fetcher().fetch_result(srv.url("/missing"))
     assert result.text == "café" and result.charset == "iso-8859-1"
+    assert missing.status == 404 and missing.text == "not found" and missing.charset == "utf-8"
+
+
+@pytest.mark.parametrize(("scheme", "category"), [("ftp", "scheme"), ("http", "userinfo")])
+async def test_a_redirect_to_a_url_with_credentials_never_shows_the_password(scheme: str, category: str) -> None:
+    with local_server() as srv:
+        with pytest.raises(EgressRefused) as info:
+            await _fetcher().fetch(srv.url(f"/redirect-with-credentials?scheme={scheme}"))
+    assert info.value.category == category
+    assert "s3cret" not in str(info.value) and "s3cret" not in info.value.url
 
 
 # -- the fetch tool --------------------------------------------------------------------------------------------
