@@ -24,6 +24,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import httpx
@@ -93,7 +94,7 @@ def bench_check_url(calls: int, batches: int) -> list[dict[str, Any]]:
             "decision": decision.category if isinstance(decision, EgressRefused) else "allowed",
             "check_url_us": round(_per_call_us(_checked(url, default), calls, batches), 2),
             "check_url_allow_list_us": round(_per_call_us(_checked(url, allow), calls, batches), 2),
-            "httpx_url_us": round(_per_call_us(lambda url=url: _parse_or_none(url), calls, batches), 2),
+            "httpx_url_us": round(_per_call_us(partial(_parse_or_none, url), calls, batches), 2),
             "checks_only_us": (round(_per_call_us(_checked(parsed, default), calls, batches), 2)
                                if parsed is not None else None),
         })

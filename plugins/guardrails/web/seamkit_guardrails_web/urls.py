@@ -275,9 +275,11 @@ def check_url(url: str | httpx.URL, policy: EgressPolicy = EgressPolicy()) -> ht
     """``url`` parsed exactly as httpx will send it, when it may go out.
 
     No DNS: a host name is only checked as a name (allow-list, metadata and special-use names);
-    the addresses it resolves to are checked with :func:`check_address` after resolution. A
-    host that is an address in any spelling (IPv6, dotted, decimal, hex, octal, short) is checked
-    as that address here.
+    the addresses it resolves to are checked with :func:`check_address` after resolution, so a
+    name that resolves to a non-public address (``127.0.0.1.nip.io``, an internal single-label
+    name reached through a DNS search domain) passes here and is refused there. A host that is an
+    address in any spelling (IPv6, dotted, decimal, hex, octal, short) is checked as that address
+    here; :func:`host_address` gives it to a fetcher that wants to skip the lookup.
 
     :param url: the URL (a string or an ``httpx.URL``).
     :param policy: the compiled policy (:func:`policy_from`).
