@@ -57,7 +57,18 @@ from seamkit_guardrails_web._numeric import NotNumeric, ends_in_a_number, parse_
 from seamkit_guardrails_web.config import EgressConfig
 from seamkit_guardrails_web.errors import EgressRefused
 
-__all__ = ["EgressPolicy", "check_address", "check_url", "host_address", "mask_userinfo", "policy_from"]
+__all__ = [
+    "BAD_PORTS",
+    "METADATA_ADDRESSES",
+    "METADATA_NAMES",
+    "EgressPolicy",
+    "check_address",
+    "check_url",
+    "classify",
+    "host_address",
+    "mask_userinfo",
+    "policy_from",
+]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -211,7 +222,7 @@ def policy_from(config: EgressConfig) -> EgressPolicy:
             continue
         try:
             ascii_name = idna.encode(text.rstrip("."), uts46=True).decode("ascii")
-        except idna.IDNAError as exc:
+        except (idna.IDNAError, UnicodeError) as exc:
             raise ValueError(f"egress_allow: {entry!r} is not a valid host name ({exc})") from None
         if not _NAME_CHARS.fullmatch(ascii_name):
             raise ValueError(f"egress_allow: {entry!r} is not a valid host name")
