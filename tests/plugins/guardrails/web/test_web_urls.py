@@ -2,7 +2,7 @@
 
 What is proved here:
 
-- every URL of the corpus (``url_corpus.py``: 190 refused with their category, 35 allowed) gets
+- every URL of the corpus (``url_corpus.py``: ``REFUSED`` with their category, ``ALLOWED``) gets
   the decision and category it should;
 - ``check_url`` decides on what httpx will connect to: for every allowed URL the scheme, host
   (``raw_host``), port, request target and ``Host`` header of the returned URL equal those of
