@@ -57,7 +57,18 @@ from seamkit_guardrails_web._numeric import NotNumeric, ends_in_a_number, parse_
 from seamkit_guardrails_web.config import EgressConfig
 from seamkit_guardrails_web.errors import EgressRefused
 
-__all__ = ["EgressPolicy", "check_address", "check_url", "host_address", "mask_userinfo", "policy_from"]
+__all__ = [
+    "BAD_PORTS",
+    "METADATA_ADDRESSES",
+    "METADATA_NAMES",
+    "EgressPolicy",
+    "check_address",
+    "check_url",
+    "classify",
+    "host_address",
+    "mask_userinfo",
+    "policy_from",
+]
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -211,7 +222,7 @@ def policy_from(config: EgressConfig) -> EgressPolicy:
             continue
         try:
             ascii_name = idna.encode(text.rstrip("."), uts46=True).decode("ascii")
-        except idna.IDNAError as exc:
+        except (idna.IDNAError, UnicodeError) as exc:
             raise ValueError(f"egress_allow: {entry!r} is not a valid host name ({exc})") from None
         if not _NAME_CHARS.fullmatch(ascii_name):
             raise ValueError(f"egress_allow: {entry!r} is not a valid host name")
@@ -275,9 +286,11 @@ def check_url(url: str | httpx.URL, policy: EgressPolicy = EgressPolicy()) -> ht
     """``url`` parsed exactly as httpx will send it, when it may go out.
 
     No DNS: a host name is only checked as a name (allow-list, metadata and special-use names);
-    the addresses it resolves to are checked with :func:`check_address` after resolution. A
-    host that is an address in any spelling (IPv6, dotted, decimal, hex, octal, short) is checked
-    as that address here.
+    the addresses it resolves to are checked with :func:`check_address` after resolution, so a
+    name that resolves to a non-public address (``127.0.0.1.nip.io``, an internal single-label
+    name reached through a DNS search domain) passes here and is refused there. A host that is an
+    address in any spelling (IPv6, dotted, decimal, hex, octal, short) is checked as that address
+    here; :func:`host_address` gives it to a fetcher that wants to skip the lookup.
 
     :param url: the URL (a string or an ``httpx.URL``).
     :param policy: the compiled policy (:func:`policy_from`).

@@ -2,7 +2,7 @@
 
 What is proved here:
 
-- every URL of the corpus (``url_corpus.py``: 190 refused with their category, 35 allowed) gets
+- every URL of the corpus (``url_corpus.py``: ``REFUSED`` with their category, ``ALLOWED``) gets
   the decision and category it should;
 - ``check_url`` decides on what httpx will connect to: for every allowed URL the scheme, host
   (``raw_host``), port, request target and ``Host`` header of the returned URL equal those of
@@ -225,6 +225,9 @@ def test_ports_setting_allows_only_those_ports_and_may_allow_a_bad_port() -> Non
         {"egress_allow": ["example.com/path"]},
         {"egress_allow": ["user@example.com"]},
         {"egress_allow": ["1.2.3.4.5"]},
+        {"egress_allow": ["a..b"]},
+        {"egress_allow": ["example.com:8080"]},
+        {"egress_allow": ["x" * 64 + ".com"]},
         {"ports": [0]},
         {"ports": [70000]},
     ],
@@ -270,6 +273,14 @@ def test_check_address_allow_networks_covers_an_embedded_address() -> None:
     check_address(ipaddress.ip_address("::ffff:10.2.3.4"), policy)
     with pytest.raises(EgressRefused):
         check_address(ipaddress.ip_address("192.168.1.1"), policy)
+
+
+def test_check_url_input_types() -> None:
+    assert _refusal(None).category == "malformed"  # type: ignore[arg-type]
+    assert _refusal(b"http://example.com/").category == "malformed"  # type: ignore[arg-type]
+    refusal = _refusal(httpx.URL("http://user:s3cr3t@example.com/"))
+    assert refusal.category == "userinfo" and "s3cr3t" not in refusal.url and "s3cr3t" not in str(refusal)
+    assert _refusal(httpx.URL("http://2130706433/")).category == "loopback"
 
 
 def test_mask_userinfo() -> None:
