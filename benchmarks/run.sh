@@ -12,6 +12,9 @@
 #                                           latency, on SQLite under 20 concurrent runs (benchmarks/effects_kill_bench.py)
 #   bash benchmarks/run.sh retrieval ...    sqlite_vec query latency (p50/p95) over 10,000 384-dim chunks and insert
 #                                           throughput (benchmarks/retrieval_bench.py)
+#   bash benchmarks/run.sh guardrails ...   egress check_url cost per call in microseconds, next to the httpx.URL parse it
+#                                           is built on, and the egress middleware's overhead on W1
+#                                           (benchmarks/guardrails_bench.py)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/_setup.sh"
 if [ "${1:-}" = "checkpoints" ]; then
@@ -48,6 +51,10 @@ fi
 if [ "${1:-}" = "retrieval" ]; then
   shift
   exec .venv/bin/python benchmarks/retrieval_bench.py "$@"
+fi
+if [ "${1:-}" = "guardrails" ]; then
+  shift
+  exec .venv/bin/python benchmarks/guardrails_bench.py "$@"
 fi
 if [ "${1:-}" = "tokens" ]; then
   shift

@@ -1,0 +1,238 @@
+"""What the ``egress`` middleware, the ``egress`` guardrail and the ``fetch`` tool share: the
+resolving check (:class:`EgressChecker`) and the walk that finds a tool call's URL arguments
+(:func:`url_arguments`).
+
+A tool declares which of its arguments hold URLs in its parameters JSON Schema: a string property
+with ``"format"`` ``uri``, ``uri-reference``, ``iri`` or ``iri-reference`` (JSON Schema 2020-12
+Validation, section 7.3.5 "Resource Identifiers"; pydantic's ``AnyUrl`` / ``HttpUrl`` emit
+``format: uri``), at any depth: nested objects, arrays (``items`` / ``prefixItems``),
+``anyOf`` / ``oneOf`` / ``allOf`` and local ``$ref`` s (``#/$defs/...``) are followed. Tools that do
+not declare them are named in the config's ``url_arguments``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from seamkit_guardrails_web import urls
+from seamkit_guardrails_web.errors import EgressRefused
+from seamkit_guardrails_web.resolver import IPAddress, Resolver, SystemResolver
+
+if TYPE_CHECKING:
+    from seamkit.values import ToolCall, ToolSchema
+
+__all__ = ["URI_FORMATS", "EgressChecker", "check_tool_call", "declares_urls", "host_key", "inert", "url_arguments"]
+
+#: The JSON Schema ``format`` values that mark a string as a URL (RFC 3986 / RFC 3987).
+URI_FORMATS = frozenset({"uri", "uri-reference", "iri", "iri-reference"})
+
+UrlCheck = Callable[[str | httpx.URL, "urls.EgressPolicy"], httpx.URL]
+AddressCheck = Callable[..., None]
+
+
+def inert(what: str) -> TypeError:
+    """The error for a security control constructed without its policy."""
+    return TypeError(
+        f"{what} needs an egress policy (an EgressPolicy, e.g. policy_from(EgressConfig(...))): "
+        "an inert security control must not exist"
+    )
+
+
+def _default_check_url(url: str | httpx.URL, policy: urls.EgressPolicy) -> httpx.URL:
+    return urls.check_url(url, policy)  # looked up per call: the module's current function
+
+
+def _default_check_address(address: IPAddress, policy: urls.EgressPolicy, *, url: str = "") -> None:
+    urls.check_address(address, policy, url=url)
+
+
+@dataclass(frozen=True, slots=True)
+class EgressChecker:
+    """The egress check of one policy. ``policy``: an
+    :class:`~seamkit_guardrails_web.urls.EgressPolicy` (``None`` raises ``TypeError``: an inert
+    security control must not exist); ``resolver``: a :class:`Resolver` (default: the system's);
+    ``check_url`` / ``check_address``: the checks of :mod:`seamkit_guardrails_web.urls`
+    (replaceable in tests)."""
+
+    policy: urls.EgressPolicy
+    resolver: Resolver = field(default_factory=SystemResolver)
+    check_url: UrlCheck = _default_check_url
+    check_address: AddressCheck = _default_check_address
+
+    def __post_init__(self) -> None:
+        if self.policy is None:
+            raise inert(type(self).__name__)
+
+    def url(self, url: str | httpx.URL) -> httpx.URL:
+        """``url`` as httpx will send it, when it may go out (no DNS). Raises
+        :class:`~seamkit_guardrails_web.errors.EgressRefused`."""
+        return self.check_url(url, self.policy)
+
+    async def addresses(self, url: httpx.URL) -> tuple[IPAddress, ...]:
+        """The addresses ``url`` (already through :meth:`url`) may connect to: its literal
+        address (in any spelling a resolver reads: :func:`~seamkit_guardrails_web.urls.host_address`),
+        or its host name resolved **once**. Every address is checked; one refused
+        address refuses the URL (a name answering public and private addresses at once is a
+        rebinding or misconfiguration, never something to pick from). Raises
+        :class:`EgressRefused` (the refused address's category, or ``resolution``)."""
+        shown = str(url)
+        ip = urls.host_address(host_key(url))
+        if ip is not None:
+            self.check_address(ip, self.policy, url=shown)
+            return (ip,)
+        answer = await self.resolver.resolve(host_key(url))
+        if not answer:
+            raise EgressRefused(shown, "the name resolves to no address", "resolution")
+        for address in answer:
+            self.check_address(address, self.policy, url=shown)
+        return tuple(answer)
+
+    async def check(self, url: str | httpx.URL) -> tuple[httpx.URL, tuple[IPAddress, ...]]:
+        """:meth:`url` then :meth:`addresses`: the parsed URL and its checked addresses."""
+        parsed = self.url(url)
+        return parsed, await self.addresses(parsed)
+
+
+def host_key(url: httpx.URL) -> str:
+    """The host as the connection pool hands it to the network backend (httpcore's origin host:
+    ``url.raw_host``, ASCII, IDNA-encoded, lower case; an IPv6 literal without brackets)."""
+    return url.raw_host.decode("ascii").lower()
+
+
+# -- the argument walk ---------------------------------------------------------------------------------
+
+
+# Schemas and arguments are JSON values: dicts (seamkit's FrozenDict is a dict) and lists
+# (FrozenList is a list); exact builtin checks are several times cheaper than the Mapping ABC.
+_OBJ = dict
+_ARR = (list, tuple)
+
+
+def _deref(schema: Any, root: dict[str, Any]) -> Any:
+    """``schema`` with a local ``$ref`` (``#/...``) followed (up to 32 hops: a cycle stops)."""
+    for _ in range(32):
+        if not isinstance(schema, _OBJ):
+            return schema
+        ref = schema.get("$ref")
+        if not isinstance(ref, str) or not ref.startswith("#"):
+            return schema
+        target: Any = root
+        for part in ref[1:].split("/")[1:] if ref != "#" else []:
+            part = part.replace("~1", "/").replace("~0", "~")  # JSON Pointer, RFC 6901 section 4
+            target = target.get(part) if isinstance(target, _OBJ) else None
+        if target is None:
+            return schema
+        schema = target
+    return schema
+
+
+def _walk(schema: Any, value: Any, root: dict[str, Any], path: str, depth: int) -> Iterator[tuple[str, str]]:
+    if depth > 64:
+        return
+    schema = _deref(schema, root)
+    if not isinstance(schema, _OBJ):
+        return
+    if isinstance(value, str):
+        if schema.get("format") in URI_FORMATS:
+            yield path, value
+    elif isinstance(value, _OBJ):
+        props = schema.get("properties")
+        if isinstance(props, _OBJ):
+            for name, sub in props.items():
+                if name in value:
+                    yield from _walk(sub, value[name], root, f"{path}.{name}" if path else name, depth + 1)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, _OBJ):
+            for name, item in value.items():
+                if not isinstance(props, _OBJ) or name not in props:
+                    yield from _walk(extra, item, root, f"{path}.{name}" if path else str(name), depth + 1)
+    elif isinstance(value, _ARR):
+        prefix = schema.get("prefixItems")
+        items = schema.get("items")
+        for i, item in enumerate(value):
+            sub = prefix[i] if isinstance(prefix, _ARR) and i < len(prefix) else items
+            yield from _walk(sub, item, root, f"{path}[{i}]", depth + 1)
+    for key in ("anyOf", "oneOf", "allOf"):
+        alternatives = schema.get(key)
+        if isinstance(alternatives, _ARR):
+            for alt in alternatives:
+                yield from _walk(alt, value, root, path, depth + 1)
+
+
+def _mentions_uri_format(schema: Any) -> bool:
+    if isinstance(schema, _OBJ):
+        return schema.get("format") in URI_FORMATS or any(_mentions_uri_format(v) for v in schema.values())
+    if isinstance(schema, _ARR):
+        return any(_mentions_uri_format(v) for v in schema)
+    return False
+
+
+# parameters schema (by identity; tool schemas are frozen) -> whether it declares any URL at all, so
+# the calls of a tool without URL arguments cost one dict lookup
+_DECLARES: dict[int, tuple[Any, bool]] = {}
+
+
+def declares_urls(parameters: Any) -> bool:
+    """Whether the parameters JSON Schema marks any string as a URL (``format`` in
+    :data:`URI_FORMATS`, at any depth). Remembered per schema object."""
+    entry = _DECLARES.get(id(parameters))
+    if entry is not None and entry[0] is parameters:
+        return entry[1]
+    found = _mentions_uri_format(parameters)
+    if len(_DECLARES) > 4096:
+        _DECLARES.clear()
+    _DECLARES[id(parameters)] = (parameters, found)
+    return found
+
+
+def url_arguments(
+    parameters: Mapping[str, Any] | None, arguments: Mapping[str, Any], names: Sequence[str] = ()
+) -> list[tuple[str, str]]:
+    """The URL arguments of one tool call: ``(path, url)`` pairs (``path`` like ``url``,
+    ``sources[1]``, ``page.link``), each once, in argument order. ``parameters``: the tool's
+    parameters JSON Schema (``None`` for an unknown tool); ``arguments``: the call's arguments;
+    ``names``: top-level argument names to treat as URLs whatever the schema says (the config's
+    ``url_arguments``; a list value is checked item by item). Values that are not strings are
+    skipped (the tool's own validation refuses them)."""
+    found: list[tuple[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+
+    def add(path: str, url: str) -> None:
+        if (path, url) not in seen:
+            seen.add((path, url))
+            found.append((path, url))
+
+    if parameters and declares_urls(parameters):
+        for path, url in _walk(parameters, arguments, parameters, "", 0):  # type: ignore[arg-type]
+            add(path, url)
+    for name in names:
+        value = arguments.get(name)
+        if isinstance(value, str):
+            add(name, value)
+        elif isinstance(value, _ARR):
+            for i, item in enumerate(value):
+                if isinstance(item, str):
+                    add(f"{name}[{i}]", item)
+    return found
+
+
+async def check_tool_call(
+    checker: EgressChecker, call: ToolCall, schema: ToolSchema | None, names: Sequence[str] = ()
+) -> int:
+    """Check every URL argument of ``call`` (found by :func:`url_arguments` from ``schema``'s
+    parameters and ``names``) with ``checker`` (resolving); returns how many were checked.
+    Raises :class:`~seamkit_guardrails_web.errors.EgressRefused` for the first refused one, its
+    ``reason`` naming the tool and the argument. The ``egress`` middleware and the ``egress``
+    guardrail both decide through this function."""
+    found = url_arguments(schema.parameters if schema is not None else None, call.arguments, names)
+    for path, url in found:
+        try:
+            await checker.check(url)
+        except EgressRefused as exc:
+            raise EgressRefused(exc.url, f"argument {path!r} of tool {call.name!r}: {exc.reason}",
+                                exc.category) from None
+    return len(found)
