@@ -1,6 +1,7 @@
 """examples/fetch-local.yaml through ``seamkit run``: the agent fetches a page from a real local
 server (``http.server`` on 127.0.0.1) through the guarded ``fetch`` tool with its allow-list, and
-the same run with a cloud metadata URL is refused (the model reads the refusal). The example's
+the same run with a cloud metadata URL is refused (the egress guardrail stops it, exit 4; without
+it, fetch refuses and the model reads the refusal). The example's
 model is the bundled local one; here a scripted model (``use: scripted``) stands in for it, so
 the tool call is certain and everything else (tool config, prompt, output type) is the example's."""
 
@@ -83,6 +84,25 @@ def test_the_same_run_is_refused_for_a_metadata_url(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     rc, events = _run(_scripted(tmp_path, url, "refused"), url, capsys)
+    assert rc == 4  # the egress guardrail stopped the run at the tool call (a tripwire)
+    failed = events[-1]
+    assert failed["kind"] == "run_failed" and failed["error"]["type"] == "GuardrailTripped"
+    assert "guardrail 'egress' blocked the run at the tool point" in failed["error"]["message"]
+    assert "metadata" in failed["error"]["message"]
+    assert not [e for e in events if e["kind"] == "tool_result"]  # fetch never ran
+    assert site[1] == []
+
+
+def test_without_the_guardrail_fetch_refuses_and_the_model_is_told(
+    site: tuple[str, list[str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    url = "http://169.254.169.254/latest/meta-data/"
+    path = _scripted(tmp_path, url, "refused")
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    del doc["agent"]["guardrails"]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    rc, events = _run(path, url, capsys)
     assert rc == 0  # the model was told and answered; the refusal is in the transcript
     result = next(e["tool_result"] for e in events if e["kind"] == "tool_result")
     assert result["is_error"] and result["content"].startswith("EgressRefused: egress refused for ")
