@@ -387,3 +387,41 @@ async def test_parallel_input_guards_run_first_when_the_run_starts_with_a_tool_b
     with pytest.raises(GuardrailTripped):
         await agent.run(task)
     assert RAN == []
+
+
+async def test_with_output_guards_streamed_text_is_what_the_guards_let_through() -> None:
+    """Observers (and seamkit run's streaming) must not see an answer before the output guards:
+    a redacted answer streams as its rewritten text, a blocked one not at all."""
+    events: list[StreamEvent] = []
+
+    class Obs:
+        def on_event(self, event: StreamEvent) -> None:
+            events.append(event)
+
+    model = ScriptedModel([{"text": "mail bob@corp.example now", "chunk_size": 4}], repeat=True)
+    g = Guard(Rule(output=lambda o: rewrite(o.replace("bob@corp.example", "[email]"), "redacted")), at=["output"])
+    await Agent(model, observers=[Obs()], guardrails=[g]).run("x")
+    streamed = "".join(e.text or "" for e in events if e.kind == "text")
+    assert streamed == "mail [email] now"
+    results = [e.result for e in events if e.kind == "model_result"]
+    assert [r.message.text for r in results if r is not None] == ["mail [email] now"]
+
+    events.clear()
+    blocked = Guard(Rule(output=block("leak")), at=["output"])
+    with pytest.raises(GuardrailTripped):
+        await Agent(model, observers=[Obs()], guardrails=[blocked]).run("x")
+    assert not [e for e in events if e.kind in ("text", "model_result")]
+
+
+async def test_with_output_guards_a_tool_turn_streams_its_events_in_order() -> None:
+    events: list[StreamEvent] = []
+
+    class Obs:
+        def on_event(self, event: StreamEvent) -> None:
+            events.append(event)
+
+    model = ScriptedModel([{"text": "looking", "tool_calls": [{"name": "lookup", "arguments": {"q": "a"}}]}, "done"])
+    await Agent(model, tools=[lookup], observers=[Obs()], guardrails=[Guard(OutputOnly())]).run("x")
+    kinds = [e.kind for e in events]
+    assert kinds[:5] == ["run_started", "text", "model_result", "tool_call", "tool_result"]
+    assert kinds[-3:] == ["text", "model_result", "run_finished"]

@@ -52,6 +52,7 @@ from seamkit.values import (
     EMPTY,
     ChatRequest,
     FrozenDict,
+    LLMResult,
     Message,
     Scope,
     StreamEvent,
@@ -504,6 +505,12 @@ class Run:
                 meta = FrozenDict(step=step)
                 stream = chat(Call("chat", request, ctx, meta, model))
             acc = Accumulator(model.provider, model.model)
+            # with output guards, a turn's events wait until it is known not to be an unchecked
+            # answer (streamed text would show what the guards then block or redact)
+            unchecked: list[StreamEvent] | None = None
+            if emit is not None and "output" in self.guards:
+                outer, unchecked = emit, []
+                self.emit = emit = unchecked.append
             try:
                 async for d in stream:
                     acc.add(d)
@@ -520,6 +527,8 @@ class Run:
                 if not direct or emit is not None:
                     raise  # a middleware's or observer's own error; checked_stream named the provider's
                 raise stream_failed(exc, model.provider, model.model) from exc
+            if unchecked is not None:
+                self.emit = emit = outer
             result = acc.result()
             self.usage = self.usage + result.usage
             for w in result.warnings:
@@ -541,11 +550,15 @@ class Run:
                     continue
             transcript.append(result.message)
             self.in_turn = False
-            if emit is not None:
+            if unchecked is not None:
+                unchecked.append(StreamEvent("model_result", self.ctx.run_id, step, result=result))
+            elif emit is not None:
                 self._event("model_result", result=result)
 
             calls = result.message.tool_calls
             if calls:
+                if unchecked:
+                    self._release(unchecked, result)
                 for c in calls:
                     if c.arguments_error is not None:
                         self.warnings.append(f"tool call {c.id} ({c.name}) was not run: {c.arguments_error}")
@@ -561,6 +574,8 @@ class Run:
             if spec is None:
                 if "output" in self.guards:
                     text = await self._check_output(text)
+                    if unchecked:
+                        self._release(unchecked, result)
                 return await self._finish(text, "completed")
             try:
                 output = spec.parse(text)
@@ -575,6 +590,8 @@ class Run:
                 continue
             if "output" in self.guards:
                 output = await self._check_output(output)
+                if unchecked:
+                    self._release(unchecked, result)
             if emit is not None:
                 self._event("output", output=output)
             return await self._finish(output, "completed")
@@ -674,6 +691,33 @@ class Run:
             others = tuple(b for b in m.content if type(b) is not TextBlock)
             self.transcript[-1] = Message(m.role, (TextBlock(text), *others))
         return new
+
+    def _release(self, events: list[StreamEvent], result: LLMResult) -> None:
+        """Send a turn's held events once its answer passed the output guards (or it asked for
+        tools); when a guard rewrote the answer, its text and model result events carry the
+        rewritten final message instead of the streamed pieces. (A typed answer that did not
+        validate is never released: the guards never saw it.)"""
+        emit = self.emit
+        assert emit is not None
+        final = self.transcript[-1]
+        if final is result.message:
+            for event in events:
+                emit(event)
+            return
+        checked = dataclasses.replace(result, message=final)
+        text_sent = False
+        for event in events:
+            if event.kind == "model_result":
+                if not text_sent:
+                    emit(StreamEvent("text", event.run_id, event.step, text=final.text))
+                    text_sent = True
+                emit(dataclasses.replace(event, result=checked))
+            elif event.kind in ("text", "partial_output"):
+                if not text_sent:
+                    emit(StreamEvent("text", event.run_id, event.step, text=final.text))
+                    text_sent = True
+            else:
+                emit(event)
 
     async def _check_calls(self, calls: Sequence[ToolCall]) -> tuple[list[ToolCall], dict[str, str]]:
         """Run the tool point's guards on each call (concurrently; calls whose arguments could not
