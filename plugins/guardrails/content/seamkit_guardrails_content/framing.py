@@ -171,9 +171,10 @@ DEFAULT_MARKERS: tuple[Marker, ...] = (
     Marker("ignore previous instructions",
            rf"\b(?:ignore|disregard|forget|skip|override|bypass)\b{_W}\b(?:previous|prior|above|earlier|preceding|"
            rf"all|any|your|the|these|those|initial|original)\b{_W}\b(?:instructions?|prompts?|directions?|"
-           rf"directives?|rules|guidelines|commands?|context)\b"),
+           rf"directives?|rules|guidelines|commands?|context|orders|assignments|tasks|information)\b"),
     Marker("disregard the above", r"\b(?:disregard|ignore|forget)\b (?:all |everything |anything )?(?:the )?"
-                                  r"(?:above|before|prior|previous)\b"),
+                                  r"(?:above|before|prior|previous)\b"
+                                  r"|\b(?:disregard|ignore|forget) (?:about )?everything\b"),
     Marker("you are now", r"\byou are now\b|\bfrom now on,? you (?:are|will|must)\b|\bpretend (?:to be|you are)\b"),
     Marker("system prompt", r"\bsystem (?:prompt|message|instructions?)\b"),
     Marker("role tag", r"<\|(?:im_start|im_end|system|user|assistant|endoftext|begin_of_text|start_header_id|"
@@ -182,7 +183,7 @@ DEFAULT_MARKERS: tuple[Marker, ...] = (
     Marker("instruction header", r"(?m)^ ?#{2,} ?(?:instruction|system|new instructions?|response)\b"),
     Marker("begin system prompt", r"\b(?:begin|start|end)(?: of)? system\b"),
     Marker("new instructions", r"\b(?:new|updated|real|actual|additional|important|urgent) instructions?\b ?:"),
-    Marker("role prefix", r"(?m)^ ?(?:system|assistant) ?:"),
+    Marker("role prefix", r"(?m)^ ?[\[(<]?(?:system|assistant)[\])>]? ?(?::|\(#)"),
     Marker("fake tool call", r"\{ ?\"(?:name|tool|tool_name|function)\" ?: ?\"[^\"\n]{1,80}\" ?, ?"
                              r"\"(?:arguments|parameters|args|input)\" ?:|\"tool_calls\" ?:|"
                              r"</?(?:tool_call|function_calls?|invoke|tool_use)\b"),
