@@ -51,7 +51,7 @@ from seamkit.values import ToolResult
 
 from seamkit_guardrails_content.config import CATEGORIES, Category, RedactConfig
 
-__all__ = ["LABELS", "Redact", "Redactor", "build_redact", "find_matches", "luhn_valid", "redact_value"]
+__all__ = ["LABELS", "MAX_PASSES", "Redact", "Redactor", "build_redact", "find_matches", "luhn_valid", "redact_value"]
 
 #: How each category is named in replacements and reasons (singular, plural).
 LABELS: Mapping[Category, tuple[str, str]] = {
@@ -164,6 +164,10 @@ def find_matches(text: str, categories: Iterable[Category] = CATEGORIES) -> list
     return out
 
 
+#: The most redaction passes over one text (see :meth:`Redactor.text`); in practice one or two.
+MAX_PASSES = 8
+
+
 class Redactor:
     """Redacts text and typed values for one :class:`~seamkit_guardrails_content.config.RedactConfig`.
     Raises ``ValueError`` when a replacement would itself be redacted (redaction must be idempotent)."""
@@ -177,19 +181,25 @@ class Redactor:
                 raise ValueError(f"the replacement for {c} ({r!r}) would itself be redacted; choose another")
 
     def text(self, text: str, counts: Counter[Category] | None = None) -> str:
-        """``text`` with every match replaced; ``counts`` (when given) is incremented per category."""
-        matches = find_matches(text, self.categories)
-        if not matches:
-            return text
-        parts: list[str] = []
-        pos = 0
-        for s, e, cat in matches:
-            parts += [text[pos:s], self._replacement[cat]]
-            pos = e
-            if counts is not None:
-                counts[cat] += 1
-        parts.append(text[pos:])
-        return "".join(parts)
+        """``text`` with every match replaced; ``counts`` (when given) is incremented per category.
+
+        Applied until nothing matches (at most :data:`MAX_PASSES` passes): a replacement changes
+        what surrounds the text next to it (``x@example.com+14155550132``: the phone number is
+        glued to the email until the email is replaced), and a second call must change nothing."""
+        for _ in range(MAX_PASSES):
+            matches = find_matches(text, self.categories)
+            if not matches:
+                break
+            parts: list[str] = []
+            pos = 0
+            for s, e, cat in matches:
+                parts += [text[pos:s], self._replacement[cat]]
+                pos = e
+                if counts is not None:
+                    counts[cat] += 1
+            parts.append(text[pos:])
+            text = "".join(parts)
+        return text
 
     def value(self, value: Any, counts: Counter[Category] | None = None) -> Any:
         """See :func:`redact_value`."""
