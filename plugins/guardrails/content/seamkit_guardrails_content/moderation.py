@@ -150,11 +150,12 @@ class Moderation:
         self._system = config.instructions.format(policy=config.policy.strip(), categories=listed)
 
     def request(self, text: str) -> ChatRequest:
-        """The moderation request for ``text``: the system prompt, then ``text`` (clipped to
-        ``max_chars``) between ``<text>`` markers, with :data:`VERDICT_SCHEMA` as output schema."""
-        body = _clip(text, self.config.max_chars).replace("</text>", "</ text>")
+        """The moderation request for ``text``: the system prompt, then ``"Text: " + text``
+        (clipped to ``max_chars``) as the user message, with :data:`VERDICT_SCHEMA` as output
+        schema."""
+        body = _clip(text, self.config.max_chars)
         return ChatRequest(
-            (Message.system(self._system), Message.user(f"<text>\n{body}\n</text>")),
+            (Message.system(self._system), Message.user(f"Text: {body}")),
             output_schema=self._schema,
             max_tokens=self.config.max_tokens,
             temperature=self.config.temperature,
