@@ -1,4 +1,4 @@
-"""The Python examples of docs/getting-started.md, docs/layers.md and docs/providers.md run and their
+"""The Python examples of docs/getting-started.md, layers.md, providers.md and guardrails.md run and their
 asserts hold.
 
 Every fenced ``python`` block runs in a fresh namespace, in a temporary working directory; a block
@@ -13,7 +13,8 @@ import pytest
 from docs_testlib import Block, fenced_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "layers.md", ROOT / "docs" / "providers.md"]
+DOCS = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "layers.md", ROOT / "docs" / "providers.md",
+        ROOT / "docs" / "guardrails.md"]
 
 
 def _python_blocks() -> list[tuple[Path, Block]]:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from seamkit.agent.guarding import guards_by_point
 from seamkit.agent.loop import Run
 from seamkit.agent.output import OutputSpec, output_spec
 from seamkit.agent.prompt import Prompt
 from seamkit.agent.result import AgentResult
+from seamkit.guardrails import Guard
 from seamkit.middleware import Middleware
 from seamkit.ports import LLMPort, ObserverPort, ToolPort
 from seamkit.runtime.concurrency import run_sync
@@ -56,6 +59,11 @@ class Agent:
     compacted to its budget); the agent's ``prompt`` then moves into the builder (set it on one of
     the two, not both) and the transcript holds no system message. Answers citing sources that
     were never handed to the model add a run warning.
+    ``guardrails``: :class:`~seamkit.guardrails.Guard` s (or bare guardrails, acting at every point
+    they have a check for) checking the task, each tool call, each tool result and the output (see
+    :mod:`seamkit.guardrails`); a block stops the run with
+    :class:`~seamkit.guardrails.GuardrailTripped`. With input guards, a durable run's first
+    checkpoint is written once the task has passed them (so a redacted task is never stored).
 
     Raises ``ValueError`` on duplicate tool names, ``max_steps < 1``, an unknown approval policy or
     tool name in ``approvals``, or approvals without a checkpointer.
@@ -80,12 +88,14 @@ class Agent:
     checkpointer: Any = None
     approvals: Mapping[str, str] = EMPTY
     request_builder: RequestBuilder | None = None
+    guardrails: tuple[Any, ...] = ()
     _invoker: Invoker = field(init=False, repr=False, compare=False)
     _output: OutputSpec | None = field(init=False, repr=False, compare=False)
     _system: Message | None = field(init=False, repr=False, compare=False)
+    _guards: Mapping[str, tuple[Guard, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("tools", "middlewares", "observers"):
+        for name in ("tools", "middlewares", "observers", "guardrails"):
             v = getattr(self, name)
             if type(v) is not tuple:
                 object.__setattr__(self, name, tuple(v))
@@ -128,6 +138,9 @@ class Agent:
                     raise ValueError(f"approvals name {tool_name!r}, which is not a tool of this agent")
             if self.checkpointer is None and any(p != "never" for p in self.approvals.values()):
                 raise ValueError("approvals need a checkpointer: a run waiting for a person is suspended durably")
+        guards = tuple(g if isinstance(g, Guard) else Guard(g) for g in self.guardrails)
+        object.__setattr__(self, "guardrails", guards)
+        object.__setattr__(self, "_guards", guards_by_point(guards))
         object.__setattr__(self, "_invoker", Invoker(self.model, registry, self.middlewares))
         object.__setattr__(self, "_output", output_spec(self.output))
         if isinstance(self.prompt, str) and Prompt(self.prompt).variables:
@@ -192,6 +205,7 @@ class Agent:
         else:
             raise TypeError(f"task must be a str, a Message or a non-empty list of Messages, got {task!r:.80}")
         run = Run(self, ctx if ctx is not None else RunContext(), transcript)
+        run.check_input = "input" in self._guards
         if self.request_builder is not None:
             run.working = self.request_builder.context(variables, scope=run.ctx.scope)
         return run
@@ -220,8 +234,15 @@ class Agent:
         if self.observers:
             run.emit = self._notify
         if self.checkpointer is not None:
-            await self._begin(run, metadata)
+            await self._begin_or_defer(run, metadata)
         return await run.drive()
+
+    async def _begin_or_defer(self, run: Run, metadata: Mapping[str, Any] | None) -> None:
+        """Write the run's first checkpoint now, or (input guards) once the task passed them."""
+        if "input" in self._guards:
+            run.begin = partial(self._begin, run, metadata)
+        else:
+            await self._begin(run, metadata)
 
     async def _begin(self, run: Run, metadata: Mapping[str, Any] | None) -> None:
         from seamkit.durability.ledger import EffectLedger
@@ -293,6 +314,11 @@ class Agent:
                     "per call id; a call without a decision is rejected)"
                 )
             self._check_decisions(snap.state, decisions)
+        if snap is not None and snap.state.get("tripwire"):
+            # what a guardrail stopped stays stopped: a resume would slip past the input guards and
+            # send the model the task they blocked
+            raise RunNotResumable(run_id, f"a guardrail stopped it ({snap.state.get('status_detail') or 'tripwire'}); "
+                                  "start a new run")
         if allow_finished and snap is not None and snap.status == "done":
             return self._stored_result(snap)
         handle, snap = await cp.claim(
@@ -414,7 +440,7 @@ class Agent:
         async def drive() -> AgentResult:
             try:
                 if self.checkpointer is not None:
-                    await self._begin(run, metadata)
+                    await self._begin_or_defer(run, metadata)
                 return await run.drive()
             finally:
                 queue.put_nowait(None)

@@ -32,6 +32,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from seamkit.accumulate import Accumulator, checked_stream, stream_failed
+from seamkit.agent.guarding import check
 from seamkit.agent.result import AgentResult, StopReason
 from seamkit.durability.approvals import Decision, PendingApproval, approve
 from seamkit.errors import (
@@ -42,10 +43,11 @@ from seamkit.errors import (
     RunNotResumable,
     SeamkitError,
 )
+from seamkit.guardrails import Guard, GuardContext, GuardrailTripped, Point
 from seamkit.middleware import Call
 from seamkit.runtime.concurrency import gather_bounded
 from seamkit.runtime.context import RunContext, _running_loop
-from seamkit.runtime.invoker import unusable_arguments_result
+from seamkit.runtime.invoker import render_tool_value, unusable_arguments_result
 from seamkit.values import (
     EMPTY,
     ChatRequest,
@@ -67,8 +69,8 @@ if TYPE_CHECKING:
     from seamkit.durability.ledger import EffectLedger, UncertainEffect
     from seamkit.request.builder import BuiltRequest, WorkingContext
 
-__all__ = ["Run", "CORRECTIVE_TEMPLATE", "EDITED_TEMPLATE", "REJECTED_TEMPLATE", "UNANSWERED_TEMPLATE",
-           "answer_unanswered_calls"]
+__all__ = ["Run", "CORRECTIVE_TEMPLATE", "EDITED_TEMPLATE", "GUARDED_TEMPLATE", "REJECTED_TEMPLATE",
+           "UNANSWERED_TEMPLATE", "answer_unanswered_calls"]
 
 CORRECTIVE_TEMPLATE = (
     "Your answer did not match the required output format:\n{problems}\n"
@@ -78,6 +80,8 @@ REJECTED_TEMPLATE = "A person rejected this tool call; it was not run."
 #: The run warning for a final answer the model stopped at its output-token limit.
 LENGTH_WARNING = "the answer was cut off at max_tokens (finish_reason length)"
 EDITED_TEMPLATE = "A person approved this call with edited arguments; it ran with: {arguments}"
+#: The note on the result of a tool call whose arguments a guardrail rewrote.
+GUARDED_TEMPLATE = "A guardrail changed the arguments of this call before it ran; it ran with: {arguments}"
 #: The error result a request carries for a tool call that has no result in the transcript and
 #: is not due (see the module docstring): whether it ran is not known.
 UNANSWERED_TEMPLATE = (
@@ -195,13 +199,18 @@ class Run:
         "answered",
         "approved_tools",
         "batch_task",
+        "begin",
         "cancel_requested",
+        "check_input",
         "corrected",
         "ctx",
         "decisions",
         "emit",
+        "guards",
         "handle",
         "in_turn",
+        "input_task",
+        "input_text",
         "ledger",
         "pending",
         "pending_approvals",
@@ -238,6 +247,12 @@ class Run:
         self.answered: tuple[int, tuple[Message, ...]] | None = None
         self.batch_task: asyncio.Task[Any] | None = None  # the task running a tool batch now
         self.cancel_requested = False  # the cancellation token cancelled batch_task
+        self.guards = agent._guards  # point -> the guards acting there
+        self.check_input = False  # the input point's guards are due (a fresh run with input guards)
+        self.input_task: asyncio.Task[Any] | None = None  # parallel input guards, while they run
+        self.input_text = ""  # the task's text the parallel input guards check
+        # writes the run's first checkpoint; set when that waits for the input guards
+        self.begin: Callable[[], Awaitable[None]] | None = None
 
     # -- durable state ------------------------------------------------------------------------
 
@@ -371,22 +386,40 @@ class Run:
         On an exception the checkpoint (if any) is marked ``failed`` (the error in its state) and
         the exception propagates. An interruption (cancellation, Ctrl-C) is not a failure: the run
         stays ``running`` with its lease released, so a plain resume continues it."""
-        if self.handle is None:
+        if self.handle is None and self.begin is None and not self.guards:
             return await self._drive()
         try:
             return await self._drive()
         except BaseException as exc:
+            task = self.input_task
+            if task is not None and not task.done():
+                task.cancel()
             if self.in_turn:  # the interrupted turn left nothing behind: it is not a step taken
                 self.step -= 1
                 self.in_turn = False
             try:
-                if isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError)):
+                if self.handle is None and isinstance(exc, GuardrailTripped):
+                    # an input guard stopped it before its first checkpoint: write one saying why
+                    await self._begun()
+                if self.handle is None:
+                    pass
+                elif isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError)):
                     await self._save("running", lease=False, interrupted=f"{type(exc).__name__}: {exc}"[:2000])
+                elif isinstance(exc, GuardrailTripped):
+                    await self._save("failed", error=f"{type(exc).__name__}: {exc}"[:2000], tripwire=exc.detail(),
+                                     status_detail=str(exc)[:2000])
                 else:
                     await self._save("failed", error=f"{type(exc).__name__}: {exc}"[:2000])
             except BaseException:  # the original exception is what the caller must see
                 pass
             raise
+
+    async def _begun(self) -> None:
+        """Write the run's first checkpoint if that was deferred (see ``begin``)."""
+        begin = self.begin
+        if begin is not None:
+            self.begin = None
+            await begin()
 
     async def _drive(self) -> AgentResult:
         agent = self.agent
@@ -401,6 +434,17 @@ class Run:
         durable = self.handle is not None
         if emit is not None:
             self._event("run_started", data=FrozenDict(agent=agent.name))
+        # the first turn's events wait while parallel input guards run: sent if the task passes
+        held: list[StreamEvent] | None = None
+        send = emit
+        if self.check_input:
+            self.check_input = False
+            await self._check_input()
+            if self.input_task is not None and emit is not None:
+                held = []
+                self.emit = emit = held.append
+        if self.begin is not None and self.input_task is None:
+            await self._begun()
         chat = invoker._chat
         direct = not invoker.has_chat_middleware and not invoker.middlewares
         meta = EMPTY
@@ -483,6 +527,18 @@ class Run:
                 # mode) on every call, and one provider instance serves many runs
                 if w not in self.warnings:
                     self.warnings.append(w)
+            if self.input_task is not None:
+                try:
+                    kept = await self._settle_input()
+                finally:
+                    self.emit = emit = send
+                if kept and held and emit is not None:
+                    for event in held:
+                        emit(event)
+                held = None
+                if not kept:  # a guard rewrote the task: this answer was to the old one
+                    self.in_turn = False
+                    continue
             transcript.append(result.message)
             self.in_turn = False
             if emit is not None:
@@ -503,6 +559,8 @@ class Run:
             if self.working is not None and self.working.seen:
                 self._check_citations(text)
             if spec is None:
+                if "output" in self.guards:
+                    text = await self._check_output(text)
                 return await self._finish(text, "completed")
             try:
                 output = spec.parse(text)
@@ -515,9 +573,143 @@ class Run:
                 if durable:
                     await self._save("running")
                 continue
+            if "output" in self.guards:
+                output = await self._check_output(output)
             if emit is not None:
                 self._event("output", output=output)
             return await self._finish(output, "completed")
+
+    # -- guardrails ---------------------------------------------------------------------------
+
+    def _guard_context(self, point: Point, tool: ToolSchema | None = None) -> GuardContext:
+        return GuardContext(point, self.ctx, self.agent.name, tool, self._guard_chat)
+
+    async def _guard_chat(self, model: Any, request: ChatRequest) -> Any:
+        """A guard's own model call (:meth:`GuardContext.chat`): through the agent's chat
+        middlewares, its usage added to the run's."""
+        from seamkit.runtime.invoker import Invoker
+        from seamkit.tools.registry import ToolRegistry
+
+        invoker = Invoker(model, ToolRegistry(), self.agent.middlewares)
+        result = await invoker.chat(request, self.ctx, FrozenDict(purpose="guardrail"))
+        self.usage = self.usage + result.usage
+        return result
+
+    def _report(self, guard: Guard, point: Point, what: str, text: str) -> None:
+        """Record what a guard did that is not allow-and-pass: a ``guardrail`` event, and for a
+        flag or an advisory block or failure a run warning."""
+        if what != "rewrite":
+            label = {"flag": "flagged", "block": "would block (advisory)", "failed": "failed (advisory)"}[what]
+            warning = f"guardrail {guard.name!r} {label} at the {point} point: {text}"
+            if warning not in self.warnings:
+                self.warnings.append(warning)
+        if self.emit is not None:
+            self._event("guardrail", data=FrozenDict(guardrail=guard.name, point=point, action=what, reason=text))
+
+    def _task_index(self) -> int | None:
+        """Where the user's task is: the last user message of the transcript."""
+        for i in range(len(self.transcript) - 1, -1, -1):
+            if self.transcript[i].role == "user":
+                return i
+        return None
+
+    async def _check_input(self) -> None:
+        """Run the input point's guards on the task: the others now (a rewrite replaces the task's
+        text), the ``parallel`` ones in ``input_task``, alongside the first model call."""
+        i = self._task_index()
+        text = self.transcript[i].text if i is not None else ""
+        guards = self.guards["input"]
+        last = self.transcript[-1] if self.transcript else None
+        now: tuple[Guard, ...]
+        later: tuple[Guard, ...]
+        if last is not None and last.role == "assistant" and last.tool_calls:
+            now, later = guards, ()  # the run starts with a tool batch: nothing may run before the checks
+        else:
+            now = tuple(g for g in guards if not g.parallel)
+            later = tuple(g for g in guards if g.parallel)
+        if now:
+            new = await check(now, "input", text, self._guard_context("input"), self._report)
+            if new != text:
+                self._replace_task(i, new)
+                text = new
+        if later:
+            self.input_text = text
+            self.input_task = asyncio.ensure_future(
+                check(later, "input", text, self._guard_context("input"), self._report))
+
+    async def _settle_input(self) -> bool:
+        """Wait for the parallel input guards after the first model call; ``False`` when they
+        rewrote the task (that call's answer is then dropped). Raises :class:`GuardrailTripped`
+        for a block. Writes the deferred first checkpoint."""
+        task = self.input_task
+        assert task is not None
+        try:
+            new = await task
+        finally:
+            self.input_task = None
+        kept = new == self.input_text
+        if not kept:
+            self._replace_task(self._task_index(), new)
+        await self._begun()
+        return bool(kept)
+
+    def _replace_task(self, i: int | None, text: str) -> None:
+        """The task (message ``i``) with its text replaced by ``text`` (other blocks kept)."""
+        if i is None:
+            self.transcript.append(Message.user(text))
+            return
+        m = self.transcript[i]
+        others = tuple(b for b in m.content if type(b) is not TextBlock)
+        self.transcript[i] = Message(m.role, (TextBlock(text), *others))
+        if self.answered is not None and i < self.answered[0]:
+            self._answer_unanswered()
+
+    async def _check_output(self, output: Any) -> Any:
+        """Run the output point's guards; a rewritten answer also replaces the final assistant
+        message's text (so the transcript and checkpoint hold what was returned)."""
+        new = await check(self.guards["output"], "output", output, self._guard_context("output"), self._report)
+        if new is not output and new != output:
+            text = render_tool_value(new)
+            m = self.transcript[-1]
+            others = tuple(b for b in m.content if type(b) is not TextBlock)
+            self.transcript[-1] = Message(m.role, (TextBlock(text), *others))
+        return new
+
+    async def _check_calls(self, calls: Sequence[ToolCall]) -> tuple[list[ToolCall], dict[str, str]]:
+        """Run the tool point's guards on each call (concurrently; calls whose arguments could not
+        be decoded are not run, so not checked). Returns the calls to run and, for calls a guard
+        rewrote, the note their results carry. Raises :class:`GuardrailTripped` for a block (no
+        call of the batch has run then)."""
+        guards = self.guards["tool"]
+        tools = self.agent.invoker.tools
+
+        async def one(c: ToolCall) -> ToolCall:
+            if c.arguments_error is not None:
+                return c
+            t = tools.get(c.name)
+            checked: ToolCall = await check(guards, "tool", c, self._guard_context("tool", t.schema if t else None),
+                                            self._report)
+            return checked
+
+        if len(calls) == 1:
+            checked = [await one(calls[0])]
+        else:
+            checked = list(await asyncio.gather(*(one(c) for c in calls)))
+        notes = {
+            new.id: GUARDED_TEMPLATE.format(arguments=json.dumps(thaw(new.arguments), ensure_ascii=False, default=str))
+            for old, new in zip(calls, checked, strict=True) if new is not old and new.arguments != old.arguments
+        }
+        return checked, notes
+
+    async def _check_result(self, result: ToolResult) -> ToolResult:
+        """Run the tool_result point's guards on one tool's result."""
+        guards = self.guards.get("tool_result")
+        if not guards:
+            return result
+        t = self.agent.invoker.tools.get(result.name)
+        checked: ToolResult = await check(guards, "tool_result", result,
+                                          self._guard_context("tool_result", t.schema if t else None), self._report)
+        return checked
 
     # -- cancellation -------------------------------------------------------------------------
 
@@ -712,6 +904,9 @@ class Run:
             self.pending_approvals = ()
         else:
             to_run = [c for c in calls if c.id not in done]
+        guarded: dict[str, str] = {}
+        if "tool" in self.guards and to_run:
+            to_run, guarded = await self._check_calls(to_run)
 
         if emit is not None:
             for c in to_run:
@@ -727,6 +922,9 @@ class Run:
             r = done[call_id]
             note = EDITED_TEMPLATE.format(arguments=json.dumps(thaw(arguments), ensure_ascii=False, default=str))
             done[call_id] = ToolResult(r.call_id, r.name, f"{note}\n{r.content}", r.is_error)
+        for call_id, note in guarded.items():
+            r = done[call_id]
+            done[call_id] = ToolResult(r.call_id, r.name, f"{note}\n{r.content}", r.is_error)
         results = tuple(done[c.id] for c in calls)
         if emit is not None:
             for r in results:
@@ -738,17 +936,35 @@ class Run:
         invoker = self.agent.invoker
         ctx = self.ctx
         emit = self.emit
+        guarded: dict[str, str] = {}
+        if "tool" in self.guards:
+            checked, guarded = await self._check_calls(calls)
+            calls = tuple(checked)
         if emit is not None:
             for c in calls:
                 self._event("tool_call", tool_call=c)
+        run: Callable[[ToolCall], Awaitable[ToolResult]] = partial(invoker.call_tool, ctx=ctx, meta=meta)
+        if "tool_result" in self.guards:
+            run = partial(self._call_checked, run)
         if len(calls) == 1:
-            results: tuple[ToolResult, ...] = (await invoker.call_tool(calls[0], ctx, meta),)
+            results: tuple[ToolResult, ...] = (await run(calls[0]),)
         else:
-            results = tuple(await self._batch(calls, partial(invoker.call_tool, ctx=ctx, meta=meta)))
+            results = tuple(await self._batch(calls, run))
+        if guarded:
+            results = tuple(
+                ToolResult(r.call_id, r.name, f"{guarded[r.call_id]}\n{r.content}", r.is_error)
+                if r.call_id in guarded else r for r in results
+            )
         if emit is not None:
             for r in results:
                 self._event("tool_result", tool_result=r)
         return results
+
+    async def _call_checked(self, run: Callable[[ToolCall], Awaitable[ToolResult]], call: ToolCall) -> ToolResult:
+        """``run(call)``, its result through the tool_result point's guards (a call whose arguments
+        could not be decoded did not run: its result is the host's, not checked)."""
+        result = await run(call)
+        return result if call.arguments_error is not None else await self._check_result(result)
 
     async def _batch(
         self, calls: Sequence[ToolCall], run: Callable[[ToolCall], Awaitable[ToolResult]]
@@ -795,6 +1011,8 @@ class Run:
             if t is not None and t.schema.side_effecting:
                 return await self._call_effect(ledger, call, t.schema.idempotent, meta)
         result = await invoker.call_tool(call, self.ctx, meta)
+        if "tool_result" in self.guards and call.arguments_error is None:
+            result = await self._check_result(result)
         if self.handle is not None:
             await self.handle.record_write(call.id, result)
         return result
@@ -833,6 +1051,8 @@ class Run:
             result = ToolResult(call.id, call.name, UNCERTAIN_TEMPLATE.format(reason=exc.reason), is_error=True)
             if effect.waits:
                 return result  # not recorded: the call is decided once it is settled
+        if "tool_result" in self.guards:
+            result = await self._check_result(result)
         await self.handle.record_write(call.id, result)
         return result
 

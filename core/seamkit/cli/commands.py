@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -130,7 +131,8 @@ async def _close_stores(agent: Agent) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     """``seamkit run FILE TASK [--json] [--var KEY=VALUE ...]``: exit 0 when the run completes,
     1 when it fails or stops without an answer (``max_steps``), 2 for a configuration problem
-    (also one a component finds when built), 3 when it waits for a person, 130 when interrupted
+    (also one a component finds when built), 3 when it waits for a person, 4 when a guardrail stopped it
+    (a tripwire; not resumable), 130 when interrupted
     (Ctrl-C) or cancelled (its cancellation token, e.g. from a tool: not a failure, the run stays
     resumable), 143 when terminated. With ``--json`` a failed run ends with a ``run_failed`` line
     on stdout."""
@@ -190,8 +192,13 @@ def _resume_agent_file(composition: Composition, file: str) -> str | None:
 def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> None:
     from seamkit.cli.render import resume_command
     from seamkit.errors import CapabilityError, CheckpointConflict, RunCancelled, RunNotResumable
+    from seamkit.guardrails import GuardrailTripped
 
     if isinstance(exc, RunNotResumable | CapabilityError):  # resuming would only repeat a CapabilityError
+        return
+    if isinstance(exc, GuardrailTripped):  # not resumable: a resume must not slip past the guardrail
+        sys.stderr.write(f"seamkit: run {run_id} was stopped by a guardrail; inspect it with: "
+                         f"seamkit runs show {run_id}{' --agent ' + shlex.quote(agent_file) if agent_file else ''}\n")
         return
     if isinstance(exc, CheckpointConflict):
         sys.stderr.write(f"seamkit: run {run_id} was taken over by another worker (or deleted); "

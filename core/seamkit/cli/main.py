@@ -18,7 +18,9 @@ component failing to build for a reason other than its configuration, ...); ``2`
 configuration error (bad arguments, missing file, invalid composition, unknown component, a
 component refusing its configuration when built, a request the model cannot take
 (``CapabilityError``, found before it is sent), strict plugin failure); ``3`` the run waits for a
-person (approval, or settling a tool call whose outcome is unknown); ``130`` interrupted: Ctrl-C,
+person (approval, or settling a tool call whose outcome is unknown); ``4`` a guardrail stopped the run
+(a tripwire, :class:`~seamkit.guardrails.GuardrailTripped`: its checkpoint says which guardrail, at
+which point and why; it cannot be resumed); ``130`` interrupted: Ctrl-C,
 or the run's cancellation token cancelled (``ctx.cancellation.cancel()``, from a tool for example;
 like Ctrl-C it is not a failure: the run stays resumable with a plain ``seamkit resume``);
 ``143`` terminated (SIGTERM).
@@ -40,6 +42,7 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_TRIPPED",
     "EXIT_USAGE",
     "BuildFailed",
     "UsageError",
@@ -53,6 +56,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_SUSPENDED = 3
+EXIT_TRIPPED = 4
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by it
 
@@ -122,7 +126,8 @@ def build_parser(
         prog=PROG,
         description="seamkit: compose, validate and run LLM agents described in YAML.",
         epilog="Exit codes: 0 ok, 1 the run failed, 2 usage or configuration error, 3 the run waits for "
-        "a person (approval or settling, see seamkit resume), 130 interrupted (Ctrl-C) or cancelled, "
+        "a person (approval or settling, see seamkit resume), 4 a guardrail stopped the run (tripwire), "
+        "130 interrupted (Ctrl-C) or cancelled, "
         "143 terminated (SIGTERM). "
         "SEAMKIT_DEBUG=1 shows tracebacks.",
     )
@@ -331,6 +336,9 @@ def exit_code_for(exc: BaseException) -> int:
         return EXIT_TERMINATED
     if isinstance(exc, KeyboardInterrupt | RunCancelled):  # a cancelled run is interrupted, not failed
         return EXIT_INTERRUPTED
+    guardrails = sys.modules.get("seamkit.guardrails")  # loaded if a guardrail can have tripped
+    if guardrails is not None and isinstance(exc, guardrails.GuardrailTripped):
+        return EXIT_TRIPPED
     return EXIT_FAILED
 
 

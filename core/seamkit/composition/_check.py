@@ -501,7 +501,9 @@ def resolve_slot(
         name, dist, params, use_path = raw, None, {}, path
     elif isinstance(raw, Mapping):
         name, dist = raw.get("use"), raw.get("from")
-        params = {k: v for k, v in raw.items() if k not in ("use", "from")}
+        slot = SLOT_TYPES.get(kind)
+        host_keys = slot.host_keys if slot is not None else ("use", "from")
+        params = {k: v for k, v in raw.items() if k not in host_keys}
         use_path = (*path, "use")
         if name is None and "use" not in raw:
             typos = [k for k in params if difflib.get_close_matches(k, ["use"], n=1, cutoff=0.6)]

@@ -10,7 +10,14 @@ from seamkit.agent.agent import Agent
 from seamkit.agent.prompt import Prompt
 from seamkit.composition._check import Context, component_label, resolve_slot, slot_name, validate_params
 from seamkit.composition._yaml import KeyPath, format_path
-from seamkit.composition.models import ComponentRef, Composition, ContextConfig, StoreRef, is_secret_name
+from seamkit.composition.models import (
+    ComponentRef,
+    Composition,
+    ContextConfig,
+    GuardrailRef,
+    StoreRef,
+    is_secret_name,
+)
 from seamkit.errors import ConfigError, ConfigIssue, ToolDefinitionError
 from seamkit.plugins.registry import Registry, get_registry
 
@@ -30,7 +37,7 @@ class ComponentBuildError(ConfigError):
 
 def build_agent(composition: Composition, *, registry: Registry | None = None) -> Agent:
     """Build the components of ``composition`` (calling their factories, in file order: model,
-    tools, middlewares, checkpoints) and return the wired :class:`~seamkit.agent.agent.Agent`.
+    tools, middlewares, guardrails, checkpoints) and return the wired :class:`~seamkit.agent.agent.Agent`.
     Without a ``checkpoints:`` key the agent checkpoints into :data:`DEFAULT_STORE` with its
     default configuration when that store is registered; ``checkpoints: null`` turns them off.
 
@@ -66,6 +73,7 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
             grounding = _build(ctx, reg, context.grounding, ("agent", "context", "grounding"), failures)
         if context.compactor is not None:
             compactor = _build(ctx, reg, context.compactor, ("agent", "context", "compactor"), failures)
+    guardrails = _guards(ctx, reg, a.guardrails, failures)
     store: Any = None
     if a.checkpoints is not None:
         store = _build(ctx, reg, a.checkpoints, ("agent", "checkpoints"), failures)
@@ -110,10 +118,31 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
             checkpointer=checkpointer,
             approvals=dict(a.approvals),
             request_builder=builder,
+            guardrails=tuple(guardrails),
         )
     except (ValueError, TypeError) as exc:
         ctx.add(f"cannot build the agent: {exc}", ("agent",))
         raise ConfigError(ctx.issues) from None
+
+
+def _guards(ctx: Context, reg: Registry, refs: list[GuardrailRef], failures: list[int]) -> list[Any]:
+    """The :class:`~seamkit.guardrails.Guard` of each ``agent.guardrails`` entry (issues located at
+    the entry: a component that cannot act at a point of its ``at``, or is no guardrail)."""
+    from seamkit.guardrails import Guard
+
+    guards: list[Any] = []
+    for i, ref in enumerate(refs):
+        path: KeyPath = ("agent", "guardrails", i)
+        built = _build(ctx, reg, ref, path, failures)
+        if built is None:
+            continue
+        try:
+            guards.append(Guard(built, at=tuple(ref.at or ()), name=ref.use, advisory=ref.advisory,
+                                parallel=ref.parallel))
+        except (TypeError, ValueError) as exc:
+            at = (*path, "at") if ref.at is not None and isinstance(exc, ValueError) else path
+            ctx.add(f"guardrail {ref.use!r}: {exc}", at)
+    return guards
 
 
 def _request_builder(ctx: Context, context: ContextConfig, grounding: Any, compactor: Any, store: Any) -> Any:
@@ -160,7 +189,7 @@ def _component_secrets(c: Composition) -> frozenset[str]:
     if not secrets:
         return secrets
     a = c.agent
-    refs: list[ComponentRef] = [a.model, *a.tools, *a.middlewares]
+    refs: list[ComponentRef] = [a.model, *a.tools, *a.middlewares, *a.guardrails]
     if a.checkpoints is not None:
         refs.append(a.checkpoints)
     if a.context is not None:

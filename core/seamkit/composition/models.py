@@ -21,6 +21,7 @@ __all__ = [
     "AgentConfig",
     "CompactorRef",
     "ComponentRef",
+    "GuardrailRef",
     "ContextConfig",
     "MemoryRef",
     "Composition",
@@ -70,6 +71,8 @@ class ComponentRef(_Model):
     ``SecretStr`` for secrets)."""
 
     kind: ClassVar[str] = ""
+    #: Keys of the slot that the host reads; every other key is a parameter of the component.
+    host_keys: ClassVar[tuple[str, ...]] = ("use", "from")
 
     use: str = Field(description="Name of the registered component")
     distribution: str | None = Field(
@@ -88,8 +91,9 @@ class ComponentRef(_Model):
         if isinstance(value, ComponentRef):
             return value
         if isinstance(value, Mapping):
-            head = {k: value[k] for k in ("use", "from") if k in value}
-            params = {k: v for k, v in value.items() if k not in ("use", "from")}
+            keys = cls.host_keys
+            head = {k: value[k] for k in keys if k in value}
+            params = {k: v for k, v in value.items() if k not in keys}
             return {**head, "params": params}
         raise ValueError(
             "a component slot is a component name or a mapping with 'use: NAME' and the component's parameters"
@@ -145,9 +149,43 @@ class CompactorRef(ComponentRef):
     kind: ClassVar[str] = "compactor"
 
 
+GuardrailPoint = Literal["input", "tool", "tool_result", "output"]
+
+
+class GuardrailRef(ComponentRef):
+    """A guardrail slot (registry kind ``guardrail``): the component, and how the agent uses it
+    (:class:`seamkit.guardrails.Guard`): ``at`` (points; default: every point the guardrail has a
+    check for), ``advisory`` and ``parallel``. Those three keys are the host's; the rest are the
+    guardrail's parameters."""
+
+    kind: ClassVar[str] = "guardrail"
+    host_keys: ClassVar[tuple[str, ...]] = ("use", "from", "at", "advisory", "parallel")
+
+    at: list[GuardrailPoint] | None = Field(
+        default=None, min_length=1,
+        description="Points the guardrail acts at (input, tool, tool_result, output); absent: every point it "
+        "has a check for",
+    )
+    advisory: bool = Field(
+        default=False,
+        description="Its blocks and failures become run warnings instead of stopping the run (default: a block "
+        "or a failure stops the run)",
+    )
+    parallel: bool = Field(
+        default=False,
+        description="At the input point, run alongside the first model call instead of before it (lower latency; "
+        "that call's tokens are spent even when the input is blocked)",
+    )
+
+    @field_validator("at", mode="before")
+    @classmethod
+    def _one_point(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
 #: Slot classes by registry kind.
 SLOT_TYPES: dict[str, type[ComponentRef]] = {
-    c.kind: c for c in (ProviderRef, ToolRef, MiddlewareRef, StoreRef, MemoryRef, CompactorRef)
+    c.kind: c for c in (ProviderRef, ToolRef, MiddlewareRef, StoreRef, MemoryRef, CompactorRef, GuardrailRef)
 }
 
 ApprovalPolicyName = Literal["never", "every_call", "once_per_run", "once_per_thread"]
@@ -246,6 +284,11 @@ class AgentConfig(_Model):
         default=None,
         description="Request building: grounding, reground_every_turn, compactor, budget_tokens (absent: the "
         "transcript is sent as it is)",
+    )
+    guardrails: list[GuardrailRef] = Field(
+        default_factory=list,
+        description="Guardrail components, each with 'at' (points), 'advisory' and 'parallel'; at a point they "
+        "run in this order, a rewrite feeding the next",
     )
     approvals: dict[str, ApprovalPolicyName] = Field(
         default_factory=dict,

@@ -26,6 +26,12 @@ def seamkit_register_guardrails(register: Any) -> None:
         description="Redacts emails, phone numbers, API-key shapes and Luhn-valid card numbers",
     )
     register(
+        "deny",
+        f"{_PKG}.deny:build_deny",
+        config=f"{_PKG}.deny:DenyConfig",
+        description="Blocks (tripwire) when a configured pattern occurs in the task, a tool call, a result or output",
+    )
+    register(
         "moderation",
         f"{_PKG}.moderation:build_moderation",
         config=f"{_PKG}.config:ModerationConfig",

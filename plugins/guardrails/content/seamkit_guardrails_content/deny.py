@@ -1,0 +1,83 @@
+"""The ``deny`` guardrail: blocks (a tripwire) when a configured pattern occurs in the task, a tool
+call's arguments, a tool result or the output.
+
+A keyword / pattern deny-list is the simplest policy that needs no model: a company name that must
+not be discussed, an internal host name, a marker a red team plants. Patterns are Python regular
+expressions (``re`` syntax), matched case-insensitively after Unicode NFKC normalisation (so a
+fullwidth or ligature spelling matches its plain one). A tool call is checked as its tool name plus
+its arguments as JSON; a typed output as its JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from seamkit.guardrails import ALLOW, GuardContext, Verdict, block
+from seamkit.values import ToolCall, ToolResult, thaw
+
+__all__ = ["Deny", "DenyConfig", "build_deny"]
+
+
+class DenyConfig(BaseModel):
+    """Parameters of ``use: deny``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    patterns: list[str] = Field(min_length=1, description="Regular expressions (Python re syntax, case-insensitive)")
+    reason: str | None = Field(
+        default=None, description="The reason a block gives (default: which pattern matched, by number and text)"
+    )
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, value: list[str]) -> list[str]:
+        for i, p in enumerate(value):
+            if not p:
+                raise ValueError(f"pattern {i} is empty: it would match everything")
+            try:
+                re.compile(p)
+            except re.error as exc:
+                raise ValueError(f"pattern {i} ({p!r}) is not a valid regular expression: {exc}") from None
+        return value
+
+
+class Deny:
+    """See the module doc. ``check_*`` return :func:`~seamkit.guardrails.block` on a match, else
+    :data:`~seamkit.guardrails.ALLOW`."""
+
+    name = "deny"
+
+    def __init__(self, config: DenyConfig) -> None:
+        self.config = config
+        self._patterns = [re.compile(p, re.IGNORECASE) for p in config.patterns]
+
+    def _verdict(self, text: str) -> Verdict:
+        text = unicodedata.normalize("NFKC", text)
+        for i, p in enumerate(self._patterns):
+            if p.search(text):
+                return block(self.config.reason or f"matched deny pattern {i} ({p.pattern!r})")
+        return ALLOW
+
+    async def check_input(self, text: str, guard: GuardContext) -> Verdict:
+        return self._verdict(text)
+
+    async def check_tool_call(self, call: ToolCall, guard: GuardContext) -> Verdict:
+        return self._verdict(f"{call.name} {json.dumps(thaw(call.arguments), ensure_ascii=False, default=str)}")
+
+    async def check_tool_result(self, result: ToolResult, guard: GuardContext) -> Verdict:
+        return self._verdict(result.content)
+
+    async def check_output(self, output: Any, guard: GuardContext) -> Verdict:
+        if isinstance(output, str):
+            return self._verdict(output)
+        from seamkit.runtime.invoker import render_tool_value
+
+        return self._verdict(render_tool_value(output))
+
+
+def build_deny(config: DenyConfig) -> Deny:
+    return Deny(config)
