@@ -45,8 +45,9 @@ class WrapToolOutputConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tools: list[Annotated[str, Field(min_length=1)]] | None = Field(
-        default=None,
-        description="Names of the tools whose results are framed and scanned; null (the default): every tool.")
+        default=None, min_length=1,
+        description="Names of the tools whose results are framed and scanned; null (the default): every tool. "
+                    "An empty list is refused: it would make the guardrail inert.")
     markers: list[str] = Field(
         default_factory=list,
         description="Extra injection markers: Python regular expressions, matched case-insensitively against "

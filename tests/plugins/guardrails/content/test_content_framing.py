@@ -151,6 +151,8 @@ async def test_only_the_configured_tools_are_framed() -> None:
     assert other.action == "allow" and other.flags == ()
     mine = await g.check_tool_result(ToolResult("c2", "web_fetch", "42"), gctx())
     assert mine.action == "rewrite"
+    with pytest.raises(ValidationError, match="at least 1"):
+        WrapToolOutputConfig(tools=[])  # an inert guardrail is refused
 
 
 def test_guard_puts_it_at_the_tool_result_point_only() -> None:
