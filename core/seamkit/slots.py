@@ -1,4 +1,5 @@
-"""Nested component slots in a component's own config model (light: imports nothing heavy).
+"""Nested component slots in a component's own config model (imports pydantic only, which every
+config model needs anyway).
 
 A component whose configuration names other components (the ``fallback`` middleware's ``to:``
 models, say) marks those fields with :class:`ComponentSlot` so that loading a composition
@@ -20,8 +21,11 @@ Marked fields may sit in lists, mappings and nested models, and slots may nest f
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["ComponentSlot"]
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["ComponentSlot", "NestedSlot", "build_nested"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,3 +34,43 @@ class ComponentSlot:
     ``tool``, ``middleware``, ``store``...)."""
 
     kind: str
+
+
+class NestedSlot(BaseModel):
+    """A component named inside another component's config: ``use`` (its registered name),
+    optional ``from`` (its distribution, when two register the name) and its own parameters
+    (every other key; :attr:`params`). Mark the field with :class:`ComponentSlot` so loading a
+    composition resolves and validates it; build it with :func:`build_nested`."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    use: str = Field(..., min_length=1, description="Registered component name")
+    from_: str | None = Field(default=None, alias="from", description="Distribution registering `use`, to pick one")
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The component's parameters (everything but ``use`` and ``from``)."""
+        return dict(self.model_extra or {})
+
+
+def build_nested(kind: str, slot: NestedSlot, *, at: str, registry: Any = None) -> Any:
+    """Build the component of registry ``kind`` that ``slot`` (a ``NestedSlot``) names, through
+    ``registry`` (default: the process-wide one), as a component's factory does for the
+    components its config names (a compactor's or guardrail's model, say).
+
+    Raises :class:`~seamkit.errors.ConfigError` located at ``at`` (the slot's key path inside the
+    component's config: ``model``, ``to[0]``...) for an unknown or ambiguous name or parameters
+    the named component refuses; :class:`~seamkit.errors.PluginError` when it cannot be built."""
+    from seamkit.errors import ConfigError, ConfigIssue, PluginError
+    from seamkit.plugins.registry import get_registry
+
+    reg = registry if registry is not None else get_registry()
+    try:
+        spec = reg.resolve(kind, slot.use, slot.from_)
+    except PluginError as exc:  # ComponentNotFound, AmbiguousComponent
+        raise ConfigError([ConfigIssue(str(exc), f"{at}.use")]) from None
+    try:
+        return spec.build(slot.params)
+    except ConfigError as exc:
+        raise ConfigError([ConfigIssue(f"{kind} {slot.use!r}: {i.message}", f"{at}.{i.path}" if i.path else at)
+                           for i in exc.issues]) from None

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from seamkit.compaction import logger, split_leading_system, transcript_tokens, turn_units
-from seamkit.errors import ConfigError, ConfigIssue, PluginError
 from seamkit.middleware import Middleware
-from seamkit.plugins.registry import Registry, get_registry
+from seamkit.plugins.registry import Registry
 from seamkit.ports import LLMPort
 from seamkit.runtime.context import RunContext
 from seamkit.runtime.invoker import Invoker
+from seamkit.slots import build_nested
 from seamkit.tools.registry import ToolRegistry
 from seamkit.values import (
     ChatRequest,
@@ -46,19 +46,10 @@ Unit = tuple[Message, ...]
 
 
 def build_model(slot: ModelSlot, *, at: str = "model", registry: Registry | None = None) -> LLMPort:
-    """Build the provider named by ``slot`` through the registry (default: the process-wide one).
-    Raises :class:`~seamkit.errors.ConfigError` located at ``at`` (unknown provider, invalid
-    parameters) or :class:`~seamkit.errors.PluginError` (it cannot be built)."""
-    reg = registry if registry is not None else get_registry()
-    try:
-        spec = reg.resolve("provider", slot.use, slot.from_)
-    except PluginError as exc:  # ComponentNotFound, AmbiguousComponent
-        raise ConfigError([ConfigIssue(str(exc), f"{at}.use")]) from None
-    try:
-        model: LLMPort = spec.build(slot.params)
-    except ConfigError as exc:
-        raise ConfigError([ConfigIssue(f"provider {slot.use!r}: {i.message}",
-                                       f"{at}.{i.path}" if i.path else at) for i in exc.issues]) from None
+    """Build the provider named by ``slot`` (:func:`seamkit.slots.build_nested`). Raises
+    :class:`~seamkit.errors.ConfigError` located at ``at`` (unknown provider, invalid parameters)
+    or :class:`~seamkit.errors.PluginError` (it cannot be built)."""
+    model: LLMPort = build_nested("provider", slot, at=at, registry=registry)
     return model
 
 

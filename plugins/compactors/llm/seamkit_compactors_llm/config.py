@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from seamkit.slots import ComponentSlot
+from seamkit.slots import ComponentSlot, NestedSlot
 
 __all__ = [
     "ModelSlot",
@@ -38,19 +38,8 @@ DEFAULT_IMPORTANCE_INSTRUCTIONS = (
 )
 
 
-class ModelSlot(BaseModel):
-    """The compactor's model: ``use`` (a provider component name), optional ``from`` (its
-    distribution, when two register the name) and that provider's own parameters."""
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-
-    use: str = Field(..., min_length=1, description="Provider component name, e.g. openai_chat or scripted.")
-    from_: str | None = Field(default=None, alias="from", description="Distribution registering `use`, to pick one.")
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """The provider's parameters (everything but ``use`` and ``from``)."""
-        return dict(self.model_extra or {})
+ModelSlot = NestedSlot
+"""The model: ``use`` (a provider component name), optional ``from`` and that provider's own parameters."""
 
 
 def _model_shorthand(data: Any) -> Any:

@@ -12,7 +12,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from seamkit.slots import ComponentSlot
+from seamkit.slots import ComponentSlot, NestedSlot
 
 __all__ = [
     "CATEGORIES",
@@ -115,19 +115,8 @@ DEFAULT_MODERATION_INSTRUCTIONS = (
 )
 
 
-class ModelSlot(BaseModel):
-    """The moderation model: ``use`` (a provider component name), optional ``from`` (its
-    distribution, when two register the name) and that provider's own parameters."""
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-
-    use: str = Field(..., min_length=1, description="Provider component name, e.g. llamacpp or openai_chat.")
-    from_: str | None = Field(default=None, alias="from", description="Distribution registering `use`, to pick one.")
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """The provider's parameters (everything but ``use`` and ``from``)."""
-        return dict(self.model_extra or {})
+ModelSlot = NestedSlot
+"""The model: ``use`` (a provider component name), optional ``from`` and that provider's own parameters."""
 
 
 class ModerationConfig(BaseModel):
