@@ -127,12 +127,6 @@ def parse_frame(text: str) -> Frame:
 
 # --- markers -------------------------------------------------------------------------------------
 
-#: Format (Cf) characters are invisible: zero-width space/joiners, word joiner, BOM, soft hyphen,
-#: bidi embeddings/isolates, tag characters. All are removed before matching.
-def _invisible(ch: str) -> bool:
-    return unicodedata.category(ch) == "Cf"
-
-
 # Cyrillic and Greek letters that look like Latin ones (a subset of Unicode TR39 confusables.txt,
 # https://www.unicode.org/Public/security/latest/confusables.txt: the lowercase letters that
 # spell marker words). NFKC leaves these alone because they are distinct letters, not variants.
@@ -142,6 +136,11 @@ _HOMOGLYPHS: dict[int, str] = {  # code points: the letters themselves trip lint
     0x0578: "n", 0x057D: "u", 0x03B1: "a", 0x03B5: "e", 0x03B9: "i", 0x03BF: "o", 0x03C1: "p", 0x03C4: "t",
     0x03C5: "u", 0x03BD: "v", 0x03C7: "x", 0x03BA: "k", 0x03B7: "n", 0x0475: "v", 0x0131: "i",
 }
+_HOMOGLYPH_RX = re.compile("[" + "".join(map(chr, _HOMOGLYPHS)) + "]")
+
+
+def _to_latin(m: re.Match[str]) -> str:
+    return _HOMOGLYPHS[ord(m.group())]
 
 
 def normalise(text: str) -> str:
@@ -150,8 +149,16 @@ def normalise(text: str) -> str:
     case folded, runs of spaces/tabs collapsed to one space (line breaks are kept: some markers
     anchor at a line start)."""
     t = unicodedata.normalize("NFKC", text)
-    t = "".join(ch for ch in t if not _invisible(ch))
-    t = t.casefold().translate(_HOMOGLYPHS)
+    if t.isascii():  # no format characters or homoglyphs to remove: this runs on every tool result
+        t = t.lower()
+    else:
+        # Format (Cf) characters are invisible: zero-width space/joiners, word joiner, BOM, soft
+        # hyphen, bidi embeddings/isolates, tag characters. Looked up once per distinct character.
+        # (``str.translate`` over a long non-ASCII text is several times slower than ``re.sub``.)
+        invisible = [re.escape(ch) for ch in set(t) if unicodedata.category(ch) == "Cf"]
+        if invisible:
+            t = re.sub(f"[{''.join(invisible)}]", "", t)
+        t = _HOMOGLYPH_RX.sub(_to_latin, t.casefold())
     return re.sub(r"[^\S\n]+", " ", t)
 
 

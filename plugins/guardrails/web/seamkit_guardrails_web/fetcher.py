@@ -42,8 +42,8 @@ from seamkit_guardrails_web import urls
 from seamkit_guardrails_web.config import FetchConfig
 from seamkit_guardrails_web.errors import EgressRefused, FetchFailed
 from seamkit_guardrails_web.pinning import PinnedBackend, PinnedTransport
-from seamkit_guardrails_web.preflight import EgressChecker, host_key, inert
-from seamkit_guardrails_web.resolver import Resolver, SystemResolver
+from seamkit_guardrails_web.preflight import EgressChecker, egress_checker, host_key
+from seamkit_guardrails_web.resolver import Resolver
 
 __all__ = ["FetchResult", "GuardedFetcher", "REDIRECT_STATUSES"]
 
@@ -146,11 +146,7 @@ class GuardedFetcher:
         ssl_context: ssl.SSLContext | None = None,
         checker: EgressChecker | None = None,
     ) -> None:
-        if checker is None:
-            if policy is None:
-                raise inert("GuardedFetcher")
-            checker = EgressChecker(policy, resolver if resolver is not None else SystemResolver())
-        self.checker = checker
+        self.checker = egress_checker("GuardedFetcher", policy, resolver, checker)
         self.config = config if config is not None else FetchConfig()
         self._backend = network_backend
         self._ssl_context = ssl_context

@@ -12,21 +12,18 @@ pre-flight check: only the ``fetch`` tool pins its own connection.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from seamkit.guardrails import ALLOW, GuardContext, Verdict, block
 from seamkit.values import ToolCall
 
 from seamkit_guardrails_web import urls
 from seamkit_guardrails_web.config import EgressConfig
 from seamkit_guardrails_web.errors import EgressRefused
-from seamkit_guardrails_web.preflight import EgressChecker, check_tool_call, inert
-from seamkit_guardrails_web.resolver import Resolver, SystemResolver
+from seamkit_guardrails_web.preflight import ToolCallEgress, inert
 
 __all__ = ["EgressGuardrail", "build_egress_guardrail"]
 
 
-class EgressGuardrail:
+class EgressGuardrail(ToolCallEgress):
     """Acts at the ``tool`` point (:meth:`check_tool_call`). ``policy``: an
     :class:`~seamkit_guardrails_web.urls.EgressPolicy` (``None`` raises ``TypeError``: an inert
     security control must not exist); ``url_arguments``: tool name -> argument names holding
@@ -35,31 +32,13 @@ class EgressGuardrail:
 
     name = "egress"
 
-    def __init__(
-        self,
-        policy: urls.EgressPolicy | None,
-        *,
-        url_arguments: Mapping[str, Sequence[str]] | None = None,
-        resolver: Resolver | None = None,
-        checker: EgressChecker | None = None,
-    ) -> None:
-        if checker is None:
-            if policy is None:
-                raise inert("EgressGuardrail")
-            checker = EgressChecker(policy, resolver if resolver is not None else SystemResolver())
-        self.checker = checker
-        self.url_arguments = {tool: tuple(names) for tool, names in (url_arguments or {}).items()}
-
-    def __repr__(self) -> str:
-        return f"EgressGuardrail(policy={self.checker.policy!r}, url_arguments={self.url_arguments!r})"
-
     async def check_tool_call(self, call: ToolCall, guard: GuardContext) -> Verdict:
         """:data:`~seamkit.guardrails.ALLOW` when every URL argument of ``call`` may go out
         (or it has none); :func:`~seamkit.guardrails.block` naming the argument, the URL and
         why, otherwise. ``guard.tool`` is the tool's schema (``None`` for an unknown tool: then
         only ``url_arguments`` names are checked)."""
         try:
-            await check_tool_call(self.checker, call, guard.tool, self.url_arguments.get(call.name, ()))
+            await self.check_call(call, guard.tool)
         except EgressRefused as exc:
             return block(f"egress refused ({exc.category}) for {exc.url}: {exc.reason}")
         return ALLOW

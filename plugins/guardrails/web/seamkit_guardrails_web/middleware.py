@@ -16,7 +16,7 @@ connection and re-checks redirects; this middleware is a pre-flight check for ev
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
 from seamkit.middleware import Call, Next
@@ -24,22 +24,12 @@ from seamkit.values import ToolRequest
 
 from seamkit_guardrails_web import urls
 from seamkit_guardrails_web.config import EgressConfig
-from seamkit_guardrails_web.preflight import EgressChecker, check_tool_call, inert
-from seamkit_guardrails_web.resolver import Resolver, SystemResolver
+from seamkit_guardrails_web.preflight import ToolCallEgress, inert
 
 __all__ = ["EgressMiddleware", "build_egress_middleware"]
 
 
-def _names(url_args: Mapping[str, Sequence[str]] | None) -> dict[str, tuple[str, ...]]:
-    out: dict[str, tuple[str, ...]] = {}
-    for tool, names in (url_args or {}).items():
-        if isinstance(names, str):
-            raise TypeError(f"url_arguments[{tool!r}] must be a list of argument names, not a string")
-        out[tool] = tuple(names)
-    return out
-
-
-class EgressMiddleware:
+class EgressMiddleware(ToolCallEgress):
     """The ``egress`` middleware (tool calls only; see the module doc).
 
     ``policy``: an :class:`~seamkit_guardrails_web.urls.EgressPolicy` (``None`` raises
@@ -51,30 +41,11 @@ class EgressMiddleware:
 
     kinds = frozenset({"tool"})
 
-    def __init__(
-        self,
-        policy: urls.EgressPolicy | None,
-        *,
-        url_arguments: Mapping[str, Sequence[str]] | None = None,
-        resolver: Resolver | None = None,
-        checker: EgressChecker | None = None,
-    ) -> None:
-        if checker is None:
-            if policy is None:
-                raise inert("EgressMiddleware")
-            checker = EgressChecker(policy, resolver if resolver is not None else SystemResolver())
-        self.checker = checker
-        self.url_arguments = _names(url_arguments)
-
-    def __repr__(self) -> str:
-        return f"EgressMiddleware(policy={self.checker.policy!r}, url_arguments={self.url_arguments!r})"
-
     async def check(self, request: ToolRequest) -> int:
         """Check the URL arguments of ``request``; returns how many were checked. Raises
         :class:`~seamkit_guardrails_web.errors.EgressRefused` (its ``reason`` naming the tool
         and the argument) for the first refused one."""
-        call = request.call
-        return await check_tool_call(self.checker, call, request.schema, self.url_arguments.get(call.name, ()))
+        return await self.check_call(request.call, request.schema)
 
     async def __call__(self, call: Call, nxt: Next) -> AsyncIterator[Any]:
         if call.kind == "tool":

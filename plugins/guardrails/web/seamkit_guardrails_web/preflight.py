@@ -25,7 +25,18 @@ from seamkit_guardrails_web.resolver import IPAddress, Resolver, SystemResolver
 if TYPE_CHECKING:
     from seamkit.values import ToolCall, ToolSchema
 
-__all__ = ["URI_FORMATS", "EgressChecker", "check_tool_call", "declares_urls", "host_key", "inert", "url_arguments"]
+__all__ = [
+    "URI_FORMATS",
+    "EgressChecker",
+    "ToolCallEgress",
+    "check_tool_call",
+    "declares_urls",
+    "egress_checker",
+    "host_key",
+    "inert",
+    "url_argument_names",
+    "url_arguments",
+]
 
 #: The JSON Schema ``format`` values that mark a string as a URL (RFC 3986 / RFC 3987).
 URI_FORMATS = frozenset({"uri", "uri-reference", "iri", "iri-reference"})
@@ -80,11 +91,12 @@ class EgressChecker:
         rebinding or misconfiguration, never something to pick from). Raises
         :class:`EgressRefused` (the refused address's category, or ``resolution``)."""
         shown = str(url)
-        ip = urls.host_address(host_key(url))
+        host = host_key(url)
+        ip = urls.host_address(host)
         if ip is not None:
             self.check_address(ip, self.policy, url=shown)
             return (ip,)
-        answer = await self.resolver.resolve(host_key(url))
+        answer = await self.resolver.resolve(host)
         if not answer:
             raise EgressRefused(shown, "the name resolves to no address", "resolution")
         for address in answer:
@@ -95,6 +107,31 @@ class EgressChecker:
         """:meth:`url` then :meth:`addresses`: the parsed URL and its checked addresses."""
         parsed = self.url(url)
         return parsed, await self.addresses(parsed)
+
+
+def egress_checker(
+    what: str, policy: urls.EgressPolicy | None, resolver: Resolver | None = None, checker: EgressChecker | None = None
+) -> EgressChecker:
+    """``checker``, else an :class:`EgressChecker` of ``policy`` and ``resolver`` (default: the
+    system's): what the ``egress`` middleware, the ``egress`` guardrail and the fetcher are built
+    with. Raises ``TypeError`` (:func:`inert`, naming ``what``) when both ``checker`` and
+    ``policy`` are ``None``."""
+    if checker is not None:
+        return checker
+    if policy is None:
+        raise inert(what)
+    return EgressChecker(policy, resolver if resolver is not None else SystemResolver())
+
+
+def url_argument_names(url_args: Mapping[str, Sequence[str]] | None) -> dict[str, tuple[str, ...]]:
+    """The ``url_arguments`` option (tool name -> names of its URL arguments) as tuples. Raises
+    ``TypeError`` for a string where a list of names belongs (it would be read letter by letter)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for tool, names in (url_args or {}).items():
+        if isinstance(names, str):
+            raise TypeError(f"url_arguments[{tool!r}] must be a list of argument names, not a string")
+        out[tool] = tuple(names)
+    return out
 
 
 def host_key(url: httpx.URL) -> str:
@@ -236,3 +273,30 @@ async def check_tool_call(
             raise EgressRefused(exc.url, f"argument {path!r} of tool {call.name!r}: {exc.reason}",
                                 exc.category) from None
     return len(found)
+
+
+class ToolCallEgress:
+    """What the ``egress`` middleware and the ``egress`` guardrail are built on: an
+    :class:`EgressChecker` (``checker``, else one of ``policy`` and ``resolver``; neither raises
+    ``TypeError``: an inert security control must not exist), the ``url_arguments`` option (tool
+    name -> names of its URL arguments, for tools that do not declare them) and
+    :meth:`check_call`."""
+
+    def __init__(
+        self,
+        policy: urls.EgressPolicy | None,
+        *,
+        url_arguments: Mapping[str, Sequence[str]] | None = None,
+        resolver: Resolver | None = None,
+        checker: EgressChecker | None = None,
+    ) -> None:
+        self.checker = egress_checker(type(self).__name__, policy, resolver, checker)
+        self.url_arguments = url_argument_names(url_arguments)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(policy={self.checker.policy!r}, url_arguments={self.url_arguments!r})"
+
+    async def check_call(self, call: ToolCall, schema: ToolSchema | None) -> int:
+        """:func:`check_tool_call` of ``call`` (``schema``: its tool's, ``None`` for an unknown
+        tool) with this checker and the tool's ``url_arguments``."""
+        return await check_tool_call(self.checker, call, schema, self.url_arguments.get(call.name, ()))

@@ -56,6 +56,7 @@ import idna
 from seamkit_guardrails_web._numeric import NotNumeric, ends_in_a_number, parse_ipv4
 from seamkit_guardrails_web.config import EgressConfig
 from seamkit_guardrails_web.errors import EgressRefused
+from seamkit_guardrails_web.resolver import IPAddress
 
 __all__ = [
     "BAD_PORTS",
@@ -70,7 +71,6 @@ __all__ = [
     "policy_from",
 ]
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 _V4 = ipaddress.IPv4Network

@@ -6,22 +6,13 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from seamkit.slots import ComponentSlot
+from seamkit.slots import ComponentSlot, NestedSlot
 
 __all__ = ["MemorySlot", "VectorMemoryConfig"]
 
 
-class MemorySlot(BaseModel):
-    """A memory component: ``use`` (its name), optional ``from`` and its own parameters."""
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-
-    use: str = Field(..., min_length=1, description="Memory component name, e.g. sentence_transformers")
-    from_: str | None = Field(default=None, alias="from", description="Distribution registering `use`")
-
-    @property
-    def params(self) -> dict[str, Any]:
-        return dict(self.model_extra or {})
+MemorySlot = NestedSlot
+"""A memory component: ``use`` (its name), optional ``from`` and its own parameters."""
 
 
 def _shorthand(data: Any) -> Any:

@@ -8,12 +8,13 @@ import glob
 from collections.abc import Sequence
 from pathlib import Path
 
-from seamkit.errors import ConfigError, ConfigIssue, PluginError
+from seamkit.errors import ConfigError, ConfigIssue
 from seamkit.grounding import MemoryItem
 from seamkit.plugins.ports_check import Port, port_problems
 from seamkit.plugins.registry import get_registry
 from seamkit.ports import EmbeddingPort, VectorPort
 from seamkit.retrieval import VectorMemory, chunk_markdown
+from seamkit.slots import build_nested
 from seamkit.values import Scope
 
 from seamkit_retrieval.config import MemorySlot, VectorMemoryConfig
@@ -25,20 +26,12 @@ def _component(slot: MemorySlot, at: str, port: Port) -> object:
     """Build the memory component of ``slot`` (written at ``at``) and check it against ``port``.
     Raises :class:`~seamkit.errors.ConfigError` located at ``at`` for an unknown component, bad
     parameters, or a component that does not satisfy ``port`` (naming each missing member)."""
-    reg = get_registry()
-    try:
-        spec = reg.resolve("memory", slot.use, slot.from_)
-    except PluginError as exc:
-        raise ConfigError([ConfigIssue(str(exc), f"{at}.use")]) from None
-    try:
-        component = spec.build(slot.params)
-    except ConfigError as exc:
-        raise ConfigError([ConfigIssue(f"memory {slot.use!r}: {i.message}", f"{at}.{i.path}" if i.path else at)
-                           for i in exc.issues]) from None
+    component = build_nested("memory", slot, at=at)
     problems = port_problems(component, port)
     if problems:
+        dist = get_registry().resolve("memory", slot.use, slot.from_).distribution
         raise ConfigError([ConfigIssue(
-            f"memory {slot.use!r} (from {spec.distribution}) built {type(component).__name__}, which does not "
+            f"memory {slot.use!r} (from {dist}) built {type(component).__name__}, which does not "
             f"satisfy {port.label}: {'; '.join(problems)}", at)])
     return component
 

@@ -5,24 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from seamkit.slots import ComponentSlot
+from seamkit.slots import ComponentSlot, NestedSlot
 
 __all__ = ["CompactorSlot", "CompactionConfig"]
 
 
-class CompactorSlot(BaseModel):
-    """The compactor: ``use`` (a compactor component name), optional ``from`` (its distribution,
-    when two register the name) and that compactor's own parameters."""
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-
-    use: str = Field(..., min_length=1, description="Compactor component name, e.g. truncation or summarization.")
-    from_: str | None = Field(default=None, alias="from", description="Distribution registering `use`, to pick one.")
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """The compactor's parameters (everything but ``use`` and ``from``)."""
-        return dict(self.model_extra or {})
+CompactorSlot = NestedSlot
+"""The compactor: ``use`` (a compactor component name), optional ``from`` and that compactor's own parameters."""
 
 
 class CompactionConfig(BaseModel):

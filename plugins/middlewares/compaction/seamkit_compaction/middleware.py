@@ -38,10 +38,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from seamkit.compaction import CompactorPort, check_invariants, is_summary, split_leading_system, transcript_tokens
-from seamkit.errors import ConfigError, ConfigIssue, PluginError
+from seamkit.errors import ConfigError, ConfigIssue
 from seamkit.middleware import Call, Next, middleware
-from seamkit.plugins.registry import Registry, get_registry
+from seamkit.plugins.registry import Registry
 from seamkit.runtime.context import RunContext
+from seamkit.slots import build_nested
 from seamkit.tokens import estimate_tokens
 from seamkit.values import ChatRequest, Delta, Message
 
@@ -99,18 +100,7 @@ class Compaction:
 
     @staticmethod
     def _build(config: CompactionConfig, registry: Registry | None) -> CompactorPort:
-        reg = registry if registry is not None else get_registry()
-        slot = config.compactor
-        try:
-            spec = reg.resolve("compactor", slot.use, slot.from_)
-        except PluginError as exc:
-            raise ConfigError([ConfigIssue(str(exc), "compactor.use")]) from None
-        try:
-            built: CompactorPort = spec.build(slot.params)
-        except ConfigError as exc:
-            raise ConfigError([ConfigIssue(f"compactor {slot.use!r}: {i.message}",
-                                           f"compactor.{i.path}" if i.path else "compactor")
-                               for i in exc.issues]) from None
+        built: CompactorPort = build_nested("compactor", config.compactor, at="compactor", registry=registry)
         return built
 
     def __repr__(self) -> str:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from seamkit.errors import FailureClass
-from seamkit.slots import ComponentSlot
+from seamkit.slots import ComponentSlot, NestedSlot
 
 __all__ = [
     "TRANSIENT_CLASSES",
@@ -103,19 +103,8 @@ class CircuitBreakerConfig(BaseModel):
         return _dedupe(v)
 
 
-class FallbackSlot(BaseModel):
-    """One fallback model: ``use`` (a provider component name), optional ``from`` (its
-    distribution, when two register the name) and that provider's own parameters."""
-
-    model_config = ConfigDict(extra="allow", populate_by_name=True)
-
-    use: str = Field(..., min_length=1, description="Provider component name, e.g. openai_chat.")
-    from_: str | None = Field(default=None, alias="from", description="Distribution registering `use`, to pick one.")
-
-    @property
-    def params(self) -> dict[str, Any]:
-        """The provider's parameters (everything but ``use`` and ``from``)."""
-        return dict(self.model_extra or {})
+FallbackSlot = NestedSlot
+"""One fallback model: ``use`` (a provider component name), optional ``from`` and that provider's own parameters."""
 
 
 class FallbackConfig(BaseModel):
