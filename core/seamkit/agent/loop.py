@@ -446,6 +446,7 @@ class Run:
                 self.emit = emit = held.append
         if self.begin is not None and self.input_task is None:
             await self._begun()
+        guard_output = "output" in self.guards
         chat = invoker._chat
         direct = not invoker.has_chat_middleware and not invoker.middlewares
         meta = EMPTY
@@ -508,7 +509,7 @@ class Run:
             # with output guards, a turn's events wait until it is known not to be an unchecked
             # answer (streamed text would show what the guards then block or redact)
             unchecked: list[StreamEvent] | None = None
-            if emit is not None and "output" in self.guards:
+            if emit is not None and guard_output:
                 outer, unchecked = emit, []
                 self.emit = emit = unchecked.append
             try:
@@ -572,7 +573,7 @@ class Run:
             if self.working is not None and self.working.seen:
                 self._check_citations(text)
             if spec is None:
-                if "output" in self.guards:
+                if guard_output:
                     text = await self._check_output(text)
                     if unchecked:
                         self._release(unchecked, result)
@@ -588,7 +589,7 @@ class Run:
                 if durable:
                     await self._save("running")
                 continue
-            if "output" in self.guards:
+            if guard_output:
                 output = await self._check_output(output)
                 if unchecked:
                     self._release(unchecked, result)
@@ -980,19 +981,21 @@ class Run:
         invoker = self.agent.invoker
         ctx = self.ctx
         emit = self.emit
-        guarded: dict[str, str] = {}
-        if "tool" in self.guards:
+        guards = self.guards
+        guarded: dict[str, str] | None = None
+        if guards and "tool" in guards:
             checked, guarded = await self._check_calls(calls)
             calls = tuple(checked)
         if emit is not None:
             for c in calls:
                 self._event("tool_call", tool_call=c)
-        run: Callable[[ToolCall], Awaitable[ToolResult]] = partial(invoker.call_tool, ctx=ctx, meta=meta)
-        if "tool_result" in self.guards:
-            run = partial(self._call_checked, run)
-        if len(calls) == 1:
-            results: tuple[ToolResult, ...] = (await run(calls[0]),)
+        if not guards or "tool_result" not in guards:
+            if len(calls) == 1:
+                results: tuple[ToolResult, ...] = (await invoker.call_tool(calls[0], ctx, meta),)
+            else:
+                results = tuple(await self._batch(calls, partial(invoker.call_tool, ctx=ctx, meta=meta)))
         else:
+            run = partial(self._call_checked, partial(invoker.call_tool, ctx=ctx, meta=meta))
             results = tuple(await self._batch(calls, run))
         if guarded:
             results = tuple(
