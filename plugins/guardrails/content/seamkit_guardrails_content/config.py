@@ -30,11 +30,14 @@ CATEGORIES: tuple[Category, ...] = ("email", "phone", "api_key", "card")
 
 
 def _compile_all(patterns: list[str]) -> list[str]:
-    for p in patterns:
+    """``patterns`` when each is a non-empty Python regular expression; else ``ValueError`` naming it."""
+    for i, p in enumerate(patterns):
+        if not p:
+            raise ValueError(f"pattern {i} is empty: it would match everything")
         try:
             re.compile(p)
         except re.error as exc:
-            raise ValueError(f"{p!r} is not a valid regular expression: {exc}") from None
+            raise ValueError(f"pattern {i} ({p!r}) is not a valid regular expression: {exc}") from None
     return patterns
 
 

@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from seamkit.guardrails import ALLOW, GuardContext, Verdict, block
 from seamkit.values import ToolCall, ToolResult, thaw
 
+from seamkit_guardrails_content.config import _compile_all
+
 __all__ = ["Deny", "DenyConfig", "build_deny"]
 
 
@@ -35,14 +37,7 @@ class DenyConfig(BaseModel):
     @field_validator("patterns")
     @classmethod
     def _compiles(cls, value: list[str]) -> list[str]:
-        for i, p in enumerate(value):
-            if not p:
-                raise ValueError(f"pattern {i} is empty: it would match everything")
-            try:
-                re.compile(p)
-            except re.error as exc:
-                raise ValueError(f"pattern {i} ({p!r}) is not a valid regular expression: {exc}") from None
-        return value
+        return _compile_all(value)
 
 
 class Deny:
