@@ -425,3 +425,33 @@ async def test_with_output_guards_a_tool_turn_streams_its_events_in_order() -> N
     kinds = [e.kind for e in events]
     assert kinds[:5] == ["run_started", "text", "model_result", "tool_call", "tool_result"]
     assert kinds[-3:] == ["text", "model_result", "run_finished"]
+
+
+@pytest.mark.parametrize("bad", [42, None, {"a": 1}])
+async def test_an_output_rewrite_of_a_text_answer_must_be_text(bad: Any) -> None:
+    g = Guard(Rule(output=lambda o: rewrite(bad, "swap")), at=["output"], name="swapper")
+    with pytest.raises(GuardrailTripped) as info:
+        await Agent(ScriptedModel(["fine"]), guardrails=[g]).run("x")
+    assert info.value.failed and info.value.guardrail == "swapper"
+    assert "must be text (str)" in info.value.reason
+
+
+async def test_a_typed_output_rewrite_is_validated_again_and_returned_as_the_output_type() -> None:
+    import pydantic
+
+    class Out(pydantic.BaseModel):
+        a: int
+        email: str = pydantic.Field(max_length=12)
+
+    model = ScriptedModel(['{"a": 1, "email": "a@b.io"}'], repeat=True)
+    ok = Guard(Rule(output=lambda o: rewrite({"a": 2, "email": "[email]"}, "redacted")), at=["output"])
+    result = await Agent(model, output=Out, guardrails=[ok]).run("x")
+    assert result.output == Out(a=2, email="[email]")  # a model instance, not the dict the guard gave
+    too_long = Guard(Rule(output=lambda o: rewrite({"a": 2, "email": "[redacted email]"}, "redacted")),
+                     at=["output"], name="redact")
+    with pytest.raises(GuardrailTripped) as info:
+        await Agent(model, output=Out, guardrails=[too_long]).run("x")
+    assert info.value.failed and "OutputValidationError" in info.value.reason
+    wrong = Guard(Rule(output=lambda o: rewrite("text", "oops")), at=["output"])
+    with pytest.raises(GuardrailTripped, match="OutputValidationError"):
+        await Agent(model, output=Out, guardrails=[wrong]).run("x")

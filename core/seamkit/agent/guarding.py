@@ -33,7 +33,8 @@ def guards_by_point(guards: Sequence[Guard]) -> dict[str, tuple[Guard, ...]]:
     return {p: tuple(gs) for p, gs in out.items()}
 
 
-async def check(guards: Sequence[Guard], point: Point, value: Any, context: GuardContext, report: Report) -> Any:
+async def check(guards: Sequence[Guard], point: Point, value: Any, context: GuardContext, report: Report,
+                validate: Callable[[Any], Any] | None = None) -> Any:
     """Run ``guards`` at ``point`` on ``value`` (the task's text, a
     :class:`~seamkit.values.ToolCall`, a :class:`~seamkit.values.ToolResult` or the output), in
     order, each seeing the value as the previous rewrote it; returns the value to use (a rewritten
@@ -42,7 +43,9 @@ async def check(guards: Sequence[Guard], point: Point, value: Any, context: Guar
     Raises :class:`~seamkit.guardrails.GuardrailTripped` for a block of a guard that is not
     advisory, and (``failed=True``) when such a guard raises or returns anything but a
     :class:`~seamkit.guardrails.Verdict`, or a rewrite of the wrong type (fail closed). An
-    advisory guard's block or failure is reported and skipped. Cancellation,
+    advisory guard's block or failure is reported and skipped. ``validate`` (the output point: the
+    answer's type or schema) takes each rewritten value and returns it as the run will use it, or
+    raises: the guard that rewrote it then failed. Cancellation,
     :class:`~seamkit.errors.RunCancelled` and :class:`~seamkit.errors.BudgetExceeded` propagate."""
     method = METHODS[point]
     for g in guards:
@@ -51,6 +54,11 @@ async def check(guards: Sequence[Guard], point: Point, value: Any, context: Guar
             problem = _problem(verdict, point)
             if problem is not None:
                 raise TypeError(problem)
+            new = value
+            if verdict.action == "rewrite":
+                new = _rewritten(point, value, verdict.value)
+                if validate is not None:
+                    new = validate(new)
         except asyncio.CancelledError:
             raise
         except _PASS_THROUGH:
@@ -70,7 +78,7 @@ async def check(guards: Sequence[Guard], point: Point, value: Any, context: Guar
             raise GuardrailTripped(g.name, point, verdict.reason)
         if verdict.action == "rewrite":
             report(g, point, "rewrite", verdict.reason)
-            value = _rewritten(point, value, verdict.value)
+            value = new
     return value
 
 

@@ -186,6 +186,11 @@ def answer_unanswered_calls(
     return out, added, left_out
 
 
+def _as_json(value: Any) -> str:
+    """A typed answer as JSON text (a ``str`` is a JSON string, not the text itself)."""
+    return json.dumps(value) if isinstance(value, str) else render_tool_value(value)
+
+
 class Run:
     """One run of an agent. ``drive()`` runs it; ``emit`` (optional) receives stream events.
 
@@ -685,9 +690,10 @@ class Run:
     async def _check_output(self, output: Any) -> Any:
         """Run the output point's guards; a rewritten answer also replaces the final assistant
         message's text (so the transcript and checkpoint hold what was returned)."""
-        new = await check(self.guards["output"], "output", output, self._guard_context("output"), self._report)
+        new = await check(self.guards["output"], "output", output, self._guard_context("output"), self._report,
+                          self._output_as_returned)
         if new is not output and new != output:
-            text = render_tool_value(new)
+            text = new if isinstance(new, str) and self.agent.output_spec is None else _as_json(new)
             m = self.transcript[-1]
             others = tuple(b for b in m.content if type(b) is not TextBlock)
             self.transcript[-1] = Message(m.role, (TextBlock(text), *others))
@@ -719,6 +725,18 @@ class Run:
                     text_sent = True
             else:
                 emit(event)
+
+    def _output_as_returned(self, value: Any) -> Any:
+        """A rewritten answer as the run returns it: text for a free-text agent; for a typed one,
+        the value parsed again through the output type (so a rewrite cannot hand back something
+        the agent's type or schema refuses). Raises ``TypeError`` or
+        :class:`~seamkit.errors.OutputValidationError`."""
+        spec = self.agent.output_spec
+        if spec is None:
+            if not isinstance(value, str):
+                raise TypeError(f"a rewrite of a text answer must be text (str), got {type(value).__name__}")
+            return value
+        return spec.parse(_as_json(value))
 
     async def _check_calls(self, calls: Sequence[ToolCall]) -> tuple[list[ToolCall], dict[str, str]]:
         """Run the tool point's guards on each call (concurrently; calls whose arguments could not
