@@ -52,6 +52,21 @@ class NestedSlot(BaseModel):
         """The component's parameters (everything but ``use`` and ``from``)."""
         return dict(self.model_extra or {})
 
+    def __repr_args__(self) -> Any:
+        # parameters named like secrets (api_key, headers.Authorization, ...) are masked in repr
+        # and str, as a top-level slot's are: a logged config must not carry a key
+        from seamkit.composition.models import MASK, is_secret_name
+
+        def mask(value: Any, secret: bool) -> Any:
+            if isinstance(value, dict):
+                return {k: mask(v, secret or (isinstance(k, str) and is_secret_name(k))) for k, v in value.items()}
+            if isinstance(value, list | tuple):
+                return type(value)(mask(v, secret) for v in value)
+            return MASK if secret and value is not None else value
+
+        for key, value in super().__repr_args__():
+            yield key, mask(value, isinstance(key, str) and is_secret_name(key))
+
 
 def build_nested(kind: str, slot: NestedSlot, *, at: str, registry: Any = None) -> Any:
     """Build the component of registry ``kind`` that ``slot`` (a ``NestedSlot``) names, through
