@@ -379,7 +379,11 @@ def report_error(exc: BaseException) -> int:
         isinstance(exc, ConfigError) and any(i.path.rsplit(".", 1)[-1] in ("use", "from") for i in exc.issues)
     ):  # a component name did not resolve: say which plugins are missing or limited
         lines += _plugin_notes()
-    sys.stderr.write(f"{PROG}: " + "\n".join(lines) + "\n")
+    # an error may quote what a model, a tool or a web page wrote: control characters are shown
+    # escaped, never sent to the terminal (ANSI/OSC escape injection)
+    from seamkit.cli.render import visible
+
+    sys.stderr.write(f"{PROG}: " + "\n".join(visible(line) for line in lines) + "\n")
     sys.stderr.flush()
     return code
 

@@ -385,7 +385,7 @@ class HumanRenderer:
             style = "dim" if result.stop_reason == "completed" else "yellow"
             self.console.print(Text(line, style=style))
             for w in result.warnings:
-                self.console.print(Text(f"warning: {w}", style="yellow"))
+                self.console.print(Text(f"warning: {visible(w)}", style="yellow"))
             if result.pending_approvals:
                 self.console.print(Text(pending_text(result.run_id, result.pending_approvals,
                                                      agent_file=self.agent_file), style="yellow"))
@@ -398,17 +398,20 @@ class HumanRenderer:
     def _call_line(call: ToolCall) -> Any:
         from rich.text import Text
 
-        args = json.dumps(jsonable(call.arguments), ensure_ascii=False)
-        return Text.assemble(("-> ", "cyan"), (call.name, "bold cyan"), " ", truncate(args, MAX_ARGS))
+        args = visible(json.dumps(jsonable(call.arguments), ensure_ascii=False))
+        return Text.assemble(("-> ", "cyan"), (visible(call.name), "bold cyan"), " ", truncate(args, MAX_ARGS))
 
     @staticmethod
     def _result_line(result: ToolResult) -> Any:
         from rich.text import Text
 
-        content = truncate(result.content, MAX_RESULT)
+        # tool results carry text from outside (a fetched page, an error quoting a URL): control
+        # characters are shown escaped, never sent to the terminal (ANSI/OSC escape injection)
+        content = visible(truncate(result.content, MAX_RESULT))
+        name = visible(result.name)
         if result.is_error:
-            return Text.assemble(("<- ", "red"), (result.name, "bold red"), (" ERROR: ", "bold red"), content)
-        return Text.assemble(("<- ", "green"), (result.name, "bold green"), ": ", content)
+            return Text.assemble(("<- ", "red"), (name, "bold red"), (" ERROR: ", "bold red"), content)
+        return Text.assemble(("<- ", "green"), (name, "bold green"), ": ", content)
 
     def close(self) -> None:
         self._end_line()

@@ -147,3 +147,30 @@ def test_plugins_lists_the_guardrails(tmp_path: Path) -> None:
     rows = [line.split() for line in r.stdout.splitlines()]
     guardrails = {row[3] for row in rows if len(row) > 3 and row[2] == "guardrail"}
     assert {"deny", "redact", "wrap_tool_output", "moderation", "egress"} <= guardrails
+
+
+def test_seamkit_run_never_sends_control_characters_from_outside_text_to_the_terminal(tmp_path: Path) -> None:
+    """A tool result (a file, a web page) or a guardrail's reason holding ANSI/OSC escapes is shown
+    escaped on stderr, not as escapes a terminal would act on (clear screen, set title...)."""
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "page.txt").write_text("\x1b[2J\x1b]0;pwned\x07hello")
+    (tmp_path / "esc.yaml").write_text(textwrap.dedent("""
+        seamkit: 1
+        agent:
+          model:
+            use: scripted
+            turns:
+              - tool_calls: [{name: read_file, arguments: {path: page.txt}}]
+              - text: "done"
+          tools: [{use: read_file, root: ./data}]
+          guardrails:
+            - use: deny
+              at: [output]
+              patterns: [done]
+              reason: "\\e[31mFAKE: all good\\a"
+    """))
+    r = _seamkit(tmp_path, "run", "esc.yaml", "go")
+    assert r.returncode == 4, r.stderr
+    assert "\x1b" not in r.stderr and "\x07" not in r.stderr
+    assert "\\u001b[2J" in r.stderr  # the tool result preview, escaped
+    assert "\\u001b[31mFAKE: all good\\u0007" in r.stderr  # the tripwire's reason, escaped
