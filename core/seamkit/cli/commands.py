@@ -555,7 +555,9 @@ def _show_ending(out: Any, snap: Any, agent_file: str | None) -> None:
         error = snap.state.get("error")
         if isinstance(error, str):
             out.write(f"error: {visible(error)}\n")
-        if not snap.state.get("redacted"):
+        if snap.state.get("tripwire"):
+            out.write("a guardrail stopped this run; it cannot be resumed: start a new run\n")
+        elif not snap.state.get("redacted"):
             out.write("once the cause is fixed, continue it with: "
                       + resume_command(snap.run_id, "--allow-finished", agent_file=agent_file) + "\n")
     elif snap.status == "running" and isinstance(snap.state.get("interrupted"), str):

@@ -129,6 +129,9 @@ def test_a_tripwire_ends_a_composed_run_with_exit_4_and_a_checkpoint_saying_why(
     run_id = re.search(r"run (run_[0-9a-f]+) was stopped by a guardrail; inspect it with: seamkit runs show",
                        r.stderr)
     assert run_id, r.stderr
+    human = _seamkit(tmp_path, "runs", "show", run_id.group(1))
+    assert "a guardrail stopped this run; it cannot be resumed" in human.stdout, human.stdout
+    assert "seamkit resume" not in human.stdout
     shown = _seamkit(tmp_path, "runs", "show", run_id.group(1), "--json")
     assert shown.returncode == 0, shown.stderr
     snap = json.loads(shown.stdout)
