@@ -201,7 +201,7 @@ def points_of(guardrail: Any) -> tuple[Point, ...]:
 @dataclass(frozen=True)
 class Guard:
     """A guardrail as an agent uses it. ``guardrail``: the object with ``check_*`` methods;
-    ``at``: the points it acts at (default: every point it has a method for); ``name``: how
+    ``at``: the points it acts at (``None``: every point it has a method for); ``name``: how
     verdicts, warnings and tripwires name it (default: its registered or class name);
     ``advisory``: its blocks and failures become run warnings instead of stopping the run;
     ``parallel``: at the ``input`` point, run alongside the first model call instead of before it
@@ -209,11 +209,12 @@ class Guard:
     makes the loop discard that call's answer and ask again with the rewritten task).
 
     Raises ``ValueError`` when ``at`` is empty, names an unknown point or a point the guardrail
-    has no method for, or ``parallel`` is set without the ``input`` point; a guardrail with no
-    ``check_*`` method at all is a ``TypeError``."""
+    has no method for, or ``parallel`` is set without the ``input`` point; ``TypeError`` for a
+    guardrail with no ``check_*`` method at all, ``at`` given as a string, or ``advisory`` /
+    ``parallel`` that are not ``bool``."""
 
     guardrail: Any
-    at: Sequence[Point] = ()
+    at: Sequence[Point] | None = None
     name: str = ""
     advisory: bool = False
     parallel: bool = False
@@ -225,9 +226,16 @@ class Guard:
                 f"{type(self.guardrail).__name__} is not a guardrail: it has none of "
                 f"{', '.join(METHODS.values())}"
             )
-        at = tuple(self.at) if self.at else has
+        for flag in ("advisory", "parallel"):
+            # a security control must not turn advisory by accident ("false" is a true string)
+            if type(getattr(self, flag)) is not bool:
+                raise TypeError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
+        if isinstance(self.at, str):
+            raise TypeError(f"at is a list of points, e.g. [{self.at!r}], not a string")
+        at = has if self.at is None else tuple(self.at)
         if not at:
-            raise ValueError("a guard acts at one point at least")
+            raise ValueError("at names no point: a guard acts at one point at least (leave it out for every point "
+                             "the guardrail has a check for)")
         for p in at:
             if p not in METHODS:
                 raise ValueError(f"unknown guardrail point {p!r}; the points are {', '.join(POINTS)}")

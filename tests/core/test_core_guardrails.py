@@ -455,3 +455,17 @@ async def test_a_typed_output_rewrite_is_validated_again_and_returned_as_the_out
     wrong = Guard(Rule(output=lambda o: rewrite("text", "oops")), at=["output"])
     with pytest.raises(GuardrailTripped, match="OutputValidationError"):
         await Agent(model, output=Out, guardrails=[wrong]).run("x")
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"advisory": "false"}, TypeError, "advisory must be True or False"),
+    ({"advisory": 1}, TypeError, "advisory must be True or False"),
+    ({"parallel": "yes", "at": ["input"]}, TypeError, "parallel must be True or False"),
+    ({"at": "input"}, TypeError, "not a string"),
+    ({"at": []}, ValueError, "names no point"),
+])
+def test_a_guard_refuses_settings_that_would_weaken_it_by_accident(
+    kwargs: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    with pytest.raises(error, match=message):
+        Guard(Rule(), **kwargs)

@@ -28,7 +28,7 @@ def guards_by_point(guards: Sequence[Guard]) -> dict[str, tuple[Guard, ...]]:
     """The guards acting at each point (in the agent's order); points without guards are absent."""
     out: dict[str, list[Guard]] = {}
     for g in guards:
-        for p in g.at:
+        for p in g.at or ():  # always set once built (None only before __post_init__)
             out.setdefault(p, []).append(g)
     return {p: tuple(gs) for p, gs in out.items()}
 

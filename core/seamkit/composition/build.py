@@ -137,7 +137,7 @@ def _guards(ctx: Context, reg: Registry, refs: list[GuardrailRef], failures: lis
         if built is None:
             continue
         try:
-            guards.append(Guard(built, at=tuple(ref.at or ()), name=ref.use, advisory=ref.advisory,
+            guards.append(Guard(built, at=ref.at, name=ref.use, advisory=ref.advisory,
                                 parallel=ref.parallel))
         except (TypeError, ValueError) as exc:
             at = (*path, "at") if ref.at is not None and isinstance(exc, ValueError) else path

@@ -167,12 +167,12 @@ class GuardrailRef(ComponentRef):
         "has a check for",
     )
     advisory: bool = Field(
-        default=False,
+        default=False, strict=True,
         description="Its blocks and failures become run warnings instead of stopping the run (default: a block "
         "or a failure stops the run)",
     )
     parallel: bool = Field(
-        default=False,
+        default=False, strict=True,
         description="At the input point, run alongside the first model call instead of before it (lower latency; "
         "that call's tokens are spent even when the input is blocked)",
     )

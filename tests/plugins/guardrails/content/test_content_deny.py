@@ -177,3 +177,16 @@ def test_seamkit_run_never_sends_control_characters_from_outside_text_to_the_ter
     assert "\x1b" not in r.stderr and "\x07" not in r.stderr
     assert "\\u001b[2J" in r.stderr  # the tool result preview, escaped
     assert "\\u001b[31mFAKE: all good\\u0007" in r.stderr  # the tripwire's reason, escaped
+
+
+@pytest.mark.parametrize("value", ['"yes"', '"false"', "1", '"on"'])
+def test_advisory_in_yaml_takes_only_true_or_false(value: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        loads_composition(textwrap.dedent(f"""
+            seamkit: 1
+            agent:
+              model: {{use: scripted, turns: [hi]}}
+              guardrails:
+                - {{use: deny, patterns: [x], advisory: {value}}}
+        """))
+    assert info.value.issues[0].path == "agent.guardrails[0].advisory"
