@@ -561,6 +561,8 @@ def check_slot(ctx: Context, registry: Registry, slot: type[ComponentRef], raw: 
     ok, config = validate_params(ctx, spec, params, path)
     if not check_factory(ctx, spec, path):
         ok = False
+    elif slot.kind == "guardrail" and isinstance(raw, Mapping) and not check_guard_points(ctx, spec, raw, path):
+        ok = False
     if not check_nested_slots(ctx, registry, spec, params, path):
         ok = False
     return spec, config, ok
@@ -608,6 +610,41 @@ def check_factory(ctx: Context, spec: ComponentSpec, path: KeyPath) -> bool:
         ctx.add(f"{component_label(spec)} does not satisfy {port.label}: {'; '.join(problems)}", at)
         return False
     return True
+
+
+def check_guard_points(ctx: Context, spec: ComponentSpec, raw: Mapping[str, Any], path: KeyPath) -> bool:
+    """A guardrail slot's ``at`` (and ``parallel``) against the points its class has checks for,
+    before anything is built: the class is the factory itself or the class its return annotation
+    names (``def build(config) -> Redact``); a factory that says nothing is checked when built.
+    Problems are added to ``ctx`` at ``at[i]`` (or ``parallel``); returns whether there were none."""
+    from seamkit.guardrails import METHODS, points_of
+
+    at = raw.get("at")
+    points = [at] if isinstance(at, str) else at if isinstance(at, list) else []
+    if not points and raw.get("parallel") is not True:
+        return True
+    factory = spec.factory_callable()
+    cls: Any = factory
+    if not isinstance(factory, type):
+        try:
+            cls = typing.get_type_hints(factory).get("return")
+        except Exception:  # an annotation that does not resolve: checked when built
+            return True
+    if not isinstance(cls, type):
+        return True
+    has = points_of(cls)
+    if not has:
+        return True  # not a guardrail at all: the build says so
+    ok = True
+    for i, p in enumerate(points):
+        if isinstance(p, str) and p in METHODS and p not in has:
+            ctx.add(f"guardrail {shown(spec.name)} cannot act at the {p} point: it has no {METHODS[p]} method "
+                    f"(it acts at {', '.join(has)})", (*path, "at", i) if isinstance(at, list) else (*path, "at"))
+            ok = False
+    if raw.get("parallel") is True and "input" not in (points or has):
+        ctx.add("parallel applies to the input point only", (*path, "parallel"))
+        ok = False
+    return ok
 
 
 def check_nested_slots(ctx: Context, registry: Registry, spec: ComponentSpec, params: Mapping[str, Any],

@@ -70,15 +70,41 @@ def test_guardrail_slot_problems_are_located() -> None:
     assert "did you mean 'deny'" in messages
 
 
-def test_at_a_point_the_guardrail_cannot_act_at_is_an_error_when_built() -> None:
+@pytest.mark.parametrize(("entry", "path", "message"), [
+    ("{use: wrap_tool_output, at: [input]}", "agent.guardrails[0].at[0]", "cannot act at the input point"),
+    ("{use: redact, at: [output, tool]}", "agent.guardrails[0].at[1]", "cannot act at the tool point"),
+    ("{use: wrap_tool_output, parallel: true}", "agent.guardrails[0].parallel", "input point only"),
+    ("{use: deny, patterns: [x], at: [output], parallel: true}", "agent.guardrails[0].parallel", "input point only"),
+])
+def test_a_point_the_guardrail_cannot_act_at_is_an_error_when_loaded(entry: str, path: str, message: str) -> None:
+    """seamkit validate reports it (file, line, key path) before anything is built."""
+    with pytest.raises(ConfigError) as info:
+        loads_composition(textwrap.dedent(f"""
+            seamkit: 1
+            agent:
+              model: {{use: scripted, turns: [hi]}}
+              checkpoints: null
+              guardrails:
+                - {entry}
+        """))
+    issue = info.value.issues[0]
+    assert issue.path == path and message in issue.message and issue.line == 7
+
+
+def test_a_guardrail_built_for_a_point_it_cannot_act_at_is_refused_when_built() -> None:
+    """The same check when building (a factory whose return type is not annotated is only known then)."""
+    from seamkit.composition.models import Composition
+
     comp = loads_composition(textwrap.dedent("""
         seamkit: 1
         agent:
           model: {use: scripted, turns: [hi]}
           checkpoints: null
           guardrails:
-            - {use: wrap_tool_output, at: [input]}
+            - {use: wrap_tool_output}
     """))
+    assert isinstance(comp, Composition)
+    comp.agent.guardrails[0].at = ["input"]  # past the load-time check
     with pytest.raises(ConfigError) as info:
         build_agent(comp)
     issue = info.value.issues[0]
