@@ -170,9 +170,17 @@ async def test_parallel_input_block_trips_and_observers_never_see_the_answer() -
 
 
 async def test_parallel_input_rewrite_asks_again_with_the_rewritten_task() -> None:
+    events: list[StreamEvent] = []
+
+    class Obs:
+        def on_event(self, event: StreamEvent) -> None:
+            events.append(event)
+
     model = ScriptedModel(["first", "second"])
     g = Guard(Rule(input=lambda t: rewrite("clean task", "cleaned")), parallel=True)
-    result = await Agent(model, guardrails=[g]).run("dirty task")
+    result = await Agent(model, guardrails=[g], observers=[Obs()]).run("dirty task")
+    assert [(e.data["action"], e.data["point"]) for e in events if e.kind == "guardrail"] == [("rewrite", "input")]
+    assert [e.text for e in events if e.kind == "text"] == ["second"]
     assert result.output == "second"
     assert [r.messages[-1].text for r in model.requests] == ["dirty task", "clean task"]
     assert [m.text for m in result.transcript if m.role == "user"] == ["clean task"]

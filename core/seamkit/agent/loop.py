@@ -547,9 +547,10 @@ class Run:
                     kept = await self._settle_input()
                 finally:
                     self.emit = emit = send
-                if kept and held and emit is not None:
-                    for event in held:
-                        emit(event)
+                if held and emit is not None:
+                    for event in held:  # an answer to a rewritten task is dropped; what the guards did is not
+                        if kept or event.kind == "guardrail":
+                            emit(event)
                 held = None
                 if not kept:  # a guard rewrote the task: this answer was to the old one
                     self.in_turn = False
