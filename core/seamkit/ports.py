@@ -201,7 +201,9 @@ class EmbeddingPort(Protocol):
 
 @runtime_checkable
 class FetchPort(Protocol):
-    """Fetches a URL's content as text (egress policy is a middleware's concern)."""
+    """Fetches a URL's content as text, ``timeout`` in seconds. An implementation that fetches
+    URLs a model chose enforces an egress policy itself (seamkit-guardrails-web's
+    ``GuardedFetcher``: SSRF checks, DNS pinning, re-checked redirects, size caps)."""
 
     async def fetch(self, url: str, *, timeout: float | None = None) -> str: ...  # noqa: ASYNC109 - port contract
 
