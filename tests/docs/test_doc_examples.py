@@ -43,3 +43,15 @@ def test_python_example_runs(doc: Path, block: Block, tmp_path: Path, monkeypatc
     namespace: dict[str, object] = {"__name__": f"doc_example_{block.line}"}
     exec(code, namespace)  # the examples hold their own asserts; a failing one fails the test
     assert len(namespace) > 1, "the example defined nothing: was it extracted whole?"
+
+
+def test_the_guardrails_yaml_example_loads() -> None:
+    """docs/guardrails.md's composition is valid as written (every guardrail, point and parameter)."""
+    from seamkit.composition import loads_composition
+
+    blocks = [b for b in fenced_blocks(ROOT / "docs" / "guardrails.md")
+              if b.info.split()[:1] == ["yaml"] and b.body.lstrip().startswith("seamkit: 1")]
+    assert blocks
+    for block in blocks:
+        comp = loads_composition(block.body)
+        assert [g.use for g in comp.agent.guardrails] == ["deny", "wrap_tool_output", "redact", "moderation"]
