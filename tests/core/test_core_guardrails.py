@@ -477,3 +477,22 @@ def test_a_guard_refuses_settings_that_would_weaken_it_by_accident(
 ) -> None:
     with pytest.raises(error, match=message):
         Guard(Rule(), **kwargs)
+
+
+async def test_a_failed_first_call_cancels_the_parallel_input_guards_and_waits_for_them() -> None:
+    from seamkit.errors import FailureClass, ProviderError
+
+    finished: list[str] = []
+
+    class Slow:
+        async def check_input(self, text: str, guard: GuardContext) -> Verdict:
+            try:
+                await asyncio.sleep(30)
+            finally:
+                finished.append("cleaned up")
+            return ALLOW
+
+    model = ScriptedModel([ProviderError("down", FailureClass.SERVER_ERROR, provider="scripted")])
+    with pytest.raises(ProviderError):
+        await Agent(model, guardrails=[Guard(Slow(), parallel=True)]).run("x")
+    assert finished == ["cleaned up"]

@@ -400,6 +400,10 @@ class Run:
             task = self.input_task
             if task is not None and not task.done():
                 task.cancel()
+                try:  # let it finish cancelling: a task left pending is reported when the loop closes
+                    await asyncio.wait({task}, timeout=5)
+                except BaseException:
+                    pass
             if self.in_turn:  # the interrupted turn left nothing behind: it is not a step taken
                 self.step -= 1
                 self.in_turn = False
