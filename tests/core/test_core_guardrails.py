@@ -492,7 +492,11 @@ async def test_a_failed_first_call_cancels_the_parallel_input_guards_and_waits_f
                 finished.append("cleaned up")
             return ALLOW
 
-    model = ScriptedModel([ProviderError("down", FailureClass.SERVER_ERROR, provider="scripted")])
+    from seamkit.testing.models import ScriptedTurn
+
+    # the call fails once the guard has started (a task cancelled before it starts runs nothing)
+    model = ScriptedModel([ScriptedTurn(delay=0.05, error=ProviderError("down", FailureClass.SERVER_ERROR,
+                                                                        provider="scripted"))])
     with pytest.raises(ProviderError):
         await Agent(model, guardrails=[Guard(Slow(), parallel=True)]).run("x")
     assert finished == ["cleaned up"]
