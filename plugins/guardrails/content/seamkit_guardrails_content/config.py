@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from seamkit.slots import ComponentSlot, NestedSlot
 
 __all__ = [
@@ -54,8 +54,9 @@ class WrapToolOutputConfig(BaseModel):
     markers: list[str] = Field(
         default_factory=list,
         description="Extra injection markers: Python regular expressions, matched case-insensitively against "
-                    "the result after NFKC normalisation, zero-width removal and homoglyph folding. Added to "
-                    "the built-in markers (see default_markers).")
+                    "the result after tag-character decoding, NFKC normalisation, zero-width removal, "
+                    "homoglyph folding and whitespace collapsing, with lines joined by spaces unless the "
+                    "pattern is multi-line ((?m)). Added to the built-in markers (see default_markers).")
     default_markers: bool = Field(
         default=True, description="Whether the built-in markers are checked (false: only `markers`).")
     frame_errors: bool = Field(
@@ -86,12 +87,21 @@ class RedactConfig(BaseModel):
 
     @field_validator("replacement")
     @classmethod
-    def _check_replacement(cls, v: str) -> str:
+    def _check_replacement(cls, v: str, info: ValidationInfo) -> str:
         try:
             v.format(label="x", category="x")
         except (KeyError, IndexError, ValueError) as exc:
             raise ValueError(
                 f"replacement {v!r} must be a format using only {{label}} and {{category}}: {exc!r}") from None
+        # Redaction must be idempotent: a replacement that would itself be redacted is refused here,
+        # at load (``seamkit validate`` names its file, line and key), not when the agent is built.
+        from seamkit_guardrails_content.redact import LABELS, find_matches
+
+        categories = info.data.get("categories", CATEGORIES)  # validated first (declared first)
+        for c in CATEGORIES:
+            r = v.format(label=LABELS[c][0], category=c)
+            if find_matches(r, categories):
+                raise ValueError(f"the replacement for {c} ({r!r}) would itself be redacted; choose another")
         return v
 
     @field_validator("categories")

@@ -3,16 +3,24 @@ call's arguments, a tool result or the output.
 
 A keyword / pattern deny-list is the simplest policy that needs no model: a company name that must
 not be discussed, an internal host name, a marker a red team plants. Patterns are Python regular
-expressions (``re`` syntax), matched case-insensitively after Unicode NFKC normalisation (so a
-fullwidth or ligature spelling matches its plain one). A tool call is checked as its tool name plus
-its arguments as JSON; a typed output as its JSON.
+expressions (``re`` syntax), matched case-insensitively against the text as
+:func:`~seamkit_guardrails_content.folding.fold` folds it (the same folding as the injection
+markers of ``wrap_tool_output``): tag characters decoded, NFKC (fullwidth and ligature spellings
+match plain ones), invisible characters removed (``proj\u00adect``) or, in a second view, read as spaces
+(``project\u200bfalcon``), Cyrillic/Greek look-alike letters folded to Latin (``pr\u043eject``), lower
+case, Unicode dashes as ``-`` and every whitespace run as one space. Write patterns in plain Latin
+letters. A tool call is checked as its tool name plus its arguments as JSON; a typed output as its
+JSON.
+
+The block's reason names the pattern by its index only (``matched deny pattern 0``), never its
+text: a pattern is often the very codename that must not leak, and the reason goes to stderr,
+events and checkpoints. ``reason`` replaces it.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -20,6 +28,7 @@ from seamkit.guardrails import ALLOW, GuardContext, Verdict, block
 from seamkit.values import ToolCall, ToolResult, thaw
 
 from seamkit_guardrails_content.config import _compile_all
+from seamkit_guardrails_content.folding import folds
 
 __all__ = ["Deny", "DenyConfig", "build_deny"]
 
@@ -31,7 +40,8 @@ class DenyConfig(BaseModel):
 
     patterns: list[str] = Field(min_length=1, description="Regular expressions (Python re syntax, case-insensitive)")
     reason: str | None = Field(
-        default=None, description="The reason a block gives (default: which pattern matched, by number and text)"
+        default=None,
+        description="The reason a block gives (default: which pattern matched, by its index only: never its text)"
     )
 
     @field_validator("patterns")
@@ -51,10 +61,10 @@ class Deny:
         self._patterns = [re.compile(p, re.IGNORECASE) for p in config.patterns]
 
     def _verdict(self, text: str) -> Verdict:
-        text = unicodedata.normalize("NFKC", text)
+        views = folds(text)
         for i, p in enumerate(self._patterns):
-            if p.search(text):
-                return block(self.config.reason or f"matched deny pattern {i} ({p.pattern!r})")
+            if any(p.search(v) for v in views):
+                return block(self.config.reason or f"matched deny pattern {i}")
         return ALLOW
 
     async def check_input(self, text: str, guard: GuardContext) -> Verdict:

@@ -11,7 +11,8 @@ Categories (``RedactConfig.categories``) and what each matches:
   2-63 letter TLD).
 - ``phone``: international numbers written with ``+`` or ``00`` and a country code (E.164, ITU-T
   E.164: at most 15 digits), and national numbers in the common written forms: North American
-  ``(555) 123-4567`` / ``555-123-4567`` / ``555.123.4567`` / ``555 123 4567``, and trunk-prefix
+  ``(555) 123-4567`` / ``555-123-4567`` / ``555.123.4567`` / ``555 123 4567`` (optionally after
+  ``1-`` / ``1 ``), ``415 5550132`` / ``(415) 5550132`` (NANP area and exchange codes), and trunk-prefix
   numbers ``0`` + 9-10 digits in groups (``020 7946 0958``, ``06 12 34 56 78``, ``030-1234 5678``).
   A bare run of digits is not a phone number (ids, amounts), nor is anything next to letters,
   ``/``, ``:`` or ``.``-separated digit groups of a date or version (``2024-01-15``, ``1.2.3``).
@@ -24,14 +25,26 @@ Categories (``RedactConfig.categories``) and what each matches:
   base64url parts, the first two JSON objects, so starting ``eyJ``; RFC 7519), the token of an
   ``Authorization: Bearer`` (RFC 6750 section 2.1 ``b64token``; ``Bearer`` is kept), and PEM
   private keys (RFC 7468 ``-----BEGIN ... PRIVATE KEY-----`` to the matching END line).
-- ``card``: 13-19 digits, optionally grouped by single spaces or dashes, starting with 2-6 (the
+- ``card``: 13-19 digits, optionally in groups of 3 or more joined by one kind of separator (space,
+  dash, dot or underscore), starting with 2-6 (the
   ISO/IEC 7812 major industry identifiers of payment cards: 1, 7, 8, 9 and 0 are not) and valid
   under the Luhn check (ISO/IEC 7812-1 annex B). A Luhn-invalid run, a longer or shorter one, or
   one inside a word, hash, UUID or decimal number is left alone.
 
+Every pattern is matched on a folded view of the text (:func:`find_matches`): fullwidth digits and
+letters, no-break spaces, Unicode dashes (``(415) 555\u20130132``), zero-width characters and soft
+hyphens inside a number or address (``b\u200bob@example.com``) do not hide it, and the whole
+original span, invisible characters included, is replaced.
+
 Typed outputs: :func:`redact_value` walks ``str``, ``dict`` / mappings, ``list``, ``tuple``,
 ``set``, pydantic models and dataclasses, redacting every string (mapping keys are left as they
 are) and rebuilding a value of the same type; an object it does not know is left unchanged.
+Integers are redacted too, as their decimal digits (``{"card": 4111111111111111}``: a card number
+typed as a number is still one; in practice only ``card`` matches a bare integer), and a redacted
+integer becomes the replacement *string*. That changes the value's type: the host re-validates a
+rewritten typed output against the agent's output schema and fails the run closed when it no
+longer validates. Type fields that may hold such numbers as strings in the output schema when the
+run must go on with them redacted.
 
 What this does not cover: names, postal addresses and other free-form personal data (use a model
 or an NER-based guardrail), secrets without a recognisable shape (a generic password), phone
@@ -50,6 +63,7 @@ from seamkit.guardrails import ALLOW, GuardContext, Verdict, rewrite
 from seamkit.values import ToolResult
 
 from seamkit_guardrails_content.config import CATEGORIES, Category, RedactConfig
+from seamkit_guardrails_content.folding import view
 
 __all__ = ["LABELS", "MAX_PASSES", "Redact", "Redactor", "build_redact", "find_matches", "luhn_valid", "redact_value"]
 
@@ -89,7 +103,9 @@ _PHONE = re.compile(
     # International: +CC or 00CC, then groups; the digit count is checked afterwards (8-15).
     rf"{_NB}(?:\+|\b00)[1-9]\d{{0,2}}(?:[ .\-]?\(?\d{{1,4}}\)?){{2,6}}{_NA}"
     # North American: (NXX) NXX-XXXX, NXX-NXX-XXXX, NXX.NXX.XXXX, NXX NXX XXXX.
-    rf"|{_NB}(?:\(\d{{3}}\) ?|\d{{3}}(?P<s>[ .\-]))\d{{3}}(?(s)(?P=s)|[ .\-])\d{{4}}{_NA}"
+    rf"|{_NB}(?:1[ .\-])?(?:\(\d{{3}}\) ?|\d{{3}}(?P<s>[ .\-]))\d{{3}}(?(s)(?P=s)|[ .\-])\d{{4}}{_NA}"
+    # North American with a 7-digit subscriber part: NXX NXXXXXX, (NXX) NXXXXXX (NANP: N is 2-9).
+    rf"|{_NB}(?:\([2-9]\d{{2}}\) ?|[2-9]\d{{2}} )[2-9]\d{{6}}{_NA}"
     # Trunk prefix 0: 0 + 9-10 digits in groups of 2-5 with one kind of separator.
     rf"|{_NB}0\d{{1,4}}(?P<t>[ \-])\d{{2,5}}(?:(?P=t)\d{{2,5}}){{0,3}}{_NA}"
     rf"|{_NB}\(0\d{{1,4}}\) ?\d{{2,5}}(?:[ \-]\d{{2,5}}){{0,3}}{_NA}"
@@ -110,16 +126,19 @@ _KEY_PATTERNS: tuple[str, ...] = (
 )
 _API_KEY = re.compile("|".join(f"(?:{p})" for p in _KEY_PATTERNS))
 
-_CARD = re.compile(r"(?<![\w.,\-])(?<!\d[ \-])[2-6]\d(?:[ \-]?\d){11,17}(?![\w]|[.,]\d|[ \-]\d)")
+# 13-19 digits, ungrouped or in groups of at least 3 joined by one kind of separator (space, dash,
+# dot or underscore): 4-4-4-4, 4-6-5 (Amex), 4-6-4 (Diners), 8-8... Matched on the folded view
+# (see :func:`find_matches`), where no-break spaces are spaces, Unicode dashes are ``-``, fullwidth
+# digits are ASCII and zero-width characters and soft hyphens are gone.
+_CARD = re.compile(
+    r"(?<![\w.,\-])(?<!\d[ \-])[2-6]\d{2,}(?:(?P<c>[ \-._])\d{3,}(?:(?P=c)\d{3,})*)?"
+    r"(?![\w]|[.,]\d|[ \-._]\d)"
+)
 
 
 def _cards(text: str) -> Iterable[tuple[int, int]]:
     for m in _CARD.finditer(text):
-        raw = m.group()
-        seps = {c for c in raw if not c.isdigit()}
-        if len(seps) > 1:  # "4111-1111 1111 1111" is not how a card number is written
-            continue
-        digits = raw.replace(" ", "").replace("-", "")
+        digits = "".join(c for c in m.group() if c.isdigit())
         if 13 <= len(digits) <= 19 and luhn_valid(digits):
             yield m.span()
 
@@ -146,14 +165,22 @@ _FINDERS: Mapping[Category, Callable[[str], Iterable[tuple[int, int]]]] = {
 
 
 def find_matches(text: str, categories: Iterable[Category] = CATEGORIES) -> list[tuple[int, int, Category]]:
-    """The non-overlapping ``(start, end, category)`` spans to redact in ``text``, in text order.
+    """The non-overlapping ``(start, end, category)`` spans of ``text`` to redact, in text order.
     On overlap the earlier span wins, and at one start the category earlier in ``api_key, email,
-    card, phone``."""
+    card, phone``.
+
+    The patterns are matched on :func:`~seamkit_guardrails_content.folding.view` of ``text`` (tag
+    characters decoded, NFKC per character, invisible format characters removed, Unicode dashes
+    folded to ``-``) and each span is mapped back to ``text``: ``b\u200bob@example.com`` and
+    fullwidth digits are found, and the span covers the invisible characters inside the match."""
     wanted = set(categories)
+    folded, where = view(text)
     found: list[tuple[int, int, int, Category]] = []
     for rank, (cat, finder) in enumerate(_FINDERS.items()):
         if cat in wanted:
-            found.extend((s, e, rank, cat) for s, e in finder(text) if e > s)
+            for s, e in finder(folded):
+                if e > s:
+                    found.append((s, e, rank, cat) if where is None else (where[s], where[e - 1] + 1, rank, cat))
     found.sort(key=lambda f: (f[0], f[2], -f[1]))
     out: list[tuple[int, int, Category]] = []
     end = 0
@@ -207,13 +234,20 @@ class Redactor:
 
 
 def redact_value(value: Any, redact: Callable[[str], str]) -> Any:
-    """``value`` with ``redact`` applied to every string in it: ``str``; mappings (values only;
+    """``value`` with ``redact`` applied to every string in it: ``str``; ``int`` (not ``bool``), as
+    its decimal digits: when they are redacted the integer becomes the redacted *string*; mappings (values only;
     rebuilt as the same type when it can be built from a ``dict``, else a ``dict``); ``list``,
     ``tuple`` (named tuples too), ``set``, ``frozenset``; pydantic models (``model_copy`` with the
     changed fields); dataclasses (``dataclasses.replace`` with the changed init fields). Anything
     else, and any container in which nothing changed, is returned as it is (the same object)."""
     if isinstance(value, str):
         return redact(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        # A card number typed as an integer is still a card number: redacted into the replacement
+        # string (the output's type changes; see the module doc on typed outputs).
+        digits = str(value)
+        redacted = redact(digits)
+        return value if redacted == digits else redacted
     if isinstance(value, Mapping):
         items = {k: redact_value(v, redact) for k, v in value.items()}
         if all(items[k] is v for k, v in value.items()):

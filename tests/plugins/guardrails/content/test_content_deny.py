@@ -37,6 +37,27 @@ async def test_deny_matches_each_point_case_insensitively_after_nfkc() -> None:
     assert (await d.check_output({"notes": ["Project Falcon"]}, g)).action == "block"
 
 
+@pytest.mark.parametrize("text", [
+    "project\u200bfalcon",  # zero-width space
+    "proj\u00adect falcon",  # soft hyphen
+    "pr\u043eject falcon",  # Cyrillic o
+    "PR\u039fJECT FALCON",  # Greek capital omicron
+    "project\n\n falcon",
+    "".join(chr(0xE0000 + ord(c)) for c in "project falcon"),  # tag characters (invisible ASCII)
+])
+async def test_deny_sees_through_invisible_characters_and_look_alike_letters(text: str) -> None:
+    v = await _deny(r"project\s+falcon").check_input(f"tell me about {text}", GuardContext("input", RunContext()))
+    assert v.action == "block"
+
+
+async def test_the_block_reason_names_the_pattern_by_index_only() -> None:
+    g = GuardContext("input", RunContext())
+    v = await _deny("harmless", "SECRETWORD").check_input("the secretword is out", g)
+    assert v.action == "block" and v.reason == "matched deny pattern 1"
+    custom = Deny(DenyConfig(patterns=["SECRETWORD"], reason="internal codename"))
+    assert (await custom.check_input("SECRETWORD", g)).reason == "internal codename"
+
+
 def test_deny_refuses_bad_patterns_at_load() -> None:
     with pytest.raises(ConfigError) as info:
         loads_composition(textwrap.dedent("""

@@ -5,6 +5,7 @@ hypothesis properties (idempotent, no-op without matches)."""
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 import uuid
 from collections import Counter
 from typing import Any, NamedTuple
@@ -13,6 +14,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
+from seamkit.composition import loads_composition
+from seamkit.errors import ConfigError
 from seamkit.guardrails import Guard, GuardContext
 from seamkit.runtime.context import RunContext
 from seamkit.values import FrozenDict, ToolResult
@@ -92,6 +95,36 @@ def test_luhn_valid_card_numbers_are_redacted(card: str) -> None:
     assert R.text(f"card {card} exp 12/29") == "card [redacted card number] exp 12/29"
 
 
+FW = str.maketrans("0123456789@.abcdefghijklmnopqrstuvwxyz", "".join(
+    chr(ord(c) + 0xFEE0) for c in "0123456789@.abcdefghijklmnopqrstuvwxyz"))  # fullwidth forms
+
+
+@pytest.mark.parametrize(("text", "category"), [
+    ("4111.1111.1111.1111", "card"),
+    ("4111\u00a01111\u00a01111\u00a01111", "card"),  # no-break spaces
+    ("4111_1111_1111_1111", "card"),
+    ("4111\u200b1111\u200b1111\u200b1111", "card"),  # zero-width spaces
+    ("4111\u00ad1111\u00ad1111\u00ad1111", "card"),  # soft hyphens
+    ("4111\u20131111\u20131111\u20131111", "card"),  # en dashes
+    ("4111111111111111".translate(FW), "card"),  # fullwidth digits, as a fullwidth phone already was
+    ("415-555-0132".translate(FW), "phone"),
+    ("bob@exa\u200bmple.com", "email"),
+    ("bo\u00adb@example.com", "email"),
+    ("bob@example.com".translate(FW), "email"),
+    ("b\u200bob@example.com", "email"),  # the match covers the first letter too
+    ("(415) 555\u20130132", "phone"),  # en dash
+    ("1-415-555-0132", "phone"),
+    ("1 415 555 0132", "phone"),
+    ("415 5550132", "phone"),
+    ("(415) 5550132", "phone"),
+])
+def test_obfuscated_secrets_are_redacted_whole(text: str, category: str) -> None:
+    # The whole text is the secret: nothing of it (not one letter, not an invisible character) stays.
+    label = {"card": "card number", "phone": "phone number", "email": "email"}[category]
+    assert R.text(f"see {text}.") == f"see [redacted {label}]."
+    assert cats(text) == [category]
+
+
 @pytest.mark.parametrize("text", [
     "Total: $1,234.56 (was $2,499.00)", "price 4242.42 EUR", "released 2024-01-15 at 10:30:00",
     "on 12/05/2024", "version 1.2.3 and v10.4.12-beta", "id 4242424242424241",  # Luhn-invalid
@@ -102,6 +135,9 @@ def test_luhn_valid_card_numbers_are_redacted(card: str) -> None:
     "ISBN 978-3-16-148410-0", "room 415, floor 5", "call extension 5550", "order 1234567",
     "ipv4 192.168.100.200", "ratio 3.14159265358979", "account ending 4242", "1 234 567 EUR",
     "x@y", "user@localhost", "sk-short", "AKIA-not-a-key", "the task-manager-service-deployment-pipeline",
+    "IBAN DE89 3704 0044 0532 0130 00", "version 10.0.19045.3803", "at 2024.06.01.12.30.45.123",
+    "ts 2024-06-01T12:30:45.123456", "population 8 000 000 000", "room 415 555 floor", "call 123 4567890",
+    "ISBN 978\u20133\u201316\u2013148410\u20130", "42\u00a0000\u00a0000 EUR",
 ])
 def test_look_alikes_are_left_alone(text: str) -> None:
     assert R.text(text) == text, find_matches(text)
@@ -132,7 +168,8 @@ def test_random_prices_hashes_uuids_versions_and_dates_are_not_redacted(text: st
 
 
 _SECRETS = st.sampled_from(["bob@example.com", "+44 20 7946 0958", "4242 4242 4242 4242", KEYS[0], KEYS[4],
-                            "(415) 555-0132"])
+                            "(415) 555-0132", "b\u200bob@example.com", "4111\u00a01111\u00a01111\u00a01111",
+                            "(415) 555\u20130132"])
 
 
 @settings(max_examples=300, deadline=None)
@@ -197,6 +234,23 @@ async def test_only_configured_categories_and_custom_replacement() -> None:
     assert v.value == "<email> 4242 4242 4242 4242" and v.reason == "redacted 1 email"
 
 
+def test_a_replacement_that_would_be_redacted_is_refused_at_load_with_its_location() -> None:
+    with pytest.raises(ValidationError, match="would itself be redacted"):
+        RedactConfig(replacement="x@y.com")
+    RedactConfig(categories=["card"], replacement="x@y.com")  # emails are not redacted: allowed
+    with pytest.raises(ConfigError) as info:
+        loads_composition(textwrap.dedent("""
+            seamkit: 1
+            agent:
+              model: {use: scripted, turns: [hi]}
+              guardrails:
+                - {use: redact, replacement: "x@y.com"}
+        """))
+    issue = info.value.issues[0]
+    assert issue.path == "agent.guardrails[0].replacement" and "would itself be redacted" in issue.message
+    assert issue.line == 6
+
+
 def test_config_refuses_bad_replacements() -> None:
     with pytest.raises(ValidationError, match="only"):
         RedactConfig(replacement="[{secret}]")
@@ -251,6 +305,16 @@ async def test_unchanged_parts_of_a_typed_value_are_the_same_objects() -> None:
     value = {"keep": inner, "mail": "m@example.com"}
     out = (await Redact().check_output(value, gctx())).value
     assert out["keep"] is inner
+
+
+async def test_integer_card_numbers_are_redacted_into_strings() -> None:
+    # A card number typed as a number is still a card number; the replacement is a string (the
+    # host then re-validates the typed output against the output schema).
+    value = {"card": 4111111111111111, "count": 4111, "ok": True, "phone": 4155550132}
+    v = await Redact().check_output(value, gctx())
+    assert v.action == "rewrite" and v.reason == "redacted 1 card number"
+    assert v.value == {"card": "[redacted card number]", "count": 4111, "ok": True, "phone": 4155550132}
+    assert R.value([4111111111111111, 4111111111111112]) == ["[redacted card number]", 4111111111111112]
 
 
 def test_uuid_objects_and_other_non_strings_pass_through() -> None:
