@@ -1,8 +1,38 @@
-"""Configuration models of the egress components (light: pydantic only)."""
+"""Configuration models of the egress components (light: pydantic only; the policy parsers of
+:mod:`seamkit_guardrails_web.urls` are imported when a value is validated)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+
+# Each list item is validated by the parser policy_from compiles it with (one implementation), so a
+# bad entry fails `seamkit validate` at its key and index rather than when the agent is built.
+def _allow_entry(value: str) -> str:
+    from seamkit_guardrails_web.urls import allow_entry  # lazy: httpx/idna only when a policy is given
+
+    allow_entry(value)
+    return value
+
+
+def _allow_network(value: str) -> str:
+    from seamkit_guardrails_web.urls import allow_network
+
+    allow_network(value)
+    return value
+
+
+def _allow_port(value: int) -> int:
+    from seamkit_guardrails_web.urls import allow_port
+
+    return allow_port(value)
+
+
+AllowEntry = Annotated[str, AfterValidator(_allow_entry)]
+AllowNetwork = Annotated[str, AfterValidator(_allow_network)]
+Port = Annotated[int, AfterValidator(_allow_port)]
 
 __all__ = ["EgressConfig", "FetchConfig"]
 
@@ -13,18 +43,18 @@ class EgressConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    egress_allow: list[str] = Field(
+    egress_allow: list[AllowEntry] = Field(
         default_factory=list,
         description="Host suffixes allowed out (dot-boundary: 'example.com' allows 'www.example.com', not "
-        "'evilexample.com'); empty: any public host",
+        "'evilexample.com'), or IP addresses; not URLs. Empty: any public host",
     )
-    allow_networks: list[str] = Field(
+    allow_networks: list[AllowNetwork] = Field(
         default_factory=list,
         description="Address ranges (CIDR) allowed although not public, e.g. 127.0.0.0/8 for a local test "
         "server; cloud metadata addresses stay refused",
     )
-    ports: list[int] | None = Field(
-        default=None, description="Ports allowed out; absent: any port but the Fetch standard's bad ports"
+    ports: list[Port] | None = Field(
+        default=None, description="Ports allowed out (1..65535); absent: any port but the Fetch standard's bad ports"
     )
     url_arguments: dict[str, list[str]] = Field(
         default_factory=dict,

@@ -187,3 +187,37 @@ agent:
     assert len(tool_results) == 1 and tool_results[0].is_error
     assert "argument 'url' of tool 'fetch'" in tool_results[0].content  # refused by the middleware
     assert "metadata" in tool_results[0].content
+
+
+_SLOTS = {"tool": ("tools", "fetch"), "guardrail": ("guardrails", "egress"), "middleware": ("middlewares", "egress")}
+
+
+@pytest.mark.parametrize("slot", sorted(_SLOTS))
+@pytest.mark.parametrize(
+    ("setting", "path", "message"),
+    [
+        ("allow_networks: [10.0.0.0/8, 999.0.0.0/8]", "allow_networks[1]", "not a network"),
+        ("allow_networks: [10.0.0.0/33]", "allow_networks[0]", "not a network"),
+        ('egress_allow: ["https://a.com"]', "egress_allow[0]", "give the host only"),
+        ('egress_allow: ["a.com:8080"]', "egress_allow[0]", "a port belongs in 'ports'"),
+        ("ports: [443, 99999]", "ports[1]", "outside 1..65535"),
+    ],
+)
+def test_a_bad_policy_value_fails_validation_at_its_key(slot: str, setting: str, path: str, message: str) -> None:
+    from seamkit.composition import loads_composition
+    from seamkit.errors import ConfigError
+
+    key, use = _SLOTS[slot]
+    text = f"""seamkit: 1
+agent:
+  model: {{use: scripted, turns: [done]}}
+  {key}:
+    - use: {use}
+      {setting}
+"""
+    with pytest.raises(ConfigError) as info:
+        loads_composition(text, file="bad.yaml", env={})
+    (issue,) = info.value.issues
+    assert issue.path == f"agent.{key}[0].{path}"
+    assert issue.line == 6 and issue.file == "bad.yaml"
+    assert message in issue.message
