@@ -17,10 +17,11 @@ One fetch, in order:
    decoders inflate a whole network read at once, with no limit): more than ``max_bytes`` is
    truncated (said in the result), more than ``max_compression_ratio`` decompressed bytes per
    compressed byte read is refused as a decompression bomb;
-5. only the content types in ``text_types`` are returned, decoded with the charset of the
-   ``Content-Type`` header, else as httpx decodes a response without one (its client's
-   ``default_encoding``, UTF-8); bytes that do not decode are replaced (U+FFFD), never dropped
-   silently. A ``<meta charset>`` inside HTML is not read.
+5. only the content types in ``text_types`` are returned, decoded by :func:`decode_text`: a
+   byte-order mark first, else the charset of the ``Content-Type`` header when it names an
+   ASCII-compatible encoding, else UTF-8; bytes that do not decode are replaced (U+FFFD), never
+   dropped silently. A charset in which ASCII bytes decode to other characters (UTF-7's
+   ``+ADw-`` is ``<``) is ignored, not honoured. A ``<meta charset>`` inside HTML is not read.
 
 Everything, resolution included, runs under one overall ``timeout``. Each fetch has its own
 client, connection pool and pins: no cookie, connection or DNS answer outlives it.
@@ -29,7 +30,9 @@ client, connection pool and pins: no cookie, connection or DNS answer outlives i
 from __future__ import annotations
 
 import asyncio
+import codecs
 import fnmatch
+import functools
 import ssl
 import zlib
 from collections.abc import AsyncIterator
@@ -45,7 +48,7 @@ from seamkit_guardrails_web.pinning import PinnedBackend, PinnedTransport
 from seamkit_guardrails_web.preflight import EgressChecker, egress_checker, host_key
 from seamkit_guardrails_web.resolver import Resolver
 
-__all__ = ["FetchResult", "GuardedFetcher", "REDIRECT_STATUSES"]
+__all__ = ["FetchResult", "GuardedFetcher", "REDIRECT_STATUSES", "decode_text", "text_encoding"]
 
 #: The statuses whose ``Location`` is followed (RFC 9110 sections 15.4.2-15.4.9; 300 and 304 are not
 #: redirects to follow automatically).
@@ -71,6 +74,59 @@ class FetchResult:
     truncated: bool
     bytes_read: int
     redirects: tuple[str, ...] = ()
+
+
+# Every ASCII byte once (the backslash doubled: a lone "\\]" is an invalid escape), then the
+# mechanisms by which ASCII bytes decode to *other* characters in some codec: UTF-7's base64 runs
+# ("+ADw-" is "<"), HZ's "~{", ISO-2022's ESC and SO/SI shifts, Python's backslash escapes. A codec
+# that decodes all of it to itself shows the model exactly the ASCII the bytes show anyone else.
+_ASCII_PROBE = (bytes(range(0x5C)) + b"\\\\" + bytes(range(0x5D, 0x80))
+                + b" +ADw-x+AD4- ~{!!~} \x1b$B!!\x1b(B \x1b$)C\x0e!!\x0f"
+                b" \\u003c\\x3c\\074\\N{LESS-THAN SIGN}")
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_BE, "utf-16-be"), (codecs.BOM_UTF16_LE, "utf-16-le"))
+
+
+@functools.cache  # keyed by codec name: a finite set, whatever labels servers send
+def _ascii_compatible(codec: str) -> bool:
+    try:
+        return _ASCII_PROBE.decode(codec, errors="replace") == _ASCII_PROBE.decode("latin-1")
+    except (LookupError, UnicodeError, ValueError, TypeError):  # not a text encoding (rot13, base64...)
+        return False
+
+
+def text_encoding(label: str | None) -> str:
+    """The codec a body whose ``Content-Type`` says ``charset=label`` is decoded with: the label
+    (stripped, lower case) when Python knows it and its codec is ASCII-compatible (every ASCII
+    byte, and every sequence of them, decodes to itself), else ``"utf-8"`` (no label, an unknown
+    label, or one that is not ASCII-compatible).
+
+    Why: in UTF-7 ``+ADw-script+AD4-`` decodes to ``<script>``; ISO-2022-KR / -CN and HZ shift
+    ASCII bytes into other characters with escape sequences, EBCDIC (``cp037``) and Python's
+    ``unicode_escape`` read ASCII differently. Honouring such a label lets a server show the model
+    text that no byte-level reading of the page shows. The WHATWG Encoding Standard
+    (https://encoding.spec.whatwg.org/, section 4.2 "Names and labels") drops UTF-7 entirely (an
+    unknown label, ignored as here) and maps ISO-2022-KR, ISO-2022-CN(-EXT) and HZ-GB-2312 to its
+    "replacement" encoding, which never yields the page's text. Stricter than the standard here:
+    ISO-2022-JP and a UTF-16 *label* are ignored too (a UTF-16 body with a byte-order mark is
+    still read as UTF-16: :func:`decode_text`)."""
+    name = (label or "").strip().lower()
+    try:
+        codec = codecs.lookup(name).name if name else ""
+    except LookupError:
+        return "utf-8"
+    return name if codec and _ascii_compatible(codec) else "utf-8"
+
+
+def decode_text(body: bytes, label: str | None) -> tuple[str, str]:
+    """``body`` as text and the codec that decoded it: a byte-order mark (UTF-8, UTF-16BE,
+    UTF-16LE) decides first and is dropped (WHATWG Encoding Standard, section 6 "decode": the BOM
+    overrides the label), else :func:`text_encoding` of ``label``. Undecodable bytes become
+    U+FFFD."""
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return body[len(bom):].decode(codec, errors="replace"), codec
+    codec = text_encoding(label)
+    return body.decode(codec, errors="replace"), codec
 
 
 def _media_type(header: str) -> str:
@@ -265,15 +321,7 @@ class GuardedFetcher:
                                      f"{', '.join(self._text_types)})", "content_type")
         encoding = response.headers.get("content-encoding", "").strip().lower()
         body, truncated = await self._body(shown, response.aiter_raw(_READ_CHUNK), _Inflater(encoding, shown))
-        charset = response.charset_encoding
-        if charset is None:
-            charset = response.default_encoding if isinstance(response.default_encoding, str) \
-                else response.default_encoding(body)
-        try:
-            text = body.decode(charset, errors="replace")
-        except LookupError:  # an unknown charset in the header
-            charset = "utf-8"
-            text = body.decode(charset, errors="replace")
+        text, charset = decode_text(body, response.charset_encoding)
         return FetchResult(first, shown, response.status_code, media_type, charset, text, truncated, len(body),
                            tuple(redirects))
 

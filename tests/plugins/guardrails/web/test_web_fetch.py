@@ -219,6 +219,31 @@ async def test_the_charset_of_the_header_decodes_the_text_and_an_error_status_is
     assert missing.status == 404 and missing.text == "not found" and missing.charset == "utf-8"
 
 
+@pytest.mark.parametrize(
+    ("charset", "body", "text", "used"),
+    [
+        ("utf-7", b"+ADw-script+AD4-alert(1)+ADw-/script+AD4-", "+ADw-script+AD4-alert(1)+ADw-/script+AD4-", "utf-8"),
+        ("UTF-7", b"a+ACI-b", "a+ACI-b", "utf-8"),
+        ("hz-gb-2312", b"~{<:Ky2;S{#,NpJ)l6HK!#~}", "~{<:Ky2;S{#,NpJ)l6HK!#~}", "utf-8"),
+        ("iso-2022-kr", b"\x1b$)C\x0e!!\x0fok", "\x1b$)C\x0e!!\x0fok", "utf-8"),
+        ("unicode_escape", b"\\u003cscript\\u003e", "\\u003cscript\\u003e", "utf-8"),
+        ("cp037", b"hello", "hello", "utf-8"),
+        ("utf-16", b"<\x00b\x00>\x00", "<\x00b\x00>\x00", "utf-8"),
+        ("rot13", b"uryyb", "uryyb", "utf-8"),
+        ("windows-1252", "caf\u00e9 \u20ac".encode("cp1252"), "caf\u00e9 \u20ac", "windows-1252"),
+        ("Shift_JIS", "\u65e5\u672c<b>".encode("shift_jis"), "\u65e5\u672c<b>", "shift_jis"),
+        ("utf-7", "\ufeff<b>".encode("utf-16-le"), "<b>", "utf-16-le"),  # a byte-order mark decides
+    ],
+)
+async def test_a_charset_in_which_ascii_reads_differently_is_ignored(
+    charset: str, body: bytes, text: str, used: str
+) -> None:
+    with local_server() as srv:
+        result = await _fetcher().fetch_result(srv.url(f"/raw?hex={body.hex()}&ctype=text/html;charset={charset}"))
+    assert result.text == text and result.charset == used
+    assert "<script>" not in result.text
+
+
 @pytest.mark.parametrize(("scheme", "category"), [("ftp", "scheme"), ("http", "userinfo")])
 async def test_a_redirect_to_a_url_with_credentials_never_shows_the_password(scheme: str, category: str) -> None:
     with local_server() as srv:
