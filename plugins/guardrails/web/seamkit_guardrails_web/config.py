@@ -64,13 +64,23 @@ class EgressConfig(BaseModel):
 
 
 class FetchConfig(EgressConfig):
-    """The ``fetch`` tool: the egress policy plus the fetch's own limits."""
+    """The ``fetch`` tool: the egress policy plus the fetch's own limits. Of a compressed body,
+    the compression ratio is checked first (a bomb is refused), then ``max_bytes`` (a long page
+    is truncated): see :mod:`seamkit_guardrails_web.fetcher`, step 4."""
 
     timeout: float = Field(default=20.0, gt=0, le=300, description="Seconds for the whole fetch, redirects included")
-    max_bytes: int = Field(default=2_000_000, ge=1, description="Most bytes of body read (after decompression)")
+    max_bytes: int = Field(
+        default=200_000, ge=1,
+        description="Most body bytes returned (after decompression); past it the page is cut there, the rest not "
+        "read, and the result says it was truncated. The text goes into the model's context: 200,000 bytes is "
+        "about 50,000 tokens of English, already a large share of a context window, so keep it small",
+    )
     max_redirects: int = Field(default=5, ge=0, le=20, description="Redirect hops followed, each checked again")
     max_compression_ratio: int = Field(
-        default=100, ge=1, description="Most decompressed bytes per compressed byte (decompression-bomb cap)"
+        default=100, ge=1,
+        description="Most decompressed bytes per compressed byte consumed (gzip/deflate), checked after every "
+        "decompression step before max_bytes: a body past it is refused as a decompression bomb (FetchFailed "
+        "'decompression_bomb'), not returned truncated",
     )
     text_types: list[str] = Field(
         default_factory=lambda: ["text/*", "application/json", "application/xml", "application/xhtml+xml",

@@ -14,9 +14,13 @@ One fetch, in order:
    ``httpx.URL.join``) and goes through steps 1-2 again; a host already pinned in this fetch keeps
    its pin (never a second lookup). More than ``max_redirects`` hops is refused (``redirect``);
 4. the body is streamed raw and decompressed here, with an output limit per step (httpx's own
-   decoders inflate a whole network read at once, with no limit): more than ``max_bytes`` is
-   truncated (said in the result), more than ``max_compression_ratio`` decompressed bytes per
-   compressed byte read is refused as a decompression bomb;
+   decoders inflate a whole network read at once, with no limit). After every step, first the
+   ratio: more than ``max_compression_ratio`` decompressed bytes per compressed byte consumed so
+   far (cumulative) is refused as a decompression bomb (``FetchFailed``, nothing returned); then
+   the size: past ``max_bytes`` decompressed bytes the body is cut there, the rest not read, and
+   the result says it was truncated. Because the ratio comes first, a bomb is refused, not
+   returned truncated, once ``max_bytes`` is large enough for its ratio to show (a few kB: the
+   first bytes of a gzip stream are headers);
 5. only the content types in ``text_types`` are returned, decoded by :func:`decode_text`: a
    byte-order mark first, else the charset of the ``Content-Type`` header when it names an
    ASCII-compatible encoding, else UTF-8; bytes that do not decode are replaced (U+FFFD), never
@@ -135,7 +139,9 @@ def _media_type(header: str) -> str:
 
 class _Inflater:
     """Decodes one ``Content-Encoding`` (``identity``, ``gzip``, ``x-gzip``, ``deflate``: RFC 9110
-    section 8.4.1) with a limit on the output of each step (``zlib`` ``max_length``)."""
+    section 8.4.1) with a limit on the output of each step (``zlib`` ``max_length``). ``consumed``:
+    compressed bytes the decoder has consumed so far (what a limited step left unread is not
+    counted: the compression ratio is decoded output per byte *consumed*, not per byte received)."""
 
     def __init__(self, encoding: str, url: str) -> None:
         self.url = url
@@ -144,6 +150,7 @@ class _Inflater:
         # (RFC 1951) instead, tried when the zlib header does not parse (as httpx does)
         self._may_be_raw = encoding == "deflate"
         self._z: zlib._Decompress | None = None
+        self.consumed = 0
         if encoding in ("gzip", "x-gzip"):
             self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
         elif encoding == "deflate":
@@ -155,17 +162,19 @@ class _Inflater:
     def feed(self, data: bytes, limit: int) -> bytes:
         """At most ``limit`` (> 0) decoded bytes of ``data`` (and of what an earlier call left)."""
         if self._z is None:
+            self.consumed += min(len(data), limit)
             return data[:limit]
         buf = self._z.unconsumed_tail + data
         try:
             out = self._z.decompress(buf, limit)
         except zlib.error as exc:
-            if self._may_be_raw:
+            if self._may_be_raw:  # only ever on the first step: nothing was consumed yet
                 self._may_be_raw = False
                 self._z = zlib.decompressobj(-zlib.MAX_WBITS)
                 return self.feed(buf, limit)
             raise FetchFailed(self.url, f"the compressed body is corrupt ({exc})", "decoding") from None
         self._may_be_raw = False
+        self.consumed += len(buf) - len(self._z.unconsumed_tail)
         return out
 
     def finish(self) -> bytes:
@@ -326,25 +335,25 @@ class GuardedFetcher:
                            tuple(redirects))
 
     async def _body(self, url: str, raw: AsyncIterator[bytes], inflater: _Inflater) -> tuple[bytes, bool]:
+        """The decoded body, at most ``max_bytes`` of it, and whether it was truncated. For a
+        compressed body the ratio (decoded bytes per compressed byte consumed, cumulative) is
+        checked after every step *before* the ``max_bytes`` cap: a bomb is refused, never returned
+        truncated, however small ``max_bytes`` is."""
         max_bytes = self.config.max_bytes
         ratio = self.config.max_compression_ratio
         out = bytearray()
-        compressed = 0
+        received = 0
         try:
             async for chunk in raw:
-                compressed += len(chunk)
+                received += len(chunk)
                 # one byte past the caps, to tell "exactly at the cap" from "past it"
-                cap = min(max_bytes, ratio * compressed) if inflater.encoded else max_bytes
+                cap = min(max_bytes, ratio * received) if inflater.encoded else max_bytes
                 out += inflater.feed(chunk, cap - len(out) + 1)
-                if inflater.encoded and len(out) > ratio * compressed:
-                    raise FetchFailed(url, f"the body inflates more than {ratio}:1 (a decompression bomb; "
-                                           f"stopped after {compressed} compressed bytes)", "decompression_bomb")
+                self._check_ratio(url, inflater, len(out))
                 if len(out) > max_bytes:
                     return _cut_utf8(bytes(out[:max_bytes])), True
             out += inflater.finish()
-            if inflater.encoded and len(out) > ratio * max(compressed, 1):
-                raise FetchFailed(url, f"the body inflates more than {ratio}:1 (a decompression bomb)",
-                                  "decompression_bomb")
+            self._check_ratio(url, inflater, len(out))
             if len(out) > max_bytes:
                 return _cut_utf8(bytes(out[:max_bytes])), True
         except httpx.TimeoutException:
@@ -352,6 +361,12 @@ class GuardedFetcher:
         except httpx.HTTPError as exc:
             raise FetchFailed(url, f"the body could not be read ({exc})", "protocol") from None
         return bytes(out), False
+
+    def _check_ratio(self, url: str, inflater: _Inflater, decoded: int) -> None:
+        ratio = self.config.max_compression_ratio
+        if inflater.encoded and decoded > ratio * max(inflater.consumed, 1):
+            raise FetchFailed(url, f"the body inflates more than {ratio}:1 (a decompression bomb: {decoded} bytes "
+                                   f"from {inflater.consumed} compressed bytes)", "decompression_bomb")
 
 
 def _cut_utf8(data: bytes) -> bytes:

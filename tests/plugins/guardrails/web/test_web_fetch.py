@@ -181,6 +181,18 @@ async def test_a_decompression_bomb_is_refused_before_it_inflates() -> None:
     assert str(BOMB_BYTES) not in info.value.reason
 
 
+@pytest.mark.parametrize("max_bytes", [None, 10_000, 200_000, 2_000_000, 19_999_999])
+async def test_a_bomb_is_refused_not_returned_truncated_at_max_bytes(max_bytes: int | None) -> None:
+    # a 1000:1 body against the default ratio (100): the ratio (per compressed byte consumed) is
+    # checked before the max_bytes cap, so the cap cannot hide it (None: the default max_bytes)
+    config = LOCAL if max_bytes is None else LOCAL.model_copy(update={"max_bytes": max_bytes})
+    assert config.max_compression_ratio == 100
+    with local_server() as srv:
+        with pytest.raises(FetchFailed) as info:
+            await _fetcher(config).fetch_result(srv.url("/bomb"))
+    assert info.value.category == "decompression_bomb"
+
+
 async def test_a_bomb_under_max_bytes_stops_at_max_bytes() -> None:
     with local_server() as srv:
         fetcher = _fetcher(LOCAL.model_copy(update={"max_bytes": 5000, "max_compression_ratio": 10_000}))
@@ -272,6 +284,18 @@ async def test_the_fetch_tool_reports_final_url_status_type_and_truncation() -> 
     assert f"URL: {srv.url('/page')}" in head and "Status: 200" in head and "Content-Type: text/html" in head
     assert "Redirected from" in head
     assert "[truncated: the page is longer than 40 bytes" in body
+
+
+async def test_the_default_fetch_tool_puts_a_model_context_sized_page_into_the_result() -> None:
+    # a 1 MB page through the tool as composed by default: what reaches the model is bounded by
+    # the default max_bytes (sized for a context window), not the page
+    from seamkit.testing import make_test_ctx
+
+    with local_server() as srv:
+        tool = build_fetch_tool(FetchConfig(egress_allow=["127.0.0.1"], allow_networks=["127.0.0.0/8"]))
+        text = await tool.invoke(tool.validate({"url": srv.url("/big")}), make_test_ctx())
+    page, _, notice = text.partition("\n\n")[2].rpartition("\n\n")
+    assert set(page) == {"a"} and len(page) <= 200_000 and notice.startswith("[truncated: the page is longer than")
 
 
 def test_an_inert_fetcher_cannot_be_built() -> None:
