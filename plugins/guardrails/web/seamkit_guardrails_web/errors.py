@@ -31,6 +31,7 @@ class ResolutionFailed(EgressRefused):
 
     def __init__(self, url: str, reason: str, category: str = "resolution") -> None:
         super().__init__(url, reason, "resolution")
+        self.args = (f"name resolution failed for {url}: {reason}",)  # a failure, not a refusal
 
 
 class FetchFailed(ToolError):
