@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from seamkit.errors import SeamkitError, ToolError
 
-__all__ = ["EgressRefused", "FetchFailed"]
+__all__ = ["EgressRefused", "FetchFailed", "ResolutionFailed"]
 
 
 class EgressRefused(SeamkitError):
@@ -19,6 +19,19 @@ class EgressRefused(SeamkitError):
         self.reason = reason
         self.category = category
         super().__init__(f"egress refused for {url}: {reason}")
+
+
+class ResolutionFailed(EgressRefused):
+    """The host name could not be resolved at all: no DNS server answered, the name does not
+    exist (NXDOMAIN), it has no IPv4/IPv6 address, or the resolver timed out. Not a policy
+    decision about the name's addresses (those raise :class:`EgressRefused` with the address's
+    category), so the ``egress`` guardrail lets it propagate (the host fails closed, unless the
+    guard is advisory) instead of returning a block. An :class:`EgressRefused` with category
+    ``resolution``, so the ``fetch`` tool and the ``egress`` middleware treat it as before."""
+
+    def __init__(self, url: str, reason: str, category: str = "resolution") -> None:
+        super().__init__(url, reason, "resolution")
+        self.args = (f"name resolution failed for {url}: {reason}",)  # a failure, not a refusal
 
 
 class FetchFailed(ToolError):

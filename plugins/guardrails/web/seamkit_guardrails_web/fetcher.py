@@ -14,13 +14,18 @@ One fetch, in order:
    ``httpx.URL.join``) and goes through steps 1-2 again; a host already pinned in this fetch keeps
    its pin (never a second lookup). More than ``max_redirects`` hops is refused (``redirect``);
 4. the body is streamed raw and decompressed here, with an output limit per step (httpx's own
-   decoders inflate a whole network read at once, with no limit): more than ``max_bytes`` is
-   truncated (said in the result), more than ``max_compression_ratio`` decompressed bytes per
-   compressed byte read is refused as a decompression bomb;
-5. only the content types in ``text_types`` are returned, decoded with the charset of the
-   ``Content-Type`` header, else as httpx decodes a response without one (its client's
-   ``default_encoding``, UTF-8); bytes that do not decode are replaced (U+FFFD), never dropped
-   silently. A ``<meta charset>`` inside HTML is not read.
+   decoders inflate a whole network read at once, with no limit). After every step, first the
+   ratio: more than ``max_compression_ratio`` decompressed bytes per compressed byte consumed so
+   far (cumulative) is refused as a decompression bomb (``FetchFailed``, nothing returned); then
+   the size: past ``max_bytes`` decompressed bytes the body is cut there, the rest not read, and
+   the result says it was truncated. Because the ratio comes first, a bomb is refused, not
+   returned truncated, once ``max_bytes`` is large enough for its ratio to show (a few kB: the
+   first bytes of a gzip stream are headers);
+5. only the content types in ``text_types`` are returned, decoded by :func:`decode_text`: a
+   byte-order mark first, else the charset of the ``Content-Type`` header when it names an
+   ASCII-compatible encoding, else UTF-8; bytes that do not decode are replaced (U+FFFD), never
+   dropped silently. A charset in which ASCII bytes decode to other characters (UTF-7's
+   ``+ADw-`` is ``<``) is ignored, not honoured. A ``<meta charset>`` inside HTML is not read.
 
 Everything, resolution included, runs under one overall ``timeout``. Each fetch has its own
 client, connection pool and pins: no cookie, connection or DNS answer outlives it.
@@ -29,7 +34,9 @@ client, connection pool and pins: no cookie, connection or DNS answer outlives i
 from __future__ import annotations
 
 import asyncio
+import codecs
 import fnmatch
+import functools
 import ssl
 import zlib
 from collections.abc import AsyncIterator
@@ -45,7 +52,7 @@ from seamkit_guardrails_web.pinning import PinnedBackend, PinnedTransport
 from seamkit_guardrails_web.preflight import EgressChecker, egress_checker, host_key
 from seamkit_guardrails_web.resolver import Resolver
 
-__all__ = ["FetchResult", "GuardedFetcher", "REDIRECT_STATUSES"]
+__all__ = ["FetchResult", "GuardedFetcher", "REDIRECT_STATUSES", "decode_text", "text_encoding"]
 
 #: The statuses whose ``Location`` is followed (RFC 9110 sections 15.4.2-15.4.9; 300 and 304 are not
 #: redirects to follow automatically).
@@ -73,13 +80,68 @@ class FetchResult:
     redirects: tuple[str, ...] = ()
 
 
+# Every ASCII byte once (the backslash doubled: a lone "\\]" is an invalid escape), then the
+# mechanisms by which ASCII bytes decode to *other* characters in some codec: UTF-7's base64 runs
+# ("+ADw-" is "<"), HZ's "~{", ISO-2022's ESC and SO/SI shifts, Python's backslash escapes. A codec
+# that decodes all of it to itself shows the model exactly the ASCII the bytes show anyone else.
+_ASCII_PROBE = (bytes(range(0x5C)) + b"\\\\" + bytes(range(0x5D, 0x80))
+                + b" +ADw-x+AD4- ~{!!~} \x1b$B!!\x1b(B \x1b$)C\x0e!!\x0f"
+                b" \\u003c\\x3c\\074\\N{LESS-THAN SIGN}")
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_BE, "utf-16-be"), (codecs.BOM_UTF16_LE, "utf-16-le"))
+
+
+@functools.cache  # keyed by codec name: a finite set, whatever labels servers send
+def _ascii_compatible(codec: str) -> bool:
+    try:
+        return _ASCII_PROBE.decode(codec, errors="replace") == _ASCII_PROBE.decode("latin-1")
+    except (LookupError, UnicodeError, ValueError, TypeError):  # not a text encoding (rot13, base64...)
+        return False
+
+
+def text_encoding(label: str | None) -> str:
+    """The codec a body whose ``Content-Type`` says ``charset=label`` is decoded with: the label
+    (stripped, lower case) when Python knows it and its codec is ASCII-compatible (every ASCII
+    byte, and every sequence of them, decodes to itself), else ``"utf-8"`` (no label, an unknown
+    label, or one that is not ASCII-compatible).
+
+    Why: in UTF-7 ``+ADw-script+AD4-`` decodes to ``<script>``; ISO-2022-KR / -CN and HZ shift
+    ASCII bytes into other characters with escape sequences, EBCDIC (``cp037``) and Python's
+    ``unicode_escape`` read ASCII differently. Honouring such a label lets a server show the model
+    text that no byte-level reading of the page shows. The WHATWG Encoding Standard
+    (https://encoding.spec.whatwg.org/, section 4.2 "Names and labels") drops UTF-7 entirely (an
+    unknown label, ignored as here) and maps ISO-2022-KR, ISO-2022-CN(-EXT) and HZ-GB-2312 to its
+    "replacement" encoding, which never yields the page's text. Stricter than the standard here:
+    ISO-2022-JP and a UTF-16 *label* are ignored too (a UTF-16 body with a byte-order mark is
+    still read as UTF-16: :func:`decode_text`)."""
+    name = (label or "").strip().lower()
+    try:
+        codec = codecs.lookup(name).name if name else ""
+    except LookupError:
+        return "utf-8"
+    return name if codec and _ascii_compatible(codec) else "utf-8"
+
+
+def decode_text(body: bytes, label: str | None) -> tuple[str, str]:
+    """``body`` as text and the codec that decoded it: a byte-order mark (UTF-8, UTF-16BE,
+    UTF-16LE) decides first and is dropped (WHATWG Encoding Standard, section 6 "decode": the BOM
+    overrides the label), else :func:`text_encoding` of ``label``. Undecodable bytes become
+    U+FFFD."""
+    for bom, codec in _BOMS:
+        if body.startswith(bom):
+            return body[len(bom):].decode(codec, errors="replace"), codec
+    codec = text_encoding(label)
+    return body.decode(codec, errors="replace"), codec
+
+
 def _media_type(header: str) -> str:
     return header.split(";", 1)[0].strip().lower()
 
 
 class _Inflater:
     """Decodes one ``Content-Encoding`` (``identity``, ``gzip``, ``x-gzip``, ``deflate``: RFC 9110
-    section 8.4.1) with a limit on the output of each step (``zlib`` ``max_length``)."""
+    section 8.4.1) with a limit on the output of each step (``zlib`` ``max_length``). ``consumed``:
+    compressed bytes the decoder has consumed so far (what a limited step left unread is not
+    counted: the compression ratio is decoded output per byte *consumed*, not per byte received)."""
 
     def __init__(self, encoding: str, url: str) -> None:
         self.url = url
@@ -88,6 +150,7 @@ class _Inflater:
         # (RFC 1951) instead, tried when the zlib header does not parse (as httpx does)
         self._may_be_raw = encoding == "deflate"
         self._z: zlib._Decompress | None = None
+        self.consumed = 0
         if encoding in ("gzip", "x-gzip"):
             self._z = zlib.decompressobj(16 + zlib.MAX_WBITS)
         elif encoding == "deflate":
@@ -99,17 +162,19 @@ class _Inflater:
     def feed(self, data: bytes, limit: int) -> bytes:
         """At most ``limit`` (> 0) decoded bytes of ``data`` (and of what an earlier call left)."""
         if self._z is None:
+            self.consumed += min(len(data), limit)
             return data[:limit]
         buf = self._z.unconsumed_tail + data
         try:
             out = self._z.decompress(buf, limit)
         except zlib.error as exc:
-            if self._may_be_raw:
+            if self._may_be_raw:  # only ever on the first step: nothing was consumed yet
                 self._may_be_raw = False
                 self._z = zlib.decompressobj(-zlib.MAX_WBITS)
                 return self.feed(buf, limit)
             raise FetchFailed(self.url, f"the compressed body is corrupt ({exc})", "decoding") from None
         self._may_be_raw = False
+        self.consumed += len(buf) - len(self._z.unconsumed_tail)
         return out
 
     def finish(self) -> bytes:
@@ -265,38 +330,30 @@ class GuardedFetcher:
                                      f"{', '.join(self._text_types)})", "content_type")
         encoding = response.headers.get("content-encoding", "").strip().lower()
         body, truncated = await self._body(shown, response.aiter_raw(_READ_CHUNK), _Inflater(encoding, shown))
-        charset = response.charset_encoding
-        if charset is None:
-            charset = response.default_encoding if isinstance(response.default_encoding, str) \
-                else response.default_encoding(body)
-        try:
-            text = body.decode(charset, errors="replace")
-        except LookupError:  # an unknown charset in the header
-            charset = "utf-8"
-            text = body.decode(charset, errors="replace")
+        text, charset = decode_text(body, response.charset_encoding)
         return FetchResult(first, shown, response.status_code, media_type, charset, text, truncated, len(body),
                            tuple(redirects))
 
     async def _body(self, url: str, raw: AsyncIterator[bytes], inflater: _Inflater) -> tuple[bytes, bool]:
+        """The decoded body, at most ``max_bytes`` of it, and whether it was truncated. For a
+        compressed body the ratio (decoded bytes per compressed byte consumed, cumulative) is
+        checked after every step *before* the ``max_bytes`` cap: a bomb is refused, never returned
+        truncated, however small ``max_bytes`` is."""
         max_bytes = self.config.max_bytes
         ratio = self.config.max_compression_ratio
         out = bytearray()
-        compressed = 0
+        received = 0
         try:
             async for chunk in raw:
-                compressed += len(chunk)
+                received += len(chunk)
                 # one byte past the caps, to tell "exactly at the cap" from "past it"
-                cap = min(max_bytes, ratio * compressed) if inflater.encoded else max_bytes
+                cap = min(max_bytes, ratio * received) if inflater.encoded else max_bytes
                 out += inflater.feed(chunk, cap - len(out) + 1)
-                if inflater.encoded and len(out) > ratio * compressed:
-                    raise FetchFailed(url, f"the body inflates more than {ratio}:1 (a decompression bomb; "
-                                           f"stopped after {compressed} compressed bytes)", "decompression_bomb")
+                self._check_ratio(url, inflater, len(out))
                 if len(out) > max_bytes:
                     return _cut_utf8(bytes(out[:max_bytes])), True
             out += inflater.finish()
-            if inflater.encoded and len(out) > ratio * max(compressed, 1):
-                raise FetchFailed(url, f"the body inflates more than {ratio}:1 (a decompression bomb)",
-                                  "decompression_bomb")
+            self._check_ratio(url, inflater, len(out))
             if len(out) > max_bytes:
                 return _cut_utf8(bytes(out[:max_bytes])), True
         except httpx.TimeoutException:
@@ -304,6 +361,12 @@ class GuardedFetcher:
         except httpx.HTTPError as exc:
             raise FetchFailed(url, f"the body could not be read ({exc})", "protocol") from None
         return bytes(out), False
+
+    def _check_ratio(self, url: str, inflater: _Inflater, decoded: int) -> None:
+        ratio = self.config.max_compression_ratio
+        if inflater.encoded and decoded > ratio * max(inflater.consumed, 1):
+            raise FetchFailed(url, f"the body inflates more than {ratio}:1 (a decompression bomb: {decoded} bytes "
+                                   f"from {inflater.consumed} compressed bytes)", "decompression_bomb")
 
 
 def _cut_utf8(data: bytes) -> bytes:

@@ -17,7 +17,7 @@ from seamkit.values import ToolCall
 
 from seamkit_guardrails_web import urls
 from seamkit_guardrails_web.config import EgressConfig
-from seamkit_guardrails_web.errors import EgressRefused
+from seamkit_guardrails_web.errors import EgressRefused, ResolutionFailed
 from seamkit_guardrails_web.preflight import ToolCallEgress, inert
 
 __all__ = ["EgressGuardrail", "build_egress_guardrail"]
@@ -36,9 +36,17 @@ class EgressGuardrail(ToolCallEgress):
         """:data:`~seamkit.guardrails.ALLOW` when every URL argument of ``call`` may go out
         (or it has none); :func:`~seamkit.guardrails.block` naming the argument, the URL and
         why, otherwise. ``guard.tool`` is the tool's schema (``None`` for an unknown tool: then
-        only ``url_arguments`` names are checked)."""
+        only ``url_arguments`` names are checked).
+
+        Raises :class:`~seamkit_guardrails_web.errors.ResolutionFailed` when a URL's host name
+        does not resolve at all (no DNS, NXDOMAIN, no address, a resolver timeout): that is not a
+        verdict on the URL, so it is not a block; the host treats a raising guardrail as failed
+        and fails closed (``GuardrailTripped(failed=True)``), or records a warning and goes on
+        when the guard is advisory. A name that resolves to a refused address is a block."""
         try:
             await self.check_call(call, guard.tool)
+        except ResolutionFailed:
+            raise
         except EgressRefused as exc:
             return block(f"egress refused ({exc.category}) for {exc.url}: {exc.reason}")
         return ALLOW

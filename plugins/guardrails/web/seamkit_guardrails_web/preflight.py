@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from seamkit_guardrails_web import urls
-from seamkit_guardrails_web.errors import EgressRefused
+from seamkit_guardrails_web.errors import EgressRefused, ResolutionFailed
 from seamkit_guardrails_web.resolver import IPAddress, Resolver, SystemResolver
 
 if TYPE_CHECKING:
@@ -89,7 +89,8 @@ class EgressChecker:
         or its host name resolved **once**. Every address is checked; one refused
         address refuses the URL (a name answering public and private addresses at once is a
         rebinding or misconfiguration, never something to pick from). Raises
-        :class:`EgressRefused` (the refused address's category, or ``resolution``)."""
+        :class:`EgressRefused` (the refused address's category) or
+        :class:`~seamkit_guardrails_web.errors.ResolutionFailed` (the name does not resolve)."""
         shown = str(url)
         host = host_key(url)
         ip = urls.host_address(host)
@@ -98,7 +99,7 @@ class EgressChecker:
             return (ip,)
         answer = await self.resolver.resolve(host)
         if not answer:
-            raise EgressRefused(shown, "the name resolves to no address", "resolution")
+            raise ResolutionFailed(shown, "the name resolves to no address")
         for address in answer:
             self.check_address(address, self.policy, url=shown)
         return tuple(answer)
@@ -263,12 +264,15 @@ async def check_tool_call(
     """Check every URL argument of ``call`` (found by :func:`url_arguments` from ``schema``'s
     parameters and ``names``) with ``checker`` (resolving); returns how many were checked.
     Raises :class:`~seamkit_guardrails_web.errors.EgressRefused` for the first refused one, its
-    ``reason`` naming the tool and the argument. The ``egress`` middleware and the ``egress``
-    guardrail both decide through this function."""
+    ``reason`` naming the tool and the argument
+    (:class:`~seamkit_guardrails_web.errors.ResolutionFailed` when its name does not resolve).
+    The ``egress`` middleware and the ``egress`` guardrail both decide through this function."""
     found = url_arguments(schema.parameters if schema is not None else None, call.arguments, names)
     for path, url in found:
         try:
             await checker.check(url)
+        except ResolutionFailed as exc:  # kept apart: a failure, not a refusal (see the guardrail)
+            raise ResolutionFailed(exc.url, f"argument {path!r} of tool {call.name!r}: {exc.reason}") from None
         except EgressRefused as exc:
             raise EgressRefused(exc.url, f"argument {path!r} of tool {call.name!r}: {exc.reason}",
                                 exc.category) from None

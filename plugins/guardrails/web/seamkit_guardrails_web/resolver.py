@@ -13,7 +13,7 @@ import ipaddress
 import socket
 from typing import Protocol, runtime_checkable
 
-from seamkit_guardrails_web.errors import EgressRefused
+from seamkit_guardrails_web.errors import ResolutionFailed
 
 __all__ = ["IPAddress", "Resolver", "SystemResolver"]
 
@@ -23,8 +23,9 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 @runtime_checkable
 class Resolver(Protocol):
     """Resolves a host name (ASCII, IDNA-encoded: ``xn--...``) to its addresses, in the order a
-    client should try them. Raises :class:`~seamkit_guardrails_web.errors.EgressRefused`
-    (category ``resolution``) when the name does not resolve."""
+    client should try them. Raises :class:`~seamkit_guardrails_web.errors.ResolutionFailed`
+    (an ``EgressRefused``, category ``resolution``) when the name does not resolve (no answer,
+    NXDOMAIN, no address, a timeout): that is a failure, not a policy decision."""
 
     async def resolve(self, host: str) -> list[IPAddress]: ...
 
@@ -48,17 +49,17 @@ class SystemResolver:
 
     async def resolve(self, host: str) -> list[IPAddress]:
         """The addresses of ``host`` (TCP, IPv4 and IPv6), de-duplicated, in getaddrinfo's order.
-        Raises :class:`EgressRefused` (``resolution``) when the name does not resolve or the
-        resolver takes longer than ``timeout`` seconds."""
+        Raises :class:`~seamkit_guardrails_web.errors.ResolutionFailed` (category
+        ``resolution``) when the name does not resolve or the resolver takes longer than
+        ``timeout`` seconds."""
         loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self.timeout):
                 infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
         except TimeoutError:
-            raise EgressRefused(host, f"resolving the name took longer than {self.timeout:g} s",
-                                "resolution") from None
+            raise ResolutionFailed(host, f"resolving the name took longer than {self.timeout:g} s") from None
         except (socket.gaierror, UnicodeError, OSError) as exc:
-            raise EgressRefused(host, f"the name does not resolve ({exc})", "resolution") from None
+            raise ResolutionFailed(host, f"the name does not resolve ({exc})") from None
         out: list[IPAddress] = []
         for family, _type, _proto, _canon, sockaddr in infos:
             if family not in (socket.AF_INET, socket.AF_INET6):
@@ -68,5 +69,5 @@ class SystemResolver:
             if ip not in out:
                 out.append(ip)
         if not out:
-            raise EgressRefused(host, "the name resolves to no IPv4 or IPv6 address", "resolution")
+            raise ResolutionFailed(host, "the name resolves to no IPv4 or IPv6 address")
         return out

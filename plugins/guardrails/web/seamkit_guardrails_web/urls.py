@@ -47,8 +47,9 @@ from __future__ import annotations
 import functools
 import ipaddress
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import httpx
 import idna
@@ -63,6 +64,9 @@ __all__ = [
     "METADATA_ADDRESSES",
     "METADATA_NAMES",
     "EgressPolicy",
+    "allow_entry",
+    "allow_network",
+    "allow_port",
     "check_address",
     "check_url",
     "classify",
@@ -72,6 +76,8 @@ __all__ = [
 ]
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 _V4 = ipaddress.IPv4Network
 _V6 = ipaddress.IPv6Network
@@ -192,54 +198,97 @@ class EgressPolicy:
         object.__setattr__(self, "allowed_names", frozenset(self.egress_allow))
 
 
+def allow_entry(entry: str) -> str | IPAddress:
+    """One ``egress_allow`` entry as the checks compare it: an IP literal (in any spelling
+    :func:`host_address` reads; ``[...]`` around IPv6 allowed) as its address, else the host
+    suffix IDNA-encoded (UTS #46), lower case, one leading ``.`` or ``*.`` and one trailing dot
+    dropped. The one parser of the entry: :class:`~seamkit_guardrails_web.config.EgressConfig`
+    validates with it and :func:`policy_from` compiles with it.
+
+    :raises ValueError: an empty entry, or one that is not a host name or address (a URL, a
+        ``host:port``, userinfo, spaces, an over-long label...), the message saying why.
+    """
+    text = entry.strip()
+    if text.startswith("*."):
+        text = text[2:]
+    elif text.startswith("."):
+        text = text[1:]
+    if text.startswith("[") and text.endswith("]"):
+        text = text[1:-1]
+    if not text:
+        raise ValueError(f"empty entry {entry!r} (a host name such as 'example.com' or an address)")
+    if "://" in text or "/" in text or "@" in text:
+        raise ValueError(f"{entry!r} is not a host name or address: give the host only, e.g. 'example.com' "
+                         "(no scheme, path or userinfo)")
+    try:
+        address = host_address(text.lower())
+    except EgressRefused as exc:
+        port_hint = "; a port belongs in 'ports'" if ":" in text else ""
+        raise ValueError(f"{entry!r} is not a host name or address ({exc.reason}{port_hint})") from None
+    if address is not None:
+        return address
+    try:
+        ascii_name = idna.encode(text.rstrip("."), uts46=True).decode("ascii")
+    except (idna.IDNAError, UnicodeError) as exc:
+        raise ValueError(f"{entry!r} is not a valid host name ({exc}); give a host name such as "
+                         "'example.com', not a URL") from None
+    if not _NAME_CHARS.fullmatch(ascii_name):
+        raise ValueError(f"{entry!r} is not a valid host name; give a host name such as 'example.com', "
+                         "not a URL or host:port")
+    return ascii_name.lower()
+
+
+def allow_network(cidr: str) -> IPNetwork:
+    """One ``allow_networks`` entry (CIDR, e.g. ``127.0.0.0/8``; host bits may be set) as a network.
+    The one parser of the entry (config validation and :func:`policy_from`).
+
+    :raises ValueError: not an IPv4 or IPv6 network (a bad address, a prefix length past 32 / 128).
+    """
+    try:
+        return ipaddress.ip_network(cidr.strip(), strict=False)
+    except ValueError as exc:
+        raise ValueError(f"{cidr!r} is not a network in CIDR notation ({exc})") from None
+
+
+def allow_port(port: int) -> int:
+    """One ``ports`` entry, when it is a TCP port (1..65535). The one check of the entry (config
+    validation and :func:`policy_from`).
+
+    :raises ValueError: outside 1..65535.
+    """
+    if not 1 <= port <= 65535:
+        raise ValueError(f"port {port} is outside 1..65535")
+    return port
+
+
+def _each(key: str, values: Iterable[_T], parse: Callable[[_T], _R]) -> Iterator[_R]:
+    for i, value in enumerate(values):
+        try:
+            yield parse(value)
+        except ValueError as exc:
+            raise ValueError(f"{key}[{i}]: {exc}") from None
+
+
 def policy_from(config: EgressConfig) -> EgressPolicy:
     """Compile ``config`` once for the checks.
 
-    :param config: the egress configuration.
-    :returns: the policy; ``egress_allow`` entries are normalised (IDNA per UTS #46, lower case,
-        one leading ``.`` or ``*.`` and one trailing dot dropped); an entry that is an IP literal
-        (in any spelling :func:`host_address` reads) goes to ``allow_addresses``.
-    :raises ValueError: a malformed network, suffix or port.
+    :param config: the egress configuration (already validated by its model with the same
+        parsers: :func:`allow_entry`, :func:`allow_network`, :func:`allow_port`; they run again
+        here for a config made without validation, e.g. ``model_construct``).
+    :returns: the policy; ``egress_allow`` entries are normalised (:func:`allow_entry`); an
+        entry that is an IP literal goes to ``allow_addresses``.
+    :raises ValueError: a malformed network, suffix or port, the message naming the key and index.
     """
     suffixes: list[str] = []
     addresses: set[IPAddress] = set()
-    for entry in config.egress_allow:
-        text = entry.strip()
-        if text.startswith("*."):
-            text = text[2:]
-        elif text.startswith("."):
-            text = text[1:]
-        if text.startswith("[") and text.endswith("]"):
-            text = text[1:-1]
-        if not text:
-            raise ValueError(f"egress_allow: empty entry {entry!r}")
-        try:
-            address = host_address(text.lower())
-        except EgressRefused as exc:
-            raise ValueError(f"egress_allow: {entry!r} is not a host name or address ({exc.reason})") from None
-        if address is not None:
-            addresses.add(address)
-            continue
-        try:
-            ascii_name = idna.encode(text.rstrip("."), uts46=True).decode("ascii")
-        except (idna.IDNAError, UnicodeError) as exc:
-            raise ValueError(f"egress_allow: {entry!r} is not a valid host name ({exc})") from None
-        if not _NAME_CHARS.fullmatch(ascii_name):
-            raise ValueError(f"egress_allow: {entry!r} is not a valid host name")
-        suffixes.append(ascii_name.lower())
-    networks: list[IPNetwork] = []
-    for cidr in config.allow_networks:
-        try:
-            networks.append(ipaddress.ip_network(cidr.strip(), strict=False))
-        except ValueError as exc:
-            raise ValueError(f"allow_networks: {cidr!r} is not a network ({exc})") from None
-    ports = None
-    if config.ports is not None:
-        bad = [p for p in config.ports if not 1 <= p <= 65535]
-        if bad:
-            raise ValueError(f"ports: {bad} outside 1..65535")
-        ports = frozenset(config.ports)
-    return EgressPolicy(tuple(dict.fromkeys(suffixes)), tuple(networks), ports, frozenset(addresses))
+    for allowed in _each("egress_allow", config.egress_allow, allow_entry):
+        if isinstance(allowed, str):
+            suffixes.append(allowed)
+        else:
+            addresses.add(allowed)
+    networks = tuple(_each("allow_networks", config.allow_networks, allow_network))
+    ports = None if config.ports is None else frozenset(_each("ports", config.ports, allow_port))
+    return EgressPolicy(tuple(dict.fromkeys(suffixes)), networks, ports, frozenset(addresses))
 
 
 def mask_userinfo(url: str) -> str:

@@ -175,6 +175,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, _PAGE.encode("utf-8"), "text/html; charset=utf-8")
         elif route == "/latin1":
             self._send(200, "café".encode("latin-1"), "text/plain; charset=iso-8859-1")
+        elif route == "/raw":  # a body (hex) with a Content-Type of the test's choosing
+            self._send(200, bytes.fromhex(q.get("hex", "")), q.get("ctype", "text/plain"))
         elif route == "/host":
             self._send(200, (self.headers.get("Host") or "").encode(), "text/plain")
         elif route == "/redirect":

@@ -187,3 +187,89 @@ agent:
     assert len(tool_results) == 1 and tool_results[0].is_error
     assert "argument 'url' of tool 'fetch'" in tool_results[0].content  # refused by the middleware
     assert "metadata" in tool_results[0].content
+
+
+_SLOTS = {"tool": ("tools", "fetch"), "guardrail": ("guardrails", "egress"), "middleware": ("middlewares", "egress")}
+
+
+@pytest.mark.parametrize("slot", sorted(_SLOTS))
+@pytest.mark.parametrize(
+    ("setting", "path", "message"),
+    [
+        ("allow_networks: [10.0.0.0/8, 999.0.0.0/8]", "allow_networks[1]", "not a network"),
+        ("allow_networks: [10.0.0.0/33]", "allow_networks[0]", "not a network"),
+        ('egress_allow: ["https://a.com"]', "egress_allow[0]", "give the host only"),
+        ('egress_allow: ["a.com:8080"]', "egress_allow[0]", "a port belongs in 'ports'"),
+        ("ports: [443, 99999]", "ports[1]", "outside 1..65535"),
+    ],
+)
+def test_a_bad_policy_value_fails_validation_at_its_key(slot: str, setting: str, path: str, message: str) -> None:
+    from seamkit.composition import loads_composition
+    from seamkit.errors import ConfigError
+
+    key, use = _SLOTS[slot]
+    text = f"""seamkit: 1
+agent:
+  model: {{use: scripted, turns: [done]}}
+  {key}:
+    - use: {use}
+      {setting}
+"""
+    with pytest.raises(ConfigError) as info:
+        loads_composition(text, file="bad.yaml", env={})
+    (issue,) = info.value.issues
+    assert issue.path == f"agent.{key}[0].{path}"
+    assert issue.line == 6 and issue.file == "bad.yaml"
+    assert message in issue.message
+
+
+class _NoDns:
+    """A resolver as SystemResolver behaves without DNS: getaddrinfo fails (EAI_AGAIN / NXDOMAIN)."""
+
+    async def resolve(self, host: str) -> list[Any]:
+        import asyncio
+        import socket
+
+        from seamkit_guardrails_web.resolver import SystemResolver
+
+        loop = asyncio.get_running_loop()
+
+        async def getaddrinfo(*args: object, **kw: object) -> list[Any]:
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+        loop.getaddrinfo = getaddrinfo  # type: ignore[method-assign]
+        try:
+            return await SystemResolver().resolve(host)
+        finally:
+            del loop.getaddrinfo
+
+
+@pytest.mark.parametrize("resolver", [_NoDns(), StubResolver([])], ids=["no-dns", "no-address"])
+async def test_a_name_that_does_not_resolve_fails_the_guardrail_and_is_not_a_block(resolver: Any) -> None:
+    from seamkit.agent.guarding import check
+    from seamkit.errors import SeamkitError
+    from seamkit.guardrails import GuardrailTripped
+
+    ran: list[str] = []
+    summarise, _, _ = _tools(ran)
+    call = ToolCall("1", "summarise", {"url": "https://docs.example.com/a"})
+    g = EgressGuardrail(policy_from(EgressConfig()), resolver=resolver)
+    context = GuardContext("tool", make_test_ctx(), tool=summarise.schema)
+    with pytest.raises(SeamkitError) as raised:  # a failure, not a Verdict
+        await g.check_tool_call(call, context)
+    assert getattr(raised.value, "category", None) == "resolution" and "argument 'url'" in str(raised.value)
+
+    reports: list[tuple[str, str]] = []
+    with pytest.raises(GuardrailTripped) as info:  # the host fails closed...
+        await check([Guard(g, at=["tool"])], "tool", call, context, lambda g, p, kind, why: reports.append((kind, why)))
+    assert info.value.failed and info.value.reason.startswith("ResolutionFailed: ")
+    assert await check([Guard(g, at=["tool"], advisory=True)], "tool", call, context,  # ...or warns, if advisory
+                       lambda g, p, kind, why: reports.append((kind, why))) is call
+    assert [kind for kind, _ in reports] == ["failed"]
+    # a name resolving to a refused address stays a block (a verdict), and the middleware is unchanged
+    v = await EgressGuardrail(policy_from(EgressConfig()), resolver=StubResolver([PRIVATE])).check_tool_call(
+        call, context)
+    assert v.action == "block" and "private" in v.reason
+    with pytest.raises(EgressRefused) as refused:
+        await EgressMiddleware(policy_from(EgressConfig()), resolver=resolver).check_call(call, summarise.schema)
+    assert refused.value.category == "resolution"

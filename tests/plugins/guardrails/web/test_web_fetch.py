@@ -181,6 +181,18 @@ async def test_a_decompression_bomb_is_refused_before_it_inflates() -> None:
     assert str(BOMB_BYTES) not in info.value.reason
 
 
+@pytest.mark.parametrize("max_bytes", [None, 10_000, 200_000, 2_000_000, 19_999_999])
+async def test_a_bomb_is_refused_not_returned_truncated_at_max_bytes(max_bytes: int | None) -> None:
+    # a 1000:1 body against the default ratio (100): the ratio (per compressed byte consumed) is
+    # checked before the max_bytes cap, so the cap cannot hide it (None: the default max_bytes)
+    config = LOCAL if max_bytes is None else LOCAL.model_copy(update={"max_bytes": max_bytes})
+    assert config.max_compression_ratio == 100
+    with local_server() as srv:
+        with pytest.raises(FetchFailed) as info:
+            await _fetcher(config).fetch_result(srv.url("/bomb"))
+    assert info.value.category == "decompression_bomb"
+
+
 async def test_a_bomb_under_max_bytes_stops_at_max_bytes() -> None:
     with local_server() as srv:
         fetcher = _fetcher(LOCAL.model_copy(update={"max_bytes": 5000, "max_compression_ratio": 10_000}))
@@ -219,6 +231,31 @@ async def test_the_charset_of_the_header_decodes_the_text_and_an_error_status_is
     assert missing.status == 404 and missing.text == "not found" and missing.charset == "utf-8"
 
 
+@pytest.mark.parametrize(
+    ("charset", "body", "text", "used"),
+    [
+        ("utf-7", b"+ADw-script+AD4-alert(1)+ADw-/script+AD4-", "+ADw-script+AD4-alert(1)+ADw-/script+AD4-", "utf-8"),
+        ("UTF-7", b"a+ACI-b", "a+ACI-b", "utf-8"),
+        ("hz-gb-2312", b"~{<:Ky2;S{#,NpJ)l6HK!#~}", "~{<:Ky2;S{#,NpJ)l6HK!#~}", "utf-8"),
+        ("iso-2022-kr", b"\x1b$)C\x0e!!\x0fok", "\x1b$)C\x0e!!\x0fok", "utf-8"),
+        ("unicode_escape", b"\\u003cscript\\u003e", "\\u003cscript\\u003e", "utf-8"),
+        ("cp037", b"hello", "hello", "utf-8"),
+        ("utf-16", b"<\x00b\x00>\x00", "<\x00b\x00>\x00", "utf-8"),
+        ("rot13", b"uryyb", "uryyb", "utf-8"),
+        ("windows-1252", "caf\u00e9 \u20ac".encode("cp1252"), "caf\u00e9 \u20ac", "windows-1252"),
+        ("Shift_JIS", "\u65e5\u672c<b>".encode("shift_jis"), "\u65e5\u672c<b>", "shift_jis"),
+        ("utf-7", "\ufeff<b>".encode("utf-16-le"), "<b>", "utf-16-le"),  # a byte-order mark decides
+    ],
+)
+async def test_a_charset_in_which_ascii_reads_differently_is_ignored(
+    charset: str, body: bytes, text: str, used: str
+) -> None:
+    with local_server() as srv:
+        result = await _fetcher().fetch_result(srv.url(f"/raw?hex={body.hex()}&ctype=text/html;charset={charset}"))
+    assert result.text == text and result.charset == used
+    assert "<script>" not in result.text
+
+
 @pytest.mark.parametrize(("scheme", "category"), [("ftp", "scheme"), ("http", "userinfo")])
 async def test_a_redirect_to_a_url_with_credentials_never_shows_the_password(scheme: str, category: str) -> None:
     with local_server() as srv:
@@ -247,6 +284,18 @@ async def test_the_fetch_tool_reports_final_url_status_type_and_truncation() -> 
     assert f"URL: {srv.url('/page')}" in head and "Status: 200" in head and "Content-Type: text/html" in head
     assert "Redirected from" in head
     assert "[truncated: the page is longer than 40 bytes" in body
+
+
+async def test_the_default_fetch_tool_puts_a_model_context_sized_page_into_the_result() -> None:
+    # a 1 MB page through the tool as composed by default: what reaches the model is bounded by
+    # the default max_bytes (sized for a context window), not the page
+    from seamkit.testing import make_test_ctx
+
+    with local_server() as srv:
+        tool = build_fetch_tool(FetchConfig(egress_allow=["127.0.0.1"], allow_networks=["127.0.0.0/8"]))
+        text = await tool.invoke(tool.validate({"url": srv.url("/big")}), make_test_ctx())
+    page, _, notice = text.partition("\n\n")[2].rpartition("\n\n")
+    assert set(page) == {"a"} and len(page) <= 200_000 and notice.startswith("[truncated: the page is longer than")
 
 
 def test_an_inert_fetcher_cannot_be_built() -> None:
