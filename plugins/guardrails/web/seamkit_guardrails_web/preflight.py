@@ -12,6 +12,7 @@ not declare them are named in the config's ``url_arguments``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -179,26 +180,55 @@ def _walk(schema: Any, value: Any, root: dict[str, Any], path: str, depth: int) 
             yield path, value
     elif isinstance(value, _OBJ):
         props = schema.get("properties")
-        if isinstance(props, _OBJ):
-            for name, sub in props.items():
+        patterns = schema.get("patternProperties")
+        for name, item in value.items():
+            at = f"{path}.{name}" if path else str(name)
+            matched = False
+            if isinstance(props, _OBJ) and name in props:
+                matched = True
+                yield from _walk(props[name], item, root, at, depth + 1)
+            if isinstance(patterns, _OBJ):
+                for pattern, sub in patterns.items():
+                    if _matches(pattern, name):
+                        matched = True
+                        yield from _walk(sub, item, root, at, depth + 1)
+            if not matched:
+                for key in ("additionalProperties", "unevaluatedProperties"):
+                    yield from _walk(schema.get(key), item, root, at, depth + 1)
+        deps = schema.get("dependentSchemas")
+        if isinstance(deps, _OBJ):
+            for name, sub in deps.items():
                 if name in value:
-                    yield from _walk(sub, value[name], root, f"{path}.{name}" if path else name, depth + 1)
-        extra = schema.get("additionalProperties")
-        if isinstance(extra, _OBJ):
-            for name, item in value.items():
-                if not isinstance(props, _OBJ) or name not in props:
-                    yield from _walk(extra, item, root, f"{path}.{name}" if path else str(name), depth + 1)
+                    yield from _walk(sub, value, root, path, depth + 1)
     elif isinstance(value, _ARR):
         prefix = schema.get("prefixItems")
-        items = schema.get("items")
         for i, item in enumerate(value):
-            sub = prefix[i] if isinstance(prefix, _ARR) and i < len(prefix) else items
-            yield from _walk(sub, item, root, f"{path}[{i}]", depth + 1)
+            at = f"{path}[{i}]"
+            if isinstance(prefix, _ARR) and i < len(prefix):
+                yield from _walk(prefix[i], item, root, at, depth + 1)
+            else:
+                for key in ("items", "unevaluatedItems"):
+                    yield from _walk(schema.get(key), item, root, at, depth + 1)
+            yield from _walk(schema.get("contains"), item, root, at, depth + 1)
+    # every subschema that may apply to the value itself; if/then/else: both branches, since which
+    # one applies is not decided here (a string checked for nothing is never a URL argument)
     for key in ("anyOf", "oneOf", "allOf"):
         alternatives = schema.get(key)
         if isinstance(alternatives, _ARR):
             for alt in alternatives:
                 yield from _walk(alt, value, root, path, depth + 1)
+    for key in ("then", "else"):
+        yield from _walk(schema.get(key), value, root, path, depth + 1)
+
+
+def _matches(pattern: str, name: Any) -> bool:
+    """Whether a ``patternProperties`` regex (ECMA-262, read with Python's ``re``: the JSON Schema
+    subset both share) matches ``name`` anywhere; a pattern Python cannot read matches every name,
+    so its URLs are checked rather than missed."""
+    try:
+        return re.search(pattern, str(name)) is not None
+    except re.error:
+        return True
 
 
 def _mentions_uri_format(schema: Any) -> bool:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import pytest
 from egress_net import PRIVATE, PUBLIC, StubResolver
-from pydantic import BaseModel, Field, HttpUrl
+from pydantic import BaseModel, Field, HttpUrl, StringConstraints
 from seamkit.errors import EffectNotApplied
 from seamkit.guardrails import ALLOW, Guard, GuardContext
 from seamkit.runtime.invoker import Invoker
@@ -273,3 +273,48 @@ async def test_a_name_that_does_not_resolve_fails_the_guardrail_and_is_not_a_blo
     with pytest.raises(EgressRefused) as refused:
         await EgressMiddleware(policy_from(EgressConfig()), resolver=resolver).check_call(call, summarise.schema)
     assert refused.value.category == "resolution"
+
+
+META = "http://169.254.169.254/latest/meta-data/"
+
+
+@pytest.mark.parametrize(("schema", "arguments", "path"), [
+    ({"type": "object", "patternProperties": {"^[a-z]+$": {"type": "string", "format": "uri"}}},
+     {"links": {"a": META}}, "links.a"),
+    ({"type": "array", "contains": {"type": "string", "format": "uri"}}, {"links": [META]}, "links[0]"),
+    ({"type": "object", "if": {"required": ["kind"]}, "then": {"properties": {"u": {"format": "uri"}}},
+      "else": {"properties": {"v": {"format": "uri"}}}}, {"links": {"v": META}}, "links.v"),
+    ({"type": "object", "dependentSchemas": {"kind": {"properties": {"u": {"format": "uri"}}}}},
+     {"links": {"kind": "x", "u": META}}, "links.u"),
+    ({"type": "object", "unevaluatedProperties": {"format": "uri"}}, {"links": {"z": META}}, "links.z"),
+    ({"type": "array", "unevaluatedItems": {"format": "uri"}}, {"links": [META]}, "links[0]"),
+])
+def test_url_arguments_are_found_under_every_applicator_a_schema_can_use(
+    schema: dict[str, Any], arguments: dict[str, Any], path: str
+) -> None:
+    """Outside testing: a pydantic ``dict[Annotated[str, pattern], HttpUrl]`` argument is a
+    ``patternProperties`` schema, and its URLs went unchecked (the tool ran with a metadata URL)."""
+    parameters = {"type": "object", "properties": {"links": schema}}
+    assert url_arguments(parameters, arguments) == [(path, META)]
+
+
+def test_contains_checks_every_item_of_the_array() -> None:
+    """Which items ``contains`` applies to is not decided here: every string item is checked (a
+    non-URL item is then refused; over-checking, never missing)."""
+    parameters = {"type": "object", "properties": {"links": {"type": "array", "contains": {"format": "uri"}}}}
+    assert url_arguments(parameters, {"links": ["x", META]}) == [("links[0]", "x"), ("links[1]", META)]
+
+
+async def test_a_pydantic_dict_of_urls_with_constrained_keys_is_checked() -> None:
+    ran: list[Any] = []
+
+    @tool(side_effecting=False)
+    def visit(links: dict[Annotated[str, StringConstraints(pattern=r"^[a-z]+$")], HttpUrl]) -> str:
+        """Visit the named links."""
+        ran.append(links)
+        return "ok"
+
+    g = EgressGuardrail(policy_from(EgressConfig()), resolver=StubResolver([PUBLIC]))
+    v = await g.check_tool_call(ToolCall("1", "visit", {"links": {"a": META}}),
+                                GuardContext("tool", make_test_ctx(), tool=visit.schema))
+    assert v.action == "block" and "links.a" in v.reason and "metadata" in v.reason
