@@ -90,8 +90,12 @@ def luhn_valid(digits: str) -> bool:
     return total % 10 == 0
 
 
+# The local part never starts with ' or = and holds no / (legal in RFC 5322, but what precedes an
+# @ in a URL's userinfo or path: 'https://user@host/' must stay a URL, not become 'https:[email]/'),
+# and no match starts right after a / or :.
 _EMAIL = re.compile(
-    r"(?<![\w.%+-])[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*"
+    r"(?<![\w.%+\-/:])[A-Za-z0-9!#$%&*+?^_`{|}~-][A-Za-z0-9!#$%&'*+=?^_`{|}~-]*"
+    r"(?:\.[A-Za-z0-9!#$%&'*+=?^_`{|}~-]+)*"
     r"@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}(?![\w-])"
 )
 

@@ -320,3 +320,16 @@ async def test_integer_card_numbers_are_redacted_into_strings() -> None:
 def test_uuid_objects_and_other_non_strings_pass_through() -> None:
     u = uuid.uuid4()
     assert R.value(u) is u and R.value(42) == 42 and R.value(None) is None
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("https://user@example.com/path", "https://user@example.com/path"),
+    ("http://a.example/@b.example.com", "http://a.example/@b.example.com"),
+    ("'bob@example.com'", "'[redacted email]'"),
+    ("mail o'brien@example.com now", "mail [redacted email] now"),
+    ("<bob@example.com>", "<[redacted email]>"),
+])
+def test_an_email_match_never_swallows_the_url_or_quotes_around_it(text: str, expected: str) -> None:
+    """Outside testing: 'https://user@example.com/path' became 'https:[redacted email]/path' (the
+    local part took the '//'), and a quote before an email was eaten."""
+    assert R.text(text) == expected
