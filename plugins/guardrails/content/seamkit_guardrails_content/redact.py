@@ -26,8 +26,9 @@ Categories (``RedactConfig.categories``) and what each matches:
   ``Authorization: Bearer`` (RFC 6750 section 2.1 ``b64token``; ``Bearer`` is kept), and PEM
   private keys (RFC 7468 ``-----BEGIN ... PRIVATE KEY-----`` to the matching END line).
 - ``card``: 13-19 digits, optionally in groups of 3 or more joined by one kind of separator (space,
-  dash, dot or underscore), starting with 2-6 (the
-  ISO/IEC 7812 major industry identifiers of payment cards: 1, 7, 8, 9 and 0 are not) and valid
+  dash, dot or underscore), starting with a prefix a card network issues (Visa, Mastercard
+  including its 2221-2720 range, Mir, American Express, Diners Club, JCB, Maestro, Discover,
+  UnionPay: see ``_issued_prefix``; so an id like ``2024-0601-0012-3456`` is not a card) and valid
   under the Luhn check (ISO/IEC 7812-1 annex B). A Luhn-invalid run, a longer or shorter one, or
   one inside a word, hash, UUID or decimal number is left alone.
 
@@ -140,10 +141,29 @@ _CARD = re.compile(
 )
 
 
+def _issued_prefix(digits: str) -> bool:
+    """Whether ``digits`` start like a number a card network issues (its IIN range): Visa 4;
+    Mastercard 51-55 and 2221-2720; Mir 2200-2204; American Express 34, 37; Diners Club 300-305,
+    36, 38, 39; JCB 3528-3589; Maestro 50, 56-58; Discover, UnionPay, RuPay and Maestro in 6.
+    (The networks' published ranges, as collected in ISO/IEC 7812's IIN register summaries.)
+    A Luhn-valid id starting 2024... or 3000... that no network issues is left alone."""
+    first = digits[0]
+    if first in "46":
+        return True
+    two, four = int(digits[:2]), int(digits[:4])
+    if first == "5":
+        return two <= 58
+    if first == "2":
+        return 2221 <= four <= 2720 or 2200 <= four <= 2204
+    if first == "3":
+        return two in (34, 36, 37, 38, 39) or 300 <= int(digits[:3]) <= 305 or 3528 <= four <= 3589
+    return False
+
+
 def _cards(text: str) -> Iterable[tuple[int, int]]:
     for m in _CARD.finditer(text):
         digits = "".join(c for c in m.group() if c.isdigit())
-        if 13 <= len(digits) <= 19 and luhn_valid(digits):
+        if 13 <= len(digits) <= 19 and _issued_prefix(digits) and luhn_valid(digits):
             yield m.span()
 
 
