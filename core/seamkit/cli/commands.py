@@ -529,6 +529,9 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     detail = snap.state.get("status_detail")
     if isinstance(detail, str):
         out.write(f"detail: {visible(detail)}\n")
+    for warning in snap.state.get("warnings") or ():  # e.g. what an advisory guardrail flagged
+        if isinstance(warning, str):
+            out.write(f"warning: {visible(warning)}\n")
     _show_ending(out, snap, args.agent)
     pending = snap.state.get("pending_approvals")
     if pending:

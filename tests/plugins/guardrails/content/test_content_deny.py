@@ -237,3 +237,20 @@ def test_advisory_in_yaml_takes_only_true_or_false(value: str) -> None:
                 - {{use: deny, patterns: [x], advisory: {value}}}
         """))
     assert info.value.issues[0].path == "agent.guardrails[0].advisory"
+
+
+def test_runs_show_lists_the_run_warnings_such_as_advisory_flags(tmp_path: Path) -> None:
+    (tmp_path / "adv.yaml").write_text(textwrap.dedent("""
+        seamkit: 1
+        agent:
+          model: {use: scripted, turns: ["a forbidden answer"]}
+          guardrails:
+            - {use: deny, at: [output], patterns: [forbidden], advisory: true}
+    """))
+    r = _seamkit(tmp_path, "run", "adv.yaml", "go")
+    assert r.returncode == 0, r.stderr
+    run_id = re.search(r"run (run_[0-9a-f]+): completed", r.stderr)
+    assert run_id, r.stderr
+    shown = _seamkit(tmp_path, "runs", "show", run_id.group(1))
+    assert "warning: guardrail 'deny' would block (advisory) at the output point: matched deny pattern 0" \
+        in shown.stdout, shown.stdout
