@@ -4,7 +4,8 @@
 :class:`Problem` with a stable ``code`` and the offending ids (capability refs ``id@version``, or
 fact types). The codes:
 
-- ``DUPLICATE_CAPABILITY``: two capabilities share an id (ids: each ``id@version``).
+- ``DUPLICATE_CAPABILITY``: two capabilities share an id (ids: each ``id@version``). Each of them
+  is still checked, so the other problems do not depend on which one was registered first.
 - ``INVALID_CAPABILITY_ID``: an id that is not lower-case letters, digits, ``_``, ``-`` and ``.``.
 - ``INVALID_CAPABILITY_VERSION``: a version that is not a positive integer.
 - ``INVALID_AGENT_VERSION``: the agent's version is not a positive integer.
@@ -19,7 +20,9 @@ fact types). The codes:
 - ``AMBIGUOUS_FACT_PROVIDER``: a fact type provided by more than one capability (ids: the fact
   type and every provider).
 - ``CAPABILITY_DEPENDENCY_CYCLE``: capabilities that need each other's facts, directly or not
-  (ids: the members of the cycle; a capability requiring what it provides is a cycle of one).
+  (ids: the members of the cycle; a capability requiring what it provides is a cycle of one). Every
+  provider of a fact type counts, so a cycle through the second provider of an ambiguous fact is
+  reported next to the ambiguity.
 
 The :class:`CompiledAgent` is immutable: the capabilities in a topological order (a provider
 before every capability requiring its facts; ties broken by id), the provider of each fact type,
