@@ -15,6 +15,8 @@
 #   bash benchmarks/run.sh guardrails ...   egress check_url cost per call in microseconds, next to the httpx.URL parse it
 #                                           is built on, and the egress middleware's overhead on W1
 #                                           (benchmarks/guardrails_bench.py)
+#   bash benchmarks/run.sh capabilities ... compile_agent on 200 capabilities (a layered DAG), pydantic and JSON Schema
+#                                           inputs, median ms (benchmarks/capabilities_bench.py)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/_setup.sh"
 if [ "${1:-}" = "checkpoints" ]; then
@@ -55,6 +57,10 @@ fi
 if [ "${1:-}" = "guardrails" ]; then
   shift
   exec .venv/bin/python benchmarks/guardrails_bench.py "$@"
+fi
+if [ "${1:-}" = "capabilities" ]; then
+  shift
+  exec .venv/bin/python benchmarks/capabilities_bench.py "$@"
 fi
 if [ "${1:-}" = "tokens" ]; then
   shift

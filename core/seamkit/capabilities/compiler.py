@@ -4,7 +4,8 @@
 :class:`Problem` with a stable ``code`` and the offending ids (capability refs ``id@version``, or
 fact types). The codes:
 
-- ``DUPLICATE_CAPABILITY``: two capabilities share an id (ids: each ``id@version``).
+- ``DUPLICATE_CAPABILITY``: two capabilities share an id (ids: each ``id@version``). Each of them
+  is still checked, so the other problems do not depend on which one was registered first.
 - ``INVALID_CAPABILITY_ID``: an id that is not lower-case letters, digits, ``_``, ``-`` and ``.``.
 - ``INVALID_CAPABILITY_VERSION``: a version that is not a positive integer.
 - ``INVALID_AGENT_VERSION``: the agent's version is not a positive integer.
@@ -19,7 +20,9 @@ fact types). The codes:
 - ``AMBIGUOUS_FACT_PROVIDER``: a fact type provided by more than one capability (ids: the fact
   type and every provider).
 - ``CAPABILITY_DEPENDENCY_CYCLE``: capabilities that need each other's facts, directly or not
-  (ids: the members of the cycle; a capability requiring what it provides is a cycle of one).
+  (ids: the members of the cycle; a capability requiring what it provides is a cycle of one). Every
+  provider of a fact type counts, so a cycle through the second provider of an ambiguous fact is
+  reported next to the ambiguity.
 
 The :class:`CompiledAgent` is immutable: the capabilities in a topological order (a provider
 before every capability requiring its facts; ties broken by id), the provider of each fact type,
@@ -57,7 +60,7 @@ CODES: tuple[str, ...] = (
     "AMBIGUOUS_FACT_PROVIDER",
     "CAPABILITY_DEPENDENCY_CYCLE",
 )
-_ID = re.compile(r"^[a-z][a-z0-9_.\-]*$")
+_ID = re.compile(r"[a-z][a-z0-9_.\-]*")  # fullmatch: "$" would accept a trailing newline
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -126,31 +129,38 @@ def compile_agent(capabilities: Iterable[Capability], *, version: int = 1, regis
     if type(version) is not int or version < 1:
         problems.append(Problem("INVALID_AGENT_VERSION", (repr(version),),
                                 f"the agent version must be a positive integer, got {version!r}"))
-    by_id: dict[str, list[Capability]] = {}
+    by_id: dict[Any, list[Capability]] = {}
     for c in caps:
         by_id.setdefault(c.id, []).append(c)
     for cid, same in by_id.items():
         if len(same) > 1:
             refs = tuple(sorted(c.ref for c in same))
             problems.append(Problem("DUPLICATE_CAPABILITY", refs, f"{len(same)} capabilities have the id {cid!r}"))
-    unique = sorted((same[0] for same in by_id.values()), key=lambda c: c.id)
+    # every capability is checked, duplicates included, in an order that does not depend on the
+    # registration order (keeping only the first of each id made the problems depend on it)
+    caps.sort(key=_sort_key)
     schemas: dict[str, Any] = {}
     outputs: dict[str, Any] = {}
-    for c in unique:
+    for c in caps:
         _check_declaration(c, problems, schemas, outputs, registry)
-    providers = _providers(unique, problems)
-    order = _order(unique, providers, problems)
+    providers = _providers(caps, problems)
+    order = _order(caps, problems)
     if problems:
         raise CompileError(problems)
-    fingerprint = _fingerprint(version, unique, schemas, outputs)
+    fingerprint = _fingerprint(version, caps, schemas, outputs)
     return CompiledAgent(version, tuple(order), freeze({str(f): p.id for f, p in providers.items()}),
                          freeze(schemas), fingerprint)
+
+
+def _sort_key(c: Capability) -> tuple[str, str, str]:
+    # ids and versions are compared as text: a malformed one (an int id) must be reported, not crash the sort
+    return (str(c.id), type(c.id).__name__, repr(c.version))
 
 
 def _check_declaration(c: Capability, problems: list[Problem], schemas: dict[str, Any], outputs: dict[str, Any],
                        registry: Any) -> None:
     ref = c.ref
-    if not isinstance(c.id, str) or not _ID.match(c.id):
+    if not isinstance(c.id, str) or not _ID.fullmatch(c.id):
         problems.append(Problem("INVALID_CAPABILITY_ID", (ref,), "an id is lower-case letters, digits, '_', '-' "
                                 "and '.', starting with a letter"))
     if type(c.version) is not int or c.version < 1:
@@ -160,9 +170,10 @@ def _check_declaration(c: Capability, problems: list[Problem], schemas: dict[str
         problems.append(Problem("WRITE_CONFIRMATION_REQUIRED", (ref,), "a write needs confirmation 'required' "
                                 "(a person confirms first) or 'capability' (it asks for confirmation itself)"))
     schema, why = _json_schema(c.input, registry)
-    if schema is None or schema.get("type") != "object":
+    root_type = _root(schema).get("type") if schema is not None else None
+    if schema is None or root_type != "object":
         why = why or ("it has no input type" if c.input is None else
-                      f"its input's JSON Schema is not an object (type {schema.get('type')!r})" if schema else "")
+                      f"its input's JSON Schema is not an object (type {root_type!r})")
         problems.append(Problem("MODEL_SCHEMA_REQUIRED", (ref,),
                                 f"the model proposes its input as a JSON object: {why}"))
     else:
@@ -173,6 +184,17 @@ def _check_declaration(c: Capability, problems: list[Problem], schemas: dict[str
             problems.append(Problem("INVALID_OUTPUT_SCHEMA", (ref,), why))
         else:
             outputs[c.id] = out
+
+
+def _root(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema the root ``$ref`` points to (pydantic writes a recursive model as
+    ``{"$defs": {...}, "$ref": "#/$defs/Node"}``), else ``schema`` itself."""
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/") and isinstance(schema.get("$defs"), Mapping):
+        target = schema["$defs"].get(ref[len("#/$defs/"):])
+        if isinstance(target, Mapping):
+            return dict(target)
+    return schema
 
 
 def _json_schema(tp: Any, registry: Any) -> tuple[dict[str, Any] | None, str]:
@@ -219,16 +241,19 @@ def _providers(caps: list[Capability], problems: list[Problem]) -> dict[FactType
     return providers
 
 
-def _order(caps: list[Capability], providers: dict[FactType, Capability], problems: list[Problem]) -> list[Capability]:
+def _order(caps: list[Capability], problems: list[Problem]) -> list[Capability]:
     """The capabilities with every provider before its consumers (ties by id); problems for the
-    members of each dependency cycle."""
-    index = {c.id: i for i, c in enumerate(caps)}
+    members of each dependency cycle. An edge runs from *every* provider of a fact type to its
+    consumers, so that a cycle through the second provider of an ambiguous fact is reported too."""
+    offered: dict[FactType, list[int]] = {}
+    for i, c in enumerate(caps):
+        for f in c.provides:
+            offered.setdefault(f, []).append(i)
     after: list[set[int]] = [set() for _ in caps]  # provider -> consumers
-    for c in caps:
+    for j, c in enumerate(caps):
         for f in c.requires:
-            p = providers.get(f)
-            if p is not None:
-                after[index[p.id]].add(index[c.id])
+            for i in offered.get(f, ()):
+                after[i].add(j)
     for members in _cycles(after):
         refs = tuple(sorted(caps[i].ref for i in members))
         problems.append(Problem("CAPABILITY_DEPENDENCY_CYCLE", refs,
@@ -238,7 +263,7 @@ def _order(caps: list[Capability], providers: dict[FactType, Capability], proble
     for consumers in after:
         for j in consumers:
             waiting[j] += 1
-    ready = [(caps[i].id, i) for i in range(len(caps)) if waiting[i] == 0]
+    ready = [(_sort_key(caps[i]), i) for i in range(len(caps)) if waiting[i] == 0]
     heapq.heapify(ready)
     out: list[Capability] = []
     while ready:
@@ -247,7 +272,7 @@ def _order(caps: list[Capability], providers: dict[FactType, Capability], proble
         for j in after[i]:
             waiting[j] -= 1
             if waiting[j] == 0:
-                heapq.heappush(ready, (caps[j].id, j))
+                heapq.heappush(ready, (_sort_key(caps[j]), j))
     return out
 
 

@@ -48,20 +48,37 @@ Confirmation = Literal["none", "required", "capability"]
 EFFECTS: tuple[str, ...] = ("none", "read", "write")
 CONFIRMATIONS: tuple[str, ...] = ("none", "required", "capability")
 
-_FACT = re.compile(r"^(?P<name>[a-z][a-z0-9_.]*)(?:@(?P<version>\d+))?$")
+# fullmatch, ASCII digits: "$" would accept a trailing newline and "\d" any Unicode digit
+_FACT = re.compile(r"(?P<name>[a-z][a-z0-9_.]*)(?:@(?P<version>[0-9]+))?")
+_FACT_NAME = re.compile(r"[a-z][a-z0-9_.]*")
 
 
 @dataclass(frozen=True, slots=True, order=True)
 class FactType:
     """A versioned kind of fact (``order.id@2``): ``name`` (lower-case letters, digits, ``_`` and
-    ``.``, starting with a letter) and ``version`` (a positive integer). A requirement is met only
-    by a provider of the same name *and* version."""
+    ``.``, starting with a letter) and ``version`` (a positive integer); ``ValueError`` otherwise.
+    A requirement is met only by a provider of the same name *and* version."""
 
     name: str
     version: int = 1
 
+    def __post_init__(self) -> None:
+        # built directly (not through fact_type) a FactType must hold the same invariants
+        if not isinstance(self.name, str) or not _FACT_NAME.fullmatch(self.name):
+            raise ValueError(f"{self.name!r} is not a fact type name: lower-case letters, digits, '_' and '.', "
+                             "starting with a letter")
+        if type(self.version) is not int or self.version < 1:
+            raise ValueError(f"fact type {self.name!r}: the version must be a positive integer, got {self.version!r}")
+
     def __str__(self) -> str:
         return f"{self.name}@{self.version}"
+
+
+def _fact_types(owner: str, what: str, specs: Any) -> tuple[FactType, ...]:
+    # a bare string is iterable: "order.id@1" would silently become the fact types o, r, d, ...
+    if isinstance(specs, (str, bytes, FactType)):
+        raise TypeError(f"{owner}: {what} must be a sequence of fact types, got {specs!r} (write [{specs!r}])")
+    return tuple(fact_type(f) for f in specs)
 
 
 def fact_type(spec: str | FactType) -> FactType:
@@ -69,11 +86,18 @@ def fact_type(spec: str | FactType) -> FactType:
     ``ValueError`` for any other shape."""
     if isinstance(spec, FactType):
         return spec
-    m = _FACT.match(spec) if isinstance(spec, str) else None
+    m = _FACT.fullmatch(spec) if isinstance(spec, str) else None
     if m is None or (m.group("version") is not None and int(m.group("version")) < 1):
         raise ValueError(f"{spec!r} is not a fact type: write name@version, e.g. 'order.id@1' "
                          "(lower-case name, version a positive integer)")
     return FactType(m.group("name"), int(m.group("version") or 1))
+
+
+def _strings(owner: str, what: str, items: Any) -> tuple[str, ...]:
+    # like fact types: a bare string would be split into its characters
+    if isinstance(items, (str, bytes)):
+        raise TypeError(f"{owner}: {what} must be a sequence of strings, got {items!r} (write [{items!r}])")
+    return tuple(items)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +110,9 @@ class Guidance:
     when_not_to_use: str = ""
     examples: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "examples", _strings("guidance", "examples", self.examples))
+
 
 @dataclass(frozen=True, slots=True)
 class Capability:
@@ -96,7 +123,9 @@ class Capability:
 
     Construction checks only shapes (the compiler checks the whole agent, reporting every problem
     at once with a stable code): raises ``ValueError`` for a malformed fact type, an unknown
-    ``effect`` or ``confirmation``, and ``TypeError`` for an ``execute`` that is not callable."""
+    ``effect`` or ``confirmation``, and ``TypeError`` for an ``execute`` that is not callable or a
+    bare string where a sequence of fact types is expected. A JSON Schema mapping given as
+    ``input`` / ``output`` is frozen."""
 
     id: str
     version: int
@@ -113,7 +142,11 @@ class Capability:
 
     def __post_init__(self) -> None:
         for name in ("requires", "provides", "invalidates"):
-            object.__setattr__(self, name, tuple(fact_type(f) for f in getattr(self, name)))
+            object.__setattr__(self, name, _fact_types(f"capability {self.id!r}", name, getattr(self, name)))
+        for name in ("input", "output"):
+            # a JSON Schema mapping is part of the declaration: frozen like the rest of it
+            if isinstance(getattr(self, name), Mapping):
+                object.__setattr__(self, name, freeze(getattr(self, name)))
         if self.effect not in EFFECTS:
             raise ValueError(f"capability {self.id!r}: effect must be one of {', '.join(EFFECTS)}, got {self.effect!r}")
         if self.confirmation not in CONFIRMATIONS:
@@ -151,7 +184,8 @@ class Fact:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "type", fact_type(self.type))
-        object.__setattr__(self, "depends_on", tuple(fact_type(f) for f in self.depends_on))
+        object.__setattr__(self, "depends_on", _fact_types(f"fact {self.type}", "depends_on", self.depends_on))
+        object.__setattr__(self, "evidence", _strings(f"fact {self.type}", "evidence", self.evidence))
         object.__setattr__(self, "value", freeze(self.value))
 
 
@@ -166,6 +200,11 @@ class Completed:
     artifacts: FrozenDict = EMPTY
     status: Literal["completed"] = "completed"
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "facts", tuple(self.facts))
+        object.__setattr__(self, "evidence", tuple(self.evidence))
+        object.__setattr__(self, "artifacts", freeze(dict(self.artifacts)))
+
 
 @dataclass(frozen=True, slots=True)
 class NeedsInput:
@@ -174,6 +213,9 @@ class NeedsInput:
     prompt: str
     fields: tuple[str, ...] = ()
     status: Literal["needs_input"] = "needs_input"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fields", _strings("needs_input", "fields", self.fields))
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +229,11 @@ class NeedsDependency:
     input: Mapping[str, Any] = EMPTY
     state: Any = None
     status: Literal["needs_dependency"] = "needs_dependency"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "requirement", fact_type(self.requirement))
+        if isinstance(self.input, Mapping):
+            object.__setattr__(self, "input", freeze(self.input))
 
 
 @dataclass(frozen=True, slots=True)
