@@ -79,6 +79,12 @@ class SeamkitHookSpecs:
         """Register memory components: embeddings, vector stores, grounding sources."""
 
     @hookspec
+    def seamkit_register_capabilities(self, register: Any) -> None:
+        """Register capabilities: declared operations with facts, effects and confirmation (see
+        :mod:`seamkit.capabilities`). The factory returns a :class:`~seamkit.capabilities.Capability`
+        (a value, checked with ``isinstance``); YAML uses it in ``agent.capabilities``."""
+
+    @hookspec
     def seamkit_register_commands(self, cli: Any) -> None:
         """Add CLI sub-commands. ``cli`` is the ``argparse`` sub-parsers object of ``seamkit``;
         set ``func=callable(args) -> int`` on the parser you add."""
@@ -93,4 +99,5 @@ KIND_BY_HOOK: dict[str, str] = {
     "seamkit_register_middlewares": "middleware",
     "seamkit_register_tools": "tool",
     "seamkit_register_memory": "memory",
+    "seamkit_register_capabilities": "capability",
 }

@@ -784,3 +784,17 @@ def test_a_model_missing_a_member_is_refused_naming_it() -> None:
     with pytest.raises(TypeError, match=r"model must implement the model port \(LLMPort\).*NoProvider does not: "
                                         r"missing provider$"):
         Agent(NoProvider())  # type: ignore[arg-type]
+
+
+def test_agent_keeps_a_compiled_agent_and_refuses_anything_else() -> None:
+    from seamkit.capabilities import Capability, Completed, compile_agent
+
+    async def execute(ctx: Any, data: Any) -> Completed:
+        return Completed()
+
+    cap = Capability(id="search", version=1, description="search", execute=execute, input={"type": "object"})
+    compiled = compile_agent([cap])
+    agent = Agent(model=ScriptedModel(["hi"]), capabilities=compiled)
+    assert agent.capabilities is compiled and agent.run_sync("go").output == "hi"  # no loop behaviour yet
+    with pytest.raises(TypeError, match="CompiledAgent"):
+        Agent(model=ScriptedModel(["hi"]), capabilities=[cap])  # type: ignore[arg-type]

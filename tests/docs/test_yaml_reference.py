@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -20,6 +21,7 @@ import yaml
 from docs_testlib import Command, console_commands, fenced_blocks, file_blocks, missing_lines
 from seamkit.composition import composition_json_schema, load_composition, loads_composition
 from seamkit.errors import ConfigError
+from seamkit.hookspecs import hookimpl
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = ROOT / "docs" / "yaml-reference.md"
@@ -147,3 +149,36 @@ def test_getting_started_validate_prints_what_it_shows(tmp_path: Path) -> None:
     done = _shell(commands[0].line, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == list(commands[0].expected)
+
+
+class _DeskCapabilities:
+    """The capabilities docs/yaml-reference.md's desk example uses (``pay`` and ``bill`` need each
+    other's facts)."""
+
+    @staticmethod
+    def _make(cid: str, requires: tuple[str, ...], provides: tuple[str, ...]) -> object:
+        from seamkit.capabilities import Capability, Completed
+
+        async def execute(ctx: object, data: object) -> Completed:
+            return Completed()
+
+        return Capability(id=cid, version=1, description=cid, execute=execute, input={"type": "object"},
+                          requires=requires, provides=provides)
+
+    @hookimpl
+    def seamkit_register_capabilities(self, register: Any) -> None:
+        register("lookup_order", lambda: self._make("lookup_order", (), ("order.id@1",)))
+        register("pay", lambda: self._make("pay", ("invoice@1",), ("receipt@1",)))
+        register("bill", lambda: self._make("bill", ("receipt@1",), ("invoice@1",)))
+
+
+def test_the_capabilities_example_reports_what_the_reference_shows(register_plugin: Any) -> None:
+    from seamkit.composition.build import capability_issues
+
+    assert register_plugin(_DeskCapabilities(), "docs-desk").status == "ok"
+    text = next(b.body for b in BLOCKS if b.info == "yaml" and "capabilities:" in b.body)
+    shown = next(b.body for b in BLOCKS if b.info == "text" and b.body.startswith("$ seamkit validate desk.yaml"))
+    comp = loads_composition(text, file="desk.yaml", env={})
+    issues = capability_issues(comp)
+    assert [str(i) for i in issues] == [ln for ln in shown.splitlines() if ln.startswith("desk.yaml:")]
+    assert f"ConfigError: {len(issues)} problem in configuration:" in shown

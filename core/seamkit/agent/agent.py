@@ -22,6 +22,7 @@ from seamkit.tools.registry import ToolRegistry
 from seamkit.values import EMPTY, FrozenDict, Message, Scope, StreamEvent, Usage, freeze
 
 if TYPE_CHECKING:
+    from seamkit.capabilities import CompiledAgent
     from seamkit.durability.approvals import Decision
     from seamkit.durability.checkpointer import RunSnapshot
     from seamkit.durability.ledger import UncertainEffect
@@ -64,8 +65,13 @@ class Agent:
     :mod:`seamkit.guardrails`); a block stops the run with
     :class:`~seamkit.guardrails.GuardrailTripped`. With input guards, a durable run's first
     checkpoint is written once the task has passed them (so a redacted task is never stored).
+    ``capabilities``: the agent's compiled capabilities (a
+    :class:`~seamkit.capabilities.CompiledAgent` from :func:`~seamkit.capabilities.compile_agent`),
+    or ``None``. Kept with the agent only for now: the loop does not plan or run capabilities yet
+    (the planner comes later); tools are what a run calls.
 
-    Raises ``ValueError`` on duplicate tool names, ``max_steps < 1``, an unknown approval policy or
+    Raises ``TypeError`` when ``capabilities`` is neither ``None`` nor a ``CompiledAgent``;
+    ``ValueError`` on duplicate tool names, ``max_steps < 1``, an unknown approval policy or
     tool name in ``approvals``, or approvals without a checkpointer.
     """
 
@@ -89,6 +95,7 @@ class Agent:
     approvals: Mapping[str, str] = EMPTY
     request_builder: RequestBuilder | None = None
     guardrails: tuple[Any, ...] = ()
+    capabilities: CompiledAgent | None = None
     _invoker: Invoker = field(init=False, repr=False, compare=False)
     _output: OutputSpec | None = field(init=False, repr=False, compare=False)
     _system: Message | None = field(init=False, repr=False, compare=False)
@@ -118,6 +125,12 @@ class Agent:
                 f"model must implement {port.label} (provider, model, stream(), chat()); "
                 f"{type(self.model).__name__} does not: {problems}"
             )
+        if self.capabilities is not None:
+            from seamkit.capabilities import CompiledAgent
+
+            if not isinstance(self.capabilities, CompiledAgent):
+                raise TypeError("capabilities must be a CompiledAgent (seamkit.capabilities.compile_agent) or None, "
+                                f"got {type(self.capabilities).__name__}")
         if self.max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         if self.max_parallel_tools < 1:

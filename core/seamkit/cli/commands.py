@@ -676,17 +676,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """``seamkit validate FILE``: prints ``ok: ...`` (exit 0); problems raise ``ConfigError`` (exit 2).
 
     The tools are built (only them) to check what the model will be told about each: an empty
-    description is an error, a very short one a warning on stderr."""
+    description is an error, a very short one a warning on stderr. The capabilities are built and
+    compiled (:func:`~seamkit.capabilities.compile_agent`): each compile problem is an error
+    ``FILE:LINE:COL: agent.capabilities[i]: CODE: message``."""
     path = _existing_file(args.file)
     from seamkit.cli.scrub import scrub_output
     from seamkit.composition import load_composition
-    from seamkit.composition.build import tool_description_issues
+    from seamkit.composition.build import capability_issues, tool_description_issues
     from seamkit.errors import ConfigError
 
     registry = _registry()
     composition = load_composition(path, registry=registry)
     scrub_output(composition.secret_values())
     errors, warnings = tool_description_issues(composition, registry=registry)
+    errors = [*errors, *capability_issues(composition, registry=registry)]
     if errors:
         raise ConfigError(errors)
     for w in warnings:

@@ -11,6 +11,7 @@ from seamkit.agent.prompt import Prompt
 from seamkit.composition._check import Context, component_label, resolve_slot, slot_name, validate_params
 from seamkit.composition._yaml import KeyPath, format_path
 from seamkit.composition.models import (
+    AgentConfig,
     ComponentRef,
     Composition,
     ContextConfig,
@@ -21,7 +22,8 @@ from seamkit.composition.models import (
 from seamkit.errors import ConfigError, ConfigIssue, ToolDefinitionError
 from seamkit.plugins.registry import Registry, get_registry
 
-__all__ = ["DEFAULT_STORE", "ComponentBuildError", "build_agent", "build_store", "tool_description_issues"]
+__all__ = ["DEFAULT_STORE", "ComponentBuildError", "build_agent", "build_store", "capability_issues",
+           "tool_description_issues"]
 
 #: The store used for checkpoints when a composition does not say (``checkpoints:`` absent).
 DEFAULT_STORE = "sqlite"
@@ -37,7 +39,8 @@ class ComponentBuildError(ConfigError):
 
 def build_agent(composition: Composition, *, registry: Registry | None = None) -> Agent:
     """Build the components of ``composition`` (calling their factories, in file order: model,
-    tools, middlewares, guardrails, checkpoints) and return the wired :class:`~seamkit.agent.agent.Agent`.
+    tools, middlewares, guardrails, capabilities, checkpoints) and return the wired
+    :class:`~seamkit.agent.agent.Agent`.
     Without a ``checkpoints:`` key the agent checkpoints into :data:`DEFAULT_STORE` with its
     default configuration when that store is registered; ``checkpoints: null`` turns them off.
 
@@ -47,6 +50,10 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
 
     The prompt is always a :class:`~seamkit.agent.prompt.Prompt` (``id`` defaults to the agent's
     name, ``version`` to ``"1"``), so ``{{variables}}`` work whichever way it was written.
+
+    The capabilities (``agent.capabilities``) are compiled together for ``agent.version``
+    (:func:`~seamkit.capabilities.compile_agent`) and kept as ``Agent.capabilities`` (``None``
+    when there are none); each compile problem is a located issue (see :func:`capability_issues`).
 
     Raises :class:`~seamkit.errors.ConfigError` (located at the slot) when a component is no
     longer registered, its parameters no longer validate, or its factory raises ``ConfigError``
@@ -74,6 +81,7 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
         if context.compactor is not None:
             compactor = _build(ctx, reg, context.compactor, ("agent", "context", "compactor"), failures)
     guardrails = _guards(ctx, reg, a.guardrails, failures)
+    capabilities = _capabilities(ctx, reg, a, failures)
     store: Any = None
     if a.checkpoints is not None:
         store = _build(ctx, reg, a.checkpoints, ("agent", "checkpoints"), failures)
@@ -119,6 +127,7 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
             approvals=dict(a.approvals),
             request_builder=builder,
             guardrails=tuple(guardrails),
+            capabilities=capabilities,
         )
     except (ValueError, TypeError) as exc:
         ctx.add(f"cannot build the agent: {exc}", ("agent",))
@@ -143,6 +152,66 @@ def _guards(ctx: Context, reg: Registry, refs: list[GuardrailRef], failures: lis
             at = (*path, "at") if ref.at is not None and isinstance(exc, ValueError) else path
             ctx.add(f"guardrail {ref.use!r}: {exc}", at)
     return guards
+
+
+def _capabilities(ctx: Context, reg: Registry, a: AgentConfig, failures: list[int]) -> Any:
+    """Build each ``agent.capabilities`` entry and compile them for ``agent.version``: the
+    :class:`~seamkit.capabilities.CompiledAgent`, or ``None`` when there are no capabilities or
+    after adding located issues. An entry that does not build is reported by :func:`_build` and
+    nothing is compiled (the missing capability would show up as false problems). The version is
+    checked even without capabilities when the file sets it."""
+    built: list[Any] = []
+    for i, ref in enumerate(a.capabilities):
+        built.append(_build(ctx, reg, ref, ("agent", "capabilities", i), failures))
+    if any(b is None for b in built) or not (built or "version" in a.model_fields_set):
+        return None
+    from seamkit.capabilities import CompileError, compile_agent
+
+    try:
+        compiled = compile_agent(built, version=a.version)
+    except CompileError as exc:
+        _locate_problems(ctx, exc, built)
+        return None
+    return compiled if built else None
+
+
+def _locate_problems(ctx: Context, error: Any, built: list[Any]) -> None:
+    """One issue per compile problem, ``CODE: message`` (the code first: stable, greppable),
+    located at the first ``agent.capabilities`` entry (in file order) whose capability the
+    problem names (``id@version``); the other entries it names are listed in the message with
+    their lines. A problem naming no entry (``INVALID_AGENT_VERSION``) is located at
+    ``agent.version``."""
+    entries: dict[str, list[int]] = {}
+    for i, cap in enumerate(built):
+        entries.setdefault(cap.ref, []).append(i)
+    for problem in error.problems:
+        named = sorted({i for ref in problem.ids for i in entries.get(ref, ())})
+        message = f"{problem.code}: {problem.message}"
+        if not named:
+            ctx.add(message, ("agent", "version") if problem.code == "INVALID_AGENT_VERSION" else
+                    ("agent", "capabilities"))
+            continue
+        others = []
+        for i in named[1:]:
+            at = ctx.value_position(("agent", "capabilities", i))
+            others.append(f"agent.capabilities[{i}]" + (f" (line {at.line})" if at else ""))
+        if others:
+            message += f" (also {', '.join(others)})"
+        ctx.add(message, ("agent", "capabilities", named[0]))
+
+
+def capability_issues(composition: Composition, *, registry: Registry | None = None) -> list[ConfigIssue]:
+    """The problems of ``composition``'s capabilities, located (``agent.capabilities[i]`` or
+    ``agent.version``): builds the capabilities (only them; they are values, cheap to build) and
+    compiles them for ``agent.version`` (:func:`~seamkit.capabilities.compile_agent`). Each
+    compile problem is an issue ``CODE: message`` at the first entry it names, the other entries
+    listed in the message. A capability that fails to build (its factory raises, or returns
+    something that is not a :class:`~seamkit.capabilities.Capability`) is an issue too: the
+    compiler cannot check an agent without it. ``[]`` when they compile."""
+    reg = registry if registry is not None else get_registry()
+    ctx = _context(composition)
+    _capabilities(ctx, reg, composition.agent, [])
+    return ctx.issues
 
 
 def _request_builder(ctx: Context, context: ContextConfig, grounding: Any, compactor: Any, store: Any) -> Any:
@@ -189,7 +258,7 @@ def _component_secrets(c: Composition) -> frozenset[str]:
     if not secrets:
         return secrets
     a = c.agent
-    refs: list[ComponentRef] = [a.model, *a.tools, *a.middlewares, *a.guardrails]
+    refs: list[ComponentRef] = [a.model, *a.tools, *a.middlewares, *a.guardrails, *a.capabilities]
     if a.checkpoints is not None:
         refs.append(a.checkpoints)
     if a.context is not None:

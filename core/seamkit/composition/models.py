@@ -19,6 +19,7 @@ from seamkit.composition._yaml import KeyPath, Position
 
 __all__ = [
     "AgentConfig",
+    "CapabilityRef",
     "CompactorRef",
     "ComponentRef",
     "GuardrailRef",
@@ -183,9 +184,18 @@ class GuardrailRef(ComponentRef):
         return [value] if isinstance(value, str) else value
 
 
+class CapabilityRef(ComponentRef):
+    """A capability slot (registry kind ``capability``): the component's factory returns a
+    :class:`seamkit.capabilities.Capability`; the agent's capabilities are compiled together
+    (:func:`seamkit.capabilities.compile_agent`) when the agent is built and by ``seamkit validate``."""
+
+    kind: ClassVar[str] = "capability"
+
+
 #: Slot classes by registry kind.
 SLOT_TYPES: dict[str, type[ComponentRef]] = {
-    c.kind: c for c in (ProviderRef, ToolRef, MiddlewareRef, StoreRef, MemoryRef, CompactorRef, GuardrailRef)
+    c.kind: c for c in (ProviderRef, ToolRef, MiddlewareRef, StoreRef, MemoryRef, CompactorRef, GuardrailRef,
+                        CapabilityRef)
 }
 
 ApprovalPolicyName = Literal["never", "every_call", "once_per_run", "once_per_thread"]
@@ -253,6 +263,12 @@ class AgentConfig(_Model):
     """The agent: see :class:`seamkit.agent.agent.Agent` for the meaning of each field."""
 
     name: str | None = Field(default=None, description="Agent name; default: the file name without extension")
+    # not ge=1 here: the capability compiler owns that check, so that a bad version is reported
+    # with its stable code (INVALID_AGENT_VERSION); the schema still tells editors the minimum
+    version: int = Field(
+        default=1, strict=True, json_schema_extra={"minimum": 1},
+        description="Agent version (a positive integer) that the capabilities are compiled for",
+    )
     model: ProviderRef = Field(description="The model provider component")
     prompt: PromptConfig | None = Field(default=None, description="System prompt: text or {id, version, template}")
     tools: list[ToolRef] = Field(default_factory=list, description="Tool components; names must be unique")
@@ -289,6 +305,11 @@ class AgentConfig(_Model):
         default_factory=list,
         description="Guardrail components, each with 'at' (points), 'advisory' and 'parallel'; at a point they "
         "run in this order, a rewrite feeding the next",
+    )
+    capabilities: list[CapabilityRef] = Field(
+        default_factory=list,
+        description="Capability components (declared operations with facts, effects and confirmation), compiled "
+        "together before any turn",
     )
     approvals: dict[str, ApprovalPolicyName] = Field(
         default_factory=dict,

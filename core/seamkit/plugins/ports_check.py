@@ -8,7 +8,9 @@ arguments, the right kind of function (an ``AsyncIterator`` member must not be a
 attributes annotated ``str``/``int``/``float``/``bool`` of that type.
 
 :func:`kind_port` gives the port every component of a registry kind implements (the hookspecs'
-contracts: provider, tool, compactor, middleware). A slot may ask for more (``checkpoints:`` a
+contracts: provider, tool, compactor, middleware). A kind whose components are values rather than
+services (``capability``: a :class:`~seamkit.capabilities.Capability`) has a :class:`Port` whose
+``protocol`` is that value's class: conforming is ``isinstance``. A slot may ask for more (``checkpoints:`` a
 :class:`~seamkit.ports.CheckpointPort`, ``context.grounding`` a
 :class:`~seamkit.grounding.MemorySource`); see :func:`slot_port`.
 """
@@ -35,7 +37,8 @@ class MiddlewareShape(Protocol):
 @dataclass(frozen=True, slots=True)
 class Port:
     """A port as messages name it: ``label`` (``"the model port (LLMPort)"``) and the
-    ``protocol`` class whose members are checked."""
+    ``protocol`` class whose members are checked (a ``typing.Protocol``), or a plain class
+    whose instances conform (a value type such as :class:`~seamkit.capabilities.Capability`)."""
 
     label: str
     protocol: type
@@ -60,6 +63,10 @@ def kind_port(kind: str) -> Port | None:
         return Port("the compactor port (CompactorPort)", CompactorPort)
     if kind == "middleware":
         return Port("the middleware contract (an async generator function mw(call, next))", MiddlewareShape)
+    if kind == "capability":
+        from seamkit.capabilities import Capability
+
+        return Port("the capability contract (a seamkit.capabilities.Capability value)", Capability)
     return None
 
 
@@ -190,6 +197,10 @@ def _function_problems(member: _Member, impl: Any, *, unbound: bool) -> list[str
     return problems
 
 
+def _is_protocol(tp: type) -> bool:
+    return bool(getattr(tp, "_is_protocol", False))
+
+
 def _a(word: str) -> str:
     return ("an " if word[:1].lower() in "aeiou" else "a ") + word
 
@@ -206,6 +217,8 @@ def port_problems(obj: Any, port: Port | type) -> list[str]:
     ``"stream() is an 'async def' without 'yield' ..."``); ``[]`` when it satisfies it. Reading a
     property that raises counts as a problem, named with the exception type."""
     protocol = port.protocol if isinstance(port, Port) else port
+    if not _is_protocol(protocol):  # a value type
+        return [] if isinstance(obj, protocol) else [f"the factory must return {_a(protocol.__name__)}"]
     problems: list[str] = []
     for member in _members(protocol):
         if member.name == "__call__":
@@ -231,6 +244,8 @@ def class_problems(cls: type, port: Port | type) -> list[str]:
     """What the class ``cls`` lacks or gets wrong to satisfy ``port``, checked before building
     anything: its methods only (data attributes and properties may be set by ``__init__``)."""
     protocol = port.protocol if isinstance(port, Port) else port
+    if not _is_protocol(protocol):  # a value type: a class used as factory builds its own instances
+        return [] if issubclass(cls, protocol) else [f"its instances are not {_a(protocol.__name__)} values"]
     problems: list[str] = []
     if inspect.getattr_static(cls, "__getattr__", None) is not None:  # members made on demand: build to know
         return problems
