@@ -1,6 +1,7 @@
 """The capability kernel: declared operations with facts, effects and confirmation (see
 :mod:`seamkit.capabilities.model`), checked before any turn by the compiler
-(:mod:`seamkit.capabilities.compiler`)."""
+(:mod:`seamkit.capabilities.compiler`); what is known after each result
+(:mod:`seamkit.capabilities.reducer`)."""
 
 from seamkit.capabilities.compiler import CODES, CompiledAgent, CompileError, Problem, compile_agent
 from seamkit.capabilities.model import (
@@ -17,6 +18,7 @@ from seamkit.capabilities.model import (
     NeedsInput,
     fact_type,
 )
+from seamkit.capabilities.reducer import KernelError, Reduction, reduce_facts
 
 __all__ = [
     "CODES",
@@ -30,10 +32,13 @@ __all__ = [
     "FactType",
     "Failed",
     "Guidance",
+    "KernelError",
     "NeedsConfirmation",
     "NeedsDependency",
     "NeedsInput",
     "Problem",
+    "Reduction",
     "compile_agent",
     "fact_type",
+    "reduce_facts",
 ]
