@@ -4,6 +4,7 @@
 (:mod:`seamkit.capabilities.reducer`)."""
 
 from seamkit.capabilities.compiler import CODES, CompiledAgent, CompileError, Problem, compile_agent
+from seamkit.capabilities.executor import CapabilityContext, execute_capability
 from seamkit.capabilities.model import (
     Capability,
     CapabilityResult,
@@ -23,6 +24,7 @@ from seamkit.capabilities.reducer import KernelError, Reduction, reduce_facts
 __all__ = [
     "CODES",
     "Capability",
+    "CapabilityContext",
     "CapabilityResult",
     "CompileError",
     "CompiledAgent",
@@ -39,6 +41,7 @@ __all__ = [
     "Problem",
     "Reduction",
     "compile_agent",
+    "execute_capability",
     "fact_type",
     "reduce_facts",
 ]
