@@ -38,12 +38,12 @@ import heapq
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from seamkit.capabilities.model import Capability, FactType
 from seamkit.errors import SeamkitError
-from seamkit.values import FrozenDict, freeze, thaw
+from seamkit.values import EMPTY, FrozenDict, freeze, thaw
 
 __all__ = ["CODES", "CompileError", "CompiledAgent", "Problem", "compile_agent"]
 
@@ -101,13 +101,17 @@ class CompiledAgent:
     providers: FrozenDict
     input_schemas: FrozenDict
     fingerprint: str
+    # the input adapters the compiler built (capability id -> SchemaAdapter): the executor
+    # validates with them instead of adapting each type again
+    input_adapters: FrozenDict = field(default=EMPTY, repr=False, compare=False)
+    _by_id: dict[str, Capability] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_id", {c.id: c for c in self.capabilities})
 
     def get(self, capability_id: str) -> Capability | None:
         """The capability with ``capability_id``, or ``None``."""
-        for c in self.capabilities:
-            if c.id == capability_id:
-                return c
-        return None
+        return self._by_id.get(capability_id)
 
     @property
     def order(self) -> tuple[str, ...]:
@@ -141,15 +145,16 @@ def compile_agent(capabilities: Iterable[Capability], *, version: int = 1, regis
     caps.sort(key=_sort_key)
     schemas: dict[str, Any] = {}
     outputs: dict[str, Any] = {}
+    adapters: dict[str, Any] = {}
     for c in caps:
-        _check_declaration(c, problems, schemas, outputs, registry)
+        _check_declaration(c, problems, schemas, outputs, adapters, registry)
     providers = _providers(caps, problems)
     order = _order(caps, problems)
     if problems:
         raise CompileError(problems)
     fingerprint = _fingerprint(version, caps, schemas, outputs)
     return CompiledAgent(version, tuple(order), freeze({str(f): p.id for f, p in providers.items()}),
-                         freeze(schemas), fingerprint)
+                         freeze(schemas), fingerprint, FrozenDict(adapters))
 
 
 def _sort_key(c: Capability) -> tuple[str, str, str]:
@@ -158,7 +163,7 @@ def _sort_key(c: Capability) -> tuple[str, str, str]:
 
 
 def _check_declaration(c: Capability, problems: list[Problem], schemas: dict[str, Any], outputs: dict[str, Any],
-                       registry: Any) -> None:
+                       adapters: dict[str, Any], registry: Any) -> None:
     ref = c.ref
     if not isinstance(c.id, str) or not _ID.fullmatch(c.id):
         problems.append(Problem("INVALID_CAPABILITY_ID", (ref,), "an id is lower-case letters, digits, '_', '-' "
@@ -169,7 +174,7 @@ def _check_declaration(c: Capability, problems: list[Problem], schemas: dict[str
     if c.effect == "write" and c.confirmation == "none":
         problems.append(Problem("WRITE_CONFIRMATION_REQUIRED", (ref,), "a write needs confirmation 'required' "
                                 "(a person confirms first) or 'capability' (it asks for confirmation itself)"))
-    schema, why = _json_schema(c.input, registry)
+    schema, why, adapter = _json_schema(c.input, registry)
     root_type = _root(schema).get("type") if schema is not None else None
     if schema is None or root_type != "object":
         why = why or ("it has no input type" if c.input is None else
@@ -178,8 +183,9 @@ def _check_declaration(c: Capability, problems: list[Problem], schemas: dict[str
                                 f"the model proposes its input as a JSON object: {why}"))
     else:
         schemas[c.id] = schema
+        adapters[c.id] = adapter
     if c.output is not None:
-        out, why = _json_schema(c.output, registry)
+        out, why, _ = _json_schema(c.output, registry)
         if out is None:
             problems.append(Problem("INVALID_OUTPUT_SCHEMA", (ref,), why))
         else:
@@ -197,16 +203,18 @@ def _root(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _json_schema(tp: Any, registry: Any) -> tuple[dict[str, Any] | None, str]:
+def _json_schema(tp: Any, registry: Any) -> tuple[dict[str, Any] | None, str, Any]:
+    """``(schema, "", adapter)`` for ``tp``, or ``(None, why, None)``."""
     if tp is None:
-        return None, ""
+        return None, "", None
     from seamkit.schemas import adapt
 
     try:
-        schema = adapt(dict(tp) if isinstance(tp, Mapping) else tp, registry=registry).json_schema()
+        adapter = adapt(dict(tp) if isinstance(tp, Mapping) else tp, registry=registry)
+        schema = adapter.json_schema()
     except Exception as exc:  # no flavour for the type, or an invalid JSON Schema
-        return None, f"{type(exc).__name__}: {exc}"
-    return (schema, "") if isinstance(schema, dict) else (None, "its schema is not a JSON object")
+        return None, f"{type(exc).__name__}: {exc}", None
+    return (schema, "", adapter) if isinstance(schema, dict) else (None, "its schema is not a JSON object", None)
 
 
 def _providers(caps: list[Capability], problems: list[Problem]) -> dict[FactType, Capability]:

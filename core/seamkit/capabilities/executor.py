@@ -98,22 +98,6 @@ class CapabilityContext:
                               "until a person settles it") from exc
 
 
-_adapters: dict[int, tuple[Any, Any]] = {}
-
-
-def _input_adapter(c: Capability) -> Any:
-    entry = _adapters.get(id(c))
-    if entry is None or entry[0] is not c:
-        from seamkit.schemas import adapt
-
-        tp = c.input
-        entry = (c, adapt(dict(tp) if isinstance(tp, Mapping) else tp))
-        if len(_adapters) > 4096:
-            _adapters.clear()
-        _adapters[id(c)] = entry
-    return entry[1]
-
-
 async def execute_capability(agent: CompiledAgent, capability_id: str, arguments: Mapping[str, Any], *,
                              ctx: RunContext, facts: Mapping[str, Fact] = EMPTY,
                              ports: Mapping[str, Any] = EMPTY) -> CapabilityResult:
@@ -126,7 +110,7 @@ async def execute_capability(agent: CompiledAgent, capability_id: str, arguments
         return Failed("CAPABILITY_NOT_REGISTERED", f"no capability {capability_id!r}; registered: "
                       f"{', '.join(agent.order) or 'none'}")
     try:
-        value = _input_adapter(c).validate(dict(arguments))
+        value = agent.input_adapters[c.id].validate(dict(arguments))
     except Exception as exc:
         problems = getattr(exc, "problems", None) or (str(exc),)
         return Failed("INVALID_CAPABILITY_INPUT", f"the input of {c.ref} does not validate: " + "; ".join(problems))
