@@ -26,6 +26,7 @@ __all__ = [
     "UnknownToolError",
     "OutputValidationError",
     "RunCancelled",
+    "KernelError",
     "StoreUnavailable",
     "StoreValueError",
     "ConfigError",
@@ -281,6 +282,16 @@ class EffectUncertain(SeamkitError):
 class EffectNotApplied(SeamkitError):
     """Raised by an effect's operation to say it certainly did not happen (e.g. the payment API
     answered 'declined' before charging): the ledger records it as failed and allows a retry."""
+
+
+class KernelError(SeamkitError):
+    """The capability kernel refused something a capability did: a stable ``code`` and the
+    offending ``ids`` (capability refs, fact types); the message is safe to show and store."""
+
+    def __init__(self, code: str, ids: tuple[str, ...], message: str) -> None:
+        self.code = code
+        self.ids = ids
+        super().__init__(f"{code} ({', '.join(ids)}): {message}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,8 +37,7 @@ from seamkit.capabilities.model import (
     NeedsDependency,
     NeedsInput,
 )
-from seamkit.capabilities.reducer import KernelError
-from seamkit.errors import EffectUncertain
+from seamkit.errors import EffectUncertain, KernelError
 from seamkit.runtime.context import RunContext
 from seamkit.values import EMPTY
 
@@ -108,22 +107,25 @@ async def execute_capability(agent: CompiledAgent, capability_id: str, arguments
     c = agent.get(capability_id)
     if c is None:
         return Failed("CAPABILITY_NOT_REGISTERED", f"no capability {capability_id!r}; registered: "
-                      f"{', '.join(agent.order) or 'none'}")
+                      f"{', '.join(agent.order) or 'none'}", (str(capability_id),))
     try:
         value = agent.input_adapters[c.id].validate(dict(arguments))
     except Exception as exc:
         problems = getattr(exc, "problems", None) or (str(exc),)
-        return Failed("INVALID_CAPABILITY_INPUT", f"the input of {c.ref} does not validate: " + "; ".join(problems))
+        return Failed("INVALID_CAPABILITY_INPUT", f"the input of {c.ref} does not validate: " + "; ".join(problems),
+                      (c.ref,))
     context = CapabilityContext(ctx, c, facts, {**ctx.services, **ports})
     try:
         result = await c.execute(context, value)
     except KernelError as exc:
-        return Failed(exc.code, str(exc))
+        return Failed(exc.code, str(exc), exc.ids)
     except Exception as exc:  # the capability's own failure: typed, its text left out
-        return Failed("CAPABILITY_ERROR", f"{c.ref} raised {type(exc).__name__}")
+        return Failed("CAPABILITY_ERROR", f"{c.ref} raised {type(exc).__name__}", (c.ref,))
     if not isinstance(result, _RESULTS):
-        return Failed("CAPABILITY_ERROR", f"{c.ref} returned {type(result).__name__}, not a capability result")
+        return Failed("CAPABILITY_ERROR", f"{c.ref} returned {type(result).__name__}, not a capability result",
+                      (c.ref,))
     if c.effect == "write" and isinstance(result, Completed) and context.effects == 0:
         return Failed("WRITE_EFFECT_NOT_COORDINATED",
-                      f"{c.ref} is a write but completed without ctx.run_effect: its effect is not recorded")
+                      f"{c.ref} is a write but completed without ctx.run_effect: its effect is not recorded",
+                      (c.ref,))
     return result

@@ -30,8 +30,8 @@ __all__ = [
     "Capability",
     "CapabilityResult",
     "Completed",
-    "Confirmation",
-    "Effect",
+    "ConfirmationMode",
+    "EffectMode",
     "Evidence",
     "Fact",
     "FactType",
@@ -43,8 +43,11 @@ __all__ = [
     "fact_type",
 ]
 
-Effect = Literal["none", "read", "write"]
-Confirmation = Literal["none", "required", "capability"]
+#: What a capability does to the world (its effect mode; the receipts of its effects are the ledger's).
+EffectMode = Literal["none", "read", "write"]
+#: Who confirms a capability before it acts (its confirmation mode; a confirmation a person gives is
+#: an interaction of the run, not this).
+ConfirmationMode = Literal["none", "required", "capability"]
 EFFECTS: tuple[str, ...] = ("none", "read", "write")
 CONFIRMATIONS: tuple[str, ...] = ("none", "required", "capability")
 
@@ -136,8 +139,8 @@ class Capability:
     requires: tuple[FactType, ...] = ()
     provides: tuple[FactType, ...] = ()
     invalidates: tuple[FactType, ...] = ()
-    effect: Effect = "none"
-    confirmation: Confirmation = "none"
+    effect: EffectMode = "none"
+    confirmation: ConfirmationMode = "none"
     guidance: Guidance = field(default_factory=Guidance)
 
     def __post_init__(self) -> None:
@@ -246,11 +249,12 @@ class NeedsConfirmation:
 
 @dataclass(frozen=True, slots=True)
 class Failed:
-    """The capability could not do it: a stable ``code`` and a ``message`` (sanitized: shown to the
-    model and stored in checkpoints)."""
+    """The capability could not do it: a stable ``code``, a ``message`` (sanitized: shown to the
+    model and stored in checkpoints) and the offending ``ids`` (capability refs, fact types, keys)."""
 
     code: str
     message: str
+    ids: tuple[str, ...] = ()
     status: Literal["failed"] = "failed"
 
 

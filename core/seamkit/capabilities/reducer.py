@@ -23,20 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from seamkit.capabilities.model import Capability, Completed, Fact, FactType
-from seamkit.errors import SeamkitError
+from seamkit.errors import KernelError
 from seamkit.values import FrozenDict
 
-__all__ = ["KernelError", "Reduction", "reduce_facts", "stale_closure"]
-
-
-class KernelError(SeamkitError):
-    """The capability kernel refused something a capability did: a stable ``code`` and the
-    offending ``ids`` (capability refs, fact types); the message is safe to show and store."""
-
-    def __init__(self, code: str, ids: tuple[str, ...], message: str) -> None:
-        self.code = code
-        self.ids = ids
-        super().__init__(f"{code} ({', '.join(ids)}): {message}")
+__all__ = ["KernelError", "Reduction", "reduce_facts", "stale_closure"]  # KernelError: from seamkit.errors
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,7 +72,7 @@ async def test_invalid_input_and_unknown_ids_are_failed_results_with_codes() -> 
     r = await execute_capability(agent, "refund", {"order_id": "A1", "amount": "lots"}, ctx=ctx_with())
     assert isinstance(r, Failed) and r.code == "INVALID_CAPABILITY_INPUT" and "amount" in r.message
     r = await execute_capability(agent, "refunds", {}, ctx=ctx_with())
-    assert isinstance(r, Failed) and r.code == "CAPABILITY_NOT_REGISTERED"
+    assert isinstance(r, Failed) and r.code == "CAPABILITY_NOT_REGISTERED" and r.ids == ("refunds",)
     assert CALLS == []
 
 
@@ -136,7 +136,7 @@ async def test_misusing_run_effect_is_refused_with_a_code(effect: str, key: str,
     conf = "required" if effect == "write" else "none"
     agent = agent_of(Capability("x", 1, "X", misuse, input=Order, effect=effect, confirmation=conf))  # type: ignore[arg-type]
     r = await execute_capability(agent, "x", {"order_id": "A1", "amount": 1}, ctx=ctx_with())
-    assert isinstance(r, Failed) and r.code == code
+    assert isinstance(r, Failed) and r.code == code and r.ids[0] == "x@1"
     assert CALLS == []
 
 
