@@ -56,16 +56,20 @@ class CapabilityContext:
     """What ``execute`` sees. ``run``: the run's :class:`~seamkit.runtime.context.RunContext`;
     ``capability``: the capability running; ``facts``: what is known (``"name@version"`` ->
     :class:`~seamkit.capabilities.model.Fact`, read-only); :meth:`port` / ``ports``: the only way to
-    the outside world (the run's services plus the ports the caller gives); :meth:`run_effect`."""
+    the outside world (the run's services plus the ports the caller gives); :meth:`run_effect`;
+    ``confirmed``: a person confirmed this call; ``state``: the continuation of an earlier
+    :class:`~seamkit.capabilities.model.NeedsDependency`, when resuming with its fact."""
 
-    __slots__ = ("capability", "effects", "facts", "ports", "run")
+    __slots__ = ("capability", "confirmed", "effects", "facts", "ports", "run", "state")
 
     def __init__(self, run: RunContext, capability: Capability, facts: Mapping[str, Fact],
-                 ports: Mapping[str, Any]) -> None:
+                 ports: Mapping[str, Any], *, confirmed: bool = False, state: Any = None) -> None:
         self.run = run
         self.capability = capability
         self.facts = facts
         self.ports = ports
+        self.confirmed = confirmed  # a person confirmed this call (confirmation required or capability)
+        self.state = state  # the continuation a NeedsDependency result stored, when resuming with the fact
         self.effects = 0  # run_effect calls that went to the ledger
 
     def port(self, name: str) -> Any:
@@ -99,9 +103,11 @@ class CapabilityContext:
 
 async def execute_capability(agent: CompiledAgent, capability_id: str, arguments: Mapping[str, Any], *,
                              ctx: RunContext, facts: Mapping[str, Fact] = EMPTY,
-                             ports: Mapping[str, Any] = EMPTY) -> CapabilityResult:
+                             ports: Mapping[str, Any] = EMPTY, confirmed: bool = False,
+                             state: Any = None) -> CapabilityResult:
     """Run ``capability_id`` of ``agent`` on ``arguments`` (the proposed input, JSON data) in the
-    run ``ctx``, knowing ``facts``, with the run's services and ``ports`` as its ports. Returns the
+    run ``ctx``, knowing ``facts``, with the run's services and ``ports`` as its ports (``confirmed``
+    and ``state``: see :class:`CapabilityContext`). Returns the
     capability's result, or a :class:`~seamkit.capabilities.model.Failed` with one of the codes of
     the module doc. ``asyncio.CancelledError`` propagates."""
     c = agent.get(capability_id)
@@ -114,7 +120,7 @@ async def execute_capability(agent: CompiledAgent, capability_id: str, arguments
         problems = getattr(exc, "problems", None) or (str(exc),)
         return Failed("INVALID_CAPABILITY_INPUT", f"the input of {c.ref} does not validate: " + "; ".join(problems),
                       (c.ref,))
-    context = CapabilityContext(ctx, c, facts, {**ctx.services, **ports})
+    context = CapabilityContext(ctx, c, facts, {**ctx.services, **ports}, confirmed=confirmed, state=state)
     try:
         result = await c.execute(context, value)
     except KernelError as exc:

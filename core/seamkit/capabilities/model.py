@@ -166,12 +166,20 @@ class Capability:
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """Where a fact or a claim comes from: ``id`` (the citation id answers cite), ``source`` (a
-    URL, a record key...) and an optional ``excerpt``."""
+    """Where a fact or a claim comes from: ``source`` (a URL, a record key...) and an optional
+    ``excerpt``. Its :attr:`id` is the source's citation id (:func:`seamkit.grounding.citation_id`,
+    ``s`` + 6 hex digits), the id answers cite, as for grounding items: one id scheme, so a claim
+    citing unknown evidence is found the same way."""
 
-    id: str
     source: str
     excerpt: str = ""
+
+    @property
+    def id(self) -> str:
+        """The citation id of :attr:`source`."""
+        from seamkit.grounding import citation_id
+
+        return citation_id(self.source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +233,9 @@ class NeedsInput:
 class NeedsDependency:
     """A fact must be established first: ``requirement`` (the fact type), ``provider`` (the id of
     the registered capability providing it) and its validated ``input``; ``state`` is private
-    continuation state handed back when this capability resumes with the fact."""
+    continuation state handed back when this capability resumes with the fact (it is stored in the
+    checkpoint: a value the checkpoint codec cannot encode raises
+    :class:`~seamkit.errors.CodecError` here, when the result is made)."""
 
     requirement: FactType
     provider: str
@@ -237,6 +247,11 @@ class NeedsDependency:
         object.__setattr__(self, "requirement", fact_type(self.requirement))
         if isinstance(self.input, Mapping):
             object.__setattr__(self, "input", freeze(self.input))
+        if self.state is not None:
+            # the continuation waits in the checkpoint while the provider runs: it must be storable
+            from seamkit.durability.codec import encode
+
+            encode(self.state)
 
 
 @dataclass(frozen=True, slots=True)

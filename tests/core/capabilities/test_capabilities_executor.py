@@ -186,3 +186,17 @@ async def test_ports_are_the_run_services_plus_the_given_ones() -> None:
     ctx.services = {"store": "the-store"}
     r = await execute_capability(agent, "l", {"order_id": "A1", "amount": 1}, ctx=ctx, ports={"crm": "the-crm"})
     assert isinstance(r, Completed) and seen == {"crm": "the-crm", "store": "the-store"}
+
+
+async def test_confirmation_and_continuation_state_reach_the_capability() -> None:
+    seen: list[Any] = []
+
+    async def resume(ctx: CapabilityContext, order: Order) -> Completed:
+        seen.append((ctx.confirmed, ctx.state))
+        return Completed()
+
+    agent = agent_of(Capability("r", 1, "R", resume, input=Order, effect="read"))
+    args = {"order_id": "A1", "amount": 1}
+    await execute_capability(agent, "r", args, ctx=ctx_with())
+    await execute_capability(agent, "r", args, ctx=ctx_with(), confirmed=True, state={"step": 2})
+    assert seen == [(False, None), (True, {"step": 2})]

@@ -201,8 +201,9 @@ def test_result_values_carry_their_status() -> None:
 
 
 def test_completed_freezes_artifacts() -> None:
-    result = Completed(output={"id": 12}, facts=[Fact("order.id", 12, evidence=["ev1"])],
-                       evidence=[Evidence("ev1", "orders/12")], artifacts={"receipt": {"n": [1]}})
+    ev = Evidence("orders/12")
+    result = Completed(output={"id": 12}, facts=[Fact("order.id", 12, evidence=[ev.id])],
+                       evidence=[ev], artifacts={"receipt": {"n": [1]}})
     assert isinstance(result.facts, tuple) and isinstance(result.evidence, tuple)
     with pytest.raises(TypeError):
         result.artifacts["receipt"]["n"].append(2)
@@ -222,3 +223,19 @@ def test_needs_input_fields_are_a_tuple() -> None:
     assert NeedsInput("which?", ["order_id", "email"]).fields == ("order_id", "email")
     with pytest.raises(TypeError):
         NeedsInput("which?", "order_id")
+
+
+def test_evidence_ids_are_the_citation_ids_answers_cite() -> None:
+    from seamkit.grounding import find_citations
+
+    ev = Evidence("orders/12", "order 12: 3 items")
+    assert ev.id == Evidence("orders/12").id and ev.id != Evidence("orders/13").id
+    assert find_citations(f"The order has 3 items [{ev.id}].") == [ev.id]
+
+
+def test_a_continuation_state_the_checkpoint_cannot_store_is_refused_when_made() -> None:
+    from seamkit.errors import CodecError
+
+    assert NeedsDependency("order.id@1", "find_order", state={"step": 2, "seen": ["a"]}).state["step"] == 2
+    with pytest.raises(CodecError):
+        NeedsDependency("order.id@1", "find_order", state={"callback": print})
