@@ -191,6 +191,20 @@ def _as_json(value: Any) -> str:
     return json.dumps(value) if isinstance(value, str) else render_tool_value(value)
 
 
+def _with_text(message: Message, text: str) -> Message:
+    """``message`` with its text blocks replaced by one holding ``text`` (other blocks kept)."""
+    return Message(message.role, (TextBlock(text), *(b for b in message.content if type(b) is not TextBlock)))
+
+
+def _noted(result: ToolResult, note: str) -> ToolResult:
+    """``result`` with ``note`` (what ran, when it is not what the model asked) before its content."""
+    return ToolResult(result.call_id, result.name, f"{note}\n{result.content}", result.is_error)
+
+
+def _arguments_json(arguments: Any) -> str:
+    return json.dumps(thaw(arguments), ensure_ascii=False, default=str)
+
+
 class Run:
     """One run of an agent. ``drive()`` runs it; ``emit`` (optional) receives stream events.
 
@@ -411,15 +425,15 @@ class Run:
                 if self.handle is None and isinstance(exc, GuardrailTripped):
                     # an input guard stopped it before its first checkpoint: write one saying why
                     await self._begun()
-                if self.handle is None:
+                why = f"{type(exc).__name__}: {exc}"[:2000]
+                if self.handle is None:  # not durable, or stopped before its first checkpoint
                     pass
                 elif isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError)):
-                    await self._save("running", lease=False, interrupted=f"{type(exc).__name__}: {exc}"[:2000])
+                    await self._save("running", lease=False, interrupted=why)
                 elif isinstance(exc, GuardrailTripped):
-                    await self._save("failed", error=f"{type(exc).__name__}: {exc}"[:2000], tripwire=exc.detail(),
-                                     status_detail=str(exc)[:2000])
+                    await self._save("failed", error=why, tripwire=exc.detail(), status_detail=str(exc)[:2000])
                 else:
-                    await self._save("failed", error=f"{type(exc).__name__}: {exc}"[:2000])
+                    await self._save("failed", error=why)
             except BaseException:  # the original exception is what the caller must see
                 pass
             raise
@@ -686,9 +700,7 @@ class Run:
         if i is None:
             self.transcript.append(Message.user(text))
             return
-        m = self.transcript[i]
-        others = tuple(b for b in m.content if type(b) is not TextBlock)
-        self.transcript[i] = Message(m.role, (TextBlock(text), *others))
+        self.transcript[i] = _with_text(self.transcript[i], text)
         if self.answered is not None and i < self.answered[0]:
             self._answer_unanswered()
 
@@ -699,9 +711,7 @@ class Run:
                           self._output_as_returned)
         if new is not output and new != output:
             text = new if isinstance(new, str) and self.agent.output_spec is None else _as_json(new)
-            m = self.transcript[-1]
-            others = tuple(b for b in m.content if type(b) is not TextBlock)
-            self.transcript[-1] = Message(m.role, (TextBlock(text), *others))
+            self.transcript[-1] = _with_text(self.transcript[-1], text)
         return new
 
     def _release(self, events: list[StreamEvent], result: LLMResult) -> None:
@@ -719,17 +729,14 @@ class Run:
         checked = dataclasses.replace(result, message=final)
         text_sent = False
         for event in events:
-            if event.kind == "model_result":
-                if not text_sent:
-                    emit(StreamEvent("text", event.run_id, event.step, text=final.text))
-                    text_sent = True
-                emit(dataclasses.replace(event, result=checked))
-            elif event.kind in ("text", "partial_output"):
-                if not text_sent:
-                    emit(StreamEvent("text", event.run_id, event.step, text=final.text))
-                    text_sent = True
-            else:
+            if event.kind not in ("text", "partial_output", "model_result"):
                 emit(event)
+                continue
+            if not text_sent:  # the streamed pieces become one text event of the checked answer
+                emit(StreamEvent("text", event.run_id, event.step, text=final.text))
+                text_sent = True
+            if event.kind == "model_result":
+                emit(dataclasses.replace(event, result=checked))
 
     def _output_as_returned(self, value: Any) -> Any:
         """A rewritten answer as the run returns it: text for a free-text agent; for a typed one,
@@ -764,7 +771,7 @@ class Run:
         else:
             checked = list(await asyncio.gather(*(one(c) for c in calls)))
         notes = {
-            new.id: GUARDED_TEMPLATE.format(arguments=json.dumps(thaw(new.arguments), ensure_ascii=False, default=str))
+            new.id: GUARDED_TEMPLATE.format(arguments=_arguments_json(new.arguments))
             for old, new in zip(calls, checked, strict=True) if new is not old and new.arguments != old.arguments
         }
         return checked, notes
@@ -988,11 +995,9 @@ class Run:
         for call_id, arguments in edited.items():
             # the transcript keeps the model's call; its result says what actually ran
             r = done[call_id]
-            note = EDITED_TEMPLATE.format(arguments=json.dumps(thaw(arguments), ensure_ascii=False, default=str))
-            done[call_id] = ToolResult(r.call_id, r.name, f"{note}\n{r.content}", r.is_error)
+            done[call_id] = _noted(r, EDITED_TEMPLATE.format(arguments=_arguments_json(arguments)))
         for call_id, note in guarded.items():
-            r = done[call_id]
-            done[call_id] = ToolResult(r.call_id, r.name, f"{note}\n{r.content}", r.is_error)
+            done[call_id] = _noted(done[call_id], note)
         results = tuple(done[c.id] for c in calls)
         if emit is not None:
             for r in results:
@@ -1021,10 +1026,7 @@ class Run:
             run = partial(self._call_checked, partial(invoker.call_tool, ctx=ctx, meta=meta))
             results = tuple(await self._batch(calls, run))
         if guarded:
-            results = tuple(
-                ToolResult(r.call_id, r.name, f"{guarded[r.call_id]}\n{r.content}", r.is_error)
-                if r.call_id in guarded else r for r in results
-            )
+            results = tuple(_noted(r, guarded[r.call_id]) if r.call_id in guarded else r for r in results)
         if emit is not None:
             for r in results:
                 self._event("tool_result", tool_result=r)
