@@ -56,6 +56,7 @@ __all__ = [
     "Verdict",
     "allow",
     "block",
+    "placement_problems",
     "points_of",
     "rewrite",
 ]
@@ -198,6 +199,25 @@ def points_of(guardrail: Any) -> tuple[Point, ...]:
     return tuple(p for p in POINTS if callable(getattr(guardrail, METHODS[p], None)))
 
 
+def placement_problems(
+    name: str, has: Sequence[str], at: Sequence[Any], parallel: bool
+) -> list[tuple[int | None, str]]:
+    """Why the guardrail ``name``, which has checks for the points ``has``, cannot be placed at the
+    points ``at`` (with ``parallel``): ``(index in at, message)`` per problem, index ``None`` for
+    ``parallel``. One rule for :class:`Guard` (raised when built) and for loading a composition
+    (located at ``at[i]`` before anything is built)."""
+    problems: list[tuple[int | None, str]] = []
+    for i, p in enumerate(at):
+        if p not in METHODS:
+            problems.append((i, f"unknown guardrail point {p!r}; the points are {', '.join(POINTS)}"))
+        elif p not in has:
+            problems.append((i, f"{name} cannot act at the {p} point: it has no {METHODS[p]} method "
+                                f"(it acts at {', '.join(has)})"))
+    if parallel and "input" not in at:
+        problems.append((None, "parallel applies to the input point only"))
+    return problems
+
+
 @dataclass(frozen=True)
 class Guard:
     """A guardrail as an agent uses it. ``guardrail``: the object with ``check_*`` methods;
@@ -236,16 +256,9 @@ class Guard:
         if not at:
             raise ValueError("at names no point: a guard acts at one point at least (leave it out for every point "
                              "the guardrail has a check for)")
-        for p in at:
-            if p not in METHODS:
-                raise ValueError(f"unknown guardrail point {p!r}; the points are {', '.join(POINTS)}")
-            if p not in has:
-                raise ValueError(
-                    f"{type(self.guardrail).__name__} cannot act at the {p} point: it has no {METHODS[p]} method "
-                    f"(it acts at {', '.join(has)})"
-                )
-        if self.parallel and "input" not in at:
-            raise ValueError("parallel applies to the input point only")
+        problems = placement_problems(type(self.guardrail).__name__, has, at, self.parallel)
+        if problems:
+            raise ValueError(problems[0][1])
         object.__setattr__(self, "at", tuple(p for p in POINTS if p in at))
         if not self.name:
             object.__setattr__(self, "name", getattr(self.guardrail, "name", None) or type(self.guardrail).__name__)

@@ -440,8 +440,8 @@ class StreamEvent:
     ``tool_result`` (``tool_result``), ``partial_output`` (``partial_output``: the typed output
     parsed so far), ``output`` (``output``: the final typed value), ``run_started`` /
     ``run_finished`` (``data`` holds the stop reason and usage on finish), ``guardrail`` (``data``:
-    ``guardrail``, ``point``, ``action`` and ``reason`` or ``flag``: a rewrite, a flag, an
-    advisory block or failure). ``step`` counts model
+    ``guardrail``, ``point``, ``action``: ``rewrite``, ``flag``, or an advisory guard's ``block``
+    or ``failed``, and ``reason``). ``step`` counts model
     turns from 1.
     """
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -190,7 +189,7 @@ def _resume_agent_file(composition: Composition, file: str) -> str | None:
 
 
 def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> None:
-    from seamkit.cli.render import resume_command
+    from seamkit.cli.render import resume_command, show_command
     from seamkit.errors import CapabilityError, CheckpointConflict, RunCancelled, RunNotResumable
     from seamkit.guardrails import GuardrailTripped
 
@@ -198,7 +197,7 @@ def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> Non
         return
     if isinstance(exc, GuardrailTripped):  # not resumable: a resume must not slip past the guardrail
         sys.stderr.write(f"seamkit: run {run_id} was stopped by a guardrail; inspect it with: "
-                         f"seamkit runs show {run_id}{' --agent ' + shlex.quote(agent_file) if agent_file else ''}\n")
+                         f"{show_command(run_id, agent_file=agent_file)}\n")
         return
     if isinstance(exc, CheckpointConflict):
         sys.stderr.write(f"seamkit: run {run_id} was taken over by another worker (or deleted); "

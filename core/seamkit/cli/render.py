@@ -26,6 +26,7 @@ __all__ = [
     "format_summary",
     "jsonable",
     "resume_command",
+    "show_command",
     "settle_command",
     "truncate",
     "uncertain_text",
@@ -199,6 +200,11 @@ def resume_command(run_id: str, *flags: str | tuple[str, str], agent_file: str |
     if agent_file is not None:
         options.append(("--agent", agent_file))
     return _command_line(["seamkit", "resume"], [run_id], options)
+
+
+def show_command(run_id: str, *, agent_file: str | None = None) -> str:
+    """A ``seamkit runs show`` command line that works as printed (see :func:`resume_command`)."""
+    return _command_line(["seamkit", "runs", "show"], [run_id], [("--agent", agent_file)] if agent_file else [])
 
 
 def pending_text(run_id: str, pending: Any, *, agent_file: str | None = None) -> str:

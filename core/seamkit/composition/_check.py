@@ -617,7 +617,7 @@ def check_guard_points(ctx: Context, spec: ComponentSpec, raw: Mapping[str, Any]
     before anything is built: the class is the factory itself or the class its return annotation
     names (``def build(config) -> Redact``); a factory that says nothing is checked when built.
     Problems are added to ``ctx`` at ``at[i]`` (or ``parallel``); returns whether there were none."""
-    from seamkit.guardrails import METHODS, points_of
+    from seamkit.guardrails import METHODS, placement_problems, points_of
 
     at = raw.get("at")
     points = [at] if isinstance(at, str) else at if isinstance(at, list) else []
@@ -635,16 +635,17 @@ def check_guard_points(ctx: Context, spec: ComponentSpec, raw: Mapping[str, Any]
     has = points_of(cls)
     if not has:
         return True  # not a guardrail at all: the build says so
-    ok = True
-    for i, p in enumerate(points):
-        if isinstance(p, str) and p in METHODS and p not in has:
-            ctx.add(f"guardrail {shown(spec.name)} cannot act at the {p} point: it has no {METHODS[p]} method "
-                    f"(it acts at {', '.join(has)})", (*path, "at", i) if isinstance(at, list) else (*path, "at"))
-            ok = False
-    if raw.get("parallel") is True and "input" not in (points or has):
-        ctx.add("parallel applies to the input point only", (*path, "parallel"))
-        ok = False
-    return ok
+    problems = [
+        (i, message)
+        for i, message in placement_problems(f"guardrail {shown(spec.name)}", has, points or has,
+                                             raw.get("parallel") is True)
+        # an unknown point or a wrong type is the structure check's to report
+        if i is None or (isinstance(points[i], str) and points[i] in METHODS)
+    ]
+    for i, message in problems:
+        ctx.add(message, (*path, "parallel") if i is None else (*path, "at", i) if isinstance(at, list) else
+                (*path, "at"))
+    return not problems
 
 
 def check_nested_slots(ctx: Context, registry: Registry, spec: ComponentSpec, params: Mapping[str, Any],
