@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["ComponentSlot", "NestedSlot", "build_nested"]
 
@@ -39,13 +39,19 @@ class ComponentSlot:
 class NestedSlot(BaseModel):
     """A component named inside another component's config: ``use`` (its registered name),
     optional ``from`` (its distribution, when two register the name) and its own parameters
-    (every other key; :attr:`params`). Mark the field with :class:`ComponentSlot` so loading a
-    composition resolves and validates it; build it with :func:`build_nested`."""
+    (every other key; :attr:`params`); a bare ``NAME`` is ``{use: NAME}``. Mark the field with
+    :class:`ComponentSlot` so loading a composition resolves and validates it; build it with
+    :func:`build_nested`."""
 
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     use: str = Field(..., min_length=1, description="Registered component name")
     from_: str | None = Field(default=None, alias="from", description="Distribution registering `use`, to pick one")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _name_shorthand(cls, data: Any) -> Any:
+        return {"use": data} if isinstance(data, str) else data
 
     @property
     def params(self) -> dict[str, Any]:

@@ -8,9 +8,9 @@ anything is built.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 from seamkit.slots import ComponentSlot, NestedSlot
 
 __all__ = [
@@ -42,12 +42,6 @@ ModelSlot = NestedSlot
 """The model: ``use`` (a provider component name), optional ``from`` and that provider's own parameters."""
 
 
-def _model_shorthand(data: Any) -> Any:
-    if isinstance(data, dict) and isinstance(data.get("model"), str):
-        data = {**data, "model": {"use": data["model"]}}
-    return data
-
-
 class _LLMCompactorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -64,11 +58,6 @@ class _LLMCompactorConfig(BaseModel):
         default=4000, ge=100,
         description="Longest text (characters) of one block (message text, tool arguments, tool result) shown to "
                     "the compactor's model; longer ones are cut in the middle, saying how much was left out.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _slot_shorthand(cls, data: Any) -> Any:
-        return _model_shorthand(data)
 
 
 class SummarizationConfig(_LLMCompactorConfig):

@@ -9,9 +9,9 @@ config are compiled at load time, so a bad pattern is a load error, not a run-ti
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from seamkit.slots import ComponentSlot, NestedSlot
 
 __all__ = [
@@ -156,13 +156,6 @@ class ModerationConfig(BaseModel):
     instructions: str = Field(
         default=DEFAULT_MODERATION_INSTRUCTIONS, min_length=1,
         description="System prompt of the moderation call; {policy} and {categories} are filled in.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _slot_shorthand(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("model"), str):
-            data = {**data, "model": {"use": data["model"]}}
-        return data
 
     @field_validator("instructions")
     @classmethod

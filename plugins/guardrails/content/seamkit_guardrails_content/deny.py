@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from seamkit.guardrails import ALLOW, GuardContext, Verdict, block
-from seamkit.values import ToolCall, ToolResult, thaw
+from seamkit.values import ToolCall, ToolResult
 
 from seamkit_guardrails_content.config import _compile_all
 from seamkit_guardrails_content.folding import folds
@@ -71,7 +71,7 @@ class Deny:
         return self._verdict(text)
 
     async def check_tool_call(self, call: ToolCall, guard: GuardContext) -> Verdict:
-        return self._verdict(f"{call.name} {json.dumps(thaw(call.arguments), ensure_ascii=False, default=str)}")
+        return self._verdict(f"{call.name} {json.dumps(call.arguments, ensure_ascii=False, default=str)}")
 
     async def check_tool_result(self, result: ToolResult, guard: GuardContext) -> Verdict:
         return self._verdict(result.content)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 from seamkit.slots import ComponentSlot, NestedSlot
 
 __all__ = ["MemorySlot", "VectorMemoryConfig"]
@@ -13,12 +13,6 @@ __all__ = ["MemorySlot", "VectorMemoryConfig"]
 
 MemorySlot = NestedSlot
 """A memory component: ``use`` (its name), optional ``from`` and its own parameters."""
-
-
-def _shorthand(data: Any) -> Any:
-    if isinstance(data, dict):
-        data = {**data, **{k: {"use": data[k]} for k in ("embeddings", "vectors") if isinstance(data.get(k), str)}}
-    return data
 
 
 class VectorMemoryConfig(BaseModel):
@@ -42,8 +36,3 @@ class VectorMemoryConfig(BaseModel):
     index: list[Path] = Field(default_factory=list,
                               description="Glob patterns of Markdown files indexed on first use (e.g. docs/*.md)")
     max_chars: int = Field(default=1500, ge=100, le=100_000, description="Longest chunk, in characters")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _names(cls, data: Any) -> Any:
-        return _shorthand(data)

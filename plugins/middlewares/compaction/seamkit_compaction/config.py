@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from seamkit.slots import ComponentSlot, NestedSlot
@@ -39,13 +39,6 @@ class CompactionConfig(BaseModel):
                                                    "(default: read from the model).")
     max_tracked_runs: int = Field(default=1024, ge=1,
                                   description="Runs whose summaries are kept (least recently used dropped first).")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _slot_shorthand(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("compactor"), str):
-            data = {**data, "compactor": {"use": data["compactor"]}}
-        return data
 
     @model_validator(mode="after")
     def _one_budget(self) -> CompactionConfig:

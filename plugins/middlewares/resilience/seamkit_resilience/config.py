@@ -7,9 +7,9 @@ Failure classes are the values of :class:`seamkit.errors.FailureClass`. Transien
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from seamkit.errors import FailureClass
 from seamkit.slots import ComponentSlot, NestedSlot
 
@@ -123,13 +123,6 @@ class FallbackConfig(BaseModel):
         default_factory=lambda: list(TRANSIENT_CLASSES),
         description="Failure classes that move on to the next model (default: the transient ones).",
     )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _slot_shorthand(cls, data: Any) -> Any:
-        if isinstance(data, dict) and isinstance(data.get("to"), list):
-            data = {**data, "to": [{"use": s} if isinstance(s, str) else s for s in data["to"]]}
-        return data
 
     @field_validator("on")
     @classmethod
