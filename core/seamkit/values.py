@@ -426,6 +426,7 @@ StreamEventKind = Literal[
     "partial_output",
     "output",
     "guardrail",
+    "capability",
     "run_finished",
 ]
 
@@ -441,7 +442,9 @@ class StreamEvent:
     parsed so far), ``output`` (``output``: the final typed value), ``run_started`` /
     ``run_finished`` (``data`` holds the stop reason and usage on finish), ``guardrail`` (``data``:
     ``guardrail``, ``point``, ``action``: ``rewrite``, ``flag``, or an advisory guard's ``block``
-    or ``failed``, and ``reason``). ``step`` counts model
+    or ``failed``, and ``reason``), ``capability`` (an agent with capabilities: ``data["event"]`` is
+    ``planned`` with the ``disposition`` of an intention, or ``finished`` with an ``execution``;
+    see :mod:`seamkit.capabilities.state`). ``step`` counts model
     turns from 1.
     """
 

@@ -22,6 +22,7 @@ from seamkit.tools.registry import ToolRegistry
 from seamkit.values import EMPTY, FrozenDict, Message, Scope, StreamEvent, Usage, freeze
 
 if TYPE_CHECKING:
+    from seamkit.agent.kernel import KernelRun
     from seamkit.capabilities import CompiledAgent
     from seamkit.durability.approvals import Decision
     from seamkit.durability.checkpointer import RunSnapshot
@@ -29,6 +30,12 @@ if TYPE_CHECKING:
     from seamkit.request.builder import RequestBuilder
 
 __all__ = ["Agent", "Task"]
+
+
+def _turn_id(turn_id: Any) -> str:
+    if not isinstance(turn_id, str) or not turn_id.strip() or len(turn_id) > 200:
+        raise ValueError(f"turn_id must be non-blank text of at most 200 characters, got {turn_id!r:.80}")
+    return turn_id
 
 Task = str | Message | Sequence[Message]
 
@@ -67,10 +74,17 @@ class Agent:
     checkpoint is written once the task has passed them (so a redacted task is never stored).
     ``capabilities``: the agent's compiled capabilities (a
     :class:`~seamkit.capabilities.CompiledAgent` from :func:`~seamkit.capabilities.compile_agent`),
-    or ``None``. Kept with the agent only for now: the loop does not plan or run capabilities yet
-    (the planner comes later); tools are what a run calls.
+    or ``None``. An agent with capabilities runs **turns** (see :mod:`seamkit.agent.kernel`): the
+    model proposes intentions, the planner disposes of them, capabilities run under the kernel's
+    rules; ``run`` starts a conversation with its first turn and ``resume(run_id, answer=...)``
+    takes the next one. It has no tools, output type, guardrails or request builder (the kernel
+    writes each request itself). ``capability_policy``: ``policy(capability, input, facts) ->
+    reason | None`` refusing intentions (``POLICY_DENIED``). ``capability_ports``: ports (name ->
+    object) the capabilities reach the world through, next to the run's services and the
+    checkpoint store (``"store"``).
 
-    Raises ``TypeError`` when ``capabilities`` is neither ``None`` nor a ``CompiledAgent``;
+    Raises ``TypeError`` when ``capabilities`` is neither ``None`` nor a ``CompiledAgent``
+    (``ValueError`` when it is combined with tools, an output type, guardrails or a request builder);
     ``ValueError`` on duplicate tool names, ``max_steps < 1``, an unknown approval policy or
     tool name in ``approvals``, or approvals without a checkpointer.
     """
@@ -96,6 +110,8 @@ class Agent:
     request_builder: RequestBuilder | None = None
     guardrails: tuple[Any, ...] = ()
     capabilities: CompiledAgent | None = None
+    capability_policy: Any = None
+    capability_ports: Mapping[str, Any] = EMPTY
     _invoker: Invoker = field(init=False, repr=False, compare=False)
     _output: OutputSpec | None = field(init=False, repr=False, compare=False)
     _system: Message | None = field(init=False, repr=False, compare=False)
@@ -131,6 +147,16 @@ class Agent:
             if not isinstance(self.capabilities, CompiledAgent):
                 raise TypeError("capabilities must be a CompiledAgent (seamkit.capabilities.compile_agent) or None, "
                                 f"got {type(self.capabilities).__name__}")
+            clash = [name for name, v in (("tools", self.tools), ("output", self.output),
+                                          ("guardrails", self.guardrails), ("request_builder", self.request_builder))
+                     if v]
+            if clash:
+                raise ValueError(f"an agent with capabilities has no {', '.join(clash)}: the kernel plans and writes "
+                                 "each request itself (give the capabilities ports instead of tools)")
+            if self.capability_policy is not None and not callable(self.capability_policy):
+                raise TypeError("capability_policy must be a function (capability, input, facts) -> reason | None")
+        if type(self.capability_ports) is not FrozenDict:
+            object.__setattr__(self, "capability_ports", FrozenDict(self.capability_ports))
         if self.max_steps < 1:
             raise ValueError("max_steps must be at least 1")
         if self.max_parallel_tools < 1:
@@ -197,8 +223,13 @@ class Agent:
         return p.render(variables)
 
     def _start(
-        self, task: Task, ctx: RunContext | None, history: Sequence[Message], variables: Mapping[str, Any] | None
+        self, task: Task, ctx: RunContext | None, history: Sequence[Message], variables: Mapping[str, Any] | None,
+        turn_id: str | None = None,
     ) -> Run:
+        if self.capabilities is not None:
+            return self._start_turn(task, ctx, history, turn_id)  # type: ignore[return-value]
+        if turn_id is not None:
+            raise ValueError("turn_id is for agents with capabilities")
         transcript: list[Message] = []
         if self.request_builder is not None:
             pass  # the builder writes the prompt into each request's prefix
@@ -223,6 +254,19 @@ class Agent:
             run.working = self.request_builder.context(variables, scope=run.ctx.scope)
         return run
 
+    def _start_turn(self, task: Task, ctx: RunContext | None, history: Sequence[Message],
+                    turn_id: str | None) -> KernelRun:
+        from seamkit.agent.kernel import KernelRun, new_turn_id
+
+        if not isinstance(task, str):
+            raise TypeError(f"the task of an agent with capabilities is the person's text (a str), got {task!r:.80}")
+        transcript: list[Message] = []
+        if self._system is not None:
+            transcript.append(self._system)
+        transcript.extend(history)
+        return KernelRun(self, ctx if ctx is not None else RunContext(), transcript, task,
+                         _turn_id(turn_id) if turn_id is not None else new_turn_id())
+
     async def run(
         self,
         task: Task,
@@ -231,6 +275,7 @@ class Agent:
         history: Sequence[Message] = (),
         variables: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        turn_id: str | None = None,
     ) -> AgentResult:
         """Run to completion. ``task``: the user's text or message(s); ``history``: earlier
         messages placed after the system prompt; ``variables``: for the prompt template;
@@ -242,8 +287,12 @@ class Agent:
         Raises :class:`~seamkit.errors.ProviderError` when the model fails,
         :class:`~seamkit.errors.OutputValidationError` when the output still does not validate after
         the corrective turn, :class:`~seamkit.errors.RunCancelled` when the context is cancelled.
+
+        With capabilities, ``task`` is the person's first message and the run is the conversation's
+        first turn (``turn_id``: its id, generated when ``None``); ``result.turn`` holds the
+        :class:`~seamkit.capabilities.state.TurnResult`.
         """
-        run = self._start(task, ctx, history, variables)
+        run = self._start(task, ctx, history, variables, turn_id)
         if self.observers:
             run.emit = self._notify
         if self.checkpointer is not None:
@@ -282,6 +331,8 @@ class Agent:
         allow_finished: bool = False,
         steal: bool = False,
         ctx: RunContext | None = None,
+        answer: str | None = None,
+        turn_id: str | None = None,
     ) -> AgentResult:
         """Continue ``run_id`` from its latest checkpoint (after a crash, or a suspension for
         approval), in this or any other process using the same store. Usage from before is kept.
@@ -300,8 +351,20 @@ class Agent:
         claimed by another worker first, a tool call whose outcome is unknown not settled yet);
         ``ValueError`` for a decision naming no pending call;
         :class:`~seamkit.errors.ToolArgumentError` for edited arguments the tool refuses.
+
+        With capabilities: ``answer`` is the person's next message, taken as the conversation's
+        next turn (``turn_id``: its id, generated when ``None``); a ``turn_id`` already committed
+        returns that turn's stored result (``result.turn.replayed``) with no model or capability
+        call. Without an answer, a turn that was interrupted runs again (same id, same text) and a
+        finished one is returned with ``allow_finished``. ``decisions`` do not apply.
         """
         import dataclasses
+
+        if self.capabilities is not None:
+            return await self._resume_turn(run_id, answer=answer, turn_id=turn_id, allow_finished=allow_finished,
+                                           steal=steal, ctx=ctx, decisions=decisions)
+        if answer is not None or turn_id is not None:
+            raise ValueError("answer and turn_id are for agents with capabilities; use decisions= for approvals")
 
         from seamkit.durability.approvals import Decision
         from seamkit.durability.ledger import EffectLedger
@@ -355,6 +418,69 @@ class Agent:
         if snap.status == "suspended" and not settling:
             run.decisions = dict(decisions or {})
             await run._save("running")
+        return await run.drive()
+
+    async def _resume_turn(self, run_id: str, *, answer: str | None, turn_id: str | None, allow_finished: bool,
+                           steal: bool, ctx: RunContext | None, decisions: Any) -> AgentResult:
+        """:meth:`resume` for an agent with capabilities: the next turn, a replay, or the interrupted turn."""
+        import dataclasses
+
+        from seamkit.agent.kernel import KernelRun, new_turn_id, replayed_result, stored_turn
+        from seamkit.capabilities.state import KernelState
+        from seamkit.durability.ledger import EffectLedger
+        from seamkit.errors import RunNotResumable
+
+        if decisions:
+            raise RunNotResumable(run_id, "an agent with capabilities takes the person's answer (answer=), "
+                                  "not tool call decisions")
+        cp = self.checkpointer
+        if cp is None:
+            raise RunNotResumable(run_id, "this agent has no checkpointer")
+        if answer is not None and (not isinstance(answer, str) or not answer.strip()):
+            raise ValueError("answer must be the person's non-blank text")
+        snap = await cp.latest(run_id)
+        if snap is None:
+            raise RunNotResumable(run_id, "no checkpoints for this run id")
+        state = snap.state
+        ks = state.get("kernel")
+        if not isinstance(ks, KernelState):
+            raise RunNotResumable(run_id, "it is not a conversation with capabilities (no kernel state)")
+        scope = state.get("scope") if isinstance(state.get("scope"), Scope) else Scope()
+        if turn_id is not None:
+            turn_id = _turn_id(turn_id)
+            stored = await stored_turn(self, run_id, state, scope, turn_id)
+            if stored is not None:
+                return replayed_result(stored, run_id, snap.parent_run_id, snap.transcript, state)
+        interrupted = snap.status == "running" and ks.turn is not None
+        if answer is None and not interrupted:
+            if snap.status == "done" and allow_finished:
+                return self._stored_result(snap)
+            what = ("waits for the person's answer" if snap.status == "suspended"
+                    else f"is {snap.status}")
+            raise RunNotResumable(run_id, f"it {what}: pass answer= (seamkit resume RUN --answer TEXT) to take the "
+                                  "next turn")
+        if interrupted and answer is not None:
+            raise RunNotResumable(run_id, f"turn {ks.turn[0] if ks.turn else '?'} was interrupted: resume it without "
+                                  "an answer first")
+        handle, snap = await cp.claim(run_id, allow_finished=True, steal=steal, snapshot=snap)
+        if ctx is None:
+            ctx = RunContext(run_id=run_id, parent_run_id=snap.parent_run_id)
+        else:
+            ctx = dataclasses.replace(ctx, run_id=run_id, parent_run_id=snap.parent_run_id)
+        ctx.scope = scope
+        transcript = list(snap.transcript)
+        if interrupted:
+            assert ks.turn is not None
+            run = KernelRun(self, ctx, transcript, ks.turn[1], ks.turn[0], ks, message_logged=True)
+        else:
+            assert answer is not None
+            run = KernelRun(self, ctx, transcript, answer, turn_id if turn_id is not None else new_turn_id(), ks)
+        run.restore(state)
+        run.handle = handle
+        self._attach_ledger(run, EffectLedger)  # type: ignore[arg-type]
+        if self.observers:
+            run.emit = self._notify
+        await run._save("running")
         return await run.drive()
 
     @staticmethod
@@ -433,13 +559,14 @@ class Agent:
         history: Sequence[Message] = (),
         variables: Mapping[str, Any] | None = None,
         metadata: Mapping[str, Any] | None = None,
+        turn_id: str | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Run, yielding :class:`~seamkit.values.StreamEvent` as they happen; the last event is
         ``run_finished`` with the :class:`AgentResult` in ``data["result"]``. Raises what
         :meth:`run` raises. Closing the iterator early cancels the run."""
         import asyncio
 
-        run = self._start(task, ctx, history, variables)
+        run = self._start(task, ctx, history, variables, turn_id)
         queue: asyncio.Queue[StreamEvent | None] = asyncio.Queue()
         observers = self.observers
 

@@ -11,6 +11,7 @@ from seamkit.durability.approvals import PendingApproval
 from seamkit.values import Message, Usage
 
 if TYPE_CHECKING:
+    from seamkit.capabilities.state import TurnResult
     from seamkit.durability.ledger import UncertainEffect
 
 __all__ = ["AgentResult", "StopReason"]
@@ -32,7 +33,9 @@ class AgentResult:
     taken. ``warnings``: degradations providers reported, checkpoints skipped, and effects whose
     outcome is unknown. ``uncertain_effects``: the side-effecting tool calls of the run whose
     outcome is unknown and not settled yet (settle them with ``Agent.settle_effect`` or
-    ``seamkit runs settle``).
+    ``seamkit runs settle``). ``turn``: for an agent with capabilities, the turn's
+    :class:`~seamkit.capabilities.state.TurnResult` (dispositions, executions, facts, open
+    interactions; ``None`` otherwise).
     """
 
     output: Any
@@ -45,6 +48,7 @@ class AgentResult:
     warnings: tuple[str, ...] = ()
     pending_approvals: tuple[PendingApproval, ...] = ()
     uncertain_effects: tuple[UncertainEffect, ...] = ()
+    turn: TurnResult | None = None
 
     @property
     def cost(self) -> Decimal | None:

@@ -339,6 +339,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if snap is None:
         asyncio.run(cp.close())
         raise UsageError(no_run_text(args.run_id, args.agent))
+    if agent.capabilities is not None:
+        return _resume_turn(args, agent, composition, snap, decisions)
+    if getattr(args, "answer", None) is not None or getattr(args, "turn_id", None) is not None:
+        asyncio.run(cp.close())
+        raise UsageError("--answer and --turn-id are for agents with capabilities; this one takes "
+                         "--approve/--reject/--edit")
     if snap.status == "suspended" and snap.state.get("waiting_for") == "settlement":
         from seamkit.cli.render import uncertain_text
 
@@ -399,6 +405,70 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if snap.status == "done":
         # a finished run's stored result: nothing streamed, so show it as `seamkit run` would have
         _show_stored(result, sink, json_sink is not None)
+    sink.close()
+    return _exit_for(result)
+
+
+def _resume_turn(args: argparse.Namespace, agent: Agent, composition: Composition, snap: Any,
+                 decisions: dict[str, Any] | None) -> int:
+    """``seamkit resume`` of a conversation with capabilities: ``--answer`` takes the next turn,
+    ``--turn-id`` of a committed turn prints its stored result; without an answer an interrupted
+    turn runs again."""
+    import asyncio
+    import dataclasses
+
+    from seamkit.cli._loop import run_interruptible
+    from seamkit.cli.main import exit_code_for
+    from seamkit.cli.render import HumanRenderer, JsonRenderer
+    from seamkit.errors import RunCancelled
+
+    cp = agent.checkpointer
+    assert cp is not None
+    if decisions is not None:
+        asyncio.run(cp.close())
+        raise UsageError(f"run {args.run_id} is a conversation with capabilities: answer it with --answer TEXT "
+                         "(yes / no to a confirmation); --approve/--reject/--edit do not apply")
+    try:
+        answer = _read_task(args.answer, "answer") if args.answer is not None else None
+    except UsageError:
+        asyncio.run(cp.close())
+        raise
+    secrets = composition.secret_values()
+    json_sink = JsonRenderer(secrets=secrets) if args.json else None
+    if json_sink is not None:
+        json_sink.run_id = args.run_id
+    sink: EventSink = (json_sink if json_sink is not None
+                       else HumanRenderer(secrets=secrets, agent_file=args.agent))
+
+    class _Observer:
+        def on_event(self, event: Any) -> None:
+            sink.event(event)
+
+    agent = dataclasses.replace(agent, observers=(*agent.observers, _Observer()))
+    async def _resume() -> AgentResult:
+        try:
+            return await agent.resume(args.run_id, answer=answer, turn_id=args.turn_id,
+                                      allow_finished=args.allow_finished, steal=args.steal)
+        finally:
+            await _close_stores(agent)
+
+    try:
+        result = run_interruptible(_resume())
+    except (Exception, KeyboardInterrupt) as exc:
+        sink.close()
+        if json_sink is not None:
+            json_sink.failed(exc, exit_code_for(exc))
+        elif isinstance(exc, KeyboardInterrupt | RunCancelled):
+            _resume_hint(args.run_id, exc, args.agent)
+        raise
+    if result.turn is None or result.turn.replayed or (answer is None and snap.status == "done"):
+        # a stored result: nothing streamed, so show it as the turn showed it
+        from seamkit.values import FrozenDict, StreamEvent
+
+        if json_sink is None and result.output:
+            sink.event(StreamEvent("text", result.run_id, result.steps, text=str(result.output)))
+        sink.event(StreamEvent("run_finished", result.run_id, result.steps,
+                               data=FrozenDict(stop_reason=result.stop_reason, result=result)))
     sink.close()
     return _exit_for(result)
 

@@ -162,7 +162,8 @@ def build_parser(
         description="Continue RUN_ID from its latest checkpoint. The agent is rebuilt from the file the run "
         "was started with (or --agent FILE); the store is the agent's, or the embedded default "
         "(.seamkit/seamkit.db). A run waiting for approval needs a decision for its calls: --approve, "
-        "--reject or --edit (approve with edited arguments); a call without one is rejected.",
+        "--reject or --edit (approve with edited arguments); a call without one is rejected. A conversation "
+        "with capabilities takes the person's next message with --answer.",
     )
     p.add_argument("run_id", metavar="RUN_ID", help="the run id (printed by seamkit run)")
     p.add_argument("--agent", metavar="FILE", help="composition YAML file (default: the one the run started with)")
@@ -171,6 +172,12 @@ def build_parser(
                    help="reject a call, optionally saying why (repeatable)")
     p.add_argument("--edit", metavar="CALL_ID=JSON", action="append", default=[],
                    help="approve a call with these arguments instead (a JSON object; repeatable)")
+    p.add_argument("--answer", metavar="TEXT",
+                   help="an agent with capabilities: the person's next message (yes / no to a confirmation), "
+                   "taken as the conversation's next turn; '-' reads it from stdin")
+    p.add_argument("--turn-id", metavar="ID",
+                   help="an agent with capabilities: the id of that turn (a committed id returns its stored "
+                   "result, running nothing)")
     p.add_argument("--allow-finished", action="store_true",
                    help="print a finished run's result, or continue a failed run")
     p.add_argument("--steal", action="store_true", help="take over a run another live worker holds")

@@ -24,6 +24,7 @@ __all__ = [
     "failure_to_json",
     "format_cost",
     "format_summary",
+    "interactions_text",
     "jsonable",
     "resume_command",
     "show_command",
@@ -112,6 +113,8 @@ def event_to_json(event: StreamEvent) -> dict[str, Any]:
             d["steps"] = res.steps
             d["warnings"] = list(res.warnings)
             d["parent_run_id"] = res.parent_run_id
+            if res.turn is not None:
+                d["turn"] = jsonable(res.turn)
             if res.pending_approvals:
                 d["pending_approvals"] = [
                     {"call_id": p.call_id, "tool": p.tool, "arguments": jsonable(p.arguments), "policy": p.policy}
@@ -220,6 +223,21 @@ def pending_text(run_id: str, pending: Any, *, agent_file: str | None = None) ->
     lines.append("         or: " + resume_command(run_id, ("--reject", first), agent_file=agent_file))
     lines.append(f"(--edit {first}='{{...JSON arguments...}}' approves with other arguments; "
                  "one command can decide several calls)")
+    return "\n".join(lines)
+
+
+def interactions_text(run_id: str, interactions: Any, *, agent_file: str | None = None) -> str:
+    """The lines telling a person what a conversation with capabilities asks, and the
+    ``seamkit resume --answer`` command that answers (runnable as printed)."""
+    lines = ["waiting for the person:"]
+    for i in interactions:
+        extra = f" (options: {', '.join(i.options)})" if i.options else ""
+        lines.append(f"  {visible(i.prompt)}{extra}")
+    confirming = any(i.kind == "confirmation" for i in interactions)
+    answer = "yes" if confirming else "TEXT"
+    lines.append("answer with: " + resume_command(run_id, ("--answer", answer), agent_file=agent_file))
+    if confirming:
+        lines.append("         or: " + resume_command(run_id, ("--answer", "no"), agent_file=agent_file))
     return "\n".join(lines)
 
 
@@ -384,6 +402,11 @@ class HumanRenderer:
             self.console.print(Text("output:", style="bold"))
             self.out.write(json.dumps(jsonable(event.output), indent=2, ensure_ascii=False) + "\n")
             self.out.flush()
+        elif kind == "capability":
+            self._end_line()
+            line = self._capability_line(event.data)
+            if line is not None:
+                self.console.print(line)
         elif kind == "run_finished":
             self._end_line()
             result = event.data["result"]
@@ -395,10 +418,36 @@ class HumanRenderer:
             if result.pending_approvals:
                 self.console.print(Text(pending_text(result.run_id, result.pending_approvals,
                                                      agent_file=self.agent_file), style="yellow"))
+            turn = getattr(result, "turn", None)
+            if turn is not None and turn.interactions:
+                self.console.print(Text(interactions_text(result.run_id, turn.interactions,
+                                                          agent_file=self.agent_file), style="yellow"))
             if result.uncertain_effects:  # the warnings name no command: the runnable ones are here
                 text = uncertain_text(result.run_id, result.uncertain_effects, agent_file=self.agent_file)
                 if text:
                     self.console.print(Text(text, style="yellow"))
+
+    @staticmethod
+    def _capability_line(data: Any) -> Any:
+        """A disposition the planner did not execute, or a capability run: one line."""
+        from rich.text import Text
+
+        d = data.get("disposition")
+        if d is not None:
+            if d.action == "execute":
+                return None
+            return Text.assemble(("!! ", "yellow"), (visible(d.intention.capability), "bold yellow"),
+                                 f" {d.action} {d.code}: ", visible(truncate(d.message, MAX_RESULT)))
+        e = data.get("execution")
+        if e is None:
+            return None
+        args = visible(json.dumps(jsonable(e.input), ensure_ascii=False))
+        if e.outcome == "completed":
+            out = visible(truncate(json.dumps(jsonable(e.output), ensure_ascii=False), MAX_RESULT))
+            return Text.assemble(("<> ", "green"), (visible(e.capability), "bold green"), " ",
+                                 truncate(args, MAX_ARGS), " -> ", out)
+        return Text.assemble(("<> ", "yellow"), (visible(e.capability), "bold yellow"), " ", truncate(args, MAX_ARGS),
+                             f" {e.outcome} {e.code or ''}: ", visible(truncate(e.message, MAX_RESULT)))
 
     @staticmethod
     def _call_line(call: ToolCall) -> Any:

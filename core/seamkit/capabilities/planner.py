@@ -1,0 +1,282 @@
+"""The planner: what to do with each intention the model proposes, and what the model sees.
+
+:func:`plan` decides per :class:`~seamkit.capabilities.state.Intention`, in the order proposed:
+
+- ``reject`` ``CAPABILITY_NOT_REGISTERED``: no capability has that id.
+- ``reject`` ``INVALID_INTENTION``: the proposal is not an object with a capability id and an
+  input object (the model's JSON is checked before anything is planned).
+- ``reject`` ``DUPLICATE_INTENTION``: the same capability with the same input was proposed earlier
+  in the step (a write must never happen twice because the model repeated itself).
+- ``clarify`` ``AMBIGUOUS_INTENTION``: the model named alternatives; the options are the proposed
+  capability and its registered alternatives, for the person to choose.
+- ``clarify`` ``INVALID_CAPABILITY_INPUT``: the input fails the capability's input schema.
+- ``defer`` ``FACT_REQUIRED``: a required fact is not known and no intention executable before it
+  in this step provides it; ``fact`` names the first such fact type (in declaration order).
+- ``reject`` ``POLICY_DENIED``: the policy hook refused it (its reason is the message).
+- ``execute`` otherwise.
+
+A policy hook is ``policy(capability, input, facts) -> str | None``: a reason to refuse, or
+``None`` to allow; it runs for intentions that are otherwise executable, before any capability
+runs.
+
+**Selection** (:func:`select`): the model always sees every capability's id, description and
+availability (:func:`catalogue`), but the full guidance and input schema only of the ones
+selected this turn: all of them when there are at most ``limit``; otherwise the ones on the
+agenda, the ones the model asked for (``select`` in its proposal) and the best matches of the
+person's words (word overlap with id, description and guidance).
+
+**The proposal** the model writes each step is one JSON object (:func:`proposal_schema`, given to
+the provider as the output schema, so a provider with constrained decoding cannot write another
+shape): ``intentions`` (``[{capability, input, alternatives?}]``), ``select`` (ids to see in full),
+``confirmation`` (``yes`` / ``no`` / ``none``: only when a confirmation is open) and ``reply``
+(the answer to the person, citing evidence ids in brackets).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from seamkit.capabilities.compiler import CompiledAgent
+from seamkit.capabilities.model import Capability, Fact
+from seamkit.capabilities.state import Disposition, Intention
+from seamkit.values import thaw
+
+__all__ = ["Policy", "Proposal", "catalogue", "parse_proposal", "plan", "proposal_schema", "select"]
+
+Policy = Callable[[Capability, Mapping[str, Any], Mapping[str, Fact]], "str | None"]
+"""``policy(capability, input, facts) -> reason | None``: refuse an intention (``POLICY_DENIED``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Proposal:
+    """One step's proposal, parsed: ``intentions``, the ``malformed`` ones (``(index, why)``),
+    ``select`` (capability ids), ``confirmation`` (``yes``, ``no`` or ``None``), ``reply`` and
+    ``problem`` (why the text was not a proposal object, or ``None``)."""
+
+    intentions: tuple[Intention, ...] = ()
+    malformed: tuple[tuple[int, str], ...] = ()
+    select: tuple[str, ...] = ()
+    confirmation: str | None = None
+    reply: str = ""
+    problem: str | None = None
+
+
+def _json_object(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    # a model without constrained decoding may wrap the object in prose or a code fence
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        try:
+            return json.loads(text[start : end + 1])
+        except ValueError:
+            return None
+    return None
+
+
+def parse_proposal(text: str) -> Proposal:
+    """The proposal in the model's ``text`` (see the module doc). Never raises: text that is not a
+    JSON object is a proposal with no intentions whose reply is the text and whose ``problem``
+    says so; an intention of the wrong shape is listed in ``malformed`` (planned as
+    ``INVALID_INTENTION``)."""
+    data = _json_object(text)
+    if not isinstance(data, dict):
+        return Proposal(reply=text.strip(), problem="the model's proposal is not a JSON object")
+    raw = data.get("intentions")
+    intentions: list[Intention] = []
+    malformed: list[tuple[int, str]] = []
+    for i, item in enumerate(raw if isinstance(raw, list) else ()):
+        if not isinstance(item, dict) or not isinstance(item.get("capability"), str):
+            malformed.append((i, "an intention must be an object with a capability id"))
+            continue
+        arguments = item.get("input", {})
+        if not isinstance(arguments, dict):
+            malformed.append((i, f"the input of {item['capability']!r} must be a JSON object"))
+            continue
+        alternatives = item.get("alternatives") or []
+        alts = tuple(a for a in alternatives if isinstance(a, str)) if isinstance(alternatives, list) else ()
+        intentions.append(Intention(item["capability"], arguments, alts))
+    select_raw = data.get("select")
+    chosen = tuple(s for s in select_raw if isinstance(s, str)) if isinstance(select_raw, list) else ()
+    confirmation = data.get("confirmation")
+    reply = data.get("reply")
+    return Proposal(
+        tuple(intentions), tuple(malformed), chosen,
+        confirmation if confirmation in ("yes", "no") else None,
+        reply if isinstance(reply, str) else "",
+        None if isinstance(raw, list) or raw is None else "'intentions' is not a list",
+    )
+
+
+def missing_facts(capability: Capability, known: Iterable[str]) -> list[str]:
+    """The fact types ``capability`` requires that are not in ``known``, in declaration order."""
+    have = set(known)
+    return [str(t) for t in capability.requires if str(t) not in have]
+
+
+def plan(agent: CompiledAgent, intentions: Sequence[Intention], facts: Mapping[str, Fact], *,
+         policy: Policy | None = None) -> tuple[Disposition, ...]:
+    """A :class:`~seamkit.capabilities.state.Disposition` per intention, in order (see the module
+    doc). ``facts``: what is known (``"name@version"`` -> fact). An intention is executable when
+    each fact it requires is known or provided by an intention executed before it in this step
+    (the capabilities then run providers first: the compiled order). Exceptions a policy raises
+    propagate."""
+    out: list[Disposition] = []
+    seen: set[tuple[str, str]] = set()
+    planned: list[tuple[Intention, Capability]] = []
+    for it in intentions:
+        c = agent.get(it.capability)
+        if c is None:
+            out.append(Disposition(it, "reject", "CAPABILITY_NOT_REGISTERED",
+                                   f"no capability {it.capability!r}; registered: {', '.join(agent.order) or 'none'}"))
+            continue
+        key = (c.id, json.dumps(thaw(it.input), sort_keys=True, default=str))
+        if key in seen:
+            out.append(Disposition(it, "reject", "DUPLICATE_INTENTION",
+                                   f"{c.ref} with this input was already proposed in this step"))
+            continue
+        seen.add(key)
+        options = tuple(dict.fromkeys(a for a in (c.id, *it.alternatives) if agent.get(a) is not None))
+        if len(options) > 1:
+            out.append(Disposition(it, "clarify", "AMBIGUOUS_INTENTION",
+                                   f"which one is meant: {', '.join(options)}?", options=options))
+            continue
+        try:
+            agent.input_adapters[c.id].validate(thaw(it.input))
+        except Exception as exc:
+            problems = getattr(exc, "problems", None) or (str(exc),)
+            out.append(Disposition(it, "clarify", "INVALID_CAPABILITY_INPUT",
+                                   f"the input of {c.ref} does not validate: " + "; ".join(problems)))
+            continue
+        out.append(Disposition(it, "execute"))
+        planned.append((it, c))
+    # facts: known, plus those provided by intentions executable before it in the compiled order
+    # (a provider runs before its consumers whatever order the model wrote)
+    rank = {cid: i for i, cid in enumerate(agent.order)}
+    index = {id(d.intention): i for i, d in enumerate(out)}
+    available = set(facts.keys())
+    for it, c in sorted(planned, key=lambda p: rank[p[1].id]):
+        i = index[id(it)]
+        missing = missing_facts(c, available)
+        if missing:
+            out[i] = Disposition(it, "defer", "FACT_REQUIRED",
+                                 f"{c.ref} needs the fact {missing[0]}, which is not known yet", fact=missing[0])
+            continue
+        if policy is not None:
+            reason = policy(c, thaw(it.input), facts)
+            if reason is not None:
+                out[i] = Disposition(it, "reject", "POLICY_DENIED", str(reason))
+                continue
+        available.update(str(t) for t in c.provides)
+    return tuple(out)
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset("a an and are as at be by for from i in is it me my of on or the to we with you your".split())
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+def select(agent: CompiledAgent, text: str, *, agenda: Iterable[str] = (), asked: Iterable[str] = (),
+           limit: int = 6) -> tuple[str, ...]:
+    """The capability ids shown in full this turn, in compiled order (see the module doc): all of
+    them when there are at most ``limit``; else those in ``agenda`` and ``asked`` plus the best
+    ``limit`` matches of ``text`` (at least one word in common)."""
+    ids = agent.order
+    if len(ids) <= limit:
+        return ids
+    chosen = {a for a in (*agenda, *asked) if agent.get(a) is not None}
+    words = _words(text)
+    scored: list[tuple[int, str]] = []
+    for c in agent.capabilities:
+        g = c.guidance
+        score = len(words & _words(" ".join((c.id.replace("_", " "), c.description, g.when_to_use, *g.examples))))
+        if score:
+            scored.append((-score, c.id))
+    chosen.update(cid for _, cid in sorted(scored)[:limit])
+    return tuple(cid for cid in ids if cid in chosen)
+
+
+def catalogue(agent: CompiledAgent, facts: Mapping[str, Fact], selected: Iterable[str]) -> str:
+    """The capabilities as the model reads them: one line per capability (id, description,
+    effect, ``ready`` or the facts it still needs), then the guidance and input schema of each
+    selected one."""
+    chosen = set(selected)
+    lines = ["Capabilities (id: description [effect; ready or what it needs]):"]
+    for c in agent.capabilities:
+        missing = missing_facts(c, facts.keys())
+        state = "ready" if not missing else "needs " + ", ".join(missing)
+        confirm = ", asks the person to confirm" if c.confirmation != "none" else ""
+        lines.append(f"- {c.id}: {c.description} [{c.effect}{confirm}; {state}]")
+    for c in agent.capabilities:
+        if c.id not in chosen:
+            continue
+        g = c.guidance
+        lines.append(f"\n{c.id} in full:")
+        if g.when_to_use:
+            lines.append(f"  use when: {g.when_to_use}")
+        if g.when_not_to_use:
+            lines.append(f"  do not use when: {g.when_not_to_use}")
+        for ex in g.examples:
+            lines.append(f"  example: {ex}")
+        lines.append("  input: " + json.dumps(thaw(agent.input_schemas[c.id]), separators=(",", ":"),
+                                              ensure_ascii=False))
+    return "\n".join(lines)
+
+
+def _hoist(schema: Any, prefix: str, defs: dict[str, Any]) -> Any:
+    """``schema`` with its ``$defs`` moved into ``defs`` under ``prefix`` and its local references
+    rewritten, so several input schemas fit in one proposal schema."""
+    if isinstance(schema, dict):
+        out = {}
+        for k, v in schema.items():
+            if k == "$defs" and isinstance(v, dict):
+                for name, sub in v.items():
+                    defs[f"{prefix}{name}"] = _hoist(sub, prefix, defs)
+            elif k == "$ref" and isinstance(v, str) and v.startswith("#/$defs/"):
+                out[k] = "#/$defs/" + prefix + v[len("#/$defs/"):]
+            else:
+                out[k] = _hoist(v, prefix, defs)
+        return out
+    if isinstance(schema, list):
+        return [_hoist(v, prefix, defs) for v in schema]
+    return schema
+
+
+def proposal_schema(agent: CompiledAgent, selected: Iterable[str], *, confirming: bool = False) -> dict[str, Any]:
+    """The JSON Schema of one step's proposal (see the module doc): each intention is one of the
+    selected capabilities with its own input schema; ``select`` names any registered id;
+    ``confirmation`` is there only when ``confirming``."""
+    defs: dict[str, Any] = {}
+    ids = list(agent.order)
+    variants = []
+    for cid in selected:
+        schema = _hoist(thaw(agent.input_schemas[cid]), f"{cid.replace('.', '_').replace('-', '_')}__", defs)
+        variants.append({
+            "type": "object",
+            "properties": {"capability": {"const": cid}, "input": schema,
+                           "alternatives": {"type": "array", "items": {"enum": ids}}},
+            "required": ["capability", "input"],
+        })
+    item: dict[str, Any] = {"anyOf": variants} if variants else {"type": "object"}
+    props: dict[str, Any] = {
+        "intentions": {"type": "array", "items": item},
+        "select": {"type": "array", "items": {"enum": ids}},
+    }
+    required = ["intentions", "reply"]
+    if confirming:
+        props["confirmation"] = {"enum": ["yes", "no", "none"]}
+        required.insert(0, "confirmation")
+    props["reply"] = {"type": "string"}
+    out: dict[str, Any] = {"type": "object", "properties": props, "required": required}
+    if defs:
+        out["$defs"] = defs
+    return out
