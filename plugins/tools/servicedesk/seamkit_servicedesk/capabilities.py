@@ -105,7 +105,9 @@ class RequestStatusInput(BaseModel):
     """The ticket to look up."""
 
     model_config = ConfigDict(extra="forbid")
-    ticket: Annotated[str, BeforeValidator(_ticket_id), StringConstraints(pattern=r"^SD-[1-9][0-9]{0,11}$")] = Field(
+    # the pattern is part of the JSON Schema the model sees (and a grammar-constrained decoder follows);
+    # the before-validator runs first, so what a person writes ("sd-12 ") still validates
+    ticket: Annotated[str, StringConstraints(pattern=r"^SD-[1-9][0-9]*$"), BeforeValidator(_ticket_id)] = Field(
         description="The ticket id, e.g. 'SD-12'")
 
 

@@ -6,6 +6,7 @@ every failure is a result with a code."""
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from seamkit.errors import StoreUnavailable
 from seamkit.grounding import citation_id
 from seamkit.runtime.context import RunContext
 from seamkit.testing import MemoryStore
-from seamkit.values import Scope
+from seamkit.values import Scope, thaw
 from seamkit_servicedesk.capabilities import (
     build_request_status,
     build_search_services,
@@ -231,3 +232,16 @@ def test_the_three_compile_in_the_order_search_submit_status(order: tuple[int, .
     assert agent.fingerprint == AGENT.fingerprint
     submit = agent.get("submit_request")
     assert submit is not None and (submit.effect, submit.confirmation) == ("write", "required")
+
+
+def test_what_the_model_reads_fits_a_small_context() -> None:
+    # the bundled local model has 2048 tokens for everything: each capability's description,
+    # guidance and input schema together stay under 800 characters (about 200 tokens)
+    for c in AGENT.capabilities:
+        g = c.guidance
+        shown = c.description + g.when_to_use + g.when_not_to_use + "".join(g.examples)
+        shown += json.dumps(thaw(AGENT.input_schemas[c.id]))
+        assert g.when_to_use and g.when_not_to_use and g.examples, c.id
+        assert len(shown) < 800, (c.id, len(shown))
+    # a ticket id's shape is in the schema the model sees, not only in the validator
+    assert AGENT.input_schemas["request_status"]["properties"]["ticket"]["pattern"] == "^SD-[1-9][0-9]*$"
