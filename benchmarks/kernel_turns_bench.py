@@ -3,7 +3,7 @@ plain tool calls.
 
 Run: ``bash benchmarks/run.sh kernel``. Options: ``--rounds 5``, ``--turns 50``, ``--stores
 sqlite,memory``, ``--json`` (one JSON line), ``--profile`` (cProfile of the kernel's early and
-late turns per store: its phases in ms per turn, and the top functions by own time).
+late turns per store: its phases in ms per turn, and cProfile's top functions by own time).
 
 The model is a :class:`~seamkit.testing.models.ScriptedModel` with zero latency, so every
 millisecond is framework overhead. Each turn costs both sides two model calls:
@@ -21,7 +21,8 @@ millisecond is framework overhead. Each turn costs both sides two model calls:
   tools as tool calls, then replies.
 
 Kernel and plain conversations alternate (A/B/A/B) within each round, per store (the SQLite
-store of ``plugins/stores/sqlite`` on a temporary file, and the in-memory store). Reported per
+store of ``plugins/stores/sqlite`` on a fresh temporary file per conversation, its schema created
+before turn 1; and the in-memory store), after one warm-up conversation per side. Reported per
 side and store: per-turn wall time (median and p95, ms) of turns 1-10 and of the last ten turns,
 their ratio (late/early: 1.0 is flat), the conversation's total, the kernel/plain ratio of the
 medians, and the checkpoint's size (the state and the transcript, codec bytes) after turn 10 and
@@ -53,6 +54,7 @@ from seamkit.durability.checkpointer import Checkpointer
 from seamkit.testing.memory_store import MemoryStore
 from seamkit.testing.models import ScriptedModel
 from seamkit.tools import tool
+from seamkit.values import Scope
 
 PROMPT = "You keep notes on the topics the person raises."
 WINDOW = 10
@@ -195,7 +197,11 @@ class Stores:
         from seamkit_sqlite.store import SqliteStore
 
         self.n += 1
-        return SqliteStore(os.path.join(self.tmp, f"bench-{self.n}.db"))
+        store = SqliteStore(os.path.join(self.tmp, f"bench-{self.n}.db"))
+        # the file and its schema are created on first use: before the conversation, not in turn 1
+        await store.set(Scope(), "bench:warm", "1")
+        await Checkpointer(store).latest("bench-warm")
+        return store
 
     @staticmethod
     async def close(store: Any) -> None:
@@ -270,60 +276,95 @@ async def measure(rounds: int, turns: int, stores: list[str]) -> dict[str, Any]:
     return out
 
 
-# the kernel's phases a profile reports per turn: (file, function) as cProfile names them
-PHASES = (
-    ("checkpointer.py", "latest"), ("checkpointer.py", "_decode_stored"), ("checkpointer.py", "claim"),
-    ("checkpointer.py", "save"), ("codec.py", "dumps"), ("codec.py", "loads"),
-    ("kernel.py", "_model_step"), ("kernel.py", "_system_text"), ("planner.py", "catalogue"),
-    ("planner.py", "proposal_schema"), ("planner.py", "select"), ("planner.py", "plan"),
-    ("kernel.py", "_execute"), ("reducer.py", "reduce_facts"), ("kernel.py", "_commit"),
-    ("kernel.py", "_store_turn"), ("kernel.py", "stored_turn"), ("kernel.py", "state"),
-)
+# the kernel's phases --profile times (wall clock, no profiler): (label, owner, attribute, async)
+def _phases() -> list[tuple[str, Any, str, bool]]:
+    from seamkit.agent import kernel
+    from seamkit.durability import checkpointer
+
+    k = kernel.KernelRun
+    return [
+        ("resume: the whole turn", Agent, "resume", True),
+        ("load: Checkpointer.latest (state + transcript)", checkpointer.Checkpointer, "latest", True),
+        ("save: RunHandle.save, every checkpoint", checkpointer.RunHandle, "save", True),
+        ("prompt: KernelRun._system_text", k, "_system_text", False),
+        ("prompt: planner.proposal_schema", kernel, "proposal_schema", False),
+        ("plan: planner.select", kernel, "select", False),
+        ("plan: KernelRun._dispose (planner.plan)", k, "_dispose", False),
+        ("run: KernelRun._execute (reducer)", k, "_execute", True),
+        ("model: KernelRun._model_step (prompt, call)", k, "_model_step", True),
+        ("commit: KernelRun._store_turn", k, "_store_turn", True),
+        ("commit: KernelRun._commit (its save)", k, "_commit", True),
+    ]
 
 
-async def profile(turns: int, kind: str, top: int = 15) -> str:
-    """cProfile of the kernel's first and last ``WINDOW`` turns on ``kind``'s store: the phases
-    above (cumulative ms per turn) and the top functions by own time."""
+def _timed(fn: Any, label: str, acc: dict[str, float], is_async: bool) -> Any:
+    if is_async:
+        async def timed_async(*args: Any, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                acc[label] = acc.get(label, 0.0) + time.perf_counter() - t0
+
+        return timed_async
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            acc[label] = acc.get(label, 0.0) + time.perf_counter() - t0
+
+    return timed
+
+
+async def profile(turns: int, kind: str, rounds: int, top: int = 15) -> str:
+    """Where a resumed kernel turn's time goes, turns 2-11 vs the last ten, on ``kind``'s store:
+    the phases above in ms per turn (median over ``rounds`` conversations; wrappers, no profiler),
+    then cProfile's top functions by own time over the last ten turns of one conversation."""
     buf = io.StringIO()
+    windows = ((1, WINDOW + 1), (turns - WINDOW, turns))  # 0-based turn indices; turn 1 is agent.run
+    acc: dict[str, float] = {}
+    saved = [(owner, attr, getattr(owner, attr)) for _, owner, attr, _ in _phases()]
+    per_window: list[list[dict[str, float]]] = [[], []]
     with tempfile.TemporaryDirectory() as tmp:
         st = Stores(tmp)
-        windows = ((0, WINDOW), (turns - WINDOW, turns))
-        profiles = []
-        for lo, hi in windows:
-            s = await st.open(kind)
-            prof = cProfile.Profile()
-            agent = kernel_agent(turns, s)
-            await kernel_conversation(1, await st.open("memory"))  # imports, first-call caches
-            run_id = ""
-            for k in range(1, turns + 1):
-                text = f"please note topic {k}"
-                on = lo <= k - 1 < hi
-                if on:
-                    prof.enable()
-                if k == 1:
-                    run_id = (await agent.run(text, turn_id=f"turn-{k}")).run_id
-                else:
-                    await agent.resume(run_id, answer=text, turn_id=f"turn-{k}")
-                if on:
-                    prof.disable()
-            await st.close(s)
-            profiles.append(pstats.Stats(prof))
-        buf.write(f"kernel on {kind}: cumulative ms per turn (calls per turn), turns "
-                  f"{windows[0][0] + 1}-{windows[0][1]} vs {windows[1][0] + 1}-{windows[1][1]}\n")
-        for file, name in PHASES:
-            cells = []
-            for stats in profiles:
-                ct = nc = 0.0
-                for (f, _, fn), (_, ncalls, _, cum, _) in stats.stats.items():  # type: ignore[attr-defined]
-                    if fn == name and os.path.basename(f) == file:
-                        ct += cum
-                        nc += ncalls
-                cells.append(f"{ct / WINDOW * 1e3:7.3f} ms ({nc / WINDOW:5.1f})")
-            buf.write(f"  {file + ':' + name:<34} {cells[0]}   {cells[1]}\n")
-        for (lo, hi), stats in zip(windows, profiles, strict=True):
-            buf.write(f"\n== turns {lo + 1}-{hi}: top {top} by own time (seconds over {hi - lo} turns) ==\n")
-            stats.stream = buf  # type: ignore[attr-defined]
-            stats.strip_dirs().sort_stats("tottime").print_stats(top)
+        try:
+            for label, owner, attr, is_async in _phases():
+                setattr(owner, attr, _timed(getattr(owner, attr), label, acc, is_async))
+            for _ in range(rounds):
+                s = await st.open(kind)
+
+                async def on_turn(k: int, run_id: str) -> None:
+                    for w, (lo, hi) in enumerate(windows):
+                        if k == lo:
+                            acc.clear()
+                        if k == hi:
+                            per_window[w].append(dict(acc))
+
+                await kernel_conversation(turns, s, on_turn)
+                await st.close(s)
+        finally:
+            for owner, attr, fn in saved:
+                setattr(owner, attr, fn)
+        buf.write(f"kernel on {kind}: ms per turn, median of {rounds} conversations\n")
+        buf.write(f"  {'phase':<48} {'turns 2-11':>10} {f'turns {turns - WINDOW + 1}-{turns}':>12} {'growth':>8}\n")
+        for label, *_ in _phases():
+            e = statistics.median(r.get(label, 0.0) for r in per_window[0]) / WINDOW * 1e3
+            la = statistics.median(r.get(label, 0.0) for r in per_window[1]) / WINDOW * 1e3
+            buf.write(f"  {label:<48} {e:10.3f} {la:12.3f} {la - e:+8.3f}\n")
+        s = await st.open(kind)
+        prof = cProfile.Profile()
+
+        async def profile_late(k: int, run_id: str) -> None:
+            if k == turns - WINDOW:
+                prof.enable()
+
+        await kernel_conversation(turns, s, profile_late)
+        prof.disable()
+        await st.close(s)
+    buf.write(f"\ncProfile, turns {turns - WINDOW + 1}-{turns}: top {top} by own time (seconds over {WINDOW} turns)\n")
+    pstats.Stats(prof, stream=buf).strip_dirs().sort_stats("tottime").print_stats(top)
     return buf.getvalue()
 
 
@@ -339,7 +380,7 @@ def main() -> None:
         parser.error(f"--turns must be at least {2 * WINDOW}")
     if args.profile:
         for kind in [s.strip() for s in args.stores.split(",") if s.strip()]:
-            print(asyncio.run(profile(args.turns, kind)))
+            print(asyncio.run(profile(args.turns, kind, args.rounds)))
         return
     stores = [s.strip() for s in args.stores.split(",") if s.strip()]
     result = asyncio.run(measure(args.rounds, args.turns, stores))
