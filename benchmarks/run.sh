@@ -17,6 +17,9 @@
 #                                           (benchmarks/guardrails_bench.py)
 #   bash benchmarks/run.sh capabilities ... compile_agent on 200 capabilities (a layered DAG), pydantic and JSON Schema
 #                                           inputs, median ms (benchmarks/capabilities_bench.py)
+#   bash benchmarks/run.sh kernel ...       the capability kernel's per-turn cost over a scripted 50-turn conversation
+#                                           (facts accumulate), next to the same work as plain tool calls, on SQLite and
+#                                           in memory: turns 1-10 vs 41-50, checkpoint size (benchmarks/kernel_turns_bench.py)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/_setup.sh"
 if [ "${1:-}" = "checkpoints" ]; then
@@ -61,6 +64,10 @@ fi
 if [ "${1:-}" = "capabilities" ]; then
   shift
   exec .venv/bin/python benchmarks/capabilities_bench.py "$@"
+fi
+if [ "${1:-}" = "kernel" ]; then
+  shift
+  exec .venv/bin/python benchmarks/kernel_turns_bench.py "$@"
 fi
 if [ "${1:-}" = "tokens" ]; then
   shift
