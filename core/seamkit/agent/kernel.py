@@ -50,7 +50,7 @@ from seamkit.capabilities.model import (
     NeedsDependency,
     NeedsInput,
 )
-from seamkit.capabilities.planner import catalogue, parse_proposal, plan, proposal_schema, select
+from seamkit.capabilities.planner import catalogue, intention_key, parse_proposal, plan, proposal_schema, select
 from seamkit.capabilities.reducer import reduce_facts
 from seamkit.capabilities.state import (
     AgendaItem,
@@ -154,9 +154,34 @@ class KernelRun:
     :class:`~seamkit.agent.loop.Run` for :class:`~seamkit.agent.agent.Agent` (``drive``,
     ``state``, ``emit``, ``handle``)."""
 
-    __slots__ = ("added", "agent", "begin", "compiled", "ctx", "dispositions", "emit", "evidence", "executions",
-                 "facts", "handle", "kernel", "ledger", "removed", "settled", "step", "steps_before", "text",
-                 "transcript", "turn_evidence", "turn_id", "turn_results", "turn_usage", "usage", "warnings")
+    __slots__ = (
+        "added",
+        "agent",
+        "begin",
+        "compiled",
+        "ctx",
+        "dispositions",
+        "emit",
+        "evidence",
+        "executions",
+        "facts",
+        "handle",
+        "kernel",
+        "ledger",
+        "proposed",
+        "removed",
+        "settled",
+        "step",
+        "steps_before",
+        "text",
+        "transcript",
+        "turn_evidence",
+        "turn_id",
+        "turn_results",
+        "turn_usage",
+        "usage",
+        "warnings",
+    )
 
     def __init__(self, agent: Agent, ctx: RunContext, transcript: list[Message], text: str, turn_id: str,
                  kernel: KernelState | None = None, *, message_logged: bool = False) -> None:
@@ -191,6 +216,7 @@ class KernelRun:
         self.added: dict[str, None] = {}
         self.removed: dict[str, None] = {}
         self.turn_evidence: set[str] = set()  # evidence ids of this turn's results
+        self.proposed: set[tuple[str, str]] = set()  # intentions executed this turn (intention_key)
         self.settled: dict[str, str] = {}  # capability id -> "yes" / "no": confirmations answered this turn
         self.turn_results: dict[str, TurnResult] = {}  # committed turns, when there is no store for them
 
@@ -351,8 +377,11 @@ class KernelRun:
     def _dispose(self, intentions: Sequence[Intention], malformed: Sequence[tuple[int, str]]) -> list[Disposition]:
         out: list[Disposition] = [Disposition(Intention("?"), "reject", "INVALID_INTENTION", why)
                                   for _, why in malformed]
-        planned = plan(self.compiled, intentions, self.facts, policy=self.agent.capability_policy)
+        planned = plan(self.compiled, intentions, self.facts, policy=self.agent.capability_policy,
+                       earlier=self.proposed)
         for d in planned:
+            if d.action == "execute":
+                self.proposed.add(intention_key(d.intention))
             answered = self.settled.get(d.intention.capability)
             if answered == "yes" and d.action == "execute":
                 d = dataclasses.replace(d, message="confirmed this turn: runs once, from the agenda")

@@ -6,7 +6,8 @@
 - ``reject`` ``INVALID_INTENTION``: the proposal is not an object with a capability id and an
   input object (the model's JSON is checked before anything is planned).
 - ``reject`` ``DUPLICATE_INTENTION``: the same capability with the same input was proposed earlier
-  in the step (a write must never happen twice because the model repeated itself).
+  in the step, or executed earlier in the turn (a write must never happen twice because the
+  model repeated itself).
 - ``clarify`` ``AMBIGUOUS_INTENTION``: the model named alternatives; the options are the proposed
   capability and its registered alternatives, for the person to choose.
 - ``clarify`` ``INVALID_CAPABILITY_INPUT``: the input fails the capability's input schema.
@@ -45,7 +46,7 @@ from seamkit.capabilities.model import Capability, Fact
 from seamkit.capabilities.state import Disposition, Intention
 from seamkit.values import thaw
 
-__all__ = ["Policy", "Proposal", "catalogue", "parse_proposal", "plan", "proposal_schema", "select"]
+__all__ = ["Policy", "Proposal", "catalogue", "intention_key", "parse_proposal", "plan", "proposal_schema", "select"]
 
 Policy = Callable[[Capability, Mapping[str, Any], Mapping[str, Fact]], "str | None"]
 """``policy(capability, input, facts) -> reason | None``: refuse an intention (``POLICY_DENIED``)."""
@@ -120,15 +121,21 @@ def missing_facts(capability: Capability, known: Iterable[str]) -> list[str]:
     return [str(t) for t in capability.requires if str(t) not in have]
 
 
+def intention_key(intention: Intention) -> tuple[str, str]:
+    """What makes two intentions the same: the capability id and the canonical JSON of the input."""
+    return intention.capability, json.dumps(thaw(intention.input), sort_keys=True, default=str)
+
+
 def plan(agent: CompiledAgent, intentions: Sequence[Intention], facts: Mapping[str, Fact], *,
-         policy: Policy | None = None) -> tuple[Disposition, ...]:
+         policy: Policy | None = None, earlier: Iterable[tuple[str, str]] = ()) -> tuple[Disposition, ...]:
     """A :class:`~seamkit.capabilities.state.Disposition` per intention, in order (see the module
     doc). ``facts``: what is known (``"name@version"`` -> fact). An intention is executable when
     each fact it requires is known or provided by an intention executed before it in this step
-    (the capabilities then run providers first: the compiled order). Exceptions a policy raises
-    propagate."""
+    (the capabilities then run providers first: the compiled order). ``earlier``: the
+    :func:`intention_key` of intentions already executed in this turn (proposed again, they are
+    ``DUPLICATE_INTENTION``). Exceptions a policy raises propagate."""
     out: list[Disposition] = []
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, str]] = set(earlier)
     planned: list[tuple[Intention, Capability]] = []
     for it in intentions:
         c = agent.get(it.capability)
@@ -136,10 +143,10 @@ def plan(agent: CompiledAgent, intentions: Sequence[Intention], facts: Mapping[s
             out.append(Disposition(it, "reject", "CAPABILITY_NOT_REGISTERED",
                                    f"no capability {it.capability!r}; registered: {', '.join(agent.order) or 'none'}"))
             continue
-        key = (c.id, json.dumps(thaw(it.input), sort_keys=True, default=str))
+        key = intention_key(it)
         if key in seen:
             out.append(Disposition(it, "reject", "DUPLICATE_INTENTION",
-                                   f"{c.ref} with this input was already proposed in this step"))
+                                   f"{c.ref} with this input was already proposed in this turn"))
             continue
         seen.add(key)
         options = tuple(dict.fromkeys(a for a in (c.id, *it.alternatives) if agent.get(a) is not None))
@@ -253,7 +260,8 @@ def _hoist(schema: Any, prefix: str, defs: dict[str, Any]) -> Any:
 
 def proposal_schema(agent: CompiledAgent, selected: Iterable[str], *, confirming: bool = False) -> dict[str, Any]:
     """The JSON Schema of one step's proposal (see the module doc): each intention is one of the
-    selected capabilities with its own input schema; ``select`` names any registered id;
+    selected capabilities with its own input schema (at most as many intentions as selected
+    capabilities); ``select`` names any registered id;
     ``confirmation`` is there only when ``confirming``."""
     defs: dict[str, Any] = {}
     ids = list(agent.order)
@@ -267,8 +275,10 @@ def proposal_schema(agent: CompiledAgent, selected: Iterable[str], *, confirming
             "required": ["capability", "input"],
         })
     item: dict[str, Any] = {"anyOf": variants} if variants else {"type": "object"}
+    # as many intentions as capabilities shown: a small model constrained by this schema otherwise
+    # repeats its last intention until it runs out of tokens
     props: dict[str, Any] = {
-        "intentions": {"type": "array", "items": item},
+        "intentions": {"type": "array", "items": item, "maxItems": max(1, len(variants))},
         "select": {"type": "array", "items": {"enum": ids}},
     }
     required = ["intentions", "reply"]

@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 from seamkit.capabilities import (
     Capability,
     CapabilityContext,
@@ -96,6 +97,15 @@ class TicketOutput(BaseModel):
     status: str
 
 
+_TICKET = re.compile(r"SD-[1-9][0-9]*")
+
+
+def _ticket_shape(value: str) -> str:
+    if not _TICKET.fullmatch(value):
+        raise ValueError("a ticket id is SD- and a number, e.g. SD-12")
+    return value
+
+
 def _ticket_id(value: Any) -> Any:
     # "sd-12 " is what a person (or a small model) writes for SD-12
     return value.strip().upper() if isinstance(value, str) else value
@@ -105,9 +115,10 @@ class RequestStatusInput(BaseModel):
     """The ticket to look up."""
 
     model_config = ConfigDict(extra="forbid")
-    # the pattern is part of the JSON Schema the model sees (and a grammar-constrained decoder follows);
+    # the shape is checked by the validator, not a JSON Schema 'pattern': llama.cpp's grammar cannot
+    # express one, so the bundled model's provider would warn about it on every request of the turn;
     # the before-validator runs first, so what a person writes ("sd-12 ") still validates
-    ticket: Annotated[str, StringConstraints(pattern=r"^SD-[1-9][0-9]*$"), BeforeValidator(_ticket_id)] = Field(
+    ticket: Annotated[str, BeforeValidator(_ticket_id), AfterValidator(_ticket_shape)] = Field(
         description="The ticket id, e.g. 'SD-12'")
 
 

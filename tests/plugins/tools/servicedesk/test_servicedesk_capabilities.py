@@ -243,5 +243,5 @@ def test_what_the_model_reads_fits_a_small_context() -> None:
         shown += json.dumps(thaw(AGENT.input_schemas[c.id]))
         assert g.when_to_use and g.when_not_to_use and g.examples, c.id
         assert len(shown) < 800, (c.id, len(shown))
-    # a ticket id's shape is in the schema the model sees, not only in the validator
-    assert AGENT.input_schemas["request_status"]["properties"]["ticket"]["pattern"] == "^SD-[1-9][0-9]*$"
+    # no 'pattern' the bundled model's grammar cannot express (its provider would warn on every request)
+    assert "pattern" not in json.dumps(thaw(AGENT.input_schemas["request_status"]))
