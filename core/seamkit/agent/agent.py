@@ -425,8 +425,7 @@ class Agent:
         """:meth:`resume` for an agent with capabilities: the next turn, a replay, or the interrupted turn."""
         import dataclasses
 
-        from seamkit.agent.kernel import KernelRun, new_turn_id, replayed_result, stored_turn
-        from seamkit.capabilities.state import KernelState
+        from seamkit.agent.kernel import KernelRun, kernel_state, new_turn_id, replayed_result, stored_turn
         from seamkit.durability.ledger import EffectLedger
         from seamkit.errors import RunNotResumable
 
@@ -442,9 +441,10 @@ class Agent:
         if snap is None:
             raise RunNotResumable(run_id, "no checkpoints for this run id")
         state = snap.state
-        ks = state.get("kernel")
-        if not isinstance(ks, KernelState):
+        found = kernel_state(state)
+        if found is None:
             raise RunNotResumable(run_id, "it is not a conversation with capabilities (no kernel state)")
+        ks, texts = found
         scope = state.get("scope") if isinstance(state.get("scope"), Scope) else Scope()
         if turn_id is not None:
             turn_id = _turn_id(turn_id)
@@ -462,7 +462,6 @@ class Agent:
         if interrupted and answer is not None:
             raise RunNotResumable(run_id, f"turn {ks.turn[0] if ks.turn else '?'} was interrupted: resume it without "
                                   "an answer first")
-        handle, snap = await cp.claim(run_id, allow_finished=True, steal=steal, snapshot=snap)
         if ctx is None:
             ctx = RunContext(run_id=run_id, parent_run_id=snap.parent_run_id)
         else:
@@ -476,11 +475,14 @@ class Agent:
             assert answer is not None
             run = KernelRun(self, ctx, transcript, answer, turn_id if turn_id is not None else new_turn_id(), ks)
         run.restore(state)
+        run.adopt(texts)
+        # the claiming save writes the turn's first state (its id and text, the person's message)
+        handle, snap = await cp.claim(run_id, allow_finished=True, steal=steal, snapshot=snap,
+                                      state=run.state(), transcript=run.transcript)
         run.handle = handle
         self._attach_ledger(run, EffectLedger)  # type: ignore[arg-type]
         if self.observers:
             run.emit = self._notify
-        await run._save("running")
         return await run.drive()
 
     @staticmethod

@@ -63,7 +63,7 @@ from seamkit.capabilities.state import (
 )
 from seamkit.errors import KernelError, RunCancelled
 from seamkit.runtime.context import RunContext
-from seamkit.values import ChatRequest, FrozenDict, Message, Scope, StreamEvent, Usage, freeze, thaw
+from seamkit.values import EMPTY, ChatRequest, FrozenDict, Message, Scope, StreamEvent, Usage, freeze, thaw
 
 if TYPE_CHECKING:
     from seamkit.agent.agent import Agent
@@ -71,7 +71,7 @@ if TYPE_CHECKING:
     from seamkit.durability.checkpointer import RunHandle
     from seamkit.durability.ledger import EffectLedger
 
-__all__ = ["KernelRun", "classify_answer", "new_turn_id", "replayed_result", "stored_turn", "turn_key"]
+__all__ = ["KernelRun", "classify_answer", "kernel_state", "new_turn_id", "replayed_result", "stored_turn", "turn_key"]
 
 HISTORY = 8  # earlier messages of the conversation the model sees each step
 MAX_DEPTH = 8  # nested NeedsDependency resolutions in one turn
@@ -115,6 +115,30 @@ def classify_answer(text: str) -> str | None:
         if candidates in _NO:
             return "no"
     return None
+
+
+def kernel_state(state: Mapping[str, Any]) -> tuple[KernelState, dict[int, tuple[Any, str]]] | None:
+    """The :class:`~seamkit.capabilities.state.KernelState` of a checkpointed run's ``state`` (facts
+    and evidence decoded from their texts; ``None`` when the run is not a conversation with
+    capabilities), and the texts by value id, for :meth:`KernelRun.adopt`. Raises
+    :class:`~seamkit.errors.CodecError` for a text that does not decode."""
+    from seamkit.durability import codec
+
+    ks = state.get("kernel")
+    if not isinstance(ks, KernelState):
+        return None
+    texts: dict[int, tuple[Any, str]] = {}
+
+    def decoded(stored: Any) -> FrozenDict:
+        out = {}
+        for key, text in (stored or {}).items():
+            value = codec.loads_frozen(text)  # facts and evidence are frozen values
+            texts[id(value)] = (value, text)
+            out[key] = value
+        return FrozenDict(out)
+
+    facts, evidence = decoded(state.get("kernel_facts")), decoded(state.get("kernel_evidence"))
+    return dataclasses.replace(ks, facts=facts, evidence=evidence), texts
 
 
 async def stored_turn(agent: Agent, run_id: str, state: Mapping[str, Any], scope: Scope,
@@ -174,6 +198,7 @@ class KernelRun:
         "step",
         "steps_before",
         "text",
+        "texts",
         "transcript",
         "turn_evidence",
         "turn_id",
@@ -215,6 +240,7 @@ class KernelRun:
         self.executions: list[Execution] = []
         self.added: dict[str, None] = {}
         self.removed: dict[str, None] = {}
+        self.texts: dict[int, tuple[Any, str]] = {}  # id(fact or evidence) -> (it, its codec text)
         self.turn_evidence: set[str] = set()  # evidence ids of this turn's results
         self.proposed: set[tuple[str, str]] = set()  # intentions executed this turn (intention_key)
         self.settled: dict[str, str] = {}  # capability id -> "yes" / "no": confirmations answered this turn
@@ -223,10 +249,16 @@ class KernelRun:
     # -- durable state ------------------------------------------------------------------------
 
     def state(self, **extra: Any) -> dict[str, Any]:
-        """The run's state as checkpointed: the kernel state under ``"kernel"``."""
-        ks = dataclasses.replace(self.kernel, facts=FrozenDict(self.facts), evidence=FrozenDict(self.evidence))
+        """The run's state as checkpointed (read it back with :func:`kernel_state`): the kernel
+        state under ``"kernel"`` without its facts and evidence, which are under
+        ``"kernel_facts"`` / ``"kernel_evidence"``, each one's codec text (encoded once, when it
+        is new: the checkpoint of a turn does not encode again what earlier turns established)."""
+        ks = self.kernel
         s: dict[str, Any] = {"agent": self.agent.name, "step": self.step, "usage": self.usage,
-                             "warnings": list(self.warnings), "scope": self.ctx.scope, "kernel": ks}
+                             "warnings": list(self.warnings), "scope": self.ctx.scope,
+                             "kernel": dataclasses.replace(ks, facts=EMPTY, evidence=EMPTY),
+                             "kernel_facts": {k: self._text(f) for k, f in self.facts.items()},
+                             "kernel_evidence": {k: self._text(e) for k, e in self.evidence.items()}}
         if self.turn_results:
             s["kernel_turns"] = dict(self.turn_results)
         if ks.interactions:
@@ -234,6 +266,21 @@ class KernelRun:
             s["status_detail"] = "waiting for the person: " + "; ".join(i.prompt for i in ks.interactions)
         s.update(extra)
         return s
+
+    def _text(self, value: Any) -> str:
+        """The codec text of a fact or evidence value, encoded once per value object."""
+        known = self.texts.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        from seamkit.durability import codec
+
+        text = codec.dumps(value)
+        self.texts[id(value)] = (value, text)
+        return text
+
+    def adopt(self, texts: Mapping[int, tuple[Any, str]]) -> None:
+        """Reuse the texts the facts and evidence were decoded from (see :func:`kernel_state`)."""
+        self.texts.update(texts)
 
     def restore(self, state: Mapping[str, Any]) -> None:
         """Continue the counters of a checkpointed conversation (usage, steps, warnings, inline turns)."""
@@ -340,25 +387,33 @@ class KernelRun:
         return [m for m in self.transcript if m.role in ("user", "assistant")][-HISTORY:]
 
     def _system_text(self, selected: Sequence[str], confirming: bool) -> str:
-        parts = []
-        system = self.agent._system
-        if system is not None and system.text:
-            parts.append(system.text)
-        parts.append(INSTRUCTIONS)
+        parts = [INSTRUCTIONS]
         parts.append(catalogue(self.compiled, self.facts, selected))
-        if self.facts:
+        # the facts the selected capabilities require or provide, and the evidence behind them and
+        # behind this turn's results: what the model needs now, however much is known
+        relevant = {str(t) for cid in selected for c in (self.compiled.get(cid),) if c is not None
+                    for t in (*c.requires, *c.provides)}
+        shown = [(key, f) for key, f in self.facts.items() if key in relevant]
+        if shown:
             lines = ["Known facts:"]
-            for key, f in self.facts.items():
+            for key, f in shown:
                 cites = f" [{', '.join(f.evidence)}]" if f.evidence else ""
                 lines.append(f"- {key} = {_short(f.value)}{cites}")
+            if len(shown) < len(self.facts):
+                lines.append(f"({len(self.facts) - len(shown)} other facts known)")
             parts.append("\n".join(lines))
-        if self.evidence:
-            parts.append("Evidence:\n" + "\n".join(f"- [{eid}] {e.source}: {e.excerpt[:200]}"
-                                                   for eid, e in self.evidence.items()))
+        cited = {eid for _, f in shown for eid in f.evidence} | self.turn_evidence
+        evidence = [(eid, self.evidence[eid]) for eid in sorted(cited) if eid in self.evidence]
+        if evidence:
+            parts.append("Evidence:\n" + "\n".join(f"- [{eid}] {e.source}: {e.excerpt[:200]}" for eid, e in evidence))
         if confirming:
             asked = "; ".join(i.prompt for i in self.kernel.interactions if i.kind == "confirmation")
             parts.append(f"The person was asked to confirm: {asked}. Set \"confirmation\" to yes or no from their "
                          "message, or none when it answers neither.")
+        # the agent's own prompt last, next to the person's message: its examples work best there
+        system = self.agent._system
+        if system is not None and system.text:
+            parts.append(system.text)
         return "\n\n".join(parts)
 
     def _results_text(self, start: int) -> str:

@@ -214,8 +214,8 @@ def select(agent: CompiledAgent, text: str, *, agenda: Iterable[str] = (), asked
 
 def catalogue(agent: CompiledAgent, facts: Mapping[str, Fact], selected: Iterable[str]) -> str:
     """The capabilities as the model reads them: one line per capability (id, description,
-    effect, ``ready`` or the facts it still needs), then the guidance and input schema of each
-    selected one."""
+    effect, ``ready`` or the facts it still needs), then the guidance and input outline
+    (:func:`input_outline`) of each selected one."""
     chosen = set(selected)
     lines = ["Capabilities (id: description [effect; ready or what it needs]):"]
     for c in agent.capabilities:
@@ -234,9 +234,48 @@ def catalogue(agent: CompiledAgent, facts: Mapping[str, Fact], selected: Iterabl
             lines.append(f"  do not use when: {g.when_not_to_use}")
         for ex in g.examples:
             lines.append(f"  example: {ex}")
-        lines.append("  input: " + json.dumps(thaw(agent.input_schemas[c.id]), separators=(",", ":"),
-                                              ensure_ascii=False))
+        lines.append("  input: " + input_outline(thaw(agent.input_schemas[c.id])))
     return "\n".join(lines)
+
+
+def _outline_type(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return "any"
+    if "enum" in schema:
+        return "|".join(json.dumps(v, ensure_ascii=False) for v in schema["enum"])
+    if "const" in schema:
+        return json.dumps(schema["const"], ensure_ascii=False)
+    for key in ("anyOf", "oneOf"):
+        if isinstance(schema.get(key), list):
+            return " or ".join(_outline_type(s) for s in schema[key])
+    t = schema.get("type")
+    if t == "array":
+        return f"list of {_outline_type(schema.get('items'))}"
+    if isinstance(t, list):
+        return " or ".join(map(str, t))
+    if "$ref" in schema:
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
+    return str(t or "any")
+
+
+def input_outline(schema: Mapping[str, Any]) -> str:
+    """An input JSON Schema as people (and small models) read it: one ``name (type, required):
+    description`` entry per property, e.g. ``{query (string, required): the problem in a few
+    words}``. The full schema is the proposal's (:func:`proposal_schema`), enforced there."""
+    props = schema.get("properties")
+    if not isinstance(props, Mapping) or not props:
+        return "{}"
+    required = set(schema.get("required") or ())
+    parts = []
+    for name, sub in props.items():
+        bits = [_outline_type(sub)]
+        if name in required:
+            bits.append("required")
+        elif isinstance(sub, Mapping) and "default" in sub:
+            bits.append(f"default {json.dumps(sub['default'], ensure_ascii=False)}")
+        desc = sub.get("description") if isinstance(sub, Mapping) else None
+        parts.append(f"{name} ({', '.join(bits)})" + (f": {desc}" if isinstance(desc, str) and desc else ""))
+    return "{" + "; ".join(parts) + "}"
 
 
 def _hoist(schema: Any, prefix: str, defs: dict[str, Any]) -> Any:

@@ -82,7 +82,7 @@ def _decode_stored(stored: StoredCheckpoint, pending: Mapping[str, str]) -> RunS
     transcript = []
     for i, entry in enumerate(stored.log):
         try:
-            m = codec.loads(entry)
+            m = codec.loads_frozen(entry)  # messages are frozen: a resumed run shares the ones decoded before
         except CodecError as exc:
             raise CodecError(f"$.transcript[{i}]{exc.path[1:]}", exc.reason) from None
         if not isinstance(m, Message):
@@ -340,6 +340,8 @@ class Checkpointer:
         require_suspended: bool = False,
         steal: bool = False,
         snapshot: RunSnapshot | None = None,
+        state: Mapping[str, Any] | None = None,
+        transcript: Sequence[Message] | None = None,
     ) -> tuple[RunHandle, RunSnapshot]:
         """Take over ``run_id`` to continue it: load the latest checkpoint and write a new
         ``running`` version owned by this worker, checked against the version read, so of two workers
@@ -349,7 +351,9 @@ class Checkpointer:
         (unless ``allow_finished``), not suspended when ``require_suspended``, held by a live
         worker's lease (unless ``steal``), or claimed by another worker first. ``snapshot``: the
         latest checkpoint when the caller has just read it (the version check on the claiming save
-        still catches a writer that came in between).
+        still catches a writer that came in between). ``state`` / ``transcript``: what the claiming
+        save writes instead of the snapshot's (the continued run's first state, saving a second
+        write; ``transcript`` must start with the snapshot's messages).
         """
         snap = snapshot if snapshot is not None else await self.latest(run_id)
         if snap is None:
@@ -372,7 +376,8 @@ class Checkpointer:
         handle = RunHandle(self, run_id, snap.parent_run_id, latest_version, snap.metadata)
         handle._logged = len(snap.transcript)
         try:
-            await handle.save("running", snap.state, snap.transcript)
+            await handle.save("running", snap.state if state is None else state,
+                              snap.transcript if transcript is None else transcript)
         except CheckpointConflict:
             raise RunNotResumable(run_id, "another worker resumed it first") from None
         return handle, snap

@@ -52,7 +52,9 @@ import importlib
 import json
 import re
 import sys
+import threading
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import date, datetime, time, timedelta, timezone, tzinfo
 from decimal import Decimal, InvalidOperation
@@ -62,7 +64,7 @@ from zoneinfo import ZoneInfo
 from seamkit._frozen import FrozenDict, FrozenList
 from seamkit.errors import CodecError
 
-__all__ = ["CODEC_VERSION", "decode", "dumps", "encode", "loads"]
+__all__ = ["CODEC_VERSION", "decode", "dumps", "encode", "loads", "loads_frozen"]
 
 CODEC_VERSION = 1
 """Schema version written in every payload (``{"v": 1, ...}``); other versions are refused."""
@@ -807,3 +809,51 @@ def loads(text: str | bytes) -> Any:
     except RecursionError:
         raise CodecError("$", "the payload nests too deeply") from None
     return _decode_data(_check_envelope(raw))
+
+
+class _FrozenTexts:
+    """Texts -> their decoded immutable values, least recently used out first, bounded by the total
+    length of the texts kept (characters)."""
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.chars = 0
+        self.values: OrderedDict[str, Any] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, text: str) -> Any:
+        with self.lock:
+            value = self.values.get(text, _MISSING)
+            if value is not _MISSING:
+                self.values.move_to_end(text)
+            return value
+
+    def put(self, text: str, value: Any) -> None:
+        if len(text) > self.max_chars // 8:  # one huge text would push everything else out
+            return
+        with self.lock:
+            if text in self.values:
+                return
+            self.values[text] = value
+            self.chars += len(text)
+            while self.chars > self.max_chars:
+                old, _ = self.values.popitem(last=False)
+                self.chars -= len(old)
+
+
+_FROZEN = _FrozenTexts(8_000_000)
+
+
+def loads_frozen(text: str) -> Any:
+    """:func:`loads` for a text whose value is immutable (a frozen dataclass such as a
+    :class:`~seamkit.values.Message` or a capability fact): a text decoded before returns the value
+    decoded then, from a bounded in-process cache (texts up to 8 million characters in all, least
+    recently used out first), so a conversation continued in the same process does not decode its
+    history again. Callers share the value: never use it for text whose value may be mutated (a
+    dict, a list). Raises what :func:`loads` raises."""
+    value = _FROZEN.get(text) if isinstance(text, str) else _MISSING
+    if value is _MISSING:
+        value = loads(text)
+        if isinstance(text, str):
+            _FROZEN.put(text, value)
+    return value

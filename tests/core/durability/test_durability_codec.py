@@ -631,4 +631,26 @@ def test_a_field_added_with_a_default_still_decodes(monkeypatch: pytest.MonkeyPa
 
 
 def test_module_exports() -> None:
-    assert set(codec.__all__) == {"CODEC_VERSION", "dumps", "loads", "encode", "decode"}
+    assert set(codec.__all__) == {"CODEC_VERSION", "dumps", "loads", "loads_frozen", "encode", "decode"}
+
+
+def test_loads_frozen_returns_the_value_decoded_before_for_the_same_text() -> None:
+    m = Message.user("a message decoded once")
+    text = codec.dumps(m)
+    first = codec.loads_frozen(text)
+    assert first == m and codec.loads_frozen(text) is first  # shared, not decoded again
+    assert codec.loads_frozen(codec.dumps(Message.user("another"))) == Message.user("another")
+    with pytest.raises(CodecError):
+        codec.loads_frozen("not json")
+
+
+def test_the_frozen_text_cache_is_bounded_by_characters() -> None:
+    cache = codec._FrozenTexts(2000)
+    texts = [codec.dumps(Message.user(f"message {i:03d}")) for i in range(40)]
+    for t in texts:
+        cache.put(t, codec.loads(t))
+    assert cache.chars <= 2000 and cache.chars == sum(len(t) for t in cache.values)
+    assert cache.get(texts[-1]) == codec.loads(texts[-1])  # the most recent stay
+    assert cache.get(texts[0]) is codec._MISSING  # the oldest went first
+    cache.put("x" * 300, "too big")  # more than an eighth of the bound: not kept
+    assert cache.get("x" * 300) is codec._MISSING
