@@ -27,6 +27,11 @@ generated). A turn:
    in the checkpoint with the whole kernel state. The run is ``suspended`` while an interaction is
    open (exit 3 from the CLI: ``seamkit resume RUN --answer TEXT``), else ``done``; either way a
    next turn continues it.
+
+An **interrupted** turn (cancelled, or the process stopped) is checkpointed with the state it
+began with; resuming without an answer runs the same turn id again from its start. A write it had
+done is not repeated (the effect ledger returns its receipt); one whose effect was in flight is
+reported ``EFFECT_UNCERTAIN``.
 """
 
 from __future__ import annotations
@@ -155,7 +160,7 @@ class KernelRun:
     ``state``, ``emit``, ``handle``)."""
 
     __slots__ = ("added", "agent", "begin", "compiled", "ctx", "dispositions", "emit", "evidence", "executions",
-                 "facts", "handle", "kernel", "ledger", "removed", "settled", "step", "steps_before", "text",
+                 "facts", "handle", "kernel", "ledger", "removed", "settled", "start", "step", "steps_before", "text",
                  "transcript", "turn_evidence", "turn_id", "turn_results", "turn_usage", "usage", "warnings")
 
     def __init__(self, agent: Agent, ctx: RunContext, transcript: list[Message], text: str, turn_id: str,
@@ -173,6 +178,8 @@ class KernelRun:
         ks = dataclasses.replace(ks, turn=(turn_id, text),
                                  interactions=tuple(i for i in ks.interactions if i.kind == "confirmation"))
         self.kernel = ks
+        # what an interrupted turn is run again from: the state before any of its work
+        self.start = ks
         if not message_logged:
             transcript.append(Message.user(text))
         self.facts: dict[str, Any] = dict(ks.facts)
@@ -196,9 +203,11 @@ class KernelRun:
 
     # -- durable state ------------------------------------------------------------------------
 
-    def state(self, **extra: Any) -> dict[str, Any]:
-        """The run's state as checkpointed: the kernel state under ``"kernel"``."""
-        ks = dataclasses.replace(self.kernel, facts=FrozenDict(self.facts), evidence=FrozenDict(self.evidence))
+    def state(self, *, kernel: KernelState | None = None, **extra: Any) -> dict[str, Any]:
+        """The run's state as checkpointed: the kernel state under ``"kernel"`` (``kernel``: that
+        one instead of the turn's current one)."""
+        ks = kernel if kernel is not None else dataclasses.replace(self.kernel, facts=FrozenDict(self.facts),
+                                                                   evidence=FrozenDict(self.evidence))
         s: dict[str, Any] = {"agent": self.agent.name, "step": self.step, "usage": self.usage,
                              "warnings": list(self.warnings), "scope": self.ctx.scope, "kernel": ks}
         if self.turn_results:
@@ -234,8 +243,11 @@ class KernelRun:
     # -- the turn -----------------------------------------------------------------------------
 
     async def drive(self) -> AgentResult:
-        """Run the turn. On an exception the checkpoint is marked ``failed`` (an interruption
-        leaves it ``running``, so a plain resume runs the turn again) and the exception propagates."""
+        """Run the turn. On an exception the checkpoint is marked ``failed`` and the exception
+        propagates; an interruption (``RunCancelled``, task cancellation, ``KeyboardInterrupt``)
+        leaves it ``running`` with the kernel state the turn began with, so a plain resume runs the
+        same turn again from its start (its effects done before are returned by the ledger, not
+        repeated)."""
         try:
             return await self._drive()
         except BaseException as exc:
@@ -243,7 +255,12 @@ class KernelRun:
                 why = f"{type(exc).__name__}: {exc}"[:2000]
                 try:
                     if isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError)):
-                        await self.handle.save("running", self.state(interrupted=why), self.transcript, lease=False)
+                        # the turn is run again from its start, not from where it stopped: a partial
+                        # state would have lost the agenda item of a confirmed write in flight and
+                        # what the turn did before (its executions, the facts they added). Effects
+                        # done before the interruption are not repeated: the ledger returns them.
+                        await self.handle.save("running", self.state(kernel=self.start, interrupted=why),
+                                               self.transcript, lease=False)
                     else:
                         await self._save("failed", error=why)
                 except BaseException:
