@@ -292,8 +292,9 @@ class KernelRun:
                 await self._settle(confirming, proposal.confirmation)
                 confirming = []
             wanted = [s for s in proposal.select if s not in selected and self.compiled.get(s) is not None]
+            # asked for alongside intentions too: shown in full from the next step on
+            selected = tuple(c for c in self.compiled.order if c in selected or c in wanted)
             if wanted and not proposal.intentions and n + 1 < self.agent.max_steps:
-                selected = tuple(c for c in self.compiled.order if c in selected or c in wanted)
                 steps += [Message.assistant(proposal_text),
                           Message.user("Shown in full now: " + ", ".join(wanted) + ". Propose again.")]
                 continue

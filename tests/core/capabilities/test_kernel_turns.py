@@ -634,30 +634,46 @@ async def test_reply_citations_are_checked_against_the_evidence(cited: str, unkn
 # --------------------------------------------------------------------------- selection
 
 
-async def test_the_model_sees_every_id_but_the_selected_in_full_and_select_brings_one_in() -> None:
+def _ten() -> Any:
     async def run(ctx: CapabilityContext, inp: Query) -> Completed:
         RUNS[ctx.capability.id] += 1
         return Completed()
 
-    caps = [Capability(f"op{i}", 1, f"operation number {i}", run, input=Query, effect="read",
-                       guidance=Guidance(when_to_use=f"guidance-{i}", examples=(f"topic{i}",)))
-            for i in range(10)]
+    return compile_agent([Capability(f"op{i}", 1, f"operation number {i}", run, input=Query, effect="read",
+                                     guidance=Guidance(when_to_use=f"guidance-{i}", examples=(f"topic{i}",)))
+                          for i in range(10)])
+
+
+def shown(request: ChatRequest) -> tuple[set[str], set[str]]:
+    """The capabilities a request shows in full (guidance in the system text, input schema in the
+    proposal schema); every id and description is there too."""
+    system = request.messages[0].text
+    assert all(f"- op{i}: operation number {i}" in system for i in range(10))
+    full = {f"op{i}" for i in range(10) if f"guidance-{i}" in system}
+    assert request.output_schema is not None
+    schema = request.output_schema["properties"]["intentions"]["items"]["anyOf"]
+    return full, {v["properties"]["capability"]["const"] for v in schema}
+
+
+async def test_the_model_sees_every_id_but_the_selected_in_full_and_select_brings_one_in() -> None:
     model = ScriptedModel([json.dumps({"intentions": [], "select": ["op5"], "reply": ""}),
                            proposal(it("op5", query="x")), proposal(reply="done")])
-    agent, _ = make_agent(MemoryStore(), model, compile_agent(caps))
+    agent, _ = make_agent(MemoryStore(), model, _ten())
     r = await agent.run("topic2 please")
     assert outcomes(r.turn) == [("op5@1", "completed", None)] and model.calls == 3
-
-    def shown(request: ChatRequest) -> tuple[set[str], set[str]]:
-        system = request.messages[0].text
-        assert all(f"- op{i}: operation number {i}" in system for i in range(10))
-        full = {f"op{i}" for i in range(10) if f"guidance-{i}" in system}
-        assert request.output_schema is not None
-        schema = request.output_schema["properties"]["intentions"]["items"]["anyOf"]
-        return full, {v["properties"]["capability"]["const"] for v in schema}
-
     assert shown(model.requests[0]) == ({"op2"}, {"op2"})
     assert shown(model.requests[1]) == ({"op2", "op5"}, {"op2", "op5"})
+
+
+async def test_select_alongside_intentions_shows_the_capability_in_full_on_the_next_step() -> None:
+    model = ScriptedModel([json.dumps({"intentions": [it("op2", query="x")], "select": ["op5"], "reply": ""}),
+                           proposal(it("op5", query="y")), proposal(reply="done")])
+    agent, _ = make_agent(MemoryStore(), model, _ten())
+    r = await agent.run("topic2")
+    assert [c for c, _, _ in outcomes(r.turn)] == ["op2@1", "op5@1"] and model.calls == 3
+    assert shown(model.requests[0]) == ({"op2"}, {"op2"})
+    assert shown(model.requests[1]) == ({"op2", "op5"}, {"op2", "op5"})
+    assert RUNS == Counter({"op2": 1, "op5": 1})
 
 
 # --------------------------------------------------------------------------- an interrupted turn
