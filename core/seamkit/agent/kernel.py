@@ -483,7 +483,8 @@ class KernelRun:
                 elif pending:
                     outcome[id(it)] = "pending"
                     self._record(Execution(c.ref, it.input, "skipped", "DEPENDENCY_PENDING",
-                                           f"{c.ref} waits for {', '.join(pending)}, still pending"))
+                                           f"{c.ref} waits for {', '.join(pending)}, still pending",
+                                           pending=tuple(pending)))
                 else:
                     ready.append((it, c))
             if not ready:
@@ -614,7 +615,7 @@ class KernelRun:
                               f"{c.id} waits for {wanted}", waits_for=wanted, state=need.state)
             self.kernel = dataclasses.replace(self.kernel, agenda=(*self.kernel.agenda, item))
             out = Execution(c.ref, arguments, "awaiting_dependency", "DEPENDENCY_PENDING",
-                            f"{c.ref} waits for {wanted} (agenda item {item.id})", reason=reason)
+                            f"{c.ref} waits for {wanted} (agenda item {item.id})", reason=reason, pending=(wanted,))
         else:
             out = Execution(c.ref, arguments, "skipped", "DEPENDENCY_NOT_COMPLETED",
                             f"{provider.ref} did not establish {wanted}", reason=reason)

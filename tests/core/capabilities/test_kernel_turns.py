@@ -514,6 +514,7 @@ async def test_a_provider_awaiting_confirmation_leaves_its_dependents_pending() 
                                 ("submit_request@1", "awaiting_confirmation", "CONFIRMATION_REQUIRED"),
                                 ("track_request@1", "skipped", "DEPENDENCY_PENDING")]
     assert RUNS == Counter({"search": 1}) and r.stop_reason == "suspended"
+    assert r.turn is not None and [e.pending for e in r.turn.executions] == [(), (), ("request.ticket@1",)]
 
 
 # --------------------------------------------------------------------------- needs_dependency
@@ -570,6 +571,7 @@ async def test_a_dependency_awaiting_confirmation_puts_the_consumer_on_the_agend
     r = await agent.run("my status", turn_id="T1")
     assert outcomes(r.turn) == [("login@1", "awaiting_confirmation", "CONFIRMATION_REQUIRED"),
                                 ("status@1", "awaiting_dependency", "DEPENDENCY_PENDING")]
+    assert r.turn is not None and r.turn.executions[1].pending == ("account@1",)
     _, ks = await kernel_of(store, r.run_id)
     assert sorted((a.kind, a.capability, a.waits_for) for a in ks.agenda) == [
         ("confirmation", "login@1", None), ("dependency", "status@1", "account@1")]
