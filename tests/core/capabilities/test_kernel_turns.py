@@ -743,3 +743,18 @@ async def test_a_turn_interrupted_while_its_write_is_in_flight_reports_the_effec
     assert r.turn is not None and r.turn.turn_id == "T2"
     assert outcomes(r.turn) == [("submit_request@1", "failed", "EFFECT_UNCERTAIN")]
     assert EFFECTS == ["broken screen"] and RUNS["submit"] == 2
+
+
+async def test_the_first_turn_retried_through_run_with_its_run_and_turn_ids_is_replayed(
+        opener: Callable[[], Any]) -> None:
+    model = ScriptedModel([proposal(it("search_services", query="laptop")), proposal(reply="found")])
+    agent, _ = make_agent(opener(), model)
+    r = await agent.run("laptop", ctx=RunContext(run_id="conv-1"), turn_id="T1")
+    counts = (model.calls, Counter(RUNS))
+    assert r.turn is not None and not r.turn.replayed
+    # a client retrying the first message (its answer was lost), in the same or another process
+    for retrier in (agent, make_agent(opener(), ScriptedModel([]))[0]):
+        again = await retrier.run("laptop", ctx=RunContext(run_id="conv-1"), turn_id="T1")
+        assert again.turn is not None and again.turn.replayed and again.run_id == "conv-1"
+        assert again.turn.executions == r.turn.executions and again.output == r.output
+        assert (model.calls, Counter(RUNS)) == counts
