@@ -758,3 +758,83 @@ async def test_the_first_turn_retried_through_run_with_its_run_and_turn_ids_is_r
         assert again.turn is not None and again.turn.replayed and again.run_id == "conv-1"
         assert again.turn.executions == r.turn.executions and again.output == r.output
         assert (model.calls, Counter(RUNS)) == counts
+
+
+async def test_an_interrupted_first_turn_runs_again_and_an_answer_is_refused_until_then() -> None:
+    from seamkit.errors import RunNotResumable
+
+    store = MemoryStore()
+    answering = asyncio.Event()
+
+    def slow(request: ChatRequest) -> ScriptedTurn:
+        answering.set()
+        return ScriptedTurn(proposal(reply="never"), delay=60)
+
+    agent, _ = make_agent(store, ScriptedModel([slow]))
+    task = asyncio.ensure_future(agent.run("laptop", ctx=RunContext(run_id="conv-2"), turn_id="T1"))
+    await asyncio.wait_for(answering.wait(), 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    model = ScriptedModel([proposal(it("search_services", query="laptop")), proposal(reply="found")])
+    again, _ = make_agent(store, model)
+    with pytest.raises(RunNotResumable):
+        await again.resume("conv-2", answer="something else", turn_id="T2")
+    assert model.calls == 0
+    r = await again.resume("conv-2")
+    assert r.turn is not None and r.turn.turn_id == "T1" and outcomes(r.turn) == [
+        ("search_services@1", "completed", None)]
+    status, ks = await kernel_of(store, "conv-2")
+    assert status == "done" and ks.turns == ("T1",) and ks.turn is None and model.calls == 2
+
+
+async def test_a_turns_events_come_in_order_with_their_kinds() -> None:
+    model = ScriptedModel([proposal(it("search_services", query="laptop"), it("nope")), proposal(reply="found")])
+    agent, events = make_agent(MemoryStore(), model)
+    await agent.run("laptop")
+    kinds = [e.kind if e.kind != "capability" else f"capability:{e.data['event']}" for e in events.seen]
+    assert kinds == ["run_started", "model_result", "capability:planned", "capability:planned",
+                     "capability:finished", "model_result", "text", "run_finished"]
+    assert [(d.action, d.code) for d in events.capability("planned")] == [
+        ("execute", None), ("reject", "CAPABILITY_NOT_REGISTERED")]
+
+
+async def test_a_write_proposed_twice_in_a_step_waits_once() -> None:
+    store = MemoryStore()
+    model = ScriptedModel([proposal(it("search_services", query="laptop"), it("submit_request", summary="s"),
+                                    it("submit_request", summary="s")), proposal()])
+    agent, _ = make_agent(store, model)
+    r = await agent.run("file it")
+    assert r.turn is not None and [(d.action, d.code) for d in r.turn.dispositions] == [
+        ("execute", None), ("execute", None), ("reject", "DUPLICATE_INTENTION")]
+    _, ks = await kernel_of(store, r.run_id)
+    assert len(ks.agenda) == 1 and len(ks.interactions) == 1 and RUNS["submit"] == 0
+
+
+async def test_a_plain_answer_wins_over_the_models_confirmation_field() -> None:
+    store = MemoryStore()
+    run_id, _ = await _await_confirmation(store)
+    model = ScriptedModel([proposal(confirmation="yes", reply="ok")])
+    other, _ = make_agent(store, model)
+    r = await other.resume(run_id, answer="No.", turn_id="T2")
+    assert outcomes(r.turn) == [("submit_request@1", "declined", "CONFIRMATION_DECLINED")]
+    assert RUNS["submit"] == 0 and EFFECTS == []
+
+
+async def test_a_failed_dependency_provider_skips_the_consumer() -> None:
+    async def status(ctx: CapabilityContext, inp: User) -> NeedsDependency:
+        RUNS["status"] += 1
+        return NeedsDependency("account@1", "login", {"user": inp.user})
+
+    async def login(ctx: CapabilityContext, inp: User) -> Failed:
+        RUNS["login"] += 1
+        return Failed("LOGIN_FAILED", "no such user")
+
+    compiled = compile_agent([Capability("status", 1, "status", status, input=User, effect="read"),
+                              Capability("login", 1, "login", login, input=User, provides=("account@1",),
+                                         effect="read")])
+    agent, _ = make_agent(MemoryStore(), ScriptedModel([proposal(it("status", user="u")), proposal()]), compiled)
+    r = await agent.run("status")
+    assert outcomes(r.turn) == [("login@1", "failed", "LOGIN_FAILED"),
+                                ("status@1", "skipped", "DEPENDENCY_NOT_COMPLETED")]
+    assert RUNS == Counter({"status": 1, "login": 1}) and r.stop_reason == "completed"

@@ -296,3 +296,14 @@ def test_the_proposal_schema_keeps_each_inputs_definitions_apart() -> None:
     assert set(schema["$defs"]) == {"a__Inner", "b__Inner"}
     refs = json.dumps(schema["properties"]["intentions"])
     assert "#/$defs/a__Inner" in refs and "#/$defs/b__Inner" in refs and '"#/$defs/Inner"' not in refs
+
+
+def test_the_catalogue_says_what_each_capability_still_needs() -> None:
+    def line(text: str, cid: str) -> str:
+        return next(x for x in text.splitlines() if x.startswith(f"- {cid}:"))
+
+    before = catalogue(AGENT, {}, ())
+    assert line(before, "search").endswith("[read; ready]")
+    assert line(before, "choose").endswith("[read; needs catalog.match@1]")
+    after = catalogue(AGENT, {"catalog.match@1": Fact("catalog.match@1", 1)}, ())
+    assert line(after, "choose").endswith("[read; ready]")
