@@ -14,7 +14,10 @@ generated). A turn:
    ``CONFIRMATION_DECLINED`` and clears the agenda item and the interaction.
 3. **Steps.** The model writes a proposal (:mod:`seamkit.capabilities.planner`); the planner
    disposes of each intention; executable ones run: providers before consumers, reads that do not
-   depend on each other concurrently, writes one after another. A capability whose in-step
+   depend on each other concurrently, writes one after another, capabilities that invalidate facts
+   after the others they do not depend on (so a fact derived in the step from an invalidated one
+   goes with it; one whose required fact was removed in the step is skipped,
+   ``DEPENDENCY_NOT_COMPLETED``). A capability whose in-step
    provider failed is skipped with ``DEPENDENCY_NOT_COMPLETED``, one whose provider is pending (a
    confirmation, an input, a dependency) with ``DEPENDENCY_PENDING``. A ``NeedsDependency`` runs its
    provider in the same turn and resumes the capability with the fact (or puts it on the agenda
@@ -493,17 +496,28 @@ class KernelRun:
                                       "capabilities wait for each other")
                 remaining = later
                 continue
-            reads = [(it, c) for it, c in ready if c.effect != "write"]
-            writes = [(it, c) for it, c in ready if c.effect == "write"]
+            # reads that invalidate nothing run concurrently; then writes, one after another; then the
+            # capabilities that invalidate facts, one after another: what the others of the wave read
+            # (and derived facts from) is removed after them, with everything depending on it, as
+            # if they had run first; a capability whose required fact an earlier one removed is
+            # skipped, never run without it
+            reads = [(it, c) for it, c in ready if c.effect != "write" and not c.invalidates]
+            serial = [(it, c) for it, c in ready if c.effect == "write" and not c.invalidates]
+            serial += [(it, c) for it, c in ready if c.invalidates]
             if len(reads) > 1:
                 snapshot = FrozenDict(self.facts)
                 results = await asyncio.gather(*(self._call(c, it.input, facts=snapshot) for it, c in reads))
                 for (it, c), result in zip(reads, results, strict=True):
                     outcome[id(it)] = self._summary(await self._apply(c, it.input, result, confirmed=False))
             else:
-                for it, c in reads:
-                    outcome[id(it)] = self._summary(await self._run_one(c, it.input))
-            for it, c in writes:
+                serial = reads + serial
+            for it, c in serial:
+                gone = [str(t) for t in c.requires if str(t) not in self.facts]
+                if gone:
+                    outcome[id(it)] = "failed"
+                    self._record(Execution(c.ref, it.input, "skipped", "DEPENDENCY_NOT_COMPLETED",
+                                           f"{c.ref} was not run: {', '.join(gone)} was removed in this step"))
+                    continue
                 outcome[id(it)] = self._summary(await self._run_one(c, it.input))
             remaining = later
         await self._resume_waiting()

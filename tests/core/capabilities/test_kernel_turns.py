@@ -487,6 +487,64 @@ async def test_replacement_and_invalidation_remove_stale_facts_transitively() ->
     assert dict(ks.facts) == {}
 
 
+@pytest.mark.parametrize("effect", ["read", "write"])
+async def test_a_fact_derived_in_the_step_that_invalidates_its_source_does_not_survive(effect: str) -> None:
+    # address reads customer@1 and derives address@1 from it while logout, in the same step,
+    # invalidates customer@1: whatever the order, no fact may outlive what it was derived from
+    async def address(ctx: CapabilityContext, inp: Name) -> Completed:
+        RUNS["address"] += 1
+        assert "customer@1" in ctx.facts
+        if effect == "write":
+            async def op() -> str:
+                EFFECTS.append(inp.name)
+                return inp.name
+
+            await ctx.run_effect("address-" + inp.name, op)
+        return Completed(facts=(Fact("address@1", inp.name, depends_on=("customer@1",)),))
+
+    chain = _chain()
+    compiled = compile_agent([*(c for c in chain.capabilities if c.id != "address"),
+                              Capability("address", 1, "address", address, input=Name, requires=("customer@1",),
+                                         provides=("address@1",), effect=effect,  # type: ignore[arg-type]
+                                         confirmation="capability" if effect == "write" else "none")])
+    store = MemoryStore()
+    model = ScriptedModel([proposal(it("profile", name="a")), proposal(),
+                           proposal(it("logout", name="a"), it("address", name="a")), proposal()])
+    agent, _ = make_agent(store, model, compiled)
+    r1 = await agent.run("who am i", turn_id="T1")
+    r2 = await agent.resume(r1.run_id, answer="address, then log me out", turn_id="T2")
+    assert sorted(outcomes(r2.turn)) == [("address@1", "completed", None), ("logout@1", "completed", None)]
+    _, ks = await kernel_of(store, r1.run_id)
+    assert dict(ks.facts) == {}
+    assert r2.turn is not None and set(r2.turn.facts_removed) == {"customer@1", "address@1"}
+    assert r2.turn.facts_added == ()
+
+
+async def test_a_capability_whose_required_fact_an_earlier_one_of_the_step_removed_is_skipped() -> None:
+    async def drop(ctx: CapabilityContext, inp: Name) -> Completed:
+        RUNS["drop"] += 1
+        return Completed()
+
+    async def purge(ctx: CapabilityContext, inp: Name) -> Completed:
+        RUNS["purge"] += 1
+        return Completed()
+
+    chain = _chain()
+    compiled = compile_agent([*chain.capabilities,
+                              Capability("drop", 1, "drop", drop, input=Name, invalidates=("customer@1",),
+                                         effect="read"),
+                              Capability("purge", 1, "purge", purge, input=Name, requires=("customer@1",),
+                                         invalidates=("quote@1",), effect="read")])
+    assert compiled.order.index("drop") < compiled.order.index("purge")
+    model = ScriptedModel([proposal(it("profile", name="a")), proposal(),
+                           proposal(it("purge", name="a"), it("drop", name="a")), proposal()])
+    agent, _ = make_agent(MemoryStore(), model, compiled)
+    r1 = await agent.run("who am i", turn_id="T1")
+    r2 = await agent.resume(r1.run_id, answer="drop and purge", turn_id="T2")
+    assert outcomes(r2.turn) == [("drop@1", "completed", None), ("purge@1", "skipped", "DEPENDENCY_NOT_COMPLETED")]
+    assert RUNS["purge"] == 0 and RUNS["drop"] == 1
+
+
 async def test_a_failed_provider_keeps_earlier_facts_and_skips_only_its_dependents() -> None:
     store = MemoryStore()
     model = ScriptedModel([
