@@ -512,12 +512,6 @@ class KernelRun:
             else:
                 serial = reads + serial
             for it, c in serial:
-                gone = [str(t) for t in c.requires if str(t) not in self.facts]
-                if gone:
-                    outcome[id(it)] = "failed"
-                    self._record(Execution(c.ref, it.input, "skipped", "DEPENDENCY_NOT_COMPLETED",
-                                           f"{c.ref} was not run: {', '.join(gone)} was removed in this step"))
-                    continue
                 outcome[id(it)] = self._summary(await self._run_one(c, it.input))
             remaining = later
         await self._resume_waiting()
@@ -541,7 +535,16 @@ class KernelRun:
     async def _run_one(self, c: Capability, arguments: Mapping[str, Any], *, confirmed: bool = False,
                        state: Any = None, reason: str | None = None, depth: int = 0) -> list[Execution]:
         """Run ``c`` on ``arguments`` under the kernel's rules; the executions it led to (the
-        providers of its dependencies first)."""
+        providers of its dependencies first). A capability never runs without the facts it
+        requires: one removed since it was planned, confirmed or put on the agenda (or a
+        ``NeedsDependency`` provider's own requirement) skips it, ``DEPENDENCY_NOT_COMPLETED``."""
+        gone = [str(t) for t in c.requires if str(t) not in self.facts]
+        if gone:
+            out = Execution(c.ref, arguments, "skipped", "DEPENDENCY_NOT_COMPLETED",
+                            f"{c.ref} was not run: {', '.join(gone)} is not known (any more)", confirmed=confirmed,
+                            reason=reason)
+            self._record(out)
+            return [out]
         if c.confirmation == "required" and not confirmed:
             return [self._await_confirmation(c, arguments, f"run {c.id} with {_short(arguments, 200)}", state,
                                              reason)]

@@ -142,7 +142,16 @@ TRACK = Capability("track_request", 1, "Track a request", track, input=Query, re
                    effect="read")
 ACT = Capability("act", 1, "Act on something", act, input=Act, effect="write", confirmation="capability")
 PEEK = Capability("peek", 1, "Peek at something", peek, input=Act, effect="read")
-DESK = compile_agent([SEARCH, SUBMIT, TRACK, ACT, PEEK])
+
+
+async def forget(ctx: CapabilityContext, inp: Query) -> Completed:
+    RUNS["forget"] += 1
+    return Completed()
+
+
+FORGET = Capability("forget_match", 1, "Forget the service found", forget, input=Query,
+                    invalidates=("service.match@1",), effect="read")
+DESK = compile_agent([SEARCH, SUBMIT, TRACK, ACT, PEEK, FORGET])
 
 
 def proposal(*intentions: Mapping[str, Any], reply: str = "ok", **extra: Any) -> str:
@@ -343,6 +352,22 @@ async def test_an_answer_that_is_neither_keeps_the_confirmation_open() -> None:
     assert RUNS["submit"] == 0 and model2.calls == 1
     _, ks = await kernel_of(store, run_id)
     assert [a.kind for a in ks.agenda] == ["confirmation"] and [i.kind for i in ks.interactions] == ["confirmation"]
+
+
+async def test_a_confirmed_write_whose_required_fact_was_forgotten_meanwhile_is_not_run(
+        opener: Callable[[], Any]) -> None:
+    store = opener()
+    run_id, _ = await _await_confirmation(store)
+    other, _ = make_agent(opener(), ScriptedModel([proposal(it("forget_match", query="x"), confirmation="none"),
+                                                   proposal(reply="forgotten"), proposal(reply="not filed")]))
+    r2 = await other.resume(run_id, answer="actually, forget that laptop match", turn_id="T2")
+    assert outcomes(r2.turn) == [("forget_match@1", "completed", None)]
+    assert r2.turn is not None and r2.turn.facts_removed == ("service.match@1",)
+    r3 = await other.resume(run_id, answer="yes", turn_id="T3")
+    assert outcomes(r3.turn) == [("submit_request@1", "skipped", "DEPENDENCY_NOT_COMPLETED")]
+    assert RUNS["submit"] == 0 and EFFECTS == []
+    _, ks = await kernel_of(store, run_id)
+    assert ks.agenda == () and ks.interactions == () and "request.ticket@1" not in ks.facts
 
 
 async def test_confirmation_capability_mode_asks_through_needs_confirmation() -> None:
