@@ -306,7 +306,7 @@ class KernelRun:
                                  and d.intention.capability not in self.settled])
             if len(self.executions) == ran:
                 break
-            steps += [Message.assistant(proposal_text), Message.user(self._results_text(ran))]
+            steps += [Message.assistant(proposal_text), Message.user(self._results_text(ran, dispositions))]
         else:
             note = f"the turn reached max_steps ({self.agent.max_steps}) model calls"
             if note not in self.warnings:
@@ -356,8 +356,13 @@ class KernelRun:
                          "message, or none when it answers neither.")
         return "\n\n".join(parts)
 
-    def _results_text(self, start: int) -> str:
+    def _results_text(self, start: int, dispositions: Sequence[Disposition] = ()) -> str:
         lines = ["Results:"]
+        # the intentions of the step that did not run, with why: the model's next reply must not
+        # claim them, and it may correct an input or ask the person
+        for d in dispositions:
+            if d.action != "execute" and d.code is not None:
+                lines.append(f"- {d.intention.capability}: not run ({d.action}) {d.code}: {d.message}")
         for e in self.executions[start:]:
             what = e.outcome.replace("_", " ")
             detail = f" {e.code}: {e.message}" if e.code else ""

@@ -921,3 +921,15 @@ async def test_a_failed_dependency_provider_skips_the_consumer() -> None:
     assert outcomes(r.turn) == [("login@1", "failed", "LOGIN_FAILED"),
                                 ("status@1", "skipped", "DEPENDENCY_NOT_COMPLETED")]
     assert RUNS == Counter({"status": 1, "login": 1}) and r.stop_reason == "completed"
+
+
+async def test_the_model_is_told_the_codes_of_the_intentions_that_did_not_run() -> None:
+    model = ScriptedModel([proposal(it("search_services", query="laptop"), it("search_services", query="secret"),
+                                    it("nope")), proposal(reply="found")])
+    agent, _ = make_agent(MemoryStore(), model,
+                          capability_policy=lambda c, inp, facts: "no" if inp.get("query") == "secret" else None)
+    r = await agent.run("laptop")
+    assert r.turn is not None and sorted(d.code or "" for d in r.turn.dispositions) == [
+        "", "CAPABILITY_NOT_REGISTERED", "POLICY_DENIED"]
+    told = model.requests[1].messages[-1].text
+    assert "POLICY_DENIED" in told and "CAPABILITY_NOT_REGISTERED" in told
