@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
+import textwrap
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
@@ -933,3 +935,44 @@ async def test_the_model_is_told_the_codes_of_the_intentions_that_did_not_run() 
         "", "CAPABILITY_NOT_REGISTERED", "POLICY_DENIED"]
     told = model.requests[1].messages[-1].text
     assert "POLICY_DENIED" in told and "CAPABILITY_NOT_REGISTERED" in told
+
+
+async def test_another_os_process_over_one_sqlite_file_replays_and_never_repeats_the_write(tmp_path: Path) -> None:
+    db = tmp_path / "kernel.db"
+    script = textwrap.dedent(f"""
+        import asyncio, json, sys
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        import test_kernel_turns as k
+        from seamkit_sqlite.store import SqliteStore
+
+        async def main():
+            store = SqliteStore({str(db)!r})
+            run_id, _ = await k._await_confirmation(store)
+            agent, _ = k.make_agent(store, k.ScriptedModel([k.proposal(reply="done")]))
+            r = await agent.resume(run_id, answer="yes", turn_id="T2")
+            print(json.dumps({{"run_id": run_id, "effects": k.EFFECTS, "output": r.turn.executions[0].output}}))
+            await store.close()
+
+        asyncio.run(main())
+    """)
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 0, err.decode()
+    there = json.loads(out.decode().strip().splitlines()[-1])
+    assert there["effects"] == ["broken screen"]
+    store = SqliteStore(db)
+    try:
+        replayer, _ = make_agent(store, ScriptedModel([]))
+        again = await replayer.resume(there["run_id"], answer="yes", turn_id="T2")
+        assert again.turn is not None and again.turn.replayed and again.turn.executions[0].output == there["output"]
+        model = ScriptedModel([proposal(it("submit_request", summary="broken screen")), proposal(reply="again?"),
+                               proposal(reply="done")])
+        here, _ = make_agent(store, model)
+        await here.resume(there["run_id"], answer="file it again", turn_id="T3")
+        r = await here.resume(there["run_id"], answer="yes", turn_id="T4")
+        assert outcomes(r.turn) == [("submit_request@1", "completed", None)]
+        assert r.turn is not None and r.turn.executions[0].output == there["output"]
+        assert EFFECTS == [] and RUNS == Counter({"submit": 1})
+    finally:
+        await store.close()
