@@ -88,6 +88,12 @@ _YES = frozenset({"yes", "y", "yeah", "yep", "yup", "confirm", "confirmed", "ok"
                   "approved", "go ahead", "do it", "proceed", "yes please"})
 _NO = frozenset({"no", "n", "nope", "cancel", "decline", "declined", "stop", "abort", "don't", "do not",
                  "no thanks", "no thank you"})
+# the words that may follow a leading yes / no in a plain answer ("yes, go ahead", "no, cancel it");
+# any other word ("no problem", "no wait, yes") makes the answer the model's to read
+_YES_REST = frozenset({"please", "thanks", "thank", "you", "go", "ahead", "do", "it", "that", "now", "sure", "ok",
+                       "okay", "yes", "yeah", "yep", "confirm", "confirmed", "proceed", "approve", "approved"})
+_NO_REST = frozenset({"please", "thanks", "thank", "you", "it", "that", "no", "nope", "not", "don't", "cancel",
+                      "decline", "stop", "abort"})
 _PUNCT = re.compile(r"[^\w\s']+")
 _WAITING = ("awaiting_confirmation", "needs_input", "awaiting_dependency")
 
@@ -111,16 +117,17 @@ def turn_key(run_id: str, turn_id: str) -> str:
 
 
 def classify_answer(text: str) -> str | None:
-    """``"yes"`` / ``"no"`` when ``text`` is a plain yes or no (a few words: ``"Yes, go ahead."``,
-    ``"no thanks"``), else ``None`` (then the model reads the message)."""
+    """``"yes"`` / ``"no"`` when ``text`` is a plain yes or no (a few words: a yes or no, then
+    only polite or same-meaning words: ``"Yes, go ahead."``, ``"no, cancel it"``), else ``None``
+    (then the model reads the message: ``"No problem"`` is not a no)."""
     words = _PUNCT.sub(" ", text.lower()).split()
     if not words or len(words) > 4:
         return None
-    phrase = " ".join(words)
-    for candidates in (phrase, " ".join(words[:2]), words[0]):
-        if candidates in _YES:
+    for lead in (2, 1):
+        head, rest = " ".join(words[:lead]), words[lead:]
+        if head in _YES and all(w in _YES_REST for w in rest):
             return "yes"
-        if candidates in _NO:
+        if head in _NO and all(w in _NO_REST for w in rest):
             return "no"
     return None
 

@@ -20,7 +20,7 @@ import pytest
 import pytest_asyncio
 from pydantic import BaseModel
 from seamkit.agent.agent import Agent
-from seamkit.agent.kernel import turn_key
+from seamkit.agent.kernel import classify_answer, turn_key
 from seamkit.capabilities import (
     Capability,
     CapabilityContext,
@@ -894,6 +894,29 @@ async def test_a_write_proposed_twice_in_a_step_waits_once() -> None:
         ("execute", None), ("execute", None), ("reject", "DUPLICATE_INTENTION")]
     _, ks = await kernel_of(store, r.run_id)
     assert len(ks.agenda) == 1 and len(ks.interactions) == 1 and RUNS["submit"] == 0
+
+
+@pytest.mark.parametrize(("text", "plain"), [
+    ("yes", "yes"), ("Yes, go ahead.", "yes"), ("ok", "yes"), ("Sure!", "yes"), ("okay, do it", "yes"),
+    ("yes please", "yes"), ("go ahead", "yes"),
+    ("no", "no"), ("No.", "no"), ("no thanks", "no"), ("nope", "no"), ("no, cancel it", "no"), ("stop", "no"),
+    ("don't", "no"),
+    # not plain: the model's confirmation field decides
+    ("No problem", None), ("no worries, go ahead", None), ("don't worry, do it", None), ("No wait, yes", None),
+    ("Yes, no problem", None), ("yes but use the other one", None), ("not now", None), ("", None),
+])
+def test_only_a_plain_yes_or_no_is_taken_without_the_model(text: str, plain: str | None) -> None:
+    assert classify_answer(text) == plain
+
+
+async def test_no_problem_is_not_a_no() -> None:
+    store = MemoryStore()
+    run_id, _ = await _await_confirmation(store)
+    model = ScriptedModel([proposal(confirmation="yes"), proposal(reply="filed")])
+    other, _ = make_agent(store, model)
+    r = await other.resume(run_id, answer="No problem", turn_id="T2")
+    assert outcomes(r.turn) == [("submit_request@1", "completed", None)]
+    assert EFFECTS == ["broken screen"] and model.calls == 2
 
 
 async def test_a_plain_answer_wins_over_the_models_confirmation_field() -> None:
