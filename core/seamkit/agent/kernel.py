@@ -11,7 +11,8 @@ generated). A turn:
    (``yes``, ``ok``, ``go ahead`` / ``no``, ``cancel``...) or else the model's ``confirmation``
    field. Yes runs each waiting write once, with the input stored on the agenda (a re-proposal of
    the same capability in that turn is merged into it, not run again); no records
-   ``CONFIRMATION_DECLINED`` and clears the agenda item and the interaction.
+   ``CONFIRMATION_DECLINED`` and clears the agenda item and the interaction, and the capabilities
+   on the agenda waiting for a fact it would have provided (``DEPENDENCY_NOT_COMPLETED``).
 3. **Steps.** The model writes a proposal (:mod:`seamkit.capabilities.planner`); the planner
    disposes of each intention; executable ones run: providers before consumers, reads that do not
    depend on each other concurrently, writes one after another, capabilities that invalidate facts
@@ -440,9 +441,32 @@ class KernelRun:
                 self._record(Execution(item.capability, item.input, "declined",
                                        "CONFIRMATION_DECLINED" if c is not None else "CAPABILITY_NOT_REGISTERED",
                                        why, reason=f"agenda:{item.id}"))
+                if c is not None:
+                    self._abandon({str(t) for t in c.provides})
                 continue
             await self._run_one(c, item.input, confirmed=True, state=item.state, reason=f"agenda:{item.id}")
         await self._resume_waiting()
+
+    def _abandon(self, facts: set[str]) -> None:
+        """The capabilities on the agenda waiting for one of ``facts``, whose provider the person
+        declined, leave it (skipped, ``DEPENDENCY_NOT_COMPLETED``); so do, in turn, the ones waiting
+        for what those would have provided: nothing stays on the agenda for a fact that will not
+        come."""
+        while facts:
+            gone = [a for a in self.kernel.agenda if a.kind == "dependency" and a.waits_for in facts]
+            if not gone:
+                return
+            ids = {a.id for a in gone}
+            self.kernel = dataclasses.replace(self.kernel, agenda=tuple(a for a in self.kernel.agenda
+                                                                        if a.id not in ids))
+            facts = set()
+            for a in gone:
+                self._record(Execution(a.capability, a.input, "skipped", "DEPENDENCY_NOT_COMPLETED",
+                                       f"{a.capability} was not resumed: its provider of {a.waits_for} was declined",
+                                       reason=f"agenda:{a.id}"))
+                c = self.compiled.get(a.capability.split("@")[0])
+                if c is not None:
+                    facts |= {str(t) for t in c.provides}
 
     async def _resume_waiting(self) -> None:
         """Resume the capabilities on the agenda whose awaited fact is now known."""

@@ -670,6 +670,21 @@ async def test_a_dependency_awaiting_confirmation_puts_the_consumer_on_the_agend
     assert ks.agenda == () and ks.interactions == ()
 
 
+async def test_declining_a_dependency_provider_clears_the_consumer_waiting_for_it() -> None:
+    compiled, states = _dependent("required")
+    store = MemoryStore()
+    agent, _ = make_agent(store, ScriptedModel([proposal(it("status", user="u")), proposal(reply="confirm?"),
+                                                proposal(reply="cancelled")]), compiled)
+    r = await agent.run("my status", turn_id="T1")
+    r2 = await agent.resume(r.run_id, answer="no", turn_id="T2")
+    assert outcomes(r2.turn) == [("login@1", "declined", "CONFIRMATION_DECLINED"),
+                                 ("status@1", "skipped", "DEPENDENCY_NOT_COMPLETED")]
+    assert RUNS == Counter({"status": 1}) and EFFECTS == [] and states == []
+    status, ks = await kernel_of(store, r.run_id)
+    assert ks.agenda == () and ks.interactions == () and status == "done"
+    assert r2.turn is not None and r2.turn.agenda == ()
+
+
 # --------------------------------------------------------------------------- replay and the checkpoint
 
 
