@@ -220,6 +220,9 @@ async def _await_confirmation(store: Any, *, turn_id: str = "T1") -> tuple[str, 
                            proposal(reply=f"Shall I submit? [{EVIDENCE.id}]")])
     agent, _ = make_agent(store, model)
     r = await agent.run("my laptop screen is broken", turn_id=turn_id)
+    assert r.stop_reason == "suspended" and outcomes(r.turn) == [
+        ("search_services@1", "completed", None),
+        ("submit_request@1", "awaiting_confirmation", "CONFIRMATION_REQUIRED")]
     return r.run_id, model
 
 
@@ -897,6 +900,17 @@ async def test_a_turns_events_come_in_order_with_their_kinds() -> None:
                      "capability:finished", "model_result", "text", "run_finished"]
     assert [(d.action, d.code) for d in events.capability("planned")] == [
         ("execute", None), ("reject", "CAPABILITY_NOT_REGISTERED")]
+
+
+async def test_streaming_a_turn_yields_the_capability_events_and_the_result_last() -> None:
+    model = ScriptedModel([proposal(it("search_services", query="laptop")), proposal(reply="found")])
+    agent = Agent(model, capabilities=DESK, checkpointer=Checkpointer(MemoryStore()))
+    seen = [e async for e in agent.stream("laptop", turn_id="T1")]
+    assert [e.data["event"] for e in seen if e.kind == "capability"] == ["planned", "finished"]
+    assert seen[-1].kind == "run_finished"
+    result = seen[-1].data["result"]
+    assert result.turn.turn_id == "T1" and outcomes(result.turn) == [("search_services@1", "completed", None)]
+    assert RUNS == Counter({"search": 1}) and model.calls == 2
 
 
 async def test_a_write_proposed_twice_in_a_step_waits_once() -> None:
