@@ -1028,3 +1028,19 @@ async def test_another_os_process_over_one_sqlite_file_replays_and_never_repeats
         assert EFFECTS == [] and RUNS == Counter({"submit": 1})
     finally:
         await store.close()
+
+
+async def test_a_reply_that_is_not_a_proposal_ends_the_turn_with_a_warning_and_runs_nothing() -> None:
+    model = ScriptedModel(["Sure, I can help with that."])
+    agent, _ = make_agent(MemoryStore(), model)
+    r = await agent.run("hello")
+    assert r.output == "Sure, I can help with that." and r.turn is not None and r.turn.executions == ()
+    assert r.warnings and model.calls == 1 and sum(RUNS.values()) == 0 and r.stop_reason == "completed"
+
+
+async def test_a_turn_stops_at_max_steps_model_calls() -> None:
+    model = ScriptedModel([proposal(it("search_services", query="laptop"))], repeat=True)
+    agent, _ = make_agent(MemoryStore(), model, max_steps=3)
+    r = await agent.run("laptop")
+    assert model.calls == 3 and RUNS["search"] == 3 and r.turn is not None and r.turn.steps == 3
+    assert any("max_steps" in w for w in r.warnings)
