@@ -290,8 +290,15 @@ class Agent:
 
         With capabilities, ``task`` is the person's first message and the run is the conversation's
         first turn (``turn_id``: its id, generated when ``None``); ``result.turn`` holds the
-        :class:`~seamkit.capabilities.state.TurnResult`.
+        :class:`~seamkit.capabilities.state.TurnResult`. A ``turn_id`` already committed in the run
+        ``ctx.run_id`` (a client retrying the first message) returns that turn's stored result
+        (``result.turn.replayed``) with no model or capability call, as :meth:`resume` does.
         """
+        if self.capabilities is not None and self.checkpointer is not None and turn_id is not None \
+                and ctx is not None:
+            replayed = await self._committed_turn(ctx.run_id, _turn_id(turn_id))
+            if replayed is not None:
+                return replayed
         run = self._start(task, ctx, history, variables, turn_id)
         if self.observers:
             run.emit = self._notify
@@ -419,6 +426,22 @@ class Agent:
             run.decisions = dict(decisions or {})
             await run._save("running")
         return await run.drive()
+
+    async def _committed_turn(self, run_id: str, turn_id: str) -> AgentResult | None:
+        """The stored result of ``run_id``'s committed turn ``turn_id``, flagged replayed; ``None``
+        when the run or the turn is not there."""
+        from seamkit.agent.kernel import replayed_result, stored_turn
+
+        assert self.checkpointer is not None
+        snap = await self.checkpointer.latest(run_id)
+        if snap is None:
+            return None
+        state = snap.state
+        scope = state.get("scope") if isinstance(state.get("scope"), Scope) else Scope()
+        stored = await stored_turn(self, run_id, state, scope, turn_id)
+        if stored is None:
+            return None
+        return replayed_result(stored, run_id, snap.parent_run_id, snap.transcript, state)
 
     async def _resume_turn(self, run_id: str, *, answer: str | None, turn_id: str | None, allow_finished: bool,
                            steal: bool, ctx: RunContext | None, decisions: Any) -> AgentResult:

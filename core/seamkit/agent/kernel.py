@@ -11,10 +11,14 @@ generated). A turn:
    (``yes``, ``ok``, ``go ahead`` / ``no``, ``cancel``...) or else the model's ``confirmation``
    field. Yes runs each waiting write once, with the input stored on the agenda (a re-proposal of
    the same capability in that turn is merged into it, not run again); no records
-   ``CONFIRMATION_DECLINED`` and clears the agenda item and the interaction.
+   ``CONFIRMATION_DECLINED`` and clears the agenda item and the interaction, and the capabilities
+   on the agenda waiting for a fact it would have provided (``DEPENDENCY_NOT_COMPLETED``).
 3. **Steps.** The model writes a proposal (:mod:`seamkit.capabilities.planner`); the planner
    disposes of each intention; executable ones run: providers before consumers, reads that do not
-   depend on each other concurrently, writes one after another. A capability whose in-step
+   depend on each other concurrently, writes one after another, capabilities that invalidate facts
+   after the others they do not depend on (so a fact derived in the step from an invalidated one
+   goes with it; one whose required fact was removed in the step is skipped,
+   ``DEPENDENCY_NOT_COMPLETED``). A capability whose in-step
    provider failed is skipped with ``DEPENDENCY_NOT_COMPLETED``, one whose provider is pending (a
    confirmation, an input, a dependency) with ``DEPENDENCY_PENDING``. A ``NeedsDependency`` runs its
    provider in the same turn and resumes the capability with the fact (or puts it on the agenda
@@ -27,6 +31,11 @@ generated). A turn:
    in the checkpoint with the whole kernel state. The run is ``suspended`` while an interaction is
    open (exit 3 from the CLI: ``seamkit resume RUN --answer TEXT``), else ``done``; either way a
    next turn continues it.
+
+An **interrupted** turn (cancelled, or the process stopped) is checkpointed with the state it
+began with; resuming without an answer runs the same turn id again from its start. A write it had
+done is not repeated (the effect ledger returns its receipt); one whose effect was in flight is
+reported ``EFFECT_UNCERTAIN``.
 """
 
 from __future__ import annotations
@@ -80,6 +89,12 @@ _YES = frozenset({"yes", "y", "yeah", "yep", "yup", "confirm", "confirmed", "ok"
                   "approved", "go ahead", "do it", "proceed", "yes please"})
 _NO = frozenset({"no", "n", "nope", "cancel", "decline", "declined", "stop", "abort", "don't", "do not",
                  "no thanks", "no thank you"})
+# the words that may follow a leading yes / no in a plain answer ("yes, go ahead", "no, cancel it");
+# any other word ("no problem", "no wait, yes") makes the answer the model's to read
+_YES_REST = frozenset({"please", "thanks", "thank", "you", "go", "ahead", "do", "it", "that", "now", "sure", "ok",
+                       "okay", "yes", "yeah", "yep", "confirm", "confirmed", "proceed", "approve", "approved"})
+_NO_REST = frozenset({"please", "thanks", "thank", "you", "it", "that", "no", "nope", "not", "don't", "cancel",
+                      "decline", "stop", "abort"})
 _PUNCT = re.compile(r"[^\w\s']+")
 _WAITING = ("awaiting_confirmation", "needs_input", "awaiting_dependency")
 
@@ -103,16 +118,17 @@ def turn_key(run_id: str, turn_id: str) -> str:
 
 
 def classify_answer(text: str) -> str | None:
-    """``"yes"`` / ``"no"`` when ``text`` is a plain yes or no (a few words: ``"Yes, go ahead."``,
-    ``"no thanks"``), else ``None`` (then the model reads the message)."""
+    """``"yes"`` / ``"no"`` when ``text`` is a plain yes or no (a few words: a yes or no, then
+    only polite or same-meaning words: ``"Yes, go ahead."``, ``"no, cancel it"``), else ``None``
+    (then the model reads the message: ``"No problem"`` is not a no)."""
     words = _PUNCT.sub(" ", text.lower()).split()
     if not words or len(words) > 4:
         return None
-    phrase = " ".join(words)
-    for candidates in (phrase, " ".join(words[:2]), words[0]):
-        if candidates in _YES:
+    for lead in (2, 1):
+        head, rest = " ".join(words[:lead]), words[lead:]
+        if head in _YES and all(w in _YES_REST for w in rest):
             return "yes"
-        if candidates in _NO:
+        if head in _NO and all(w in _NO_REST for w in rest):
             return "no"
     return None
 
@@ -195,6 +211,7 @@ class KernelRun:
         "proposed",
         "removed",
         "settled",
+        "start",
         "step",
         "steps_before",
         "text",
@@ -223,6 +240,8 @@ class KernelRun:
         ks = dataclasses.replace(ks, turn=(turn_id, text),
                                  interactions=tuple(i for i in ks.interactions if i.kind == "confirmation"))
         self.kernel = ks
+        # what an interrupted turn is run again from: the state before any of its work
+        self.start = ks
         if not message_logged:
             transcript.append(Message.user(text))
         self.facts: dict[str, Any] = dict(ks.facts)
@@ -248,17 +267,21 @@ class KernelRun:
 
     # -- durable state ------------------------------------------------------------------------
 
-    def state(self, **extra: Any) -> dict[str, Any]:
+    def state(self, *, kernel: KernelState | None = None, **extra: Any) -> dict[str, Any]:
         """The run's state as checkpointed (read it back with :func:`kernel_state`): the kernel
         state under ``"kernel"`` without its facts and evidence, which are under
         ``"kernel_facts"`` / ``"kernel_evidence"``, each one's codec text (encoded once, when it
-        is new: the checkpoint of a turn does not encode again what earlier turns established)."""
-        ks = self.kernel
+        is new: the checkpoint of a turn does not encode again what earlier turns established).
+        ``kernel``: that kernel state (with its own facts and evidence) instead of the turn's
+        current one."""
+        ks = kernel if kernel is not None else self.kernel
+        facts = ks.facts if kernel is not None else self.facts
+        evidence = ks.evidence if kernel is not None else self.evidence
         s: dict[str, Any] = {"agent": self.agent.name, "step": self.step, "usage": self.usage,
                              "warnings": list(self.warnings), "scope": self.ctx.scope,
                              "kernel": dataclasses.replace(ks, facts=EMPTY, evidence=EMPTY),
-                             "kernel_facts": {k: self._text(f) for k, f in self.facts.items()},
-                             "kernel_evidence": {k: self._text(e) for k, e in self.evidence.items()}}
+                             "kernel_facts": {k: self._text(f) for k, f in facts.items()},
+                             "kernel_evidence": {k: self._text(e) for k, e in evidence.items()}}
         if self.turn_results:
             s["kernel_turns"] = dict(self.turn_results)
         if ks.interactions:
@@ -307,8 +330,11 @@ class KernelRun:
     # -- the turn -----------------------------------------------------------------------------
 
     async def drive(self) -> AgentResult:
-        """Run the turn. On an exception the checkpoint is marked ``failed`` (an interruption
-        leaves it ``running``, so a plain resume runs the turn again) and the exception propagates."""
+        """Run the turn. On an exception the checkpoint is marked ``failed`` and the exception
+        propagates; an interruption (``RunCancelled``, task cancellation, ``KeyboardInterrupt``)
+        leaves it ``running`` with the kernel state the turn began with, so a plain resume runs the
+        same turn again from its start (its effects done before are returned by the ledger, not
+        repeated)."""
         try:
             return await self._drive()
         except BaseException as exc:
@@ -316,7 +342,12 @@ class KernelRun:
                 why = f"{type(exc).__name__}: {exc}"[:2000]
                 try:
                     if isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError)):
-                        await self.handle.save("running", self.state(interrupted=why), self.transcript, lease=False)
+                        # the turn is run again from its start, not from where it stopped: a partial
+                        # state would have lost the agenda item of a confirmed write in flight and
+                        # what the turn did before (its executions, the facts they added). Effects
+                        # done before the interruption are not repeated: the ledger returns them.
+                        await self.handle.save("running", self.state(kernel=self.start, interrupted=why),
+                                               self.transcript, lease=False)
                     else:
                         await self._save("failed", error=why)
                 except BaseException:
@@ -348,8 +379,9 @@ class KernelRun:
                 await self._settle(confirming, proposal.confirmation)
                 confirming = []
             wanted = [s for s in proposal.select if s not in selected and self.compiled.get(s) is not None]
+            # asked for alongside intentions too: shown in full from the next step on
+            selected = tuple(c for c in self.compiled.order if c in selected or c in wanted)
             if wanted and not proposal.intentions and n + 1 < self.agent.max_steps:
-                selected = tuple(c for c in self.compiled.order if c in selected or c in wanted)
                 steps += [Message.assistant(proposal_text),
                           Message.user("Shown in full now: " + ", ".join(wanted) + ". Propose again.")]
                 continue
@@ -358,7 +390,7 @@ class KernelRun:
                                  and d.intention.capability not in self.settled])
             if len(self.executions) == ran:
                 break
-            steps += [Message.assistant(proposal_text), Message.user(self._results_text(ran))]
+            steps += [Message.assistant(proposal_text), Message.user(self._results_text(ran, dispositions))]
         else:
             note = f"the turn reached max_steps ({self.agent.max_steps}) model calls"
             if note not in self.warnings:
@@ -416,8 +448,13 @@ class KernelRun:
             parts.append(system.text)
         return "\n\n".join(parts)
 
-    def _results_text(self, start: int) -> str:
+    def _results_text(self, start: int, dispositions: Sequence[Disposition] = ()) -> str:
         lines = ["Results:"]
+        # the intentions of the step that did not run, with why: the model's next reply must not
+        # claim them, and it may correct an input or ask the person
+        for d in dispositions:
+            if d.action != "execute" and d.code is not None:
+                lines.append(f"- {d.intention.capability}: not run ({d.action}) {d.code}: {d.message}")
         for e in self.executions[start:]:
             what = e.outcome.replace("_", " ")
             detail = f" {e.code}: {e.message}" if e.code else ""
@@ -491,9 +528,32 @@ class KernelRun:
                 self._record(Execution(item.capability, item.input, "declined",
                                        "CONFIRMATION_DECLINED" if c is not None else "CAPABILITY_NOT_REGISTERED",
                                        why, reason=f"agenda:{item.id}"))
+                if c is not None:
+                    self._abandon({str(t) for t in c.provides})
                 continue
             await self._run_one(c, item.input, confirmed=True, state=item.state, reason=f"agenda:{item.id}")
         await self._resume_waiting()
+
+    def _abandon(self, facts: set[str]) -> None:
+        """The capabilities on the agenda waiting for one of ``facts``, whose provider the person
+        declined, leave it (skipped, ``DEPENDENCY_NOT_COMPLETED``); so do, in turn, the ones waiting
+        for what those would have provided: nothing stays on the agenda for a fact that will not
+        come."""
+        while facts:
+            gone = [a for a in self.kernel.agenda if a.kind == "dependency" and a.waits_for in facts]
+            if not gone:
+                return
+            ids = {a.id for a in gone}
+            self.kernel = dataclasses.replace(self.kernel, agenda=tuple(a for a in self.kernel.agenda
+                                                                        if a.id not in ids))
+            facts = set()
+            for a in gone:
+                self._record(Execution(a.capability, a.input, "skipped", "DEPENDENCY_NOT_COMPLETED",
+                                       f"{a.capability} was not resumed: its provider of {a.waits_for} was declined",
+                                       reason=f"agenda:{a.id}"))
+                c = self.compiled.get(a.capability.split("@")[0])
+                if c is not None:
+                    facts |= {str(t) for t in c.provides}
 
     async def _resume_waiting(self) -> None:
         """Resume the capabilities on the agenda whose awaited fact is now known."""
@@ -549,7 +609,8 @@ class KernelRun:
                 elif pending:
                     outcome[id(it)] = "pending"
                     self._record(Execution(c.ref, it.input, "skipped", "DEPENDENCY_PENDING",
-                                           f"{c.ref} waits for {', '.join(pending)}, still pending"))
+                                           f"{c.ref} waits for {', '.join(pending)}, still pending",
+                                           pending=tuple(pending)))
                 else:
                     ready.append((it, c))
             if not ready:
@@ -558,17 +619,22 @@ class KernelRun:
                                       "capabilities wait for each other")
                 remaining = later
                 continue
-            reads = [(it, c) for it, c in ready if c.effect != "write"]
-            writes = [(it, c) for it, c in ready if c.effect == "write"]
+            # reads that invalidate nothing run concurrently; then writes, one after another; then the
+            # capabilities that invalidate facts, one after another: what the others of the wave read
+            # (and derived facts from) is removed after them, with everything depending on it, as
+            # if they had run first; a capability whose required fact an earlier one removed is
+            # skipped, never run without it
+            reads = [(it, c) for it, c in ready if c.effect != "write" and not c.invalidates]
+            serial = [(it, c) for it, c in ready if c.effect == "write" and not c.invalidates]
+            serial += [(it, c) for it, c in ready if c.invalidates]
             if len(reads) > 1:
                 snapshot = FrozenDict(self.facts)
                 results = await asyncio.gather(*(self._call(c, it.input, facts=snapshot) for it, c in reads))
                 for (it, c), result in zip(reads, results, strict=True):
                     outcome[id(it)] = self._summary(await self._apply(c, it.input, result, confirmed=False))
             else:
-                for it, c in reads:
-                    outcome[id(it)] = self._summary(await self._run_one(c, it.input))
-            for it, c in writes:
+                serial = reads + serial
+            for it, c in serial:
                 outcome[id(it)] = self._summary(await self._run_one(c, it.input))
             remaining = later
         await self._resume_waiting()
@@ -592,7 +658,16 @@ class KernelRun:
     async def _run_one(self, c: Capability, arguments: Mapping[str, Any], *, confirmed: bool = False,
                        state: Any = None, reason: str | None = None, depth: int = 0) -> list[Execution]:
         """Run ``c`` on ``arguments`` under the kernel's rules; the executions it led to (the
-        providers of its dependencies first)."""
+        providers of its dependencies first). A capability never runs without the facts it
+        requires: one removed since it was planned, confirmed or put on the agenda (or a
+        ``NeedsDependency`` provider's own requirement) skips it, ``DEPENDENCY_NOT_COMPLETED``."""
+        gone = [str(t) for t in c.requires if str(t) not in self.facts]
+        if gone:
+            out = Execution(c.ref, arguments, "skipped", "DEPENDENCY_NOT_COMPLETED",
+                            f"{c.ref} was not run: {', '.join(gone)} is not known (any more)", confirmed=confirmed,
+                            reason=reason)
+            self._record(out)
+            return [out]
         if c.confirmation == "required" and not confirmed:
             return [self._await_confirmation(c, arguments, f"run {c.id} with {_short(arguments, 200)}", state,
                                              reason)]
@@ -680,7 +755,7 @@ class KernelRun:
                               f"{c.id} waits for {wanted}", waits_for=wanted, state=need.state)
             self.kernel = dataclasses.replace(self.kernel, agenda=(*self.kernel.agenda, item))
             out = Execution(c.ref, arguments, "awaiting_dependency", "DEPENDENCY_PENDING",
-                            f"{c.ref} waits for {wanted} (agenda item {item.id})", reason=reason)
+                            f"{c.ref} waits for {wanted} (agenda item {item.id})", reason=reason, pending=(wanted,))
         else:
             out = Execution(c.ref, arguments, "skipped", "DEPENDENCY_NOT_COMPLETED",
                             f"{provider.ref} did not establish {wanted}", reason=reason)

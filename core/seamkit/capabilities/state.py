@@ -77,7 +77,9 @@ class Execution:
     """One capability run (or not run) in a turn: ``capability`` (``id@version``), its ``input``,
     the ``outcome`` (see :data:`Outcome`), a stable ``code`` for the ones that did not complete,
     a sanitized ``message``, the ``output`` (JSON data), the fact types it established (``facts``)
-    and the stale ones its result removed (``removed``), whether a person ``confirmed`` it, and
+    and the stale ones its result removed (``removed``), the ones it waits for (``pending``: code
+    ``DEPENDENCY_PENDING``, their providers await a confirmation, an input or a dependency),
+    whether a person ``confirmed`` it, and
     ``reason``: why it ran when the model did not propose it in this step (``agenda:<id>``: a
     confirmed agenda item; ``dependency:<capability>``: a provider run for a ``NeedsDependency``;
     ``resumed:<id>``: a capability resumed with the fact it waited for)."""
@@ -92,10 +94,12 @@ class Execution:
     removed: tuple[str, ...] = ()
     confirmed: bool = False
     reason: str | None = None
+    pending: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "input", freeze(dict(self.input)))
         object.__setattr__(self, "output", freeze(self.output))
+        object.__setattr__(self, "pending", tuple(self.pending))
 
 
 @dataclass(frozen=True, slots=True)
