@@ -18,7 +18,7 @@ __all__ = [
     "FailureClass",
     "Failure",
     "ProviderError",
-    "CapabilityError",
+    "UnsupportedFeature",
     "BudgetExceeded",
     "ToolError",
     "ToolArgumentError",
@@ -141,7 +141,7 @@ class ProviderError(SeamkitError):
         )
 
 
-class CapabilityError(SeamkitError, ValueError):
+class UnsupportedFeature(SeamkitError, ValueError):
     """A request asks for something the bound model cannot do (a setting it does not accept, a
     JSON Schema construct its structured-output dialect cannot express). Raised before anything is
     sent. ``provider``, ``model``, ``feature`` (the setting or schema construct, e.g.

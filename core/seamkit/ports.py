@@ -42,7 +42,7 @@ class LLMPort(Protocol):
     :class:`~seamkit.values.LLMResult` (``seamkit.middleware.collect_result`` does it for you).
     ``provider`` names the component (``"openai"``), ``model`` the model id.
     Raises :class:`~seamkit.errors.ProviderError` with a failure class on any failure, also in the
-    middle of a stream; :class:`~seamkit.errors.CapabilityError` before sending anything when the
+    middle of a stream; :class:`~seamkit.errors.UnsupportedFeature` before sending anything when the
     request asks for what the model cannot do.
 
     Optional attribute read by middlewares: ``price`` (a :class:`~seamkit.pricing.Price`, or

@@ -18,7 +18,6 @@ from seamkit.calls.answer import Answer, Outcome, Session
 from seamkit.calls.binding import Binding, CallLimits, is_secret_key, masked_options
 from seamkit.errors import (
     BudgetExceeded,
-    CapabilityError,
     ComponentNotFound,
     ConfigError,
     ConfigIssue,
@@ -26,6 +25,7 @@ from seamkit.errors import (
     OutputValidationError,
     PluginError,
     ProviderError,
+    UnsupportedFeature,
 )
 from seamkit.middleware import Middleware
 from seamkit.ports import LLMPort
@@ -294,7 +294,7 @@ async def ask(
     or middleware, with close names), :class:`~seamkit.errors.ConfigError` (options the provider's
     config model refuses, a missing credential, ``max_cost_usd`` without the budget middleware),
     :class:`~seamkit.errors.PluginError` (a provider that cannot be imported or built),
-    :class:`~seamkit.errors.CapabilityError` (a request the model cannot take, found by the
+    :class:`~seamkit.errors.UnsupportedFeature` (a request the model cannot take, found by the
     provider before the first request is sent: e.g. a temperature for a reasoning model, a schema
     construct its structured-output dialect cannot express; a ``ValueError``),
     ``ValueError`` (an empty prompt, an invalid output schema), ``TypeError`` (bad argument types).
@@ -380,7 +380,7 @@ async def _run(
     except Exception as exc:
         if callback_error and exc is callback_error[0]:
             raise
-        if isinstance(exc, CapabilityError) and not results and not turn_streamed[0]:
+        if isinstance(exc, UnsupportedFeature) and not results and not turn_streamed[0]:
             raise  # the request cannot be made at all, and nothing was sent: a usage error
         if turn_streamed[0] or (isinstance(exc, ProviderError) and exc.status is not None):
             unmetered = 1  # the failing request was sent (the server answered or streamed); its usage is unknown

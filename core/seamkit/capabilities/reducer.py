@@ -44,12 +44,17 @@ class Reduction:
 def stale_closure(facts: Mapping[str, Fact], changed: set[FactType]) -> set[FactType]:
     """The types of the facts in ``facts`` that depend, directly or transitively, on a type in
     ``changed`` (``changed`` itself not included unless a fact depends on it through others)."""
+    dependents: dict[FactType, list[FactType]] = {}  # one pass over the facts, then a walk
+    for f in facts.values():
+        for d in f.depends_on:
+            dependents.setdefault(d, []).append(f.type)
     stale: set[FactType] = set()
-    frontier = set(changed)
+    frontier = list(changed)
     while frontier:
-        nxt = {f.type for f in facts.values() if f.type not in stale and frontier.intersection(f.depends_on)}
-        stale |= nxt
-        frontier = nxt
+        for t in dependents.get(frontier.pop(), ()):
+            if t not in stale:
+                stale.add(t)
+                frontier.append(t)
     return stale
 
 

@@ -11,7 +11,7 @@ Exit codes, as for ``seamkit run``: ``0`` outcome ``ok``; ``1`` the call failed 
 ``failed``, ``budget_exceeded``, ``timeout`` or ``invalid_output``: one classified line on
 stderr, no traceback); ``2`` usage or configuration error (bad ``--model``, unknown provider,
 options the provider refuses, a missing or invalid schema file, ``--max-cost`` without
-``seamkit-budget``, a request the model cannot take: ``CapabilityError``, such as a temperature
+``seamkit-budget``, a request the model cannot take: ``UnsupportedFeature``, such as a temperature
 for a reasoning model or a schema construct its dialect cannot express); ``130`` interrupted.
 
 This module is imported to build the parser, so it imports nothing heavy at module level.

@@ -190,10 +190,10 @@ def _resume_agent_file(composition: Composition, file: str) -> str | None:
 
 def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> None:
     from seamkit.cli.render import resume_command, show_command
-    from seamkit.errors import CapabilityError, CheckpointConflict, RunCancelled, RunNotResumable
+    from seamkit.errors import CheckpointConflict, RunCancelled, RunNotResumable, UnsupportedFeature
     from seamkit.guardrails import GuardrailTripped
 
-    if isinstance(exc, RunNotResumable | CapabilityError):  # resuming would only repeat a CapabilityError
+    if isinstance(exc, RunNotResumable | UnsupportedFeature):  # resuming would only repeat an UnsupportedFeature
         return
     if isinstance(exc, GuardrailTripped):  # not resumable: a resume must not slip past the guardrail
         sys.stderr.write(f"seamkit: run {run_id} was stopped by a guardrail; inspect it with: "

@@ -17,7 +17,7 @@ Exit codes: ``0`` success; ``1`` the run failed (provider error, output that doe
 component failing to build for a reason other than its configuration, ...); ``2`` usage or
 configuration error (bad arguments, missing file, invalid composition, unknown component, a
 component refusing its configuration when built, a request the model cannot take
-(``CapabilityError``, found before it is sent), strict plugin failure); ``3`` the run waits for a
+(``UnsupportedFeature``, found before it is sent), strict plugin failure); ``3`` the run waits for a
 person (approval, or settling a tool call whose outcome is unknown); ``4`` a guardrail stopped the run
 (a tripwire, :class:`~seamkit.guardrails.GuardrailTripped`: its checkpoint says which guardrail, at
 which point and why; it cannot be resumed); ``130`` interrupted: Ctrl-C,
@@ -331,13 +331,13 @@ def _plugin_notes() -> list[str]:
 
 def exit_code_for(exc: BaseException) -> int:
     """The exit code for an error that ended a command (see the module doc)."""
-    from seamkit.errors import AmbiguousComponent, CapabilityError, ComponentNotFound, ConfigError, RunCancelled
+    from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigError, RunCancelled, UnsupportedFeature
 
     composition = sys.modules.get("seamkit.composition")  # loaded if such an error can exist
     if composition is not None and isinstance(exc, composition.ComponentBuildError):
         return EXIT_FAILED
     if isinstance(exc, UsageError | ConfigError | ComponentNotFound | AmbiguousComponent | FileNotFoundError
-                  | CapabilityError):
+                  | UnsupportedFeature):
         return EXIT_USAGE
     if isinstance(exc, Terminated):
         return EXIT_TERMINATED

@@ -14,11 +14,11 @@ from calls_testlib import FakeState, Turn
 from pydantic import BaseModel, ConfigDict
 from seamkit import Answer, AskFailed, Binding, CallLimits, Session, ask, ask_sync
 from seamkit.errors import (
-    CapabilityError,
     ComponentNotFound,
     ConfigError,
     FailureClass,
     ProviderError,
+    UnsupportedFeature,
 )
 from seamkit.hookspecs import hookimpl
 from seamkit.plugins.registry import Registry
@@ -348,9 +348,9 @@ async def test_a_message_prompt(fake: FakeState) -> None:
 
 
 async def test_a_capability_error_before_anything_is_sent_is_raised(fake: FakeState) -> None:
-    fake.script(Turn(error=CapabilityError("temperature is not supported", provider="fakeprov",
+    fake.script(Turn(error=UnsupportedFeature("temperature is not supported", provider="fakeprov",
                                            model="fake-1", feature="temperature")))
-    with pytest.raises(CapabilityError) as info:
+    with pytest.raises(UnsupportedFeature) as info:
         await ask(FAKE, "hi", temperature=0.2)
     assert info.value.feature == "temperature"
     assert isinstance(info.value, ValueError)
@@ -358,9 +358,9 @@ async def test_a_capability_error_before_anything_is_sent_is_raised(fake: FakeSt
 
 
 async def test_a_capability_error_after_a_request_was_sent_is_an_outcome(fake: FakeState) -> None:
-    fake.script("not json", Turn(error=CapabilityError("no", provider="fakeprov", feature="x")))
+    fake.script("not json", Turn(error=UnsupportedFeature("no", provider="fakeprov", feature="x")))
     a = await ask(FAKE, "hi", output=SCHEMA)
-    assert a.outcome == "failed" and a.failure is not None and a.failure.type == "CapabilityError"
+    assert a.outcome == "failed" and a.failure is not None and a.failure.type == "UnsupportedFeature"
     assert a.usage.requests == 1 and a.unmetered_requests == 0
 
 

@@ -19,7 +19,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, SecretStr
 from seamkit.accumulate import collect_result
 from seamkit.cli import main as cli_main
-from seamkit.errors import CapabilityError, FailureClass, ProviderError
+from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
 from seamkit.hookspecs import hookimpl
 from seamkit.pricing import Price
 from seamkit.values import ChatRequest, Delta, LLMResult, Usage
@@ -176,7 +176,7 @@ class FakeProvider:
             raise ProviderError(f"Incorrect API key provided: {key}", FailureClass.AUTHENTICATION,
                                 provider="fakecli", status=401)
         if self.cfg.fail == "capability":
-            raise CapabilityError("temperature is not supported by this model", provider="fakecli",
+            raise UnsupportedFeature("temperature is not supported by this model", provider="fakecli",
                                   model=self.model, feature="temperature")
         yield Delta(text="not json")
         if self.cfg.fail == "midstream":
@@ -253,7 +253,7 @@ def test_capability_error_is_a_usage_error_exit_2(fakecli: Any, capsys: pytest.C
     out, err = capsys.readouterr()
     assert rc == 2, err
     assert out == ""
-    assert err == ("seamkit: error: CapabilityError: fakecli:m1: temperature is not supported by this model\n")
+    assert err == ("seamkit: error: UnsupportedFeature: fakecli:m1: temperature is not supported by this model\n")
 
 
 def test_a_request_that_failed_mid_stream_is_counted(fakecli: Any, capsys: pytest.CaptureFixture[str]) -> None:

@@ -17,7 +17,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 from seamkit.accumulate import collect_result
 from seamkit.cli import main as cli_main
-from seamkit.errors import CapabilityError
+from seamkit.errors import UnsupportedFeature
 from seamkit.hookspecs import hookimpl
 from seamkit.values import ChatRequest, Delta, LLMResult, Usage
 
@@ -307,7 +307,7 @@ class _CapProvider:
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
         if self.cfg.mode == "capability":
-            raise CapabilityError("temperature is not supported by this model", provider="capprov",
+            raise UnsupportedFeature("temperature is not supported by this model", provider="capprov",
                                   model=self.model, feature="temperature")
         yield Delta(text="The answer is")
         yield Delta(usage=Usage(3, 2, requests=1, cost=Decimal(0), cost_source="local"), finish_reason="length")
@@ -339,7 +339,7 @@ def test_run_capability_error_exits_2_without_a_resume_hint(capprov: Path, capsy
     out, err = capsys.readouterr()
     assert rc == 2, err
     assert out == ""
-    assert err == "seamkit: error: CapabilityError: capprov:m1: temperature is not supported by this model\n"
+    assert err == "seamkit: error: UnsupportedFeature: capprov:m1: temperature is not supported by this model\n"
     assert "resume" not in err and "Traceback" not in err
 
 

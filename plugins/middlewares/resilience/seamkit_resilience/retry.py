@@ -5,7 +5,7 @@ Rules (every decision reads :attr:`~seamkit.errors.ProviderError.failure_class`,
 - Only a :class:`~seamkit.errors.ProviderError` whose class is in ``retry_on`` (transient classes
   only) is retried. Permanent classes (``quota``, ``authentication``, ``invalid_request``,
   ``context_length``, ``content_filter``, ``refusal``, ``unknown``),
-  :class:`~seamkit.errors.CapabilityError`, :class:`~seamkit.errors.BudgetExceeded`, any other
+  :class:`~seamkit.errors.UnsupportedFeature`, :class:`~seamkit.errors.BudgetExceeded`, any other
   exception and cancellation (``asyncio.CancelledError``, :class:`~seamkit.errors.RunCancelled`)
   propagate at once.
 - The server's own advice wins over the class (``ProviderError.should_retry``, from the

@@ -150,7 +150,7 @@ class AnthropicProvider:
     :class:`~seamkit.pricing.Price` (``None`` when unknown), ``capabilities`` what it accepts.
     ``client`` (an ``httpx.AsyncClient``) is for tests and custom transports; by default a pooled
     client shared per event loop is used. ``stream`` raises
-    :class:`~seamkit.errors.CapabilityError` before sending and
+    :class:`~seamkit.errors.UnsupportedFeature` before sending and
     :class:`~seamkit.errors.ProviderError` (classified) on any failure, also mid-stream.
     """
 
@@ -271,7 +271,7 @@ class AnthropicProvider:
 
     def prepare(self, request: ChatRequest) -> Prepared:
         """The request body this provider would send for ``request`` (no I/O). Raises
-        :class:`~seamkit.errors.CapabilityError`."""
+        :class:`~seamkit.errors.UnsupportedFeature`."""
         return build_body(request, self.config, self.capabilities, model=self.model, provider=PROVIDER)
 
     # --- usage ------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ breakpoints ("Prompt caching"); structured output through ``output_config.format
 tool ("Structured outputs"); ``tool_choice`` ``auto`` / ``any`` / ``tool`` / ``none``.
 
 Everything a request asks for that the model cannot take is refused here, before dispatch, with
-:class:`~seamkit.errors.CapabilityError` (temperature on a model without sampling parameters or
+:class:`~seamkit.errors.UnsupportedFeature` (temperature on a model without sampling parameters or
 with thinking on, a thinking type the model lacks, a thinking budget not below ``max_tokens``,
 images on a text-only model); settings that can be degraded are mapped with a warning (``seed``,
 forced ``tool_choice`` where it is not accepted, and schemas: a root that is not an object is sent
@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from seamkit.errors import CapabilityError
+from seamkit.errors import UnsupportedFeature
 from seamkit.values import (
     ChatRequest,
     ImageBlock,
@@ -153,8 +153,8 @@ class _Builder:
         self.provider = provider
         self.warnings: list[str] = []
 
-    def refuse(self, message: str, feature: str) -> CapabilityError:
-        return CapabilityError(message, provider=self.provider, model=self.model, feature=feature)
+    def refuse(self, message: str, feature: str) -> UnsupportedFeature:
+        return UnsupportedFeature(message, provider=self.provider, model=self.model, feature=feature)
 
     # --- transcript -------------------------------------------------------------------------
 
@@ -417,6 +417,6 @@ class _Builder:
 def build_body(request: ChatRequest, cfg: AnthropicConfig, caps: Capabilities, *, model: str,
                provider: str = "anthropic") -> Prepared:
     """The Messages API body for ``request`` (``stream: true``), its warnings and the synthetic
-    output tool name (if any). Raises :class:`~seamkit.errors.CapabilityError` before anything is
+    output tool name (if any). Raises :class:`~seamkit.errors.UnsupportedFeature` before anything is
     sent when the request asks for what ``model`` cannot take."""
     return _Builder(request, cfg, caps, model, provider).build()

@@ -8,7 +8,7 @@ Follows "Structured outputs" -> "JSON Schema limitations" (platform.claude.com, 
   ``additionalProperties: false`` (added to every object that does not say it), ``default``,
   ``description``, string ``format`` (date-time, time, date, duration, email, hostname, uri, ipv4,
   ipv6, uuid), ``pattern``, array ``items`` with ``minItems`` 0 or 1;
-- not supported, refused with :class:`~seamkit.errors.CapabilityError` naming the construct and
+- not supported, refused with :class:`~seamkit.errors.UnsupportedFeature` naming the construct and
   its JSON path before anything is sent: recursive schemas, numeric constraints (``minimum``,
   ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``, ``multipleOf``), string length
   constraints (``minLength``, ``maxLength``), array constraints beyond ``minItems`` 0/1
@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from seamkit.errors import CapabilityError
+from seamkit.errors import UnsupportedFeature
 from seamkit.schema_wrap import canonical_path, normalize_root, plain_schema, wrap_root
 
 __all__ = ["to_native", "to_tool_schema", "native_plan", "tool_input_plan", "SchemaPlan", "AnthropicSchemaError",
@@ -63,7 +63,7 @@ def _path(parent: str, key: str) -> str:
     return f"{parent}.{key}" if key.isidentifier() else f"{parent}[{key!r}]"
 
 
-class AnthropicSchemaError(CapabilityError):
+class AnthropicSchemaError(UnsupportedFeature):
     """What Claude's structured outputs cannot express: ``path`` (``$...``), ``construct`` and
     ``why``; ``feature`` is ``"<path>: <construct>"``."""
 
@@ -204,7 +204,7 @@ def _object_root(schema: Mapping[str, Any], c: _Compiler) -> None:
 
 def to_native(schema: Mapping[str, Any], *, provider: str | None = None, model: str | None = None) -> dict[str, Any]:
     """``schema`` compiled for ``output_config.format`` (``{"type": "json_schema", "schema": ...}``
-    takes the returned dict). Raises :class:`~seamkit.errors.CapabilityError` whose ``feature``
+    takes the returned dict). Raises :class:`~seamkit.errors.UnsupportedFeature` whose ``feature``
     is ``"<json path>: <construct>"`` for anything the dialect cannot express (an
     :class:`AnthropicSchemaError`)."""
     plain = plain_schema(schema)
@@ -219,7 +219,7 @@ def to_tool_schema(
     schema: Mapping[str, Any], *, provider: str | None = None, model: str | None = None
 ) -> dict[str, Any]:
     """``schema`` as a tool ``input_schema`` for the forced-tool route: a plain copy (annotations
-    kept) whose root must be ``{"type": "object"}``. Raises :class:`~seamkit.errors.CapabilityError`."""
+    kept) whose root must be ``{"type": "object"}``. Raises :class:`~seamkit.errors.UnsupportedFeature`."""
     plain = plain_schema(schema)
     c = _Compiler(plain, provider, model)
     _object_root(plain, c)

@@ -21,11 +21,11 @@ Public API (stable; ``seamkit_openai.responses`` and ``seamkit_openai.chat`` bui
     ``headers``; read at dispatch. Raises ``ProviderError(authentication)`` when OpenAI's own
     host would be called without a key.
   * ``settings(request) -> Settings``: the checked sampling settings (see :class:`Settings`);
-    raises :class:`~seamkit.errors.CapabilityError` before dispatch (temperature on a reasoning
+    raises :class:`~seamkit.errors.UnsupportedFeature` before dispatch (temperature on a reasoning
     model, stop sequences, tools or images the model does not take).
   * ``output_format(request) -> OutputFormat | None``: the structured-output plan (strict-compiled
     JSON Schema, the non-strict schema where strict mode cannot express it, or JSON mode), with its
-    warnings; raises ``CapabilityError`` only for a model with no structured output at all.
+    warnings; raises ``UnsupportedFeature`` only for a model with no structured output at all.
   * ``tool_plan(tool) -> SchemaPlan``: a tool's parameters schema, whether to send it with ``strict:
     true`` (only when strict compilation changes nothing: no optional properties, nothing relaxed),
     the key its arguments are wrapped in (a root that is not an object) and its warnings;
@@ -62,7 +62,7 @@ from urllib.parse import urlsplit
 
 import httpx
 from seamkit.accumulate import collect_result
-from seamkit.errors import CapabilityError, FailureClass, ProviderError
+from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
 from seamkit.pricing import Price, PriceTable, load_price_table, price_usage
 from seamkit.schema_wrap import unwrap_deltas
 from seamkit.values import ChatRequest, Delta, ImageBlock, LLMResult, ReasoningBlock, ToolSchema, Usage, thaw
@@ -317,12 +317,12 @@ class OpenAIProviderBase:
 
     # -- settings ---------------------------------------------------------------------------
 
-    def _refuse(self, feature: str, message: str) -> CapabilityError:
-        return CapabilityError(message, provider=self.provider, model=self.model, feature=feature)
+    def _refuse(self, feature: str, message: str) -> UnsupportedFeature:
+        return UnsupportedFeature(message, provider=self.provider, model=self.model, feature=feature)
 
     def settings(self, request: ChatRequest) -> Settings:
         """Check ``request`` against :attr:`capabilities` (see :class:`Settings`). Raises
-        :class:`CapabilityError` before dispatch for what the model cannot take."""
+        :class:`UnsupportedFeature` before dispatch for what the model cannot take."""
         caps = self.capabilities
         s = Settings(max_tokens_param=caps.max_tokens_param)
         if request.temperature is not None:
@@ -374,7 +374,7 @@ class OpenAIProviderBase:
         schema; a root that is not an object wrapped, see ``wrap_key``); the compiler's relaxations
         become warnings. Without ``strict_schema``: the schema as is. Without ``json_schema``:
         ``json_object`` with the schema (``json_object_schema``), else plain JSON mode
-        (``json_object``) with a warning, else :class:`CapabilityError` (no structured output at
+        (``json_object``) with a warning, else :class:`UnsupportedFeature` (no structured output at
         all)."""
         schema = request.output_schema
         if schema is None:

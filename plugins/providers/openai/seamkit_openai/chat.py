@@ -212,7 +212,7 @@ class OpenAIChatProvider(OpenAIProviderBase):
     """An :class:`~seamkit.ports.LLMPort` over Chat Completions (see the module doc).
 
     ``OpenAIChatProvider(config, client=None, environ=None)``. Raises
-    :class:`~seamkit.errors.CapabilityError` before dispatch for settings or schema constructs the
+    :class:`~seamkit.errors.UnsupportedFeature` before dispatch for settings or schema constructs the
     model cannot take, and a classified :class:`~seamkit.errors.ProviderError` for every failure,
     also in the middle of a stream."""
 
@@ -226,7 +226,7 @@ class OpenAIChatProvider(OpenAIProviderBase):
         ``json_object``) -> the ``param`` its error named."""
 
     def body(self, request: ChatRequest) -> tuple[dict[str, Any], list[str]]:
-        """``(request body, warnings)`` for ``request``. Raises ``CapabilityError``."""
+        """``(request body, warnings)`` for ``request``. Raises ``UnsupportedFeature``."""
         s = self.settings(request)
         return chat_body(self, request, s, refused=self.refused_modes)
 
@@ -387,7 +387,7 @@ def chat_body(p: OpenAIProviderBase, request: ChatRequest, s: Settings,
     """The Chat Completions request body for ``request`` with checked settings ``s`` on provider ``p``:
     ``(body, warnings)``. ``refused``: structured-output modes the server refused (see the module
     doc; a mapping mode -> the ``param`` named by the refusal); the first mode at or below the planned
-    one that is not refused is sent, with a warning when it is not the planned one. Raises ``CapabilityError``
+    one that is not refused is sent, with a warning when it is not the planned one. Raises ``UnsupportedFeature``
     (structured output)."""
     caps = p.capabilities
     warnings = list(s.warnings)

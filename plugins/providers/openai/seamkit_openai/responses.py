@@ -32,7 +32,7 @@ Request mapping (:meth:`OpenAIResponsesProvider.body`):
   ["reasoning.encrypted_content"]``; ``max_tokens`` -> ``max_output_tokens``; ``extra`` keys are
   merged into the body last (except ``stream``, always ``true``).
 - Not in the Responses API: ``seed`` (not sent, with a warning) and ``stop`` (refused with
-  :class:`~seamkit.errors.CapabilityError`: use ``openai_chat``).
+  :class:`~seamkit.errors.UnsupportedFeature`: use ``openai_chat``).
 
 Stream mapping (:meth:`OpenAIResponsesProvider.stream`): ``response.output_text.delta`` -> text;
 ``response.refusal.delta`` -> text, finish ``refusal``; ``response.output_item.added`` of a
@@ -58,7 +58,7 @@ import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from seamkit.errors import CapabilityError, FailureClass, ProviderError
+from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
 from seamkit.values import (
     ChatRequest,
     Delta,
@@ -181,7 +181,7 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
     def body(self, request: ChatRequest) -> tuple[dict[str, Any], list[str]]:
         """The JSON request body for ``request`` and the warnings (explicit degradations) to report.
 
-        Raises :class:`~seamkit.errors.CapabilityError` before dispatch for what the model or the
+        Raises :class:`~seamkit.errors.UnsupportedFeature` before dispatch for what the model or the
         Responses API cannot take (temperature on a reasoning model, stop sequences, tools or images
         the model lacks, an unknown ``tool_choice``). A schema strict mode cannot express is sent
         with ``strict: false`` and a warning, never refused."""
@@ -189,7 +189,7 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
         warnings = list(s.warnings)
         caps = self.capabilities
         if s.stop:
-            raise CapabilityError(
+            raise UnsupportedFeature(
                 "stop sequences are not part of the Responses API; use the openai_chat component",
                 provider=self.provider, model=self.model, feature="stop",
             )
@@ -220,7 +220,7 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
             body["tools"] = tools
             body["tool_choice"] = self._tool_choice(request.tool_choice, names)
         elif request.tool_choice not in ("auto", "none"):
-            raise CapabilityError(
+            raise UnsupportedFeature(
                 f"tool_choice {request.tool_choice!r} needs tools, and the request offers none",
                 provider=self.provider, model=self.model, feature="tool_choice",
             )
@@ -256,7 +256,7 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
             return choice
         if choice in names:
             return {"type": "function", "name": choice}
-        raise CapabilityError(
+        raise UnsupportedFeature(
             f"tool_choice {choice!r} is not one of the offered tools ({', '.join(names)}) nor auto/required/none",
             provider=self.provider, model=self.model, feature="tool_choice",
         )
@@ -362,7 +362,7 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
     @unwraps_roots
     async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
         """Stream one response as deltas; the last carries ``finish_reason``, ``usage``, ``model``
-        and ``raw_usage``. Raises :class:`~seamkit.errors.CapabilityError` before dispatch and
+        and ``raw_usage``. Raises :class:`~seamkit.errors.UnsupportedFeature` before dispatch and
         :class:`~seamkit.errors.ProviderError` (classified) for every failure, also mid-stream."""
         from seamkit_http import open_sse
 

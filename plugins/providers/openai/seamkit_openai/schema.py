@@ -33,7 +33,7 @@ Rules (OpenAI "Structured Outputs" guide, section "Supported schemas"):
   the root, ``$comment``, ``examples``, ``default``, ``deprecated``, ``readOnly``, ``writeOnly``,
   ``discriminator`` (an OpenAPI annotation pydantic writes beside a tagged union's ``oneOf``).
 - :func:`compile_strict` refuses with :class:`StrictSchemaError` (a
-  :class:`~seamkit.errors.CapabilityError`; ``feature`` = ``"<path>: <keyword>"``, e.g.
+  :class:`~seamkit.errors.UnsupportedFeature`; ``feature`` = ``"<path>: <keyword>"``, e.g.
   ``"$.properties.tags: patternProperties"``): ``patternProperties``, ``additionalProperties``
   other than ``false``, an object without ``properties`` (a free-form map), ``propertyNames``,
   ``unevaluatedProperties``/``unevaluatedItems`` (other than ``false``), ``dependentRequired``,
@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seamkit.agent.output import drop_absent_nulls
-from seamkit.errors import CapabilityError
+from seamkit.errors import UnsupportedFeature
 from seamkit.schema_wrap import RootWrap, canonical_path, normalize_root, plain_schema, wrap_root
 
 __all__ = ["StrictSchema", "StrictSchemaError", "SchemaPlan", "compile_strict", "plan_schema", "to_strict", "wrap_key",
@@ -117,7 +117,7 @@ class StrictSchema:
     about which documents are valid, beyond ``relaxed``)."""
 
 
-class StrictSchemaError(CapabilityError):
+class StrictSchemaError(UnsupportedFeature):
     """What strict mode cannot express: ``path`` (``$...``), ``construct`` (the keyword or construct)
     and ``why``; ``feature`` is ``"<path>: <construct>"``."""
 
@@ -345,7 +345,7 @@ def _json_type(v: Any) -> str:
 def compile_strict(schema: Mapping[str, Any], *, provider: str | None = None,
                    model: str | None = None) -> StrictSchema:
     """Compile ``schema`` (see the module doc). Raises :class:`StrictSchemaError` (a
-    :class:`~seamkit.errors.CapabilityError`) naming the construct and its JSON path for what strict
+    :class:`~seamkit.errors.UnsupportedFeature`) naming the construct and its JSON path for what strict
     mode cannot express."""
     root = plain_schema(schema)
     c = _Compiler(root, provider, model)

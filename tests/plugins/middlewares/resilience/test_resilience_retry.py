@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from resilience_fakes import REQUEST, FakeModel, collect_deltas, perr, run_chain, run_result
-from seamkit.errors import BudgetExceeded, CapabilityError, ConfigError, FailureClass, ProviderError, RunCancelled
+from seamkit.errors import BudgetExceeded, ConfigError, FailureClass, ProviderError, RunCancelled, UnsupportedFeature
 from seamkit.plugins.registry import get_registry
 from seamkit.testing import FakeClock, make_test_ctx
 from seamkit_resilience.config import PERMANENT_CLASSES, TRANSIENT_CLASSES, RetryConfig
@@ -66,7 +66,7 @@ async def test_permanent_classes_are_tried_once(cls: FailureClass, ctx: Any, clo
 
 
 @pytest.mark.parametrize("exc", [
-    CapabilityError("temperature not supported", provider="fake", model="m1", feature="temperature"),
+    UnsupportedFeature("temperature not supported", provider="fake", model="m1", feature="temperature"),
     BudgetExceeded("over", ceiling=Decimal("1"), spent=Decimal("1"), reserved=Decimal("0"), needed=Decimal("0.1")),
     ValueError("a bug"),
     RunCancelled("stop"),

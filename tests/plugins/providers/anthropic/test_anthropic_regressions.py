@@ -15,7 +15,7 @@ import pytest
 from anthropic_wire_helpers import sse_reply
 from pydantic import ValidationError
 from seamkit.composition import load_composition
-from seamkit.errors import CapabilityError, ConfigError, FailureClass, ProviderError
+from seamkit.errors import ConfigError, FailureClass, ProviderError, UnsupportedFeature
 from seamkit.values import ChatRequest, Delta, Message
 from seamkit_anthropic.config import AnthropicConfig
 from seamkit_anthropic.provider import AnthropicProvider
@@ -216,7 +216,7 @@ def test_the_budget_error_is_located_in_yaml(tmp_path: Path) -> None:
 
 async def test_the_call_time_check_against_a_request_max_tokens_stays() -> None:
     p, t = make(api_key=KEY, thinking={"type": "enabled", "budget_tokens": 2048})
-    with pytest.raises(CapabilityError, match="budget_tokens"):
+    with pytest.raises(UnsupportedFeature, match="budget_tokens"):
         await run(p)  # the request's max_tokens is 256
     assert t.requests == []
 

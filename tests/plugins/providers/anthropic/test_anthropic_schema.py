@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
-from seamkit.errors import CapabilityError
+from seamkit.errors import UnsupportedFeature
 from seamkit.values import ChatRequest, Message, ToolSchema, freeze
 from seamkit_anthropic.capabilities import capabilities_for
 from seamkit_anthropic.config import AnthropicConfig
@@ -79,7 +79,7 @@ def test_supported_constructs_are_kept_and_objects_closed() -> None:
     ],
 )
 def test_unsupported_constructs_are_named_with_their_path(schema: dict[str, Any], feature: str) -> None:
-    with pytest.raises(CapabilityError) as info:
+    with pytest.raises(UnsupportedFeature) as info:
         to_native({"type": "object", **schema}, provider="anthropic", model="claude-sonnet-4-5")
     assert info.value.feature == feature
     assert info.value.provider == "anthropic" and info.value.model == "claude-sonnet-4-5"
@@ -89,7 +89,7 @@ def test_unsupported_constructs_are_named_with_their_path(schema: dict[str, Any]
 def test_recursive_schemas_are_refused() -> None:
     schema = {"type": "object", "properties": {"node": {"$ref": "#/$defs/node"}},
               "$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}}}
-    with pytest.raises(CapabilityError, match="recursive") as info:
+    with pytest.raises(UnsupportedFeature, match="recursive") as info:
         to_native(schema)
     assert info.value.feature == "$.$defs.node.properties.next: $ref"
 
@@ -99,7 +99,7 @@ def test_recursive_schemas_are_refused() -> None:
 )
 def test_the_root_must_be_an_object(root: dict[str, Any]) -> None:
     for compile_ in (to_native, to_tool_schema):
-        with pytest.raises(CapabilityError) as info:
+        with pytest.raises(UnsupportedFeature) as info:
             compile_(root)
         assert info.value.feature == "$: root type"
 
@@ -210,7 +210,7 @@ def test_an_unsupported_keyword_anywhere_is_refused_with_its_path(
     walk(schema, "$")
     path, node = data.draw(st.sampled_from(spots))
     node[keyword] = {} if keyword in ("not", "if", "contains", "patternProperties") else 1
-    with pytest.raises(CapabilityError) as info:
+    with pytest.raises(UnsupportedFeature) as info:
         to_native(schema)
     assert info.value.feature == f"{path}: {keyword}"
 

@@ -24,7 +24,7 @@ from anthropic_wire_helpers import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from seamkit.accumulate import collect_result
-from seamkit.errors import CapabilityError, FailureClass, ProviderError
+from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
 from seamkit.values import (
     ChatRequest,
     Delta,
@@ -168,7 +168,7 @@ async def test_tool_choice_mapping(build_provider: Build, choice: str, sent: dic
 
 async def test_tool_choice_naming_an_unknown_tool_is_refused(build_provider: Build) -> None:
     p, t = build_provider()
-    with pytest.raises(CapabilityError, match="tool_choice"):
+    with pytest.raises(UnsupportedFeature, match="tool_choice"):
         await deltas_of(p, ChatRequest((Message.user("hi"),), tools=(WEATHER,), tool_choice="nope"))
     assert t.requests == []
 
@@ -390,14 +390,14 @@ async def test_unsigned_reasoning_is_dropped(build_provider: Build) -> None:
 
 async def test_temperature_with_thinking_is_refused_before_dispatch(build_provider: Build) -> None:
     p, t = build_provider(thinking={"type": "enabled", "budget_tokens": 1024})
-    with pytest.raises(CapabilityError, match="temperature") as info:
+    with pytest.raises(UnsupportedFeature, match="temperature") as info:
         await deltas_of(p, ChatRequest((Message.user("hi"),), temperature=0.2, max_tokens=2048))
     assert info.value.feature == "temperature" and t.requests == []
 
 
 async def test_thinking_budget_must_be_below_max_tokens(build_provider: Build) -> None:
     p, t = build_provider(thinking={"type": "enabled", "budget_tokens": 4096})
-    with pytest.raises(CapabilityError) as info:
+    with pytest.raises(UnsupportedFeature) as info:
         await deltas_of(p, hello())  # max_tokens 256
     assert info.value.feature == "thinking.budget_tokens" and t.requests == []
     q, _ = build_provider(thinking={"type": "enabled", "budget_tokens": 4096},
@@ -419,7 +419,7 @@ async def test_settings_a_model_cannot_take_are_refused(
     build_provider: Build, model: str, config: dict[str, object], request_kw: dict[str, object], feature: str
 ) -> None:
     p, t = build_provider(model=model, **config)
-    with pytest.raises(CapabilityError) as info:
+    with pytest.raises(UnsupportedFeature) as info:
         await deltas_of(p, ChatRequest((Message.user("hi"),), max_tokens=8192, **request_kw))  # type: ignore[arg-type]
     assert info.value.feature == feature and info.value.model == model
     assert t.requests == []
@@ -519,7 +519,7 @@ async def test_images_base64_and_url(build_provider: Build) -> None:
                            TextBlock("Compare these two images.")))
     assert p.prepare(ChatRequest((msg,), max_tokens=1024)).body == expected_body("vision")
     q, _ = build_provider(capabilities={"images": False})
-    with pytest.raises(CapabilityError) as info:
+    with pytest.raises(UnsupportedFeature) as info:
         q.prepare(ChatRequest((msg,)))
     assert info.value.feature == "images"
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
-from seamkit.errors import CapabilityError
+from seamkit.errors import UnsupportedFeature
 from seamkit.values import freeze
 from seamkit_openai.schema import compile_strict, drop_optional_nulls, plan_schema, schema_name, to_strict
 
@@ -115,7 +115,7 @@ def test_const_oneof_allof_and_relaxed_keywords() -> None:
     ],
 )
 def test_unsupported_constructs_are_refused_with_their_path(schema: dict[str, Any], feature: str) -> None:
-    with pytest.raises(CapabilityError) as info:
+    with pytest.raises(UnsupportedFeature) as info:
         to_strict(schema, provider="openai_chat", model="gpt-4o")
     assert info.value.feature == feature
     assert feature.split(": ", 1)[0] in str(info.value) and str(info.value).startswith("openai_chat:gpt-4o: ")
@@ -123,14 +123,14 @@ def test_unsupported_constructs_are_refused_with_their_path(schema: dict[str, An
 
 def test_limits() -> None:
     many = obj({f"p{i}": {"type": "string"} for i in range(5001)})
-    with pytest.raises(CapabilityError, match="5000"):
+    with pytest.raises(UnsupportedFeature, match="5000"):
         to_strict(many)
     deep: dict[str, Any] = {"type": "string"}
     for _ in range(11):
         deep = obj({"x": deep}, ["x"])
-    with pytest.raises(CapabilityError, match="nesting"):
+    with pytest.raises(UnsupportedFeature, match="nesting"):
         to_strict(deep)
-    with pytest.raises(CapabilityError, match="1000 enum"):
+    with pytest.raises(UnsupportedFeature, match="1000 enum"):
         to_strict(obj({"e": {"enum": list(range(1001))}}))
 
 

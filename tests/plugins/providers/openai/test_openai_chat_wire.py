@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from seamkit.accumulate import collect_result
-from seamkit.errors import CapabilityError, FailureClass, ProviderError
+from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
 from seamkit.testing.conformance import ProviderConformance
 from seamkit.values import (
     ChatRequest,
@@ -103,7 +103,7 @@ async def test_system_becomes_developer_for_reasoning_models() -> None:
 
 async def test_temperature_on_a_reasoning_model_is_refused_before_dispatch() -> None:
     p, t = make(sse_reply("reasoning"), model="o4-mini")
-    with pytest.raises(CapabilityError) as info:
+    with pytest.raises(UnsupportedFeature) as info:
         await p.chat(ChatRequest((Message.user("Hi"),), temperature=0.2))
     assert info.value.feature == "temperature"
     assert "o4-mini" in str(info.value)
@@ -112,7 +112,7 @@ async def test_temperature_on_a_reasoning_model_is_refused_before_dispatch() -> 
 
 async def test_stop_sequences_on_a_reasoning_model_are_refused() -> None:
     p, t = make(sse_reply("reasoning"), model="gpt-5")
-    with pytest.raises(CapabilityError, match="stop"):
+    with pytest.raises(UnsupportedFeature, match="stop"):
         await p.chat(ChatRequest((Message.user("Hi"),), stop=("END",)))
     assert t.requests == []
 
@@ -240,7 +240,7 @@ async def test_transcript_mapping() -> None:
 
 async def test_images_refused_for_a_model_without_vision() -> None:
     p, t = make(sse_reply("text"), model="o3-mini")
-    with pytest.raises(CapabilityError) as info:
+    with pytest.raises(UnsupportedFeature) as info:
         await p.chat(ChatRequest((Message("user", (ImageBlock(url="https://example.com/a.png"),)),)))
     assert info.value.feature == "images"
     assert t.requests == []

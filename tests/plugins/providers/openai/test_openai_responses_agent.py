@@ -84,7 +84,7 @@ _DONE = {"type": "response.completed",
 
 async def test_schemas_strict_mode_cannot_express_are_sent_non_strict_and_the_union_answer_unwrapped() -> None:
     """A union output type (root anyOf) and ``dict[str, Any]`` fields were refused before sending
-    (CapabilityError); now each goes out in a form the API accepts, with one warning naming the
+    (UnsupportedFeature); now each goes out in a form the API accepts, with one warning naming the
     construct and its path, and the final value is validated against the canonical schema."""
     answer = '{"value": {"kind": "escalation", "reason": "double charge", "details": {"order": [7, 9]}}}'
     transport = ReplayTransport(

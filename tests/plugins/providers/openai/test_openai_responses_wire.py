@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from seamkit.accumulate import collect_result
-from seamkit.errors import CapabilityError, FailureClass, ProviderError
+from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
 from seamkit.values import (
     ChatRequest,
     Delta,
@@ -258,7 +258,7 @@ async def test_named_tool_choice_and_non_strict_tool() -> None:
 async def test_unsupported_settings_are_refused_before_dispatch(model: str, request_: ChatRequest,
                                                                 feature: str) -> None:
     p, t = provider(sse("text.sse"), model=model)
-    with pytest.raises(CapabilityError) as info:
+    with pytest.raises(UnsupportedFeature) as info:
         await deltas(p, request_)
     assert feature in (info.value.feature or "")
     assert t.requests == []
