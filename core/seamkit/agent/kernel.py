@@ -367,6 +367,7 @@ class KernelRun:
         steps: list[Message] = [Message.user(self._results_text(0))] if self.executions else []
         reply = ""
         cancellation = self.ctx.cancellation
+        corrected = False  # the model was told, once, of a step in which nothing ran
         for n in range(self.agent.max_steps):
             cancellation.raise_if_cancelled()
             proposal_text = await self._model_step(selected, steps, confirming=bool(confirming))
@@ -389,7 +390,13 @@ class KernelRun:
             await self._execute([d.intention for d in dispositions if d.action == "execute"
                                  and d.intention.capability not in self.settled])
             if len(self.executions) == ran:
-                break
+                # nothing ran: the reply was written before the planner's decisions; once per turn the
+                # model is told them (it may correct an input, or ask the person what is missing)
+                refused = [d for d in dispositions if d.action != "execute"
+                           and d.code not in ("DUPLICATE_INTENTION", "CONFIRMATION_DECLINED")]
+                if not refused or corrected or n + 1 >= self.agent.max_steps:
+                    break
+                corrected = True
             steps += [Message.assistant(proposal_text), Message.user(self._results_text(ran, dispositions))]
         else:
             note = f"the turn reached max_steps ({self.agent.max_steps}) model calls"
@@ -488,9 +495,18 @@ class KernelRun:
         return out
 
     def _ask(self, dispositions: Sequence[Disposition]) -> None:
-        """One input interaction per missing fact; one choice per ambiguous intention."""
+        """One input interaction per missing fact and per capability whose input did not validate;
+        one choice per ambiguous intention. A question about a capability that now executes goes."""
+        running = {d.intention.capability for d in dispositions if d.action == "execute"}
+        if running:
+            self.kernel = dataclasses.replace(self.kernel, interactions=tuple(
+                i for i in self.kernel.interactions
+                if i.kind == "confirmation" or (i.capability or "").split("@")[0] not in running))
         asked = {i.fact for i in self.kernel.interactions if i.kind == "input" and i.fact}
         for d in dispositions:
+            if d.action == "clarify" and d.code == "INVALID_CAPABILITY_INPUT":
+                self._interact(Interaction("", "input", d.message, capability=d.intention.capability))
+                continue
             if d.action == "defer" and d.fact is not None and d.fact not in asked:
                 asked.add(d.fact)
                 self._interact(Interaction("", "input", f"{d.fact} is needed: {d.message}", fact=d.fact,
@@ -746,7 +762,14 @@ class KernelRun:
                             reason=reason)
             self._record(out)
             return [out]
-        ran = await self._run_one(provider, need.input, reason=f"dependency:{c.ref}", depth=depth + 1)
+        policy = self.agent.capability_policy
+        denied = policy(provider, thaw(need.input), self.facts) if policy is not None else None
+        if denied is not None:  # a provider run for a dependency is planned like one the model proposed
+            ran = [Execution(provider.ref, need.input, "failed", "POLICY_DENIED", str(denied),
+                             reason=f"dependency:{c.ref}")]
+            self._record(ran[0])
+        else:
+            ran = await self._run_one(provider, need.input, reason=f"dependency:{c.ref}", depth=depth + 1)
         if wanted in self.facts and ran and ran[-1].outcome == "completed":
             return [*ran, *await self._run_one(c, arguments, confirmed=confirmed, state=need.state,
                                                reason=reason, depth=depth + 1)]

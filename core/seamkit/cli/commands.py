@@ -730,13 +730,15 @@ def cmd_stores_setup(args: argparse.Namespace) -> int:
 
 
 def describe(composition: Composition) -> str:
-    """One line naming the agent, its model component, tools, middlewares and output kind (never
+    """One line naming the agent, its model component, tools, middlewares, capabilities and output kind (never
     their parameters, which may hold secrets)."""
     a = composition.agent
     tools = ", ".join(t.use for t in a.tools) or "none"
     parts = [f"agent {a.name or 'agent'!r}", f"model {a.model.use}", f"tools: {tools}"]
     if a.middlewares:
         parts.append(f"middlewares: {', '.join(m.use for m in a.middlewares)}")
+    if a.capabilities:
+        parts.append(f"capabilities: {', '.join(c.use for c in a.capabilities)}")
     parts.append(f"output: {'typed (JSON Schema)' if a.output is not None else 'text'}")
     return ", ".join(parts)
 

@@ -18,7 +18,9 @@ component failing to build for a reason other than its configuration, ...); ``2`
 configuration error (bad arguments, missing file, invalid composition, unknown component, a
 component refusing its configuration when built, a request the model cannot take
 (``UnsupportedFeature``, found before it is sent), strict plugin failure); ``3`` the run waits for a
-person (approval, or settling a tool call whose outcome is unknown); ``4`` a guardrail stopped the run
+person (approval, settling a tool call whose outcome is unknown, or, for an agent with
+capabilities, the person's answer: a confirmation or a question, ``seamkit resume RUN --answer``);
+``4`` a guardrail stopped the run
 (a tripwire, :class:`~seamkit.guardrails.GuardrailTripped`: its checkpoint says which guardrail, at
 which point and why; it cannot be resumed); ``130`` interrupted: Ctrl-C,
 or the run's cancellation token cancelled (``ctx.cancellation.cancel()``, from a tool for example;
@@ -126,7 +128,8 @@ def build_parser(
         prog=PROG,
         description="seamkit: compose, validate and run LLM agents described in YAML.",
         epilog="Exit codes: 0 ok, 1 the run failed, 2 usage or configuration error, 3 the run waits for "
-        "a person (approval or settling, see seamkit resume), 4 a guardrail stopped the run (tripwire), "
+        "a person (approval, settling, or an answer with --answer: see seamkit resume), "
+        "4 a guardrail stopped the run (tripwire), "
         "130 interrupted (Ctrl-C) or cancelled, "
         "143 terminated (SIGTERM). "
         "SEAMKIT_DEBUG=1 shows tracebacks.",

@@ -160,6 +160,13 @@ def _capabilities(ctx: Context, reg: Registry, a: AgentConfig, failures: list[in
     after adding located issues. An entry that does not build is reported by :func:`_build` and
     nothing is compiled (the missing capability would show up as false problems). The version is
     checked even without capabilities when the file sets it."""
+    if a.capabilities:
+        # the kernel plans and writes each request itself: what a tool-calling agent has does not fit
+        for key in ("tools", "output", "guardrails", "context", "approvals"):
+            if getattr(a, key, None):
+                ctx.add(f"an agent with capabilities has no {key} (the kernel plans and writes each request "
+                        "itself; a capability reaches the world through ports, not tools): remove one of the two",
+                        ("agent", key))
     built: list[Any] = []
     for i, ref in enumerate(a.capabilities):
         built.append(_build(ctx, reg, ref, ("agent", "capabilities", i), failures))

@@ -650,6 +650,22 @@ async def test_needs_dependency_runs_the_provider_in_the_same_turn_and_resumes_t
     assert RUNS == Counter({"status": 2, "login": 1}) and states == [{"asked": "u"}] and model.calls == 2
 
 
+async def test_the_policy_is_asked_about_a_provider_run_for_a_dependency() -> None:
+    compiled, states = _dependent("none")
+    asked: list[str] = []
+
+    def policy(c: Capability, inp: Any, facts: Any) -> str | None:
+        asked.append(c.id)
+        return "logins are not allowed here" if c.id == "login" else None
+
+    model = ScriptedModel([proposal(it("status", user="u")), proposal()])
+    agent, _ = make_agent(MemoryStore(), model, compiled, capability_policy=policy)
+    r = await agent.run("my status")
+    assert outcomes(r.turn) == [("login@1", "failed", "POLICY_DENIED"),
+                                ("status@1", "skipped", "DEPENDENCY_NOT_COMPLETED")]
+    assert asked == ["status", "login"] and RUNS == Counter({"status": 1}) and states == []
+
+
 async def test_a_dependency_awaiting_confirmation_puts_the_consumer_on_the_agenda_until_yes(
         opener: Callable[[], Any]) -> None:
     compiled, states = _dependent("required")

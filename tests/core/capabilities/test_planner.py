@@ -196,7 +196,7 @@ def test_parse_proposal_round_trips_well_formed_proposals(intentions: list[dict[
 
 
 async def test_two_intentions_missing_one_fact_ask_exactly_one_input_interaction() -> None:
-    model = ScriptedModel([proposal(it("details", item="a"), it("choose", item="a"))])
+    model = ScriptedModel([proposal(it("details", item="a"), it("choose", item="a")), proposal(reply="which one?")])
     agent, events = agent_with(model)
     r = await agent.run("tell me about a", turn_id="T1")
     turn = r.turn
@@ -204,13 +204,16 @@ async def test_two_intentions_missing_one_fact_ask_exactly_one_input_interaction
     assert actions(turn.dispositions) == [("defer", "FACT_REQUIRED"), ("defer", "FACT_REQUIRED")]
     asked = [i for i in turn.interactions if i.kind == "input"]
     assert len(asked) == 1 and asked[0].fact == "catalog.match@1"
-    assert r.stop_reason == "suspended" and model.calls == 1 and sum(RUNS.values()) == 0
+    # nothing ran: the model is told why once, and writes its reply knowing it
+    assert r.stop_reason == "suspended" and model.calls == 2 and sum(RUNS.values()) == 0
+    assert "FACT_REQUIRED" in model.requests[1].messages[-1].text and r.output == "which one?"
     planned = [e.data["disposition"].action for e in events if e.kind == "capability" and e.data["event"] == "planned"]
     assert planned == ["defer", "defer"]
 
 
 async def test_an_ambiguous_intention_asks_a_choice_with_the_options() -> None:
-    model = ScriptedModel([proposal({"capability": "search", "input": {"query": "x"}, "alternatives": ["lookup"]})])
+    model = ScriptedModel([proposal({"capability": "search", "input": {"query": "x"}, "alternatives": ["lookup"]}),
+                           proposal(reply="search or lookup?")])
     agent, _ = agent_with(model)
     r = await agent.run("find x")
     assert r.turn is not None
@@ -221,13 +224,36 @@ async def test_an_ambiguous_intention_asks_a_choice_with_the_options() -> None:
 
 async def test_invalid_input_unknown_capability_and_malformed_intentions_run_nothing() -> None:
     model = ScriptedModel([json.dumps({"intentions": [it("search", query=""), it("refund", order="1"),
-                                                      {"capability": 5}], "reply": "?"})])
+                                                      {"capability": 5}], "reply": "?"}), proposal(reply="sorry")])
     agent, _ = agent_with(model)
     r = await agent.run("do things")
     assert r.turn is not None
     assert sorted(d.code or "" for d in r.turn.dispositions) == [
         "CAPABILITY_NOT_REGISTERED", "INVALID_CAPABILITY_INPUT", "INVALID_INTENTION"]
-    assert r.turn.executions == () and sum(RUNS.values()) == 0 and model.calls == 1
+    assert r.turn.executions == () and sum(RUNS.values()) == 0 and model.calls == 2
+    told = model.requests[1].messages[-1].text
+    assert all(code in told for code in ("CAPABILITY_NOT_REGISTERED", "INVALID_CAPABILITY_INPUT", "INVALID_INTENTION"))
+    # the input that did not validate is a question to the person, about that capability
+    assert [(i.kind, i.capability) for i in r.turn.interactions] == [("input", "search")]
+    assert r.stop_reason == "suspended" and r.output == "sorry"
+
+
+async def test_a_corrected_input_runs_and_the_question_about_it_goes() -> None:
+    model = ScriptedModel([proposal(it("search", query="")), proposal(it("search", query="laptop")),
+                           proposal(reply="found")])
+    agent, _ = agent_with(model)
+    r = await agent.run("find a laptop")
+    assert r.turn is not None
+    assert actions(r.turn.dispositions) == [("clarify", "INVALID_CAPABILITY_INPUT"), ("execute", None)]
+    assert RUNS == Counter({"search": 1}) and r.turn.interactions == () and r.stop_reason == "completed"
+    assert model.calls == 3 and r.output == "found"
+
+
+async def test_the_model_is_told_only_once_per_turn_when_nothing_runs() -> None:
+    model = ScriptedModel([proposal(it("search", query=""))], repeat=True)
+    agent, _ = agent_with(model, max_steps=5)
+    r = await agent.run("find")
+    assert r.turn is not None and model.calls == 2 and sum(RUNS.values()) == 0
 
 
 async def test_the_agents_capability_policy_rejects_before_anything_runs() -> None:

@@ -159,3 +159,15 @@ def test_a_factory_returning_no_capability_is_a_located_error(tmp_path: Path, ca
     spec = caps.resolve("capability", "not_a_capability")
     with pytest.raises(PluginError, match="Capability"):
         spec.build()
+
+
+def test_what_a_capability_agent_cannot_have_is_a_located_issue_for_validate_and_run(
+        tmp_path: Path, caps: Registry) -> None:
+    issues = _issues(tmp_path, caps, """\
+        tools: [calculator]
+        output: {json_schema: {type: object}}
+        capabilities:
+          - {use: declared, id: search, provides: [request.candidates@1]}
+        """)
+    assert [(i.path, i.line) for i in issues] == [("agent.tools", 4), ("agent.output", 5)]
+    assert all("an agent with capabilities has no" in i.message for i in issues)
