@@ -294,9 +294,10 @@ class Agent:
         ``ctx.run_id`` (a client retrying the first message) returns that turn's stored result
         (``result.turn.replayed``) with no model or capability call, as :meth:`resume` does.
         """
-        if self.capabilities is not None and self.checkpointer is not None and turn_id is not None \
-                and ctx is not None:
-            replayed = await self._committed_turn(ctx.run_id, _turn_id(turn_id))
+        if self.capabilities is not None and self.checkpointer is not None and ctx is not None:
+            # a run id given may name an existing conversation: a retried first turn, or a mistake
+            replayed = await self._committed_turn(ctx.run_id, _turn_id(turn_id) if turn_id is not None else None,
+                                                  task)
             if replayed is not None:
                 return replayed
         run = self._start(task, ctx, history, variables, turn_id)
@@ -427,9 +428,11 @@ class Agent:
             await run._save("running")
         return await run.drive()
 
-    async def _committed_turn(self, run_id: str, turn_id: str) -> AgentResult | None:
+    async def _committed_turn(self, run_id: str, turn_id: str | None, task: Any) -> AgentResult | None:
         """The stored result of ``run_id``'s committed turn ``turn_id``, flagged replayed; ``None``
-        when the run or the turn is not there."""
+        when the run is not there. Raises :class:`~seamkit.errors.RunNotResumable` when the run
+        exists but the turn is not one of its committed turns (the next turn is a ``resume``), or
+        ``task`` is not the message the turn answered."""
         from seamkit.agent.kernel import replayed_result, stored_turn
 
         assert self.checkpointer is not None
@@ -438,10 +441,15 @@ class Agent:
             return None
         state = snap.state
         scope = state.get("scope") if isinstance(state.get("scope"), Scope) else Scope()
-        stored = await stored_turn(self, run_id, state, scope, turn_id)
+        stored = await stored_turn(self, run_id, state, scope, turn_id) if turn_id is not None else None
         if stored is None:
-            return None
-        return replayed_result(stored, run_id, snap.parent_run_id, snap.transcript, state)
+            from seamkit.errors import RunNotResumable
+
+            which = f"turn {turn_id} is not one of its committed turns" if turn_id is not None else "run() starts one"
+            raise RunNotResumable(run_id, f"the conversation exists and {which}: take the next turn with "
+                                  "resume(run_id, answer=..., turn_id=...)")
+        return replayed_result(stored, run_id, snap.parent_run_id, snap.transcript, state,
+                               task if isinstance(task, str) else None)
 
     async def _resume_turn(self, run_id: str, *, answer: str | None, turn_id: str | None, allow_finished: bool,
                            steal: bool, ctx: RunContext | None, decisions: Any) -> AgentResult:
@@ -473,7 +481,7 @@ class Agent:
             turn_id = _turn_id(turn_id)
             stored = await stored_turn(self, run_id, state, scope, turn_id)
             if stored is not None:
-                return replayed_result(stored, run_id, snap.parent_run_id, snap.transcript, state)
+                return replayed_result(stored, run_id, snap.parent_run_id, snap.transcript, state, answer)
         interrupted = snap.status == "running" and ks.turn is not None
         if answer is None and not interrupted:
             if snap.status == "done" and allow_finished:

@@ -8,8 +8,10 @@ generated). A turn:
 1. **Replay.** A committed turn id returns its stored :class:`~seamkit.capabilities.state.TurnResult`
    (``replayed=True``) with no model or capability call.
 2. **Confirmation.** When a confirmation is open, the message answers it: a plain yes or no
-   (``yes``, ``ok``, ``go ahead`` / ``no``, ``cancel``...) or else the model's ``confirmation``
-   field. Yes runs each waiting write once, with the input stored on the agenda (a re-proposal of
+   (``yes``, ``ok``, ``go ahead`` / ``no``, ``cancel``...). Consent is the person's own word: the
+   model's ``confirmation`` field may decline (its reading of "never mind"), never confirm, so a
+   message that is not a plain yes ("maybe", a question) leaves the confirmation open. Yes runs
+   each waiting write once, with the input stored on the agenda (a re-proposal of
    the same capability in that turn is merged into it, not run again); no records
    ``CONFIRMATION_DECLINED`` and clears the agenda item and the interaction, and the capabilities
    on the agenda waiting for a fact it would have provided (``DEPENDENCY_NOT_COMPLETED``).
@@ -376,8 +378,8 @@ class KernelRun:
             if proposal.problem is not None and proposal.problem not in self.warnings:
                 self.warnings.append(proposal.problem)
             ran = len(self.executions)
-            if confirming and proposal.confirmation is not None:
-                await self._settle(confirming, proposal.confirmation)
+            if confirming and proposal.confirmation == "no":  # the model may decline, never consent
+                await self._settle(confirming, "no")
                 confirming = []
             wanted = [s for s in proposal.select if s not in selected and self.compiled.get(s) is not None]
             # asked for alongside intentions too: shown in full from the next step on
@@ -447,8 +449,8 @@ class KernelRun:
             parts.append("Evidence:\n" + "\n".join(f"- [{eid}] {e.source}: {e.excerpt[:200]}" for eid, e in evidence))
         if confirming:
             asked = "; ".join(i.prompt for i in self.kernel.interactions if i.kind == "confirmation")
-            parts.append(f"The person was asked to confirm: {asked}. Set \"confirmation\" to yes or no from their "
-                         "message, or none when it answers neither.")
+            parts.append(f"The person was asked to confirm: {asked}. Set \"confirmation\" to no when their message "
+                         "declines it, else none (only the person's own plain yes confirms).")
         # the agent's own prompt last, next to the person's message: its examples work best there
         system = self.agent._system
         if system is not None and system.text:
@@ -754,19 +756,25 @@ class KernelRun:
                       confirmed: bool, reason: str | None, depth: int) -> list[Execution]:
         provider = self.compiled.get(need.provider)
         wanted = str(need.requirement)
-        if provider is None or need.requirement not in provider.provides or depth >= MAX_DEPTH:
-            why = (f"no capability {need.provider!r}" if provider is None
-                   else f"{provider.ref} does not provide {wanted}" if need.requirement not in provider.provides
-                   else f"more than {MAX_DEPTH} nested dependencies")
+        why = (f"no capability {need.provider!r}" if provider is None
+               else f"{provider.ref} does not provide {wanted}" if need.requirement not in provider.provides
+               else f"{c.ref} cannot be its own provider" if provider.id == c.id
+               else f"{wanted} is known already (it is in ctx.facts)" if wanted in self.facts
+               else f"more than {MAX_DEPTH} nested dependencies" if depth >= MAX_DEPTH
+               else None)
+        if provider is None or why is not None:
             out = Execution(c.ref, arguments, "failed", "INVALID_DEPENDENCY", f"{c.ref} needs {wanted}: {why}",
                             reason=reason)
             self._record(out)
             return [out]
         policy = self.agent.capability_policy
-        denied = policy(provider, thaw(need.input), self.facts) if policy is not None else None
+        code, denied = "POLICY_DENIED", None
+        try:
+            denied = policy(provider, thaw(need.input), self.facts) if policy is not None else None
+        except Exception as exc:  # fails closed, as in the planner
+            code, denied = "POLICY_ERROR", f"the policy raised {type(exc).__name__}"
         if denied is not None:  # a provider run for a dependency is planned like one the model proposed
-            ran = [Execution(provider.ref, need.input, "failed", "POLICY_DENIED", str(denied),
-                             reason=f"dependency:{c.ref}")]
+            ran = [Execution(provider.ref, need.input, "failed", code, str(denied), reason=f"dependency:{c.ref}")]
             self._record(ran[0])
         else:
             ran = await self._run_one(provider, need.input, reason=f"dependency:{c.ref}", depth=depth + 1)
@@ -802,7 +810,7 @@ class KernelRun:
         turn = TurnResult(
             self.turn_id, reply, tuple(self.dispositions), tuple(self.executions), tuple(self.added),
             tuple(self.removed), ks.interactions, ks.agenda, unknown, False,
-            self.step - self.steps_before, self.turn_usage,
+            self.step - self.steps_before, self.turn_usage, self.text,
         )
         self.transcript.append(Message.assistant(reply))
         self.kernel = dataclasses.replace(ks, turns=(*ks.turns, self.turn_id), turn=None)
@@ -824,9 +832,16 @@ class KernelRun:
             return
         from seamkit.durability import codec
 
+        text = codec.dumps(turn)
+        why = cp._taint((text,)) if cp is not None else None
+        if why is not None:  # the checkpoint holding the same values is skipped too: never stored
+            note = f"the result of turn {turn.turn_id} was not stored: {why}"
+            if note not in self.warnings:
+                self.warnings.append(note)
+            return
         # written before the checkpoint that commits the turn id: a crash between the two runs the
         # turn again (its effects are exactly-once through the ledger) and overwrites this
-        await store.set(self.ctx.scope, turn_key(self.ctx.run_id, turn.turn_id), codec.dumps(turn))
+        await store.set(self.ctx.scope, turn_key(self.ctx.run_id, turn.turn_id), text)
 
     def result(self, turn: TurnResult, reason: StopReason) -> AgentResult:
         """The turn as an :class:`~seamkit.agent.result.AgentResult` (``output``: the reply)."""
@@ -835,8 +850,15 @@ class KernelRun:
 
 
 def replayed_result(turn: TurnResult, run_id: str, parent_run_id: str | None, transcript: Sequence[Message],
-                    state: Mapping[str, Any]) -> AgentResult:
-    """A committed turn's stored result, flagged ``replayed``."""
+                    state: Mapping[str, Any], message: str | None = None) -> AgentResult:
+    """A committed turn's stored result, flagged ``replayed``. Raises
+    :class:`~seamkit.errors.RunNotResumable` when ``message`` (the person's text now) is not the
+    one the turn answered: a turn id names one message, as an idempotency key names one request."""
+    if message is not None and turn.message and message != turn.message:
+        from seamkit.errors import RunNotResumable
+
+        raise RunNotResumable(run_id, f"turn {turn.turn_id} was committed with another message: a turn id names "
+                              "one message (give this one a new turn id)")
     usage = state.get("usage")
     reason: StopReason = "suspended" if turn.interactions else "completed"
     return AgentResult(turn.reply, tuple(transcript), usage if isinstance(usage, Usage) else Usage(), reason,

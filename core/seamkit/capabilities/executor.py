@@ -12,8 +12,15 @@ an exception the caller must classify:
 - ``EFFECT_UNCERTAIN``: an effect whose outcome is unknown (its operation raised an ordinary
   exception, now or in an earlier attempt): never run again automatically.
 - ``WRITE_EFFECT_NOT_COORDINATED``: a ``write`` capability completed without ``ctx.run_effect``.
+- ``EFFECT_NOT_APPLIED``: ``execute`` let an ``EffectNotApplied`` from its operation propagate
+  (the effect certainly did not happen; a later attempt may run it).
+- ``INVALID_RESULT``: a result the checkpoint cannot store (an output, artifact, fact or
+  continuation state the codec cannot encode; the message names the path).
 - ``CAPABILITY_ERROR``: ``execute`` raised something else, or returned no result value. The
   message names the exception type only: an exception's text may hold what must not be stored.
+
+A capability that catches the ``EFFECT_UNCERTAIN`` of its effect and completes anyway still fails
+with ``EFFECT_UNCERTAIN``: the uncertainty is not the capability's to hide.
 
 Effects go through the run's effect ledger (:meth:`~seamkit.runtime.context.RunContext.run_effect`)
 with the key namespaced by capability id (``capability:<id>:<key>``): exactly once across turns and
@@ -37,7 +44,7 @@ from seamkit.capabilities.model import (
     NeedsDependency,
     NeedsInput,
 )
-from seamkit.errors import EffectUncertain, KernelError
+from seamkit.errors import CodecError, EffectNotApplied, EffectUncertain, KernelError
 from seamkit.runtime.context import RunContext
 from seamkit.values import EMPTY
 
@@ -60,7 +67,7 @@ class CapabilityContext:
     ``confirmed``: a person confirmed this call; ``state``: the continuation of an earlier
     :class:`~seamkit.capabilities.model.NeedsDependency`, when resuming with its fact."""
 
-    __slots__ = ("capability", "confirmed", "effects", "facts", "ports", "run", "state")
+    __slots__ = ("capability", "confirmed", "effects", "facts", "ports", "run", "state", "uncertain")
 
     def __init__(self, run: RunContext, capability: Capability, facts: Mapping[str, Fact],
                  ports: Mapping[str, Any], *, confirmed: bool = False, state: Any = None) -> None:
@@ -71,6 +78,7 @@ class CapabilityContext:
         self.confirmed = confirmed  # a person confirmed this call (confirmation required or capability)
         self.state = state  # the continuation a NeedsDependency result stored, when resuming with the fact
         self.effects = 0  # run_effect calls that went to the ledger
+        self.uncertain: KernelError | None = None  # the EFFECT_UNCERTAIN raised to execute, if any
 
     def port(self, name: str) -> Any:
         """The port called ``name``; raises ``KeyError`` naming the ones there are."""
@@ -96,9 +104,14 @@ class CapabilityContext:
         except EffectUncertain as exc:
             # the ledger's receipt keeps the reason; the message (shown to the model, stored in the
             # checkpoint) leaves out the operation's exception text
-            raise KernelError("EFFECT_UNCERTAIN", (c.ref, key),
+            raise self._uncertain(key) from exc
+
+    def _uncertain(self, key: str) -> KernelError:
+        c = self.capability
+        self.uncertain = KernelError("EFFECT_UNCERTAIN", (c.ref, key),
                               f"the outcome of {c.ref}'s effect {key!r} is unknown; it is not run again "
-                              "until a person settles it") from exc
+                              "until a person settles it")
+        return self.uncertain
 
 
 async def execute_capability(agent: CompiledAgent, capability_id: str, arguments: Mapping[str, Any], *,
@@ -125,11 +138,24 @@ async def execute_capability(agent: CompiledAgent, capability_id: str, arguments
         result = await c.execute(context, value)
     except KernelError as exc:
         return Failed(exc.code, str(exc), exc.ids)
+    except EffectNotApplied:
+        return Failed("EFFECT_NOT_APPLIED", f"{c.ref}'s effect was not applied; a later attempt may run it", (c.ref,))
     except Exception as exc:  # the capability's own failure: typed, its text left out
         return Failed("CAPABILITY_ERROR", f"{c.ref} raised {type(exc).__name__}", (c.ref,))
     if not isinstance(result, _RESULTS):
         return Failed("CAPABILITY_ERROR", f"{c.ref} returned {type(result).__name__}, not a capability result",
                       (c.ref,))
+    if context.uncertain is not None and not isinstance(result, Failed):
+        u = context.uncertain
+        return Failed(u.code, str(u), u.ids)
+    if isinstance(result, Completed):
+        from seamkit.durability.codec import encode
+
+        try:  # the turn stores all of it in the checkpoint: refused now, not when the turn commits
+            encode((result.output, result.artifacts, result.facts, result.evidence))
+        except CodecError as exc:
+            return Failed("INVALID_RESULT", f"{c.ref} returned a value the checkpoint cannot store at "
+                          f"{exc.path}: {exc.reason}", (c.ref,))
     if c.effect == "write" and isinstance(result, Completed) and context.effects == 0:
         return Failed("WRITE_EFFECT_NOT_COORDINATED",
                       f"{c.ref} is a write but completed without ctx.run_effect: its effect is not recorded",

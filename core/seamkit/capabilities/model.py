@@ -96,6 +96,14 @@ def fact_type(spec: str | FactType) -> FactType:
     return FactType(m.group("name"), int(m.group("version") or 1))
 
 
+def _is_async(fn: Any) -> bool:
+    """A coroutine function, or an object whose ``__call__`` is one (a sync ``execute`` would fail
+    on every call: refused when the capability is declared)."""
+    import inspect
+
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(type(fn).__call__)
+
+
 def _strings(owner: str, what: str, items: Any) -> tuple[str, ...]:
     # like fact types: a bare string would be split into its characters
     if isinstance(items, (str, bytes)):
@@ -155,7 +163,7 @@ class Capability:
         if self.confirmation not in CONFIRMATIONS:
             raise ValueError(f"capability {self.id!r}: confirmation must be one of {', '.join(CONFIRMATIONS)}, "
                              f"got {self.confirmation!r}")
-        if not callable(self.execute):
+        if not callable(self.execute) or not _is_async(self.execute):
             raise TypeError(f"capability {self.id!r}: execute must be an async function (ctx, input)")
 
     @property
@@ -215,6 +223,12 @@ class Completed:
         object.__setattr__(self, "facts", tuple(self.facts))
         object.__setattr__(self, "evidence", tuple(self.evidence))
         object.__setattr__(self, "artifacts", freeze(dict(self.artifacts)))
+        for f in self.facts:
+            if not isinstance(f, Fact):
+                raise TypeError(f"completed: facts must be Fact values, got {type(f).__name__}")
+        for e in self.evidence:
+            if not isinstance(e, Evidence):
+                raise TypeError(f"completed: evidence must be Evidence values, got {type(e).__name__}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +285,11 @@ class Failed:
     message: str
     ids: tuple[str, ...] = ()
     status: Literal["failed"] = "failed"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.code, str) or not self.code.strip():
+            raise ValueError(f"failed: the code must be non-blank text, got {self.code!r}")
+        object.__setattr__(self, "ids", _strings("failed", "ids", self.ids))
 
 
 CapabilityResult = Completed | NeedsInput | NeedsDependency | NeedsConfirmation | Failed

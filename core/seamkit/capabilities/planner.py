@@ -18,7 +18,11 @@
 
 A policy hook is ``policy(capability, input, facts) -> str | None``: a reason to refuse, or
 ``None`` to allow; it runs for intentions that are otherwise executable, before any capability
-runs.
+runs. A policy that raises refuses (``reject`` ``POLICY_ERROR``, the message naming only the
+exception's type): it fails closed.
+
+A proposal holds at most :data:`MAX_INTENTIONS` intentions and each input at most
+:data:`MAX_INPUT_CHARS` characters of JSON; the rest is ``INVALID_INTENTION``.
 
 **Selection** (:func:`select`): the model always sees every capability's id, description and
 availability (:func:`catalogue`), but the full guidance and input schema only of the ones
@@ -66,9 +70,15 @@ class Proposal:
     problem: str | None = None
 
 
+MAX_INTENTIONS = 16  # per step: more is a model gone wrong, not a plan
+MAX_INPUT_CHARS = 65_536  # one intention's input, as JSON
+
+
 def _json_object(text: str) -> Any:
     try:
         return json.loads(text)
+    except RecursionError:  # nesting deeper than the interpreter allows: not a proposal
+        return None
     except ValueError:
         pass
     # a model without constrained decoding may wrap the object in prose or a code fence
@@ -76,7 +86,7 @@ def _json_object(text: str) -> Any:
     if 0 <= start < end:
         try:
             return json.loads(text[start : end + 1])
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     return None
 
@@ -92,13 +102,21 @@ def parse_proposal(text: str) -> Proposal:
     raw = data.get("intentions")
     intentions: list[Intention] = []
     malformed: list[tuple[int, str]] = []
+    if raw is not None and not isinstance(raw, list):
+        malformed.append((0, "'intentions' must be a list of intentions"))
     for i, item in enumerate(raw if isinstance(raw, list) else ()):
+        if i >= MAX_INTENTIONS:
+            malformed.append((i, f"more than {MAX_INTENTIONS} intentions in one step: the rest were not planned"))
+            break
         if not isinstance(item, dict) or not isinstance(item.get("capability"), str):
             malformed.append((i, "an intention must be an object with a capability id"))
             continue
         arguments = item.get("input", {})
         if not isinstance(arguments, dict):
             malformed.append((i, f"the input of {item['capability']!r} must be a JSON object"))
+            continue
+        if len(json.dumps(arguments, ensure_ascii=False, default=str)) > MAX_INPUT_CHARS:
+            malformed.append((i, f"the input of {item['capability']!r} is larger than {MAX_INPUT_CHARS} characters"))
             continue
         alternatives = item.get("alternatives") or []
         alts = tuple(a for a in alternatives if isinstance(a, str)) if isinstance(alternatives, list) else ()
@@ -111,7 +129,8 @@ def parse_proposal(text: str) -> Proposal:
         tuple(intentions), tuple(malformed), chosen,
         confirmation if confirmation in ("yes", "no") else None,
         reply if isinstance(reply, str) else "",
-        None if isinstance(raw, list) or raw is None else "'intentions' is not a list",
+        "'intentions' is not a list" if raw is not None and not isinstance(raw, list)
+        else None if isinstance(reply, str) or reply is None else "the proposal's 'reply' is not text",
     )
 
 
@@ -133,7 +152,7 @@ def plan(agent: CompiledAgent, intentions: Sequence[Intention], facts: Mapping[s
     each fact it requires is known or provided by an intention executed before it in this step
     (the capabilities then run providers first: the compiled order). ``earlier``: the
     :func:`intention_key` of intentions already executed in this turn (proposed again, they are
-    ``DUPLICATE_INTENTION``). Exceptions a policy raises propagate."""
+    ``DUPLICATE_INTENTION``). A policy that raises refuses (``POLICY_ERROR``)."""
     out: list[Disposition] = []
     seen: set[tuple[str, str]] = set(earlier)
     planned: list[tuple[Intention, Capability]] = []
@@ -176,7 +195,11 @@ def plan(agent: CompiledAgent, intentions: Sequence[Intention], facts: Mapping[s
                                  f"{c.ref} needs the fact {missing[0]}, which is not known yet", fact=missing[0])
             continue
         if policy is not None:
-            reason = policy(c, thaw(it.input), facts)
+            try:
+                reason = policy(c, thaw(it.input), facts)
+            except Exception as exc:  # a broken policy refuses: it fails closed, its text left out
+                out[i] = Disposition(it, "reject", "POLICY_ERROR", f"the policy raised {type(exc).__name__}")
+                continue
             if reason is not None:
                 out[i] = Disposition(it, "reject", "POLICY_DENIED", str(reason))
                 continue
@@ -218,8 +241,9 @@ def catalogue(agent: CompiledAgent, facts: Mapping[str, Fact], selected: Iterabl
     (:func:`input_outline`) of each selected one."""
     chosen = set(selected)
     lines = ["Capabilities (id: description [effect; ready or what it needs]):"]
+    known = set(facts.keys())
     for c in agent.capabilities:
-        missing = missing_facts(c, facts.keys())
+        missing = missing_facts(c, known)
         state = "ready" if not missing else "needs " + ", ".join(missing)
         confirm = ", asks the person to confirm" if c.confirmation != "none" else ""
         lines.append(f"- {c.id}: {c.description} [{c.effect}{confirm}; {state}]")

@@ -10,7 +10,8 @@ capability:
 2. **Stale facts go.** The capability's ``invalidates`` types are removed, and so is every fact
    that depends (``depends_on``), directly or through other facts, on a type that was removed or
    that this result replaces: what it was derived from changed.
-3. **New facts replace** the ones of the same type.
+3. **New facts replace** the ones of the same type. A fact established again exactly as it is
+   known (same value, evidence and dependencies) is no change: nothing derived from it goes.
 
 The result lists what was added, replaced and removed (the turn result reports it). The reducer is
 a pure function of the state and the result: the same inputs give the same state, which the
@@ -44,6 +45,8 @@ class Reduction:
 def stale_closure(facts: Mapping[str, Fact], changed: set[FactType]) -> set[FactType]:
     """The types of the facts in ``facts`` that depend, directly or transitively, on a type in
     ``changed`` (``changed`` itself not included unless a fact depends on it through others)."""
+    if not changed:
+        return set()
     dependents: dict[FactType, list[FactType]] = {}  # one pass over the facts, then a walk
     for f in facts.values():
         for d in f.depends_on:
@@ -74,10 +77,15 @@ def reduce_facts(facts: Mapping[str, Fact], capability: Capability, result: Comp
         new[f.type] = f
     known = {f.type for f in facts.values()}
     invalidated = {t for t in capability.invalidates if t in known and t not in new}
+    # a fact established again as it was (same value, evidence and dependencies) changes nothing:
+    # what was derived from it stays
+    same = {t for t in new if facts.get(str(t)) == new[t] and t not in capability.invalidates}
+    for t in same:
+        del new[t]
     replaced = {t for t in new if t in known}
     stale = stale_closure(facts, invalidated | replaced | set(capability.invalidates)) - set(new)
     removed = invalidated | stale
-    kept = {key: f for key, f in facts.items() if f.type not in removed}
+    kept = dict(facts) if not removed else {key: f for key, f in facts.items() if f.type not in removed}
     kept.update((str(t), f) for t, f in new.items())
     return Reduction(FrozenDict(kept), tuple(sorted(set(new) - replaced)), tuple(sorted(replaced)),
                      tuple(sorted(removed)))

@@ -166,7 +166,8 @@ class TurnResult:
     stale) in this turn; ``interactions`` and ``agenda``: open after the turn; ``unknown_citations``:
     evidence ids the reply cites that no evidence has; ``replayed``: this is the stored result of
     a committed turn, returned again with no model or capability call; ``steps``: model calls;
-    ``usage``: their tokens and cost."""
+    ``usage``: their tokens and cost; ``message``: the person's message the turn answered (a turn
+    id names one message: replaying it with another is refused)."""
 
     turn_id: str
     reply: str
@@ -180,6 +181,7 @@ class TurnResult:
     replayed: bool = False
     steps: int = 0
     usage: Usage = field(default_factory=Usage)
+    message: str = ""
 
     def codes(self) -> tuple[str, ...]:
         """Every code of the turn, dispositions first, then executions (``None`` left out)."""

@@ -36,7 +36,7 @@ from seamkit.capabilities import (
 from seamkit.capabilities.state import KernelState, TurnResult
 from seamkit.durability import codec
 from seamkit.durability.checkpointer import Checkpointer
-from seamkit.errors import EffectNotApplied, RunCancelled
+from seamkit.errors import EffectNotApplied, RunCancelled, RunNotResumable
 from seamkit.runtime.context import RunContext
 from seamkit.testing.memory_store import MemoryStore
 from seamkit.testing.models import ScriptedModel, ScriptedTurn
@@ -331,20 +331,33 @@ async def test_no_declines_and_clears_agenda_and_interaction(opener: Callable[[]
     assert ks.agenda == () and ks.interactions == () and status == "done"
 
 
-@pytest.mark.parametrize(("said", "expected"), [("yes", "completed"), ("no", "declined")])
-async def test_the_models_confirmation_field_decides_when_the_text_is_not_a_plain_answer(
-        said: str, expected: str) -> None:
+async def test_the_models_confirmation_field_may_decline_when_the_text_is_not_a_plain_answer() -> None:
     store = MemoryStore()
     run_id, _ = await _await_confirmation(store)
-    model2 = ScriptedModel([proposal(confirmation=said), proposal(reply="ok")])
+    model2 = ScriptedModel([proposal(confirmation="no"), proposal(reply="ok")])
     other, _ = make_agent(store, model2)
-    r = await other.resume(run_id, answer="well, as long as it is the laptop one, file it as it stands", turn_id="T2")
-    assert [(c, o) for c, o, _ in outcomes(r.turn)] == [("submit_request@1", expected)]
-    assert RUNS["submit"] == (1 if said == "yes" else 0) and len(EFFECTS) == RUNS["submit"]
+    r = await other.resume(run_id, answer="hmm, on second thought leave it for now", turn_id="T2")
+    assert [(c, o) for c, o, _ in outcomes(r.turn)] == [("submit_request@1", "declined")]
+    assert RUNS["submit"] == 0 and EFFECTS == []
     schema = model2.requests[0].output_schema
     assert schema is not None and "confirmation" in schema["required"]
     _, ks = await kernel_of(store, run_id)
     assert ks.agenda == () and ks.interactions == ()
+
+
+@pytest.mark.parametrize("said", ["maybe", "what would that cost?",
+                                  "well, as long as it is the laptop one, file it as it stands"])
+async def test_the_models_yes_is_no_consent_the_write_waits_for_the_persons_plain_yes(said: str) -> None:
+    store = MemoryStore()
+    run_id, _ = await _await_confirmation(store)
+    model2 = ScriptedModel([proposal(confirmation="yes", reply="shall I?")], repeat=True)
+    other, _ = make_agent(store, model2)
+    r = await other.resume(run_id, answer=said, turn_id="T2")
+    assert outcomes(r.turn) == [] and RUNS["submit"] == 0 and EFFECTS == []
+    assert r.stop_reason == "suspended" and r.turn is not None
+    assert [i.kind for i in r.turn.interactions] == ["confirmation"]
+    r = await other.resume(run_id, answer="yes", turn_id="T3")  # then the person says it
+    assert [(c, o) for c, o, _ in outcomes(r.turn)] == [("submit_request@1", "completed")]
 
 
 async def test_an_answer_that_is_neither_keeps_the_confirmation_open() -> None:
@@ -717,14 +730,18 @@ async def test_a_committed_turn_is_replayed_with_no_model_or_capability_call(ope
     # the same process, and another process over the same store whose model has no turn to give
     for replayer in (agent2, make_agent(opener(), ScriptedModel([]))[0]):
         calls = yes_model.calls
-        for tid, original in (("T2", r2.turn), ("T1", None)):
-            again = await replayer.resume(run_id, answer="yes", turn_id=tid)
+        for tid, said, original in (("T2", "yes", r2.turn), ("T1", "my laptop screen is broken", None)):
+            again = await replayer.resume(run_id, answer=said, turn_id=tid)
             assert again.turn is not None and again.turn.replayed and again.turn.turn_id == tid
             if original is not None:
                 assert again.turn.executions == original.executions and again.output == r2.output
         assert yes_model.calls == calls and (Counter(RUNS), list(EFFECTS)) == counts
     status, ks = await kernel_of(store, run_id)
     assert ks.turns == ("T1", "T2") and status == "done"
+    # a turn id names one message: the same id with another answer is refused, never replayed as if
+    with pytest.raises(RunNotResumable, match="committed with another message"):
+        await agent2.resume(run_id, answer="no", turn_id="T2")
+    assert yes_model.calls == calls and (Counter(RUNS), list(EFFECTS)) == counts
 
 
 async def test_the_checkpoint_holds_the_whole_state_through_the_codec(opener: Callable[[], Any]) -> None:
@@ -960,8 +977,9 @@ async def test_no_problem_is_not_a_no() -> None:
     model = ScriptedModel([proposal(confirmation="yes"), proposal(reply="filed")])
     other, _ = make_agent(store, model)
     r = await other.resume(run_id, answer="No problem", turn_id="T2")
-    assert outcomes(r.turn) == [("submit_request@1", "completed", None)]
-    assert EFFECTS == ["broken screen"] and model.calls == 2
+    # not a no; not the person's plain yes either (the model's yes is no consent): still open
+    assert outcomes(r.turn) == [] and EFFECTS == [] and model.calls == 1
+    assert r.turn is not None and [i.kind for i in r.turn.interactions] == ["confirmation"]
 
 
 async def test_a_plain_answer_wins_over_the_models_confirmation_field() -> None:
@@ -1070,3 +1088,179 @@ async def test_a_turn_stops_at_max_steps_model_calls() -> None:
     r = await agent.run("laptop")
     assert model.calls == 3 and RUNS["search"] == 3 and r.turn is not None and r.turn.steps == 3
     assert any("max_steps" in w for w in r.warnings)
+
+
+# --------------------------------------------------------------------------- an outside tester's findings
+
+
+async def test_a_turn_record_holding_a_secret_is_never_stored() -> None:
+    store = MemoryStore()
+    secret = "sk-live-SECRET-0123456789"
+    model = ScriptedModel([proposal(it("search_services", query=secret)), proposal(reply="found")])
+    agent = Agent(model, capabilities=DESK, checkpointer=Checkpointer(store, secrets=[secret]))
+    r = await agent.run("find it", turn_id="T1")
+    assert r.turn is not None and any("was not stored" in w for w in r.warnings)
+    assert await store.get(Scope(), turn_key(r.run_id, "T1")) is None
+    for key in list(getattr(store, "_data", {}) or ()):  # nothing in the store holds it
+        assert secret not in str(await store.get(Scope(), key))
+
+
+async def test_a_proposal_nested_deeper_than_python_allows_is_not_a_proposal() -> None:
+    deep = '{"intentions": [' + "[" * 5000 + "]" * 5000 + '], "reply": "x"}'
+    model = ScriptedModel([deep])
+    agent, _ = make_agent(MemoryStore(), model)
+    r = await agent.run("hello")
+    assert r.turn is not None and r.turn.executions == () and r.stop_reason == "completed"
+    assert any("not a JSON object" in w for w in r.warnings)
+
+
+def _one(execute: Any, **kw: Any) -> Any:
+    return compile_agent([Capability("odd", 1, "odd", execute, input=Query, **kw)])
+
+
+async def test_results_a_turn_cannot_store_or_use_are_typed_failures_not_exceptions() -> None:
+    async def dict_fact(ctx: CapabilityContext, inp: Query) -> Completed:
+        return Completed(facts=({"type": "x@1"},))  # type: ignore[arg-type]
+
+    async def unstorable(ctx: CapabilityContext, inp: Query) -> Completed:
+        return Completed({"handle": object()})
+
+    for execute, code in ((dict_fact, "CAPABILITY_ERROR"), (unstorable, "INVALID_RESULT")):
+        model = ScriptedModel([proposal(it("odd", query="q")), proposal()])
+        agent, _ = make_agent(MemoryStore(), model, _one(execute))
+        r = await agent.run("go")
+        assert outcomes(r.turn) == [("odd@1", "failed", code)] and r.stop_reason == "completed"
+
+
+async def test_a_policy_that_raises_refuses_with_a_typed_code() -> None:
+    def policy(c: Capability, inp: Any, facts: Any) -> str | None:
+        raise ZeroDivisionError("secret detail")
+
+    model = ScriptedModel([proposal(it("search_services", query="q")), proposal()])
+    agent, _ = make_agent(MemoryStore(), model, capability_policy=policy)
+    r = await agent.run("go")
+    assert r.turn is not None and [(d.action, d.code) for d in r.turn.dispositions] == [("reject", "POLICY_ERROR")]
+    assert "secret detail" not in r.turn.dispositions[0].message and RUNS["search"] == 0
+
+
+async def test_a_fact_established_again_as_it_was_keeps_what_was_derived_from_it(opener: Callable[[], Any]) -> None:
+    store = opener()
+    run_id, _ = await _await_confirmation(store)
+    agent, _ = make_agent(store, ScriptedModel([proposal(it("search_services", query="laptop")), proposal()],
+                                               repeat=True))
+    r = await agent.resume(run_id, answer="yes", turn_id="T2")
+    assert ("submit_request@1", "completed", None) in outcomes(r.turn)
+    _, ks = await kernel_of(store, run_id)
+    assert "request.ticket@1" in ks.facts  # the same search again changed nothing
+    r = await agent.resume(run_id, answer="search again", turn_id="T3")
+    assert ("search_services@1", "completed", None) in outcomes(r.turn)
+    assert r.turn is not None and r.turn.facts_removed == ()
+    _, ks = await kernel_of(store, run_id)
+    assert "request.ticket@1" in ks.facts and len(EFFECTS) == 1
+
+
+async def test_a_capability_hiding_its_uncertain_effect_still_fails_uncertain() -> None:
+    class Key(BaseModel):
+        key: str
+
+    async def hide(ctx: CapabilityContext, inp: Key) -> Completed:
+        async def op() -> None:
+            raise RuntimeError("the line dropped")
+
+        try:
+            await ctx.run_effect(inp.key, op)
+        except Exception:
+            pass  # swallowed: the capability claims it went fine
+        return Completed({"ok": True})
+
+    compiled = compile_agent([Capability("hide", 1, "hide", hide, input=Key, effect="write",
+                                         confirmation="capability")])
+    model = ScriptedModel([proposal(it("hide", key="k")), proposal()])
+    agent, _ = make_agent(MemoryStore(), model, compiled)
+    r = await agent.run("go")
+    assert outcomes(r.turn) == [("hide@1", "failed", "EFFECT_UNCERTAIN")]
+
+
+async def test_an_effect_not_applied_that_escapes_execute_is_its_own_code() -> None:
+    class Key(BaseModel):
+        key: str
+
+    async def escape(ctx: CapabilityContext, inp: Key) -> Completed:
+        async def op() -> None:
+            raise EffectNotApplied("declined")
+
+        await ctx.run_effect(inp.key, op)
+        return Completed()
+
+    compiled = compile_agent([Capability("esc", 1, "esc", escape, input=Key, effect="write",
+                                         confirmation="capability")])
+    agent, _ = make_agent(MemoryStore(), ScriptedModel([proposal(it("esc", key="k")), proposal()]), compiled)
+    r = await agent.run("go")
+    assert outcomes(r.turn) == [("esc@1", "failed", "EFFECT_NOT_APPLIED")]
+
+
+async def test_a_proposal_is_bounded_in_intentions_and_input_size() -> None:
+    from seamkit.capabilities.planner import MAX_INPUT_CHARS, MAX_INTENTIONS
+
+    many = [it("search_services", query=f"q{i}") for i in range(MAX_INTENTIONS + 50)]
+    big = it("search_services", query="x" * (MAX_INPUT_CHARS + 1))
+    model = ScriptedModel([proposal(big, *many), proposal()])
+    agent, _ = make_agent(MemoryStore(), model)
+    r = await agent.run("go")
+    assert r.turn is not None
+    codes = [d.code for d in r.turn.dispositions]
+    assert codes.count("INVALID_INTENTION") == 2  # the big input, and "the rest were not planned"
+    assert RUNS["search"] == MAX_INTENTIONS - 1
+
+
+async def test_run_on_an_existing_conversation_says_to_resume() -> None:
+    store = MemoryStore()
+    run_id, _ = await _await_confirmation(store)
+    agent, _ = make_agent(store, ScriptedModel([proposal()]))
+    for turn_id in ("T9", None):
+        with pytest.raises(RunNotResumable, match="take the next turn with resume"):
+            await agent.run("again", ctx=RunContext(run_id=run_id), turn_id=turn_id)
+
+
+async def test_needs_dependency_on_a_known_fact_or_on_itself_is_refused_at_once() -> None:
+    async def known(ctx: CapabilityContext, inp: User) -> NeedsDependency:
+        RUNS["known"] += 1
+        return NeedsDependency("account@1", "login", {"user": inp.user})
+
+    async def selfish(ctx: CapabilityContext, inp: User) -> NeedsDependency:
+        RUNS["selfish"] += 1
+        return NeedsDependency("me@1", "selfish", {"user": inp.user})
+
+    async def login(ctx: CapabilityContext, inp: User) -> Completed:
+        RUNS["login"] += 1
+        return Completed(facts=(Fact("account@1", inp.user),))
+
+    compiled = compile_agent([
+        Capability("known", 1, "k", known, input=User, requires=("account@1",), effect="read"),
+        Capability("login", 1, "l", login, input=User, provides=("account@1",), effect="read"),
+        Capability("selfish", 1, "s", selfish, input=User, provides=("me@1",), effect="read"),
+    ])
+    model = ScriptedModel([proposal(it("login", user="u"), it("known", user="u"), it("selfish", user="u")),
+                           proposal()])
+    agent, _ = make_agent(MemoryStore(), model, compiled)
+    r = await agent.run("go")
+    assert sorted(outcomes(r.turn)) == [("known@1", "failed", "INVALID_DEPENDENCY"),
+                                        ("login@1", "completed", None),
+                                        ("selfish@1", "failed", "INVALID_DEPENDENCY")]
+    assert RUNS == Counter({"known": 1, "login": 1, "selfish": 1})
+
+
+def test_declarations_and_results_refuse_what_would_fail_later() -> None:
+    def sync_execute(ctx: Any, inp: Any) -> Completed:
+        return Completed()
+
+    with pytest.raises(TypeError, match="async"):
+        Capability("s", 1, "s", sync_execute, input=Query)
+    with pytest.raises(ValueError, match="non-blank"):
+        Failed("", "")
+
+    class Callable_:
+        async def __call__(self, ctx: Any, inp: Any) -> Completed:
+            return Completed()
+
+    assert Capability("c", 1, "c", Callable_(), input=Query).id == "c"  # an object with an async __call__
