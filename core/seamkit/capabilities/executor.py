@@ -98,7 +98,8 @@ class CapabilityContext:
             # checkpoint) leaves out the operation's exception text
             raise KernelError("EFFECT_UNCERTAIN", (c.ref, key),
                               f"the outcome of {c.ref}'s effect {key!r} is unknown; it is not run again "
-                              "until a person settles it") from exc
+                              "until a person settles it: seamkit runs settle RUN_ID "
+                              f"{effect_key(c.id, key)} applied|not-applied") from exc
 
 
 async def execute_capability(agent: CompiledAgent, capability_id: str, arguments: Mapping[str, Any], *,
