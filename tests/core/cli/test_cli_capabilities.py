@@ -248,6 +248,9 @@ def test_a_capability_effect_whose_outcome_is_unknown_is_settled_by_a_person(
     r = caps_cli("resume", run_id, "--answer", "again", "--json")
     assert _post_outcome(r)["code"] == "EFFECT_UNCERTAIN" and not log.exists()
     assert caps_cli("runs", "settle", run_id, "capability:post:nope", outcome).returncode == 2
+    if outcome == "applied":  # the recorded value is what the operation returns: JSON
+        r = caps_cli("runs", "settle", run_id, key, outcome, "--result", "seven lines")
+        assert r.returncode == 2 and "is not JSON" in r.stderr, r
     extra = ("--result", '{"lines": 7}') if outcome == "applied" else ()
     r = caps_cli("runs", "settle", run_id, key, outcome, *extra)
     assert r.returncode == 0, r
