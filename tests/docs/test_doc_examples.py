@@ -8,6 +8,7 @@ whose info string has ``notest`` (it needs the real model) is only compiled.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from docs_testlib import Block, fenced_blocks
@@ -55,3 +56,25 @@ def test_the_guardrails_yaml_example_loads() -> None:
     for block in blocks:
         comp = loads_composition(block.body)
         assert [g.use for g in comp.agent.guardrails] == ["deny", "wrap_tool_output", "redact", "moderation"]
+
+
+def test_the_compiled_desk_write_runs_through_the_executor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/capabilities.md's first worked example declares a write a reader would copy: run through
+    the executor once the person confirmed, it completes (it coordinates its effect with
+    ``ctx.run_effect``, so it is not ``WRITE_EFFECT_NOT_COORDINATED``)."""
+    import asyncio
+
+    from seamkit.capabilities import Completed, Fact
+    from seamkit.capabilities.executor import execute_capability
+    from seamkit.runtime.context import RunContext
+
+    [block] = [b for _, b in BLOCKS if "agent = compile_agent(desk, version=1)" in b.body]
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {"__name__": "doc_example_desk"}
+    exec(compile(block.body, "capabilities.md", "exec"), namespace)
+    agent: Any = namespace["agent"]
+    facts = {"request.selected@1": Fact("request.selected@1", "REQ-7")}
+    result = asyncio.run(execute_capability(agent, "submit_request", {}, ctx=RunContext(), facts=facts,
+                                            confirmed=True))
+    assert isinstance(result, Completed), result
+    assert result.output == {"ticket": "T-100"}

@@ -110,7 +110,8 @@ class CapabilityContext:
         c = self.capability
         self.uncertain = KernelError("EFFECT_UNCERTAIN", (c.ref, key),
                               f"the outcome of {c.ref}'s effect {key!r} is unknown; it is not run again "
-                              "until a person settles it")
+                              f"until a person settles it: seamkit runs settle {self.run.run_id} "
+                              f"{effect_key(c.id, key)} applied|not-applied")
         return self.uncertain
 
 

@@ -430,6 +430,7 @@ def _resume_turn(args: argparse.Namespace, agent: Agent, composition: Compositio
                          "(yes / no to a confirmation); --approve/--reject/--edit do not apply")
     try:
         answer = _read_task(args.answer, "answer") if args.answer is not None else None
+        _check_turn_args(args, snap, answer)
     except UsageError:
         asyncio.run(cp.close())
         raise
@@ -471,6 +472,44 @@ def _resume_turn(args: argparse.Namespace, agent: Agent, composition: Compositio
                                data=FrozenDict(stop_reason=result.stop_reason, result=result)))
     sink.close()
     return _exit_for(result)
+
+
+def _check_turn_args(args: argparse.Namespace, snap: Any, answer: str | None) -> None:
+    """Refuse, as a usage error (exit 2) with the command that works, a ``seamkit resume`` of a
+    conversation with capabilities that :meth:`Agent.resume` would refuse for its arguments: a
+    ``--turn-id`` that is not an id, no ``--answer`` for a conversation that waits for the person
+    or is over (``--steal`` changes nothing there), an ``--answer`` for an interrupted turn. Raises
+    :class:`~seamkit.cli.main.UsageError`."""
+    from seamkit.agent.agent import _turn_id
+    from seamkit.agent.kernel import kernel_state
+    from seamkit.cli.render import interactions_text, resume_command
+
+    if args.turn_id is not None:
+        try:
+            _turn_id(args.turn_id)
+        except ValueError:
+            raise UsageError(f"--turn-id must be non-blank text of at most 200 characters, got "
+                             f"{args.turn_id!r:.80}") from None
+    found = kernel_state(snap.state)
+    if found is None:
+        return  # not a conversation: Agent.resume says so
+    ks = found[0]
+    if args.turn_id is not None and args.turn_id in ks.turns:
+        return  # a committed turn: its stored result is printed
+    interrupted = snap.status == "running" and ks.turn is not None
+    run_id, agent_file = args.run_id, args.agent
+    if interrupted and answer is not None and ks.turn is not None:
+        raise UsageError(f"run {run_id}: turn {ks.turn[0]} was interrupted; run it again first (no --answer): "
+                         + resume_command(run_id, agent_file=agent_file))
+    if answer is not None or interrupted or (snap.status == "done" and args.allow_finished):
+        return
+    if snap.status == "suspended" and ks.interactions:
+        raise UsageError(f"run {run_id} waits for the person's answer: pass it with --answer\n"
+                         + interactions_text(run_id, ks.interactions, agent_file=agent_file))
+    also = (f"; to print its last result: {resume_command(run_id, '--allow-finished', agent_file=agent_file)}"
+            if snap.status == "done" else "")
+    raise UsageError(f"run {run_id} is {snap.status}: its next turn needs the person's message: "
+                     + resume_command(run_id, ("--answer", "TEXT"), agent_file=agent_file) + also)
 
 
 def _show_stored(result: AgentResult, sink: EventSink, as_json: bool) -> None:
@@ -579,6 +618,9 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
                        for m in snap.transcript],
         "interrupted_effects": [jsonable(e) for e in interrupted],
     }
+    kernel = _kernel_json(snap.state)
+    if kernel is not None:
+        doc["kernel"] = kernel
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
         return EXIT_OK
@@ -602,6 +644,8 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         if isinstance(warning, str):
             out.write(f"warning: {visible(warning)}\n")
     _show_ending(out, snap, args.agent)
+    if kernel is not None:
+        _show_kernel(out, snap, kernel, args.agent)
     pending = snap.state.get("pending_approvals")
     if pending:
         from seamkit.cli.render import pending_text
@@ -615,6 +659,67 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         if text:
             out.write(text + "\n")
     return EXIT_OK
+
+
+def _kernel_json(state: Any) -> dict[str, Any] | None:
+    """For ``runs show``: the kernel state of a conversation with capabilities as JSON data
+    (``None`` for another run): ``facts`` (type -> value), ``agenda`` and ``interactions`` (the
+    open items, oldest first; an agenda item's private continuation left out), ``turns`` (the
+    committed turn ids, oldest first), ``last_turn`` (the last committed one or ``None``) and
+    ``turn_in_progress`` (the id of a turn that has not committed: running or interrupted).
+    A fact text that does not decode gives ``{"error": ...}`` instead of the facts."""
+    from seamkit.agent.kernel import kernel_state
+    from seamkit.cli.render import jsonable
+    from seamkit.errors import CodecError
+
+    ks = state.get("kernel")
+    if ks is None:
+        return None
+    try:
+        found = kernel_state(state)
+    except CodecError as exc:
+        return {"error": f"its facts could not be read: {exc}"}
+    if found is None:
+        return None
+    k = found[0]
+    return {
+        "facts": {t: jsonable(f.value) for t, f in k.facts.items()},
+        "agenda": [{"id": a.id, "kind": a.kind, "capability": a.capability, "input": jsonable(a.input),
+                    "turn_id": a.turn_id, "summary": a.summary, "waits_for": a.waits_for} for a in k.agenda],
+        "interactions": [jsonable(i) for i in k.interactions],
+        "turns": list(k.turns),
+        "last_turn": k.turns[-1] if k.turns else None,
+        "turn_in_progress": k.turn[0] if k.turn else None,
+    }
+
+
+def _show_kernel(out: Any, snap: Any, kernel: dict[str, Any], agent_file: str | None) -> None:
+    """For ``runs show``: what a conversation with capabilities knows and holds (see
+    :func:`_kernel_json`), one short line each, and what it asks the person."""
+    from seamkit.agent.kernel import kernel_state
+    from seamkit.cli.render import interactions_text, truncate, visible
+
+    if "error" in kernel:
+        out.write(f"kernel: {visible(kernel['error'])}\n")
+        return
+    turns = kernel["turns"]
+    last = f"last turn {kernel['last_turn']} ({len(turns)} committed)" if turns else "no turn committed"
+    if kernel["turn_in_progress"]:
+        last += f", turn {kernel['turn_in_progress']} not committed"
+    out.write(f"turns: {visible(last)}\n")
+    facts = kernel["facts"]
+    out.write("facts:" + ("" if facts else " none") + "\n")
+    for t, value in facts.items():
+        short = truncate(json.dumps(value, ensure_ascii=False, default=str), 120)
+        out.write(f"  {visible(t)} = {visible(short)}\n")
+    for a in kernel["agenda"]:
+        what = f"waits for {a['waits_for']}" if a["kind"] == "dependency" else "waits for confirmation"
+        short = truncate(json.dumps(a["input"], ensure_ascii=False, default=str), 120)
+        out.write(f"agenda {visible(a['id'])}: {visible(a['capability'])} {visible(short)} ({what}, "
+                  f"turn {visible(a['turn_id'])})\n")
+    found = kernel_state(snap.state)
+    if found is not None and found[0].interactions and snap.status != "failed":
+        out.write(interactions_text(snap.run_id, found[0].interactions, agent_file=agent_file) + "\n")
 
 
 def _show_ending(out: Any, snap: Any, agent_file: str | None) -> None:
@@ -639,8 +744,11 @@ def _show_ending(out: Any, snap: Any, agent_file: str | None) -> None:
 
 def cmd_runs_settle(args: argparse.Namespace) -> int:
     """``seamkit runs settle RUN_ID CALL_ID applied|not-applied [--result TEXT] [--agent FILE]``:
-    exit 0 when recorded; 2 for an unknown run or a call that is not an unsettled uncertain one."""
+    exit 0 when recorded; 2 for an unknown run or a call that is not an unsettled uncertain one.
+    ``CALL_ID`` may be a capability's effect, ``capability:<capability id>:<key>`` (``--result``:
+    the JSON value its operation returned)."""
     from seamkit.cli.render import resume_command
+    from seamkit.durability.checkpointer import CAPABILITY_EFFECT_PREFIX
     from seamkit.errors import RunNotResumable
 
     applied = args.outcome == "applied"
@@ -658,6 +766,14 @@ def cmd_runs_settle(args: argparse.Namespace) -> int:
         status, settled = _with_store(args, settle)
     except (ValueError, RunNotResumable) as exc:
         raise UsageError(str(exc)) from None
+    if args.call_id.startswith(CAPABILITY_EFFECT_PREFIX):
+        then = ("returns the recorded result without running again" if applied
+                else "runs again")
+        later = resume_command(args.run_id, ("--answer", "TEXT"), agent_file=args.agent)
+        sys.stderr.write(f"settled capability effect {args.call_id} of run {args.run_id} as {args.outcome}: "
+                         f"the next time the capability runs this effect it {then} (the model proposes it "
+                         f"in a later turn: {later})\n")
+        return EXIT_OK
     done = f"settled call {args.call_id} of run {args.run_id} as {args.outcome}"
     if status == "done" or not settled.waits:
         # nothing reruns: the run is over, or the model was already told the outcome is unknown

@@ -215,12 +215,19 @@ def build_parser(
         "not happen, and the call runs again when the run resumes. A call can be settled before any resume "
         "(its process was killed). For a call the model was already told about (the tool raised), or one of "
         "a run that is done, the settlement is only recorded: nothing runs again. 'seamkit runs show RUN_ID' "
-        "lists the unsettled calls.",
+        "lists the unsettled calls. In a conversation with capabilities, a capability's effect whose outcome "
+        "is unknown (EFFECT_UNCERTAIN) is settled by its key, capability:<capability id>:<key>: 'applied' "
+        "(with --result JSON, what its operation returned) and the effect returns that without running when "
+        "the capability runs it again; 'not-applied' and it runs again.",
     )
     q.add_argument("run_id", metavar="RUN_ID")
-    q.add_argument("call_id", metavar="CALL_ID", help="the tool call id (from seamkit runs show RUN_ID)")
+    q.add_argument("call_id", metavar="CALL_ID",
+                   help="the tool call id (from seamkit runs show RUN_ID), or a capability's effect: "
+                   "capability:<capability id>:<key> (from EFFECT_UNCERTAIN)")
     q.add_argument("outcome", choices=["applied", "not-applied"], help="what the outside system shows")
-    q.add_argument("--result", metavar="TEXT", help="with 'applied': what it did, as the model will read it")
+    q.add_argument("--result", metavar="TEXT",
+                   help="with 'applied': what it did, as the model will read it (a capability's effect: the "
+                   "JSON value its operation returned)")
     q.add_argument("--agent", metavar="FILE", help="use this composition's store")
     q.set_defaults(func=_lazy("runs_settle"))
     q = runs.add_parser(
@@ -364,7 +371,9 @@ def report_error(exc: BaseException) -> int:
         traceback.print_exception(exc, file=sys.stderr)
     lines: list[str]
     if isinstance(exc, UsageError):
-        lines = [f"error: {exc}"]
+        # a usage error may end with the commands that work, one a line (each still shown by visible)
+        first, *rest = str(exc).split("\n")
+        lines = [f"error: {first}", *rest]
     elif isinstance(exc, ConfigError):
         n = len(exc.issues)
         lines = [f"error: ConfigError: {n} problem{'s' if n != 1 else ''} in configuration:"]

@@ -538,13 +538,17 @@ def resolve_slot(
             other = [k for k in registry.components if k != kind and name in registry.names(k)]
             if other and not ctx.is_secret(use_path):
                 hint = f"; {shown(name)} is {_a(other[0])} {other[0]}, not {_a(kind)} {kind}"
-            kinds = "memory components" if kind == "memory" else f"{kind}s"
+            kinds = _PLURALS.get(kind, f"{kind}s")
             listed = f"installed {kinds}: {', '.join(known)}" if known else f"no {kinds} are installed"
             ctx.add(f"unknown {kind} {named}{hint} ({listed})", use_path)
     except AmbiguousComponent as exc:
         ctx.add(f"{kind} {named} is registered by both {' and '.join(exc.distributions)}; "
                 f"add 'from: <distribution>' to pick one", use_path)
     return None, params
+
+
+# the registry's kinds whose plural is not the kind + "s"
+_PLURALS = {"memory": "memory components", "capability": "capabilities"}
 
 
 def _a(word: str) -> str:

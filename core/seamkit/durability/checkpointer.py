@@ -20,6 +20,7 @@ from seamkit.durability.ledger import (
     EffectLedger,
     UncertainEffect,
     applied_text,
+    check_effect_key,
     effect_key,
     effects_detail,
     uncertain_warning,
@@ -30,7 +31,12 @@ from seamkit.ports import CheckpointPort, ClockPort, StorePort
 from seamkit.runtime.clock import SYSTEM_CLOCK
 from seamkit.values import EMPTY, FrozenDict, Message, Scope, ToolResult, freeze
 
-__all__ = ["Checkpointer", "RunHandle", "RunSnapshot", "worker_id"]
+#: How the effect ledger key of a capability's effect starts (``capability:<capability id>:<key>``,
+#: :func:`seamkit.capabilities.executor.effect_key`): :meth:`Checkpointer.settle_effect` takes it
+#: where it takes a tool call id.
+CAPABILITY_EFFECT_PREFIX = "capability:"
+
+__all__ = ["CAPABILITY_EFFECT_PREFIX", "Checkpointer", "RunHandle", "RunSnapshot", "worker_id"]
 
 log = logging.getLogger("seamkit.checkpoints")
 
@@ -260,6 +266,11 @@ class Checkpointer:
         settled before any resume); a call the model was already told about is only recorded
         (nothing reruns), and so is one of a finished run.
 
+        ``call_id`` may also be a capability's effect of a conversation with capabilities (its
+        effect ledger key ``capability:<capability id>:<key>``, as ``EFFECT_UNCERTAIN`` names it):
+        its receipt is settled, so the next run of that effect returns ``result`` (the JSON text of
+        what its operation returned) without running it, or runs it (not applied).
+
         Returns the settled :class:`~seamkit.durability.ledger.UncertainEffect`. Raises
         :class:`~seamkit.errors.RunNotResumable` when the run is unknown, held by a live worker,
         changed meanwhile or the settled state could not be checkpointed (it held a secret);
@@ -274,6 +285,8 @@ class Checkpointer:
         held = self.lease_holder(snap)
         if held is not None:
             raise RunNotResumable(run_id, f"another worker ({held[0]}) is running it; settle it when it stops")
+        if call_id.startswith(CAPABILITY_EFFECT_PREFIX):
+            return await self._settle_capability_effect(snap, call_id, applied=applied, result=result)
         effects = [e for e in snap.state.get("uncertain_effects") or () if isinstance(e, UncertainEffect)]
         # a call a crash interrupted can be settled before any resume has recorded it
         interrupted = await self.interrupted_effects(snap)
@@ -315,6 +328,47 @@ class Checkpointer:
         for task_id, value in snap.pending.items():  # the batch's finished results stay recorded
             await handle.record_write(task_id, value)
         return settled
+
+    async def _settle_capability_effect(self, snap: RunSnapshot, key: str, *, applied: bool,
+                                        result: str | None) -> UncertainEffect:
+        """:meth:`settle_effect` of a capability's effect (``key``: its effect ledger key,
+        ``capability:<capability id>:<key>``, as ``EFFECT_UNCERTAIN`` names it). Only the receipt
+        is settled (the conversation already told the model the outcome is unknown, so no
+        checkpoint changes): the next run of that effect returns ``result`` decoded from JSON
+        (``applied``: what the operation would have returned; ``None`` without it) without running
+        the operation, or runs it (not applied). Raises ``ValueError`` when the run is not a
+        conversation with capabilities, the key's receipt is not uncertain or interrupted, or
+        ``result`` is not JSON."""
+        import json
+
+        from seamkit.capabilities.state import KernelState
+
+        run_id = snap.run_id
+        if not isinstance(snap.state.get("kernel"), KernelState):
+            raise ValueError(f"run {run_id} is not a conversation with capabilities: {key!r} names a "
+                             "capability's effect")
+        value: Any = None
+        if result is not None:
+            try:
+                value = json.loads(result)
+            except ValueError as exc:
+                raise ValueError(f"the result of a capability's effect is the JSON value its operation "
+                                 f"returned; {result!r:.80} is not JSON ({exc})") from None
+        ledger = self._ledger(snap)
+        if ledger is None:
+            raise RunNotResumable(run_id, "this checkpointer has no store for effect receipts")
+        check_effect_key(key)
+        receipt = await ledger.receipt(key)
+        status = receipt.get("status") if receipt is not None else None
+        if status not in ("uncertain", "prepared"):
+            what = "no receipt" if receipt is None else f"its receipt is {receipt.get('settled') or status}"
+            raise ValueError(f"run {run_id} has no capability effect {key!r} whose outcome is unknown ({what})")
+        tool = key[len(CAPABILITY_EFFECT_PREFIX):].split(":", 1)[0]
+        note = f"settled as {'applied' if applied else 'not applied'} by a person"
+        await ledger.settle(key, applied=applied, value=value if applied else None, note=note)
+        assert receipt is not None
+        return UncertainEffect(call_id=key, tool=tool, key=key, reason=str(receipt.get("error") or ""),
+                               settled="applied" if applied else "not_applied", result=result)
 
     async def prune(self, *, keep_last: int = 1, finished_before: float | None = None) -> int:
         return await self.port.prune_runs(keep_last=keep_last, finished_before=finished_before)
