@@ -363,8 +363,10 @@ class Agent:
         With capabilities: ``answer`` is the person's next message, taken as the conversation's
         next turn (``turn_id``: its id, generated when ``None``); a ``turn_id`` already committed
         returns that turn's stored result (``result.turn.replayed``) with no model or capability
-        call. Without an answer, a turn that was interrupted runs again (same id, same text) and a
-        finished one is returned with ``allow_finished``. ``decisions`` do not apply.
+        call. Without an answer, a turn that was interrupted runs again (same id, same text), and
+        with ``allow_finished`` so does a turn that failed (from the state it began with; effects
+        it completed come back from the effect ledger), and a finished conversation's last result
+        is returned. ``decisions`` do not apply.
         """
         import dataclasses
 
@@ -482,7 +484,9 @@ class Agent:
             stored = await stored_turn(self, run_id, state, scope, turn_id)
             if stored is not None:
                 return replayed_result(stored, run_id, snap.parent_run_id, snap.transcript, state, answer)
-        interrupted = snap.status == "running" and ks.turn is not None
+        # an interrupted turn runs again; so does a failed one, with allow_finished, once its cause is fixed
+        interrupted = ks.turn is not None and (snap.status == "running" or (
+            snap.status == "failed" and allow_finished and answer is None))
         if answer is None and not interrupted:
             if snap.status == "done" and allow_finished:
                 return self._stored_result(snap)

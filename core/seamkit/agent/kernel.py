@@ -51,7 +51,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from seamkit.agent.result import AgentResult, StopReason
-from seamkit.capabilities.executor import execute_capability
+from seamkit.capabilities.executor import effect_key, execute_capability
 from seamkit.capabilities.model import (
     Capability,
     CapabilityResult,
@@ -122,7 +122,10 @@ def turn_key(run_id: str, turn_id: str) -> str:
 def classify_answer(text: str) -> str | None:
     """``"yes"`` / ``"no"`` when ``text`` is a plain yes or no (a few words: a yes or no, then
     only polite or same-meaning words: ``"Yes, go ahead."``, ``"no, cancel it"``), else ``None``
-    (then the model reads the message: ``"No problem"`` is not a no)."""
+    (then the model reads the message: ``"No problem"`` is not a no; ``"yes?"`` is a question,
+    not consent)."""
+    if "?" in text or "\uff1f" in text:
+        return None
     words = _PUNCT.sub(" ", text.lower()).split()
     if not words or len(words) > 4:
         return None
@@ -286,7 +289,7 @@ class KernelRun:
                              "kernel_evidence": {k: self._text(e) for k, e in evidence.items()}}
         if self.turn_results:
             s["kernel_turns"] = dict(self.turn_results)
-        if ks.interactions:
+        if ks.interactions and ks.turn is None:  # a turn in progress (or interrupted) asks nothing yet
             s["waiting_for"] = "interaction"
             s["status_detail"] = "waiting for the person: " + "; ".join(i.prompt for i in ks.interactions)
         s.update(extra)
@@ -342,16 +345,17 @@ class KernelRun:
         except BaseException as exc:
             if self.handle is not None:
                 why = f"{type(exc).__name__}: {exc}"[:2000]
+                # the turn is run again from its start, not from where it stopped: a partial state
+                # would have lost the agenda item of a confirmed write in flight and what the turn
+                # did before (its executions, the facts they added). Effects done before are not
+                # repeated: the ledger returns them. An effect found uncertain stays settleable.
+                start = dataclasses.replace(self.start, uncertain=self.kernel.uncertain)
                 try:
                     if isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError)):
-                        # the turn is run again from its start, not from where it stopped: a partial
-                        # state would have lost the agenda item of a confirmed write in flight and
-                        # what the turn did before (its executions, the facts they added). Effects
-                        # done before the interruption are not repeated: the ledger returns them.
-                        await self.handle.save("running", self.state(kernel=self.start, interrupted=why),
+                        await self.handle.save("running", self.state(kernel=start, interrupted=why),
                                                self.transcript, lease=False)
-                    else:
-                        await self._save("failed", error=why)
+                    else:  # resume(allow_finished=True) runs it again once the cause is fixed
+                        await self._save("failed", kernel=start, error=why)
                 except BaseException:
                     pass
             raise
@@ -396,6 +400,11 @@ class KernelRun:
                 # model is told them (it may correct an input, or ask the person what is missing)
                 refused = [d for d in dispositions if d.action != "execute"
                            and d.code not in ("DUPLICATE_INTENTION", "CONFIRMATION_DECLINED")]
+                if refused and not corrected and n + 1 >= self.agent.max_steps:
+                    note = (f"the turn reached max_steps ({self.agent.max_steps}) model calls before the model "
+                            "could correct what the planner refused")
+                    if note not in self.warnings:
+                        self.warnings.append(note)
                 if not refused or corrected or n + 1 >= self.agent.max_steps:
                     break
                 corrected = True
@@ -523,6 +532,9 @@ class KernelRun:
         return f"{prefix}{serial}"
 
     def _interact(self, interaction: Interaction) -> Interaction:
+        for open_ in self.kernel.interactions:  # the same question asked again (a corrective step) is one
+            if dataclasses.replace(open_, id="") == dataclasses.replace(interaction, id=""):
+                return open_
         made = dataclasses.replace(interaction, id=self._next_id("i"))
         self.kernel = dataclasses.replace(self.kernel, interactions=(*self.kernel.interactions, made))
         return made
@@ -734,6 +746,11 @@ class KernelRun:
                 self._record(out)
                 return [out]
         if isinstance(result, Failed):
+            if result.code == "EFFECT_UNCERTAIN" and len(result.ids) > 1:
+                # the key a person may settle through this conversation (runs settle checks it)
+                key = effect_key(c.id, result.ids[1])
+                if key not in self.kernel.uncertain:
+                    self.kernel = dataclasses.replace(self.kernel, uncertain=(*self.kernel.uncertain, key))
             out = Execution(c.ref, arguments, "failed", result.code, result.message, confirmed=confirmed, reason=reason)
             self._record(out)
             return [out]

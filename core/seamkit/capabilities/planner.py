@@ -22,7 +22,8 @@ runs. A policy that raises refuses (``reject`` ``POLICY_ERROR``, the message nam
 exception's type): it fails closed.
 
 A proposal holds at most :data:`MAX_INTENTIONS` intentions and each input at most
-:data:`MAX_INPUT_CHARS` characters of JSON; the rest is ``INVALID_INTENTION``.
+:data:`MAX_INPUT_CHARS` characters of JSON nested at most :data:`MAX_INPUT_DEPTH` levels; the
+rest is ``INVALID_INTENTION``.
 
 **Selection** (:func:`select`): the model always sees every capability's id, description and
 availability (:func:`catalogue`), but the full guidance and input schema only of the ones
@@ -72,6 +73,22 @@ class Proposal:
 
 MAX_INTENTIONS = 16  # per step: more is a model gone wrong, not a plan
 MAX_INPUT_CHARS = 65_536  # one intention's input, as JSON
+MAX_INPUT_DEPTH = 64  # nested arrays/objects in one input: deeper cannot be frozen or checkpointed safely
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value``'s lists and dicts nest (0 for a scalar), without recursing."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        children = v.values() if isinstance(v, dict) else v if isinstance(v, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, d)
+        if deepest > MAX_INPUT_DEPTH:
+            return deepest
+        stack.extend((c, d + 1) for c in children)
+    return deepest
 
 
 def _json_object(text: str) -> Any:
@@ -114,6 +131,9 @@ def parse_proposal(text: str) -> Proposal:
         arguments = item.get("input", {})
         if not isinstance(arguments, dict):
             malformed.append((i, f"the input of {item['capability']!r} must be a JSON object"))
+            continue
+        if _depth(arguments) > MAX_INPUT_DEPTH:
+            malformed.append((i, f"the input of {item['capability']!r} nests deeper than {MAX_INPUT_DEPTH} levels"))
             continue
         if len(json.dumps(arguments, ensure_ascii=False, default=str)) > MAX_INPUT_CHARS:
             malformed.append((i, f"the input of {item['capability']!r} is larger than {MAX_INPUT_CHARS} characters"))

@@ -146,7 +146,9 @@ class KernelState:
     :class:`~seamkit.capabilities.model.Evidence`; ``agenda`` and ``interactions``: open items,
     oldest first; ``turns``: the committed turn ids, oldest first; ``serial``: the counter behind
     agenda and interaction ids; ``turn``: the turn in progress (``(turn_id, text)``) while it runs, so
-    an interrupted turn is run again with the same id and text."""
+    an interrupted (or failed) turn is run again with the same id and text; ``uncertain``: the effect
+    ledger keys (``capability:<id>:<key>``) of this conversation's capability effects whose outcome
+    was unknown (``EFFECT_UNCERTAIN``), the ones a person may settle through this run."""
 
     facts: FrozenDict = EMPTY
     evidence: FrozenDict = EMPTY
@@ -155,6 +157,7 @@ class KernelState:
     turns: tuple[str, ...] = ()
     serial: int = 0
     turn: tuple[str, str] | None = None
+    uncertain: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

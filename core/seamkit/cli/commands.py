@@ -501,8 +501,15 @@ def _check_turn_args(args: argparse.Namespace, snap: Any, answer: str | None) ->
     if interrupted and answer is not None and ks.turn is not None:
         raise UsageError(f"run {run_id}: turn {ks.turn[0]} was interrupted; run it again first (no --answer): "
                          + resume_command(run_id, agent_file=agent_file))
-    if answer is not None or interrupted or (snap.status == "done" and args.allow_finished):
+    failed_turn = snap.status == "failed" and ks.turn is not None
+    if answer is not None or interrupted or (snap.status == "done" and args.allow_finished) or (
+            failed_turn and args.allow_finished):
         return
+    if failed_turn and ks.turn is not None:
+        raise UsageError(f"run {run_id}: turn {ks.turn[0]} failed; once the cause is fixed, run it again: "
+                         + resume_command(run_id, "--allow-finished", agent_file=agent_file)
+                         + "; or take a new turn: "
+                         + resume_command(run_id, ("--answer", "TEXT"), agent_file=agent_file))
     if snap.status == "suspended" and ks.interactions:
         raise UsageError(f"run {run_id} waits for the person's answer: pass it with --answer\n"
                          + interactions_text(run_id, ks.interactions, agent_file=agent_file))
@@ -621,6 +628,9 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     kernel = _kernel_json(snap.state)
     if kernel is not None:
         doc["kernel"] = kernel
+        # the raw kernel state keeps its facts and evidence as codec texts: "kernel" has them readable
+        for raw in ("kernel", "kernel_facts", "kernel_evidence", "kernel_turns"):
+            state.pop(raw, None)
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
         return EXIT_OK
@@ -643,7 +653,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     for warning in snap.state.get("warnings") or ():  # e.g. what an advisory guardrail flagged
         if isinstance(warning, str):
             out.write(f"warning: {visible(warning)}\n")
-    _show_ending(out, snap, args.agent)
+    _show_ending(out, snap, args.agent, kernel)
     if kernel is not None:
         _show_kernel(out, snap, kernel, args.agent)
     pending = snap.state.get("pending_approvals")
@@ -690,6 +700,7 @@ def _kernel_json(state: Any) -> dict[str, Any] | None:
         "turns": list(k.turns),
         "last_turn": k.turns[-1] if k.turns else None,
         "turn_in_progress": k.turn[0] if k.turn else None,
+        "uncertain_effects": list(k.uncertain),
     }
 
 
@@ -697,7 +708,7 @@ def _show_kernel(out: Any, snap: Any, kernel: dict[str, Any], agent_file: str | 
     """For ``runs show``: what a conversation with capabilities knows and holds (see
     :func:`_kernel_json`), one short line each, and what it asks the person."""
     from seamkit.agent.kernel import kernel_state
-    from seamkit.cli.render import interactions_text, truncate, visible
+    from seamkit.cli.render import interactions_text, settle_command, truncate, visible
 
     if "error" in kernel:
         out.write(f"kernel: {visible(kernel['error'])}\n")
@@ -718,21 +729,36 @@ def _show_kernel(out: Any, snap: Any, kernel: dict[str, Any], agent_file: str | 
         out.write(f"agenda {visible(a['id'])}: {visible(a['capability'])} {visible(short)} ({what}, "
                   f"turn {visible(a['turn_id'])})\n")
     found = kernel_state(snap.state)
-    if found is not None and found[0].interactions and snap.status != "failed":
+    if found is None:
+        return
+    for key in found[0].uncertain:
+        out.write(f"outcome unknown: {visible(key)}; check the outside system, then settle it with: "
+                  + settle_command(snap.run_id, key, "applied", agent_file=agent_file) + "  or: "
+                  + settle_command(snap.run_id, key, "not-applied", agent_file=agent_file) + "\n")
+    # a turn in progress (interrupted) has asked nothing yet; a failed one will ask again
+    if found[0].interactions and snap.status == "suspended":
         out.write(interactions_text(snap.run_id, found[0].interactions, agent_file=agent_file) + "\n")
 
 
-def _show_ending(out: Any, snap: Any, agent_file: str | None) -> None:
+def _show_ending(out: Any, snap: Any, agent_file: str | None, kernel: dict[str, Any] | None = None) -> None:
     """For ``runs show``: how a failed or interrupted run ended (its stored error or interruption)
     and the ``seamkit resume`` command that continues it, runnable as printed (``agent_file``: the
-    ``--agent FILE`` the store was found with)."""
+    ``--agent FILE`` the store was found with; ``kernel``: :func:`_kernel_json` of a conversation
+    with capabilities, whose failed turn runs again and whose next turn takes ``--answer``)."""
     from seamkit.cli.render import resume_command, visible
 
     if snap.status == "failed":
         error = snap.state.get("error")
         if isinstance(error, str):
             out.write(f"error: {visible(error)}\n")
-        if snap.state.get("tripwire"):
+        if kernel is not None and "error" not in kernel:
+            turn = kernel["turn_in_progress"]
+            if turn is not None:
+                out.write(f"once the cause is fixed, run turn {visible(turn)} again with: "
+                          + resume_command(snap.run_id, "--allow-finished", agent_file=agent_file) + "\n")
+            out.write("or take the next turn with: "
+                      + resume_command(snap.run_id, ("--answer", "TEXT"), agent_file=agent_file) + "\n")
+        elif snap.state.get("tripwire"):
             out.write("a guardrail stopped this run; it cannot be resumed: start a new run\n")
         elif not snap.state.get("redacted"):
             out.write("once the cause is fixed, continue it with: "

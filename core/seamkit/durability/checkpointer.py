@@ -269,7 +269,8 @@ class Checkpointer:
         ``call_id`` may also be a capability's effect of a conversation with capabilities (its
         effect ledger key ``capability:<capability id>:<key>``, as ``EFFECT_UNCERTAIN`` names it):
         its receipt is settled, so the next run of that effect returns ``result`` (the JSON text of
-        what its operation returned) without running it, or runs it (not applied).
+        what its operation returned) without running it, or runs it (not applied); only a key the
+        run itself found uncertain (``KernelState.uncertain``) is accepted.
 
         Returns the settled :class:`~seamkit.durability.ledger.UncertainEffect`. Raises
         :class:`~seamkit.errors.RunNotResumable` when the run is unknown, held by a live worker,
@@ -332,21 +333,27 @@ class Checkpointer:
     async def _settle_capability_effect(self, snap: RunSnapshot, key: str, *, applied: bool,
                                         result: str | None) -> UncertainEffect:
         """:meth:`settle_effect` of a capability's effect (``key``: its effect ledger key,
-        ``capability:<capability id>:<key>``, as ``EFFECT_UNCERTAIN`` names it). Only the receipt
-        is settled (the conversation already told the model the outcome is unknown, so no
-        checkpoint changes): the next run of that effect returns ``result`` decoded from JSON
-        (``applied``: what the operation would have returned; ``None`` without it) without running
-        the operation, or runs it (not applied). Raises ``ValueError`` when the run is not a
-        conversation with capabilities, the key's receipt is not uncertain or interrupted, or
-        ``result`` is not JSON."""
+        ``capability:<capability id>:<key>``, as ``EFFECT_UNCERTAIN`` names it). The receipt is
+        settled, so the next run of that effect returns ``result`` decoded from JSON (``applied``:
+        what the operation would have returned; ``None`` without it) without running the
+        operation, or runs it (not applied); a new checkpoint version (same status) drops the key
+        from the run's open ones (``KernelState.uncertain``). An effect whose process died while it
+        ran is found uncertain when its turn runs again (a plain resume), then settled. Raises
+        ``ValueError`` when the run is not a conversation with capabilities, the key is not one of
+        the run's open uncertain effects or its receipt is not uncertain, or ``result`` is not
+        JSON."""
         import json
 
         from seamkit.capabilities.state import KernelState
 
         run_id = snap.run_id
-        if not isinstance(snap.state.get("kernel"), KernelState):
+        kernel = snap.state.get("kernel")
+        if not isinstance(kernel, KernelState):
             raise ValueError(f"run {run_id} is not a conversation with capabilities: {key!r} names a "
                              "capability's effect")
+        if key not in kernel.uncertain:  # the ledger is the tenant's: only this run's own effects
+            raise ValueError(f"run {run_id} has no capability effect {key!r} whose outcome is unknown "
+                             f"(unsettled: {', '.join(kernel.uncertain) or 'none'})")
         value: Any = None
         if result is not None:
             try:
@@ -367,6 +374,16 @@ class Checkpointer:
         note = f"settled as {'applied' if applied else 'not applied'} by a person"
         await ledger.settle(key, applied=applied, value=value if applied else None, note=note)
         assert receipt is not None
+        # a new checkpoint version (same status) drops the key from the run's open ones
+        state = dict(snap.state)
+        state["kernel"] = replace(kernel, uncertain=tuple(k for k in kernel.uncertain if k != key))
+        handle = RunHandle(self, run_id, snap.parent_run_id, snap.version, snap.metadata)
+        handle._logged = len(snap.transcript)
+        try:
+            await handle.save(snap.status, state, snap.transcript, lease=False)
+        except CheckpointConflict:
+            raise RunNotResumable(run_id, "it changed while the effect was being settled; the effect is "
+                                  "settled, run the command again to record it") from None
         return UncertainEffect(call_id=key, tool=tool, key=key, reason=str(receipt.get("error") or ""),
                                settled="applied" if applied else "not_applied", result=result)
 

@@ -36,7 +36,7 @@ from seamkit.capabilities import (
 from seamkit.capabilities.state import KernelState, TurnResult
 from seamkit.durability import codec
 from seamkit.durability.checkpointer import Checkpointer
-from seamkit.errors import EffectNotApplied, RunCancelled, RunNotResumable
+from seamkit.errors import EffectNotApplied, ProviderError, RunCancelled, RunNotResumable
 from seamkit.runtime.context import RunContext
 from seamkit.testing.memory_store import MemoryStore
 from seamkit.testing.models import ScriptedModel, ScriptedTurn
@@ -966,6 +966,8 @@ async def test_a_write_proposed_twice_in_a_step_waits_once() -> None:
     # not plain: the model's confirmation field decides
     ("No problem", None), ("no worries, go ahead", None), ("don't worry, do it", None), ("No wait, yes", None),
     ("Yes, no problem", None), ("yes but use the other one", None), ("not now", None), ("", None),
+    # a question is not an answer
+    ("yes?", None), ("ok?", None), ("no?", None), ("Sure\uff1f", None),
 ])
 def test_only_a_plain_yes_or_no_is_taken_without_the_model(text: str, plain: str | None) -> None:
     assert classify_answer(text) == plain
@@ -1264,3 +1266,108 @@ def test_declarations_and_results_refuse_what_would_fail_later() -> None:
             return Completed()
 
     assert Capability("c", 1, "c", Callable_(), input=Query).id == "c"  # an object with an async __call__
+
+
+# --------------------------------------------------------------------------- a second outside pass
+
+
+@pytest.mark.parametrize("depth", [65, 200, 400])
+async def test_a_proposal_input_nested_deeper_than_the_limit_is_an_invalid_intention(depth: int) -> None:
+    from seamkit.capabilities.planner import MAX_INPUT_DEPTH
+
+    deep = '{"intentions": [{"capability": "search_services", "input": {"query": ' + "[" * (depth - 1) + '"x"' \
+        + "]" * (depth - 1) + '}}], "reply": "x"}'  # written out: json.dumps itself recurses
+    model = ScriptedModel([deep, proposal(reply="sorry")])
+    agent, _ = make_agent(MemoryStore(), model)
+    r = await agent.run("go")
+    assert r.turn is not None and RUNS["search"] == 0
+    [d] = [d for d in r.turn.dispositions if d.code == "INVALID_INTENTION"]
+    assert f"deeper than {MAX_INPUT_DEPTH}" in d.message
+    # just under the limit is an ordinary (schema-invalid) input, not a malformed one
+    shallow: Any = "x"
+    for _ in range(MAX_INPUT_DEPTH - 2):
+        shallow = [shallow]
+    agent2, _ = make_agent(MemoryStore(), ScriptedModel([proposal(it("search_services", query=shallow)), proposal()]))
+    r2 = await agent2.run("go")
+    assert r2.turn is not None and "INVALID_INTENTION" not in r2.turn.codes()
+
+
+async def test_only_the_conversations_own_uncertain_effect_is_settled_and_then_it_is_no_longer_open() -> None:
+    store = MemoryStore()
+    cp = Checkpointer(store)
+    agent, _ = make_agent(store, ScriptedModel([proposal(it("act", key="k1", mode="raise")), proposal(reply="hm")]))
+    r = await agent.run("act", turn_id="T1")
+    other, _ = make_agent(store, ScriptedModel([proposal(it("act", key="k2", mode="raise")), proposal(reply="hm")]))
+    r_other = await other.run("act", turn_id="T1")
+    assert outcomes(r_other.turn) == [("act@1", "failed", "EFFECT_UNCERTAIN")]
+    _, ks = await kernel_of(store, r.run_id)
+    assert ks.uncertain == ("capability:act:k1",)
+    # the ledger is the tenant's: another conversation's key is not settled through this run
+    with pytest.raises(ValueError, match=r"no capability effect 'capability:act:k2'.*unsettled: capability:act:k1"):
+        await cp.settle_effect(r.run_id, "capability:act:k2", applied=False)
+    with pytest.raises(ValueError, match="no capability effect 'capability:act:never'"):
+        await cp.settle_effect(r.run_id, "capability:act:never", applied=True)
+    settled = await cp.settle_effect(r.run_id, "capability:act:k1", applied=True, result='"done-k1"')
+    assert settled.settled == "applied"
+    _, ks = await kernel_of(store, r.run_id)
+    assert ks.uncertain == ()
+    with pytest.raises(ValueError, match="unsettled: none"):
+        await cp.settle_effect(r.run_id, "capability:act:k1", applied=True)
+    again, _ = make_agent(store, ScriptedModel([proposal(it("act", key="k1", mode="ok")), proposal(reply="ok")]))
+    r2 = await again.resume(r.run_id, answer="try again", turn_id="T2")
+    assert outcomes(r2.turn) == [("act@1", "completed", None)]
+    assert r2.turn is not None and r2.turn.executions[0].output == {"done": "done-k1"}
+    assert EFFECTS == ["k1", "k2"]  # settled as applied: not run again
+
+
+class _Broken(Exception):
+    pass
+
+
+async def test_a_failed_turn_runs_again_from_its_start_with_allow_finished() -> None:
+    store = MemoryStore()
+    calls = iter(range(10))
+
+    def step(request: ChatRequest) -> str:
+        n = next(calls)
+        if n == 0:
+            return proposal(it("search_services", query="laptop"))
+        if n == 1:
+            raise _Broken("the provider fell over")
+        return proposal(it("search_services", query="laptop"), reply="found it") if n == 2 else proposal(reply="done")
+
+    agent, _ = make_agent(store, ScriptedModel([step], repeat=True))
+    with pytest.raises(ProviderError, match="the provider fell over"):
+        await agent.run("find a laptop service", turn_id="T1")
+    snap = await Checkpointer(store).latest(next(iter(await _run_ids(store))))
+    assert snap is not None and snap.status == "failed"
+    _, ks = await kernel_of(store, snap.run_id)
+    # saved as the turn began: nothing it did before failing is half-kept
+    assert ks.turn is not None and ks.turn[0] == "T1" and dict(ks.facts) == {} and ks.turns == ()
+    with pytest.raises(RunNotResumable, match="is failed"):
+        await agent.resume(snap.run_id)
+    r = await agent.resume(snap.run_id, allow_finished=True)
+    assert r.stop_reason == "completed" and r.turn is not None and r.turn.turn_id == "T1"
+    assert outcomes(r.turn) == [("search_services@1", "completed", None)]
+    _, ks = await kernel_of(store, snap.run_id)
+    assert ks.turns == ("T1",) and ks.turn is None and "service.match@1" in ks.facts
+    assert sum(1 for m in r.transcript if m.role == "user") == 1  # the message is not logged twice
+
+
+async def _run_ids(store: Any) -> list[str]:
+    return [i.run_id for i in await Checkpointer(store).list_runs()]
+
+
+async def test_a_question_asked_again_in_the_corrective_step_is_one_interaction() -> None:
+    bad = proposal(it("search_services", wrong="x"), reply="what service?")
+    agent, _ = make_agent(MemoryStore(), ScriptedModel([bad, bad]))
+    r = await agent.run("help")
+    assert r.turn is not None and r.turn.steps == 2
+    assert [i.kind for i in r.turn.interactions] == ["input"]
+
+
+async def test_max_steps_one_warns_when_the_model_had_no_step_to_correct_a_refusal() -> None:
+    agent, _ = make_agent(MemoryStore(), ScriptedModel([proposal(it("nope"))]), max_steps=1)
+    r = await agent.run("help")
+    assert r.turn is not None and r.turn.codes() == ("CAPABILITY_NOT_REGISTERED",)
+    assert any("max_steps (1)" in w for w in r.warnings)

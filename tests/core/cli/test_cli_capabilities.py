@@ -264,3 +264,55 @@ def test_a_capability_effect_whose_outcome_is_unknown_is_settled_by_a_person(
         assert (done["outcome"], done["output"], log.exists()) == ("completed", {"lines": 7}, False), done
     else:  # it ran again, once
         assert (done["outcome"], done["output"], log.read_text()) == ("completed", {"lines": 1}, "x\n"), done
+
+
+def test_runs_show_of_a_failed_conversation_prints_commands_that_work(
+        caps_cli: CLI, write: Callable[[str, str], Path]) -> None:
+    path = write("desk.yaml", DESK)
+    assert caps_cli("run", str(path), "my printer is broken").returncode == 3
+    run_id = _run_id(caps_cli)
+    assert caps_cli("resume", run_id, "--answer", "yes").returncode == 0
+    r = caps_cli("resume", run_id, "--answer", "and my scanner?")  # the script has no third turn
+    assert r.returncode == 1, r
+    r = caps_cli("runs", "show", run_id, "--json")
+    kernel = json.loads(r.stdout)["kernel"]
+    failed_turn = kernel["turn_in_progress"]
+    assert failed_turn is not None and len(kernel["turns"]) == 2
+    r = caps_cli("runs", "show", run_id)
+    assert r.returncode == 0, r
+    rerun = f"once the cause is fixed, run turn {failed_turn} again with: seamkit resume {run_id} --allow-finished"
+    assert rerun in r.stdout and f"or take the next turn with: seamkit resume {run_id} --answer TEXT" in r.stdout
+    assert "waiting for the person" not in r.stdout and "answer with:" not in r.stdout
+    # each printed command is taken: the turn runs again (and fails again: same cause), or a new one starts
+    r = caps_cli("resume", run_id)
+    assert r.returncode == 2 and f"turn {failed_turn} failed" in r.stderr and "--allow-finished" in r.stderr, r
+    r = caps_cli("resume", run_id, "--allow-finished")
+    assert r.returncode == 1 and "script" in r.stderr, r
+    r = caps_cli("runs", "show", run_id, "--json")
+    assert json.loads(r.stdout)["kernel"]["turn_in_progress"] == failed_turn  # the same turn, run again
+
+
+def test_runs_show_lists_an_uncertain_capability_effect_until_it_is_settled(
+        caps_cli: CLI, write: Callable[[str, str], Path], tmp_path: Path) -> None:
+    log, fail = tmp_path / "log.txt", tmp_path / "fail"
+    fail.touch()
+    path = write("writer.yaml", WRITER.format(log=log, fail=fail))
+    assert caps_cli("run", str(path), "post x", "--json").returncode == 0
+    run_id = _run_id(caps_cli)
+    key = "capability:post:post-x"
+    doc = json.loads(caps_cli("runs", "show", run_id, "--json").stdout)
+    assert doc["kernel"]["uncertain_effects"] == [key]
+    # the kernel's raw checkpoint form (facts as codec texts) is not repeated next to the readable one
+    assert not {"kernel", "kernel_facts", "kernel_evidence"} & set(doc["state"])
+    r = caps_cli("runs", "show", run_id)
+    assert f"outcome unknown: {key}; check the outside system, then settle it with: " \
+           f"seamkit runs settle {run_id} {key} applied  or: seamkit runs settle {run_id} {key} not-applied" \
+           in r.stdout, r
+    # another conversation's effect key (the ledger is the tenant's) is not settled through this run
+    assert caps_cli("run", str(path), "post x again", "--json").returncode == 0
+    r = caps_cli("runs", "settle", run_id, "capability:post:post-y", "not-applied")
+    assert r.returncode == 2 and f"unsettled: {key}" in r.stderr, r
+    assert caps_cli("runs", "settle", run_id, key, "not-applied").returncode == 0
+    r = caps_cli("runs", "show", run_id)
+    assert "outcome unknown" not in r.stdout, r
+    assert json.loads(caps_cli("runs", "show", run_id, "--json").stdout)["kernel"]["uncertain_effects"] == []
