@@ -305,14 +305,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
     """``seamkit resume RUN_ID [--agent FILE] [--approve ID] [--reject ID[=REASON]] [--edit ID=JSON]``:
     exit codes as ``run`` (3: it waits for approval again); 2 for an unknown run or bad decisions."""
     import asyncio
-    import dataclasses
 
-    from seamkit.cli._loop import run_interruptible
-    from seamkit.cli.main import exit_code_for
     from seamkit.cli.render import HumanRenderer, JsonRenderer, pending_text
     from seamkit.cli.scrub import scrub_output
     from seamkit.composition import ComponentBuildError, build_agent, load_composition
-    from seamkit.errors import RunCancelled, ToolArgumentError
+    from seamkit.errors import ToolArgumentError
 
     decisions = _decisions(args)
     composition, registry = _load(args.agent)
@@ -380,21 +377,40 @@ def cmd_resume(args: argparse.Namespace) -> int:
     sink: EventSink = (json_sink if json_sink is not None
                        else HumanRenderer(typed=agent.output is not None, secrets=secrets, agent_file=args.agent))
 
+    result = _resume_streamed(args, agent, sink, json_sink, decisions=decisions)
+    if snap.status == "done":
+        # a finished run's stored result: nothing streamed, so show it as `seamkit run` would have
+        _show_stored(result, sink, json_sink is not None)
+    sink.close()
+    return _exit_for(result)
+
+
+def _resume_streamed(args: argparse.Namespace, agent: Agent, sink: EventSink, json_sink: Any,
+                     **resume: Any) -> AgentResult:
+    """``agent.resume(args.run_id, **resume)`` with its events going to ``sink``, the stores closed
+    after; on an error or interruption the sink is closed (``--json``: the failure line; otherwise
+    the command that continues an interrupted run) and the exception propagates."""
+    import dataclasses
+
+    from seamkit.cli._loop import run_interruptible
+    from seamkit.cli.main import exit_code_for
+    from seamkit.errors import RunCancelled
+
     class _Observer:
         def on_event(self, event: Any) -> None:
             sink.event(event)
 
-    agent = dataclasses.replace(agent, observers=(*agent.observers, _Observer()))
+    observed = dataclasses.replace(agent, observers=(*agent.observers, _Observer()))
 
     async def _resume() -> AgentResult:
         try:
-            return await agent.resume(args.run_id, decisions=decisions, allow_finished=args.allow_finished,
-                                      steal=args.steal)
+            return await observed.resume(args.run_id, allow_finished=args.allow_finished, steal=args.steal,
+                                         **resume)
         finally:
-            await _close_stores(agent)
+            await _close_stores(observed)
 
     try:
-        result = run_interruptible(_resume())
+        return run_interruptible(_resume())
     except (Exception, KeyboardInterrupt) as exc:
         sink.close()
         if json_sink is not None:
@@ -402,11 +418,6 @@ def cmd_resume(args: argparse.Namespace) -> int:
         elif isinstance(exc, KeyboardInterrupt | RunCancelled):
             _resume_hint(args.run_id, exc, args.agent)
         raise
-    if snap.status == "done":
-        # a finished run's stored result: nothing streamed, so show it as `seamkit run` would have
-        _show_stored(result, sink, json_sink is not None)
-    sink.close()
-    return _exit_for(result)
 
 
 def _resume_turn(args: argparse.Namespace, agent: Agent, composition: Composition, snap: Any,
@@ -415,12 +426,8 @@ def _resume_turn(args: argparse.Namespace, agent: Agent, composition: Compositio
     ``--turn-id`` of a committed turn prints its stored result; without an answer an interrupted
     turn runs again."""
     import asyncio
-    import dataclasses
 
-    from seamkit.cli._loop import run_interruptible
-    from seamkit.cli.main import exit_code_for
     from seamkit.cli.render import HumanRenderer, JsonRenderer
-    from seamkit.errors import RunCancelled
 
     cp = agent.checkpointer
     assert cp is not None
@@ -441,27 +448,7 @@ def _resume_turn(args: argparse.Namespace, agent: Agent, composition: Compositio
     sink: EventSink = (json_sink if json_sink is not None
                        else HumanRenderer(secrets=secrets, agent_file=args.agent))
 
-    class _Observer:
-        def on_event(self, event: Any) -> None:
-            sink.event(event)
-
-    agent = dataclasses.replace(agent, observers=(*agent.observers, _Observer()))
-    async def _resume() -> AgentResult:
-        try:
-            return await agent.resume(args.run_id, answer=answer, turn_id=args.turn_id,
-                                      allow_finished=args.allow_finished, steal=args.steal)
-        finally:
-            await _close_stores(agent)
-
-    try:
-        result = run_interruptible(_resume())
-    except (Exception, KeyboardInterrupt) as exc:
-        sink.close()
-        if json_sink is not None:
-            json_sink.failed(exc, exit_code_for(exc))
-        elif isinstance(exc, KeyboardInterrupt | RunCancelled):
-            _resume_hint(args.run_id, exc, args.agent)
-        raise
+    result = _resume_streamed(args, agent, sink, json_sink, answer=answer, turn_id=args.turn_id)
     if result.turn is None or result.turn.replayed or (answer is None and snap.status == "done"):
         # a stored result: nothing streamed, so show it as the turn showed it
         from seamkit.values import FrozenDict, StreamEvent
