@@ -427,6 +427,7 @@ StreamEventKind = Literal[
     "output",
     "guardrail",
     "capability",
+    "step",
     "run_finished",
 ]
 
@@ -444,8 +445,11 @@ class StreamEvent:
     ``guardrail``, ``point``, ``action``: ``rewrite``, ``flag``, or an advisory guard's ``block``
     or ``failed``, and ``reason``), ``capability`` (an agent with capabilities: ``data["event"]`` is
     ``planned`` with the ``disposition`` of an intention, or ``finished`` with an ``execution``;
-    see :mod:`seamkit.capabilities.state`). ``step`` counts model
-    turns from 1.
+    see :mod:`seamkit.capabilities.state`), ``step`` (a workflow: ``data["event"]`` is ``started``,
+    ``finished``, ``suspended``, ``failed`` or ``skipped``, with the ``step`` name, the
+    ``activation`` id, its child ``run_id`` and what it ``emitted``; see
+    :mod:`seamkit.workflows.engine`). ``step`` counts model turns from 1 (in a workflow: the
+    activations finished so far).
     """
 
     kind: StreamEventKind

@@ -1,0 +1,689 @@
+"""Running a :class:`~seamkit.workflows.model.Workflow` on the runtime seamkit already has.
+
+Each step that runs is an **activation**: a child run of the workflow's run (its own run id from
+``RunContext.child()``, the workflow's run id as parent, a cancellation token cancelled with the
+workflow's, budgets charged to the ancestors). The scheduler starts every activation whose events
+are there (at most ``max_concurrency`` run at once) and, with a checkpointer, checkpoints the
+workflow's state (:class:`WorkflowState`) when activations start (so a crash reruns the same
+activation, with the same child run id) and after every step finishes. Resumed, a workflow runs
+again exactly the activations that had not finished: an agent step continues its own child run
+from its checkpoint, and effects a step ran through :meth:`StepContext.run_effect` are returned by
+the effect ledger, never repeated.
+
+A gate suspends the workflow (status ``suspended``) once nothing else can run;
+``resume(run_id, answer=...)`` answers it. A step that raises fails the workflow (the others in
+flight are cancelled and rerun on resume); ``resume(run_id, allow_finished=True)`` runs the failed
+activation again once its cause is fixed. Cancellation reaches every running step; the workflow
+is left ``running`` (interrupted) for a plain resume.
+
+Each activation is visible as ``step`` stream events (``data["event"]``: ``started``,
+``finished``, ``suspended``, ``failed``, ``skipped``) with the step, the activation id, its run id
+and the event types emitted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from seamkit.errors import RunCancelled, RunNotResumable, SeamkitError
+from seamkit.runtime.context import RunContext, new_run_id
+from seamkit.values import FrozenDict, StreamEvent, Usage, freeze
+from seamkit.workflows.model import START, Emit, Step, Workflow, emitted
+from seamkit.workflows.validate import check
+
+if TYPE_CHECKING:
+    from seamkit.durability.checkpointer import RunHandle
+
+__all__ = [
+    "Activation",
+    "Branch",
+    "Event",
+    "StepContext",
+    "WorkflowFailed",
+    "WorkflowResult",
+    "WorkflowState",
+    "resume_workflow",
+    "run_workflow",
+]
+
+T = TypeVar("T")
+
+Status = Literal["running", "waiting", "done", "failed", "skipped"]
+
+
+class WorkflowFailed(SeamkitError):
+    """A workflow run failed: a step raised (``step`` names it; the original is ``__cause__``) or it
+    stalled (``code`` ``WORKFLOW_STALLED``). ``run_id``: the workflow's run; ``code``:
+    ``STEP_FAILED`` or ``WORKFLOW_STALLED``."""
+
+    def __init__(self, run_id: str, code: str, message: str, step: str | None = None) -> None:
+        self.run_id = run_id
+        self.code = code
+        self.step = step
+        super().__init__(f"{code}: {message}")
+
+
+@dataclass(frozen=True, slots=True)
+class Branch:
+    """Where an event is inside a fan-out: the fan-out's ``group`` (the id of the activation that
+    fanned out), this branch's ``index`` and the number of branches, ``size``."""
+
+    group: str
+    index: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event: ``id`` (``e1``, ``e2``, ... in the run), ``type``, ``payload``, ``frame`` (the
+    fan-out branches it is inside, outermost first), ``source`` (the emitting step; ``None`` from
+    outside) and ``empty`` (a fan-out of no branches on its way to the join: steps pass it on
+    without running)."""
+
+    id: str
+    type: str
+    payload: Any = None
+    frame: tuple[Branch, ...] = ()
+    source: str | None = None
+    empty: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "payload", freeze(self.payload))
+
+
+@dataclass(frozen=True, slots=True)
+class Activation:
+    """One run of a step: ``id`` (``a1``, ``a2``, ...), ``step``, the events it consumed
+    (``inputs``), its child ``run_id``, ``status`` (``running``, ``waiting`` (a gate), ``done``,
+    ``failed``, ``skipped``), the ``frame`` its events are emitted in, the event types it
+    ``emitted`` and its ``error``."""
+
+    id: str
+    step: str
+    inputs: tuple[Event, ...]
+    run_id: str
+    status: Status = "running"
+    frame: tuple[Branch, ...] = ()
+    emitted: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowState:
+    """A workflow run's state as checkpointed: events not consumed yet (``queue``: ``(step, event)``,
+    each event delivered to every step that consumes its type), activations
+    not finished (``active``: running, waiting gates, a failed one), finished ones (``finished``,
+    in the order they finished), the outcome events (``outcomes``) and the id counter
+    (``serial``)."""
+
+    queue: tuple[tuple[str, Event], ...] = ()
+    active: tuple[Activation, ...] = ()
+    finished: tuple[Activation, ...] = ()
+    outcomes: tuple[Event, ...] = ()
+    serial: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowResult:
+    """How a workflow run ended. ``status``: ``done`` or ``suspended`` (a gate waits: ``waiting``
+    lists them with their prompts). ``outcome`` / ``output``: the type and payload of the last
+    outcome event (``None`` while suspended); ``outcomes``: every outcome event, in order;
+    ``steps``: every finished activation, in the order they finished; ``usage``: tokens and cost of
+    the agent steps; ``warnings``: e.g. events left unconsumed when the outcome came."""
+
+    run_id: str
+    status: Literal["done", "suspended"]
+    outcome: str | None
+    output: Any
+    outcomes: tuple[Event, ...] = ()
+    steps: tuple[Activation, ...] = ()
+    waiting: tuple[tuple[Activation, str], ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    warnings: tuple[str, ...] = ()
+
+
+class StepContext:
+    """What a step's function sees: ``run`` (its child :class:`~seamkit.runtime.context.RunContext`),
+    ``step`` (the :class:`~seamkit.workflows.model.Step`), ``activation`` (its id),
+    ``workflow_run_id``, ``resumed`` (this activation ran before, in an earlier attempt),
+    :meth:`run_effect` and :meth:`add_usage`."""
+
+    __slots__ = ("_usage", "activation", "resumed", "run", "step", "workflow_run_id")
+
+    def __init__(self, run: RunContext, step: Step, activation: str, workflow_run_id: str, resumed: bool) -> None:
+        self.run = run
+        self.step = step
+        self.activation = activation
+        self.workflow_run_id = workflow_run_id
+        self.resumed = resumed
+        self._usage = Usage()
+
+    async def run_effect(self, key: str, op: Callable[[], Awaitable[T]]) -> T:
+        """Run ``op`` at most once for ``key`` within this activation, through the run's effect
+        ledger (the key is ``<activation run id>:<key>``, the same when the activation runs again
+        after a crash): see :meth:`~seamkit.runtime.context.RunContext.run_effect`."""
+        return await self.run.run_effect(f"{self.run.run_id}:{key}", op)
+
+    def add_usage(self, usage: Usage) -> None:
+        """Count ``usage`` (an agent's) as the workflow's."""
+        self._usage = self._usage + usage
+
+
+class _Scheduler:
+    """Matching events to steps (see the model's module doc)."""
+
+    def __init__(self, workflow: Workflow) -> None:
+        self.workflow = workflow
+        self.consumers: dict[str, list[str]] = {}
+        for s in workflow.steps:
+            for e in s.consumes:
+                if s.name not in self.consumers.setdefault(e, []):
+                    self.consumers[e].append(s.name)
+        self.outcomes = set(workflow.outcomes)
+
+    def ready(self, inbox: Mapping[str, list[Event]]) -> list[tuple[Step, list[Event], tuple[Branch, ...]]]:
+        """Every (step, the events it takes, the frame it emits in) that can start now; the events
+        taken are removed from the step's ``inbox``."""
+        out: list[tuple[Step, list[Event], tuple[Branch, ...]]] = []
+        for step in self.workflow.steps:
+            queue = inbox.get(step.name)
+            if not queue:
+                continue
+            if step.join:
+                out += self._joins(step, queue)
+            else:
+                out += self._maps(step, queue)
+        return out
+
+    @staticmethod
+    def _maps(step: Step, queue: list[Event]) -> list[tuple[Step, list[Event], tuple[Branch, ...]]]:
+        out: list[tuple[Step, list[Event], tuple[Branch, ...]]] = []
+        while True:
+            # the oldest event of the first type decides the frame; the others must share it
+            first = next((e for e in queue if e.type == step.consumes[0]), None)
+            if first is None:
+                return out
+            found = False
+            for head in [e for e in queue if e.type == step.consumes[0]]:
+                taken = [head]
+                for t in step.consumes[1:]:
+                    partner = next((e for e in queue if e.type == t and e.frame == head.frame and e not in taken),
+                                   None)
+                    if partner is None:
+                        break
+                    taken.append(partner)
+                else:
+                    for e in taken:
+                        queue.remove(e)
+                    out.append((step, taken, head.frame))
+                    found = True
+                    break
+            if not found:
+                return out
+
+    @staticmethod
+    def _joins(step: Step, queue: list[Event]) -> list[tuple[Step, list[Event], tuple[Branch, ...]]]:
+        out: list[tuple[Step, list[Event], tuple[Branch, ...]]] = []
+        while True:
+            groups: dict[tuple[tuple[Branch, ...], str | None], dict[str, list[Event]]] = {}
+            for e in queue:
+                if e.type in step.consumes:
+                    key = (e.frame[:-1], e.frame[-1].group) if e.frame else (e.frame, None)
+                    groups.setdefault(key, {}).setdefault(e.type, []).append(e)
+            for (outer, group), by_type in groups.items():
+                taken = []
+                for t in step.consumes:
+                    events = by_type.get(t, [])
+                    if group is None:  # not inside a fan-out: a group of one
+                        if not events:
+                            break
+                        taken.append(events[0])
+                        continue
+                    size = events[0].frame[-1].size if events else -1
+                    if size == 0:
+                        taken.append(events[0])
+                        continue
+                    per_index: dict[int, Event] = {}
+                    for e in events:
+                        per_index.setdefault(e.frame[-1].index, e)
+                    if size < 0 or len(per_index) < size:
+                        break
+                    taken += [per_index[i] for i in range(size)]
+                else:
+                    for e in taken:
+                        queue.remove(e)
+                    out.append((step, taken, outer))
+                    break
+            else:
+                return out
+
+
+def join_input(step: Step, events: Sequence[Event]) -> Any:
+    """A join's input: the payloads of each consumed type in branch order (``[]`` for a fan-out of
+    no branches); a mapping type -> list when it consumes several types."""
+    per: dict[str, list[Any]] = {t: [] for t in step.consumes}
+    for e in events:
+        if not e.empty:
+            per[e.type].append(e.payload)
+    return per[step.consumes[0]] if len(step.consumes) == 1 else per
+
+
+def step_input(step: Step, events: Sequence[Event]) -> Any:
+    """A step's input (see :data:`~seamkit.workflows.model.StepFn`)."""
+    if step.join:
+        return join_input(step, events)
+    if len(step.consumes) == 1:
+        return events[0].payload
+    return {e.type: e.payload for e in events}
+
+
+class WorkflowRun:
+    """One run of a workflow, from its start or from a checkpoint (see the module doc)."""
+
+    def __init__(self, workflow: Workflow, ctx: RunContext, state: WorkflowState, *, usage: Usage | None = None,
+                 warnings: Sequence[str] = ()) -> None:
+        self.workflow = workflow
+        self.ctx = ctx
+        self.state = state
+        self.inbox: dict[str, list[Event]] = {}
+        for name, e in state.queue:
+            self.inbox.setdefault(name, []).append(e)
+        self.active: dict[str, Activation] = {a.id: a for a in state.active}
+        self.finished = list(state.finished)
+        self.outcomes = list(state.outcomes)
+        self.serial = state.serial
+        self.usage = usage if usage is not None else Usage()
+        self.warnings = list(warnings)
+        self.handle: RunHandle | None = None
+        self.scheduler = _Scheduler(workflow)
+        self.steps = {s.name: s for s in workflow.steps}
+        self.limit = asyncio.Semaphore(workflow.max_concurrency)
+        self.tasks: dict[asyncio.Task[Any], str] = {}
+        self.contexts: dict[str, RunContext] = {}
+        self.answers: dict[str, str] = {}  # gate activation id -> the person's answer
+        self.lock = asyncio.Lock()
+
+    # -- ids, state, events -------------------------------------------------------------------
+
+    def _next(self, prefix: str) -> str:
+        self.serial += 1
+        return f"{prefix}{self.serial}"
+
+    def snapshot(self) -> WorkflowState:
+        queue = tuple((name, e) for name, events in self.inbox.items() for e in events)
+        return WorkflowState(queue, tuple(self.active.values()), tuple(self.finished),
+                             tuple(self.outcomes), self.serial)
+
+    def checkpoint_state(self, **extra: Any) -> dict[str, Any]:
+        state: dict[str, Any] = {"workflow": self.workflow.name, "workflow_state": self.snapshot(),
+                                 "usage": self.usage, "warnings": list(self.warnings), "scope": self.ctx.scope}
+        gates = [a for a in self.active.values() if a.status == "waiting"]
+        if gates and not any(a.status == "running" for a in self.active.values()):
+            state["waiting_for"] = "gate"
+            state["status_detail"] = "waiting for the person: " + "; ".join(
+                f"{a.step}: {self.steps[a.step].prompt or 'answer to continue'}" for a in gates if a.step in self.steps)
+        state.update(extra)
+        return state
+
+    async def save(self, status: str, **extra: Any) -> None:
+        if self.handle is None:
+            return
+        async with self.lock:
+            saved = await self.handle.save(status, self.checkpoint_state(**extra), ())
+        if not saved:
+            why = self.handle.skipped[-1] if self.handle.skipped else "it held a secret"
+            if why not in self.warnings:
+                self.warnings.append(why)
+
+    def emit_event(self, what: str, a: Activation, **data: Any) -> None:
+        step = self.steps.get(a.step)
+        event = StreamEvent("step", self.ctx.run_id, len(self.finished), data=FrozenDict(
+            event=what, step=a.step, activation=a.id, run_id=a.run_id,
+            kind=step.kind if step is not None else None, **data))
+        for observer in self.workflow.observers:
+            observer.on_event(event)
+
+    # -- the run ------------------------------------------------------------------------------
+
+    def begin(self, payload: Any) -> None:
+        self.deliver(Event(self._next("e"), START, payload))
+
+    def deliver(self, e: Event) -> None:
+        """Put ``e`` in the inbox of every step that consumes its type."""
+        for name in self.scheduler.consumers.get(e.type, ()):
+            self.inbox.setdefault(name, []).append(e)
+
+    async def drive(self) -> WorkflowResult:
+        try:
+            return await self._drive()
+        except BaseException as exc:
+            for task in self.tasks:
+                task.cancel()
+            if self.tasks:
+                await asyncio.gather(*self.tasks, return_exceptions=True)
+            if self.handle is not None:
+                why = f"{type(exc).__name__}: {exc}"[:2000]
+                try:
+                    if isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError)):
+                        await self.handle.save("running", self.checkpoint_state(interrupted=why), (), lease=False)
+                    else:
+                        await self.save("failed", error=why)
+                except BaseException:
+                    pass
+            raise
+
+    async def _drive(self) -> WorkflowResult:
+        # activations that had started before a crash, an interruption or a failure run again
+        rerun = [a for a in self.active.values() if a.status in ("running", "failed")]
+        for a in rerun:
+            self.active[a.id] = dataclasses.replace(a, status="running", error=None)
+        self._resolve_gates()
+        self._start(rerun, resumed=True)
+        while True:
+            cancellation = self.ctx.cancellation
+            cancellation.raise_if_cancelled()
+            started = self._schedule()
+            if started:
+                await self.save("running")  # the child run ids are recorded before any step runs
+                self._start(started, resumed=False)
+            if not self.tasks:
+                break
+            # a cancelled workflow stops its steps at once (drive() cancels the tasks in flight)
+            stop = asyncio.ensure_future(cancellation.wait())
+            try:
+                done, _ = await asyncio.wait([*self.tasks, stop], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                stop.cancel()
+            cancellation.raise_if_cancelled()
+            failure: tuple[Activation, BaseException] | None = None
+            for task in done:
+                aid = self.tasks.pop(task)
+                exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
+                if exc is None:
+                    self._finish(aid, task.result())
+                elif failure is None:
+                    failure = (self.active[aid], exc)
+            if failure is not None:
+                await self._fail(*failure)
+            await self.save("running")
+        return await self._end()
+
+    def _schedule(self) -> list[Activation]:
+        started: list[Activation] = []
+        while True:  # a skipped step's events may make another step ready
+            ready = self.scheduler.ready(self.inbox)
+            if not ready:
+                return started
+            self._activate(ready, started)
+
+    def _activate(self, ready: list[tuple[Step, list[Event], tuple[Branch, ...]]], started: list[Activation]) -> None:
+        for step, events, frame in ready:
+            a = Activation(self._next("a"), step.name, tuple(events), new_run_id(), frame=frame)
+            if any(e.empty for e in events) and not step.join:
+                # a fan-out of no branches passes through to its join without running anything
+                out = tuple(Event(self._next("e"), t, None, events[0].frame, step.name, empty=True)
+                            for t in step.emits)
+                for e in out:
+                    self.deliver(e)
+                done = dataclasses.replace(a, status="skipped", emitted=tuple(e.type for e in out))
+                self.finished.append(done)
+                self.emit_event("skipped", done)
+                continue
+            if step.kind == "gate":
+                a = dataclasses.replace(a, status="waiting")
+                self.active[a.id] = a
+                self.emit_event("suspended", a, prompt=step.prompt)
+                continue
+            self.active[a.id] = a
+            started.append(a)
+
+    def _start(self, activations: Sequence[Activation], *, resumed: bool) -> None:
+        for a in activations:
+            task = asyncio.ensure_future(self._run_one(a, resumed))
+            self.tasks[task] = a.id
+
+    async def _run_one(self, a: Activation, resumed: bool) -> tuple[Any, Usage]:
+        step = self.steps.get(a.step)
+        if step is None:
+            raise LookupError(f"the workflow has no step {a.step!r} any more (it was renamed or removed)")
+        assert step.run is not None
+        async with self.limit:
+            child = RunContext(run_id=a.run_id, parent_run_id=self.ctx.run_id, scope=self.ctx.scope,
+                               services=self.ctx.services, cancellation=self.ctx.cancellation.child(),
+                               clock=self.ctx.clock, effects=self.ctx.effects,
+                               ancestors=(self.ctx.run_id, *self.ctx.ancestors))
+            child.cancellation.raise_if_cancelled()
+            sc = StepContext(child, step, a.id, self.ctx.run_id, resumed)
+            self.emit_event("started", a)
+            result = await step.run(sc, step_input(step, a.inputs))
+            return result, sc._usage
+
+    def _finish(self, aid: str, outcome: tuple[Any, Usage]) -> None:
+        result, usage = outcome
+        a = self.active.pop(aid)
+        step = self.steps[a.step]
+        self.usage = self.usage + usage
+        try:
+            out = emitted(step, result)
+        except ValueError as exc:
+            self.active[aid] = dataclasses.replace(a, status="failed", error=str(exc))
+            raise WorkflowFailed(self.ctx.run_id, "STEP_FAILED", str(exc), a.step) from None
+        events = self._events(a, step, out)
+        done = dataclasses.replace(a, status="done", emitted=tuple(dict.fromkeys(e.type for e in events)))
+        self.finished.append(done)
+        self.emit_event("finished", done, emitted=list(done.emitted))
+
+    def _events(self, a: Activation, step: Step, out: list[Emit] | tuple[str, list[Any]]) -> list[Event]:
+        if isinstance(out, tuple) and out[0] not in self.scheduler.consumers:
+            out = [Emit(out[0], out[1])]  # an outcome nothing consumes is the workflow's output: never split
+        if isinstance(out, tuple):
+            kind, items = out
+            if not items:
+                made = [Event(self._next("e"), kind, None, (*a.frame, Branch(a.id, 0, 0)), step.name, empty=True)]
+            else:
+                made = [Event(self._next("e"), kind, item, (*a.frame, Branch(a.id, i, len(items))), step.name)
+                        for i, item in enumerate(items)]
+        else:
+            made = [Event(self._next("e"), e.type, e.payload, a.frame, step.name) for e in out]
+        for e in made:
+            if e.type in self.scheduler.outcomes and not e.empty:
+                self.outcomes.append(e)
+            self.deliver(e)
+        return made
+
+    async def _fail(self, a: Activation, exc: BaseException) -> None:
+        for task in self.tasks:  # the others stop; they run again on resume
+            task.cancel()
+        if self.tasks:
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.tasks.clear()
+        if isinstance(exc, (RunCancelled, asyncio.CancelledError)):
+            self.ctx.cancellation.raise_if_cancelled()
+            raise exc  # the activation stays running: a plain resume runs it again
+        why = f"{type(exc).__name__}: {exc}"[:2000]
+        self.active[a.id] = dataclasses.replace(a, status="failed", error=why)
+        self.emit_event("failed", self.active[a.id], error=why)
+        if isinstance(exc, WorkflowFailed):
+            raise exc
+        raise WorkflowFailed(self.ctx.run_id, "STEP_FAILED", f"step {a.step!r} ({a.id}, run {a.run_id}) "
+                             f"failed: {why}", a.step) from exc
+
+    def _resolve_gates(self) -> None:
+        for aid, answer in list(self.answers.items()):
+            a = self.active.pop(aid)
+            step = self.steps[a.step]
+            events = self._events(a, step, gate_emits(step, answer, step_input(step, a.inputs)))
+            done = dataclasses.replace(a, status="done", emitted=tuple(e.type for e in events))
+            self.finished.append(done)
+            self.emit_event("finished", done, emitted=list(done.emitted))
+        self.answers.clear()
+
+    async def _end(self) -> WorkflowResult:
+        gates = [a for a in self.active.values() if a.status == "waiting"]
+        if gates:
+            await self.save("suspended")
+            return self.result("suspended")
+        if not self.outcomes:
+            waiting = self._stall_text()
+            why = ("it ended without an outcome" + (f": {waiting}" if waiting else
+                                                     " (no step emitted one of its outcomes)"))
+            raise WorkflowFailed(self.ctx.run_id, "WORKFLOW_STALLED", why)
+        left = self._stall_text()
+        if left:
+            note = f"events left unconsumed when the workflow ended: {left}"
+            if note not in self.warnings:
+                self.warnings.append(note)
+        await self.save("done", output=self.outcomes[-1].payload, outcome=self.outcomes[-1].type)
+        return self.result("done")
+
+    def _stall_text(self) -> str:
+        waits = []
+        for step in self.workflow.steps:
+            have = {e.type for e in self.inbox.get(step.name, ())}
+            if have:
+                missing = [t for t in step.consumes if t not in have]
+                waits.append(f"step {step.name!r} has {', '.join(sorted(have))} but waits for "
+                             + (", ".join(missing) if missing else "the rest of its fan-out's branches"))
+        return "; ".join(waits)
+
+    def result(self, status: Literal["done", "suspended"]) -> WorkflowResult:
+        last = self.outcomes[-1] if self.outcomes and status == "done" else None
+        waiting = tuple((a, self.steps[a.step].prompt if a.step in self.steps else "")
+                        for a in self.active.values() if a.status == "waiting")
+        return WorkflowResult(self.ctx.run_id, status, last.type if last else None, last.payload if last else None,
+                              tuple(self.outcomes), tuple(self.finished), waiting, self.usage, tuple(self.warnings))
+
+
+def gate_emits(step: Step, answer: str, payload: Any) -> list[Emit]:
+    """What a gate emits for the person's ``answer`` (see :class:`~seamkit.workflows.model.Step`).
+    Raises ``ValueError`` when the gate routes yes and no and the answer is neither."""
+    if step.on_yes is not None or step.on_no is not None:
+        from seamkit.agent.kernel import classify_answer
+
+        decision = classify_answer(answer)
+        target = step.on_yes if decision == "yes" else step.on_no if decision == "no" else None
+        if target is None:
+            raise ValueError(f"gate {step.name!r} takes a plain yes or no, got {answer!r:.80}")
+        return [Emit(target, payload)]
+    return [Emit(step.emits[0], {"answer": answer, "input": payload})]
+
+
+def _context(ctx: RunContext | None, run_id: str | None) -> RunContext:
+    if ctx is None:
+        return RunContext(run_id=run_id) if run_id is not None else RunContext()
+    if run_id is not None:
+        ctx = dataclasses.replace(ctx, run_id=run_id)
+    return ctx
+
+
+async def run_workflow(workflow: Workflow, input: Any = None, *, ctx: RunContext | None = None,
+                       run_id: str | None = None, events: Mapping[str, Sequence[Any]] | None = None) -> WorkflowResult:
+    """Run ``workflow`` with ``input`` as the start event's payload (``events``: external events
+    by type, there from the start). ``ctx``: the workflow run's context (its run id, scope,
+    services, cancellation); ``run_id``: the run id to use.
+
+    Returns a :class:`WorkflowResult` (``done``, or ``suspended`` at a gate). Raises
+    :class:`~seamkit.workflows.validate.WorkflowInvalid` (every problem) before anything runs;
+    :class:`WorkflowFailed` when a step raises (``STEP_FAILED``, the step's exception as
+    ``__cause__``) or the run stalls (``WORKFLOW_STALLED``); ``ValueError`` for an external event
+    type the workflow does not declare; :class:`~seamkit.errors.RunCancelled` when cancelled."""
+    check(workflow)
+    ctx = _context(ctx, run_id)
+    run = WorkflowRun(workflow, ctx, WorkflowState())
+    run.begin(input)
+    _external(run, events)
+    cp = workflow.checkpointer
+    if cp is not None:
+        if ctx.effects is None:
+            ctx.effects = _ledger(cp, ctx)
+        run.handle = await cp.begin(ctx.run_id, run.checkpoint_state(), (), parent_run_id=ctx.parent_run_id,
+                                    metadata={"agent": workflow.name, "workflow": workflow.name})
+    return await run.drive()
+
+
+def _external(run: WorkflowRun, events: Mapping[str, Sequence[Any]] | None) -> None:
+    for kind, payloads in (events or {}).items():
+        if kind not in run.workflow.external:
+            raise ValueError(f"workflow {run.workflow.name!r} takes no external event {kind!r} "
+                             f"(external: {', '.join(run.workflow.external) or 'none'})")
+        for p in payloads:
+            run.deliver(Event(run._next("e"), kind, p))
+
+
+def _ledger(cp: Any, ctx: RunContext) -> Any:
+    from seamkit.durability.ledger import EffectLedger
+
+    return EffectLedger(cp.store, tenant=ctx.scope.tenant) if cp.store is not None else None
+
+
+async def resume_workflow(workflow: Workflow, run_id: str, *, answer: str | None = None, gate: str | None = None,
+                          events: Mapping[str, Sequence[Any]] | None = None, allow_finished: bool = False,
+                          steal: bool = False, ctx: RunContext | None = None) -> WorkflowResult:
+    """Continue the workflow run ``run_id`` from its latest checkpoint: activations that had not
+    finished run again (see the module doc); ``answer`` answers the waiting gate (``gate``: which
+    one, by step name or activation id, when several wait); ``events``: external events handed in
+    now; ``allow_finished``: return a done run's result, or run a failed one's failed step again.
+
+    Raises :class:`~seamkit.errors.RunNotResumable` (no checkpointer, unknown run, not this
+    workflow's, finished, held by another worker, a gate waits and no answer was given);
+    ``ValueError`` for an answer with no gate waiting, an ambiguous or unknown ``gate``, or an
+    answer a yes/no gate cannot take; and what :func:`run_workflow` raises."""
+    check(workflow)
+    cp = workflow.checkpointer
+    if cp is None:
+        raise RunNotResumable(run_id, "this workflow has no checkpointer")
+    snap = await cp.latest(run_id)
+    if snap is None:
+        raise RunNotResumable(run_id, "no checkpoints for this run id")
+    state = snap.state.get("workflow_state")
+    if not isinstance(state, WorkflowState) or snap.state.get("workflow") != workflow.name:
+        raise RunNotResumable(run_id, f"it is not a run of workflow {workflow.name!r}")
+    ctx = _context(ctx, run_id)
+    ctx = dataclasses.replace(ctx, parent_run_id=snap.parent_run_id)
+    scope = snap.state.get("scope")
+    if scope is not None:
+        ctx.scope = scope
+    usage = snap.state.get("usage")
+    run = WorkflowRun(workflow, ctx, state, usage=usage if isinstance(usage, Usage) else None,
+                      warnings=snap.state.get("warnings") or ())
+    if snap.status == "done":
+        if not allow_finished:
+            raise RunNotResumable(run_id, "it is done (allow_finished=True, or seamkit resume --allow-finished, "
+                                  "gives its result)")
+        return run.result("done")
+    gates = [a for a in state.active if a.status == "waiting"]
+    if answer is not None:
+        chosen = _gate(workflow, gates, gate, run_id)
+        gate_emits(run.steps[chosen.step], answer, step_input(run.steps[chosen.step], chosen.inputs))  # check it
+        run.answers[chosen.id] = answer
+    elif snap.status == "suspended" and not events:
+        prompts = "; ".join(f"{a.step}: {run.steps[a.step].prompt}" for a in gates if a.step in run.steps)
+        raise RunNotResumable(run_id, f"it waits for the person's answer ({prompts}): pass answer=")
+    _external(run, events)
+    if snap.status == "failed" and not allow_finished:
+        raise RunNotResumable(run_id, "it failed (allow_finished=True, or seamkit resume --allow-finished, runs "
+                              "its failed step again)")
+    if ctx.effects is None:
+        ctx.effects = _ledger(cp, ctx)
+    handle, _ = await cp.claim(run_id, allow_finished=True, steal=steal, snapshot=snap,
+                               state=run.checkpoint_state())
+    run.handle = handle
+    return await run.drive()
+
+
+def _gate(workflow: Workflow, gates: Sequence[Activation], gate: str | None, run_id: str) -> Activation:
+    if not gates:
+        raise ValueError(f"run {run_id} has no gate waiting for an answer")
+    if gate is None:
+        if len(gates) > 1:
+            raise ValueError(f"several gates wait ({', '.join(f'{a.step} ({a.id})' for a in gates)}): say which")
+        return gates[0]
+    found = [a for a in gates if gate in (a.id, a.step)]
+    if len(found) != 1:
+        what = "no waiting gate" if not found else "several waiting gates"
+        raise ValueError(f"{what} {gate!r} (waiting: {', '.join(f'{a.step} ({a.id})' for a in gates)})")
+    return found[0]

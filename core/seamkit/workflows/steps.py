@@ -1,0 +1,166 @@
+"""Steps from what seamkit already has: a Python function, an agent, a tool, a capability, a gate,
+a nested workflow. Each returns a :class:`~seamkit.workflows.model.Step`; the keyword arguments
+``consumes``, ``emits``, ``join`` and ``origin`` are the step's (see the model's module doc).
+
+An agent step's input is its task: text as it is, anything else as JSON. Its output (the typed
+output, or the reply text) is what it returns; ``pick`` takes one field of it (a list there fans
+out). Rerun after a crash, an agent with a checkpointer continues its own child run from its
+checkpoint instead of starting over. An agent that suspends for an approval inside a workflow is
+a step failure naming the child run (approve it there; use a gate step for the workflow's own
+human decisions).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from seamkit.errors import SeamkitError
+from seamkit.values import thaw
+from seamkit.workflows.model import START, Step, StepFn, Workflow
+
+if TYPE_CHECKING:
+    from seamkit.agent.agent import Agent
+    from seamkit.capabilities import Capability
+    from seamkit.ports import ToolPort
+    from seamkit.workflows.engine import StepContext
+
+__all__ = ["StepError", "agent_step", "capability_step", "function_step", "gate", "tool_step", "workflow_step"]
+
+
+class StepError(SeamkitError):
+    """A step adapter could not produce a result: ``code`` (e.g. a capability's failure code,
+    ``AGENT_SUSPENDED``, ``WORKFLOW_SUSPENDED``) and a message safe to show and store."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        super().__init__(f"{code}: {message}")
+
+
+def _task(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(thaw(value), ensure_ascii=False, default=str)
+
+
+def _field(value: Any, name: str) -> Any:
+    if isinstance(value, Mapping):
+        if name not in value:
+            raise StepError("MISSING_FIELD", f"the output has no field {name!r} (has: {', '.join(map(str, value))})")
+        return value[name]
+    if hasattr(value, name):
+        return getattr(value, name)
+    raise StepError("MISSING_FIELD", f"the output ({type(value).__name__}) has no field {name!r}")
+
+
+def function_step(fn: StepFn, *, name: str | None = None, consumes: tuple[str, ...] | str = (START,),
+                  emits: tuple[str, ...] | str = (), join: bool = False, origin: str | None = None) -> Step:
+    """A step running ``fn(ctx, input)`` (``name``: the function's name by default)."""
+    return Step(name or fn.__name__, fn, consumes, emits, join, "function", origin=origin)  # type: ignore[arg-type]
+
+
+def agent_step(name: str, agent: Agent, *, consumes: tuple[str, ...] | str = (START,),
+               emits: tuple[str, ...] | str = (), join: bool = False, pick: str | None = None,
+               origin: str | None = None) -> Step:
+    """A step running ``agent`` as a child run on its input (see the module doc). Raises (as the
+    step's failure) :class:`StepError` ``AGENT_SUSPENDED`` when the agent waits for an approval,
+    ``MISSING_FIELD`` when ``pick`` names no field of the output."""
+
+    async def run(ctx: StepContext, data: Any) -> Any:
+        cp = agent.checkpointer
+        if ctx.resumed and cp is not None and await cp.latest(ctx.run.run_id) is not None:
+            result = await agent.resume(ctx.run.run_id, allow_finished=True, ctx=ctx.run)
+        else:
+            result = await agent.run(_task(data), ctx=ctx.run)
+        ctx.add_usage(result.usage)
+        if result.stop_reason == "suspended":
+            raise StepError("AGENT_SUSPENDED", f"agent {agent.name!r} (run {result.run_id}) waits for an approval; "
+                            "decide it with seamkit resume on that run, then resume the workflow")
+        out = result.output
+        return _field(out, pick) if pick is not None else out
+
+    return Step(name, run, consumes, emits, join, "agent", origin=origin)  # type: ignore[arg-type]
+
+
+def tool_step(name: str, tool: ToolPort, *, consumes: tuple[str, ...] | str = (START,),
+              emits: tuple[str, ...] | str = (), join: bool = False, origin: str | None = None) -> Step:
+    """A step calling ``tool`` with its input as the arguments (a mapping; anything else is passed
+    as the tool's one required parameter). A side-effecting tool runs through the effect ledger:
+    exactly once per activation, also when the step runs again after a crash. Raises (as the
+    step's failure) :class:`~seamkit.errors.ToolArgumentError` for arguments the tool refuses."""
+    schema = tool.schema
+
+    async def run(ctx: StepContext, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            arguments = dict(thaw(data))
+        else:
+            required = list(schema.parameters.get("required") or ())
+            if len(required) != 1:
+                raise StepError("INVALID_STEP_INPUT", f"tool {schema.name!r} takes an object of arguments "
+                                f"(its input was {type(data).__name__})")
+            arguments = {required[0]: thaw(data)}
+        valid = tool.validate(arguments)
+        if schema.side_effecting:
+            return await ctx.run_effect(f"tool:{schema.name}", lambda: tool.invoke(valid, ctx.run))
+        return await tool.invoke(valid, ctx.run)
+
+    return Step(name, run, consumes, emits, join, "tool", origin=origin)  # type: ignore[arg-type]
+
+
+def capability_step(name: str, capability: Capability, *, consumes: tuple[str, ...] | str = (START,),
+                    emits: tuple[str, ...] | str = (), join: bool = False, ports: Mapping[str, Any] | None = None,
+                    origin: str | None = None) -> Step:
+    """A step executing one capability on its input (validated by the capability's input schema;
+    its effects through the effect ledger). Its output is the ``Completed`` output. Raises (as the
+    step's failure) :class:`StepError` with the capability's code for a ``Failed`` result, and
+    ``CAPABILITY_NEEDS_TURN`` for a result that needs a conversation (input, a confirmation, a
+    dependency: use the capability in an agent with capabilities)."""
+    from seamkit.capabilities import compile_agent
+
+    compiled = compile_agent([capability])
+
+    async def run(ctx: StepContext, data: Any) -> Any:
+        from seamkit.capabilities import Completed, Failed
+        from seamkit.capabilities.executor import execute_capability
+
+        arguments = thaw(data) if isinstance(data, Mapping) else {}
+        result = await execute_capability(compiled, capability.id, arguments, ctx=ctx.run, ports=ports or {})
+        if isinstance(result, Completed):
+            return result.output
+        if isinstance(result, Failed):
+            raise StepError(result.code, result.message)
+        raise StepError("CAPABILITY_NEEDS_TURN", f"{capability.ref} returned {type(result).__name__}: a workflow "
+                        "step takes only a completed or failed result")
+
+    return Step(name, run, consumes, emits, join, "capability", origin=origin)  # type: ignore[arg-type]
+
+
+def gate(name: str, prompt: str, *, consumes: tuple[str, ...] | str = (START,), emits: tuple[str, ...] | str = (),
+         on_yes: str | None = None, on_no: str | None = None, join: bool = False, origin: str | None = None) -> Step:
+    """A human gate: the workflow suspends until the person answers ``prompt`` (see
+    :class:`~seamkit.workflows.model.Step`)."""
+    return Step(name, None, consumes, emits, join, "gate", prompt, on_yes, on_no, origin)  # type: ignore[arg-type]
+
+
+def workflow_step(name: str, inner: Workflow, *, consumes: tuple[str, ...] | str = (START,),
+                  emits: tuple[str, ...] | str = (), join: bool = False, origin: str | None = None) -> Step:
+    """A nested workflow as one step: ``inner`` runs as a child run on the input; its output is the
+    step's. Rerun after a crash, a durable ``inner`` continues from its checkpoint. Raises (as the
+    step's failure) :class:`StepError` ``WORKFLOW_SUSPENDED`` when ``inner`` stops at a gate (gates
+    belong to the outer workflow), and what ``inner`` raises."""
+
+    async def run(ctx: StepContext, data: Any) -> Any:
+        from seamkit.workflows.engine import resume_workflow, run_workflow
+
+        cp = inner.checkpointer
+        if ctx.resumed and cp is not None and await cp.latest(ctx.run.run_id) is not None:
+            result = await resume_workflow(inner, ctx.run.run_id, allow_finished=True, ctx=ctx.run)
+        else:
+            result = await run_workflow(inner, data, ctx=ctx.run)
+        ctx.add_usage(result.usage)
+        if result.status == "suspended":
+            raise StepError("WORKFLOW_SUSPENDED", f"workflow {inner.name!r} (run {result.run_id}) stopped at a gate")
+        return result.output
+
+    return Step(name, run, consumes, emits, join, "workflow", origin=origin)  # type: ignore[arg-type]
+
+

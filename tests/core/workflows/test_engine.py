@@ -1,0 +1,299 @@
+"""Running workflows (``seamkit.workflows.engine``): events, fan-out and join, waits for several
+events, gates, failures and resume, cancellation, child runs and their checkpoints, agent, tool,
+capability and nested-workflow steps. Real checkpointer over the in-memory store and SQLite."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from seamkit.agent.agent import Agent
+from seamkit.durability.checkpointer import Checkpointer
+from seamkit.errors import RunCancelled, RunNotResumable
+from seamkit.runtime.context import RunContext
+from seamkit.testing.memory_store import MemoryStore
+from seamkit.testing.models import ScriptedModel
+from seamkit.tools import tool
+from seamkit.values import StreamEvent
+from seamkit.workflows import (
+    START,
+    Emit,
+    Step,
+    StepContext,
+    Workflow,
+    WorkflowFailed,
+    agent_step,
+    gate,
+    resume_workflow,
+    run_workflow,
+    tool_step,
+    workflow_step,
+)
+from seamkit_sqlite.store import SqliteStore
+
+CALLS: Counter[str] = Counter()
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    CALLS.clear()
+
+
+class Seen:
+    def __init__(self) -> None:
+        self.events: list[StreamEvent] = []
+
+    def on_event(self, event: StreamEvent) -> None:
+        self.events.append(event)
+
+    def kinds(self) -> list[tuple[str, str]]:
+        return [(e.data["event"], e.data["step"]) for e in self.events if e.kind == "step"]
+
+
+def fn(name: str, result: Any = None, *, consumes: Any = (START,), emits: Any = (), join: bool = False,
+       then: Any = None) -> Step:
+    async def run(ctx: StepContext, data: Any) -> Any:
+        CALLS[name] += 1
+        return then(data) if then is not None else result
+
+    return Step(name, run, consumes, emits, join)
+
+
+async def test_a_pipeline_passes_each_output_on_and_ends_with_its_outcome() -> None:
+    seen = Seen()
+    w = Workflow("pipe", (fn("upper", emits="upper", then=str.upper),
+                          fn("exclaim", consumes="upper", emits="done", then=lambda t: t + "!")),
+                 outcomes=("done",), observers=(seen,))
+    r = await run_workflow(w, "hello")
+    assert (r.status, r.outcome, r.output) == ("done", "done", "HELLO!")
+    assert [a.step for a in r.steps] == ["upper", "exclaim"]
+    assert len({a.run_id for a in r.steps} | {r.run_id}) == 3  # each step its own child run
+    assert seen.kinds() == [("started", "upper"), ("finished", "upper"), ("started", "exclaim"),
+                            ("finished", "exclaim")]
+
+
+async def test_fan_out_runs_each_branch_and_the_join_gets_every_branch_once_in_order() -> None:
+    running, peak = 0, 0
+
+    async def research(ctx: StepContext, topic: str) -> str:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.01 * (3 - len(topic) % 3))  # finish out of order
+        running -= 1
+        CALLS["research"] += 1
+        return f"notes on {topic}"
+
+    w = Workflow("fan", (fn("plan", ["a", "bb", "ccc", "dddd", "eeeee"], emits="topic"),
+                         Step("research", research, "topic", "finding"),
+                         fn("write", consumes="finding", emits="report", join=True, then=" | ".join)),
+                 outcomes=("report",), max_concurrency=2)
+    r = await run_workflow(w, "go")
+    assert r.output == "notes on a | notes on bb | notes on ccc | notes on dddd | notes on eeeee"
+    assert CALLS == {"plan": 1, "research": 5, "write": 1} and peak == 2
+
+
+async def test_an_empty_fan_out_reaches_the_join_as_an_empty_list_without_running_the_branches() -> None:
+    w = Workflow("fan", (fn("plan", [], emits="topic"), fn("research", consumes="topic", emits="finding", then=str),
+                         fn("write", consumes="finding", emits="report", join=True, then=len)),
+                 outcomes=("report",))
+    r = await run_workflow(w, "go")
+    assert r.output == 0 and CALLS["research"] == 0 and CALLS["write"] == 1
+    assert [a.status for a in r.steps] == ["done", "skipped", "done"]
+
+
+async def test_nested_fan_outs_join_inner_branches_first() -> None:
+    w = Workflow("nest", (
+        fn("teams", [["a", "b"], ["c"]], emits="team"),
+        fn("people", consumes="team", emits="person", then=list),
+        fn("greet", consumes="person", emits="greeting", then=lambda p: f"hi {p}"),
+        fn("team_card", consumes="greeting", emits="card", join=True, then=", ".join),
+        fn("all_cards", consumes="card", emits="done", join=True, then=" / ".join),
+    ), outcomes=("done",))
+    r = await run_workflow(w, None)
+    assert r.output == "hi a, hi b / hi c"
+
+
+async def test_a_step_consuming_several_events_waits_for_all_of_them() -> None:
+    w = Workflow("wait", (
+        fn("left", "L", emits="l"), fn("right", "R", emits="r"),
+        fn("both", consumes=("l", "r"), emits="done", then=lambda d: d["l"] + d["r"]),
+    ), outcomes=("done",))
+    assert (await run_workflow(w, None)).output == "LR"
+
+
+async def test_explicit_emits_route_and_an_undeclared_one_fails_the_step() -> None:
+    w = Workflow("route", (fn("triage", Emit("urgent", 1), emits=("urgent", "later")),
+                           fn("page", consumes="urgent", emits="done", then=lambda n: n + 1),
+                           fn("queue", consumes="later", emits="done")), outcomes=("done",))
+    r = await run_workflow(w, None)
+    assert r.output == 2 and CALLS["queue"] == 0
+    bad = Workflow("bad", (fn("triage", Emit("nope"), emits="done"),), outcomes=("done",))
+    with pytest.raises(WorkflowFailed, match="emitted nope, which it does not declare") as err:
+        await run_workflow(bad, None)
+    assert err.value.code == "STEP_FAILED" and err.value.step == "triage"
+
+
+async def test_events_that_can_never_meet_end_the_run_as_stalled() -> None:
+    # one step emits either event; the join needs both: only visible at run time
+    w = Workflow("stall", (fn("either", Emit("a"), emits=("a", "b")), fn("both", consumes=("a", "b"), emits="done")),
+                 outcomes=("done",))
+    with pytest.raises(WorkflowFailed, match="WORKFLOW_STALLED: it ended without an outcome: step 'both' has a "
+                                             "but waits for b"):
+        await run_workflow(w, None)
+
+
+# --------------------------------------------------------------------------- durability
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    return MemoryStore() if request.param == "memory" else SqliteStore(tmp_path / "wf.db")
+
+
+async def test_a_gate_suspends_and_the_answer_routes_yes_and_no(store: Any) -> None:
+    cp = Checkpointer(store)
+    w = Workflow("approve", (fn("draft", "refund $20", emits="draft"),
+                             gate("check", "send the refund?", consumes="draft", on_yes="ok", on_no="stop"),
+                             fn("send", consumes="ok", emits="sent", then=lambda d: f"sent {d}"),
+                             fn("drop", consumes="stop", emits="dropped", then=lambda d: "dropped")),
+                 outcomes=("sent", "dropped"), checkpointer=cp)
+    r = await run_workflow(w, None)
+    assert r.status == "suspended" and r.output is None
+    [(waiting, prompt)] = r.waiting
+    assert (waiting.step, prompt) == ("check", "send the refund?")
+    snap = await cp.latest(r.run_id)
+    assert snap is not None and snap.status == "suspended" and snap.state["waiting_for"] == "gate"
+    with pytest.raises(RunNotResumable, match="waits for the person's answer"):
+        await resume_workflow(w, r.run_id)
+    with pytest.raises(ValueError, match="takes a plain yes or no"):
+        await resume_workflow(w, r.run_id, answer="maybe later?")
+    done = await resume_workflow(w, r.run_id, answer="yes")
+    assert (done.status, done.outcome, done.output) == ("done", "sent", "sent refund $20")
+    assert CALLS["draft"] == 1  # not run again
+    r2 = await run_workflow(w, None)
+    assert (await resume_workflow(w, r2.run_id, answer="no")).outcome == "dropped"
+    await store.close()
+
+
+async def test_a_failed_step_runs_again_on_resume_and_finished_steps_do_not(store: Any, tmp_path: Path) -> None:
+    flag = tmp_path / "broken"
+    flag.touch()
+    effects: list[str] = []
+
+    async def charge(ctx: StepContext, item: str) -> str:
+        async def op() -> str:
+            effects.append(item)
+            return f"charged {item}"
+
+        done = await ctx.run_effect("charge", op)
+        if item == "b" and flag.exists():
+            raise ConnectionError("the ledger line dropped")
+        return done
+
+    cp = Checkpointer(store)
+    w = Workflow("bill", (fn("items", ["a", "b", "c"], emits="item"), Step("charge", charge, "item", "charged"),
+                          fn("total", consumes="charged", emits="done", join=True, then=list)),
+                 outcomes=("done",), checkpointer=cp, max_concurrency=1)
+    with pytest.raises(WorkflowFailed, match=r"step 'charge'.*ConnectionError") as err:
+        await run_workflow(w, None)
+    run_id = err.value.run_id
+    snap = await cp.latest(run_id)
+    assert snap is not None and snap.status == "failed"
+    with pytest.raises(RunNotResumable, match="it failed"):
+        await resume_workflow(w, run_id)
+    flag.unlink()
+    r = await resume_workflow(w, run_id, allow_finished=True)
+    assert r.output == ["charged a", "charged b", "charged c"]
+    assert sorted(effects) == ["a", "b", "c"]  # each branch's effect once, the failed one's included
+    assert CALLS["items"] == 1
+    versions = await cp.history(run_id)
+    assert len(versions) >= 6  # a checkpoint when steps start and after every step
+    await store.close()
+
+
+async def test_cancellation_reaches_every_running_step_and_a_plain_resume_runs_them_again(store: Any) -> None:
+    started = asyncio.Event()
+    stopped: list[str] = []
+
+    async def slow(ctx: StepContext, item: str) -> str:
+        CALLS["slow"] += 1
+        if CALLS["slow"] <= 3:
+            started.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                stopped.append(item)
+                raise
+        return item
+
+    cp = Checkpointer(store)
+    w = Workflow("slow", (fn("items", ["a", "b", "c"], emits="item"), Step("slow", slow, "item", "out"),
+                          fn("join", consumes="out", emits="done", join=True, then=list)),
+                 outcomes=("done",), checkpointer=cp)
+    ctx = RunContext()
+    task = asyncio.ensure_future(run_workflow(w, None, ctx=ctx))
+    await started.wait()
+    await asyncio.sleep(0.01)
+    ctx.cancellation.cancel("stop")
+    with pytest.raises(RunCancelled):
+        await task
+    assert sorted(stopped) == ["a", "b", "c"]
+    snap = await cp.latest(ctx.run_id)
+    assert snap is not None and snap.status == "running" and "interrupted" in snap.state
+    r = await resume_workflow(w, ctx.run_id)
+    assert r.output == ["a", "b", "c"] and CALLS["items"] == 1
+    await store.close()
+
+
+async def test_an_agent_step_is_a_child_run_with_its_own_checkpoints_and_usage() -> None:
+    store = MemoryStore()
+    cp = Checkpointer(store)
+    planner = Agent(ScriptedModel(['["llamas", "alpacas"]']), name="planner", output=list[str], checkpointer=cp)
+    researcher = Agent(ScriptedModel(["notes"], repeat=True), name="researcher", checkpointer=cp)
+    w = Workflow("research", (agent_step("plan", planner, emits="topic"),
+                              agent_step("research", researcher, consumes="topic", emits="finding"),
+                              fn("write", consumes="finding", emits="report", join=True, then=list)),
+                 outcomes=("report",), checkpointer=cp)
+    r = await run_workflow(w, "camelids")
+    assert r.output == ["notes", "notes"]
+    children = await cp.list_runs(parent_run_id=r.run_id)
+    assert len(children) == 3 and {c.status for c in children} == {"done"}
+    assert {c.run_id for c in children} == {a.run_id for a in r.steps if a.step in ("plan", "research")}
+    assert r.usage.requests == 3  # the three agent runs, counted as the workflow's
+
+
+async def test_a_side_effecting_tool_step_runs_once_per_activation() -> None:
+    sent: list[str] = []
+
+    @tool(side_effecting=True)
+    async def notify(message: str) -> str:
+        """Send a note."""
+        sent.append(message)
+        return "sent"
+
+    w = Workflow("t", (tool_step("notify", notify, emits="done"),), outcomes=("done",),
+                 checkpointer=Checkpointer(MemoryStore()))
+    r = await run_workflow(w, "hello")
+    assert r.output == "sent" and sent == ["hello"]
+
+
+async def test_a_nested_workflow_is_one_step() -> None:
+    inner = Workflow("inner", (fn("double", emits="done", then=lambda n: n * 2),), outcomes=("done",))
+    outer = Workflow("outer", (workflow_step("inner", inner, emits="doubled"),
+                               fn("inc", consumes="doubled", emits="done", then=lambda n: n + 1)), outcomes=("done",))
+    assert (await run_workflow(outer, 20)).output == 41
+
+
+async def test_the_checkpoint_holds_the_step_tree_as_json_for_runs_show() -> None:
+    cp = Checkpointer(MemoryStore())
+    w = Workflow("pipe", (fn("a", "x", emits="done"),), outcomes=("done",), checkpointer=cp)
+    r = await run_workflow(w, "in")
+    snap = await cp.latest(r.run_id)
+    assert snap is not None and snap.status == "done" and snap.state["output"] == "x"
+    assert [a.step for a in snap.state["workflow_state"].finished] == ["a"]
+    json.dumps(str(snap.state))  # decodes to plain values
