@@ -249,7 +249,7 @@ def _agents_of(ctx: Context, data: Mapping[str, Any], stem: str) -> list[tuple[s
                     (*path, "name"))
         for other, other_path, _ in out:
             if other == key:
-                at = ctx.value_position((*other_path, "name")) if other_path == ("agent",) else None
+                at = ctx.values.get((*other_path, "name")) if other_path == ("agent",) else None
                 where = (f"agent.name (line {at.line})" if at is not None else
                          f"the entry agent's default name, the file name {shown(stem)}"
                          if other_path == ("agent",) else format_path(other_path))
