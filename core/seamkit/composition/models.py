@@ -399,6 +399,11 @@ class AgentConfig(_Model):
             raise ValueError("the agent name is empty; give it a name, or remove 'name:' to use the file name")
         return value
 
+    @field_validator("handoffs", mode="before", json_schema_input_type=list[str | HandoffRef])
+    @classmethod
+    def _handoff_names(cls, value: Any) -> Any:
+        return value  # a bare name is read by HandoffRef itself; this tells the JSON Schema it is allowed
+
     @field_validator("prompt", mode="before", json_schema_input_type=str | PromptConfig | None)
     @classmethod
     def _prompt_text(cls, value: Any) -> Any:
