@@ -385,6 +385,14 @@ async def test_resume_refuses_a_run_held_by_an_agent_it_cannot_reach() -> None:
         await other.resume(first.run_id, decisions={first.pending_approvals[0].call_id: approve()})
 
 
+def test_the_multi_agent_names_are_exported_at_the_top_level() -> None:
+    import seamkit
+    from seamkit.agent.as_tool import AgentTool
+
+    assert (seamkit.agent_tool, seamkit.AgentTool, seamkit.Handoff) == (agent_tool, AgentTool, Handoff)
+    assert {"agent_tool", "AgentTool", "Handoff"} <= set(seamkit.__all__)
+
+
 def test_handoff_construction_errors() -> None:
     with pytest.raises(ValueError, match="variables"):
         Agent(ScriptedModel(["x"]), handoffs=[Agent(ScriptedModel(["x"]), name="t", prompt="Hi {{name}}")])

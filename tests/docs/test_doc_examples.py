@@ -88,8 +88,14 @@ def test_the_multi_agent_yaml_example_runs_as_shown(tmp_path: Path, monkeypatch:
 
     doc = ROOT / "docs" / "multi-agent.md"
     blocks = fenced_blocks(doc)
+    import jsonschema
+    import yaml
+    from seamkit.composition import composition_json_schema
+
+    validator = jsonschema.Draft202012Validator(composition_json_schema())
     for rel, body in file_blocks(doc, blocks).items():
         (tmp_path / rel).write_text(body, encoding="utf-8")
+        assert not list(validator.iter_errors(yaml.safe_load(body))), rel  # editors accept it too
     monkeypatch.chdir(tmp_path)
     commands = console_commands(doc, blocks)
     assert [c.line.split()[:2] for c in commands] == [["seamkit", "validate"], ["seamkit", "run"]]
