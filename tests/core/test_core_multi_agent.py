@@ -371,6 +371,28 @@ async def test_a_handed_off_run_resumes_with_the_agent_that_holds_it() -> None:
     assert done.answered_by == "billing" and done.handoffs == ("triage", "billing")
 
 
+async def test_a_failed_turn_of_the_target_runs_again_with_the_target() -> None:
+    from seamkit.errors import FailureClass, ProviderError
+
+    store = MemoryStore()
+
+    def build(target_turns: list[Any]) -> tuple[Agent, ScriptedModel, ScriptedModel]:
+        target_model = ScriptedModel(target_turns)
+        triage_model = ScriptedModel([call("transfer_to_billing")])
+        triage = Agent(triage_model, name="triage", checkpointer=store,
+                       handoffs=[Handoff(billing(target_model, checkpointer=store), filter="no_tools")])
+        return triage, triage_model, target_model
+
+    ctx = RunContext()
+    triage, _, _ = build([ProviderError("down", FailureClass.OVERLOADED, provider="scripted")])
+    with pytest.raises(ProviderError):
+        await triage.run("hi", ctx=ctx)
+    triage, triage_model, target_model = build(["back again"])
+    result = await triage.resume(ctx.run_id, allow_finished=True)
+    assert result.output == "back again" and result.answered_by == "billing"
+    assert triage_model.calls == 0 and [m.role for m in target_model.requests[0].messages] == ["system", "user"]
+
+
 async def test_resume_refuses_a_run_held_by_an_agent_it_cannot_reach() -> None:
     from seamkit.errors import RunNotResumable
 

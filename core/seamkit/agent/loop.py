@@ -35,7 +35,7 @@ from seamkit.accumulate import Accumulator, checked_stream, stream_failed
 from seamkit.agent.as_tool import take_child_usage
 from seamkit.agent.guarding import check
 from seamkit.agent.handoff import handoff_view
-from seamkit.agent.result import AgentResult, StopReason
+from seamkit.agent.result import AgentResult, StopReason, handoff_chain
 from seamkit.durability.approvals import Decision, PendingApproval, approve
 from seamkit.errors import (
     EffectNotApplied,
@@ -379,8 +379,6 @@ class Run:
             emit(StreamEvent(kind, self.ctx.run_id, self.step, **fields))  # type: ignore[arg-type]
 
     def _result(self, output: object, reason: StopReason) -> AgentResult:
-        from seamkit.agent.result import handoff_chain
-
         return AgentResult(
             output,
             tuple(self.transcript),
