@@ -212,3 +212,19 @@ def test_seamkit_validate_checks_every_agent(tmp_path: Path, cli_registry: None,
     assert main(["validate", str(bad)]) == 2
     _, err = capsys.readouterr()
     assert f"{bad}:11:" in err and "agent.tools[0].agent" in err and "Traceback" not in err
+
+
+def test_seamkit_run_json_reports_the_handoff_and_who_answered(tmp_path: Path, cli_registry: None,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    path = write(tmp_path, DESK)
+    assert main(["run", str(path), "my plan B invoice is wrong", "--json"]) == 0
+    out, _ = capsys.readouterr()
+    lines = [json.loads(line) for line in out.splitlines() if line.strip()]
+    (handoff,) = [e for e in lines if e["kind"] == "handoff"]
+    assert (handoff["from"], handoff["to"], handoff["filter"]) == ("triage", "billing", "last_user")
+    finished = lines[-1]
+    assert finished["kind"] == "run_finished" and finished["answered_by"] == "billing"
+    assert finished["handoffs"] == ["triage", "billing"]
+    assert finished["output"] == "Your plan B invoice is corrected."
