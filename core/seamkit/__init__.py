@@ -46,6 +46,9 @@ _EXPORTS: dict[str, str] = {
     "AgentResult": "seamkit.agent.result",
     "Prompt": "seamkit.agent.prompt",
     "OutputSpec": "seamkit.agent.output",
+    "agent_tool": "seamkit.agent.as_tool",
+    "AgentTool": "seamkit.agent.as_tool",
+    "Handoff": "seamkit.agent.handoff",
     # typed output flavours
     "SchemaAdapter": "seamkit.schemas",
     "adapt": "seamkit.schemas",
@@ -67,6 +70,8 @@ __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
 if TYPE_CHECKING:
     from seamkit.accumulate import Accumulator, collect_result
     from seamkit.agent.agent import Agent
+    from seamkit.agent.as_tool import AgentTool, agent_tool
+    from seamkit.agent.handoff import Handoff
     from seamkit.agent.output import OutputSpec
     from seamkit.agent.prompt import Prompt
     from seamkit.agent.result import AgentResult

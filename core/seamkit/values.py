@@ -428,6 +428,7 @@ StreamEventKind = Literal[
     "guardrail",
     "capability",
     "step",
+    "handoff",
     "run_finished",
 ]
 
@@ -448,8 +449,9 @@ class StreamEvent:
     see :mod:`seamkit.capabilities.state`), ``step`` (a workflow: ``data["event"]`` is ``started``,
     ``finished``, ``suspended``, ``failed`` or ``skipped``, with the ``step`` name, the
     ``activation`` id, its child ``run_id`` and what it ``emitted``; see
-    :mod:`seamkit.workflows.engine`). ``step`` counts model turns from 1 (in a workflow: the
-    activations finished so far).
+    :mod:`seamkit.workflows.engine`), ``handoff`` (``data``: ``from``, ``to``, ``filter``: the
+    conversation changed hands, see :mod:`seamkit.agent.handoff`). ``step`` counts model turns
+    from 1 (in a workflow: the activations finished so far).
     """
 
     kind: StreamEventKind

@@ -1,5 +1,5 @@
-"""The Python examples of docs/getting-started.md, layers.md, providers.md, guardrails.md and
-capabilities.md run and their asserts hold.
+"""The Python examples of docs/getting-started.md, layers.md, providers.md, guardrails.md,
+capabilities.md and multi-agent.md run and their asserts hold.
 
 Every fenced ``python`` block runs in a fresh namespace, in a temporary working directory; a block
 whose info string has ``notest`` (it needs the real model) is only compiled.
@@ -15,7 +15,7 @@ from docs_testlib import Block, fenced_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "layers.md", ROOT / "docs" / "providers.md",
-        ROOT / "docs" / "guardrails.md", ROOT / "docs" / "capabilities.md"]
+        ROOT / "docs" / "guardrails.md", ROOT / "docs" / "capabilities.md", ROOT / "docs" / "multi-agent.md"]
 
 
 def _python_blocks() -> list[tuple[Path, Block]]:
@@ -78,3 +78,30 @@ def test_the_compiled_desk_write_runs_through_the_executor(tmp_path: Path, monke
                                             confirmed=True))
     assert isinstance(result, Completed), result
     assert result.output == {"ticket": "T-100"}
+
+
+def test_the_multi_agent_yaml_example_runs_as_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/multi-agent.md's desk.yaml validates and runs, printing what its console block shows."""
+    from docs_testlib import console_commands, file_blocks, missing_lines
+    from seamkit.cli.main import main
+
+    doc = ROOT / "docs" / "multi-agent.md"
+    blocks = fenced_blocks(doc)
+    import jsonschema
+    import yaml
+    from seamkit.composition import composition_json_schema
+
+    validator = jsonschema.Draft202012Validator(composition_json_schema())
+    for rel, body in file_blocks(doc, blocks).items():
+        (tmp_path / rel).write_text(body, encoding="utf-8")
+        assert not list(validator.iter_errors(yaml.safe_load(body))), rel  # editors accept it too
+    monkeypatch.chdir(tmp_path)
+    commands = console_commands(doc, blocks)
+    assert [c.line.split()[:2] for c in commands] == [["seamkit", "validate"], ["seamkit", "run"]]
+    for command in commands:
+        import shlex
+
+        assert main(shlex.split(command.line)[1:]) == 0
+        out, err = capsys.readouterr()
+        assert not missing_lines(command.expected, out + "\n" + err), out + err

@@ -8,10 +8,11 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from seamkit.agent.guarding import guards_by_point
+from seamkit.agent.handoff import Handoff
 from seamkit.agent.loop import Run
 from seamkit.agent.output import OutputSpec, output_spec
 from seamkit.agent.prompt import Prompt
-from seamkit.agent.result import AgentResult
+from seamkit.agent.result import AgentResult, handoff_chain
 from seamkit.guardrails import Guard
 from seamkit.middleware import Middleware
 from seamkit.ports import LLMPort, ObserverPort, ToolPort
@@ -82,11 +83,17 @@ class Agent:
     reason | None`` refusing intentions (``POLICY_DENIED``). ``capability_ports``: ports (name ->
     object) the capabilities reach the world through, next to the run's services and the
     checkpoint store (``"store"``).
+    ``handoffs``: agents this one may hand the conversation to (:class:`~seamkit.agent.handoff.Handoff`
+    s, or bare agents: filter ``all``); the model sees a tool ``transfer_to_<name>`` per target, and
+    calling it ends this agent's part: the target continues the same run with the transcript
+    filtered by the handoff's rule (see :mod:`seamkit.agent.handoff`); ``AgentResult.answered_by``
+    says who answered.
 
     Raises ``TypeError`` when ``capabilities`` is neither ``None`` nor a ``CompiledAgent``
     (``ValueError`` when it is combined with tools, an output type, guardrails or a request builder);
-    ``ValueError`` on duplicate tool names, ``max_steps < 1``, an unknown approval policy or
-    tool name in ``approvals``, or approvals without a checkpointer.
+    ``ValueError`` on duplicate tool names (a ``transfer_to_<name>`` tool included), a handoff
+    target whose prompt has variables, handoffs on an agent with capabilities, ``max_steps < 1``,
+    an unknown approval policy or tool name in ``approvals``, or approvals without a checkpointer.
     """
 
     model: LLMPort
@@ -112,13 +119,15 @@ class Agent:
     capabilities: CompiledAgent | None = None
     capability_policy: Any = None
     capability_ports: Mapping[str, Any] = EMPTY
+    handoffs: tuple[Handoff, ...] = ()
+    _handoff_tools: Mapping[str, Handoff] = field(init=False, repr=False, compare=False)
     _invoker: Invoker = field(init=False, repr=False, compare=False)
     _output: OutputSpec | None = field(init=False, repr=False, compare=False)
     _system: Message | None = field(init=False, repr=False, compare=False)
     _guards: Mapping[str, tuple[Guard, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("tools", "middlewares", "observers", "guardrails"):
+        for name in ("tools", "middlewares", "observers", "guardrails", "handoffs"):
             v = getattr(self, name)
             if type(v) is not tuple:
                 object.__setattr__(self, name, tuple(v))
@@ -162,6 +171,7 @@ class Agent:
         if self.max_parallel_tools < 1:
             raise ValueError("max_parallel_tools must be at least 1")
         registry = ToolRegistry(self.tools)
+        object.__setattr__(self, "_handoff_tools", self._adopt_handoffs(registry))
         if self.tool_choice == "required" and not registry:
             raise ValueError("tool_choice 'required' needs at least one tool")
         if self.tool_choice not in ("auto", "required", "none") and self.tool_choice not in registry:
@@ -191,6 +201,28 @@ class Agent:
         object.__setattr__(self, "_system", Message.system(static) if static is not None else None)
         if self.request_builder is not None:
             self._adopt_builder(self.request_builder)
+
+    def _adopt_handoffs(self, registry: ToolRegistry) -> Mapping[str, Handoff]:
+        """The handoffs as :class:`Handoff` values, their ``transfer_to_<name>`` tools added to
+        ``registry``; tool name -> handoff."""
+        if not self.handoffs:
+            return EMPTY
+        from seamkit.agent.handoff import HandoffTool, as_handoff
+
+        if self.capabilities is not None:
+            raise ValueError("an agent with capabilities has no handoffs: the kernel plans each turn itself")
+        handoffs = tuple(as_handoff(h) for h in self.handoffs)
+        object.__setattr__(self, "handoffs", handoffs)
+        table: dict[str, Handoff] = {}
+        for h in handoffs:
+            if isinstance(h.agent.prompt, Prompt) and h.agent.prompt.variables:
+                raise ValueError(f"handoff target {h.agent.name!r} has a prompt with variables "
+                                 f"({', '.join(sorted(h.agent.prompt.variables))}); a target's prompt is used as "
+                                 "written: give it one without {{variables}}")
+            tool = HandoffTool(h)
+            registry.add(tool)  # ValueError for a second handoff to one name, or a tool of that name
+            table[tool.schema.name] = h
+        return table
 
     def _adopt_builder(self, builder: RequestBuilder) -> None:
         import dataclasses
@@ -399,7 +431,7 @@ class Agent:
                     run_id, f"it waits for a decision on {', '.join(pending)}: pass decisions= (approve or reject "
                     "per call id; a call without a decision is rejected)"
                 )
-            self._check_decisions(snap.state, decisions)
+            self._holder(run_id, snap.state)._check_decisions(snap.state, decisions)
         if snap is not None and snap.state.get("tripwire"):
             # what a guardrail stopped stays stopped: a resume would slip past the input guards and
             # send the model the task they blocked
@@ -520,6 +552,23 @@ class Agent:
             run.emit = self._notify
         return await run.drive()
 
+    def _holder(self, run_id: str, state: Mapping[str, Any]) -> Agent:
+        """The agent holding ``run_id``'s conversation (this one, or a handoff target); raises
+        :class:`~seamkit.errors.RunNotResumable` when it is not reachable from this agent."""
+        from seamkit.agent.handoff import find_agent
+
+        handoffs = state.get("handoffs")
+        if not handoffs:
+            return self
+        name = str(handoffs[-1]["to"])
+        holder = find_agent(self, name)
+        if holder is None:
+            from seamkit.errors import RunNotResumable
+
+            raise RunNotResumable(run_id, f"agent {name!r} holds the conversation, and it is not a handoff target "
+                                  f"of agent {self.name!r} (resume it with the agent the run started with)")
+        return holder
+
     @staticmethod
     def _check_settled(state: Mapping[str, Any], run_id: str, decisions: Mapping[str, Decision] | None) -> None:
         from seamkit.durability.ledger import UncertainEffect
@@ -582,6 +631,8 @@ class Agent:
             tuple(st.get("warnings") or ()),
             (),
             tuple(e for e in st.get("uncertain_effects") or () if getattr(e, "settled", "") is None),
+            answered_by=str(st.get("agent") or self.name),
+            handoffs=handoff_chain(st.get("handoffs") or ()),
         )
 
     def _notify(self, event: StreamEvent) -> None:

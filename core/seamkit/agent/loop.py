@@ -32,8 +32,10 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from seamkit.accumulate import Accumulator, checked_stream, stream_failed
+from seamkit.agent.as_tool import take_child_usage
 from seamkit.agent.guarding import check
-from seamkit.agent.result import AgentResult, StopReason
+from seamkit.agent.handoff import handoff_view
+from seamkit.agent.result import AgentResult, StopReason, handoff_chain
 from seamkit.durability.approvals import Decision, PendingApproval, approve
 from seamkit.errors import (
     EffectNotApplied,
@@ -226,8 +228,10 @@ class Run:
         "ctx",
         "decisions",
         "emit",
+        "entry",
         "guards",
         "handle",
+        "handoffs",
         "in_turn",
         "input_task",
         "input_text",
@@ -235,6 +239,7 @@ class Run:
         "pending",
         "pending_approvals",
         "step",
+        "steps_before",
         "tool_choice",
         "transcript",
         "uncertain_effects",
@@ -245,6 +250,9 @@ class Run:
 
     def __init__(self, agent: Agent, ctx: RunContext, transcript: list[Message]) -> None:
         self.agent = agent
+        self.entry = agent  # the agent the run started with (``agent`` is who holds it now: handoffs)
+        self.handoffs: list[dict[str, Any]] = []  # see seamkit.agent.handoff
+        self.steps_before = 0  # model turns taken before the holder took over
         self.ctx = ctx
         self.transcript = transcript
         self.usage = Usage()
@@ -292,6 +300,8 @@ class Run:
         }
         if self.working is not None:
             s["prompt_variables"] = self.working.variables
+        if self.handoffs:
+            s["handoffs"] = list(self.handoffs)
         if self.uncertain_effects:
             from seamkit.durability.ledger import effects_detail
 
@@ -318,6 +328,10 @@ class Run:
         from seamkit.durability.ledger import UncertainEffect
 
         self.uncertain_effects = [e for e in state.get("uncertain_effects") or () if isinstance(e, UncertainEffect)]
+        if state.get("handoffs"):
+            self.handoffs = [dict(h) for h in state["handoffs"]]
+            self.steps_before = int(self.handoffs[-1].get("step", 0))
+            self._hold(self.agent._holder(self.ctx.run_id, state))
         builder = self.agent.request_builder
         if builder is not None:
             self.working = builder.context(state.get("prompt_variables"), scope=self.ctx.scope)
@@ -376,6 +390,8 @@ class Run:
             tuple(self.warnings),
             self.pending_approvals,
             tuple(e for e in self.uncertain_effects if e.settled is None),
+            answered_by=self.agent.name,
+            handoffs=handoff_chain(self.handoffs),
         )
 
     async def _finish(
@@ -406,10 +422,17 @@ class Run:
         On an exception the checkpoint (if any) is marked ``failed`` (the error in its state) and
         the exception propagates. An interruption (cancellation, Ctrl-C) is not a failure: the run
         stays ``running`` with its lease released, so a plain resume continues it."""
-        if self.handle is None and self.begin is None and not self.guards:
-            return await self._drive()
+        if self.handle is None and self.begin is None and not self.guards and not self.agent.handoffs:
+            result = await self._drive()
+            assert result is not None  # no handoffs: only a holder with handoff tools returns None
+            return result
         try:
-            return await self._drive()
+            if self.emit is not None:
+                self._event("run_started", data=FrozenDict(agent=self.agent.name))
+            while True:  # each handoff ends one agent's part: the next holder drives on
+                result = await self._drive(started=True)
+                if result is not None:
+                    return result
         except BaseException as exc:
             task = self.input_task
             if task is not None and not task.done():
@@ -445,7 +468,9 @@ class Run:
             self.begin = None
             await begin()
 
-    async def _drive(self) -> AgentResult:
+    async def _drive(self, *, started: bool = False) -> AgentResult | None:
+        """Drive the current holder's part of the run; ``None`` when it handed the conversation
+        over (``started``: ``run_started`` was already sent)."""
         agent = self.agent
         ctx = self.ctx
         invoker = agent.invoker
@@ -456,7 +481,7 @@ class Run:
         cancellation = ctx.cancellation
         model = agent.model
         durable = self.handle is not None
-        if emit is not None:
+        if emit is not None and not started:
             self._event("run_started", data=FrozenDict(agent=agent.name))
         # the first turn's events wait while parallel input guards run: sent if the task passes
         held: list[StreamEvent] | None = None
@@ -485,7 +510,10 @@ class Run:
                 if cancellation.cancelled:
                     cancellation.raise_if_cancelled()
                 results = await self._cancellable(self._run_tools(calls, meta))
-                calls = ()
+                ran, calls = calls, ()
+                child_usage = take_child_usage(ctx)
+                if child_usage is not None:  # agents run as tools (seamkit.agent.as_tool)
+                    self.usage = self.usage + child_usage
                 if results is None:
                     return await self._finish(None, "suspended")
                 if self._waits_for_settlement():
@@ -493,11 +521,14 @@ class Run:
                 transcript.append(Message("tool", results))
                 if agent.reset_tool_choice and self.tool_choice not in ("auto", "none"):
                     self.tool_choice = "auto"
+                handed = bool(agent._handoff_tools) and self._hand_off(ran, results)
                 if durable:
                     await self._save("running")
+                if handed:
+                    return None
                 continue
 
-            if self.step >= agent.max_steps:
+            if self.step - self.steps_before >= agent.max_steps:
                 return await self._finish(None, "max_steps")
             if cancellation.cancelled:
                 cancellation.raise_if_cancelled()
@@ -620,6 +651,48 @@ class Run:
             if emit is not None:
                 self._event("output", output=output)
             return await self._finish(output, "completed")
+
+    # -- handoffs -----------------------------------------------------------------------------
+
+    def _hand_off(self, calls: Sequence[ToolCall], results: Sequence[ToolResult]) -> bool:
+        """After a tool batch: when it holds a ``transfer_to_<name>`` call that ran (the first in
+        the model's order), the target holds the conversation from now on; ``True`` then."""
+        table = self.agent._handoff_tools
+        for c, r in zip(calls, results, strict=True):
+            h = table.get(c.name)
+            if h is not None and not r.is_error:
+                break
+        else:
+            return False
+        target = h.agent
+        self.handoffs.append({"from": self.agent.name, "to": target.name, "at": len(self.transcript),
+                              "step": self.step, "filter": h.filter})
+        self._hold(target)
+        self.tool_choice = target.tool_choice if target.invoker.tools.schemas else "none"
+        self.corrected = False
+        self.steps_before = self.step
+        if self.emit is not None:
+            self._event("handoff", data=FrozenDict(**{"from": self.handoffs[-1]["from"], "to": target.name,
+                                                       "filter": h.filter}))
+        return True
+
+    def _hold(self, agent: Agent) -> None:
+        """``agent`` holds the conversation: its tools, guards, request builder and output."""
+        self.agent = agent
+        self.guards = agent._guards
+        builder = agent.request_builder
+        self.working = builder.context(scope=self.ctx.scope) if builder is not None else None
+        self.answered = None
+
+    def _system_of(self, name: str) -> Message | None:
+        """The system message of the agent called ``name`` for a handoff view (``None`` when it has
+        no prompt or a request builder writes it)."""
+        from seamkit.agent.handoff import find_agent
+
+        agent = self.agent if self.agent.name == name else find_agent(self.entry, name)
+        if agent is None or agent.request_builder is not None:
+            return None
+        return agent._system
 
     # -- guardrails ---------------------------------------------------------------------------
 
@@ -866,7 +939,11 @@ class Run:
                 self.warnings.append(why)
 
     def _messages(self) -> tuple[Message, ...]:
-        """The transcript as a request sends it (unanswered calls answered)."""
+        """The transcript as a request sends it (unanswered calls answered; after a handoff, as
+        its filter shows it to the holder)."""
+        if self.handoffs:
+            view = handoff_view(self.transcript, self.handoffs, self._system_of)
+            return tuple(answer_unanswered_calls(view)[0])
         answered = self.answered
         if answered is None:
             return tuple(self.transcript)

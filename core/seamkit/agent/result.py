@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
@@ -14,7 +15,7 @@ if TYPE_CHECKING:
     from seamkit.capabilities.state import TurnResult
     from seamkit.durability.ledger import UncertainEffect
 
-__all__ = ["AgentResult", "StopReason"]
+__all__ = ["AgentResult", "StopReason", "handoff_chain"]
 
 StopReason = Literal["completed", "max_steps", "suspended", "cancelled"]
 
@@ -35,7 +36,10 @@ class AgentResult:
     outcome is unknown and not settled yet (settle them with ``Agent.settle_effect`` or
     ``seamkit runs settle``). ``turn``: for an agent with capabilities, the turn's
     :class:`~seamkit.capabilities.state.TurnResult` (dispositions, executions, facts, open
-    interactions; ``None`` otherwise).
+    interactions; ``None`` otherwise). ``answered_by``: the name of the agent that answered (the
+    agent run, or the last handoff target; ``None`` for a capability turn). ``handoffs``: the
+    agents that held the conversation, in order (``("triage", "billing")``), when there were
+    handoffs; else empty.
     """
 
     output: Any
@@ -49,6 +53,8 @@ class AgentResult:
     pending_approvals: tuple[PendingApproval, ...] = ()
     uncertain_effects: tuple[UncertainEffect, ...] = ()
     turn: TurnResult | None = None
+    answered_by: str | None = None
+    handoffs: tuple[str, ...] = ()
 
     @property
     def cost(self) -> Decimal | None:
@@ -62,3 +68,11 @@ class AgentResult:
             if m.role == "assistant":
                 return m.text
         return ""
+
+
+def handoff_chain(handoffs: Sequence[Mapping[str, Any]]) -> tuple[str, ...]:
+    """The agents that held a conversation, in order, from a run state's ``handoffs`` records
+    (``()`` when there were none)."""
+    if not handoffs:
+        return ()
+    return (str(handoffs[0]["from"]), *(str(h["to"]) for h in handoffs))

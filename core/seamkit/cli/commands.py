@@ -862,13 +862,19 @@ def describe(composition: Composition) -> str:
     """One line naming the agent, its model component, tools, middlewares, capabilities and output kind (never
     their parameters, which may hold secrets)."""
     a = composition.agent
-    tools = ", ".join(t.use for t in a.tools) or "none"
+    from seamkit.composition.models import AgentToolRef
+
+    tools = ", ".join(f"agent {t.agent}" if isinstance(t, AgentToolRef) else t.use for t in a.tools) or "none"
     parts = [f"agent {a.name or 'agent'!r}", f"model {a.model.use}", f"tools: {tools}"]
     if a.middlewares:
         parts.append(f"middlewares: {', '.join(m.use for m in a.middlewares)}")
     if a.capabilities:
         parts.append(f"capabilities: {', '.join(c.use for c in a.capabilities)}")
+    if a.handoffs:
+        parts.append(f"handoffs: {', '.join(h.agent for h in a.handoffs)}")
     parts.append(f"output: {'typed (JSON Schema)' if a.output is not None else 'text'}")
+    if composition.agents:
+        parts.append(f"more agents: {', '.join(composition.agents)}")
     return ", ".join(parts)
 
 

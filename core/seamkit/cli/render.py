@@ -81,7 +81,9 @@ def event_to_json(event: StreamEvent) -> dict[str, Any]:
 
     ``model_result`` carries ``result`` (text, tool calls, finish reason, model, usage, warnings);
     ``run_finished`` carries ``output``, ``usage`` (cost as a string), ``stop_reason``, ``steps``,
-    ``warnings`` and ``parent_run_id``; other ``data`` keys are copied as they are.
+    ``warnings``, ``parent_run_id``, ``answered_by`` (the agent that answered) and, after handoffs,
+    ``handoffs`` (the agents that held the conversation, in order); other ``data`` keys (a
+    ``handoff``'s ``from``, ``to`` and ``filter``) are copied as they are.
     """
     d: dict[str, Any] = {"kind": event.kind, "run_id": event.run_id, "step": event.step}
     if event.text is not None:
@@ -113,6 +115,10 @@ def event_to_json(event: StreamEvent) -> dict[str, Any]:
             d["steps"] = res.steps
             d["warnings"] = list(res.warnings)
             d["parent_run_id"] = res.parent_run_id
+            if res.answered_by is not None:
+                d["answered_by"] = res.answered_by
+            if res.handoffs:
+                d["handoffs"] = list(res.handoffs)
             if res.turn is not None:
                 d["turn"] = jsonable(res.turn)
             if res.pending_approvals:
@@ -402,6 +408,10 @@ class HumanRenderer:
             self.console.print(Text("output:", style="bold"))
             self.out.write(json.dumps(jsonable(event.output), indent=2, ensure_ascii=False) + "\n")
             self.out.flush()
+        elif kind == "handoff":
+            self._end_line()
+            self.console.print(Text(f"handed over: {event.data.get('from')} -> {event.data.get('to')} "
+                                    f"(filter {event.data.get('filter')})", style="cyan"))
         elif kind == "capability":
             self._end_line()
             line = self._capability_line(event.data)

@@ -15,10 +15,15 @@
       middlewares: [{use: retry, max_attempts: 3}]
       checkpoints: {use: sqlite, path: runs.db}   # absent: sqlite at .seamkit/seamkit.db; null: off
       approvals: {write_file: every_call}     # never | every_call | once_per_run | once_per_thread
+      handoffs: [billing]               # or {agent: billing, filter: all | no_tools | user_only | last_user}
+    agents:                             # more agents by name, each like agent:
+      billing: {model: {use: scripted, turns: ["refunded"]}, tools: [{agent: lookup, max_depth: 2}]}
+      lookup: {model: {use: scripted, turns: ["found"]}}
 
 - :func:`load_composition` validates everything (without building heavy components) and raises
   :class:`~seamkit.errors.ConfigError` listing every problem with file, line, column and key path.
-- :func:`build_agent` calls the component factories and returns the ``Agent``; it raises
+- :func:`build_agent` calls the component factories and returns the (entry) ``Agent``;
+  :func:`build_agents` returns every agent of the file by name (``agents:``, see below); they raise
   ``ConfigError`` for configuration problems (also those a factory finds) and
   :class:`ComponentBuildError` (a ``ConfigError``) when components fail to build otherwise.
 - :func:`composition_json_schema` describes the format, with every installed component's config.
@@ -32,13 +37,15 @@ YAML file's directory.
 """
 
 from seamkit.composition._yaml import interpolate, resolve_plain
-from seamkit.composition.build import ComponentBuildError, build_agent, build_store
+from seamkit.composition.build import ComponentBuildError, build_agent, build_agents, build_store
 from seamkit.composition.loader import FORMAT_VERSION, load_composition, loads_composition
 from seamkit.composition.models import (
     SLOT_TYPES,
     AgentConfig,
+    AgentToolRef,
     ComponentRef,
     Composition,
+    HandoffRef,
     MiddlewareRef,
     OutputConfig,
     PromptConfig,
@@ -53,9 +60,11 @@ __all__ = [
     "FORMAT_VERSION",
     "SLOT_TYPES",
     "AgentConfig",
+    "AgentToolRef",
     "ComponentBuildError",
     "ComponentRef",
     "Composition",
+    "HandoffRef",
     "MiddlewareRef",
     "OutputConfig",
     "PromptConfig",
@@ -64,6 +73,7 @@ __all__ = [
     "StoreRef",
     "ToolRef",
     "build_agent",
+    "build_agents",
     "build_store",
     "composition_json_schema",
     "interpolate",

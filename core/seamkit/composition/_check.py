@@ -229,7 +229,27 @@ def _field_by_key(model: type[BaseModel], key: str) -> Any:
     return _MISSING
 
 
+def _tagged(tp: Any, pick: Any) -> Any:
+    """For ``tp`` a union with a callable pydantic ``Discriminator`` (``Annotated[A | B,
+    Discriminator(fn)]``, members tagged ``Annotated[X, Tag(t)]``): the member whose tag is
+    ``pick(fn)``; else ``None``."""
+    if typing.get_origin(tp) is not typing.Annotated:
+        return None
+    for meta in tp.__metadata__:
+        if isinstance(meta, pydantic.Discriminator) and callable(meta.discriminator):
+            tag = pick(meta.discriminator)
+            for member in typing.get_args(typing.get_args(tp)[0]):
+                if typing.get_origin(member) is typing.Annotated and any(
+                    isinstance(m, pydantic.Tag) and m.tag == tag for m in member.__metadata__
+                ):
+                    return typing.get_args(member)[0]
+    return None
+
+
 def _step(tp: Any, el: str | int) -> list[Any]:
+    member = _tagged(tp, lambda fn: el)  # a pydantic error's loc names the tag of the member it is in
+    if member is not None:
+        return [member]
     out: list[Any] = []
     for alt in _unwrap(tp):
         origin = typing.get_origin(alt)
@@ -301,6 +321,9 @@ def iter_slots(tp: Any, data: Any, path: KeyPath = ()) -> Iterator[tuple[KeyPath
         if data is not None:
             yield path, _ref_class(kind), data
         return
+    member = _tagged(tp, lambda fn: fn(data))  # a discriminated union: the member data is
+    if member is not None:
+        tp = member
     for alt in _unwrap(tp):
         origin = typing.get_origin(alt)
         args = typing.get_args(alt)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from seamkit.composition._check import Context, component_label, resolve_slot, s
 from seamkit.composition._yaml import KeyPath, format_path
 from seamkit.composition.models import (
     AgentConfig,
+    AgentToolRef,
     ComponentRef,
     Composition,
     ContextConfig,
@@ -22,7 +24,7 @@ from seamkit.composition.models import (
 from seamkit.errors import ConfigError, ConfigIssue, ToolDefinitionError
 from seamkit.plugins.registry import Registry, get_registry
 
-__all__ = ["DEFAULT_STORE", "ComponentBuildError", "build_agent", "build_store", "capability_issues",
+__all__ = ["DEFAULT_STORE", "ComponentBuildError", "build_agent", "build_agents", "build_store", "capability_issues",
            "tool_description_issues"]
 
 #: The store used for checkpoints when a composition does not say (``checkpoints:`` absent).
@@ -39,8 +41,9 @@ class ComponentBuildError(ConfigError):
 
 def build_agent(composition: Composition, *, registry: Registry | None = None) -> Agent:
     """Build the components of ``composition`` (calling their factories, in file order: model,
-    tools, middlewares, guardrails, capabilities, checkpoints) and return the wired
-    :class:`~seamkit.agent.agent.Agent`.
+    tools, middlewares, guardrails, capabilities, checkpoints) and return the wired entry
+    :class:`~seamkit.agent.agent.Agent` (``agent:``); the agents of ``agents:`` it names (as
+    tools or handoff targets, transitively) are built first, see :func:`build_agents`.
     Without a ``checkpoints:`` key the agent checkpoints into :data:`DEFAULT_STORE` with its
     default configuration when that store is registered; ``checkpoints: null`` turns them off.
 
@@ -62,36 +65,119 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
     build instead (a module that fails to import, a factory raising anything else). Environment
     values are scrubbed from the messages.
     """
+    entry = composition.agent.name or "agent"
+    return _build_agents(composition, registry, entry)[entry]
+
+
+def build_agents(composition: Composition, *, registry: Registry | None = None) -> Mapping[str, Agent]:
+    """Every agent of ``composition`` by name: the entry agent (``agent:``) first, then those of
+    ``agents:`` in file order. An agent is built after the agents it names (agent tools,
+    handoffs), which it holds as values (one value per name: an agent named by two others is the
+    same object in both). Middleware and store components written with the same configuration
+    (``use``, ``from`` and parameters) in several agents are built once and shared, so that a
+    ``budget`` middleware charges the spend of an agent run as a tool (a child run) to its
+    caller's ceiling, and the agents checkpoint into one store. Raises what :func:`build_agent`
+    raises, with every agent's problems."""
+    return _build_agents(composition, registry, None)
+
+
+def _build_agents(composition: Composition, registry: Registry | None, root: str | None) -> dict[str, Agent]:
     reg = registry if registry is not None else get_registry()
     c = composition
     ctx = _context(c)
-    a = c.agent
+    configs = c.all_agents()
+    order: list[str] = []
+
+    def needs(a: AgentConfig) -> list[str]:
+        return [*(t.agent for t in a.tools if isinstance(t, AgentToolRef)), *(h.agent for h in a.handoffs)]
+
+    def visit(name: str, seen: set[str]) -> None:  # the file was validated: no cycles, no unknown names
+        if name in order or name in seen or name not in configs:
+            return
+        seen.add(name)
+        for dep in needs(configs[name][1]):
+            visit(dep, seen)
+        order.append(name)
+
+    for name in ([root] if root is not None else list(configs)):
+        visit(name, set())
     failures: list[int] = []  # indices in ctx.issues of failures that are not configuration problems
-    model = _build(ctx, reg, a.model, ("agent", "model"), failures)
-    tools = [_build(ctx, reg, t, ("agent", "tools", i), failures) for i, t in enumerate(a.tools)]
-    for i, t in enumerate(tools):
-        _check_description(ctx, t, ("agent", "tools", i), None)
-    middlewares = [_build(ctx, reg, m, ("agent", "middlewares", i), failures) for i, m in enumerate(a.middlewares)]
+    shared: dict[str, Any] = {}
+    built: dict[str, Agent] = {}
+    secrets = _component_secrets(c)
+    for name in order:
+        path, a = configs[name]
+        agent = _build_one(ctx, reg, a, path, built, failures, shared, secrets)
+        if agent is not None:
+            built[name] = agent
+    if ctx.issues:
+        if len(failures) == len(ctx.issues):
+            raise ComponentBuildError(ctx.issues)
+        raise ConfigError(ctx.issues)
+    return {name: built[name] for name in configs if name in built}
+
+
+def _build_shared(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath, failures: list[int],
+                  shared: dict[str, Any]) -> Any:
+    """:func:`_build`, once per configuration: the same middleware or store written alike in several
+    agents is one object."""
+    import json
+
+    key = json.dumps([ref.kind, ref.use, ref.distribution, ref.params], sort_keys=True, default=repr)
+    if key in shared:
+        return shared[key]
+    built = _build(ctx, reg, ref, path, failures)
+    if built is not None:
+        shared[key] = built
+    return built
+
+
+def _build_one(ctx: Context, reg: Registry, a: AgentConfig, base: KeyPath, agents: Mapping[str, Agent],
+               failures: list[int], shared: dict[str, Any], secrets: frozenset[str]) -> Agent | None:
+    """The agent of ``a`` (written at ``base``), its agent tools and handoff targets taken from
+    ``agents``; ``None`` after adding located issues (also when an agent it names was not built)."""
+    from seamkit.agent.as_tool import agent_tool
+    from seamkit.agent.handoff import Handoff
+
+    first = len(ctx.issues)
+    model = _build(ctx, reg, a.model, (*base, "model"), failures)
+    tools: list[Any] = []
+    for i, t in enumerate(a.tools):
+        tpath: KeyPath = (*base, "tools", i)
+        if isinstance(t, AgentToolRef):
+            tools.append(_agent_tool(ctx, reg, t, tpath, agents, failures, shared, agent_tool))
+            continue
+        tools.append(_build(ctx, reg, t, tpath, failures))
+        _check_description(ctx, tools[-1], tpath, None)
+    middlewares = [_build_shared(ctx, reg, m, (*base, "middlewares", i), failures, shared)
+                   for i, m in enumerate(a.middlewares)]
     context = a.context
     grounding: Any = None
     compactor: Any = None
     if context is not None:
         if context.grounding is not None:
-            grounding = _build(ctx, reg, context.grounding, ("agent", "context", "grounding"), failures)
+            grounding = _build(ctx, reg, context.grounding, (*base, "context", "grounding"), failures)
         if context.compactor is not None:
-            compactor = _build(ctx, reg, context.compactor, ("agent", "context", "compactor"), failures)
-    guardrails = _guards(ctx, reg, a.guardrails, failures)
-    capabilities = _capabilities(ctx, reg, a, failures)
+            compactor = _build(ctx, reg, context.compactor, (*base, "context", "compactor"), failures)
+    guardrails = _guards(ctx, reg, a.guardrails, failures, base)
+    capabilities = _capabilities(ctx, reg, a, failures, base)
     store: Any = None
     if a.checkpoints is not None:
-        store = _build(ctx, reg, a.checkpoints, ("agent", "checkpoints"), failures)
+        store = _build_shared(ctx, reg, a.checkpoints, (*base, "checkpoints"), failures, shared)
     elif "checkpoints" not in a.model_fields_set and DEFAULT_STORE in reg.names("store"):
-        store = _build(ctx, reg, StoreRef(use=DEFAULT_STORE), ("agent",), failures)
-    builder = _request_builder(ctx, context, grounding, compactor, store) if context is not None else None
-    if ctx.issues:
-        if len(failures) == len(ctx.issues):
-            raise ComponentBuildError(ctx.issues)
-        raise ConfigError(ctx.issues)
+        store = _build_shared(ctx, reg, StoreRef(use=DEFAULT_STORE), base, failures, shared)
+    builder = _request_builder(ctx, context, grounding, compactor, store, base) if context is not None else None
+    handoffs: list[Handoff] = []
+    for i, h in enumerate(a.handoffs):
+        target = agents.get(h.agent)
+        if target is None:  # it was not built: its own issues say why
+            continue
+        try:
+            handoffs.append(Handoff(target, filter=h.filter, description=h.description))
+        except (TypeError, ValueError) as exc:
+            ctx.add(f"cannot hand off to {h.agent!r}: {exc}", (*base, "handoffs", i))
+    if len(ctx.issues) > first or len(handoffs) < len(a.handoffs):
+        return None
     name = a.name or "agent"
     prompt: Prompt | None = None
     if a.prompt is not None:
@@ -103,10 +189,10 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
         from seamkit.durability.checkpointer import Checkpointer
 
         try:
-            checkpointer = Checkpointer(store, secrets=_component_secrets(c))
+            checkpointer = Checkpointer(store, secrets=secrets)
         except TypeError as exc:
-            ctx.add(str(exc), ("agent", "checkpoints"))
-            raise ConfigError(ctx.issues) from None
+            ctx.add(str(exc), (*base, "checkpoints"))
+            return None
     try:
         return Agent(
             model=model,
@@ -128,20 +214,39 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
             request_builder=builder,
             guardrails=tuple(guardrails),
             capabilities=capabilities,
+            handoffs=tuple(handoffs),
         )
     except (ValueError, TypeError) as exc:
-        ctx.add(f"cannot build the agent: {exc}", ("agent",))
-        raise ConfigError(ctx.issues) from None
+        ctx.add(f"cannot build the agent: {exc}", base)
+        return None
 
 
-def _guards(ctx: Context, reg: Registry, refs: list[GuardrailRef], failures: list[int]) -> list[Any]:
+def _agent_tool(ctx: Context, reg: Registry, t: AgentToolRef, path: KeyPath, agents: Mapping[str, Agent],
+                failures: list[int], shared: dict[str, Any], make: Any) -> Any:
+    """The agent tool of an ``{agent: NAME, ...}`` entry; ``None`` after adding issues (or when the
+    agent it names was not built: its own issues say why)."""
+    middlewares = [_build_shared(ctx, reg, m, (*path, "middlewares", i), failures, shared)
+                   for i, m in enumerate(t.middlewares)]
+    target = agents.get(t.agent)
+    if target is None or any(m is None for m in middlewares):
+        return None
+    try:
+        return make(target, name=t.name, description=t.description, input=t.input, max_depth=t.max_depth,
+                    max_steps=t.max_steps, middlewares=middlewares)
+    except (TypeError, ValueError) as exc:
+        ctx.add(f"cannot offer agent {t.agent!r} as a tool: {exc}", path)
+        return None
+
+
+def _guards(ctx: Context, reg: Registry, refs: list[GuardrailRef], failures: list[int],
+            base: KeyPath = ("agent",)) -> list[Any]:
     """The :class:`~seamkit.guardrails.Guard` of each ``agent.guardrails`` entry (issues located at
     the entry: a component that cannot act at a point of its ``at``, or is no guardrail)."""
     from seamkit.guardrails import Guard
 
     guards: list[Any] = []
     for i, ref in enumerate(refs):
-        path: KeyPath = ("agent", "guardrails", i)
+        path: KeyPath = (*base, "guardrails", i)
         built = _build(ctx, reg, ref, path, failures)
         if built is None:
             continue
@@ -154,7 +259,8 @@ def _guards(ctx: Context, reg: Registry, refs: list[GuardrailRef], failures: lis
     return guards
 
 
-def _capabilities(ctx: Context, reg: Registry, a: AgentConfig, failures: list[int]) -> Any:
+def _capabilities(ctx: Context, reg: Registry, a: AgentConfig, failures: list[int],
+                  base: KeyPath = ("agent",)) -> Any:
     """Build each ``agent.capabilities`` entry and compile them for ``agent.version``: the
     :class:`~seamkit.capabilities.CompiledAgent`, or ``None`` when there are no capabilities or
     after adding located issues. An entry that does not build is reported by :func:`_build` and
@@ -162,14 +268,14 @@ def _capabilities(ctx: Context, reg: Registry, a: AgentConfig, failures: list[in
     checked even without capabilities when the file sets it."""
     if a.capabilities:
         # the kernel plans and writes each request itself: what a tool-calling agent has does not fit
-        for key in ("tools", "output", "guardrails", "context", "approvals"):
+        for key in ("tools", "output", "guardrails", "context", "approvals", "handoffs"):
             if getattr(a, key, None):
                 ctx.add(f"an agent with capabilities has no {key} (the kernel plans and writes each request "
                         "itself; a capability reaches the world through ports, not tools): remove one of the two",
-                        ("agent", key))
+                        (*base, key))
     built: list[Any] = []
     for i, ref in enumerate(a.capabilities):
-        built.append(_build(ctx, reg, ref, ("agent", "capabilities", i), failures))
+        built.append(_build(ctx, reg, ref, (*base, "capabilities", i), failures))
     if any(b is None for b in built) or not (built or "version" in a.model_fields_set):
         return None
     from seamkit.capabilities import CompileError, compile_agent
@@ -177,12 +283,12 @@ def _capabilities(ctx: Context, reg: Registry, a: AgentConfig, failures: list[in
     try:
         compiled = compile_agent(built, version=a.version)
     except CompileError as exc:
-        _locate_problems(ctx, exc, built)
+        _locate_problems(ctx, exc, built, base)
         return None
     return compiled if built else None
 
 
-def _locate_problems(ctx: Context, error: Any, built: list[Any]) -> None:
+def _locate_problems(ctx: Context, error: Any, built: list[Any], base: KeyPath = ("agent",)) -> None:
     """One issue per compile problem, ``CODE: message`` (the code first: stable, greppable),
     located at the first ``agent.capabilities`` entry (in file order) whose capability the
     problem names (``id@version``); the other entries it names are listed in the message with
@@ -195,16 +301,16 @@ def _locate_problems(ctx: Context, error: Any, built: list[Any]) -> None:
         named = sorted({i for ref in problem.ids for i in entries.get(ref, ())})
         message = f"{problem.code}: {problem.message}"
         if not named:
-            ctx.add(message, ("agent", "version") if problem.code == "INVALID_AGENT_VERSION" else
-                    ("agent", "capabilities"))
+            ctx.add(message, (*base, "version") if problem.code == "INVALID_AGENT_VERSION" else
+                    (*base, "capabilities"))
             continue
         others = []
         for i in named[1:]:
-            at = ctx.value_position(("agent", "capabilities", i))
-            others.append(f"agent.capabilities[{i}]" + (f" (line {at.line})" if at else ""))
+            at = ctx.value_position((*base, "capabilities", i))
+            others.append(f"{format_path((*base, 'capabilities', i))}" + (f" (line {at.line})" if at else ""))
         if others:
             message += f" (also {', '.join(others)})"
-        ctx.add(message, ("agent", "capabilities", named[0]))
+        ctx.add(message, (*base, "capabilities", named[0]))
 
 
 def capability_issues(composition: Composition, *, registry: Registry | None = None) -> list[ConfigIssue]:
@@ -217,11 +323,13 @@ def capability_issues(composition: Composition, *, registry: Registry | None = N
     compiler cannot check an agent without it. ``[]`` when they compile."""
     reg = registry if registry is not None else get_registry()
     ctx = _context(composition)
-    _capabilities(ctx, reg, composition.agent, [])
+    for base, a in composition.all_agents().values():
+        _capabilities(ctx, reg, a, [], base)
     return ctx.issues
 
 
-def _request_builder(ctx: Context, context: ContextConfig, grounding: Any, compactor: Any, store: Any) -> Any:
+def _request_builder(ctx: Context, context: ContextConfig, grounding: Any, compactor: Any, store: Any,
+                     base: KeyPath = ("agent",)) -> Any:
     """The :class:`~seamkit.request.RequestBuilder` of ``agent.context`` (``None`` after adding
     located issues: a memory component that is no grounding source, a component that is no
     compactor, ``record_grounding`` without a store)."""
@@ -235,7 +343,7 @@ def _request_builder(ctx: Context, context: ContextConfig, grounding: Any, compa
         ok = False
     if context.record_grounding and store is None:
         ctx.add("record_grounding needs a store to record into: set checkpoints",
-                ("agent", "context", "record_grounding"))
+                (*base, "context", "record_grounding"))
         ok = False
     if not ok:
         return None
@@ -264,12 +372,15 @@ def _component_secrets(c: Composition) -> frozenset[str]:
     secrets = c.secret_values()
     if not secrets:
         return secrets
-    a = c.agent
-    refs: list[ComponentRef] = [a.model, *a.tools, *a.middlewares, *a.guardrails, *a.capabilities]
-    if a.checkpoints is not None:
-        refs.append(a.checkpoints)
-    if a.context is not None:
-        refs.extend(r for r in (a.context.grounding, a.context.compactor) if r is not None)
+    refs: list[ComponentRef] = []
+    for _, a in c.all_agents().values():
+        refs.extend((a.model, *a.middlewares, *a.guardrails, *a.capabilities))
+        for t in a.tools:
+            refs.extend(t.middlewares if isinstance(t, AgentToolRef) else (t,))
+        if a.checkpoints is not None:
+            refs.append(a.checkpoints)
+        if a.context is not None:
+            refs.extend(r for r in (a.context.grounding, a.context.compactor) if r is not None)
     found: set[str] = set()
 
     def collect(text: str) -> None:
@@ -366,8 +477,14 @@ def tool_description_issues(
     ctx = _context(composition)
     errors = Context(ctx.file, ctx.values, ctx.keys, ctx.secret_paths, ctx.secrets, set(), ctx.base_dir)
     warnings: list[ConfigIssue] = []
-    for i, ref in enumerate(composition.agent.tools):
-        path: KeyPath = ("agent", "tools", i)
+    entries = [((*base, "tools", i), ref) for base, a in composition.all_agents().values()
+               for i, ref in enumerate(a.tools)]
+    for path, ref in entries:
+        if isinstance(ref, AgentToolRef):
+            if ref.description is not None and not ref.description.strip():
+                errors.add(f"the description of agent tool {ref.agent!r} is empty: say what the agent does and "
+                           "returns, or leave it out for the default", (*path, "description"))
+            continue
         failures: list[int] = []
         first = len(ctx.issues)
         tool = _build(ctx, reg, ref, path, failures)

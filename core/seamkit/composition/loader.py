@@ -20,7 +20,7 @@ from seamkit.composition._check import (
     key_index,
     pydantic_issues,
 )
-from seamkit.composition._yaml import Document, KeyPath, Position, clip, parse_yaml, shown
+from seamkit.composition._yaml import Document, KeyPath, Position, clip, format_path, parse_yaml, shown
 from seamkit.composition.models import AgentConfig, ComponentRef, Composition, _Model
 from seamkit.errors import ConfigError, ConfigIssue
 from seamkit.plugins.registry import ComponentSpec, Registry, get_registry
@@ -138,7 +138,7 @@ def _loads(text: str, fpath: Path | None, base_dir: str | os.PathLike[str] | Non
     _check_version(ctx, data)
     slots = _check_slots(ctx, reg, data)
     comp = _validate_structure(ctx, data)
-    _cross_checks(ctx, data)
+    _cross_checks(ctx, data, fpath.stem if fpath is not None else "agent")
     if ctx.issues or comp is None:
         raise ConfigError(_sorted(ctx.issues))
     _attach(comp, slots, doc, ctx, fpath)
@@ -212,36 +212,126 @@ def _check_slots(ctx: Context, reg: Registry, data: Mapping[str, Any]) -> dict[K
 
 
 def _tool_names(tools: Any) -> list[tuple[int, str]]:
+    """``(index, tool name)`` of each ``tools:`` entry: a component's name, or an agent tool's
+    ``name`` (default: its agent's)."""
     names: list[tuple[int, str]] = []
     if isinstance(tools, list):
         for i, t in enumerate(tools):
-            name = t if isinstance(t, str) else t.get("use") if isinstance(t, Mapping) else None
+            name: Any = t
+            if isinstance(t, Mapping):
+                name = t.get("use") if "use" in t or "agent" not in t else t.get("name") or t.get("agent")
             if isinstance(name, str):
                 names.append((i, name))
     return names
 
 
-def _cross_checks(ctx: Context, data: Mapping[str, Any]) -> None:
-    agent = data.get("agent")
-    if not isinstance(agent, Mapping):
-        return
-    names = _tool_names(agent.get("tools"))
+def _agents_of(ctx: Context, data: Mapping[str, Any], stem: str) -> list[tuple[str, KeyPath, Mapping[str, Any]]]:
+    """Every agent mapping of ``data`` with its name and key path, the entry agent first; a name
+    written under ``agents:`` that differs from its key, and a name used twice, are issues."""
+    out: list[tuple[str, KeyPath, Mapping[str, Any]]] = []
+    entry = data.get("agent")
+    if isinstance(entry, Mapping):
+        name = entry.get("name")
+        out.append((name if isinstance(name, str) and name.strip() else stem, ("agent",), entry))
+    agents = data.get("agents")
+    if not isinstance(agents, Mapping):
+        return out
+    for key, body in agents.items():
+        if not isinstance(key, str) or not isinstance(body, Mapping):
+            continue  # the structure check reports it
+        path: KeyPath = ("agents", key)
+        if not key.strip():
+            ctx.add("an agent name is empty: give each agent under 'agents:' a name as its key", path, at_key=True)
+            continue
+        written = body.get("name")
+        if isinstance(written, str) and written != key:
+            ctx.add(f"the name of this agent is its key {shown(key)}; remove 'name:' or make it {shown(key)}",
+                    (*path, "name"))
+        for other, other_path, _ in out:
+            if other == key:
+                at = ctx.values.get((*other_path, "name")) if other_path == ("agent",) else None
+                where = (f"agent.name (line {at.line})" if at is not None else
+                         f"the entry agent's default name, the file name {shown(stem)}"
+                         if other_path == ("agent",) else format_path(other_path))
+                ctx.add(f"duplicate agent name {shown(key)}: also {where}; agent names must be unique across "
+                        "'agent:' and 'agents:'", path, at_key=True)
+                break
+        else:
+            out.append((key, path, body))
+    return out
+
+
+def _cross_checks(ctx: Context, data: Mapping[str, Any], stem: str) -> None:
+    agents = _agents_of(ctx, data, stem)
+    known = {name: body for name, _, body in agents}
+    for _, path, body in agents:
+        _check_agent(ctx, body, path, known)
+    _check_agent_graph(ctx, agents)
+
+
+def _handoff_target(entry: Any) -> Any:
+    return entry if isinstance(entry, str) else entry.get("agent") if isinstance(entry, Mapping) else None
+
+
+def _check_agent(ctx: Context, agent: Mapping[str, Any], base: KeyPath, known: Mapping[str, Any]) -> None:
+    """The checks of one agent mapping at ``base`` (``agent`` or ``agents.NAME``); ``known``: every
+    agent of the file by name, for the agents its tools and handoffs name."""
+    from seamkit.agent.handoff import handoff_tool_name
+
+    where = format_path(base)
+    tools = agent.get("tools")
+    tools = tools if isinstance(tools, list) else []
+    names = _tool_names(tools)
     first: dict[str, int] = {}
     for i, name in names:
         if name in first:
-            path: KeyPath = ("agent", "tools", i)
-            where = (*path, "use") if isinstance(agent["tools"][i], Mapping) else path
-            ctx.add(f"duplicate tool {shown(name)} (also agent.tools[{first[name]}]); tool names must be unique",
-                    where)
+            path: KeyPath = (*base, "tools", i)
+            entry = tools[i]
+            key = "use" if isinstance(entry, Mapping) and "use" in entry else (
+                "name" if isinstance(entry, Mapping) and "name" in entry else "agent")
+            at = (*path, key) if isinstance(entry, Mapping) else path
+            ctx.add(f"duplicate tool {shown(name)} (also {where}.tools[{first[name]}]); tool names must be unique", at)
         else:
             first[name] = i
+    for i, entry in enumerate(tools):
+        if not (isinstance(entry, Mapping) and "agent" in entry and "use" not in entry):
+            continue
+        _check_agent_ref(ctx, entry.get("agent"), (*base, "tools", i, "agent"), known, tool=True)
+        schema = entry.get("input")
+        if isinstance(schema, Mapping):
+            ipath: KeyPath = (*base, "tools", i, "input")
+            if schema.get("type") != "object":
+                ctx.add("the input of an agent tool is a JSON Schema with type: object (tool arguments are named)",
+                        ipath)
+            else:
+                _check_json_schema(ctx, schema, ipath)
+    handoffs = agent.get("handoffs")
+    if isinstance(handoffs, list):
+        targets: dict[str, int] = {}
+        for i, entry in enumerate(handoffs):
+            target = _handoff_target(entry)
+            hpath: KeyPath = (*base, "handoffs", i) if isinstance(entry, str) else (*base, "handoffs", i, "agent")
+            if not isinstance(target, str):
+                continue
+            if target in targets:
+                ctx.add(f"duplicate handoff to {shown(target)} (also {where}.handoffs[{targets[target]}])", hpath)
+                continue
+            targets[target] = i
+            if _check_agent_ref(ctx, target, hpath, known, tool=False):
+                first.setdefault(handoff_tool_name(target), -1)
+                prompt = known[target].get("prompt")
+                template = prompt.get("template") if isinstance(prompt, Mapping) else prompt
+                if isinstance(template, str) and _variables(template):
+                    ctx.add(f"agent {shown(target)} has a prompt with variables "
+                            f"({', '.join(sorted(_variables(template)))}), so it cannot take a conversation over "
+                            "(a handoff target's prompt is used as written)", hpath)
     choice = agent.get("tool_choice")
     if isinstance(choice, (int, float)) and not isinstance(choice, bool):
         choice = str(choice)  # an unquoted number is still meant as a tool's name
-    if choice == "required" and not names:
-        ctx.add("tool_choice 'required' needs at least one tool in agent.tools", ("agent", "tool_choice"))
+    if choice == "required" and not first:
+        ctx.add(f"tool_choice 'required' needs at least one tool in {where}.tools", (*base, "tool_choice"))
     elif isinstance(choice, str) and choice not in _TOOL_CHOICES and choice not in first:
-        path = ("agent", "tool_choice")
+        path = (*base, "tool_choice")
         if ctx.from_env(path):
             ctx.add("tool_choice (from the environment) names no configured tool", path)
         else:
@@ -253,21 +343,92 @@ def _cross_checks(ctx: Context, data: Mapping[str, Any]) -> None:
         for tool_name in approvals:
             if isinstance(tool_name, str) and tool_name not in first:
                 hint = did_you_mean(tool_name, list(first))
-                ctx.add(f"approvals name {shown(tool_name)}, which is not in agent.tools{hint}",
-                        ("agent", "approvals", tool_name))
+                ctx.add(f"approvals name {shown(tool_name)}, which is not in {where}.tools{hint}",
+                        (*base, "approvals", tool_name))
         if "checkpoints" in agent and agent["checkpoints"] is None and any(
             v != "never" for v in approvals.values()
         ):
             ctx.add("approvals need checkpoints: a run waiting for a person is suspended durably",
-                    ("agent", "approvals"))
+                    (*base, "approvals"))
     prompt = agent.get("prompt")
     if isinstance(prompt, str):
-        _check_template(ctx, prompt, ("agent", "prompt"))
+        _check_template(ctx, prompt, (*base, "prompt"))
     elif isinstance(prompt, Mapping) and isinstance(prompt.get("template"), str):
-        _check_template(ctx, prompt["template"], ("agent", "prompt", "template"))
+        _check_template(ctx, prompt["template"], (*base, "prompt", "template"))
     output = agent.get("output")
     if isinstance(output, Mapping) and isinstance(output.get("json_schema"), Mapping):
-        _check_json_schema(ctx, output["json_schema"], ("agent", "output", "json_schema"))
+        _check_json_schema(ctx, output["json_schema"], (*base, "output", "json_schema"))
+
+
+def _variables(template: str) -> frozenset[str]:
+    from seamkit.agent.prompt import Prompt
+
+    try:
+        return Prompt(template).variables
+    except ValueError:  # invalid markers: reported by _check_template
+        return frozenset()
+
+
+def _check_agent_ref(ctx: Context, name: Any, path: KeyPath, known: Mapping[str, Any], *, tool: bool) -> bool:
+    """Whether ``name`` (at ``path``) names an agent of the file (one with capabilities cannot be a
+    tool); an issue with a did-you-mean otherwise."""
+    if not isinstance(name, str) or ctx.is_poisoned(path):
+        return False
+    if name not in known:
+        hint = did_you_mean(name, list(known))
+        listed = ", ".join(clip(n) for n in known)
+        ctx.add(f"no agent {shown(name)} in this file{hint} (agents: {listed}; add it under 'agents:')", path)
+        return False
+    caps = known[name].get("capabilities")
+    if isinstance(caps, list) and caps:
+        what = "a tool" if tool else "a handoff target"
+        ctx.add(f"agent {shown(name)} has capabilities: it runs conversation turns and cannot be {what}", path)
+        return False
+    return True
+
+
+def _check_agent_graph(ctx: Context, agents: list[tuple[str, KeyPath, Mapping[str, Any]]]) -> None:
+    """Agents naming each other (as tools or handoff targets) must not form a cycle: agents are
+    built as values, each after those it names, so a cycle cannot be built. One issue per cycle, at
+    the reference that closes it, naming the whole cycle."""
+    edges: dict[str, list[tuple[str, KeyPath]]] = {}
+    for name, base, body in agents:
+        out: list[tuple[str, KeyPath]] = []
+        tools = body.get("tools")
+        if isinstance(tools, list):
+            for i, entry in enumerate(tools):
+                if isinstance(entry, Mapping) and "use" not in entry and isinstance(entry.get("agent"), str):
+                    out.append((entry["agent"], (*base, "tools", i, "agent")))
+        handoffs = body.get("handoffs")
+        if isinstance(handoffs, list):
+            for i, entry in enumerate(handoffs):
+                target = _handoff_target(entry)
+                if isinstance(target, str):
+                    out.append((target, (*base, "handoffs", i) if isinstance(entry, str) else
+                                (*base, "handoffs", i, "agent")))
+        edges[name] = out
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    stack: list[str] = []
+
+    def visit(name: str) -> None:
+        state[name] = 1
+        stack.append(name)
+        for target, path in edges.get(name, ()):
+            if target not in edges:
+                continue  # unknown: reported where it is named
+            if state.get(target) == 1:
+                cycle = [*stack[stack.index(target):], target]
+                ctx.add(f"agents refer to each other in a cycle: {' -> '.join(cycle)} (as tools or handoff "
+                        "targets); each agent is built before the agents that name it, so a cycle cannot be built: "
+                        "remove one of the references", path)
+            elif target not in state:
+                visit(target)
+        stack.pop()
+        state[name] = 2
+
+    for name in edges:
+        if name not in state:
+            visit(name)
 
 
 def _check_template(ctx: Context, template: str, path: KeyPath) -> None:
@@ -392,6 +553,8 @@ def _attach(comp: Composition, slots: dict[KeyPath, tuple[ComponentSpec, Any]], 
     agent: AgentConfig = comp.agent
     if agent.name is None:
         agent.name = fpath.stem if fpath is not None else "agent"
+    for key, named in comp.agents.items():
+        named.name = key
 
 
 def _field_name(model: _Model, key: str | int) -> str | None:

@@ -11,14 +11,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
 from seamkit.composition._yaml import KeyPath, Position
 
 __all__ = [
     "AgentConfig",
+    "AgentToolRef",
+    "HandoffRef",
     "CapabilityRef",
     "CompactorRef",
     "ComponentRef",
@@ -228,6 +230,70 @@ class Settings(_Model):
     )
 
 
+class AgentToolRef(_Model):
+    """An agent of the file offered as a tool (``{agent: NAME, ...}`` in ``tools:``), see
+    :func:`seamkit.agent.as_tool.agent_tool`: each call runs it as a child run."""
+
+    agent: str = Field(description="Name of the agent (a key of 'agents:') to offer as a tool")
+    name: str | None = Field(default=None, description="Tool name; default: the agent's name")
+    description: str | None = Field(
+        default=None, description="What the model reads to decide when to call it: what the agent does and returns"
+    )
+    max_depth: int = Field(
+        default=3, ge=1,
+        description="Deepest child run this tool starts (a child of a top-level run is at depth 1); deeper calls "
+        "get an error result",
+    )
+    max_steps: int | None = Field(default=None, ge=1, description="The child's model turns (default: its own)")
+    input: dict[str, Any] | None = Field(
+        default=None,
+        description="JSON Schema (type: object) of the tool's arguments; default: {task: string}. The validated "
+        "arguments are handed to the agent as JSON text",
+    )
+    middlewares: list[MiddlewareRef] = Field(
+        default_factory=list,
+        description="Extra middleware components wrapping only the child (e.g. a budget: this tool's budget share)",
+    )
+
+
+def _tool_kind(value: Any) -> str:
+    """Which kind of ``tools:`` entry ``value`` is: an agent (``agent:`` key) or a component."""
+    if isinstance(value, Mapping) and "agent" in value and "use" not in value:
+        return "agent_tool"
+    if isinstance(value, AgentToolRef):
+        return "agent_tool"
+    return "component"
+
+
+#: A ``tools:`` entry: a tool component, or ``{agent: NAME, ...}``.
+ToolEntry = Annotated[
+    Annotated[ToolRef, Tag("component")] | Annotated[AgentToolRef, Tag("agent_tool")],
+    Discriminator(_tool_kind),
+]
+
+HandoffFilterName = Literal["all", "no_tools", "user_only", "last_user"]
+
+
+class HandoffRef(_Model):
+    """A handoff target (``handoffs:``): an agent of the file, or ``{agent: NAME, filter: RULE}``,
+    see :mod:`seamkit.agent.handoff`."""
+
+    agent: str = Field(description="Name of the agent (a key of 'agents:') that may take the conversation over")
+    filter: HandoffFilterName = Field(
+        default="all",
+        description="What the target sees of the conversation before the handoff: all, no_tools (without tool "
+        "calls and results), user_only (the person's messages), last_user (the person's last message)",
+    )
+    description: str | None = Field(
+        default=None, description="What the model reads to decide when to transfer (the transfer_to_NAME tool)"
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _bare_name(cls, value: Any) -> Any:
+        return {"agent": value} if isinstance(value, str) else value
+
+
 class ContextConfig(_Model):
     """How each request is built (see :class:`seamkit.request.RequestBuilder`): a cache-stable
     prefix (prompt, grounding, output schema) and a tail compacted to ``budget_tokens``."""
@@ -271,7 +337,11 @@ class AgentConfig(_Model):
     )
     model: ProviderRef = Field(description="The model provider component")
     prompt: PromptConfig | None = Field(default=None, description="System prompt: text or {id, version, template}")
-    tools: list[ToolRef] = Field(default_factory=list, description="Tool components; names must be unique")
+    tools: list[ToolEntry] = Field(
+        default_factory=list,
+        description="Tool components, and agents of the file as tools ({agent: NAME, description, max_depth}); "
+        "names must be unique",
+    )
     output: OutputConfig | None = Field(
         default=None, description="'text' (default) for free text, or {json_schema: {...}}"
     )
@@ -316,6 +386,11 @@ class AgentConfig(_Model):
         description="Tool name -> approval policy (never, every_call, once_per_run, once_per_thread); "
         "a call that needs approval suspends the run until `seamkit resume`",
     )
+    handoffs: list[HandoffRef] = Field(
+        default_factory=list,
+        description="Agents of the file this one may hand the conversation to: NAME or {agent: NAME, filter: all | "
+        "no_tools | user_only | last_user, description}",
+    )
 
     @field_validator("name")
     @classmethod
@@ -323,6 +398,11 @@ class AgentConfig(_Model):
         if value is not None and not value.strip():
             raise ValueError("the agent name is empty; give it a name, or remove 'name:' to use the file name")
         return value
+
+    @field_validator("handoffs", mode="before", json_schema_input_type=list[str | HandoffRef])
+    @classmethod
+    def _handoff_names(cls, value: Any) -> Any:
+        return value  # a bare name is read by HandoffRef itself; this tells the JSON Schema it is allowed
 
     @field_validator("prompt", mode="before", json_schema_input_type=str | PromptConfig | None)
     @classmethod
@@ -344,7 +424,10 @@ class AgentConfig(_Model):
 
 
 class Composition(_Model):
-    """A validated composition file. ``seamkit``: format version (1). ``agent``: the agent.
+    """A validated composition file. ``seamkit``: format version (1). ``agent``: the agent (the
+    entry agent ``seamkit run`` runs). ``agents``: more agents by name (each like ``agent:``),
+    which agents use as tools (``tools: [{agent: NAME}]``) or hand conversations to
+    (``handoffs: [NAME]``); names are unique across ``agent`` and ``agents``.
 
     ``file``: the YAML file (``None`` when read from text); ``base_dir``: the directory relative
     component paths were resolved against (the file's directory). ``position(path)`` gives the
@@ -352,7 +435,11 @@ class Composition(_Model):
     """
 
     seamkit: Literal[1] = Field(description="Format version of this file; this seamkit reads version 1")
-    agent: AgentConfig = Field(description="The agent")
+    agent: AgentConfig = Field(description="The agent (the entry agent)")
+    agents: dict[str, AgentConfig] = Field(
+        default_factory=dict,
+        description="More agents by name, each like 'agent:'; used as tools ({agent: NAME}) and handoff targets",
+    )
     _file: Path | None = PrivateAttr(default=None)
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     _values: dict[KeyPath, Position] = PrivateAttr(default_factory=dict)
@@ -373,6 +460,15 @@ class Composition(_Model):
         return frozenset(
             s for s in self._secrets if len(s) >= MIN_SECRET_LENGTH and not _LITERAL.fullmatch(s.strip())
         )
+
+    def all_agents(self) -> dict[str, tuple[tuple[str | int, ...], AgentConfig]]:
+        """Every agent by name, with its key path (``("agent",)`` or ``("agents", NAME)``), the
+        entry agent first."""
+        entry = self.agent.name or "agent"
+        out: dict[str, tuple[tuple[str | int, ...], AgentConfig]] = {entry: (("agent",), self.agent)}
+        for key, a in self.agents.items():
+            out.setdefault(key, (("agents", key), a))
+        return out
 
     @property
     def base_dir(self) -> Path:

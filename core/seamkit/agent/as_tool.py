@@ -1,0 +1,230 @@
+"""An agent offered to another agent as a tool: :func:`agent_tool`.
+
+The tool runs the agent as a **child run** of the calling run (``ctx.child()``): its own run id,
+the caller recorded as its parent (in its checkpoints too, when it has a checkpointer), a
+cancellation token cancelled with the caller's, and the caller's run ids as its ``ancestors``, so a
+budget middleware instance shared by both charges the child's spend to every ancestor's ledger.
+The child's usage is added to the caller's (:data:`CHILD_USAGE_KEY`).
+
+Depth. A run's depth is ``len(ctx.ancestors)`` (0 for a top-level run). The tool refuses to start
+a child deeper than its ``max_depth`` with a :class:`~seamkit.errors.ToolError` the model sees as
+an error result: a chain of agents calling agents (``A -> B -> C -> ...``) is bounded at run time
+whatever built it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from seamkit.errors import ToolArgumentError, ToolError
+from seamkit.middleware import Middleware
+from seamkit.runtime.context import RunContext
+from seamkit.values import ToolSchema, Usage, freeze
+
+if TYPE_CHECKING:
+    from seamkit.agent.agent import Agent
+    from seamkit.agent.output import OutputSpec
+
+__all__ = ["AgentTool", "CHILD_USAGE_KEY", "DEFAULT_INPUT", "agent_tool", "take_child_usage"]
+
+#: The input schema of an agent tool without ``input=``: one required text, the task.
+DEFAULT_INPUT: Mapping[str, Any] = freeze({
+    "type": "object",
+    "properties": {"task": {"type": "string", "description": "The task for the agent, written out in full"}},
+    "required": ["task"],
+    "additionalProperties": False,
+})
+
+#: Where an agent tool leaves the usage of its child runs in the calling run's ``ctx.state``
+#: (a :class:`~seamkit.values.Usage`); the agent loop adds it to the run's usage after each tool
+#: batch (:func:`take_child_usage`).
+CHILD_USAGE_KEY = "seamkit.child_usage"
+
+
+def take_child_usage(ctx: RunContext) -> Usage | None:
+    """The usage child runs added to ``ctx`` since the last call (removed from it), or ``None``."""
+    usage = ctx.state.pop(CHILD_USAGE_KEY, None)
+    return usage if isinstance(usage, Usage) else None
+
+
+def _add_child_usage(ctx: RunContext, usage: Usage) -> None:
+    # no await between read and write: concurrent calls of one batch (one event loop) cannot interleave
+    before = ctx.state.get(CHILD_USAGE_KEY)
+    ctx.state[CHILD_USAGE_KEY] = before + usage if isinstance(before, Usage) else usage
+
+
+class AgentTool:
+    """A :class:`~seamkit.ports.ToolPort` running ``agent`` as a child run. Build it with
+    :func:`agent_tool` (its docstring says what it does); ``agent`` is the agent as it runs (the
+    extra middlewares and ``max_steps`` applied)."""
+
+    __slots__ = ("_input", "_schema", "agent", "max_depth")
+
+    def __init__(self, agent: Agent, schema: ToolSchema, input_spec: OutputSpec | None, max_depth: int) -> None:
+        self.agent = agent
+        self._schema = schema
+        self._input = input_spec
+        self.max_depth = max_depth
+
+    @property
+    def schema(self) -> ToolSchema:
+        return self._schema
+
+    @property
+    def name(self) -> str:
+        return self._schema.name
+
+    def __repr__(self) -> str:
+        return f"<agent tool {self.name} -> agent {self.agent.name!r} max_depth={self.max_depth}>"
+
+    def validate(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The arguments checked against the input schema; raises
+        :class:`~seamkit.errors.ToolArgumentError` listing each problem."""
+        from seamkit.errors import OutputValidationError
+
+        if self._input is None:
+            task = arguments.get("task") if isinstance(arguments, Mapping) else None
+            extra = sorted(set(arguments) - {"task"}) if isinstance(arguments, Mapping) else []
+            problems = [f"{k}: not an argument of this tool (it takes 'task')" for k in extra]
+            if not isinstance(task, str) or not task.strip():
+                problems.insert(0, "task: the task is required, as non-blank text")
+            if problems:
+                raise ToolArgumentError(self.name, problems)
+            return {"task": task}
+        try:
+            value = self._input.parse(json.dumps(dict(arguments), default=str))
+        except OutputValidationError as exc:
+            raise ToolArgumentError(self.name, list(exc.problems)) from None
+        return {"input": value}
+
+    async def invoke(self, arguments: Mapping[str, Any], ctx: RunContext) -> Any:
+        """Run the agent as a child of ``ctx``'s run on the validated ``arguments``; returns its
+        typed output (shown to the model as JSON) or its answer's text. Raises
+        :class:`~seamkit.errors.ToolError` when the child would be deeper than ``max_depth`` or
+        stops without an answer, and whatever the child run raises (the model sees each as an error
+        result; :class:`~seamkit.errors.RunCancelled` and ``asyncio.CancelledError`` stop the
+        caller too)."""
+        depth = len(ctx.ancestors) + 1
+        if depth > self.max_depth:
+            raise ToolError(
+                f"agent {self.agent.name!r} was not run: it would run at depth {depth} (agents calling agents), "
+                f"deeper than this tool's max_depth {self.max_depth}; answer with what you have"
+            )
+        if "task" in arguments:
+            task = str(arguments["task"])
+        else:
+            task = json.dumps(_plain(arguments["input"]), ensure_ascii=False, default=str)
+        # a child that raises (failed, cancelled) adds no usage here: its result is not known (a
+        # budget middleware charged its calls all the same)
+        result = await self.agent.run(task, ctx=ctx.child())
+        _add_child_usage(ctx, result.usage)
+        if result.stop_reason != "completed":
+            why = {"max_steps": f"it stopped after {result.steps} model turns without an answer",
+                   "suspended": "it waits for a person (an approval or an effect to settle)"}.get(
+                       result.stop_reason, result.stop_reason)
+            raise ToolError(f"agent {self.agent.name!r} (run {result.run_id}) gave no answer: {why}")
+        return result.output
+
+
+def _plain(value: Any) -> Any:
+    """A validated input value as JSON data (a pydantic model or dataclass dumped)."""
+    import pydantic_core
+
+    if isinstance(value, (dict, list, str, int, float, bool)) or value is None:
+        return value
+    return json.loads(pydantic_core.to_json(value))
+
+
+def _tool_name(name: str) -> str:
+    import re
+
+    cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64]
+    return cleaned or "agent"
+
+
+def agent_tool(
+    agent: Agent,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    input: Any = None,
+    max_depth: int = 3,
+    max_steps: int | None = None,
+    middlewares: Sequence[Middleware] = (),
+    side_effecting: bool | None = None,
+) -> AgentTool:
+    """``agent`` as a tool another agent can call: each call runs it as a **child run** of the
+    calling run (``ctx.child()``: a new run id, the caller as parent, recorded in the child's
+    checkpoints when it has a checkpointer; cancelling the caller cancels the child).
+
+    :param agent: the agent to run (a tool-calling agent; not one with capabilities).
+    :param name: the tool's name (default: the agent's name, characters other than letters,
+        digits, ``_`` and ``-`` replaced by ``_``).
+    :param description: what the model reads to decide when to call it (default: built from the
+        agent's name and prompt id). Say what the agent does and what it returns.
+    :param input: the arguments: ``None`` for ``{"task": string}`` (the task becomes the child's
+        user message), a JSON Schema mapping (an object) or a Python type pydantic can describe
+        (a model, a dataclass): the validated arguments are handed to the child as JSON text.
+    :param max_depth: the deepest child run this tool starts: a run's depth is
+        ``len(ctx.ancestors)``, a child of a top-level run is at depth 1. Deeper calls get a
+        :class:`~seamkit.errors.ToolError` result instead of a run.
+    :param max_steps: the child's model turns (default: the agent's own ``max_steps``).
+    :param middlewares: extra middlewares wrapping only the child's calls, outside the agent's
+        own (e.g. a :class:`seamkit_budget.BudgetMiddleware` instance: its ceiling is this tool's
+        budget share; the instance also links the child's ledger to its ancestors' in it, so the
+        ceiling holds for each child run and for the total of all child runs under one caller).
+        A budget middleware instance shared by the caller and the agent charges the child's spend
+        to the caller's ceiling.
+    :param side_effecting: whether a call changes anything outside the run (approvals and the
+        effect ledger guard such calls); default: whether any tool of the agent is side-effecting.
+    :returns: an :class:`AgentTool`. The tool result is the child's typed output (JSON) or the
+        text of its answer; the child's usage is added to the caller's.
+    :raises ValueError: ``max_depth`` or ``max_steps`` below 1, an agent with capabilities, or an
+        ``input`` that is not an object schema.
+    :raises TypeError: ``agent`` is not an :class:`~seamkit.agent.agent.Agent`.
+    """
+    from seamkit.agent.agent import Agent
+    from seamkit.agent.output import OutputSpec, output_spec
+
+    if not isinstance(agent, Agent):
+        raise TypeError(f"agent_tool takes an Agent, got {type(agent).__name__}")
+    if agent.capabilities is not None:
+        raise ValueError(f"agent {agent.name!r} has capabilities: it runs conversation turns, not tool calls")
+    if max_depth < 1:
+        raise ValueError("max_depth must be at least 1 (a child of a top-level run is at depth 1)")
+    if max_steps is not None and max_steps < 1:
+        raise ValueError("max_steps must be at least 1")
+    spec: OutputSpec | None = None
+    params: Mapping[str, Any] = DEFAULT_INPUT
+    if input is not None:
+        spec = output_spec(input) if not isinstance(input, OutputSpec) else input
+        if spec is None or spec.schema.get("type") != "object":
+            raise ValueError("input must describe an object (a JSON Schema with type: object, a pydantic model or "
+                             "a dataclass): tool arguments are named")
+        params = spec.schema
+    if description is None:
+        description = (f"Ask the agent {agent.name!r} to do a task and return its answer"
+                       + (" as JSON" if agent.output_spec is not None else "")
+                       + ". It works on its own and sees only what you pass it.")
+    if side_effecting is None:
+        side_effecting = any(t.schema.side_effecting for t in agent.tools)
+    schema = ToolSchema(_tool_name(name or agent.name), description, freeze(dict(params)), side_effecting)
+    changes: dict[str, Any] = {}
+    if middlewares:
+        changes["middlewares"] = (*middlewares, *agent.middlewares)
+    if max_steps is not None:
+        changes["max_steps"] = max_steps
+    if changes:
+        agent = _replaced(agent, **changes)
+    return AgentTool(agent, schema, spec, max_depth)
+
+
+def _replaced(agent: Agent, **changes: Any) -> Agent:
+    """``agent`` with ``changes``; a prompt a request builder adopted stays with the builder only
+    (setting it on both is refused)."""
+    if agent.request_builder is not None and agent.request_builder.prompt is not None:
+        changes.setdefault("prompt", None)
+    return dataclasses.replace(agent, **changes)
