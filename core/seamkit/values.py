@@ -427,6 +427,7 @@ StreamEventKind = Literal[
     "output",
     "guardrail",
     "capability",
+    "context_condensed",
     "run_finished",
 ]
 
@@ -444,7 +445,8 @@ class StreamEvent:
     ``guardrail``, ``point``, ``action``: ``rewrite``, ``flag``, or an advisory guard's ``block``
     or ``failed``, and ``reason``), ``capability`` (an agent with capabilities: ``data["event"]`` is
     ``planned`` with the ``disposition`` of an intention, or ``finished`` with an ``execution``;
-    see :mod:`seamkit.capabilities.state`). ``step`` counts model
+    see :mod:`seamkit.capabilities.state`), ``context_condensed`` (a request over its input budget was
+    made smaller: ``data`` holds :meth:`seamkit.request.fit.Fitting.as_data`). ``step`` counts model
     turns from 1.
     """
 

@@ -128,6 +128,10 @@ def build_agent(composition: Composition, *, registry: Registry | None = None) -
             request_builder=builder,
             guardrails=tuple(guardrails),
             capabilities=capabilities,
+            max_tool_calls=a.max_tool_calls,
+            max_tool_rounds=a.max_tool_rounds,
+            disabled_tools=frozenset(a.disabled_tools),
+            mode=a.mode,
         )
     except (ValueError, TypeError) as exc:
         ctx.add(f"cannot build the agent: {exc}", ("agent",))

@@ -260,6 +260,7 @@ def _cross_checks(ctx: Context, data: Mapping[str, Any]) -> None:
         ):
             ctx.add("approvals need checkpoints: a run waiting for a person is suspended durably",
                     ("agent", "approvals"))
+    _check_loop_controls(ctx, agent, first)
     prompt = agent.get("prompt")
     if isinstance(prompt, str):
         _check_template(ctx, prompt, ("agent", "prompt"))
@@ -268,6 +269,33 @@ def _cross_checks(ctx: Context, data: Mapping[str, Any]) -> None:
     output = agent.get("output")
     if isinstance(output, Mapping) and isinstance(output.get("json_schema"), Mapping):
         _check_json_schema(ctx, output["json_schema"], ("agent", "output", "json_schema"))
+
+
+def _check_loop_controls(ctx: Context, agent: Mapping[str, Any], tools: Mapping[str, int]) -> None:
+    """The tool-loop controls against the rest of the agent: ``disabled_tools`` naming tools of
+    ``agent.tools`` (and not the ``tool_choice``), ``max_tool_rounds`` below ``max_steps``, gather
+    mode without an output type."""
+    disabled = agent.get("disabled_tools")
+    if isinstance(disabled, list):
+        for i, name in enumerate(disabled):
+            if not isinstance(name, str):
+                continue
+            if name not in tools:
+                hint = did_you_mean(name, list(tools))
+                ctx.add(f"disabled_tools name {shown(name)}, which is not in agent.tools{hint}",
+                        ("agent", "disabled_tools", i))
+            elif agent.get("tool_choice") == name:
+                ctx.add(f"tool_choice {shown(name)} names a tool that disabled_tools disables",
+                        ("agent", "tool_choice"))
+    rounds, steps = agent.get("max_tool_rounds"), agent.get("max_steps", 10)
+    if (type(rounds) is int and type(steps) is int and rounds >= 1 and steps >= 1 and rounds >= steps):
+        ctx.add(f"max_tool_rounds ({rounds}) must be below max_steps ({steps}): the answer after the last tool "
+                "round needs a step of its own (raise max_steps)", ("agent", "max_tool_rounds"))
+    if agent.get("mode") == "gather":
+        for key in ("output", "capabilities"):
+            if agent.get(key) and agent.get(key) != "text":
+                ctx.add(f"gather mode returns a context block, not an answer: remove {key}, or use mode: answer",
+                        ("agent", "mode"))
 
 
 def _check_template(ctx: Context, template: str, path: KeyPath) -> None:
