@@ -5,6 +5,7 @@ oldest rounds dropped, the request and the latest round never touched, tools lef
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 from seamkit.compaction import SUMMARY_MARKER, summary_message, turn_units
@@ -22,9 +23,9 @@ LATEST = (Message("assistant", (ToolCall("c2", "lookup", {"key": "b"}),)),
 TAIL = (*HISTORY, REQUEST, *ROUND_1, *LATEST)
 
 
-async def build(budget: int, **kw: object) -> tuple[tuple[Message, ...], tuple[Message, ...], object]:
+async def build(budget: int, **kw: Any) -> tuple[tuple[Message, ...], tuple[Message, ...], Any]:
     builder = RequestBuilder(prompt="You answer questions.", budget_tokens=budget, budget_check=lambda b: None,
-                             **kw)  # type: ignore[arg-type]
+                             **kw)
     built = await builder.build(builder.context(), TAIL)
     return built.prefix, built.tail, built.fitting
 
@@ -40,19 +41,19 @@ async def test_within_the_budget_nothing_is_fitted() -> None:
 
 
 async def test_first_earlier_round_results_are_condensed_in_place() -> None:
-    prefix, tail, fitting = await build(700)
-    assert fitting.condensed == ("c1",) and fitting.summarized == 0 and fitting.dropped == 0  # type: ignore[attr-defined]
+    _, tail, fitting = await build(700)
+    assert fitting.condensed == ("c1",) and fitting.summarized == 0 and fitting.dropped == 0
     assert tail[:2] == HISTORY and untouched_end(tail)
     condensed = tail[4].tool_results[0]
     assert (condensed.call_id, condensed.name, condensed.is_error) == ("c1", "lookup", False)
     assert condensed.content == CONDENSED_TEMPLATE.format(chars=1200, head=("alpha " * 14).strip()[:79] + "…")
     assert tail[3] == ROUND_1[0]  # the call keeps its id and arguments
-    assert fitting.tokens_after <= 700 < fitting.tokens_before  # type: ignore[attr-defined]
+    assert fitting.tokens_after <= 700 < fitting.tokens_before
 
 
 async def test_then_earlier_turns_are_summarized_into_the_system_head() -> None:
     prefix, tail, fitting = await build(400)
-    assert fitting.summarized == 2 and fitting.dropped == 0  # type: ignore[attr-defined]
+    assert fitting.summarized == 2 and fitting.dropped == 0
     assert tail[0] == REQUEST and untouched_end(tail)
     head = prefix[0].text
     assert head.startswith("You answer questions.\n\n" + SUMMARY_MARKER)
@@ -61,10 +62,10 @@ async def test_then_earlier_turns_are_summarized_into_the_system_head() -> None:
 
 
 async def test_then_the_oldest_rounds_are_dropped_whole() -> None:
-    prefix, tail, fitting = await build(300)
-    assert fitting.dropped == 2 and fitting.dropped_calls == ("c1",)  # type: ignore[attr-defined]
+    _, tail, fitting = await build(300)
+    assert fitting.dropped == 2 and fitting.dropped_calls == ("c1",)
     assert tail == (REQUEST, *LATEST)
-    assert fitting.tokens_after <= 300  # type: ignore[attr-defined]
+    assert fitting.tokens_after <= 300
 
 
 async def test_the_request_and_the_latest_round_are_never_touched_even_over_the_budget() -> None:
@@ -72,7 +73,7 @@ async def test_the_request_and_the_latest_round_are_never_touched_even_over_the_
     with pytest.raises(ContextBudgetExceeded):
         await builder.build(builder.context(), TAIL)
     _, tail, fitting = await build(150)
-    assert tail == (REQUEST, *LATEST) and fitting.tokens_after > 150  # type: ignore[attr-defined]
+    assert tail == (REQUEST, *LATEST) and fitting.tokens_after > 150
 
 
 class Summarizer:
@@ -94,7 +95,7 @@ async def test_a_configured_compactor_summarizes_the_earlier_turns_only() -> Non
     prefix, tail, fitting = await build(400, compactor=compactor)
     assert compactor.given == [HISTORY]  # never the request nor the rounds of this answer
     assert prefix[0].text.endswith(f"{SUMMARY_MARKER}\nthe person asked about old things")
-    assert tail[0] == REQUEST and untouched_end(tail) and fitting.summarized == 2  # type: ignore[attr-defined]
+    assert tail[0] == REQUEST and untouched_end(tail) and fitting.summarized == 2
 
 
 async def test_units_stay_whole_at_every_budget() -> None:

@@ -113,6 +113,9 @@ def event_to_json(event: StreamEvent) -> dict[str, Any]:
             d["steps"] = res.steps
             d["warnings"] = list(res.warnings)
             d["parent_run_id"] = res.parent_run_id
+            if res.stopped_early:  # a tool-loop limit was reached: the answer came without more tools
+                d["stopped_early"] = True
+                d["limit_reached"] = res.limit_reached
             if res.turn is not None:
                 d["turn"] = jsonable(res.turn)
             if res.pending_approvals:
