@@ -27,6 +27,8 @@ async def build(budget: int, **kw: Any) -> tuple[tuple[Message, ...], tuple[Mess
     builder = RequestBuilder(prompt="You answer questions.", budget_tokens=budget, budget_check=lambda b: None,
                              **kw)
     built = await builder.build(builder.context(), TAIL)
+    if built.fitting is not None:  # the running count is the estimate of what is sent
+        assert built.fitting.tokens_after == built.estimated_tokens
     return built.prefix, built.tail, built.fitting
 
 

@@ -116,7 +116,8 @@ def _calls(unit: Sequence[Message]) -> list[str]:
 
 class _Plan:
     """The request being fitted: head (system messages), earlier turns, the request, earlier
-    rounds, the latest round; token counts kept per part."""
+    rounds, the latest round. ``tokens`` is kept up to date by each change (the estimate is a sum
+    over messages), so a long transcript is fitted in linear time."""
 
     def __init__(self, prefix: tuple[Message, ...], tail: tuple[Message, ...], fixed: int, budget: int) -> None:
         self.fixed = fixed
@@ -140,6 +141,15 @@ class _Plan:
         self.summarized = 0
         self.dropped = 0
         self.dropped_calls: list[str] = []
+        self.head_tokens = _tokens(prefix) + _tokens(lead)
+        self.tokens = self.total()
+
+    def _resummarized(self) -> None:
+        """Account for a change of the summary (it lives in the head)."""
+        head, lead = self.head_messages()
+        new = _tokens(head) + _tokens(lead)
+        self.tokens += new - self.head_tokens
+        self.head_tokens = new
 
     def head_messages(self) -> tuple[tuple[Message, ...], tuple[Message, ...]]:
         """``(prefix, lead)`` with the summary merged into the system head."""
@@ -168,7 +178,7 @@ class _Plan:
         return self.fixed + _tokens(head) + _tokens(tail)
 
     def fits(self) -> bool:
-        return self.total() <= self.budget
+        return self.tokens <= self.budget
 
     def condense(self) -> None:
         for units in (self.earlier, self.rounds):
@@ -181,7 +191,9 @@ class _Plan:
                             continue
                         content = list(m.content)
                         content[b] = _condense(block)
+                        old = m
                         m = Message(m.role, tuple(content))
+                        self.tokens += estimate_message_tokens(m) - estimate_message_tokens(old)
                         unit = (*unit[:j], m, *unit[j + 1 :])
                         units[k] = unit
                         self.condensed.append(block.call_id)
@@ -192,13 +204,13 @@ class _Plan:
         if compactor is None:
             while self.earlier and not self.fits():
                 unit = self.earlier.pop(0)
+                self.tokens -= _tokens(unit)
                 self.summary.extend(summary_line(m) for m in unit)
                 self.summarized += len(unit)
+                self._resummarized()
             return
         earlier = tuple(m for u in self.earlier for m in u)
-        saved, self.earlier = self.earlier, []
-        room = max(1, self.budget - self.total())
-        self.earlier = saved
+        room = max(1, self.budget - (self.tokens - _tokens(earlier)))
         out = tuple(await compactor.compact(earlier, budget_tokens=room, ctx=ctx))
         kept = [m for m in out if not is_summary(m)]
         for m in out:
@@ -206,11 +218,15 @@ class _Plan:
                 self.summary.append(m.text.removeprefix(SUMMARY_MARKER).strip())
         self.summarized += max(0, len(earlier) - len(kept))
         self.earlier = turn_units(kept)
+        head, lead = self.head_messages()
+        self.head_tokens = _tokens(head) + _tokens(lead)
+        self.tokens = self.total()
 
     def drop(self) -> None:
         for units in (self.earlier, self.rounds):
             while units and not self.fits():
                 unit = units.pop(0)
+                self.tokens -= _tokens(unit)
                 self.dropped += len(unit)
                 self.dropped_calls.extend(_calls(unit))
 
@@ -251,6 +267,6 @@ async def fit_request(
         if bare.fits():
             plan, without_tools = bare, True
     head, fitted = plan.messages()
-    after = plan.total()
+    after = plan.tokens
     return head, fitted, Fitting(before, after, tuple(plan.condensed), plan.summarized, plan.dropped,
                                  tuple(plan.dropped_calls), without_tools)
