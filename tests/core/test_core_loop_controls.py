@@ -245,6 +245,7 @@ async def test_gather_lists_refused_calls_and_obeys_the_calls_limit() -> None:
     assert ran == ["lookup a"] and model.calls == 1
     assert [g.result.is_error for g in result.gathered] == [False, True]
     assert "(error)" in result.output and result.stopped_early
+    assert result.warnings == ("stopped early: max_tool_calls (1) was reached; calls past it were not run",)
 
 
 async def test_gather_after_an_approval_finishes_without_another_model_call() -> None:
@@ -318,3 +319,11 @@ async def test_no_event_and_no_change_within_the_budget() -> None:
     assert not [e for e in events if e.kind == "context_condensed"]
     result = events[-1].data["result"]
     assert model.requests[1].messages[1:] == result.transcript[:-1]
+
+
+async def test_no_event_when_fitting_could_not_make_the_request_smaller() -> None:
+    model = ScriptedModel(["short answer"])
+    # the request alone is over the budget: nothing may be touched; the budget check lets it go
+    builder = RequestBuilder(prompt="p", budget_tokens=5, budget_check=lambda built: None)
+    events = [e async for e in Agent(model, request_builder=builder).stream("a request that is over five tokens")]
+    assert model.calls == 1 and not [e for e in events if e.kind == "context_condensed"]

@@ -1000,8 +1000,9 @@ class Run:
             self.limit = "max_tool_rounds"
         else:
             return
-        why = (f"stopped early: {self.limit} ({getattr(agent, self.limit)}) was reached; the model was asked to "
-               "answer without tools")
+        then = ("calls past it were not run" if agent.mode == "gather"
+                else "the model was asked to answer without tools")
+        why = f"stopped early: {self.limit} ({getattr(agent, self.limit)}) was reached; {then}"
         if why not in self.warnings:
             self.warnings.append(why)
 
