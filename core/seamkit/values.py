@@ -429,6 +429,7 @@ StreamEventKind = Literal[
     "capability",
     "step",
     "handoff",
+    "context_condensed",
     "run_finished",
 ]
 
@@ -450,8 +451,10 @@ class StreamEvent:
     ``finished``, ``suspended``, ``failed`` or ``skipped``, with the ``step`` name, the
     ``activation`` id, its child ``run_id`` and what it ``emitted``; see
     :mod:`seamkit.workflows.engine`), ``handoff`` (``data``: ``from``, ``to``, ``filter``: the
-    conversation changed hands, see :mod:`seamkit.agent.handoff`). ``step`` counts model turns
-    from 1 (in a workflow: the activations finished so far).
+    conversation changed hands, see :mod:`seamkit.agent.handoff`), ``context_condensed`` (a
+    request over its input budget was made smaller: ``data`` holds
+    :meth:`seamkit.request.fit.Fitting.as_data`). ``step`` counts model turns from 1 (in a
+    workflow: the activations finished so far).
     """
 
     kind: StreamEventKind

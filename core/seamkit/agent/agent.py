@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from seamkit.agent.controls import MODES, Mode, gathered_calls
 from seamkit.agent.guarding import guards_by_point
 from seamkit.agent.handoff import Handoff
 from seamkit.agent.loop import Run
@@ -89,11 +90,28 @@ class Agent:
     filtered by the handoff's rule (see :mod:`seamkit.agent.handoff`); ``AgentResult.answered_by``
     says who answered.
 
+    Tool-loop controls (see :mod:`seamkit.agent.controls`): ``max_tool_calls``: tool calls one
+    run may make (``None``: no limit); calls past it are not run and their results say so.
+    ``max_tool_rounds``: model turns of one run that may call tools (``None``: no limit; below
+    ``max_steps``, which stays the hard stop). Once either is reached the model is called again
+    with ``tool_choice="none"`` and a note saying the limit was reached, so it answers from what
+    it has; the result has ``stopped_early=True`` and ``limit_reached`` naming the limit.
+    ``disabled_tools``: names of ``tools`` not offered to the model; a call to one (or to a tool
+    it made up) is answered as an unknown tool. A call a person rejects withdraws its tool for
+    the rest of the run in the same way. ``mode``: ``answer`` (default) runs until the model
+    answers; ``gather`` makes one gathering decision (one model call with tools), runs its calls
+    (approvals and guardrails as usual) and returns their results as a context block
+    (``output``, text) and as ``result.gathered``, with no answer call; with no tool to offer it
+    returns an empty block without calling the model.
+
     Raises ``TypeError`` when ``capabilities`` is neither ``None`` nor a ``CompiledAgent``
     (``ValueError`` when it is combined with tools, an output type, guardrails or a request builder);
     ``ValueError`` on duplicate tool names (a ``transfer_to_<name>`` tool included), a handoff
     target whose prompt has variables, handoffs on an agent with capabilities, ``max_steps < 1``,
-    an unknown approval policy or tool name in ``approvals``, or approvals without a checkpointer.
+    an unknown approval policy or tool name in ``approvals``, or approvals without a checkpointer;
+    for ``max_tool_calls`` or ``max_tool_rounds`` below 1, ``max_tool_rounds >= max_steps``, a
+    ``disabled_tools`` name that is no tool of the agent, a ``tool_choice`` naming a disabled tool,
+    an unknown ``mode``, and ``gather`` mode with an output type or capabilities.
     """
 
     model: LLMPort
@@ -121,6 +139,10 @@ class Agent:
     capability_ports: Mapping[str, Any] = EMPTY
     handoffs: tuple[Handoff, ...] = ()
     _handoff_tools: Mapping[str, Handoff] = field(init=False, repr=False, compare=False)
+    max_tool_calls: int | None = None
+    max_tool_rounds: int | None = None
+    disabled_tools: Collection[str] = frozenset()
+    mode: Mode = "answer"
     _invoker: Invoker = field(init=False, repr=False, compare=False)
     _output: OutputSpec | None = field(init=False, repr=False, compare=False)
     _system: Message | None = field(init=False, repr=False, compare=False)
@@ -170,7 +192,8 @@ class Agent:
             raise ValueError("max_steps must be at least 1")
         if self.max_parallel_tools < 1:
             raise ValueError("max_parallel_tools must be at least 1")
-        registry = ToolRegistry(self.tools)
+        every_tool = ToolRegistry(self.tools)
+        registry = self._controls(every_tool)
         object.__setattr__(self, "_handoff_tools", self._adopt_handoffs(registry))
         if self.tool_choice == "required" and not registry:
             raise ValueError("tool_choice 'required' needs at least one tool")
@@ -183,7 +206,7 @@ class Agent:
                 if policy not in APPROVAL_POLICIES:
                     allowed = ", ".join(APPROVAL_POLICIES)
                     raise ValueError(f"approval policy for {tool_name!r} must be one of {allowed}, got {policy!r}")
-                if tool_name not in registry:
+                if tool_name not in every_tool:  # a disabled tool may keep its policy
                     raise ValueError(f"approvals name {tool_name!r}, which is not a tool of this agent")
             if self.checkpointer is None and any(p != "never" for p in self.approvals.values()):
                 raise ValueError("approvals need a checkpointer: a run waiting for a person is suspended durably")
@@ -223,6 +246,36 @@ class Agent:
             registry.add(tool)  # ValueError for a second handoff to one name, or a tool of that name
             table[tool.schema.name] = h
         return table
+    def _controls(self, tools: ToolRegistry) -> ToolRegistry:
+        """Check the tool-loop controls; returns the registry of the tools offered (``tools``
+        less the disabled ones)."""
+        for name in ("max_tool_calls", "max_tool_rounds"):
+            v = getattr(self, name)
+            if v is not None and (type(v) is not int or v < 1):
+                raise ValueError(f"{name} must be a positive integer or None, got {v!r:.40}")
+        if self.max_tool_rounds is not None and self.max_tool_rounds >= self.max_steps:
+            raise ValueError(f"max_tool_rounds ({self.max_tool_rounds}) must be below max_steps ({self.max_steps}): "
+                             "the answer after the last tool round needs a step of its own")
+        if self.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {self.mode!r:.40}")
+        if self.mode == "gather" and (self.output is not None or self.capabilities is not None):
+            what = "an output type" if self.output is not None else "capabilities"
+            raise ValueError(f"gather mode returns a context block, not an answer: it takes no {what}")
+        disabled = self.disabled_tools
+        if isinstance(disabled, str) or not all(isinstance(n, str) for n in disabled):
+            raise TypeError("disabled_tools must be a collection of tool names")
+        if type(disabled) is not frozenset:
+            disabled = frozenset(disabled)
+            object.__setattr__(self, "disabled_tools", disabled)
+        if not disabled:
+            return tools
+        unknown = sorted(n for n in disabled if n not in tools)
+        if unknown:
+            raise ValueError(f"disabled_tools name {', '.join(map(repr, unknown))}, which "
+                             f"{'is' if len(unknown) == 1 else 'are'} not a tool of this agent")
+        if self.tool_choice in disabled:
+            raise ValueError(f"tool_choice {self.tool_choice!r} names a disabled tool")
+        return ToolRegistry(t for t in tools if t.schema.name not in disabled)
 
     def _adopt_builder(self, builder: RequestBuilder) -> None:
         import dataclasses
@@ -633,6 +686,9 @@ class Agent:
             tuple(e for e in st.get("uncertain_effects") or () if getattr(e, "settled", "") is None),
             answered_by=str(st.get("agent") or self.name),
             handoffs=handoff_chain(st.get("handoffs") or ()),
+            stopped_early=st.get("limit_reached") is not None,
+            limit_reached=st.get("limit_reached"),
+            gathered=gathered_calls(snap.transcript) if self.mode == "gather" else (),
         )
 
     def _notify(self, event: StreamEvent) -> None:

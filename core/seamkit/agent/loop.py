@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from seamkit.accumulate import Accumulator, checked_stream, stream_failed
 from seamkit.agent.as_tool import take_child_usage
+from seamkit.agent.controls import Limit, gathered_calls, limit_note, limit_result, render_gathered, unknown_tool_result
 from seamkit.agent.guarding import check
 from seamkit.agent.handoff import handoff_view
 from seamkit.agent.result import AgentResult, StopReason, handoff_chain
@@ -80,6 +81,9 @@ CORRECTIVE_TEMPLATE = (
     "Reply again with only a JSON value that satisfies the schema."
 )
 REJECTED_TEMPLATE = "A person rejected this tool call; it was not run."
+#: The run warning for a request whose tool schemas left no room in the request builder's budget.
+TOOLS_DROPPED_WARNING = ("the tool schemas left no room in the input budget (budget_tokens): the model answered "
+                         "without tools")
 #: The run warning for a final answer the model stopped at its output-token limit.
 LENGTH_WARNING = "the answer was cut off at max_tokens (finish_reason length)"
 EDITED_TEMPLATE = "A person approved this call with edited arguments; it ran with: {arguments}"
@@ -236,15 +240,19 @@ class Run:
         "input_task",
         "input_text",
         "ledger",
+        "limit",
         "pending",
         "pending_approvals",
         "step",
         "steps_before",
+        "tool_calls_used",
         "tool_choice",
+        "tool_rounds_used",
         "transcript",
         "uncertain_effects",
         "usage",
         "warnings",
+        "withdrawn",
         "working",
     )
 
@@ -281,6 +289,14 @@ class Run:
         self.input_text = ""  # the task's text the parallel input guards check
         # writes the run's first checkpoint; set when that waits for the input guards
         self.begin: Callable[[], Awaitable[None]] | None = None
+        # tool-loop controls (seamkit.agent.controls): the calls and tool rounds this run made,
+        # the tools withdrawn (a person rejected a call), the limit reached (then no more tools)
+        self.tool_calls_used = 0
+        self.tool_rounds_used = 0
+        # tool name -> the step whose call a person rejected: withdrawn from the turns after it
+        # (the other calls of that step's batch are decided by their own decisions)
+        self.withdrawn: dict[str, int] = {}
+        self.limit: Limit | None = None
 
     # -- durable state ------------------------------------------------------------------------
 
@@ -302,6 +318,9 @@ class Run:
             s["prompt_variables"] = self.working.variables
         if self.handoffs:
             s["handoffs"] = list(self.handoffs)
+        if self.tool_calls_used or self.tool_rounds_used or self.withdrawn or self.limit is not None:
+            s.update(tool_calls_used=self.tool_calls_used, tool_rounds_used=self.tool_rounds_used,
+                     withdrawn_tools=dict(self.withdrawn), limit_reached=self.limit)
         if self.uncertain_effects:
             from seamkit.durability.ledger import effects_detail
 
@@ -325,6 +344,11 @@ class Run:
         decisions = state.get("decisions")
         self.decisions = dict(decisions) if decisions is not None else None
         self.pending = dict(pending)
+        self.tool_calls_used = int(state.get("tool_calls_used", 0))
+        self.tool_rounds_used = int(state.get("tool_rounds_used", 0))
+        self.withdrawn = {str(k): int(v) for k, v in (state.get("withdrawn_tools") or {}).items()}
+        limit = state.get("limit_reached")
+        self.limit = limit if limit in ("max_tool_calls", "max_tool_rounds") else None
         from seamkit.durability.ledger import UncertainEffect
 
         self.uncertain_effects = [e for e in state.get("uncertain_effects") or () if isinstance(e, UncertainEffect)]
@@ -392,6 +416,9 @@ class Run:
             tuple(e for e in self.uncertain_effects if e.settled is None),
             answered_by=self.agent.name,
             handoffs=handoff_chain(self.handoffs),
+            stopped_early=self.limit is not None,
+            limit_reached=self.limit,
+            gathered=gathered_calls(self.transcript) if self.agent.mode == "gather" else (),
         )
 
     async def _finish(
@@ -509,7 +536,7 @@ class Run:
             if calls:
                 if cancellation.cancelled:
                     cancellation.raise_if_cancelled()
-                results = await self._cancellable(self._run_tools(calls, meta))
+                results = await self._cancellable(self._run_batch(calls, meta))
                 ran, calls = calls, ()
                 child_usage = take_child_usage(ctx)
                 if child_usage is not None:  # agents run as tools (seamkit.agent.as_tool)
@@ -528,6 +555,10 @@ class Run:
                     return None
                 continue
 
+            tools, choice, note = self._offer(schemas)
+            if agent.mode == "gather" and (self.step or not tools or (transcript and transcript[-1].role == "tool")):
+                # gathered (or nothing to gather with): the results are the output, no answer call
+                return await self._finish(render_gathered(gathered_calls(transcript)), "completed")
             if self.step - self.steps_before >= agent.max_steps:
                 return await self._finish(None, "max_steps")
             if cancellation.cancelled:
@@ -536,11 +567,13 @@ class Run:
             self.in_turn = True
             step = self.step
             messages = self._messages()
-            built = None if agent.request_builder is None else await self._build(messages, schemas, output_schema)
+            built = None if agent.request_builder is None else await self._build(messages, tools, output_schema)
+            if built is not None and built.without_tools:
+                tools, choice = (), "none"
             request = ChatRequest(
-                messages if built is None else built.messages,
-                schemas,
-                self.tool_choice,
+                (messages if built is None else built.messages) + note,
+                tools,
+                choice,
                 output_schema,
                 agent.temperature,
                 agent.max_tokens,
@@ -620,6 +653,10 @@ class Run:
                         self.warnings.append(f"tool call {c.id} ({c.name}) was not run: {c.arguments_error}")
                 if durable:
                     await self._save("running")
+                continue
+            if agent.mode == "gather":  # the gathering decision called no tool: nothing gathered
+                if unchecked:
+                    self._release(unchecked, result)
                 continue
 
             if result.finish_reason == "length" and LENGTH_WARNING not in self.warnings:
@@ -956,7 +993,95 @@ class Run:
         assert builder is not None
         if self.working is None:
             self.working = builder.context(scope=self.ctx.scope)
-        return await builder.build(self.working, messages, tools=tools, output_schema=output_schema, ctx=self.ctx)
+        built = await builder.build(self.working, messages, tools=tools, output_schema=output_schema, ctx=self.ctx)
+        fitting = built.fitting
+        if fitting is not None:
+            if fitting.without_tools and TOOLS_DROPPED_WARNING not in self.warnings:
+                self.warnings.append(TOOLS_DROPPED_WARNING)
+            if fitting.tokens_after < fitting.tokens_before:  # said only when it made the request smaller
+                self._event("context_condensed", data=fitting.as_data())
+        return built
+
+    # -- tool-loop controls (seamkit.agent.controls) ------------------------------------------
+
+    def _offer(self, schemas: tuple[ToolSchema, ...]) -> tuple[tuple[ToolSchema, ...], str, tuple[Message, ...]]:
+        """The next model turn's tools, tool choice and note (messages sent after the transcript,
+        in the request only): the agent's tools less the withdrawn ones; once a limit is reached,
+        ``tool_choice="none"`` and the note saying so (the tools stay defined: the transcript
+        holds calls to them, and some providers refuse tool blocks without definitions)."""
+        withdrawn = self.withdrawn
+        tools = tuple(t for t in schemas if t.name not in withdrawn) if withdrawn else schemas
+        if self.limit is not None:
+            n = getattr(self.agent, self.limit)
+            return tools, "none", (limit_note(self.limit, n),)
+        choice = self.tool_choice
+        if not tools:
+            choice = "none"
+        elif choice not in ("auto", "required", "none") and choice in withdrawn:
+            choice = "auto"
+        return tools, choice, ()
+
+    async def _run_batch(self, calls: tuple[ToolCall, ...], meta: FrozenDict) -> tuple[ToolResult, ...] | None:
+        """:meth:`_run_tools` with the tool-loop controls: a call to a disabled or withdrawn tool
+        is answered as an unknown tool, a call past ``max_tool_calls`` (or after a limit was
+        reached) with the limit's result; the others run. Results in the model's call order;
+        ``None`` when the run must suspend for approval. Counts the calls and the round, and
+        notes a limit reached."""
+        agent = self.agent
+        unavailable = frozenset(agent.disabled_tools)
+        if self.withdrawn:
+            step = self.step
+            unavailable = unavailable | frozenset(n for n, at in self.withdrawn.items() if at < step)
+        cap = agent.max_tool_calls
+        if not unavailable and cap is None and self.limit is None:
+            results = await self._run_tools(calls, meta)
+            if results is not None and agent.max_tool_rounds is not None:
+                self._count(len(calls))
+            return results
+        left = None if cap is None else cap - self.tool_calls_used
+        refused: dict[str, ToolResult] = {}
+        allowed: list[ToolCall] = []
+        for c in calls:
+            if c.name in unavailable:
+                offered = [n for n in agent.invoker.tools.names if n not in unavailable]
+                refused[c.id] = unknown_tool_result(c, offered)
+            elif self.limit is not None:
+                refused[c.id] = limit_result(c, self.limit, getattr(agent, self.limit))
+            elif left is not None and len(allowed) >= left:
+                refused[c.id] = limit_result(c, "max_tool_calls", cap or 0)
+            else:
+                allowed.append(c)
+        ran: tuple[ToolResult, ...] = ()
+        if allowed:
+            got = await self._run_tools(tuple(allowed), meta)
+            if got is None:
+                return None
+            ran = got
+        if self.emit is not None:
+            for r in refused.values():
+                self._event("tool_result", tool_result=r)
+        by_id = {r.call_id: r for r in ran}
+        self._count(len(allowed))
+        return tuple(refused[c.id] if c.id in refused else by_id[c.id] for c in calls)
+
+    def _count(self, ran: int) -> None:
+        """Count a finished tool batch (``ran`` calls passed on to run) and note a limit it reached."""
+        if self.limit is not None:
+            return
+        agent = self.agent
+        self.tool_calls_used += ran
+        self.tool_rounds_used += 1
+        if agent.max_tool_calls is not None and self.tool_calls_used >= agent.max_tool_calls:
+            self.limit = "max_tool_calls"
+        elif agent.max_tool_rounds is not None and self.tool_rounds_used >= agent.max_tool_rounds:
+            self.limit = "max_tool_rounds"
+        else:
+            return
+        then = ("calls past it were not run" if agent.mode == "gather"
+                else "the model was asked to answer without tools")
+        why = f"stopped early: {self.limit} ({getattr(agent, self.limit)}) was reached; {then}"
+        if why not in self.warnings:
+            self.warnings.append(why)
 
     def _check_citations(self, text: str) -> None:
         assert self.working is not None
@@ -1038,6 +1163,7 @@ class Run:
                     continue
                 d = decisions.get(c.id)
                 if d is None or not d.approved:
+                    self.withdrawn.setdefault(c.name, self.step)  # rejected: not offered again in this run
                     reason = f" Reason: {d.reason}" if d is not None and d.reason else ""
                     done[c.id] = ToolResult(c.id, c.name, REJECTED_TEMPLATE + reason, is_error=True)
                     continue

@@ -9,15 +9,25 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from seamkit._frozen import fast_init
 from seamkit.durability.approvals import PendingApproval
-from seamkit.values import Message, Usage
+from seamkit.values import Message, ToolCall, ToolResult, Usage
 
 if TYPE_CHECKING:
     from seamkit.capabilities.state import TurnResult
     from seamkit.durability.ledger import UncertainEffect
 
-__all__ = ["AgentResult", "StopReason", "handoff_chain"]
+__all__ = ["AgentResult", "GatheredCall", "StopReason", "handoff_chain"]
 
 StopReason = Literal["completed", "max_steps", "suspended", "cancelled"]
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class GatheredCall:
+    """One tool call of a gather-mode run (``Agent.mode="gather"``) and its result (an error
+    result for a call that did not run: refused by a person, past a limit, an unknown tool)."""
+
+    call: ToolCall
+    result: ToolResult
 
 
 @fast_init
@@ -39,7 +49,10 @@ class AgentResult:
     interactions; ``None`` otherwise). ``answered_by``: the name of the agent that answered (the
     agent run, or the last handoff target; ``None`` for a capability turn). ``handoffs``: the
     agents that held the conversation, in order (``("triage", "billing")``), when there were
-    handoffs; else empty.
+    handoffs; else empty. ``stopped_early``: a tool-loop limit was reached (``limit_reached`` says which:
+    ``max_tool_calls`` or ``max_tool_rounds``), so the answer was given without further tools.
+    ``gathered``: for a gather-mode agent, each tool call of the gathering decision with its
+    result (``output`` is then the same as a text block; both empty when nothing was gathered).
     """
 
     output: Any
@@ -55,6 +68,9 @@ class AgentResult:
     turn: TurnResult | None = None
     answered_by: str | None = None
     handoffs: tuple[str, ...] = ()
+    stopped_early: bool = False
+    limit_reached: str | None = None
+    gathered: tuple[GatheredCall, ...] = ()
 
     @property
     def cost(self) -> Decimal | None:

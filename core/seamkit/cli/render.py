@@ -119,6 +119,9 @@ def event_to_json(event: StreamEvent) -> dict[str, Any]:
                 d["answered_by"] = res.answered_by
             if res.handoffs:
                 d["handoffs"] = list(res.handoffs)
+            if res.stopped_early:  # a tool-loop limit was reached: the answer came without more tools
+                d["stopped_early"] = True
+                d["limit_reached"] = res.limit_reached
             if res.turn is not None:
                 d["turn"] = jsonable(res.turn)
             if res.pending_approvals:

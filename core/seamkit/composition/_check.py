@@ -429,7 +429,11 @@ def pydantic_issues(
         if etype == "extra_forbidden":
             key = str(rel[-1]) if rel else "?"
             allowed = fields_at(model, [el for el in err["loc"][:-1]])
-            hint = did_you_mean(key, allowed) or belongs_elsewhere(ctx, key, path[:-1])
+            elsewhere = belongs_elsewhere(ctx, key, path[:-1])
+            # a key another section takes as written (max_tokens under agent) says so before a
+            # close spelling here (max_tool_rounds) is guessed
+            exact = elsewhere.startswith("; it belongs under")
+            hint = elsewhere if exact else did_you_mean(key, allowed) or elsewhere
             listed = f" (allowed: {', '.join(allowed)})" if allowed else ""
             ctx.add(f"unknown key {shown(key)}{what}{hint}{listed}", path, at_key=True)
         elif etype == "missing":

@@ -215,6 +215,10 @@ def _build_one(ctx: Context, reg: Registry, a: AgentConfig, base: KeyPath, agent
             guardrails=tuple(guardrails),
             capabilities=capabilities,
             handoffs=tuple(handoffs),
+            max_tool_calls=a.max_tool_calls,
+            max_tool_rounds=a.max_tool_rounds,
+            disabled_tools=frozenset(a.disabled_tools),
+            mode=a.mode,
         )
     except (ValueError, TypeError) as exc:
         ctx.add(f"cannot build the agent: {exc}", base)

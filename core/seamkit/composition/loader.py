@@ -350,6 +350,7 @@ def _check_agent(ctx: Context, agent: Mapping[str, Any], base: KeyPath, known: M
         ):
             ctx.add("approvals need checkpoints: a run waiting for a person is suspended durably",
                     (*base, "approvals"))
+    _check_loop_controls(ctx, agent, first, base, where)
     prompt = agent.get("prompt")
     if isinstance(prompt, str):
         _check_template(ctx, prompt, (*base, "prompt"))
@@ -429,6 +430,34 @@ def _check_agent_graph(ctx: Context, agents: list[tuple[str, KeyPath, Mapping[st
     for name in edges:
         if name not in state:
             visit(name)
+
+
+def _check_loop_controls(ctx: Context, agent: Mapping[str, Any], tools: Mapping[str, int], base: KeyPath,
+                         where: str) -> None:
+    """The tool-loop controls against the rest of the agent (at key path ``base``, shown as
+    ``where``): ``disabled_tools`` naming tools of its ``tools`` (and not the ``tool_choice``),
+    ``max_tool_rounds`` below ``max_steps``, gather mode without an output type."""
+    disabled = agent.get("disabled_tools")
+    if isinstance(disabled, list):
+        for i, name in enumerate(disabled):
+            if not isinstance(name, str):
+                continue
+            if name not in tools:
+                hint = did_you_mean(name, list(tools))
+                ctx.add(f"disabled_tools name {shown(name)}, which is not in {where}.tools{hint}",
+                        (*base, "disabled_tools", i))
+            elif agent.get("tool_choice") == name:
+                ctx.add(f"tool_choice {shown(name)} names a tool that disabled_tools disables",
+                        (*base, "tool_choice"))
+    rounds, steps = agent.get("max_tool_rounds"), agent.get("max_steps", 10)
+    if (type(rounds) is int and type(steps) is int and rounds >= 1 and steps >= 1 and rounds >= steps):
+        ctx.add(f"max_tool_rounds ({rounds}) must be below max_steps ({steps}): the answer after the last tool "
+                "round needs a step of its own (raise max_steps)", (*base, "max_tool_rounds"))
+    if agent.get("mode") == "gather":
+        for key in ("output", "capabilities"):
+            if agent.get(key) and agent.get(key) != "text":
+                ctx.add(f"gather mode returns a context block, not an answer: remove {key}, or use mode: answer",
+                        (*base, "mode"))
 
 
 def _check_template(ctx: Context, template: str, path: KeyPath) -> None:

@@ -391,6 +391,31 @@ class AgentConfig(_Model):
         description="Agents of the file this one may hand the conversation to: NAME or {agent: NAME, filter: all | "
         "no_tools | user_only | last_user, description}",
     )
+    max_tool_calls: int | None = Field(
+        default=None, ge=1,
+        description="Tool calls one run may make; at the limit the model answers without tools (stopped_early)",
+    )
+    max_tool_rounds: int | None = Field(
+        default=None, ge=1,
+        description="Model turns of one run that may call tools (below max_steps); at the limit the model answers "
+        "without tools (stopped_early)",
+    )
+    disabled_tools: list[str] = Field(
+        default_factory=list,
+        description="Names of agent.tools not offered to the model; a call to one is answered as an unknown tool",
+    )
+    mode: Literal["answer", "gather"] = Field(
+        default="answer",
+        description="answer: run until the model answers; gather: one gathering decision, its tool results "
+        "returned as a context block, no answer",
+    )
+
+    @field_validator("max_tool_calls", "max_tool_rounds", mode="before")
+    @classmethod
+    def _limit_not_boolean(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # `true` is not a count (pydantic would read it as 1)
+            raise ValueError("a limit is a whole number of at least 1 (or null for none), not true/false")
+        return value
 
     @field_validator("name")
     @classmethod

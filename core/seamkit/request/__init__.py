@@ -1,6 +1,6 @@
 """Request building: a versioned prompt, a cache-stable prefix with grounding, a compacted tail.
 
-See :mod:`seamkit.request.builder`.
+See :mod:`seamkit.request.builder`, and :mod:`seamkit.request.fit` for a request over its budget.
 """
 
 from seamkit.request.builder import (
@@ -17,10 +17,12 @@ from seamkit.request.builder import (
     load_grounding,
     record_grounding,
 )
+from seamkit.request.fit import Fitting, fit_request
 
 __all__ = [
     "BuiltRequest",
     "ContextBudgetExceeded",
+    "Fitting",
     "GROUNDING_HEADER",
     "PromptVariablesError",
     "RECORD_KEY",
@@ -28,6 +30,7 @@ __all__ = [
     "SCHEMA_HEADER",
     "WorkingContext",
     "check_variables",
+    "fit_request",
     "last_user_text",
     "load_grounding",
     "record_grounding",

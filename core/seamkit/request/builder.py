@@ -8,9 +8,13 @@ A run's :class:`WorkingContext` has two parts:
   one ``[s1a2b3c] source: content`` line each) and the output-schema block. It is written on the
   first turn and reused, **byte-identical**, on every later turn (so a provider's prompt cache
   keeps hitting), unless ``reground_every_turn`` re-retrieves and re-renders the grounding;
-* the **tail**: the task and every continuation turn (the run's transcript). When a
-  ``compactor`` and ``budget_tokens`` are set, the compactor rewrites the tail to fit what the
-  prefix leaves of the budget; the prefix is never compacted.
+* the **tail**: the task and every continuation turn (the run's transcript). When the request
+  is estimated over ``budget_tokens``, it is fitted in stages (:mod:`seamkit.request.fit`):
+  earlier tool results condensed in place, earlier turns summarized into the system head (by the
+  ``compactor`` when one is set), then the oldest units dropped; the user's request and the
+  latest tool round are never touched, and when only leaving out the tool schemas makes it fit,
+  the request goes without tools. The prefix is never compacted (a summary is appended to its
+  system message in that request only).
 
 :meth:`RequestBuilder.build` returns a :class:`BuiltRequest` (messages, prompt id and version,
 estimated tokens, the grounding items used and their citation ids) after the ``budget_check``
@@ -29,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from seamkit.agent.prompt import Prompt
 from seamkit.errors import SeamkitError
 from seamkit.grounding import MemoryItem, MemorySource, cite_ids, not_inferred, render_items, unknown_citations
+from seamkit.request.fit import Fitting, fit_request
 from seamkit.tokens import estimate_tokens
 from seamkit.values import EMPTY, ChatRequest, FrozenDict, Message, Scope, ToolSchema, freeze
 
@@ -136,7 +141,9 @@ class BuiltRequest:
     ``prompt_id`` / ``prompt_version``: the prompt used (``None`` without one).
     ``estimated_tokens``: :func:`seamkit.tokens.estimate_tokens` of the request (messages, tools
     and output schema). ``grounding``: the admitted items in the prefix; ``citation_ids``: theirs.
-    ``turn``: 1 for the first build of a run, then 2, 3...
+    ``turn``: 1 for the first build of a run, then 2, 3... ``fitting``: what fitting the request
+    into ``budget_tokens`` did (:class:`~seamkit.request.fit.Fitting`; ``None`` when it was within
+    the budget).
     """
 
     messages: tuple[Message, ...]
@@ -147,6 +154,12 @@ class BuiltRequest:
     citation_ids: tuple[str, ...] = ()
     prefix_size: int = 0
     turn: int = 1
+    fitting: Fitting | None = None
+
+    @property
+    def without_tools(self) -> bool:
+        """The tool schemas were left out to fit the budget: send the request without tools."""
+        return self.fitting is not None and self.fitting.without_tools
 
     @property
     def prefix(self) -> tuple[Message, ...]:
@@ -198,7 +211,9 @@ class RequestBuilder:
     ``origin`` is ``"inferred"``); ``render``: items -> the grounding block text (default one
     ``[id] source: content`` line per item). ``reground_every_turn``: re-retrieve and re-render
     the grounding on every turn (the prefix then changes with it). ``include_schema``: write the
-    output schema into the prefix. ``compactor`` with ``budget_tokens``: compacts the tail to fit.
+    output schema into the prefix. ``budget_tokens``: a request estimated above it is fitted
+    (see the module docstring); ``compactor`` (needs ``budget_tokens``): summarizes the earlier
+    turns while fitting.
     ``budget_check``: called with every :class:`BuiltRequest` (may be async); it may raise, return
     a replacement, or ``None`` to keep it. Without a hook, a request still over ``budget_tokens``
     raises :class:`ContextBudgetExceeded`. ``record_to``: a store receiving the admitted items of
@@ -289,7 +304,7 @@ class RequestBuilder:
         ctx: RunContext | None = None,
     ) -> BuiltRequest:
         """The messages of the next turn: the prefix (made on the first call, or every call with
-        ``reground_every_turn``) then ``tail`` (compacted to fit when a compactor is set).
+        ``reground_every_turn``) then ``tail`` (fitted when over ``budget_tokens``).
         ``tools`` and ``output_schema`` count in the estimate. Raises what the grounding source,
         the store, the compactor and the ``budget_check`` hook raise; :class:`ContextBudgetExceeded`
         as described on the class; ``ValueError`` for an empty request."""
@@ -301,10 +316,14 @@ class RequestBuilder:
         schema = freeze(dict(output_schema)) if output_schema is not None else None
         tools = tuple(tools)
         messages = tuple(tail)
-        if self.compactor is not None and self.budget_tokens is not None:
-            fixed = estimate_tokens(ChatRequest(prefix, tools, output_schema=schema))
-            tail_budget = max(1, self.budget_tokens - fixed)
-            messages = tuple(await self.compactor.compact(messages, budget_tokens=tail_budget, ctx=ctx))
+        fitting: Fitting | None = None
+        if (self.budget_tokens is not None
+                and estimate_tokens(ChatRequest(prefix + messages, tools, output_schema=schema)) > self.budget_tokens):
+            prefix, messages, fitting = await fit_request(
+                prefix, messages, budget_tokens=self.budget_tokens, tools=tools, output_schema=schema,
+                compactor=self.compactor, ctx=ctx)
+            if fitting.without_tools:
+                tools = ()
         full = prefix + messages
         if not full:
             raise ValueError("the request has no messages (no prompt, no grounding and an empty tail)")
@@ -318,6 +337,7 @@ class RequestBuilder:
             tuple(cite_ids(wc.grounding)),
             len(prefix),
             wc.turn,
+            fitting,
         )
         hook = self.budget_check
         if hook is not None:

@@ -92,6 +92,16 @@ def test_event_to_json_fields():
     assert started == {"kind": "run_started", "run_id": "run-1", "step": 0, "agent": "a"}
 
 
+def test_event_to_json_says_when_a_tool_loop_limit_stopped_the_run_early():
+    assert "stopped_early" not in event_to_json(_finished("x"))
+    result = AgentResult("x", (), Usage(), "completed", "run-1", stopped_early=True, limit_reached="max_tool_calls")
+    fin = event_to_json(StreamEvent("run_finished", "run-1", 1, data=FrozenDict(result=result)))
+    assert fin["stopped_early"] is True and fin["limit_reached"] == "max_tool_calls"
+    condensed = event_to_json(StreamEvent("context_condensed", "run-1", 3,
+                                          data=FrozenDict(tokens_before=900, tokens_after=600, condensed=["c1"])))
+    assert condensed["tokens_after"] == 600 and condensed["condensed"] == ["c1"]
+
+
 def test_json_renderer_writes_lines():
     out = io.StringIO()
     r = JsonRenderer(out)
