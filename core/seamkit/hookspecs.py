@@ -85,6 +85,13 @@ class SeamkitHookSpecs:
         (a value, checked with ``isinstance``); YAML uses it in ``agent.capabilities``."""
 
     @hookspec
+    def seamkit_register_steps(self, register: Any) -> None:
+        """Register workflow steps (see :mod:`seamkit.workflows`). The factory returns a step
+        function, ``async fn(ctx, input) -> result`` (:data:`seamkit.workflows.model.StepFn`: ``ctx``
+        is a :class:`~seamkit.workflows.engine.StepContext`); YAML uses it in ``workflow.steps``
+        (``use: NAME``) with the step's own ``consumes`` / ``emits``."""
+
+    @hookspec
     def seamkit_register_commands(self, cli: Any) -> None:
         """Add CLI sub-commands. ``cli`` is the ``argparse`` sub-parsers object of ``seamkit``;
         set ``func=callable(args) -> int`` on the parser you add."""
@@ -100,4 +107,5 @@ KIND_BY_HOOK: dict[str, str] = {
     "seamkit_register_tools": "tool",
     "seamkit_register_memory": "memory",
     "seamkit_register_capabilities": "capability",
+    "seamkit_register_steps": "step",
 }

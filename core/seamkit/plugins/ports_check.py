@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import inspect
 import typing
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -32,6 +32,13 @@ class MiddlewareShape(Protocol):
     ``mw(call, next)`` returning an async iterator (an async generator function)."""
 
     def __call__(self, call: Any, next: Any) -> AsyncIterator[Any]: ...
+
+
+class StepShape(Protocol):
+    """The workflow step contract (:data:`seamkit.workflows.model.StepFn`) as a port: an async
+    callable ``fn(ctx, input)``."""
+
+    def __call__(self, ctx: Any, input: Any) -> Awaitable[Any]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +70,8 @@ def kind_port(kind: str) -> Port | None:
         return Port("the compactor port (CompactorPort)", CompactorPort)
     if kind == "middleware":
         return Port("the middleware contract (an async generator function mw(call, next))", MiddlewareShape)
+    if kind == "step":
+        return Port("the workflow step contract (async fn(ctx, input) -> result)", StepShape)
     if kind == "capability":
         from seamkit.capabilities import Capability
 
