@@ -148,6 +148,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     registry = _registry()
     composition = load_composition(path, registry=registry)  # ConfigError: exit 2
     scrub_output(composition.secret_values())  # from here on, stdout and stderr mask the secrets
+    if composition.workflow is not None:
+        from seamkit.cli.workflow_cmd import run_workflow_cmd
+
+        if variables:
+            raise UsageError("--var fills an agent's prompt; a workflow's input is its task")
+        return run_workflow_cmd(args, composition, registry, _read_task(args.task),
+                                _resume_agent_file(composition, args.file), str(path.resolve()))
     try:
         agent = build_agent(composition, registry=registry)  # ConfigError: exit 2
     except ComponentBuildError as exc:  # valid, but a component failed to build: the run failed (exit 1)
@@ -336,6 +343,16 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if snap is None:
         asyncio.run(cp.close())
         raise UsageError(no_run_text(args.run_id, args.agent))
+    if "workflow_state" in snap.state:
+        asyncio.run(cp.close())
+        if composition.workflow is None:
+            raise UsageError(f"run {args.run_id} is a workflow run, and this file has no workflow: pass the "
+                             "workflow's file with --agent FILE")
+        from seamkit.cli.workflow_cmd import resume_workflow_cmd
+
+        if decisions is not None:
+            raise UsageError("a workflow takes --answer TEXT for its gate; --approve/--reject/--edit do not apply")
+        return resume_workflow_cmd(args, composition, registry, args.agent)
     if agent.capabilities is not None:
         return _resume_turn(args, agent, composition, snap, decisions)
     if getattr(args, "answer", None) is not None or getattr(args, "turn_id", None) is not None:
@@ -612,6 +629,12 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
                        for m in snap.transcript],
         "interrupted_effects": [jsonable(e) for e in interrupted],
     }
+    from seamkit.cli.workflow_cmd import show_workflow, workflow_json
+
+    tree = workflow_json(snap.state)
+    if tree is not None:
+        doc["workflow"] = tree
+        state.pop("workflow_state", None)  # its readable form is "workflow"
     kernel = _kernel_json(snap.state)
     if kernel is not None:
         doc["kernel"] = kernel
@@ -643,6 +666,8 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     _show_ending(out, snap, args.agent, kernel)
     if kernel is not None:
         _show_kernel(out, snap, kernel, args.agent)
+    if tree is not None:
+        show_workflow(out, snap, tree, args.agent)
     pending = snap.state.get("pending_approvals")
     if pending:
         from seamkit.cli.render import pending_text
@@ -875,6 +900,9 @@ def describe(composition: Composition) -> str:
     parts.append(f"output: {'typed (JSON Schema)' if a.output is not None else 'text'}")
     if composition.agents:
         parts.append(f"more agents: {', '.join(composition.agents)}")
+    w = composition.workflow
+    if w is not None:
+        parts.append(f"workflow: {len(w.steps)} steps ({', '.join(w.steps)}), outcomes: {', '.join(w.outcomes)}")
     return ", ".join(parts)
 
 

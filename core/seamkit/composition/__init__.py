@@ -37,7 +37,7 @@ YAML file's directory.
 """
 
 from seamkit.composition._yaml import interpolate, resolve_plain
-from seamkit.composition.build import ComponentBuildError, build_agent, build_agents, build_store
+from seamkit.composition.build import ComponentBuildError, build_agent, build_agents, build_store, build_workflow
 from seamkit.composition.loader import FORMAT_VERSION, load_composition, loads_composition
 from seamkit.composition.models import (
     SLOT_TYPES,
@@ -74,6 +74,7 @@ __all__ = [
     "ToolRef",
     "build_agent",
     "build_agents",
+    "build_workflow",
     "build_store",
     "composition_json_schema",
     "interpolate",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seamkit.agent.agent import Agent
 from seamkit.agent.prompt import Prompt
@@ -23,6 +23,9 @@ from seamkit.composition.models import (
 )
 from seamkit.errors import ConfigError, ConfigIssue, ToolDefinitionError
 from seamkit.plugins.registry import Registry, get_registry
+
+if TYPE_CHECKING:
+    from seamkit.workflows import Workflow
 
 __all__ = ["DEFAULT_STORE", "ComponentBuildError", "build_agent", "build_agents", "build_store", "capability_issues",
            "tool_description_issues"]
@@ -559,3 +562,67 @@ def _conforming(ctx: Context, spec: Any, built: Any, path: KeyPath) -> Any:
             f"{'; '.join(problems)}", path)
     return None
 
+
+
+def build_workflow(composition: Composition, *, registry: Registry | None = None) -> Workflow:
+    """The :class:`~seamkit.workflows.Workflow` of ``composition.workflow`` (its steps built in
+    file order: agents from :func:`build_agents`, tool, capability and step components by their
+    factories, gates), checkpointing into the entry agent's checkpoint store, with these services
+    for step components: ``model`` (the entry agent's model), ``agents`` (name -> agent) and
+    ``store`` (the checkpoint store, when there is one).
+
+    Raises ``ValueError`` when the composition has no ``workflow:``; what :func:`build_agent`
+    raises otherwise, with every step's problems."""
+    from seamkit.composition.models import (
+        AgentStepConfig,
+        CapabilityStepConfig,
+        GateStepConfig,
+        StepRef,
+        ToolStepConfig,
+    )
+    from seamkit.workflows import Workflow, agent_step, capability_step, function_step, gate, tool_step
+
+    c = composition
+    w = c.workflow
+    if w is None:
+        raise ValueError("the composition has no workflow")
+    reg = registry if registry is not None else get_registry()
+    agents = build_agents(c, registry=reg)
+    ctx = _context(c)
+    failures: list[int] = []
+    steps: list[Any] = []
+    for name, s in w.steps.items():
+        path: KeyPath = ("workflow", "steps", name)
+        pos = c.position(path)
+        origin = f"{c.file.name if c.file else '<text>'}:{pos.line}" if pos is not None else None
+        common: dict[str, Any] = {"consumes": tuple(s.consumes), "emits": tuple(s.emits), "join": s.join,
+                                  "origin": origin}
+        if isinstance(s, AgentStepConfig):
+            steps.append(agent_step(name, agents[s.agent], pick=s.pick, **common))
+        elif isinstance(s, GateStepConfig):
+            steps.append(gate(name, s.gate, on_yes=s.on_yes, on_no=s.on_no, **common))
+        elif isinstance(s, ToolStepConfig):
+            built = _build(ctx, reg, s.tool, (*path, "tool"), failures)
+            if built is not None:
+                steps.append(tool_step(name, built, **common))
+        elif isinstance(s, CapabilityStepConfig):
+            built = _build(ctx, reg, s.capability, (*path, "capability"), failures)
+            if built is not None:
+                steps.append(capability_step(name, built, **common))
+        else:
+            assert isinstance(s, StepRef)
+            built = _build(ctx, reg, s, path, failures)
+            if built is not None:
+                steps.append(function_step(built, name=name, **common))
+    if ctx.issues:
+        if len(failures) == len(ctx.issues):
+            raise ComponentBuildError(ctx.issues)
+        raise ConfigError(ctx.issues)
+    entry = agents[c.agent.name or "agent"] if (c.agent.name or "agent") in agents else next(iter(agents.values()))
+    cp = entry.checkpointer
+    services: dict[str, Any] = {"model": entry.model, "agents": dict(agents)}
+    if cp is not None and cp.store is not None:
+        services["store"] = cp.store
+    stem = c.file.stem if c.file is not None else "workflow"
+    return Workflow(w.name or stem, tuple(steps), tuple(w.outcomes), tuple(w.external), w.max_concurrency,
+                    checkpointer=cp, services=services)

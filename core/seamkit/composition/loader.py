@@ -267,6 +267,60 @@ def _cross_checks(ctx: Context, data: Mapping[str, Any], stem: str) -> None:
     for _, path, body in agents:
         _check_agent(ctx, body, path, known)
     _check_agent_graph(ctx, agents)
+    workflow = data.get("workflow")
+    if isinstance(workflow, Mapping):
+        _check_workflow(ctx, workflow, known, stem)
+
+
+def _check_workflow(ctx: Context, workflow: Mapping[str, Any], known: Mapping[str, Any], stem: str) -> None:
+    """``workflow:``: the agents its steps name, then the graph rules of
+    :func:`seamkit.workflows.validate.validate` (every problem, at the first step it names)."""
+    from seamkit.workflows.model import START, Step, Workflow
+    from seamkit.workflows.validate import validate
+
+    steps = workflow.get("steps")
+    if not isinstance(steps, Mapping):
+        return  # the structure check reports it
+    made: list[Step] = []
+    for name, body in steps.items():
+        if not isinstance(name, str) or not isinstance(body, Mapping):
+            continue
+        path: KeyPath = ("workflow", "steps", name)
+        if "agent" in body and "use" not in body:
+            _check_agent_ref(ctx, body.get("agent"), (*path, "agent"), known, tool=True)
+        consumes, emits = body.get("consumes", [START]), body.get("emits", [])
+        if not (_texts(consumes) and _texts(emits)) or not name.strip():
+            continue  # the structure check reports it
+        gate = "gate" in body and "use" not in body
+        on_yes, on_no = body.get("on_yes"), body.get("on_no")
+        try:
+            made.append(Step(name, None if gate else _no_run, tuple(consumes), tuple(emits), body.get("join") is True,
+                             "gate" if gate else "function",
+                             on_yes=on_yes if isinstance(on_yes, str) else None,
+                             on_no=on_no if isinstance(on_no, str) else None))
+        except ValueError as exc:
+            ctx.add(str(exc), path)
+    outcomes, external = workflow.get("outcomes", []), workflow.get("external", [])
+    if not (_texts(outcomes) and _texts(external)):
+        return
+    name = workflow.get("name")
+    for problem in validate(Workflow(name if isinstance(name, str) else stem, tuple(made), tuple(outcomes),
+                                     tuple(external))):
+        if problem.steps and problem.steps[0] in steps:
+            at: KeyPath = ("workflow", "steps", problem.steps[0])
+        elif problem.code in ("NO_OUTCOME", "OUTCOME_NEVER_EMITTED"):
+            at = ("workflow", "outcomes") if "outcomes" in workflow else ("workflow",)
+        else:
+            at = ("workflow", "steps")
+        ctx.add(f"{problem.code}: {problem.message}", at, at_key=len(at) == 3)
+
+
+def _texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+async def _no_run(ctx: Any, data: Any) -> None:  # a stand-in: only the graph is checked here
+    return None
 
 
 def _handoff_target(entry: Any) -> Any:

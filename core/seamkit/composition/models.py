@@ -19,7 +19,13 @@ from seamkit.composition._yaml import KeyPath, Position
 
 __all__ = [
     "AgentConfig",
+    "AgentStepConfig",
     "AgentToolRef",
+    "CapabilityStepConfig",
+    "GateStepConfig",
+    "StepRef",
+    "ToolStepConfig",
+    "WorkflowConfig",
     "HandoffRef",
     "CapabilityRef",
     "CompactorRef",
@@ -194,11 +200,102 @@ class CapabilityRef(ComponentRef):
     kind: ClassVar[str] = "capability"
 
 
+class StepRef(ComponentRef):
+    """A workflow step component (registry kind ``step``, ``use: NAME``): its factory returns the
+    step function; ``consumes`` / ``emits`` / ``join`` are the step's, every other key a parameter
+    of the component."""
+
+    kind: ClassVar[str] = "step"
+    host_keys: ClassVar[tuple[str, ...]] = ("use", "from", "consumes", "emits", "join")
+
+    consumes: list[str] = Field(default_factory=lambda: ["start"], description="Event types it waits for (all)")
+    emits: list[str] = Field(default_factory=list, description="Event types it may emit")
+    join: bool = Field(default=False, description="Receive every branch of a fan-out at once (a list)")
+
+
 #: Slot classes by registry kind.
 SLOT_TYPES: dict[str, type[ComponentRef]] = {
     c.kind: c for c in (ProviderRef, ToolRef, MiddlewareRef, StoreRef, MemoryRef, CompactorRef, GuardrailRef,
-                        CapabilityRef)
+                        CapabilityRef, StepRef)
 }
+
+
+class _StepBase(_Model):
+    consumes: list[str] = Field(
+        default_factory=lambda: ["start"],
+        description="Event types the step waits for (one event of each); 'start' carries the workflow's input",
+    )
+    emits: list[str] = Field(default_factory=list, description="Event types the step may emit")
+    join: bool = Field(
+        default=False, description="Receive every branch of a fan-out at once, as a list (a join)",
+    )
+
+
+class AgentStepConfig(_StepBase):
+    """A step running an agent of the file (``agent: NAME``) on its input, as a child run."""
+
+    agent: str = Field(description="Name of the agent (the entry agent's name or a key of 'agents:')")
+    pick: str | None = Field(
+        default=None, description="Take this field of the agent's output (a list there fans out)",
+    )
+
+
+class ToolStepConfig(_StepBase):
+    """A step calling a tool component with its input as the arguments."""
+
+    tool: ToolRef = Field(description="The tool component")
+
+
+class CapabilityStepConfig(_StepBase):
+    """A step executing one capability component on its input."""
+
+    capability: CapabilityRef = Field(description="The capability component")
+
+
+class GateStepConfig(_StepBase):
+    """A human gate: the workflow suspends until the person answers (seamkit resume RUN --answer)."""
+
+    gate: str = Field(description="The question to the person")
+    on_yes: str | None = Field(default=None, description="Event emitted for a plain yes (with on_no)")
+    on_no: str | None = Field(default=None, description="Event emitted for a plain no (with on_yes)")
+
+
+def _step_kind(value: Any) -> str:
+    """Which kind of ``workflow.steps`` entry ``value`` is, by its key: ``agent``, ``tool``,
+    ``capability``, ``gate``, or a step component (``use:``)."""
+    if isinstance(value, Mapping):
+        for key in ("agent", "tool", "capability", "gate"):
+            if key in value and "use" not in value:
+                return key
+        return "component"
+    for cls, tag in ((AgentStepConfig, "agent"), (ToolStepConfig, "tool"), (CapabilityStepConfig, "capability"),
+                     (GateStepConfig, "gate")):
+        if isinstance(value, cls):
+            return tag
+    return "component"
+
+
+#: A ``workflow.steps`` entry.
+StepEntry = Annotated[
+    Annotated[AgentStepConfig, Tag("agent")] | Annotated[ToolStepConfig, Tag("tool")]
+    | Annotated[CapabilityStepConfig, Tag("capability")] | Annotated[GateStepConfig, Tag("gate")]
+    | Annotated[StepRef, Tag("component")],
+    Discriminator(_step_kind),
+]
+
+
+class WorkflowConfig(_Model):
+    """``workflow:``: named steps joined by typed events (see :mod:`seamkit.workflows`), validated
+    with the file; ``seamkit run`` runs it instead of the entry agent."""
+
+    name: str | None = Field(default=None, description="Workflow name; default: the file name without extension")
+    outcomes: list[str] = Field(default_factory=list, description="Event types the workflow ends with")
+    external: list[str] = Field(default_factory=list, description="Event types that arrive from outside")
+    max_concurrency: int = Field(default=4, ge=1, description="Steps running at once (fan-out branches included)")
+    steps: dict[str, StepEntry] = Field(
+        description="The steps by name: {agent: NAME} | {tool: {...}} | {capability: {...}} | {gate: QUESTION} | "
+        "{use: STEP}, each with consumes, emits and join",
+    )
 
 ApprovalPolicyName = Literal["never", "every_call", "once_per_run", "once_per_thread"]
 
@@ -464,6 +561,9 @@ class Composition(_Model):
     agents: dict[str, AgentConfig] = Field(
         default_factory=dict,
         description="More agents by name, each like 'agent:'; used as tools ({agent: NAME}) and handoff targets",
+    )
+    workflow: WorkflowConfig | None = Field(
+        default=None, description="A workflow of steps joined by typed events; seamkit run runs it",
     )
     _file: Path | None = PrivateAttr(default=None)
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)

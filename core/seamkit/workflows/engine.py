@@ -572,19 +572,23 @@ def gate_emits(step: Step, answer: str, payload: Any) -> list[Emit]:
     return [Emit(step.emits[0], {"answer": answer, "input": payload})]
 
 
-def _context(ctx: RunContext | None, run_id: str | None) -> RunContext:
+def _context(workflow: Workflow, ctx: RunContext | None, run_id: str | None) -> RunContext:
     if ctx is None:
-        return RunContext(run_id=run_id) if run_id is not None else RunContext()
-    if run_id is not None:
+        ctx = RunContext(run_id=run_id) if run_id is not None else RunContext()
+    elif run_id is not None:
         ctx = dataclasses.replace(ctx, run_id=run_id)
+    if workflow.services:
+        ctx.services = FrozenDict({**workflow.services, **ctx.services})
     return ctx
 
 
 async def run_workflow(workflow: Workflow, input: Any = None, *, ctx: RunContext | None = None,
-                       run_id: str | None = None, events: Mapping[str, Sequence[Any]] | None = None) -> WorkflowResult:
+                       run_id: str | None = None, events: Mapping[str, Sequence[Any]] | None = None,
+                       metadata: Mapping[str, Any] | None = None) -> WorkflowResult:
     """Run ``workflow`` with ``input`` as the start event's payload (``events``: external events
     by type, there from the start). ``ctx``: the workflow run's context (its run id, scope,
-    services, cancellation); ``run_id``: the run id to use.
+    services, cancellation); ``run_id``: the run id to use; ``metadata``: JSON scalars stored with
+    the run's checkpoints.
 
     Returns a :class:`WorkflowResult` (``done``, or ``suspended`` at a gate). Raises
     :class:`~seamkit.workflows.validate.WorkflowInvalid` (every problem) before anything runs;
@@ -592,7 +596,7 @@ async def run_workflow(workflow: Workflow, input: Any = None, *, ctx: RunContext
     ``__cause__``) or the run stalls (``WORKFLOW_STALLED``); ``ValueError`` for an external event
     type the workflow does not declare; :class:`~seamkit.errors.RunCancelled` when cancelled."""
     check(workflow)
-    ctx = _context(ctx, run_id)
+    ctx = _context(workflow, ctx, run_id)
     run = WorkflowRun(workflow, ctx, WorkflowState())
     run.begin(input)
     _external(run, events)
@@ -601,7 +605,8 @@ async def run_workflow(workflow: Workflow, input: Any = None, *, ctx: RunContext
         if ctx.effects is None:
             ctx.effects = _ledger(cp, ctx)
         run.handle = await cp.begin(ctx.run_id, run.checkpoint_state(), (), parent_run_id=ctx.parent_run_id,
-                                    metadata={"agent": workflow.name, "workflow": workflow.name})
+                                    metadata={**(metadata or {}), "agent": workflow.name,
+                                              "workflow": workflow.name})
     return await run.drive()
 
 
@@ -642,7 +647,7 @@ async def resume_workflow(workflow: Workflow, run_id: str, *, answer: str | None
     state = snap.state.get("workflow_state")
     if not isinstance(state, WorkflowState) or snap.state.get("workflow") != workflow.name:
         raise RunNotResumable(run_id, f"it is not a run of workflow {workflow.name!r}")
-    ctx = _context(ctx, run_id)
+    ctx = _context(workflow, ctx, run_id)
     ctx = dataclasses.replace(ctx, parent_run_id=snap.parent_run_id)
     scope = snap.state.get("scope")
     if scope is not None:
@@ -662,7 +667,8 @@ async def resume_workflow(workflow: Workflow, run_id: str, *, answer: str | None
         run.answers[chosen.id] = answer
     elif snap.status == "suspended" and not events:
         prompts = "; ".join(f"{a.step}: {run.steps[a.step].prompt}" for a in gates if a.step in run.steps)
-        raise RunNotResumable(run_id, f"it waits for the person's answer ({prompts}): pass answer=")
+        raise RunNotResumable(run_id, f"it waits for the person's answer ({prompts}): pass it (answer=, or "
+                              "seamkit resume RUN --answer TEXT)")
     _external(run, events)
     if snap.status == "failed" and not allow_finished:
         raise RunNotResumable(run_id, "it failed (allow_finished=True, or seamkit resume --allow-finished, runs "

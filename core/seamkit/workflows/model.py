@@ -23,11 +23,11 @@ person: the workflow suspends until ``resume(run_id, answer=...)``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from seamkit.values import EMPTY, FrozenDict, freeze
+from seamkit.values import EMPTY, FrozenDict
 
 if TYPE_CHECKING:
     from seamkit.workflows.engine import StepContext
@@ -107,7 +107,8 @@ class Workflow:
     once (fan-out branches included); ``observers``: receive each ``step`` event
     (:class:`~seamkit.values.StreamEvent`); ``checkpointer``: a
     :class:`~seamkit.durability.checkpointer.Checkpointer` making it durable (a checkpoint after
-    every step; ``resume``); ``origin``: where it was declared.
+    every step; ``resume``); ``origin``: where it was declared; ``services``: name -> object,
+    added to each run's ``RunContext.services`` (the run's own win), for the steps.
 
     Nothing is checked on construction: :func:`~seamkit.workflows.validate.validate` lists every
     problem at once, and running an invalid workflow raises
@@ -121,7 +122,8 @@ class Workflow:
     observers: tuple[Any, ...] = ()
     checkpointer: Any = None
     origin: str | None = None
-    metadata: FrozenDict = field(default=EMPTY)
+    metadata: Mapping[str, Any] = field(default=EMPTY)
+    services: Mapping[str, Any] = field(default=EMPTY)
 
     def __post_init__(self) -> None:
         for name in ("steps", "outcomes", "external", "observers"):
@@ -130,8 +132,9 @@ class Workflow:
                 object.__setattr__(self, name, (value,))
             elif type(value) is not tuple:
                 object.__setattr__(self, name, tuple(value))
-        if type(self.metadata) is not FrozenDict:
-            object.__setattr__(self, "metadata", freeze(self.metadata))
+        for name in ("metadata", "services"):
+            if type(getattr(self, name)) is not FrozenDict:
+                object.__setattr__(self, name, FrozenDict(getattr(self, name)))
         if not isinstance(self.max_concurrency, int) or self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be an integer >= 1, got {self.max_concurrency!r}")
         if self.checkpointer is not None:

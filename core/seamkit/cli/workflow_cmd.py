@@ -1,0 +1,214 @@
+"""The command line for workflows (``workflow:`` in the composition): ``seamkit run`` runs the
+workflow, ``seamkit resume RUN --answer TEXT`` answers its gate (a plain resume continues an
+interrupted run, ``--allow-finished`` a failed one), ``seamkit runs show`` prints its step tree.
+
+Step events go to stderr, one line each (``--json``: one JSON object per event on stdout, then a
+``workflow_finished`` or ``run_failed`` line); the output goes to stdout (text as it is, anything
+else as JSON). Exit codes as ``seamkit run``: 0 done, 1 failed, 3 waiting at a gate, 130
+interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from seamkit.values import StreamEvent
+
+__all__ = ["resume_workflow_cmd", "run_workflow_cmd", "show_workflow", "workflow_json"]
+
+EXIT_OK, EXIT_FAILED, EXIT_SUSPENDED = 0, 1, 3
+
+
+class _Sink:
+    """Step events as lines: human ones on stderr, or JSON on stdout."""
+
+    def __init__(self, as_json: bool, secrets: frozenset[str]) -> None:
+        from seamkit.cli.render import JsonRenderer
+
+        self.json = JsonRenderer(secrets=secrets) if as_json else None
+
+    def on_event(self, event: StreamEvent) -> None:
+        if self.json is not None:
+            self.json.event(event)
+            return
+        if event.kind != "step":
+            return
+        from seamkit.cli.render import visible
+
+        d = event.data
+        what = d["event"]
+        arrow = "->" if what == "started" else "<-" if what == "finished" else "!!"
+        line = f"{arrow} step {d['step']} ({d['activation']})"
+        if what == "finished":
+            line += " done" + (f": emitted {', '.join(d.get('emitted') or ())}" if d.get("emitted") else "")
+        elif what == "failed":
+            line += f" failed: {d.get('error')}"
+        elif what == "suspended":
+            line += f" waits for the person: {d.get('prompt')}"
+        elif what == "skipped":
+            line += " skipped (a fan-out of no branches)"
+        sys.stderr.write(visible(line)[:400] + "\n")
+
+
+def _print_result(result: Any, sink: _Sink, agent_file: str | None) -> int:
+    from seamkit.cli.render import jsonable, resume_command, visible
+
+    if sink.json is not None:
+        sink.json._write({"kind": "workflow_finished", "run_id": result.run_id, "status": result.status,
+                          "outcome": result.outcome, "output": jsonable(result.output),
+                          "steps": len(result.steps), "warnings": list(result.warnings),
+                          "waiting": [{"step": a.step, "activation": a.id, "prompt": p} for a, p in result.waiting]})
+        return EXIT_SUSPENDED if result.status == "suspended" else EXIT_OK
+    for w in result.warnings:
+        sys.stderr.write(f"seamkit: warning: {visible(w)}\n")
+    if result.status == "suspended":
+        lines = ["waiting for the person:"]
+        for a, prompt in result.waiting:
+            lines.append(f"  {a.step} ({a.id}): {prompt}")
+        lines.append("answer with: " + resume_command(result.run_id, ("--answer", "yes"), agent_file=agent_file))
+        lines.append("         or: " + resume_command(result.run_id, ("--answer", "no"), agent_file=agent_file))
+        sys.stderr.write("\n".join(visible(x) for x in lines) + "\n")
+        return EXIT_SUSPENDED
+    out = result.output
+    text = out if isinstance(out, str) else json.dumps(jsonable(out), indent=2, ensure_ascii=False)
+    sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+    sys.stderr.write(f"seamkit: workflow {result.run_id} done: outcome {result.outcome}, "
+                     f"{len(result.steps)} steps\n")
+    return EXIT_OK
+
+
+def _drive(work: Callable[[], Coroutine[Any, Any, Any]], sink: _Sink, run_id: str, agent_file: str | None) -> Any:
+    from seamkit.cli._loop import run_interruptible
+    from seamkit.cli.main import exit_code_for
+    from seamkit.cli.render import resume_command
+    from seamkit.errors import RunCancelled
+
+    try:
+        return run_interruptible(work())
+    except (Exception, KeyboardInterrupt) as exc:
+        if sink.json is not None:
+            sink.json.failed(exc, exit_code_for(exc))
+        elif isinstance(exc, KeyboardInterrupt | RunCancelled):
+            sys.stderr.write(f"seamkit: workflow {run_id} was interrupted; continue it with: "
+                             f"{resume_command(run_id, agent_file=agent_file)}\n")
+        elif getattr(exc, "code", None) == "STEP_FAILED":
+            sys.stderr.write(f"seamkit: workflow {run_id} failed; once the cause is fixed, run its failed step "
+                             f"again with: {resume_command(run_id, '--allow-finished', agent_file=agent_file)}\n")
+        raise
+
+
+def run_workflow_cmd(args: argparse.Namespace, composition: Any, registry: Any, task: str,
+                     agent_file: str | None, file: str) -> int:
+    """``seamkit run FILE TASK`` for a composition with ``workflow:``: ``task`` is the start
+    event's payload; ``file``: the composition's path, recorded with the run (a plain ``seamkit
+    resume RUN`` finds it)."""
+    import dataclasses
+
+    from seamkit.cli.commands import _close_stores
+    from seamkit.cli.main import BuildFailed
+    from seamkit.composition import ComponentBuildError, build_workflow
+    from seamkit.runtime.context import RunContext
+    from seamkit.values import Scope
+    from seamkit.workflows import run_workflow
+
+    try:
+        workflow = build_workflow(composition, registry=registry)
+    except ComponentBuildError as exc:
+        raise BuildFailed(exc.issues) from exc
+    sink = _Sink(args.json, composition.secret_values())
+    workflow = dataclasses.replace(workflow, observers=(*workflow.observers, sink))
+    ctx = RunContext(scope=Scope(thread=args.thread)) if getattr(args, "thread", None) else RunContext()
+    if sink.json is not None:
+        sink.json.run_id = ctx.run_id
+    agents = workflow.services.get("agents") or {}
+
+    async def work() -> Any:
+        try:
+            return await run_workflow(workflow, task, ctx=ctx, metadata={"agent_file": file})
+        finally:
+            for agent in agents.values():
+                await _close_stores(agent)
+
+    result = _drive(work, sink, ctx.run_id, agent_file)
+    return _print_result(result, sink, agent_file)
+
+
+def resume_workflow_cmd(args: argparse.Namespace, composition: Any, registry: Any, agent_file: str | None) -> int:
+    """``seamkit resume RUN [--answer TEXT] [--allow-finished]`` of a workflow run."""
+    import dataclasses
+
+    from seamkit.cli.commands import _close_stores, _read_task
+    from seamkit.cli.main import BuildFailed, UsageError
+    from seamkit.composition import ComponentBuildError, build_workflow
+    from seamkit.errors import RunNotResumable
+    from seamkit.workflows import resume_workflow
+
+    if getattr(args, "turn_id", None) is not None or any(
+            getattr(args, k, None) for k in ("approve", "reject", "edit")):
+        raise UsageError("a workflow takes --answer TEXT for its gate (and --allow-finished); "
+                         "--turn-id and --approve/--reject/--edit do not apply")
+    try:
+        workflow = build_workflow(composition, registry=registry)
+    except ComponentBuildError as exc:
+        raise BuildFailed(exc.issues) from exc
+    sink = _Sink(args.json, composition.secret_values())
+    workflow = dataclasses.replace(workflow, observers=(*workflow.observers, sink))
+    if sink.json is not None:
+        sink.json.run_id = args.run_id
+    answer = _read_task(args.answer, "answer") if args.answer is not None else None
+    agents = workflow.services.get("agents") or {}
+
+    async def work() -> Any:
+        try:
+            return await resume_workflow(workflow, args.run_id, answer=answer, allow_finished=args.allow_finished,
+                                         steal=args.steal)
+        finally:
+            for agent in agents.values():
+                await _close_stores(agent)
+
+    try:
+        result = _drive(work, sink, args.run_id, agent_file)
+    except (RunNotResumable, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+    return _print_result(result, sink, agent_file)
+
+
+def workflow_json(state: Any) -> dict[str, Any] | None:
+    """For ``runs show --json``: the step tree of a workflow run (``None`` for another run):
+    ``steps`` (finished activations in order, then the open ones: ``activation``, ``step``,
+    ``status``, ``run_id``, ``branch`` (``[index, size]`` per enclosing fan-out), ``emitted``,
+    ``error``), ``waiting`` (gates and their prompts), ``outcomes``."""
+    from seamkit.cli.render import jsonable
+    from seamkit.workflows import WorkflowState
+
+    ws = state.get("workflow_state")
+    if not isinstance(ws, WorkflowState):
+        return None
+
+    def one(a: Any) -> dict[str, Any]:
+        return {"activation": a.id, "step": a.step, "status": a.status, "run_id": a.run_id,
+                "branch": [[b.index, b.size] for b in a.frame], "emitted": list(a.emitted), "error": a.error}
+
+    return {"workflow": state.get("workflow"), "steps": [one(a) for a in (*ws.finished, *ws.active)],
+            "outcomes": [{"type": e.type, "payload": jsonable(e.payload)} for e in ws.outcomes]}
+
+
+def show_workflow(out: Any, snap: Any, tree: dict[str, Any], agent_file: str | None) -> None:
+    """For ``runs show``: the step tree (one line per activation, indented per fan-out level, with
+    its child run id) and what the run waits for, with the command that continues it."""
+    from seamkit.cli.render import resume_command, visible
+
+    out.write(f"workflow {visible(str(tree['workflow']))}: {len(tree['steps'])} steps\n")
+    for s in tree["steps"]:
+        indent = "  " * (1 + len(s["branch"]))
+        branch = "".join(f"[{i + 1}/{n}]" for i, n in s["branch"])
+        tail = (f" -> {', '.join(s['emitted'])}" if s["emitted"] else "") + (f": {s['error']}" if s["error"] else "")
+        out.write(visible(f"{indent}{s['step']} {branch} ({s['activation']}) {s['status']} {s['run_id']}{tail}")[:300]
+                  + "\n")
+    if snap.status == "suspended":
+        out.write("answer the gate with: " + resume_command(snap.run_id, ("--answer", "TEXT"), agent_file=agent_file)
+                  + "\n")
