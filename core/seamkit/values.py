@@ -448,7 +448,7 @@ class StreamEvent:
     or ``failed``, and ``reason``), ``capability`` (an agent with capabilities: ``data["event"]`` is
     ``planned`` with the ``disposition`` of an intention, or ``finished`` with an ``execution``;
     see :mod:`seamkit.capabilities.state`), ``step`` (a workflow: ``data["event"]`` is ``started``,
-    ``finished``, ``suspended``, ``failed`` or ``skipped``, with the ``step`` name, the
+    ``finished``, ``suspended``, ``failed`` or ``skipped``, with the step's ``name``, the
     ``activation`` id, its child ``run_id`` and what it ``emitted``; see
     :mod:`seamkit.workflows.engine`), ``handoff`` (``data``: ``from``, ``to``, ``filter``: the
     conversation changed hands, see :mod:`seamkit.agent.handoff`), ``context_condensed`` (a

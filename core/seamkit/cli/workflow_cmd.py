@@ -42,7 +42,7 @@ class _Sink:
         d = event.data
         what = d["event"]
         arrow = "->" if what == "started" else "<-" if what == "finished" else "!!"
-        line = f"{arrow} step {d['step']} ({d['activation']})"
+        line = f"{arrow} step {d['name']} ({d['activation']})"
         if what == "finished":
             line += " done" + (f": emitted {', '.join(d.get('emitted') or ())}" if d.get("emitted") else "")
         elif what == "failed":

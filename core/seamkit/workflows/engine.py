@@ -17,8 +17,9 @@ activation again once its cause is fixed. Cancellation reaches every running ste
 is left ``running`` (interrupted) for a plain resume.
 
 Each activation is visible as ``step`` stream events (``data["event"]``: ``started``,
-``finished``, ``suspended``, ``failed``, ``skipped``) with the step, the activation id, its run id
-and the event types emitted.
+``finished``, ``suspended``, ``failed``, ``skipped``) with the step's ``name``, the ``activation``
+id, its ``run_id`` and the event types ``emitted``; ``StreamEvent.step`` counts the activations
+finished so far.
 """
 
 from __future__ import annotations
@@ -342,7 +343,7 @@ class WorkflowRun:
     def emit_event(self, what: str, a: Activation, **data: Any) -> None:
         step = self.steps.get(a.step)
         event = StreamEvent("step", self.ctx.run_id, len(self.finished), data=FrozenDict(
-            event=what, step=a.step, activation=a.id, run_id=a.run_id,
+            event=what, name=a.step, activation=a.id, run_id=a.run_id,
             kind=step.kind if step is not None else None, **data))
         for observer in self.workflow.observers:
             observer.on_event(event)

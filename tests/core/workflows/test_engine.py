@@ -51,7 +51,7 @@ class Seen:
         self.events.append(event)
 
     def kinds(self) -> list[tuple[str, str]]:
-        return [(e.data["event"], e.data["step"]) for e in self.events if e.kind == "step"]
+        return [(e.data["event"], e.data["name"]) for e in self.events if e.kind == "step"]
 
 
 def fn(name: str, result: Any = None, *, consumes: Any = (START,), emits: Any = (), join: bool = False,

@@ -1,0 +1,122 @@
+"""Workflows from the command line (``workflow:`` in the YAML): ``seamkit validate`` lists every
+graph problem at its step; ``seamkit run`` runs the workflow (step lines on stderr, --json events);
+a gate exits 3 with the commands that answer it; ``seamkit resume --answer`` continues;
+``seamkit runs show`` prints the step tree. Scripted models, the embedded SQLite store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from cli_testlib import CLI
+
+COORDINATOR = """\
+seamkit: 1
+agent:
+  name: planner
+  model: {use: scripted, turns: ['["llamas", "alpacas", "vicunas"]']}
+  output: {json_schema: {type: array, items: {type: string}}}
+agents:
+  researcher:
+    model: {use: scripted, repeat: true, turns: ["notes"]}
+  writer:
+    model: {use: scripted, turns: ["the report"]}
+workflow:
+  outcomes: [report]
+  steps:
+    plan: {agent: planner, emits: [topic]}
+    research: {agent: researcher, consumes: [topic], emits: [finding]}
+    write: {agent: writer, consumes: [finding], join: true, emits: [report]}
+"""
+
+GATED = """\
+seamkit: 1
+agent:
+  name: drafter
+  model: {use: scripted, repeat: true, turns: ["refund $20"]}
+workflow:
+  outcomes: [sent, dropped]
+  steps:
+    draft: {agent: drafter, emits: [draft]}
+    check: {gate: "Send this refund?", consumes: [draft], on_yes: approved, on_no: declined}
+    send: {agent: drafter, consumes: [approved], emits: [sent]}
+    drop: {agent: drafter, consumes: [declined], emits: [dropped]}
+"""
+
+
+def _latest_workflow_run(cli: CLI) -> str:
+    rows = json.loads(cli("runs", "list", "--json").stdout)
+    run_id: str = next(r["run_id"] for r in rows if r["parent_run_id"] is None)
+    return run_id
+
+
+def test_validate_reports_every_graph_problem_at_its_step(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    path = write("bad.yaml", COORDINATOR.replace("consumes: [finding]", "consumes: [findings]")
+                 .replace("emits: [report]", "emits: [report, summary]") + "    extra: {agent: writr, emits: [x]}\n")
+    r = cli("validate", str(path))
+    assert r.returncode == 2, r
+    lines = r.stderr
+    assert "bad.yaml:16:5: workflow.steps.write: STEP_WOULD_STALL: step 'write' waits for 'findings', but no step " \
+           "emits it and it does not arrive from outside: it would stall there" in lines
+    assert "workflow.steps.research: EVENT_NOT_CONSUMED: event 'finding' emitted by 'research'" in lines
+    assert "workflow.steps.write: EVENT_NOT_CONSUMED: event 'summary'" in lines
+    assert "bad.yaml:17:20: workflow.steps.extra.agent: no agent 'writr' in this file; did you mean 'writer'?" in lines
+    assert "Traceback" not in lines
+    ok = write("ok.yaml", COORDINATOR)
+    r = cli("validate", str(ok))
+    assert r.returncode == 0 and "workflow: 3 steps (plan, research, write), outcomes: report" in r.stdout, r
+
+
+def test_run_fans_out_joins_and_shows_the_step_tree(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    path = write("coord.yaml", COORDINATOR)
+    r = cli("run", str(path), "camelids")
+    assert r.returncode == 0, r
+    assert r.stdout == "the report\n"
+    assert r.stderr.count("<- step research") == 3 and "<- step write (" in r.stderr
+    run_id = _latest_workflow_run(cli)
+    r = cli("runs", "show", run_id)
+    assert r.returncode == 0, r
+    tree = [line for line in r.stdout.splitlines() if " done run_" in line]
+    assert [line.split()[0] for line in tree] == ["plan", "research", "research", "research", "write"]
+    assert "    research [2/3] (" in r.stdout  # a branch of the fan-out, indented under it
+    doc = json.loads(cli("runs", "show", run_id, "--json").stdout)
+    steps = doc["workflow"]["steps"]
+    assert [s["status"] for s in steps] == ["done"] * 5 and "workflow_state" not in doc["state"]
+    children = {r["run_id"] for r in json.loads(cli("runs", "list", "--json").stdout) if r["parent_run_id"] == run_id}
+    assert children == {s["run_id"] for s in steps}  # each agent step is a child run of the workflow
+
+
+def test_json_streams_step_events_and_ends_with_the_result(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    path = write("coord.yaml", COORDINATOR)
+    r = cli("run", str(path), "camelids", "--json")
+    assert r.returncode == 0, r
+    events = [json.loads(line) for line in r.stdout.splitlines()]
+    steps = [(e["event"], e["name"], e["step"]) for e in events if e["kind"] == "step"]
+    assert steps[:2] == [("started", "plan", 0), ("finished", "plan", 1)]  # step: activations finished so far
+    assert [name for what, name, _ in steps if what == "finished"] == ["plan", "research", "research", "research",
+                                                                       "write"]
+    last = events[-1]
+    assert (last["kind"], last["status"], last["outcome"], last["output"]) == ("workflow_finished", "done", "report",
+                                                                              "the report")
+
+
+def test_a_gate_waits_for_the_person_and_resume_answers_it(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    path = write("gated.yaml", GATED)
+    r = cli("run", str(path), "refund please")
+    assert r.returncode == 3, r
+    run_id = _latest_workflow_run(cli)
+    assert "  check (a" in r.stderr and "): Send this refund?" in r.stderr
+    assert f"answer with: seamkit resume {run_id} --answer yes" in r.stderr
+    r = cli("runs", "show", run_id)
+    assert "detail: waiting for the person: check: Send this refund?" in r.stdout
+    assert f"answer the gate with: seamkit resume {run_id} --answer TEXT" in r.stdout
+    r = cli("resume", run_id)
+    assert r.returncode == 2 and "waits for the person's answer" in r.stderr, r
+    r = cli("resume", run_id, "--answer", "maybe")
+    assert r.returncode == 2 and "gate 'check' takes a plain yes or no" in r.stderr, r
+    r = cli("resume", run_id, "--answer", "yes")
+    assert r.returncode == 0 and r.stdout == "refund $20\n", r
+    assert "<- step check (" in r.stderr and "emitted approved" in r.stderr
+    r = cli("resume", run_id, "--answer", "yes")
+    assert r.returncode == 2 and "it is done" in r.stderr, r
