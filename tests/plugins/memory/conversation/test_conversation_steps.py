@@ -469,3 +469,25 @@ async def test_remember_runs_off_the_answers_path(build: Callable[..., Any], vec
     finished = [step for what, step in seen.events if what == "finished"]
     assert finished.index("answer") < finished.index("complete") < finished.index("remember")
     assert r.status == "done" and vectors.upserts == 1
+
+
+@pytest.mark.slow
+async def test_recall_finds_a_remembered_exchange_by_meaning_with_the_real_components(
+        build: Callable[..., Any]) -> None:
+    from seamkit.testing.network import block_network
+
+    registry = get_registry()
+    embeddings = registry.build("memory", "sentence_transformers", {})
+    vectors = registry.build("memory", "sqlite_vec", {"dimensions": 384, "path": ":memory:"})
+    memory = {"vectors": vectors, "embeddings": embeddings}
+    try:
+        with block_network():
+            for q, a in (("Which port does the billing service listen on?", "It listens on 8443."),
+                         ("What colour is our logo?", "Teal."),
+                         ("Who approves holiday requests?", "Your team lead, in the HR portal.")):
+                await run_one(build("remember"), {"question": q, "answer": a}, memory)
+            out = await run_one(build("recall", k=1), "vacation approval", memory)
+        [block] = out["blocks"]
+        assert block["text"].startswith("Q: Who approves holiday requests?")
+    finally:
+        await vectors.close()
