@@ -109,7 +109,7 @@ class Seen:
 
     def on_event(self, event: StreamEvent) -> None:
         if event.kind == "step":
-            key = (event.data["event"], event.data["step"])
+            key = (event.data["event"], event.data["name"])
             self.events.append(key)
             if key in self.when:
                 self.when[key]()
@@ -491,3 +491,45 @@ async def test_recall_finds_a_remembered_exchange_by_meaning_with_the_real_compo
         assert block["text"].startswith("Q: Who approves holiday requests?")
     finally:
         await vectors.close()
+
+
+CHAT_YAML = """\
+seamkit: 1
+agent:
+  name: helper
+  model: {use: scripted, turns: ['{"query": "How much is Pro per month?", "title": "Pro pricing"}',
+                                 '{"followups": ["Is there a yearly discount?"]}']}
+  checkpoints: null
+agents:
+  answer:
+    model: {use: scripted, turns: ["$10 a month."]}
+    prompt: You answer from the context.
+    checkpoints: null
+workflow:
+  name: chat
+  outcomes: [turn, remembered]
+  steps:
+    contextualize: {use: contextualize, emits: [question]}
+    recall: {use: recall, k: 2, consumes: [question], emits: [memory]}
+    compose: {use: compose, budget_tokens: 2000, system: Be brief., consumes: [question, memory], emits: [composed]}
+    answer: {agent: answer, consumes: [composed], emits: [answer]}
+    complete: {use: complete, count: 1, consumes: [question, answer], emits: [turn]}
+    remember: {use: remember, consumes: [question, answer], emits: [remembered]}
+"""
+
+
+async def test_the_chat_workflow_from_yaml(build: Callable[..., Any], vectors: Any) -> None:
+    from seamkit.composition import build_workflow, loads_composition
+
+    w = build_workflow(loads_composition(CHAT_YAML))
+    history = [{"role": "user", "text": "Tell me about Pro."}, {"role": "assistant", "text": "It adds SSO."}]
+    # memory is the caller's here: build_workflow gives step components model, agents and store only
+    r = await run_workflow(w, {"message": "per month?", "history": history},
+                           ctx=RunContext(services={"vectors": vectors, "embeddings": WordEmbedder()}))
+    turn = next(e.payload for e in r.outcomes if e.type == "turn")
+    assert turn == {"followups": ["Is there a yearly discount?"], "answer": "$10 a month."}
+    answer_model = w.services["agents"]["answer"].model
+    assert [(m.role, m.text) for m in answer_model.requests[0].messages] == [
+        ("system", "You answer from the context."), ("system", "Be brief."), *[(t["role"], t["text"]) for t in history],
+        ("user", "per month?")]
+    assert await vectors.count(Scope()) == 1
