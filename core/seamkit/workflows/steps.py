@@ -2,7 +2,10 @@
 a nested workflow. Each returns a :class:`~seamkit.workflows.model.Step`; the keyword arguments
 ``consumes``, ``emits``, ``join`` and ``origin`` are the step's (see the model's module doc).
 
-An agent step's input is its task: text as it is, anything else as JSON. Its output (the typed
+An agent step's input is its task: text as it is; a mapping with ``"messages"`` (a non-empty list
+of :class:`~seamkit.values.Message` or ``{"role": "system" | "user" | "assistant", "text": str}``,
+e.g. what a compose step puts together) as those messages, after the agent's own prompt;
+anything else as JSON. Its output (the typed
 output, or the reply text) is what it returns; ``pick`` takes one field of it (a list there fans
 out). Rerun after a crash, an agent with a checkpointer continues its own child run from its
 checkpoint instead of starting over. An agent that suspends for an approval inside a workflow is
@@ -13,11 +16,11 @@ human decisions).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from seamkit.errors import SeamkitError
-from seamkit.values import thaw
+from seamkit.values import Message, TextBlock, thaw
 from seamkit.workflows.model import START, Step, StepFn, Workflow
 
 if TYPE_CHECKING:
@@ -38,8 +41,32 @@ class StepError(SeamkitError):
         super().__init__(f"{code}: {message}")
 
 
-def _task(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(thaw(value), ensure_ascii=False, default=str)
+_ROLES = ("system", "user", "assistant")
+
+
+def _task(value: Any) -> str | list[Message]:
+    """An agent step's task from its input (see the module doc). Raises :class:`StepError`
+    ``INVALID_STEP_INPUT`` for a ``"messages"`` list that is empty or holds anything but messages."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and "messages" in value:
+        return _messages(value["messages"])
+    return json.dumps(thaw(value), ensure_ascii=False, default=str)
+
+
+def _messages(items: Any) -> list[Message]:
+    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence) or not items:
+        raise StepError("INVALID_STEP_INPUT", f"'messages' must be a non-empty list of messages, got {items!r:.80}")
+    out: list[Message] = []
+    for i, m in enumerate(items):
+        if isinstance(m, Message):
+            out.append(m)
+        elif (isinstance(m, Mapping) and m.get("role") in _ROLES and isinstance(m.get("text"), str)):
+            out.append(Message(m["role"], (TextBlock(m["text"]),)))
+        else:
+            raise StepError("INVALID_STEP_INPUT", f"messages[{i}] must be a Message or {{'role': "
+                            f"{' | '.join(map(repr, _ROLES))}, 'text': str}}, got {m!r:.80}")
+    return out
 
 
 def _field(value: Any, name: str) -> Any:
