@@ -568,8 +568,9 @@ def build_workflow(composition: Composition, *, registry: Registry | None = None
     """The :class:`~seamkit.workflows.Workflow` of ``composition.workflow`` (its steps built in
     file order: agents from :func:`build_agents`, tool, capability and step components by their
     factories, gates), checkpointing into the entry agent's checkpoint store, with these services
-    for step components: ``model`` (the entry agent's model), ``agents`` (name -> agent) and
-    ``store`` (the checkpoint store, when there is one).
+    for step components: ``model`` (the entry agent's model), ``agents`` (name -> agent),
+    ``store`` (the checkpoint store, when there is one) and, with ``workflow.memory``,
+    ``embeddings`` and ``vectors`` (its embedding model and vector store).
 
     Raises ``ValueError`` when the composition has no ``workflow:``; what :func:`build_agent`
     raises otherwise, with every step's problems."""
@@ -614,6 +615,12 @@ def build_workflow(composition: Composition, *, registry: Registry | None = None
             built = _build(ctx, reg, s, path, failures)
             if built is not None:
                 steps.append(function_step(built, name=name, **common))
+    memory = None
+    if w.memory is not None:
+        memory = _build(ctx, reg, w.memory, ("workflow", "memory"), failures)
+        if memory is not None and not (hasattr(memory, "embedder") and hasattr(memory, "vectors")):
+            ctx.add(f"workflow.memory: {w.memory.use!r} has no embedding model and vector store (embedder, "
+                    "vectors): use a memory component such as vector_memory", ("workflow", "memory"))
     if ctx.issues:
         if len(failures) == len(ctx.issues):
             raise ComponentBuildError(ctx.issues)
@@ -623,6 +630,8 @@ def build_workflow(composition: Composition, *, registry: Registry | None = None
     services: dict[str, Any] = {"model": entry.model, "agents": dict(agents)}
     if cp is not None and cp.store is not None:
         services["store"] = cp.store
+    if memory is not None:
+        services["embeddings"], services["vectors"] = memory.embedder, memory.vectors
     stem = c.file.stem if c.file is not None else "workflow"
     return Workflow(w.name or stem, tuple(steps), tuple(w.outcomes), tuple(w.external), w.max_concurrency,
                     checkpointer=cp, services=services)

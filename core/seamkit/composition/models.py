@@ -292,6 +292,11 @@ class WorkflowConfig(_Model):
     outcomes: list[str] = Field(default_factory=list, description="Event types the workflow ends with")
     external: list[str] = Field(default_factory=list, description="Event types that arrive from outside")
     max_concurrency: int = Field(default=4, ge=1, description="Steps running at once (fan-out branches included)")
+    memory: MemoryRef | None = Field(
+        default=None,
+        description="A memory component with an embedding model and a vector store (vector_memory): the steps "
+        "find them as the services 'embeddings' and 'vectors' (recall, remember)",
+    )
     steps: dict[str, StepEntry] = Field(
         description="The steps by name: {agent: NAME} | {tool: {...}} | {capability: {...}} | {gate: QUESTION} | "
         "{use: STEP}, each with consumes, emits and join",

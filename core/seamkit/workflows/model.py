@@ -5,7 +5,7 @@ event types (several: it waits for one event of each, from the same fan-out bran
 event types; what it returns decides what it emits (:func:`emitted`):
 
 - an :class:`Emit` (or a list of them): those events;
-- ``None``: nothing;
+- ``None``: nothing (and a step that declares no event type emits nothing, whatever it returns);
 - a ``list``: a **fan-out** (when some step consumes the step's declared type; a list emitted
   as an outcome that no step consumes is one event: the workflow's output is never split): one
   event of that type per item, each in its own branch; steps downstream run once per branch,
@@ -151,8 +151,8 @@ class Workflow:
 def emitted(step: Step, result: Any) -> list[Emit] | tuple[str, list[Any]]:
     """What ``step`` emits for ``result`` (see the module doc): a list of :class:`Emit`, or, for a
     fan-out, ``(event type, items)``. Raises ``ValueError`` naming the step when a plain value or
-    list comes from a step that does not declare exactly one event type, or an :class:`Emit` has a
-    type the step does not declare."""
+    list comes from a step that declares several event types, or an :class:`Emit` has a type the
+    step does not declare."""
     if result is None:
         return []
     if isinstance(result, Emit):
@@ -164,6 +164,8 @@ def emitted(step: Step, result: Any) -> list[Emit] | tuple[str, list[Any]]:
             raise ValueError(f"step {step.name!r} emitted {', '.join(undeclared)}, which it does not declare "
                              f"(it declares: {', '.join(step.emits) or 'nothing'})")
         return list(result)
+    if not step.emits:
+        return []  # a step that declares no event (a write at the end, e.g.) emits nothing
     if len(step.emits) != 1:
         raise ValueError(f"step {step.name!r} returned a value but declares {len(step.emits)} event types "
                          f"({', '.join(step.emits) or 'none'}): return Emit(type, payload) to say which")

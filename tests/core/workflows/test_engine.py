@@ -138,6 +138,13 @@ async def test_explicit_emits_route_and_an_undeclared_one_fails_the_step() -> No
     assert err.value.code == "STEP_FAILED" and err.value.step == "triage"
 
 
+async def test_a_step_that_declares_no_event_emits_nothing_whatever_it_returns() -> None:
+    w = Workflow("tail", (fn("answer", "42", emits="done"), fn("log", {"stored": True}, consumes="done")),
+                 outcomes=("done",))
+    r = await run_workflow(w, None)
+    assert r.output == "42" and CALLS["log"] == 1 and [a.emitted for a in r.steps] == [("done",), ()]
+
+
 async def test_events_that_can_never_meet_end_the_run_as_stalled() -> None:
     # one step emits either event; the join needs both: only visible at run time
     w = Workflow("stall", (fn("either", Emit("a"), emits=("a", "b")), fn("both", consumes=("a", "b"), emits="done")),

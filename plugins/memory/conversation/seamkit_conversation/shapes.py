@@ -130,8 +130,9 @@ def _block(value: Any, where: str) -> dict[str, Any]:
 def as_blocks(value: Any, where: str = "input") -> tuple[list[dict[str, Any]], Conversation | None]:
     """Every block in ``value`` and the conversation there, walking it: a conversation or question
     (a mapping with ``"message"``; its own ``"blocks"`` count too), a gathered payload
-    (``{"blocks": [...]}``), a mapping of event type -> payload (several events consumed) or a list
-    of payloads (a join). Blocks keep their order (the order of the step's consumed events, then
+    (``{"blocks": [...]}``), a text payload of another event (one block: a gather-mode agent's
+    context block), a mapping of event type -> payload (several events consumed) or a list of
+    payloads (a join). Blocks keep their order (the order of the step's consumed events, then
     their own). Raises ``INVALID_STEP_INPUT`` for two different conversations, or a payload that
     is none of these."""
     blocks: list[dict[str, Any]] = []
@@ -140,6 +141,11 @@ def as_blocks(value: Any, where: str = "input") -> tuple[list[dict[str, Any]], C
     def walk(v: Any, at: str) -> None:
         if v is None:
             return  # a step with nothing to give (memory off) may emit nothing useful
+        if isinstance(v, str) and at != where:
+            # a text payload of another event (a gather-mode agent's context block) is one block
+            if v.strip():
+                blocks.append(_block({"text": v, "source": at.rsplit(".", 1)[-1]}, at))
+            return
         if isinstance(v, Mapping) and isinstance(v.get("text"), str) and not is_conversation(v) and "blocks" not in v:
             blocks.append(_block(v, at))
             return

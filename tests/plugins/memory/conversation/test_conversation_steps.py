@@ -337,6 +337,15 @@ async def test_compose_puts_blocks_behind_the_system_message_then_the_turns_then
     assert out["tokens"] == sum(_tokens(m["role"], m["text"]) for m in out["messages"])
 
 
+async def test_a_text_payload_of_another_event_is_one_block(build: Callable[..., Any]) -> None:
+    # a gather-mode agent's output is its context block, as text
+    out = await run_one(build("compose"), {"question": {"message": "what time is it?"},
+                                           "gathered": "Gathered context (1 tool call):\n[1] clock {} -> 12:00",
+                                           "empty": ""})
+    [context] = [m["text"] for m in out["messages"] if m["text"].startswith("Context gathered")]
+    assert "clock {} -> 12:00" in context and out["messages"][-1] == {"role": "user", "text": "what time is it?"}
+
+
 async def test_older_turns_give_way_first_then_the_last_blocks(build: Callable[..., Any]) -> None:
     history = [{"role": "user" if i % 2 == 0 else "assistant", "text": f"turn {i} " + "words " * 20}
                for i in range(6)]
