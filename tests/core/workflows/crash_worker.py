@@ -109,9 +109,9 @@ def workflow(spec: dict[str, Any], store: SqliteStore, script: Script | None) ->
         append(calls, f"report - {pid}")
         return [f"{d['item']}={d['receipt']}" for d in done]
 
-    return Workflow("fanout", (Step("plan", plan, "start", "item"),
-                               Step("branch", branch, "item", "branch_done"),
-                               Step("report", report, "branch_done", "report", join=True)),
+    return Workflow("fanout", (Step("plan", plan, ("start",), ("item",)),
+                               Step("branch", branch, ("item",), ("branch_done",)),
+                               Step("report", report, ("branch_done",), ("report",), join=True)),
                     outcomes=("report",), max_concurrency=3, checkpointer=Checkpointer(store))
 
 
