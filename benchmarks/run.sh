@@ -20,6 +20,10 @@
 #   bash benchmarks/run.sh kernel ...       the capability kernel's per-turn cost over a scripted 50-turn conversation
 #                                           (facts accumulate), next to the same work as plain tool calls, on SQLite and
 #                                           in memory: turns 1-10 vs 41-50, checkpoint size (benchmarks/kernel_turns_bench.py)
+#   bash benchmarks/run.sh workflows ...    workflow per-step overhead next to one agent run doing the same work (no
+#                                           checkpointer, memory, SQLite), validate() on 100..1000-step graphs, and a
+#                                           25..200-branch fan-out (max_concurrency 8): time, peak memory, checkpoint
+#                                           size (benchmarks/workflows_bench.py)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/_setup.sh"
 if [ "${1:-}" = "checkpoints" ]; then
@@ -68,6 +72,10 @@ fi
 if [ "${1:-}" = "kernel" ]; then
   shift
   exec .venv/bin/python benchmarks/kernel_turns_bench.py "$@"
+fi
+if [ "${1:-}" = "workflows" ]; then
+  shift
+  exec .venv/bin/python benchmarks/workflows_bench.py "$@"
 fi
 if [ "${1:-}" = "tokens" ]; then
   shift

@@ -11,10 +11,13 @@ from its checkpoint, and effects a step ran through :meth:`StepContext.run_effec
 the effect ledger, never repeated.
 
 A gate suspends the workflow (status ``suspended``) once nothing else can run;
-``resume(run_id, answer=...)`` answers it. A step that raises fails the workflow (the others in
-flight are cancelled and rerun on resume); ``resume(run_id, allow_finished=True)`` runs the failed
-activation again once its cause is fixed. Cancellation reaches every running step; the workflow
-is left ``running`` (interrupted) for a plain resume.
+``resume(run_id, answer=...)`` answers it. A step that raises fails the workflow: the others in
+flight stop and run again on resume, each in the middle of an effect first finishing it (so its
+receipt is ``completed`` and the rerun gets its value back, rather than ``uncertain``, which would
+wait for a person); ``resume(run_id, allow_finished=True)`` runs the failed activation again once
+its cause is fixed. Cancellation reaches every running step at once, effects in flight included
+(their outcome is then unknown, as the ledger records); the workflow is left ``running``
+(interrupted) for a plain resume.
 
 Each activation is visible as ``step`` stream events (``data["event"]``: ``started``,
 ``finished``, ``suspended``, ``failed``, ``skipped``) with the step's ``name``, the ``activation``
@@ -30,6 +33,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from seamkit.durability.ledger import EffectLedger
 from seamkit.errors import RunCancelled, RunNotResumable, SeamkitError
 from seamkit.runtime.context import RunContext, new_run_id
 from seamkit.values import FrozenDict, StreamEvent, Usage, freeze
@@ -174,6 +178,46 @@ class StepContext:
         self._usage = self._usage + usage
 
 
+class _ActivationLedger(EffectLedger):
+    """The workflow's effect ledger as one activation sees it (its child run's ``effects``, also
+    reaching an agent step's tool calls and a capability step's effects): the same receipts, and a
+    count of the effects in flight, so that stopping the activation after another step failed can
+    wait for them (:meth:`stop_after_effects`)."""
+
+    __slots__ = ("_inner", "_stop", "in_flight")
+
+    def __init__(self, ledger: EffectLedger) -> None:
+        # the same store, tenant, in-process receipts and single flight as the workflow's ledger
+        self.store = ledger.store
+        self._scope = ledger._scope
+        self._local = ledger._local
+        self._flight = ledger._flight
+        self._inner = ledger
+        self.in_flight = 0
+        self._stop: Callable[[], object] | None = None
+
+    async def run(self, key: str, op: Callable[[], Awaitable[T]], *, idempotent: bool = False) -> T:
+        self.in_flight += 1
+        try:
+            value = await self._inner.run(key, op, idempotent=idempotent)
+        finally:
+            self.in_flight -= 1
+            stop = self._stop if not self.in_flight else None
+            if stop is not None:
+                stop()
+        if stop is not None:
+            await asyncio.sleep(0)  # the cancellation lands here: the step does not go on after the effect
+        return value
+
+    def stop_after_effects(self, stop: Callable[[], object]) -> bool:
+        """Call ``stop`` once no effect is in flight; ``False`` (``stop`` not called, not kept)
+        when none is in flight now."""
+        if not self.in_flight:
+            return False
+        self._stop = stop
+        return True
+
+
 class _Scheduler:
     """Matching events to steps (see the model's module doc)."""
 
@@ -304,7 +348,7 @@ class WorkflowRun:
         self.steps = {s.name: s for s in workflow.steps}
         self.limit = asyncio.Semaphore(workflow.max_concurrency)
         self.tasks: dict[asyncio.Task[Any], str] = {}
-        self.contexts: dict[str, RunContext] = {}
+        self.ledgers: dict[str, _ActivationLedger] = {}  # activation id -> its ledger, while it runs
         self.answers: dict[str, str] = {}  # gate activation id -> the person's answer
         self.lock = asyncio.Lock()
 
@@ -362,10 +406,8 @@ class WorkflowRun:
         try:
             return await self._drive()
         except BaseException as exc:
-            for task in self.tasks:
-                task.cancel()
-            if self.tasks:
-                await asyncio.gather(*self.tasks, return_exceptions=True)
+            stopped = isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError))
+            await self._stop(graceful=not stopped)
             if self.handle is not None:
                 why = f"{type(exc).__name__}: {exc}"[:2000]
                 try:
@@ -453,15 +495,21 @@ class WorkflowRun:
             raise LookupError(f"the workflow has no step {a.step!r} any more (it was renamed or removed)")
         assert step.run is not None
         async with self.limit:
+            effects = self.ctx.effects
+            if effects is not None:
+                effects = self.ledgers[a.id] = _ActivationLedger(effects)
             child = RunContext(run_id=a.run_id, parent_run_id=self.ctx.run_id, scope=self.ctx.scope,
                                services=self.ctx.services, cancellation=self.ctx.cancellation.child(),
-                               clock=self.ctx.clock, effects=self.ctx.effects,
+                               clock=self.ctx.clock, effects=effects,
                                ancestors=(self.ctx.run_id, *self.ctx.ancestors))
-            child.cancellation.raise_if_cancelled()
-            sc = StepContext(child, step, a.id, self.ctx.run_id, resumed)
-            self.emit_event("started", a)
-            result = await step.run(sc, step_input(step, a.inputs))
-            return result, sc._usage
+            try:
+                child.cancellation.raise_if_cancelled()
+                sc = StepContext(child, step, a.id, self.ctx.run_id, resumed)
+                self.emit_event("started", a)
+                result = await step.run(sc, step_input(step, a.inputs))
+                return result, sc._usage
+            finally:
+                self.ledgers.pop(a.id, None)
 
     def _finish(self, aid: str, outcome: tuple[Any, Usage]) -> None:
         result, usage = outcome
@@ -496,13 +544,34 @@ class WorkflowRun:
             self.deliver(e)
         return made
 
-    async def _fail(self, a: Activation, exc: BaseException) -> None:
-        for task in self.tasks:  # the others stop; they run again on resume
-            task.cancel()
-        if self.tasks:
+    async def _stop(self, *, graceful: bool) -> None:
+        """Stop the steps in flight (they run again on resume). ``graceful`` (a step failed; not
+        a cancellation): a step in the middle of an effect is stopped once the effect has finished
+        and its receipt is recorded, unless the workflow is cancelled meanwhile; the others at
+        once."""
+        if not self.tasks:
+            return
+        for task, aid in self.tasks.items():
+            ledger = self.ledgers.get(aid)
+            if not (graceful and ledger is not None and ledger.stop_after_effects(task.cancel)):
+                task.cancel()
+        pending = set(self.tasks)
+        cancelled = asyncio.ensure_future(self.ctx.cancellation.wait())
+        try:
+            while pending and not cancelled.done():
+                _, pending = await asyncio.wait([*pending, cancelled], return_when=asyncio.FIRST_COMPLETED)
+                pending.discard(cancelled)
+        finally:
+            cancelled.cancel()
+            for task in pending:  # cancelled while waiting for an effect: it stops now
+                task.cancel()
             await asyncio.gather(*self.tasks, return_exceptions=True)
-        self.tasks.clear()
-        if isinstance(exc, (RunCancelled, asyncio.CancelledError)):
+            self.tasks.clear()
+
+    async def _fail(self, a: Activation, exc: BaseException) -> None:
+        cancelled = isinstance(exc, (RunCancelled, asyncio.CancelledError))
+        await self._stop(graceful=not cancelled)  # the others stop; they run again on resume
+        if cancelled:
             self.ctx.cancellation.raise_if_cancelled()
             raise exc  # the activation stays running: a plain resume runs it again
         why = f"{type(exc).__name__}: {exc}"[:2000]

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from seamkit.agent.agent import Agent
 from seamkit.durability.checkpointer import Checkpointer
+from seamkit.durability.ledger import EffectLedger
 from seamkit.errors import RunCancelled, RunNotResumable
 from seamkit.runtime.context import RunContext
 from seamkit.testing.memory_store import MemoryStore
@@ -304,3 +305,89 @@ async def test_the_checkpoint_holds_the_step_tree_as_json_for_runs_show() -> Non
     assert snap is not None and snap.status == "done" and snap.state["output"] == "x"
     assert [a.step for a in snap.state["workflow_state"].finished] == ["a"]
     json.dumps(str(snap.state))  # decodes to plain values
+
+
+async def test_a_failing_step_lets_a_sibling_finish_the_effect_in_flight_so_the_rerun_gets_its_receipt(
+        store: Any, tmp_path: Path) -> None:
+    """A branch that fails stops its siblings; one of them in the middle of an effect finishes the
+    effect first (it is not cut off into an uncertain receipt that would need a person), so a resume
+    once the cause is fixed reruns it and gets the receipt back instead of failing on it."""
+    flag = tmp_path / "broken"
+    flag.touch()
+    entered = asyncio.Event()
+    sent: list[str] = []
+
+    async def branch(ctx: StepContext, item: str) -> str:
+        if item == "bad":
+            if flag.exists():
+                await entered.wait()  # fail while the sibling's effect is in flight
+                raise ValueError("bad input")
+            return "fixed"
+
+        async def send() -> str:
+            sent.append(item)
+            entered.set()
+            for _ in range(100):  # a call in flight far longer than the engine takes to see the failure
+                await asyncio.sleep(0)
+            return f"sent {item}"
+
+        result = await ctx.run_effect("send", send)
+        CALLS["after_send"] += 1
+        return result
+
+    cp = Checkpointer(store)
+    w = Workflow("sib", (fn("items", ["bad", "slow"], emits="item"), Step("branch", branch, "item", "out"),
+                         fn("join", consumes="out", emits="done", join=True, then=list)),
+                 outcomes=("done",), checkpointer=cp)
+    with pytest.raises(WorkflowFailed, match=r"step 'branch'.*ValueError: bad input") as err:
+        await run_workflow(w, None)
+    assert sent == ["slow"] and CALLS["after_send"] == 0  # the effect finished; the step stopped after it
+    [slow] = [a for a in (await cp.latest(err.value.run_id)).state["workflow_state"].active  # type: ignore[union-attr]
+              if a.status == "running"]
+    receipt = await EffectLedger(store).receipt(f"{slow.run_id}:send")
+    assert receipt is not None and receipt["status"] == "completed"
+    flag.unlink()
+    r = await resume_workflow(w, err.value.run_id, allow_finished=True)
+    assert r.output == ["fixed", "sent slow"] and sent == ["slow"]  # the receipt, not a second send
+    await store.close()
+
+
+async def test_a_failing_step_lets_an_agent_sibling_finish_its_tool_call_in_flight(store: Any, tmp_path: Path) -> None:
+    """The same for an agent step whose side-effecting tool call is in flight: the agent's effects go
+    through the activation's ledger, so the call finishes; on resume the agent continues with its
+    result instead of waiting for a person to settle it."""
+    flag = tmp_path / "broken"
+    flag.touch()
+    entered = asyncio.Event()
+    sent: list[str] = []
+
+    @tool(side_effecting=True)
+    async def send(item: str) -> str:
+        """Send it."""
+        sent.append(item)
+        entered.set()
+        for _ in range(100):  # a call in flight far longer than the engine takes to see the failure
+            await asyncio.sleep(0)
+        return f"sent {item}"
+
+    async def check(ctx: StepContext, data: Any) -> str:
+        if flag.exists():
+            await entered.wait()
+            raise ValueError("bad input")
+        return "checked"
+
+    cp = Checkpointer(store)
+    model = ScriptedModel([{"tool_calls": [{"name": "send", "arguments": {"item": "parcel"}, "id": "c1"}]},
+                           lambda request: {"text": "agent: " + request.messages[-1].tool_results[0].content}],
+                          follow_transcript=True)
+    w = Workflow("sib", (Step("check", check, START, "checked"),
+                         agent_step("send", Agent(model, tools=[send], checkpointer=cp, name="sender"), emits="sent"),
+                         fn("both", consumes=("checked", "sent"), emits="done",
+                            then=lambda d: [d["checked"], d["sent"]])),
+                 outcomes=("done",), checkpointer=cp)
+    with pytest.raises(WorkflowFailed, match=r"step 'check'.*ValueError: bad input") as err:
+        await run_workflow(w, "go")
+    flag.unlink()
+    r = await resume_workflow(w, err.value.run_id, allow_finished=True)
+    assert r.output == ["checked", "agent: sent parcel"] and sent == ["parcel"]
+    await store.close()
