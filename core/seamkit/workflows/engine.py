@@ -103,9 +103,9 @@ class Event:
 @dataclass(frozen=True, slots=True)
 class Activation:
     """One run of a step: ``id`` (``a1``, ``a2``, ...), ``step``, the events it consumed
-    (``inputs``), its child ``run_id``, ``status`` (``running``, ``waiting`` (a gate), ``done``,
-    ``failed``, ``skipped``), the ``frame`` its events are emitted in, the event types it
-    ``emitted`` and its ``error``."""
+    (``inputs``; empty once it finished, to keep checkpoints small), its child ``run_id``,
+    ``status`` (``running``, ``waiting`` (a gate), ``done``, ``failed``, ``skipped``), the
+    ``frame`` its events are emitted in, the event types it ``emitted`` and its ``error``."""
 
     id: str
     step: str
@@ -426,15 +426,19 @@ class WorkflowRun:
             self.active[a.id] = dataclasses.replace(a, status="running", error=None)
         self._resolve_gates()
         self._start(rerun, resumed=True)
+        finished = False  # activations finished since the last checkpoint
         while True:
             cancellation = self.ctx.cancellation
             cancellation.raise_if_cancelled()
             started = self._schedule()
-            if started:
-                await self.save("running")  # the child run ids are recorded before any step runs
-                self._start(started, resumed=False)
-            if not self.tasks:
-                break
+            if not self.tasks and not started:
+                break  # the end: _end() writes the last checkpoint
+            if started or finished:
+                # one checkpoint records what finished and the child run ids of what starts now,
+                # before any of it runs
+                await self.save("running")
+                finished = False
+            self._start(started, resumed=False)
             # a cancelled workflow stops its steps at once (drive() cancels the tasks in flight)
             stop = asyncio.ensure_future(cancellation.wait())
             try:
@@ -448,11 +452,11 @@ class WorkflowRun:
                 exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
                 if exc is None:
                     self._finish(aid, task.result())
+                    finished = True
                 elif failure is None:
                     failure = (self.active[aid], exc)
             if failure is not None:
                 await self._fail(*failure)
-            await self.save("running")
         return await self._end()
 
     def _schedule(self) -> list[Activation]:
@@ -472,7 +476,7 @@ class WorkflowRun:
                             for t in step.emits)
                 for e in out:
                     self.deliver(e)
-                done = dataclasses.replace(a, status="skipped", emitted=tuple(e.type for e in out))
+                done = dataclasses.replace(a, inputs=(), status="skipped", emitted=tuple(e.type for e in out))
                 self.finished.append(done)
                 self.emit_event("skipped", done)
                 continue
@@ -522,7 +526,8 @@ class WorkflowRun:
             self.active[aid] = dataclasses.replace(a, status="failed", error=str(exc))
             raise WorkflowFailed(self.ctx.run_id, "STEP_FAILED", str(exc), a.step) from None
         events = self._events(a, step, out)
-        done = dataclasses.replace(a, status="done", emitted=tuple(dict.fromkeys(e.type for e in events)))
+        # a finished activation's inputs are not needed again: the checkpoint stays small
+        done = dataclasses.replace(a, inputs=(), status="done", emitted=tuple(dict.fromkeys(e.type for e in events)))
         self.finished.append(done)
         self.emit_event("finished", done, emitted=list(done.emitted))
 
@@ -587,7 +592,7 @@ class WorkflowRun:
             a = self.active.pop(aid)
             step = self.steps[a.step]
             events = self._events(a, step, gate_emits(step, answer, step_input(step, a.inputs)))
-            done = dataclasses.replace(a, status="done", emitted=tuple(e.type for e in events))
+            done = dataclasses.replace(a, inputs=(), status="done", emitted=tuple(e.type for e in events))
             self.finished.append(done)
             self.emit_event("finished", done, emitted=list(done.emitted))
         self.answers.clear()

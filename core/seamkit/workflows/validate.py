@@ -58,22 +58,28 @@ class WorkflowInvalid(SeamkitError):
 
 def reachable(steps: Iterable[Step], available: Iterable[str]) -> tuple[set[str], set[str]]:
     """The least fixed point of the module doc: ``(names of the steps that can run, event types
-    that can occur)`` starting from the ``available`` event types."""
+    that can occur)`` starting from the ``available`` event types. A worklist over events with a
+    count of each step's unmet events: linear in the size of the graph."""
     events = set(available)
-    pending = list(steps)
+    steps = list(steps)
+    unmet = [len(set(s.consumes) - events) for s in steps]
+    waiting: dict[str, list[int]] = {}
+    for i, s in enumerate(steps):
+        for e in set(s.consumes) - events:
+            waiting.setdefault(e, []).append(i)
     ran: set[str] = set()
-    changed = True
-    while changed:
-        changed = False
-        rest = []
-        for s in pending:
-            if all(e in events for e in s.consumes):
-                ran.add(s.name)
-                events.update(s.emits)
-                changed = True
-            else:
-                rest.append(s)
-        pending = rest
+    ready = [i for i, n in enumerate(unmet) if n == 0]
+    while ready:
+        s = steps[ready.pop()]
+        ran.add(s.name)
+        for e in s.emits:
+            if e in events:
+                continue
+            events.add(e)
+            for j in waiting.get(e, ()):
+                unmet[j] -= 1
+                if unmet[j] == 0:
+                    ready.append(j)
     return ran, events
 
 

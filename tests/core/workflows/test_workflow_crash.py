@@ -125,7 +125,8 @@ async def test_killed_mid_fan_out_a_new_process_runs_each_branch_effect_exactly_
     out = await asyncio.to_thread(worker, {**spec, "mode": "resume"})
     assert out == {"ok": True, "status": "done", "output": EXPECTED}  # what an uninterrupted run returns
     assert effects_by_item(tmp_path) == Counter(dict.fromkeys(ITEMS, 1))  # every effect exactly once
-    finished_before = {a.inputs[0].payload for a in state.finished if a.step == "branch"}
+    # a finished activation keeps its branch, not its inputs: the plan fanned ITEMS out in order
+    finished_before = {ITEMS[a.frame[-1].index] for a in state.finished if a.step == "branch"}
     [resumer] = {int(p) for _, _, p in lines(tmp_path / "calls.log")} - {dead}
     # the resumed process ran the 6 unfinished activations (3 of them got their receipt from the
     # ledger without writing again), not the finished ones, and not the plan
