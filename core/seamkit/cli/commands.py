@@ -783,8 +783,8 @@ def _show_ending(out: Any, snap: Any, agent_file: str | None, kernel: dict[str, 
 def cmd_runs_settle(args: argparse.Namespace) -> int:
     """``seamkit runs settle RUN_ID CALL_ID applied|not-applied [--result TEXT] [--agent FILE]``:
     exit 0 when recorded; 2 for an unknown run or a call that is not an unsettled uncertain one.
-    ``CALL_ID`` may be a capability's effect, ``capability:<capability id>:<key>`` (``--result``:
-    the JSON value its operation returned)."""
+    ``CALL_ID`` may be a capability's effect, ``capability:<capability id>:<key>``, or a workflow
+    step's effect, ``<step run id>:<key>`` (``--result``: the JSON value its operation returned)."""
     from seamkit.cli.render import resume_command
     from seamkit.durability.checkpointer import CAPABILITY_EFFECT_PREFIX
     from seamkit.errors import RunNotResumable
@@ -798,12 +798,18 @@ def cmd_runs_settle(args: argparse.Namespace) -> int:
         if snap is None:
             raise UsageError(no_run_text(args.run_id, args.agent))
         settled = await cp.settle_effect(args.run_id, args.call_id, applied=applied, result=args.result)
-        return snap.status, settled
+        return snap.status, settled, "workflow_state" in snap.state
 
     try:
-        status, settled = _with_store(args, settle)
+        status, settled, workflow = _with_store(args, settle)
     except (ValueError, RunNotResumable) as exc:
         raise UsageError(str(exc)) from None
+    if workflow:
+        then = "gets the recorded result without running it" if applied else "runs it again"
+        sys.stderr.write(f"settled effect {args.call_id} of step {settled.tool} of workflow run {args.run_id} as "
+                         f"{args.outcome}: the step, run again, {then}: "
+                         f"{resume_command(args.run_id, '--allow-finished', agent_file=args.agent)}\n")
+        return EXIT_OK
     if args.call_id.startswith(CAPABILITY_EFFECT_PREFIX):
         then = ("returns the recorded result without running again" if applied
                 else "runs again")

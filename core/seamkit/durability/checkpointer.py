@@ -266,6 +266,9 @@ class Checkpointer:
         settled before any resume); a call the model was already told about is only recorded
         (nothing reruns), and so is one of a finished run.
 
+        For a workflow run, ``call_id`` is a step's effect ledger key (``<activation run id>:<key>``,
+        as the failed step's error names it); see :meth:`_settle_workflow_effect`.
+
         ``call_id`` may also be a capability's effect of a conversation with capabilities (its
         effect ledger key ``capability:<capability id>:<key>``, as ``EFFECT_UNCERTAIN`` names it):
         its receipt is settled, so the next run of that effect returns ``result`` (the JSON text of
@@ -288,6 +291,8 @@ class Checkpointer:
             raise RunNotResumable(run_id, f"another worker ({held[0]}) is running it; settle it when it stops")
         if call_id.startswith(CAPABILITY_EFFECT_PREFIX):
             return await self._settle_capability_effect(snap, call_id, applied=applied, result=result)
+        if "workflow_state" in snap.state:
+            return await self._settle_workflow_effect(snap, call_id, applied=applied, result=result)
         effects = [e for e in snap.state.get("uncertain_effects") or () if isinstance(e, UncertainEffect)]
         # a call a crash interrupted can be settled before any resume has recorded it
         interrupted = await self.interrupted_effects(snap)
@@ -385,6 +390,46 @@ class Checkpointer:
             raise RunNotResumable(run_id, "it changed while the effect was being settled; the effect is "
                                   "settled, run the command again to record it") from None
         return UncertainEffect(call_id=key, tool=tool, key=key, reason=str(receipt.get("error") or ""),
+                               settled="applied" if applied else "not_applied", result=result)
+
+    async def _settle_workflow_effect(self, snap: RunSnapshot, key: str, *, applied: bool,
+                                      result: str | None) -> UncertainEffect:
+        """:meth:`settle_effect` of a workflow run's effect: ``key`` is its effect ledger key,
+        ``<activation run id>:<key>`` (what :meth:`seamkit.workflows.StepContext.run_effect` used,
+        as the failed step's error names it), of an activation that has not finished. The receipt
+        is settled (``result``: the JSON text of what the operation returned), so the step, run
+        again (``resume --allow-finished``), gets that value without running the operation, or runs
+        it (not applied). Raises ``ValueError`` when the key belongs to no unfinished activation of
+        the run, its receipt is not uncertain, or ``result`` is not JSON."""
+        import json
+
+        run_id = snap.run_id
+        ws = snap.state["workflow_state"]
+        open_ = [a for a in getattr(ws, "active", ()) if getattr(a, "status", "") in ("running", "failed")]
+        owner = next((a for a in open_ if key.startswith(f"{a.run_id}:")), None)
+        if owner is None:
+            raise ValueError(f"run {run_id} has no unfinished step whose effect is {key!r} (an effect key of a "
+                             f"workflow starts with its step's run id: {', '.join(a.run_id for a in open_) or 'none'})")
+        value: Any = None
+        if result is not None:
+            try:
+                value = json.loads(result)
+            except ValueError as exc:
+                raise ValueError(f"the result of a step's effect is the JSON value its operation returned; "
+                                 f"{result!r:.80} is not JSON ({exc})") from None
+        ledger = self._ledger(snap)
+        if ledger is None:
+            raise RunNotResumable(run_id, "this checkpointer has no store for effect receipts")
+        check_effect_key(key)
+        receipt = await ledger.receipt(key)
+        status = receipt.get("status") if receipt is not None else None
+        if status not in ("uncertain", "prepared"):
+            what = "no receipt" if receipt is None else f"its receipt is {receipt.get('settled') or status}"
+            raise ValueError(f"run {run_id} has no effect {key!r} whose outcome is unknown ({what})")
+        note = f"settled as {'applied' if applied else 'not applied'} by a person"
+        await ledger.settle(key, applied=applied, value=value if applied else None, note=note)
+        assert receipt is not None
+        return UncertainEffect(call_id=key, tool=owner.step, key=key, reason=str(receipt.get("error") or ""),
                                settled="applied" if applied else "not_applied", result=result)
 
     async def prune(self, *, keep_last: int = 1, finished_before: float | None = None) -> int:

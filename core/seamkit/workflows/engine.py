@@ -584,8 +584,11 @@ class WorkflowRun:
         self.emit_event("failed", self.active[a.id], error=why)
         if isinstance(exc, WorkflowFailed):
             raise exc
+        uncertain = _uncertain_key(exc)
+        settle = (f"; once a person has checked, settle it: seamkit runs settle {self.ctx.run_id} {uncertain} "
+                  "applied|not-applied, then resume with --allow-finished" if uncertain is not None else "")
         raise WorkflowFailed(self.ctx.run_id, "STEP_FAILED", f"step {a.step!r} ({a.id}, run {a.run_id}) "
-                             f"failed: {why}", a.step) from exc
+                             f"failed: {why}{settle}", a.step) from exc
 
     def _resolve_gates(self) -> None:
         for aid, answer in list(self.answers.items()):
@@ -631,6 +634,21 @@ class WorkflowRun:
                         for a in self.active.values() if a.status == "waiting")
         return WorkflowResult(self.ctx.run_id, status, last.type if last else None, last.payload if last else None,
                               tuple(self.outcomes), tuple(self.finished), waiting, self.usage, tuple(self.warnings))
+
+
+def _uncertain_key(exc: BaseException) -> str | None:
+    """The effect ledger key of an :class:`~seamkit.errors.EffectUncertain` that ``exc`` is or was
+    raised from, or ``None``."""
+    from seamkit.errors import EffectUncertain
+
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return None
+        if isinstance(seen, EffectUncertain):
+            return seen.key
+        seen = seen.__cause__ or seen.__context__
+    return None
 
 
 def gate_emits(step: Step, answer: str, payload: Any) -> list[Emit]:

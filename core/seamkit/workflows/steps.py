@@ -100,8 +100,11 @@ def agent_step(name: str, agent: Agent, *, consumes: tuple[str, ...] | str = (ST
             result = await agent.run(_task(data), ctx=ctx.run)
         ctx.add_usage(result.usage)
         if result.stop_reason == "suspended":
-            raise StepError("AGENT_SUSPENDED", f"agent {agent.name!r} (run {result.run_id}) waits for an approval; "
-                            "decide it with seamkit resume on that run, then resume the workflow")
+            what = ("a person to settle a tool call whose outcome is unknown (seamkit runs settle on that run)"
+                    if result.uncertain_effects and not result.pending_approvals
+                    else "an approval (decide it with seamkit resume on that run)")
+            raise StepError("AGENT_SUSPENDED", f"agent {agent.name!r} (run {result.run_id}) waits for {what}; "
+                            "then resume the workflow")
         out = result.output
         return _field(out, pick) if pick is not None else out
 

@@ -120,3 +120,78 @@ def test_a_gate_waits_for_the_person_and_resume_answers_it(cli: CLI, write: Call
     assert "<- step check (" in r.stderr and "emitted approved" in r.stderr
     r = cli("resume", run_id, "--answer", "yes")
     assert r.returncode == 2 and "it is done" in r.stderr, r
+
+
+STEP_PLUGIN = '''
+from seamkit.hookspecs import hookimpl
+
+
+@hookimpl
+def seamkit_register_steps(register):
+    register("post_line", "cli_test_steps_impl:build", config="cli_test_steps_impl:PostConfig",
+             description="Appends its input to a file through the effect ledger; raises while a flag file exists")
+'''
+
+STEP_IMPL = '''
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+
+class PostConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    log: str
+    fail: str
+
+
+def build(cfg):
+    async def post(ctx, text):
+        async def op():
+            if Path(cfg.fail).exists():
+                raise ConnectionError("the line dropped")
+            with open(cfg.log, "a") as f:
+                f.write(text + "\\n")
+            return "posted"
+
+        return await ctx.run_effect("post", op)
+
+    return post
+'''
+
+POSTER = """\
+seamkit: 1
+agent:
+  model: {{use: scripted, turns: [hi]}}
+workflow:
+  outcomes: [posted]
+  steps:
+    post: {{use: post_line, log: {log}, fail: {fail}, emits: [posted]}}
+"""
+
+
+def test_a_steps_uncertain_effect_is_settled_from_the_command_line(tmp_path: Path,
+                                                                   write: Callable[[str, str], Path]) -> None:
+    from cli_testlib import make_dist
+
+    root = make_dist(tmp_path / "site-steps", "cli-test-steps", "cli_test_steps", STEP_PLUGIN,
+                     extra={"cli_test_steps_impl": STEP_IMPL})
+    cli = CLI([root], tmp_path)
+    log, fail = tmp_path / "log.txt", tmp_path / "fail"
+    fail.touch()
+    path = write("poster.yaml", POSTER.format(log=log, fail=fail))
+    r = cli("run", str(path), "hello")
+    assert r.returncode == 1, r
+    run_id = _latest_workflow_run(cli)
+    step_run = json.loads(cli("runs", "show", run_id, "--json").stdout)["workflow"]["steps"][0]["run_id"]
+    key = f"{step_run}:post"
+    assert f"seamkit runs settle {run_id} {key} applied|not-applied" in r.stderr, r
+    fail.unlink()
+    r = cli("resume", run_id, "--allow-finished")  # not settled: the step fails again, nothing is written
+    assert r.returncode == 1 and not log.exists(), r
+    r = cli("runs", "settle", run_id, "run_other:post", "not-applied")
+    assert r.returncode == 2 and "has no unfinished step whose effect is" in r.stderr, r
+    r = cli("runs", "settle", run_id, key, "not-applied")
+    assert r.returncode == 0, r
+    assert f"settled effect {key} of step post of workflow run {run_id} as not-applied" in r.stderr
+    r = cli("resume", run_id, "--allow-finished")
+    assert r.returncode == 0 and r.stdout == "posted\n" and log.read_text() == "hello\n", r

@@ -30,6 +30,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from seamkit.durability.checkpointer import Checkpointer
 from seamkit.durability.ledger import INTERRUPTED_REASON, EffectLedger
 from seamkit.workflows import WorkflowState
@@ -164,12 +165,18 @@ async def test_killed_while_an_effect_is_in_flight_the_workflow_fails_naming_it_
     assert (again["code"], again["step"], again["key"]) == ("STEP_FAILED", "branch", key)
     assert effects_by_item(tmp_path) == Counter(dict.fromkeys(ITEMS, 1))
 
-    # a person checks the file, finds the line and settles the receipt as applied
+    assert f"seamkit runs settle {spec['run_id']} {key} applied|not-applied" in failed["error"]
+    # a person checks the file, finds the line and settles the receipt as applied, through the run
     store = SqliteStore(tmp_path / "wf.db")
     try:
-        ledger = EffectLedger(store)
-        assert (await ledger.receipt(key) or {}).get("status") == "uncertain"
-        await ledger.settle(key, applied=True, value=f"receipt-{item}", note="the line is in effects.log")
+        cp = Checkpointer(store)
+        assert (await EffectLedger(store).receipt(key) or {}).get("status") == "uncertain"
+        with pytest.raises(ValueError, match="has no unfinished step whose effect is 'run_elsewhere:append'"):
+            await cp.settle_effect(spec["run_id"], "run_elsewhere:append", applied=True)
+        settled = await cp.settle_effect(spec["run_id"], key, applied=True, result=json.dumps(f"receipt-{item}"))
+        assert (settled.settled, settled.tool) == ("applied", "branch")
+        with pytest.raises(ValueError, match="whose outcome is unknown"):  # settled already
+            await cp.settle_effect(spec["run_id"], key, applied=True)
     finally:
         await store.close()
     done = await asyncio.to_thread(worker, {**spec, "mode": "resume", "allow_finished": True})
