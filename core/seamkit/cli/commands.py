@@ -635,6 +635,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     if tree is not None:
         doc["workflow"] = tree
         state.pop("workflow_state", None)  # its readable form is "workflow"
+        state.pop("workflow_finished", None)
     kernel = _kernel_json(snap.state)
     if kernel is not None:
         doc["kernel"] = kernel

@@ -183,10 +183,10 @@ def workflow_json(state: Any) -> dict[str, Any] | None:
     ``status``, ``run_id``, ``branch`` (``[index, size]`` per enclosing fan-out), ``emitted``,
     ``error``), ``waiting`` (gates and their prompts), ``outcomes``."""
     from seamkit.cli.render import jsonable
-    from seamkit.workflows import WorkflowState
+    from seamkit.workflows import workflow_state
 
-    ws = state.get("workflow_state")
-    if not isinstance(ws, WorkflowState):
+    ws = workflow_state(state)
+    if ws is None:
         return None
 
     def one(a: Any) -> dict[str, Any]:

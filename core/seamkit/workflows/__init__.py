@@ -14,6 +14,7 @@ from seamkit.workflows.engine import (
     WorkflowState,
     resume_workflow,
     run_workflow,
+    workflow_state,
 )
 from seamkit.workflows.model import START, Emit, Step, Workflow
 from seamkit.workflows.steps import (
@@ -50,5 +51,6 @@ __all__ = [
     "run_workflow",
     "tool_step",
     "validate",
+    "workflow_state",
     "workflow_step",
 ]

@@ -53,6 +53,7 @@ __all__ = [
     "WorkflowState",
     "resume_workflow",
     "run_workflow",
+    "workflow_state",
 ]
 
 T = TypeVar("T")
@@ -330,7 +331,7 @@ class WorkflowRun:
     """One run of a workflow, from its start or from a checkpoint (see the module doc)."""
 
     def __init__(self, workflow: Workflow, ctx: RunContext, state: WorkflowState, *, usage: Usage | None = None,
-                 warnings: Sequence[str] = ()) -> None:
+                 warnings: Sequence[str] = (), finished_texts: Sequence[str] = ()) -> None:
         self.workflow = workflow
         self.ctx = ctx
         self.state = state
@@ -339,6 +340,9 @@ class WorkflowRun:
             self.inbox.setdefault(name, []).append(e)
         self.active: dict[str, Activation] = {a.id: a for a in state.active}
         self.finished = list(state.finished)
+        # finished activations are checkpointed as their codec texts, each encoded once (the
+        # checkpoint of a step does not encode again what earlier steps finished)
+        self.finished_texts: list[str] = list(finished_texts)
         self.outcomes = list(state.outcomes)
         self.serial = state.serial
         self.usage = usage if usage is not None else Usage()
@@ -359,12 +363,18 @@ class WorkflowRun:
         return f"{prefix}{self.serial}"
 
     def snapshot(self) -> WorkflowState:
+        """The state as checkpointed, less the finished activations (``workflow_finished``)."""
         queue = tuple((name, e) for name, events in self.inbox.items() for e in events)
-        return WorkflowState(queue, tuple(self.active.values()), tuple(self.finished),
+        return WorkflowState(queue, tuple(self.active.values()), (),
                              tuple(self.outcomes), self.serial)
 
     def checkpoint_state(self, **extra: Any) -> dict[str, Any]:
+        from seamkit.durability import codec
+
+        for a in self.finished[len(self.finished_texts):]:
+            self.finished_texts.append(codec.dumps(a))
         state: dict[str, Any] = {"workflow": self.workflow.name, "workflow_state": self.snapshot(),
+                                 "workflow_finished": list(self.finished_texts),
                                  "usage": self.usage, "warnings": list(self.warnings), "scope": self.ctx.scope}
         gates = [a for a in self.active.values() if a.status == "waiting"]
         if gates and not any(a.status == "running" for a in self.active.values()):
@@ -665,6 +675,20 @@ def gate_emits(step: Step, answer: str, payload: Any) -> list[Emit]:
     return [Emit(step.emits[0], {"answer": answer, "input": payload})]
 
 
+def workflow_state(state: Mapping[str, Any]) -> WorkflowState | None:
+    """The :class:`WorkflowState` of a checkpointed workflow run's ``state`` with its finished
+    activations decoded (they are stored apart, as codec texts, under ``"workflow_finished"``), or
+    ``None`` for another run. Raises :class:`~seamkit.errors.CodecError` for a text that does not
+    decode."""
+    from seamkit.durability import codec
+
+    ws = state.get("workflow_state")
+    if not isinstance(ws, WorkflowState):
+        return None
+    texts = state.get("workflow_finished") or ()
+    return dataclasses.replace(ws, finished=(*(codec.loads(t) for t in texts), *ws.finished))
+
+
 def _context(workflow: Workflow, ctx: RunContext | None, run_id: str | None) -> RunContext:
     if ctx is None:
         ctx = RunContext(run_id=run_id) if run_id is not None else RunContext()
@@ -737,8 +761,8 @@ async def resume_workflow(workflow: Workflow, run_id: str, *, answer: str | None
     snap = await cp.latest(run_id)
     if snap is None:
         raise RunNotResumable(run_id, "no checkpoints for this run id")
-    state = snap.state.get("workflow_state")
-    if not isinstance(state, WorkflowState) or snap.state.get("workflow") != workflow.name:
+    state = workflow_state(snap.state)
+    if state is None or snap.state.get("workflow") != workflow.name:
         raise RunNotResumable(run_id, f"it is not a run of workflow {workflow.name!r}")
     ctx = _context(workflow, ctx, run_id)
     ctx = dataclasses.replace(ctx, parent_run_id=snap.parent_run_id)
@@ -747,7 +771,8 @@ async def resume_workflow(workflow: Workflow, run_id: str, *, answer: str | None
         ctx.scope = scope
     usage = snap.state.get("usage")
     run = WorkflowRun(workflow, ctx, state, usage=usage if isinstance(usage, Usage) else None,
-                      warnings=snap.state.get("warnings") or ())
+                      warnings=snap.state.get("warnings") or (),
+                      finished_texts=snap.state.get("workflow_finished") or ())
     if snap.status == "done":
         if not allow_finished:
             raise RunNotResumable(run_id, "it is done (allow_finished=True, or seamkit resume --allow-finished, "

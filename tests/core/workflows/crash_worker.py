@@ -34,7 +34,7 @@ from typing import Any
 
 from seamkit.durability.checkpointer import Checkpointer
 from seamkit.runtime.context import RunContext
-from seamkit.workflows import Step, StepContext, Workflow, WorkflowFailed, resume_workflow, run_workflow
+from seamkit.workflows import Step, StepContext, Workflow, WorkflowFailed, resume_workflow, run_workflow, workflow_state
 from seamkit_sqlite.store import SqliteStore
 
 EXIT_FAILED = 3
@@ -125,7 +125,7 @@ async def ready_to_die(spec: dict[str, Any], script: Script, cp: Checkpointer, t
             task.result()  # the workflow ended early: say why
             raise RuntimeError("the workflow finished before the kill point")
         snap = await cp.latest(spec["run_id"])
-        done = [a for a in snap.state["workflow_state"].finished if a.step == "branch"] if snap else []
+        done = [a for a in workflow_state(snap.state).finished if a.step == "branch"] if snap else []
         if len(done) == script.finish:
             break
         if asyncio.get_running_loop().time() > deadline:

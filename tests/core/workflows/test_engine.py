@@ -32,6 +32,7 @@ from seamkit.workflows import (
     resume_workflow,
     run_workflow,
     tool_step,
+    workflow_state,
     workflow_step,
 )
 from seamkit_sqlite.store import SqliteStore
@@ -303,7 +304,7 @@ async def test_the_checkpoint_holds_the_step_tree_as_json_for_runs_show() -> Non
     r = await run_workflow(w, "in")
     snap = await cp.latest(r.run_id)
     assert snap is not None and snap.status == "done" and snap.state["output"] == "x"
-    assert [a.step for a in snap.state["workflow_state"].finished] == ["a"]
+    assert [a.step for a in workflow_state(snap.state).finished] == ["a"]
     json.dumps(str(snap.state))  # decodes to plain values
 
 

@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 from seamkit.durability.checkpointer import Checkpointer
 from seamkit.durability.ledger import INTERRUPTED_REASON, EffectLedger
-from seamkit.workflows import WorkflowState
+from seamkit.workflows import WorkflowState, workflow_state
 from seamkit_sqlite.store import SqliteStore
 
 WORKER = Path(__file__).with_name("crash_worker.py")
@@ -96,7 +96,7 @@ async def latest_state(tmp_path: Path, run_id: str) -> tuple[str, WorkflowState]
     try:
         snap = await Checkpointer(store).latest(run_id)
         assert snap is not None
-        state = snap.state["workflow_state"]
+        state = workflow_state(snap.state)
         assert isinstance(state, WorkflowState)
         return snap.status, state
     finally:
