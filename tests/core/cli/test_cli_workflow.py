@@ -195,3 +195,19 @@ def test_a_steps_uncertain_effect_is_settled_from_the_command_line(tmp_path: Pat
     assert f"settled effect {key} of step post of workflow run {run_id} as not-applied" in r.stderr
     r = cli("resume", run_id, "--allow-finished")
     assert r.returncode == 0 and r.stdout == "posted\n" and log.read_text() == "hello\n", r
+
+
+def test_a_step_component_missing_its_required_configuration_is_located(tmp_path: Path,
+                                                                      write: Callable[[str, str], Path]) -> None:
+    from cli_testlib import make_dist
+
+    root = make_dist(tmp_path / "site-steps", "cli-test-steps", "cli_test_steps", STEP_PLUGIN,
+                     extra={"cli_test_steps_impl": STEP_IMPL})
+    cli = CLI([root], tmp_path)
+    path = write("bare.yaml", POSTER.replace("log: {log}, fail: {fail}, ", "").format())
+    r = cli("validate", str(path))
+    assert r.returncode == 2, r
+    assert "2 problems" in r.stderr and "Traceback" not in r.stderr, r
+    for key in ("log", "fail"):
+        assert f"bare.yaml:7:5: workflow.steps.post.{key}: missing required key '{key}' for step 'post_line'" \
+            in r.stderr, r
