@@ -449,7 +449,7 @@ class StreamEvent:
     ``planned`` with the ``disposition`` of an intention, or ``finished`` with an ``execution``;
     see :mod:`seamkit.capabilities.state`), ``step`` (a workflow: ``data["event"]`` is ``started``,
     ``finished``, ``suspended``, ``failed`` or ``skipped``, with the step's ``name``, the
-    ``activation`` id, its child ``run_id`` and what it ``emitted``; see
+    ``activation`` id, its ``child_run_id``, its ``step_kind`` and what it ``emitted``; see
     :mod:`seamkit.workflows.engine`), ``handoff`` (``data``: ``from``, ``to``, ``filter``: the
     conversation changed hands, see :mod:`seamkit.agent.handoff`), ``context_condensed`` (a
     request over its input budget was made smaller: ``data`` holds

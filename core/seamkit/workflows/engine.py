@@ -20,9 +20,9 @@ its cause is fixed. Cancellation reaches every running step at once, effects in 
 (interrupted) for a plain resume.
 
 Each activation is visible as ``step`` stream events (``data["event"]``: ``started``,
-``finished``, ``suspended``, ``failed``, ``skipped``) with the step's ``name``, the ``activation``
-id, its ``run_id`` and the event types ``emitted``; ``StreamEvent.step`` counts the activations
-finished so far.
+``finished``, ``suspended``, ``failed``, ``skipped``) with the step's ``name`` and
+``step_kind``, the ``activation`` id, its ``child_run_id`` and the event types ``emitted``;
+``StreamEvent.step`` counts the activations finished so far.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from seamkit.durability.ledger import EffectLedger
-from seamkit.errors import RunCancelled, RunNotResumable, SeamkitError
+from seamkit.errors import CodecError, RunCancelled, RunNotResumable, SeamkitError
 from seamkit.runtime.context import RunContext, new_run_id
 from seamkit.values import FrozenDict, StreamEvent, Usage, freeze
 from seamkit.workflows.model import START, Emit, Step, Workflow, emitted
@@ -289,7 +289,14 @@ class _Scheduler:
                             break
                         taken.append(events[0])
                         continue
-                    size = events[0].frame[-1].size if events else -1
+                    if not events:
+                        # an event from outside this fan-out (the question its branches answer)
+                        context = next((e for e in queue if e.type == t and e.frame == outer), None)
+                        if context is None:
+                            break
+                        taken.append(context)
+                        continue
+                    size = events[0].frame[-1].size
                     if size == 0:
                         taken.append(events[0])
                         continue
@@ -310,10 +317,15 @@ class _Scheduler:
 
 def join_input(step: Step, events: Sequence[Event]) -> Any:
     """A join's input: the payloads of each consumed type in branch order (``[]`` for a fan-out of
-    no branches); a mapping type -> list when it consumes several types."""
-    per: dict[str, list[Any]] = {t: [] for t in step.consumes}
+    no branches; a branch that emitted nothing of a type is left out); a mapping type -> list when
+    it consumes several types, where a type whose event came from outside the fan-out (the
+    question the branches answer) gives its one payload instead of a list."""
+    depth = max((len(e.frame) for e in events), default=0)
+    per: dict[str, Any] = {t: [] for t in step.consumes}
     for e in events:
-        if not e.empty:
+        if len(e.frame) < depth:
+            per[e.type] = e.payload  # from outside the fan-out
+        elif not e.empty:
             per[e.type].append(e.payload)
     return per[step.consumes[0]] if len(step.consumes) == 1 else per
 
@@ -397,8 +409,8 @@ class WorkflowRun:
     def emit_event(self, what: str, a: Activation, **data: Any) -> None:
         step = self.steps.get(a.step)
         event = StreamEvent("step", self.ctx.run_id, len(self.finished), data=FrozenDict(
-            event=what, name=a.step, activation=a.id, run_id=a.run_id,
-            kind=step.kind if step is not None else None, **data))
+            event=what, name=a.step, activation=a.id, child_run_id=a.run_id,
+            step_kind=step.kind if step is not None else None, **data))
         for observer in self.workflow.observers:
             observer.on_event(event)
 
@@ -461,9 +473,12 @@ class WorkflowRun:
                 aid = self.tasks.pop(task)
                 exc = task.exception() if not task.cancelled() else asyncio.CancelledError()
                 if exc is None:
-                    self._finish(aid, task.result())
-                    finished = True
-                elif failure is None:
+                    try:
+                        self._finish(aid, task.result())
+                        finished = True
+                    except WorkflowFailed as bad:
+                        exc = bad
+                if exc is not None and failure is None:
                     failure = (self.active[aid], exc)
             if failure is not None:
                 await self._fail(*failure)
@@ -526,15 +541,21 @@ class WorkflowRun:
                 self.ledgers.pop(a.id, None)
 
     def _finish(self, aid: str, outcome: tuple[Any, Usage]) -> None:
+        """Record a finished activation and emit its events. Raises :class:`WorkflowFailed`
+        (``STEP_FAILED``, the activation left to run again) when what it returned cannot be
+        emitted or stored."""
         result, usage = outcome
-        a = self.active.pop(aid)
+        a = self.active[aid]
         step = self.steps[a.step]
-        self.usage = self.usage + usage
         try:
             out = emitted(step, result)
-        except ValueError as exc:
-            self.active[aid] = dataclasses.replace(a, status="failed", error=str(exc))
-            raise WorkflowFailed(self.ctx.run_id, "STEP_FAILED", str(exc), a.step) from None
+            _storable(out)
+        except (ValueError, TypeError, CodecError) as exc:
+            why = f"{type(exc).__name__}: {exc}"[:2000]
+            raise WorkflowFailed(self.ctx.run_id, "STEP_FAILED", f"step {a.step!r} ({a.id}, run {a.run_id}) "
+                                 f"returned what it cannot emit: {why}", a.step) from None
+        del self.active[aid]
+        self.usage = self.usage + usage
         events = self._events(a, step, out)
         # a finished activation's inputs are not needed again: the checkpoint stays small
         done = dataclasses.replace(a, inputs=(), status="done", emitted=tuple(dict.fromkeys(e.type for e in events)))
@@ -553,6 +574,12 @@ class WorkflowRun:
                         for i, item in enumerate(items)]
         else:
             made = [Event(self._next("e"), e.type, e.payload, a.frame, step.name) for e in out]
+        if a.frame:
+            # inside a fan-out every branch answers for each type it may emit, so a join counts
+            # it: a type it did not emit (a filter's None, the other route) is an empty event
+            got = {e.type for e in made}
+            made += [Event(self._next("e"), t, None, a.frame, step.name, empty=True)
+                     for t in step.emits if t not in got]
         for e in made:
             if e.type in self.scheduler.outcomes and not e.empty:
                 self.outcomes.append(e)
@@ -589,7 +616,7 @@ class WorkflowRun:
         if cancelled:
             self.ctx.cancellation.raise_if_cancelled()
             raise exc  # the activation stays running: a plain resume runs it again
-        why = f"{type(exc).__name__}: {exc}"[:2000]
+        why = (str(exc) if isinstance(exc, WorkflowFailed) else f"{type(exc).__name__}: {exc}")[:2000]
         self.active[a.id] = dataclasses.replace(a, status="failed", error=why)
         self.emit_event("failed", self.active[a.id], error=why)
         if isinstance(exc, WorkflowFailed):
@@ -632,6 +659,11 @@ class WorkflowRun:
         waits = []
         for step in self.workflow.steps:
             have = {e.type for e in self.inbox.get(step.name, ())}
+            if have and not step.join and have == set(step.consumes) and len(step.consumes) > 1:
+                waits.append(f"step {step.name!r} has {', '.join(sorted(have))}, but not from the same fan-out "
+                             "branch: the events a step waits for must come from one branch (join the fan-out "
+                             "first, or carry the other event along the branch)")
+                continue
             if have:
                 missing = [t for t in step.consumes if t not in have]
                 waits.append(f"step {step.name!r} has {', '.join(sorted(have))} but waits for "
@@ -644,6 +676,18 @@ class WorkflowRun:
                         for a in self.active.values() if a.status == "waiting")
         return WorkflowResult(self.ctx.run_id, status, last.type if last else None, last.payload if last else None,
                               tuple(self.outcomes), tuple(self.finished), waiting, self.usage, tuple(self.warnings))
+
+
+def _storable(out: list[Emit] | tuple[str, list[Any]]) -> None:
+    """Raise :class:`~seamkit.errors.CodecError` (or ``TypeError``) when a payload of ``out``
+    cannot be frozen into an event or checkpointed: every workflow checks, durable or not, so a step behaves the same in
+    both."""
+    from seamkit.durability.codec import encode
+
+    payloads = [e.payload for e in out] if isinstance(out, list) else out[1]
+    for p in payloads:
+        freeze(p)  # an event's payload is frozen (TypeError for a set: it has no stable order)
+    encode(payloads)
 
 
 def _uncertain_key(exc: BaseException) -> str | None:

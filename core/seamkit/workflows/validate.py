@@ -14,8 +14,8 @@ Codes:
 - ``OUTCOME_NEVER_EMITTED``: a declared outcome that no step emits.
 - ``NO_OUTCOME``: the workflow declares no outcome: it could never end with one.
 - ``CONFIG_MISSING``: a step's component lacks required configuration.
-- ``INVALID_GATE``: a gate that routes yes and no to one event, or emits several types without
-  saying which answer goes where.
+- ``INVALID_GATE``: a gate that routes yes and no to one event, routes only one of them, or
+  emits several types without saying which answer goes where.
 
 What validation cannot see is checked as the workflow runs: a step emitting an event it does not
 declare fails; events left waiting for a partner when nothing else can run end the run as
@@ -142,6 +142,10 @@ def validate(workflow: Workflow) -> list[WorkflowProblem]:
             if s.on_yes is not None and s.on_yes == s.on_no:
                 out.append(WorkflowProblem("INVALID_GATE", f"gate {s.where()} routes yes and no to one event "
                                            f"{s.on_yes!r}", (s.name,)))
+            elif (s.on_yes is None) != (s.on_no is None):
+                out.append(WorkflowProblem("INVALID_GATE", f"gate {s.where()} routes only a "
+                                           f"{'yes' if s.on_yes is not None else 'no'}: give both on_yes and on_no "
+                                           "(a plain yes or no picks one), or neither", (s.name,)))
             elif (s.on_yes is None or s.on_no is None) and len(s.emits) != 1:
                 out.append(WorkflowProblem("INVALID_GATE", f"gate {s.where()} emits {len(s.emits)} event types: "
                                            "give on_yes and on_no, or emit one type", (s.name,)))

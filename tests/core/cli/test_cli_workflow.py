@@ -93,6 +93,9 @@ def test_json_streams_step_events_and_ends_with_the_result(cli: CLI, write: Call
     assert r.returncode == 0, r
     events = [json.loads(line) for line in r.stdout.splitlines()]
     steps = [(e["event"], e["name"], e["step"]) for e in events if e["kind"] == "step"]
+    for e in (e for e in events if e["kind"] == "step"):  # each names its own child run, not the workflow's
+        assert e["child_run_id"].startswith("run_") and e["child_run_id"] != e["run_id"], e
+        assert e["step_kind"] == "agent"
     assert steps[:2] == [("started", "plan", 0), ("finished", "plan", 1)]  # step: activations finished so far
     assert [name for what, name, _ in steps if what == "finished"] == ["plan", "research", "research", "research",
                                                                        "write"]

@@ -392,3 +392,73 @@ async def test_a_failing_step_lets_an_agent_sibling_finish_its_tool_call_in_flig
     r = await resume_workflow(w, err.value.run_id, allow_finished=True)
     assert r.output == ["checked", "agent: sent parcel"] and sent == ["parcel"]
     await store.close()
+
+
+# --------------------------------------------------------------------------- an outside tester's findings
+
+
+async def test_a_result_the_checkpoint_cannot_store_fails_the_step_and_the_run_stays_resumable() -> None:
+    cp = Checkpointer(MemoryStore())
+    fixed: list[bool] = []
+
+    async def odd(ctx: StepContext, data: Any) -> Any:
+        return {"a", "b"} if not fixed else "ab"
+
+    w = Workflow("odd", (Step("odd", odd, START, "v"), fn("fin", consumes="v", emits="done", then=len)),
+                 outcomes=("done",), checkpointer=cp)
+    with pytest.raises(WorkflowFailed, match=r"step 'odd' .* returned what it cannot emit") as err:
+        await run_workflow(w, None)
+    assert err.value.code == "STEP_FAILED" and err.value.step == "odd"
+    snap = await cp.latest(err.value.run_id)
+    assert snap is not None and snap.status == "failed"
+    [bad] = workflow_state(snap.state).active  # type: ignore[union-attr]
+    assert (bad.step, bad.status) == ("odd", "failed")
+    fixed.append(True)
+    r = await resume_workflow(w, err.value.run_id, allow_finished=True)
+    assert r.output == 2
+    # the same without a checkpointer: a step behaves the same, durable or not
+    with pytest.raises(WorkflowFailed, match="cannot emit"):
+        await run_workflow(Workflow("odd2", (Step("odd", lambda c, d: _aset(), START, "done"),), outcomes=("done",)))
+
+
+async def _aset() -> set[str]:
+    return {"x"}
+
+
+async def test_a_branch_that_emits_nothing_does_not_hang_the_join() -> None:
+    w = Workflow("filter", (fn("items", [1, 2, 3, 4], emits="n"),
+                            fn("even", consumes="n", emits="kept", then=lambda n: n if n % 2 == 0 else None),
+                            fn("sum", consumes="kept", emits="done", join=True, then=lambda xs: Emit("done", xs))),
+                 outcomes=("done",))
+    assert (await run_workflow(w, None)).output == [2, 4]
+
+
+async def test_a_route_a_branch_did_not_take_reaches_its_join_empty() -> None:
+    w = Workflow("routes", (
+        fn("items", [1, 2, 3], emits="n"),
+        fn("triage", consumes="n", emits=("big", "small"), then=lambda n: Emit("big" if n > 1 else "small", n)),
+        fn("bigs", consumes="big", emits="done", join=True, then=lambda xs: Emit("done", xs)),
+        fn("smalls", consumes="small", emits="noted", join=True, then=lambda xs: Emit("noted", xs)),
+    ), outcomes=("done", "noted"))
+    r = await run_workflow(w, None)
+    assert {e.type: e.payload for e in r.outcomes} == {"done": [2, 3], "noted": [1]}
+
+
+async def test_a_join_may_also_wait_for_the_question_from_outside_its_fan_out() -> None:
+    w = Workflow("qa", (
+        fn("ask", "why?", emits="question"),
+        fn("split", consumes="question", emits="part", then=lambda q: ["a", "b"]),
+        fn("answer", consumes="part", emits="res", then=str.upper),
+        fn("merge", consumes=("res", "question"), emits="done", join=True,
+           then=lambda d: f"{d['question']} {'+'.join(d['res'])}"),
+    ), outcomes=("done",))
+    assert (await run_workflow(w, None)).output == "why? A+B"
+
+
+async def test_a_step_waiting_for_events_of_different_branches_says_so() -> None:
+    w = Workflow("mixed", (
+        fn("ctx", "c", emits="ctx"), fn("items", ["x", "y"], emits="item"),
+        fn("combine", consumes=("item", "ctx"), emits="done", then=lambda d: d),
+    ), outcomes=("done",))
+    with pytest.raises(WorkflowFailed, match="step 'combine' has ctx, item, but not from the same fan-out branch"):
+        await run_workflow(w, None)

@@ -130,3 +130,10 @@ def test_the_stall_verdict_equals_a_reachability_check(graph: tuple[list[Step], 
     problems = validate(Workflow("w", tuple(steps), ("x",), tuple(external)))
     stalled = {p.steps[0] for p in problems if p.code == "STEP_WOULD_STALL"}
     assert stalled == {x.name for x in steps} - simulate(steps, external)
+
+
+def test_a_gate_routing_only_yes_or_only_no_is_invalid() -> None:
+    for routes in ({"on_yes": "done"}, {"on_no": "done"}):
+        g = Step("g", None, START, ("done",), kind="gate", **routes)  # type: ignore[arg-type]
+        [problem] = validate(wf(g))
+        assert problem.code == "INVALID_GATE" and "give both on_yes and on_no" in problem.message
