@@ -353,6 +353,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if decisions is not None:
             raise UsageError("a workflow takes --answer TEXT for its gate; --approve/--reject/--edit do not apply")
         return resume_workflow_cmd(args, composition, registry, args.agent)
+    if getattr(args, "gate", None) is not None or getattr(args, "event", None):
+        asyncio.run(cp.close())
+        raise UsageError("--gate and --event are for workflow runs; this run is an agent's")
     if agent.capabilities is not None:
         return _resume_turn(args, agent, composition, snap, decisions)
     if getattr(args, "answer", None) is not None or getattr(args, "turn_id", None) is not None:

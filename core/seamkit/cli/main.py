@@ -166,7 +166,9 @@ def build_parser(
         "was started with (or --agent FILE); the store is the agent's, or the embedded default "
         "(.seamkit/seamkit.db). A run waiting for approval needs a decision for its calls: --approve, "
         "--reject or --edit (approve with edited arguments); a call without one is rejected. A conversation "
-        "with capabilities takes the person's next message with --answer.",
+        "with capabilities takes the person's next message with --answer; a workflow waiting at a gate takes the "
+        "person's answer with --answer (--gate NAME when several wait), one waiting for an outside event takes it "
+        "with --event TYPE=JSON.",
     )
     p.add_argument("run_id", metavar="RUN_ID", help="the run id (printed by seamkit run)")
     p.add_argument("--agent", metavar="FILE", help="composition YAML file (default: the one the run started with)")
@@ -177,7 +179,12 @@ def build_parser(
                    help="approve a call with these arguments instead (a JSON object; repeatable)")
     p.add_argument("--answer", metavar="TEXT",
                    help="an agent with capabilities: the person's next message (yes / no to a confirmation), "
-                   "taken as the conversation's next turn; '-' reads it from stdin")
+                   "taken as the conversation's next turn; a workflow: the answer to its gate; '-' reads it "
+                   "from stdin")
+    p.add_argument("--gate", metavar="NAME",
+                   help="a workflow: which waiting gate --answer answers (its step name or activation id)")
+    p.add_argument("--event", metavar="TYPE=JSON", action="append", default=[],
+                   help="a workflow: an outside event to hand in (one of its external types; repeatable)")
     p.add_argument("--turn-id", metavar="ID",
                    help="an agent with capabilities: the id of that turn (a committed id returns its stored "
                    "result, running nothing)")

@@ -65,12 +65,22 @@ def _print_result(result: Any, sink: _Sink, agent_file: str | None) -> int:
         return EXIT_SUSPENDED if result.status == "suspended" else EXIT_OK
     for w in result.warnings:
         sys.stderr.write(f"seamkit: warning: {visible(w)}\n")
+    if result.status == "suspended" and result.awaiting:
+        hand = resume_command(result.run_id, ("--event", f"{result.awaiting[0]}=JSON"), agent_file=agent_file)
+        sys.stderr.write(visible(f"waiting for an outside event: {', '.join(result.awaiting)}") + "\n"
+                         + "hand it in with: " + hand + "\n")
+        return EXIT_SUSPENDED
     if result.status == "suspended":
         lines = ["waiting for the person:"]
         for a, prompt in result.waiting:
             lines.append(f"  {a.step} ({a.id}): {prompt}")
-        lines.append("answer with: " + resume_command(result.run_id, ("--answer", "yes"), agent_file=agent_file))
-        lines.append("         or: " + resume_command(result.run_id, ("--answer", "no"), agent_file=agent_file))
+        several = len(result.waiting) > 1
+        for a, _ in result.waiting if several else result.waiting[:1]:
+            gate = (("--gate", a.id),) if several else ()
+            lines.append(f"answer {a.step} ({a.id}) with: " if several else "answer with: ")
+            lines[-1] += resume_command(result.run_id, *gate, ("--answer", "yes"), agent_file=agent_file)
+            lines.append("         or: " + resume_command(result.run_id, *gate, ("--answer", "no"),
+                                                          agent_file=agent_file))
         sys.stderr.write("\n".join(visible(x) for x in lines) + "\n")
         return EXIT_SUSPENDED
     out = result.output
@@ -124,6 +134,8 @@ def run_workflow_cmd(args: argparse.Namespace, composition: Any, registry: Any, 
     ctx = RunContext(scope=Scope(thread=args.thread)) if getattr(args, "thread", None) else RunContext()
     if sink.json is not None:
         sink.json.run_id = ctx.run_id
+    else:  # the run id first: after a crash it is what `seamkit resume` needs
+        sys.stderr.write(f"seamkit: workflow {workflow.name} run {ctx.run_id}\n")
     agents = workflow.services.get("agents") or {}
 
     async def work() -> Any:
@@ -160,12 +172,15 @@ def resume_workflow_cmd(args: argparse.Namespace, composition: Any, registry: An
     if sink.json is not None:
         sink.json.run_id = args.run_id
     answer = _read_task(args.answer, "answer") if args.answer is not None else None
+    events = _events(getattr(args, "event", None) or [])
+    if getattr(args, "gate", None) is not None and answer is None:
+        raise UsageError("--gate says which gate --answer answers: pass --answer TEXT too")
     agents = workflow.services.get("agents") or {}
 
     async def work() -> Any:
         try:
-            return await resume_workflow(workflow, args.run_id, answer=answer, allow_finished=args.allow_finished,
-                                         steal=args.steal)
+            return await resume_workflow(workflow, args.run_id, answer=answer, gate=getattr(args, "gate", None),
+                                         events=events or None, allow_finished=args.allow_finished, steal=args.steal)
         finally:
             for agent in agents.values():
                 await _close_stores(agent)
@@ -175,6 +190,24 @@ def resume_workflow_cmd(args: argparse.Namespace, composition: Any, registry: An
     except (RunNotResumable, ValueError) as exc:
         raise UsageError(str(exc)) from None
     return _print_result(result, sink, agent_file)
+
+
+def _events(items: list[str]) -> dict[str, list[Any]]:
+    """``--event TYPE=JSON`` options as external events by type. Raises ``UsageError``."""
+    from seamkit.cli.main import UsageError
+
+    out: dict[str, list[Any]] = {}
+    for item in items:
+        kind, sep, text = item.partition("=")
+        if not sep or not kind.strip():
+            raise UsageError(f"--event takes TYPE=JSON, got {item!r:.80}")
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise UsageError(f"--event {kind}: the payload is not JSON ({exc}); quote text as JSON: "
+                             f"{kind}='\"text\"'") from None
+        out.setdefault(kind.strip(), []).append(value)
+    return out
 
 
 def workflow_json(state: Any) -> dict[str, Any] | None:

@@ -357,6 +357,10 @@ def _loc_path(loc: Sequence[str | int], data: Any) -> tuple[KeyPath, bool]:
     absent = False
     for i, el in enumerate(loc):
         last = i == len(loc) - 1
+        nxt = loc[i + 1] if not last else None
+        if (isinstance(cur, Mapping) and isinstance(el, str) and el in cur and nxt is not None and nxt in cur
+                and not (isinstance(cur[el], Mapping) and nxt in cur[el])):
+            continue  # a union tag that is also one of the member's keys ({agent: NAME, emits: ...})
         if isinstance(cur, Mapping) and isinstance(el, str) and el in cur:
             path.append(el)
             cur = cur[el]

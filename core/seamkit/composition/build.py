@@ -388,6 +388,18 @@ def _component_secrets(c: Composition) -> frozenset[str]:
             refs.append(a.checkpoints)
         if a.context is not None:
             refs.extend(r for r in (a.context.grounding, a.context.compactor) if r is not None)
+    if c.workflow is not None:  # the components of workflow steps and its memory
+        from seamkit.composition.models import CapabilityStepConfig, StepRef, ToolStepConfig
+
+        for s in c.workflow.steps.values():
+            if isinstance(s, ToolStepConfig):
+                refs.append(s.tool)
+            elif isinstance(s, CapabilityStepConfig):
+                refs.append(s.capability)
+            elif isinstance(s, StepRef):
+                refs.append(s)
+        if c.workflow.memory is not None:
+            refs.append(c.workflow.memory)
     found: set[str] = set()
 
     def collect(text: str) -> None:

@@ -289,7 +289,13 @@ def _check_workflow(ctx: Context, workflow: Mapping[str, Any], known: Mapping[st
         if "agent" in body and "use" not in body:
             _check_agent_ref(ctx, body.get("agent"), (*path, "agent"), known, tool=True)
         consumes, emits = body.get("consumes", [START]), body.get("emits", [])
-        if not (_texts(consumes) and _texts(emits)) or not name.strip():
+        consumes, emits = ([consumes] if isinstance(consumes, str) else consumes,
+                           [emits] if isinstance(emits, str) else emits)
+        if not name.strip():
+            ctx.add("a step name is empty: give each step under 'workflow.steps' a name as its key", path,
+                    at_key=True)
+            continue
+        if not (_texts(consumes) and _texts(emits)):
             continue  # the structure check reports it
         gate = "gate" in body and "use" not in body
         on_yes, on_no = body.get("on_yes"), body.get("on_no")

@@ -212,6 +212,11 @@ class StepRef(ComponentRef):
     emits: list[str] = Field(default_factory=list, description="Event types it may emit")
     join: bool = Field(default=False, description="Receive every branch of a fan-out at once (a list)")
 
+    @field_validator("consumes", "emits", mode="before", json_schema_input_type=str | list[str])
+    @classmethod
+    def _one_event(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
 
 #: Slot classes by registry kind.
 SLOT_TYPES: dict[str, type[ComponentRef]] = {
@@ -229,6 +234,11 @@ class _StepBase(_Model):
     join: bool = Field(
         default=False, description="Receive every branch of a fan-out at once, as a list (a join)",
     )
+
+    @field_validator("consumes", "emits", mode="before", json_schema_input_type=str | list[str])
+    @classmethod
+    def _one_event(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value  # `emits: done` means [done]
 
 
 class AgentStepConfig(_StepBase):

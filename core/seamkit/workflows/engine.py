@@ -63,8 +63,8 @@ Status = Literal["running", "waiting", "done", "failed", "skipped"]
 
 class WorkflowFailed(SeamkitError):
     """A workflow run failed: a step raised (``step`` names it; the original is ``__cause__``) or it
-    stalled (``code`` ``WORKFLOW_STALLED``). ``run_id``: the workflow's run; ``code``:
-    ``STEP_FAILED`` or ``WORKFLOW_STALLED``."""
+    stalled (``code`` ``WORKFLOW_STALLED``) or ran more steps than it may (``ACTIVATION_LIMIT``).
+    ``run_id``: the workflow's run; ``step``: the failed step's name."""
 
     def __init__(self, run_id: str, code: str, message: str, step: str | None = None) -> None:
         self.run_id = run_id
@@ -139,7 +139,8 @@ class WorkflowResult:
     lists them with their prompts). ``outcome`` / ``output``: the type and payload of the last
     outcome event (``None`` while suspended); ``outcomes``: every outcome event, in order;
     ``steps``: every finished activation, in the order they finished; ``usage``: tokens and cost of
-    the agent steps; ``warnings``: e.g. events left unconsumed when the outcome came."""
+    the agent steps; ``warnings``: e.g. events left unconsumed when the outcome came;
+    ``awaiting``: suspended for outside events, their types (hand them in on resume)."""
 
     run_id: str
     status: Literal["done", "suspended"]
@@ -150,6 +151,7 @@ class WorkflowResult:
     waiting: tuple[tuple[Activation, str], ...] = ()
     usage: Usage = field(default_factory=Usage)
     warnings: tuple[str, ...] = ()
+    awaiting: tuple[str, ...] = ()
 
 
 class StepContext:
@@ -385,7 +387,8 @@ class WorkflowRun:
 
         for a in self.finished[len(self.finished_texts):]:
             self.finished_texts.append(codec.dumps(a))
-        state: dict[str, Any] = {"workflow": self.workflow.name, "workflow_state": self.snapshot(),
+        state: dict[str, Any] = {"workflow": self.workflow.name, "workflow_graph": graph_digest(self.workflow),
+                                 "workflow_state": self.snapshot(),
                                  "workflow_finished": list(self.finished_texts),
                                  "usage": self.usage, "warnings": list(self.warnings), "scope": self.ctx.scope}
         gates = [a for a in self.active.values() if a.status == "waiting"]
@@ -431,7 +434,8 @@ class WorkflowRun:
             stopped = isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError))
             await self._stop(graceful=not stopped)
             if self.handle is not None:
-                why = f"{type(exc).__name__}: {exc}"[:2000]
+                why = (f"{type(exc).__name__}: {exc}" if str(exc)
+                       else f"{type(exc).__name__} (the run was stopped)")[:2000]
                 try:
                     if isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError)):
                         await self.handle.save("running", self.checkpoint_state(interrupted=why), (), lease=False)
@@ -485,6 +489,10 @@ class WorkflowRun:
         return await self._end()
 
     def _schedule(self) -> list[Activation]:
+        limit = self.workflow.max_activations
+        if len(self.finished) + len(self.active) > limit:
+            raise WorkflowFailed(self.ctx.run_id, "ACTIVATION_LIMIT", f"more than {limit} steps ran in this run "
+                                 "(a cycle that never ends?); raise Workflow.max_activations if it is meant")
         started: list[Activation] = []
         while True:  # a skipped step's events may make another step ready
             ready = self.scheduler.ready(self.inbox)
@@ -642,6 +650,11 @@ class WorkflowRun:
         if gates:
             await self.save("suspended")
             return self.result("suspended")
+        awaited = self._external_awaited()
+        if not self.outcomes and awaited:
+            detail = f"waiting for an outside event: {', '.join(awaited)}"
+            await self.save("suspended", waiting_for="event", status_detail=detail)
+            return self.result("suspended")
         if not self.outcomes:
             waiting = self._stall_text()
             why = ("it ended without an outcome" + (f": {waiting}" if waiting else
@@ -652,8 +665,26 @@ class WorkflowRun:
             note = f"events left unconsumed when the workflow ended: {left}"
             if note not in self.warnings:
                 self.warnings.append(note)
+        if len(self.outcomes) > 1:
+            note = (f"the workflow emitted {len(self.outcomes)} outcome events "
+                    f"({', '.join(e.type for e in self.outcomes)}); its output is the last one's (outcomes has all)")
+            if note not in self.warnings:
+                self.warnings.append(note)
         await self.save("done", output=self.outcomes[-1].payload, outcome=self.outcomes[-1].type)
         return self.result("done")
+
+    def _external_awaited(self) -> list[str]:
+        """The external event types a step still waits for (the run suspends for them)."""
+        external = set(self.workflow.external)
+        if not external:
+            return []
+        awaited: list[str] = []
+        for step in self.workflow.steps:
+            have = {e.type for e in self.inbox.get(step.name, ())}
+            missing = [t for t in step.consumes if t not in have]
+            if missing and all(t in external for t in missing) and (have or set(step.consumes) <= external):
+                awaited += [t for t in missing if t not in awaited]
+        return awaited
 
     def _stall_text(self) -> str:
         waits = []
@@ -674,8 +705,22 @@ class WorkflowRun:
         last = self.outcomes[-1] if self.outcomes and status == "done" else None
         waiting = tuple((a, self.steps[a.step].prompt if a.step in self.steps else "")
                         for a in self.active.values() if a.status == "waiting")
+        awaiting = tuple(self._external_awaited()) if status == "suspended" and not waiting else ()
         return WorkflowResult(self.ctx.run_id, status, last.type if last else None, last.payload if last else None,
-                              tuple(self.outcomes), tuple(self.finished), waiting, self.usage, tuple(self.warnings))
+                              tuple(self.outcomes), tuple(self.finished), waiting, self.usage, tuple(self.warnings),
+                              awaiting)
+
+
+def graph_digest(workflow: Workflow) -> str:
+    """A digest of ``workflow``'s graph (steps: name, kind, consumes, emits, join, gate routes;
+    outcomes; external types), recorded with its runs: a run is resumed only by the graph it
+    started with."""
+    import hashlib
+    import json
+
+    shape = [[s.name, s.kind, list(s.consumes), list(s.emits), s.join, s.on_yes, s.on_no] for s in workflow.steps]
+    text = json.dumps([shape, list(workflow.outcomes), list(workflow.external)], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def _storable(out: list[Emit] | tuple[str, list[Any]]) -> None:
@@ -808,6 +853,10 @@ async def resume_workflow(workflow: Workflow, run_id: str, *, answer: str | None
     state = workflow_state(snap.state)
     if state is None or snap.state.get("workflow") != workflow.name:
         raise RunNotResumable(run_id, f"it is not a run of workflow {workflow.name!r}")
+    digest = snap.state.get("workflow_graph")
+    if digest is not None and digest != graph_digest(workflow):
+        raise RunNotResumable(run_id, f"workflow {workflow.name!r} has other steps or events than when this run "
+                              "started: resume it with the definition (the file) it started with")
     ctx = _context(workflow, ctx, run_id)
     ctx = dataclasses.replace(ctx, parent_run_id=snap.parent_run_id)
     scope = snap.state.get("scope")
@@ -818,6 +867,8 @@ async def resume_workflow(workflow: Workflow, run_id: str, *, answer: str | None
                       warnings=snap.state.get("warnings") or (),
                       finished_texts=snap.state.get("workflow_finished") or ())
     if snap.status == "done":
+        if answer is not None or events:
+            raise RunNotResumable(run_id, "it is done: nothing waits for an answer or an event")
         if not allow_finished:
             raise RunNotResumable(run_id, "it is done (allow_finished=True, or seamkit resume --allow-finished, "
                                   "gives its result)")
@@ -827,6 +878,9 @@ async def resume_workflow(workflow: Workflow, run_id: str, *, answer: str | None
         chosen = _gate(workflow, gates, gate, run_id)
         gate_emits(run.steps[chosen.step], answer, step_input(run.steps[chosen.step], chosen.inputs))  # check it
         run.answers[chosen.id] = answer
+    elif snap.status == "suspended" and not events and snap.state.get("waiting_for") == "event":
+        raise RunNotResumable(run_id, f"{snap.state.get('status_detail')}: hand it in (events=, or seamkit resume "
+                              "RUN --event TYPE=JSON)")
     elif snap.status == "suspended" and not events:
         prompts = "; ".join(f"{a.step}: {run.steps[a.step].prompt}" for a in gates if a.step in run.steps)
         raise RunNotResumable(run_id, f"it waits for the person's answer ({prompts}): pass it (answer=, or "

@@ -103,8 +103,10 @@ class Step:
 @dataclass(frozen=True, slots=True)
 class Workflow:
     """A named set of :class:`Step` s (see the module doc). ``outcomes``: the event types it ends
-    with; ``external``: event types that arrive from outside; ``max_concurrency``: steps running at
-    once (fan-out branches included); ``observers``: receive each ``step`` event
+    with; ``external``: event types that arrive from outside (a run waiting only for them is
+    suspended until they are handed in); ``max_concurrency``: steps running at once (fan-out
+    branches included); ``max_activations``: steps one run may run in all (a cycle that never
+    ends fails with ``ACTIVATION_LIMIT``); ``observers``: receive each ``step`` event
     (:class:`~seamkit.values.StreamEvent`); ``checkpointer``: a
     :class:`~seamkit.durability.checkpointer.Checkpointer` making it durable (a checkpoint after
     every step; ``resume``); ``origin``: where it was declared; ``services``: name -> object,
@@ -120,6 +122,7 @@ class Workflow:
     external: tuple[str, ...] = ()
     max_concurrency: int = 4
     observers: tuple[Any, ...] = ()
+    max_activations: int = 10_000
     checkpointer: Any = None
     origin: str | None = None
     metadata: Mapping[str, Any] = field(default=EMPTY)

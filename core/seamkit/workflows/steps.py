@@ -79,6 +79,16 @@ def _field(value: Any, name: str) -> Any:
     raise StepError("MISSING_FIELD", f"the output ({type(value).__name__}) has no field {name!r}")
 
 
+def _waits_for(state: Mapping[str, Any], run_id: str) -> str:
+    """What the suspended agent run ``run_id`` waits for, with the command that gives it."""
+    if state.get("waiting_for") == "settlement":
+        return f"a person to settle a tool call whose outcome is unknown (seamkit runs settle {run_id} CALL_ID ...)"
+    calls = [getattr(p, "call_id", "?") for p in state.get("pending_approvals") or ()]
+    first = calls[0] if calls else "CALL_ID"
+    return (f"an approval of {', '.join(calls) or 'a tool call'} (seamkit resume {run_id} --approve {first}, "
+            "or --reject)")
+
+
 def function_step(fn: StepFn, *, name: str | None = None, consumes: tuple[str, ...] | str = (START,),
                   emits: tuple[str, ...] | str = (), join: bool = False, origin: str | None = None) -> Step:
     """A step running ``fn(ctx, input)`` (``name``: the function's name by default)."""
@@ -94,15 +104,19 @@ def agent_step(name: str, agent: Agent, *, consumes: tuple[str, ...] | str = (ST
 
     async def run(ctx: StepContext, data: Any) -> Any:
         cp = agent.checkpointer
-        if ctx.resumed and cp is not None and await cp.latest(ctx.run.run_id) is not None:
+        child = await cp.latest(ctx.run.run_id) if ctx.resumed and cp is not None else None
+        if child is not None and child.status == "suspended":  # a person has not decided yet
+            raise StepError("AGENT_SUSPENDED", f"agent {agent.name!r} (run {child.run_id}) still waits for "
+                            f"{_waits_for(child.state, child.run_id)}; then resume the workflow")
+        if child is not None:
             result = await agent.resume(ctx.run.run_id, allow_finished=True, ctx=ctx.run)
         else:
             result = await agent.run(_task(data), ctx=ctx.run)
         ctx.add_usage(result.usage)
         if result.stop_reason == "suspended":
-            what = ("a person to settle a tool call whose outcome is unknown (seamkit runs settle on that run)"
-                    if result.uncertain_effects and not result.pending_approvals
-                    else "an approval (decide it with seamkit resume on that run)")
+            what = _waits_for({"waiting_for": "settlement"} if result.uncertain_effects and not
+                              result.pending_approvals else {"pending_approvals": result.pending_approvals},
+                              result.run_id)
             raise StepError("AGENT_SUSPENDED", f"agent {agent.name!r} (run {result.run_id}) waits for {what}; "
                             "then resume the workflow")
         out = result.output

@@ -214,3 +214,84 @@ def test_a_step_component_missing_its_required_configuration_is_located(tmp_path
     for key in ("log", "fail"):
         assert f"bare.yaml:7:5: workflow.steps.post.{key}: missing required key '{key}' for step 'post_line'" \
             in r.stderr, r
+
+
+EXTERNAL = """\
+seamkit: 1
+agent:
+  name: drafter
+  model: {use: scripted, repeat: true, turns: ["draft"]}
+workflow:
+  outcomes: [published]
+  external: [approval]
+  steps:
+    draft: {agent: drafter, emits: draft}
+    publish: {agent: drafter, consumes: [draft, approval], emits: [published]}
+"""
+
+
+def test_a_workflow_waiting_for_an_outside_event_takes_it_with_event(cli: CLI,
+                                                                     write: Callable[[str, str], Path]) -> None:
+    path = write("ext.yaml", EXTERNAL)
+    r = cli("run", str(path), "go")
+    assert r.returncode == 3, r
+    run_id = _latest_workflow_run(cli)
+    assert f"seamkit: workflow ext run {run_id}" in r.stderr.splitlines()[0]  # the run id comes first
+    assert "waiting for an outside event: approval" in r.stderr
+    assert f"hand it in with: seamkit resume {run_id} --event approval=JSON" in r.stderr
+    assert cli("resume", run_id, "--event", "approval").returncode == 2
+    r = cli("resume", run_id, "--event", "approval=not json")
+    assert r.returncode == 2 and "the payload is not JSON" in r.stderr, r
+    r = cli("resume", run_id, "--event", 'approval={"by": "ann"}')
+    assert r.returncode == 0 and r.stdout == "draft\n", r
+
+
+def test_several_waiting_gates_are_answered_one_by_one_with_gate(cli: CLI,
+                                                                 write: Callable[[str, str], Path]) -> None:
+    path = write("fan.yaml", """\
+seamkit: 1
+agent:
+  name: lister
+  model: {use: scripted, turns: ['["a", "b"]']}
+  output: {json_schema: {type: array, items: {type: string}}}
+workflow:
+  outcomes: [kept]
+  steps:
+    list: {agent: lister, emits: [item]}
+    check: {gate: "Keep this one?", consumes: [item], on_yes: keep, on_no: drop}
+    keep_all: {agent: lister, consumes: [keep], join: true, emits: [kept]}
+    drop_all: {agent: lister, consumes: [drop], join: true}
+""")
+    r = cli("run", str(path), "go")
+    assert r.returncode == 3, r
+    run_id = _latest_workflow_run(cli)
+    assert "answer check (a" in r.stderr and f"seamkit resume {run_id} --gate a" in r.stderr, r
+    r = cli("resume", run_id, "--answer", "yes")
+    assert r.returncode == 2 and "several gates wait" in r.stderr, r
+    assert cli("resume", run_id, "--gate", "check").returncode == 2  # --gate goes with --answer
+    doc = json.loads(cli("runs", "show", run_id, "--json").stdout)
+    waiting = [s["activation"] for s in doc["workflow"]["steps"] if s["status"] == "waiting"]
+    assert len(waiting) == 2
+    r = cli("resume", run_id, "--answer", "yes", "--gate", waiting[0])
+    assert r.returncode == 3, r
+    r = cli("resume", run_id, "--answer", "no", "--gate", "check")
+    assert r.returncode != 2, r
+
+
+def test_step_keys_are_located_and_a_single_event_may_be_written_as_text(cli: CLI,
+                                                                         write: Callable[[str, str], Path]) -> None:
+    path = write("keys.yaml", """\
+seamkit: 1
+agent:
+  name: a
+  model: {use: scripted, turns: [hi]}
+workflow:
+  outcomes: [done]
+  steps:
+    s: {agent: a, emits: done, emitz: [x]}
+    "  ": {agent: a, consumes: [done]}
+""")
+    r = cli("validate", str(path))
+    assert r.returncode == 2, r
+    assert "keys.yaml:8:32: workflow.steps.s.emitz: unknown key 'emitz'; did you mean 'emits'?" in r.stderr, r
+    assert "a step name is empty" in r.stderr and "EVENT_NOT_CONSUMED" not in r.stderr

@@ -462,3 +462,68 @@ async def test_a_step_waiting_for_events_of_different_branches_says_so() -> None
     ), outcomes=("done",))
     with pytest.raises(WorkflowFailed, match="step 'combine' has ctx, item, but not from the same fan-out branch"):
         await run_workflow(w, None)
+
+
+async def test_a_run_waiting_only_for_an_outside_event_suspends_until_it_is_handed_in() -> None:
+    cp = Checkpointer(MemoryStore())
+    w = Workflow("publish", (fn("draft", "text", emits="draft"),
+                             fn("pub", consumes=("draft", "approval"), emits="done",
+                                then=lambda d: f"{d['draft']} by {d['approval']}")),
+                 outcomes=("done",), external=("approval",), checkpointer=cp)
+    r = await run_workflow(w, None)
+    assert (r.status, r.awaiting) == ("suspended", ("approval",))
+    snap = await cp.latest(r.run_id)
+    assert snap is not None and snap.state["waiting_for"] == "event"
+    with pytest.raises(RunNotResumable, match="waiting for an outside event: approval"):
+        await resume_workflow(w, r.run_id)
+    with pytest.raises(ValueError, match="takes no external event 'nope'"):
+        await resume_workflow(w, r.run_id, events={"nope": [1]})
+    done = await resume_workflow(w, r.run_id, events={"approval": ["ann"]})
+    assert done.output == "text by ann"
+    with pytest.raises(RunNotResumable, match="nothing waits for an answer or an event"):
+        await resume_workflow(w, r.run_id, events={"approval": ["bob"]}, allow_finished=True)
+
+
+async def test_a_run_is_resumed_only_by_the_graph_it_started_with() -> None:
+    cp = Checkpointer(MemoryStore())
+    first = Workflow("g", (fn("a", "x", emits="mid"), gate("ok", "go on?", consumes="mid", emits="done")),
+                     outcomes=("done",), checkpointer=cp)
+    r = await run_workflow(first, None)
+    changed = Workflow("g", (fn("a", "x", emits="mid"), gate("ok", "go on?", consumes="mid", emits="finished")),
+                       outcomes=("finished",), checkpointer=cp)
+    with pytest.raises(RunNotResumable, match="has other steps or events than when this run started"):
+        await resume_workflow(changed, r.run_id, answer="yes")
+    assert (await resume_workflow(first, r.run_id, answer="yes")).outcome == "done"
+
+
+async def test_a_cycle_that_never_ends_stops_at_the_activation_limit() -> None:
+    w = Workflow("loop", (fn("start", 0, emits="tick"), fn("tick", consumes="tick", emits=("tick", "done"),
+                                                         then=lambda n: Emit("tick", n + 1))),
+                 outcomes=("done",), max_activations=50)
+    with pytest.raises(WorkflowFailed, match="ACTIVATION_LIMIT: more than 50 steps ran"):
+        await run_workflow(w, None)
+
+
+async def test_several_outcomes_warn_that_the_output_is_the_last() -> None:
+    w = Workflow("many", (fn("items", [1, 2], emits="n"), fn("each", consumes="n", emits="done", then=str)),
+                 outcomes=("done",))
+    r = await run_workflow(w, None)
+    assert len(r.outcomes) == 2 and any("emitted 2 outcome events" in x for x in r.warnings)
+
+
+async def test_answering_one_of_several_waiting_gates_by_name_or_activation() -> None:
+    cp = Checkpointer(MemoryStore())
+    w = Workflow("two", (fn("items", ["a", "b"], emits="item"),
+                         gate("check", "ok?", consumes="item", on_yes="yes", on_no="no"),
+                         fn("keep", consumes="yes", emits="done", join=True, then=lambda xs: Emit("done", xs)),
+                         fn("drop", consumes="no", emits="dropped", join=True, then=lambda xs: Emit("dropped", xs))),
+                 outcomes=("done", "dropped"), checkpointer=cp)
+    r = await run_workflow(w, None)
+    assert len(r.waiting) == 2
+    with pytest.raises(ValueError, match="several gates wait"):
+        await resume_workflow(w, r.run_id, answer="yes")
+    first = r.waiting[0][0].id
+    r2 = await resume_workflow(w, r.run_id, answer="yes", gate=first)
+    assert r2.status == "suspended" and len(r2.waiting) == 1
+    r3 = await resume_workflow(w, r.run_id, answer="no", gate="check")
+    assert {e.type: e.payload for e in r3.outcomes} == {"done": ["a"], "dropped": ["b"]}
