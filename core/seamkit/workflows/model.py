@@ -63,7 +63,8 @@ class Step:
     ``on_no``: a gate's event for a plain yes / no (otherwise it emits its one declared type with
     ``{"answer": text, "input": payload}``); ``origin``: where it was declared (``file:line``, for
     messages); ``config_missing``: required configuration the step's component lacks (reported by
-    validation, not at run time)."""
+    validation, not at run time); ``inner``: a nested workflow step's workflow (validated with the
+    outer one)."""
 
     name: str
     run: StepFn | None = None
@@ -76,6 +77,7 @@ class Step:
     on_no: str | None = None
     origin: str | None = None
     config_missing: tuple[str, ...] = ()
+    inner: Any = None
 
     def __post_init__(self) -> None:
         for name in ("consumes", "emits", "config_missing"):

@@ -205,6 +205,6 @@ def workflow_step(name: str, inner: Workflow, *, consumes: tuple[str, ...] | str
             raise StepError("WORKFLOW_SUSPENDED", f"workflow {inner.name!r} (run {result.run_id}) stopped at a gate")
         return result.output
 
-    return Step(name, run, consumes, emits, join, "workflow", origin=origin)  # type: ignore[arg-type]
+    return Step(name, run, consumes, emits, join, "workflow", origin=origin, inner=inner)  # type: ignore[arg-type]
 
 

@@ -135,6 +135,9 @@ def validate(workflow: Workflow) -> list[WorkflowProblem]:
         if e not in producers and e not in workflow.external:
             out.append(WorkflowProblem("OUTCOME_NEVER_EMITTED", f"the declared outcome {e!r} is emitted by no step"))
     for s in steps:
+        if s.kind == "workflow" and isinstance(s.inner, Workflow):
+            out += [WorkflowProblem(p.code, f"in the workflow {s.inner.name!r} of step {s.where()}: {p.message}",
+                                    (s.name, *p.steps)) for p in validate(s.inner)]
         if s.config_missing:
             out.append(WorkflowProblem("CONFIG_MISSING", f"step {s.where()} lacks required configuration: "
                                        + ", ".join(s.config_missing), (s.name,)))

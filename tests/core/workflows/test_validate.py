@@ -137,3 +137,13 @@ def test_a_gate_routing_only_yes_or_only_no_is_invalid() -> None:
         g = Step("g", None, START, ("done",), kind="gate", **routes)  # type: ignore[arg-type]
         [problem] = validate(wf(g))
         assert problem.code == "INVALID_GATE" and "give both on_yes and on_no" in problem.message
+
+
+def test_a_nested_workflow_is_validated_with_the_outer_one() -> None:
+    from seamkit.workflows import workflow_step
+
+    inner = wf(s("a", emits="x"), s("b", consumes=("x", "never"), emits="done"))
+    outer = wf(workflow_step("sub", inner, emits="done"))
+    [problem] = validate(outer)
+    assert problem.code == "STEP_WOULD_STALL" and problem.steps[0] == "sub"
+    assert "in the workflow 'w' of step 'sub': step 'b' waits for 'never'" in problem.message
