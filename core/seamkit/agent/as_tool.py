@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from seamkit.agent.agent import Agent
     from seamkit.agent.output import OutputSpec
 
-__all__ = ["AgentTool", "CHILD_USAGE_KEY", "DEFAULT_INPUT", "agent_tool", "take_child_usage"]
+__all__ = ["AgentTool", "CHILD_USAGE_KEY", "DEFAULT_INPUT", "agent_tool", "agent_tool_name", "take_child_usage"]
 
 #: The input schema of an agent tool without ``input=``: one required text, the task.
 DEFAULT_INPUT: Mapping[str, Any] = freeze({
@@ -138,7 +138,10 @@ def _plain(value: Any) -> Any:
     return json.loads(pydantic_core.to_json(value))
 
 
-def _tool_name(name: str) -> str:
+def agent_tool_name(name: str) -> str:
+    """The tool name an agent tool named ``name`` (its ``name=`` or its agent's name) gets:
+    characters other than letters, digits, ``_`` and ``-`` replaced by ``_``, 64 at most
+    (``agent`` for an empty name). The composition loader uses it to find tool-name clashes."""
     import re
 
     cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64]
@@ -211,7 +214,7 @@ def agent_tool(
                        + ". It works on its own and sees only what you pass it.")
     if side_effecting is None:
         side_effecting = any(t.schema.side_effecting for t in agent.tools)
-    schema = ToolSchema(_tool_name(name or agent.name), description, freeze(dict(params)), side_effecting)
+    schema = ToolSchema(agent_tool_name(name or agent.name), description, freeze(dict(params)), side_effecting)
     changes: dict[str, Any] = {}
     if middlewares:
         changes["middlewares"] = (*middlewares, *agent.middlewares)
