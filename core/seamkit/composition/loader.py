@@ -502,7 +502,7 @@ def _check_agent_graph(ctx: Context, agents: list[tuple[str, KeyPath, Mapping[st
             visit(name)
 
 
-def _check_loop_controls(ctx: Context, agent: Mapping[str, Any], tools: Mapping[str, int], base: KeyPath,
+def _check_loop_controls(ctx: Context, agent: Mapping[str, Any], tools: Mapping[str, str], base: KeyPath,
                          where: str) -> None:
     """The tool-loop controls against the rest of the agent (at key path ``base``, shown as
     ``where``): ``disabled_tools`` naming tools of its ``tools`` (and not the ``tool_choice``),
