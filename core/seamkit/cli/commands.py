@@ -470,7 +470,7 @@ def _resume_turn(args: argparse.Namespace, agent: Agent, composition: Compositio
         # a stored result: nothing streamed, so show it as the turn showed it
         from seamkit.values import FrozenDict, StreamEvent
 
-        if json_sink is None and result.output:
+        if json_sink is None and result.output and not getattr(result, "gathered", ()):  # the renderer shows it
             sink.event(StreamEvent("text", result.run_id, result.steps, text=str(result.output)))
         sink.event(StreamEvent("run_finished", result.run_id, result.steps,
                                data=FrozenDict(stop_reason=result.stop_reason, result=result)))
