@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from cli_testlib import CLI
 
 COORDINATOR = """\
@@ -211,3 +212,38 @@ def test_a_step_component_missing_its_required_configuration_is_located(tmp_path
     for key in ("log", "fail"):
         assert f"bare.yaml:7:5: workflow.steps.post.{key}: missing required key '{key}' for step 'post_line'" \
             in r.stderr, r
+
+
+APPROVED_STEP = """\
+seamkit: 1
+agent:
+  name: lead
+  model: {use: scripted, turns: ["lead"]}
+agents:
+  appr:
+    model:
+      use: scripted
+      follow_transcript: true
+      turns: [{tool_calls: [{name: add, arguments: {a: 2, b: 3}}]}, "the sum is 5"]
+    tools: [add]
+    approvals: {add: every_call}
+workflow:
+  outcomes: [done]
+  steps:
+    go: {agent: appr, emits: [done]}
+"""
+
+
+@pytest.mark.parametrize("with_file", [False, True])
+def test_an_approval_of_a_workflow_steps_agent_run_is_decided_by_resuming_that_run(
+        cli: CLI, write: Callable[[str, str], Path], with_file: bool) -> None:
+    # the step's agent run records no agent file (its workflow run does), and it is a run of
+    # 'appr', not of the entry agent: resume found no file, and with --agent built the entry agent
+    path = write("appr.yaml", APPROVED_STEP)
+    r = cli("run", str(path), "go")
+    assert r.returncode != 0 and "waits for an approval" in r.stderr, r
+    rows = json.loads(cli("runs", "list", "--json").stdout)
+    (child,) = [row["run_id"] for row in rows if row["parent_run_id"] is not None]
+    r = cli("resume", child, "--approve", "call_0_0", *(("--agent", str(path)) if with_file else ()))
+    assert r.returncode == 0, r
+    assert "<- add: 5" in r.stderr and r.stdout == "the sum is 5\n"
