@@ -247,3 +247,34 @@ def test_an_approval_of_a_workflow_steps_agent_run_is_decided_by_resuming_that_r
     r = cli("resume", child, "--approve", "call_0_0", *(("--agent", str(path)) if with_file else ()))
     assert r.returncode == 0, r
     assert "<- add: 5" in r.stderr and r.stdout == "the sum is 5\n"
+
+
+DELEGATING_STEP = """\
+seamkit: 1
+agent:
+  name: lead
+  model:
+    use: scripted
+    follow_transcript: true
+    turns: [{tool_calls: [{name: helper, arguments: {task: "look it up"}}]}, "lead: done"]
+  tools: [{agent: helper, max_depth: 1}]
+agents:
+  helper:
+    model: {use: scripted, turns: ["found it"]}
+workflow:
+  outcomes: [done]
+  steps:
+    go: {agent: lead, emits: [done]}
+"""
+
+
+def test_a_workflow_steps_agent_calls_its_agent_tools_within_their_max_depth(
+        cli: CLI, write: Callable[[str, str], Path]) -> None:
+    # the step's run is a child of the workflow run; that level is no agent tool call: max_depth 1
+    # was refused "at depth 2"
+    r = cli("run", str(write("delegate.yaml", DELEGATING_STEP)), "go")
+    assert r.returncode == 0, r
+    assert r.stdout == "lead: done\n"
+    rows = {row["agent"]: row for row in json.loads(cli("runs", "list", "--json").stdout)}
+    assert rows["helper"]["status"] == "done"  # the agent tool ran, as a child of the step's run
+    assert rows["helper"]["parent_run_id"] == rows["lead"]["run_id"]
