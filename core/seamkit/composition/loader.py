@@ -236,9 +236,13 @@ def _claim(ctx: Context, seen: dict[str, str], name: str, source: str, at: KeyPa
     if name not in seen:
         seen[name] = source
         return
-    ctx.add(f"duplicate tool {shown(name)}: made by {source} and by {seen[name]}; tool names must be unique "
-            "(an agent tool is named after its 'name:' or agent with characters other than letters, digits, "
-            "_ and - replaced by _, a handoff's tool is transfer_to_<agent> likewise)", at)
+    # an agent tool's or handoff's source says what its name was made from, in parentheses: then
+    # say how names are made (a plain component entry is named as written)
+    how = ("" if not (source.endswith(")") or seen[name].endswith(")")) else
+           " (an agent tool is named after its 'name:' or agent with characters other than letters, digits, "
+           "_ and - replaced by _, a handoff's tool is transfer_to_<agent> likewise)")
+    ctx.add(f"duplicate tool {shown(name)}: made by {source} and by {seen[name]}; tool names must be unique{how}",
+            at)
 
 
 def _agents_of(ctx: Context, data: Mapping[str, Any], stem: str) -> list[tuple[str, KeyPath, Mapping[str, Any]]]:
