@@ -198,6 +198,31 @@ async def test_depth_limit_refuses_a_deeper_child_with_a_tool_error() -> None:
     assert r.content == "leaf answer"
 
 
+async def test_depth_counts_agent_tool_calls_only_not_other_parents() -> None:
+    # a caller that is itself a child run (a workflow step, another run's child) calls its agent
+    # tools as it does on its own: it was refused "at depth 2" as a workflow step
+    leaf = Agent(ScriptedModel(["leaf answer", "leaf again"]), name="leaf")
+    caller = Agent(ScriptedModel([call("leaf", {"task": "t"}), "ok"]), tools=[agent_tool(leaf, max_depth=1)])
+    step = RunContext(parent_run_id="run_workflow", ancestors=("run_workflow", "run_outer"))
+
+    (r,) = tool_results(await caller.run("go", ctx=step))
+
+    assert not r.is_error and r.content == "leaf answer"
+    # a run no agent tool started may itself be the child of another run: still depth 0
+    seen: list[RunContext] = []
+
+    @tool(side_effecting=False)
+    async def probe(ctx: RunContext) -> str:
+        """Record the run context."""
+        seen.append(ctx)
+        return "seen"
+
+    inner = Agent(ScriptedModel([call("probe", {}), "done"]), name="inner", tools=[probe])
+    outer = Agent(ScriptedModel([call("inner", {"task": "t"}), "ok"]), tools=[agent_tool(inner, max_depth=1)])
+    await outer.run("go", ctx=step.child())
+    assert [c.agent_depth for c in seen] == [1]
+
+
 async def test_cancelling_the_caller_cancels_the_child_run() -> None:
     started = asyncio.Event()
     seen: list[RunContext] = []

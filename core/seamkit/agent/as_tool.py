@@ -6,10 +6,13 @@ cancellation token cancelled with the caller's, and the caller's run ids as its 
 budget middleware instance shared by both charges the child's spend to every ancestor's ledger.
 The child's usage is added to the caller's (:data:`CHILD_USAGE_KEY`).
 
-Depth. A run's depth is ``len(ctx.ancestors)`` (0 for a top-level run). The tool refuses to start
-a child deeper than its ``max_depth`` with a :class:`~seamkit.errors.ToolError` the model sees as
-an error result: a chain of agents calling agents (``A -> B -> C -> ...``) is bounded at run time
-whatever built it.
+Depth. A run's depth is how many agent tool calls it is nested in, ``ctx.agent_depth``: 0 for a
+run no agent tool started (a top-level run, also one that is itself the child of a workflow or of
+another run), and the tool gives its child run its caller's depth plus one. Other parents do not
+count: an agent calls its agent tools the same way on its own and as a workflow step. The tool
+refuses to start a child deeper than its ``max_depth`` with a :class:`~seamkit.errors.ToolError`
+the model sees as an error result: a chain of agents calling agents (``A -> B -> C -> ...``) is
+bounded at run time whatever built it.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ if TYPE_CHECKING:
     from seamkit.agent.agent import Agent
     from seamkit.agent.output import OutputSpec
 
-__all__ = ["AgentTool", "CHILD_USAGE_KEY", "DEFAULT_INPUT", "agent_tool", "take_child_usage"]
+__all__ = ["AgentTool", "CHILD_USAGE_KEY", "DEFAULT_INPUT", "agent_tool", "agent_tool_name", "take_child_usage"]
 
 #: The input schema of an agent tool without ``input=``: one required text, the task.
 DEFAULT_INPUT: Mapping[str, Any] = freeze({
@@ -107,7 +110,7 @@ class AgentTool:
         stops without an answer, and whatever the child run raises (the model sees each as an error
         result; :class:`~seamkit.errors.RunCancelled` and ``asyncio.CancelledError`` stop the
         caller too)."""
-        depth = len(ctx.ancestors) + 1
+        depth = ctx.agent_depth + 1
         if depth > self.max_depth:
             raise ToolError(
                 f"agent {self.agent.name!r} was not run: it would run at depth {depth} (agents calling agents), "
@@ -119,7 +122,9 @@ class AgentTool:
             task = json.dumps(_plain(arguments["input"]), ensure_ascii=False, default=str)
         # a child that raises (failed, cancelled) adds no usage here: its result is not known (a
         # budget middleware charged its calls all the same)
-        result = await self.agent.run(task, ctx=ctx.child())
+        child = ctx.child()
+        child.agent_depth = depth
+        result = await self.agent.run(task, ctx=child)
         _add_child_usage(ctx, result.usage)
         if result.stop_reason != "completed":
             why = {"max_steps": f"it stopped after {result.steps} model turns without an answer",
@@ -138,7 +143,10 @@ def _plain(value: Any) -> Any:
     return json.loads(pydantic_core.to_json(value))
 
 
-def _tool_name(name: str) -> str:
+def agent_tool_name(name: str) -> str:
+    """The tool name an agent tool named ``name`` (its ``name=`` or its agent's name) gets:
+    characters other than letters, digits, ``_`` and ``-`` replaced by ``_``, 64 at most
+    (``agent`` for an empty name). The composition loader uses it to find tool-name clashes."""
     import re
 
     cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64]
@@ -168,8 +176,9 @@ def agent_tool(
     :param input: the arguments: ``None`` for ``{"task": string}`` (the task becomes the child's
         user message), a JSON Schema mapping (an object) or a Python type pydantic can describe
         (a model, a dataclass): the validated arguments are handed to the child as JSON text.
-    :param max_depth: the deepest child run this tool starts: a run's depth is
-        ``len(ctx.ancestors)``, a child of a top-level run is at depth 1. Deeper calls get a
+    :param max_depth: the deepest child run this tool starts: a run's depth is the number of
+        agent tool calls it is nested in (``ctx.agent_depth``), so the child of a run no agent
+        tool started (a top-level run, a workflow step) is at depth 1. Deeper calls get a
         :class:`~seamkit.errors.ToolError` result instead of a run.
     :param max_steps: the child's model turns (default: the agent's own ``max_steps``).
     :param middlewares: extra middlewares wrapping only the child's calls, outside the agent's
@@ -194,7 +203,7 @@ def agent_tool(
     if agent.capabilities is not None:
         raise ValueError(f"agent {agent.name!r} has capabilities: it runs conversation turns, not tool calls")
     if max_depth < 1:
-        raise ValueError("max_depth must be at least 1 (a child of a top-level run is at depth 1)")
+        raise ValueError("max_depth must be at least 1 (a child of a run no agent tool started is at depth 1)")
     if max_steps is not None and max_steps < 1:
         raise ValueError("max_steps must be at least 1")
     spec: OutputSpec | None = None
@@ -211,7 +220,7 @@ def agent_tool(
                        + ". It works on its own and sees only what you pass it.")
     if side_effecting is None:
         side_effecting = any(t.schema.side_effecting for t in agent.tools)
-    schema = ToolSchema(_tool_name(name or agent.name), description, freeze(dict(params)), side_effecting)
+    schema = ToolSchema(agent_tool_name(name or agent.name), description, freeze(dict(params)), side_effecting)
     changes: dict[str, Any] = {}
     if middlewares:
         changes["middlewares"] = (*middlewares, *agent.middlewares)

@@ -322,12 +322,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
     composition, registry = _load(args.agent)
     if composition is None:
         # the store is the embedded default; the agent file is the one the run started with
-        snap = asyncio.run(_latest(_checkpointer(None, registry), args.run_id))
-        if snap is None:
+        found = asyncio.run(_recorded_agent_file(_checkpointer(None, registry), args.run_id))
+        if found is None:
             raise UsageError(no_run_text(args.run_id, None))
-        file = snap.metadata.get("agent_file")
-        if not isinstance(file, str):
-            raise UsageError(f"run {args.run_id} does not record its agent file: pass --agent FILE")
+        file = found[1]
+        if file is None:
+            raise UsageError(f"run {args.run_id} does not record its agent file, nor do its parent runs: "
+                             "pass --agent FILE")
         if not Path(file).is_file():
             raise UsageError(f"the agent file of run {args.run_id} is gone ({file}): pass --agent FILE")
         composition = load_composition(Path(file), registry=registry)
@@ -356,6 +357,14 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if getattr(args, "gate", None) is not None or getattr(args, "event", None):
         asyncio.run(cp.close())
         raise UsageError("--gate and --event are for workflow runs; this run is an agent's")
+    named = snap.metadata.get("agent")
+    if isinstance(named, str) and named != agent.name and named in composition.all_agents():
+        # a run of another agent of the file (a workflow step's, an agent tool's child run): resume
+        # it with that agent, its tools and approvals, from that agent's store
+        asyncio.run(cp.close())
+        agent, snap = _resume_other_agent(composition, registry, named, args)
+        cp = agent.checkpointer
+        assert cp is not None
     if agent.capabilities is not None:
         return _resume_turn(args, agent, composition, snap, decisions)
     if getattr(args, "answer", None) is not None or getattr(args, "turn_id", None) is not None:
@@ -403,6 +412,59 @@ def cmd_resume(args: argparse.Namespace) -> int:
         _show_stored(result, sink, json_sink is not None)
     sink.close()
     return _exit_for(result)
+
+
+#: How many parent runs ``seamkit resume`` looks through for the agent file a run does not record.
+_PARENT_LEVELS = 8
+
+
+async def _recorded_agent_file(cp: Any, run_id: str) -> tuple[Any, str | None] | None:
+    """``(latest checkpoint, agent file)`` of ``run_id`` in ``cp`` (closed after); ``None`` when
+    the store has no such run. The file is the one the run records in its metadata, else the one
+    the nearest of its parent runs records (``parent_run_id`` chain, at most :data:`_PARENT_LEVELS`
+    up: an agent run that is a workflow step, or an agent tool's child, records none; the run
+    started from the command line does); ``None`` when none of them records one."""
+    try:
+        first = await cp.latest(run_id)
+        snap, seen = first, {run_id}
+        for _ in range(_PARENT_LEVELS + 1):
+            if snap is None:
+                break
+            file = snap.metadata.get("agent_file")
+            if isinstance(file, str):
+                return first, file
+            parent = snap.parent_run_id
+            if parent is None or parent in seen:
+                break
+            seen.add(parent)
+            snap = await cp.latest(parent)
+        return (first, None) if first is not None else None
+    finally:
+        await cp.close()
+
+
+def _resume_other_agent(composition: Composition, registry: Registry, name: str,
+                        args: argparse.Namespace) -> tuple[Agent, Any]:
+    """The agent ``name`` of ``composition`` (not its entry agent) and the latest checkpoint of
+    ``args.run_id`` in that agent's store; :class:`UsageError` when it has no store or the run is
+    not in it, :class:`BuildFailed` when a component fails to build."""
+    import asyncio
+
+    from seamkit.composition import ComponentBuildError, build_agents
+
+    try:
+        agent = build_agents(composition, registry=registry)[name]
+    except ComponentBuildError as exc:
+        raise BuildFailed(exc.issues) from exc
+    cp = agent.checkpointer
+    if cp is None:
+        raise UsageError(f"run {args.run_id} is a run of the agent {name!r}, which has no checkpoints "
+                         "('checkpoints: null'): nothing to resume")
+    snap = asyncio.run(_latest(cp, args.run_id, close=False))
+    if snap is None:
+        asyncio.run(cp.close())
+        raise UsageError(no_run_text(args.run_id, args.agent))
+    return agent, snap
 
 
 def _resume_streamed(args: argparse.Namespace, agent: Agent, sink: EventSink, json_sink: Any,
@@ -473,7 +535,7 @@ def _resume_turn(args: argparse.Namespace, agent: Agent, composition: Compositio
         # a stored result: nothing streamed, so show it as the turn showed it
         from seamkit.values import FrozenDict, StreamEvent
 
-        if json_sink is None and result.output:
+        if json_sink is None and result.output and not getattr(result, "gathered", ()):  # the renderer shows it
             sink.event(StreamEvent("text", result.run_id, result.steps, text=str(result.output)))
         sink.event(StreamEvent("run_finished", result.run_id, result.steps,
                                data=FrozenDict(stop_reason=result.stop_reason, result=result)))

@@ -350,7 +350,8 @@ class HumanRenderer:
     Free-text agent: the model's text to ``out`` (stdout) as it arrives, each model turn's text
     on its own line. Typed-output agent (``typed``): the model's text streams to ``err`` instead
     (dimmed on a terminal) and ``out`` gets only the final output as pretty JSON, so stdout is
-    valid JSON. Tool calls, tool results and the summary: one styled line each on ``err``.
+    valid JSON. Gather-mode agent: ``out`` gets the gathered context block (the run's output) when
+    the run finishes. Tool calls, tool results and the summary: one styled line each on ``err``.
     """
 
     def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None, *, typed: bool = False,
@@ -423,6 +424,12 @@ class HumanRenderer:
         elif kind == "run_finished":
             self._end_line()
             result = event.data["result"]
+            if getattr(result, "gathered", ()) and isinstance(result.output, str) and result.output:
+                # a gather-mode run's output (the context block) streams as no text event: it is
+                # the run's answer, so stdout gets it like a typed output
+                self.console.print(Text("gathered:", style="bold"))
+                self.out.write(result.output if result.output.endswith("\n") else result.output + "\n")
+                self.out.flush()
             line = format_summary(result.run_id, result.stop_reason, result.steps, result.usage)
             style = "dim" if result.stop_reason == "completed" else "yellow"
             self.console.print(Text(line, style=style))

@@ -211,18 +211,38 @@ def _check_slots(ctx: Context, reg: Registry, data: Mapping[str, Any]) -> dict[K
     return out
 
 
-def _tool_names(tools: Any) -> list[tuple[int, str]]:
-    """``(index, tool name)`` of each ``tools:`` entry: a component's name, or an agent tool's
-    ``name`` (default: its agent's)."""
-    names: list[tuple[int, str]] = []
+def _tool_names(tools: Any) -> list[tuple[int, str, str | None]]:
+    """``(index, tool name, agent)`` of each ``tools:`` entry: a component's name (``agent``
+    ``None``), or the name the Agent gives an agent tool (its ``name``, default its agent's, made a
+    tool name by :func:`~seamkit.agent.as_tool.agent_tool_name`) with the name as written."""
+    from seamkit.agent.as_tool import agent_tool_name
+
+    names: list[tuple[int, str, str | None]] = []
     if isinstance(tools, list):
         for i, t in enumerate(tools):
-            name: Any = t
-            if isinstance(t, Mapping):
-                name = t.get("use") if "use" in t or "agent" not in t else t.get("name") or t.get("agent")
-            if isinstance(name, str):
-                names.append((i, name))
+            if isinstance(t, Mapping) and "agent" in t and "use" not in t:
+                written = t.get("name") or t.get("agent")
+                if isinstance(written, str):
+                    names.append((i, agent_tool_name(written), written))
+            elif isinstance(name := t.get("use") if isinstance(t, Mapping) else t, str):
+                names.append((i, name, None))
     return names
+
+
+def _claim(ctx: Context, seen: dict[str, str], name: str, source: str, at: KeyPath) -> None:
+    """Record the tool ``name`` made by ``source`` (e.g. ``agent.tools[1] (agent 'h 1')``); when an
+    earlier entry made the same name, an issue at ``at`` naming both entries (the Agent would refuse
+    the duplicate only when the file is run)."""
+    if name not in seen:
+        seen[name] = source
+        return
+    # an agent tool's or handoff's source says what its name was made from, in parentheses: then
+    # say how names are made (a plain component entry is named as written)
+    how = ("" if not (source.endswith(")") or seen[name].endswith(")")) else
+           " (an agent tool is named after its 'name:' or agent with characters other than letters, digits, "
+           "_ and - replaced by _, a handoff's tool is transfer_to_<agent> likewise)")
+    ctx.add(f"duplicate tool {shown(name)}: made by {source} and by {seen[name]}; tool names must be unique{how}",
+            at)
 
 
 def _agents_of(ctx: Context, data: Mapping[str, Any], stem: str) -> list[tuple[str, KeyPath, Mapping[str, Any]]]:
@@ -341,18 +361,17 @@ def _check_agent(ctx: Context, agent: Mapping[str, Any], base: KeyPath, known: M
     where = format_path(base)
     tools = agent.get("tools")
     tools = tools if isinstance(tools, list) else []
-    names = _tool_names(tools)
-    first: dict[str, int] = {}
-    for i, name in names:
-        if name in first:
-            path: KeyPath = (*base, "tools", i)
-            entry = tools[i]
-            key = "use" if isinstance(entry, Mapping) and "use" in entry else (
-                "name" if isinstance(entry, Mapping) and "name" in entry else "agent")
-            at = (*path, key) if isinstance(entry, Mapping) else path
-            ctx.add(f"duplicate tool {shown(name)} (also {where}.tools[{first[name]}]); tool names must be unique", at)
-        else:
-            first[name] = i
+    first: dict[str, str] = {}  # each tool name -> the entry that makes it
+    for i, name, written in _tool_names(tools):
+        path: KeyPath = (*base, "tools", i)
+        entry = tools[i]
+        key = "use" if isinstance(entry, Mapping) and "use" in entry else (
+            "name" if isinstance(entry, Mapping) and entry.get("name") else "agent")
+        at = (*path, key) if isinstance(entry, Mapping) else path
+        source = f"{where}.tools[{i}]" + ("" if written is None else
+                                          f" (agent tool {shown(written)})" if key == "name" else
+                                          f" (agent {shown(written)})")
+        _claim(ctx, first, name, source, at)
     for i, entry in enumerate(tools):
         if not (isinstance(entry, Mapping) and "agent" in entry and "use" not in entry):
             continue
@@ -378,7 +397,8 @@ def _check_agent(ctx: Context, agent: Mapping[str, Any], base: KeyPath, known: M
                 continue
             targets[target] = i
             if _check_agent_ref(ctx, target, hpath, known, tool=False):
-                first.setdefault(handoff_tool_name(target), -1)
+                _claim(ctx, first, handoff_tool_name(target), f"{where}.handoffs[{i}] (handoff to {shown(target)})",
+                       hpath)
                 prompt = known[target].get("prompt")
                 template = prompt.get("template") if isinstance(prompt, Mapping) else prompt
                 if isinstance(template, str) and _variables(template):
@@ -492,7 +512,7 @@ def _check_agent_graph(ctx: Context, agents: list[tuple[str, KeyPath, Mapping[st
             visit(name)
 
 
-def _check_loop_controls(ctx: Context, agent: Mapping[str, Any], tools: Mapping[str, int], base: KeyPath,
+def _check_loop_controls(ctx: Context, agent: Mapping[str, Any], tools: Mapping[str, str], base: KeyPath,
                          where: str) -> None:
     """The tool-loop controls against the rest of the agent (at key path ``base``, shown as
     ``where``): ``disabled_tools`` naming tools of its ``tools`` (and not the ``tool_choice``),

@@ -135,6 +135,10 @@ class RunContext:
     :meth:`run_effect` uses (the agent's durable one when it has a checkpointer; otherwise one kept
     in this process, created on first use). ``ancestors``: the run ids above this one, parent
     first (empty for a top-level run; ``ancestors[0] == parent_run_id`` when set by :meth:`child`).
+    ``agent_depth``: how many agent tool calls this run is nested in (0 for a run no agent tool
+    started, whatever its parents: a workflow step, a caller's own parent run; an agent tool's
+    child is one deeper than its caller); :meth:`child` keeps it, only an agent tool adds one
+    (see :mod:`seamkit.agent.as_tool`).
     ``idempotency_key``: set only while a side-effecting tool runs through the effect ledger (a run
     with a checkpointer): that call's key, ``"<run id>:<step>:<tool call id>"``, the same for every
     attempt of the call (after a crash and resume too) and different for every other call. Hand it
@@ -153,6 +157,7 @@ class RunContext:
     effects: EffectLedger | None = None
     ancestors: tuple[str, ...] = ()
     idempotency_key: str | None = None
+    agent_depth: int = 0
 
     async def run_effect(self, key: str, op: Callable[[], Awaitable[T]]) -> T:
         """Run ``op`` (an operation with outside effects) at most once for the idempotency ``key``:
@@ -166,8 +171,8 @@ class RunContext:
         return await self.effects.run(key, op)
 
     def child(self, *, scope: Scope | None = None) -> RunContext:
-        """A context for a child run: a new run id, this run as parent, the same services and
-        clock, and a cancellation token cancelled with this one."""
+        """A context for a child run: a new run id, this run as parent, the same services, clock
+        and ``agent_depth``, and a cancellation token cancelled with this one."""
         return RunContext(
             run_id=new_run_id(),
             parent_run_id=self.run_id,
@@ -177,6 +182,7 @@ class RunContext:
             clock=self.clock,
             effects=self.effects,
             ancestors=(self.run_id, *self.ancestors),
+            agent_depth=self.agent_depth,
         )
 
     def service(self, name: str) -> Any:

@@ -208,3 +208,35 @@ def test_tool_descriptions_are_checked_by_validate_and_run(cli, write, tmp_path)
         assert r.returncode == 2, r
         assert "agent.tools[1]" in r.stderr and "'blank' has no description" in r.stderr, r.stderr
         assert "Traceback" not in r.stderr
+
+
+class _Chain:
+    """A checkpointer stand-in holding runs ``r0 <- r1 <- ...``: ``r{i}``'s parent is ``r{i+1}``
+    (``parents`` maps other links); only ``file_at`` records an agent file."""
+
+    def __init__(self, file_at: str | None, parents: dict[str, str] | None = None) -> None:
+        self.file_at, self.parents, self.closed = file_at, parents or {}, False
+
+    async def latest(self, run_id: str) -> object:
+        import types
+
+        n = int(run_id[1:])
+        meta = {"agent_file": "/x/f.yaml"} if run_id == self.file_at else {}
+        return types.SimpleNamespace(metadata=meta, parent_run_id=self.parents.get(run_id, f"r{n + 1}"))
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def test_resume_looks_for_the_agent_file_up_to_eight_parent_runs() -> None:
+    import asyncio
+
+    from seamkit.cli.commands import _recorded_agent_file
+
+    for file_at, found in (("r0", "/x/f.yaml"), ("r8", "/x/f.yaml"), ("r9", None)):
+        cp = _Chain(file_at)
+        result = asyncio.run(_recorded_agent_file(cp, "r0"))
+        assert result is not None and result[1] == found and cp.closed, file_at
+    cycle = _Chain(None, {"r1": "r0"})  # a parent link back to the run itself ends the search
+    result = asyncio.run(_recorded_agent_file(cycle, "r0"))
+    assert result is not None and result[1] is None

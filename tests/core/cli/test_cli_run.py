@@ -693,3 +693,25 @@ def test_sigterm_during_a_sync_tool_that_ignores_cancellation_exits_promptly_wit
     resumed = effect_cli(*resume[1:])
     assert resumed.returncode == 0, resumed
     assert resumed.stdout == "unstuck\n"
+
+
+def test_a_gather_mode_run_prints_the_gathered_block_on_stdout(cli, write):
+    # the block is the run's output but streams as no text: stdout was empty without --json
+    path = write("g.yaml", """
+        seamkit: 1
+        agent:
+          name: gatherer
+          mode: gather
+          model:
+            use: scripted
+            turns:
+              - tool_calls: [{name: add, arguments: {a: 2, b: 3}}]
+          tools: [add]
+          checkpoints: null
+        """)
+    r = cli("run", str(path), "go")
+    assert r.returncode == 0, r
+    block = json.loads(cli("run", str(path), "go", "--json").stdout.splitlines()[-1])["output"]
+    assert block.startswith("Gathered context (1 tool call):")
+    assert r.stdout == block + "\n"
+    assert "gathered:" in r.stderr and "Traceback" not in r.stderr

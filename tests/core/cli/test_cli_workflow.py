@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from cli_testlib import CLI
 
 COORDINATOR = """\
@@ -295,3 +296,67 @@ workflow:
     assert r.returncode == 2, r
     assert "keys.yaml:8:32: workflow.steps.s.emitz: unknown key 'emitz'; did you mean 'emits'?" in r.stderr, r
     assert "a step name is empty" in r.stderr and "EVENT_NOT_CONSUMED" not in r.stderr
+APPROVED_STEP = """\
+seamkit: 1
+agent:
+  name: lead
+  model: {use: scripted, turns: ["lead"]}
+agents:
+  appr:
+    model:
+      use: scripted
+      follow_transcript: true
+      turns: [{tool_calls: [{name: add, arguments: {a: 2, b: 3}}]}, "the sum is 5"]
+    tools: [add]
+    approvals: {add: every_call}
+workflow:
+  outcomes: [done]
+  steps:
+    go: {agent: appr, emits: [done]}
+"""
+
+
+@pytest.mark.parametrize("with_file", [False, True])
+def test_an_approval_of_a_workflow_steps_agent_run_is_decided_by_resuming_that_run(
+        cli: CLI, write: Callable[[str, str], Path], with_file: bool) -> None:
+    # the step's agent run records no agent file (its workflow run does), and it is a run of
+    # 'appr', not of the entry agent: resume found no file, and with --agent built the entry agent
+    path = write("appr.yaml", APPROVED_STEP)
+    r = cli("run", str(path), "go")
+    assert r.returncode != 0 and "waits for an approval" in r.stderr, r
+    rows = json.loads(cli("runs", "list", "--json").stdout)
+    (child,) = [row["run_id"] for row in rows if row["parent_run_id"] is not None]
+    r = cli("resume", child, "--approve", "call_0_0", *(("--agent", str(path)) if with_file else ()))
+    assert r.returncode == 0, r
+    assert "<- add: 5" in r.stderr and r.stdout == "the sum is 5\n"
+
+
+DELEGATING_STEP = """\
+seamkit: 1
+agent:
+  name: lead
+  model:
+    use: scripted
+    follow_transcript: true
+    turns: [{tool_calls: [{name: helper, arguments: {task: "look it up"}}]}, "lead: done"]
+  tools: [{agent: helper, max_depth: 1}]
+agents:
+  helper:
+    model: {use: scripted, turns: ["found it"]}
+workflow:
+  outcomes: [done]
+  steps:
+    go: {agent: lead, emits: [done]}
+"""
+
+
+def test_a_workflow_steps_agent_calls_its_agent_tools_within_their_max_depth(
+        cli: CLI, write: Callable[[str, str], Path]) -> None:
+    # the step's run is a child of the workflow run; that level is no agent tool call: max_depth 1
+    # was refused "at depth 2"
+    r = cli("run", str(write("delegate.yaml", DELEGATING_STEP)), "go")
+    assert r.returncode == 0, r
+    assert r.stdout == "lead: done\n"
+    rows = {row["agent"]: row for row in json.loads(cli("runs", "list", "--json").stdout)}
+    assert rows["helper"]["status"] == "done"  # the agent tool ran, as a child of the step's run
+    assert rows["helper"]["parent_run_id"] == rows["lead"]["run_id"]

@@ -173,6 +173,52 @@ def test_tool_names_are_unique_across_components_and_agent_tools(tmp_path: Path,
     assert any("agent.tools[1]" in i and "duplicate tool 'calculator'" in i for i in found), found
 
 
+CLASH = """\
+    seamkit: 1
+    agent:
+      name: main
+      model: {use: scripted, turns: [hi]}
+      tools: TOOLS
+      handoffs: HANDOFFS
+    agents:
+      "h 1": {model: {use: scripted, turns: [one]}}
+      h_1: {model: {use: scripted, turns: [two]}}
+      b: {model: {use: scripted, turns: [bee]}}
+      c: {model: {use: scripted, turns: [sea]}}
+    """
+
+
+def clash(tools: str, handoffs: str) -> str:
+    return CLASH.replace("TOOLS", tools).replace("HANDOFFS", handoffs)
+
+
+@pytest.mark.parametrize(("tools", "handoffs", "at", "both"), [
+    ('[{agent: "h 1"}, {agent: h_1}]', "[]", "agent.tools[1].agent",
+     ("'h_1'", "agent.tools[1] (agent 'h_1')", "agent.tools[0] (agent 'h 1')")),
+    ("[]", '["h 1", h_1]', "agent.handoffs[1]",
+     ("'transfer_to_h_1'", "agent.handoffs[1] (handoff to 'h_1')", "agent.handoffs[0] (handoff to 'h 1')")),
+    ("[{agent: c, name: transfer_to_b}]", "[b]", "agent.handoffs[0]",
+     ("'transfer_to_b'", "agent.handoffs[0] (handoff to 'b')", "agent.tools[0] (agent tool 'transfer_to_b')")),
+])
+def test_tool_names_clash_after_normalisation_at_validation(tmp_path: Path, registry: Registry, tools: str,
+                                                            handoffs: str, at: str, both: tuple[str, ...]) -> None:
+    # the Agent normalises agent tool and transfer tool names; validation must see the same names
+    # (it said ok and the run failed at 'agent:' with "duplicate tool name")
+    found = issues(tmp_path, clash(tools, handoffs), registry)
+    assert len(found) == 1, found
+    assert f" {at}: duplicate tool " in found[0], found
+    assert "duplicate tool " + both[0] in found[0] and all(b in found[0] for b in both[1:]), found
+
+
+def test_normalised_agent_tool_names_can_be_approved_and_chosen(tmp_path: Path, registry: Registry) -> None:
+    text = clash('[{agent: "h 1"}]', '["h_1"]').replace(
+        "      handoffs:", "      approvals: {h_1: every_call}\n      tool_choice: h_1\n"
+                        "      checkpoints: {use: memory}\n      handoffs:")
+    main = build_agent(load_composition(write(tmp_path, text), registry=registry), registry=registry)
+    assert "h_1" in {t.schema.name for t in main.tools}
+    assert dict(main.approvals) == {"h_1": "every_call"}
+
+
 def test_agent_tool_input_must_be_an_object_schema(tmp_path: Path, registry: Registry) -> None:
     text = DESK.replace("max_depth: 2}", "max_depth: 2, input: {type: string}}")
     found = issues(tmp_path, text, registry)
