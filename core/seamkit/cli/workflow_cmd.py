@@ -111,30 +111,38 @@ def _drive(work: Callable[[], Coroutine[Any, Any, Any]], sink: _Sink, run_id: st
         raise
 
 
-def run_workflow_cmd(args: argparse.Namespace, composition: Any, registry: Any, task: str,
-                     agent_file: str | None, file: str) -> int:
-    """``seamkit run FILE TASK`` for a composition with ``workflow:``: ``task`` is the start
-    event's payload; ``file``: the composition's path, recorded with the run (a plain ``seamkit
-    resume RUN`` finds it)."""
+def _built(args: argparse.Namespace, composition: Any, registry: Any, run_id: str) -> tuple[Any, _Sink]:
+    """The composition's workflow, its step events going to a new :class:`_Sink` (``--json``:
+    for ``run_id``). Raises :class:`~seamkit.cli.main.BuildFailed` when a component fails to build."""
     import dataclasses
 
-    from seamkit.cli.commands import _close_stores
     from seamkit.cli.main import BuildFailed
     from seamkit.composition import ComponentBuildError, build_workflow
-    from seamkit.runtime.context import RunContext
-    from seamkit.values import Scope
-    from seamkit.workflows import run_workflow
 
     try:
         workflow = build_workflow(composition, registry=registry)
     except ComponentBuildError as exc:
         raise BuildFailed(exc.issues) from exc
     sink = _Sink(args.json, composition.secret_values())
-    workflow = dataclasses.replace(workflow, observers=(*workflow.observers, sink))
-    ctx = RunContext(scope=Scope(thread=args.thread)) if getattr(args, "thread", None) else RunContext()
     if sink.json is not None:
-        sink.json.run_id = ctx.run_id
-    else:  # the run id first: after a crash it is what `seamkit resume` needs
+        sink.json.run_id = run_id
+    return dataclasses.replace(workflow, observers=(*workflow.observers, sink)), sink
+
+
+def run_workflow_cmd(args: argparse.Namespace, composition: Any, registry: Any, task: str,
+                     agent_file: str | None, file: str) -> int:
+    """``seamkit run FILE TASK`` for a composition with ``workflow:``: ``task`` is the start
+    event's payload; ``file``: the composition's path, recorded with the run (a plain ``seamkit
+    resume RUN`` finds it)."""
+
+    from seamkit.cli.commands import _close_stores
+    from seamkit.runtime.context import RunContext
+    from seamkit.values import Scope
+    from seamkit.workflows import run_workflow
+
+    ctx = RunContext(scope=Scope(thread=args.thread)) if getattr(args, "thread", None) else RunContext()
+    workflow, sink = _built(args, composition, registry, ctx.run_id)
+    if sink.json is None:  # the run id first: after a crash it is what `seamkit resume` needs
         sys.stderr.write(f"seamkit: workflow {workflow.name} run {ctx.run_id}\n")
     agents = workflow.services.get("agents") or {}
 
@@ -151,11 +159,9 @@ def run_workflow_cmd(args: argparse.Namespace, composition: Any, registry: Any, 
 
 def resume_workflow_cmd(args: argparse.Namespace, composition: Any, registry: Any, agent_file: str | None) -> int:
     """``seamkit resume RUN [--answer TEXT] [--allow-finished]`` of a workflow run."""
-    import dataclasses
 
     from seamkit.cli.commands import _close_stores, _read_task
-    from seamkit.cli.main import BuildFailed, UsageError
-    from seamkit.composition import ComponentBuildError, build_workflow
+    from seamkit.cli.main import UsageError
     from seamkit.errors import RunNotResumable
     from seamkit.workflows import resume_workflow
 
@@ -163,14 +169,7 @@ def resume_workflow_cmd(args: argparse.Namespace, composition: Any, registry: An
             getattr(args, k, None) for k in ("approve", "reject", "edit")):
         raise UsageError("a workflow takes --answer TEXT for its gate (and --allow-finished); "
                          "--turn-id and --approve/--reject/--edit do not apply")
-    try:
-        workflow = build_workflow(composition, registry=registry)
-    except ComponentBuildError as exc:
-        raise BuildFailed(exc.issues) from exc
-    sink = _Sink(args.json, composition.secret_values())
-    workflow = dataclasses.replace(workflow, observers=(*workflow.observers, sink))
-    if sink.json is not None:
-        sink.json.run_id = args.run_id
+    workflow, sink = _built(args, composition, registry, args.run_id)
     answer = _read_task(args.answer, "answer") if args.answer is not None else None
     events = _events(getattr(args, "event", None) or [])
     if getattr(args, "gate", None) is not None and answer is None:

@@ -347,7 +347,6 @@ class Checkpointer:
         ``ValueError`` when the run is not a conversation with capabilities, the key is not one of
         the run's open uncertain effects or its receipt is not uncertain, or ``result`` is not
         JSON."""
-        import json
 
         from seamkit.capabilities.state import KernelState
 
@@ -359,26 +358,8 @@ class Checkpointer:
         if key not in kernel.uncertain:  # the ledger is the tenant's: only this run's own effects
             raise ValueError(f"run {run_id} has no capability effect {key!r} whose outcome is unknown "
                              f"(unsettled: {', '.join(kernel.uncertain) or 'none'})")
-        value: Any = None
-        if result is not None:
-            try:
-                value = json.loads(result)
-            except ValueError as exc:
-                raise ValueError(f"the result of a capability's effect is the JSON value its operation "
-                                 f"returned; {result!r:.80} is not JSON ({exc})") from None
-        ledger = self._ledger(snap)
-        if ledger is None:
-            raise RunNotResumable(run_id, "this checkpointer has no store for effect receipts")
-        check_effect_key(key)
-        receipt = await ledger.receipt(key)
-        status = receipt.get("status") if receipt is not None else None
-        if status not in ("uncertain", "prepared"):
-            what = "no receipt" if receipt is None else f"its receipt is {receipt.get('settled') or status}"
-            raise ValueError(f"run {run_id} has no capability effect {key!r} whose outcome is unknown ({what})")
+        receipt = await self._settle_receipt(snap, key, applied=applied, result=result, what="capability effect")
         tool = key[len(CAPABILITY_EFFECT_PREFIX):].split(":", 1)[0]
-        note = f"settled as {'applied' if applied else 'not applied'} by a person"
-        await ledger.settle(key, applied=applied, value=value if applied else None, note=note)
-        assert receipt is not None
         # a new checkpoint version (same status) drops the key from the run's open ones
         state = dict(snap.state)
         state["kernel"] = replace(kernel, uncertain=tuple(k for k in kernel.uncertain if k != key))
@@ -392,6 +373,35 @@ class Checkpointer:
         return UncertainEffect(call_id=key, tool=tool, key=key, reason=str(receipt.get("error") or ""),
                                settled="applied" if applied else "not_applied", result=result)
 
+    async def _settle_receipt(self, snap: RunSnapshot, key: str, *, applied: bool, result: str | None,
+                              what: str) -> dict[str, Any]:
+        """Settle the uncertain (or interrupted) receipt ``key`` of ``snap``'s run in the effect
+        ledger: ``applied`` with ``result`` (the JSON text of what the operation returned) or not.
+        Returns the receipt as it was. Raises ``ValueError`` for a ``result`` that is not JSON or a
+        receipt that is not uncertain (``what`` names the effect in the message);
+        :class:`~seamkit.errors.RunNotResumable` without a store for receipts."""
+        import json
+
+        value: Any = None
+        if result is not None:
+            try:
+                value = json.loads(result)
+            except ValueError as exc:
+                raise ValueError(f"the result of a {what} is the JSON value its operation returned; "
+                                 f"{result!r:.80} is not JSON ({exc})") from None
+        ledger = self._ledger(snap)
+        if ledger is None:
+            raise RunNotResumable(snap.run_id, "this checkpointer has no store for effect receipts")
+        check_effect_key(key)
+        receipt = await ledger.receipt(key)
+        status = receipt.get("status") if receipt is not None else None
+        if receipt is None or status not in ("uncertain", "prepared"):
+            found = "no receipt" if receipt is None else f"its receipt is {receipt.get('settled') or status}"
+            raise ValueError(f"run {snap.run_id} has no {what} {key!r} whose outcome is unknown ({found})")
+        note = f"settled as {'applied' if applied else 'not applied'} by a person"
+        await ledger.settle(key, applied=applied, value=value if applied else None, note=note)
+        return receipt
+
     async def _settle_workflow_effect(self, snap: RunSnapshot, key: str, *, applied: bool,
                                       result: str | None) -> UncertainEffect:
         """:meth:`settle_effect` of a workflow run's effect: ``key`` is its effect ledger key,
@@ -401,7 +411,6 @@ class Checkpointer:
         again (``resume --allow-finished``), gets that value without running the operation, or runs
         it (not applied). Raises ``ValueError`` when the key belongs to no unfinished activation of
         the run, its receipt is not uncertain, or ``result`` is not JSON."""
-        import json
 
         run_id = snap.run_id
         ws = snap.state["workflow_state"]
@@ -410,25 +419,7 @@ class Checkpointer:
         if owner is None:
             raise ValueError(f"run {run_id} has no unfinished step whose effect is {key!r} (an effect key of a "
                              f"workflow starts with its step's run id: {', '.join(a.run_id for a in open_) or 'none'})")
-        value: Any = None
-        if result is not None:
-            try:
-                value = json.loads(result)
-            except ValueError as exc:
-                raise ValueError(f"the result of a step's effect is the JSON value its operation returned; "
-                                 f"{result!r:.80} is not JSON ({exc})") from None
-        ledger = self._ledger(snap)
-        if ledger is None:
-            raise RunNotResumable(run_id, "this checkpointer has no store for effect receipts")
-        check_effect_key(key)
-        receipt = await ledger.receipt(key)
-        status = receipt.get("status") if receipt is not None else None
-        if status not in ("uncertain", "prepared"):
-            what = "no receipt" if receipt is None else f"its receipt is {receipt.get('settled') or status}"
-            raise ValueError(f"run {run_id} has no effect {key!r} whose outcome is unknown ({what})")
-        note = f"settled as {'applied' if applied else 'not applied'} by a person"
-        await ledger.settle(key, applied=applied, value=value if applied else None, note=note)
-        assert receipt is not None
+        receipt = await self._settle_receipt(snap, key, applied=applied, result=result, what="effect")
         return UncertainEffect(call_id=key, tool=owner.step, key=key, reason=str(receipt.get("error") or ""),
                                settled="applied" if applied else "not_applied", result=result)
 
