@@ -316,7 +316,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from seamkit.cli.render import HumanRenderer, JsonRenderer, pending_text
     from seamkit.cli.scrub import scrub_output
     from seamkit.composition import ComponentBuildError, build_agent, load_composition
-    from seamkit.errors import ToolArgumentError
+    from seamkit.errors import RunNotResumable, ToolArgumentError
 
     decisions = _decisions(args)
     composition, registry = _load(args.agent)
@@ -389,9 +389,9 @@ def cmd_resume(args: argparse.Namespace) -> int:
             raise UsageError(f"run {args.run_id} waits for a decision\n"
                              + pending_text(args.run_id, snap.state.get("pending_approvals") or (),
                                             agent_file=args.agent))
-        try:
-            agent._check_decisions(snap.state, decisions)
-        except (ValueError, ToolArgumentError) as exc:
+        try:  # the decisions are for the agent holding the conversation (a handoff target, maybe)
+            agent._holder(args.run_id, snap.state)._check_decisions(snap.state, decisions)
+        except (ValueError, ToolArgumentError, RunNotResumable) as exc:
             asyncio.run(cp.close())
             raise UsageError(str(exc)) from None
     elif decisions is not None:

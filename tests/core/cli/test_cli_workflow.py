@@ -360,3 +360,26 @@ def test_a_workflow_steps_agent_calls_its_agent_tools_within_their_max_depth(
     rows = {row["agent"]: row for row in json.loads(cli("runs", "list", "--json").stdout)}
     assert rows["helper"]["status"] == "done"  # the agent tool ran, as a child of the step's run
     assert rows["helper"]["parent_run_id"] == rows["lead"]["run_id"]
+
+
+def test_a_tool_call_of_a_handoff_target_is_approved_from_the_command_line(
+        cli: CLI, write: Callable[[str, str], Path], tmp_path: Path) -> None:
+    path = write("ho.yaml", """\
+seamkit: 1
+agent:
+  name: triage
+  model: {use: scripted, turns: [{tool_calls: [{name: transfer_to_billing}]}], follow_transcript: true}
+  handoffs: [{agent: billing, filter: user_only}]
+agents:
+  billing:
+    model:
+      use: scripted
+      follow_transcript: true
+      turns: [{tool_calls: [{name: add, arguments: {a: 2, b: 3}}]}, "Refunded."]
+    tools: [add]
+    approvals: {add: every_call}
+""")
+    assert cli("run", str(path), "refund A1").returncode == 3
+    run_id = json.loads(cli("runs", "list", "--json").stdout)[0]["run_id"]
+    r = cli("resume", run_id, "--approve", "call_0_0")
+    assert r.returncode == 0 and r.stdout == "Refunded.\n", r
