@@ -872,6 +872,8 @@ def cmd_runs_settle(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if workflow:
         then = "gets the recorded result without running it" if applied else "runs it again"
+        if applied and args.result is None:
+            then = "gets null as the effect's value (no --result was given) without running it"
         sys.stderr.write(f"settled effect {args.call_id} of step {settled.tool} of workflow run {args.run_id} as "
                          f"{args.outcome}: the step, run again, {then}: "
                          f"{resume_command(args.run_id, '--allow-finished', agent_file=args.agent)}\n")

@@ -61,6 +61,7 @@ def _print_result(result: Any, sink: _Sink, agent_file: str | None) -> int:
         sink.json._write({"kind": "workflow_finished", "run_id": result.run_id, "status": result.status,
                           "outcome": result.outcome, "output": jsonable(result.output),
                           "steps": len(result.steps), "warnings": list(result.warnings),
+                          "awaiting": list(result.awaiting),
                           "waiting": [{"step": a.step, "activation": a.id, "prompt": p} for a, p in result.waiting]})
         return EXIT_SUSPENDED if result.status == "suspended" else EXIT_OK
     for w in result.warnings:
@@ -73,7 +74,7 @@ def _print_result(result: Any, sink: _Sink, agent_file: str | None) -> int:
     if result.status == "suspended":
         lines = ["waiting for the person:"]
         for a, prompt in result.waiting:
-            lines.append(f"  {a.step} ({a.id}): {prompt}")
+            lines.append(f"  {a.step} ({a.id}): {prompt}{_input_hint(a)}")
         several = len(result.waiting) > 1
         for a, _ in result.waiting if several else result.waiting[:1]:
             gate = (("--gate", a.id),) if several else ()
@@ -86,9 +87,21 @@ def _print_result(result: Any, sink: _Sink, agent_file: str | None) -> int:
     out = result.output
     text = out if isinstance(out, str) else json.dumps(jsonable(out), indent=2, ensure_ascii=False)
     sys.stdout.write(text + ("" if text.endswith("\n") else "\n"))
+    n = len(result.steps)
     sys.stderr.write(f"seamkit: workflow {result.run_id} done: outcome {result.outcome}, "
-                     f"{len(result.steps)} steps\n")
+                     f"{n} step{'s' if n != 1 else ''}\n")
     return EXIT_OK
+
+
+def _input_hint(a: Any) -> str:
+    """`` [input: ...]``: what a waiting gate decides about (a gate in a fan-out: which branch)."""
+    from seamkit.cli.render import jsonable, truncate
+
+    if not a.inputs:
+        return ""
+    payload = a.inputs[0].payload
+    text = payload if isinstance(payload, str) else json.dumps(jsonable(payload), ensure_ascii=False)
+    return f" [input: {truncate(text, 120)}]"
 
 
 def _drive(work: Callable[[], Coroutine[Any, Any, Any]], sink: _Sink, run_id: str, agent_file: str | None) -> Any:
@@ -136,19 +149,32 @@ def run_workflow_cmd(args: argparse.Namespace, composition: Any, registry: Any, 
     resume RUN`` finds it)."""
 
     from seamkit.cli.commands import _close_stores
+    from seamkit.cli.main import UsageError
     from seamkit.runtime.context import RunContext
     from seamkit.values import Scope
     from seamkit.workflows import run_workflow
 
     ctx = RunContext(scope=Scope(thread=args.thread)) if getattr(args, "thread", None) else RunContext()
     workflow, sink = _built(args, composition, registry, ctx.run_id)
+    waits = workflow.external or any(s.kind == "gate" for s in workflow.steps)
+    cp = workflow.checkpointer
+    if waits and (cp is None or not getattr(cp.port, "persistent", True)):
+        what = ("no checkpoint store" if cp is None
+                else f"'{type(cp.port).__name__}', which does not outlive this process")
+        raise UsageError(f"workflow {workflow.name} has gates or outside events: a run waiting for them is resumed "
+                         f"from its checkpoints, and this file has {what} (use sqlite, postgres or redis)")
+    try:  # a JSON object on the command line is the workflow's structured input
+        parsed = json.loads(task)
+    except ValueError:
+        parsed = None
+    data: Any = parsed if isinstance(parsed, dict) else task
     if sink.json is None:  # the run id first: after a crash it is what `seamkit resume` needs
         sys.stderr.write(f"seamkit: workflow {workflow.name} run {ctx.run_id}\n")
     agents = workflow.services.get("agents") or {}
 
     async def work() -> Any:
         try:
-            return await run_workflow(workflow, task, ctx=ctx, metadata={"agent_file": file})
+            return await run_workflow(workflow, data, ctx=ctx, metadata={"agent_file": file})
         finally:
             for agent in agents.values():
                 await _close_stores(agent)
@@ -223,7 +249,8 @@ def workflow_json(state: Any) -> dict[str, Any] | None:
 
     def one(a: Any) -> dict[str, Any]:
         return {"activation": a.id, "step": a.step, "status": a.status, "run_id": a.run_id,
-                "branch": [[b.index, b.size] for b in a.frame], "emitted": list(a.emitted), "error": a.error}
+                "branch": [[b.index, b.size] for b in a.frame], "emitted": list(a.emitted), "error": a.error,
+                "answer": a.answer}
 
     return {"workflow": state.get("workflow"), "steps": [one(a) for a in (*ws.finished, *ws.active)],
             "outcomes": [{"type": e.type, "payload": jsonable(e.payload)} for e in ws.outcomes]}
@@ -238,9 +265,20 @@ def show_workflow(out: Any, snap: Any, tree: dict[str, Any], agent_file: str | N
     for s in tree["steps"]:
         indent = "  " * (1 + len(s["branch"]))
         branch = "".join(f"[{i + 1}/{n}]" for i, n in s["branch"])
-        tail = (f" -> {', '.join(s['emitted'])}" if s["emitted"] else "") + (f": {s['error']}" if s["error"] else "")
+        tail = ((f" answered {s['answer']!r}" if s["answer"] is not None else "")
+                + (f" -> {', '.join(s['emitted'])}" if s["emitted"] else "")
+                + (f": {s['error']}" if s["error"] else ""))
         out.write(visible(f"{indent}{s['step']} {branch} ({s['activation']}) {s['status']} {s['run_id']}{tail}")[:300]
                   + "\n")
-    if snap.status == "suspended":
-        out.write("answer the gate with: " + resume_command(snap.run_id, ("--answer", "TEXT"), agent_file=agent_file)
-                  + "\n")
+    if snap.status != "suspended":
+        return
+    if snap.state.get("waiting_for") == "event":
+        awaiting = str(snap.state.get("status_detail") or "").rpartition(": ")[2].split(", ")[0] or "TYPE"
+        out.write("hand the event in with: " + resume_command(snap.run_id, ("--event", f"{awaiting}=JSON"),
+                                                              agent_file=agent_file) + "\n")
+        return
+    gates = [s for s in tree["steps"] if s["status"] == "waiting"]
+    for s in gates:
+        flags = (("--gate", s["activation"]),) if len(gates) > 1 else ()
+        out.write(f"answer {visible(s['step'])} ({s['activation']}) with: "
+                  + resume_command(snap.run_id, *flags, ("--answer", "TEXT"), agent_file=agent_file) + "\n")

@@ -646,4 +646,4 @@ def build_workflow(composition: Composition, *, registry: Registry | None = None
         services["embeddings"], services["vectors"] = memory.embedder, memory.vectors
     stem = c.file.stem if c.file is not None else "workflow"
     return Workflow(w.name or stem, tuple(steps), tuple(w.outcomes), tuple(w.external), w.max_concurrency,
-                    checkpointer=cp, services=services)
+                    max_activations=w.max_activations, checkpointer=cp, services=services)

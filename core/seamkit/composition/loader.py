@@ -307,7 +307,7 @@ def _check_workflow(ctx: Context, workflow: Mapping[str, Any], known: Mapping[st
             continue
         path: KeyPath = ("workflow", "steps", name)
         if "agent" in body and "use" not in body:
-            _check_agent_ref(ctx, body.get("agent"), (*path, "agent"), known, tool=True)
+            _check_agent_ref(ctx, body.get("agent"), (*path, "agent"), known, tool=True, role="a workflow step")
         consumes, emits = body.get("consumes", [START]), body.get("emits", [])
         consumes, emits = ([consumes] if isinstance(consumes, str) else consumes,
                            [emits] if isinstance(emits, str) else emits)
@@ -327,6 +327,8 @@ def _check_workflow(ctx: Context, workflow: Mapping[str, Any], known: Mapping[st
         except ValueError as exc:
             ctx.add(str(exc), path)
     outcomes, external = workflow.get("outcomes", []), workflow.get("external", [])
+    outcomes, external = ([outcomes] if isinstance(outcomes, str) else outcomes,
+                          [external] if isinstance(external, str) else external)
     if not (_texts(outcomes) and _texts(external)):
         return
     name = workflow.get("name")
@@ -450,7 +452,8 @@ def _variables(template: str) -> frozenset[str]:
         return frozenset()
 
 
-def _check_agent_ref(ctx: Context, name: Any, path: KeyPath, known: Mapping[str, Any], *, tool: bool) -> bool:
+def _check_agent_ref(ctx: Context, name: Any, path: KeyPath, known: Mapping[str, Any], *, tool: bool,
+                     role: str | None = None) -> bool:
     """Whether ``name`` (at ``path``) names an agent of the file (one with capabilities cannot be a
     tool); an issue with a did-you-mean otherwise."""
     if not isinstance(name, str) or ctx.is_poisoned(path):
@@ -462,7 +465,7 @@ def _check_agent_ref(ctx: Context, name: Any, path: KeyPath, known: Mapping[str,
         return False
     caps = known[name].get("capabilities")
     if isinstance(caps, list) and caps:
-        what = "a tool" if tool else "a handoff target"
+        what = role or ("a tool" if tool else "a handoff target")
         ctx.add(f"agent {shown(name)} has capabilities: it runs conversation turns and cannot be {what}", path)
         return False
     return True

@@ -302,11 +302,19 @@ class WorkflowConfig(_Model):
     outcomes: list[str] = Field(default_factory=list, description="Event types the workflow ends with")
     external: list[str] = Field(default_factory=list, description="Event types that arrive from outside")
     max_concurrency: int = Field(default=4, ge=1, description="Steps running at once (fan-out branches included)")
+    max_activations: int = Field(
+        default=10_000, ge=1, description="Steps one run may run in all (a cycle that never ends stops there)",
+    )
     memory: MemoryRef | None = Field(
         default=None,
         description="A memory component with an embedding model and a vector store (vector_memory): the steps "
         "find them as the services 'embeddings' and 'vectors' (recall, remember)",
     )
+    @field_validator("outcomes", "external", mode="before", json_schema_input_type=str | list[str])
+    @classmethod
+    def _one_type(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value  # `outcomes: done` means [done]
+
     steps: dict[str, StepEntry] = Field(
         description="The steps by name: {agent: NAME} | {tool: {...}} | {capability: {...}} | {gate: QUESTION} | "
         "{use: STEP}, each with consumes, emits and join",

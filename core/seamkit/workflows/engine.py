@@ -106,7 +106,8 @@ class Activation:
     """One run of a step: ``id`` (``a1``, ``a2``, ...), ``step``, the events it consumed
     (``inputs``; empty once it finished, to keep checkpoints small), its child ``run_id``,
     ``status`` (``running``, ``waiting`` (a gate), ``done``, ``failed``, ``skipped``), the
-    ``frame`` its events are emitted in, the event types it ``emitted`` and its ``error``."""
+    ``frame`` its events are emitted in, the event types it ``emitted`` (an empty event of a
+    branch is not listed), its ``error`` and, for a gate, the person's ``answer``."""
 
     id: str
     step: str
@@ -116,6 +117,7 @@ class Activation:
     frame: tuple[Branch, ...] = ()
     emitted: tuple[str, ...] = ()
     error: str | None = None
+    answer: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -566,7 +568,8 @@ class WorkflowRun:
         self.usage = self.usage + usage
         events = self._events(a, step, out)
         # a finished activation's inputs are not needed again: the checkpoint stays small
-        done = dataclasses.replace(a, inputs=(), status="done", emitted=tuple(dict.fromkeys(e.type for e in events)))
+        done = dataclasses.replace(a, inputs=(), status="done",
+                                   emitted=tuple(dict.fromkeys(e.type for e in events if not e.empty)))
         self.finished.append(done)
         self.emit_event("finished", done, emitted=list(done.emitted))
 
@@ -631,7 +634,8 @@ class WorkflowRun:
             raise exc
         uncertain = _uncertain_key(exc)
         settle = (f"; once a person has checked, settle it: seamkit runs settle {self.ctx.run_id} {uncertain} "
-                  "applied|not-applied, then resume with --allow-finished" if uncertain is not None else "")
+                  "applied --result JSON (what the operation returned) or not-applied, then resume with "
+                  "--allow-finished" if uncertain is not None else "")
         raise WorkflowFailed(self.ctx.run_id, "STEP_FAILED", f"step {a.step!r} ({a.id}, run {a.run_id}) "
                              f"failed: {why}{settle}", a.step) from exc
 
@@ -640,7 +644,8 @@ class WorkflowRun:
             a = self.active.pop(aid)
             step = self.steps[a.step]
             events = self._events(a, step, gate_emits(step, answer, step_input(step, a.inputs)))
-            done = dataclasses.replace(a, inputs=(), status="done", emitted=tuple(e.type for e in events))
+            done = dataclasses.replace(a, inputs=(), status="done", answer=answer,
+                                       emitted=tuple(dict.fromkeys(e.type for e in events if not e.empty)))
             self.finished.append(done)
             self.emit_event("finished", done, emitted=list(done.emitted))
         self.answers.clear()
@@ -680,10 +685,15 @@ class WorkflowRun:
             return []
         awaited: list[str] = []
         for step in self.workflow.steps:
-            have = {e.type for e in self.inbox.get(step.name, ())}
+            inbox = self.inbox.get(step.name, ())
+            if any(e.frame for e in inbox) and not step.join:
+                continue  # inside a fan-out: an outside event cannot meet these (the run stalls, saying so)
+            have = {e.type for e in inbox}
             missing = [t for t in step.consumes if t not in have]
             if missing and all(t in external for t in missing) and (have or set(step.consumes) <= external):
                 awaited += [t for t in missing if t not in awaited]
+        if not self.outcomes:  # an outcome that arrives from outside
+            awaited += [t for t in self.workflow.outcomes if t in external and t not in awaited]
         return awaited
 
     def _stall_text(self) -> str:
@@ -694,6 +704,13 @@ class WorkflowRun:
                 waits.append(f"step {step.name!r} has {', '.join(sorted(have))}, but not from the same fan-out "
                              "branch: the events a step waits for must come from one branch (join the fan-out "
                              "first, or carry the other event along the branch)")
+                continue
+            framed = any(e.frame for e in self.inbox.get(step.name, ()))
+            outside = [t for t in step.consumes if t not in have and t in self.workflow.external]
+            if have and framed and outside and not step.join:
+                waits.append(f"step {step.name!r} has {', '.join(sorted(have))} from a fan-out branch and waits for "
+                             f"{', '.join(outside)}, an outside event, which is not from the same fan-out branch "
+                             "(join the fan-out first)")
                 continue
             if have:
                 missing = [t for t in step.consumes if t not in have]
@@ -800,8 +817,12 @@ async def run_workflow(workflow: Workflow, input: Any = None, *, ctx: RunContext
     :class:`~seamkit.workflows.validate.WorkflowInvalid` (every problem) before anything runs;
     :class:`WorkflowFailed` when a step raises (``STEP_FAILED``, the step's exception as
     ``__cause__``) or the run stalls (``WORKFLOW_STALLED``); ``ValueError`` for an external event
-    type the workflow does not declare; :class:`~seamkit.errors.RunCancelled` when cancelled."""
+    type the workflow does not declare, and for gates or outside events without a checkpointer;
+    :class:`~seamkit.errors.RunCancelled` when cancelled."""
     check(workflow)
+    if workflow.checkpointer is None and (workflow.external or any(s.kind == "gate" for s in workflow.steps)):
+        raise ValueError(f"workflow {workflow.name!r} has gates or outside events: a run waiting for them is "
+                         "suspended durably, so it needs a checkpointer")
     ctx = _context(workflow, ctx, run_id)
     run = WorkflowRun(workflow, ctx, WorkflowState())
     run.begin(input)
@@ -821,8 +842,13 @@ def _external(run: WorkflowRun, events: Mapping[str, Sequence[Any]] | None) -> N
         if kind not in run.workflow.external:
             raise ValueError(f"workflow {run.workflow.name!r} takes no external event {kind!r} "
                              f"(external: {', '.join(run.workflow.external) or 'none'})")
+        if isinstance(payloads, (str, bytes)) or not isinstance(payloads, Sequence):
+            raise TypeError(f"events[{kind!r}] must be a list of payloads, got {type(payloads).__name__}")
         for p in payloads:
-            run.deliver(Event(run._next("e"), kind, p))
+            e = Event(run._next("e"), kind, p)
+            if kind in run.scheduler.outcomes:
+                run.outcomes.append(e)
+            run.deliver(e)
 
 
 def _ledger(cp: Any, ctx: RunContext) -> Any:

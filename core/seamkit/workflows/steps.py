@@ -202,7 +202,10 @@ def workflow_step(name: str, inner: Workflow, *, consumes: tuple[str, ...] | str
             result = await run_workflow(inner, data, ctx=ctx.run)
         ctx.add_usage(result.usage)
         if result.status == "suspended":
-            raise StepError("WORKFLOW_SUSPENDED", f"workflow {inner.name!r} (run {result.run_id}) stopped at a gate")
+            what = (f"waits for an outside event ({', '.join(result.awaiting)})" if result.awaiting
+                    else "stopped at a gate")
+            raise StepError("WORKFLOW_SUSPENDED", f"workflow {inner.name!r} (run {result.run_id}) {what}: gates and "
+                            "outside events belong to the outer workflow")
         return result.output
 
     return Step(name, run, consumes, emits, join, "workflow", origin=origin, inner=inner)  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ Codes:
 - ``CONFIG_MISSING``: a step's component lacks required configuration.
 - ``INVALID_GATE``: a gate that routes yes and no to one event, routes only one of them, or
   emits several types without saying which answer goes where.
+- ``INVALID_STEP``: a step that consumes one event type twice.
 
 What validation cannot see is checked as the workflow runs: a step emitting an event it does not
 declare fails; events left waiting for a partner when nothing else can run end the run as
@@ -135,6 +136,10 @@ def validate(workflow: Workflow) -> list[WorkflowProblem]:
         if e not in producers and e not in workflow.external:
             out.append(WorkflowProblem("OUTCOME_NEVER_EMITTED", f"the declared outcome {e!r} is emitted by no step"))
     for s in steps:
+        twice = sorted({e for e in s.consumes if s.consumes.count(e) > 1})
+        if twice:
+            out.append(WorkflowProblem("INVALID_STEP", f"step {s.where()} consumes {', '.join(map(repr, twice))} "
+                                       "more than once: a step waits for one event of each type", (s.name,)))
         if s.kind == "workflow" and isinstance(s.inner, Workflow):
             out += [WorkflowProblem(p.code, f"in the workflow {s.inner.name!r} of step {s.where()}: {p.message}",
                                     (s.name, *p.steps)) for p in validate(s.inner)]

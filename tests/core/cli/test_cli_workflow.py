@@ -110,11 +110,11 @@ def test_a_gate_waits_for_the_person_and_resume_answers_it(cli: CLI, write: Call
     r = cli("run", str(path), "refund please")
     assert r.returncode == 3, r
     run_id = _latest_workflow_run(cli)
-    assert "  check (a" in r.stderr and "): Send this refund?" in r.stderr
+    assert "  check (a" in r.stderr and "): Send this refund? [input: refund $20]" in r.stderr
     assert f"answer with: seamkit resume {run_id} --answer yes" in r.stderr
     r = cli("runs", "show", run_id)
     assert "detail: waiting for the person: check: Send this refund?" in r.stdout
-    assert f"answer the gate with: seamkit resume {run_id} --answer TEXT" in r.stdout
+    assert "check (a" in r.stdout and f") with: seamkit resume {run_id} --answer TEXT" in r.stdout
     r = cli("resume", run_id)
     assert r.returncode == 2 and "waits for the person's answer" in r.stderr, r
     r = cli("resume", run_id, "--answer", "maybe")
@@ -188,7 +188,7 @@ def test_a_steps_uncertain_effect_is_settled_from_the_command_line(tmp_path: Pat
     run_id = _latest_workflow_run(cli)
     step_run = json.loads(cli("runs", "show", run_id, "--json").stdout)["workflow"]["steps"][0]["run_id"]
     key = f"{step_run}:post"
-    assert f"seamkit runs settle {run_id} {key} applied|not-applied" in r.stderr, r
+    assert f"seamkit runs settle {run_id} {key} applied --result JSON" in r.stderr, r
     fail.unlink()
     r = cli("resume", run_id, "--allow-finished")  # not settled: the step fails again, nothing is written
     assert r.returncode == 1 and not log.exists(), r
@@ -383,3 +383,25 @@ agents:
     run_id = json.loads(cli("runs", "list", "--json").stdout)[0]["run_id"]
     r = cli("resume", run_id, "--approve", "call_0_0")
     assert r.returncode == 0 and r.stdout == "Refunded.\n", r
+
+
+def test_a_gate_on_a_store_that_does_not_outlive_the_process_is_refused_up_front(
+        cli: CLI, write: Callable[[str, str], Path]) -> None:
+    path = write("mem.yaml", GATED.replace("  name: drafter\n", "  name: drafter\n  checkpoints: {use: memory}\n"))
+    r = cli("run", str(path), "refund please")
+    assert r.returncode == 2 and "has gates or outside events" in r.stderr and "does not outlive" in r.stderr, r
+
+
+def test_a_json_object_task_is_the_workflows_structured_input(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    path = write("calc.yaml", """\
+seamkit: 1
+agent:
+  model: {use: scripted, turns: [hi]}
+workflow:
+  outcomes: done
+  max_activations: 5
+  steps:
+    add: {tool: add, emits: done}
+""")
+    r = cli("run", str(path), '{"a": 2, "b": 40}')
+    assert r.returncode == 0 and r.stdout == "42\n", r

@@ -527,3 +527,34 @@ async def test_answering_one_of_several_waiting_gates_by_name_or_activation() ->
     assert r2.status == "suspended" and len(r2.waiting) == 1
     r3 = await resume_workflow(w, r.run_id, answer="no", gate="check")
     assert {e.type: e.payload for e in r3.outcomes} == {"done": ["a"], "dropped": ["b"]}
+
+
+async def test_second_outside_pass_findings() -> None:
+    cp = Checkpointer(MemoryStore())
+    # an outcome type that arrives from outside ends the run
+    ext = Workflow("ext", (fn("a", None, emits="x"), fn("b", consumes="x", emits="done")), outcomes=("done",),
+                   external=("done",), checkpointer=cp)
+    r = await run_workflow(ext, None)
+    assert (r.status, r.awaiting) == ("suspended", ("done",))
+    assert (await resume_workflow(ext, r.run_id, events={"done": ["from outside"]})).output == "from outside"
+    with pytest.raises(TypeError, match=r"events\['done'\] must be a list of payloads"):
+        await run_workflow(ext, None, events={"done": "abc"})  # type: ignore[dict-item]
+    # an outside event cannot meet events inside a fan-out: the run stalls at once, saying so
+    fan = Workflow("fan", (fn("items", [1, 2], emits="i"), fn("w", consumes=("i", "sig"), emits="done")),
+                   outcomes=("done",), external=("sig",), checkpointer=cp)
+    with pytest.raises(WorkflowFailed, match="not from the same fan-out branch"):
+        await run_workflow(fan, None)
+    # gates and outside events need a checkpointer (a waiting run is suspended durably)
+    with pytest.raises(ValueError, match="needs a checkpointer"):
+        await run_workflow(Workflow("g", (gate("g", "ok?", emits="done"),), outcomes=("done",)), None)
+    # a gate in a fan-out: its answer is recorded, and only the route it took is listed as emitted
+    two = Workflow("two", (fn("items", ["a", "b"], emits="item"),
+                           gate("check", "ok?", consumes="item", on_yes="yes", on_no="no"),
+                           fn("keep", consumes="yes", emits="done", join=True, then=lambda xs: Emit("done", xs)),
+                           fn("drop", consumes="no", join=True)), outcomes=("done",), checkpointer=cp)
+    r = await run_workflow(two, None)
+    for a, _ in r.waiting:
+        r2 = await resume_workflow(two, r.run_id, answer="yes" if a.inputs[0].payload == "a" else "no", gate=a.id)
+    assert r2.output == ["a"]
+    gates = [a for a in r2.steps if a.step == "check"]
+    assert sorted((a.answer, a.emitted) for a in gates) == [("no", ("no",)), ("yes", ("yes",))]

@@ -147,3 +147,8 @@ def test_a_nested_workflow_is_validated_with_the_outer_one() -> None:
     [problem] = validate(outer)
     assert problem.code == "STEP_WOULD_STALL" and problem.steps[0] == "sub"
     assert "in the workflow 'w' of step 'sub': step 'b' waits for 'never'" in problem.message
+
+
+def test_a_step_consuming_one_type_twice_is_invalid() -> None:
+    [problem] = validate(wf(s("a", consumes=(START, START), emits="done")))
+    assert problem.code == "INVALID_STEP" and "consumes 'start' more than once" in problem.message

@@ -165,7 +165,7 @@ async def test_killed_while_an_effect_is_in_flight_the_workflow_fails_naming_it_
     assert (again["code"], again["step"], again["key"]) == ("STEP_FAILED", "branch", key)
     assert effects_by_item(tmp_path) == Counter(dict.fromkeys(ITEMS, 1))
 
-    assert f"seamkit runs settle {spec['run_id']} {key} applied|not-applied" in failed["error"]
+    assert f"seamkit runs settle {spec['run_id']} {key} applied --result JSON" in failed["error"]
     # a person checks the file, finds the line and settles the receipt as applied, through the run
     store = SqliteStore(tmp_path / "wf.db")
     try:
