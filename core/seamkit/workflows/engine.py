@@ -344,13 +344,14 @@ def step_input(step: Step, events: Sequence[Event]) -> Any:
 
 
 class WorkflowRun:
-    """One run of a workflow, from its start or from a checkpoint (see the module doc)."""
+    """One run of a workflow, from its start or from a checkpoint's ``state`` (see the module doc);
+    ``usage``, ``warnings`` and ``finished_texts`` (finished activations as codec texts) carry on
+    from that checkpoint."""
 
     def __init__(self, workflow: Workflow, ctx: RunContext, state: WorkflowState, *, usage: Usage | None = None,
                  warnings: Sequence[str] = (), finished_texts: Sequence[str] = ()) -> None:
         self.workflow = workflow
         self.ctx = ctx
-        self.state = state
         self.inbox: dict[str, list[Event]] = {}
         for name, e in state.queue:
             self.inbox.setdefault(name, []).append(e)
