@@ -921,7 +921,7 @@ async def resume_workflow(workflow: Workflow, run_id: str, *, answer: str | None
         return run.result("done")
     gates = [a for a in state.active if a.status == "waiting"]
     if answer is not None:
-        chosen = _gate(workflow, gates, gate, run_id)
+        chosen = _gate(gates, gate, run_id)
         gate_emits(run.steps[chosen.step], answer, step_input(run.steps[chosen.step], chosen.inputs))  # check it
         run.answers[chosen.id] = answer
     elif snap.status == "suspended" and not events and snap.state.get("waiting_for") == "event":
@@ -943,7 +943,7 @@ async def resume_workflow(workflow: Workflow, run_id: str, *, answer: str | None
     return await run.drive()
 
 
-def _gate(workflow: Workflow, gates: Sequence[Activation], gate: str | None, run_id: str) -> Activation:
+def _gate(gates: Sequence[Activation], gate: str | None, run_id: str) -> Activation:
     """The waiting gate activation that ``gate`` (a step name or activation id; ``None``: the only
     one) names. Raises ``ValueError`` when none waits, or ``gate`` names none or several."""
     if not gates:
