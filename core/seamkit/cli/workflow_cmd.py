@@ -1,11 +1,12 @@
 """The command line for workflows (``workflow:`` in the composition): ``seamkit run`` runs the
-workflow, ``seamkit resume RUN --answer TEXT`` answers its gate (a plain resume continues an
-interrupted run, ``--allow-finished`` a failed one), ``seamkit runs show`` prints its step tree.
+workflow, ``seamkit resume RUN --answer TEXT`` answers its gate (``--gate`` says which when several
+wait), ``--event TYPE=JSON`` hands in an outside event (a plain resume continues an interrupted
+run, ``--allow-finished`` a failed one), ``seamkit runs show`` prints its step tree.
 
 Step events go to stderr, one line each (``--json``: one JSON object per event on stdout, then a
 ``workflow_finished`` or ``run_failed`` line); the output goes to stdout (text as it is, anything
-else as JSON). Exit codes as ``seamkit run``: 0 done, 1 failed, 3 waiting at a gate, 130
-interrupted.
+else as JSON). Exit codes as ``seamkit run``: 0 done, 1 failed, 3 waiting at a gate or for an
+outside event, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -13,14 +14,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Coroutine
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
+from seamkit.cli.main import EXIT_OK, EXIT_SUSPENDED
 from seamkit.values import StreamEvent
+
+if TYPE_CHECKING:
+    from seamkit.composition import Composition
+    from seamkit.durability.checkpointer import RunSnapshot
+    from seamkit.plugins.registry import Registry
+    from seamkit.workflows import Activation, Workflow, WorkflowResult
 
 __all__ = ["resume_workflow_cmd", "run_workflow_cmd", "show_workflow", "workflow_json"]
 
-EXIT_OK, EXIT_FAILED, EXIT_SUSPENDED = 0, 1, 3
+T = TypeVar("T")
 
 
 class _Sink:
@@ -54,7 +62,9 @@ class _Sink:
         sys.stderr.write(visible(line)[:400] + "\n")
 
 
-def _print_result(result: Any, sink: _Sink, agent_file: str | None) -> int:
+def _print_result(result: WorkflowResult, sink: _Sink, agent_file: str | None) -> int:
+    """Print how the run ended (the output, or what it waits for with the command that continues
+    it) and return the exit code: ``EXIT_OK`` or ``EXIT_SUSPENDED``."""
     from seamkit.cli.render import jsonable, resume_command, visible
 
     if sink.json is not None:
@@ -93,7 +103,7 @@ def _print_result(result: Any, sink: _Sink, agent_file: str | None) -> int:
     return EXIT_OK
 
 
-def _input_hint(a: Any) -> str:
+def _input_hint(a: Activation) -> str:
     """`` [input: ...]``: what a waiting gate decides about (a gate in a fan-out: which branch)."""
     from seamkit.cli.render import jsonable, truncate
 
@@ -104,7 +114,10 @@ def _input_hint(a: Any) -> str:
     return f" [input: {truncate(text, 120)}]"
 
 
-def _drive(work: Callable[[], Coroutine[Any, Any, Any]], sink: _Sink, run_id: str, agent_file: str | None) -> Any:
+def _drive(work: Callable[[], Coroutine[Any, Any, T]], sink: _Sink, run_id: str, agent_file: str | None) -> T:
+    """Run ``work`` interruptibly; when it raises, report it (``--json``: a ``run_failed`` line;
+    otherwise, for an interruption or a failed step, the command that continues the run) and
+    re-raise."""
     from seamkit.cli._loop import run_interruptible
     from seamkit.cli.main import exit_code_for
     from seamkit.cli.render import resume_command
@@ -124,7 +137,8 @@ def _drive(work: Callable[[], Coroutine[Any, Any, Any]], sink: _Sink, run_id: st
         raise
 
 
-def _built(args: argparse.Namespace, composition: Any, registry: Any, run_id: str) -> tuple[Any, _Sink]:
+def _built(args: argparse.Namespace, composition: Composition, registry: Registry,
+           run_id: str) -> tuple[Workflow, _Sink]:
     """The composition's workflow, its step events going to a new :class:`_Sink` (``--json``:
     for ``run_id``). Raises :class:`~seamkit.cli.main.BuildFailed` when a component fails to build."""
     import dataclasses
@@ -142,7 +156,7 @@ def _built(args: argparse.Namespace, composition: Any, registry: Any, run_id: st
     return dataclasses.replace(workflow, observers=(*workflow.observers, sink)), sink
 
 
-def run_workflow_cmd(args: argparse.Namespace, composition: Any, registry: Any, task: str,
+def run_workflow_cmd(args: argparse.Namespace, composition: Composition, registry: Registry, task: str,
                      agent_file: str | None, file: str) -> int:
     """``seamkit run FILE TASK`` for a composition with ``workflow:``: ``task`` is the start
     event's payload; ``file``: the composition's path, recorded with the run (a plain ``seamkit
@@ -172,7 +186,7 @@ def run_workflow_cmd(args: argparse.Namespace, composition: Any, registry: Any, 
         sys.stderr.write(f"seamkit: workflow {workflow.name} run {ctx.run_id}\n")
     agents = workflow.services.get("agents") or {}
 
-    async def work() -> Any:
+    async def work() -> WorkflowResult:
         try:
             return await run_workflow(workflow, data, ctx=ctx, metadata={"agent_file": file})
         finally:
@@ -183,8 +197,11 @@ def run_workflow_cmd(args: argparse.Namespace, composition: Any, registry: Any, 
     return _print_result(result, sink, agent_file)
 
 
-def resume_workflow_cmd(args: argparse.Namespace, composition: Any, registry: Any, agent_file: str | None) -> int:
-    """``seamkit resume RUN [--answer TEXT] [--allow-finished]`` of a workflow run."""
+def resume_workflow_cmd(args: argparse.Namespace, composition: Composition, registry: Registry,
+                        agent_file: str | None) -> int:
+    """``seamkit resume RUN [--answer TEXT [--gate STEP|ACTIVATION]] [--event TYPE=JSON ...]
+    [--allow-finished] [--steal]`` of a workflow run. Raises ``UsageError`` for options that do
+    not apply to a workflow and for a run that cannot be resumed as asked."""
 
     from seamkit.cli.commands import _close_stores, _read_task
     from seamkit.cli.main import UsageError
@@ -202,7 +219,7 @@ def resume_workflow_cmd(args: argparse.Namespace, composition: Any, registry: An
         raise UsageError("--gate says which gate --answer answers: pass --answer TEXT too")
     agents = workflow.services.get("agents") or {}
 
-    async def work() -> Any:
+    async def work() -> WorkflowResult:
         try:
             return await resume_workflow(workflow, args.run_id, answer=answer, gate=getattr(args, "gate", None),
                                          events=events or None, allow_finished=args.allow_finished, steal=args.steal)
@@ -235,11 +252,11 @@ def _events(items: list[str]) -> dict[str, list[Any]]:
     return out
 
 
-def workflow_json(state: Any) -> dict[str, Any] | None:
+def workflow_json(state: Mapping[str, Any]) -> dict[str, Any] | None:
     """For ``runs show --json``: the step tree of a workflow run (``None`` for another run):
     ``steps`` (finished activations in order, then the open ones: ``activation``, ``step``,
     ``status``, ``run_id``, ``branch`` (``[index, size]`` per enclosing fan-out), ``emitted``,
-    ``error``), ``waiting`` (gates and their prompts), ``outcomes``."""
+    ``error``, ``answer``), ``outcomes`` (``type``, ``payload``), and the ``workflow``'s name."""
     from seamkit.cli.render import jsonable
     from seamkit.workflows import workflow_state
 
@@ -247,7 +264,7 @@ def workflow_json(state: Any) -> dict[str, Any] | None:
     if ws is None:
         return None
 
-    def one(a: Any) -> dict[str, Any]:
+    def one(a: Activation) -> dict[str, Any]:
         return {"activation": a.id, "step": a.step, "status": a.status, "run_id": a.run_id,
                 "branch": [[b.index, b.size] for b in a.frame], "emitted": list(a.emitted), "error": a.error,
                 "answer": a.answer}
@@ -256,7 +273,7 @@ def workflow_json(state: Any) -> dict[str, Any] | None:
             "outcomes": [{"type": e.type, "payload": jsonable(e.payload)} for e in ws.outcomes]}
 
 
-def show_workflow(out: Any, snap: Any, tree: dict[str, Any], agent_file: str | None) -> None:
+def show_workflow(out: TextIO, snap: RunSnapshot, tree: dict[str, Any], agent_file: str | None) -> None:
     """For ``runs show``: the step tree (one line per activation, indented per fan-out level, with
     its child run id) and what the run waits for, with the command that continues it."""
     from seamkit.cli.render import resume_command, visible

@@ -584,8 +584,10 @@ def build_workflow(composition: Composition, *, registry: Registry | None = None
     ``store`` (the checkpoint store, when there is one) and, with ``workflow.memory``,
     ``embeddings`` and ``vectors`` (its embedding model and vector store).
 
-    Raises ``ValueError`` when the composition has no ``workflow:``; what :func:`build_agent`
-    raises otherwise, with every step's problems."""
+    Raises ``ValueError`` when the composition has no ``workflow:``; what :func:`build_agents`
+    raises; then, with every step's (and the memory's) problems at once,
+    :class:`ComponentBuildError` when each is a component failing to build, a plain
+    :class:`~seamkit.errors.ConfigError` otherwise."""
     from seamkit.composition.models import (
         AgentStepConfig,
         CapabilityStepConfig,
@@ -593,7 +595,7 @@ def build_workflow(composition: Composition, *, registry: Registry | None = None
         StepRef,
         ToolStepConfig,
     )
-    from seamkit.workflows import Workflow, agent_step, capability_step, function_step, gate, tool_step
+    from seamkit.workflows import Step, Workflow, agent_step, capability_step, function_step, gate, tool_step
 
     c = composition
     w = c.workflow
@@ -603,7 +605,7 @@ def build_workflow(composition: Composition, *, registry: Registry | None = None
     agents = build_agents(c, registry=reg)
     ctx = _context(c)
     failures: list[int] = []
-    steps: list[Any] = []
+    steps: list[Step] = []
     for name, s in w.steps.items():
         path: KeyPath = ("workflow", "steps", name)
         pos = c.position(path)

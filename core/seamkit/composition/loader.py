@@ -308,9 +308,7 @@ def _check_workflow(ctx: Context, workflow: Mapping[str, Any], known: Mapping[st
         path: KeyPath = ("workflow", "steps", name)
         if "agent" in body and "use" not in body:
             _check_agent_ref(ctx, body.get("agent"), (*path, "agent"), known, tool=True, role="a workflow step")
-        consumes, emits = body.get("consumes", [START]), body.get("emits", [])
-        consumes, emits = ([consumes] if isinstance(consumes, str) else consumes,
-                           [emits] if isinstance(emits, str) else emits)
+        consumes, emits = _listed(body.get("consumes", [START])), _listed(body.get("emits", []))
         if not name.strip():
             ctx.add("a step name is empty: give each step under 'workflow.steps' a name as its key", path,
                     at_key=True)
@@ -326,9 +324,7 @@ def _check_workflow(ctx: Context, workflow: Mapping[str, Any], known: Mapping[st
                              on_no=on_no if isinstance(on_no, str) else None))
         except ValueError as exc:
             ctx.add(str(exc), path)
-    outcomes, external = workflow.get("outcomes", []), workflow.get("external", [])
-    outcomes, external = ([outcomes] if isinstance(outcomes, str) else outcomes,
-                          [external] if isinstance(external, str) else external)
+    outcomes, external = _listed(workflow.get("outcomes", [])), _listed(workflow.get("external", []))
     if not (_texts(outcomes) and _texts(external)):
         return
     name = workflow.get("name")
@@ -343,7 +339,13 @@ def _check_workflow(ctx: Context, workflow: Mapping[str, Any], known: Mapping[st
         ctx.add(f"{problem.code}: {problem.message}", at, at_key=len(at) == 3)
 
 
+def _listed(value: Any) -> Any:
+    """An event-type list as the models read it: one type written as text is a list of one."""
+    return [value] if isinstance(value, str) else value
+
+
 def _texts(value: Any) -> bool:
+    """Whether ``value`` is a list of strings (anything else the structure check reports)."""
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 

@@ -226,6 +226,8 @@ SLOT_TYPES: dict[str, type[ComponentRef]] = {
 
 
 class _StepBase(_Model):
+    """What every built-in kind of ``workflow.steps`` entry has: ``consumes``, ``emits``, ``join``."""
+
     consumes: list[str] = Field(
         default_factory=lambda: ["start"],
         description="Event types the step waits for (one event of each); 'start' carries the workflow's input",
@@ -310,15 +312,15 @@ class WorkflowConfig(_Model):
         description="A memory component with an embedding model and a vector store (vector_memory): the steps "
         "find them as the services 'embeddings' and 'vectors' (recall, remember)",
     )
-    @field_validator("outcomes", "external", mode="before", json_schema_input_type=str | list[str])
-    @classmethod
-    def _one_type(cls, value: Any) -> Any:
-        return [value] if isinstance(value, str) else value  # `outcomes: done` means [done]
-
     steps: dict[str, StepEntry] = Field(
         description="The steps by name: {agent: NAME} | {tool: {...}} | {capability: {...}} | {gate: QUESTION} | "
         "{use: STEP}, each with consumes, emits and join",
     )
+
+    @field_validator("outcomes", "external", mode="before", json_schema_input_type=str | list[str])
+    @classmethod
+    def _one_type(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value  # `outcomes: done` means [done]
 
 ApprovalPolicyName = Literal["never", "every_call", "once_per_run", "once_per_thread"]
 

@@ -41,7 +41,7 @@ from seamkit.workflows.model import START, Emit, Step, Workflow, emitted
 from seamkit.workflows.validate import check
 
 if TYPE_CHECKING:
-    from seamkit.durability.checkpointer import RunHandle
+    from seamkit.durability.checkpointer import Checkpointer, RunHandle
 
 __all__ = [
     "Activation",
@@ -62,9 +62,11 @@ Status = Literal["running", "waiting", "done", "failed", "skipped"]
 
 
 class WorkflowFailed(SeamkitError):
-    """A workflow run failed: a step raised (``step`` names it; the original is ``__cause__``) or it
-    stalled (``code`` ``WORKFLOW_STALLED``) or ran more steps than it may (``ACTIVATION_LIMIT``).
-    ``run_id``: the workflow's run; ``step``: the failed step's name."""
+    """A workflow run failed, ``code`` saying how: ``STEP_FAILED`` (a step raised, the original as
+    ``__cause__``, or returned what it cannot emit or store), ``WORKFLOW_STALLED`` (it ended
+    without an outcome) or ``ACTIVATION_LIMIT`` (it ran more activations than
+    ``Workflow.max_activations``). ``run_id``: the workflow's run; ``step``: the failed step's
+    name (``None`` unless ``STEP_FAILED``)."""
 
     def __init__(self, run_id: str, code: str, message: str, step: str | None = None) -> None:
         self.run_id = run_id
@@ -137,12 +139,13 @@ class WorkflowState:
 
 @dataclass(frozen=True, slots=True)
 class WorkflowResult:
-    """How a workflow run ended. ``status``: ``done`` or ``suspended`` (a gate waits: ``waiting``
-    lists them with their prompts). ``outcome`` / ``output``: the type and payload of the last
-    outcome event (``None`` while suspended); ``outcomes``: every outcome event, in order;
-    ``steps``: every finished activation, in the order they finished; ``usage``: tokens and cost of
-    the agent steps; ``warnings``: e.g. events left unconsumed when the outcome came;
-    ``awaiting``: suspended for outside events, their types (hand them in on resume)."""
+    """How a workflow run ended. ``status``: ``done`` or ``suspended`` (gates wait: ``waiting``
+    lists each waiting activation with its prompt; or outside events: ``awaiting``). ``outcome`` /
+    ``output``: the type and payload of the last outcome event (``None`` while suspended);
+    ``outcomes``: every outcome event, in order; ``steps``: every finished activation, in the
+    order they finished; ``usage``: tokens and cost of the agent and nested workflow steps;
+    ``warnings``: e.g. events left unconsumed when the outcome came; ``awaiting``: suspended for
+    outside events, their types (hand them in on resume)."""
 
     run_id: str
     status: Literal["done", "suspended"]
@@ -254,9 +257,6 @@ class _Scheduler:
         out: list[tuple[Step, list[Event], tuple[Branch, ...]]] = []
         while True:
             # the oldest event of the first type decides the frame; the others must share it
-            first = next((e for e in queue if e.type == step.consumes[0]), None)
-            if first is None:
-                return out
             found = False
             for head in [e for e in queue if e.type == step.consumes[0]]:
                 taken = [head]
@@ -344,13 +344,14 @@ def step_input(step: Step, events: Sequence[Event]) -> Any:
 
 
 class WorkflowRun:
-    """One run of a workflow, from its start or from a checkpoint (see the module doc)."""
+    """One run of a workflow, from its start or from a checkpoint's ``state`` (see the module doc);
+    ``usage``, ``warnings`` and ``finished_texts`` (finished activations as codec texts) carry on
+    from that checkpoint."""
 
     def __init__(self, workflow: Workflow, ctx: RunContext, state: WorkflowState, *, usage: Usage | None = None,
                  warnings: Sequence[str] = (), finished_texts: Sequence[str] = ()) -> None:
         self.workflow = workflow
         self.ctx = ctx
-        self.state = state
         self.inbox: dict[str, list[Event]] = {}
         for name, e in state.queue:
             self.inbox.setdefault(name, []).append(e)
@@ -385,6 +386,9 @@ class WorkflowRun:
                              tuple(self.outcomes), self.serial)
 
     def checkpoint_state(self, **extra: Any) -> dict[str, Any]:
+        """The checkpoint's ``state``: the workflow's name and graph digest, :meth:`snapshot`, the
+        finished activations as codec texts, usage, warnings and scope, what a waiting gate waits
+        for, and ``extra``."""
         from seamkit.durability import codec
 
         for a in self.finished[len(self.finished_texts):]:
@@ -402,6 +406,8 @@ class WorkflowRun:
         return state
 
     async def save(self, status: str, **extra: Any) -> None:
+        """Checkpoint with ``status`` (nothing without a checkpointer); a checkpoint the store
+        skipped is recorded as a warning."""
         if self.handle is None:
             return
         async with self.lock:
@@ -412,6 +418,7 @@ class WorkflowRun:
                 self.warnings.append(why)
 
     def emit_event(self, what: str, a: Activation, **data: Any) -> None:
+        """Send a ``step`` stream event (``data["event"]`` = ``what``) about ``a`` to the observers."""
         step = self.steps.get(a.step)
         event = StreamEvent("step", self.ctx.run_id, len(self.finished), data=FrozenDict(
             event=what, name=a.step, activation=a.id, child_run_id=a.run_id,
@@ -422,6 +429,7 @@ class WorkflowRun:
     # -- the run ------------------------------------------------------------------------------
 
     def begin(self, payload: Any) -> None:
+        """Deliver the start event carrying the workflow's input ``payload``."""
         self.deliver(Event(self._next("e"), START, payload))
 
     def deliver(self, e: Event) -> None:
@@ -430,6 +438,9 @@ class WorkflowRun:
             self.inbox.setdefault(name, []).append(e)
 
     async def drive(self) -> WorkflowResult:
+        """Run until the workflow is done or suspended. On any exception the steps in flight stop
+        and the run is checkpointed (``running`` with ``interrupted`` when cancelled or
+        interrupted, ``failed`` otherwise) before the exception propagates."""
         try:
             return await self._drive()
         except BaseException as exc:
@@ -439,7 +450,7 @@ class WorkflowRun:
                 why = (f"{type(exc).__name__}: {exc}" if str(exc)
                        else f"{type(exc).__name__} (the run was stopped)")[:2000]
                 try:
-                    if isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError)):
+                    if stopped:
                         await self.handle.save("running", self.checkpoint_state(interrupted=why), (), lease=False)
                     else:
                         await self.save("failed", error=why)
@@ -566,9 +577,12 @@ class WorkflowRun:
                                  f"returned what it cannot emit: {why}", a.step) from None
         del self.active[aid]
         self.usage = self.usage + usage
-        events = self._events(a, step, out)
+        self._done(a, self._events(a, step, out))
+
+    def _done(self, a: Activation, events: Sequence[Event], answer: str | None = None) -> None:
+        """Record ``a`` as finished, having emitted ``events``, and tell the observers."""
         # a finished activation's inputs are not needed again: the checkpoint stays small
-        done = dataclasses.replace(a, inputs=(), status="done",
+        done = dataclasses.replace(a, inputs=(), status="done", answer=answer,
                                    emitted=tuple(dict.fromkeys(e.type for e in events if not e.empty)))
         self.finished.append(done)
         self.emit_event("finished", done, emitted=list(done.emitted))
@@ -640,14 +654,11 @@ class WorkflowRun:
                              f"failed: {why}{settle}", a.step) from exc
 
     def _resolve_gates(self) -> None:
+        """Finish each gate answered in :attr:`answers` with what its answer emits."""
         for aid, answer in list(self.answers.items()):
             a = self.active.pop(aid)
             step = self.steps[a.step]
-            events = self._events(a, step, gate_emits(step, answer, step_input(step, a.inputs)))
-            done = dataclasses.replace(a, inputs=(), status="done", answer=answer,
-                                       emitted=tuple(dict.fromkeys(e.type for e in events if not e.empty)))
-            self.finished.append(done)
-            self.emit_event("finished", done, emitted=list(done.emitted))
+            self._done(a, self._events(a, step, gate_emits(step, answer, step_input(step, a.inputs))), answer)
         self.answers.clear()
 
     async def _end(self) -> WorkflowResult:
@@ -697,6 +708,7 @@ class WorkflowRun:
         return awaited
 
     def _stall_text(self) -> str:
+        """What each step holding events still waits for (``""`` when none holds any)."""
         waits = []
         for step in self.workflow.steps:
             have = {e.type for e in self.inbox.get(step.name, ())}
@@ -719,6 +731,7 @@ class WorkflowRun:
         return "; ".join(waits)
 
     def result(self, status: Literal["done", "suspended"]) -> WorkflowResult:
+        """The :class:`WorkflowResult` of the run as it stands, with ``status``."""
         last = self.outcomes[-1] if self.outcomes and status == "done" else None
         waiting = tuple((a, self.steps[a.step].prompt if a.step in self.steps else "")
                         for a in self.active.values() if a.status == "waiting")
@@ -742,8 +755,8 @@ def graph_digest(workflow: Workflow) -> str:
 
 def _storable(out: list[Emit] | tuple[str, list[Any]]) -> None:
     """Raise :class:`~seamkit.errors.CodecError` (or ``TypeError``) when a payload of ``out``
-    cannot be frozen into an event or checkpointed: every workflow checks, durable or not, so a step behaves the same in
-    both."""
+    cannot be frozen into an event or checkpointed: every workflow checks, durable or not, so a
+    step behaves the same in both."""
     from seamkit.durability.codec import encode
 
     payloads = [e.payload for e in out] if isinstance(out, list) else out[1]
@@ -796,6 +809,8 @@ def workflow_state(state: Mapping[str, Any]) -> WorkflowState | None:
 
 
 def _context(workflow: Workflow, ctx: RunContext | None, run_id: str | None) -> RunContext:
+    """The workflow run's context: ``ctx`` (a copy when ``run_id`` replaces its run id) or a new
+    one, with the workflow's services under the context's own."""
     if ctx is None:
         ctx = RunContext(run_id=run_id) if run_id is not None else RunContext()
     elif run_id is not None:
@@ -813,11 +828,13 @@ async def run_workflow(workflow: Workflow, input: Any = None, *, ctx: RunContext
     services, cancellation); ``run_id``: the run id to use; ``metadata``: JSON scalars stored with
     the run's checkpoints.
 
-    Returns a :class:`WorkflowResult` (``done``, or ``suspended`` at a gate). Raises
-    :class:`~seamkit.workflows.validate.WorkflowInvalid` (every problem) before anything runs;
-    :class:`WorkflowFailed` when a step raises (``STEP_FAILED``, the step's exception as
-    ``__cause__``) or the run stalls (``WORKFLOW_STALLED``); ``ValueError`` for an external event
-    type the workflow does not declare, and for gates or outside events without a checkpointer;
+    Returns a :class:`WorkflowResult` (``done``, or ``suspended`` at a gate or for outside
+    events). Raises :class:`~seamkit.workflows.validate.WorkflowInvalid` (every problem) before
+    anything runs; :class:`WorkflowFailed` when a step raises or returns what it cannot emit
+    (``STEP_FAILED``, the step's exception as ``__cause__``), the run stalls
+    (``WORKFLOW_STALLED``) or runs too many activations (``ACTIVATION_LIMIT``); ``ValueError``
+    for an external event type the workflow does not declare, and for gates or outside events
+    without a checkpointer; ``TypeError`` for an ``events`` value that is not a list of payloads;
     :class:`~seamkit.errors.RunCancelled` when cancelled."""
     check(workflow)
     if workflow.checkpointer is None and (workflow.external or any(s.kind == "gate" for s in workflow.steps)):
@@ -838,6 +855,8 @@ async def run_workflow(workflow: Workflow, input: Any = None, *, ctx: RunContext
 
 
 def _external(run: WorkflowRun, events: Mapping[str, Sequence[Any]] | None) -> None:
+    """Deliver the external ``events`` (type -> payloads) to ``run``. Raises ``ValueError`` for a
+    type the workflow does not declare external, ``TypeError`` for payloads that are not a list."""
     for kind, payloads in (events or {}).items():
         if kind not in run.workflow.external:
             raise ValueError(f"workflow {run.workflow.name!r} takes no external event {kind!r} "
@@ -851,9 +870,8 @@ def _external(run: WorkflowRun, events: Mapping[str, Sequence[Any]] | None) -> N
             run.deliver(e)
 
 
-def _ledger(cp: Any, ctx: RunContext) -> Any:
-    from seamkit.durability.ledger import EffectLedger
-
+def _ledger(cp: Checkpointer, ctx: RunContext) -> EffectLedger | None:
+    """The effect ledger on ``cp``'s store for the run's tenant (``None`` without a store)."""
     return EffectLedger(cp.store, tenant=ctx.scope.tenant) if cp.store is not None else None
 
 
@@ -866,7 +884,9 @@ async def resume_workflow(workflow: Workflow, run_id: str, *, answer: str | None
     now; ``allow_finished``: return a done run's result, or run a failed one's failed step again.
 
     Raises :class:`~seamkit.errors.RunNotResumable` (no checkpointer, unknown run, not this
-    workflow's, finished, held by another worker, a gate waits and no answer was given);
+    workflow's, its graph changed since the run started, done (unless ``allow_finished``; always
+    when given an answer or events), failed without ``allow_finished``, held by another worker, a
+    gate or an outside event waits and neither an answer nor events were given);
     ``ValueError`` for an answer with no gate waiting, an ambiguous or unknown ``gate``, or an
     answer a yes/no gate cannot take; and what :func:`run_workflow` raises."""
     check(workflow)
@@ -901,7 +921,7 @@ async def resume_workflow(workflow: Workflow, run_id: str, *, answer: str | None
         return run.result("done")
     gates = [a for a in state.active if a.status == "waiting"]
     if answer is not None:
-        chosen = _gate(workflow, gates, gate, run_id)
+        chosen = _gate(gates, gate, run_id)
         gate_emits(run.steps[chosen.step], answer, step_input(run.steps[chosen.step], chosen.inputs))  # check it
         run.answers[chosen.id] = answer
     elif snap.status == "suspended" and not events and snap.state.get("waiting_for") == "event":
@@ -923,15 +943,18 @@ async def resume_workflow(workflow: Workflow, run_id: str, *, answer: str | None
     return await run.drive()
 
 
-def _gate(workflow: Workflow, gates: Sequence[Activation], gate: str | None, run_id: str) -> Activation:
+def _gate(gates: Sequence[Activation], gate: str | None, run_id: str) -> Activation:
+    """The waiting gate activation that ``gate`` (a step name or activation id; ``None``: the only
+    one) names. Raises ``ValueError`` when none waits, or ``gate`` names none or several."""
     if not gates:
         raise ValueError(f"run {run_id} has no gate waiting for an answer")
+    listed = ", ".join(f"{a.step} ({a.id})" for a in gates)
     if gate is None:
         if len(gates) > 1:
-            raise ValueError(f"several gates wait ({', '.join(f'{a.step} ({a.id})' for a in gates)}): say which")
+            raise ValueError(f"several gates wait ({listed}): say which")
         return gates[0]
     found = [a for a in gates if gate in (a.id, a.step)]
     if len(found) != 1:
         what = "no waiting gate" if not found else "several waiting gates"
-        raise ValueError(f"{what} {gate!r} (waiting: {', '.join(f'{a.step} ({a.id})' for a in gates)})")
+        raise ValueError(f"{what} {gate!r} (waiting: {listed})")
     return found[0]

@@ -18,7 +18,8 @@ event types; what it returns decides what it emits (:func:`emitted`):
 Event types a workflow ends with are its **outcomes** (declared: :attr:`Workflow.outcomes`); the
 workflow's output is the payload of the last outcome emitted. Events of :attr:`Workflow.external`
 types arrive from outside (a caller hands them in on resume). A **gate** step waits for a
-person: the workflow suspends until ``resume(run_id, answer=...)``.
+person: the workflow suspends until
+:func:`~seamkit.workflows.engine.resume_workflow` is given the answer (``answer=...``).
 """
 
 from __future__ import annotations
@@ -56,7 +57,8 @@ class Emit:
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """One named step. ``run``: what it does (``None`` for a gate); ``consumes``: the event types
+    """One named step (``ValueError`` for a blank name, a gate with ``run``, or another kind
+    without one). ``run``: what it does (``None`` for a gate); ``consumes``: the event types
     it waits for (all of them, one event each); ``emits``: the event types it may emit;
     ``join``: it receives every branch of a fan-out at once (see the module doc); ``kind``: what
     runs (for listings and events); ``prompt``: a gate's question to the person; ``on_yes`` /
@@ -77,9 +79,10 @@ class Step:
     on_no: str | None = None
     origin: str | None = None
     config_missing: tuple[str, ...] = ()
-    inner: Any = None
+    inner: Workflow | None = None
 
     def __post_init__(self) -> None:
+        # object.__setattr__: the dataclass is frozen; normalising here lets callers pass a str or a list
         for name in ("consumes", "emits", "config_missing"):
             value = getattr(self, name)
             if isinstance(value, str):
@@ -111,12 +114,15 @@ class Workflow:
     ends fails with ``ACTIVATION_LIMIT``); ``observers``: receive each ``step`` event
     (:class:`~seamkit.values.StreamEvent`); ``checkpointer``: a
     :class:`~seamkit.durability.checkpointer.Checkpointer` making it durable (a checkpoint after
-    every step; ``resume``); ``origin``: where it was declared; ``services``: name -> object,
-    added to each run's ``RunContext.services`` (the run's own win), for the steps.
+    every step; ``resume``; a checkpoint port given here is wrapped in one); ``origin``: where it
+    was declared; ``metadata``: free-form data about the workflow (not read by the engine);
+    ``services``: name -> object, added to each run's ``RunContext.services`` (the run's own win),
+    for the steps.
 
-    Nothing is checked on construction: :func:`~seamkit.workflows.validate.validate` lists every
-    problem at once, and running an invalid workflow raises
-    :class:`~seamkit.workflows.validate.WorkflowInvalid` before any step runs."""
+    Raises ``ValueError`` for ``max_concurrency`` below 1. The graph is not checked on
+    construction: :func:`~seamkit.workflows.validate.validate` lists every problem at once, and
+    running an invalid workflow raises :class:`~seamkit.workflows.validate.WorkflowInvalid`
+    before any step runs."""
 
     name: str
     steps: tuple[Step, ...]

@@ -33,8 +33,9 @@ __all__ = ["StepError", "agent_step", "capability_step", "function_step", "gate"
 
 
 class StepError(SeamkitError):
-    """A step adapter could not produce a result: ``code`` (e.g. a capability's failure code,
-    ``AGENT_SUSPENDED``, ``WORKFLOW_SUSPENDED``) and a message safe to show and store."""
+    """A step adapter could not produce a result: ``code`` (``INVALID_STEP_INPUT``,
+    ``MISSING_FIELD``, ``AGENT_SUSPENDED``, ``WORKFLOW_SUSPENDED``, ``CAPABILITY_NEEDS_TURN``, or a
+    capability's own failure code) and a message safe to show and store."""
 
     def __init__(self, code: str, message: str) -> None:
         self.code = code
@@ -55,6 +56,7 @@ def _task(value: Any) -> str | list[Message]:
 
 
 def _messages(items: Any) -> list[Message]:
+    """``items`` (a ``"messages"`` value) as messages. Raises :class:`StepError` ``INVALID_STEP_INPUT``."""
     if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Sequence) or not items:
         raise StepError("INVALID_STEP_INPUT", f"'messages' must be a non-empty list of messages, got {items!r:.80}")
     out: list[Message] = []
@@ -70,6 +72,8 @@ def _messages(items: Any) -> list[Message]:
 
 
 def _field(value: Any, name: str) -> Any:
+    """The field ``name`` of ``value`` (a mapping key or an attribute). Raises :class:`StepError`
+    ``MISSING_FIELD``."""
     if isinstance(value, Mapping):
         if name not in value:
             raise StepError("MISSING_FIELD", f"the output has no field {name!r} (has: {', '.join(map(str, value))})")
@@ -89,18 +93,25 @@ def _waits_for(state: Mapping[str, Any], run_id: str) -> str:
             "or --reject)")
 
 
+def _types(value: tuple[str, ...] | str) -> tuple[str, ...]:
+    """``consumes`` / ``emits`` as :class:`~seamkit.workflows.model.Step` stores them: one type
+    given as text is a tuple of one."""
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
 def function_step(fn: StepFn, *, name: str | None = None, consumes: tuple[str, ...] | str = (START,),
                   emits: tuple[str, ...] | str = (), join: bool = False, origin: str | None = None) -> Step:
     """A step running ``fn(ctx, input)`` (``name``: the function's name by default)."""
-    return Step(name or fn.__name__, fn, consumes, emits, join, "function", origin=origin)  # type: ignore[arg-type]
+    return Step(name or fn.__name__, fn, _types(consumes), _types(emits), join, "function", origin=origin)
 
 
 def agent_step(name: str, agent: Agent, *, consumes: tuple[str, ...] | str = (START,),
                emits: tuple[str, ...] | str = (), join: bool = False, pick: str | None = None,
                origin: str | None = None) -> Step:
     """A step running ``agent`` as a child run on its input (see the module doc). Raises (as the
-    step's failure) :class:`StepError` ``AGENT_SUSPENDED`` when the agent waits for an approval,
-    ``MISSING_FIELD`` when ``pick`` names no field of the output."""
+    step's failure) :class:`StepError` ``AGENT_SUSPENDED`` when the agent waits for an approval or
+    a settlement, ``INVALID_STEP_INPUT`` for a ``"messages"`` input that holds anything but
+    messages, ``MISSING_FIELD`` when ``pick`` names no field of the output."""
 
     async def run(ctx: StepContext, data: Any) -> Any:
         cp = agent.checkpointer
@@ -122,7 +133,7 @@ def agent_step(name: str, agent: Agent, *, consumes: tuple[str, ...] | str = (ST
         out = result.output
         return _field(out, pick) if pick is not None else out
 
-    return Step(name, run, consumes, emits, join, "agent", origin=origin)  # type: ignore[arg-type]
+    return Step(name, run, _types(consumes), _types(emits), join, "agent", origin=origin)
 
 
 def tool_step(name: str, tool: ToolPort, *, consumes: tuple[str, ...] | str = (START,),
@@ -130,7 +141,9 @@ def tool_step(name: str, tool: ToolPort, *, consumes: tuple[str, ...] | str = (S
     """A step calling ``tool`` with its input as the arguments (a mapping; anything else is passed
     as the tool's one required parameter). A side-effecting tool runs through the effect ledger:
     exactly once per activation, also when the step runs again after a crash. Raises (as the
-    step's failure) :class:`~seamkit.errors.ToolArgumentError` for arguments the tool refuses."""
+    step's failure) :class:`StepError` ``INVALID_STEP_INPUT`` for an input that is not a mapping
+    when the tool does not have exactly one required parameter, and
+    :class:`~seamkit.errors.ToolArgumentError` for arguments the tool refuses."""
     schema = tool.schema
 
     async def run(ctx: StepContext, data: Any) -> Any:
@@ -147,7 +160,7 @@ def tool_step(name: str, tool: ToolPort, *, consumes: tuple[str, ...] | str = (S
             return await ctx.run_effect(f"tool:{schema.name}", lambda: tool.invoke(valid, ctx.run))
         return await tool.invoke(valid, ctx.run)
 
-    return Step(name, run, consumes, emits, join, "tool", origin=origin)  # type: ignore[arg-type]
+    return Step(name, run, _types(consumes), _types(emits), join, "tool", origin=origin)
 
 
 def capability_step(name: str, capability: Capability, *, consumes: tuple[str, ...] | str = (START,),
@@ -175,22 +188,22 @@ def capability_step(name: str, capability: Capability, *, consumes: tuple[str, .
         raise StepError("CAPABILITY_NEEDS_TURN", f"{capability.ref} returned {type(result).__name__}: a workflow "
                         "step takes only a completed or failed result")
 
-    return Step(name, run, consumes, emits, join, "capability", origin=origin)  # type: ignore[arg-type]
+    return Step(name, run, _types(consumes), _types(emits), join, "capability", origin=origin)
 
 
 def gate(name: str, prompt: str, *, consumes: tuple[str, ...] | str = (START,), emits: tuple[str, ...] | str = (),
          on_yes: str | None = None, on_no: str | None = None, join: bool = False, origin: str | None = None) -> Step:
     """A human gate: the workflow suspends until the person answers ``prompt`` (see
     :class:`~seamkit.workflows.model.Step`)."""
-    return Step(name, None, consumes, emits, join, "gate", prompt, on_yes, on_no, origin)  # type: ignore[arg-type]
+    return Step(name, None, _types(consumes), _types(emits), join, "gate", prompt, on_yes, on_no, origin)
 
 
 def workflow_step(name: str, inner: Workflow, *, consumes: tuple[str, ...] | str = (START,),
                   emits: tuple[str, ...] | str = (), join: bool = False, origin: str | None = None) -> Step:
     """A nested workflow as one step: ``inner`` runs as a child run on the input; its output is the
     step's. Rerun after a crash, a durable ``inner`` continues from its checkpoint. Raises (as the
-    step's failure) :class:`StepError` ``WORKFLOW_SUSPENDED`` when ``inner`` stops at a gate (gates
-    belong to the outer workflow), and what ``inner`` raises."""
+    step's failure) :class:`StepError` ``WORKFLOW_SUSPENDED`` when ``inner`` stops at a gate or
+    waits for an outside event (both belong to the outer workflow), and what ``inner`` raises."""
 
     async def run(ctx: StepContext, data: Any) -> Any:
         from seamkit.workflows.engine import resume_workflow, run_workflow
@@ -208,6 +221,6 @@ def workflow_step(name: str, inner: Workflow, *, consumes: tuple[str, ...] | str
                             "outside events belong to the outer workflow")
         return result.output
 
-    return Step(name, run, consumes, emits, join, "workflow", origin=origin, inner=inner)  # type: ignore[arg-type]
+    return Step(name, run, _types(consumes), _types(emits), join, "workflow", origin=origin, inner=inner)
 
 

@@ -85,6 +85,7 @@ def reachable(steps: Iterable[Step], available: Iterable[str]) -> tuple[set[str]
 
 
 def _names(steps: Iterable[str]) -> str:
+    """Step names for a message: ``'a', 'b'``."""
     return ", ".join(repr(s) for s in steps)
 
 
@@ -121,7 +122,8 @@ def validate(workflow: Workflow) -> list[WorkflowProblem]:
             why = (f"only steps that would stall themselves emit it ({_names(makers)})" if makers
                    else "no step emits it and it does not arrive from outside")
             out.append(WorkflowProblem("STEP_WOULD_STALL", f"step {s.where()} waits for {e!r}, but {why}: "
-                                       "it would stall there", (s.name, *makers)))
+                                       "it would stall there (emit it from a step that can run, or declare it "
+                                       "external)", (s.name, *makers)))
     consumed = {e for s in steps for e in s.consumes}
     outcomes = set(workflow.outcomes)
     for e, makers in producers.items():
@@ -134,7 +136,8 @@ def validate(workflow: Workflow) -> list[WorkflowProblem]:
                                    "with (outcomes: [...])"))
     for e in workflow.outcomes:
         if e not in producers and e not in workflow.external:
-            out.append(WorkflowProblem("OUTCOME_NEVER_EMITTED", f"the declared outcome {e!r} is emitted by no step"))
+            out.append(WorkflowProblem("OUTCOME_NEVER_EMITTED", f"the declared outcome {e!r} is emitted by no step "
+                                       "(add a step that emits it, or remove it from outcomes)"))
     for s in steps:
         twice = sorted({e for e in s.consumes if s.consumes.count(e) > 1})
         if twice:
@@ -149,19 +152,20 @@ def validate(workflow: Workflow) -> list[WorkflowProblem]:
         if s.kind == "gate":
             if s.on_yes is not None and s.on_yes == s.on_no:
                 out.append(WorkflowProblem("INVALID_GATE", f"gate {s.where()} routes yes and no to one event "
-                                           f"{s.on_yes!r}", (s.name,)))
+                                           f"{s.on_yes!r}: route them to two events", (s.name,)))
             elif (s.on_yes is None) != (s.on_no is None):
                 out.append(WorkflowProblem("INVALID_GATE", f"gate {s.where()} routes only a "
                                            f"{'yes' if s.on_yes is not None else 'no'}: give both on_yes and on_no "
                                            "(a plain yes or no picks one), or neither", (s.name,)))
-            elif (s.on_yes is None or s.on_no is None) and len(s.emits) != 1:
+            elif s.on_yes is None and len(s.emits) != 1:  # no routes (one route is the branch above)
                 out.append(WorkflowProblem("INVALID_GATE", f"gate {s.where()} emits {len(s.emits)} event types: "
                                            "give on_yes and on_no, or emit one type", (s.name,)))
     return out
 
 
 def check(workflow: Workflow) -> None:
-    """Raise :class:`WorkflowInvalid` when :func:`validate` finds any problem."""
+    """Raise :class:`WorkflowInvalid` when :func:`validate` finds any problem (the engine calls it
+    before any step runs)."""
     problems = validate(workflow)
     if problems:
         raise WorkflowInvalid(workflow.name, problems)
