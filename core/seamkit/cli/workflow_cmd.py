@@ -62,7 +62,12 @@ class _Sink:
         sys.stderr.write(visible(line)[:400] + "\n")
 
 
-def _print_result(result: WorkflowResult, sink: _Sink, agent_file: str | None) -> int:
+def _routed(workflow: Workflow) -> frozenset[str]:
+    """The names of ``workflow``'s yes/no gates (``on_yes`` / ``on_no``)."""
+    return frozenset(s.name for s in workflow.steps if s.kind == "gate" and s.on_yes is not None)
+
+
+def _print_result(result: WorkflowResult, sink: _Sink, agent_file: str | None, routed: frozenset[str]) -> int:
     """Print how the run ended (the output, or what it waits for with the command that continues
     it) and return the exit code: ``EXIT_OK`` or ``EXIT_SUSPENDED``."""
     from seamkit.cli.render import jsonable, resume_command, visible
@@ -89,9 +94,12 @@ def _print_result(result: WorkflowResult, sink: _Sink, agent_file: str | None) -
         for a, _ in result.waiting if several else result.waiting[:1]:
             gate = (("--gate", a.id),) if several else ()
             lines.append(f"answer {a.step} ({a.id}) with: " if several else "answer with: ")
-            lines[-1] += resume_command(result.run_id, *gate, ("--answer", "yes"), agent_file=agent_file)
-            lines.append("         or: " + resume_command(result.run_id, *gate, ("--answer", "no"),
-                                                          agent_file=agent_file))
+            if a.step in routed:  # a yes/no gate
+                lines[-1] += resume_command(result.run_id, *gate, ("--answer", "yes"), agent_file=agent_file)
+                lines.append("         or: " + resume_command(result.run_id, *gate, ("--answer", "no"),
+                                                              agent_file=agent_file))
+            else:
+                lines[-1] += resume_command(result.run_id, *gate, ("--answer", "TEXT"), agent_file=agent_file)
         sys.stderr.write("\n".join(visible(x) for x in lines) + "\n")
         return EXIT_SUSPENDED
     out = result.output
@@ -194,7 +202,7 @@ def run_workflow_cmd(args: argparse.Namespace, composition: Composition, registr
                 await _close_stores(agent)
 
     result = _drive(work, sink, ctx.run_id, agent_file)
-    return _print_result(result, sink, agent_file)
+    return _print_result(result, sink, agent_file, _routed(workflow))
 
 
 def resume_workflow_cmd(args: argparse.Namespace, composition: Composition, registry: Registry,
@@ -231,7 +239,7 @@ def resume_workflow_cmd(args: argparse.Namespace, composition: Composition, regi
         result = _drive(work, sink, args.run_id, agent_file)
     except (RunNotResumable, ValueError) as exc:
         raise UsageError(str(exc)) from None
-    return _print_result(result, sink, agent_file)
+    return _print_result(result, sink, agent_file, _routed(workflow))
 
 
 def _events(items: list[str]) -> dict[str, list[Any]]:
@@ -290,7 +298,7 @@ def show_workflow(out: TextIO, snap: RunSnapshot, tree: dict[str, Any], agent_fi
     if snap.status != "suspended":
         return
     if snap.state.get("waiting_for") == "event":
-        awaiting = str(snap.state.get("status_detail") or "").rpartition(": ")[2].split(", ")[0] or "TYPE"
+        awaiting = (snap.state.get("awaiting") or ["TYPE"])[0]
         out.write("hand the event in with: " + resume_command(snap.run_id, ("--event", f"{awaiting}=JSON"),
                                                               agent_file=agent_file) + "\n")
         return

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -57,6 +58,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+log = logging.getLogger("seamkit.workflows")
 
 Status = Literal["running", "waiting", "done", "failed", "skipped"]
 
@@ -454,8 +456,9 @@ class WorkflowRun:
                         await self.handle.save("running", self.checkpoint_state(interrupted=why), (), lease=False)
                     else:
                         await self.save("failed", error=why)
-                except BaseException:
-                    pass
+                except BaseException as lost:  # the exception below is what the caller must see
+                    log.warning("workflow run %s: its last checkpoint could not be written: %s", self.ctx.run_id,
+                                f"{type(lost).__name__}: {lost}")
             raise
 
     async def _drive(self) -> WorkflowResult:
@@ -502,10 +505,6 @@ class WorkflowRun:
         return await self._end()
 
     def _schedule(self) -> list[Activation]:
-        limit = self.workflow.max_activations
-        if len(self.finished) + len(self.active) > limit:
-            raise WorkflowFailed(self.ctx.run_id, "ACTIVATION_LIMIT", f"more than {limit} steps ran in this run "
-                                 "(a cycle that never ends?); raise Workflow.max_activations if it is meant")
         started: list[Activation] = []
         while True:  # a skipped step's events may make another step ready
             ready = self.scheduler.ready(self.inbox)
@@ -514,7 +513,11 @@ class WorkflowRun:
             self._activate(ready, started)
 
     def _activate(self, ready: list[tuple[Step, list[Event], tuple[Branch, ...]]], started: list[Activation]) -> None:
+        limit = self.workflow.max_activations
         for step, events, frame in ready:
+            if len(self.finished) + len(self.active) >= limit:
+                raise WorkflowFailed(self.ctx.run_id, "ACTIVATION_LIMIT", f"more than {limit} steps ran in this "
+                                     "run (a cycle that never ends?); raise Workflow.max_activations if it is meant")
             a = Activation(self._next("a"), step.name, tuple(events), new_run_id(), frame=frame)
             if any(e.empty for e in events) and not step.join:
                 # a fan-out of no branches passes through to its join without running anything
@@ -669,7 +672,7 @@ class WorkflowRun:
         awaited = self._external_awaited()
         if not self.outcomes and awaited:
             detail = f"waiting for an outside event: {', '.join(awaited)}"
-            await self.save("suspended", waiting_for="event", status_detail=detail)
+            await self.save("suspended", waiting_for="event", status_detail=detail, awaiting=list(awaited))
             return self.result("suspended")
         if not self.outcomes:
             waiting = self._stall_text()
@@ -748,7 +751,8 @@ def graph_digest(workflow: Workflow) -> str:
     import hashlib
     import json
 
-    shape = [[s.name, s.kind, list(s.consumes), list(s.emits), s.join, s.on_yes, s.on_no] for s in workflow.steps]
+    shape = [[s.name, s.kind, list(s.consumes), list(s.emits), s.join, s.on_yes, s.on_no,
+              graph_digest(s.inner) if s.inner is not None else None] for s in workflow.steps]
     text = json.dumps([shape, list(workflow.outcomes), list(workflow.external)], sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -813,8 +817,8 @@ def _context(workflow: Workflow, ctx: RunContext | None, run_id: str | None) -> 
     one, with the workflow's services under the context's own."""
     if ctx is None:
         ctx = RunContext(run_id=run_id) if run_id is not None else RunContext()
-    elif run_id is not None:
-        ctx = dataclasses.replace(ctx, run_id=run_id)
+    else:  # a copy: the caller's context is not changed (services, effects); cancellation is shared
+        ctx = dataclasses.replace(ctx, run_id=run_id if run_id is not None else ctx.run_id)
     if workflow.services:
         ctx.services = FrozenDict({**workflow.services, **ctx.services})
     return ctx

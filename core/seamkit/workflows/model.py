@@ -148,6 +148,8 @@ class Workflow:
                 object.__setattr__(self, name, FrozenDict(getattr(self, name)))
         if not isinstance(self.max_concurrency, int) or self.max_concurrency < 1:
             raise ValueError(f"max_concurrency must be an integer >= 1, got {self.max_concurrency!r}")
+        if not isinstance(self.max_activations, int) or self.max_activations < 1:
+            raise ValueError(f"max_activations must be an integer >= 1, got {self.max_activations!r}")
         if self.checkpointer is not None:
             from seamkit.durability.checkpointer import Checkpointer
 

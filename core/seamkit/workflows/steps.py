@@ -179,7 +179,10 @@ def capability_step(name: str, capability: Capability, *, consumes: tuple[str, .
         from seamkit.capabilities import Completed, Failed
         from seamkit.capabilities.executor import execute_capability
 
-        arguments = thaw(data) if isinstance(data, Mapping) else {}
+        if not isinstance(data, Mapping):
+            raise StepError("INVALID_STEP_INPUT", f"capability {capability.ref} takes an object as its input "
+                            f"(its input was {type(data).__name__})")
+        arguments = thaw(data)
         result = await execute_capability(compiled, capability.id, arguments, ctx=ctx.run, ports=ports or {})
         if isinstance(result, Completed):
             return result.output

@@ -558,3 +558,48 @@ async def test_second_outside_pass_findings() -> None:
     assert r2.output == ["a"]
     gates = [a for a in r2.steps if a.step == "check"]
     assert sorted((a.answer, a.emitted) for a in gates) == [("no", ("no",)), ("yes", ("yes",))]
+
+
+async def test_review_findings() -> None:
+    # the activation limit holds inside a fan-out too, not only between scheduling rounds
+    fan = Workflow("fan", (fn("items", list(range(10)), emits="n"), fn("each", consumes="n", emits="m", then=str),
+                           fn("all", consumes="m", emits="done", join=True, then=lambda xs: Emit("done", xs))),
+                   outcomes=("done",), max_activations=3)
+    with pytest.raises(WorkflowFailed, match="ACTIVATION_LIMIT"):
+        await run_workflow(fan, None)
+    assert CALLS["each"] <= 2
+    with pytest.raises(ValueError, match="max_activations must be an integer >= 1"):
+        Workflow("bad", (), max_activations=0)
+    # the caller's context is not changed by the run (services, effects)
+    ctx = RunContext()
+    w = Workflow("svc", (fn("a", "x", emits="done"),), outcomes=("done",), services={"svc": 1},
+                 checkpointer=Checkpointer(MemoryStore()))
+    r = await run_workflow(w, None, ctx=ctx)
+    assert r.run_id == ctx.run_id and dict(ctx.services) == {} and ctx.effects is None
+    # a changed nested workflow is a changed graph
+    cp = Checkpointer(MemoryStore())
+    inner = Workflow("in", (fn("x", 1, emits="done"),), outcomes=("done",))
+    outer = Workflow("out", (workflow_step("sub", inner, emits="mid"), gate("ok", "go?", consumes="mid",
+                                                                           emits="done")),
+                     outcomes=("done",), checkpointer=cp)
+    r = await run_workflow(outer, None)
+    inner2 = Workflow("in", (fn("x", 1, emits="end"),), outcomes=("end",))
+    outer2 = Workflow("out", (workflow_step("sub", inner2, emits="mid"), gate("ok", "go?", consumes="mid",
+                                                                             emits="done")),
+                      outcomes=("done",), checkpointer=cp)
+    with pytest.raises(RunNotResumable, match="has other steps or events"):
+        await resume_workflow(outer2, r.run_id, answer="yes")
+
+
+async def test_a_capability_step_refuses_an_input_that_is_not_an_object() -> None:
+    from seamkit.capabilities import Capability, Completed
+    from seamkit.workflows import capability_step
+
+    async def run(ctx: Any, data: Any) -> Completed:
+        return Completed({"got": dict(data)})
+
+    cap = Capability("echo", 1, "echo", run, input={"type": "object", "properties": {"q": {"type": "string"}}})
+    w = Workflow("c", (capability_step("echo", cap, emits="done"),), outcomes=("done",))
+    assert (await run_workflow(w, {"q": "x"})).output == {"got": {"q": "x"}}
+    with pytest.raises(WorkflowFailed, match="INVALID_STEP_INPUT: capability echo@1 takes an object"):
+        await run_workflow(w, "text")
