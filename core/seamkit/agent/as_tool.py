@@ -147,10 +147,9 @@ def agent_tool_name(name: str) -> str:
     """The tool name an agent tool named ``name`` (its ``name=`` or its agent's name) gets:
     characters other than letters, digits, ``_`` and ``-`` replaced by ``_``, 64 at most
     (``agent`` for an empty name). The composition loader uses it to find tool-name clashes."""
-    import re
+    from seamkit.tools.registry import tool_name_of
 
-    cleaned = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64]
-    return cleaned or "agent"
+    return tool_name_of(name)[:64] or "agent"
 
 
 def agent_tool(

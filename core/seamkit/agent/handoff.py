@@ -25,12 +25,12 @@ checkpointer records the whole run; a target's own checkpointer is not used with
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from seamkit.runtime.context import RunContext
+from seamkit.tools.registry import tool_name_of
 from seamkit.values import EMPTY, Message, ToolCall, ToolResult, ToolSchema, freeze
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ _TRANSFERRED = "Transferred to {name}: it continues the conversation from here."
 
 def handoff_tool_name(agent_name: str) -> str:
     """``transfer_to_<name>``, characters a tool name cannot hold replaced by ``_`` (64 at most)."""
-    return ("transfer_to_" + re.sub(r"[^A-Za-z0-9_-]", "_", agent_name))[:64]
+    return ("transfer_to_" + tool_name_of(agent_name))[:64]
 
 
 @dataclass(frozen=True, slots=True)

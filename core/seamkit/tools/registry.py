@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 
 from seamkit.ports import ToolPort
 from seamkit.values import ToolSchema
 
-__all__ = ["MIN_DESCRIPTION_CHARS", "ToolRegistry", "missing_description", "short_description"]
+__all__ = ["MIN_DESCRIPTION_CHARS", "ToolRegistry", "missing_description", "short_description", "tool_name_of"]
+
+
+def tool_name_of(text: str) -> str:
+    """``text`` as a tool name: each character other than a letter, a digit, ``_`` or ``-``
+    (what providers accept in a tool name) replaced by ``_``; the caller cuts it to length."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", text)
 
 #: Below this many characters a tool's description gets a warning from ``seamkit validate``
 #: (:func:`short_description`). The description is all a model knows about when to call a tool
