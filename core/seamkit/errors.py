@@ -22,6 +22,7 @@ __all__ = [
     "BudgetExceeded",
     "ToolError",
     "ToolArgumentError",
+    "ToolUnavailable",
     "ToolDefinitionError",
     "UnknownToolError",
     "OutputValidationError",
@@ -174,6 +175,22 @@ class BudgetExceeded(SeamkitError):
 
 class ToolError(SeamkitError):
     """A tool could not be run or failed; the agent loop turns it into an error tool result."""
+
+
+class ToolUnavailable(ToolError):
+    """The system behind a tool could not serve the call: its server died, hung past the call's
+    timeout, refused the connection, or the tool's definition changed since it was approved.
+    ``tool`` names the tool, ``failure_class`` says why (:class:`FailureClass`: ``timeout``,
+    ``server_error``, ``invalid_request``...). With ``stop_run`` the run stops with this error
+    (a durable run's checkpoint is marked ``failed``); without, the model gets it as an error
+    tool result and the run goes on."""
+
+    def __init__(self, tool: str, message: str, *, failure_class: FailureClass = FailureClass.SERVER_ERROR,
+                 stop_run: bool = False) -> None:
+        self.tool = tool
+        self.failure_class = failure_class
+        self.stop_run = stop_run
+        super().__init__(message)
 
 
 class ToolArgumentError(ToolError):

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LLMPort",
     "ToolPort",
+    "ToolsetPort",
     "StorePort",
     "CheckpointPort",
     "VectorPort",
@@ -75,6 +76,17 @@ class ToolPort(Protocol):
     def validate(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]: ...
 
     async def invoke(self, arguments: Mapping[str, Any], ctx: RunContext) -> Any: ...
+
+
+@runtime_checkable
+class ToolsetPort(Protocol):
+    """Several tools from one component: every tool of an MCP server, of an OpenAPI document.
+    ``tools``: the :class:`ToolPort` s, in the order to offer them. A tool factory may return one
+    instead of a single tool; YAML then adds each of its tools to the agent (``approvals``,
+    ``disabled_tools`` and ``tool_choice`` name them one by one)."""
+
+    @property
+    def tools(self) -> Sequence[ToolPort]: ...
 
 
 @runtime_checkable

@@ -30,6 +30,7 @@ __all__ = [
     "ImageBlock",
     "ToolCall",
     "ToolResult",
+    "ToolOutput",
     "ReasoningBlock",
     "ContentBlock",
     "Role",
@@ -195,16 +196,31 @@ class ToolCall:
 @dataclass(frozen=True, slots=True, eq=True)
 class ToolResult:
     """What a tool returned for the call ``call_id``: ``content`` as text (JSON for structured
-    results), ``is_error`` when the tool failed or was never run. Hashes on ``call_id``."""
+    results), ``is_error`` when the tool failed or was never run, ``images`` the tool returned
+    with it (see :class:`ToolOutput`). Hashes on ``call_id``."""
 
     call_id: str
     name: str
     content: str
     is_error: bool = False
     type: Literal["tool_result"] = "tool_result"
+    images: tuple[ImageBlock, ...] = ()
 
     def __hash__(self) -> int:
         return hash(("tool_result", self.call_id))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool may return to say more than a value: ``value`` becomes the result's text (as
+    any return value: ``str`` as is, anything else as JSON), ``images`` go with it
+    (:attr:`ToolResult.images`; providers that accept images in a tool result send them, the
+    others say in the text that an image was left out), and ``is_error=True`` makes it an error
+    result (the tool ran, and reports a failure the model should see, as MCP's ``isError``)."""
+
+    value: Any
+    images: tuple[ImageBlock, ...] = ()
+    is_error: bool = False
 
 
 @fast_init

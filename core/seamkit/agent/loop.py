@@ -45,6 +45,7 @@ from seamkit.errors import (
     RunCancelled,
     RunNotResumable,
     SeamkitError,
+    ToolUnavailable,
 )
 from seamkit.guardrails import Guard, GuardContext, GuardrailTripped, Point
 from seamkit.middleware import Call
@@ -403,6 +404,7 @@ class Run:
             emit(StreamEvent(kind, self.ctx.run_id, self.step, **fields))  # type: ignore[arg-type]
 
     def _result(self, output: object, reason: StopReason) -> AgentResult:
+        self._take_warnings()
         return AgentResult(
             output,
             tuple(self.transcript),
@@ -448,7 +450,23 @@ class Run:
 
         On an exception the checkpoint (if any) is marked ``failed`` (the error in its state) and
         the exception propagates. An interruption (cancellation, Ctrl-C) is not a failure: the run
-        stays ``running`` with its lease released, so a plain resume continues it."""
+        stays ``running`` with its lease released, so a plain resume continues it.
+
+        The run's resources (``ctx.resources``, see :mod:`seamkit.runtime.resources`) are created
+        here unless the context brings them, and then closed here on every exit path."""
+        ctx = self.ctx
+        if ctx.resources is not None:
+            return await self._drive_all()
+        from seamkit.runtime.resources import RunResources
+
+        ctx.resources = resources = RunResources()
+        try:
+            return await self._drive_all()
+        finally:
+            ctx.resources = None
+            await resources.aclose()
+
+    async def _drive_all(self) -> AgentResult:
         if self.handle is None and self.begin is None and not self.guards and not self.agent.handoffs:
             result = await self._drive()
             assert result is not None  # no handoffs: only a holder with handoff tools returns None
@@ -1054,6 +1072,7 @@ class Run:
         ran: tuple[ToolResult, ...] = ()
         if allowed:
             got = await self._run_tools(tuple(allowed), meta)
+            self._take_warnings()
             if got is None:
                 return None
             ran = got
@@ -1063,6 +1082,16 @@ class Run:
         by_id = {r.call_id: r for r in ran}
         self._count(len(allowed))
         return tuple(refused[c.id] if c.id in refused else by_id[c.id] for c in calls)
+
+    def _take_warnings(self) -> None:
+        """Move what the batch's tools said with ``ctx.warn`` into the run's warnings (before the
+        batch's checkpoint, so they are kept with it)."""
+        said = self.ctx.warnings
+        if said:
+            for w in said:
+                if w not in self.warnings:
+                    self.warnings.append(w)
+            said.clear()
 
     def _count(self, ran: int) -> None:
         """Count a finished tool batch (``ran`` calls passed on to run) and note a limit it reached."""
@@ -1317,6 +1346,8 @@ class Run:
         except EffectNotApplied as exc:
             # certainly not applied (it never started, or the tool said so): the model may try again
             cause = exc.__cause__ if isinstance(exc.__cause__, Exception) else exc
+            if isinstance(cause, ToolUnavailable) and cause.stop_run:
+                raise cause from None  # configured to stop the run; nothing was applied
             result = ToolResult(call.id, call.name, f"{type(cause).__name__}: {cause}", is_error=True)
         except EffectUncertain as exc:
             # not attempted here: an earlier attempt was interrupted before its result was recorded,

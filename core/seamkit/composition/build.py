@@ -150,8 +150,9 @@ def _build_one(ctx: Context, reg: Registry, a: AgentConfig, base: KeyPath, agent
         if isinstance(t, AgentToolRef):
             tools.append(_agent_tool(ctx, reg, t, tpath, agents, failures, shared, agent_tool))
             continue
-        tools.append(_build(ctx, reg, t, tpath, failures))
-        _check_description(ctx, tools[-1], tpath, None)
+        for one in _tools_of(_build(ctx, reg, t, tpath, failures)):
+            tools.append(one)
+            _check_description(ctx, one, tpath, None)
     middlewares = [_build_shared(ctx, reg, m, (*base, "middlewares", i), failures, shared)
                    for i, m in enumerate(a.middlewares)]
     context = a.context
@@ -506,9 +507,9 @@ def tool_description_issues(
             continue
         failures: list[int] = []
         first = len(ctx.issues)
-        tool = _build(ctx, reg, ref, path, failures)
-        if tool is not None:
-            _check_description(errors, tool, path, warnings)
+        for tool in _tools_of(_build(ctx, reg, ref, path, failures)):
+            if tool is not None:
+                _check_description(errors, tool, path, warnings)
         # what building the agent reports as a configuration problem (not a failure) is one here
         errors.issues.extend(issue for n, issue in enumerate(ctx.issues[first:], first) if n not in failures)
     return errors.issues, warnings
@@ -560,13 +561,33 @@ def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath, failur
     return _conforming(ctx, spec, built, path)
 
 
+def _tools_of(built: Any) -> list[Any]:
+    """The tools a tool slot's component stands for: each tool of a toolset
+    (:class:`~seamkit.ports.ToolsetPort`), else the component itself (``None`` when it was not
+    built: the agent is not built either)."""
+    from seamkit.ports import ToolsetPort
+
+    if built is not None and not hasattr(built, "schema") and isinstance(built, ToolsetPort):
+        return list(built.tools)
+    return [built]
+
+
 def _conforming(ctx: Context, spec: Any, built: Any, path: KeyPath) -> Any:
     """``built`` when it satisfies the port of its slot (``agent.model``: the model port,
     ``agent.checkpoints``: the checkpoint port...); else ``None``, with an issue at the slot naming
-    each missing or wrong member."""
+    each missing or wrong member. In a tool slot a toolset (:class:`~seamkit.ports.ToolsetPort`)
+    conforms when each of its tools does."""
     from seamkit.plugins.ports_check import _a, port_problems, slot_port
 
     port = slot_port(spec.kind, slot_name(path) if path != ("agent",) else "checkpoints")
+    inner = _tools_of(built) if spec.kind == "tool" else [built]
+    if port is not None and inner != [built]:
+        problems = [f"tool {i}: {p}" for i, t in enumerate(inner) for p in port_problems(t, port)]
+        if not problems:
+            return built
+        ctx.add(f"{component_label(spec)} built a toolset whose tools do not satisfy {port.label}: "
+                f"{'; '.join(problems)}", path)
+        return None
     problems = port_problems(built, port) if port is not None else []
     if port is None or not problems:
         return built

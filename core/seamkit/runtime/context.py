@@ -15,6 +15,9 @@ from seamkit.values import EMPTY, Scope
 
 if TYPE_CHECKING:
     from seamkit.durability.ledger import EffectLedger
+    from seamkit.runtime.resources import Closeable, RunResources
+
+    R = TypeVar("R", bound=Closeable)
 
 __all__ = ["CancellationToken", "RunContext", "new_run_id"]
 
@@ -145,6 +148,10 @@ class RunContext:
     to the outside system (e.g. an ``Idempotency-Key`` header) so that a repeated attempt is
     applied at most once; a tool that does so declares ``@tool(side_effecting=True,
     idempotent=True)`` and is then retried automatically after a crash.
+    ``resources``: what the run opened on first use (:meth:`resource`), closed when the agent run
+    that created it ends; :meth:`child` shares it, so a child run reuses its parent's connections.
+    ``warnings``: messages for the run's warnings (:meth:`warn`), moved into
+    ``AgentResult.warnings`` after each tool batch.
     """
 
     run_id: str = field(default_factory=new_run_id)
@@ -158,6 +165,27 @@ class RunContext:
     ancestors: tuple[str, ...] = ()
     idempotency_key: str | None = None
     agent_depth: int = 0
+    resources: RunResources | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    async def resource(self, key: str, open: Callable[[], Awaitable[R]]) -> R:
+        """The run's resource under ``key`` (a connection, a session), opened with ``await open()``
+        on first use and closed when the agent run owning :attr:`resources` ends, on every exit
+        path (see :mod:`seamkit.runtime.resources`). Outside an agent run (no ``resources``)
+        raises ``RuntimeError``: nobody would close it."""
+        if self.resources is None:
+            raise RuntimeError(
+                f"no run resources to open {key!r} in: call tools from an agent run, or set "
+                "ctx.resources = RunResources() and close it (await ctx.resources.aclose()) yourself"
+            )
+        return await self.resources.get(key, open)
+
+    def warn(self, message: str) -> None:
+        """Add ``message`` to the run's warnings (``AgentResult.warnings``, checkpointed), once:
+        for a tool to say something the person running the agent should know (a definition that
+        changed, a server that restarted) without failing the call."""
+        if message not in self.warnings:
+            self.warnings.append(message)
 
     async def run_effect(self, key: str, op: Callable[[], Awaitable[T]]) -> T:
         """Run ``op`` (an operation with outside effects) at most once for the idempotency ``key``:
@@ -183,6 +211,7 @@ class RunContext:
             effects=self.effects,
             ancestors=(self.run_id, *self.ancestors),
             agent_depth=self.agent_depth,
+            resources=self.resources,
         )
 
     def service(self, name: str) -> Any:

@@ -9,12 +9,22 @@ from contextvars import ContextVar
 from typing import Any
 
 from seamkit.accumulate import Accumulator, checked_stream
-from seamkit.errors import EffectNotApplied, ToolArgumentError, UnknownToolError
+from seamkit.errors import EffectNotApplied, ToolArgumentError, ToolUnavailable, UnknownToolError
 from seamkit.middleware import Call, Middleware, Next, chain, collect_one
 from seamkit.ports import LLMPort
 from seamkit.runtime.context import RunContext
 from seamkit.tools.registry import ToolRegistry
-from seamkit.values import EMPTY, ChatRequest, Delta, FrozenDict, LLMResult, ToolCall, ToolRequest, ToolResult
+from seamkit.values import (
+    EMPTY,
+    ChatRequest,
+    Delta,
+    FrozenDict,
+    LLMResult,
+    ToolCall,
+    ToolOutput,
+    ToolRequest,
+    ToolResult,
+)
 
 __all__ = ["Invoker", "render_tool_value", "sniff_media_type", "unusable_arguments_result"]
 
@@ -154,6 +164,9 @@ def _result_of(call: ToolCall, value: Any) -> ToolResult:
     an error result saying that it ran and why its value cannot be shown, so the model does not
     take it for a failure and repeat the call."""
     try:
+        if type(value) is ToolOutput:
+            return ToolResult(call.id, call.name, render_tool_value(value.value), value.is_error,
+                              images=tuple(value.images))
         return ToolResult(call.id, call.name, render_tool_value(value))
     except Exception as exc:  # the tool ran: whatever the rendering raised is not the tool's failure
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -253,6 +266,10 @@ class Invoker:
             # nobody cancelled this task: the tool's own code raised it (an operation inside it was
             # cancelled), which is that tool's failure, not the run's cancellation
             return ToolResult(call.id, call.name, _self_cancelled(exc), is_error=True)
+        except ToolUnavailable as exc:
+            if exc.stop_run:
+                raise
+            return ToolResult(call.id, call.name, f"{type(exc).__name__} ({exc.failure_class}): {exc}", is_error=True)
         except Exception as exc:
             return ToolResult(call.id, call.name, f"{type(exc).__name__}: {exc}", is_error=True)
 

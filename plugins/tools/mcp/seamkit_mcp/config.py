@@ -1,0 +1,90 @@
+"""Config model of ``use: mcp`` (imports only pydantic and the standard library)."""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+__all__ = ["HttpServer", "McpConfig", "StdioServer"]
+
+_PREFIX = re.compile(r"[A-Za-z0-9_-]*")
+
+
+class StdioServer(BaseModel):
+    """A server the run starts as a subprocess and talks to over its stdin/stdout (MCP
+    specification, "Transports", stdio). Its stderr is captured, never mixed into the protocol."""
+
+    model_config = ConfigDict(extra="forbid")
+    command: str = Field(min_length=1, description="The program to start (looked up on PATH)")
+    args: list[str] = Field(default_factory=list, description="Its arguments")
+    env: dict[str, SecretStr] = Field(
+        default_factory=dict,
+        description="Environment variables for it, added to a minimal safe environment (values masked in output)",
+    )
+    cwd: str | None = Field(default=None, description="Its working directory (default: the current one)")
+
+
+class HttpServer(BaseModel):
+    """A server reached over streamable HTTP (MCP specification, "Transports", Streamable HTTP)."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: str = Field(description="The server's MCP endpoint, http:// or https://")
+    headers: dict[str, SecretStr] = Field(
+        default_factory=dict, description="HTTP headers sent with every request (e.g. Authorization; masked in output)"
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"the url of an MCP server must start with http:// or https://, got {value!r}")
+        return value
+
+
+class McpConfig(BaseModel):
+    """Parameters of ``use: mcp``: which server, which of its tools, and how long to wait."""
+
+    model_config = ConfigDict(extra="forbid")
+    server: StdioServer | HttpServer = Field(
+        description="{command, args, env, cwd} for a stdio server, or {url, headers} for streamable HTTP"
+    )
+    name: str | None = Field(
+        default=None,
+        description="The server's name in messages and in pinned definitions (default: from its command or url)",
+    )
+    prefix: str = Field(
+        default="", max_length=32, description="Put before each tool name (e.g. 'github_'), to keep servers apart"
+    )
+    allow: list[str] | None = Field(
+        default=None, description="Only these tools (as the server names them); default: all"
+    )
+    deny: list[str] = Field(default_factory=list, description="Never these tools (deny wins over allow)")
+    timeout: float = Field(default=60.0, gt=0, le=3600, description="Seconds one call may take")
+    connect_timeout: float = Field(
+        default=30.0, gt=0, le=600, description="Seconds to start (or reach) the server and initialize the session"
+    )
+    on_failure: Literal["error", "stop"] = Field(
+        default="error",
+        description="A dead, hung or unreachable server: 'error' gives the model an error result and the run "
+        "goes on; 'stop' stops the run with ToolUnavailable",
+    )
+    resources: bool = Field(default=True, description="Offer the server's resources through read tools")
+    prompts: bool = Field(default=True, description="Offer the server's prompts through a tool")
+
+    @field_validator("prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        if not _PREFIX.fullmatch(value):
+            raise ValueError(f"a prefix may hold letters, digits, '_' and '-' only, got {value!r}")
+        return value
+
+    @model_validator(mode="after")
+    def _lists(self) -> McpConfig:
+        for key in ("allow", "deny"):
+            names = getattr(self, key) or []
+            dup = sorted({n for n in names if names.count(n) > 1})
+            if dup:
+                raise ValueError(f"{key} names {', '.join(map(repr, dup))} more than once")
+        return self
