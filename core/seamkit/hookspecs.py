@@ -12,7 +12,7 @@ import path, so the heavy module loads on first use::
         register("mymodel", "my_pkg.provider:MyProvider", config="my_pkg.provider:MyConfig",
                  description="My hosted model")
 
-``register(name, factory, *, config=None, description="")``:
+``register(name, factory, *, config=None, description="", toolset=False)``:
 
 - ``name``: the name YAML uses (``use: mymodel``); lower-case letters, digits, ``_`` and ``-``.
 - ``factory``: a callable or a ``"module:attr"`` path to one. It is called with the validated
@@ -20,6 +20,9 @@ import path, so the heavy module loads on first use::
 - ``config``: a pydantic model class (or ``"module:attr"`` path) validating the component's YAML
   parameters; ``None`` means it takes none.
 - ``description``: one line for ``seamkit plugins``.
+- ``toolset`` (tools only): the factory returns a :class:`~seamkit.ports.ToolsetPort`, several
+  tools whose names are known once built (an MCP server's): the loader then leaves the checks
+  of tool names (duplicates, ``approvals``, ``disabled_tools``, ``tool_choice``) to the build.
 
 The host records the registering distribution and its version with every registration. A hook
 that raises, or a module that fails to import, marks that plugin failed (``seamkit plugins``
@@ -72,7 +75,8 @@ class SeamkitHookSpecs:
 
     @hookspec
     def seamkit_register_tools(self, register: Any) -> None:
-        """Register tools. The factory returns a :class:`~seamkit.ports.ToolPort`."""
+        """Register tools. The factory returns a :class:`~seamkit.ports.ToolPort`, or with
+        ``toolset=True`` a :class:`~seamkit.ports.ToolsetPort`."""
 
     @hookspec
     def seamkit_register_memory(self, register: Any) -> None:

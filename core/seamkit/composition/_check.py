@@ -51,6 +51,8 @@ class Context:
     known_keys: Mapping[str, tuple[KeyPath, ...]] = field(default_factory=dict)
     #: alias uses by key path (see :attr:`~seamkit.composition._yaml.Document.aliases`)
     aliases: Mapping[KeyPath, AliasUse] = field(default_factory=dict)
+    #: ``tools:`` entries (by path) of toolset components: their tool names are known once built
+    toolsets: set[KeyPath] = field(default_factory=set)
 
     def is_poisoned(self, path: KeyPath) -> bool:
         return any(path[: len(p)] == p for p in self.poisoned)

@@ -137,6 +137,7 @@ def _loads(text: str, fpath: Path | None, base_dir: str | os.PathLike[str] | Non
     ctx.known_keys = key_index(reg, Composition, data)  # for "belongs under ..." hints on unknown keys
     _check_version(ctx, data)
     slots = _check_slots(ctx, reg, data)
+    ctx.toolsets = {path for path, (spec, _) in slots.items() if spec.toolset}
     comp = _validate_structure(ctx, data)
     _cross_checks(ctx, data, fpath.stem if fpath is not None else "agent")
     if ctx.issues or comp is None:
@@ -366,7 +367,11 @@ def _check_agent(ctx: Context, agent: Mapping[str, Any], base: KeyPath, known: M
     tools = agent.get("tools")
     tools = tools if isinstance(tools, list) else []
     first: dict[str, str] = {}  # each tool name -> the entry that makes it
+    # a toolset's names are known once built: names that may be among them are checked then
+    open_names = any((*base, "tools", i) in ctx.toolsets for i in range(len(tools)))
     for i, name, written in _tool_names(tools):
+        if (*base, "tools", i) in ctx.toolsets:
+            continue
         path: KeyPath = (*base, "tools", i)
         entry = tools[i]
         key = "use" if isinstance(entry, Mapping) and "use" in entry else (
@@ -414,7 +419,7 @@ def _check_agent(ctx: Context, agent: Mapping[str, Any], base: KeyPath, known: M
         choice = str(choice)  # an unquoted number is still meant as a tool's name
     if choice == "required" and not first:
         ctx.add(f"tool_choice 'required' needs at least one tool in {where}.tools", (*base, "tool_choice"))
-    elif isinstance(choice, str) and choice not in _TOOL_CHOICES and choice not in first:
+    elif isinstance(choice, str) and choice not in _TOOL_CHOICES and choice not in first and not open_names:
         path = (*base, "tool_choice")
         if ctx.from_env(path):
             ctx.add("tool_choice (from the environment) names no configured tool", path)
@@ -425,7 +430,7 @@ def _check_agent(ctx: Context, agent: Mapping[str, Any], base: KeyPath, known: M
     approvals = agent.get("approvals")
     if isinstance(approvals, Mapping):
         for tool_name in approvals:
-            if isinstance(tool_name, str) and tool_name not in first:
+            if isinstance(tool_name, str) and tool_name not in first and not open_names:
                 hint = did_you_mean(tool_name, list(first))
                 ctx.add(f"approvals name {shown(tool_name)}, which is not in {where}.tools{hint}",
                         (*base, "approvals", tool_name))
@@ -434,7 +439,7 @@ def _check_agent(ctx: Context, agent: Mapping[str, Any], base: KeyPath, known: M
         ):
             ctx.add("approvals need checkpoints: a run waiting for a person is suspended durably",
                     (*base, "approvals"))
-    _check_loop_controls(ctx, agent, first, base, where)
+    _check_loop_controls(ctx, agent, first, base, where, open_names)
     prompt = agent.get("prompt")
     if isinstance(prompt, str):
         _check_template(ctx, prompt, (*base, "prompt"))
@@ -518,16 +523,18 @@ def _check_agent_graph(ctx: Context, agents: list[tuple[str, KeyPath, Mapping[st
 
 
 def _check_loop_controls(ctx: Context, agent: Mapping[str, Any], tools: Mapping[str, str], base: KeyPath,
-                         where: str) -> None:
+                         where: str, open_names: bool = False) -> None:
     """The tool-loop controls against the rest of the agent (at key path ``base``, shown as
     ``where``): ``disabled_tools`` naming tools of its ``tools`` (and not the ``tool_choice``),
-    ``max_tool_rounds`` below ``max_steps``, gather mode without an output type."""
+    ``max_tool_rounds`` below ``max_steps``, gather mode without an output type. ``open_names``:
+    the agent has a toolset, so a name not among ``tools`` may be one of its tools (checked when
+    the agent is built)."""
     disabled = agent.get("disabled_tools")
     if isinstance(disabled, list):
         for i, name in enumerate(disabled):
             if not isinstance(name, str):
                 continue
-            if name not in tools:
+            if name not in tools and not open_names:
                 hint = did_you_mean(name, list(tools))
                 ctx.add(f"disabled_tools name {shown(name)}, which is not in {where}.tools{hint}",
                         (*base, "disabled_tools", i))

@@ -61,7 +61,8 @@ def load_object(path: str) -> Any:
 class ComponentSpec:
     """One registered component: its ``kind`` (``provider``, ``store``, ``tool``, ...), ``name``,
     lazy ``factory`` and ``config`` (objects or ``"module:attr"`` paths), and who registered it
-    (``plugin`` entry-point name, ``distribution``, ``version``)."""
+    (``plugin`` entry-point name, ``distribution``, ``version``). ``toolset``: a tool component
+    whose factory returns a :class:`~seamkit.ports.ToolsetPort` (tools named only once built)."""
 
     kind: str
     name: str
@@ -71,6 +72,7 @@ class ComponentSpec:
     plugin: str
     distribution: str
     version: str
+    toolset: bool = False
 
     def config_model(self) -> type | None:
         """The pydantic model class validating this component's parameters (imported now)."""
@@ -243,6 +245,7 @@ class Registry:
             *,
             config: str | type | None = None,
             description: str = "",
+            toolset: bool = False,
         ) -> None:
             if not isinstance(name, str) or not _NAME.match(name):
                 raise ValueError(f"invalid {kind} name {name!r}: use lower-case letters, digits, '_' and '-'")
@@ -251,7 +254,10 @@ class Registry:
             specs = self.components.setdefault(kind, {}).setdefault(name, [])
             if any(s.distribution == distribution and s.plugin == plugin for s in specs):
                 raise ValueError(f"{kind} {name!r} registered twice by {plugin}")
-            spec = ComponentSpec(kind, name, factory, config, description, plugin, distribution, version)
+            if toolset and kind != "tool":
+                raise ValueError(f"{kind} {name!r}: only a tool can be a toolset")
+            spec = ComponentSpec(kind, name, factory, config, description, plugin, distribution, version,
+                                 bool(toolset))
             specs.append(spec)
             added.append(spec)
 

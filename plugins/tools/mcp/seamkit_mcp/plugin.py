@@ -18,6 +18,7 @@ def seamkit_register_tools(register: Any) -> None:
         f"{_PKG}.toolset:build_toolset",
         config=f"{_PKG}.config:McpConfig",
         description="The tools, resources and prompts of an MCP server (stdio or streamable HTTP)",
+        toolset=True,
     )
 
 
