@@ -14,6 +14,8 @@ Public API (stable; every provider plugin uses the same wording):
 - :func:`images_left_out(images, why=NO_IMAGES) -> str`: the note for ``images`` (``""`` for none).
 - :func:`text_with_images_note(result, why=NO_IMAGES) -> str`: the result's text followed by the
   note (the text unchanged when the result has no images).
+- :func:`left_out_warning(result, model) -> str`: the warning (a ``Delta(warning=...)``) a provider
+  reports when it sent the note instead of ``result``'s images to a model that takes none.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from collections.abc import Sequence
 
 from seamkit.values import ImageBlock, ToolResult
 
-__all__ = ["NO_IMAGES", "images_left_out", "text_with_images_note"]
+__all__ = ["NO_IMAGES", "images_left_out", "left_out_warning", "text_with_images_note"]
 
 NO_IMAGES = "this model does not take images"
 """Why images are left out when the model (by its capability flags) takes no image input."""
@@ -51,3 +53,12 @@ def text_with_images_note(result: ToolResult, why: str = NO_IMAGES) -> str:
     if not note:
         return result.content
     return f"{result.content}\n\n{note}" if result.content else note
+
+
+def left_out_warning(result: ToolResult, model: str) -> str:
+    """``"N image(s) from tool call '<id>' (<tool>) not sent: <model> does not take images; the tool
+    result says so instead"``: what a provider reports for each tool result whose images it
+    replaced with the note (a run keeps each warning once)."""
+    n = len(result.images)
+    return (f"{n} image{'' if n == 1 else 's'} from tool call {result.call_id!r} ({result.name}) not sent: "
+            f"{model} does not take images; the tool result says so instead")

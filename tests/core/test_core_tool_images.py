@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from seamkit.tool_images import NO_IMAGES, images_left_out, text_with_images_note
+from seamkit.tool_images import NO_IMAGES, images_left_out, left_out_warning, text_with_images_note
 from seamkit.values import ImageBlock, ToolResult
 
 PNG = ImageBlock("image/png", data=b"\x89PNG" + bytes(2044))
@@ -31,6 +31,13 @@ def test_text_then_note_or_note_alone() -> None:
         f"done\n\n[1 image left out (image/png, 2,048 bytes): {NO_IMAGES}]"
     )
     assert text_with_images_note(ToolResult("c1", "t", "", images=(PNG,))) == images_left_out([PNG])
+
+
+def test_the_warning_names_the_call_the_tool_and_the_model() -> None:
+    result = ToolResult("call_7", "screenshot", "", images=(PNG, PNG))
+    assert left_out_warning(result, "gpt-3.5-turbo") == (
+        "2 images from tool call 'call_7' (screenshot) not sent: gpt-3.5-turbo does not take images; "
+        "the tool result says so instead")
 
 
 @given(st.text(), st.lists(st.binary(min_size=1, max_size=64), min_size=1, max_size=4))

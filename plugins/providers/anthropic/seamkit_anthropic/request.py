@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seamkit.errors import UnsupportedFeature
-from seamkit.tool_images import text_with_images_note
+from seamkit.tool_images import left_out_warning, text_with_images_note
 from seamkit.values import (
     ChatRequest,
     ImageBlock,
@@ -209,11 +209,7 @@ class _Builder:
                 out.append({"type": "tool_use", "id": b.id, "name": b.name, "input": thaw(b.arguments)})
             elif isinstance(b, ToolResult):
                 if b.images and not self.caps.images:
-                    n = len(b.images)
-                    self.warnings.append(
-                        f"{n} image{'' if n == 1 else 's'} from tool call {b.call_id!r} ({b.name}) not sent: "
-                        f"{self.model} does not take images; the tool result says so instead"
-                    )
+                    self.warnings.append(left_out_warning(b, self.model))
                 out.append(_tool_result(b, self.caps.images))
             elif isinstance(b, ReasoningBlock):
                 if msg.role == "assistant":
