@@ -2,8 +2,11 @@
 
 Follows the Messages API reference (``POST /v1/messages``) and the guides it links: system prompt
 as a list of text blocks; ``user`` / ``assistant`` turns (consecutive same-role turns merged);
-tool results as ``tool_result`` blocks in a user turn (``is_error`` kept); images as ``base64`` or
-``url`` sources ("Images and vision"); thinking blocks sent back unchanged with the model that
+tool results as ``tool_result`` blocks in a user turn (``is_error`` kept), their content a string,
+or, when the tool returned images, an array of a ``text`` block and ``image`` blocks (reference
+"Messages" -> ``messages[].content[]`` -> "Tool result" -> ``content``: ``string`` or an array of
+``text`` / ``image`` / ``search_result`` blocks; SDK ``types/tool_result_block_param.py``); images
+as ``base64`` or ``url`` sources ("Images and vision"); thinking blocks sent back unchanged with the model that
 wrote them ("Building with extended thinking" -> "Preserving thinking blocks"); prompt caching
 breakpoints ("Prompt caching"); structured output through ``output_config.format`` or a forced
 tool ("Structured outputs"); ``tool_choice`` ``auto`` / ``any`` / ``tool`` / ``none``.
@@ -11,12 +14,18 @@ tool ("Structured outputs"); ``tool_choice`` ``auto`` / ``any`` / ``tool`` / ``n
 Everything a request asks for that the model cannot take is refused here, before dispatch, with
 :class:`~seamkit.errors.UnsupportedFeature` (temperature on a model without sampling parameters or
 with thinking on, a thinking type the model lacks, a thinking budget not below ``max_tokens``,
-images on a text-only model); settings that can be degraded are mapped with a warning (``seed``,
+images in a user turn on a text-only model); settings that can be degraded are mapped with a warning (``seed``,
 forced ``tool_choice`` where it is not accepted, and schemas: a root that is not an object is sent
 wrapped in an object with one property and unwrapped from the reply; an output schema the native
 dialect cannot express goes through the forced tool instead, or, where forced tool use is
 impossible (extended thinking), as a JSON Schema in the system prompt; the caller validates the
 answer against the canonical schema in every case).
+
+A tool's images on a text-only model (``caps.images`` off) are not refused: the images in a user
+turn were put there by the caller, who can remove them, but a tool's images arrive mid-run and a
+run must not fail because a tool returned a screenshot. The tool result's text is sent with the
+note of :mod:`seamkit.tool_images` in their place ("[1 image left out (image/png, 2,048 bytes):
+this model does not take images]"), and a warning says so.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seamkit.errors import UnsupportedFeature
+from seamkit.tool_images import left_out_warning, text_with_images_note
 from seamkit.values import (
     ChatRequest,
     ImageBlock,
@@ -134,10 +144,19 @@ def _image(block: ImageBlock) -> dict[str, Any]:
     return {"type": "image", "source": {"type": "url", "url": block.url}}
 
 
-def _tool_result(block: ToolResult) -> dict[str, Any]:
+def _tool_result(block: ToolResult, images: bool) -> dict[str, Any]:
+    """The ``tool_result`` block for ``block``: ``content`` a string (left out when empty), or,
+    for a result with images on a model that takes them (``images``), an array of a ``text`` block
+    (when there is text) and one ``image`` block per image, in order. Without ``images`` the
+    result's images are named in the text instead (:func:`~seamkit.tool_images.text_with_images_note`)."""
     out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.call_id}
-    if block.content:
-        out["content"] = block.content
+    if block.images and images:
+        text = [{"type": "text", "text": block.content}] if block.content else []
+        out["content"] = text + [_image(i) for i in block.images]
+    else:
+        content = text_with_images_note(block)
+        if content:
+            out["content"] = content
     if block.is_error:
         out["is_error"] = True
     return out
@@ -189,7 +208,9 @@ class _Builder:
             elif isinstance(b, ToolCall):
                 out.append({"type": "tool_use", "id": b.id, "name": b.name, "input": thaw(b.arguments)})
             elif isinstance(b, ToolResult):
-                out.append(_tool_result(b))
+                if b.images and not self.caps.images:
+                    self.warnings.append(left_out_warning(b, self.model))
+                out.append(_tool_result(b, self.caps.images))
             elif isinstance(b, ReasoningBlock):
                 if msg.role == "assistant":
                     thinking.extend(self.reasoning(b))

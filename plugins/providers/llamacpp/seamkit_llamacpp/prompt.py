@@ -32,7 +32,10 @@ Rules:
 - A tool result is ``Tool result (<tool>): <content>``; a failed one is
   ``Tool error (<tool>): <content>``.
 - Images cannot be shown to this text model; each is replaced by ``[image omitted]`` (the
-  provider reports a warning). Reasoning blocks are not sent back.
+  provider reports a warning). The images a tool returned with its result are named after the
+  result's text with the note of :mod:`seamkit.tool_images` (``[1 image left out (image/png,
+  2,048 bytes): this model does not take images]``; the provider reports a warning), so the model
+  knows the result had more than it sees. Reasoning blocks are not sent back.
 - The prompt ends with an open ``<start_of_turn>model`` turn.
 """
 
@@ -43,6 +46,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from seamkit.tool_images import text_with_images_note
 from seamkit.values import ChatRequest, ImageBlock, Message, TextBlock, ToolCall, ToolResult, ToolSchema, thaw
 
 __all__ = [
@@ -109,7 +113,7 @@ def _content_text(msg: Message) -> str:
             calls.append(tool_call_json(block.name, block.arguments))
         elif type(block) is ToolResult:
             label = "Tool error" if block.is_error else "Tool result"
-            parts.append(f"{label} ({block.name}): {block.content}")
+            parts.append(f"{label} ({block.name}): {text_with_images_note(block)}")
     text = "\n\n".join(p for p in parts if p) if msg.role == "tool" else "".join(parts)
     if calls:
         text = "\n".join([text, *calls]) if text else "\n".join(calls)

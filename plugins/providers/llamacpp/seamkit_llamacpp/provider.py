@@ -47,6 +47,7 @@ from typing import Any
 from seamkit.accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError
 from seamkit.tokens import register_tokenizer
+from seamkit.tool_images import left_out_warning
 from seamkit.values import (
     ChatRequest,
     Delta,
@@ -54,6 +55,7 @@ from seamkit.values import (
     ImageBlock,
     LLMResult,
     ToolCallDelta,
+    ToolResult,
     Usage,
     thaw,
 )
@@ -423,6 +425,8 @@ class LlamaCppProvider:
         )
         if any(type(b) is ImageBlock for m in request.messages for b in m.content):
             warnings.append("llamacpp: image blocks were omitted (this is a text model)")
+        warnings.extend(left_out_warning(b, self.model) for m in request.messages for b in m.content
+                        if type(b) is ToolResult and b.images)
         return settings, warnings
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:

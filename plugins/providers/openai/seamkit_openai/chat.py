@@ -16,7 +16,17 @@ Messages: system text -> a ``developer`` message for reasoning models (``develop
 string, or parts ``text`` / ``image_url`` with a ``data:`` URL for inline bytes); assistant text and
 tool calls -> ``content`` + ``tool_calls`` (arguments as JSON text); each tool result -> a ``tool``
 message (``tool_call_id``, ``content``; an error result is sent as its content: the API has no error
-flag). Chat Completions cannot take reasoning back: ReasoningBlocks are not sent (a warning when a
+flag). A ``tool`` message's content is text only (reference "Create chat completion" ->
+``messages`` -> "Tool message" -> ``content``: a string or an array of ``text`` parts; SDK
+``types/chat/chat_completion_tool_message_param.py``), so the images a tool returned
+(:attr:`ToolResult.images`) follow the turn's tool messages in one ``user`` message: for each result
+with images a ``text`` part naming the tool call (``"The tool call call_1 (screenshot) returned 1
+image:"``) and its ``image_url`` parts (``data:`` URLs for inline bytes). It comes after *all* the
+tool messages of the turn, because every tool message must directly follow the assistant message
+with the ``tool_calls`` (or another tool message). A model that takes no images (capability
+``images`` off) gets no such message: its tool message says that the images were left out
+(:mod:`seamkit.tool_images`), with a warning; it is not refused, as a run must not fail because a
+tool returned a picture. Chat Completions cannot take reasoning back: ReasoningBlocks are not sent (a warning when a
 block with a signature from another provider/model is dropped).
 
 Stream (reference "The chat completion chunk object"): ``choices[0].delta.content`` -> text;
@@ -56,6 +66,7 @@ from typing import TYPE_CHECKING, Any
 
 from seamkit.errors import FailureClass, ProviderError
 from seamkit.tokens import estimate_tokens
+from seamkit.tool_images import left_out_warning, text_with_images_note
 from seamkit.values import (
     ChatRequest,
     Delta,
@@ -154,23 +165,48 @@ def _mask(text: str, secrets: list[str]) -> str:
     return text
 
 
+def _tool_images_text(r: ToolResult) -> str:
+    n = len(r.images)
+    return f"The tool call {r.call_id} ({r.name}) returned {n} image{'' if n == 1 else 's'}:"
+
+
 def chat_messages(
-    messages: tuple[Message, ...], *, developer_role: bool, system_role: bool, provider: str, model: str
+    messages: tuple[Message, ...], *, developer_role: bool, system_role: bool, provider: str, model: str,
+    images: bool = True,
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """``(messages as the API takes them, warnings)`` (see the module doc for the mapping)."""
+    """``(messages as the API takes them, warnings)`` (see the module doc for the mapping).
+    ``images``: whether the model takes images (a tool result's images are then sent in a ``user``
+    message after the turn's tool messages, else named in the tool message's text)."""
     out: list[dict[str, Any]] = []
     warnings: list[str] = []
+    # the images of the tool results sent since the last non-tool message: one user message after them
+    pending: list[dict[str, Any]] = []
+
+    def flush_images() -> None:
+        if pending:
+            out.append({"role": "user", "content": list(pending)})
+            pending.clear()
+
     for m in messages:
         if m.role == "system":
+            flush_images()
             role = ("developer" if developer_role else "system") if system_role else "user"
             out.append({"role": role, "content": m.text})
             continue
         results = [b for b in m.content if isinstance(b, ToolResult)]
         rest = [b for b in m.content if not isinstance(b, ToolResult)]
         for r in results:
-            out.append({"role": "tool", "tool_call_id": r.call_id, "content": r.content})
+            if r.images and images:
+                out.append({"role": "tool", "tool_call_id": r.call_id, "content": r.content})
+                pending.append({"type": "text", "text": _tool_images_text(r)})
+                pending.extend({"type": "image_url", "image_url": {"url": image_url(i)}} for i in r.images)
+            else:
+                if r.images:
+                    warnings.append(left_out_warning(r, model))
+                out.append({"role": "tool", "tool_call_id": r.call_id, "content": text_with_images_note(r)})
         if not rest:
             continue
+        flush_images()
         for b in rest:
             if isinstance(b, ReasoningBlock) and b.signature and (b.provider, b.model) != (provider, model):
                 warnings.append(
@@ -205,6 +241,7 @@ def chat_messages(
             out.append({"role": "user", "content": "".join(p["text"] for p in parts)})
         else:
             out.append({"role": "user", "content": parts})
+    flush_images()
     return out, warnings
 
 
@@ -393,7 +430,7 @@ def chat_body(p: OpenAIProviderBase, request: ChatRequest, s: Settings,
     warnings = list(s.warnings)
     messages, w = chat_messages(
         request.messages, developer_role=caps.developer_role, system_role=caps.system_role,
-        provider=p.provider, model=p.model,
+        provider=p.provider, model=p.model, images=caps.images,
     )
     warnings.extend(w)
     body: dict[str, Any] = {"model": p.model, "messages": messages, "stream": True}

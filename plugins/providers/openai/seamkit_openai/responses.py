@@ -15,7 +15,16 @@ Request mapping (:meth:`OpenAIResponsesProvider.body`):
 - Assistant text -> an assistant input message; :class:`~seamkit.values.ToolCall` -> a
   ``function_call`` item (``call_id``, ``name``, ``arguments`` as JSON text);
   :class:`~seamkit.values.ToolResult` -> a ``function_call_output`` item (``call_id``, ``output``;
-  an error result is sent as its content: the API has no error flag).
+  an error result is sent as its content: the API has no error flag). ``output`` is the result's
+  text, or, when the tool returned images, an array of an ``input_text`` item (when there is
+  text) and one ``input_image`` item per image (``image_url``: a URL or a ``data:`` URL, ``detail:
+  auto``): reference "Responses > Create a model response" -> ``input`` -> "Function tool call
+  output" -> ``output``: "Text, image, or file output of the function tool call", a string or an
+  array of ``input_text`` / ``input_image`` / ``input_file`` (SDK
+  ``types/responses/response_input_item_param.py`` ``FunctionCallOutput.output:
+  Union[str, ResponseFunctionCallOutputItemListParam]``). A model that takes no images
+  (capability ``images`` off) gets the text with the note of :mod:`seamkit.tool_images` instead,
+  and a warning: not a refusal, as a run must not fail because a tool returned a picture.
 - :class:`~seamkit.values.ReasoningBlock` written by this component and model (a dated snapshot
   of the model counts as the model) -> the ``reasoning`` items it came from (``id``, ``summary``,
   ``encrypted_content``, kept in :attr:`ReasoningBlock.signature` as JSON ``{"v": 1, "items":
@@ -59,6 +68,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
+from seamkit.tool_images import left_out_warning, text_with_images_note
 from seamkit.values import (
     ChatRequest,
     Delta,
@@ -283,10 +293,10 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
             if m.role == "assistant":
                 self._assistant(m, items, warnings)
             else:
-                self._user(m, items)
+                self._user(m, items, warnings)
         return ("\n\n".join(instructions) if instructions else None), items
 
-    def _user(self, m: Message, items: list[dict[str, Any]]) -> None:
+    def _user(self, m: Message, items: list[dict[str, Any]], warnings: list[str]) -> None:
         parts: list[dict[str, Any]] = []
 
         def flush() -> None:
@@ -305,11 +315,23 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
                 parts.append({"type": "input_image", "image_url": image_url(b), "detail": "auto"})
             elif isinstance(b, ToolResult):
                 flush()
-                items.append({"type": "function_call_output", "call_id": b.call_id, "output": b.content})
+                items.append(self._output_item(b, warnings))
             elif isinstance(b, ToolCall):  # a tool call outside an assistant message: keep it as one
                 flush()
                 items.append(self._call_item(b))
         flush()
+
+    def _output_item(self, b: ToolResult, warnings: list[str]) -> dict[str, Any]:
+        """The ``function_call_output`` item for ``b`` (see the module doc: its images in an
+        ``output`` array, or named in its text for a model that takes no images)."""
+        output: str | list[dict[str, Any]] = b.content
+        if b.images and self.capabilities.images:
+            text = [{"type": "input_text", "text": b.content}] if b.content else []
+            output = text + [{"type": "input_image", "image_url": image_url(i), "detail": "auto"} for i in b.images]
+        elif b.images:
+            warnings.append(left_out_warning(b, self.model))
+            output = text_with_images_note(b)
+        return {"type": "function_call_output", "call_id": b.call_id, "output": output}
 
     def _call_item(self, b: ToolCall) -> dict[str, Any]:
         return {"type": "function_call", "call_id": b.id, "name": b.name, "arguments": _json_text(b.arguments)}
@@ -334,7 +356,7 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
                 items.append(self._call_item(b))
             elif isinstance(b, ToolResult):
                 flush()
-                items.append({"type": "function_call_output", "call_id": b.call_id, "output": b.content})
+                items.append(self._output_item(b, warnings))
             elif isinstance(b, ImageBlock):
                 flush()
                 warnings.append("an image in an assistant message was not sent (the Responses API takes "

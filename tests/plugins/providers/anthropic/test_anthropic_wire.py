@@ -4,6 +4,7 @@ are parsed into deltas / results. Nothing touches the network (``ReplayTransport
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import logging
@@ -522,6 +523,100 @@ async def test_images_base64_and_url(build_provider: Build) -> None:
     with pytest.raises(UnsupportedFeature) as info:
         q.prepare(ChatRequest((msg,)))
     assert info.value.feature == "images"
+
+
+# --- images a tool returned --------------------------------------------------------------------
+
+SHOT = ImageBlock("image/png", data=bytes.fromhex("89504e470d0a1a0a") + bytes(2040))
+SHOT_B64 = base64.b64encode(SHOT.data or b"").decode()
+CHART = ImageBlock("image/jpeg", url="https://example.com/chart.jpg")
+
+
+def _tool_turns(*results: ToolResult) -> ChatRequest:
+    calls = tuple(ToolCall(r.call_id, r.name, {}) for r in results)
+    return ChatRequest((Message.user("Look."), Message("assistant", calls), Message("tool", results)),
+                       tools=(WEATHER,), max_tokens=256)
+
+
+async def test_tool_result_images_are_sent_in_the_tool_result(build_provider: Build) -> None:
+    p, t = build_provider(sse_reply("text"))
+    await p.chat(_tool_turns(ToolResult("toolu_1", "screenshot", "the page", images=(SHOT, CHART)),
+                             ToolResult("toolu_2", "screenshot", "", is_error=True, images=(SHOT,)),
+                             ToolResult("toolu_3", "get_weather", "sunny")))
+    assert t.json_bodies[0]["messages"][2] == {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+            {"type": "text", "text": "the page"},
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": SHOT_B64}},
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/chart.jpg"}},
+        ]},
+        {"type": "tool_result", "tool_use_id": "toolu_2", "is_error": True, "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": SHOT_B64}},
+        ]},
+        {"type": "tool_result", "tool_use_id": "toolu_3", "content": "sunny"},  # no images: a string, as before
+    ]}
+
+
+async def test_a_text_only_model_gets_a_note_instead_of_a_tool_results_images(build_provider: Build) -> None:
+    p, t = build_provider(sse_reply("text"), capabilities={"images": False})
+    deltas = await deltas_of(p, _tool_turns(ToolResult("toolu_1", "screenshot", "the page", images=(SHOT, CHART)),
+                                            ToolResult("toolu_2", "screenshot", "", images=(SHOT,))))
+    assert t.json_bodies[0]["messages"][2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": (
+            "the page\n\n[2 images left out (image/png, 2,048 bytes; image/jpeg, by URL): "
+            "this model does not take images]")},
+        {"type": "tool_result", "tool_use_id": "toolu_2",
+         "content": "[1 image left out (image/png, 2,048 bytes): this model does not take images]"},
+    ]
+    warnings = [d.warning for d in deltas if d.warning]
+    assert "2 images from tool call 'toolu_1' (screenshot) not sent: claude-sonnet-4-5 does not take images; " \
+           "the tool result says so instead" in warnings
+    assert any("'toolu_2'" in w for w in warnings)
+    assert any(d.finish_reason == "stop" for d in deltas)  # the run goes on
+
+
+async def test_cache_breakpoint_with_tool_result_images(build_provider: Build) -> None:
+    p, _ = build_provider(cache=True)
+    request = _tool_turns(ToolResult("toolu_1", "screenshot", "the page", images=(SHOT,)))
+    request = ChatRequest((*request.messages, Message.assistant("Seen."), Message.user("Now what?")),
+                          tools=request.tools)
+    body = p.prepare(request).body
+    tool_turn, answer = body["messages"][2], body["messages"][3]
+    assert answer["content"][-1]["cache_control"] == {"type": "ephemeral"}  # the prefix before the newest turn
+    assert body["tools"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in json.dumps(tool_turn)  # nothing else marked: at most 4 breakpoints
+    # a tool result with images closing the prefix carries the breakpoint on the tool_result block itself
+    body = p.prepare(ChatRequest((*request.messages[:3], Message.user("Now what?")), tools=request.tools)).body
+    assert body["messages"][1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    blocks = body["messages"][2]["content"]
+    assert [b["type"] for b in blocks] == ["tool_result", "text"]
+    assert all("cache_control" not in c for c in blocks[0]["content"])
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=20), st.lists(st.one_of(
+    st.binary(min_size=1, max_size=32).map(lambda b: ImageBlock("image/webp", data=b)),
+    st.sampled_from(["https://a.example/1.png", "https://b.example/2.gif"]).map(lambda u: ImageBlock(url=u)),
+), min_size=1, max_size=4), st.booleans())
+def test_every_tool_image_is_sent_in_order(build_provider: Build, text: str, images: list[ImageBlock],
+                                           vision: bool) -> None:
+    p, _ = build_provider(capabilities={"images": vision})
+    block = p.prepare(_tool_turns(ToolResult("toolu_1", "t", text, images=tuple(images)))).body["messages"][2][
+        "content"][0]
+    if not vision:
+        assert isinstance(block["content"], str) and block["content"].startswith(text)
+        assert f"[{len(images)} image" in block["content"]
+        return
+    sent = block["content"]
+    if text:
+        assert sent[0] == {"type": "text", "text": text}
+        sent = sent[1:]
+    assert len(sent) == len(images)
+    for got, image in zip(sent, images, strict=True):
+        src = got["source"]
+        if image.data is not None:
+            assert src == {"type": "base64", "media_type": "image/webp", "data": base64.b64encode(image.data).decode()}
+        else:
+            assert src == {"type": "url", "url": image.url}
 
 
 # --- errors ----------------------------------------------------------------------------------

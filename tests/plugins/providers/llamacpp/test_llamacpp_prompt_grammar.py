@@ -53,6 +53,27 @@ def test_tool_calls_and_results_render_as_text_turns() -> None:
     assert "You can use these tools" not in text  # no tools offered in this request
 
 
+def test_a_tool_results_images_are_named_in_its_text() -> None:
+    shot = ImageBlock("image/png", data=bytes(2048))
+    req = ChatRequest((
+        Message.user("q"),
+        Message("assistant", (ToolCall("c1", "screenshot", {}), ToolCall("c2", "screenshot", {}))),
+        Message("tool", (ToolResult("c1", "screenshot", "the page", images=(shot,)),
+                         ToolResult("c2", "screenshot", "", is_error=True, images=(shot, ImageBlock(url="u"))))),
+    ))
+    assert (
+        f"{START}user\nTool result (screenshot): the page\n\n"
+        "[1 image left out (image/png, 2,048 bytes): this model does not take images]\n\n"
+        "Tool error (screenshot): "
+        f"[2 images left out (image/png, 2,048 bytes; image/png, by URL): this model does not take images]{END}\n"
+    ) in as_text(render(req))
+
+
+def test_a_tool_result_without_images_is_unchanged() -> None:
+    req = ChatRequest((Message.user("q"), Message("tool", (ToolResult("c1", "calculator", "2"),))))
+    assert f"{START}user\nq\n\nTool result (calculator): 2{END}\n" in as_text(render(req))
+
+
 def test_a_conversation_not_starting_with_user_gets_a_preamble_turn() -> None:
     req = ChatRequest((Message.system("S"), Message.assistant("hello"), Message("user", (ImageBlock(url="u"),))))
     text = as_text(render(req))

@@ -20,7 +20,7 @@ import pytest
 from seamkit import Agent, tool
 from seamkit.errors import FailureClass, ProviderError
 from seamkit.ports import LLMPort
-from seamkit.values import ChatRequest, Delta, Message, ToolCall, ToolResult, ToolSchema
+from seamkit.values import ChatRequest, Delta, ImageBlock, Message, ToolCall, ToolResult, ToolSchema
 from seamkit_llamacpp.config import LlamaCppConfig
 from seamkit_llamacpp.provider import LlamaCppProvider
 
@@ -70,6 +70,17 @@ def test_factory_builds_an_llm_port_without_loading_the_model(tmp_path: Path) ->
     assert isinstance(p, LLMPort)
     assert (p.provider, p.model) == ("llamacpp", "tiny.gguf")
     assert LlamaCppProvider().model == "gemma-3-270m-q4_k_m.gguf"
+
+
+def test_a_tool_results_images_left_out_are_reported_without_loading_the_model() -> None:
+    p = LlamaCppProvider(LlamaCppConfig())
+    req = ChatRequest((Message.user("q"), Message("tool", (
+        ToolResult("c1", "screenshot", "the page", images=(ImageBlock(url="https://example.com/a.png"),)),
+        ToolResult("c2", "calculator", "2"),
+    ))))
+    _, warnings = p._settings(req)
+    assert warnings == [f"1 image from tool call 'c1' (screenshot) not sent: {p.model} does not take images; "
+                        "the tool result says so instead"]
 
 
 async def test_text_streams_in_several_pieces_with_local_usage(model: LlamaCppProvider) -> None:

@@ -246,6 +246,96 @@ async def test_images_refused_for_a_model_without_vision() -> None:
     assert t.requests == []
 
 
+# --- images a tool returned ---------------------------------------------------------------------
+
+SHOT = ImageBlock("image/png", data=b"\x89PNG\r\n\x1a\n")  # data:image/png;base64,iVBORw0KGgo=
+CHART = ImageBlock("image/jpeg", url="https://example.com/chart.jpg")
+CALLS = Message("assistant", (ToolCall("call_1", "screenshot", {}), ToolCall("call_2", "get_weather", {}),
+                              ToolCall("call_3", "screenshot", {})))
+_ASSISTANT_WIRE = {"role": "assistant", "content": None, "tool_calls": [
+    {"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": "{}"}}
+    for i, n in ((1, "screenshot"), (2, "get_weather"), (3, "screenshot"))]}
+
+
+async def test_tool_result_images_follow_all_the_tool_messages_in_one_user_message() -> None:
+    # the two screenshot results come in two tool messages: the images wait for both
+    messages = (Message.user("Look."), CALLS,
+                Message("tool", (ToolResult("call_1", "screenshot", "the page", images=(SHOT, CHART)),
+                                 ToolResult("call_2", "get_weather", "sunny"))),
+                Message("tool", (ToolResult("call_3", "screenshot", "", is_error=True, images=(SHOT,)),)),
+                Message.user("What do you see?"))
+    p, t = make(sse_reply("text"))
+    r = await p.chat(ChatRequest(messages))
+    assert t.json_bodies[0]["messages"] == [
+        {"role": "user", "content": "Look."},
+        _ASSISTANT_WIRE,
+        {"role": "tool", "tool_call_id": "call_1", "content": "the page"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "call_3", "content": ""},
+        {"role": "user", "content": [
+            {"type": "text", "text": "The tool call call_1 (screenshot) returned 2 images:"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+            {"type": "image_url", "image_url": {"url": "https://example.com/chart.jpg"}},
+            {"type": "text", "text": "The tool call call_3 (screenshot) returned 1 image:"},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+        ]},
+        {"role": "user", "content": "What do you see?"},
+    ]
+    assert r.warnings == ()
+
+
+async def test_tool_result_images_at_the_end_of_the_transcript_and_before_the_next_assistant_turn() -> None:
+    one = Message("assistant", (ToolCall("call_1", "screenshot", {}),))
+    first = Message("tool", (ToolResult("call_1", "screenshot", "a", images=(CHART,)),))
+    p, t = make(sse_reply("text"), sse_reply("text"))
+    await p.chat(ChatRequest((Message.user("Go."), one, first)))
+    await p.chat(ChatRequest((Message.user("Go."), one, first, Message.assistant("Seen."))))
+    image_turn = {"role": "user", "content": [
+        {"type": "text", "text": "The tool call call_1 (screenshot) returned 1 image:"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/chart.jpg"}}]}
+    assert [m["role"] for m in t.json_bodies[0]["messages"]] == ["user", "assistant", "tool", "user"]
+    assert t.json_bodies[0]["messages"][-1] == image_turn
+    assert t.json_bodies[1]["messages"][3:] == [image_turn, {"role": "assistant", "content": "Seen."}]
+
+
+async def test_a_model_without_vision_gets_a_note_in_the_tool_message_not_a_refusal() -> None:
+    messages = (Message.user("Look."), CALLS,
+                Message("tool", (ToolResult("call_1", "screenshot", "the page", images=(SHOT, CHART)),
+                                 ToolResult("call_2", "get_weather", "sunny"),
+                                 ToolResult("call_3", "screenshot", "", images=(SHOT,)))))
+    p, t = make(sse_reply("text"), model="gpt-3.5-turbo")
+    r = await p.chat(ChatRequest(messages))
+    assert t.json_bodies[0]["messages"][2:] == [
+        {"role": "tool", "tool_call_id": "call_1", "content": "the page\n\n[2 images left out "
+                                                               "(image/png, 8 bytes; image/jpeg, by URL): "
+                                                               "this model does not take images]"},
+        {"role": "tool", "tool_call_id": "call_2", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "call_3",
+         "content": "[1 image left out (image/png, 8 bytes): this model does not take images]"},
+    ]
+    assert "2 images from tool call 'call_1' (screenshot) not sent: gpt-3.5-turbo does not take images; " \
+           "the tool result says so instead" in r.warnings
+    assert r.text  # the run goes on
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3)), min_size=1, max_size=5))
+def test_every_tool_message_directly_follows_the_calls_and_every_image_is_sent_once(
+        results: list[tuple[bool, int]]) -> None:
+    from seamkit_openai.chat import chat_messages
+
+    calls = Message("assistant", tuple(ToolCall(f"c{i}", "t", {}) for i in range(len(results))))
+    tool = Message("tool", tuple(ToolResult(f"c{i}", "t", "x" if text else "", images=(SHOT,) * n)
+                                 for i, (text, n) in enumerate(results)))
+    out, warnings = chat_messages((Message.user("q"), calls, tool, Message.user("next")), developer_role=False,
+                                  system_role=True, provider="openai_chat", model="m")
+    roles = [m["role"] for m in out]
+    with_images = any(n for _, n in results)
+    assert roles == ["user", "assistant", *["tool"] * len(results), *(["user"] if with_images else []), "user"]
+    sent = [p for m in out if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image_url"]
+    assert len(sent) == sum(n for _, n in results) and warnings == []
+
+
 # --- responses parsed ---------------------------------------------------------------------------
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from seamkit.accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
 from seamkit.values import (
@@ -24,6 +26,7 @@ from seamkit.values import (
     ToolSchema,
 )
 from seamkit_http import ReplayTransport, Reply, make_client
+from seamkit_openai._common import image_url
 from seamkit_openai.config import OpenAIResponsesConfig
 from seamkit_openai.responses import OpenAIResponsesProvider, build, same_model
 
@@ -212,6 +215,67 @@ async def test_error_tool_result_is_sent_as_its_content() -> None:
         {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Atlantis"}'},
         {"type": "function_call_output", "call_id": "call_1", "output": "unknown city: Atlantis"},
     ]
+
+
+SHOT = ImageBlock("image/png", data=b"\x89PNG\r\n\x1a\n")  # data:image/png;base64,iVBORw0KGgo=
+CHART = ImageBlock("image/jpeg", url="https://example.com/chart.jpg")
+
+
+def _tool_turn(*results: ToolResult) -> ChatRequest:
+    return ChatRequest((Message.user("Look."), Message("assistant", tuple(ToolCall(r.call_id, r.name, {})
+                                                                          for r in results)),
+                        Message("tool", results)), tools=(WEATHER,))
+
+
+async def test_tool_result_images_are_sent_in_the_function_call_output() -> None:
+    p, t = provider(sse("text.sse"))
+    r = await p.chat(_tool_turn(ToolResult("call_1", "screenshot", "the page", images=(SHOT, CHART)),
+                                ToolResult("call_2", "screenshot", "", is_error=True, images=(SHOT,)),
+                                ToolResult("call_3", "get_weather", "sunny")))
+    assert t.json_bodies[0]["input"][4:] == [
+        {"type": "function_call_output", "call_id": "call_1", "output": [
+            {"type": "input_text", "text": "the page"},
+            {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo=", "detail": "auto"},
+            {"type": "input_image", "image_url": "https://example.com/chart.jpg", "detail": "auto"},
+        ]},
+        {"type": "function_call_output", "call_id": "call_2", "output": [
+            {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo=", "detail": "auto"},
+        ]},
+        {"type": "function_call_output", "call_id": "call_3", "output": "sunny"},  # no images: a string
+    ]
+    assert r.warnings == ()
+
+
+async def test_a_model_without_vision_gets_a_note_in_the_output_not_a_refusal() -> None:
+    p, t = provider(sse("text.sse"), model="o3-mini")
+    r = await p.chat(_tool_turn(ToolResult("call_1", "screenshot", "the page", images=(SHOT, CHART)),
+                                ToolResult("call_2", "get_weather", "sunny")))
+    assert t.json_bodies[0]["input"][3:] == [
+        {"type": "function_call_output", "call_id": "call_1", "output": (
+            "the page\n\n[2 images left out (image/png, 8 bytes; image/jpeg, by URL): "
+            "this model does not take images]")},
+        {"type": "function_call_output", "call_id": "call_2", "output": "sunny"},
+    ]
+    assert "2 images from tool call 'call_1' (screenshot) not sent: o3-mini does not take images; " \
+           "the tool result says so instead" in r.warnings
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.text(max_size=12), st.lists(st.binary(min_size=1, max_size=16), max_size=3), st.booleans())
+def test_a_tool_results_output_holds_its_text_and_each_image_in_order(text: str, blobs: list[bytes],
+                                                                        vision: bool) -> None:
+    p, _ = provider(model="gpt-4.1" if vision else "o3-mini")
+    images = tuple(ImageBlock("image/gif", data=b) for b in blobs)
+    body, warnings = p.body(_tool_turn(ToolResult("call_1", "t", text, images=images)))
+    output = body["input"][-1]["output"]
+    if not images:
+        assert output == text and warnings == []
+    elif not vision:
+        assert output.startswith(text) and output.endswith("this model does not take images]") and warnings
+    else:
+        head = [{"type": "input_text", "text": text}] if text else []
+        assert output == head + [{"type": "input_image", "image_url": image_url(i), "detail": "auto"} for i in images]
+        assert warnings == []
 
 
 async def test_image_by_url_and_settings() -> None:
