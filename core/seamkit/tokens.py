@@ -300,7 +300,7 @@ def _message_tokens(message: Message, count: Tokenizer) -> int:
         elif t is ToolResult:
             if b.content:  # type: ignore[union-attr]
                 n += count(b.content)  # type: ignore[union-attr]
-            n += TOOL_CALL_OVERHEAD
+            n += TOOL_CALL_OVERHEAD + IMAGE_TOKENS * len(b.images)  # type: ignore[union-attr]
         elif t is ImageBlock:
             n += IMAGE_TOKENS
     return n
@@ -309,7 +309,7 @@ def _message_tokens(message: Message, count: Tokenizer) -> int:
 def estimate_message_tokens(message: Message, tokenizer: Tokenizer | None = None, *, model: str | None = None) -> int:
     """Estimated input tokens of one message (tokens): ``MESSAGE_OVERHEAD`` plus its text and
     reasoning, each tool call's name and JSON arguments and each tool result's content (plus
-    ``TOOL_CALL_OVERHEAD`` each), ``IMAGE_TOKENS`` per image. Text is counted by ``tokenizer``,
+    ``TOOL_CALL_OVERHEAD`` each), ``IMAGE_TOKENS`` per image (a tool result's too). Text is counted by ``tokenizer``,
     else the one registered for ``model``, else :func:`count_text_tokens`. Raises whatever the
     tokenizer raises."""
     return _message_tokens(message, _pick(tokenizer, model))

@@ -80,6 +80,10 @@ def test_tool_results_images_and_schemas_add_up() -> None:
     assert estimate_tokens(with_result) - estimate_tokens(base) >= 100
     with_image = base.replace(messages=(Message("user", (ImageBlock(url="https://x.invalid/a.png"),)),))
     assert estimate_tokens(with_image) >= IMAGE_TOKENS
+    shot = ImageBlock(data=b"\x89PNG")
+    plain = Message("tool", (ToolResult("c1", "t", "ok"),))
+    two_shots = Message("tool", (ToolResult("c1", "t", "ok", images=(shot, shot)),))
+    assert estimate_message_tokens(two_shots) - estimate_message_tokens(plain) == 2 * IMAGE_TOKENS
     schema = ToolSchema("lookup", "Look a thing up", {"type": "object", "properties": {"q": {"type": "string"}}}, False)
     assert estimate_tokens(base.replace(tools=(schema,))) > estimate_tokens(base)
     assert estimate_tokens(base.replace(output_schema={"type": "object"})) > estimate_tokens(base)
