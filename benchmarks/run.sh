@@ -24,6 +24,9 @@
 #                                           checkpointer, memory, SQLite), validate() on 100..1000-step graphs, and a
 #                                           25..200-branch fan-out (max_concurrency 8): time, peak memory, checkpoint
 #                                           size (benchmarks/workflows_bench.py)
+#   bash benchmarks/run.sh mcp ...          one tool call through an MCP server (stdio subprocess, streamable HTTP) next to
+#                                           a native tool and the bare SDK call, µs per call, and the session's start
+#                                           (benchmarks/mcp_bench.py)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/_setup.sh"
 if [ "${1:-}" = "checkpoints" ]; then
@@ -72,6 +75,10 @@ fi
 if [ "${1:-}" = "kernel" ]; then
   shift
   exec .venv/bin/python benchmarks/kernel_turns_bench.py "$@"
+fi
+if [ "${1:-}" = "mcp" ]; then
+  shift
+  exec .venv/bin/python benchmarks/mcp_bench.py "$@"
 fi
 if [ "${1:-}" = "workflows" ]; then
   shift
