@@ -1,0 +1,334 @@
+"""``seamkit mcp serve``: real server processes, spoken to by the official SDK's client.
+
+One stdio server (one client session, every call recorded once per module), one streamable-HTTP
+server (two sessions: with and without elicitation), a budget-limited agent, raw stdio for the
+purity of stdout and the exit at EOF, and a configuration error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+SEAMKIT = str(Path(sys.executable).with_name("seamkit"))
+
+AGENT_YAML = """\
+seamkit: 1
+agent:
+  name: helper
+  model:
+    use: scripted
+    follow_transcript: true
+    turns:
+      - tool_calls: [{name: calculator, arguments: {expression: "6*7"}}]
+      - "The answer is 42."
+  prompt: "You compute things."
+  tools: [calculator, {use: write_file, root: ./out}]
+  approvals: {write_file: every_call}
+  guardrails: [{use: deny, patterns: ["forbidden"], at: [tool]}]
+  checkpoints: {use: sqlite, path: runs.db}
+"""
+
+# an unpriced model (not on loopback, so not "local") under a USD ceiling: the budget middleware
+# refuses its first call before anything is sent
+BUDGET_YAML = """\
+seamkit: 1
+agent:
+  name: spender
+  model: {use: openai, model: no-such-model-xyz, api_key: sk-test, base_url: "http://192.0.2.1:9/v1"}
+  tools: [calculator]
+  middlewares: [{use: budget, max_cost_usd: "0.01"}]
+  checkpoints: null
+"""
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)  # PYTHONPATH included: the server imports what this test imports
+    env["NO_COLOR"] = "1"
+    return env
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("mcpserve")
+    (d / "out").mkdir()
+    (d / "agent.yaml").write_text(AGENT_YAML)
+    (d / "budget.yaml").write_text(BUDGET_YAML)
+    return d
+
+
+T = TypeVar("T")
+
+
+def _run(go: Callable[[], Awaitable[T]], timeout: float) -> T:
+    """``go()`` in an event loop of its own, failing after ``timeout`` seconds (nothing hangs)."""
+
+    async def bounded() -> T:
+        with anyio.fail_after(timeout):
+            return await go()
+
+    return anyio.run(bounded)
+
+
+def _text(result: types.CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+def _params(workdir: Path, *args: str) -> StdioServerParameters:
+    return StdioServerParameters(command=SEAMKIT, args=["mcp", "serve", *args], cwd=str(workdir), env=_env())
+
+
+# -- one stdio session, every call recorded -------------------------------------------------------
+
+
+class Recorded:
+    def __init__(self) -> None:
+        self.tools: dict[str, types.Tool] = {}
+        self.results: dict[str, types.CallToolResult] = {}
+        self.questions: list[str] = []
+        self.start_s = 0.0
+        self.call_ms: list[float] = []
+
+
+@pytest.fixture(scope="module")
+def stdio_session(workdir: Path) -> Recorded:
+    rec = Recorded()
+    answers = iter(["accept", "decline"])
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        rec.questions.append(params.message)
+        return types.ElicitResult(action=next(answers), content={})  # type: ignore[arg-type]
+
+    calls: list[tuple[str, str, dict[str, Any]]] = [
+        ("calc", "calculator", {"expression": "2+3*4"}),
+        ("calc_bad_args", "calculator", {"expr": "1"}),
+        ("guarded", "calculator", {"expression": "1+forbidden"}),
+        ("agent", "helper", {"task": "What is 6*7?"}),
+        ("agent_bad_args", "helper", {"task": "   "}),
+        ("write_approved", "write_file", {"path": "approved.txt", "content": "yes"}),
+        ("write_declined", "write_file", {"path": "declined.txt", "content": "no"}),
+        ("unknown", "nope", {}),
+    ]
+
+    async def go() -> None:
+        t0 = time.perf_counter()
+        async with stdio_client(_params(workdir, "agent.yaml")) as (r, w):
+            async with ClientSession(r, w, elicitation_callback=elicit) as s:
+                await s.initialize()
+                rec.start_s = time.perf_counter() - t0
+                rec.tools = {t.name: t for t in (await s.list_tools()).tools}
+                for key, name, args in calls:
+                    t1 = time.perf_counter()
+                    rec.results[key] = await s.call_tool(name, args)
+                    rec.call_ms.append((time.perf_counter() - t1) * 1000)
+
+    _run(go, 60)
+    print(f"stdio: start {rec.start_s:.2f} s, calls (ms): {[round(x, 1) for x in rec.call_ms]}", file=sys.stderr)
+    return rec
+
+
+def test_tools_are_listed_with_schemas_and_annotations(stdio_session: Recorded) -> None:
+    tools = stdio_session.tools
+    assert set(tools) == {"calculator", "write_file", "helper"}
+    calc = tools["calculator"]
+    assert calc.input_schema["required"] == ["expression"]
+    assert calc.input_schema["properties"]["expression"]["type"] == "string"
+    assert calc.annotations is not None and calc.annotations.read_only_hint is True
+    assert calc.annotations.destructive_hint is False
+    write = tools["write_file"]
+    assert write.annotations is not None and write.annotations.read_only_hint is False
+    assert write.annotations.destructive_hint is True
+    agent = tools["helper"]
+    assert agent.input_schema["required"] == ["task"]
+    assert "helper" in (agent.description or "")
+
+
+def test_a_tool_call_answers(stdio_session: Recorded) -> None:
+    r = stdio_session.results["calc"]
+    assert not r.is_error
+    assert _text(r) == "14"
+
+
+def test_bad_arguments_are_an_error_result_naming_the_problem(stdio_session: Recorded) -> None:
+    r = stdio_session.results["calc_bad_args"]
+    assert r.is_error
+    assert "ToolArgumentError" in _text(r) and "expression" in _text(r)
+    r = stdio_session.results["agent_bad_args"]
+    assert r.is_error and "task" in _text(r)
+    r = stdio_session.results["unknown"]
+    assert r.is_error and "no tool 'nope'" in _text(r)
+
+
+def test_the_agents_tool_guardrail_applies(stdio_session: Recorded) -> None:
+    r = stdio_session.results["guarded"]
+    assert r.is_error
+    assert "guardrail 'deny' blocked the call at the tool point: matched deny pattern 0" in _text(r)
+
+
+def test_the_agent_as_a_tool_answers(stdio_session: Recorded) -> None:
+    r = stdio_session.results["agent"]
+    assert not r.is_error, _text(r)
+    assert _text(r) == "The answer is 42."
+
+
+def test_approval_by_elicitation_runs_on_accept_and_refuses_on_decline(stdio_session: Recorded,
+                                                                       workdir: Path) -> None:
+    assert len(stdio_session.questions) == 2
+    assert "write_file" in stdio_session.questions[0] and "approved.txt" in stdio_session.questions[0]
+    ok = stdio_session.results["write_approved"]
+    assert not ok.is_error, _text(ok)
+    assert (workdir / "out" / "approved.txt").read_text() == "yes"
+    refused = stdio_session.results["write_declined"]
+    assert refused.is_error and "declined" in _text(refused)
+    assert not (workdir / "out" / "declined.txt").exists()
+
+
+# -- streamable HTTP ------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def http_server(workdir: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    port = _free_port()
+    proc = subprocess.Popen([SEAMKIT, "mcp", "serve", "agent.yaml", "--http", f"127.0.0.1:{port}"], cwd=workdir,
+                            env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stderr is not None
+    line = proc.stderr.readline()  # the server says when it listens (or why it stopped)
+    assert "serving agent 'helper' over MCP at http://127.0.0.1" in line, line + proc.stderr.read()
+    yield f"http://127.0.0.1:{port}/mcp", proc
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def test_http_serves_and_fails_closed_without_elicitation(http_server: tuple[str, Any], workdir: Path) -> None:
+    url, _ = http_server
+
+    async def go() -> tuple[types.CallToolResult, types.CallToolResult]:
+        async with streamable_http_client(url) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            calc = await s.call_tool("calculator", {"expression": "10/4"})
+            write = await s.call_tool("write_file", {"path": "unasked.txt", "content": "x"})
+            return calc, write
+
+    calc, write = _run(go, 30)
+    assert not calc.is_error and _text(calc) == "2.5"
+    assert write.is_error and "approval" in _text(write) and "elicitation" in _text(write)
+    assert not (workdir / "out" / "unasked.txt").exists()
+
+
+def test_http_asks_for_approval_by_elicitation(http_server: tuple[str, Any], workdir: Path) -> None:
+    url, _ = http_server
+    asked: list[str] = []
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={})
+
+    async def go() -> types.CallToolResult:
+        async with streamable_http_client(url) as (r, w), ClientSession(r, w, elicitation_callback=elicit) as s:
+            await s.initialize()
+            return await s.call_tool("write_file", {"path": "over-http.txt", "content": "ok"})
+
+    result = _run(go, 30)
+    assert not result.is_error, _text(result)
+    assert len(asked) == 1 and "over-http.txt" in asked[0]
+    assert (workdir / "out" / "over-http.txt").read_text() == "ok"
+
+
+def test_http_server_stops_on_ctrl_c(http_server: tuple[str, subprocess.Popen[str]]) -> None:
+    _, proc = http_server
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=15) == 130
+    assert proc.stdout is not None and proc.stdout.read() == ""
+
+
+# -- budget -----------------------------------------------------------------------------------------
+
+
+def test_the_agents_budget_applies_to_the_agent_tool(workdir: Path) -> None:
+    async def go() -> types.CallToolResult:
+        async with stdio_client(_params(workdir, "budget.yaml")) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            return await s.call_tool("spender", {"task": "spend"})
+
+    result = _run(go, 30)
+    assert result.is_error
+    assert _text(result).startswith("BudgetExceeded: ") and "$0.01" in _text(result)
+    assert "Traceback" not in _text(result)
+
+
+# -- stdout purity, exit at EOF, configuration errors ------------------------------------------------
+
+
+def test_stdout_carries_only_the_protocol_and_eof_exits_0(workdir: Path) -> None:
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "helper", "arguments": {"task": "go"}}},
+    ]
+    proc = subprocess.Popen([SEAMKIT, "mcp", "serve", "agent.yaml"], cwd=workdir, env=_env(), text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+        proc.stdin.flush()
+        lines: list[str] = []
+        while not any('"id":3' in line.replace(" ", "") for line in lines):
+            line = proc.stdout.readline()  # bounded by the kill in finally when the server hangs
+            assert line, "the server closed stdout before answering"
+            lines.append(line)
+        proc.stdin.close()  # the client goes away: the server must exit, with 0
+        lines += proc.stdout.read().splitlines()
+        code = proc.wait(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = proc.stderr.read() if proc.stderr is not None else ""
+    assert code == 0, stderr
+    replies = [json.loads(line) for line in lines]  # every line is a JSON-RPC message, nothing else
+    assert all(m.get("jsonrpc") == "2.0" for m in replies)
+    by_id = {m["id"]: m for m in replies if "id" in m}
+    assert set(by_id) == {1, 2, 3}
+    assert by_id[3]["result"]["content"][0]["text"] == "The answer is 42."
+    assert "serving agent 'helper'" in stderr
+
+
+def test_a_configuration_error_exits_2_with_its_location(tmp_path: Path) -> None:
+    (tmp_path / "bad.yaml").write_text(AGENT_YAML.replace("  prompt:", "  colour: blue\n  prompt:"))
+    proc = subprocess.run([SEAMKIT, "mcp", "serve", "bad.yaml"], cwd=tmp_path, env=_env(), text=True,
+                          stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    assert proc.returncode == 2
+    assert "bad.yaml:10:3: agent.colour: unknown key 'colour'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert proc.stdout == ""
+
+
+def test_a_bad_http_address_is_a_usage_error(workdir: Path) -> None:
+    proc = subprocess.run([SEAMKIT, "mcp", "serve", "agent.yaml", "--http", "localhost"], cwd=workdir, env=_env(),
+                          text=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    assert proc.returncode == 2
+    assert "--http takes HOST:PORT" in proc.stderr
