@@ -25,6 +25,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+SECRET = "s3cr3t-reason-4711"
 SEAMKIT = str(Path(sys.executable).with_name("seamkit"))
 
 AGENT_YAML = """\
@@ -40,7 +41,7 @@ agent:
   prompt: "You compute things."
   tools: [calculator, {use: write_file, root: ./out}]
   approvals: {write_file: every_call}
-  guardrails: [{use: deny, patterns: ["forbidden"], at: [tool]}]
+  guardrails: [{use: deny, patterns: ["forbidden"], at: [tool], reason: "${MCP_TEST_SECRET}"}]
   checkpoints: {use: sqlite, path: runs.db}
 """
 
@@ -60,6 +61,7 @@ agent:
 def _env() -> dict[str, str]:
     env = dict(os.environ)  # PYTHONPATH included: the server imports what this test imports
     env["NO_COLOR"] = "1"
+    env["MCP_TEST_SECRET"] = SECRET  # a ${ENV} value of the composition: masked in what the server sends
     return env
 
 
@@ -110,7 +112,7 @@ def stdio_session(workdir: Path) -> Recorded:
     rec = Recorded()
     answers = iter(["accept", "decline"])
 
-    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
         rec.questions.append(params.message)
         return types.ElicitResult(action=next(answers), content={})  # type: ignore[arg-type]
 
@@ -174,10 +176,12 @@ def test_bad_arguments_are_an_error_result_naming_the_problem(stdio_session: Rec
     assert r.is_error and "no tool 'nope'" in _text(r)
 
 
-def test_the_agents_tool_guardrail_applies(stdio_session: Recorded) -> None:
+def test_the_agents_tool_guardrail_applies_and_secrets_are_masked(stdio_session: Recorded) -> None:
     r = stdio_session.results["guarded"]
     assert r.is_error
-    assert "guardrail 'deny' blocked the call at the tool point: matched deny pattern 0" in _text(r)
+    # the block's reason is a ${ENV} value of the composition: the client sees it masked
+    assert _text(r) == "GuardrailTripped: guardrail 'deny' blocked the call at the tool point: ***"
+    assert SECRET[:8] not in _text(r)
 
 
 def test_the_agent_as_a_tool_answers(stdio_session: Recorded) -> None:
@@ -242,7 +246,7 @@ def test_http_asks_for_approval_by_elicitation(http_server: tuple[str, Any], wor
     url, _ = http_server
     asked: list[str] = []
 
-    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
         asked.append(params.message)
         return types.ElicitResult(action="accept", content={})
 
@@ -282,6 +286,23 @@ def test_the_agents_budget_applies_to_the_agent_tool(workdir: Path) -> None:
 # -- stdout purity, exit at EOF, configuration errors ------------------------------------------------
 
 
+# the server as `seamkit mcp serve agent.yaml`, with a calculator that writes to stdout (through
+# print and straight to fd 1) as a careless tool or C library would
+NOISY_SERVER = """\
+import os, sys
+import seamkit_tools_basic.calculator as c
+evaluate = c.Calculator.evaluate
+def noisy(self, expression):
+    print("NOISE from print")
+    sys.stdout.flush()
+    os.write(1, b"NOISE on fd 1\\n")
+    return evaluate(self, expression)
+c.Calculator.evaluate = noisy
+from seamkit.cli.main import main
+sys.exit(main(["mcp", "serve", "agent.yaml"]))
+"""
+
+
 def test_stdout_carries_only_the_protocol_and_eof_exits_0(workdir: Path) -> None:
     messages = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -290,7 +311,7 @@ def test_stdout_carries_only_the_protocol_and_eof_exits_0(workdir: Path) -> None
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "helper", "arguments": {"task": "go"}}},
     ]
-    proc = subprocess.Popen([SEAMKIT, "mcp", "serve", "agent.yaml"], cwd=workdir, env=_env(), text=True,
+    proc = subprocess.Popen([sys.executable, "-c", NOISY_SERVER], cwd=workdir, env=_env(), text=True,
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None and proc.stdout is not None
     try:
@@ -313,7 +334,8 @@ def test_stdout_carries_only_the_protocol_and_eof_exits_0(workdir: Path) -> None
     assert all(m.get("jsonrpc") == "2.0" for m in replies)
     by_id = {m["id"]: m for m in replies if "id" in m}
     assert set(by_id) == {1, 2, 3}
-    assert by_id[3]["result"]["content"][0]["text"] == "The answer is 42."
+    assert by_id[3]["result"]["content"][0]["text"] == "The answer is 42."  # the agent called the calculator
+    assert "NOISE from print" in stderr and "NOISE on fd 1" in stderr
     assert "serving agent 'helper'" in stderr
 
 
