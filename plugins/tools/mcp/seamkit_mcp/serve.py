@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
     from seamkit.agent.agent import Agent
 
-    from seamkit_mcp.serve_tools import AgentServer, Answer, Ask
+    from seamkit_mcp.serve_tools import AgentServer, Answer, Asking
 
 __all__ = ["main", "parse_http_address"]
 
@@ -122,8 +122,8 @@ def _mcp_server(core: AgentServer) -> Server[Any]:
         return types.ListToolsResult(tools=core.list_tools())
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-                        ) -> types.CallToolResult:
-        return await core.call(params.name, params.arguments, _asker(ctx))
+                        ) -> types.CallToolResult | types.InputRequiredResult:
+        return await core.call(params.name, params.arguments, _asking(ctx, params))
 
     return Server(
         core.agent.name,
@@ -134,32 +134,39 @@ def _mcp_server(core: AgentServer) -> Server[Any]:
     )
 
 
-#: The form an approval question asks for: nothing but the answer (accept, decline or cancel).
-_APPROVAL_FORM: dict[str, Any] = {"type": "object", "properties": {}}
-
-
-def _asker(ctx: ServerRequestContext[Any]) -> Ask | None:
-    """The connection's way to ask the person (``elicitation/create``), or ``None`` when the
-    client did not declare elicitation or the request has no channel back to it."""
+def _asking(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> Asking:
+    """How this request can ask the person (see :class:`~seamkit_mcp.serve_tools.Asking`): not at
+    all when the client did not declare elicitation; on a 2026-07-28 connection by
+    ``InputRequiredResult`` (with the answers and state this request carries); else by an
+    ``elicitation/create`` request, when the request has a channel back to the client."""
     import mcp_types as types
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    from seamkit_mcp.serve_tools import APPROVAL_FORM, NO_ASKING, Asking
 
     session = ctx.session
-    if not session.can_send_request:
-        return None
     if not session.check_client_capability(types.ClientCapabilities(elicitation=types.ElicitationCapability())):
-        return None
+        return NO_ASKING
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        responses: dict[str, Answer] = {}
+        for key, value in (params.input_responses or {}).items():
+            if isinstance(value, types.ElicitResult):
+                responses[key] = value.action if value.action in ("accept", "decline") else "cancel"
+        return Asking(input_required=True, responses=responses, state=params.request_state)
+    if not session.can_send_request:
+        return NO_ASKING
     request_id = ctx.request_id
 
     async def ask(message: str) -> Answer:
         try:
-            result = await session.elicit_form(message, _APPROVAL_FORM, related_request_id=request_id)
+            result = await session.elicit_form(message, dict(APPROVAL_FORM), related_request_id=request_id)
         except Exception as exc:  # no answer is a refusal (fail closed)
             _log.warning("asking for approval failed: %s: %s", type(exc).__name__, exc)
             return "cancel"
         action = result.action
         return action if action in ("accept", "decline") else "cancel"
 
-    return ask
+    return Asking(ask=ask)
 
 
 async def _close_store(agent: Agent) -> None:

@@ -1,9 +1,22 @@
 """What ``seamkit mcp serve`` offers and how one call runs: :class:`AgentServer`.
 
 Independent of the transport (stdio, streamable HTTP): the server module hands each
-``tools/call`` to :meth:`AgentServer.call` with an :data:`Ask` (the MCP elicitation of the
-connection, or ``None`` when the client cannot be asked) and sends back the
-``CallToolResult`` it returns.
+``tools/call`` to :meth:`AgentServer.call` with an :class:`Asking` (how the person behind the
+client can be asked for an approval, if at all) and sends back the result it returns.
+
+Approvals are asked with MCP elicitation (a form with no fields: accept runs the call, decline
+or cancel refuses it), in either era of the protocol:
+
+- handshake era (up to 2025-11-25): a server-to-client ``elicitation/create`` request while the
+  call waits (:attr:`Asking.ask`);
+- 2026-07-28 (multi round-trip requests): the call answers ``InputRequiredResult`` with the
+  elicitation requests and a ``requestState``; the client retries the call with the answers.
+  The state is signed with a key of this server process (HMAC-SHA256), so answers count only for
+  the questions this server asked: for a tool, the same tool and arguments; for the agent, the
+  calls its suspended run waits for (the retry resumes that run with the decisions).
+
+A client that cannot be asked gets an ``isError`` result saying that approval is required, and
+nothing runs (fail closed).
 
 A call made through MCP runs the way the agent would run it, in a run of its own (each call gets
 a fresh :class:`~seamkit.runtime.context.RunContext` with :class:`~seamkit.runtime.resources.RunResources`,
@@ -24,11 +37,14 @@ Nothing a call does escapes as an exception: every failure is an ``isError`` res
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import itertools
 import json
 import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import mcp_types as types
@@ -40,7 +56,7 @@ if TYPE_CHECKING:
     from seamkit.guardrails import Guard
     from seamkit.values import ToolCall, ToolResult, ToolSchema
 
-__all__ = ["Answer", "Ask", "AgentServer", "ServedTool", "approval_message"]
+__all__ = ["APPROVAL_FORM", "NO_ASKING", "AgentServer", "Answer", "Ask", "Asking", "ServedTool", "approval_message"]
 
 _log = logging.getLogger("seamkit_mcp.serve")
 
@@ -48,6 +64,27 @@ _log = logging.getLogger("seamkit_mcp.serve")
 Answer = Literal["accept", "decline", "cancel"]
 #: ``ask(message)``: put ``message`` to the person (MCP elicitation) and return their answer.
 Ask = Callable[[str], Awaitable[Answer]]
+
+#: The form an approval question asks for: nothing but the answer (accept, decline or cancel).
+APPROVAL_FORM: Mapping[str, Any] = {"type": "object", "properties": {}}
+
+
+@dataclass(frozen=True, slots=True)
+class Asking:
+    """How one request can put approval questions to the person behind the client. ``ask``: in
+    the handshake era, an ``elicitation/create`` request to the client (``None`` when it cannot
+    be sent). ``input_required``: a 2026-07-28 client that declared elicitation: the call may
+    answer ``InputRequiredResult``; ``responses`` are the answers (input key -> action) and
+    ``state`` the ``requestState`` it sent with this request."""
+
+    ask: Ask | None = None
+    input_required: bool = False
+    responses: Mapping[str, Answer] = field(default_factory=dict)
+    state: str | None = None
+
+
+#: A client that cannot be asked.
+NO_ASKING = Asking()
 
 #: The most characters of a call's arguments an approval question shows.
 _ARGS_SHOWN = 2000
@@ -125,15 +162,18 @@ class AgentServer:
             self._agent_tool = at
             self.tools[at.name] = ServedTool(at.schema, agent=True)
         self._ids = itertools.count(1)
+        self._key = os.urandom(32)  # signs the request states of this process's questions
 
     def list_tools(self) -> list[types.Tool]:
         return [t.as_mcp() for t in self.tools.values()]
 
     # -- one call -------------------------------------------------------------------------------
 
-    async def call(self, name: str, arguments: Mapping[str, Any] | None, ask: Ask | None) -> types.CallToolResult:
+    async def call(self, name: str, arguments: Mapping[str, Any] | None, asking: Asking = NO_ASKING
+                   ) -> types.CallToolResult | types.InputRequiredResult:
         """Run one ``tools/call``; never raises for the call's own failure (an ``isError``
-        result). ``asyncio.CancelledError`` (the client cancelled the request) propagates."""
+        result). Returns ``InputRequiredResult`` when a 2026-07-28 client must answer approval
+        questions first. ``asyncio.CancelledError`` (the client cancelled the request) propagates."""
         served = self.tools.get(name)
         if served is None:
             return self._error(f"UnknownToolError: no tool {name!r} is served here (tools: "
@@ -143,13 +183,14 @@ class AgentServer:
         args = dict(arguments or {})
         try:
             if served.agent:
-                return await self._call_agent(args, ask)
-            return await self._call_tool(served.schema, args, ask)
+                return await self._call_agent(args, asking)
+            return await self._call_tool(served.schema, args, asking)
         except Exception as exc:  # a failure of ours or of a component: the client gets its name only
             _log.warning("the call of %r failed: %s: %s", name, type(exc).__name__, self._scrub(str(exc)))
             return self._error(f"{type(exc).__name__}: {exc}")
 
-    async def _call_tool(self, schema: ToolSchema, args: dict[str, Any], ask: Ask | None) -> types.CallToolResult:
+    async def _call_tool(self, schema: ToolSchema, args: dict[str, Any], asking: Asking
+                         ) -> types.CallToolResult | types.InputRequiredResult:
         from seamkit.agent.guarding import check
         from seamkit.errors import BudgetExceeded, RunCancelled
         from seamkit.guardrails import GuardContext, GuardrailTripped
@@ -161,9 +202,16 @@ class AgentServer:
         call = ToolCall(f"mcp_{next(self._ids)}", schema.name, freeze(args))
         policy = agent.approvals.get(schema.name, "never")
         if policy != "never":
-            refused = await self._ask_approval(schema.name, args, policy, ask)
-            if refused is not None:
-                return self._error(refused)
+            question = self._scrub(approval_message(agent.name, schema.name, args, policy))
+            # the state binds the answer to this question: the same tool with the same arguments
+            bound = "tool:" + hashlib.sha256(question.encode("utf-8")).hexdigest()
+            answers = await self._answers({"approval": question}, asking, bound)
+            if isinstance(answers, types.InputRequiredResult):
+                return answers
+            if answers is None:
+                return self._error(_cannot_ask(schema.name, policy) + " The call was not run.")
+            if answers["approval"] != "accept":
+                return self._error(_refused(schema.name, answers["approval"]))
         ctx = RunContext(resources=RunResources())
         note = ""
         try:
@@ -189,7 +237,8 @@ class AgentServer:
             await ctx.resources.aclose()  # type: ignore[union-attr]  # set above
         return self._result(result, note)
 
-    async def _call_agent(self, args: dict[str, Any], ask: Ask | None) -> types.CallToolResult:
+    async def _call_agent(self, args: dict[str, Any], asking: Asking
+                          ) -> types.CallToolResult | types.InputRequiredResult:
         from seamkit.durability.approvals import Decision, approve, reject
         from seamkit.errors import SeamkitError, ToolArgumentError
         from seamkit.runtime.context import RunContext
@@ -200,24 +249,78 @@ class AgentServer:
             valid = at.validate(args)
         except ToolArgumentError as exc:
             return self._error(f"ToolArgumentError: {exc}")
-        task = str(valid["task"])
         agent = self.agent
         try:
-            result = await agent.run(task, ctx=RunContext(), metadata=self.metadata)
+            waiting = self._waiting_run(asking)
+            if waiting is not None:  # a 2026-07-28 client answering the questions of a suspended run
+                run_id, call_ids = waiting
+                result = await agent.resume(run_id, decisions={
+                    c: approve() if asking.responses.get(c) == "accept" else reject("the person declined it")
+                    for c in call_ids})
+            else:
+                result = await agent.run(str(valid["task"]), ctx=RunContext(), metadata=self.metadata)
             rounds = 0
             while result.stop_reason == "suspended" and result.pending_approvals and rounds < _MAX_APPROVAL_ROUNDS:
                 rounds += 1
-                decisions: dict[str, Decision] = {}
-                for p in result.pending_approvals:
-                    refused = await self._ask_approval(p.tool, p.arguments, p.policy, ask)
-                    if refused is not None and ask is None:
-                        return self._error(f"{refused} The agent's run {result.run_id} is suspended, waiting for "
-                                           f"that approval (seamkit resume {result.run_id}).")
-                    decisions[p.call_id] = approve() if refused is None else reject("the person declined it")
+                questions = {p.call_id: self._scrub(approval_message(agent.name, p.tool, p.arguments, p.policy))
+                             for p in result.pending_approvals}
+                bound = json.dumps({"run": result.run_id, "calls": list(questions)})
+                answers = await self._answers(questions, asking, bound, fresh=True)
+                if isinstance(answers, types.InputRequiredResult):
+                    return answers
+                if answers is None:
+                    p = result.pending_approvals[0]
+                    return self._error(f"{_cannot_ask(p.tool, p.policy)} The agent's run {result.run_id} is "
+                                       f"suspended, waiting for it (seamkit resume {result.run_id}).")
+                decisions: dict[str, Decision] = {
+                    c: approve() if a == "accept" else reject("the person declined it") for c, a in answers.items()}
                 result = await agent.resume(result.run_id, decisions=decisions)
         except SeamkitError as exc:  # BudgetExceeded, GuardrailTripped, ProviderError, OutputValidationError...
             return self._error(f"{type(exc).__name__}: {exc}")
         return self._agent_result(result)
+
+    def _waiting_run(self, asking: Asking) -> tuple[str, list[str]] | None:
+        """The run and call ids a signed request state of an agent call names (``None`` for none,
+        or a state this process did not sign: the call then starts a new run)."""
+        if not asking.input_required:
+            return None
+        payload = self._verified(asking.state)
+        if payload is None or not payload.startswith("{"):
+            return None
+        data = json.loads(payload)
+        return str(data["run"]), [str(c) for c in data["calls"]]
+
+    async def _answers(self, questions: Mapping[str, str], asking: Asking, bound: str, *, fresh: bool = False
+                       ) -> dict[str, Answer] | types.InputRequiredResult | None:
+        """The person's answer to each question (key -> message): asked now (handshake era), taken
+        from this request when its state is the one signed for ``bound`` and it answers every key
+        (2026-07-28; ``fresh``: never, the questions were just made), or an ``InputRequiredResult``
+        asking them. ``None`` when the person cannot be asked."""
+        if asking.ask is not None:
+            return {key: await asking.ask(message) for key, message in questions.items()}
+        if not asking.input_required:
+            return None
+        if not fresh and self._verified(asking.state) == bound and all(k in asking.responses for k in questions):
+            return {key: asking.responses[key] for key in questions}
+        return types.InputRequiredResult(
+            input_requests={key: types.ElicitRequest(params=types.ElicitRequestFormParams(
+                message=message, requested_schema=dict(APPROVAL_FORM))) for key, message in questions.items()},
+            request_state=self._sign(bound),
+        )
+
+    def _sign(self, payload: str) -> str:
+        encoded = base64.urlsafe_b64encode(payload.encode("utf-8")).decode("ascii")
+        return f"{encoded}.{hmac.new(self._key, encoded.encode('ascii'), hashlib.sha256).hexdigest()}"
+
+    def _verified(self, state: str | None) -> str | None:
+        """The payload of a request state this process signed; ``None`` for anything else."""
+        if not state:
+            return None
+        encoded, _, mac = state.rpartition(".")
+        good = hmac.new(self._key, encoded.encode("ascii", "replace"), hashlib.sha256).hexdigest()
+        if not hmac.compare_digest(good, mac):
+            return None
+        return base64.urlsafe_b64decode(encoded.encode("ascii")).decode("utf-8")
 
     def _agent_result(self, result: AgentResult) -> types.CallToolResult:
         if result.stop_reason != "completed":
@@ -229,19 +332,6 @@ class AgentServer:
 
         text = render_tool_value(result.output)
         return self._content(text, is_error=False, images=())
-
-    async def _ask_approval(self, tool: str, arguments: Mapping[str, Any], policy: str,
-                            ask: Ask | None) -> str | None:
-        """``None`` when the person approved the call; else why it was not run."""
-        if ask is None:
-            return (f"approval required: the tool {tool!r} needs a person's approval (policy {policy}), and this "
-                    "MCP client cannot ask for it (it did not declare the elicitation capability); the call "
-                    "was not run.")
-        answer = await ask(self._scrub(approval_message(self.agent.name, tool, arguments, policy)))
-        if answer == "accept":
-            return None
-        how = "declined" if answer == "decline" else "cancelled"
-        return f"not approved: the person {how} the call of {tool!r}; it was not run."
 
     def _report(self, guard: Guard, point: str, what: str, text: str) -> None:
         """What a guard did besides allow: logged on stderr (the operator's view)."""
@@ -278,6 +368,17 @@ class AgentServer:
             if isinstance(value, dict):
                 structured = value
         return types.CallToolResult(content=list(content), structured_content=structured, is_error=is_error)
+
+
+def _cannot_ask(tool: str, policy: str) -> str:
+    return (f"approval required: the tool {tool!r} needs a person's approval (policy {policy}), and this MCP "
+            "client cannot be asked for it (it declared no elicitation capability, or its connection has no way "
+            "back to it).")
+
+
+def _refused(tool: str, answer: str) -> str:
+    how = "declined" if answer == "decline" else "cancelled"
+    return f"not approved: the person {how} the call of {tool!r}; it was not run."
 
 
 def _plain(value: Any) -> Any:
