@@ -45,6 +45,22 @@ agent:
   checkpoints: {use: sqlite, path: runs.db}
 """
 
+# an agent whose own run calls a tool that needs approval
+WRITER_YAML = """\
+seamkit: 1
+agent:
+  name: writer
+  model:
+    use: scripted
+    follow_transcript: true
+    turns:
+      - tool_calls: [{name: write_file, arguments: {path: by-agent.txt, content: from the agent}}]
+      - "done"
+  tools: [calculator, {use: write_file, root: ./out}]
+  approvals: {write_file: every_call}
+  checkpoints: {use: sqlite, path: runs.db}
+"""
+
 # an unpriced model (not on loopback, so not "local") under a USD ceiling: the budget middleware
 # refuses its first call before anything is sent
 BUDGET_YAML = """\
@@ -71,6 +87,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (d / "out").mkdir()
     (d / "agent.yaml").write_text(AGENT_YAML)
     (d / "budget.yaml").write_text(BUDGET_YAML)
+    (d / "writer.yaml").write_text(WRITER_YAML)
     return d
 
 
@@ -214,12 +231,12 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def http_server(workdir: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     port = _free_port()
-    proc = subprocess.Popen([SEAMKIT, "mcp", "serve", "agent.yaml", "--http", f"127.0.0.1:{port}"], cwd=workdir,
+    proc = subprocess.Popen([SEAMKIT, "mcp", "serve", "writer.yaml", "--http", f"127.0.0.1:{port}"], cwd=workdir,
                             env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     assert proc.stderr is not None
     line = proc.stderr.readline()  # the server says when it listens (or why it stopped)
-    assert "serving agent 'helper' over MCP at http://127.0.0.1" in line, line + proc.stderr.read()
+    assert "serving agent 'writer' over MCP at http://127.0.0.1" in line, line + proc.stderr.read()
     yield f"http://127.0.0.1:{port}/mcp", proc
     if proc.poll() is None:
         proc.kill()
@@ -229,17 +246,23 @@ def http_server(workdir: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
 def test_http_serves_and_fails_closed_without_elicitation(http_server: tuple[str, Any], workdir: Path) -> None:
     url, _ = http_server
 
-    async def go() -> tuple[types.CallToolResult, types.CallToolResult]:
+    (workdir / "out" / "by-agent.txt").unlink(missing_ok=True)
+
+    async def go() -> tuple[types.CallToolResult, types.CallToolResult, types.CallToolResult]:
         async with streamable_http_client(url) as (r, w), ClientSession(r, w) as s:
             await s.initialize()
             calc = await s.call_tool("calculator", {"expression": "10/4"})
             write = await s.call_tool("write_file", {"path": "unasked.txt", "content": "x"})
-            return calc, write
+            agent = await s.call_tool("writer", {"task": "write it"})
+            return calc, write, agent
 
-    calc, write = _run(go, 30)
+    calc, write, agent = _run(go, 30)
     assert not calc.is_error and _text(calc) == "2.5"
-    assert write.is_error and "approval" in _text(write) and "elicitation" in _text(write)
+    assert write.is_error and "approval required" in _text(write) and "elicitation" in _text(write)
     assert not (workdir / "out" / "unasked.txt").exists()
+    # the agent's own run asked for the approval it cannot get: it stays suspended, nothing written
+    assert agent.is_error and "approval required" in _text(agent) and "suspended" in _text(agent)
+    assert not (workdir / "out" / "by-agent.txt").exists()
 
 
 def test_http_asks_for_approval_by_elicitation(http_server: tuple[str, Any], workdir: Path) -> None:
@@ -261,11 +284,75 @@ def test_http_asks_for_approval_by_elicitation(http_server: tuple[str, Any], wor
     assert (workdir / "out" / "over-http.txt").read_text() == "ok"
 
 
+def test_a_2026_client_is_asked_by_input_required_results(http_server: tuple[str, Any], workdir: Path) -> None:
+    """A client of the 2026-07-28 protocol (the SDK's ``Client``, which discovers it) gets the
+    questions as ``InputRequiredResult`` and retries with the answers."""
+    from mcp.client.client import Client
+
+    url, _ = http_server
+    (workdir / "out" / "by-agent.txt").unlink(missing_ok=True)
+    answers = iter(["accept", "decline", "accept"])
+    asked: list[str] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
+        asked.append(params.message)
+        return types.ElicitResult(action=next(answers), content={})  # type: ignore[arg-type]
+
+    async def go() -> tuple[str | None, list[types.CallToolResult]]:
+        async with Client(url, elicitation_callback=elicit) as c:
+            return c.session.protocol_version, [
+                await c.call_tool("write_file", {"path": "modern.txt", "content": "m"}),
+                await c.call_tool("write_file", {"path": "modern-declined.txt", "content": "n"}),
+                await c.call_tool("writer", {"task": "write it"}),
+            ]
+
+    version, (ok, declined, agent) = _run(go, 30)
+    assert version == "2026-07-28"
+    assert len(asked) == 3 and "modern.txt" in asked[0] and "by-agent.txt" in asked[2]
+    assert not ok.is_error and (workdir / "out" / "modern.txt").read_text() == "m"
+    assert declined.is_error and "declined" in _text(declined)
+    assert not (workdir / "out" / "modern-declined.txt").exists()
+    assert not agent.is_error and _text(agent) == "done"  # the suspended run resumed with the approval
+    assert (workdir / "out" / "by-agent.txt").read_text() == "from the agent"
+
+
 def test_http_server_stops_on_ctrl_c(http_server: tuple[str, subprocess.Popen[str]]) -> None:
     _, proc = http_server
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=15) == 130
     assert proc.stdout is not None and proc.stdout.read() == ""
+
+
+# -- the agent's own approvals, handshake era ------------------------------------------------------
+
+
+def test_the_agent_tools_approvals_are_asked_and_its_run_resumed(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "writer.yaml").write_text(WRITER_YAML)
+    written = tmp_path / "out" / "by-agent.txt"
+    answers = iter(["decline", "accept"])
+    asked: list[str] = []
+    seen: list[bool] = []
+
+    async def elicit(context: Any, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
+        asked.append(params.message)
+        return types.ElicitResult(action=next(answers), content={})  # type: ignore[arg-type]
+
+    async def go() -> list[types.CallToolResult]:
+        results = []
+        async with stdio_client(_params(tmp_path, "writer.yaml")) as (r, w), \
+                ClientSession(r, w, elicitation_callback=elicit) as s:
+            await s.initialize()
+            for _ in range(2):
+                results.append(await s.call_tool("writer", {"task": "write it"}))
+                seen.append(written.exists())
+        return results
+
+    declined, accepted = _run(go, 30)
+    assert len(asked) == 2 and "write_file" in asked[0] and "by-agent.txt" in asked[0]
+    assert not declined.is_error and _text(declined) == "done"  # its model saw the rejection and answered
+    assert seen == [False, True]
+    assert not accepted.is_error and written.read_text() == "from the agent"
 
 
 # -- budget -----------------------------------------------------------------------------------------
@@ -354,3 +441,42 @@ def test_a_bad_http_address_is_a_usage_error(workdir: Path) -> None:
                           text=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
     assert proc.returncode == 2
     assert "--http takes HOST:PORT" in proc.stderr
+
+
+# -- request states (in process: the same AgentServer a server process uses) ---------------------------
+
+
+def test_answers_count_only_with_the_state_signed_for_the_same_call(tmp_path: Path) -> None:
+    import asyncio
+
+    from seamkit.composition import build_agent, load_composition
+    from seamkit_mcp.serve_tools import AgentServer, Asking
+
+    (tmp_path / "out").mkdir()
+    (tmp_path / "writer.yaml").write_text(WRITER_YAML)
+    agent = build_agent(load_composition(tmp_path / "writer.yaml"))
+    core = AgentServer(agent)
+    args = {"path": "a.txt", "content": "a"}
+
+    def answered(state: str | None) -> Asking:
+        return Asking(input_required=True, responses={"approval": "accept"}, state=state)
+
+    async def go() -> None:
+        try:
+            forged = await core.call("write_file", args, answered("e30.0000"))
+            assert isinstance(forged, types.InputRequiredResult)  # asked again, not run
+            assert not (tmp_path / "out" / "a.txt").exists()
+            state = forged.request_state
+            assert state and forged.input_requests
+            question = forged.input_requests["approval"].params
+            assert isinstance(question, types.ElicitRequestFormParams) and "a.txt" in question.message
+            other = await core.call("write_file", {"path": "b.txt", "content": "b"}, answered(state))
+            assert isinstance(other, types.InputRequiredResult)  # an answer about a.txt does not approve b.txt
+            assert not (tmp_path / "out" / "b.txt").exists()
+            ran = await core.call("write_file", args, answered(state))
+            assert isinstance(ran, types.CallToolResult) and not ran.is_error
+            assert (tmp_path / "out" / "a.txt").read_text() == "a"
+        finally:
+            await agent.checkpointer.close()
+
+    asyncio.run(go())
