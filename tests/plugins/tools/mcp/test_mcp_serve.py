@@ -24,6 +24,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from seamkit.values import ImageBlock, ToolOutput
 
 SECRET = "s3cr3t-reason-4711"
 SEAMKIT = str(Path(sys.executable).with_name("seamkit"))
@@ -480,3 +481,53 @@ def test_answers_count_only_with_the_state_signed_for_the_same_call(tmp_path: Pa
             await agent.checkpointer.close()
 
     asyncio.run(go())
+
+
+def test_results_keep_json_objects_as_structured_content_and_images_as_image_content() -> None:
+    import asyncio
+    import base64
+
+    from seamkit.agent.agent import Agent
+    from seamkit.testing.models import ScriptedModel
+    from seamkit.tools.decorator import tool
+    from seamkit_mcp.serve_tools import AgentServer
+
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
+
+    @tool(side_effecting=False, name="snap", description="A picture and what is in it.")
+    def snap(subject: str) -> ToolOutput:
+        return ToolOutput({"subject": subject, "width": 1}, images=(ImageBlock(data=png, media_type="image/png"),))
+
+    @tool(side_effecting=False, name="broken", description="Says it failed.")
+    def broken() -> ToolOutput:
+        return ToolOutput({"error": "no camera"}, is_error=True)
+
+    core = AgentServer(Agent(ScriptedModel(["x"]), name="cam", tools=(snap, broken)), agent_tool=False)
+    assert [t.name for t in core.list_tools()] == ["snap", "broken"]  # --no-agent-tool: no 'cam'
+
+    ok = asyncio.run(core.call("snap", {"subject": "cat"}))
+    assert isinstance(ok, types.CallToolResult) and not ok.is_error
+    assert ok.structured_content == {"subject": "cat", "width": 1}
+    image = ok.content[1]
+    assert isinstance(image, types.ImageContent) and image.mime_type == "image/png"
+    assert base64.b64decode(image.data) == png
+    failed = asyncio.run(core.call("broken", {}))
+    assert isinstance(failed, types.CallToolResult) and failed.is_error
+    assert failed.structured_content is None and json.loads(_text(failed)) == {"error": "no camera"}
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_stdio_server_stops_on_ctrl_c_and_sigterm(workdir: Path, sig: signal.Signals, code: int) -> None:
+    proc = subprocess.Popen([SEAMKIT, "mcp", "serve", "agent.yaml"], cwd=workdir, env=_env(), text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}) + "\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1  # serving, stdin still open
+        proc.send_signal(sig)
+        assert proc.wait(timeout=15) == code
+    finally:
+        if proc.poll() is None:
+            proc.kill()
