@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import logging
 import os
+import socket
 import sys
 import threading
 from collections.abc import AsyncIterator
@@ -187,9 +188,15 @@ def _claim_stdio() -> tuple[IO[bytes], IO[bytes]]:
     and fd 1 at stderr (whatever else writes to stdout lands there). Returns (wire in, wire out)."""
     import fcntl
 
+    from seamkit.cli.main import UsageError
+
     sys.stdout.flush()
-    wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    try:
+        wire_in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+        wire_out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError as exc:
+        raise UsageError(f"serving over stdio needs stdin and stdout open (the client talks through them): "
+                         f"{exc.strerror or exc}") from None
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -265,10 +272,32 @@ async def _serve_stdio(server: Server[Any], wire: tuple[IO[bytes], IO[bytes]], a
 # -- streamable HTTP ---------------------------------------------------------------------------
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (uvicorn listens on it). Raises
+    :class:`~seamkit.cli.main.UsageError` when it cannot be bound (in use, not an address here)."""
+    from seamkit.cli.main import UsageError
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, where = infos[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise UsageError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(where)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot serve on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
+
+
 async def _serve_http(server: Server[Any], address: tuple[str, int], agent: Agent) -> None:
     import uvicorn
+    from seamkit.cli.main import UsageError
 
     host, port = address
+    sock = _listen(host, port)
     app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level="warning", access_log=False,
                             lifespan="on", timeout_graceful_shutdown=5)
@@ -282,17 +311,17 @@ async def _serve_http(server: Server[Any], address: tuple[str, int], agent: Agen
             await asyncio.sleep(0.02)
         _say(f"serving agent {agent.name!r} over MCP at http://{shown}:{port}/mcp")
 
+    announcer = asyncio.ensure_future(announce())
     try:
-        announcer = asyncio.ensure_future(announce())
-        await userver.serve()
-        announcer.cancel()
-        if not userver.started:
-            from seamkit.cli.main import UsageError
-
-            raise UsageError(f"could not serve on {shown}:{port} (see the error above: in use, or not an "
-                             "address of this machine?)")
+        await userver.serve(sockets=[sock])
+    except SystemExit:  # uvicorn exits the process when it cannot start; say so as a usage error
+        raise UsageError(f"could not serve on {shown}:{port} (see the error above)") from None
     finally:
+        announcer.cancel()
+        sock.close()
         await _close_store(agent)
+    if not userver.started:
+        raise UsageError(f"could not serve on {shown}:{port} (see the error above)")
 
 
 # -- output ------------------------------------------------------------------------------------

@@ -531,3 +531,14 @@ def test_stdio_server_stops_on_ctrl_c_and_sigterm(workdir: Path, sig: signal.Sig
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_port_in_use_is_a_usage_error(workdir: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run([SEAMKIT, "mcp", "serve", "agent.yaml", "--http", f"127.0.0.1:{port}"], cwd=workdir,
+                              env=_env(), text=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    assert proc.returncode == 2
+    assert f"cannot serve on 127.0.0.1:{port}: Address already in use" in proc.stderr
