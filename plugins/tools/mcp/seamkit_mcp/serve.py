@@ -201,7 +201,7 @@ def _claim_stdio() -> tuple[IO[bytes], IO[bytes]]:
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
-    return os.fdopen(wire_in, "rb", buffering=0), os.fdopen(wire_out, "wb")
+    return os.fdopen(wire_in, "rb"), os.fdopen(wire_out, "wb")
 
 
 class _StdinLines:
