@@ -224,7 +224,7 @@ class AgentServer:
                                 f"{json.dumps(_plain(checked.arguments), ensure_ascii=False, default=str)})")
                     call = checked
                 result = await agent.invoker.call_tool(call, ctx)
-                if "tool_result" in self._guards and not result.is_error:
+                if "tool_result" in self._guards:  # error results too, as the agent loop checks them
                     result = await check(self._guards["tool_result"], "tool_result", result,
                                          GuardContext("tool_result", ctx, agent.name, schema), self._report)
             except GuardrailTripped as exc:
