@@ -28,12 +28,16 @@ def add_commands(cli: Any) -> None:
         "serve",
         help="serve FILE's agent (its tools, and the agent as a tool) to MCP clients",
         description="Serve the tools of FILE's entry agent, and the agent itself as a tool, over MCP: stdio by "
-        "default (for a client that starts this command), or streamable HTTP with --http. The agent's "
-        "approvals, guardrails and budgets apply to every call made through it.",
+        "default (for a client that starts this command; stdout carries only the protocol, logs go to "
+        "stderr), or streamable HTTP with --http. The agent's approvals (asked through MCP elicitation; "
+        "refused when the client cannot be asked), guardrails and budgets apply to every call made "
+        "through it.",
     )
     s.add_argument("file", metavar="FILE", help="composition YAML file")
     s.add_argument("--http", metavar="HOST:PORT",
-                   help="serve streamable HTTP on HOST:PORT (path /mcp) instead of stdio")
+                   help="serve streamable HTTP on HOST:PORT (path /mcp) instead of stdio; keep HOST a loopback "
+                   "address (127.0.0.1, ::1) unless clients on other machines must reach it: there is no "
+                   "authentication, anyone who can connect can call the tools")
     s.add_argument("--no-agent-tool", action="store_true", help="serve the agent's tools only, not the agent")
     s.set_defaults(func=_lazy("serve"))
 
