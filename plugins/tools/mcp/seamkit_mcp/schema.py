@@ -74,7 +74,7 @@ def normalise_schema(raw: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"type": "object", "properties": props}
     required = schema.get("required")
     if isinstance(required, list):
-        names = [n for n in dict.fromkeys(required) if isinstance(n, str) and n in props]
+        names = list(dict.fromkeys(n for n in required if isinstance(n, str) and n in props))
         if names:
             out["required"] = names
     for key, value in schema.items():

@@ -9,6 +9,8 @@ Environment (all optional):
 ``MCP_TEST_CALLS``: a file each call of ``write_note`` appends a line to.
 ``MCP_TEST_VARIANT_FILE``: a file whose text (read at start) picks the definition of ``evolving``.
 ``MCP_TEST_SECRET``: printed to stderr at start (to show stderr tails are masked).
+``MCP_TEST_HANG_MARK``: a file ``hang`` writes when it is entered.
+``MCP_TEST_HOLD``: a file ``hang`` waits on: it answers once the file is gone.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import TypedDict
 
 import anyio
-from mcp.server.mcpserver import Image, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 
 # a real 1x1 PNG (red pixel)
@@ -68,7 +70,16 @@ def build() -> MCPServer:
 
     @server.tool(annotations=read_only)
     async def hang() -> str:
-        """Never answers."""
+        """Never answers (or, with MCP_TEST_HOLD set, answers once that file is gone)."""
+        mark = os.environ.get("MCP_TEST_HANG_MARK")
+        if mark:
+            Path(mark).write_text("entered")  # noqa: ASYNC240 (a tiny file, for the test to see)
+        hold = os.environ.get("MCP_TEST_HOLD")
+        if hold:
+            # another process removes the file: polling is the only signal there is
+            while Path(hold).exists():  # noqa: ASYNC110, ASYNC240
+                await anyio.sleep(0.05)
+            return "released"
         await anyio.sleep(3600)
         return "late"
 
@@ -87,6 +98,11 @@ def build() -> MCPServer:
             with open(calls, "a") as f:
                 f.write(text + "\n")
         return f"noted {text}"
+
+    @server.tool(annotations=read_only)
+    def auth_header(ctx: Context) -> str:
+        """The Authorization header of this HTTP request ('none' over stdio)."""
+        return (ctx.headers or {}).get("authorization", "none")
 
     @server.tool(annotations=read_only)
     def lookup(key: str) -> str:
