@@ -96,7 +96,10 @@ def _same(text: str, structured: Any) -> bool:
         parsed = text
     if parsed == structured:
         return True
-    return isinstance(structured, dict) and len(structured) == 1 and parsed in structured.values()
+    if not (isinstance(structured, dict) and len(structured) == 1):
+        return False
+    (only,) = structured.values()
+    return bool(only == parsed or only == text)
 
 
 def call_output(result: Any) -> ToolOutput:

@@ -87,6 +87,8 @@ def test_structured_content_is_the_value_and_text_goes_with_it_only_when_it_adds
     assert same.value == {"a": 1}
     wrapped = call_output(CallToolResult(content=[TextContent(text="pong")], structured_content={"result": "pong"}))
     assert wrapped.value == {"result": "pong"}
+    number = call_output(CallToolResult(content=[TextContent(text="4")], structured_content={"result": "4"}))
+    assert number.value == {"result": "4"}
     more = call_output(CallToolResult(content=[TextContent(text="it is warm")], structured_content={"c": 21}))
     assert more.value == {"structured": {"c": 21}, "text": "it is warm"}
 
