@@ -19,9 +19,8 @@ from seamkit import Agent
 from seamkit.durability.checkpointer import Checkpointer
 from seamkit.testing import MemoryStore, ScriptedModel
 from seamkit_mcp.config import McpConfig
-from seamkit_mcp.connection import ServerSpec
-from seamkit_mcp.pins import PinStore, digest_of
-from seamkit_mcp.toolset import build_toolset, toolset_from
+from seamkit_mcp.pins import PinStore
+from seamkit_mcp.toolset import build_toolset
 
 ENV = {**os.environ, "PYTHONUNBUFFERED": "1"}
 
@@ -53,7 +52,8 @@ async def test_a_pin_is_recorded_on_first_use_and_a_changed_definition_is_refuse
     agent = Agent(model=_evolve_then(), tools=ts.tools, checkpointer=Checkpointer(store))
     second = await agent.run("go")
     refused, pong = _results(second)
-    assert refused.is_error and "definition of tool 'evolving' of MCP server 'mcp_test_server' changed" in refused.content
+    assert refused.is_error
+    assert "definition of tool 'evolving' of MCP server 'mcp_test_server' changed" in refused.content
     assert f"approved {offered[:12]}" in refused.content and "the call was not sent" in refused.content
     assert "seamkit mcp approve FILE.yaml --tool evolving" in refused.content
     assert pong.content == '{"result":"pong"}'  # the unchanged tools keep working
