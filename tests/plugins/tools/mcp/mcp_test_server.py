@@ -80,7 +80,12 @@ def build() -> MCPServer:
             while Path(hold).exists():  # noqa: ASYNC110, ASYNC240
                 await anyio.sleep(0.05)
             return "released"
-        await anyio.sleep(3600)
+        try:
+            await anyio.sleep(3600)
+        except anyio.get_cancelled_exc_class():
+            if mark:  # the client's notifications/cancelled reached the tool
+                Path(mark + ".cancelled").write_text("cancelled")  # noqa: ASYNC240
+            raise
         return "late"
 
     @server.tool(annotations=read_only)

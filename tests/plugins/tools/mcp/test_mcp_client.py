@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SERVER, stdio_params, wait_gone
+from conftest import SERVER, pid_gone, stdio_params, wait_gone
 from mcp_test_server import PNG
 from seamkit import Agent
 from seamkit.durability.checkpointer import Checkpointer
@@ -155,7 +155,8 @@ def test_helper_names_that_clash_with_the_servers_tools_are_refused(tmp_path: Pa
 
 
 async def test_a_hung_call_times_out_classified_and_the_run_goes_on(stdio_listing: Any, tmp_path: Path) -> None:
-    ts = _toolset(stdio_listing, tmp_path, timeout=0.5)
+    mark = tmp_path / "entered"
+    ts = _toolset(stdio_listing, tmp_path, timeout=0.5, env={"MCP_TEST_HANG_MARK": str(mark)})
     model = ScriptedModel([_calls(("hang", {})), _calls(("ping", {})), "done"])
     started = time.perf_counter()
     result = await Agent(model=model, tools=ts.tools).run("go")
@@ -166,6 +167,28 @@ async def test_a_hung_call_times_out_classified_and_the_run_goes_on(stdio_listin
     assert len(_pids(tmp_path / "pids")) == 1  # the session was kept after the timeout
     assert took < 8
     assert wait_gone(_pids(tmp_path / "pids")[0])
+
+
+async def test_a_timed_out_call_is_cancelled_on_the_server(stdio_listing: Any, tmp_path: Path) -> None:
+    from seamkit.runtime.context import RunContext
+    from seamkit.runtime.resources import RunResources
+
+    mark = tmp_path / "entered"
+    ts = _toolset(stdio_listing, tmp_path, timeout=0.3, env={"MCP_TEST_HANG_MARK": str(mark)})
+    hang, ping = (next(t for t in ts.tools if t.schema.name == n) for n in ("hang", "ping"))
+    ctx = RunContext(resources=RunResources())
+    try:
+        with pytest.raises(ToolUnavailable) as err:
+            await hang.invoke({}, ctx)
+        assert err.value.failure_class is FailureClass.TIMEOUT and not err.value.stop_run
+        assert (await ping.invoke({}, ctx)).value == {"result": "pong"}  # same session, answered after the cancel
+        for _ in range(100):  # the server's tool unwinds in its own task
+            if (tmp_path / "entered.cancelled").exists():
+                break
+            await asyncio.sleep(0.02)
+        assert (tmp_path / "entered.cancelled").exists()  # notifications/cancelled reached the server's tool
+    finally:
+        await ctx.resources.aclose()  # type: ignore[union-attr]
 
 
 async def test_on_failure_stop_stops_the_run(stdio_listing: Any, tmp_path: Path) -> None:
@@ -264,3 +287,20 @@ agent:
     assert result.output == "done"
     (r,) = [r for m in result.transcript for r in m.tool_results]
     assert r.content == '{"result":"pong"}'
+
+
+async def test_a_cancelled_run_stops_its_server_before_the_cancellation_returns(
+        stdio_listing: Any, tmp_path: Path) -> None:
+    mark = tmp_path / "entered"
+    ts = _toolset(stdio_listing, tmp_path, env={"MCP_TEST_HANG_MARK": str(mark)})
+    task = asyncio.create_task(Agent(model=ScriptedModel([_calls(("hang", {})), "done"]), tools=ts.tools).run("go"))
+    for _ in range(400):
+        if mark.exists():
+            break
+        await asyncio.sleep(0.025)
+    assert mark.exists(), "the hanging tool was never entered"
+    (pid,) = _pids(tmp_path / "pids")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert pid_gone(pid), "the run's server outlived the cancelled run"
