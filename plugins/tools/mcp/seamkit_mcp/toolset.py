@@ -310,7 +310,7 @@ def toolset_from(spec: ServerSpec, listing: Listing) -> McpToolset:
         read_only = t.annotations is not None and t.annotations.read_only_hint is True
         schema = ToolSchema(name, description, freeze(normalise_schema(t.input_schema)), side_effecting=not read_only)
         tools.append(McpTool(link, t.name, schema))
-    for helper in _helpers(spec, listing):
+    for helper in _helpers(link, listing):
         schema = helper.schema
         if schema.name in seen:
             raise ConfigError([ConfigIssue(
@@ -319,18 +319,15 @@ def toolset_from(spec: ServerSpec, listing: Listing) -> McpToolset:
                 f"{tool_name_of(spec.id)[:20]}_) or turn it off (resources: false / prompts: false)", "prefix")])
         seen[schema.name] = f"the helper {schema.name!r}"
         tools.append(helper)
-    for t in tools:
-        t.link = link
     return McpToolset(link, tools)
 
 
-def _helpers(spec: ServerSpec, listing: Listing) -> list[_HelperTool]:
+def _helpers(link: McpServerLink, listing: Listing) -> list[_HelperTool]:
     """The resource and prompt tools, when the server declares them and the config allows."""
-    cfg = spec.config
+    cfg = link.spec.config
     p = cfg.prefix
-    sid = spec.id
+    sid = link.spec.id
     out: list[_HelperTool] = []
-    link = McpServerLink(spec, {})  # replaced by the toolset's link
 
     def schema(name: str, description: str, params: dict[str, Any]) -> ToolSchema:
         return ToolSchema((p + name)[:MAX_NAME], description, freeze(params), side_effecting=False)

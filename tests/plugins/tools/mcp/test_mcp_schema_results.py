@@ -23,7 +23,7 @@ from mcp.types import (
     TextContent,
     TextResourceContents,
 )
-from seamkit.errors import ToolArgumentError
+from seamkit.errors import ConfigError, ToolArgumentError
 from seamkit.values import ImageBlock
 from seamkit_mcp.results import call_output, prompt_output, resource_output
 from seamkit_mcp.schema import ArgumentValidator, normalise_schema
@@ -126,3 +126,33 @@ def test_resources_and_prompts_as_text() -> None:
         PromptMessage(role="user", content=TextContent(text="Say hi")),
         PromptMessage(role="assistant", content=TextContent(text="Hi!"))]))
     assert prompt.value == "Greets\n\n[user] Say hi\n\n[assistant] Hi!"
+
+
+def _toolset_of(*tools: Any, **cfg: Any) -> Any:
+    from seamkit_mcp.config import McpConfig
+    from seamkit_mcp.connection import Listing, ServerSpec
+    from seamkit_mcp.toolset import toolset_from
+
+    spec = ServerSpec.of(McpConfig(server={"command": "srv"}, **cfg))
+    return toolset_from(spec, Listing(tuple(tools), None, None, None))
+
+
+def test_tool_names_descriptions_and_side_effects_from_the_servers_definitions() -> None:
+    from mcp.types import Tool, ToolAnnotations
+
+    long = "x" * 80
+    ts = _toolset_of(
+        Tool(name="files.read", description="Read a file.", input_schema={"type": "object"},
+             annotations=ToolAnnotations(read_only_hint=True)),
+        Tool(name=long, input_schema={}, annotations=ToolAnnotations(read_only_hint=False)),
+        Tool(name="delete", description="  ", input_schema={"type": "object"},
+             annotations=ToolAnnotations(destructive_hint=False, idempotent_hint=True)),
+        prefix="fs_")
+    names = [t.schema.name for t in ts.tools]
+    assert names == ["fs_files_read", ("fs_" + long)[:64], "fs_delete"]
+    assert [t.server_name for t in ts.tools] == ["files.read", long, "delete"]  # called by the server's names
+    assert [t.schema.side_effecting for t in ts.tools] == [False, True, True]  # only readOnlyHint: true is read-only
+    assert ts.tools[2].schema.description == (
+        "Calls the tool 'delete' of the MCP server 'srv' (the server gives no description).")
+    with pytest.raises(ConfigError, match="both become the tool name 'a_b'"):
+        _toolset_of(Tool(name="a.b", input_schema={}), Tool(name="a_b", input_schema={}))
