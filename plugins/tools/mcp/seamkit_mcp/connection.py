@@ -164,8 +164,9 @@ class McpSession:
         self._client: ClientSession | None = None
         self.listing: Listing | None = None
         self.stderr: StderrTail | None = None
-        #: Per-session notes of the tool that built it (e.g. definitions refused by their pins).
-        self.notes: dict[str, Any] = {}
+        #: What the users of this session learnt about it, by user (e.g. each toolset's tools
+        #: refused by their pins, checked once per session).
+        self.notes: dict[object, Any] = {}
 
     @classmethod
     async def open(cls, spec: ServerSpec, *, want_resources: bool = False, want_prompts: bool = False) -> McpSession:

@@ -3,8 +3,8 @@ tools.
 
 :func:`build_toolset` connects once, lists what the server offers and closes; the tools it
 returns open the run's own session on their first call (``ctx.resource("mcp:<server>")``, closed
-when the run ends on every exit path) and share it. Opening a session lists the tools again and
-checks each against its pin and against the definition the model was offered
+when the run ends on every exit path) and share it. Opening a session lists the tools again; the
+first call on it checks each tool against its pin and against the definition the model was offered
 (:mod:`seamkit_mcp.pins`): a changed tool is refused, never called.
 
 Failures are classified :class:`~seamkit.errors.ToolUnavailable` s (``stop_run`` with
@@ -67,13 +67,16 @@ class McpServerLink:
 
     async def _open(self, ctx: RunContext) -> McpSession:
         cfg = self.spec.config
-        session = await McpSession.open(self.spec, want_resources=cfg.resources, want_prompts=cfg.prompts)
-        try:
-            session.notes["refused"] = await self._check_pins(session, ctx)
-        except BaseException:
-            await session.aclose()
-            raise
-        return session
+        return await McpSession.open(self.spec, want_resources=cfg.resources, want_prompts=cfg.prompts)
+
+    async def _refused(self, session: McpSession, ctx: RunContext) -> dict[str, str]:
+        """This toolset's tools refused on ``session``: checked against their pins once per
+        session and toolset (two toolsets of one server share the run's session, not their
+        tools)."""
+        refused: dict[str, str] | None = session.notes.get(self)
+        if refused is None:
+            refused = session.notes[self] = await self._check_pins(session, ctx)
+        return refused
 
     async def _check_pins(self, session: McpSession, ctx: RunContext) -> dict[str, str]:
         """The tools whose definition changed, with the reason each is refused; records the pins
@@ -135,9 +138,14 @@ class McpServerLink:
         from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT
 
         session = await self.session(ctx, tool)
-        if pinned is not None and pinned in session.notes.get("refused", {}):
-            self._failure(ctx, tool, session.notes["refused"][pinned], FailureClass.INVALID_REQUEST, sent=False,
-                          stop=False)
+        try:
+            refused = await self._refused(session, ctx)
+        except Exception as exc:  # a store that is down: nothing was sent, nothing may be assumed
+            self._failure(ctx, tool, f"the pinned tool definitions of MCP server {self.spec.id!r} could not be "
+                          f"checked ({type(exc).__name__}: {exc}); the call was not sent",
+                          FailureClass.SERVER_ERROR, sent=False, stop=False)
+        if pinned is not None and pinned in refused:
+            self._failure(ctx, tool, refused[pinned], FailureClass.INVALID_REQUEST, sent=False, stop=False)
         timeout = self.spec.config.timeout
         try:
             async with asyncio.timeout(timeout + _BACKSTOP):

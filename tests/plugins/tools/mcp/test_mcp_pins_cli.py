@@ -66,6 +66,26 @@ async def test_a_pin_is_recorded_on_first_use_and_a_changed_definition_is_refuse
     assert (await PinStore(store).get("mcp_test_server", "evolving")).digest == offered  # type: ignore[union-attr]
 
 
+async def test_each_toolset_of_a_shared_session_checks_its_own_tools(tmp_path: Path) -> None:
+    from seamkit_mcp.connection import ServerSpec
+    from seamkit_mcp.toolset import discover, toolset_from
+
+    variant = tmp_path / "variant"
+    variant.write_text("v1")
+    server = stdio_params(MCP_TEST_VARIANT_FILE=str(variant))
+    listing = await discover(ServerSpec.of(McpConfig(server=server)))
+    variant.write_text("v2")
+    a = toolset_from(ServerSpec.of(McpConfig(server=server, allow=["ping"], resources=False, prompts=False)), listing)
+    b = toolset_from(ServerSpec.of(McpConfig(server=server, allow=["evolving"], prefix="b_", resources=False,
+                                             prompts=False)), listing)
+    model = ScriptedModel([{"tool_calls": [{"name": "ping", "arguments": {}}]},
+                           {"tool_calls": [{"name": "b_evolving", "arguments": {"x": 2}}]}, "done"])
+    result = await Agent(model=model, tools=[*a.tools, *b.tools]).run("go")
+    pong, refused = _results(result)
+    assert pong.content == '{"result":"pong"}'  # the session was opened for 'ping'
+    assert refused.is_error and "changed" in refused.content  # and 'b_evolving' was still checked on it
+
+
 def _yaml(tmp_path: Path, turns: list[Any], *, follow: bool = False, **env: str) -> Path:
     file = tmp_path / "agent.yaml"
     doc = {"seamkit": 1, "agent": {
