@@ -40,21 +40,19 @@ def _what_changed(old: dict[str, Any], new: dict[str, Any]) -> str:
 
 
 async def _approve(composition: Any, store: Any, wanted: set[str], every: bool, out: Any) -> set[str]:
-    """Show and pin; returns the ``--tool`` names that matched no tool."""
+    """Show and pin; returns the ``--tool`` names that matched no tool (then nothing is pinned)."""
     from seamkit_mcp.connection import ServerSpec
     from seamkit_mcp.pins import PinStore, definition_of, digest_of
     from seamkit_mcp.toolset import _selected, discover, toolset_from
 
     pins = PinStore(store)
     matched: set[str] = set()
+    rows: list[tuple[str, Any, str, str]] = []  # (server, tool, status, action)
     slots = _mcp_slots(composition)
-    if not slots:
-        out.write("no 'use: mcp' tools in this file\n")
     for cfg in slots:
         spec = ServerSpec.of(cfg)
         listing = await discover(spec)
         seen_as = {t.server_name: t.schema.name for t in toolset_from(spec, listing).tools if hasattr(t, "server_name")}
-        out.write(f"MCP server {spec.id!r}:\n")
         for tool in _selected(spec, listing):
             names = {tool.name, seen_as.get(tool.name, tool.name)}
             pin = await pins.get(spec.id, tool.name)
@@ -68,14 +66,23 @@ async def _approve(composition: Any, store: Any, wanted: set[str], every: bool, 
                           f"(pinned {pin.digest[:12]}, now {now[:12]})")
             chosen = bool(names & wanted)
             matched |= names & wanted
-            action = ""
-            if (chosen or (every and (pin is None or pin.digest != now))) and (pin is None or pin.digest != now):
-                await pins.put(spec.id, tool)
-                action = "  -> approved"
-            elif chosen:
-                action = "  (already pinned)"
-            out.write(f"  {tool.name}: {status}{action}\n")
-    return wanted - matched
+            differs = pin is None or pin.digest != now
+            action = "approve" if differs and (chosen or every) else ("already pinned" if chosen else "")
+            rows.append((spec.id, tool, status, action))
+    if wanted - matched:
+        return wanted - matched
+    if not slots:
+        out.write("no 'use: mcp' tools in this file\n")
+    server = None
+    for sid, tool, status, action in rows:
+        if sid != server:
+            server = sid
+            out.write(f"MCP server {sid!r}:\n")
+        if action == "approve":
+            await pins.put(sid, tool)
+        note = {"approve": "  -> approved", "already pinned": "  (already pinned)"}.get(action, "")
+        out.write(f"  {tool.name}: {status}{note}\n")
+    return set()
 
 
 def main(args: argparse.Namespace) -> int:

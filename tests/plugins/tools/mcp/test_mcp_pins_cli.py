@@ -138,8 +138,8 @@ def test_seamkit_mcp_approve_shows_changes_and_pins_the_chosen_tools(
     assert "evolving: changed: description, input schema (pinned " in out and "approved" not in out
     assert "ping: pinned" in out and "write_note: pinned" in out
 
-    rc, _, err = _approve(capsys, str(file), "--tool", "nosuch")
-    assert rc == 2 and "--tool nosuch: no such tool" in err
+    rc, _, err = _approve(capsys, str(file), "--tool", "evolving", "--tool", "nosuch")
+    assert rc == 2 and "--tool nosuch: no such tool" in err  # and nothing was pinned: see below
     rc, out, _ = _approve(capsys, str(file), "--tool", "evolving")
     assert rc == 0 and "evolving: changed" in out and "-> approved" in out
     after = asyncio.run(_run_file(file))
