@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SERVER, pid_gone, stdio_params, wait_gone
 from mcp_test_server import PNG
+from mcp_testlib import SERVER, free_port, pid_gone, stdio_params, wait_gone
 from seamkit import Agent
 from seamkit.durability.checkpointer import Checkpointer
 from seamkit.errors import ConfigError, FailureClass, ToolUnavailable
@@ -248,9 +248,7 @@ def test_a_server_that_never_answers_initialize_times_out(tmp_path: Path) -> Non
 
 
 def test_an_unreachable_http_server_is_a_clear_error_without_the_headers() -> None:
-    from conftest import _free_port
-
-    cfg = McpConfig(server={"url": f"http://127.0.0.1:{_free_port()}/mcp", "headers": {"X-Key": "hdr-secret-9"}},
+    cfg = McpConfig(server={"url": f"http://127.0.0.1:{free_port()}/mcp", "headers": {"X-Key": "hdr-secret-9"}},
                     connect_timeout=5)
     with pytest.raises(McpConnectError) as err:
         build_toolset(cfg)

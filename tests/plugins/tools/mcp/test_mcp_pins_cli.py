@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SERVER, stdio_params, wait_gone
+from mcp_testlib import SERVER, stdio_params, wait_gone
 from seamkit import Agent
 from seamkit.durability.checkpointer import Checkpointer
 from seamkit.testing import MemoryStore, ScriptedModel
