@@ -1,0 +1,321 @@
+"""One MCP session with one server, owned by a dedicated task.
+
+The SDK's transports (``stdio_client``, ``streamable_http_client``) and ``ClientSession`` hold
+anyio task groups, which must be entered and exited by the same task. A run's tools call the
+session from whatever task runs them, and the run closes it from yet another (the one ending the
+run), so :class:`McpSession` starts an *owner task* that enters the transport and the session,
+initializes, lists the server's tools (and, when offered, its resources and prompts), signals that
+it is ready, waits to be told to close, and exits both contexts itself. Every wait is bounded:
+opening by ``connect_timeout`` (a server that never answers ``initialize`` included), closing by
+:data:`CLOSE_TIMEOUT` after which the owner task is cancelled.
+
+A stdio server's stderr goes to a pipe drained by a thread into a bounded buffer
+(:class:`StderrTail`); its tail goes into error messages, never to our stdout. Secrets (the
+configured ``env`` values and HTTP ``headers``) are masked in every message built here
+(:meth:`ServerSpec.mask`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import threading
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+
+from seamkit.errors import SeamkitError
+
+from seamkit_mcp.config import HttpServer, McpConfig, StdioServer
+
+if TYPE_CHECKING:
+    from mcp.client.session import ClientSession
+    from mcp.types import Prompt, Resource, ServerCapabilities, Tool
+
+__all__ = ["CLOSE_TIMEOUT", "McpConnectError", "McpSession", "ServerSpec", "StderrTail", "server_id_of"]
+
+#: Seconds :meth:`McpSession.aclose` waits for the owner task to shut the session down (a stdio
+#: server gets the SDK's own bounded grace: stdin closed, then SIGTERM, then SIGKILL) before it
+#: cancels the task.
+CLOSE_TIMEOUT = 8.0
+
+#: Bytes of a stdio server's stderr kept (the newest ones).
+STDERR_LIMIT = 8192
+
+_INTERPRETERS = ("python", "python3", "node", "uv", "uvx", "npx", "bun", "deno", "pipx", "docker")
+
+
+class McpConnectError(SeamkitError):
+    """The MCP server could not be started, reached or initialized in time. The message names the
+    server, says why, and ends with the tail of a stdio server's stderr (secrets masked)."""
+
+
+def server_id_of(config: McpConfig) -> str:
+    """The server's name in messages and pins: ``config.name``; else, for stdio, the command's
+    name (for an interpreter such as ``python`` or ``npx``: the stem of its first non-option
+    argument); for HTTP, the url's host and path."""
+    if config.name:
+        return config.name
+    server = config.server
+    if isinstance(server, StdioServer):
+        name = Path(server.command).name
+        if name.split(".")[0].rstrip("0123456789.") in _INTERPRETERS:
+            script = next((a for a in server.args if not a.startswith("-")), None)
+            if script:
+                return Path(script).stem or name
+        return name
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(server.url)
+    return f"{parts.hostname or ''}{parts.path.rstrip('/')}" or server.url
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """What a session needs to know about its server: its ``id`` (for messages), the
+    configuration, and the secret values to mask."""
+
+    id: str
+    config: McpConfig
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+
+    @classmethod
+    def of(cls, config: McpConfig) -> ServerSpec:
+        server = config.server
+        values = server.env.values() if isinstance(server, StdioServer) else server.headers.values()
+        secrets = tuple(sorted({v.get_secret_value() for v in values if v.get_secret_value()}, key=len,
+                               reverse=True))
+        return cls(server_id_of(config), config, secrets)
+
+    def mask(self, text: str) -> str:
+        """``text`` with every secret value replaced by ``***``."""
+        for s in self.secrets:
+            text = text.replace(s, "***")
+        return text
+
+
+class StderrTail:
+    """A stdio server's stderr: the write end of a pipe (:attr:`file`, given to the process) and a
+    daemon thread keeping the newest :data:`STDERR_LIMIT` bytes of what arrives at the read end.
+    The thread ends when every holder of the write end has closed it (the server exited)."""
+
+    def __init__(self, limit: int = STDERR_LIMIT) -> None:
+        read_fd, write_fd = os.pipe()
+        self.file: TextIO = os.fdopen(write_fd, "w")
+        self._limit = limit
+        self._buf = bytearray()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._drain, args=(read_fd,), name="seamkit-mcp-stderr",
+                                        daemon=True)
+        self._thread.start()
+
+    def _drain(self, fd: int) -> None:
+        try:
+            while chunk := os.read(fd, 4096):
+                with self._lock:
+                    self._buf += chunk
+                    if len(self._buf) > self._limit:
+                        del self._buf[: len(self._buf) - self._limit]
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def release(self) -> None:
+        """Close our copy of the write end (the child holds its own once spawned)."""
+        with contextlib.suppress(OSError):
+            self.file.close()
+
+    def settle(self, timeout: float = 0.5) -> None:
+        """Wait (briefly) for what a process that just exited wrote to arrive."""
+        self._thread.join(timeout)
+
+    def tail(self, lines: int = 12) -> str:
+        """The last ``lines`` lines received (decoded leniently, stripped)."""
+        with self._lock:
+            text = self._buf.decode("utf-8", "replace")
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+
+@dataclass(frozen=True)
+class Listing:
+    """What the server offers: its tools, resources and prompts (``None``: not offered or not
+    asked for) and its capabilities."""
+
+    tools: tuple[Tool, ...]
+    resources: tuple[Resource, ...] | None
+    prompts: tuple[Prompt, ...] | None
+    capabilities: ServerCapabilities | None
+
+
+class McpSession:
+    """An initialized session with one server, ready for calls (:attr:`client`), with what the
+    server listed when it was opened (:attr:`listing`). Open it with :meth:`open`; close it with
+    :meth:`aclose` (bounded; safe to call twice). :attr:`alive` turns false when the connection
+    ended by itself (the server died). Calls to ``client`` may be made from any task."""
+
+    def __init__(self, spec: ServerSpec, *, want_resources: bool = False, want_prompts: bool = False) -> None:
+        self.spec = spec
+        self._want = (want_resources, want_prompts)
+        self._close = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._client: ClientSession | None = None
+        self.listing: Listing | None = None
+        self.stderr: StderrTail | None = None
+        #: What the users of this session learnt about it, by user (e.g. each toolset's tools
+        #: refused by their pins, checked once per session).
+        self.notes: dict[object, Any] = {}
+
+    @classmethod
+    async def open(cls, spec: ServerSpec, *, want_resources: bool = False, want_prompts: bool = False) -> McpSession:
+        """Start (or reach) the server, initialize and list, within ``connect_timeout``.
+
+        Raises :class:`McpConnectError` naming the server (the stderr tail of a stdio server that
+        exited or never answered included); cancellation stops the server before propagating."""
+        self = cls(spec, want_resources=want_resources, want_prompts=want_prompts)
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[None] = loop.create_future()
+        self._task = asyncio.create_task(self._own(ready), name=f"seamkit-mcp:{spec.id}")
+        timeout = spec.config.connect_timeout
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(ready)
+        except TimeoutError:
+            await self._stop()
+            raise McpConnectError(self.describe(f"MCP server {spec.id!r} did not start and initialize "
+                                                f"within {timeout:g} s (connect_timeout)")) from None
+        except BaseException as exc:
+            await self._stop()
+            if isinstance(exc, Exception) and not isinstance(exc, McpConnectError):
+                raise McpConnectError(self.describe(
+                    f"MCP server {spec.id!r} could not be started or reached: {_reason(exc)}")) from None
+            raise
+        return self
+
+    @property
+    def client(self) -> ClientSession:
+        if self._client is None:
+            raise RuntimeError(f"the session with MCP server {self.spec.id!r} is not open")
+        return self._client
+
+    @property
+    def alive(self) -> bool:
+        return self._task is not None and not self._task.done() and not self._close.is_set()
+
+    def describe(self, message: str) -> str:
+        """``message`` followed by the tail of the server's stderr (if any), secrets masked."""
+        tail = ""
+        if self.stderr is not None:
+            if self._task is None or self._task.done():
+                self.stderr.settle()
+            tail = self.stderr.tail()
+        if tail:
+            message = f"{message}\nserver stderr (last lines):\n{tail}"
+        return self.spec.mask(message)
+
+    async def aclose(self) -> None:
+        """Close the session and stop a stdio server: the owner task exits the session and the
+        transport (bounded by :data:`CLOSE_TIMEOUT`, then cancelled)."""
+        self._close.set()
+        await self._stop(graceful=True)
+
+    async def _stop(self, *, graceful: bool = False) -> None:
+        task = self._task
+        if task is None or task.done():
+            return
+        if graceful:
+            try:
+                await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT)
+                return
+            except TimeoutError:
+                pass
+            except Exception:
+                return  # the owner task's own failure: it has exited its contexts
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT)
+
+    async def _own(self, ready: asyncio.Future[None]) -> None:
+        from mcp.client.session import ClientSession
+
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                read, write = await stack.enter_async_context(self._transport())
+                client = await stack.enter_async_context(ClientSession(read, write))
+                init = await client.initialize()
+                self.listing = await _list(client, init.capabilities, *self._want)
+                self._client = client
+                if not ready.done():
+                    ready.set_result(None)
+                await self._close.wait()
+        except asyncio.CancelledError:
+            if not ready.done():
+                ready.cancel()
+            raise
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            # after ready, a failure here is the connection ending: ``alive`` turns false
+
+    @contextlib.asynccontextmanager
+    async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
+        server = self.spec.config.server
+        if isinstance(server, HttpServer):
+            async with _http_transport(server) as streams:
+                yield streams
+            return
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(
+            command=server.command, args=list(server.args),
+            env={k: v.get_secret_value() for k, v in server.env.items()} or None, cwd=server.cwd)
+        self.stderr = tail = StderrTail()
+        try:
+            async with stdio_client(params, errlog=tail.file) as streams:
+                tail.release()  # the child has its own copy now: EOF comes when it exits
+                yield streams
+        finally:
+            tail.release()
+
+
+@contextlib.asynccontextmanager
+async def _http_transport(server: HttpServer) -> AsyncIterator[tuple[Any, Any]]:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    headers = {k: v.get_secret_value() for k, v in server.headers.items()}
+    async with create_mcp_http_client(headers=headers or None) as http, \
+            streamable_http_client(server.url, http_client=http) as streams:
+        yield streams
+
+
+async def _list(client: ClientSession, caps: ServerCapabilities | None, resources: bool, prompts: bool) -> Listing:
+    """Every page of the server's tools, and of its resources and prompts when it declares them
+    and they are wanted."""
+    from mcp.types import PaginatedRequestParams
+
+    async def pages(fetch: Any, attr: str) -> tuple[Any, ...]:
+        out: list[Any] = []
+        cursor: str | None = None
+        for _ in range(1000):  # a server whose cursor never ends cannot hang the open
+            got = await fetch(params=PaginatedRequestParams(cursor=cursor) if cursor else None)
+            out.extend(getattr(got, attr))
+            cursor = got.next_cursor
+            if not cursor:
+                break
+        return tuple(out)
+
+    tools: Sequence[Tool] = await pages(client.list_tools, "tools") if caps is None or caps.tools else ()
+    res = await pages(client.list_resources, "resources") if resources and caps is not None and caps.resources else None
+    pro = await pages(client.list_prompts, "prompts") if prompts and caps is not None and caps.prompts else None
+    return Listing(tuple(tools), res, pro, caps)
+
+
+def _reason(exc: BaseException) -> str:
+    """A one-line reason for ``exc`` (an exception group: its first leaf)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
