@@ -109,18 +109,18 @@ async def _bench_transport(transport: str, calls: int, rounds: int, port: int | 
         first = await via_mcp.call_tool(call, ctx)  # opens the run's session: start, initialize, list, pins
         starts.append((time.perf_counter() - t0) * 1e3)
         assert not first.is_error, first.content
-        (session,) = [ctx.resources._open[k] for k in ctx.resources.keys]  # noqa: SLF001 - the bench peeks
+        (session,) = [ctx.resources._open[k] for k in ctx.resources.keys]  # the bench peeks at the session
         client: ClientSession = session.client
 
-        async def native_call() -> None:
+        async def native_call(ctx: RunContext = ctx) -> None:
             r = await native.call_tool(call, ctx)
             assert not r.is_error
 
-        async def mcp_call() -> None:
+        async def mcp_call(ctx: RunContext = ctx) -> None:
             r = await via_mcp.call_tool(call, ctx)
             assert not r.is_error, r.content
 
-        async def sdk_call() -> None:
+        async def sdk_call(client: ClientSession = client) -> None:
             r = await client.call_tool("order_status", ARGS)
             assert not r.is_error
 

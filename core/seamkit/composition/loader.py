@@ -417,7 +417,7 @@ def _check_agent(ctx: Context, agent: Mapping[str, Any], base: KeyPath, known: M
     choice = agent.get("tool_choice")
     if isinstance(choice, (int, float)) and not isinstance(choice, bool):
         choice = str(choice)  # an unquoted number is still meant as a tool's name
-    if choice == "required" and not first:
+    if choice == "required" and not first and not open_names:
         ctx.add(f"tool_choice 'required' needs at least one tool in {where}.tools", (*base, "tool_choice"))
     elif isinstance(choice, str) and choice not in _TOOL_CHOICES and choice not in first and not open_names:
         path = (*base, "tool_choice")

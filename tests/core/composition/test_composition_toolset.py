@@ -81,6 +81,11 @@ def test_each_tool_of_a_toolset_joins_the_agent_and_approvals_name_them(tmp_path
     assert agent.approvals == {"set_thermostat": "every_call", "b_set_thermostat": "never"}
 
 
+def test_tool_choice_required_is_satisfied_by_a_toolset(tmp_path: Path, reg: Registry) -> None:
+    agent = build_agent(_load(tmp_path, "tools: [units]\ntool_choice: required\n", reg), registry=reg)
+    assert agent.tool_choice == "required" and len(agent.tools) == 2
+
+
 def test_names_a_toolset_does_not_make_are_reported_when_it_is_built(tmp_path: Path, reg: Registry) -> None:
     comp = _load(tmp_path, """\
         tools: [units]
@@ -98,7 +103,7 @@ def test_a_name_clash_between_toolsets_is_reported_when_built(tmp_path: Path, re
 
 
 def test_without_a_toolset_unknown_names_are_still_refused_at_load(tmp_path: Path, reg: Registry) -> None:
-    with pytest.raises(ConfigError, match="approvals name 'nope', which is not in agent.tools"):
+    with pytest.raises(ConfigError, match=r"approvals name 'nope', which is not in agent\.tools"):
         _load(tmp_path, "tools: [calculator]\ncheckpoints: {use: memory}\napprovals: {nope: every_call}\n", reg)
 
 

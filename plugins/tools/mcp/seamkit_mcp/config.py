@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -17,13 +18,19 @@ class StdioServer(BaseModel):
     specification, "Transports", stdio). Its stderr is captured, never mixed into the protocol."""
 
     model_config = ConfigDict(extra="forbid")
-    command: str = Field(min_length=1, description="The program to start (looked up on PATH)")
+    command: str = Field(
+        min_length=1,
+        description="The program to start (looked up on PATH); 'python' and 'python3' mean the Python running "
+        "seamkit, so the server sees the same installed packages",
+    )
     args: list[str] = Field(default_factory=list, description="Its arguments")
     env: dict[str, SecretStr] = Field(
         default_factory=dict,
         description="Environment variables for it, added to a minimal safe environment (values masked in output)",
     )
-    cwd: str | None = Field(default=None, description="Its working directory (default: the current one)")
+    cwd: Path | None = Field(
+        default=None, description="Its working directory, relative to the YAML file (default: the current one)"
+    )
 
 
 class HttpServer(BaseModel):

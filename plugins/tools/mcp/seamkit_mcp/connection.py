@@ -52,6 +52,16 @@ class McpConnectError(SeamkitError):
     server, says why, and ends with the tail of a stdio server's stderr (secrets masked)."""
 
 
+def command_of(server: StdioServer) -> str:
+    """The program a stdio server runs: ``python`` and ``python3`` are the interpreter running
+    seamkit (``sys.executable``), whose packages the server then sees (on a machine where
+    ``python`` on PATH is another installation, a server written with the SDK would not import);
+    anything else is looked up on PATH as written."""
+    import sys
+
+    return sys.executable if server.command in ("python", "python3") else server.command
+
+
 def server_id_of(config: McpConfig) -> str:
     """The server's name in messages and pins: ``config.name``; else, for stdio, the command's
     name (for an interpreter such as ``python`` or ``npx``: the stem of its first non-option
@@ -88,6 +98,25 @@ class ServerSpec:
         secrets = tuple(sorted({v.get_secret_value() for v in values if v.get_secret_value()}, key=len,
                                reverse=True))
         return cls(server_id_of(config), config, secrets)
+
+    @property
+    def session_key(self) -> str:
+        """The key of the run's session with this server (``ctx.resource``): its name and a digest
+        of everything that says which server it is and how to reach it (command, arguments,
+        environment, working directory; url, headers), so that two slots naming different servers
+        alike never share a session, and two slots for the same server do. The digest is one-way:
+        no secret can be read back from it."""
+        import hashlib
+        import json
+
+        server = self.config.server
+        if isinstance(server, StdioServer):
+            what: dict[str, object] = {"command": server.command, "args": server.args, "cwd": server.cwd,
+                                       "env": {k: v.get_secret_value() for k, v in sorted(server.env.items())}}
+        else:
+            what = {"url": server.url, "headers": {k: v.get_secret_value() for k, v in sorted(server.headers.items())}}
+        digest = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return f"mcp:{self.id}:{digest}"
 
     def mask(self, text: str) -> str:
         """``text`` with every secret value replaced by ``***``."""
@@ -269,8 +298,9 @@ class McpSession:
         from mcp.client.stdio import StdioServerParameters, stdio_client
 
         params = StdioServerParameters(
-            command=server.command, args=list(server.args),
-            env={k: v.get_secret_value() for k, v in server.env.items()} or None, cwd=server.cwd)
+            command=command_of(server), args=list(server.args),
+            env={k: v.get_secret_value() for k, v in server.env.items()} or None,
+            cwd=str(server.cwd) if server.cwd is not None else None)
         self.stderr = tail = StderrTail()
         try:
             async with stdio_client(params, errlog=tail.file) as streams:

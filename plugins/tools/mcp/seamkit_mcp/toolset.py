@@ -59,7 +59,7 @@ class McpServerLink:
 
     def __init__(self, spec: ServerSpec, offered: Mapping[str, str]) -> None:
         self.spec = spec
-        self.key = f"mcp:{spec.id}"
+        self.key = spec.session_key
         #: the server's tool name -> digest of the definition offered to the model at build
         self.offered = dict(offered)
         cfg = spec.config

@@ -5,6 +5,7 @@ server, build errors, secrets masked, and YAML composition."""
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -302,3 +303,52 @@ async def test_a_cancelled_run_stops_its_server_before_the_cancellation_returns(
     with pytest.raises(asyncio.CancelledError):
         await task
     assert pid_gone(pid), "the run's server outlived the cancelled run"
+
+
+async def test_two_slots_for_different_servers_under_one_name_never_share_a_session(
+        stdio_listing: Any, tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = _toolset(stdio_listing, tmp_path / "a", name="same", prefix="a_")
+    b = _toolset(stdio_listing, tmp_path / "b", name="same", prefix="b_")
+    again = _toolset(stdio_listing, tmp_path / "a", name="same", prefix="c_")  # the same server as `a`
+    model = ScriptedModel([_calls(("a_write_note", {"text": "x"}), ("b_write_note", {"text": "y"}),
+                                  ("c_write_note", {"text": "z"})), "done"])
+    result = await Agent(model=model, tools=(*a.tools, *b.tools, *again.tools), parallel_side_effects=True).run("go")
+    assert result.output == "done"
+    assert (tmp_path / "a" / "calls").read_text().split() == ["x", "z"]
+    assert (tmp_path / "b" / "calls").read_text().split() == ["y"]
+    assert len(_pids(tmp_path / "a" / "pids")) == 1 and len(_pids(tmp_path / "b" / "pids")) == 1
+
+
+async def test_python_means_seamkits_interpreter_and_cwd_is_relative_to_the_yaml_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from seamkit.composition import build_agent, load_composition
+
+    here = tmp_path / "agents"
+    (here / "servers").mkdir(parents=True)
+    shutil.copy(SERVER, here / "servers" / "srv.py")
+    bin_dir = tmp_path / "bin"  # on PATH, a `python` that is not this interpreter (and cannot serve)
+    bin_dir.mkdir()
+    (bin_dir / "python").write_text("#!/bin/sh\necho 'not the python seamkit runs on' >&2\nexit 3\n")
+    (bin_dir / "python").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    (here / "agent.yaml").write_text("""
+seamkit: 1
+agent:
+  model: {use: scripted, turns: [{tool_calls: [{name: ping, arguments: {}}]}, {text: done}]}
+  tools:
+    - use: mcp
+      server: {command: python, args: [srv.py, stdio], cwd: servers}
+      allow: [ping]
+      resources: false
+      prompts: false
+  checkpoints: null
+""")
+    monkeypatch.chdir(tmp_path)  # cwd: servers is found next to the YAML file, not here
+    agent = build_agent(load_composition(here / "agent.yaml"))
+    result = await agent.run("go")
+    (r,) = [r for m in result.transcript for r in m.tool_results]
+    assert (r.content, r.is_error) == ('{"result":"pong"}', False)
