@@ -5,8 +5,8 @@ pins, see :mod:`seamkit_mcp.pins`), connects to the server of each ``use: mcp`` 
 entry agent and of ``agents:``), and prints one line per tool: ``pinned`` (unchanged), ``changed``
 (with what changed) or ``new`` (never pinned). ``--tool NAME`` (the server's name of the tool, or
 the name the model sees) pins that tool's current definition; ``--all`` pins every changed or new
-one. Exit codes as the rest of the CLI: 0 done, 2 for a bad file or an unknown ``--tool``, 1 when
-a server cannot be reached.
+one. ``--tenant NAME``: whose pins (runs keep them per tenant). Exit codes as the rest of the
+CLI: 0 done, 2 for a bad file or an unknown ``--tool``, 1 when a server cannot be reached.
 """
 
 from __future__ import annotations
@@ -39,13 +39,14 @@ def _what_changed(old: dict[str, Any], new: dict[str, Any]) -> str:
     return ", ".join({"inputSchema": "input schema"}.get(p, p) for p in parts) or "definition"
 
 
-async def _approve(composition: Any, store: Any, wanted: set[str], every: bool, out: Any) -> set[str]:
+async def _approve(composition: Any, store: Any, wanted: set[str], every: bool, out: Any,
+                   tenant: str = "default") -> set[str]:
     """Show and pin; returns the ``--tool`` names that matched no tool (then nothing is pinned)."""
     from seamkit_mcp.connection import ServerSpec
     from seamkit_mcp.pins import PinStore, definition_of, digest_of
     from seamkit_mcp.toolset import _selected, discover, toolset_from
 
-    pins = PinStore(store)
+    pins = PinStore(store, tenant)
     matched: set[str] = set()
     rows: list[tuple[str, Any, str, str]] = []  # (server, tool, status, action)
     slots = _mcp_slots(composition)
@@ -99,7 +100,8 @@ def main(args: argparse.Namespace) -> int:
 
     async def go() -> set[str]:
         try:
-            return await _approve(composition, store, set(args.tool), args.all, sys.stdout)
+            return await _approve(composition, store, set(args.tool), args.all, sys.stdout,
+                                  getattr(args, "tenant", "default"))
         finally:
             close = getattr(store, "close", None)
             if close is not None:

@@ -51,4 +51,6 @@ def add_commands(cli: Any) -> None:
     a.add_argument("file", metavar="FILE", help="composition YAML file")
     a.add_argument("--tool", metavar="NAME", action="append", default=[], help="a tool to approve (repeatable)")
     a.add_argument("--all", action="store_true", help="approve every changed or new definition")
+    a.add_argument("--tenant", metavar="NAME", default="default",
+                   help="the tenant whose pins to show and set (runs keep pins per tenant; default: default)")
     a.set_defaults(func=_lazy("approve"))

@@ -146,6 +146,9 @@ def test_seamkit_mcp_approve_shows_changes_and_pins_the_chosen_tools(
     assert _results(after)[0].content == '{"result":"4"}' and after.output == "done"
     rc, _, err = _approve(capsys, str(tmp_path / "absent.yaml"))
     assert rc == 2 and "no such file" in err
+    # pins are per tenant: another tenant's runs pinned nothing yet
+    rc, out, _ = _approve(capsys, str(file), "--tenant", "acme")
+    assert rc == 0 and "evolving: new" in out and "ping: new" in out
 
 
 def _wait_for(path: Path, proc: subprocess.Popen[str], timeout: float = 30) -> None:
