@@ -1,5 +1,5 @@
 """The Python examples of docs/getting-started.md, layers.md, providers.md, guardrails.md,
-capabilities.md, multi-agent.md, yaml-reference.md and workflows.md run and their asserts hold.
+capabilities.md, multi-agent.md, yaml-reference.md, workflows.md and mcp.md run and their asserts hold.
 
 Every fenced ``python`` block runs in a fresh namespace, in a temporary working directory; a block
 whose info string has ``notest`` (it needs the real model) is only compiled.
@@ -16,7 +16,7 @@ from docs_testlib import Block, fenced_blocks
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "layers.md", ROOT / "docs" / "providers.md",
         ROOT / "docs" / "guardrails.md", ROOT / "docs" / "capabilities.md", ROOT / "docs" / "multi-agent.md",
-        ROOT / "docs" / "yaml-reference.md", ROOT / "docs" / "workflows.md"]
+        ROOT / "docs" / "yaml-reference.md", ROOT / "docs" / "workflows.md", ROOT / "docs" / "mcp.md"]
 
 
 def _python_blocks() -> list[tuple[Path, Block]]:

@@ -331,7 +331,8 @@ def toolset_from(spec: ServerSpec, listing: Listing) -> McpToolset:
 
 
 def _helpers(link: McpServerLink, listing: Listing) -> list[_HelperTool]:
-    """The resource and prompt tools, when the server declares them and the config allows."""
+    """The resource and prompt tools, when the server has any (declaring the capability with
+    nothing behind it, as SDK servers do, offers nothing) and the config allows."""
     cfg = link.spec.config
     p = cfg.prefix
     sid = link.spec.id
@@ -340,7 +341,7 @@ def _helpers(link: McpServerLink, listing: Listing) -> list[_HelperTool]:
     def schema(name: str, description: str, params: dict[str, Any]) -> ToolSchema:
         return ToolSchema((p + name)[:MAX_NAME], description, freeze(params), side_effecting=False)
 
-    if cfg.resources and listing.resources is not None:
+    if cfg.resources and listing.resources:
         async def list_resources(c: ClientSession, args: dict[str, Any]) -> Any:
             got = await c.list_resources()
             rows = [{k: v for k, v in {"uri": r.uri, "name": r.name, "description": r.description,
@@ -359,7 +360,7 @@ def _helpers(link: McpServerLink, listing: Listing) -> list[_HelperTool]:
             "returns its text, or its image.",
             {"type": "object", "properties": {"uri": {"type": "string", "description": "The resource's uri"}},
              "required": ["uri"]}), read_resource))
-    if cfg.prompts and listing.prompts is not None:
+    if cfg.prompts and listing.prompts:
         async def list_prompts(c: ClientSession, args: dict[str, Any]) -> Any:
             got = await c.list_prompts()
             return {"prompts": [

@@ -352,3 +352,14 @@ agent:
     result = await agent.run("go")
     (r,) = [r for m in result.transcript for r in m.tool_results]
     assert (r.content, r.is_error) == ('{"result":"pong"}', False)
+
+
+def test_resource_and_prompt_tools_only_when_the_server_has_some(stdio_listing: Any, tmp_path: Path) -> None:
+    import dataclasses
+
+    assert stdio_listing.resources and stdio_listing.prompts  # the test server has both
+    names = [t.schema.name for t in _toolset(stdio_listing, tmp_path).tools]
+    assert set(HELPERS) <= set(names)
+    empty = dataclasses.replace(stdio_listing, resources=(), prompts=())  # the capability declared, nothing behind
+    names = [t.schema.name for t in _toolset(empty, tmp_path).tools]
+    assert names == SERVER_TOOLS
