@@ -442,7 +442,21 @@ class WorkflowRun:
     async def drive(self) -> WorkflowResult:
         """Run until the workflow is done or suspended. On any exception the steps in flight stop
         and the run is checkpointed (``running`` with ``interrupted`` when cancelled or
-        interrupted, ``failed`` otherwise) before the exception propagates."""
+        interrupted, ``failed`` otherwise) before the exception propagates. The run's resources
+        (``ctx.resources``: MCP sessions and the like, shared by every step) are created here unless
+        the context brings them, and then closed here on every exit path."""
+        if self.ctx.resources is not None:
+            return await self._drive_closing()
+        from seamkit.runtime.resources import RunResources
+
+        self.ctx.resources = resources = RunResources()
+        try:
+            return await self._drive_closing()
+        finally:
+            self.ctx.resources = None
+            await resources.aclose()
+
+    async def _drive_closing(self) -> WorkflowResult:
         try:
             return await self._drive()
         except BaseException as exc:
@@ -554,7 +568,7 @@ class WorkflowRun:
             child = RunContext(run_id=a.run_id, parent_run_id=self.ctx.run_id, scope=self.ctx.scope,
                                services=self.ctx.services, cancellation=self.ctx.cancellation.child(),
                                clock=self.ctx.clock, effects=effects,
-                               ancestors=(self.ctx.run_id, *self.ctx.ancestors))
+                               ancestors=(self.ctx.run_id, *self.ctx.ancestors), resources=self.ctx.resources)
             try:
                 child.cancellation.raise_if_cancelled()
                 sc = StepContext(child, step, a.id, self.ctx.run_id, resumed)

@@ -603,3 +603,31 @@ async def test_a_capability_step_refuses_an_input_that_is_not_an_object() -> Non
     assert (await run_workflow(w, {"q": "x"})).output == {"got": {"q": "x"}}
     with pytest.raises(WorkflowFailed, match="INVALID_STEP_INPUT: capability echo@1 takes an object"):
         await run_workflow(w, "text")
+
+
+async def test_a_workflow_run_owns_resources_its_tool_and_agent_steps_share_and_closes_them() -> None:
+    log: list[str] = []
+
+    class Session:
+        async def aclose(self) -> None:
+            log.append("close")
+
+    async def open_session() -> Session:
+        log.append("open")
+        return Session()
+
+    @tool(side_effecting=False)
+    async def lookup(ctx: RunContext) -> str:
+        """Look something up through the run's session; returns ok."""
+        await ctx.resource("session", open_session)
+        return "ok"
+
+    agent = Agent(model=ScriptedModel([{"tool_calls": [{"name": "lookup", "arguments": {}}]}, "done"]),
+                  tools=(lookup,), name="asker")
+    wf = Workflow("w", (
+        tool_step("first", lookup, emits="looked"),
+        agent_step("second", agent, consumes="looked", emits="done"),
+    ), outcomes=("done",))
+    result = await run_workflow(wf, {})
+    assert result.status == "done"
+    assert log == ["open", "close"]  # one session for the tool step and the agent step's run, closed at the end

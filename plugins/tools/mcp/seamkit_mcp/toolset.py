@@ -155,10 +155,12 @@ class McpServerLink:
                 self._timed_out(ctx, tool, timeout)
             if exc.code in (REQUEST_TIMEOUT, CONNECTION_CLOSED):
                 await self._died(ctx, tool, session)
+            # a JSON-RPC error saying the request itself was refused (unknown tool, invalid
+            # parameters: JSON-RPC 2.0, section 5.1) means the tool never ran: nothing applied
             bad = exc.code in (INVALID_PARAMS, METHOD_NOT_FOUND)
             cls = FailureClass.INVALID_REQUEST if bad else FailureClass.SERVER_ERROR
             self._failure(ctx, tool, f"MCP server {self.spec.id!r} refused the call of {tool!r}: {exc.message}", cls,
-                          sent=True, stop=False)
+                          sent=not bad, stop=False)
         except TimeoutError:
             if session.alive:
                 self._timed_out(ctx, tool, timeout)

@@ -363,3 +363,17 @@ def test_resource_and_prompt_tools_only_when_the_server_has_some(stdio_listing: 
     empty = dataclasses.replace(stdio_listing, resources=(), prompts=())  # the capability declared, nothing behind
     names = [t.schema.name for t in _toolset(empty, tmp_path).tools]
     assert names == SERVER_TOOLS
+
+
+async def test_a_side_effecting_call_the_server_refuses_as_a_request_is_recorded_as_not_applied(
+        tmp_path: Path) -> None:
+    server = str(Path(SERVER).with_name("mcp_refusing_server.py"))
+    ts = build_toolset(McpConfig(server={"command": sys.executable, "args": [server]}))
+    (transfer,) = ts.tools
+    assert transfer.schema.side_effecting
+    model = ScriptedModel([_calls(("transfer", {"amount": -5})), "done"])
+    result = await Agent(model=model, tools=ts.tools, checkpointer=Checkpointer(MemoryStore())).run("go")
+    # the server said the request was invalid: the tool never ran, so nothing waits to be settled
+    assert (result.stop_reason, result.output, result.uncertain_effects) == ("completed", "done", ())
+    r = _results(result)["c0"]
+    assert r.is_error and "refused the call of 'transfer': amount must be positive" in r.content
