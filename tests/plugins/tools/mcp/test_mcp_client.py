@@ -147,10 +147,11 @@ def test_allow_and_deny_pick_tools_by_the_servers_names(stdio_listing: Any, tmp_
 
 
 def test_helper_names_that_clash_with_the_servers_tools_are_refused(tmp_path: Path) -> None:
-    from mcp.types import Tool
+    from mcp.types import Resource, Tool
     from seamkit_mcp.connection import Listing
 
-    listing = Listing((Tool(name="read_resource", input_schema={"type": "object"}),), (), None, None)
+    listing = Listing((Tool(name="read_resource", input_schema={"type": "object"}),),
+                      (Resource(uri="file:///readme", name="readme"),), None, None)
     with pytest.raises(ConfigError, match=r"clashes with tool 'read_resource'.*prefix"):
         toolset_from(ServerSpec.of(McpConfig(server=stdio_params())), listing)
 
