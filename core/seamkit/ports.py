@@ -68,6 +68,12 @@ class ToolPort(Protocol):
     :class:`~seamkit.errors.ToolArgumentError`. ``invoke(arguments, ctx)`` runs it on validated
     arguments and returns a JSON-serialisable value or ``str``; any exception it raises becomes an
     error tool result.
+
+    A tool may also define ``async prepare(ctx) -> str | None``: the agent run calls it once,
+    before its first model turn (a resumed run again), and a tool answering a reason (text) is
+    not offered in that run, the reason becoming a run warning. For tools whose definition lives
+    elsewhere (an MCP server's), so a definition that changed since it was approved never reaches
+    the model. A ``prepare`` that raises leaves the tool offered.
     """
 
     @property

@@ -238,3 +238,68 @@ async def test_ctx_warn_reaches_the_result_once() -> None:
 
     result = await Agent(model=_calling(2, "flaky"), tools=(flaky,)).run("go")
     assert result.warnings.count("the server behind 'flaky' restarted") == 1
+
+
+class _Prepared:
+    """A tool whose prepare() answers ``reason`` (or raises it, when it is an exception)."""
+
+    def __init__(self, name: str, reason: Any, log: list[str]) -> None:
+        from seamkit.values import ToolSchema, freeze
+
+        self.schema = ToolSchema(name, f"The {name} tool; returns its name.",
+                                 freeze({"type": "object", "properties": {}}), False)
+        self.reason, self.log = reason, log
+
+    def validate(self, arguments: Any) -> dict[str, Any]:
+        return dict(arguments)
+
+    async def prepare(self, ctx: RunContext) -> str | None:
+        self.log.append(f"prepare {self.schema.name}")
+        if isinstance(self.reason, Exception):
+            raise self.reason
+        return self.reason  # type: ignore[no-any-return]
+
+    async def invoke(self, arguments: Any, ctx: RunContext) -> str:
+        self.log.append(f"invoke {self.schema.name}")
+        return self.schema.name
+
+
+async def test_a_tool_whose_prepare_gives_a_reason_is_never_offered_and_the_run_says_why() -> None:
+    log: list[str] = []
+    ok = _Prepared("ok", None, log)
+    changed = _Prepared("changed", "its definition changed since it was approved", log)
+    broken = _Prepared("broken", OSError("server down"), log)
+    model = ScriptedModel([{"tool_calls": [{"name": "changed", "arguments": {}}, {"name": "ok", "arguments": {}},
+                                           {"name": "broken", "arguments": {}}]}, "done"])
+    result = await Agent(model=model, tools=(ok, changed, broken)).run("go")
+    assert [t.name for t in model.requests[0].tools] == ["ok", "broken"]  # never shown to the model
+    assert sorted(x for x in log if x.startswith("prepare")) == ["prepare broken", "prepare changed", "prepare ok"]
+    assert "invoke changed" not in log and "invoke ok" in log and "invoke broken" in log
+    refused = next(r for m in result.transcript for r in m.tool_results if r.name == "changed")
+    assert refused.is_error and "unknown tool" in refused.content
+    assert "tool 'changed' is not offered in this run: its definition changed since it was approved" in result.warnings
+    assert log.count("prepare ok") == 1  # once per run, not per turn
+
+
+async def test_prepare_is_asked_again_when_a_run_resumes() -> None:
+    from seamkit.durability.approvals import approve
+    from seamkit.testing import MemoryStore
+
+    log: list[str] = []
+
+    @tool(side_effecting=True)
+    async def write() -> str:
+        """Write something; returns ok."""
+        return "ok"
+
+    gate = _Prepared("gated", None, log)
+    model = ScriptedModel([{"tool_calls": [{"name": "write", "arguments": {}}]}, "done"])
+    agent = Agent(model=model, tools=(write, gate), checkpointer=Checkpointer(MemoryStore()),
+                  approvals={"write": "every_call"})
+    first = await agent.run("go")
+    assert first.stop_reason == "suspended" and log == ["prepare gated"]
+    gate.reason = "withdrawn by its server"
+    done = await agent.resume(first.run_id, decisions={c.call_id: approve() for c in first.pending_approvals})
+    assert log == ["prepare gated", "prepare gated"]
+    assert [t.name for t in model.requests[-1].tools] == ["write"]
+    assert "tool 'gated' is not offered in this run: withdrawn by its server" in done.warnings

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -76,6 +77,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Run", "CORRECTIVE_TEMPLATE", "EDITED_TEMPLATE", "GUARDED_TEMPLATE", "REJECTED_TEMPLATE",
            "UNANSWERED_TEMPLATE", "answer_unanswered_calls"]
+
+log = logging.getLogger("seamkit.agent")
 
 CORRECTIVE_TEMPLATE = (
     "Your answer did not match the required output format:\n{problems}\n"
@@ -244,6 +247,7 @@ class Run:
         "limit",
         "pending",
         "pending_approvals",
+        "prepared",
         "step",
         "steps_before",
         "tool_calls_used",
@@ -251,6 +255,7 @@ class Run:
         "tool_rounds_used",
         "transcript",
         "uncertain_effects",
+        "unprepared",
         "usage",
         "warnings",
         "withdrawn",
@@ -298,6 +303,10 @@ class Run:
         # (the other calls of that step's batch are decided by their own decisions)
         self.withdrawn: dict[str, int] = {}
         self.limit: Limit | None = None
+        # tool name -> why it is not offered in this run (its prepare() said so; not checkpointed:
+        # a resumed run asks again), and the agents whose tools were asked (handoffs: each holder)
+        self.unprepared: dict[str, str] = {}
+        self.prepared: set[int] = set()
 
     # -- durable state ------------------------------------------------------------------------
 
@@ -539,6 +548,8 @@ class Run:
                 self.emit = emit = held.append
         if self.begin is not None and self.input_task is None:
             await self._begun()
+        if id(agent) not in self.prepared:
+            await self._prepare_tools(agent)
         guard_output = "output" in self.guards
         chat = invoker._chat
         direct = not invoker.has_chat_middleware and not invoker.middlewares
@@ -1022,12 +1033,39 @@ class Run:
 
     # -- tool-loop controls (seamkit.agent.controls) ------------------------------------------
 
+    async def _prepare_tools(self, agent: Agent) -> None:
+        """Ask each tool of ``agent`` that has ``prepare(ctx)`` whether it may be offered in this
+        run (concurrently, before its first model turn): a tool answering a reason is not offered
+        (a call to it is answered as an unknown tool) and the reason becomes a run warning. A
+        ``prepare`` that raises leaves its tool offered: its calls report the failure."""
+        self.prepared.add(id(agent))
+        preparing = [t for t in agent.invoker.tools if callable(getattr(t, "prepare", None))]
+        if not preparing:
+            return
+
+        async def ask(t: Any) -> tuple[str, Any]:
+            try:
+                return t.schema.name, await t.prepare(self.ctx)
+            except Exception as exc:  # the tool's own failure; a call to it will say what it is
+                log.debug("prepare() of tool %s failed: %s: %s", t.schema.name, type(exc).__name__, exc)
+                return t.schema.name, None
+
+        for name, reason in await asyncio.gather(*(ask(t) for t in preparing)):
+            if isinstance(reason, str) and reason:
+                self.unprepared[name] = reason
+                if reason in self.ctx.warnings:  # the tool warned with it too: say it once
+                    self.ctx.warnings.remove(reason)
+                self.ctx.warn(f"tool {name!r} is not offered in this run: {reason}")
+        self._take_warnings()
+
     def _offer(self, schemas: tuple[ToolSchema, ...]) -> tuple[tuple[ToolSchema, ...], str, tuple[Message, ...]]:
         """The next model turn's tools, tool choice and note (messages sent after the transcript,
         in the request only): the agent's tools less the withdrawn ones; once a limit is reached,
         ``tool_choice="none"`` and the note saying so (the tools stay defined: the transcript
         holds calls to them, and some providers refuse tool blocks without definitions)."""
-        withdrawn = self.withdrawn
+        withdrawn: Mapping[str, object] = self.withdrawn
+        if self.unprepared:
+            withdrawn = {**self.unprepared, **self.withdrawn}
         tools = tuple(t for t in schemas if t.name not in withdrawn) if withdrawn else schemas
         if self.limit is not None:
             n = getattr(self.agent, self.limit)
@@ -1047,6 +1085,8 @@ class Run:
         notes a limit reached."""
         agent = self.agent
         unavailable = frozenset(agent.disabled_tools)
+        if self.unprepared:
+            unavailable = unavailable | frozenset(self.unprepared)
         if self.withdrawn:
             step = self.step
             unavailable = unavailable | frozenset(n for n, at in self.withdrawn.items() if at < step)

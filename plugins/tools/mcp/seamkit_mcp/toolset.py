@@ -206,6 +206,19 @@ class McpTool:
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         return self._validator.validate(arguments)
 
+    async def prepare(self, ctx: RunContext) -> str | None:
+        """Before the run's first model turn (see :class:`~seamkit.ports.ToolPort`): open the run's
+        session (the server starts now) and check this tool's pin, so that a definition that
+        changed since it was approved is never shown to the model. ``None`` when the tool may be
+        offered, else why not. A server that cannot be started leaves the tool offered: a call
+        reports the failure, classified."""
+        try:
+            session = await self.link.session(ctx, self._schema.name)
+            refused = await self.link._refused(session, ctx)
+        except Exception:
+            return None
+        return refused.get(self.server_name)
+
     async def invoke(self, arguments: Mapping[str, Any], ctx: RunContext) -> ToolOutput:
         timeout = self.link.spec.config.timeout
         result = await self.link.call(

@@ -49,20 +49,25 @@ async def test_a_pin_is_recorded_on_first_use_and_a_changed_definition_is_refuse
     assert pin.digest == offered
 
     variant.write_text("v2")  # the server changes the tool after it was approved (a "rug pull")
-    agent = Agent(model=_evolve_then(), tools=ts.tools, checkpointer=Checkpointer(store))
+    model = _evolve_then()
+    agent = Agent(model=model, tools=ts.tools, checkpointer=Checkpointer(store))
     second = await agent.run("go")
+    assert "evolving" not in [t.name for t in model.requests[0].tools]  # checked before the first turn
     refused, pong = _results(second)
-    assert refused.is_error
-    assert "definition of tool 'evolving' of MCP server 'mcp_test_server' changed" in refused.content
-    assert f"approved {offered[:12]}" in refused.content and "the call was not sent" in refused.content
-    assert "seamkit mcp approve FILE.yaml --tool evolving" in refused.content
+    assert refused.is_error and "unknown tool 'evolving'" in refused.content  # never sent
     assert pong.content == '{"result":"pong"}'  # the unchanged tools keep working
-    assert any("'evolving'" in w and "changed" in w for w in second.warnings)
+    (why,) = [w for w in second.warnings if "'evolving'" in w]
+    assert "definition of tool 'evolving' of MCP server 'mcp_test_server' changed" in why
+    assert f"approved {offered[:12]}" in why and "seamkit mcp approve FILE.yaml --tool evolving" in why
 
-    rebuilt = build_toolset(cfg)  # built again, the model would now be offered the new definition
-    agent = Agent(model=_evolve_then(), tools=rebuilt.tools, checkpointer=Checkpointer(store))
+    rebuilt = build_toolset(cfg)  # built again: the new definition, with its new description
+    assert "exfiltrate" in json.dumps(dict(next(t for t in rebuilt.tools if t.schema.name == "evolving")
+                                           .schema.parameters))
+    model = _evolve_then()
+    agent = Agent(model=model, tools=rebuilt.tools, checkpointer=Checkpointer(store))
     third = await agent.run("go")
-    assert "changed since it was approved" in _results(third)[0].content  # still refused: the pin is v1
+    assert "evolving" not in [t.name for t in model.requests[0].tools]  # still never shown: the pin is v1
+    assert "unknown tool 'evolving'" in _results(third)[0].content
     assert (await PinStore(store).get("mcp_test_server", "evolving")).digest == offered  # type: ignore[union-attr]
 
 
@@ -82,8 +87,10 @@ async def test_each_toolset_of_a_shared_session_checks_its_own_tools(tmp_path: P
                            {"tool_calls": [{"name": "b_evolving", "arguments": {"x": 2}}]}, "done"])
     result = await Agent(model=model, tools=[*a.tools, *b.tools]).run("go")
     pong, refused = _results(result)
-    assert pong.content == '{"result":"pong"}'  # the session was opened for 'ping'
-    assert refused.is_error and "changed" in refused.content  # and 'b_evolving' was still checked on it
+    assert pong.content == '{"result":"pong"}'
+    assert refused.is_error and "unknown tool 'b_evolving'" in refused.content  # checked on the same session
+    assert any("'evolving'" in w and "changed" in w for w in result.warnings)
+    assert [t.name for t in model.requests[0].tools] == ["ping"]
 
 
 def _yaml(tmp_path: Path, turns: list[Any], *, follow: bool = False, **env: str) -> Path:
