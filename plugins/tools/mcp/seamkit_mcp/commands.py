@@ -51,6 +51,8 @@ def add_commands(cli: Any) -> None:
     a.add_argument("file", metavar="FILE", help="composition YAML file")
     a.add_argument("--tool", metavar="NAME", action="append", default=[], help="a tool to approve (repeatable)")
     a.add_argument("--all", action="store_true", help="approve every changed or new definition")
+    a.add_argument("--check", action="store_true",
+                   help="exit 1 when a definition is left changed or new (a CI gate)")
     a.add_argument("--tenant", metavar="NAME", default="default",
                    help="the tenant whose pins to show and set (runs keep pins per tenant; default: default)")
     a.set_defaults(func=_lazy("approve"))
