@@ -507,9 +507,22 @@ def tool_description_issues(
             continue
         failures: list[int] = []
         first = len(ctx.issues)
-        for tool in _tools_of(_build(ctx, reg, ref, path, failures)):
-            if tool is not None:
-                _check_description(errors, tool, path, warnings)
+        tools = [t for t in _tools_of(_build(ctx, reg, ref, path, failures)) if t is not None]
+        found: list[ConfigIssue] = []
+        for tool in tools:
+            _check_description(errors, tool, path, found)
+        if len(tools) > 1 and len(found) > 1:
+            # a toolset (an MCP server's tools): one warning for the slot, not one per tool of a
+            # server the user may not control
+            names = [str(getattr(t.schema, "name", "?")) for t in tools
+                     if any(f"tool {t.schema.name!r} has" in w.message for w in found)]
+            shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+            first_issue = found[0]
+            found = [ConfigIssue(
+                f"{len(names)} tools of this toolset have very short descriptions ({shown}): a model cannot tell "
+                "well when to call them; improve them at their source (the server) if you can",
+                first_issue.path, first_issue.file, first_issue.line, first_issue.column)]
+        warnings.extend(found)
         # what building the agent reports as a configuration problem (not a failure) is one here
         errors.issues.extend(issue for n, issue in enumerate(ctx.issues[first:], first) if n not in failures)
     return errors.issues, warnings

@@ -125,3 +125,28 @@ def test_only_a_tool_can_register_as_a_toolset() -> None:
     r = Registry()
     report = r.register_plugin(Bad(), "bad", distribution="seamkit-bad", version="1")
     assert report.status == "failed" and "only a tool can be a toolset" in (report.error or "")
+
+
+def test_short_descriptions_of_a_toolset_make_one_warning(tmp_path: Path, reg: Registry) -> None:
+    from seamkit.composition.build import tool_description_issues
+
+    class Terse:
+        @hookimpl
+        def seamkit_register_tools(self, register: Any) -> None:
+            register("terse", make_terse, config=UnitsConfig, description="Terse tools", toolset=True)
+
+    def make_terse(cfg: UnitsConfig) -> Toolset:
+        def mk(i: int) -> Any:
+            @tool(side_effecting=False, name=f"t{i}", description="Does it.")
+            def f() -> str:
+                return "ok"
+            return f
+        return Toolset(tuple(mk(i) for i in range(12)))
+
+    reg.register_plugin(Terse(), "terse", distribution="seamkit-terse", version="1.0")
+    comp = _load(tmp_path, "tools: [terse, calculator]\n", reg)
+    errors, warnings = tool_description_issues(comp, registry=reg)
+    assert errors == []
+    (one,) = [w for w in warnings if w.path == "agent.tools[0]"]
+    assert one.message.startswith("12 tools of this toolset have very short descriptions (t0, t1, t2")
+    assert "and 2 more" in one.message
