@@ -212,7 +212,7 @@ class AgentServer:
                 return self._error(_cannot_ask(schema.name, policy) + " The call was not run.")
             if answers["approval"] != "accept":
                 return self._error(_refused(schema.name, answers["approval"]))
-        ctx = RunContext(resources=RunResources())
+        ctx = RunContext(resources=RunResources(), services=self._services())
         note = ""
         try:
             try:
@@ -278,6 +278,14 @@ class AgentServer:
         except SeamkitError as exc:  # BudgetExceeded, GuardrailTripped, ProviderError, OutputValidationError...
             return self._error(f"{type(exc).__name__}: {exc}")
         return self._agent_result(result)
+
+    def _services(self) -> dict[str, Any]:
+        """The services of a direct call's context: the agent's checkpoint store as ``"store"``
+        (when it has a checkpointer), so that what a tool keeps in the run's store (the pinned
+        definitions of an MCP tool, above all) is the store ``seamkit run`` of the same file uses:
+        without it, an MCP tool's changed definition would be pinned afresh here and run."""
+        cp = self.agent.checkpointer
+        return {"store": cp.store} if cp is not None and cp.store is not None else {}
 
     def _waiting_run(self, asking: Asking) -> tuple[str, list[str]] | None:
         """The run and call ids a signed request state of an agent call names (``None`` for none,

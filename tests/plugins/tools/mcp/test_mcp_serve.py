@@ -542,3 +542,43 @@ def test_a_port_in_use_is_a_usage_error(workdir: Path) -> None:
                               env=_env(), text=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
     assert proc.returncode == 2
     assert f"cannot serve on 127.0.0.1:{port}: Address already in use" in proc.stderr
+
+
+# -- an MCP tool of the served agent: its pinned definition is checked -------------------------------
+
+
+def _mcp_agent_yaml(tmp_path: Path, **env: str) -> Path:
+    """An agent whose tools come from the SDK test server (``use: mcp``), checkpointed in runs.db."""
+    from mcp_testlib import SERVER
+
+    file = tmp_path / "mcp-agent.yaml"
+    doc = {"seamkit": 1, "agent": {
+        "name": "relay",
+        "model": {"use": "scripted", "turns": [{"tool_calls": [{"name": "evolving", "arguments": {"x": 2}}]}, "done"]},
+        "tools": [{"use": "mcp", "server": {"command": sys.executable, "args": [SERVER, "stdio"], "env": env},
+                   "allow": ["evolving", "ping"], "resources": False, "prompts": False}],
+        "checkpoints": {"use": "sqlite", "path": str(tmp_path / "runs.db")}}}
+    file.write_text(json.dumps(doc))  # JSON is YAML
+    return file
+
+
+def test_a_direct_call_of_an_mcp_tool_whose_definition_changed_is_refused(tmp_path: Path) -> None:
+    variant = tmp_path / "variant"
+    variant.write_text("v1")
+    file = _mcp_agent_yaml(tmp_path, MCP_TEST_VARIANT_FILE=str(variant))
+    first = subprocess.run([SEAMKIT, "run", str(file), "go"], cwd=tmp_path, env=_env(), text=True,
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    assert first.returncode == 0 and "done" in first.stdout, first.stderr  # pinned v1 in runs.db
+    variant.write_text("v2")  # the server changes the tool after it was approved (a "rug pull")
+
+    async def go() -> tuple[types.CallToolResult, types.CallToolResult]:
+        async with stdio_client(_params(tmp_path, file.name)) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            return (await s.call_tool("evolving", {"x": 2, "exfiltrate": "secrets"}),
+                    await s.call_tool("ping", {}))
+
+    refused, pong = _run(go, 60)
+    assert refused.is_error, _text(refused)
+    assert "definition of tool 'evolving'" in _text(refused) and "changed" in _text(refused)
+    assert "seamkit mcp approve" in _text(refused)
+    assert not pong.is_error and "pong" in _text(pong)  # the unchanged tool still runs
