@@ -556,7 +556,7 @@ def _mcp_agent_yaml(tmp_path: Path, **env: str) -> Path:
         "name": "relay",
         "model": {"use": "scripted", "turns": [{"tool_calls": [{"name": "evolving", "arguments": {"x": 2}}]}, "done"]},
         "tools": [{"use": "mcp", "server": {"command": sys.executable, "args": [SERVER, "stdio"], "env": env},
-                   "allow": ["evolving", "ping"], "resources": False, "prompts": False}],
+                   "allow": ["evolving", "ping", "hang"], "resources": False, "prompts": False}],
         "checkpoints": {"use": "sqlite", "path": str(tmp_path / "runs.db")}}}
     file.write_text(json.dumps(doc))  # JSON is YAML
     return file
@@ -582,3 +582,42 @@ def test_a_direct_call_of_an_mcp_tool_whose_definition_changed_is_refused(tmp_pa
     assert "definition of tool 'evolving'" in _text(refused) and "changed" in _text(refused)
     assert "seamkit mcp approve" in _text(refused)
     assert not pong.is_error and "pong" in _text(pong)  # the unchanged tool still runs
+
+
+# -- the client goes away mid-call ----------------------------------------------------------------------
+
+
+def test_a_client_closing_both_pipes_during_a_call_ends_the_server_with_0(tmp_path: Path) -> None:
+    from mcp_testlib import wait_gone
+
+    mark, pids = tmp_path / "entered", tmp_path / "pids"
+    file = _mcp_agent_yaml(tmp_path, MCP_TEST_HANG_MARK=str(mark), MCP_TEST_PIDFILE=str(pids))
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hang", "arguments": {}}},
+    ]
+    proc = subprocess.Popen([SEAMKIT, "mcp", "serve", file.name], cwd=tmp_path, env=_env(), text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        deadline = time.monotonic() + 30
+        while not mark.exists():  # the call is running in the MCP server the agent uses
+            assert proc.poll() is None and time.monotonic() < deadline, "the call never started"
+            time.sleep(0.05)
+        proc.stdin.close()  # the client goes away, both pipes at once, while the call runs
+        proc.stdout.close()
+        code = proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = proc.stderr.read() if proc.stderr is not None else ""
+    assert code == 0, stderr
+    assert "the client closed the connection" in stderr
+    assert "ExceptionGroup" not in stderr and "error:" not in stderr
+    started = [int(p) for p in pids.read_text().split()]
+    assert started and all(wait_gone(p, 10) for p in started), "the agent's MCP server outlived serve"
