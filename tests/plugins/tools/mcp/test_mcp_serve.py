@@ -261,8 +261,9 @@ def test_http_serves_and_fails_closed_without_elicitation(http_server: tuple[str
     assert not calc.is_error and _text(calc) == "2.5"
     assert write.is_error and "approval required" in _text(write) and "elicitation" in _text(write)
     assert not (workdir / "out" / "unasked.txt").exists()
-    # the agent's own run asked for the approval it cannot get: it stays suspended, nothing written
-    assert agent.is_error and "approval required" in _text(agent) and "suspended" in _text(agent)
+    # the agent's own run asked for an approval it cannot get: the call was refused, the run finished
+    assert not agent.is_error and _text(agent).startswith("done\n\n(Note: 1 call ")
+    assert "(write_file) was refused" in _text(agent) and "elicitation" in _text(agent)
     assert not (workdir / "out" / "by-agent.txt").exists()
 
 
@@ -621,3 +622,35 @@ def test_a_client_closing_both_pipes_during_a_call_ends_the_server_with_0(tmp_pa
     assert "ExceptionGroup" not in stderr and "error:" not in stderr
     started = [int(p) for p in pids.read_text().split()]
     assert started and all(wait_gone(p, 10) for p in started), "the agent's MCP server outlived serve"
+
+
+# -- the agent as a tool, for a client that cannot be asked --------------------------------------------
+
+
+def _runs(workdir: Path, file: str) -> list[dict[str, Any]]:
+    listed = subprocess.run([SEAMKIT, "runs", "list", "--agent", file, "--json"], cwd=workdir, env=_env(),
+                            text=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    runs: list[dict[str, Any]] = json.loads(listed.stdout)
+    return runs
+
+
+def test_an_agent_run_needing_approval_for_a_client_without_elicitation_is_not_left_suspended(
+        tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "writer.yaml").write_text(WRITER_YAML)
+
+    async def go() -> list[types.CallToolResult]:
+        async with stdio_client(_params(tmp_path, "writer.yaml")) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            return [await s.call_tool("writer", {"task": "write it"}) for _ in range(2)]
+
+    results = _run(go, 60)
+    for r in results:
+        assert not r.is_error, _text(r)
+        assert _text(r).startswith("done\n\n(Note: 1 call of the agent's run needing a person's approval "
+                                   "(write_file) was refused and not run, because this MCP client cannot be asked")
+        assert "seamkit resume" not in _text(r)
+    assert not (tmp_path / "out" / "by-agent.txt").exists()
+    runs = _runs(tmp_path, "writer.yaml")
+    assert len(runs) == 2 and {r["status"] for r in runs} == {"done"}, runs  # nothing left suspended
