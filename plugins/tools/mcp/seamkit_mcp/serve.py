@@ -14,7 +14,8 @@ Transports:
   while a reply is on its way (a broken pipe: one line on stderr says so).
 - **streamable HTTP** (``--http HOST:PORT``, path ``/mcp``, served by uvicorn): several clients,
   each its own session. With a loopback host the SDK's DNS-rebinding protection is on; a
-  non-loopback host serves anyone who can reach it (there is no authentication here).
+  non-loopback host serves anyone who can reach it (there is no authentication here: a warning
+  on stderr says so at start).
 
 Exit codes as every seamkit command: 0 (the client closed stdin or the wire, or the HTTP server stopped), 2 for a
 usage or configuration problem (``file:line:column`` on stderr), 1 when a component fails to
@@ -318,12 +319,28 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is reachable from this machine only; a
+    name other than ``localhost`` counts as reachable from others (it may resolve to anything)."""
+    import ipaddress
+
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 async def _serve_http(server: Server[Any], address: tuple[str, int], agent: Agent) -> None:
     import uvicorn
     from seamkit.cli.main import UsageError
 
     host, port = address
     sock = _listen(host, port)
+    if not _is_loopback(host):
+        _say(f"warning: this server has no authentication, and on {host} it is reachable from other machines: "
+             "anyone who can connect can call the agent's tools")
     app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level="warning", access_log=False,
                             lifespan="on", timeout_graceful_shutdown=5)

@@ -323,6 +323,31 @@ def test_http_server_stops_on_ctrl_c(http_server: tuple[str, subprocess.Popen[st
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=15) == 130
     assert proc.stdout is not None and proc.stdout.read() == ""
+    assert proc.stderr is not None and "no authentication" not in proc.stderr.read()  # loopback: no warning
+
+
+def test_a_non_loopback_http_address_warns_on_stderr_that_there_is_no_authentication(workdir: Path) -> None:
+    port = _free_port()
+    proc = subprocess.Popen([SEAMKIT, "mcp", "serve", "agent.yaml", "--http", f"0.0.0.0:{port}"], cwd=workdir,
+                            env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stderr is not None and proc.stdout is not None
+    try:
+        lines: list[str] = []
+        while not any("serving agent" in line for line in lines):
+            line = proc.stderr.readline()  # bounded by the kill in finally when the server hangs
+            assert line, "".join(lines)
+            lines.append(line)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    warnings = [line for line in lines if "no authentication" in line]
+    assert len(warnings) == 1, lines
+    assert warnings[0].startswith("seamkit: warning: ") and "0.0.0.0" in warnings[0]
+    assert "reachable from other machines" in warnings[0]
+    assert proc.stdout.read() == ""  # stderr only
 
 
 # -- the agent's own approvals, handshake era ------------------------------------------------------
