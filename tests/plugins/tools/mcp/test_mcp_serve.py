@@ -679,3 +679,9 @@ def test_an_agent_run_needing_approval_for_a_client_without_elicitation_is_not_l
     assert not (tmp_path / "out" / "by-agent.txt").exists()
     runs = _runs(tmp_path, "writer.yaml")
     assert len(runs) == 2 and {r["status"] for r in runs} == {"done"}, runs  # nothing left suspended
+    shown = subprocess.run([SEAMKIT, "runs", "show", runs[0]["run_id"], "--agent", "writer.yaml", "--json"],
+                           cwd=tmp_path, env=_env(), text=True, stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    # the model was told why the call was not run
+    assert "rejected this tool call" in shown.stdout and "the person cannot be asked" in shown.stdout
