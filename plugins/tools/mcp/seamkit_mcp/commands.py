@@ -30,8 +30,11 @@ def add_commands(cli: Any) -> None:
         description="Serve the tools of FILE's entry agent, and the agent itself as a tool, over MCP: stdio by "
         "default (for a client that starts this command; stdout carries only the protocol, logs go to "
         "stderr), or streamable HTTP with --http. The agent's approvals (asked through MCP elicitation; "
-        "refused when the client cannot be asked), guardrails and budgets apply to every call made "
-        "through it.",
+        "refused when the client cannot be asked), guardrails and middlewares apply to every call made "
+        "through it. A direct call of one of its tools is not a run: it is not checkpointed, cannot be "
+        "resumed and does not go through the effect ledger (a crash mid-call leaves no record; a retry "
+        "runs it again). A call of the agent as a tool is an agent run, checkpointed in the agent's store "
+        "when it has one.",
     )
     s.add_argument("file", metavar="FILE", help="composition YAML file")
     s.add_argument("--http", metavar="HOST:PORT",

@@ -10,12 +10,14 @@ Transports:
   output carry only the protocol: before anything else is loaded, the two descriptors are taken
   over (duplicated for the wire; fd 0 then reads ``/dev/null`` and fd 1 writes to stderr), so a
   tool, a plugin or a C library writing to stdout cannot corrupt the stream. Logs and errors go
-  to stderr. The command exits 0 when the client closes stdin.
+  to stderr. The command exits 0 when the client closes stdin, or closes its end of the wire
+  while a reply is on its way (a broken pipe: one line on stderr says so).
 - **streamable HTTP** (``--http HOST:PORT``, path ``/mcp``, served by uvicorn): several clients,
   each its own session. With a loopback host the SDK's DNS-rebinding protection is on; a
-  non-loopback host serves anyone who can reach it (there is no authentication here).
+  non-loopback host serves anyone who can reach it (there is no authentication here: a warning
+  on stderr says so at start).
 
-Exit codes as every seamkit command: 0 (stdin closed, or the HTTP server stopped), 2 for a
+Exit codes as every seamkit command: 0 (the client closed stdin or the wire, or the HTTP server stopped), 2 for a
 usage or configuration problem (``file:line:column`` on stderr), 1 when a component fails to
 build, 130 on Ctrl-C, 143 on SIGTERM.
 """
@@ -265,8 +267,33 @@ async def _serve_stdio(server: Server[Any], wire: tuple[IO[bytes], IO[bytes]], a
     try:
         async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
             await server.run(read_stream, write_stream, server.create_initialization_options())
+    except BaseException as exc:
+        if not _client_gone(exc):
+            raise
+        # the client closed its end while a reply was on its way: the end of the session, as EOF is
+        _say(f"the client closed the connection ({_first_leaf(exc)}); stopping")
     finally:
         await _close_store(agent)
+
+
+def _client_gone(exc: BaseException) -> bool:
+    """Whether ``exc`` says only that the client's end of the wire is gone: a broken or reset
+    pipe, a closed file, or the SDK's streams closed or broken under it (alone or as every
+    exception of an exception group, as the SDK's task groups raise them)."""
+    import anyio
+
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_client_gone(e) for e in exc.exceptions)
+    if isinstance(exc, (BrokenPipeError, ConnectionResetError, anyio.ClosedResourceError,
+                        anyio.BrokenResourceError)):
+        return True
+    return isinstance(exc, ValueError) and "closed file" in str(exc)  # a write after the wire was closed
+
+
+def _first_leaf(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return type(exc).__name__
 
 
 # -- streamable HTTP ---------------------------------------------------------------------------
@@ -292,12 +319,28 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _is_loopback(host: str) -> bool:
+    """Whether ``host`` (an address or ``localhost``) is reachable from this machine only; a
+    name other than ``localhost`` counts as reachable from others (it may resolve to anything)."""
+    import ipaddress
+
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 async def _serve_http(server: Server[Any], address: tuple[str, int], agent: Agent) -> None:
     import uvicorn
     from seamkit.cli.main import UsageError
 
     host, port = address
     sock = _listen(host, port)
+    if not _is_loopback(host):
+        _say(f"warning: this server has no authentication, and on {host} it is reachable from other machines: "
+             "anyone who can connect can call the agent's tools")
     app = server.streamable_http_app(streamable_http_path="/mcp", host=host)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, log_level="warning", access_log=False,
                             lifespan="on", timeout_graceful_shutdown=5)

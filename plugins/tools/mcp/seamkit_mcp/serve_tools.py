@@ -15,20 +15,28 @@ or cancel refuses it), in either era of the protocol:
   the questions this server asked: for a tool, the same tool and arguments; for the agent, the
   calls its suspended run waits for (the retry resumes that run with the decisions).
 
-A client that cannot be asked gets an ``isError`` result saying that approval is required, and
-nothing runs (fail closed).
+A client that cannot be asked: a direct call of a tool that needs approval gets an ``isError``
+result saying so, and nothing runs (fail closed); in the agent's own run, every call needing
+approval is rejected at once (its model is told why) and the run resumed, so that it finishes
+(no MCP client could resume a suspended run): the result is the agent's answer with a note on
+how many calls were refused and why.
 
-A call made through MCP runs the way the agent would run it, in a run of its own (each call gets
-a fresh :class:`~seamkit.runtime.context.RunContext` with :class:`~seamkit.runtime.resources.RunResources`,
-closed when the call ends):
+Two kinds of call:
 
-- a tool of the agent: its approval policy (``agent.approvals``; every policy other than
-  ``never`` asks on every call: an MCP call is a run of its own and the server keeps no thread),
-  then the agent's ``tool`` guardrails, the agent's middlewares (``agent.invoker.call_tool``),
-  and the ``tool_result`` guardrails;
+- a tool of the agent, called directly: NOT a run. It is not checkpointed, not in ``seamkit runs
+  list``, cannot be resumed, and does not go through the effect ledger (a crash while it runs
+  leaves no record of whether it took effect; a client's retry runs it again). It gets a fresh
+  :class:`~seamkit.runtime.context.RunContext` (its own run id, its own
+  :class:`~seamkit.runtime.resources.RunResources`, closed when the call ends) whose ``"store"``
+  service is the agent's checkpoint store, when it has one (so that an MCP tool's pinned
+  definitions are those ``seamkit run`` checks). What applies: the approval policy
+  (``agent.approvals``; every policy other than ``never`` asks on every call: the server keeps no
+  thread to remember an approval in), then the agent's ``tool`` guardrails, the agent's
+  middlewares (``agent.invoker.call_tool``), and the ``tool_result`` guardrails;
 - the agent as a tool (``{"task": string}``): a real agent run (``agent.run``: its middlewares,
-  budgets, ``max_steps``, guardrails and checkpoints); a run suspended for approval asks the
-  person for each pending call and resumes with the decisions.
+  budgets, ``max_steps``, guardrails and, when the agent has a checkpointer, its checkpoints and
+  effect ledger); a run suspended for approval asks the person for each pending call and resumes
+  with the decisions.
 
 Nothing a call does escapes as an exception: every failure is an ``isError`` result naming it
 (type and message, never a traceback), with the composition's secrets masked.
@@ -212,7 +220,7 @@ class AgentServer:
                 return self._error(_cannot_ask(schema.name, policy) + " The call was not run.")
             if answers["approval"] != "accept":
                 return self._error(_refused(schema.name, answers["approval"]))
-        ctx = RunContext(resources=RunResources())
+        ctx = RunContext(resources=RunResources(), services=self._services())
         note = ""
         try:
             try:
@@ -260,6 +268,7 @@ class AgentServer:
             else:
                 result = await agent.run(str(valid["task"]), ctx=RunContext(), metadata=self.metadata)
             rounds = 0
+            unasked: list[str] = []  # the tools of calls refused because the person cannot be asked
             while result.stop_reason == "suspended" and result.pending_approvals and rounds < _MAX_APPROVAL_ROUNDS:
                 rounds += 1
                 questions = {p.call_id: self._scrub(approval_message(agent.name, p.tool, p.arguments, p.policy))
@@ -268,16 +277,27 @@ class AgentServer:
                 answers = await self._answers(questions, asking, bound, fresh=True)
                 if isinstance(answers, types.InputRequiredResult):
                     return answers
+                decisions: dict[str, Decision]
                 if answers is None:
-                    p = result.pending_approvals[0]
-                    return self._error(f"{_cannot_ask(p.tool, p.policy)} The agent's run {result.run_id} is "
-                                       f"suspended, waiting for it (seamkit resume {result.run_id}).")
-                decisions: dict[str, Decision] = {
-                    c: approve() if a == "accept" else reject("the person declined it") for c, a in answers.items()}
+                    # nobody to ask, and no MCP client can resume a run: refuse the calls now, so that
+                    # the run finishes (its model is told why) instead of staying suspended for ever
+                    unasked += [p.tool for p in result.pending_approvals]
+                    decisions = {c: reject(_UNASKED_REASON) for c in questions}
+                else:
+                    decisions = {c: approve() if a == "accept" else reject("the person declined it")
+                                 for c, a in answers.items()}
                 result = await agent.resume(result.run_id, decisions=decisions)
         except SeamkitError as exc:  # BudgetExceeded, GuardrailTripped, ProviderError, OutputValidationError...
             return self._error(f"{type(exc).__name__}: {exc}")
-        return self._agent_result(result)
+        return self._agent_result(result, _unasked_note(unasked))
+
+    def _services(self) -> dict[str, Any]:
+        """The services of a direct call's context: the agent's checkpoint store as ``"store"``
+        (when it has a checkpointer), so that what a tool keeps in the run's store (the pinned
+        definitions of an MCP tool, above all) is the store ``seamkit run`` of the same file uses:
+        without it, an MCP tool's changed definition would be pinned afresh here and run."""
+        cp = self.agent.checkpointer
+        return {"store": cp.store} if cp is not None and cp.store is not None else {}
 
     def _waiting_run(self, asking: Asking) -> tuple[str, list[str]] | None:
         """The run and call ids a signed request state of an agent call names (``None`` for none,
@@ -322,15 +342,20 @@ class AgentServer:
             return None
         return base64.urlsafe_b64decode(encoded.encode("ascii")).decode("utf-8")
 
-    def _agent_result(self, result: AgentResult) -> types.CallToolResult:
+    def _agent_result(self, result: AgentResult, note: str = "") -> types.CallToolResult:
+        """The agent's answer (``note`` appended: what the client should know about how it came
+        about), or an error saying why its run gave none."""
         if result.stop_reason != "completed":
             why = {"max_steps": f"it stopped after {result.steps} model turns without an answer (max_steps)",
                    "suspended": "it waits for a person (an approval or an effect to settle)"}.get(
                        result.stop_reason, str(result.stop_reason))
-            return self._error(f"the agent {self.agent.name!r} (run {result.run_id}) gave no answer: {why}")
+            return self._error(f"the agent {self.agent.name!r} (run {result.run_id}) gave no answer: {why}{note}")
         from seamkit.runtime.invoker import render_tool_value
 
         text = render_tool_value(result.output)
+        if note:  # plain text then: the note is not part of a JSON answer (no structuredContent)
+            return types.CallToolResult(content=[types.TextContent(type="text", text=self._scrub(text + note))],
+                                        is_error=False)
         return self._content(text, is_error=False, images=())
 
     def _report(self, guard: Guard, point: str, what: str, text: str) -> None:
@@ -374,6 +399,24 @@ def _cannot_ask(tool: str, policy: str) -> str:
     return (f"approval required: the tool {tool!r} needs a person's approval (policy {policy}), and this MCP "
             "client cannot be asked for it (it declared no elicitation capability, or its connection has no way "
             "back to it).")
+
+
+#: Why a call of the agent's run was rejected when the client cannot be asked (its model sees it).
+_UNASKED_REASON = ("it needs a person's approval, and the person cannot be asked: the MCP client that started "
+                   "this run has no way to ask for approvals (no elicitation)")
+
+
+def _unasked_note(tools: Sequence[str]) -> str:
+    """The note on an agent-tool result whose run had ``tools``' calls refused unasked (``""``
+    for none)."""
+    if not tools:
+        return ""
+    n = len(tools)
+    calls = "1 call" if n == 1 else f"{n} calls"
+    names = ", ".join(sorted(set(tools)))
+    return (f"\n\n(Note: {calls} of the agent's run needing a person's approval ({names}) "
+            f"{'was' if n == 1 else 'were'} refused and not run, because this MCP client cannot be asked for "
+            "approval (it declared no elicitation capability, or its connection has no way back to it).)")
 
 
 def _refused(tool: str, answer: str) -> str:

@@ -261,8 +261,9 @@ def test_http_serves_and_fails_closed_without_elicitation(http_server: tuple[str
     assert not calc.is_error and _text(calc) == "2.5"
     assert write.is_error and "approval required" in _text(write) and "elicitation" in _text(write)
     assert not (workdir / "out" / "unasked.txt").exists()
-    # the agent's own run asked for the approval it cannot get: it stays suspended, nothing written
-    assert agent.is_error and "approval required" in _text(agent) and "suspended" in _text(agent)
+    # the agent's own run asked for an approval it cannot get: the call was refused, the run finished
+    assert not agent.is_error and _text(agent).startswith("done\n\n(Note: 1 call ")
+    assert "(write_file) was refused" in _text(agent) and "elicitation" in _text(agent)
     assert not (workdir / "out" / "by-agent.txt").exists()
 
 
@@ -322,6 +323,31 @@ def test_http_server_stops_on_ctrl_c(http_server: tuple[str, subprocess.Popen[st
     proc.send_signal(signal.SIGINT)
     assert proc.wait(timeout=15) == 130
     assert proc.stdout is not None and proc.stdout.read() == ""
+    assert proc.stderr is not None and "no authentication" not in proc.stderr.read()  # loopback: no warning
+
+
+def test_a_non_loopback_http_address_warns_on_stderr_that_there_is_no_authentication(workdir: Path) -> None:
+    port = _free_port()
+    proc = subprocess.Popen([SEAMKIT, "mcp", "serve", "agent.yaml", "--http", f"0.0.0.0:{port}"], cwd=workdir,
+                            env=_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stderr is not None and proc.stdout is not None
+    try:
+        lines: list[str] = []
+        while not any("serving agent" in line for line in lines):
+            line = proc.stderr.readline()  # bounded by the kill in finally when the server hangs
+            assert line, "".join(lines)
+            lines.append(line)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=15) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    warnings = [line for line in lines if "no authentication" in line]
+    assert len(warnings) == 1, lines
+    assert warnings[0].startswith("seamkit: warning: ") and "0.0.0.0" in warnings[0]
+    assert "reachable from other machines" in warnings[0]
+    assert proc.stdout.read() == ""  # stderr only
 
 
 # -- the agent's own approvals, handshake era ------------------------------------------------------
@@ -542,3 +568,120 @@ def test_a_port_in_use_is_a_usage_error(workdir: Path) -> None:
                               env=_env(), text=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
     assert proc.returncode == 2
     assert f"cannot serve on 127.0.0.1:{port}: Address already in use" in proc.stderr
+
+
+# -- an MCP tool of the served agent: its pinned definition is checked -------------------------------
+
+
+def _mcp_agent_yaml(tmp_path: Path, **env: str) -> Path:
+    """An agent whose tools come from the SDK test server (``use: mcp``), checkpointed in runs.db."""
+    from mcp_testlib import SERVER
+
+    file = tmp_path / "mcp-agent.yaml"
+    doc = {"seamkit": 1, "agent": {
+        "name": "relay",
+        "model": {"use": "scripted", "turns": [{"tool_calls": [{"name": "evolving", "arguments": {"x": 2}}]}, "done"]},
+        "tools": [{"use": "mcp", "server": {"command": sys.executable, "args": [SERVER, "stdio"], "env": env},
+                   "allow": ["evolving", "ping", "hang"], "resources": False, "prompts": False}],
+        "checkpoints": {"use": "sqlite", "path": str(tmp_path / "runs.db")}}}
+    file.write_text(json.dumps(doc))  # JSON is YAML
+    return file
+
+
+def test_a_direct_call_of_an_mcp_tool_whose_definition_changed_is_refused(tmp_path: Path) -> None:
+    variant = tmp_path / "variant"
+    variant.write_text("v1")
+    file = _mcp_agent_yaml(tmp_path, MCP_TEST_VARIANT_FILE=str(variant))
+    first = subprocess.run([SEAMKIT, "run", str(file), "go"], cwd=tmp_path, env=_env(), text=True,
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    assert first.returncode == 0 and "done" in first.stdout, first.stderr  # pinned v1 in runs.db
+    variant.write_text("v2")  # the server changes the tool after it was approved (a "rug pull")
+
+    async def go() -> tuple[types.CallToolResult, types.CallToolResult]:
+        async with stdio_client(_params(tmp_path, file.name)) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            return (await s.call_tool("evolving", {"x": 2, "exfiltrate": "secrets"}),
+                    await s.call_tool("ping", {}))
+
+    refused, pong = _run(go, 60)
+    assert refused.is_error, _text(refused)
+    assert "definition of tool 'evolving'" in _text(refused) and "changed" in _text(refused)
+    assert "seamkit mcp approve" in _text(refused)
+    assert not pong.is_error and "pong" in _text(pong)  # the unchanged tool still runs
+
+
+# -- the client goes away mid-call ----------------------------------------------------------------------
+
+
+def test_a_client_closing_both_pipes_during_a_call_ends_the_server_with_0(tmp_path: Path) -> None:
+    from mcp_testlib import wait_gone
+
+    mark, pids = tmp_path / "entered", tmp_path / "pids"
+    file = _mcp_agent_yaml(tmp_path, MCP_TEST_HANG_MARK=str(mark), MCP_TEST_PIDFILE=str(pids))
+    messages = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hang", "arguments": {}}},
+    ]
+    proc = subprocess.Popen([SEAMKIT, "mcp", "serve", file.name], cwd=tmp_path, env=_env(), text=True,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == 1
+        deadline = time.monotonic() + 30
+        while not mark.exists():  # the call is running in the MCP server the agent uses
+            assert proc.poll() is None and time.monotonic() < deadline, "the call never started"
+            time.sleep(0.05)
+        proc.stdin.close()  # the client goes away, both pipes at once, while the call runs
+        proc.stdout.close()
+        code = proc.wait(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stderr = proc.stderr.read() if proc.stderr is not None else ""
+    assert code == 0, stderr
+    assert "the client closed the connection" in stderr
+    assert "ExceptionGroup" not in stderr and "error:" not in stderr
+    started = [int(p) for p in pids.read_text().split()]
+    assert started and all(wait_gone(p, 10) for p in started), "the agent's MCP server outlived serve"
+
+
+# -- the agent as a tool, for a client that cannot be asked --------------------------------------------
+
+
+def _runs(workdir: Path, file: str) -> list[dict[str, Any]]:
+    listed = subprocess.run([SEAMKIT, "runs", "list", "--agent", file, "--json"], cwd=workdir, env=_env(),
+                            text=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    runs: list[dict[str, Any]] = json.loads(listed.stdout)
+    return runs
+
+
+def test_an_agent_run_needing_approval_for_a_client_without_elicitation_is_not_left_suspended(
+        tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "writer.yaml").write_text(WRITER_YAML)
+
+    async def go() -> list[types.CallToolResult]:
+        async with stdio_client(_params(tmp_path, "writer.yaml")) as (r, w), ClientSession(r, w) as s:
+            await s.initialize()
+            return [await s.call_tool("writer", {"task": "write it"}) for _ in range(2)]
+
+    results = _run(go, 60)
+    for r in results:
+        assert not r.is_error, _text(r)
+        assert _text(r).startswith("done\n\n(Note: 1 call of the agent's run needing a person's approval "
+                                   "(write_file) was refused and not run, because this MCP client cannot be asked")
+        assert "seamkit resume" not in _text(r)
+    assert not (tmp_path / "out" / "by-agent.txt").exists()
+    runs = _runs(tmp_path, "writer.yaml")
+    assert len(runs) == 2 and {r["status"] for r in runs} == {"done"}, runs  # nothing left suspended
+    shown = subprocess.run([SEAMKIT, "runs", "show", runs[0]["run_id"], "--agent", "writer.yaml", "--json"],
+                           cwd=tmp_path, env=_env(), text=True, stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    # the model was told why the call was not run
+    assert "rejected this tool call" in shown.stdout and "the person cannot be asked" in shown.stdout
