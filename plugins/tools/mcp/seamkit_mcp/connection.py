@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import threading
 from collections.abc import AsyncIterator, Sequence
@@ -26,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from seamkit.errors import SeamkitError
+from seamkit.errors import ConfigError, ConfigIssue, SeamkitError
 
 from seamkit_mcp.config import HttpServer, McpConfig, StdioServer
 
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
     from mcp.client.session import ClientSession
     from mcp.types import Prompt, Resource, ServerCapabilities, Tool
 
-__all__ = ["CLOSE_TIMEOUT", "McpConnectError", "McpSession", "ServerSpec", "StderrTail", "server_id_of"]
+__all__ = ["CLOSE_TIMEOUT", "McpConnectError", "McpSession", "ServerSpec", "StderrTail", "check_server",
+           "server_id_of"]
 
 #: Seconds :meth:`McpSession.aclose` waits for the owner task to shut the session down (a stdio
 #: server gets the SDK's own bounded grace: stdin closed, then SIGTERM, then SIGKILL) before it
@@ -43,6 +45,13 @@ CLOSE_TIMEOUT = 8.0
 
 #: Bytes of a stdio server's stderr kept (the newest ones).
 STDERR_LIMIT = 8192
+
+#: HTTP headers (lower case) whose values are masked in messages, whatever
+#: :func:`~seamkit.composition.models.is_secret_name` says of their names.
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key"})
+
+#: Characters of the stderr tail put into a message (the newest ones).
+TAIL_CHARS = 600
 
 _INTERPRETERS = ("python", "python3", "node", "uv", "uvx", "npx", "bun", "deno", "pipx", "docker")
 
@@ -60,6 +69,31 @@ def command_of(server: StdioServer) -> str:
     import sys
 
     return sys.executable if server.command in ("python", "python3") else server.command
+
+
+def check_server(config: McpConfig) -> None:
+    """Refuse, before anything is started, a stdio server that cannot start: its ``command`` is
+    not an executable found on PATH (or, written as a path, not an executable file; relative to
+    ``cwd`` when that is given, as the process will see it), or its ``cwd`` is not a directory.
+
+    Raises :class:`~seamkit.errors.ConfigError` with one issue at the ``server`` key."""
+    import shutil
+
+    server = config.server
+    if not isinstance(server, StdioServer):
+        return
+    problems: list[str] = []
+    cwd = server.cwd
+    if cwd is not None and not cwd.is_dir():
+        problems.append(f"cwd {str(cwd)!r} is not a directory")
+    command = command_of(server)
+    if os.sep in command and not os.path.isabs(command) and cwd is not None and cwd.is_dir():
+        command = str(cwd / command)  # a relative path is taken from the server's working directory
+    if shutil.which(command) is None:
+        where = "is not an executable file" if os.sep in command else "is not found on PATH"
+        problems.append(f"command {server.command!r} {where}")
+    if problems:
+        raise ConfigError([ConfigIssue(f"the MCP server cannot be started: {'; '.join(problems)}", "server")])
 
 
 def server_id_of(config: McpConfig) -> str:
@@ -82,6 +116,37 @@ def server_id_of(config: McpConfig) -> str:
     return f"{parts.hostname or ''}{parts.path.rstrip('/')}" or server.url
 
 
+class _OneLine(logging.Filter):
+    """Drops a record's traceback, keeping its message and the exception's one-line reason."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None and os.environ.get("SEAMKIT_DEBUG") != "1":
+            record.msg = f"{record.getMessage()} ({_reason(record.exc_info[1])})"
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+_ONE_LINE = _OneLine()
+
+
+def quiet_sdk_tracebacks() -> None:
+    """Keep the MCP SDK's ``logger.exception(...)`` records (e.g. "Failed to parse JSONRPC
+    message from server", once per line of junk a server prints on stdout) to one line each: the
+    filter goes on the ``mcp`` logger and every ``mcp.*`` logger created so far (a logger's filters
+    apply only to its own records, not to those propagated from its children). Idempotent; called
+    when a session is opened, after the SDK's client modules are imported. ``SEAMKIT_DEBUG=1``
+    keeps the tracebacks."""
+    from mcp.client import session, stdio, streamable_http  # noqa: F401  (their loggers exist now)
+
+    names = ["mcp", *(n for n in logging.Logger.manager.loggerDict if n.startswith("mcp."))]
+    for name in names:
+        logger = logging.getLogger(name)
+        if _ONE_LINE not in logger.filters:
+            logger.addFilter(_ONE_LINE)
+
+
 @dataclass(frozen=True)
 class ServerSpec:
     """What a session needs to know about its server: its ``id`` (for messages), the
@@ -93,10 +158,19 @@ class ServerSpec:
 
     @classmethod
     def of(cls, config: McpConfig) -> ServerSpec:
+        """The spec of ``config``; the values masked are those of ``env`` variables and
+        ``headers`` whose name says they hold a secret (:func:`~seamkit.composition.models.is_secret_name`,
+        or a header in :data:`SECRET_HEADERS`) and that are at least
+        :data:`~seamkit.composition.models.MIN_SECRET_LENGTH` characters long: masking every
+        value, however short, garbles messages (``env: {DEBUG: x}`` would mask each "x"). Values
+        written as ``${VAR}`` in YAML are masked wherever seamkit prints, whatever their name."""
+        from seamkit.composition.models import MIN_SECRET_LENGTH, is_secret_name
+
         server = config.server
-        values = server.env.values() if isinstance(server, StdioServer) else server.headers.values()
-        secrets = tuple(sorted({v.get_secret_value() for v in values if v.get_secret_value()}, key=len,
-                               reverse=True))
+        named = server.env.items() if isinstance(server, StdioServer) else server.headers.items()
+        values = {v.get_secret_value() for k, v in named
+                  if is_secret_name(k) or k.lower() in SECRET_HEADERS}
+        secrets = tuple(sorted((v for v in values if len(v) >= MIN_SECRET_LENGTH), key=len, reverse=True))
         return cls(server_id_of(config), config, secrets)
 
     @property
@@ -203,6 +277,7 @@ class McpSession:
 
         Raises :class:`McpConnectError` naming the server (the stderr tail of a stdio server that
         exited or never answered included); cancellation stops the server before propagating."""
+        quiet_sdk_tracebacks()
         self = cls(spec, want_resources=want_resources, want_prompts=want_prompts)
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = loop.create_future()
@@ -234,14 +309,19 @@ class McpSession:
         return self._task is not None and not self._task.done() and not self._close.is_set()
 
     def describe(self, message: str) -> str:
-        """``message`` followed by the tail of the server's stderr (if any), secrets masked."""
+        """``message`` followed, on the same line, by the tail of the server's stderr (if any: its
+        last lines joined with `` | ``, at most :data:`TAIL_CHARS` characters), secrets masked."""
         tail = ""
         if self.stderr is not None:
             if self._task is None or self._task.done():
                 self.stderr.settle()
             tail = self.stderr.tail()
         if tail:
-            message = f"{message}\nserver stderr (last lines):\n{tail}"
+            # one line: error texts are printed on one line (the CLI escapes newlines)
+            lines = " | ".join(line.strip() for line in tail.splitlines() if line.strip())
+            if len(lines) > TAIL_CHARS:
+                lines = "..." + lines[-TAIL_CHARS:]
+            message = f"{message}; server stderr (last lines): {lines}"
         return self.spec.mask(message)
 
     async def aclose(self) -> None:

@@ -30,7 +30,7 @@ from seamkit.tools.registry import tool_name_of
 from seamkit.values import ToolOutput, ToolSchema, freeze
 
 from seamkit_mcp.config import McpConfig
-from seamkit_mcp.connection import Listing, McpConnectError, McpSession, ServerSpec
+from seamkit_mcp.connection import Listing, McpConnectError, McpSession, ServerSpec, check_server
 from seamkit_mcp.pins import digest_of, pin_store_for
 from seamkit_mcp.results import call_output, prompt_output, resource_output
 from seamkit_mcp.schema import ArgumentValidator, normalise_schema
@@ -274,7 +274,8 @@ def build_toolset(config: McpConfig) -> McpToolset:
     Raises :class:`~seamkit_mcp.connection.McpConnectError` when the server cannot be started or
     reached (the message names it; a stdio server's stderr tail included, secrets masked) and
     :class:`~seamkit.errors.ConfigError` for ``allow``/``deny`` names the server does not have and
-    for tool names that clash."""
+    for tool names that clash, and for a stdio server whose command or cwd does not exist."""
+    check_server(config)
     spec = ServerSpec.of(config)
     listing = run_sync(discover(spec))
     return toolset_from(spec, listing)

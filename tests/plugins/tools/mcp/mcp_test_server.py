@@ -9,6 +9,7 @@ Environment (all optional):
 ``MCP_TEST_CALLS``: a file each call of ``write_note`` appends a line to.
 ``MCP_TEST_VARIANT_FILE``: a file whose text (read at start) picks the definition of ``evolving``.
 ``MCP_TEST_SECRET``: printed to stderr at start (to show stderr tails are masked).
+``MCP_TEST_BANNER``: printed to stderr at start too, under a name that says nothing of secrets.
 ``MCP_TEST_HANG_MARK``: a file ``hang`` writes when it is entered.
 ``MCP_TEST_HOLD``: a file ``hang`` waits on: it answers once the file is gone.
 """
@@ -147,6 +148,8 @@ def main() -> None:
         with open(pidfile, "a") as f:
             f.write(f"{os.getpid()}\n")
     sys.stderr.write(f"test server starting (token {os.environ.get('MCP_TEST_SECRET', '-')})\n")
+    if os.environ.get("MCP_TEST_BANNER"):
+        sys.stderr.write(f"banner: {os.environ['MCP_TEST_BANNER']}\n")
     sys.stderr.flush()
     mode = sys.argv[1] if len(sys.argv) > 1 else "stdio"
     if mode == "silent":
