@@ -134,6 +134,7 @@ class McpServerLink:
                    pinned: str | None = None) -> T:
         """``await op(client)`` on the run's session, bounded by the configured ``timeout``;
         ``pinned``: the server's name of a tool whose pin is checked first."""
+        import pydantic
         from mcp.shared.exceptions import MCPError
         from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT
 
@@ -165,6 +166,9 @@ class McpServerLink:
             if session.alive:
                 self._timed_out(ctx, tool, timeout)
             await self._died(ctx, tool, session)
+        except pydantic.ValidationError as exc:  # the SDK's parsing of the server's answer
+            self._failure(ctx, tool, f"MCP server {self.spec.id!r} sent a result that does not follow the MCP schema "
+                          f"({_first_error(exc)})", FailureClass.SERVER_ERROR, sent=True)
         except (OSError, EOFError) as exc:
             await self._died(ctx, tool, session, exc)
         except Exception as exc:
@@ -187,6 +191,18 @@ class McpServerLink:
         self._failure(ctx, tool, session.describe(
             f"MCP server {self.spec.id!r} stopped or closed the connection during the call of {tool!r}{why}"),
             FailureClass.SERVER_ERROR, sent=True)
+
+
+def _first_error(exc: Any) -> str:
+    """The first error of a pydantic ``ValidationError``, short: ``structuredContent: Input should
+    be a valid dictionary`` (no input values, no links)."""
+    errors = exc.errors(include_url=False, include_input=False)
+    if not errors:
+        return "not valid"
+    first = errors[0]
+    where = ".".join(str(p) for p in first["loc"])
+    more = f"; {len(errors) - 1} more" if len(errors) > 1 else ""
+    return f"{where + ': ' if where else ''}{str(first['msg'])[:200]}{more}"
 
 
 class McpTool:

@@ -18,6 +18,7 @@ from seamkit_mcp.connection import McpConnectError, ServerSpec
 from seamkit_mcp.toolset import build_toolset
 
 NOISY = str(Path(SERVER).with_name("mcp_noisy_server.py"))
+MALFORMED = str(Path(SERVER).with_name("mcp_malformed_server.py"))
 
 
 def _yaml(tmp_path: Path, server: str, *, turns: str = "[{text: done}]", extra: str = "",
@@ -120,3 +121,22 @@ def test_junk_on_a_servers_stdout_gives_one_line_per_line_not_a_traceback(tmp_pa
     assert "pong" in done.stdout + done.stderr
     assert "Failed to parse JSONRPC message from server" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+async def test_a_result_that_breaks_the_mcp_schema_is_a_short_server_error(tmp_path: Path) -> None:
+    from seamkit import Agent
+    from seamkit.durability.checkpointer import Checkpointer
+    from seamkit.testing import MemoryStore, ScriptedModel
+
+    ts = build_toolset(McpConfig(server={"command": sys.executable, "args": [MALFORMED]}))
+    assert ts.tools[2].schema.parameters["properties"]["address"] == {}  # its remote $ref dropped
+    calls = [("list_structured", {}), ("no_content", {}), ("refs", {"n": 1, "address": {"x": 1}})]
+    model = ScriptedModel([{"tool_calls": [{"id": n, "name": n, "arguments": a} for n, a in calls]}, "done"])
+    result = await Agent(model=model, tools=ts.tools, checkpointer=Checkpointer(MemoryStore())).run("go")
+    r = {x.call_id: x for m in result.transcript for x in m.tool_results}
+    prefix = "ToolUnavailable (server_error): MCP server 'mcp_malformed_server' sent a result that does not follow " \
+             "the MCP schema"
+    assert r["list_structured"].content == f"{prefix} (structuredContent: Input should be a valid dictionary)"
+    assert r["no_content"].content == f"{prefix} (content: Field required)"
+    assert r["refs"].content == '{"address": {"x": 1}, "n": 1}'
+    assert result.output == "done"
