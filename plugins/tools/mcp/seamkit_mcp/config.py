@@ -95,6 +95,17 @@ class McpConfig(BaseModel):
         description="A dead, hung or unreachable server: 'error' gives the model an error result and the run "
         "goes on; 'stop' stops the run with ToolUnavailable",
     )
+    max_result_chars: int = Field(
+        default=100_000, ge=1, le=10_000_000,
+        description="Characters of a result's text passed to the model (its JSON for structured results); "
+        "the rest is cut, with a note saying how many characters were left out")
+    max_images: int = Field(
+        default=8, ge=0, le=100,
+        description="Images of one result passed to the model; those beyond are described in the text")
+    max_image_bytes: int = Field(
+        default=5 * 1024 * 1024, ge=1, le=100 * 1024 * 1024,
+        description="Bytes (decoded) an image may have to be passed to the model (default 5 MiB); a larger "
+        "one is described in the text instead")
     resources: bool = Field(default=True, description="Offer the server's resources through read tools")
     prompts: bool = Field(default=True, description="Offer the server's prompts through a tool")
 

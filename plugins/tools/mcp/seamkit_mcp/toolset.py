@@ -32,7 +32,7 @@ from seamkit.values import ToolOutput, ToolSchema, freeze
 from seamkit_mcp.config import McpConfig
 from seamkit_mcp.connection import Listing, McpConnectError, McpSession, ServerSpec, check_server
 from seamkit_mcp.pins import digest_of, pin_store_for
-from seamkit_mcp.results import call_output, prompt_output, resource_output
+from seamkit_mcp.results import Limits, call_output, limited, prompt_output, resource_output
 from seamkit_mcp.schema import ArgumentValidator, normalise_schema
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ class McpServerLink:
         self.offered = dict(offered)
         cfg = spec.config
         self.stop = cfg.on_failure == "stop"
+        self.limits = Limits(cfg.max_result_chars, cfg.max_images, cfg.max_image_bytes)
 
     async def _open(self, ctx: RunContext) -> McpSession:
         cfg = self.spec.config
@@ -228,7 +229,7 @@ class McpTool:
             ctx, self._schema.name,
             lambda c: c.call_tool(self.server_name, dict(arguments), read_timeout_seconds=timeout),
             pinned=self.server_name)
-        return call_output(result)
+        return limited(call_output(result), self.link.limits)
 
     def __repr__(self) -> str:
         return f"<mcp tool {self._schema.name} of {self.link.spec.id} side_effecting={self._schema.side_effecting}>"
@@ -253,7 +254,8 @@ class _HelperTool:
 
     async def invoke(self, arguments: Mapping[str, Any], ctx: RunContext) -> Any:
         args = dict(arguments)
-        return await self.link.call(ctx, self._schema.name, lambda c: self._run(c, args))
+        out = await self.link.call(ctx, self._schema.name, lambda c: self._run(c, args))
+        return limited(out, self.link.limits) if isinstance(out, ToolOutput) else out
 
 
 class McpToolset:
@@ -319,19 +321,12 @@ def toolset_from(spec: ServerSpec, listing: Listing) -> McpToolset:
     chosen = _selected(spec, listing)
     link = McpServerLink(spec, {t.name: digest_of(t) for t in chosen})
     tools: list[Any] = []
-    seen: dict[str, str] = {}
-
-    def name_for(server_name: str, what: str) -> str:
-        name = (cfg.prefix + tool_name_of(server_name))[:MAX_NAME]
-        if name in seen:
-            raise ConfigError([ConfigIssue(
-                f"{what} and {seen[name]} of MCP server {spec.id!r} both become the tool name {name!r}: "
-                "deny one of them, or set a different 'prefix' for this server", "prefix")])
-        seen[name] = what
-        return name
+    names = {t.name: (cfg.prefix + tool_name_of(t.name))[:MAX_NAME] for t in chosen}
+    _refuse_clashes(spec, names)
+    seen: dict[str, str] = {names[t.name]: f"tool {t.name!r}" for t in chosen}
 
     for t in chosen:
-        name = name_for(t.name, f"tool {t.name!r}")
+        name = names[t.name]
         description = (t.description or "").strip() or (
             f"Calls the tool {t.name!r} of the MCP server {spec.id!r} (the server gives no description).")
         read_only = t.annotations is not None and t.annotations.read_only_hint is True
@@ -347,6 +342,25 @@ def toolset_from(spec: ServerSpec, listing: Listing) -> McpToolset:
         seen[schema.name] = f"the helper {schema.name!r}"
         tools.append(helper)
     return McpToolset(link, tools)
+
+
+def _refuse_clashes(spec: ServerSpec, names: Mapping[str, str]) -> None:
+    """Refuse tools of this one server whose names become the same tool name once made valid
+    (``a.b``, ``a b`` and ``a_b`` all become ``a_b``): a prefix cannot part them, only ``deny``
+    can. One issue per clash, at ``deny``, naming every tool in it."""
+    by_name: dict[str, list[str]] = {}
+    for server_name, name in names.items():
+        by_name.setdefault(name, []).append(server_name)
+    issues = []
+    for name, group in by_name.items():
+        if len(group) > 1:
+            listed = ", ".join(map(repr, group[:-1])) + f" and {group[-1]!r}"
+            others = ", ".join(json.dumps(n) for n in group[1:])
+            issues.append(ConfigIssue(
+                f"the tools {listed} of MCP server {spec.id!r} all become the tool name {name!r}: keep one and "
+                f"deny the others (e.g. deny: [{others}])", "deny"))
+    if issues:
+        raise ConfigError(issues)
 
 
 def _helpers(link: McpServerLink, listing: Listing) -> list[_HelperTool]:

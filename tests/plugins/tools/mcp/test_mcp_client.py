@@ -24,7 +24,7 @@ from seamkit_mcp.connection import McpConnectError, ServerSpec
 from seamkit_mcp.toolset import McpToolset, build_toolset, discover, toolset_from
 
 SERVER_TOOLS = ["ping", "weather", "snapshot", "fail", "hang", "die", "write_note", "auth_header", "lookup",
-                "evolving"]
+                "evolving", "order_ids", "cities", "big_text", "images"]
 HELPERS = ["list_resources", "read_resource", "list_prompts", "get_prompt"]
 
 

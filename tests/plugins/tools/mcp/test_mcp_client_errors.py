@@ -1,13 +1,16 @@
-"""What a user of ``use: mcp`` reads when something is wrong: ``server:`` mistakes located by the
-YAML loader (one issue each), servers that cannot start refused at build, stderr tails on one
-line, secrets masked only where they are secrets, and the SDK's tracebacks kept off stderr."""
+"""What a user of ``use: mcp`` reads when something is wrong, and what reaches the model:
+``server:`` mistakes located by the YAML loader (one issue each), servers that cannot start
+refused at build, stderr tails on one line, secrets masked only where they are secrets, the SDK's
+tracebacks kept off stderr, malformed results, clashing names, wrapped lists and size limits."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mcp_testlib import SERVER
@@ -140,3 +143,68 @@ async def test_a_result_that_breaks_the_mcp_schema_is_a_short_server_error(tmp_p
     assert r["no_content"].content == f"{prefix} (content: Field required)"
     assert r["refs"].content == '{"address": {"x": 1}, "n": 1}'
     assert result.output == "done"
+
+
+EXAMPLE = str(Path(__file__).parents[4] / "examples" / "mcp" / "orders_server.py")
+
+
+def _run_tools(ts: Any, *calls: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    from seamkit import Agent
+    from seamkit.testing import ScriptedModel
+
+    model = ScriptedModel([{"tool_calls": [{"id": f"c{i}", "name": n, "arguments": a}
+                                           for i, (n, a) in enumerate(calls)]}, "done"])
+    result = asyncio.run(Agent(model=model, tools=ts.tools).run("go"))
+    return {r.call_id: r for m in result.transcript for r in m.tool_results}
+
+
+def test_a_returned_list_reaches_the_model_as_the_list_without_the_wrapper_or_repeated_text() -> None:
+    orders = build_toolset(McpConfig(server={"command": "python", "args": [EXAMPLE]}, allow=["list_orders"]))
+    r = _run_tools(orders, ("list_orders", {}))
+    assert r["c0"].content == '{"result":["A-1001","A-1002","A-1003"]}'
+    ts = build_toolset(McpConfig(server={"command": "python", "args": [SERVER, "stdio"]},
+                                 allow=["order_ids", "cities"], resources=False, prompts=False))
+    r = _run_tools(ts, ("order_ids", {}), ("cities", {}))
+    assert r["c0"].content == '{"result":["A-1001","A-1002","A-1003"]}'
+    assert r["c1"].content == '{"result":[{"city":"Oslo","celsius":21.5},{"city":"Rome","celsius":30.0}]}'
+
+
+def test_tools_of_one_server_that_clash_once_named_are_all_listed_with_a_deny_hint() -> None:
+    from mcp.types import Tool
+    from seamkit_mcp.connection import Listing
+    from seamkit_mcp.toolset import toolset_from
+
+    tools = tuple(Tool(name=n, input_schema={"type": "object"}) for n in ("a.b", "ok", "a b", "a_b"))
+    spec = ServerSpec.of(McpConfig(server={"command": "python"}, name="srv"))
+    with pytest.raises(ConfigError) as err:
+        toolset_from(spec, Listing(tools, None, None, None))
+    (issue,) = err.value.issues
+    assert issue.path == "deny"
+    assert issue.message == ("the tools 'a.b', 'a b' and 'a_b' of MCP server 'srv' all become the tool name 'a_b': "
+                             'keep one and deny the others (e.g. deny: ["a b", "a_b"])')
+    names = [t.schema.name for t in toolset_from(spec.of(McpConfig(server={"command": "python"}, name="srv",
+                                                                   deny=["a b", "a_b"])),
+                                                 Listing(tools, None, None, None)).tools]
+    assert names == ["a_b", "ok"]
+
+
+def test_results_beyond_the_size_limits_are_cut_and_described() -> None:
+    server = {"command": "python", "args": [SERVER, "stdio"]}
+    ts = build_toolset(McpConfig(server=server, allow=["big_text", "images"], resources=False, prompts=False,
+                                 max_result_chars=1000, max_images=2, max_image_bytes=4096))
+    r = _run_tools(ts, ("big_text", {"chars": 1500}), ("big_text", {"chars": 1000}), ("images", {"count": 3}),
+                   ("images", {"count": 1, "size": 5000}))
+    assert r["c0"].content == "x" * 1000 + (
+        "\n[500 more characters left out: the result has 1500, more than max_result_chars (1000)]")
+    assert r["c1"].content == "x" * 1000
+    assert len(r["c2"].images) == 2
+    assert r["c2"].content.endswith("[image (image/png, 69 bytes) left out: more than max_images (2)]")
+    assert r["c3"].images == ()
+    assert "[image (image/png, 5000 bytes) left out: larger than max_image_bytes (4096 bytes)]" in r["c3"].content
+
+
+def test_the_default_limits_keep_a_10_mb_result_from_the_model() -> None:
+    ts = build_toolset(McpConfig(server={"command": "python", "args": [SERVER, "stdio"]}, allow=["big_text"],
+                                 resources=False, prompts=False))
+    (r,) = _run_tools(ts, ("big_text", {"chars": 10_000_000})).values()
+    assert len(r.content) < 100_200 and "9900000 more characters left out" in r.content
