@@ -22,7 +22,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -267,6 +267,9 @@ class McpSession:
         self._client: ClientSession | None = None
         self.listing: Listing | None = None
         self.stderr: StderrTail | None = None
+        #: The status of the HTTP server's latest error response (4xx, 5xx), cleared by a later
+        #: success; ``None`` over stdio.
+        self.http_status: int | None = None
         #: What the users of this session learnt about it, by user (e.g. each toolset's tools
         #: refused by their pins, checked once per session).
         self.notes: dict[object, Any] = {}
@@ -294,7 +297,8 @@ class McpSession:
             await self._stop()
             if isinstance(exc, Exception) and not isinstance(exc, McpConnectError):
                 raise McpConnectError(self.describe(
-                    f"MCP server {spec.id!r} could not be started or reached: {_reason(exc)}")) from None
+                    f"MCP server {spec.id!r} could not be started or reached: {_reason(exc)}{self.http_note()}")
+                ) from None
             raise
         return self
 
@@ -307,6 +311,21 @@ class McpSession:
     @property
     def alive(self) -> bool:
         return self._task is not None and not self._task.done() and not self._close.is_set()
+
+    def _saw(self, status: int) -> None:
+        if status >= 400:
+            self.http_status = status
+        elif status < 300:
+            self.http_status = None
+
+    def http_note(self) -> str:
+        """`` (HTTP 401: check the server's headers...)`` after an HTTP error response, else ``""``:
+        the SDK reports every status but 404 as "Server returned an error response"."""
+        status = self.http_status
+        if status is None:
+            return ""
+        hint = ": check the server's headers, e.g. the Authorization token" if status in (401, 403) else ""
+        return f" (HTTP {status}{hint})"
 
     def describe(self, message: str) -> str:
         """``message`` followed, on the same line, by the tail of the server's stderr (if any: its
@@ -372,7 +391,7 @@ class McpSession:
     async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
         server = self.spec.config.server
         if isinstance(server, HttpServer):
-            async with _http_transport(server) as streams:
+            async with _http_transport(server, self._saw) as streams:
                 yield streams
             return
         from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -391,14 +410,20 @@ class McpSession:
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(server: HttpServer) -> AsyncIterator[tuple[Any, Any]]:
+async def _http_transport(server: HttpServer, saw: Callable[[int], None]) -> AsyncIterator[tuple[Any, Any]]:
+    """The streamable HTTP transport; ``saw`` is told the status of every response (an httpx
+    response hook: the SDK turns error statuses into one undifferentiated JSON-RPC error)."""
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
+    async def on_response(response: Any) -> None:
+        saw(int(response.status_code))
+
     headers = {k: v.get_secret_value() for k, v in server.headers.items()}
-    async with create_mcp_http_client(headers=headers or None) as http, \
-            streamable_http_client(server.url, http_client=http) as streams:
-        yield streams
+    async with create_mcp_http_client(headers=headers or None) as http:
+        http.event_hooks["response"].append(on_response)
+        async with streamable_http_client(server.url, http_client=http) as streams:
+            yield streams
 
 
 async def _list(client: ClientSession, caps: ServerCapabilities | None, resources: bool, prompts: bool) -> Listing:

@@ -161,8 +161,8 @@ class McpServerLink:
             # parameters: JSON-RPC 2.0, section 5.1) means the tool never ran: nothing applied
             bad = exc.code in (INVALID_PARAMS, METHOD_NOT_FOUND)
             cls = FailureClass.INVALID_REQUEST if bad else FailureClass.SERVER_ERROR
-            self._failure(ctx, tool, f"MCP server {self.spec.id!r} refused the call of {tool!r}: {exc.message}", cls,
-                          sent=not bad, stop=False)
+            self._failure(ctx, tool, f"MCP server {self.spec.id!r} refused the call of {tool!r}: {exc.message}"
+                          f"{session.http_note()}", cls, sent=not bad, stop=False)
         except TimeoutError:
             if session.alive:
                 self._timed_out(ctx, tool, timeout)

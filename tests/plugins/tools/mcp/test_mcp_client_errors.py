@@ -9,6 +9,7 @@ import asyncio
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from seamkit_mcp.connection import McpConnectError, ServerSpec
 from seamkit_mcp.toolset import build_toolset
 
 NOISY = str(Path(SERVER).with_name("mcp_noisy_server.py"))
+GATE = str(Path(SERVER).with_name("mcp_http_gate_server.py"))
 MALFORMED = str(Path(SERVER).with_name("mcp_malformed_server.py"))
 
 
@@ -208,3 +210,58 @@ def test_the_default_limits_keep_a_10_mb_result_from_the_model() -> None:
                                  resources=False, prompts=False))
     (r,) = _run_tools(ts, ("big_text", {"chars": 10_000_000})).values()
     assert len(r.content) < 100_200 and "9900000 more characters left out" in r.content
+
+
+@pytest.fixture(scope="module")
+def gate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The gated HTTP test server: its url, and the file whose existence makes it answer 500."""
+    import socket
+    import time
+
+    from mcp_testlib import free_port
+
+    port = free_port()
+    fail = tmp_path_factory.mktemp("gate") / "fail"
+    proc = subprocess.Popen([sys.executable, GATE, str(port)], env={**os.environ, "MCP_GATE_FAIL": str(fail)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail("the gated HTTP test server did not start")
+            time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/mcp", fail
+    proc.terminate()
+    proc.wait(5)
+
+
+async def test_an_http_error_status_is_named_with_a_hint_for_401(gate: tuple[str, Path]) -> None:
+    from seamkit.errors import ToolUnavailable
+    from seamkit.runtime.context import RunContext
+    from seamkit.runtime.resources import RunResources
+
+    url, fail = gate
+    with pytest.raises(McpConnectError) as err:
+        await asyncio.to_thread(build_toolset, McpConfig(
+            server={"url": url, "headers": {"Authorization": "Bearer bad-token"}}, connect_timeout=10))
+    assert str(err.value).endswith("(HTTP 401: check the server's headers, e.g. the Authorization token)")
+    assert "bad-token" not in str(err.value)
+    ts = await asyncio.to_thread(build_toolset, McpConfig(
+        server={"url": url, "headers": {"Authorization": "Bearer good"}}, allow=["ping"], resources=False,
+        prompts=False))
+    (ping,) = ts.tools
+    ctx = RunContext(resources=RunResources())
+    try:
+        assert (await ping.invoke({}, ctx)).value == {"result": "pong"}
+        fail.write_text("down")
+        with pytest.raises(ToolUnavailable) as down:
+            await ping.invoke({}, ctx)
+    finally:
+        fail.unlink(missing_ok=True)
+        await ctx.resources.aclose()  # type: ignore[union-attr]
+    assert str(down.value).endswith(
+        "MCP server '127.0.0.1/mcp' refused the call of 'ping': Server returned an error response (HTTP 500)")

@@ -154,7 +154,7 @@ def test_tool_names_descriptions_and_side_effects_from_the_servers_definitions()
     assert [t.schema.side_effecting for t in ts.tools] == [False, True, True]  # only readOnlyHint: true is read-only
     assert ts.tools[2].schema.description == (
         "Calls the tool 'delete' of the MCP server 'srv' (the server gives no description).")
-    with pytest.raises(ConfigError, match="the tools 'a.b' and 'a_b' .* all become the tool name 'a_b'"):
+    with pytest.raises(ConfigError, match=r"the tools 'a\.b' and 'a_b' .* all become the tool name 'a_b'"):
         _toolset_of(Tool(name="a.b", input_schema={}), Tool(name="a_b", input_schema={}))
 
 
