@@ -217,9 +217,10 @@ def _is_model(tp: Any) -> bool:
 
 def _field_annotation(f: Any) -> Any:
     """A field's annotation; a :class:`~seamkit.slots.ComponentSlot` that pydantic moved from a
-    top-level ``Annotated[X, ComponentSlot(kind)]`` into ``f.metadata`` is put back."""
+    top-level ``Annotated[X, ComponentSlot(kind)]`` (or ``Annotated[A | B, Discriminator(fn)]``) into
+    ``f.metadata`` is put back."""
     for meta in f.metadata:
-        if isinstance(meta, ComponentSlot):
+        if isinstance(meta, ComponentSlot | pydantic.Discriminator):
             return typing.Annotated[f.annotation, meta]
     return f.annotation
 

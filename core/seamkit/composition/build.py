@@ -374,9 +374,10 @@ def _admit_all(item: Any) -> bool:
 def _component_secrets(c: Composition) -> frozenset[str]:
     """The environment values that are secrets of the components: those in a parameter whose name
     (at any depth: ``api_key``, ``headers.Authorization``, ``password``...) looks secret, or in a
-    config field the component declares secret (pydantic ``SecretStr``/``SecretBytes``: a DSN, a
-    URL with a password). A checkpoint must never hold them. Other environment values (a folder
-    name, a limit, a team name in the prompt) are ordinary configuration and may be persisted."""
+    config field the component declares secret (pydantic ``SecretStr``/``SecretBytes`` at any
+    depth: a DSN, a URL with a password, an MCP server's ``env``). A checkpoint must never hold
+    them. Other environment values (a folder name, a limit, a team name in the prompt) are
+    ordinary configuration and may be persisted."""
     secrets = c.secret_values()
     if not secrets:
         return secrets
@@ -417,14 +418,27 @@ def _component_secrets(c: Composition) -> frozenset[str]:
             for v in value:
                 walk(v, secret)
 
+    def declared(value: Any, depth: int = 0) -> None:
+        """The ``SecretStr``/``SecretBytes`` values of a config, at any depth (an MCP server's
+        ``env``: a dict of them in a nested model)."""
+        if depth > 8:
+            return
+        if hasattr(value, "get_secret_value"):
+            raw = value.get_secret_value()
+            collect(raw if isinstance(raw, str) else raw.decode("utf-8", "replace"))
+        elif isinstance(value, dict):
+            for v in value.values():
+                declared(v, depth + 1)
+        elif isinstance(value, list | tuple):
+            for v in value:
+                declared(v, depth + 1)
+        elif hasattr(type(value), "model_fields"):
+            for name in type(value).model_fields:
+                declared(getattr(value, name, None), depth + 1)
+
     for ref in refs:
         walk(dict(ref.params), False)
-        config = ref.config
-        for name in getattr(type(config), "model_fields", {}):
-            field_value: Any = getattr(config, name, None)
-            if hasattr(field_value, "get_secret_value"):
-                raw = field_value.get_secret_value()
-                collect(raw if isinstance(raw, str) else raw.decode("utf-8", "replace"))
+        declared(ref.config)
     return frozenset(found)
 
 

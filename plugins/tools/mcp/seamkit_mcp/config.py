@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, SecretStr, Tag, field_validator, model_validator
 
 __all__ = ["HttpServer", "McpConfig", "StdioServer"]
 
@@ -50,11 +50,29 @@ class HttpServer(BaseModel):
         return value
 
 
+def _server_kind(value: Any) -> str | None:
+    """The tag of a ``server:`` value: ``stdio`` when it has ``command``, ``http`` when it has
+    ``url`` (``_one_server`` has already refused both and neither)."""
+    if isinstance(value, StdioServer):
+        return "stdio"
+    if isinstance(value, HttpServer):
+        return "http"
+    if isinstance(value, dict):
+        return "stdio" if "command" in value else "http" if "url" in value else None
+    return None
+
+
+#: ``server:``: one of the two transports, picked by its key (``command`` or ``url``) so that a
+#: mistake in one is reported against that one only, never as a mix of both members' errors.
+Server = Annotated[Annotated[StdioServer, Tag("stdio")] | Annotated[HttpServer, Tag("http")],
+                   Discriminator(_server_kind)]
+
+
 class McpConfig(BaseModel):
     """Parameters of ``use: mcp``: which server, which of its tools, and how long to wait."""
 
     model_config = ConfigDict(extra="forbid")
-    server: StdioServer | HttpServer = Field(
+    server: Server = Field(
         description="{command, args, env, cwd} for a stdio server, or {url, headers} for streamable HTTP"
     )
     name: str | None = Field(
@@ -77,8 +95,34 @@ class McpConfig(BaseModel):
         description="A dead, hung or unreachable server: 'error' gives the model an error result and the run "
         "goes on; 'stop' stops the run with ToolUnavailable",
     )
+    max_result_chars: int = Field(
+        default=100_000, ge=1, le=10_000_000,
+        description="Characters of a result's text passed to the model (its JSON for structured results); "
+        "the rest is cut, with a note saying how many characters were left out")
+    max_images: int = Field(
+        default=8, ge=0, le=100,
+        description="Images of one result passed to the model; those beyond are described in the text")
+    max_image_bytes: int = Field(
+        default=5 * 1024 * 1024, ge=1, le=100 * 1024 * 1024,
+        description="Bytes (decoded) an image may have to be passed to the model (default 5 MiB); a larger "
+        "one is described in the text instead")
     resources: bool = Field(default=True, description="Offer the server's resources through read tools")
     prompts: bool = Field(default=True, description="Offer the server's prompts through a tool")
+
+    @field_validator("server", mode="before")
+    @classmethod
+    def _one_server(cls, value: Any) -> Any:
+        if isinstance(value, StdioServer | HttpServer):
+            return value
+        if not isinstance(value, dict):
+            raise ValueError("server needs a mapping: {command: ..., args: [...]} for a stdio server, "
+                             "or {url: ...} for streamable HTTP")
+        if "command" in value and "url" in value:
+            raise ValueError("give either command (a stdio server) or url (streamable HTTP), not both")
+        if "command" not in value and "url" not in value:
+            raise ValueError("server needs command (a stdio server, e.g. {command: python, args: [server.py]}) "
+                             "or url (streamable HTTP, e.g. {url: http://127.0.0.1:8000/mcp})")
+        return value
 
     @field_validator("prefix")
     @classmethod

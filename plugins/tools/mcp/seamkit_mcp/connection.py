@@ -19,14 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from seamkit.errors import SeamkitError
+from seamkit.errors import ConfigError, ConfigIssue, SeamkitError
 
 from seamkit_mcp.config import HttpServer, McpConfig, StdioServer
 
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
     from mcp.client.session import ClientSession
     from mcp.types import Prompt, Resource, ServerCapabilities, Tool
 
-__all__ = ["CLOSE_TIMEOUT", "McpConnectError", "McpSession", "ServerSpec", "StderrTail", "server_id_of"]
+__all__ = ["CLOSE_TIMEOUT", "McpConnectError", "McpSession", "ServerSpec", "StderrTail", "check_server",
+           "server_id_of"]
 
 #: Seconds :meth:`McpSession.aclose` waits for the owner task to shut the session down (a stdio
 #: server gets the SDK's own bounded grace: stdin closed, then SIGTERM, then SIGKILL) before it
@@ -43,6 +45,13 @@ CLOSE_TIMEOUT = 8.0
 
 #: Bytes of a stdio server's stderr kept (the newest ones).
 STDERR_LIMIT = 8192
+
+#: HTTP headers (lower case) whose values are masked in messages, whatever
+#: :func:`~seamkit.composition.models.is_secret_name` says of their names.
+SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key"})
+
+#: Characters of the stderr tail put into a message (the newest ones).
+TAIL_CHARS = 600
 
 _INTERPRETERS = ("python", "python3", "node", "uv", "uvx", "npx", "bun", "deno", "pipx", "docker")
 
@@ -60,6 +69,31 @@ def command_of(server: StdioServer) -> str:
     import sys
 
     return sys.executable if server.command in ("python", "python3") else server.command
+
+
+def check_server(config: McpConfig) -> None:
+    """Refuse, before anything is started, a stdio server that cannot start: its ``command`` is
+    not an executable found on PATH (or, written as a path, not an executable file; relative to
+    ``cwd`` when that is given, as the process will see it), or its ``cwd`` is not a directory.
+
+    Raises :class:`~seamkit.errors.ConfigError` with one issue at the ``server`` key."""
+    import shutil
+
+    server = config.server
+    if not isinstance(server, StdioServer):
+        return
+    problems: list[str] = []
+    cwd = server.cwd
+    if cwd is not None and not cwd.is_dir():
+        problems.append(f"cwd {str(cwd)!r} is not a directory")
+    command = command_of(server)
+    if os.sep in command and not os.path.isabs(command) and cwd is not None and cwd.is_dir():
+        command = str(cwd / command)  # a relative path is taken from the server's working directory
+    if shutil.which(command) is None:
+        where = "is not an executable file" if os.sep in command else "is not found on PATH"
+        problems.append(f"command {server.command!r} {where}")
+    if problems:
+        raise ConfigError([ConfigIssue(f"the MCP server cannot be started: {'; '.join(problems)}", "server")])
 
 
 def server_id_of(config: McpConfig) -> str:
@@ -82,6 +116,37 @@ def server_id_of(config: McpConfig) -> str:
     return f"{parts.hostname or ''}{parts.path.rstrip('/')}" or server.url
 
 
+class _OneLine(logging.Filter):
+    """Drops a record's traceback, keeping its message and the exception's one-line reason."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None and os.environ.get("SEAMKIT_DEBUG") != "1":
+            record.msg = f"{record.getMessage()} ({_reason(record.exc_info[1])})"
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+_ONE_LINE = _OneLine()
+
+
+def quiet_sdk_tracebacks() -> None:
+    """Keep the MCP SDK's ``logger.exception(...)`` records (e.g. "Failed to parse JSONRPC
+    message from server", once per line of junk a server prints on stdout) to one line each: the
+    filter goes on the ``mcp`` logger and every ``mcp.*`` logger created so far (a logger's filters
+    apply only to its own records, not to those propagated from its children). Idempotent; called
+    when a session is opened, after the SDK's client modules are imported. ``SEAMKIT_DEBUG=1``
+    keeps the tracebacks."""
+    from mcp.client import session, stdio, streamable_http  # noqa: F401  (their loggers exist now)
+
+    names = ["mcp", *(n for n in logging.Logger.manager.loggerDict if n.startswith("mcp."))]
+    for name in names:
+        logger = logging.getLogger(name)
+        if _ONE_LINE not in logger.filters:
+            logger.addFilter(_ONE_LINE)
+
+
 @dataclass(frozen=True)
 class ServerSpec:
     """What a session needs to know about its server: its ``id`` (for messages), the
@@ -93,10 +158,19 @@ class ServerSpec:
 
     @classmethod
     def of(cls, config: McpConfig) -> ServerSpec:
+        """The spec of ``config``; the values masked are those of ``env`` variables and
+        ``headers`` whose name says they hold a secret (:func:`~seamkit.composition.models.is_secret_name`,
+        or a header in :data:`SECRET_HEADERS`) and that are at least
+        :data:`~seamkit.composition.models.MIN_SECRET_LENGTH` characters long: masking every
+        value, however short, garbles messages (``env: {DEBUG: x}`` would mask each "x"). Values
+        written as ``${VAR}`` in YAML are masked wherever seamkit prints, whatever their name."""
+        from seamkit.composition.models import MIN_SECRET_LENGTH, is_secret_name
+
         server = config.server
-        values = server.env.values() if isinstance(server, StdioServer) else server.headers.values()
-        secrets = tuple(sorted({v.get_secret_value() for v in values if v.get_secret_value()}, key=len,
-                               reverse=True))
+        named = server.env.items() if isinstance(server, StdioServer) else server.headers.items()
+        values = {v.get_secret_value() for k, v in named
+                  if is_secret_name(k) or k.lower() in SECRET_HEADERS}
+        secrets = tuple(sorted((v for v in values if len(v) >= MIN_SECRET_LENGTH), key=len, reverse=True))
         return cls(server_id_of(config), config, secrets)
 
     @property
@@ -193,6 +267,9 @@ class McpSession:
         self._client: ClientSession | None = None
         self.listing: Listing | None = None
         self.stderr: StderrTail | None = None
+        #: The status of the HTTP server's latest error response (4xx, 5xx), cleared by a later
+        #: success; ``None`` over stdio.
+        self.http_status: int | None = None
         #: What the users of this session learnt about it, by user (e.g. each toolset's tools
         #: refused by their pins, checked once per session).
         self.notes: dict[object, Any] = {}
@@ -203,6 +280,7 @@ class McpSession:
 
         Raises :class:`McpConnectError` naming the server (the stderr tail of a stdio server that
         exited or never answered included); cancellation stops the server before propagating."""
+        quiet_sdk_tracebacks()
         self = cls(spec, want_resources=want_resources, want_prompts=want_prompts)
         loop = asyncio.get_running_loop()
         ready: asyncio.Future[None] = loop.create_future()
@@ -219,7 +297,8 @@ class McpSession:
             await self._stop()
             if isinstance(exc, Exception) and not isinstance(exc, McpConnectError):
                 raise McpConnectError(self.describe(
-                    f"MCP server {spec.id!r} could not be started or reached: {_reason(exc)}")) from None
+                    f"MCP server {spec.id!r} could not be started or reached: {_reason(exc)}{self.http_note()}")
+                ) from None
             raise
         return self
 
@@ -233,15 +312,35 @@ class McpSession:
     def alive(self) -> bool:
         return self._task is not None and not self._task.done() and not self._close.is_set()
 
+    def _saw(self, status: int) -> None:
+        if status >= 400:
+            self.http_status = status
+        elif status < 300:
+            self.http_status = None
+
+    def http_note(self) -> str:
+        """`` (HTTP 401: check the server's headers...)`` after an HTTP error response, else ``""``:
+        the SDK reports every status but 404 as "Server returned an error response"."""
+        status = self.http_status
+        if status is None:
+            return ""
+        hint = ": check the server's headers, e.g. the Authorization token" if status in (401, 403) else ""
+        return f" (HTTP {status}{hint})"
+
     def describe(self, message: str) -> str:
-        """``message`` followed by the tail of the server's stderr (if any), secrets masked."""
+        """``message`` followed, on the same line, by the tail of the server's stderr (if any: its
+        last lines joined with `` | ``, at most :data:`TAIL_CHARS` characters), secrets masked."""
         tail = ""
         if self.stderr is not None:
             if self._task is None or self._task.done():
                 self.stderr.settle()
             tail = self.stderr.tail()
         if tail:
-            message = f"{message}\nserver stderr (last lines):\n{tail}"
+            # one line: error texts are printed on one line (the CLI escapes newlines)
+            lines = " | ".join(line.strip() for line in tail.splitlines() if line.strip())
+            if len(lines) > TAIL_CHARS:
+                lines = "..." + lines[-TAIL_CHARS:]
+            message = f"{message}; server stderr (last lines): {lines}"
         return self.spec.mask(message)
 
     async def aclose(self) -> None:
@@ -292,7 +391,7 @@ class McpSession:
     async def _transport(self) -> AsyncIterator[tuple[Any, Any]]:
         server = self.spec.config.server
         if isinstance(server, HttpServer):
-            async with _http_transport(server) as streams:
+            async with _http_transport(server, self._saw) as streams:
                 yield streams
             return
         from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -311,14 +410,20 @@ class McpSession:
 
 
 @contextlib.asynccontextmanager
-async def _http_transport(server: HttpServer) -> AsyncIterator[tuple[Any, Any]]:
+async def _http_transport(server: HttpServer, saw: Callable[[int], None]) -> AsyncIterator[tuple[Any, Any]]:
+    """The streamable HTTP transport; ``saw`` is told the status of every response (an httpx
+    response hook: the SDK turns error statuses into one undifferentiated JSON-RPC error)."""
     from mcp.client.streamable_http import streamable_http_client
     from mcp.shared._httpx_utils import create_mcp_http_client
 
+    async def on_response(response: Any) -> None:
+        saw(int(response.status_code))
+
     headers = {k: v.get_secret_value() for k, v in server.headers.items()}
-    async with create_mcp_http_client(headers=headers or None) as http, \
-            streamable_http_client(server.url, http_client=http) as streams:
-        yield streams
+    async with create_mcp_http_client(headers=headers or None) as http:
+        http.event_hooks["response"].append(on_response)
+        async with streamable_http_client(server.url, http_client=http) as streams:
+            yield streams
 
 
 async def _list(client: ClientSession, caps: ServerCapabilities | None, resources: bool, prompts: bool) -> Listing:

@@ -82,10 +82,62 @@ def normalise_schema(raw: Any) -> dict[str, Any]:
             continue
         if _valid({"type": "object", key: value}):
             out[key] = value
+    out = _local_refs(out)
     if not _valid(out):  # keywords valid one by one but not together (a $ref into a dropped $defs...)
         out = {k: v for k, v in out.items() if k in ("type", "properties", "required")}
         if not _valid(out):
             out = {"type": "object", "properties": {k: {} for k in props}}
+    return out
+
+
+def _resolves(root: Any, ref: str) -> bool:
+    """Whether ``ref`` points inside ``root``: ``#``, a JSON pointer (``#/$defs/x``) or a plain-name
+    fragment matching an ``$anchor``."""
+    if ref == "#":
+        return True
+    if ref.startswith("#/"):
+        cur = root
+        for raw in ref[2:].split("/"):
+            part = raw.replace("~1", "/").replace("~0", "~")
+            if isinstance(cur, dict) and part in cur:
+                cur = cur[part]
+            elif isinstance(cur, list) and part.isdigit() and int(part) < len(cur):
+                cur = cur[int(part)]
+            else:
+                return False
+        return isinstance(cur, dict | bool)
+    if ref.startswith("#"):
+        return ref[1:] in _anchors(root)
+    return False  # another document: seamkit never fetches one
+
+
+def _anchors(value: Any) -> set[str]:
+    found: set[str] = set()
+    if isinstance(value, dict):
+        if isinstance(value.get("$anchor"), str):
+            found.add(value["$anchor"])
+        for v in value.values():
+            found |= _anchors(v)
+    elif isinstance(value, list):
+        for v in value:
+            found |= _anchors(v)
+    return found
+
+
+def _local_refs(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` without the ``$ref`` s (and ``$dynamicRef`` s) it cannot resolve by itself (a
+    url, a file, a pointer to nothing): that part then accepts anything, and no validator tries to
+    fetch it."""
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()
+                    if not (k in ("$ref", "$dynamicRef") and not (isinstance(v, str) and _resolves(schema, v)))}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    out: dict[str, Any] = walk(schema)
     return out
 
 
@@ -108,7 +160,13 @@ class ArgumentValidator:
         plain = _plain(dict(arguments))
         if not isinstance(plain, dict):
             raise ToolArgumentError(self._tool, ["(arguments): not JSON"])
-        errors = sorted(self._validator.iter_errors(plain), key=lambda e: [str(p) for p in e.absolute_path])
+        try:
+            errors = sorted(self._validator.iter_errors(plain), key=lambda e: [str(p) for p in e.absolute_path])
+        except Exception as exc:  # a reference normalise_schema did not catch: never fetched, never a private class
+            ref = getattr(exc, "ref", None) or getattr(getattr(exc, "__cause__", None), "ref", None)
+            what = f"{ref!r}" if isinstance(ref, str) else "a part it cannot resolve"
+            raise ToolArgumentError(self._tool, [
+                f"(arguments): the tool's input schema refers to {what}, which seamkit does not fetch"]) from None
         if errors:
             raise ToolArgumentError(self._tool, [
                 f"{'.'.join(str(p) for p in e.absolute_path) or '(arguments)'}: {e.message}" for e in errors])

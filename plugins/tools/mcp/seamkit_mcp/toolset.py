@@ -30,9 +30,9 @@ from seamkit.tools.registry import tool_name_of
 from seamkit.values import ToolOutput, ToolSchema, freeze
 
 from seamkit_mcp.config import McpConfig
-from seamkit_mcp.connection import Listing, McpConnectError, McpSession, ServerSpec
+from seamkit_mcp.connection import Listing, McpConnectError, McpSession, ServerSpec, check_server
 from seamkit_mcp.pins import digest_of, pin_store_for
-from seamkit_mcp.results import call_output, prompt_output, resource_output
+from seamkit_mcp.results import Limits, call_output, limited, prompt_output, resource_output
 from seamkit_mcp.schema import ArgumentValidator, normalise_schema
 
 if TYPE_CHECKING:
@@ -64,6 +64,7 @@ class McpServerLink:
         self.offered = dict(offered)
         cfg = spec.config
         self.stop = cfg.on_failure == "stop"
+        self.limits = Limits(cfg.max_result_chars, cfg.max_images, cfg.max_image_bytes)
 
     async def _open(self, ctx: RunContext) -> McpSession:
         cfg = self.spec.config
@@ -134,6 +135,7 @@ class McpServerLink:
                    pinned: str | None = None) -> T:
         """``await op(client)`` on the run's session, bounded by the configured ``timeout``;
         ``pinned``: the server's name of a tool whose pin is checked first."""
+        import pydantic
         from mcp.shared.exceptions import MCPError
         from mcp.types import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND, REQUEST_TIMEOUT
 
@@ -159,12 +161,15 @@ class McpServerLink:
             # parameters: JSON-RPC 2.0, section 5.1) means the tool never ran: nothing applied
             bad = exc.code in (INVALID_PARAMS, METHOD_NOT_FOUND)
             cls = FailureClass.INVALID_REQUEST if bad else FailureClass.SERVER_ERROR
-            self._failure(ctx, tool, f"MCP server {self.spec.id!r} refused the call of {tool!r}: {exc.message}", cls,
-                          sent=not bad, stop=False)
+            self._failure(ctx, tool, f"MCP server {self.spec.id!r} refused the call of {tool!r}: {exc.message}"
+                          f"{session.http_note()}", cls, sent=not bad, stop=False)
         except TimeoutError:
             if session.alive:
                 self._timed_out(ctx, tool, timeout)
             await self._died(ctx, tool, session)
+        except pydantic.ValidationError as exc:  # the SDK's parsing of the server's answer
+            self._failure(ctx, tool, f"MCP server {self.spec.id!r} sent a result that does not follow the MCP schema "
+                          f"({_first_error(exc)})", FailureClass.SERVER_ERROR, sent=True)
         except (OSError, EOFError) as exc:
             await self._died(ctx, tool, session, exc)
         except Exception as exc:
@@ -187,6 +192,18 @@ class McpServerLink:
         self._failure(ctx, tool, session.describe(
             f"MCP server {self.spec.id!r} stopped or closed the connection during the call of {tool!r}{why}"),
             FailureClass.SERVER_ERROR, sent=True)
+
+
+def _first_error(exc: Any) -> str:
+    """The first error of a pydantic ``ValidationError``, short: ``structuredContent: Input should
+    be a valid dictionary`` (no input values, no links)."""
+    errors = exc.errors(include_url=False, include_input=False)
+    if not errors:
+        return "not valid"
+    first = errors[0]
+    where = ".".join(str(p) for p in first["loc"])
+    more = f"; {len(errors) - 1} more" if len(errors) > 1 else ""
+    return f"{where + ': ' if where else ''}{str(first['msg'])[:200]}{more}"
 
 
 class McpTool:
@@ -225,7 +242,7 @@ class McpTool:
             ctx, self._schema.name,
             lambda c: c.call_tool(self.server_name, dict(arguments), read_timeout_seconds=timeout),
             pinned=self.server_name)
-        return call_output(result)
+        return limited(call_output(result), self.link.limits)
 
     def __repr__(self) -> str:
         return f"<mcp tool {self._schema.name} of {self.link.spec.id} side_effecting={self._schema.side_effecting}>"
@@ -250,7 +267,8 @@ class _HelperTool:
 
     async def invoke(self, arguments: Mapping[str, Any], ctx: RunContext) -> Any:
         args = dict(arguments)
-        return await self.link.call(ctx, self._schema.name, lambda c: self._run(c, args))
+        out = await self.link.call(ctx, self._schema.name, lambda c: self._run(c, args))
+        return limited(out, self.link.limits) if isinstance(out, ToolOutput) else out
 
 
 class McpToolset:
@@ -287,7 +305,8 @@ def build_toolset(config: McpConfig) -> McpToolset:
     Raises :class:`~seamkit_mcp.connection.McpConnectError` when the server cannot be started or
     reached (the message names it; a stdio server's stderr tail included, secrets masked) and
     :class:`~seamkit.errors.ConfigError` for ``allow``/``deny`` names the server does not have and
-    for tool names that clash."""
+    for tool names that clash, and for a stdio server whose command or cwd does not exist."""
+    check_server(config)
     spec = ServerSpec.of(config)
     listing = run_sync(discover(spec))
     return toolset_from(spec, listing)
@@ -315,19 +334,12 @@ def toolset_from(spec: ServerSpec, listing: Listing) -> McpToolset:
     chosen = _selected(spec, listing)
     link = McpServerLink(spec, {t.name: digest_of(t) for t in chosen})
     tools: list[Any] = []
-    seen: dict[str, str] = {}
-
-    def name_for(server_name: str, what: str) -> str:
-        name = (cfg.prefix + tool_name_of(server_name))[:MAX_NAME]
-        if name in seen:
-            raise ConfigError([ConfigIssue(
-                f"{what} and {seen[name]} of MCP server {spec.id!r} both become the tool name {name!r}: "
-                "deny one of them, or set a different 'prefix' for this server", "prefix")])
-        seen[name] = what
-        return name
+    names = {t.name: (cfg.prefix + tool_name_of(t.name))[:MAX_NAME] for t in chosen}
+    _refuse_clashes(spec, names)
+    seen: dict[str, str] = {names[t.name]: f"tool {t.name!r}" for t in chosen}
 
     for t in chosen:
-        name = name_for(t.name, f"tool {t.name!r}")
+        name = names[t.name]
         description = (t.description or "").strip() or (
             f"Calls the tool {t.name!r} of the MCP server {spec.id!r} (the server gives no description).")
         read_only = t.annotations is not None and t.annotations.read_only_hint is True
@@ -343,6 +355,25 @@ def toolset_from(spec: ServerSpec, listing: Listing) -> McpToolset:
         seen[schema.name] = f"the helper {schema.name!r}"
         tools.append(helper)
     return McpToolset(link, tools)
+
+
+def _refuse_clashes(spec: ServerSpec, names: Mapping[str, str]) -> None:
+    """Refuse tools of this one server whose names become the same tool name once made valid
+    (``a.b``, ``a b`` and ``a_b`` all become ``a_b``): a prefix cannot part them, only ``deny``
+    can. One issue per clash, at ``deny``, naming every tool in it."""
+    by_name: dict[str, list[str]] = {}
+    for server_name, name in names.items():
+        by_name.setdefault(name, []).append(server_name)
+    issues = []
+    for name, group in by_name.items():
+        if len(group) > 1:
+            listed = ", ".join(map(repr, group[:-1])) + f" and {group[-1]!r}"
+            others = ", ".join(json.dumps(n) for n in group[1:])
+            issues.append(ConfigIssue(
+                f"the tools {listed} of MCP server {spec.id!r} all become the tool name {name!r}: keep one and "
+                f"deny the others (e.g. deny: [{others}])", "deny"))
+    if issues:
+        raise ConfigError(issues)
 
 
 def _helpers(link: McpServerLink, listing: Listing) -> list[_HelperTool]:

@@ -24,7 +24,7 @@ from seamkit_mcp.connection import McpConnectError, ServerSpec
 from seamkit_mcp.toolset import McpToolset, build_toolset, discover, toolset_from
 
 SERVER_TOOLS = ["ping", "weather", "snapshot", "fail", "hang", "die", "write_note", "auth_header", "lookup",
-                "evolving"]
+                "evolving", "order_ids", "cities", "big_text", "images"]
 HELPERS = ["list_resources", "read_resource", "list_prompts", "get_prompt"]
 
 
@@ -235,8 +235,11 @@ def test_build_errors_name_the_server_with_its_stderr_and_mask_secrets(tmp_path:
     text = str(err.value)
     assert "MCP server 'mcp_test_server'" in text and "fatal: cannot start (config missing)" in text
     assert secret not in text and "token ***" in text
+    missing = McpConfig(server={"command": str(tmp_path / "nonexistent")})
+    with pytest.raises(ConfigError, match=r"server: the MCP server cannot be started: command .*nonexistent"):
+        build_toolset(missing)  # refused before anything is started
     with pytest.raises(McpConnectError, match=r"could not be started or reached.*nonexistent"):
-        build_toolset(McpConfig(server={"command": str(tmp_path / "nonexistent")}))
+        asyncio.run(discover(ServerSpec.of(missing)))  # at run time (gone since build): a connect error
 
 
 def test_a_server_that_never_answers_initialize_times_out(tmp_path: Path) -> None:

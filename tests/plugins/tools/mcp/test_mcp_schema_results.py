@@ -154,5 +154,37 @@ def test_tool_names_descriptions_and_side_effects_from_the_servers_definitions()
     assert [t.schema.side_effecting for t in ts.tools] == [False, True, True]  # only readOnlyHint: true is read-only
     assert ts.tools[2].schema.description == (
         "Calls the tool 'delete' of the MCP server 'srv' (the server gives no description).")
-    with pytest.raises(ConfigError, match="both become the tool name 'a_b'"):
+    with pytest.raises(ConfigError, match=r"the tools 'a\.b' and 'a_b' .* all become the tool name 'a_b'"):
         _toolset_of(Tool(name="a.b", input_schema={}), Tool(name="a_b", input_schema={}))
+
+
+def test_refs_the_schema_cannot_resolve_by_itself_are_dropped_never_fetched() -> None:
+    raw = {"properties": {"a": {"$ref": "#/$defs/missing"}, "b": {"$ref": "#/$defs/x"}, "c": {"$ref": "#here"},
+                          "d": {"$ref": "https://example.invalid/d.json", "description": "kept"}},
+           "$defs": {"x": {"type": "string", "$anchor": "here"}}}
+    out = normalise_schema(raw)
+    assert out["properties"] == {"a": {}, "b": {"$ref": "#/$defs/x"}, "c": {"$ref": "#here"},
+                                 "d": {"description": "kept"}}
+    v = ArgumentValidator("t", out)
+    assert v.validate({"a": 1, "d": [2]}) == {"a": 1, "d": [2]}
+    with pytest.raises(ToolArgumentError, match="c: 3 is not of type 'string'"):
+        v.validate({"c": 3})
+
+
+def test_a_validator_given_an_unresolvable_ref_says_so_plainly() -> None:
+    v = ArgumentValidator("t", {"type": "object", "properties": {"a": {"$ref": "https://example.invalid/x.json"}}})
+    with pytest.raises(ToolArgumentError) as err:
+        v.validate({"a": 1})
+    assert err.value.problems == ("(arguments): the tool's input schema refers to 'https://example.invalid/x.json', "
+                                  "which seamkit does not fetch",)
+
+
+def test_limits_cut_the_json_of_a_structured_value_and_leave_small_outputs_alone() -> None:
+    from seamkit.values import ToolOutput
+    from seamkit_mcp.results import Limits, limited
+
+    small = ToolOutput({"a": 1}, images=(ImageBlock("image/png", data=PNG),))
+    assert limited(small, Limits()) is small
+    out = limited(ToolOutput({"a": "x" * 50}, is_error=True), Limits(chars=20))
+    assert out.value == '{"a":"xxxxxxxxxxxxxx\n[38 more characters left out: the result has 58, more than ' \
+                        'max_result_chars (20)]' and out.is_error
