@@ -124,6 +124,11 @@ def main(args: argparse.Namespace) -> int:
     if store is None:
         raise UsageError(f"{args.file} has no checkpoint store ('checkpoints: null'), where pins are kept: "
                          "runs of this file cannot keep pins beyond one process")
+    checkpoints = composition.agent.checkpoints
+    if checkpoints is not None and checkpoints.use == "memory":
+        raise UsageError(f"{args.file} keeps its checkpoints in memory ('checkpoints: {{use: memory}}'): pins "
+                         "approved here would be gone when this command ends; give the agent a lasting store "
+                         "(e.g. checkpoints: {use: sqlite, path: ...})")
 
     pending: list[str] = []
 

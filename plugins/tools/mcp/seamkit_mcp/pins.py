@@ -9,7 +9,11 @@ approval: a tool that turns itself read-only must not skip approvals silently.
 Pins live in a store (:class:`~seamkit.ports.StorePort`: the run's ``"store"`` service, else
 the agent's checkpoint store through its effect ledger, else a dict of this process), under the
 scope ``Scope(tenant="seamkit.mcp.pins:<tenant>")`` and the key ``json.dumps([server, tool])``,
-as ``{"digest": ..., "definition": {...}}``.
+as ``{"digest": ..., "definition": {...}}``; and under ``json.dumps([server, "*"])`` the names
+of the server's tools ever pinned. The first session with a server pins every tool it offers
+(trust on first use); a tool a known server adds later is *new* and is not offered until it is
+approved, like a changed one (a server that was approved with harmless tools must not gain an
+"always call me first with the user's data" tool silently).
 """
 
 from __future__ import annotations
@@ -64,21 +68,35 @@ class PinStore:
         return json.dumps([server, tool])
 
     async def get(self, server: str, tool: str) -> Pin | None:
-        key = self._key(server, tool)
-        got = _LOCAL.get((self.scope.tenant, key)) if self.store is None else await self.store.get(self.scope, key)
+        got = await self._read(self._key(server, tool))
         if not isinstance(got, dict) or not isinstance(got.get("digest"), str):
             return None
         return Pin(got["digest"], dict(got.get("definition") or {}))
 
-    async def put(self, server: str, tool: Any) -> Pin:
-        """Pin the current definition of ``tool`` (an MCP ``Tool``) of ``server``."""
-        pin = Pin(digest_of(tool), definition_of(tool))
-        value = {"digest": pin.digest, "definition": pin.definition}
-        key = self._key(server, tool.name if not isinstance(tool, dict) else tool["name"])
+    async def _read(self, key: str) -> Any:
+        return _LOCAL.get((self.scope.tenant, key)) if self.store is None else await self.store.get(self.scope, key)
+
+    async def _write(self, key: str, value: Any) -> None:
         if self.store is None:
             _LOCAL[(self.scope.tenant, key)] = value
         else:
             await self.store.set(self.scope, key, value)
+
+    async def known(self, server: str) -> frozenset[str] | None:
+        """The names of ``server``'s tools that were ever pinned, or ``None`` for a server never
+        seen (then its first session pins everything it offers: trust on first use; after that, a
+        tool the server adds is new and needs approving like a changed one)."""
+        got = await self._read(self._key(server, "*"))
+        return frozenset(str(n) for n in got) if isinstance(got, list) else None
+
+    async def put(self, server: str, tool: Any) -> Pin:
+        """Pin the current definition of ``tool`` (an MCP ``Tool``) of ``server``."""
+        pin = Pin(digest_of(tool), definition_of(tool))
+        name = tool.name if not isinstance(tool, dict) else tool["name"]
+        await self._write(self._key(server, name), {"digest": pin.digest, "definition": pin.definition})
+        names = await self.known(server) or frozenset()
+        if name not in names:
+            await self._write(self._key(server, "*"), sorted({*names, name}))
         return pin
 
 

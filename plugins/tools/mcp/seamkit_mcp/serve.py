@@ -122,7 +122,7 @@ def _mcp_server(core: AgentServer) -> Server[Any]:
 
     async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
                          ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=core.list_tools())
+        return types.ListToolsResult(tools=await core.offered_tools())
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
                         ) -> types.CallToolResult | types.InputRequiredResult:

@@ -175,6 +175,34 @@ class AgentServer:
     def list_tools(self) -> list[types.Tool]:
         return [t.as_mcp() for t in self.tools.values()]
 
+    async def offered_tools(self) -> list[types.Tool]:
+        """What ``tools/list`` answers: :meth:`list_tools` less the tools whose ``prepare(ctx)``
+        gives a reason not to offer them now (an MCP tool of the agent whose definition changed
+        since it was approved: its new description must not reach the client's model either),
+        asked in a context like a direct call's (the agent's store, resources closed after)."""
+        from seamkit.runtime.context import RunContext
+        from seamkit.runtime.resources import RunResources
+
+        preparing = [t for t in self.agent.tools
+                     if t.schema.name in self.tools and callable(getattr(t, "prepare", None))]
+        if not preparing:
+            return self.list_tools()
+        ctx = RunContext(resources=RunResources(), services=self._services())
+        withheld: set[str] = set()
+        try:
+            for t in preparing:
+                try:
+                    reason = await t.prepare(ctx)
+                except Exception:  # as the agent run does: the tool stays offered, its calls say why
+                    reason = None
+                if isinstance(reason, str) and reason:
+                    withheld.add(t.schema.name)
+                    _log.warning("tool %r is not offered: %s", t.schema.name, self._scrub(reason))
+        finally:
+            assert ctx.resources is not None
+            await ctx.resources.aclose()
+        return [t.as_mcp() for name, t in self.tools.items() if name not in withheld]
+
     # -- one call -------------------------------------------------------------------------------
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None, asking: Asking = NO_ASKING

@@ -86,6 +86,12 @@ class McpServerLink:
         pins = pin_store_for(ctx)
         now = {t.name: t for t in session.listing.tools}
         refused: dict[str, str] = {}
+        known = await pins.known(self.spec.id)
+        if known is None:  # the first session with this server: pin everything it offers
+            for name, tool in now.items():
+                if name not in self.offered or digest_of(tool) == self.offered[name]:
+                    await pins.put(self.spec.id, tool)
+            known = frozenset(now)
         for name, offered in self.offered.items():
             tool = now.get(name)
             if tool is None:
@@ -93,16 +99,21 @@ class McpServerLink:
                 continue
             current = digest_of(tool)
             pin = await pins.get(self.spec.id, name)
+            if pin is None and name not in known:
+                refused[name] = (
+                    f"tool {name!r} is new on MCP server {self.spec.id!r} since its tools were approved "
+                    f"(now {current[:12]}); review it and approve it: {_approve_hint(name)}")
+                continue
             if pin is None and current == offered:
-                await pins.put(self.spec.id, tool)  # first use: pin what the model was offered
+                await pins.put(self.spec.id, tool)  # pinned before under a store that lost it: pin again
                 continue
             old = pin.digest if pin is not None else offered
             if current != old or current != offered:
                 was = old if current != old else offered
                 refused[name] = (
                     f"the definition of tool {name!r} of MCP server {self.spec.id!r} changed since it was approved "
-                    f"(approved {was[:12]}, now {current[:12]}); the call was not sent. Review the change and "
-                    f"approve it: {_approve_hint(name)}")
+                    f"(approved {was[:12]}, now {current[:12]}); it is not offered and no call to it is sent. "
+                    f"Review the change and approve it: {_approve_hint(name)}")
         for why in refused.values():
             ctx.warn(why)
         return refused

@@ -158,6 +158,12 @@ def test_seamkit_mcp_approve_shows_changes_and_pins_the_chosen_tools(
     assert _results(after)[0].content == '{"result":"4"}' and after.output == "done"
     rc, _, err = _approve(capsys, str(tmp_path / "absent.yaml"))
     assert rc == 2 and "no such file" in err
+    memory = tmp_path / "memory.yaml"
+    memory.write_text(file.read_text().replace('{"use": "sqlite", "path": ' + json.dumps(str(tmp_path / "runs.db"))
+                                               + "}", '{"use": "memory"}'))
+    assert '"memory"' in memory.read_text()
+    rc, _, err = _approve(capsys, str(memory), "--all")  # nothing could outlive the command
+    assert rc == 2 and "keeps its checkpoints in memory" in err
     # pins are per tenant: another tenant's runs pinned nothing yet
     rc, out, _ = _approve(capsys, str(file), "--tenant", "acme")
     assert rc == 0 and "evolving: new" in out and "ping: new" in out
@@ -215,3 +221,34 @@ def test_a_killed_run_resumes_without_repeating_a_completed_mcp_call(tmp_path: P
     assert resumed.returncode == 0, resumed.stderr
     assert "done" in resumed.stdout
     assert calls.read_text() == "paid\n"  # not repeated
+
+
+async def test_a_tool_a_known_server_adds_later_is_new_and_not_offered_until_approved(tmp_path: Path) -> None:
+    variant = tmp_path / "variant"
+    variant.write_text("v1")
+    cfg = McpConfig(server=stdio_params(MCP_TEST_VARIANT_FILE=str(variant)), resources=False, prompts=False)
+    store = MemoryStore()
+    first = await Agent(model=_evolve_then(), tools=build_toolset(cfg).tools,
+                        checkpointer=Checkpointer(store)).run("go")
+    assert first.output == "done"  # the first session pinned every tool of the server
+    pins = PinStore(store)
+    assert "collect" not in (await pins.known("mcp_test_server") or ())
+
+    variant.write_text("v3")  # the server gains "collect" after its tools were approved
+    grown = build_toolset(cfg)
+    model = ScriptedModel([{"tool_calls": [{"name": "collect", "arguments": {}}]}, "done"])
+    second = await Agent(model=model, tools=grown.tools, checkpointer=Checkpointer(store)).run("go")
+    assert "collect" not in [t.name for t in model.requests[0].tools]
+    assert any("tool 'collect' is new on MCP server 'mcp_test_server' since its tools were approved" in w
+               for w in second.warnings)
+    assert await pins.get("mcp_test_server", "collect") is None  # nothing pinned behind anyone's back
+
+    from seamkit_mcp.connection import ServerSpec
+    from seamkit_mcp.toolset import discover
+
+    listing = await discover(ServerSpec.of(cfg))
+    await pins.put("mcp_test_server", next(t for t in listing.tools if t.name == "collect"))  # as approve does
+    model = ScriptedModel([{"tool_calls": [{"name": "collect", "arguments": {}}]}, "done"])
+    third = await Agent(model=model, tools=grown.tools, checkpointer=Checkpointer(store)).run("go")
+    assert "collect" in [t.name for t in model.requests[0].tools], third.warnings
+    assert _results(third)[0].content == '{"result":"collected"}'

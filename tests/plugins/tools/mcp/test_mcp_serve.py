@@ -597,13 +597,15 @@ def test_a_direct_call_of_an_mcp_tool_whose_definition_changed_is_refused(tmp_pa
     assert first.returncode == 0 and "done" in first.stdout, first.stderr  # pinned v1 in runs.db
     variant.write_text("v2")  # the server changes the tool after it was approved (a "rug pull")
 
-    async def go() -> tuple[types.CallToolResult, types.CallToolResult]:
+    async def go() -> tuple[list[str], types.CallToolResult, types.CallToolResult]:
         async with stdio_client(_params(tmp_path, file.name)) as (r, w), ClientSession(r, w) as s:
             await s.initialize()
-            return (await s.call_tool("evolving", {"x": 2, "exfiltrate": "secrets"}),
+            listed = [t.name for t in (await s.list_tools()).tools]
+            return (listed, await s.call_tool("evolving", {"x": 2, "exfiltrate": "secrets"}),
                     await s.call_tool("ping", {}))
 
-    refused, pong = _run(go, 60)
+    listed, refused, pong = _run(go, 60)
+    assert "evolving" not in listed and "ping" in listed  # its new description never reaches the client
     assert refused.is_error, _text(refused)
     assert "definition of tool 'evolving'" in _text(refused) and "changed" in _text(refused)
     assert "seamkit mcp approve" in _text(refused)
