@@ -303,3 +303,33 @@ async def test_prepare_is_asked_again_when_a_run_resumes() -> None:
     assert log == ["prepare gated", "prepare gated"]
     assert [t.name for t in model.requests[-1].tools] == ["write"]
     assert "tool 'gated' is not offered in this run: withdrawn by its server" in done.warnings
+
+
+async def test_a_call_waiting_for_approval_whose_tool_is_not_offered_on_resume_waits_no_more() -> None:
+    from seamkit.durability.approvals import approve
+    from seamkit.testing import MemoryStore
+    from seamkit.values import ToolSchema
+
+    log: list[str] = []
+    gated = _Prepared("gated", None, log)
+    gated.schema = ToolSchema("gated", gated.schema.description, gated.schema.parameters, True)
+
+    @tool(side_effecting=True)
+    async def write() -> str:
+        """Write something; returns ok."""
+        return "ok"
+
+    model = ScriptedModel([{"tool_calls": [{"name": "gated", "arguments": {}}]},
+                           {"tool_calls": [{"name": "write", "arguments": {}}]}, "done"])
+    agent = Agent(model=model, tools=(gated, write), checkpointer=Checkpointer(MemoryStore()),
+                  approvals={"gated": "every_call", "write": "every_call"})
+    first = await agent.run("go")
+    assert [p.tool for p in first.pending_approvals] == ["gated"]
+    gated.reason = "its definition changed"
+    second = await agent.resume(first.run_id, decisions={c.call_id: approve() for c in first.pending_approvals})
+    # the refused call waits no more; the next call needing approval is asked for, not taken as rejected
+    assert second.stop_reason == "suspended"
+    assert [p.tool for p in second.pending_approvals] == ["write"]
+    done = await agent.resume(first.run_id, decisions={c.call_id: approve() for c in second.pending_approvals})
+    assert (done.stop_reason, done.output, done.pending_approvals) == ("completed", "done", ())
+    assert "invoke gated" not in log

@@ -1109,6 +1109,12 @@ class Run:
                 refused[c.id] = limit_result(c, "max_tool_calls", cap or 0)
             else:
                 allowed.append(c)
+        if refused and self.pending_approvals:
+            # a call that waited for a person and is now refused (its tool is not offered in this
+            # run, a limit was reached) is no longer waiting: its decision has nothing to decide
+            self.pending_approvals = tuple(p for p in self.pending_approvals if p.call_id not in refused)
+            if not self.pending_approvals:
+                self.decisions = None
         ran: tuple[ToolResult, ...] = ()
         if allowed:
             got = await self._run_tools(tuple(allowed), meta)
