@@ -6,7 +6,17 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, SecretStr, Tag, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SecretStr,
+    StrictInt,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 __all__ = ["HttpServer", "McpConfig", "StdioServer"]
 
@@ -95,14 +105,14 @@ class McpConfig(BaseModel):
         description="A dead, hung or unreachable server: 'error' gives the model an error result and the run "
         "goes on; 'stop' stops the run with ToolUnavailable",
     )
-    max_result_chars: int = Field(
+    max_result_chars: StrictInt = Field(
         default=100_000, ge=1, le=10_000_000,
         description="Characters of a result's text passed to the model (its JSON for structured results); "
         "the rest is cut, with a note saying how many characters were left out")
-    max_images: int = Field(
+    max_images: StrictInt = Field(
         default=8, ge=0, le=100,
         description="Images of one result passed to the model; those beyond are described in the text")
-    max_image_bytes: int = Field(
+    max_image_bytes: StrictInt = Field(
         default=5 * 1024 * 1024, ge=1, le=100 * 1024 * 1024,
         description="Bytes (decoded) an image may have to be passed to the model (default 5 MiB); a larger "
         "one is described in the text instead")
@@ -120,8 +130,13 @@ class McpConfig(BaseModel):
         if "command" in value and "url" in value:
             raise ValueError("give either command (a stdio server) or url (streamable HTTP), not both")
         if "command" not in value and "url" not in value:
+            import difflib
+
+            near = [k for k in value if isinstance(k, str)
+                    and difflib.get_close_matches(k.lower(), ("command", "url"), n=1, cutoff=0.7)]
+            hint = f" (is {near[0]!r} one of them, misspelt?)" if near else ""
             raise ValueError("server needs command (a stdio server, e.g. {command: python, args: [server.py]}) "
-                             "or url (streamable HTTP, e.g. {url: http://127.0.0.1:8000/mcp})")
+                             f"or url (streamable HTTP, e.g. {{url: http://127.0.0.1:8000/mcp}}){hint}")
         return value
 
     @field_validator("prefix")

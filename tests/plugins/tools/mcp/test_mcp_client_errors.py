@@ -49,6 +49,7 @@ def _seamkit(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subpro
     ("{command: x, url: 'http://127.0.0.1/mcp'}", 15, "server",
      "give either command (a stdio server) or url (streamable HTTP), not both"),
     ("{}", 15, "server", "server needs command (a stdio server"),
+    ("{comand: python}", 15, "server", "(is 'comand' one of them, misspelt?)"),
     ("{url: notaurl}", 21, "server.url", "the url of an MCP server must start with http:// or https://"),
     ("{url: 'http://127.0.0.1/mcp', comand: x}", 45, "server.comand",
      "unknown key 'comand' for tool 'mcp' (allowed: url, headers)"),
@@ -79,6 +80,14 @@ def test_a_stdio_server_that_cannot_start_fails_validate_at_the_server_key(
     err = capsys.readouterr().err
     assert f"{path}:6:15: agent.tools[0].server: tool 'mcp': the MCP server cannot be started: " in err
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("key", ["max_result_chars", "max_images", "max_image_bytes"])
+def test_a_limit_must_be_a_whole_number_not_a_boolean(key: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="valid integer"):
+        McpConfig.model_validate({"server": {"command": "python"}, key: True})
 
 
 def test_the_stderr_tail_is_on_the_messages_line(tmp_path: Path) -> None:
