@@ -105,11 +105,47 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"the agent {agent.name!r} has no tools to serve (and --no-agent-tool was given)")
     server = _mcp_server(core)
     if wire is not None:
-        run_interruptible(_serve_stdio(server, wire, agent))
+        run_interruptible(_stopping_on_sigterm(_serve_stdio(server, wire, agent)))
     else:
         assert address is not None
-        run_interruptible(_serve_http(server, address, agent))
+        run_interruptible(_stopping_on_sigterm(_serve_http(server, address, agent)))
     return 0
+
+
+async def _stopping_on_sigterm(serving: Any) -> None:
+    """``await serving``, ended by SIGTERM the way asyncio ends a run on Ctrl-C: the serving task
+    is cancelled (its cleanup runs: the SDK's task groups, the stores) and
+    :class:`~seamkit.cli.main.Terminated` is raised afterwards (exit 143). The CLI's own SIGTERM
+    handler raises from whatever code the signal lands in, which inside the SDK's task groups can
+    leave the shutdown waiting."""
+    import signal
+
+    from seamkit.cli import main as cli
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.ensure_future(serving)
+    got: list[int] = []
+
+    def on_sigterm() -> None:
+        got.append(signal.SIGTERM)
+        task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+        await task
+        return
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not got:
+            raise
+        cli._terminated = True  # as the CLI's own handler records it
+        raise cli.Terminated() from None
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        if not task.done():
+            task.cancel()
 
 
 # -- the MCP server ----------------------------------------------------------------------------

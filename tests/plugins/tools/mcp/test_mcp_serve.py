@@ -553,7 +553,11 @@ def test_stdio_server_stops_on_ctrl_c_and_sigterm(workdir: Path, sig: signal.Sig
         proc.stdin.flush()
         assert json.loads(proc.stdout.readline())["id"] == 1  # serving, stdin still open
         proc.send_signal(sig)
-        assert proc.wait(timeout=15) == code
+        try:
+            assert proc.wait(timeout=15) == code
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(f"serve outlived {sig.name} by 15 s; its stderr: {proc.communicate()[1][-2000:]}")
     finally:
         if proc.poll() is None:
             proc.kill()
