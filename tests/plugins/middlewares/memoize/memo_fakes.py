@@ -21,6 +21,7 @@ def request(text: str = "What is 2 + 2?") -> ChatRequest:
 
 class CountingModel:
     """An LLMPort that counts its calls, waits ``delay`` seconds (so concurrent calls overlap),
+    ``gate`` (an event) holds every call until set; ``started`` is set once a call began. It
     answers ``text`` (and a tool call when ``tool``), with ``finish`` and a reported cost of
     $0.001; ``fail`` raises a ProviderError instead, once per listed call number (1-based)."""
 
@@ -28,7 +29,7 @@ class CountingModel:
     __test__ = False
 
     def __init__(self, *, text: str = "4", tool: bool = False, finish: FinishReason | None = None,
-                 delay: float = 0.05, fail: tuple[int, ...] = ()) -> None:
+                 delay: float = 0.05, fail: tuple[int, ...] = (), gate: asyncio.Event | None = None) -> None:
         self.model = "fake-1"
         self.price = PRICE
         self.text = text
@@ -37,6 +38,8 @@ class CountingModel:
         self.delay = delay
         self.fail = fail
         self.calls = 0
+        self.gate = gate
+        self.started = asyncio.Event()
 
     async def chat(self, request: ChatRequest) -> LLMResult:
         return await collect_result(self.stream(request), provider=self.provider, model=self.model)
@@ -44,6 +47,9 @@ class CountingModel:
     async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
         self.calls += 1
         n = self.calls
+        self.started.set()
+        if self.gate is not None:
+            await self.gate.wait()
         await asyncio.sleep(self.delay)
         if n in self.fail:
             raise ProviderError("overloaded", FailureClass.OVERLOADED, provider=self.provider)

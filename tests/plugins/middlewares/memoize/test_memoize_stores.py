@@ -87,29 +87,32 @@ async def test_refusals_are_not_cached(store: Any, finish: Any) -> None:
 
 
 async def test_a_stream_closed_early_is_not_cached(store: Any) -> None:
-    model = CountingModel()
+    gate = asyncio.Event()
+    model = CountingModel(gate=gate, delay=0)
     memo = Memoize(store)
-
-    async def first_then_cancel() -> None:
-        task = asyncio.ensure_future(collect_result(run([memo], model)))
-        await asyncio.sleep(0.01)  # inside the model's delay: the answer is not complete
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    await first_then_cancel()
+    task = asyncio.ensure_future(collect_result(run([memo], model)))
+    await model.started.wait()  # the model was called; its answer is held back
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    gate.set()
     await collect_result(run([memo], model))
     assert model.calls == 2
 
 
 async def test_a_waiter_whose_leader_was_cancelled_runs_its_own_call(store: Any) -> None:
-    model = CountingModel(delay=0.2)
+    gate = asyncio.Event()
+    model = CountingModel(gate=gate, delay=0)
     memo = Memoize(store)
     leader = asyncio.ensure_future(collect_result(run([memo], model)))
-    await asyncio.sleep(0.02)
+    await model.started.wait()
     waiter = asyncio.ensure_future(collect_result(run([memo], model)))
-    await asyncio.sleep(0.02)
+    for _ in range(50):  # let the waiter reach the store's single-flight wait
+        await asyncio.sleep(0)
     leader.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await leader
+    gate.set()
     r = await waiter
     assert r.text == "4" and model.calls == 2
 
