@@ -6,8 +6,8 @@ Each call through the chain (chat and tool) appends one record (a ``dict`` of JS
 
 - ``v`` (record version, 1), ``at`` (ISO 8601 UTC time the call started, from ``ctx.clock``),
   ``run_id``, ``parent_run_id``, ``tenant``, ``user``, ``step`` (the model turn, from
-  ``Call.meta``, ``None`` when not given), ``agent`` (``None``: the run context does not carry
-  the agent's name).
+  ``Call.meta``, ``None`` when not given), ``agent`` (the calling agent's name, from
+  ``Call.meta``; ``None`` for a call made outside an agent's turn, e.g. a resumed tool batch).
 - ``kind``: ``chat`` or ``tool``. Chat: ``provider``, ``model`` (the requested one) and
   ``response_model`` (the one that answered, when reported), ``finish_reason``. Tool: ``tool``
   (its name) and ``call_id``.
@@ -132,7 +132,7 @@ class Audit:
             "parent_run_id": ctx.parent_run_id,
             "tenant": ctx.scope.tenant,
             "user": ctx.scope.user,
-            "agent": None,
+            "agent": call.meta.get("agent"),
             "step": call.meta.get("step"),
             "kind": call.kind,
         }

@@ -70,7 +70,7 @@ def test_runs_audit_prints_every_call_in_order_and_no_secret_is_stored(tmp_path:
     records = json.loads(shown.stdout)
     assert [(r["kind"], r["step"]) for r in records] == [("chat", 1), ("tool", 1), ("chat", 2), ("tool", 2),
                                                          ("chat", 3)]
-    assert all(r["run_id"] == run_id and r["tenant"] == "default" for r in records)
+    assert all(r["run_id"] == run_id and r["tenant"] == "default" and r["agent"] == "auditor" for r in records)
     chats = [r for r in records if r["kind"] == "chat"]
     assert all(r["provider"] == "scripted" and r["outcome"] == "ok" for r in chats)
     assert all(r["cost_usd"] == "0" and r["cost_source"] == "local" and r["input_tokens"] == 0 for r in chats)

@@ -48,7 +48,7 @@ async def test_records_chat_and_tool_calls_with_digests_only() -> None:
     audit = Audit(store)
     ctx = _ctx()
     req = ChatRequest((Message.user(f"my password is {SECRET}"),))
-    await collect(chain([audit], _chat_ok)(Call("chat", req, ctx, {"step": 1}, Model())))
+    await collect(chain([audit], _chat_ok)(Call("chat", req, ctx, {"step": 1, "agent": "bot"}, Model())))
     call = ToolCall("c1", "login", {"password": SECRET})
     await collect_one(chain([audit], _tool)(Call("tool", ToolRequest(call), ctx, {"step": 1})))
     failing = ToolCall("c2", "login", {"fail": True})
@@ -61,7 +61,8 @@ async def test_records_chat_and_tool_calls_with_digests_only() -> None:
     chat, tool, failed, err = recs
     assert chat["provider"] == "fake" and chat["model"] == "fake-1" and chat["response_model"] == "fake-1-2026"
     assert (chat["input_tokens"], chat["output_tokens"], chat["cost_usd"]) == (10, 2, "0.0005")
-    assert chat["user"] == "ann" and chat["tenant"] == "acme" and chat["step"] == 1
+    assert chat["user"] == "ann" and chat["tenant"] == "acme" and chat["step"] == 1 and chat["agent"] == "bot"
+    assert tool["agent"] is None  # not given in this call's meta
     assert tool["tool"] == "login" and tool["call_id"] == "c1"
     assert tool["arguments_sha256"] == arguments_digest({"password": SECRET})
     assert failed["error"] == "tool_error"
