@@ -9,8 +9,8 @@ How a chat call goes through it (tool calls are not wrapped):
    form (an object in ``extra``) is not cached.
 2. **Lookup, single-flight.** ``StorePort.get_or_set``: a hit replays the stored answer; on a miss
    the rest of the chain runs once, and concurrent identical calls in this process wait for it and
-   replay its answer. A miss is streamed to its caller when the answer is complete (the stream is
-   collected before it is stored), not token by token.
+   replay its answer. A miss streams to its caller as the provider answers (the deltas are
+   collected on the side and stored once the answer is complete).
 3. **What is stored.** Only a complete answer: the stream ended with ``finish_reason`` ``stop``,
    ``tool_calls`` or ``length``, and every tool call's arguments decoded. Never an error (the
    provider's error reaches the caller and every waiter; the next call tries again), a
@@ -35,6 +35,7 @@ Units: ``ttl`` is seconds.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -117,14 +118,19 @@ def replay(record: dict[str, Any]) -> list[Delta]:
     return out
 
 
-async def _drain(stream: AsyncIterator[Delta]) -> list[Delta]:
-    """Every delta of ``stream``; the stream is closed on every exit path."""
-    try:
-        return [d async for d in stream]
-    finally:
-        close = getattr(stream, "aclose", None)
-        if close is not None:
-            await close()
+async def _live(queue: asyncio.Queue[Delta], task: asyncio.Future[Any]) -> AsyncIterator[Delta]:
+    """The deltas put on ``queue`` while ``task`` runs, then those left on it once it is done."""
+    while not task.done():
+        getter = asyncio.ensure_future(queue.get())
+        try:
+            await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not getter.done():
+                getter.cancel()
+        if getter.done() and not getter.cancelled():
+            yield getter.result()
+    while not queue.empty():
+        yield queue.get_nowait()
 
 
 def _cancelled_here() -> bool:
@@ -192,41 +198,60 @@ class Memoize:
             return
         scope = Scope(call.ctx.scope.tenant)
         key = f"{self.namespace}:{digest}"
-        produced: list[Delta] | None = None
-
-        async def produce() -> dict[str, Any]:
-            nonlocal produced
-            deltas = await _drain(nxt(call))
-            produced = deltas
-            record = _record(deltas)
-            if record is None:
-                raise _Uncacheable(deltas)
-            return record
-
         record: Any = None
+        ran = False  # this call ran the rest of the chain (and streamed its deltas live)
         for _ in range(3):
+            queue: asyncio.Queue[Delta] = asyncio.Queue()
+
+            async def produce(queue: asyncio.Queue[Delta] = queue) -> dict[str, Any]:
+                nonlocal ran
+                ran = True
+                deltas: list[Delta] = []
+                stream = nxt(call)
+                try:
+                    async for d in stream:
+                        deltas.append(d)
+                        queue.put_nowait(d)
+                finally:
+                    close = getattr(stream, "aclose", None)
+                    if close is not None:
+                        await close()
+                record = _record(deltas)
+                if record is None:
+                    raise _Uncacheable(deltas)
+                return record
+
+            # the lookup runs as a task so that a miss streams to this caller while it is produced
+            task = asyncio.ensure_future(store.get_or_set(scope, key, produce, ttl=self.ttl))
             try:
-                record = await store.get_or_set(scope, key, produce, ttl=self.ttl)
-                break
-            except _Uncacheable as exc:
-                if produced is None:  # another call's answer was not stored: run this one
-                    break
-                self.misses += 1
-                for d in exc.deltas:
+                async for d in _live(queue, task):
                     yield d
-                return
+                record = task.result()
+                break
+            except _Uncacheable:
+                if ran:  # its deltas were streamed: nothing is stored
+                    self.misses += 1
+                    return
+                break  # another call's answer was not stored: run this one
             except StoreUnavailable as exc:
+                if ran:  # the answer was streamed; only storing it failed
+                    log.warning("memoize: the answer could not be stored (%s)", exc)
+                    self.misses += 1
+                    return
                 log.warning("memoize: the store failed (%s); the call runs uncached", exc)
                 break
             except asyncio.CancelledError:
-                if _cancelled_here() or produced is not None:
+                if _cancelled_here() or ran:
                     raise
                 # the call this one waited for was cancelled by its own caller: try again
                 continue
-        if produced is not None:  # this call ran the chain: its own deltas, real usage
+            finally:
+                if not task.done():  # this stream was closed or cancelled: stop the lookup and the call
+                    task.cancel()
+                    with contextlib.suppress(BaseException):
+                        await task
+        if ran:  # this call ran the chain: its own deltas (real usage) were streamed
             self.misses += 1
-            for d in produced:
-                yield d
             return
         if isinstance(record, dict) and record.get("v") == RECORD_VERSION:
             try:

@@ -21,7 +21,8 @@ def request(text: str = "What is 2 + 2?") -> ChatRequest:
 
 class CountingModel:
     """An LLMPort that counts its calls, waits ``delay`` seconds (so concurrent calls overlap),
-    ``gate`` (an event) holds every call until set; ``started`` is set once a call began. It
+    ``gate`` (an event) holds every call until set; ``started`` is set once a call began; ``hold`` holds the rest
+    of an answer after its first text delta. It
     answers ``text`` (and a tool call when ``tool``), with ``finish`` and a reported cost of
     $0.001; ``fail`` raises a ProviderError instead, once per listed call number (1-based)."""
 
@@ -29,7 +30,8 @@ class CountingModel:
     __test__ = False
 
     def __init__(self, *, text: str = "4", tool: bool = False, finish: FinishReason | None = None,
-                 delay: float = 0.05, fail: tuple[int, ...] = (), gate: asyncio.Event | None = None) -> None:
+                 delay: float = 0.05, fail: tuple[int, ...] = (), gate: asyncio.Event | None = None,
+                 hold: asyncio.Event | None = None) -> None:
         self.model = "fake-1"
         self.price = PRICE
         self.text = text
@@ -39,6 +41,7 @@ class CountingModel:
         self.fail = fail
         self.calls = 0
         self.gate = gate
+        self.hold = hold
         self.started = asyncio.Event()
 
     async def chat(self, request: ChatRequest) -> LLMResult:
@@ -55,6 +58,8 @@ class CountingModel:
             raise ProviderError("overloaded", FailureClass.OVERLOADED, provider=self.provider)
         yield Delta(reasoning="think", reasoning_signature="sig")
         yield Delta(text=self.text[:1])
+        if self.hold is not None:
+            await self.hold.wait()
         if len(self.text) > 1:
             yield Delta(text=self.text[1:])
         if self.tool:

@@ -54,6 +54,23 @@ async def test_twenty_concurrent_identical_calls_run_the_provider_once(store: An
     assert first.usage.cost == Decimal("0.001")
 
 
+async def test_a_miss_streams_live_and_is_stored_once_complete(store: Any) -> None:
+    hold = asyncio.Event()
+    model = CountingModel(text="42", hold=hold, delay=0)
+    memo = Memoize(store)
+    stream = run([memo], model)
+    # wait_for only turns a regression (the answer held back until complete: a deadlock) into a failure
+    first = await asyncio.wait_for(anext(stream), 30)
+    while not first.text:  # the reasoning delta comes first
+        first = await asyncio.wait_for(anext(stream), 30)
+    assert first.text == "4" and not hold.is_set()  # the provider has not finished its answer yet
+    hold.set()
+    rest = [d async for d in stream]
+    assert "".join(d.text or "" for d in rest) == "2" and rest[-1].usage.cost_source == "reported"  # type: ignore[union-attr]
+    r = await collect_result(run([memo], model))
+    assert r.text == "42" and r.usage.cost_source == "cache" and model.calls == 1
+
+
 async def test_another_request_or_tenant_misses(store: Any) -> None:
     model = CountingModel()
     memo = Memoize(store)
