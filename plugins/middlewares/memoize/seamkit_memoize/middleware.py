@@ -19,14 +19,17 @@ How a chat call goes through it (tool calls are not wrapped):
    that was cancelled or closed early. A waiter whose leader's answer was not stored runs its own
    call.
 4. **Replay.** A hit is a stream of :class:`~seamkit.values.Delta`: reasoning, text, one delta per
-   tool call (id, name, arguments JSON), the stored warnings, then one delta with the model, the
+   tool call (id, name, arguments JSON), then one delta with the model, the
    finish reason and a usage whose tokens are the original call's, ``requests`` 0, ``cost``
    ``Decimal(0)`` and ``cost_source`` ``"cache"``. The ``budget`` middleware charges a usage its
    ``cost`` (0), and :func:`seamkit.pricing.price_usage` leaves a ``cache`` cost alone, so a hit
    is never charged. Place ``memoize`` before ``budget`` (outer) so that a hit is not even
-   reserved against the ceiling.
-5. **Store failures** (:class:`~seamkit.errors.StoreUnavailable`) never fail the call: it runs
-   uncached (or, when the answer was produced but could not be stored, that answer is returned)
+   reserved against the ceiling. Warnings of the original call are not replayed (they were
+   reported to the run that made it; those of middlewares inside this one, such as ``budget``'s
+   ceiling notes, would be false for a hit).
+5. **Store failures** (:class:`~seamkit.errors.StoreUnavailable`, a TTL the store refuses, a
+   backend's bug: any exception that does not come from the rest of the chain) never fail the
+   call: it runs uncached (or, when the answer was streamed but could not be stored, that is all)
    and the failure is logged.
 
 Units: ``ttl`` is seconds.
@@ -92,7 +95,6 @@ def _record(deltas: list[Delta]) -> dict[str, Any] | None:
         "tool_calls": calls,
         "finish_reason": result.finish_reason,
         "model": result.model,
-        "warnings": list(result.warnings),
         "usage": {"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
                   "cache_read_tokens": u.cache_read_tokens, "cache_write_tokens": u.cache_write_tokens,
                   "reasoning_tokens": u.reasoning_tokens},
@@ -109,8 +111,6 @@ def replay(record: dict[str, Any]) -> list[Delta]:
         out.append(Delta(text=record["text"]))
     for i, c in enumerate(record["tool_calls"]):
         out.append(Delta(tool_call=ToolCallDelta(i, c["id"], c["name"], c["arguments"])))
-    for w in record["warnings"]:
-        out.append(Delta(warning=w))
     u = record["usage"]
     usage = Usage(int(u["input_tokens"]), int(u["output_tokens"]), int(u["cache_read_tokens"]),
                   int(u["cache_write_tokens"]), int(u["reasoning_tokens"]), 0, _ZERO, "cache")
@@ -200,11 +200,12 @@ class Memoize:
         key = f"{self.namespace}:{digest}"
         record: Any = None
         ran = False  # this call ran the rest of the chain (and streamed its deltas live)
+        chain_error: BaseException | None = None  # what the rest of the chain raised, if anything
         for _ in range(3):
             queue: asyncio.Queue[Delta] = asyncio.Queue()
 
             async def produce(queue: asyncio.Queue[Delta] = queue) -> dict[str, Any]:
-                nonlocal ran
+                nonlocal ran, chain_error
                 ran = True
                 deltas: list[Delta] = []
                 stream = nxt(call)
@@ -212,6 +213,9 @@ class Memoize:
                     async for d in stream:
                         deltas.append(d)
                         queue.put_nowait(d)
+                except BaseException as exc:
+                    chain_error = exc
+                    raise
                 finally:
                     close = getattr(stream, "aclose", None)
                     if close is not None:
@@ -233,18 +237,21 @@ class Memoize:
                     self.misses += 1
                     return
                 break  # another call's answer was not stored: run this one
-            except StoreUnavailable as exc:
-                if ran:  # the answer was streamed; only storing it failed
-                    log.warning("memoize: the answer could not be stored (%s)", exc)
-                    self.misses += 1
-                    return
-                log.warning("memoize: the store failed (%s); the call runs uncached", exc)
-                break
             except asyncio.CancelledError:
                 if _cancelled_here() or ran:
                     raise
                 # the call this one waited for was cancelled by its own caller: try again
                 continue
+            except Exception as exc:
+                if exc is chain_error:
+                    raise  # the provider's (or an inner middleware's) error: never cached, never hidden
+                what = type(exc).__name__ if not isinstance(exc, StoreUnavailable) else f"StoreUnavailable: {exc}"
+                if ran:  # the answer was streamed; only storing it failed
+                    log.warning("memoize: the answer could not be stored (%s)", what)
+                    self.misses += 1
+                    return
+                log.warning("memoize: the store failed (%s); the call runs uncached", what)
+                break
             finally:
                 if not task.done():  # this stream was closed or cancelled: stop the lookup and the call
                     task.cancel()
@@ -279,4 +286,10 @@ def build(config: MemoizeConfig) -> Memoize:
         from seamkit.slots import build_nested
 
         store = build_nested("store", config.store, at="store")
+        resolution = getattr(store, "ttl_resolution", None)
+        if config.ttl is not None and isinstance(resolution, int | float) and config.ttl < resolution:
+            from seamkit.errors import ConfigError, ConfigIssue
+
+            raise ConfigError([ConfigIssue(f"ttl {config.ttl:g} s is finer than the store's resolution of "
+                                           f"{resolution:g} s", "ttl")])
     return Memoize(store, ttl=config.ttl, namespace=config.namespace)

@@ -157,19 +157,38 @@ async def test_a_budget_inside_or_outside_never_charges_a_hit(store: Any) -> Non
         assert budget.ledger("run_test").reserved == 0
 
 
-async def test_a_failing_store_never_fails_the_call() -> None:
-    from seamkit.errors import StoreUnavailable
+@pytest.mark.parametrize("when", ["before", "after"])
+@pytest.mark.parametrize("error", ["unavailable", "ttl", "bug"])
+async def test_a_failing_store_never_fails_the_call(when: str, error: str) -> None:
+    from seamkit.errors import StoreUnavailable, TTLNotSupported
+
+    exc = {"unavailable": StoreUnavailable("down"), "ttl": TTLNotSupported("too fine"), "bug": KeyError("x")}[error]
 
     class Down:
         ttl_resolution = 1.0
 
-        async def get_or_set(self, *a: Any, **k: Any) -> Any:
-            raise StoreUnavailable("down")
+        async def get_or_set(self, scope: Any, key: str, producer: Any, **k: Any) -> Any:
+            if when == "after":
+                await producer()
+            raise exc
 
     model = CountingModel(delay=0)
     memo = Memoize(Down())
     r = await collect_result(run([memo], model))
-    assert r.text == "4" and r.usage.cost_source == "reported"
+    assert r.text == "4" and r.usage.cost_source == "reported" and model.calls == 1
+
+
+async def test_warnings_of_the_original_call_are_not_replayed(store: Any) -> None:
+    async def note(call: Call, nxt: Any) -> Any:
+        async for d in nxt(call):
+            yield d
+        yield Delta(warning="budget: run r has spent $1, reaching its ceiling")
+
+    model = CountingModel(delay=0)
+    memo = Memoize(store)
+    first = await collect_result(run([memo, note], model))
+    second = await collect_result(run([memo, note], model))
+    assert first.warnings and not second.warnings and second.usage.cost_source == "cache"
 
 
 async def test_no_store_and_no_checkpoints_passes_through() -> None:
@@ -184,7 +203,7 @@ def test_a_hit_is_a_delta_stream() -> None:
     from seamkit_memoize.middleware import replay
 
     rec = {"v": 1, "text": "hi", "reasoning": None, "signature": None, "tool_calls": [], "finish_reason": "stop",
-           "model": "m", "warnings": ["w"], "usage": {"input_tokens": 1, "output_tokens": 2, "cache_read_tokens": 0,
+           "model": "m", "usage": {"input_tokens": 1, "output_tokens": 2, "cache_read_tokens": 0,
                                                      "cache_write_tokens": 0, "reasoning_tokens": 0}}
     ds = replay(rec)
     assert all(isinstance(d, Delta) for d in ds)

@@ -92,3 +92,12 @@ def test_a_bad_nested_store_is_located_at_load_time(tmp_path: Path, register_plu
         load_composition(_write(tmp_path, "[{use: memoize, store: {use: sqlite, pathh: x}, ttl: 0}]"))
     text = str(info.value)
     assert "middlewares[0].store" in text and "pathh" in text and "ttl" in text
+
+
+def test_a_ttl_finer_than_the_store_resolution_is_refused(tmp_path: Path) -> None:
+    from seamkit_memoize.config import MemoizeConfig
+    from seamkit_memoize.middleware import build
+
+    cfg = MemoizeConfig.model_validate({"store": {"use": "sqlite", "path": str(tmp_path / "c.db")}, "ttl": 1e-9})
+    with pytest.raises(ConfigError, match="finer than the store's resolution"):
+        build(cfg)
