@@ -8,7 +8,10 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 SECRET = "sk-live-9f8e7d6c5b4a3210SECRET"
 
@@ -46,26 +49,31 @@ def _paths(tmp_path: Path) -> list[str]:
         return [str(root), *sys.path]
 
 
-def _seamkit(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+Seamkit = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def seamkit(tmp_path: Path) -> Seamkit:
+    """``seamkit(*args)``: ``python -m seamkit ARGS`` in ``tmp_path`` with seamkit-audit registered."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEAMKIT_")}
-    env["PYTHONPATH"] = os.pathsep.join(_PATHS)
+    env["PYTHONPATH"] = os.pathsep.join(_paths(tmp_path))
     env["NO_COLOR"] = "1"
-    return subprocess.run([sys.executable, "-m", "seamkit", *args], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=120, check=False)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "seamkit", *args], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120, check=False)
+
+    return run
 
 
-_PATHS: list[str] = []
-
-
-def test_runs_audit_prints_every_call_in_order_and_no_secret_is_stored(tmp_path: Path) -> None:
-    _PATHS[:] = _paths(tmp_path)
+def test_runs_audit_prints_every_call_in_order_and_no_secret_is_stored(tmp_path: Path, seamkit: Seamkit) -> None:
     (tmp_path / "a.yaml").write_text(AGENT)
-    done = _seamkit(tmp_path, "run", "a.yaml", "add two and three")
+    done = seamkit("run", "a.yaml", "add two and three")
     assert done.returncode == 0 and done.stdout.strip() == "five", done.stderr
-    listed = json.loads(_seamkit(tmp_path, "runs", "list", "--json").stdout)
+    listed = json.loads(seamkit("runs", "list", "--json").stdout)
     run_id = str(listed[0]["run_id"])
 
-    shown = _seamkit(tmp_path, "runs", "audit", run_id, "--agent", "a.yaml", "--json")
+    shown = seamkit("runs", "audit", run_id, "--agent", "a.yaml", "--json")
     assert shown.returncode == 0, shown.stderr
     records = json.loads(shown.stdout)
     assert [(r["kind"], r["step"]) for r in records] == [("chat", 1), ("tool", 1), ("chat", 2), ("tool", 2),
@@ -80,7 +88,7 @@ def test_runs_audit_prints_every_call_in_order_and_no_secret_is_stored(tmp_path:
     assert len({r["arguments_sha256"] for r in records}) == 5
     assert all(len(r["arguments_sha256"]) == 64 and r["duration_s"] >= 0 for r in records)
 
-    human = _seamkit(tmp_path, "runs", "audit", run_id, "--agent", "a.yaml")
+    human = seamkit("runs", "audit", run_id, "--agent", "a.yaml")
     assert human.returncode == 0, human.stderr
     lines = human.stdout.splitlines()
     assert lines[0] == f"run {run_id}: 5 audit records"
@@ -91,5 +99,18 @@ def test_runs_audit_prints_every_call_in_order_and_no_secret_is_stored(tmp_path:
     assert stored and SECRET.encode() not in stored and b"2+3" not in stored
     assert SECRET not in shown.stdout + human.stdout
 
-    missing = _seamkit(tmp_path, "runs", "audit", "run_nope", "--agent", "a.yaml")
+    missing = seamkit("runs", "audit", "run_nope", "--agent", "a.yaml")
     assert missing.returncode == 2 and "run_nope" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_without_a_store_the_records_go_to_the_checkpoint_store(tmp_path: Path, seamkit: Seamkit) -> None:
+    (tmp_path / "b.yaml").write_text(AGENT.replace("      store: {use: sqlite, path: audit.db}\n", ""))
+    assert "store:" not in (tmp_path / "b.yaml").read_text()
+    done = seamkit("run", "b.yaml", "add two and three")
+    assert done.returncode == 0, done.stderr
+    run_id = str(json.loads(seamkit("runs", "list", "--json").stdout)[0]["run_id"])
+    shown = seamkit("runs", "audit", run_id, "--json")  # the embedded default store
+    assert shown.returncode == 0, shown.stderr
+    assert [r["kind"] for r in json.loads(shown.stdout)] == ["chat", "tool", "chat", "tool", "chat"]
+    other = seamkit("runs", "audit", run_id, "--tenant", "acme")
+    assert other.returncode == 2 and "tenant 'acme'" in other.stderr
