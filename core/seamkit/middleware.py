@@ -36,7 +36,8 @@ T = TypeVar("T")
 class Call:
     """One call travelling through a middleware chain: ``kind``, the ``request`` (a
     :class:`~seamkit.values.ChatRequest` or :class:`~seamkit.values.ToolRequest`), the run's
-    ``ctx``, ``meta`` (free-form, frozen; e.g. the step number) and, for chat calls, the ``model``
+    ``ctx``, ``meta`` (free-form, frozen; an agent run sets ``step``, the model turn from 1, and
+    ``agent``, the name of the agent making the call) and, for chat calls, the ``model``
     (the :class:`~seamkit.ports.LLMPort` the chain ends at: its ``provider``, ``model`` and, when
     it has one, ``price`` (a :class:`~seamkit.pricing.Price`) are what budget and fallback
     middlewares read)."""

@@ -166,8 +166,9 @@ def cost_of(usage: Usage, price: Price) -> Decimal:
 def price_usage(usage: Usage, price: Price | None) -> Usage:
     """``usage`` with its cost filled from ``price`` (``cost_source="estimated"``), or marked
     ``unpriced`` (cost ``None``) when ``price`` is ``None``. A usage that already carries a
-    reported or local cost is returned unchanged."""
-    if usage.cost is not None and usage.cost_source in ("reported", "local"):
+    reported, local or cache cost is returned unchanged (a cache hit is free: pricing its tokens
+    would charge the original call twice)."""
+    if usage.cost is not None and usage.cost_source in ("reported", "local", "cache"):
         return usage
     if price is None:
         return replace(usage, cost=None, cost_source="unpriced")

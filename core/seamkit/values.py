@@ -73,7 +73,7 @@ class Scope:
     thread: str | None = None
 
 
-CostSource = Literal["reported", "estimated", "local", "unpriced"]
+CostSource = Literal["reported", "estimated", "local", "cache", "unpriced"]
 
 
 @fast_init
@@ -85,9 +85,11 @@ class Usage:
     ``cache_write_tokens`` are the parts of the input served from / written to a prompt cache.
     ``output_tokens`` includes ``reasoning_tokens``. ``cost`` is USD as ``Decimal``, or ``None``
     when unknown; ``cost_source`` says where it came from: ``reported`` by the provider,
-    ``estimated`` from a price table, ``local`` (a model on this machine: cost 0), ``unpriced``
-    (cost unknown, ``cost`` is ``None``). Adding usages sums tokens; the cost of a sum is unknown
-    if any part is unknown.
+    ``estimated`` from a price table, ``local`` (a model on this machine: cost 0), ``cache`` (an
+    answer replayed from a cache such as the ``memoize`` middleware's: cost 0, the tokens are those
+    the original call took, no provider was called), ``unpriced`` (cost unknown, ``cost`` is
+    ``None``). Adding usages sums tokens; the cost of a sum is unknown if any part is unknown; a
+    ``cache`` part adds nothing to the cost, so the sum keeps the other part's source.
     """
 
     input_tokens: int = 0
@@ -123,8 +125,10 @@ class Usage:
             cost, source = None, "unpriced"
         else:
             cost = self.cost + other.cost
-            if self.cost_source == other.cost_source:
+            if self.cost_source == other.cost_source or other.cost_source == "cache":
                 source = self.cost_source
+            elif self.cost_source == "cache":
+                source = other.cost_source
             elif "estimated" in (self.cost_source, other.cost_source):
                 source = "estimated"
             else:

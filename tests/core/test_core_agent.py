@@ -798,3 +798,18 @@ def test_agent_keeps_a_compiled_agent_and_refuses_anything_else() -> None:
     assert agent.capabilities is compiled and agent.run_sync("go").output == "hi"  # no loop behaviour yet
     with pytest.raises(TypeError, match="CompiledAgent"):
         Agent(model=ScriptedModel(["hi"]), capabilities=[cap])  # type: ignore[arg-type]
+
+
+async def test_middlewares_see_the_step_and_the_agent_name_in_meta() -> None:
+    seen: list[tuple[str, Any, Any]] = []
+
+    async def spy(call: Any, nxt: Any) -> Any:
+        seen.append((call.kind, call.meta.get("step"), call.meta.get("agent")))
+        async for item in nxt(call):
+            yield item
+
+    model = ScriptedModel([ScriptedTurn(tool_calls=({"name": "add", "arguments": {"a": 1, "b": 2}},)), "3"])
+    agent = Agent(model, name="adder", tools=[add], middlewares=[spy])
+    result = await agent.run("1+2?")
+    assert result.output == "3"
+    assert seen == [("chat", 1, "adder"), ("tool", 1, "adder"), ("chat", 2, "adder")]

@@ -72,6 +72,12 @@ def test_reported_and_local_costs_are_kept() -> None:
     assert price_usage(local, TABLE.lookup("gpt-4o")) is local
 
 
+def test_a_cache_hit_is_never_priced() -> None:
+    hit = Usage(input_tokens=1_000_000, output_tokens=10, cost=Decimal(0), cost_source="cache")
+    assert price_usage(hit, TABLE.lookup("gpt-4o")) is hit
+    assert price_usage(hit, None) is hit
+
+
 @pytest.mark.parametrize(
     ("entry", "message"),
     [

@@ -178,6 +178,18 @@ def test_usage_cost_sources_combine() -> None:
     assert (local + estimated).cost == Decimal("0.1")
 
 
+def test_a_cache_hit_adds_nothing_and_keeps_the_other_source() -> None:
+    cache = Usage(100, 20, requests=0, cost=Decimal(0), cost_source="cache")
+    local = Usage(1, 1, requests=1, cost=Decimal(0), cost_source="local")
+    reported = Usage(1, 1, requests=1, cost=Decimal("0.2"), cost_source="reported")
+    estimated = Usage(1, 1, requests=1, cost=Decimal("0.1"), cost_source="estimated")
+    assert (cache + cache).cost_source == "cache" and (cache + cache).cost == 0
+    for other in (local, reported, estimated):
+        for total in (cache + other, other + cache):
+            assert total.cost_source == other.cost_source and total.cost == other.cost
+            assert total.input_tokens == 101 and total.requests == 1
+
+
 def test_empty_usage_is_the_identity() -> None:
     u = Usage(1, 2, requests=1, cost=Decimal("0.3"), cost_source="reported")
     assert Usage() + u == u

@@ -423,7 +423,7 @@ class KernelRun:
             agent.temperature, agent.max_tokens, agent.seed, (), agent.model_extra,
         )
         self.step += 1
-        result = await agent.invoker.chat(request, self.ctx, FrozenDict(step=self.step))
+        result = await agent.invoker.chat(request, self.ctx, FrozenDict(step=self.step, agent=agent.name))
         self.usage = self.usage + result.usage
         self.turn_usage = self.turn_usage + result.usage
         for w in result.warnings:

@@ -619,7 +619,7 @@ class Run:
                 if emit is not None or not hasattr(stream, "__aiter__"):
                     stream = checked_stream(stream, model.provider, model.model)
             else:
-                meta = FrozenDict(step=step)
+                meta = FrozenDict(step=step, agent=agent.name)
                 stream = chat(Call("chat", request, ctx, meta, model))
             acc = Accumulator(model.provider, model.model)
             # with output guards, a turn's events wait until it is known not to be an unchecked

@@ -109,7 +109,7 @@ class Answer:
 
     @property
     def cost_source(self) -> CostSource:
-        """``reported``, ``estimated``, ``local`` or ``unpriced``."""
+        """``reported``, ``estimated``, ``local``, ``cache`` or ``unpriced``."""
         return self.usage.cost_source
 
     def raise_for_outcome(self) -> Answer:

@@ -151,12 +151,15 @@ def truncate(text: str, limit: int) -> str:
 
 
 def format_cost(usage: Usage) -> str:
-    """``unknown`` when the cost is unknown (never ``$0``), ``local`` for a local model, else
-    ``$<USD>`` (``~$<USD> (estimated)`` for an estimate)."""
+    """``unknown`` when the cost is unknown (never ``$0``), ``local`` for a local model, ``$0
+    (cache)`` for answers replayed from a cache, else ``$<USD>`` (``~$<USD> (estimated)`` for an
+    estimate)."""
     if usage.cost is None:
         return "unknown"
     if usage.cost_source == "local":
         return "local"
+    if usage.cost_source == "cache":
+        return f"${usage.cost:f} (cache)"
     text = f"${usage.cost:f}"
     return f"~{text} (estimated)" if usage.cost_source == "estimated" else text
 

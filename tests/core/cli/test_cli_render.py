@@ -34,6 +34,7 @@ from seamkit.values import FrozenDict, LLMResult, Message, StreamEvent, ToolCall
 def test_format_cost_never_prints_zero_for_unknown():
     assert format_cost(Usage(requests=1)) == "unknown"
     assert format_cost(Usage(requests=1, cost=Decimal(0), cost_source="local")) == "local"
+    assert format_cost(Usage(requests=0, cost=Decimal(0), cost_source="cache")) == "$0 (cache)"
     assert format_cost(Usage(requests=1, cost=Decimal("0.0012"), cost_source="reported")) == "$0.0012"
     assert format_cost(Usage(requests=1, cost=Decimal("1E-7"), cost_source="reported")) == "$0.0000001"
     assert format_cost(Usage(requests=1, cost=Decimal("0.5"), cost_source="estimated")) == "~$0.5 (estimated)"
