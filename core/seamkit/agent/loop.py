@@ -53,6 +53,7 @@ from seamkit.middleware import Call
 from seamkit.runtime.concurrency import gather_bounded
 from seamkit.runtime.context import RunContext, _running_loop
 from seamkit.runtime.invoker import render_tool_value, unusable_arguments_result
+from seamkit.runtime.resources import owning_resources
 from seamkit.values import (
     EMPTY,
     ChatRequest,
@@ -463,17 +464,7 @@ class Run:
 
         The run's resources (``ctx.resources``, see :mod:`seamkit.runtime.resources`) are created
         here unless the context brings them, and then closed here on every exit path."""
-        ctx = self.ctx
-        if ctx.resources is not None:
-            return await self._drive_all()
-        from seamkit.runtime.resources import RunResources
-
-        ctx.resources = resources = RunResources()
-        try:
-            return await self._drive_all()
-        finally:
-            ctx.resources = None
-            await resources.aclose()
+        return await owning_resources(self.ctx, self._drive_all)
 
     async def _drive_all(self) -> AgentResult:
         if self.handle is None and self.begin is None and not self.guards and not self.agent.handoffs:

@@ -445,16 +445,9 @@ class WorkflowRun:
         interrupted, ``failed`` otherwise) before the exception propagates. The run's resources
         (``ctx.resources``: MCP sessions and the like, shared by every step) are created here unless
         the context brings them, and then closed here on every exit path."""
-        if self.ctx.resources is not None:
-            return await self._drive_closing()
-        from seamkit.runtime.resources import RunResources
+        from seamkit.runtime.resources import owning_resources
 
-        self.ctx.resources = resources = RunResources()
-        try:
-            return await self._drive_closing()
-        finally:
-            self.ctx.resources = None
-            await resources.aclose()
+        return await owning_resources(self.ctx, self._drive_closing)
 
     async def _drive_closing(self) -> WorkflowResult:
         try:

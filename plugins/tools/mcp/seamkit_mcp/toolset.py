@@ -70,7 +70,7 @@ class McpServerLink:
         cfg = self.spec.config
         return await McpSession.open(self.spec, want_resources=cfg.resources, want_prompts=cfg.prompts)
 
-    async def _refused(self, session: McpSession, ctx: RunContext) -> dict[str, str]:
+    async def refused(self, session: McpSession, ctx: RunContext) -> dict[str, str]:
         """This toolset's tools refused on ``session``: checked against their pins once per
         session and toolset (two toolsets of one server share the run's session, not their
         tools)."""
@@ -152,7 +152,7 @@ class McpServerLink:
 
         session = await self.session(ctx, tool)
         try:
-            refused = await self._refused(session, ctx)
+            refused = await self.refused(session, ctx)
         except Exception as exc:  # a store that is down: nothing was sent, nothing may be assumed
             self._failure(ctx, tool, f"the pinned tool definitions of MCP server {self.spec.id!r} could not be "
                           f"checked ({type(exc).__name__}: {exc}); the call was not sent",
@@ -242,7 +242,7 @@ class McpTool:
         reports the failure, classified."""
         try:
             session = await self.link.session(ctx, self._schema.name)
-            refused = await self.link._refused(session, ctx)
+            refused = await self.link.refused(session, ctx)
         except Exception:
             return None
         return refused.get(self.server_name)

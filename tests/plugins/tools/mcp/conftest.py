@@ -4,14 +4,12 @@ streamable HTTP (one uvicorn process per module; over stdio each session starts 
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 
 import pytest
-from mcp_testlib import SERVER, free_port
+from mcp_testlib import SERVER, free_port, wait_listening
 
 
 @pytest.fixture(scope="module")
@@ -23,16 +21,9 @@ def http_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = {**os.environ, "MCP_TEST_CALLS": str(tmp / "calls.txt")}
     proc = subprocess.Popen([sys.executable, SERVER, "http", str(port)], env=env,
                             stdout=subprocess.DEVNULL, stderr=(tmp / "stderr.txt").open("w"))
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"the HTTP test server did not start: {(tmp / 'stderr.txt').read_text()}")
-            time.sleep(0.05)
+    problem = wait_listening(port, proc, "HTTP test server")
+    if problem is not None:
+        pytest.fail(f"{problem}: {(tmp / 'stderr.txt').read_text()}")
     yield f"http://127.0.0.1:{port}/mcp"
     proc.terminate()
     try:

@@ -24,6 +24,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def wait_listening(port: int, proc: Any, what: str, timeout: float = 20.0) -> str | None:
+    """Wait until something listens on 127.0.0.1:``port``; ``None`` then, else why not (``proc``,
+    the server's ``subprocess.Popen``, exited or the ``timeout`` in seconds passed: it is killed)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return None
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                return f"the {what} did not start"
+            time.sleep(0.05)
+
+
 def pid_gone(pid: int) -> bool:
     """Whether process ``pid`` no longer runs (a zombie counts as gone)."""
     try:

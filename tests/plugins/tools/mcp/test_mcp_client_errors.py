@@ -224,25 +224,15 @@ def test_the_default_limits_keep_a_10_mb_result_from_the_model() -> None:
 @pytest.fixture(scope="module")
 def gate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     """The gated HTTP test server: its url, and the file whose existence makes it answer 500."""
-    import socket
-    import time
-
-    from mcp_testlib import free_port
+    from mcp_testlib import free_port, wait_listening
 
     port = free_port()
     fail = tmp_path_factory.mktemp("gate") / "fail"
     proc = subprocess.Popen([sys.executable, GATE, str(port)], env={**os.environ, "MCP_GATE_FAIL": str(fail)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail("the gated HTTP test server did not start")
-            time.sleep(0.05)
+    problem = wait_listening(port, proc, "gated HTTP test server")
+    if problem is not None:
+        pytest.fail(problem)
     yield f"http://127.0.0.1:{port}/mcp", fail
     proc.terminate()
     proc.wait(5)
