@@ -1,15 +1,23 @@
 """The one middleware contract.
 
-A :class:`Call` envelope carries a ``chat`` or ``tool`` request with its run context. A middleware
-is an async generator function ``mw(call, next)`` that yields what the rest of the chain yields
-(``Delta`` items for chat calls, a single ``ToolResult`` for tool calls), and may act
+A :class:`Call` envelope carries a ``chat``, ``tool`` or ``run`` request with its run context. A
+middleware is an async generator function ``mw(call, next)`` that yields what the rest of the chain
+yields (``Delta`` items for chat calls, a single ``ToolResult`` for tool calls, a single
+:class:`~seamkit.agent.result.AgentResult` for a run), and may act
 
 - *before* ``next`` (change the call), - *after* it (change or add items),
 - *around* it (call ``next`` again, e.g. retry), - *instead* of it (yield without calling ``next``).
 
 :func:`chain` folds middlewares around a terminal; :func:`collect` and :func:`collect_one` reduce
 a stream. A middleware may set ``kinds`` (via :func:`middleware`) to say which call kinds it
-wraps; it is left out of the other chains entirely, so it costs nothing there.
+wraps; it is left out of the other chains entirely, so it costs nothing there. A middleware without
+``kinds`` wraps ``chat`` and ``tool`` calls.
+
+A ``run`` call (:class:`~seamkit.values.RunRequest`) wraps one whole agent run, from before its
+first model turn to its result, the run's chat and tool calls happening inside ``next``: for what
+spans a run (a tracing span, a run-level timer). Only middlewares that name ``"run"`` in their
+``kinds`` see it; a run of an agent with none goes straight to its loop. A resumed run is a new
+``run`` call (``request.resumed``), and so is each turn of an agent with capabilities.
 """
 
 from __future__ import annotations
@@ -20,14 +28,14 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from seamkit._frozen import fast_init
 from seamkit.errors import SeamkitError
-from seamkit.values import EMPTY, ChatRequest, FrozenDict, ToolRequest
+from seamkit.values import EMPTY, ChatRequest, FrozenDict, RunRequest, ToolRequest
 
 if TYPE_CHECKING:
     from seamkit.runtime.context import RunContext
 
 __all__ = ["Call", "CallKind", "Next", "Middleware", "middleware", "chain", "collect", "collect_one"]
 
-CallKind = Literal["chat", "tool"]
+CallKind = Literal["chat", "tool", "run"]
 T = TypeVar("T")
 
 
@@ -35,15 +43,16 @@ T = TypeVar("T")
 @dataclass(frozen=True, slots=True)
 class Call:
     """One call travelling through a middleware chain: ``kind``, the ``request`` (a
-    :class:`~seamkit.values.ChatRequest` or :class:`~seamkit.values.ToolRequest`), the run's
+    :class:`~seamkit.values.ChatRequest`, :class:`~seamkit.values.ToolRequest` or
+    :class:`~seamkit.values.RunRequest`), the run's
     ``ctx``, ``meta`` (free-form, frozen; an agent run sets ``step``, the model turn from 1, and
     ``agent``, the name of the agent making the call) and, for chat calls, the ``model``
     (the :class:`~seamkit.ports.LLMPort` the chain ends at: its ``provider``, ``model`` and, when
     it has one, ``price`` (a :class:`~seamkit.pricing.Price`) are what budget and fallback
-    middlewares read)."""
+    middlewares read; for a run call, the agent's model)."""
 
     kind: CallKind
-    request: ChatRequest | ToolRequest
+    request: ChatRequest | ToolRequest | RunRequest
     ctx: RunContext
     meta: FrozenDict = EMPTY
     model: Any = None
@@ -58,9 +67,10 @@ Middleware = Callable[[Call, Next], AsyncIterator[Any]]
 
 
 def middleware(*, kinds: Iterable[CallKind] = ("chat", "tool")) -> Callable[[Middleware], Middleware]:
-    """Mark a middleware with the call ``kinds`` it wraps (default: both)."""
+    """Mark a middleware with the call ``kinds`` it wraps (default: ``chat`` and ``tool``; ``run``
+    only when named). Raises ``ValueError`` for any other kind."""
     ks = frozenset(kinds)
-    bad = ks - {"chat", "tool"}
+    bad = ks - {"chat", "tool", "run"}
     if bad:
         raise ValueError(f"unknown call kinds: {sorted(bad)}")
 

@@ -39,6 +39,7 @@ __all__ = [
     "ToolChoice",
     "ChatRequest",
     "ToolRequest",
+    "RunRequest",
     "FinishReason",
     "LLMResult",
     "ToolCallDelta",
@@ -366,6 +367,20 @@ class ToolRequest:
 
     def __hash__(self) -> int:
         return hash(self.call)
+
+
+@fast_init
+@dataclass(frozen=True, slots=True, eq=False)
+class RunRequest:
+    """One agent run, as a ``run`` call carries it through the middlewares that wrap whole runs
+    (``@middleware(kinds=("run",))``, see :mod:`seamkit.middleware`): the ``agent``'s name, the
+    ``messages`` the run starts from (system prompt, history, the task; a resumed run: its
+    transcript so far) and whether it is ``resumed`` from a checkpoint. Compared by identity: one
+    request per run."""
+
+    agent: str
+    messages: tuple[Message, ...] = ()
+    resumed: bool = False
 
 
 FinishReason = Literal["stop", "length", "tool_calls", "content_filter", "refusal", "error"]

@@ -11,7 +11,7 @@ from seamkit.errors import FailureClass, ProviderError, SeamkitError
 from seamkit.middleware import Call, Next, chain, collect, collect_one, middleware
 from seamkit.testing import ScriptedModel, make_test_ctx
 from seamkit.tools import tool
-from seamkit.values import ChatRequest, Delta, Message, ToolCall, ToolRequest, ToolResult
+from seamkit.values import ChatRequest, Delta, Message, RunRequest, ToolCall, ToolRequest, ToolResult
 
 
 def chat_call(text: str = "hi") -> Call:
@@ -276,3 +276,141 @@ async def test_chat_calls_carry_the_model_they_end_at() -> None:
     inv = Invoker(model, ToolRegistry(()), [spy])
     result = await inv.chat(ChatRequest((Message.user("q"),)), make_test_ctx())
     assert result.text == "hi" and seen == [model]
+
+
+# --- middlewares wrapping whole runs (kind "run") -------------------------------------------
+
+
+def run_recorder(log: list[Any]) -> Any:
+    @middleware(kinds=["run", "chat", "tool"])
+    async def record(call: Call, nxt: Next) -> AsyncIterator[Any]:
+        req = call.request
+        label = f"{call.kind}:{req.agent}" if isinstance(req, RunRequest) else call.kind
+        log.append(("start", label, call.ctx.run_id, call.ctx.parent_run_id))
+        try:
+            async for item in nxt(call):
+                if call.kind == "run":
+                    log.append(("result", item))
+                yield item
+        except BaseException as exc:
+            log.append(("error", label, type(exc).__name__))
+            raise
+        log.append(("end", label))
+
+    return record
+
+
+async def test_a_run_middleware_wraps_the_run_and_its_calls() -> None:
+    log: list[Any] = []
+
+    @tool(side_effecting=False)
+    def ping() -> str:
+        """Answer pong; checks that the service is alive."""
+        return "pong"
+
+    model = ScriptedModel([{"tool_calls": [{"name": "ping", "arguments": {}}]}, "done"])
+    agent = Agent(model, name="pinger", tools=[ping], middlewares=[run_recorder(log)])
+    result = await agent.run("go", ctx=make_test_ctx())
+    labels = [(e[0], e[1]) for e in log if e[0] != "result"]
+    assert labels == [("start", "run:pinger"), ("start", "chat"), ("end", "chat"), ("start", "tool"),
+                      ("end", "tool"), ("start", "chat"), ("end", "chat"), ("end", "run:pinger")]
+    assert {e[2] for e in log if e[0] == "start"} == {result.run_id}
+    assert [e[1] for e in log if e[0] == "result"] == [result]
+
+
+async def test_the_run_call_carries_the_request_and_the_agents_model() -> None:
+    seen: list[Call] = []
+
+    @middleware(kinds=["run"])
+    async def look(call: Call, nxt: Next) -> AsyncIterator[Any]:
+        seen.append(call)
+        async for item in nxt(call):
+            yield item
+
+    model = ScriptedModel(["ok"])
+    await Agent(model, name="a1", prompt="be brief", middlewares=[look]).run("the task")
+    (call,) = seen
+    assert call.kind == "run" and call.model is model and call.meta["agent"] == "a1"
+    req = call.request
+    assert isinstance(req, RunRequest) and req.agent == "a1" and not req.resumed
+    assert [m.text for m in req.messages] == ["be brief", "the task"]
+
+
+async def test_middlewares_without_the_run_kind_never_see_a_run() -> None:
+    kinds: list[str] = []
+
+    async def plain(call: Call, nxt: Next) -> AsyncIterator[Any]:
+        kinds.append(call.kind)
+        async for item in nxt(call):
+            yield item
+
+    await Agent(ScriptedModel(["ok"]), middlewares=[plain, middleware(kinds=["chat"])(plain)]).run("x")
+    assert kinds == ["chat", "chat"]
+
+
+async def test_a_failing_run_raises_through_the_run_middleware() -> None:
+    log: list[Any] = []
+    model = ScriptedModel([ProviderError("bad key", FailureClass.AUTHENTICATION)])
+    with pytest.raises(ProviderError):
+        await Agent(model, name="x", middlewares=[run_recorder(log)]).run("go")
+    assert ("error", "run:x", "ProviderError") in log
+    assert ("error", "chat", "ProviderError") in log
+
+
+async def test_a_run_middleware_yielding_no_result_is_an_error() -> None:
+    @middleware(kinds=["run"])
+    async def swallow(call: Call, nxt: Next) -> AsyncIterator[Any]:
+        async for _ in nxt(call):
+            pass
+        if False:  # pragma: no cover - an async generator that yields nothing
+            yield None
+
+    with pytest.raises(SeamkitError, match="exactly one AgentResult, yielded nothing"):
+        await Agent(ScriptedModel(["ok"]), middlewares=[swallow]).run("x")
+
+
+async def test_a_resumed_run_is_a_new_run_call_marked_resumed() -> None:
+    from seamkit.durability.approvals import approve
+    from seamkit.testing.memory_store import MemoryStore
+
+    seen: list[RunRequest] = []
+
+    @middleware(kinds=["run"])
+    async def look(call: Call, nxt: Next) -> AsyncIterator[Any]:
+        assert isinstance(call.request, RunRequest)
+        seen.append(call.request)
+        async for item in nxt(call):
+            yield item
+
+    @tool(side_effecting=True)
+    def pay(amount: int) -> str:
+        """Pay an amount in cents."""
+        return f"paid {amount}"
+
+    store = MemoryStore()
+    turns: list[Any] = [{"tool_calls": [{"id": "c1", "name": "pay", "arguments": {"amount": 5}}]}, "done"]
+    agent = Agent(ScriptedModel(turns), tools=[pay], checkpointer=store, approvals={"pay": "every_call"},
+                  middlewares=[look])
+    first = await agent.run("pay 5")
+    assert first.stop_reason == "suspended"
+    again = Agent(ScriptedModel(turns[1:]), tools=[pay], checkpointer=store, approvals={"pay": "every_call"},
+                  middlewares=[look])
+    final = await again.resume(first.run_id, decisions={"c1": approve()})
+    assert final.output == "done"
+    assert [r.resumed for r in seen] == [False, True]
+    assert len(seen[1].messages) > len(seen[0].messages)  # the transcript so far
+
+
+async def test_a_child_run_is_a_run_call_inside_its_parents_tool_call() -> None:
+    from seamkit.agent.as_tool import agent_tool
+
+    log: list[Any] = []
+    child = Agent(ScriptedModel(["found it"]), name="researcher", middlewares=[run_recorder(log)])
+    lead_model = ScriptedModel([{"tool_calls": [{"name": "researcher", "arguments": {"task": "look"}}]}, "ok"])
+    lead = Agent(lead_model, name="lead", tools=[agent_tool(child)], middlewares=[run_recorder(log)])
+    result = await lead.run("go")
+    labels = [e[1] for e in log if e[0] in ("start", "end")]
+    assert labels == ["run:lead", "chat", "chat", "tool", "run:researcher", "chat", "chat", "run:researcher",
+                      "tool", "chat", "chat", "run:lead"]
+    child_start = next(e for e in log if e[:2] == ("start", "run:researcher"))
+    assert child_start[3] == result.run_id and child_start[2] != result.run_id

@@ -505,6 +505,7 @@ class Agent:
         if isinstance(scope, Scope):
             ctx.scope = scope
         run = Run(self, ctx, list(snap.transcript))
+        run.resumed = True
         run.restore(state, snap.pending)
         run.handle = handle
         self._attach_ledger(run, EffectLedger)
@@ -594,6 +595,7 @@ class Agent:
         else:
             assert answer is not None
             run = KernelRun(self, ctx, transcript, answer, turn_id if turn_id is not None else new_turn_id(), ks)
+        run.resumed = True
         run.restore(state)
         run.adopt(texts)
         # the claiming save writes the turn's first state (its id and text, the person's message)

@@ -215,6 +215,7 @@ class KernelRun:
         "ledger",
         "proposed",
         "removed",
+        "resumed",
         "settled",
         "start",
         "step",
@@ -240,6 +241,7 @@ class KernelRun:
         self.transcript = transcript
         self.text = text
         self.turn_id = turn_id
+        self.resumed = False  # a later turn, or one run again (Agent.resume)
         ks = kernel if kernel is not None else KernelState()
         # questions of the last turn are answered by this message; confirmations stay until answered
         ks = dataclasses.replace(ks, turn=(turn_id, text),
@@ -339,7 +341,16 @@ class KernelRun:
         propagates; an interruption (``RunCancelled``, task cancellation, ``KeyboardInterrupt``)
         leaves it ``running`` with the kernel state the turn began with, so a plain resume runs the
         same turn again from its start (its effects done before are returned by the ledger, not
-        repeated)."""
+        repeated). Middlewares wrapping runs (``invoker.run_middlewares``) wrap the turn."""
+        middlewares = self.agent.invoker.run_middlewares
+        if not middlewares:
+            return await self._drive_turn()
+        from seamkit.agent.run_call import drive_through
+
+        return await drive_through(middlewares, self.agent, self.ctx, self.transcript, self._drive_turn,
+                                   resumed=self.resumed)
+
+    async def _drive_turn(self) -> AgentResult:
         try:
             return await self._drive()
         except BaseException as exc:

@@ -249,6 +249,7 @@ class Run:
         "pending",
         "pending_approvals",
         "prepared",
+        "resumed",
         "step",
         "steps_before",
         "tool_calls_used",
@@ -266,6 +267,7 @@ class Run:
     def __init__(self, agent: Agent, ctx: RunContext, transcript: list[Message]) -> None:
         self.agent = agent
         self.entry = agent  # the agent the run started with (``agent`` is who holds it now: handoffs)
+        self.resumed = False  # continues from a checkpoint (Agent.resume)
         self.handoffs: list[dict[str, Any]] = []  # see seamkit.agent.handoff
         self.steps_before = 0  # model turns taken before the holder took over
         self.ctx = ctx
@@ -463,8 +465,15 @@ class Run:
         stays ``running`` with its lease released, so a plain resume continues it.
 
         The run's resources (``ctx.resources``, see :mod:`seamkit.runtime.resources`) are created
-        here unless the context brings them, and then closed here on every exit path."""
-        return await owning_resources(self.ctx, self._drive_all)
+        here unless the context brings them, and then closed here on every exit path. Middlewares
+        wrapping runs (``invoker.run_middlewares``) wrap all of it."""
+        middlewares = self.agent.invoker.run_middlewares
+        if not middlewares:
+            return await owning_resources(self.ctx, self._drive_all)
+        from seamkit.agent.run_call import drive_through
+
+        return await drive_through(middlewares, self.agent, self.ctx, self.transcript,
+                                   partial(owning_resources, self.ctx, self._drive_all), resumed=self.resumed)
 
     async def _drive_all(self) -> AgentResult:
         if self.handle is None and self.begin is None and not self.guards and not self.agent.handoffs:

@@ -183,6 +183,7 @@ class Invoker:
     """Runs one model binding's chat calls and a tool registry's tool calls through
     ``middlewares`` (outermost first). Chains are built once, here.
 
+    ``run_middlewares``: those that also wrap whole runs (see :mod:`seamkit.agent.run_call`).
     ``stream_chat`` yields deltas; ``chat`` collects them; ``call_tool`` returns a
     :class:`~seamkit.values.ToolResult` and never raises for a tool's own failure (unknown tool,
     invalid arguments, a raising tool: an ``is_error`` result); ``call_effect`` (for the effect
@@ -192,7 +193,8 @@ class Invoker:
     tool's failure (an ``is_error`` result from ``call_tool``).
     """
 
-    __slots__ = ("_chat", "_tool", "_tool_direct", "has_chat_middleware", "middlewares", "model", "tools")
+    __slots__ = ("_chat", "_tool", "_tool_direct", "has_chat_middleware", "middlewares", "model",
+                 "run_middlewares", "tools")
 
     def __init__(self, model: LLMPort, tools: ToolRegistry, middlewares: Sequence[Middleware] = ()) -> None:
         self.model = model
@@ -203,6 +205,8 @@ class Invoker:
         # With no tool middleware, tool calls skip the envelope and the async generator.
         self._tool_direct = self._tool == self._tool_terminal
         self.has_chat_middleware = self._chat != self._chat_terminal
+        # the ones wrapping whole runs (kinds naming "run"): the agent run drives through them
+        self.run_middlewares = tuple(mw for mw in self.middlewares if "run" in getattr(mw, "kinds", ()))
 
     def _chat_terminal(self, call: Call) -> AsyncIterator[Delta]:
         # checked here, before any middleware reads a delta: a provider yielding a dict or str is

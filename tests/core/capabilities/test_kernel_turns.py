@@ -1371,3 +1371,28 @@ async def test_max_steps_one_warns_when_the_model_had_no_step_to_correct_a_refus
     r = await agent.run("help")
     assert r.turn is not None and r.turn.codes() == ("CAPABILITY_NOT_REGISTERED",)
     assert any("max_steps (1)" in w for w in r.warnings)
+
+
+async def test_each_turn_is_a_run_call_through_run_middlewares() -> None:
+    from seamkit.middleware import Call, Next, middleware
+    from seamkit.values import RunRequest
+
+    seen: list[tuple[bool, str]] = []
+
+    @middleware(kinds=["run"])
+    async def look(call: Call, nxt: Next) -> AsyncIterator[Any]:
+        assert isinstance(call.request, RunRequest)
+        async for item in nxt(call):
+            seen.append((call.request.resumed, item.stop_reason))
+            yield item
+
+    store = MemoryStore()
+    model = ScriptedModel([proposal(it("submit_request", summary="broken screen"),
+                                    it("search_services", query="laptop")),
+                           proposal(reply=f"Shall I submit? [{EVIDENCE.id}]")])
+    agent, _ = make_agent(store, model, middlewares=[look])
+    first = await agent.run("my laptop screen is broken", turn_id="T1")
+    model2 = ScriptedModel([proposal(reply="done")])
+    other, _ = make_agent(store, model2, middlewares=[look])
+    await other.resume(first.run_id, answer="Yes, go ahead.", turn_id="T2")
+    assert seen == [(False, "suspended"), (True, "completed")]
