@@ -96,6 +96,12 @@ class SeamkitHookSpecs:
         (``use: NAME``) with the step's own ``consumes`` / ``emits``."""
 
     @hookspec
+    def seamkit_register_evaluators(self, register: Any) -> None:
+        """Register evaluators (see :mod:`seamkit.evals`). The factory returns an
+        :class:`~seamkit.evals.Evaluator`; an eval suite's YAML uses it in a case's or the suite's
+        ``evaluators`` (``use: NAME``)."""
+
+    @hookspec
     def seamkit_register_commands(self, cli: Any) -> None:
         """Add CLI sub-commands. ``cli`` is the ``argparse`` sub-parsers object of ``seamkit``;
         set ``func=callable(args) -> int`` on the parser you add."""
@@ -112,4 +118,5 @@ KIND_BY_HOOK: dict[str, str] = {
     "seamkit_register_memory": "memory",
     "seamkit_register_capabilities": "capability",
     "seamkit_register_steps": "step",
+    "seamkit_register_evaluators": "evaluator",
 }

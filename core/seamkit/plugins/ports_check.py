@@ -76,6 +76,10 @@ def kind_port(kind: str) -> Port | None:
         from seamkit.capabilities import Capability
 
         return Port("the capability contract (a seamkit.capabilities.Capability value)", Capability)
+    if kind == "evaluator":
+        from seamkit.evals import Evaluator
+
+        return Port("the evaluator port (Evaluator: name, async evaluate(attempt, ctx) -> Score)", Evaluator)
     return None
 
 
