@@ -21,7 +21,13 @@ Each call through the chain (chat and tool) appends one record (a ``dict`` of JS
   result. Error messages are never recorded (they may quote arguments or credentials).
 - ``duration_s``: seconds (``ctx.clock.monotonic()``), ``input_tokens`` / ``output_tokens``
   (chat; ``None`` when no usage was reported), ``cost_usd`` (the ``Decimal`` cost as a string,
-  ``None`` when unknown), ``cost_source``.
+  ``None`` when unknown), ``cost_source``; ``cache_hit`` (chat): ``True`` when the answer was
+  replayed from a cache (``memoize``: a usage with ``cost_source`` ``"cache"``, cost 0), not made
+  by the provider.
+
+**Order with** ``memoize``: list ``audit`` *before* ``memoize`` (outer) so that cached answers are
+recorded too (``cache_hit: true``); listed after it, ``audit`` only sees the calls that reach the
+provider, and building such an agent (and ``seamkit validate``) warns.
 
 A failure to write a record (a store that is down, a backend error of any kind) never fails or
 changes the call: it is logged (without the record) on the ``seamkit.audit`` logger.
@@ -93,6 +99,9 @@ class Audit:
     the rest of the chain yields and raises what it raises; recording never raises."""
 
     kinds = frozenset({"chat", "tool"})
+    #: placed inside a cache (``memoize`` listed before it) it would miss the calls answered there;
+    #: the composition warns about that order (:func:`seamkit.middleware.hidden_calls`)
+    sees_every_call = True
 
     def __init__(self, store: Any = None, *, namespace: str = "audit") -> None:
         self.store = store
@@ -211,6 +220,7 @@ class Audit:
                 rec["output_tokens"] = usage.output_tokens if usage is not None else None
                 rec["cost_usd"] = str(usage.cost) if usage is not None and usage.cost is not None else None
                 rec["cost_source"] = usage.cost_source if usage is not None else None
+                rec["cache_hit"] = usage is not None and usage.cost_source == "cache"
             if outcome == "cancelled":
                 self._write_later(store, call, rec)
             else:
