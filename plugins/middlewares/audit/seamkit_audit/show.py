@@ -69,7 +69,8 @@ def format_record(i: int, r: Any) -> str:
         if r.get("cache_hit"):
             parts.append("cache hit")
     digest = r.get("arguments_sha256")
-    parts.append(f"args sha256:{digest[:16]}" if isinstance(digest, str) else "args -")
+    alg = "hmac" if r.get("digest") == "hmac-sha256" else "sha256"
+    parts.append(f"args {alg}:{digest[:16]}" if isinstance(digest, str) else "args -")
     return "  ".join(parts)
 
 
