@@ -17,7 +17,10 @@ the end of its stream. Kinds, interleaved round by round so that machine noise h
 - ``audit+memoize_hit``: ``[audit, memoize]`` (audit outer) on a stored request: the hit audited.
 
 Per kind: median and p90 of the per-call time (µs) over every call of every round, after a warm-up
-of 20 calls, and the median's overhead over ``none``. Then ``--concurrent`` identical calls
+of 20 calls, and the median's overhead over ``none``. The audit kinds record each round under a
+new run id (a run of ``--calls`` calls). ``audit_us_at_records``: the median time of an audited
+call in a run that already has 0 / 1000 records (100 with ``--quick``): a store whose ``append``
+rewrites the whole list (SQLite, PostgreSQL) makes it grow with the run. Then ``--concurrent`` identical calls
 started together through one ``memoize`` on an empty store (the model waits 10 ms before it
 answers, so they overlap): how many reached the model (single-flight: 1) and the wall time (ms).
 """
@@ -59,12 +62,12 @@ def _store(kind: str, folder: Path, name: str) -> Any:
     raise SystemExit(f"unknown store {kind!r} (memory, sqlite)")
 
 
-def _runner(model: ScriptedModel, mws: list[Middleware]) -> Callable[[ChatRequest], Any]:
+def _runner(model: ScriptedModel, mws: list[Middleware], run_id: str = "run_bench") -> Callable[[ChatRequest], Any]:
     def terminal(call: Call) -> AsyncIterator[Any]:
         return model.stream(call.request)  # type: ignore[arg-type]
 
     nxt: Next = chain(mws, terminal, kind="chat")
-    ctx = make_test_ctx(run_id="run_bench", scope=Scope("bench"))
+    ctx = make_test_ctx(run_id=run_id, scope=Scope("bench"))
 
     async def one(request: ChatRequest) -> None:
         async for _ in nxt(Call("chat", request, ctx, model=model)):
@@ -101,9 +104,10 @@ async def _concurrent(store_kind: str, folder: Path, n: int) -> dict[str, Any]:
     return {"calls": n, "provider_calls": model.calls, "hits": memo.hits, "wall_ms": round(wall, 1)}
 
 
-async def bench_store(store_kind: str, calls: int, rounds: int, concurrent: int) -> dict[str, Any]:
+async def bench_store(store_kind: str, calls: int, rounds: int, concurrent: int,
+                      growth_at: tuple[int, ...] = (0, 1000)) -> dict[str, Any]:
     """The numbers of one store (see the module doc)."""
-    from seamkit_audit.middleware import Audit
+    from seamkit_audit.middleware import Audit, audit_key
     from seamkit_memoize.middleware import Memoize
 
     with tempfile.TemporaryDirectory(prefix="seamkit-memo-bench-") as tmp:
@@ -130,10 +134,18 @@ async def bench_store(store_kind: str, calls: int, rounds: int, concurrent: int)
         times: dict[str, list[float]] = {k: [] for k in KINDS}
         for kind in KINDS:
             await _timed(runners[kind], requests(kind, 20))  # warm-up
-        for _ in range(rounds):
+        for n in range(rounds):
             for kind in KINDS:
+                if kind.startswith("audit"):  # one run per round: its record list grows to `calls`, no further
+                    runners[kind] = _runner(model, [audit, memo] if "memoize" in kind else [audit], f"run_{kind}_{n}")
                 times[kind] += await _timed(runners[kind], requests(kind, calls))
         hits, misses = memo.hits, memo.misses
+        growth: dict[str, float] = {}
+        for length in growth_at:  # a run that already has `length` records: what one more call costs
+            key = f"run_long_{length}"
+            sample = (await audit.store.list(Scope("bench"), audit_key(audit.namespace, "run_audit_0")))[0]
+            await audit.store.set(Scope("bench"), audit_key(audit.namespace, key), [sample] * length)
+            growth[str(length)] = _stats(await _timed(_runner(model, [audit], key), requests("audit", 20)))["median_us"]
         await memo.close()
         await audit.close()
         out: dict[str, Any] = {"store": store_kind}
@@ -141,6 +153,7 @@ async def bench_store(store_kind: str, calls: int, rounds: int, concurrent: int)
             out[kind] = _stats(times[kind])
         base = out["none"]["median_us"]
         out["overhead_us"] = {k: round(out[k]["median_us"] - base, 1) for k in KINDS if k != "none"}
+        out["audit_us_at_records"] = growth
         # every memoize_hit and audit+memoize_hit call a hit, every memoize_miss call (and the first) a miss
         out["hits_misses"] = [hits, misses]
         out["counts_ok"] = hits == 2 * (rounds * calls + 20) and misses == rounds * calls + 21
@@ -154,6 +167,8 @@ def _line(r: dict[str, Any]) -> str:
         s = r[k]
         extra = "" if k == "none" else f"  (+{r['overhead_us'][k]:.1f} µs over none)"
         rows.append(f"  {k:<18} median {s['median_us']:>9.1f} µs  p90 {s['p90_us']:>9.1f} µs{extra}")
+    g = ", ".join(f"{v:.1f} µs with {k} records" for k, v in r["audit_us_at_records"].items())
+    rows.append(f"  audit, one more call in a run that has: {g}")
     c = r["concurrent"]
     rows.append(f"  {c['calls']} concurrent identical calls: {c['provider_calls']} provider call(s), "
                 f"{c['hits']} hits, {c['wall_ms']:.1f} ms")
@@ -180,7 +195,8 @@ async def main(argv: list[str] | None = None) -> int:
         print(f"memoize / audit per chat call (ScriptedModel), {args.calls} calls x {args.rounds} rounds per kind; "
               f"python {sys.version.split()[0]}")
     for kind in args.stores.split(","):
-        r = await bench_store(kind.strip(), args.calls, args.rounds, args.concurrent)
+        growth = (0, 100) if args.quick else (0, 1000)
+        r = await bench_store(kind.strip(), args.calls, args.rounds, args.concurrent, growth)
         print(json.dumps(r) if args.json else _line(r), flush=True)
     return 0
 

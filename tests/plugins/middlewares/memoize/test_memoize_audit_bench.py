@@ -30,6 +30,7 @@ async def test_bench_prints_its_numbers_per_store(capsys: pytest.CaptureFixture[
             assert r[kind]["median_us"] > 0 and r[kind]["p90_us"] >= r[kind]["median_us"]
         assert set(r["overhead_us"]) == set(bench.KINDS) - {"none"}
         assert r["counts_ok"], r["hits_misses"]  # the hit kinds really hit, the miss kind really missed
+        assert set(r["audit_us_at_records"]) == {"0", "100"} and min(r["audit_us_at_records"].values()) > 0
         assert r["concurrent"] == {**r["concurrent"], "calls": 5, "provider_calls": 1, "hits": 4}
 
 
@@ -39,4 +40,5 @@ async def test_bench_text_output_names_every_kind(capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     for kind in bench.KINDS:
         assert f"  {kind} " in out
-    assert "µs over none" in out and "3 concurrent identical calls: 1 provider call(s), 2 hits" in out
+    assert "µs over none" in out and "µs with 1000 records" in out
+    assert "3 concurrent identical calls: 1 provider call(s), 2 hits" in out
