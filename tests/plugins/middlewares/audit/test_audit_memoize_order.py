@@ -92,3 +92,19 @@ async def test_memoize_before_audit_warns_at_build_and_in_validate(tmp_path: Pat
     assert "never reach" not in caplog.text
     for mw in agent.middlewares:
         await mw.close()  # type: ignore[attr-defined]
+
+
+def test_seamkit_validate_prints_the_order_warning(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEAMKIT_")}
+    env["PYTHONPATH"] = os.pathsep.join(sys.path)
+    for mws, warned in ((MEMO + AUDIT, True), (AUDIT + MEMO, False)):
+        path = _write(tmp_path, mws)
+        done = subprocess.run([sys.executable, "-m", "seamkit", "validate", str(path)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0 and done.stdout.startswith("ok: "), done.stderr
+        assert ("agent.yaml:7:7: agent.middlewares[1]: middleware 'audit' is listed after 'memoize'"
+                in done.stderr) is warned, done.stderr
