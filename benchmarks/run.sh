@@ -27,6 +27,9 @@
 #   bash benchmarks/run.sh mcp ...          one tool call through an MCP server (stdio subprocess, streamable HTTP) next to
 #                                           a native tool and the bare SDK call, µs per call, and the session's start
 #                                           (benchmarks/mcp_bench.py)
+#   bash benchmarks/run.sh memoize ...      memoize (miss, hit) and audit overhead per chat call over no middleware, µs, on
+#                                           the in-memory and SQLite stores, and 20 concurrent identical calls -> provider
+#                                           calls (benchmarks/memoize_audit_bench.py)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/_setup.sh"
 if [ "${1:-}" = "checkpoints" ]; then
@@ -79,6 +82,10 @@ fi
 if [ "${1:-}" = "mcp" ]; then
   shift
   exec .venv/bin/python benchmarks/mcp_bench.py "$@"
+fi
+if [ "${1:-}" = "memoize" ]; then
+  shift
+  exec .venv/bin/python benchmarks/memoize_audit_bench.py "$@"
 fi
 if [ "${1:-}" = "workflows" ]; then
   shift

@@ -18,6 +18,16 @@ first model turn to its result, the run's chat and tool calls happening inside `
 spans a run (a tracing span, a run-level timer). Only middlewares that name ``"run"`` in their
 ``kinds`` see it; a run of an agent with none goes straight to its loop. A resumed run is a new
 ``run`` call (``request.resumed``), and so is each turn of an agent with capabilities.
+
+Two optional attributes (class or instance, default ``False``) declare what the order of a chain
+means for a middleware, so that a composition can warn about an order that defeats it
+(:func:`hidden_calls`):
+
+- ``answers_without_next``: it may answer a call itself, without calling ``next`` (a cache such
+  as ``memoize``); the middlewares inside it never see such a call.
+- ``sees_every_call``: it is meant to see every call the agent makes (an audit trail such as
+  ``audit``); placed inside an ``answers_without_next`` middleware it misses the calls answered
+  there.
 """
 
 from __future__ import annotations
@@ -33,7 +43,7 @@ from seamkit.values import EMPTY, ChatRequest, FrozenDict, RunRequest, ToolReque
 if TYPE_CHECKING:
     from seamkit.runtime.context import RunContext
 
-__all__ = ["Call", "CallKind", "Next", "Middleware", "middleware", "chain", "collect", "collect_one"]
+__all__ = ["Call", "CallKind", "Next", "Middleware", "middleware", "chain", "collect", "collect_one", "hidden_calls"]
 
 CallKind = Literal["chat", "tool", "run"]
 T = TypeVar("T")
@@ -100,6 +110,25 @@ def chain(middlewares: Sequence[Middleware], terminal: Next, *, kind: CallKind |
             continue
         nxt = _wrap(mw, nxt)
     return nxt
+
+
+def hidden_calls(middlewares: Sequence[Any]) -> list[tuple[int, int]]:
+    """The pairs ``(outer, inner)`` of indexes into ``middlewares`` (outermost first, as
+    :func:`chain` takes them; middleware objects or their classes) where ``inner`` declares
+    ``sees_every_call`` and ``outer`` (listed before it) declares ``answers_without_next``, and
+    both wrap a common call kind: the calls ``outer`` answers itself never reach ``inner``. Sorted;
+    ``[]`` when the order is sound."""
+    out = []
+    for j, inner in enumerate(middlewares):
+        if not getattr(inner, "sees_every_call", False):
+            continue
+        kinds = frozenset(getattr(inner, "kinds", ("chat", "tool")))
+        for i in range(j):
+            outer = middlewares[i]
+            if getattr(outer, "answers_without_next", False) and kinds & frozenset(
+                    getattr(outer, "kinds", ("chat", "tool"))):
+                out.append((i, j))
+    return sorted(out)
 
 
 async def collect(stream: AsyncIterator[T]) -> list[T]:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from seamkit.agent.agent import Agent
 from seamkit.errors import FailureClass, ProviderError, SeamkitError
-from seamkit.middleware import Call, Next, chain, collect, collect_one, middleware
+from seamkit.middleware import Call, Next, chain, collect, collect_one, hidden_calls, middleware
 from seamkit.testing import ScriptedModel, make_test_ctx
 from seamkit.tools import tool
 from seamkit.values import ChatRequest, Delta, Message, RunRequest, ToolCall, ToolRequest, ToolResult
@@ -161,6 +161,24 @@ def test_kinds_filter_leaves_middlewares_out() -> None:
     assert chain([chat_only], echo_terminal, kind="chat") is not echo_terminal
     with pytest.raises(ValueError, match="unknown call kinds"):
         middleware(kinds=["chat", "embed"])  # type: ignore[list-item]
+
+
+def test_hidden_calls_pairs_a_cache_with_an_observer_inside_it() -> None:
+    class Cache:
+        answers_without_next = True
+        kinds = frozenset({"chat"})
+
+    class Observer:
+        sees_every_call = True
+
+    class ToolObserver(Observer):
+        kinds = frozenset({"tool"})
+
+    plain = after
+    assert hidden_calls([Cache(), plain, Observer(), Observer]) == [(0, 2), (0, 3)]
+    assert hidden_calls([Observer(), Cache(), plain]) == []  # the observer is outside: it sees every call
+    assert hidden_calls([Cache(), ToolObserver()]) == []  # no call kind in common
+    assert hidden_calls([]) == []
 
 
 async def test_kinds_filter_in_an_agent() -> None:

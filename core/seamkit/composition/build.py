@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+import typing
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +30,9 @@ if TYPE_CHECKING:
     from seamkit.workflows import Workflow
 
 __all__ = ["DEFAULT_STORE", "ComponentBuildError", "build_agent", "build_agents", "build_store", "capability_issues",
-           "tool_description_issues"]
+           "middleware_order_issues", "tool_description_issues"]
+
+log = logging.getLogger("seamkit.composition")
 
 #: The store used for checkpoints when a composition does not say (``checkpoints:`` absent).
 DEFAULT_STORE = "sqlite"
@@ -155,6 +159,8 @@ def _build_one(ctx: Context, reg: Registry, a: AgentConfig, base: KeyPath, agent
             _check_description(ctx, one, tpath, None)
     middlewares = [_build_shared(ctx, reg, m, (*base, "middlewares", i), failures, shared)
                    for i, m in enumerate(a.middlewares)]
+    for issue in _order_issues(ctx, base, a.middlewares, middlewares):
+        log.warning("%s", issue)
     context = a.context
     grounding: Any = None
     compactor: Any = None
@@ -475,6 +481,48 @@ def build_store(composition: Composition | None, *, registry: Registry | None = 
 def _context(c: Composition) -> Context:
     return Context(str(c.file) if c.file is not None else None, c._values, c._keys, c._secret_paths,
                    c._secrets, set(), c.base_dir)
+
+
+def _order_issues(ctx: Context, base: KeyPath, refs: Sequence[Any], found: Sequence[Any]) -> list[ConfigIssue]:
+    """A warning per middleware that declares ``sees_every_call`` listed after one that declares
+    ``answers_without_next`` (:func:`~seamkit.middleware.hidden_calls`); ``found``: the built
+    middlewares of ``refs`` (``agent.middlewares``), or their classes."""
+    from seamkit.middleware import hidden_calls
+
+    out: list[ConfigIssue] = []
+    for i, j in hidden_calls(found):
+        outer, inner = refs[i].use, refs[j].use
+        path: KeyPath = (*base, "middlewares", j)
+        at = ctx.value_position(path)
+        out.append(ConfigIssue(
+            f"middleware {inner!r} is listed after {outer!r} ({format_path((*base, 'middlewares', i))}), which "
+            f"answers some calls itself (e.g. cached answers): those calls never reach {inner!r}; list {inner!r} "
+            f"before {outer!r} for it to see every call", format_path(path), ctx.file, at.line if at else None,
+            at.column if at else None))
+    return out
+
+
+def _declared_class(reg: Registry, ref: Any) -> Any:
+    """What a middleware component declares about itself, without building it: the class its
+    factory is annotated to return (else the factory); ``None`` when it cannot be loaded."""
+    try:
+        factory = reg.resolve("middleware", ref.use, ref.distribution).factory_callable()
+        returned = typing.get_type_hints(factory).get("return")
+    except Exception:  # not loadable or not annotated: building the agent reports the former
+        return None
+    return returned if isinstance(returned, type) else factory
+
+
+def middleware_order_issues(composition: Composition, *, registry: Registry | None = None) -> list[ConfigIssue]:
+    """Warnings about the order of each agent's ``middlewares``: a middleware meant to see every
+    call (``audit``) listed after one that answers calls itself (``memoize``) misses those calls.
+    Reads what each component's class declares (see :mod:`seamkit.middleware`); builds nothing."""
+    reg = registry if registry is not None else get_registry()
+    ctx = _context(composition)
+    out: list[ConfigIssue] = []
+    for base, a in composition.all_agents().values():
+        out.extend(_order_issues(ctx, base, a.middlewares, [_declared_class(reg, m) for m in a.middlewares]))
+    return out
 
 
 def _check_description(ctx: Context, tool: Any, path: KeyPath, warnings: list[ConfigIssue] | None) -> None:

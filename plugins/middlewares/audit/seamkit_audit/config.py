@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from seamkit.slots import ComponentSlot, NestedSlot
 
 __all__ = ["AuditConfig", "StoreSlot"]
@@ -19,10 +19,14 @@ class AuditConfig(BaseModel):
     ``store``: a store slot (:class:`~seamkit.slots.ComponentSlot`), resolved and validated when the
     composition loads; absent: the run's checkpoint store (``ctx.effects.store``), and nothing is
     recorded (a warning is logged once) when the run has none. ``namespace``: prefix of the store
-    keys (one list per run: ``<namespace>:<run id>``).
+    keys (one list per run: ``<namespace>:<run id>``). ``digest_key``: a secret (write it as
+    ``${AUDIT_DIGEST_KEY}``; at least 16 characters) that makes ``arguments_sha256`` an
+    HMAC-SHA-256, so that whoever reads the store cannot confirm a guessed argument (a PIN, a short
+    password) by hashing it; keep it the same across runs and processes to compare digests, and
+    apart from the store.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)  # an error never quotes digest_key
 
     store: Annotated[StoreSlot, ComponentSlot("store")] | None = Field(
         default=None,
@@ -31,3 +35,15 @@ class AuditConfig(BaseModel):
     )
     namespace: str = Field(default="audit", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$",
                            description="Prefix of the keys written to the store")
+    digest_key: SecretStr | None = Field(
+        default=None,
+        description="Secret key (e.g. ${AUDIT_DIGEST_KEY}, 16+ characters) for an HMAC-SHA-256 of the arguments "
+        "instead of a plain SHA-256, which anyone reading the store can confirm a guessed argument against",
+    )
+
+    @field_validator("digest_key")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 16:
+            raise ValueError("digest_key must be at least 16 characters (a random secret, e.g. from the environment)")
+        return value

@@ -11,17 +11,27 @@ Each call through the chain (chat and tool) appends one record (a ``dict`` of JS
 - ``kind``: ``chat`` or ``tool``. Chat: ``provider``, ``model`` (the requested one) and
   ``response_model`` (the one that answered, when reported), ``finish_reason``. Tool: ``tool``
   (its name) and ``call_id``.
-- ``arguments_sha256``: the hex SHA-256 of the canonical JSON of the arguments (a tool call's
+- ``arguments_sha256``: the hex digest of the canonical JSON of the arguments (a tool call's
   decoded arguments; a chat call's request without its ``metadata``), never the arguments
-  themselves. Note: an unsalted digest of a short or guessable value can be confirmed by anyone
-  who guesses it.
+  themselves; ``digest`` says which: ``hmac-sha256`` (keyed with the configured ``digest_key``)
+  or ``sha256`` (no key configured). A plain SHA-256 of a short or guessable value (a PIN, a
+  weak password, an account number) can be confirmed by anyone who reads the store and hashes
+  guesses; a keyed digest cannot without the key, which is kept outside the store (from the
+  environment), so configure one wherever tool arguments may hold secrets. The key is never
+  recorded, logged or shown in a ``repr``.
 - ``outcome``: ``ok`` or ``error`` (a raised exception, or a tool result marked ``is_error``),
   ``cancelled`` (the caller stopped the call); ``error``: the exception's class name (and
   ``failure_class`` for a :class:`~seamkit.errors.ProviderError`), ``tool_error`` for an error
   result. Error messages are never recorded (they may quote arguments or credentials).
 - ``duration_s``: seconds (``ctx.clock.monotonic()``), ``input_tokens`` / ``output_tokens``
   (chat; ``None`` when no usage was reported), ``cost_usd`` (the ``Decimal`` cost as a string,
-  ``None`` when unknown), ``cost_source``.
+  ``None`` when unknown), ``cost_source``; ``cache_hit`` (chat): ``True`` when the answer was
+  replayed from a cache (``memoize``: a usage with ``cost_source`` ``"cache"``, cost 0), not made
+  by the provider.
+
+**Order with** ``memoize``: list ``audit`` *before* ``memoize`` (outer) so that cached answers are
+recorded too (``cache_hit: true``); listed after it, ``audit`` only sees the calls that reach the
+provider, and building such an agent (and ``seamkit validate``) warns.
 
 A failure to write a record (a store that is down, a backend error of any kind) never fails or
 changes the call: it is logged (without the record) on the ``seamkit.audit`` logger.
@@ -32,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import hmac
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -57,14 +68,17 @@ def _default(v: Any) -> Any:
     return {"$type": type(v).__name__}
 
 
-def arguments_digest(value: Any) -> str:
+def arguments_digest(value: Any, *, key: bytes | None = None) -> str:
     """The hex SHA-256 (64 characters) of the canonical JSON of ``value``: sorted keys, no spaces,
-    bytes as their own SHA-256, ``Decimal`` as text, other objects as their type name. A
-    :class:`~seamkit.values.ChatRequest` is taken without its ``metadata``."""
+    bytes as their own SHA-256, ``Decimal`` as text, other objects as their type name; with
+    ``key``, the HMAC-SHA-256 of that text under ``key``. A :class:`~seamkit.values.ChatRequest`
+    is taken without its ``metadata``."""
     if isinstance(value, ChatRequest):
         value = dataclasses.asdict(value.replace(metadata={}))
         value.pop("metadata", None)
     text = json.dumps(thaw(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_default)
+    if key is not None:
+        return hmac.new(key, text.encode("utf-8"), hashlib.sha256).hexdigest()
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -79,6 +93,18 @@ async def read_records(store: Any, run_id: str, *, tenant: str = "default", name
     return list(await store.list(Scope(tenant), audit_key(namespace, run_id)))
 
 
+class _Key:
+    """Holds the digest key out of every ``repr`` (and ``vars()``: it has slots)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: bytes) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "_Key(***)"
+
+
 def _error(exc: BaseException) -> str:
     if isinstance(exc, ProviderError):
         fc = getattr(exc, "failure_class", None)
@@ -89,21 +115,31 @@ def _error(exc: BaseException) -> str:
 class Audit:
     """The ``audit`` middleware (see the module doc). ``store``: a
     :class:`~seamkit.ports.StorePort`, or ``None`` for the run's checkpoint store
-    (``ctx.effects.store``); ``namespace``: key prefix. Calling it (``mw(call, next)``) yields what
+    (``ctx.effects.store``); ``namespace``: key prefix; ``digest_key``: the secret key of the
+    arguments' HMAC (``None``: a plain SHA-256). Calling it (``mw(call, next)``) yields what
     the rest of the chain yields and raises what it raises; recording never raises."""
 
     kinds = frozenset({"chat", "tool"})
+    #: placed inside a cache (``memoize`` listed before it) it would miss the calls answered there;
+    #: the composition warns about that order (:func:`seamkit.middleware.hidden_calls`)
+    sees_every_call = True
 
-    def __init__(self, store: Any = None, *, namespace: str = "audit") -> None:
+    def __init__(self, store: Any = None, *, namespace: str = "audit", digest_key: bytes | None = None) -> None:
         self.store = store
         self.namespace = namespace
+        self._key = _Key(digest_key) if digest_key else None
         self.write_failures = 0
         self._warned = False
         self._pending: set[asyncio.Task[None]] = set()
 
     def __repr__(self) -> str:
         where = type(self.store).__name__ if self.store is not None else "checkpoints"
-        return f"Audit(store={where}, namespace={self.namespace!r})"
+        return f"Audit(store={where}, namespace={self.namespace!r}, digest={self.digest!r})"
+
+    @property
+    def digest(self) -> str:
+        """What ``arguments_sha256`` holds: ``hmac-sha256`` or ``sha256``."""
+        return "hmac-sha256" if self._key is not None else "sha256"
 
     async def close(self) -> None:
         """Wait for records still being written, then close the configured store (not the run's
@@ -159,17 +195,19 @@ class Audit:
                 yield item
             return
         rec = self._base(call)
+        key = self._key.value if self._key is not None else None
+        rec["digest"] = self.digest
         try:
             if call.kind == "chat":
                 req: ChatRequest = call.request  # type: ignore[assignment]
                 rec["provider"] = getattr(call.model, "provider", None)
                 rec["model"] = getattr(call.model, "model", None)
-                rec["arguments_sha256"] = arguments_digest(req)
+                rec["arguments_sha256"] = arguments_digest(req, key=key)
             else:
                 treq: ToolRequest = call.request  # type: ignore[assignment]
                 rec["tool"] = treq.call.name
                 rec["call_id"] = treq.call.id
-                rec["arguments_sha256"] = arguments_digest(treq.call.arguments)
+                rec["arguments_sha256"] = arguments_digest(treq.call.arguments, key=key)
         except Exception as exc:  # an argument the digest cannot encode: record that, run the call
             rec["arguments_sha256"] = None
             log.warning("audit: the arguments of a %s call could not be digested (%s)", call.kind, type(exc).__name__)
@@ -211,6 +249,7 @@ class Audit:
                 rec["output_tokens"] = usage.output_tokens if usage is not None else None
                 rec["cost_usd"] = str(usage.cost) if usage is not None and usage.cost is not None else None
                 rec["cost_source"] = usage.cost_source if usage is not None else None
+                rec["cache_hit"] = usage is not None and usage.cost_source == "cache"
             if outcome == "cancelled":
                 self._write_later(store, call, rec)
             else:
@@ -226,4 +265,6 @@ def build(config: Any) -> Audit:
         from seamkit.slots import build_nested
 
         store = build_nested("store", config.store, at="store")
-    return Audit(store, namespace=config.namespace)
+    secret = getattr(config, "digest_key", None)
+    key = secret.get_secret_value().encode("utf-8") if secret is not None else None
+    return Audit(store, namespace=config.namespace, digest_key=key)

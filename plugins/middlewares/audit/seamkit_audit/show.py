@@ -66,8 +66,11 @@ def format_record(i: int, r: Any) -> str:
         parts.append(f"tokens {_cell(r.get('input_tokens'))}/{_cell(r.get('output_tokens'))}")
         cost = r.get("cost_usd")
         parts.append(f"${cost} ({r.get('cost_source')})" if cost is not None else "cost unknown")
+        if r.get("cache_hit"):
+            parts.append("cache hit")
     digest = r.get("arguments_sha256")
-    parts.append(f"args sha256:{digest[:16]}" if isinstance(digest, str) else "args -")
+    alg = "hmac" if r.get("digest") == "hmac-sha256" else "sha256"
+    parts.append(f"args {alg}:{digest[:16]}" if isinstance(digest, str) else "args -")
     return "  ".join(parts)
 
 

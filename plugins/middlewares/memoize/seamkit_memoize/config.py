@@ -38,6 +38,14 @@ class MemoizeConfig(BaseModel):
     namespace: str = Field(default="memoize", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$",
                            description="Prefix of the keys written to the store")
 
+    @field_validator("ttl", mode="before")
+    @classmethod
+    def _not_bool(cls, value: object) -> object:
+        # pydantic reads true as 1.0: 'ttl: yes' would silently keep answers for one second
+        if isinstance(value, bool):
+            raise ValueError("ttl is a number of seconds, not true or false")
+        return value
+
     @field_validator("ttl")
     @classmethod
     def _finite(cls, value: float | None) -> float | None:

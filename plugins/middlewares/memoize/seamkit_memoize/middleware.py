@@ -149,6 +149,9 @@ class Memoize:
     """
 
     kinds = frozenset({"chat"})
+    #: a hit is answered here: middlewares listed after this one (inside it) never see it; list
+    #: ``audit`` before ``memoize`` to audit hits too (see :func:`seamkit.middleware.hidden_calls`)
+    answers_without_next = True
 
     def __init__(self, store: Any = None, *, ttl: float | None = None, namespace: str = "memoize") -> None:
         if ttl is not None and not (ttl > 0 and ttl != float("inf")):

@@ -98,3 +98,57 @@ def test_digest_is_order_independent_and_ignores_metadata() -> None:
     req = ChatRequest((Message.user("hi"),))
     assert arguments_digest(req) == arguments_digest(req.replace(metadata={"x": 1}))
     assert arguments_digest(req) != arguments_digest(req.replace(temperature=0.1))
+
+
+KEY = "k3y-from-the-environment-0123456789"
+
+
+def test_a_keyed_digest_cannot_be_confirmed_without_the_key() -> None:
+    import hashlib
+    import hmac
+    import json
+
+    pin = {"pin": "1234"}  # a low-entropy secret: 10,000 guesses confirm an unkeyed digest
+    plain = arguments_digest(pin)
+    assert plain == hashlib.sha256(json.dumps(pin, separators=(",", ":")).encode()).hexdigest()
+    keyed = arguments_digest(pin, key=KEY.encode())
+    assert keyed != plain and len(keyed) == 64
+    assert keyed == hmac.new(KEY.encode(), json.dumps(pin, separators=(",", ":")).encode(), "sha256").hexdigest()
+    assert arguments_digest(pin, key=b"another-key-0123456789abcdef") != keyed
+
+
+async def test_with_a_digest_key_records_hold_hmacs_and_say_so() -> None:
+    from seamkit_audit.config import AuditConfig
+    from seamkit_audit.middleware import build
+
+    cfg = AuditConfig.model_validate({"digest_key": KEY})
+    assert KEY not in repr(cfg) and KEY not in str(cfg.model_dump())
+    audit = build(cfg)
+    assert KEY not in repr(audit) and KEY not in repr(vars(audit)) and audit.digest == "hmac-sha256"
+    store = MemoryStore()
+    audit.store = store
+    call = ToolCall("c1", "login", {"password": SECRET})
+    await collect_one(chain([audit], _tool)(Call("tool", ToolRequest(call), _ctx(), {"step": 1})))
+    (rec,) = await read_records(store, "run_a", tenant="acme")
+    assert rec["digest"] == "hmac-sha256"
+    assert rec["arguments_sha256"] == arguments_digest({"password": SECRET}, key=KEY.encode())
+    assert rec["arguments_sha256"] != arguments_digest({"password": SECRET})
+    from seamkit_audit.show import format_record
+
+    assert f"args hmac:{rec['arguments_sha256'][:16]}" in format_record(1, rec)
+
+    unkeyed = Audit(MemoryStore())
+    await collect_one(chain([unkeyed], _tool)(Call("tool", ToolRequest(call), _ctx(), {"step": 1})))
+    (rec,) = await read_records(unkeyed.store, "run_a", tenant="acme")
+    assert rec["digest"] == "sha256" and rec["arguments_sha256"] == arguments_digest({"password": SECRET})
+
+
+@pytest.mark.parametrize("key", ["", "short"])
+def test_a_short_digest_key_is_refused(key: str) -> None:
+    from pydantic import ValidationError
+    from seamkit_audit.config import AuditConfig
+
+    with pytest.raises(ValidationError, match="digest_key") as info:
+        AuditConfig.model_validate({"digest_key": key})
+    assert "at least 16 characters" in str(info.value)
+    assert key == "" or key not in str(info.value).replace("digest_key", "")  # the key is never quoted

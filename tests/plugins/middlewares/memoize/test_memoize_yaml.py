@@ -101,3 +101,16 @@ def test_a_ttl_finer_than_the_store_resolution_is_refused(tmp_path: Path) -> Non
     cfg = MemoizeConfig.model_validate({"store": {"use": "sqlite", "path": str(tmp_path / "c.db")}, "ttl": 1e-9})
     with pytest.raises(ConfigError, match="finer than the store's resolution"):
         build(cfg)
+
+
+@pytest.mark.parametrize("ttl", [True, False, "1h"])
+def test_a_ttl_that_is_not_a_number_is_refused(ttl: Any) -> None:
+    from pydantic import ValidationError
+    from seamkit_memoize.config import MemoizeConfig
+
+    # YAML 'ttl: yes' / 'ttl: true' is a bool, which pydantic would quietly read as 1 second
+    with pytest.raises(ValidationError, match="ttl"):
+        MemoizeConfig.model_validate({"ttl": ttl})
+    assert MemoizeConfig.model_validate({"ttl": 60}).ttl == 60.0
+    assert MemoizeConfig.model_validate({"ttl": 0.5}).ttl == 0.5
+    assert MemoizeConfig.model_validate({"ttl": "60"}).ttl == 60.0  # ttl: ${CACHE_TTL} is a string
