@@ -43,7 +43,7 @@ class Providers:
             self.meter_provider.shutdown()
 
 
-def _exporters(exporter: ConsoleExporterConfig | OtlpExporterConfig, timeout_s: float | None = None) -> tuple[Any, Any]:
+def _exporters(exporter: ConsoleExporterConfig | OtlpExporterConfig) -> tuple[Any, Any]:
     """The span exporter and the metric exporter of ``exporter``."""
     if isinstance(exporter, ConsoleExporterConfig):
         from opentelemetry.sdk.metrics.export import ConsoleMetricExporter

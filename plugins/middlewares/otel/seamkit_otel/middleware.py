@@ -219,7 +219,8 @@ class Otel:
                 "gen_ai.client.operation.duration", unit="s", description="GenAI operation duration.",
                 explicit_bucket_boundaries_advisory=DURATION_BUCKETS)
             self._cost = meter.create_counter(
-                "seamkit.client.cost", unit="{USD}", description="Cost of model calls in US dollars (known costs only).")
+                "seamkit.client.cost", unit="{USD}",
+                description="Cost of model calls in US dollars (known costs only).")
 
     def __repr__(self) -> str:
         where = self.owned.describe if self.owned is not None else "global providers"
