@@ -208,7 +208,8 @@ async def test_otlp_http_round_trip_spans_parents_attributes_and_metrics(
     assert r["seamkit.run.id"] == result.run_id and r["seamkit.cost.usd"] == "0.00045"
     t = tool_span["attributes"]
     assert (t["gen_ai.tool.name"], t["gen_ai.tool.call.id"]) == ("login", "call_login_1")
-    assert {"gen_ai.client.token.usage", "gen_ai.client.operation.duration", "seamkit.client.cost"} <= otlp.metric_names()
+    wanted = {"gen_ai.client.token.usage", "gen_ai.client.operation.duration", "seamkit.client.cost"}
+    assert wanted <= otlp.metric_names()
     # headers reached the collector; no content was exported
     assert {r.headers.get("authorization") for r in otlp.requests} == {f"Bearer {HEADER_TOKEN}"}
     raw = otlp.raw()
@@ -291,7 +292,7 @@ def rec_grpc() -> Iterator[tuple[str, list[Any]]]:
     received: list[Any] = []
 
     class Collector(trace_service_pb2_grpc.TraceServiceServicer):
-        def Export(self, request: Any, context: Any) -> Any:  # noqa: N802 - the service's method name
+        def Export(self, request: Any, context: Any) -> Any:
             received.append((request, tuple(context.invocation_metadata())))
             return trace_service_pb2.ExportTraceServiceResponse()
 
