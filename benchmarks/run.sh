@@ -27,6 +27,9 @@
 #   bash benchmarks/run.sh mcp ...          one tool call through an MCP server (stdio subprocess, streamable HTTP) next to
 #                                           a native tool and the bare SDK call, µs per call, and the session's start
 #                                           (benchmarks/mcp_bench.py)
+#   bash benchmarks/run.sh otel ...         the otel middleware on W1 and W2: spans to the SDK's in-memory exporter,
+#                                           with metrics, listed with no provider at all, next to W1 alone and W1 plus
+#                                           the same spans made by hand with the SDK (benchmarks/otel_bench.py)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/_setup.sh"
 if [ "${1:-}" = "checkpoints" ]; then
@@ -75,6 +78,10 @@ fi
 if [ "${1:-}" = "kernel" ]; then
   shift
   exec .venv/bin/python benchmarks/kernel_turns_bench.py "$@"
+fi
+if [ "${1:-}" = "otel" ]; then
+  shift
+  exec .venv/bin/python benchmarks/otel_bench.py "$@"
 fi
 if [ "${1:-}" = "mcp" ]; then
   shift

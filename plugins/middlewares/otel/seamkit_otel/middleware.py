@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 import traceback
 from collections.abc import AsyncIterator, Iterable
@@ -76,6 +77,8 @@ from urllib.parse import urlsplit
 from opentelemetry import context as otel_context
 from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace
+from opentelemetry import trace as _trace_api
+from opentelemetry.metrics import _internal as _metrics_api
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from seamkit.errors import ProviderError
 from seamkit.middleware import Call, Next
@@ -146,18 +149,17 @@ def _secrets_of(model: Any) -> list[str]:
     return [s for s in found if isinstance(s, str)] if isinstance(found, list | tuple | set | frozenset) else []
 
 
-try:  # the API's stand-in until an application sets a meter provider (private in 1.45)
-    from opentelemetry.metrics._internal import _ProxyMeterProvider as _ProxyMeters
-except ImportError:  # pragma: no cover - another API version: never take the shortcut
-    _ProxyMeters = type("_NeverAProvider", (), {})
-_NOOP_TRACERS = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
-_NOOP_METERS = (_ProxyMeters, otel_metrics.NoOpMeterProvider)
+# Whether the application has set a global provider, read from the API modules' globals (two
+# attribute reads per call: ``get_tracer_provider()`` looks the environment up on every call).
+# With the providers' environment variables set, the API builds the global provider on first use,
+# so the shortcut is never taken.
+_ENV_PROVIDERS = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ or "OTEL_PYTHON_METER_PROVIDER" in os.environ
 
 
 def _global_is_noop() -> bool:
     """No application set a global tracer or meter provider: everything would go to the API's no-op."""
-    return (isinstance(trace.get_tracer_provider(), _NOOP_TRACERS)
-            and isinstance(otel_metrics.get_meter_provider(), _NOOP_METERS))
+    return (not _ENV_PROVIDERS and getattr(_trace_api, "_TRACER_PROVIDER", False) is None
+            and getattr(_metrics_api, "_METER_PROVIDER", False) is None)
 
 
 def _cost_attrs(attrs: dict[str, Any], usage: Usage) -> None:
