@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from opentelemetry import metrics, trace
+from otel_testlib import OtlpReceiver
 from seamkit.cli.main import main
 from seamkit.composition import build_agent, load_composition
 from seamkit_otel.config import OtelConfig
@@ -69,22 +70,24 @@ def test_header_values_never_show_in_reprs() -> None:
         mw.owned.shutdown()
 
 
-def test_building_and_running_with_an_exporter_installs_no_global_provider(tmp_path: Path, otel_plugin: None) -> None:
+def test_building_and_running_with_an_exporter_installs_no_global_provider(tmp_path: Path, otel_plugin: None,
+                                                                           otlp: OtlpReceiver) -> None:
     before = trace.get_tracer_provider(), metrics.get_meter_provider()
     path = tmp_path / "a.yaml"
-    path.write_text(textwrap.dedent("""\
+    path.write_text(textwrap.dedent(f"""\
         seamkit: 1
         agent:
-          model: {use: scripted, turns: [hi]}
+          model: {{use: scripted, turns: [hi]}}
           checkpoints: null
-          middlewares: [{use: otel, exporter: {kind: otlp, endpoint: "http://127.0.0.1:9"}, metrics: false}]
+          middlewares: [{{use: otel, exporter: {{kind: otlp, endpoint: "{otlp.endpoint}"}}, metrics: false}}]
         """))
     agent = build_agent(load_composition(path))
     (mw,) = agent.middlewares
     assert isinstance(mw, Otel) and mw.owned is not None
     assert agent.run_sync("x").output == "hi"
     assert (trace.get_tracer_provider(), metrics.get_meter_provider()) == before
-    mw.owned.tracer_provider.shutdown()  # nothing listens on port 9: drop the batch without waiting on it
+    mw.owned.shutdown()
+    assert sorted(s["name"] for s in otlp.spans()) == ["chat scripted", "invoke_agent a"]  # named after the file
 
 
 def _python(code: str) -> subprocess.CompletedProcess[str]:
