@@ -20,7 +20,8 @@ Spans (the middleware wraps ``run``, ``chat`` and ``tool`` calls):
   (``llamacpp``). ``gen_ai.operation.name=chat``, ``gen_ai.provider.name`` (seamkit provider
   names mapped to the conventions' well-known values: ``openai`` and ``openai_chat`` ->
   ``openai``, ``anthropic`` -> ``anthropic``; others as they are), ``gen_ai.request.model``,
-  ``gen_ai.request.temperature`` / ``max_tokens`` / ``seed`` / ``stop_sequences`` (when set),
+  ``gen_ai.conversation.id`` (the scope's thread, when set), ``gen_ai.request.temperature`` /
+  ``max_tokens`` / ``seed`` / ``stop_sequences`` (when set),
   ``gen_ai.request.stream=true``, ``gen_ai.output.type=json`` (when an output schema is asked
   for), ``server.address`` / ``server.port`` (from the provider's ``base_url``, when it has one),
   ``gen_ai.response.model``, ``gen_ai.response.finish_reasons``, ``gen_ai.usage.input_tokens`` /
@@ -391,6 +392,9 @@ class Otel:
         if server is not None:
             attrs["server.address"] = metric_attrs["server.address"] = server[0]
             attrs["server.port"] = metric_attrs["server.port"] = server[1]
+        thread = call.ctx.scope.thread
+        if thread is not None:
+            attrs["gen_ai.conversation.id"] = thread
         if req.temperature is not None:
             attrs["gen_ai.request.temperature"] = req.temperature
         if req.max_tokens is not None:

@@ -92,6 +92,7 @@ async def test_a_run_is_an_invoke_agent_span_parenting_its_chat_and_tool_spans(r
     c = chats[0].attributes
     assert c["gen_ai.operation.name"] == "chat" and c["gen_ai.response.finish_reasons"] == ("tool_calls",)
     assert chats[1].attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert {s.attributes["gen_ai.conversation.id"] for s in chats} == {"th-9"}
 
 
 async def test_a_child_run_is_parented_by_the_execute_tool_span_that_started_it(rec: Recorder) -> None:
