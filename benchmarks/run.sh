@@ -30,6 +30,9 @@
 #   bash benchmarks/run.sh memoize ...      memoize (miss, hit) and audit overhead per chat call over no middleware, µs, on
 #                                           the in-memory and SQLite stores, and 20 concurrent identical calls -> provider
 #                                           calls (benchmarks/memoize_audit_bench.py)
+#   bash benchmarks/run.sh otel ...         the otel middleware on W1 and W2: spans to the SDK's in-memory exporter,
+#                                           with metrics, listed with no provider at all, next to W1 alone and W1 plus
+#                                           the same spans made by hand with the SDK (benchmarks/otel_bench.py)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/_setup.sh"
 if [ "${1:-}" = "checkpoints" ]; then
@@ -78,6 +81,10 @@ fi
 if [ "${1:-}" = "kernel" ]; then
   shift
   exec .venv/bin/python benchmarks/kernel_turns_bench.py "$@"
+fi
+if [ "${1:-}" = "otel" ]; then
+  shift
+  exec .venv/bin/python benchmarks/otel_bench.py "$@"
 fi
 if [ "${1:-}" = "mcp" ]; then
   shift

@@ -1,5 +1,6 @@
 """The Python examples of docs/getting-started.md, layers.md, providers.md, guardrails.md,
-capabilities.md, multi-agent.md, yaml-reference.md, workflows.md and mcp.md run and their asserts hold.
+capabilities.md, multi-agent.md, yaml-reference.md, workflows.md, mcp.md and observability.md run
+and their asserts hold.
 
 Every fenced ``python`` block runs in a fresh namespace, in a temporary working directory; a block
 whose info string has ``notest`` (it needs the real model) is only compiled.
@@ -16,7 +17,8 @@ from docs_testlib import Block, fenced_blocks
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "layers.md", ROOT / "docs" / "providers.md",
         ROOT / "docs" / "guardrails.md", ROOT / "docs" / "capabilities.md", ROOT / "docs" / "multi-agent.md",
-        ROOT / "docs" / "yaml-reference.md", ROOT / "docs" / "workflows.md", ROOT / "docs" / "mcp.md"]
+        ROOT / "docs" / "yaml-reference.md", ROOT / "docs" / "workflows.md", ROOT / "docs" / "mcp.md",
+        ROOT / "docs" / "observability.md"]
 
 
 def _python_blocks() -> list[tuple[Path, Block]]:
@@ -57,6 +59,34 @@ def test_the_guardrails_yaml_example_loads() -> None:
     for block in blocks:
         comp = loads_composition(block.body)
         assert [g.use for g in comp.agent.guardrails] == ["deny", "wrap_tool_output", "redact", "moderation"]
+
+
+def test_the_observability_yaml_examples_build(otel_registered: None) -> None:
+    """docs/observability.md's compositions are valid as written and build (exporters included;
+    nothing is exported: the agents are not run)."""
+    from seamkit.composition import build_agent, loads_composition
+
+    blocks = [b for b in fenced_blocks(ROOT / "docs" / "observability.md")
+              if b.info.split()[:1] == ["yaml"] and b.body.lstrip().startswith("seamkit: 1")]
+    assert len(blocks) == 3
+    for block in blocks:
+        agent = build_agent(loads_composition(block.body))
+        otel = [m for m in agent.middlewares if type(m).__name__ == "Otel"]
+        assert len(otel) == 1 and otel[0].owned is not None, block.line
+        otel[0].owned.tracer_provider.shutdown()
+        if otel[0].owned.meter_provider is not None:
+            otel[0].owned.meter_provider.shutdown()
+
+
+@pytest.fixture
+def otel_registered(register_plugin: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``use: otel`` resolvable whether or not seamkit-otel is installed; ``OTLP_TOKEN`` set."""
+    import seamkit_otel.plugin
+    from seamkit.plugins.registry import get_registry
+
+    monkeypatch.setenv("OTLP_TOKEN", "doc-token-0123456789")
+    if "otel" not in get_registry().names("middleware"):
+        assert register_plugin(seamkit_otel.plugin, "otel-docs", distribution="seamkit-otel").status == "ok"
 
 
 def test_the_compiled_desk_write_runs_through_the_executor(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,131 @@
+"""Config model of the ``otel`` middleware (imports only pydantic; no OpenTelemetry module).
+
+```yaml
+middlewares:
+  - use: otel                                   # no exporter: the application's OpenTelemetry setup
+  - {use: otel, exporter: console}              # spans and metrics printed to stderr
+  - use: otel
+    exporter: {kind: otlp, protocol: http/protobuf, endpoint: "http://collector:4318",
+               headers: {authorization: "${OTLP_TOKEN}"}}
+    capture_content: true                       # opt-in: messages, tool arguments and results
+```
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+
+__all__ = ["ConsoleExporterConfig", "ExporterConfig", "OtelConfig", "OtlpExporterConfig", "check_endpoint"]
+
+
+def check_endpoint(value: str) -> str:
+    """``value`` without surrounding spaces and trailing slashes when it is an ``http``/``https``
+    URL with a host and a valid port, without credentials, query or fragment; else ``ValueError``
+    (whose message never repeats the URL: it could hold a credential)."""
+    v = value.strip()
+    try:
+        parts = urlsplit(v)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0-65535
+    except ValueError as exc:
+        raise ValueError(f"endpoint is not a valid URL ({exc})") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError("endpoint must start with http:// or https://")
+    if not parts.hostname:
+        raise ValueError("endpoint has no host")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("endpoint must not hold credentials (user:password@); send them in headers")
+    if parts.query or parts.fragment:
+        raise ValueError("endpoint must not have a query or fragment")
+    return v.rstrip("/")
+
+
+class ConsoleExporterConfig(BaseModel):
+    """``exporter: console`` (or ``{kind: console}``): finished spans and, every
+    ``metrics_interval_s`` and at exit, metrics, written as JSON to stderr (stdout stays the run's
+    answer)."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["console"] = "console"
+
+
+class OtlpExporterConfig(BaseModel):
+    """``exporter: {kind: otlp, ...}``: OTLP to a collector.
+
+    ``protocol``: ``http/protobuf`` (``endpoint`` is the base URL, e.g. ``http://localhost:4318``;
+    ``/v1/traces`` and ``/v1/metrics`` are appended) or ``grpc`` (e.g. ``http://localhost:4317``;
+    an ``http://`` endpoint is a plaintext connection, ``https://`` uses TLS). ``headers`` are sent
+    with every export (values are secrets: masked in reprs and errors). ``timeout_s``: seconds per
+    export.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    kind: Literal["otlp"]
+    protocol: Literal["http/protobuf", "grpc"] = Field(
+        default="http/protobuf", description="http/protobuf (default) or grpc"
+    )
+    endpoint: str = Field(description="The collector's base URL, e.g. http://localhost:4318 (http) or "
+                                      "http://localhost:4317 (grpc)")
+    headers: dict[str, SecretStr] = Field(
+        default_factory=dict, description="Headers sent with every export (values masked in reprs)"
+    )
+    timeout_s: float = Field(default=10.0, gt=0, le=600, description="Seconds per export request")
+
+    @field_validator("endpoint")
+    @classmethod
+    def _endpoint(cls, v: str) -> str:
+        return check_endpoint(v)
+
+    @field_validator("headers")
+    @classmethod
+    def _header_names(cls, v: dict[str, SecretStr]) -> dict[str, SecretStr]:
+        for name in v:
+            if not name or any(c in name for c in " \t\r\n:") or not name.isascii():
+                raise ValueError(f"invalid header name {name!r}")
+        return v
+
+
+ExporterConfig = Annotated[ConsoleExporterConfig | OtlpExporterConfig, Field(discriminator="kind")]
+
+
+class OtelConfig(BaseModel):
+    """Parameters of ``use: otel``.
+
+    ``exporter``: where spans and metrics go. Absent (the default): nowhere of this plugin's own —
+    the application's global OpenTelemetry providers receive them (an application that configured
+    OpenTelemetry sees seamkit's spans in its traces; otherwise the API's no-op costs next to
+    nothing). ``console`` or ``{kind: otlp, ...}``: this middleware builds its own tracer and meter
+    providers for that exporter (never installed globally) and flushes them when the process
+    exits. ``capture_content``: record messages, system instructions, tool arguments and tool
+    results (off by default; secrets still masked). ``service_name``: the ``service.name`` resource
+    attribute of the providers it builds. ``metrics``: record the metrics (default true).
+    ``metrics_interval_s``: seconds between metric exports of the providers it builds.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    exporter: ExporterConfig | None = Field(
+        default=None,
+        description="console, or {kind: otlp, protocol: http/protobuf|grpc, endpoint: URL, headers: {...}}. "
+        "Default: none of its own (the application's OpenTelemetry providers, if any, receive the spans)",
+    )
+    capture_content: bool = Field(
+        default=False, description="Record messages, tool arguments and results on spans (secrets masked)"
+    )
+    metrics: bool = Field(default=True, description="Record gen_ai.client.* metrics and seamkit.client.cost")
+    service_name: str = Field(default="seamkit", min_length=1, max_length=200,
+                              description="service.name of the providers built for the exporter")
+    metrics_interval_s: float = Field(default=60.0, gt=0, le=86400,
+                                      description="Seconds between metric exports (and once at exit)")
+
+    @field_validator("exporter", mode="before")
+    @classmethod
+    def _exporter_shorthand(cls, value: object) -> object:
+        # ``exporter: console`` is short for ``{kind: console}``
+        if isinstance(value, str):
+            if value != "console":
+                raise ValueError(f"unknown exporter {value!r}: use 'console' or {{kind: otlp, endpoint: URL}}")
+            return {"kind": value}
+        return value

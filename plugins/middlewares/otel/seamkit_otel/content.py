@@ -1,0 +1,138 @@
+"""Captured content (``capture_content: true`` only) in the shapes of the OpenTelemetry GenAI
+semantic conventions v1.41.0 ("Capturing instructions, inputs, and outputs" in
+``docs/gen-ai/gen-ai-spans.md``; the JSON schemas ``gen-ai-input-messages.json``,
+``gen-ai-output-messages.json`` and ``gen-ai-system-instructions.json``), serialized as JSON
+strings (span attributes cannot hold structured values in the Python SDK; the conventions say to
+record JSON text then).
+
+Parts: text ``{"type": "text", "content"}``; a tool call ``{"type": "tool_call", "id", "name",
+"arguments"}``; a tool result ``{"type": "tool_call_response", "id", "response"}``; reasoning
+``{"type": "reasoning", "content"}``; an image by URL ``{"type": "uri", "modality": "image",
+"mime_type", "uri"}``, inline ``{"type": "blob", "modality": "image", "mime_type", "content"}``
+(base64).
+
+Masking (what is still hidden when content is captured): every value under a key whose name looks
+secret (:func:`seamkit.composition.models.is_secret_name`: ``api_key``, ``token``,
+``password``...) in tool-call arguments, at any depth, becomes ``***``; then every credential the
+:class:`Masker` knows (the models' API keys and headers from their ``secrets()``, the exporter's
+header values) is replaced by ``***`` wherever it appears in the text, also when cut short
+(:class:`seamkit.cli.scrub.TextScrubber`).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from seamkit.cli.scrub import TextScrubber
+from seamkit.composition.models import MASK, is_secret_name
+from seamkit.values import ImageBlock, Message, ReasoningBlock, TextBlock, ToolCall, ToolResult, thaw
+
+__all__ = ["Masker", "input_attributes", "mask_arguments", "output_messages", "tool_arguments"]
+
+# seamkit finish reasons -> the conventions' FinishReason enum (gen-ai-output-messages.json)
+_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_call", "content_filter": "content_filter",
+           "refusal": "content_filter", "error": "error"}
+
+
+def mask_arguments(value: Any, secret: bool = False) -> Any:
+    """``value`` (JSON data) with every value under a secret-named key, at any depth, as ``***``."""
+    if isinstance(value, Mapping):
+        return {str(k): mask_arguments(v, secret or (isinstance(k, str) and is_secret_name(k)))
+                for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_arguments(v, secret) for v in value]
+    if secret and value is not None:
+        return MASK
+    return value
+
+
+class Masker:
+    """Replaces known credential values in captured text. :meth:`add` more as models show theirs."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self._secrets: frozenset[str] = frozenset()
+        self._scrubber = TextScrubber(())
+        self.add(secrets)
+
+    def add(self, secrets: Iterable[str]) -> None:
+        """Also mask ``secrets`` (values shorter than 4 characters are ignored, as the CLI does)."""
+        new = frozenset(s for s in secrets if isinstance(s, str) and len(s) >= 4) - self._secrets
+        if new:
+            self._secrets = self._secrets | new
+            self._scrubber = TextScrubber(self._secrets)
+
+    def __call__(self, text: str) -> str:
+        return self._scrubber.scrub(text)
+
+    def __repr__(self) -> str:
+        return f"Masker({len(self._secrets)} secrets)"
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _image(b: ImageBlock) -> dict[str, Any]:
+    if b.url is not None:
+        return {"type": "uri", "modality": "image", "mime_type": b.media_type, "uri": b.url}
+    data = base64.b64encode(b.data or b"").decode("ascii")
+    return {"type": "blob", "modality": "image", "mime_type": b.media_type, "content": data}
+
+
+def _part(b: Any) -> dict[str, Any] | None:
+    t = type(b)
+    if t is TextBlock:
+        return {"type": "text", "content": b.text}
+    if t is ToolCall:
+        return {"type": "tool_call", "id": b.id, "name": b.name, "arguments": mask_arguments(thaw(b.arguments))}
+    if t is ToolResult:
+        return {"type": "tool_call_response", "id": b.call_id, "response": b.content}
+    if t is ReasoningBlock:
+        return {"type": "reasoning", "content": b.text}
+    if t is ImageBlock:
+        return _image(b)
+    return None
+
+
+def _message(m: Message) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    for b in m.content:
+        p = _part(b)
+        if p is not None:
+            parts.append(p)
+        if type(b) is ToolResult:
+            parts.extend(_image(i) for i in b.images)
+    return {"role": m.role, "parts": parts}
+
+
+def input_attributes(messages: Sequence[Message], mask: Masker) -> dict[str, str]:
+    """``gen_ai.system_instructions`` (the leading system messages' text parts, which seamkit's
+    providers send as the API's instructions) and ``gen_ai.input.messages`` (the rest, in order),
+    as masked JSON text; a key is left out when it would be empty."""
+    i = 0
+    instructions: list[dict[str, Any]] = []
+    while i < len(messages) and messages[i].role == "system":
+        instructions.extend(p for p in _message(messages[i])["parts"])
+        i += 1
+    out: dict[str, str] = {}
+    if instructions:
+        out["gen_ai.system_instructions"] = mask(_dumps(instructions))
+    rest = [_message(m) for m in messages[i:]]
+    if rest:
+        out["gen_ai.input.messages"] = mask(_dumps(rest))
+    return out
+
+
+def output_messages(message: Message, finish_reason: str | None, mask: Masker) -> str:
+    """``gen_ai.output.messages``: the one answer (seamkit asks for one choice), masked JSON text."""
+    doc = _message(message)
+    doc["finish_reason"] = _FINISH.get(finish_reason or "", finish_reason or "error")
+    return mask(_dumps([doc]))
+
+
+def tool_arguments(arguments: Any, mask: Masker) -> str:
+    """``gen_ai.tool.call.arguments``: the decoded arguments, secret-named values masked, as JSON."""
+    return mask(_dumps(mask_arguments(thaw(arguments))))

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from otel_testlib import OtlpReceiver, Recorder, receiver
+
+
+@pytest.fixture
+def rec() -> Recorder:
+    """SDK providers recording spans and metrics in memory (never installed globally)."""
+    return Recorder()
+
+
+@pytest.fixture
+def otlp() -> Iterator[OtlpReceiver]:
+    """A local OTLP/HTTP receiver on loopback."""
+    yield from receiver()
+
+
+@pytest.fixture
+def otel_plugin(register_plugin: Callable[..., Any]) -> None:
+    """``use: otel`` resolvable in the process-wide registry, whether or not seamkit-otel is installed."""
+    import seamkit_otel.plugin
+    from seamkit.plugins.registry import get_registry
+
+    if "otel" in get_registry().names("middleware"):
+        return
+    report = register_plugin(seamkit_otel.plugin, "otel-under-test", distribution="seamkit-otel", version="0.1.0")
+    assert report.status == "ok", report.error
