@@ -17,5 +17,6 @@ def seamkit_register_evaluators(register: Any) -> None:
 
 @hookimpl
 def seamkit_register_commands(cli: Any) -> None:
-    # seamkit eval: seamkit_evals.commands
-    pass
+    from seamkit_evals.commands import add_commands  # argparse only: cheap
+
+    add_commands(cli)
