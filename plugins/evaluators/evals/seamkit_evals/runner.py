@@ -49,13 +49,15 @@ Progress = Callable[[int, int], None]
 
 
 def classify_error(exc: BaseException) -> str:
-    """``ProviderError(rate_limited): slow down`` for a provider's failure (its failure class),
+    """``ProviderError(rate_limited): openai: slow down`` for a provider's failure (its failure class),
     ``TypeName: first line`` otherwise; at most 500 characters."""
-    first = str(exc).splitlines()[0] if str(exc) else ""
-    if isinstance(exc, ProviderError):
+    text = str(exc)
+    if isinstance(exc, ProviderError):  # its str repeats the class: "priced: rate_limited: down"
         head = f"{type(exc).__name__}({exc.failure_class.value})"
+        text = (f"{exc.provider}: " if exc.provider else "") + str(exc.args[0] if exc.args else "")
     else:
         head = type(exc).__name__
+    first = text.splitlines()[0] if text else ""
     return (f"{head}: {first}" if first else head)[:500]
 
 
