@@ -1,4 +1,4 @@
-"""Fixtures of the ``seamkit eval`` tests: the test components registered (:mod:`evals_testlib`),
+"""Fixtures of the ``seamkit eval`` tests: the test components registered (:mod:`evalrun_testlib`),
 files written into the test's directory, and ``seamkit eval`` run in process or as a subprocess."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import evals_testlib
+import evalrun_testlib
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -20,15 +20,15 @@ HERE = Path(__file__).resolve().parent
 
 @pytest.fixture(autouse=True)
 def _state() -> Iterator[None]:
-    evals_testlib.reset()
+    evalrun_testlib.reset()
     yield
-    evals_testlib.reset()
+    evalrun_testlib.reset()
 
 
 @pytest.fixture
 def components(register_plugin: Callable[..., Any]) -> None:
     """The test components, registered in this process for one test."""
-    report = register_plugin(evals_testlib, "evals-testlib", distribution="evals-testlib")
+    report = register_plugin(evalrun_testlib, "evalrun-testlib", distribution="evalrun-testlib")
     assert report.status == "ok", report
 
 
@@ -75,12 +75,12 @@ def seamkit_eval(components: None, capsys: pytest.CaptureFixture[str], tmp_path:
 @pytest.fixture
 def seamkit_subprocess(tmp_path: Path) -> Callable[..., Ran]:
     """``python -m seamkit ARGS`` in ``tmp_path``, with the test components installed as a fake
-    distribution (an entry point naming :mod:`evals_testlib`)."""
+    distribution (an entry point naming :mod:`evalrun_testlib`)."""
     root = tmp_path / "_dists"
-    info = root / "evals_testlib-0.1.dist-info"
+    info = root / "evalrun_testlib-0.1.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evals-testlib\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text("[seamkit]\nevals-testlib = evals_testlib\n")
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: evalrun-testlib\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[seamkit]\nevalrun-testlib = evalrun_testlib\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEAMKIT_")}
     env["PYTHONPATH"] = os.pathsep.join([str(root), str(HERE), *sys.path])
     env["PYTHONIOENCODING"] = "utf-8"

@@ -10,7 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-import evals_testlib
+import evalrun_testlib
 import pytest
 from seamkit.composition import build_agents
 from seamkit.evals import Attempt, EvalContext, Score
@@ -154,7 +154,7 @@ async def test_the_judge_calls_through_the_suites_middlewares(components: None, 
                             "evaluators: [{use: stub_judge, model: {use: priced, text: PASS, cost: '0.25'}}]")
     runner = EvalRunner(suite, agent_of(suite))
     report = await runner.run()
-    calls = evals_testlib.STATE["chat_calls"]
+    calls = evalrun_testlib.STATE["chat_calls"]
     assert len(calls) == 2  # one judgement per attempt, each through the recorder
     assert all(ancestors == (runner.eval_ctx.run_id,) for _, ancestors in calls)  # children of the eval's run
     a = report.cases[0].attempts[0]
