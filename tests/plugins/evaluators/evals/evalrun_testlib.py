@@ -108,8 +108,12 @@ class ProbeConfig(_Cfg):
 
 def build_probe(cfg: ProbeConfig) -> Any:
     @tool(side_effecting=False)
-    async def probe() -> str:
-        """Record how many probe calls run at once."""
+    async def probe(api_key: str = "") -> str:
+        """Record how many probe calls run at once.
+
+        Args:
+            api_key: a secret the call carries (reports must mask it)
+        """
         STATE["probe_calls"] += 1
         STATE["in_flight"] += 1
         STATE["max_in_flight"] = max(STATE["max_in_flight"], STATE["in_flight"])
