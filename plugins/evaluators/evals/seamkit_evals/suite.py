@@ -218,8 +218,9 @@ def load_suite(path: str | Path, *, registry: Registry | None = None,
         model = SuiteModel.model_validate(data)
     except pydantic.ValidationError as exc:
         pydantic_issues(ctx, exc, data, (), SuiteModel)
-    if model is None or ctx.issues:
+    if model is None:
         raise ConfigError(_sorted(ctx.issues))
+    # the rest is checked too, so that every problem is reported at once
     _check_case_ids(ctx, model.cases, ())
     composition = _load_agent(ctx, model, reg, env)
     agent_name = _agent_name(ctx, model, composition)
