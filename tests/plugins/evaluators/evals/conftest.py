@@ -91,4 +91,25 @@ def seamkit_subprocess(tmp_path: Path) -> Callable[..., Ran]:
                               text=True, timeout=timeout)
         return Ran(proc.returncode, proc.stdout, proc.stderr)
 
+    run.env = env  # type: ignore[attr-defined]
     return run
+
+
+@pytest.fixture
+def seamkit_subprocess_popen(seamkit_subprocess: Callable[..., Ran], tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """``python -m seamkit ARGS`` started in the background (as :func:`seamkit_subprocess`), killed
+    at the end of the test if still running."""
+    started: list[subprocess.Popen[str]] = []
+
+    def popen(*args: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen([sys.executable, "-m", "seamkit", *args], cwd=tmp_path,
+                                env=seamkit_subprocess.env,  # type: ignore[attr-defined]
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        started.append(proc)
+        return proc
+
+    yield popen
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()

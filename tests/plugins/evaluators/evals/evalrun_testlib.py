@@ -6,13 +6,14 @@
 - provider ``priced``: answers ``text`` at ``cost`` USD per call (reported usage), or fails with
   the ``error`` failure class;
 - tool ``probe``: records how many of its calls run at once, holding each until ``hold_until``
-  are in flight (or ``hold_s`` seconds passed);
+  are in flight (or ``hold_s`` seconds passed); with ``mark``, creates that file when a call starts;
 - middleware ``recorder``: records each chat call (run id, ancestors) it sees.
 """
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from decimal import Decimal
 from typing import Annotated, Any
 
@@ -104,6 +105,7 @@ def build_priced(cfg: PricedConfig) -> ScriptedModel:
 class ProbeConfig(_Cfg):
     hold_until: int = 1
     hold_s: float = 5.0
+    mark: str | None = None  # a file created when a call starts (for a test in another process)
 
 
 def build_probe(cfg: ProbeConfig) -> Any:
@@ -115,6 +117,8 @@ def build_probe(cfg: ProbeConfig) -> Any:
             api_key: a secret the call carries (reports must mask it)
         """
         STATE["probe_calls"] += 1
+        if cfg.mark is not None:
+            Path(cfg.mark).touch()
         STATE["in_flight"] += 1
         STATE["max_in_flight"] = max(STATE["max_in_flight"], STATE["in_flight"])
         event = STATE.setdefault("release", asyncio.Event())

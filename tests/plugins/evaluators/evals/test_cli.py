@@ -5,6 +5,8 @@ reported (exit 2, located, no traceback); and the example suite on the bundled l
 from __future__ import annotations
 
 import json
+import signal
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -208,6 +210,26 @@ def test_secrets_from_the_environment_never_reach_the_output(seamkit_eval: Eval,
     for text in (r.out, r.err, (tmp_path / "r.json").read_text(), (tmp_path / "r.html").read_text()):
         assert secret not in text
     assert "key ***" in (tmp_path / "r.json").read_text()
+
+
+def test_ctrl_c_stops_cleanly_with_a_partial_report(seamkit_subprocess_popen: Any, write: Write,
+                                                   tmp_path: Path) -> None:
+    mark = tmp_path / "started"
+    write("agent.yaml", PROBED.format(hold=99).replace("hold_until: 99", f"hold_until: 99, hold_s: 120, mark: {mark}"))
+    cases = "".join(f"  - {{id: c{i}, input: q{i}}}\n" for i in range(3))
+    write("suite.yaml", f"version: 1\nagent: agent.yaml\nconcurrency: 1\ncases:\n{cases}")
+    proc = seamkit_subprocess_popen("eval", "suite.yaml", "--json", "r.json", "--html", "r.html")
+    deadline = time.monotonic() + 60
+    while not mark.exists():  # the first attempt is inside its tool call
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, (out, err)
+    assert "Traceback" not in err and "interrupted: 3 attempts were not run" in out
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["stopped"] == "interrupted" and doc["exit_code"] == 130 and doc["summary"]["not_run"] == 3
+    assert "The eval was interrupted: 3 attempts were not run." in (tmp_path / "r.html").read_text()
 
 
 @pytest.mark.slow
