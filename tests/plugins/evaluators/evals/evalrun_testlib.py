@@ -13,8 +13,8 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 from decimal import Decimal
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict
@@ -118,7 +118,7 @@ def build_probe(cfg: ProbeConfig) -> Any:
         """
         STATE["probe_calls"] += 1
         if cfg.mark is not None:
-            Path(cfg.mark).touch()
+            await asyncio.to_thread(Path(cfg.mark).touch)
         STATE["in_flight"] += 1
         STATE["max_in_flight"] = max(STATE["max_in_flight"], STATE["in_flight"])
         event = STATE.setdefault("release", asyncio.Event())
