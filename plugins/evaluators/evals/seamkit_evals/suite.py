@@ -239,8 +239,9 @@ def load_suite(path: str | Path, *, registry: Registry | None = None,
         cases.append(SuiteCase(_case(c), (*shared, *own)))
     for c, cctx, base in extra:
         own = _build_slots(cctx, reg, "evaluator", c.evaluators, (*base, "evaluators"))
-        ctx.issues.extend(cctx.issues)
         cases.append(SuiteCase(_case(c), (*shared, *own)))
+    for cctx in {id(cctx): cctx for _, cctx, _ in extra}.values():  # the cases file's context, once
+        ctx.issues.extend(cctx.issues)
     thresholds = _thresholds(ctx, model.thresholds, cases)
     if ctx.issues:
         raise ConfigError(_sorted(ctx.issues))

@@ -231,3 +231,21 @@ def test_the_judge_middlewares_are_built(components: None, agent: Path, write: W
     with pytest.raises(ConfigError) as exc:
         load_suite(path)
     assert problems(exc)[0].startswith(f"{path}:3:15: middlewares[0]: unknown middleware 'recordr'")
+
+
+def test_an_evaluator_failing_when_built_is_located(components: None, agent: Path, write: Write) -> None:
+    # stub_judge builds its model when it is built: a price that is no number fails only then
+    write("more.jsonl", '{"id": "b", "input": "hi"}\n'
+                        '{"id": "c", "input": "yo", "evaluators": [{"use": "stub_judge", "model": {"use": "priced", '
+                        '"cost": "x"}}]}\n'
+                        '{"id": "d", "input": "yo", "evaluators": [{"use": "stub_judge", "model": {"use": "priced", '
+                        '"cost": "y"}}]}\n')
+    path = write("suite.yaml", "version: 1\nagent: agent.yaml\ncases_file: more.jsonl\ncases:\n  - {id: a, "
+                               "input: x, evaluators: [{use: stub_judge, model: {use: priced, cost: z}}]}\n")
+    with pytest.raises(ConfigError) as exc:
+        load_suite(path)
+    found = problems(exc)
+    jsonl = path.parent / "more.jsonl"
+    assert [p.split(": evaluator 'stub_judge' cannot be built")[0] for p in found] == [
+        f"{jsonl}:2:1: [2].evaluators[0].use", f"{jsonl}:3:1: [3].evaluators[0].use",
+        f"{path}:5:42: cases[0].evaluators[0].use"]
