@@ -445,3 +445,15 @@ def test_max_cost_reads_the_ceiling_exactly() -> None:
     for bad in ("true", "'NaN'", "'Infinity'", "[1]"):
         with pytest.raises(ConfigError):
             build(f"{{use: max_cost, usd: {bad}}}")
+
+
+@given(st.text(min_size=1, max_size=20).filter(str.strip), st.text(max_size=20), st.text(max_size=20))
+def test_contains_finds_any_text_set_apart_in_the_answer(needle: str, before: str, after: str) -> None:
+    import asyncio
+
+    a = attempt(f"{before} {needle} {after}")
+    for case_sensitive in (True, False):
+        check = build(f"{{use: contains, case_sensitive: {str(case_sensitive).lower()}}}")
+        check = dataclasses.replace(check, text=(needle,))
+        s = asyncio.run(evaluate(check, a, ectx()))
+        assert s.passed, (needle, before, after, s.reason)
