@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from seamkit.errors import FailureClass, ProviderError
 from seamkit.evals import Attempt, EvalContext, Score, evaluate
 from seamkit.middleware import Call, Next
+from seamkit.plugins.registry import get_registry
 from seamkit.ports import LLMPort
 from seamkit.runtime.invoker import Invoker
 from seamkit.testing import ScriptedModel, make_test_ctx
@@ -39,9 +40,9 @@ def judge(*turns: Any, **params: Any) -> LLMJudge:
     answers ``turns``. Turns the YAML provider cannot write (a usage, an error) are played by a
     :class:`ScriptedModel` put in its place."""
     texts = all(isinstance(t, str) for t in turns)
-    spec = {"use": "llm_judge", "rubric": "The answer names the capital of France.",
+    spec = {"rubric": "The answer names the capital of France.",
             "model": {"use": "scripted", "turns": list(turns) if texts else ["unused"]}, **params}
-    j = build(json.dumps(spec))
+    j = get_registry().build("evaluator", "llm_judge", spec)  # the parameters a suite's YAML gives
     assert isinstance(j, LLMJudge) and isinstance(j.model, ScriptedModel)
     return j if texts else dataclasses.replace(j, model=ScriptedModel(list(turns)))
 
