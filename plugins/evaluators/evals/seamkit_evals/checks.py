@@ -179,7 +179,8 @@ def diff(expected: Any, got: Any, path: str = "") -> list[str]:
 
 def lookup(value: Any, path: str) -> tuple[Any, str | None]:
     """The value at dotted ``path`` in ``value``: ``(found, None)``, or ``(None, why)`` naming
-    the part that is not there. Steps: a mapping's key, an object's attribute, a list's index."""
+    the part that is not there. Steps: a mapping's key, an object's attribute (not a method or a
+    ``_private`` one), a list's index."""
     cur = value
     walked: list[str] = []
     for part in path.split("."):
@@ -191,6 +192,8 @@ def lookup(value: Any, path: str) -> tuple[Any, str | None]:
                 nxt = cur[int(part)]
         elif cur is not None and not isinstance(cur, str | int | float | bool | Decimal) and not part.startswith("_"):
             nxt = getattr(cur, part, _MISSING)
+            if callable(nxt) and not isinstance(nxt, type):
+                nxt = _MISSING  # a method (`copy`, `json`) is not a field of the output
         where = ".".join(walked) or "the value"
         if nxt is _MISSING:
             return None, (f"the field {path!r} is missing: {where} ({_kind(cur)}) has no {part!r}")

@@ -186,8 +186,8 @@ class LLMJudge:
             result = await ctx.chat(self.model, self.request(attempt))
         except ProviderError as exc:
             detail = str(exc).splitlines()[0] if str(exc) else ""
-            return Score(self.name, "error", reason=f"the judge's model failed: ProviderError "
-                                                    f"({exc.failure_class.value}): {detail}"[:500], usage=Usage())
+            # str(ProviderError) is "provider: failure_class: message"
+            return Score(self.name, "error", reason=f"the judge's model failed: {detail}"[:500], usage=Usage())
         usage = result.usage
         try:
             verdict = parse_verdict(result.message.text)

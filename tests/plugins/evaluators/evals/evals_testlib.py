@@ -54,9 +54,8 @@ def with_tools(*calls: tuple[str, dict[str, Any]], answer: str = "done", results
 
 def build(yaml_text: str) -> Any:
     """Build the evaluator written as YAML (``{use: NAME, **params}``) through the registry."""
-    from seamkit.composition._yaml import parse_yaml
-
-    doc = parse_yaml(yaml_text)
+    doc = parse_yaml(yaml_text, {})
+    assert not doc.problems, doc.problems
     raw = dict(doc.data)
     return get_registry().build("evaluator", raw.pop("use"), raw)
 

@@ -127,7 +127,7 @@ async def test_exact_reads_a_field_of_a_typed_output_or_of_json_text() -> None:
 
 
 async def test_a_missing_field_is_a_fail_naming_the_path_not_an_exception() -> None:
-    s = await score("{use: exact, field: address.country, expected: NO}", attempt(ALICE))
+    s = await score("{use: exact, field: address.country, expected: 'NO'}", attempt(ALICE))
     assert s.status == "fail" and "'address.country' is missing" in s.reason and "address" in s.reason
     s = await score("{use: exact, field: tags.5, expected: x}", attempt(ALICE))
     assert s.status == "fail" and "'tags.5' is missing" in s.reason and "a list of 2" in s.reason
@@ -188,16 +188,17 @@ async def test_regex_searches_with_flags() -> None:
 
 # -- json_schema ------------------------------------------------------------------------------------
 
-SCHEMA = "{type: object, properties: {n: {type: integer}, tags: {type: array, items: {type: string}}}, required: [n]}"
+SCHEMA = ("{type: object, properties: {num: {type: integer}, tags: {type: array, items: {type: string}}}, "
+          "required: [num]}")
 
 
 async def test_json_schema_validates_json_text_and_typed_outputs() -> None:
-    assert (await score(f"{{use: json_schema, schema: {SCHEMA}}}", attempt('{"n": 3, "tags": ["a"]}'))).passed
-    assert (await score(f"{{use: json_schema, schema: {SCHEMA}}}", attempt('```json\n{"n": 3}\n```'))).passed
-    s = await score(f"{{use: json_schema, schema: {SCHEMA}}}", attempt('{"n": "3", "tags": ["a", 2]}'))
+    assert (await score(f"{{use: json_schema, schema: {SCHEMA}}}", attempt('{"num": 3, "tags": ["a"]}'))).passed
+    assert (await score(f"{{use: json_schema, schema: {SCHEMA}}}", attempt('```json\n{"num": 3}\n```'))).passed
+    s = await score(f"{{use: json_schema, schema: {SCHEMA}}}", attempt('{"num": "3", "tags": ["a", 2]}'))
     assert s.status == "fail" and "2 schema errors" in s.reason
-    assert "$.n: '3' is not of type 'integer'" in s.reason and "$.tags[1]: 2 is not of type 'string'" in s.reason
-    s = await score(f"{{use: json_schema, schema: {SCHEMA}}}", attempt("n is 3"))
+    assert "$.num: '3' is not of type 'integer'" in s.reason and "$.tags[1]: 2 is not of type 'string'" in s.reason
+    s = await score(f"{{use: json_schema, schema: {SCHEMA}}}", attempt("num is 3"))
     assert s.status == "fail" and s.reason.startswith("the answer is not JSON")
     person = "{type: object, required: [name, age], properties: {age: {type: integer, minimum: 50}}}"
     s = await score(f"{{use: json_schema, schema: {person}}}", attempt(ALICE))
@@ -258,6 +259,7 @@ def test_lookup_names_the_part_that_is_missing() -> None:
     assert value is None and why is not None and "a.0 (a mapping with keys b) has no 'c'" in why
     assert lookup(ALICE, "address.city") == ("Oslo", None)
     assert lookup(ALICE, "__class__")[1] is not None  # private attributes are not reachable
+    assert lookup(ALICE, "model_dump")[1] is not None and lookup(Point(1, 2), "x") == (1, None)  # fields only
 
 
 # -- tool_called ------------------------------------------------------------------------------------
@@ -445,3 +447,15 @@ def test_max_cost_reads_the_ceiling_exactly() -> None:
     for bad in ("true", "'NaN'", "'Infinity'", "[1]"):
         with pytest.raises(ConfigError):
             build(f"{{use: max_cost, usd: {bad}}}")
+
+
+@given(st.text(min_size=1, max_size=20).filter(str.strip), st.text(max_size=20), st.text(max_size=20))
+def test_contains_finds_any_text_set_apart_in_the_answer(needle: str, before: str, after: str) -> None:
+    import asyncio
+
+    a = attempt(f"{before} {needle} {after}")
+    for case_sensitive in (True, False):
+        check = build(f"{{use: contains, case_sensitive: {str(case_sensitive).lower()}}}")
+        check = dataclasses.replace(check, text=(needle,))
+        s = asyncio.run(evaluate(check, a, ectx()))
+        assert s.passed, (needle, before, after, s.reason)
