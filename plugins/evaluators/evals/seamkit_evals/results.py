@@ -40,8 +40,8 @@ class AttemptResult:
     """One run of a case: ``case_id``, which ``repeat`` (from 0), the ``scores`` of its
     evaluators (in the suite's order: the suite's evaluators, then the case's), the agent run's
     ``usage`` (``Usage()`` when it raised), the ``latency_s`` of the run, the classified
-    ``error`` when it raised (then every evaluator's score is an ``error`` saying the run
-    failed), the ``output`` and the ``transcript``."""
+    ``error`` when it raised (the attempt then never passes, whatever its scores), the ``output``
+    and the ``transcript``."""
 
     case_id: str
     repeat: int

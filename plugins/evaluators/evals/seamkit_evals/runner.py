@@ -8,8 +8,9 @@ has a report: :meth:`EvalRunner.report` says how many attempts were not run.
   ``concurrency`` attempts run at once (an ``asyncio.Semaphore``).
 - Latency: the agent run alone, on a monotonic clock, in seconds.
 - A run that raises is recorded (its error classified: ``ProviderError(rate_limited): ...``),
-  never a crash of the eval; its evaluators' scores are ``error`` ("not evaluated: the run
-  failed"). An evaluator that raises is an ``error`` score (:func:`seamkit.evals.evaluate`).
+  never a crash of the eval, and judged like any attempt (the evaluators see ``result=None`` and
+  the error; the built-ins fail it). An attempt whose run raised never passes. An evaluator that
+  raises is an ``error`` score (:func:`seamkit.evals.evaluate`).
 - Evaluators of one attempt run concurrently. A judge's model calls go through the suite's
   ``middlewares`` (an :class:`~seamkit.runtime.invoker.Invoker` with no tools), in a child
   context of the eval's, so a ``budget`` middleware there caps the judges of the whole eval.
@@ -210,14 +211,11 @@ class EvalRunner:
             error = classify_error(exc)
         latency = time.monotonic() - t0
         attempt = Attempt(case, k, result, error, latency)
-        scores: tuple[Score, ...]
-        if error is not None:
-            scores = tuple(Score(str(getattr(e, "name", type(e).__name__)), "error",
-                                 reason="not evaluated: the run failed") for e in sc.evaluators)
-        else:
-            judge_ctx = self.eval_ctx.child()
-            ectx = EvalContext(judge_ctx, self._judges.context(judge_ctx), FrozenDict({"suite": str(self.suite.file)}))
-            scores = tuple(await asyncio.gather(*(self._score(e, attempt, ectx) for e in sc.evaluators)))
+        # a failed run is judged too: every evaluator sees it (result None, error set) and fails it
+        # (the built-ins say "the run failed: ..."); one that raises on it is an error score
+        judge_ctx = self.eval_ctx.child()
+        ectx = EvalContext(judge_ctx, self._judges.context(judge_ctx), FrozenDict({"suite": str(self.suite.file)}))
+        scores = tuple(await asyncio.gather(*(self._score(e, attempt, ectx) for e in sc.evaluators)))
         return AttemptResult(case.id, k, scores, attempt.usage if result is not None else Usage(), latency, error,
                              attempt.output, attempt.transcript)
 

@@ -119,12 +119,13 @@ async def test_a_raising_evaluator_is_an_error_score_and_the_rest_still_run(comp
 
 async def test_a_failing_run_is_recorded_with_its_failure_class(components: None, write: Write) -> None:
     agent_file(write, "{use: priced, error: rate_limited}")
-    suite = suite_of(write, "evaluators: [{use: has_text, text: hello}]")
+    suite = suite_of(write, "evaluators: [{use: contains, text: hello}, {use: max_latency, seconds: 60}]")
     report = await EvalRunner(suite, agent_of(suite)).run()
     a = report.cases[0].attempts[0]
     assert a.status == "error" and a.error == "ProviderError(rate_limited): priced: the provider is down"
-    assert [(s.evaluator, s.status, s.reason) for s in a.scores] == [
-        ("has_text", "error", "not evaluated: the run failed")]
+    # the evaluators judge the failed run too, and fail it
+    assert [(s.evaluator, s.status) for s in a.scores] == [("contains", "fail"), ("max_latency", "fail")]
+    assert all(s.reason.startswith(f"the run failed: {a.error}") for s in a.scores)
     assert a.cost is None and report.summary.unpriced == 2 and report.summary.errors == 2
     assert report.exit_code == 1
 
@@ -218,6 +219,7 @@ def test_an_attempt_result_passes_only_when_every_score_passes() -> None:
     assert AttemptResult("c", 0, (ok,), Usage(), 0.1).status == "pass"
     assert AttemptResult("c", 0, (ok, bad), Usage(), 0.1).status == "fail"
     assert AttemptResult("c", 0, (), Usage(), 0.1, error="X").status == "error"
+    assert not AttemptResult("c", 0, (ok,), Usage(), 0.1, error="X").passed  # a failed run never passes
     assert AttemptResult("c", 0, (), Usage(), 0.1).passed  # no evaluators: the run completing passes
 
 
