@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -52,6 +54,17 @@ def test_an_eval_runs_from_the_command_line(seamkit_subprocess: Eval, write: Wri
     assert doc["cases"][0]["attempts"][0]["scores"][0]["evaluator"] == "contains"
     html = (tmp_path / "out.html").read_text()
     assert html.startswith("<!DOCTYPE html>") and "It is Paris." in html
+
+
+def test_the_command_is_registered_cheaply(seamkit_subprocess: Eval) -> None:
+    """``seamkit --help`` with seamkit-evals loaded lists ``eval`` and imports none of its heavy modules."""
+    code = ("import sys\nfrom seamkit.cli.main import main\nrc = main(['--help'])\n"
+            "heavy = [m for m in ('pydantic', 'rich', 'yaml', 'seamkit.composition', 'seamkit_evals.suite', "
+            "'seamkit_evals.runner') if m in sys.modules]\nprint('HEAVY', heavy, rc, file=sys.stderr)\n")
+    env = {**seamkit_subprocess.env, "SEAMKIT_LOAD_PLUGINS": "evals"}  # type: ignore[attr-defined]
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert "HEAVY [] 0" in proc.stderr, proc.stderr
+    assert "eval" in proc.stdout and "run an eval suite against a composed agent" in proc.stdout
 
 
 def test_a_failing_attempt_fails_the_eval_without_thresholds(seamkit_eval: Eval, write: Write) -> None:
