@@ -1,5 +1,5 @@
 # Sourced (or run) by scripts/test.sh: makes sure the PostgreSQL and Redis server binaries the
-# test suite starts on loopback (seamkit.testing.services) are installed. Installs the Debian
+# test suite starts on loopback (seamkit.testing.services), and headless Chromium, are installed. Installs the Debian
 # packages only when a binary is missing, so a second run costs a few milliseconds.
 set -euo pipefail
 
@@ -9,6 +9,10 @@ if ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null && ! command -v in
 fi
 if ! command -v redis-server >/dev/null 2>&1; then
   _seamkit_missing_services+=(redis-server)
+fi
+# headless Chromium renders the HTML eval report in the seamkit-evals tests
+if [ ! -x /usr/bin/chromium ]; then
+  _seamkit_missing_services+=(chromium)
 fi
 if [ ${#_seamkit_missing_services[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

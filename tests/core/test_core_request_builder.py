@@ -129,6 +129,15 @@ async def test_unknown_citations_in_the_answer_are_reported_as_a_warning() -> No
     assert find_citations(result2.output) == [good]
 
 
+async def test_the_result_lists_the_citation_ids_shown_to_the_model() -> None:
+    model = ScriptedModel(["Use pip."])
+    result = await Agent(model, request_builder=RequestBuilder(grounding=Docs())).run("install?")
+    assert result.citation_ids == tuple(model.requests[0].metadata["citation_ids"])
+    assert sid("docs/install.md#pip") in result.citation_ids
+    plain = await Agent(ScriptedModel(["Use pip."])).run("install?")
+    assert plain.citation_ids == ()
+
+
 async def test_admit_refuses_inferred_items_by_default() -> None:
     wc_builder = RequestBuilder(grounding=Docs(inferred=True))
     wc = wc_builder.context()

@@ -1,6 +1,6 @@
 """The Python examples of docs/getting-started.md, layers.md, providers.md, guardrails.md,
-capabilities.md, multi-agent.md, yaml-reference.md, workflows.md, mcp.md and observability.md run
-and their asserts hold.
+capabilities.md, multi-agent.md, yaml-reference.md, workflows.md, mcp.md, observability.md and
+evals.md run and their asserts hold.
 
 Every fenced ``python`` block runs in a fresh namespace, in a temporary working directory; a block
 whose info string has ``notest`` (it needs the real model) is only compiled.
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "layers.md", ROOT / "docs" / "providers.md",
         ROOT / "docs" / "guardrails.md", ROOT / "docs" / "capabilities.md", ROOT / "docs" / "multi-agent.md",
         ROOT / "docs" / "yaml-reference.md", ROOT / "docs" / "workflows.md", ROOT / "docs" / "mcp.md",
-        ROOT / "docs" / "observability.md"]
+        ROOT / "docs" / "observability.md", ROOT / "docs" / "evals.md"]
 
 
 def _python_blocks() -> list[tuple[Path, Block]]:
@@ -136,3 +136,45 @@ def test_the_multi_agent_yaml_example_runs_as_shown(tmp_path: Path, monkeypatch:
         assert main(shlex.split(command.line)[1:]) == 0
         out, err = capsys.readouterr()
         assert not missing_lines(command.expected, out + "\n" + err), out + err
+
+
+def test_the_evals_console_example_prints_what_it_shows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """docs/evals.md's bad suite is reported as its console block shows (exit code 2)."""
+    import shlex
+
+    from docs_testlib import console_commands, file_blocks, missing_lines
+    from seamkit.cli.main import main
+
+    doc = ROOT / "docs" / "evals.md"
+    blocks = fenced_blocks(doc)
+    for rel, body in file_blocks(doc, blocks).items():
+        (tmp_path / rel).write_text(body, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    [command] = [c for c in console_commands(doc, blocks) if "bad_suite.yaml" in c.line]
+    capsys.readouterr()
+    assert main(shlex.split(command.line)[1:]) == 2
+    out, err = capsys.readouterr()
+    assert command.expected and not missing_lines(command.expected, out + "\n" + err), out + err
+
+
+def test_the_evals_suite_examples_load(tmp_path: Path) -> None:
+    """docs/evals.md: the quick-start suite is examples/evals/quickstart_suite.yaml (less its comment
+    lines), and the reference suite showing every key loads (with an agent file written for it)."""
+    from seamkit_evals.suite import load_suite
+
+    doc = ROOT / "docs" / "evals.md"
+    suites = [b.body for b in fenced_blocks(doc) if b.info == "yaml" and b.body.startswith("version: 1")]
+    quick, reference = suites
+    example = (ROOT / "examples" / "evals" / "quickstart_suite.yaml").read_text(encoding="utf-8")
+    assert quick == "".join(line + "\n" for line in example.splitlines() if not line.startswith("#"))
+    (tmp_path / "agents").mkdir()
+    (tmp_path / "agents" / "support.yaml").write_text(
+        "seamkit: 1\nagent:\n  model: {use: scripted, turns: [hi]}\n  checkpoints: null\n"
+        "agents:\n  billing:\n    model: {use: scripted, turns: [hi]}\n    prompt: 'You help {{tier}} customers.'\n"
+        "    checkpoints: null\n", encoding="utf-8")
+    (tmp_path / "more_cases.jsonl").write_text('{"id": "extra", "input": "hello"}\n', encoding="utf-8")
+    (tmp_path / "suite.yaml").write_text(reference, encoding="utf-8")
+    suite = load_suite(tmp_path / "suite.yaml", env={"OPENAI_API_KEY": "sk-docs-example-000"})
+    assert suite.agent_name == "billing" and [c.case.id for c in suite.cases] == ["refund-late", "follow-up", "extra"]
+    assert suite.thresholds.evaluators == {"contains": 1.0, "llm_judge": 0.8} and len(suite.middlewares) == 1

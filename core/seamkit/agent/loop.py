@@ -433,6 +433,7 @@ class Run:
             stopped_early=self.limit is not None,
             limit_reached=self.limit,
             gathered=gathered_calls(self.transcript) if self.agent.mode == "gather" else (),
+            citation_ids=tuple(self.working.seen) if self.working is not None else (),
         )
 
     async def _finish(

@@ -53,6 +53,10 @@ class AgentResult:
     ``max_tool_calls`` or ``max_tool_rounds``), so the answer was given without further tools.
     ``gathered``: for a gather-mode agent, each tool call of the gathering decision with its
     result (``output`` is then the same as a text block; both empty when nothing was gathered).
+    ``citation_ids``: the citation ids (:func:`seamkit.grounding.citation_id`) of the grounding
+    items the request builder handed to the model in this run, in the order first shown (empty
+    without grounding; a resumed run has those shown since it resumed; a result read back from a
+    checkpoint has none): what an eval's citation check compares the answer's citations with.
     """
 
     output: Any
@@ -71,6 +75,7 @@ class AgentResult:
     stopped_early: bool = False
     limit_reached: str | None = None
     gathered: tuple[GatheredCall, ...] = ()
+    citation_ids: tuple[str, ...] = ()
 
     @property
     def cost(self) -> Decimal | None:
