@@ -6,8 +6,10 @@ Run: ``bash benchmarks/run.sh otel``. Options: ``--runs 2000`` (W1 runs per vari
 Variants, interleaved run by run so that a noisy neighbour hits all of them alike:
 
 - ``off``: no middleware (W1 as in ``run.py``).
-- ``spans``: ``otel`` with an SDK ``TracerProvider`` + ``SimpleSpanProcessor`` +
-  ``InMemorySpanExporter`` (the spans are built, ended and exported in the call), metrics off.
+- ``spans``: ``otel`` with an SDK ``TracerProvider`` + ``BatchSpanProcessor`` +
+  ``InMemorySpanExporter`` of its own, as an exporter in the YAML builds it (spans ended into the
+  processor by the lean tracer, :mod:`seamkit_otel.lean`), metrics off.
+- ``spans_sdk``: the same provider as an application's own (SDK spans through its tracer).
 - ``spans+metrics``: as ``spans``, plus an SDK ``MeterProvider`` with an ``InMemoryMetricReader``
   (``otel``'s default: metrics on).
 - ``noop``: ``otel`` listed, no exporter, and no global provider set by the application (the API's
@@ -36,24 +38,40 @@ from typing import Any
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from run import W1Model, W2Model, add
 from seamkit import Agent
 from seamkit_otel.middleware import Otel
+
+_PROVIDERS: list[Any] = []  # flushed before the exported spans are counted or cleared
+
+
+def _flush() -> None:
+    for tp in _PROVIDERS:
+        tp.force_flush()
 
 
 def _variants() -> dict[str, tuple[list[Any], InMemorySpanExporter | None]]:
     out: dict[str, tuple[list[Any], InMemorySpanExporter | None]] = {"off": ([], None)}
     exp = InMemorySpanExporter()
     tp = TracerProvider()
-    tp.add_span_processor(SimpleSpanProcessor(exp))
-    out["spans"] = ([Otel(tp, metrics=False)], exp)
+    processor = BatchSpanProcessor(exp, max_queue_size=1 << 17)
+    tp.add_span_processor(processor)
+    out["spans"] = ([Otel(tp, metrics=False, span_processor=processor)], exp)
+    _PROVIDERS.append(tp)
+    exp_sdk = InMemorySpanExporter()
+    tp_sdk = TracerProvider()
+    tp_sdk.add_span_processor(BatchSpanProcessor(exp_sdk, max_queue_size=1 << 17))
+    out["spans_sdk"] = ([Otel(tp_sdk, metrics=False)], exp_sdk)
+    _PROVIDERS.append(tp_sdk)
     exp2 = InMemorySpanExporter()
     tp2 = TracerProvider()
-    tp2.add_span_processor(SimpleSpanProcessor(exp2))
+    processor2 = BatchSpanProcessor(exp2, max_queue_size=1 << 17)
+    tp2.add_span_processor(processor2)
     mp = MeterProvider(metric_readers=[InMemoryMetricReader()])
-    out["spans+metrics"] = ([Otel(tp2, mp)], exp2)
+    out["spans+metrics"] = ([Otel(tp2, mp, span_processor=processor2)], exp2)
+    _PROVIDERS.append(tp2)
     out["noop"] = ([Otel()], None)
     return out
 
@@ -66,8 +84,12 @@ async def w1(runs: int, rounds: int) -> dict[str, float]:
         for _ in range(200):
             r = await agent.run("What is 2 + 3?")
         assert r.output == "5", r.output
+    _flush()
     spans_seen = len(variants["spans"][1].get_finished_spans())  # type: ignore[union-attr]
     assert spans_seen == 200 * 4, spans_seen
+    for _, exp in variants.values():
+        if exp is not None:
+            exp.clear()
     best: dict[str, float] = {}
     pc = time.perf_counter
     floor = floor_spans()
@@ -83,8 +105,10 @@ async def w1(runs: int, rounds: int) -> dict[str, float]:
             await plain.run("What is 2 + 3?")
             floor()
             times["off+sdk_floor"].append(pc() - t0)
+        _flush()
         for _, exp in variants.values():
             if exp is not None:
+                assert len(exp.get_finished_spans()) == runs * 4, "spans were dropped"
                 exp.clear()
         for k, ts in times.items():
             med = statistics.median(ts) * 1e6
@@ -105,6 +129,7 @@ async def w2(turns: int = 200, repeats: int = 5) -> dict[str, tuple[float, float
             d = [b - a for a, b in zip(model.stamps, model.stamps[1:], strict=False)]
             firsts.append(statistics.median(d[:20]))
             lasts.append(statistics.median(d[-20:]))
+            _flush()
             if exp is not None:
                 exp.clear()
         out[k] = (statistics.median(firsts) * 1e6, statistics.median(lasts) * 1e6)

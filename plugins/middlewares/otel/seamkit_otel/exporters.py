@@ -35,6 +35,7 @@ class Providers:
     tracer_provider: Any
     meter_provider: Any | None
     describe: str
+    span_processor: Any = None  # the tracer provider's processor, which the lean tracer ends spans into
 
     def shutdown(self) -> None:
         """Flush and stop both providers (blocking: export calls run here). Idempotent."""
@@ -90,7 +91,8 @@ def build_providers(config: OtelConfig) -> Providers:
     span_exporter, metric_exporter = _exporters(exporter)
     resource = Resource.create({"service.name": config.service_name})
     tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=True)
-    tracer_provider.add_span_processor(BatchSpanProcessor(span_exporter))
+    processor = BatchSpanProcessor(span_exporter)
+    tracer_provider.add_span_processor(processor)
     meter_provider = None
     if config.metrics:
         from opentelemetry.sdk.metrics import MeterProvider
@@ -99,4 +101,4 @@ def build_providers(config: OtelConfig) -> Providers:
         reader = PeriodicExportingMetricReader(metric_exporter,
                                                export_interval_millis=config.metrics_interval_s * 1000)
         meter_provider = MeterProvider(metric_readers=[reader], resource=resource, shutdown_on_exit=True)
-    return Providers(tracer_provider, meter_provider, describe(exporter))
+    return Providers(tracer_provider, meter_provider, describe(exporter), processor)

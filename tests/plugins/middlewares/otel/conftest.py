@@ -7,10 +7,12 @@ import pytest
 from otel_testlib import OtlpReceiver, Recorder, receiver
 
 
-@pytest.fixture
-def rec() -> Recorder:
-    """SDK providers recording spans and metrics in memory (never installed globally)."""
-    return Recorder()
+@pytest.fixture(params=["sdk", "lean"])
+def rec(request: pytest.FixtureRequest) -> Recorder:
+    """SDK providers recording spans and metrics in memory (never installed globally); the
+    middleware makes SDK spans (an application's provider) or ends lean spans into the provider's
+    processor (a provider of its own: seamkit_otel.lean)."""
+    return Recorder(lean=request.param == "lean")
 
 
 @pytest.fixture

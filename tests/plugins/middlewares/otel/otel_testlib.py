@@ -32,10 +32,12 @@ class Recorder:
 
     exporter: InMemorySpanExporter = field(default_factory=InMemorySpanExporter)
     reader: InMemoryMetricReader = field(default_factory=InMemoryMetricReader)
+    lean: bool = False  # the middleware ends its spans into the processor (seamkit_otel.lean)
 
     def __post_init__(self) -> None:
         self.tracer_provider = TracerProvider()
-        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.processor = SimpleSpanProcessor(self.exporter)
+        self.tracer_provider.add_span_processor(self.processor)
         self.meter_provider = MeterProvider(metric_readers=[self.reader])
 
     def spans(self) -> list[ReadableSpan]:

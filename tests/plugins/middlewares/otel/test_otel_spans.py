@@ -58,7 +58,7 @@ def refuse(x: int) -> ToolOutput:
 
 
 def otel(rec: Recorder, **kw: Any) -> Otel:
-    return Otel(rec.tracer_provider, rec.meter_provider, **kw)
+    return Otel(rec.tracer_provider, rec.meter_provider, span_processor=rec.processor if rec.lean else None, **kw)
 
 
 def login_call() -> dict[str, Any]:
@@ -324,3 +324,66 @@ def test_error_type_is_the_failure_class_or_the_class_name() -> None:
     assert error_type(ProviderError("x", FailureClass.RATE_LIMITED)) == "rate_limited"
     assert error_type(asyncio.CancelledError()) == "cancelled"
     assert error_type(KeyError("k")) == "KeyError"
+
+
+# --- the lean tracer (a provider of its own: seamkit_otel.lean) ---------------------------------
+
+
+def lean_otel(sampler: Any) -> tuple[Otel, Any]:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exp = InMemorySpanExporter()
+    tp = TracerProvider(sampler=sampler)
+    processor = SimpleSpanProcessor(exp)
+    tp.add_span_processor(processor)
+    return Otel(tp, metrics=False, span_processor=processor), exp
+
+
+async def test_the_lean_tracer_asks_the_providers_sampler() -> None:
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ALWAYS_ON
+
+    dropped, none = lean_otel(ALWAYS_OFF)
+    kept, some = lean_otel(ALWAYS_ON)
+    for mw in (dropped, kept):
+        model = ScriptedModel([{"tool_calls": [{"name": "login", "arguments": {"user": "a", "api_key": "k"}}]}, "ok"])
+        assert (await Agent(model, name="a", tools=[login], middlewares=[mw]).run("x")).output == "ok"
+    assert none.get_finished_spans() == ()
+    assert sorted(s.name for s in some.get_finished_spans()) == [
+        "chat scripted", "chat scripted", "execute_tool login", "invoke_agent a"]
+
+
+async def test_the_lean_tracer_follows_an_unsampled_application_parent_and_parents_an_application_span() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.sdk.trace.sampling import DEFAULT_ON
+
+    mw, exp = lean_otel(DEFAULT_ON)  # ParentBased(ALWAYS_ON)
+    app_exp = InMemorySpanExporter()
+    app = TracerProvider()
+    app.add_span_processor(SimpleSpanProcessor(app_exp))
+    tracer = app.get_tracer("app")
+
+    @tool(side_effecting=False)
+    def lookup(q: str) -> str:
+        """Look something up.
+
+        Args:
+            q: What to look up.
+        """
+        with tracer.start_as_current_span("db query"):
+            return "found"
+
+    model = ScriptedModel([{"tool_calls": [{"name": "lookup", "arguments": {"q": "x"}}]}, "ok"])
+    await Agent(model, name="a", tools=[lookup], middlewares=[mw]).run("x")
+    (db,) = app_exp.get_finished_spans()
+    tool_span = next(s for s in exp.get_finished_spans() if s.name == "execute_tool lookup")
+    assert parent_id(db) == tool_span.context.span_id and db.context.trace_id == tool_span.context.trace_id
+
+    exp.clear()
+    unsampled = trace.NonRecordingSpan(trace.SpanContext(0x1234, 0x5678, False, trace.TraceFlags(0)))
+    with trace.use_span(unsampled):
+        await Agent(ScriptedModel(["hi"]), name="a", middlewares=[mw]).run("x")
+    assert exp.get_finished_spans() == ()
