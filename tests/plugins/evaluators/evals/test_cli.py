@@ -151,6 +151,37 @@ def test_a_missing_suite_and_an_unknown_case_are_bad_input(seamkit_eval: Eval, w
     assert r.code == 2 and "expected a number of at least 1" in r.err
 
 
+
+@pytest.mark.parametrize("option", ["--json", "--html"])
+def test_a_report_path_that_cannot_be_written_is_refused_before_anything_runs(
+        seamkit_eval: Eval, write: Write, tmp_path: Path, option: str) -> None:
+    """Found out only after the eval, it would lose every report of a long (and paid for) eval."""
+    mark = tmp_path / "started"
+    write("agent.yaml", PROBED.format(hold=1).replace("hold_until: 1", f"hold_until: 1, mark: {mark}"))
+    write("suite.yaml", "version: 1\nagent: agent.yaml\ncases: [{id: a, input: x}]\n")
+    r = seamkit_eval("suite.yaml", option, "no_such_dir/r.out")
+    assert r.code == 2, r
+    assert f"{option} no_such_dir/r.out: the folder no_such_dir does not exist" in r.err and "Traceback" not in r.err
+    assert not mark.exists()  # no attempt started
+
+
+def test_a_report_that_fails_to_write_after_the_eval_still_leaves_the_others(
+        seamkit_eval: Eval, write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    agent(write, "It is Paris.")
+    write("suite.yaml", CAPITALS)
+    from seamkit_evals import report
+
+    def full_disk(doc: Any, path: Any) -> None:
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(report, "write_json", full_disk)
+    r = seamkit_eval("suite.yaml", "--json", "r.json", "--html", "r.html")
+    assert r.code == 2, r
+    assert "cannot write the report r.json: No space left on device" in r.err
+    assert "attempts: 2 run, 2 passed" in r.out  # the table is still shown
+    assert "It is Paris." in (tmp_path / "r.html").read_text()  # and the other report written
+
+
 PROBED = """
 seamkit: 1
 agent:
