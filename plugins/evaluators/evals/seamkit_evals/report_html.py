@@ -2,14 +2,16 @@
 
 Made from the report's JSON document (:func:`seamkit_evals.report.report_json`, secrets already
 masked). Inline CSS, no script, no external resource (a Content-Security-Policy meta tag forbids
-them, so even a value that escaped escaping could not run). Every value is HTML-escaped. The
-summary and thresholds come first, then each case: its attempts with status, scores and reasons,
-cost, tokens, latency, and the transcript in a collapsible ``<details>``.
+them, so even a value that escaped escaping could not run). Every value is HTML-escaped, its control
+and invisible format characters (bidi overrides) written as ``\\uXXXX``. The summary and thresholds
+come first, then each case: its attempts with status, scores and reasons, cost, tokens, latency,
+and the transcript in a collapsible ``<details>``.
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Mapping
 from html import escape
 from typing import Any
@@ -48,8 +50,19 @@ details { margin: 6px 0; } summary { cursor: pointer; color: #0969da; }
 """
 
 
+def _visible(text: str) -> str:
+    """``text`` with control and invisible format characters (Unicode Cc, Cf: bidi overrides such
+    as U+202E, zero-width characters) written as ``\\uXXXX``, as the terminal shows them: obeyed,
+    a right-to-left override in a case id would reverse the text after it ("1/1 passed"). Newline,
+    tab and carriage return stay, so a multi-line output keeps its layout."""
+    return "".join(
+        f"\\u{ord(ch):04x}" if ch not in "\n\t\r" and unicodedata.category(ch) in ("Cc", "Cf") else ch
+        for ch in text
+    )
+
+
 def _e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    return escape(_visible("" if value is None else str(value)), quote=True)
 
 
 def _rate(value: Any) -> str:

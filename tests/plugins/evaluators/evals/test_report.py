@@ -192,6 +192,31 @@ async def test_the_html_page_escapes_every_value_and_loads_nothing(components: N
     assert "Content-Security-Policy" in html
 
 
+
+def test_the_html_page_shows_invisible_and_bidi_characters_rather_than_obeying_them() -> None:
+    """A right-to-left override (U+202E) in a case id would reverse the text after it on the page
+    ("1/1 passed" shown as "dessap 1/1"), as a crafted id could spoof what passed: the page writes
+    such characters as ``\\u202e``, as the terminal does; newlines and tabs stay."""
+    doc = {"suite": "s\u202e.yaml", "agent": "a", "agent_file": "f", "started_at": "t", "duration_s": 0.1,
+           "exit_code": 0, "stopped": None, "thresholds": [],
+           "summary": {"attempts": 1, "passed": 1, "failed": 0, "errors": 0, "not_run": 0, "pass_rate": 1.0,
+                       "evaluators": {"e\u200b": {"passed": 1, "total": 1, "pass_rate": 1.0}}, "cost_usd": "0",
+                       "unpriced_attempts": 0, "input_tokens": 0, "output_tokens": 0, "latency_p50_s": 0.1,
+                       "latency_p95_s": 0.1},
+           "cases": [{"id": "ok\u202e1/0 ssap", "input": "in\u2066put", "expected": None, "metadata": {},
+                      "passed": 1, "attempts_run": 1, "not_run": 0, "pass_rate": 1.0, "cost_usd": "0",
+                      "attempts": [{"repeat": 0, "status": "pass", "error": None, "latency_s": 0.1,
+                                    "cost_usd": "0", "input_tokens": 0, "output_tokens": 0,
+                                    "output": "line one\n\tline two\u202e", "scores": [],
+                                    "transcript": []}]}]}
+    html = render_html(doc)
+    for ch in ("\u202e", "\u200b", "\u2066"):
+        assert ch not in html
+    assert "ok\\u202e1/0 ssap" in html and "s\\u202e.yaml" in html and "e\\u200b" in html
+    assert "in\\u2066put" in html
+    assert "line one\n\tline two\\u202e" in html  # the layout of a multi-line output is kept
+
+
 def _png_size(path: Path) -> tuple[int, int]:
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
