@@ -189,6 +189,8 @@ def read_report(path: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise ReportError(f"{p} is not a seamkit eval report: not JSON ({exc.msg} at line {exc.lineno}, "
                           f"column {exc.colno})") from None
+    except RecursionError:  # json.loads of "[[[[..." (no report nests more than a few levels)
+        raise ReportError(f"{p} is not a seamkit eval report: nested too deeply") from None
     if not isinstance(doc, dict) or "cases" not in doc or "summary" not in doc:
         raise ReportError(f"{p} is not a seamkit eval report (expected a JSON object with 'version', "
                           "'summary' and 'cases', as seamkit eval --json writes)")

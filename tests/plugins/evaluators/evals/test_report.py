@@ -151,6 +151,7 @@ def test_compare_says_what_changed_per_case() -> None:
      "cases[0].pass_rate should be a number between 0 and 1"),
     (json.dumps({"version": 1, "summary": {"cost_usd": 0.5}, "cases": []}), "summary.cost_usd should be a decimal"),
     (json.dumps({"version": 1, "summary": {}, "cases": [{"id": "a"}, {"id": "a"}]}), "unique ('a' appears twice)"),
+    ("[" * 100_000, "is not a seamkit eval report: nested too deeply"),  # RecursionError in json.loads
 ])
 def test_a_malformed_earlier_report_is_a_clear_error(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "old.json"
