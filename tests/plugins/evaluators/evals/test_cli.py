@@ -109,6 +109,22 @@ def test_compare_shows_a_regression_after_the_agent_changed(seamkit_eval: Eval, 
     assert cmp["pass_rate"] == {"old": 1.0, "new": 0.0, "delta": -1.0}
 
 
+
+def test_compare_with_a_report_of_another_suite_says_so(seamkit_eval: Eval, write: Write, tmp_path: Path) -> None:
+    agent(write, "It is Paris.")
+    write("other.yaml", "version: 1\nagent: agent.yaml\ncases: [{id: unrelated, input: x}]\n")
+    assert seamkit_eval("other.yaml", "--json", "other.json").code == 0
+    write("suite.yaml", CAPITALS)
+    r = seamkit_eval("suite.yaml", "--compare", "other.json")
+    assert r.code == 0, r  # the exit code is the thresholds'
+    assert "2 new, 1 removed" in r.out
+    assert "no case of other.json is in this eval: is it a report of another suite (other.yaml)?" in r.out
+    r = seamkit_eval("suite.yaml", "--compare", "other.json", "--case", "france")
+    assert "another suite" in r.out
+    assert seamkit_eval("suite.yaml", "--json", "before.json").code == 0
+    assert "another suite" not in seamkit_eval("suite.yaml", "--compare", "before.json").out
+
+
 def test_a_malformed_compare_report_is_bad_input(seamkit_eval: Eval, write: Write) -> None:
     agent(write, "Paris")
     write("suite.yaml", CAPITALS)
