@@ -263,6 +263,12 @@ def load_suite(path: str | Path, *, registry: Registry | None = None,
     if not model.cases and not extra and not ctx.issues:
         ctx.add("the suite has no cases: add 'cases:' (or 'cases_file:')", (), ctx.value_position(()))
     if ctx.issues or not slots_ok:
+        if slots_ok and model.cases_file is None:
+            # the thresholds' evaluator names too, so that every problem is reported at once: by
+            # the names the (valid) evaluators are declared with, ``name:`` else the registered
+            # name (an evaluator's default name), as nothing is built while the suite has problems
+            declared = [*model.evaluators, *(e for c in model.cases for e in c.evaluators)]
+            _check_threshold_names(ctx, model.thresholds, [str(e.params.get("name") or e.use) for e in declared])
         raise ConfigError(_sorted(ctx.issues))
     shared = tuple(_build_slots(ctx, reg, "evaluator", model.evaluators, ("evaluators",)))
     middlewares = tuple(_build_slots(ctx, reg, "middleware", model.middlewares, ("middlewares",)))
@@ -464,11 +470,18 @@ def _case(c: CaseModel) -> EvalCase:
 def _thresholds(ctx: Context, t: ThresholdsModel | None, cases: Sequence[SuiteCase]) -> Thresholds:
     if t is None:
         return Thresholds()
-    names = sorted({str(e.name) for c in cases for e in c.evaluators})
+    _check_threshold_names(ctx, t, [str(e.name) for c in cases for e in c.evaluators])
+    return Thresholds(t.pass_rate, FrozenDict(t.evaluators), t.max_cost_usd, t.max_p95_latency_s)
+
+
+def _check_threshold_names(ctx: Context, t: ThresholdsModel | None, evaluator_names: Sequence[str]) -> None:
+    """A located problem for each evaluator ``thresholds.evaluators`` names that no case uses."""
+    if t is None:
+        return
+    names = sorted(set(evaluator_names))
     for name in t.evaluators:
         if name not in names:
             listed = ", ".join(names) if names else "the suite has none"
             ctx.add(f"thresholds name the evaluator {shown(name)}, which no case of the suite uses"
                     f"{did_you_mean(name, names)} (evaluators: {listed})", ("thresholds", "evaluators", name),
                     at_key=True)
-    return Thresholds(t.pass_rate, FrozenDict(t.evaluators), t.max_cost_usd, t.max_p95_latency_s)

@@ -167,6 +167,14 @@ def test_bad_thresholds_are_located(components: None, agent: Path, write: Write)
     assert problems(exc) == [f"{path2}:6:16: thresholds.evaluators.has_txt: thresholds name the evaluator "
                              "'has_txt', which no case of the suite uses; did you mean 'has_text'? "
                              "(evaluators: has_text)"]
+    # reported with the suite's other problems, not only once they are fixed; by the names the
+    # evaluators are declared with (name:, else the registered name)
+    path3 = write("suite3.yaml", path2.read_text().replace("agent: agent.yaml", "agent: gone.yaml")
+                  .replace("{use: has_text, text: a}", "{use: has_text, text: a}, {use: has_text, name: b, text: b}")
+                  .replace("{has_txt: 1}", "{has_txt: 1, has_text: 1, b: 1}"))
+    with pytest.raises(ConfigError) as exc:
+        load_suite(path3)
+    assert [p.split(": ", 2)[1] for p in problems(exc)] == ["agent", "thresholds.evaluators.has_txt"]
 
 
 def test_the_version_is_required(components: None, agent: Path, write: Write) -> None:
