@@ -95,11 +95,14 @@ def _write(args: argparse.Namespace, doc: dict[str, Any]) -> list[str]:
     from seamkit_evals import report
 
     failed: list[str] = []
-    for target, write in ((args.json, lambda p: report.write_json(doc, p)), (args.html, lambda p: _write_html(doc, p))):
+    for target, html in ((args.json, False), (args.html, True)):
         if not target:
             continue
         try:
-            write(target)
+            if html:
+                _write_html(doc, target)
+            else:
+                report.write_json(doc, target)
         except OSError as exc:
             failed.append(f"cannot write the report {exc.filename or target}: {exc.strerror or exc}")
     return failed

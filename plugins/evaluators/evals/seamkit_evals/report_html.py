@@ -177,8 +177,8 @@ def render_html(doc: Mapping[str, Any], *, title: str = "seamkit eval report") -
                        f"<td class=\"num\">{_e(_usd(c['cost_delta_usd']) if c['cost_delta_usd'] is not None else '-')}"
                        "</td></tr>")
         out.append("</table>")
-        counts = cmp.get("counts") if isinstance(cmp.get("counts"), Mapping) else {}
-        rates = cmp.get("pass_rate") if isinstance(cmp.get("pass_rate"), Mapping) else {}
+        counts: Mapping[str, Any] = cmp["counts"] if isinstance(cmp.get("counts"), Mapping) else {}
+        rates: Mapping[str, Any] = cmp["pass_rate"] if isinstance(cmp.get("pass_rate"), Mapping) else {}
         out.append(f'<p>{_e(", ".join(f"{n} {k}" for k, n in counts.items()))}; pass rate '
                    f'{_rate(rates.get("old"))} → {_rate(rates.get("new"))} ({_points(rates.get("delta"))})</p>')
         if counts.get("new") and counts.get("removed") and not any(

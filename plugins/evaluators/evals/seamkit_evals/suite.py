@@ -419,7 +419,8 @@ def _load_cases_file(ctx: Context, reg: Registry, model: SuiteModel,
     # the suite's own case ids, with where they are (already checked among themselves)
     seen = _check_case_ids(Context(ctx.file, ctx.values, ctx.keys, set(), set()), model.cases, ())
     # named: a duplicate is reported in the cases file, where a bare "line 4" would read as its own
-    seen = {k: f"{Path(ctx.file).name} {v}" if v.startswith("line ") else v for k, v in seen.items()}
+    suite_name = Path(ctx.file).name if ctx.file else "the suite"
+    seen = {k: f"{suite_name} {v}" if v.startswith("line ") else v for k, v in seen.items()}
     out: list[tuple[CaseModel, Context, KeyPath]] = []
     values: dict[KeyPath, Position] = {}
     lctx = Context(str(p), values, {}, set(), set(), base_dir=p.resolve().parent)
