@@ -49,9 +49,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         except ReportError as exc:
             raise UsageError(str(exc)) from None
     for option in ("json", "html"):
-        target = getattr(args, option)
-        if target is not None and os.path.isdir(target):
-            raise UsageError(f"--{option} {target}: is a directory; give a file name")
+        _check_target(option, getattr(args, option))
     try:
         agent = build_agents(suite.composition, registry=registry)[suite.agent_name]  # ConfigError: exit 2
     except ComponentBuildError as exc:  # valid, but a component failed to build (exit 1)
@@ -70,23 +68,51 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if old is not None:
         comparison = compare(old, doc)
         doc["comparison"] = comparison_json(comparison, args.compare)
-    _write(args, doc)
-    render_terminal(doc, _console(), comparison)
+    failed = _write(args, doc)
+    render_terminal(doc, _console(), comparison)  # shown even when a report could not be written
+    if failed:
+        raise UsageError(failed[0] if len(failed) == 1 else "; ".join(failed))
     return report.exit_code
 
 
-def _write(args: argparse.Namespace, doc: dict[str, Any]) -> None:
-    from seamkit_evals.report import write_json
+def _check_target(option: str, target: str | None) -> None:
+    """Refuse a report path that cannot be written before anything runs: found out after the eval,
+    it would lose the reports of a long (and paid for) eval. Raises :class:`UsageError`."""
+    if target is None:
+        return
+    if os.path.isdir(target):
+        raise UsageError(f"--{option} {target}: is a directory; give a file name")
+    folder = os.path.dirname(target) or "."
+    if not os.path.isdir(folder):
+        raise UsageError(f"--{option} {target}: the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(target) and not os.access(target, os.W_OK)):
+        raise UsageError(f"--{option} {target}: not writable")
+
+
+def _write(args: argparse.Namespace, doc: dict[str, Any]) -> list[str]:
+    """Write the reports asked for, each on its own (one that fails does not stop the other);
+    returns what failed, as messages."""
+    from seamkit_evals import report
+
+    failed: list[str] = []
+    for target, html in ((args.json, False), (args.html, True)):
+        if not target:
+            continue
+        try:
+            if html:
+                _write_html(doc, target)
+            else:
+                report.write_json(doc, target)
+        except OSError as exc:
+            failed.append(f"cannot write the report {exc.filename or target}: {exc.strerror or exc}")
+    return failed
+
+
+def _write_html(doc: dict[str, Any], path: str) -> None:
     from seamkit_evals.report_html import render_html
 
-    try:
-        if args.json:
-            write_json(doc, args.json)
-        if args.html:
-            with open(args.html, "w", encoding="utf-8") as f:
-                f.write(render_html(doc))
-    except OSError as exc:
-        raise UsageError(f"cannot write the report {exc.filename}: {exc.strerror or exc}") from None
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(render_html(doc))
 
 
 def _console() -> Any:

@@ -9,7 +9,7 @@ it only through :meth:`seamkit.evals.EvalContext.chat`, so the eval's middleware
 - a user message with the task (the case's input), the expected value (when the case has one),
   the answer (the typed output as JSON, else the final text) and, with ``include_transcript``,
   the run's transcript (each text block cut to :data:`BLOCK_CHARS` characters, reasoning left
-  out);
+  out), each in its tag; those tags written inside the data are defused (:func:`_data`);
 - ``output_schema`` :data:`VERDICT_SCHEMA`, ``{"reason": str, "score": number in [0, 1]}``, so
   providers that constrain decoding (OpenAI structured outputs, llama.cpp grammars) do;
 - ``metadata`` ``{"purpose": "eval.judge", "evaluator": NAME, "case": CASE_ID}`` for middlewares.
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +67,16 @@ Rubric:
 
 Reply with one JSON object and nothing else: {{"reason": "<one or two sentences>", "score": <a number from 0 \
 to 1>}}, where 1 means the answer fully meets the rubric and 0 means it does not meet it at all."""
+
+
+_TAG = re.compile(r"<(?=\s*/?\s*(?:task|expected|answer|transcript)\b)", re.IGNORECASE)
+
+
+def _data(text: str) -> str:
+    """``text`` to put between the prompt's data tags: a ``<task>``/``</answer>``... inside it
+    (the answer is the agent's, the task a user's) has its ``<`` written U+2039, so it cannot end its
+    block early and speak to the judge as the prompt does."""
+    return _TAG.sub("\u2039", text)
 
 
 class VerdictError(ValueError):
@@ -164,14 +175,14 @@ class LLMJudge:
         """The judge's request for ``attempt`` (see the module doc)."""
         case = attempt.case
         task = case.input if isinstance(case.input, str) else _render(case.input)
-        parts = [f"<task>\n{_clip(task, BLOCK_CHARS)}\n</task>"]
+        parts = [f"<task>\n{_data(_clip(task, BLOCK_CHARS))}\n</task>"]
         if case.expected is not None:
-            parts.append(f"<expected>\n{_clip(as_text(case.expected), BLOCK_CHARS)}\n</expected>")
+            parts.append(f"<expected>\n{_data(_clip(as_text(case.expected), BLOCK_CHARS))}\n</expected>")
         out = attempt.output
         answer = attempt.text if out is None or isinstance(out, str) else as_text(to_plain(out))
-        parts.append(f"<answer>\n{_clip(answer, BLOCK_CHARS)}\n</answer>")
+        parts.append(f"<answer>\n{_data(_clip(answer, BLOCK_CHARS))}\n</answer>")
         if self.include_transcript:
-            parts.append(f"<transcript>\n{_render(attempt.transcript)}\n</transcript>")
+            parts.append(f"<transcript>\n{_data(_render(attempt.transcript))}\n</transcript>")
         return ChatRequest(
             (Message.system(_SYSTEM.format(rubric=self.rubric.strip())), Message.user("\n\n".join(parts))),
             output_schema=freeze(VERDICT_SCHEMA),

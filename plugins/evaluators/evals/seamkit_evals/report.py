@@ -189,6 +189,8 @@ def read_report(path: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise ReportError(f"{p} is not a seamkit eval report: not JSON ({exc.msg} at line {exc.lineno}, "
                           f"column {exc.colno})") from None
+    except RecursionError:  # json.loads of "[[[[..." (no report nests more than a few levels)
+        raise ReportError(f"{p} is not a seamkit eval report: nested too deeply") from None
     if not isinstance(doc, dict) or "cases" not in doc or "summary" not in doc:
         raise ReportError(f"{p} is not a seamkit eval report (expected a JSON object with 'version', "
                           "'summary' and 'cases', as seamkit eval --json writes)")
@@ -285,6 +287,13 @@ class Comparison:
     new_pass_rate: float | None
     old_cost: Decimal | None
     new_cost: Decimal | None
+    old_suite: str | None = None  # the suite file the earlier report names
+
+    @property
+    def disjoint(self) -> bool:
+        """Both reports have cases and none in common: likely a report of another suite."""
+        return all(c.change in ("new", "removed") for c in self.cases) and {c.change for c in self.cases} == {
+            "new", "removed"}
 
     def count(self, change: Change) -> int:
         return sum(c.change == change for c in self.cases)
@@ -330,7 +339,8 @@ def compare(old: Mapping[str, Any], new: Mapping[str, Any]) -> Comparison:
         if o["id"] not in new_ids:
             rows.append(CaseChange(o["id"], "removed", o.get("pass_rate"), None, _dec(o.get("cost_usd")), None))
     return Comparison(tuple(rows), old["summary"].get("pass_rate"), new["summary"].get("pass_rate"),
-                      _dec(old["summary"].get("cost_usd")), _dec(new["summary"].get("cost_usd")))
+                      _dec(old["summary"].get("cost_usd")), _dec(new["summary"].get("cost_usd")),
+                      old.get("suite") if isinstance(old.get("suite"), str) else None)
 
 
 def comparison_json(comparison: Comparison, old_path: str) -> dict[str, Any]:
@@ -439,11 +449,13 @@ def render_terminal(doc: Mapping[str, Any], console: Any, comparison: Comparison
         mark = Text("met" if t["met"] else "NOT MET", style="green" if t["met"] else "bold red")
         console.print(Text.assemble(f"threshold {visible(t['name'])} {limit}: ", mark, f" ({shown})"))
     if comparison is not None:
-        render_comparison(comparison, console)
+        against = doc.get("comparison", {}).get("against") if isinstance(doc.get("comparison"), Mapping) else None
+        render_comparison(comparison, console, against)
 
 
-def render_comparison(cmp: Comparison, console: Any) -> None:
-    """Print ``cmp``: a row per case (change, pass rates, cost delta), then the totals."""
+def render_comparison(cmp: Comparison, console: Any, against: str | None = None) -> None:
+    """Print ``cmp``: a row per case (change, pass rates, cost delta), then the totals, and a
+    warning when no case is in both reports (``against``: the earlier report's file)."""
     from rich.table import Table
     from rich.text import Text
     from seamkit.cli.render import visible
@@ -460,3 +472,7 @@ def render_comparison(cmp: Comparison, console: Any) -> None:
     console.print(Text(f"{counts}; pass rate {_rate(cmp.old_pass_rate)} -> {_rate(cmp.new_pass_rate)} "
                        f"({_signed_rate(cmp.pass_rate_delta)}), cost {_usd(_money(cmp.old_cost))} -> "
                        f"{_usd(_money(cmp.new_cost))} ({_signed_usd(cmp.cost_delta)})"))
+    if cmp.disjoint:
+        suite = f" ({visible(cmp.old_suite)})" if cmp.old_suite else ""
+        console.print(Text(f"no case of {visible(against or 'the earlier report')} is in this eval: is it a report "
+                           f"of another suite{suite}?", style="yellow"))

@@ -2,14 +2,16 @@
 
 Made from the report's JSON document (:func:`seamkit_evals.report.report_json`, secrets already
 masked). Inline CSS, no script, no external resource (a Content-Security-Policy meta tag forbids
-them, so even a value that escaped escaping could not run). Every value is HTML-escaped. The
-summary and thresholds come first, then each case: its attempts with status, scores and reasons,
-cost, tokens, latency, and the transcript in a collapsible ``<details>``.
+them, so even a value that escaped escaping could not run). Every value is HTML-escaped, its control
+and invisible format characters (bidi overrides) written as ``\\uXXXX``. The summary and thresholds
+come first, then each case: its attempts with status, scores and reasons, cost, tokens, latency,
+and the transcript in a collapsible ``<details>``.
 """
 
 from __future__ import annotations
 
 import json
+import unicodedata
 from collections.abc import Mapping
 from html import escape
 from typing import Any
@@ -30,7 +32,7 @@ h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8p
 table { border-collapse: collapse; width: 100%; margin: 8px 0; }
 th, td { border-bottom: 1px solid var(--line); padding: 6px 8px; text-align: left; vertical-align: top; }
 th { background: var(--bg2); font-weight: 600; }
-td.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
+td.num, th.num { text-align: right; white-space: nowrap; font-variant-numeric: tabular-nums; }
 .badge { display: inline-block; border-radius: 10px; padding: 0 8px; font-size: 12px; font-weight: 600;
          color: #fff; }
 .pass, .met { background: var(--ok); } .fail, .error, .notmet { background: var(--bad); }
@@ -48,12 +50,27 @@ details { margin: 6px 0; } summary { cursor: pointer; color: #0969da; }
 """
 
 
+def _visible(text: str) -> str:
+    """``text`` with control and invisible format characters (Unicode Cc, Cf: bidi overrides such
+    as U+202E, zero-width characters) written as ``\\uXXXX``, as the terminal shows them: obeyed,
+    a right-to-left override in a case id would reverse the text after it ("1/1 passed"). Newline,
+    tab and carriage return stay, so a multi-line output keeps its layout."""
+    return "".join(
+        f"\\u{ord(ch):04x}" if ch not in "\n\t\r" and unicodedata.category(ch) in ("Cc", "Cf") else ch
+        for ch in text
+    )
+
+
 def _e(value: Any) -> str:
-    return escape("" if value is None else str(value), quote=True)
+    return escape(_visible("" if value is None else str(value)), quote=True)
 
 
 def _rate(value: Any) -> str:
     return "-" if value is None else f"{value:.1%}"
+
+
+def _points(delta: Any) -> str:
+    return "-" if delta is None else f"{delta * 100:+.1f} pts"
 
 
 def _usd(value: Any) -> str:
@@ -134,13 +151,14 @@ def render_html(doc: Mapping[str, Any], *, title: str = "seamkit eval report") -
     out.append('<h2>Summary</h2><div class="cards">' +
                "".join(f"<div class=\"card\"><b>{_e(v)}</b><span>{_e(k)}</span></div>" for v, k in cards) + "</div>")
     if s["evaluators"]:
-        out.append("<table><tr><th>evaluator</th><th>pass rate</th><th>passed</th></tr>")
+        out.append('<table><tr><th>evaluator</th><th class="num">pass rate</th><th class="num">passed</th></tr>')
         for name, e in s["evaluators"].items():
             out.append(f'<tr><td>{_e(name)}</td><td class="num">{_rate(e["pass_rate"])}</td>'
                        f'<td class="num">{_e(e["passed"])} / {_e(e["total"])}</td></tr>')
         out.append("</table>")
     if doc["thresholds"]:
-        out.append("<h2>Thresholds</h2><table><tr><th>threshold</th><th>limit</th><th>actual</th><th></th></tr>")
+        out.append('<h2>Thresholds</h2><table><tr><th>threshold</th><th class="num">limit</th>'
+                   '<th class="num">actual</th><th></th></tr>')
         for t in doc["thresholds"]:
             limit = _threshold_value(t["name"], t["limit"])
             out.append(f"<tr><td>{_e(t['name'])}</td><td class=\"num\">{_e(limit)}</td>"
@@ -150,13 +168,23 @@ def render_html(doc: Mapping[str, Any], *, title: str = "seamkit eval report") -
     cmp = doc.get("comparison")
     if isinstance(cmp, Mapping):
         out.append(f"<h2>Compared with <code>{_e(cmp.get('against'))}</code></h2>")
-        out.append("<table><tr><th>case</th><th>change</th><th>pass rate</th><th>Δ cost</th></tr>")
+        out.append('<table><tr><th>case</th><th>change</th><th class="num">pass rate</th>'
+                   '<th class="num">Δ pass rate</th><th class="num">Δ cost</th></tr>')
         for c in cmp.get("cases", []):
             out.append(f"<tr><td>{_e(c['id'])}</td><td>{_e(c['change'])}</td>"
                        f"<td class=\"num\">{_rate(c['old_pass_rate'])} → {_rate(c['new_pass_rate'])}</td>"
+                       f"<td class=\"num\">{_points(c['pass_rate_delta'])}</td>"
                        f"<td class=\"num\">{_e(_usd(c['cost_delta_usd']) if c['cost_delta_usd'] is not None else '-')}"
                        "</td></tr>")
         out.append("</table>")
+        counts: Mapping[str, Any] = cmp["counts"] if isinstance(cmp.get("counts"), Mapping) else {}
+        rates: Mapping[str, Any] = cmp["pass_rate"] if isinstance(cmp.get("pass_rate"), Mapping) else {}
+        out.append(f'<p>{_e(", ".join(f"{n} {k}" for k, n in counts.items()))}; pass rate '
+                   f'{_rate(rates.get("old"))} → {_rate(rates.get("new"))} ({_points(rates.get("delta"))})</p>')
+        if counts.get("new") and counts.get("removed") and not any(
+                counts.get(k) for k in ("regressed", "improved", "unchanged")):
+            out.append(f'<p class="stopped">No case of {_e(cmp.get("against"))} is in this eval: is it a report of '
+                       "another suite?</p>")
     out.append("<h2>Cases</h2>")
     for c in doc["cases"]:
         status = ("not run" if not c["attempts"] else "pass" if c["passed"] == c["attempts_run"] and not c["not_run"]
@@ -174,7 +202,7 @@ def render_html(doc: Mapping[str, Any], *, title: str = "seamkit eval report") -
             if a["error"]:
                 out.append(f'<div class="err">{_e(a["error"])}</div>')
             if a["scores"]:
-                out.append("<table><tr><th>evaluator</th><th>status</th><th>value</th><th>reason</th></tr>")
+                out.append('<table><tr><th>evaluator</th><th>status</th><th class="num">value</th><th>reason</th></tr>')
                 for sc in a["scores"]:
                     value = "" if sc["value"] is None else f'{sc["value"]:.3g}'
                     out.append(f"<tr><td>{_e(sc['evaluator'])}</td><td>{_badge(sc['status'])}</td>"

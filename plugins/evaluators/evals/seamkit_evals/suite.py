@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 from seamkit.composition._check import Context, check_slot, did_you_mean, iter_slots, pydantic_issues
-from seamkit.composition._yaml import KeyPath, Position, clip, parse_yaml, shown
+from seamkit.composition._yaml import MAX_DEPTH, KeyPath, Position, clip, parse_yaml, shown
 from seamkit.errors import ConfigError, ConfigIssue, PluginError
 from seamkit.evals import EvalCase, Evaluator
 from seamkit.slots import ComponentSlot, NestedSlot
@@ -80,6 +80,27 @@ def _usd(value: Any) -> Any:
     return value
 
 
+def _kind(value: Any) -> str:
+    if value is None:
+        return "an empty value"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    return "a mapping" if isinstance(value, Mapping) else type(value).__name__
+
+
+def _depth(value: Any) -> int:
+    """How deeply ``value`` (decoded JSON) nests lists and objects (a scalar: 0), without recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict | list):
+            deepest = max(deepest, d + 1)
+            stack.extend((c, d + 1) for c in (v.values() if isinstance(v, dict) else v))
+    return deepest
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -91,7 +112,10 @@ class MessageModel(_Strict):
 
 class CaseModel(_Strict):
     id: str = Field(min_length=1, description="Unique in the suite")
-    input: str | list[MessageModel] = Field(description="The task: a text, or messages")
+    # discriminated, so a bad message is one problem, not also "Input should be a valid string"
+    input: Annotated[Annotated[str, Tag("text")] | Annotated[list[MessageModel], Tag("messages")],
+                     Discriminator(lambda v: "text" if isinstance(v, str) else "messages")] = Field(
+        description="The task: a text, or messages")
     expected: Any = Field(default=None, description="What the evaluators compare with")
     variables: dict[str, Any] = Field(default_factory=dict, description="Prompt template variables")
     metadata: dict[str, Any] = Field(default_factory=dict, description="Free-form, shown in reports")
@@ -101,6 +125,15 @@ class CaseModel(_Strict):
     @classmethod
     def _number_id(cls, v: Any) -> Any:
         return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    @field_validator("input", mode="before")
+    @classmethod
+    def _text_or_messages(cls, v: Any) -> Any:
+        # one problem in the user's words, not one per member of the union keyed by pydantic's
+        # type names ('input.str', 'input["list[MessageModel]"]')
+        if not isinstance(v, str | list):
+            raise ValueError(f"expected a text or a list of messages ({{role: user, content: ...}}), not {_kind(v)}")
+        return v
 
     @field_validator("input")
     @classmethod
@@ -230,6 +263,12 @@ def load_suite(path: str | Path, *, registry: Registry | None = None,
     if not model.cases and not extra and not ctx.issues:
         ctx.add("the suite has no cases: add 'cases:' (or 'cases_file:')", (), ctx.value_position(()))
     if ctx.issues or not slots_ok:
+        if slots_ok and model.cases_file is None:
+            # the thresholds' evaluator names too, so that every problem is reported at once: by
+            # the names the (valid) evaluators are declared with, ``name:`` else the registered
+            # name (an evaluator's default name), as nothing is built while the suite has problems
+            declared = [*model.evaluators, *(e for c in model.cases for e in c.evaluators)]
+            _check_threshold_names(ctx, model.thresholds, [str(e.params.get("name") or e.use) for e in declared])
         raise ConfigError(_sorted(ctx.issues))
     shared = tuple(_build_slots(ctx, reg, "evaluator", model.evaluators, ("evaluators",)))
     middlewares = tuple(_build_slots(ctx, reg, "middleware", model.middlewares, ("middlewares",)))
@@ -369,8 +408,8 @@ def _load_cases_file(ctx: Context, reg: Registry, model: SuiteModel,
     assert model.cases_file is not None
     p = ctx.base_dir / model.cases_file
     if not p.is_file():
-        ctx.add(f"the cases file {shown(str(p))} does not exist (the path is relative to the suite file)",
-                ("cases_file",))
+        what = "is a directory, not a file of cases" if p.is_dir() else "does not exist"
+        ctx.add(f"the cases file {shown(str(p))} {what} (the path is relative to the suite file)", ("cases_file",))
         return []
     try:
         text = _read(p, MAX_CASES_FILE_BYTES)
@@ -379,6 +418,9 @@ def _load_cases_file(ctx: Context, reg: Registry, model: SuiteModel,
         return []
     # the suite's own case ids, with where they are (already checked among themselves)
     seen = _check_case_ids(Context(ctx.file, ctx.values, ctx.keys, set(), set()), model.cases, ())
+    # named: a duplicate is reported in the cases file, where a bare "line 4" would read as its own
+    suite_name = Path(ctx.file).name if ctx.file else "the suite"
+    seen = {k: f"{suite_name} {v}" if v.startswith("line ") else v for k, v in seen.items()}
     out: list[tuple[CaseModel, Context, KeyPath]] = []
     values: dict[KeyPath, Position] = {}
     lctx = Context(str(p), values, {}, set(), set(), base_dir=p.resolve().parent)
@@ -391,6 +433,12 @@ def _load_cases_file(ctx: Context, reg: Registry, model: SuiteModel,
             data = json.loads(line)
         except json.JSONDecodeError as exc:
             lctx.add(f"not a JSON object: {exc.msg}", base, Position(lineno, exc.colno))
+            continue
+        except RecursionError:  # "[[[[...": json.loads recurses
+            lctx.add(f"nested more than {MAX_DEPTH} levels deep", base)
+            continue
+        if _depth(data) > MAX_DEPTH:  # as deep as the YAML loader allows, so the reports can render it
+            lctx.add(f"nested more than {MAX_DEPTH} levels deep", base)
             continue
         if not isinstance(data, dict):
             lctx.add("each line of a cases file is one case, a JSON object with 'id' and 'input'", base)
@@ -423,11 +471,18 @@ def _case(c: CaseModel) -> EvalCase:
 def _thresholds(ctx: Context, t: ThresholdsModel | None, cases: Sequence[SuiteCase]) -> Thresholds:
     if t is None:
         return Thresholds()
-    names = sorted({str(e.name) for c in cases for e in c.evaluators})
+    _check_threshold_names(ctx, t, [str(e.name) for c in cases for e in c.evaluators])
+    return Thresholds(t.pass_rate, FrozenDict(t.evaluators), t.max_cost_usd, t.max_p95_latency_s)
+
+
+def _check_threshold_names(ctx: Context, t: ThresholdsModel | None, evaluator_names: Sequence[str]) -> None:
+    """A located problem for each evaluator ``thresholds.evaluators`` names that no case uses."""
+    if t is None:
+        return
+    names = sorted(set(evaluator_names))
     for name in t.evaluators:
         if name not in names:
             listed = ", ".join(names) if names else "the suite has none"
             ctx.add(f"thresholds name the evaluator {shown(name)}, which no case of the suite uses"
                     f"{did_you_mean(name, names)} (evaluators: {listed})", ("thresholds", "evaluators", name),
                     at_key=True)
-    return Thresholds(t.pass_rate, FrozenDict(t.evaluators), t.max_cost_usd, t.max_p95_latency_s)

@@ -109,6 +109,22 @@ def test_compare_shows_a_regression_after_the_agent_changed(seamkit_eval: Eval, 
     assert cmp["pass_rate"] == {"old": 1.0, "new": 0.0, "delta": -1.0}
 
 
+
+def test_compare_with_a_report_of_another_suite_says_so(seamkit_eval: Eval, write: Write, tmp_path: Path) -> None:
+    agent(write, "It is Paris.")
+    write("other.yaml", "version: 1\nagent: agent.yaml\ncases: [{id: unrelated, input: x}]\n")
+    assert seamkit_eval("other.yaml", "--json", "other.json").code == 0
+    write("suite.yaml", CAPITALS)
+    r = seamkit_eval("suite.yaml", "--compare", "other.json")
+    assert r.code == 0, r  # the exit code is the thresholds'
+    assert "2 new, 1 removed" in r.out
+    assert "no case of other.json is in this eval: is it a report of another suite (other.yaml)?" in r.out
+    r = seamkit_eval("suite.yaml", "--compare", "other.json", "--case", "france")
+    assert "another suite" in r.out
+    assert seamkit_eval("suite.yaml", "--json", "before.json").code == 0
+    assert "another suite" not in seamkit_eval("suite.yaml", "--compare", "before.json").out
+
+
 def test_a_malformed_compare_report_is_bad_input(seamkit_eval: Eval, write: Write) -> None:
     agent(write, "Paris")
     write("suite.yaml", CAPITALS)
@@ -149,6 +165,37 @@ def test_a_missing_suite_and_an_unknown_case_are_bad_input(seamkit_eval: Eval, w
     assert r.code == 2 and "--case 'frnace': no such case in suite.yaml; did you mean 'france'?" in r.err
     r = seamkit_eval("suite.yaml", "--concurrency", "0")
     assert r.code == 2 and "expected a number of at least 1" in r.err
+
+
+
+@pytest.mark.parametrize("option", ["--json", "--html"])
+def test_a_report_path_that_cannot_be_written_is_refused_before_anything_runs(
+        seamkit_eval: Eval, write: Write, tmp_path: Path, option: str) -> None:
+    """Found out only after the eval, it would lose every report of a long (and paid for) eval."""
+    mark = tmp_path / "started"
+    write("agent.yaml", PROBED.format(hold=1).replace("hold_until: 1", f"hold_until: 1, mark: {mark}"))
+    write("suite.yaml", "version: 1\nagent: agent.yaml\ncases: [{id: a, input: x}]\n")
+    r = seamkit_eval("suite.yaml", option, "no_such_dir/r.out")
+    assert r.code == 2, r
+    assert f"{option} no_such_dir/r.out: the folder no_such_dir does not exist" in r.err and "Traceback" not in r.err
+    assert not mark.exists()  # no attempt started
+
+
+def test_a_report_that_fails_to_write_after_the_eval_still_leaves_the_others(
+        seamkit_eval: Eval, write: Write, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    agent(write, "It is Paris.")
+    write("suite.yaml", CAPITALS)
+    from seamkit_evals import report
+
+    def full_disk(doc: Any, path: Any) -> None:
+        raise OSError(28, "No space left on device", str(path))
+
+    monkeypatch.setattr(report, "write_json", full_disk)
+    r = seamkit_eval("suite.yaml", "--json", "r.json", "--html", "r.html")
+    assert r.code == 2, r
+    assert "cannot write the report r.json: No space left on device" in r.err
+    assert "attempts: 2 run, 2 passed" in r.out  # the table is still shown
+    assert "It is Paris." in (tmp_path / "r.html").read_text()  # and the other report written
 
 
 PROBED = """

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from seamkit.composition import build_agents
-from seamkit_evals.report import ReportError, compare, read_report, report_json, write_json
+from seamkit_evals.report import ReportError, compare, comparison_json, read_report, report_json, write_json
 from seamkit_evals.report_html import render_html
 from seamkit_evals.runner import EvalRunner
 from seamkit_evals.suite import load_suite
@@ -151,6 +151,7 @@ def test_compare_says_what_changed_per_case() -> None:
      "cases[0].pass_rate should be a number between 0 and 1"),
     (json.dumps({"version": 1, "summary": {"cost_usd": 0.5}, "cases": []}), "summary.cost_usd should be a decimal"),
     (json.dumps({"version": 1, "summary": {}, "cases": [{"id": "a"}, {"id": "a"}]}), "unique ('a' appears twice)"),
+    ("[" * 100_000, "is not a seamkit eval report: nested too deeply"),  # RecursionError in json.loads
 ])
 def test_a_malformed_earlier_report_is_a_clear_error(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "old.json"
@@ -190,6 +191,57 @@ async def test_the_html_page_escapes_every_value_and_loads_nothing(components: N
     assert "&lt;script&gt;alert(1)&lt;/script&gt; &quot;&#x27;&amp;" in html
     assert "details" in page.tags and "summary" in page.tags  # the transcripts fold
     assert "Content-Security-Policy" in html
+
+
+
+def test_the_html_page_shows_invisible_and_bidi_characters_rather_than_obeying_them() -> None:
+    """A right-to-left override (U+202E) in a case id would reverse the text after it on the page
+    ("1/1 passed" shown as "dessap 1/1"), as a crafted id could spoof what passed: the page writes
+    such characters as ``\\u202e``, as the terminal does; newlines and tabs stay."""
+    doc = {"suite": "s\u202e.yaml", "agent": "a", "agent_file": "f", "started_at": "t", "duration_s": 0.1,
+           "exit_code": 0, "stopped": None, "thresholds": [],
+           "summary": {"attempts": 1, "passed": 1, "failed": 0, "errors": 0, "not_run": 0, "pass_rate": 1.0,
+                       "evaluators": {"e\u200b": {"passed": 1, "total": 1, "pass_rate": 1.0}}, "cost_usd": "0",
+                       "unpriced_attempts": 0, "input_tokens": 0, "output_tokens": 0, "latency_p50_s": 0.1,
+                       "latency_p95_s": 0.1},
+           "cases": [{"id": "ok\u202e1/0 ssap", "input": "in\u2066put", "expected": None, "metadata": {},
+                      "passed": 1, "attempts_run": 1, "not_run": 0, "pass_rate": 1.0, "cost_usd": "0",
+                      "attempts": [{"repeat": 0, "status": "pass", "error": None, "latency_s": 0.1,
+                                    "cost_usd": "0", "input_tokens": 0, "output_tokens": 0,
+                                    "output": "line one\n\tline two\u202e", "scores": [],
+                                    "transcript": []}]}]}
+    html = render_html(doc)
+    for ch in ("\u202e", "\u200b", "\u2066"):
+        assert ch not in html
+    assert "ok\\u202e1/0 ssap" in html and "s\\u202e.yaml" in html and "e\\u200b" in html
+    assert "in\\u2066put" in html
+    assert "line one\n\tline two\\u202e" in html  # the layout of a multi-line output is kept
+
+
+
+def _page_doc(cases: list[str]) -> dict[str, Any]:
+    return {"version": 1, "suite": "s.yaml", "agent": "a", "agent_file": "f", "started_at": "t", "duration_s": 0.1,
+            "exit_code": 0, "stopped": None, "thresholds": [],
+            "summary": {"attempts": 1, "passed": 1, "failed": 0, "errors": 0, "not_run": 0, "pass_rate": 0.5,
+                        "evaluators": {}, "cost_usd": "0", "unpriced_attempts": 0, "input_tokens": 0,
+                        "output_tokens": 0, "latency_p50_s": 0.1, "latency_p95_s": 0.1},
+            "cases": [{"id": i, "input": "x", "expected": None, "metadata": {}, "passed": 1, "attempts_run": 1,
+                       "not_run": 0, "pass_rate": 1.0 if i == "a" else 0.0, "cost_usd": "0", "attempts": []}
+                      for i in cases]}
+
+
+def test_the_html_comparison_shows_the_deltas_and_a_report_of_another_suite() -> None:
+    old = _page_doc(["a", "b"])
+    old["cases"][0]["pass_rate"] = 0.25
+    new = _page_doc(["a", "b"])
+    new["comparison"] = comparison_json(compare(old, new), "old.json")
+    html = render_html(new)
+    assert '<th class="num">Δ pass rate</th>' in html and "+75.0 pts" in html  # a: 25% -> 100%
+    assert "0 regressed, 1 improved, 1 unchanged, 0 new, 0 removed; pass rate 50.0% → 50.0% (+0.0 pts)" in html
+    assert "another suite" not in html
+    other = _page_doc(["x"])
+    new["comparison"] = comparison_json(compare(other, new), "other.json")
+    assert "No case of other.json is in this eval: is it a report of another suite?" in render_html(new)
 
 
 def _png_size(path: Path) -> tuple[int, int]:

@@ -167,6 +167,14 @@ def test_bad_thresholds_are_located(components: None, agent: Path, write: Write)
     assert problems(exc) == [f"{path2}:6:16: thresholds.evaluators.has_txt: thresholds name the evaluator "
                              "'has_txt', which no case of the suite uses; did you mean 'has_text'? "
                              "(evaluators: has_text)"]
+    # reported with the suite's other problems, not only once they are fixed; by the names the
+    # evaluators are declared with (name:, else the registered name)
+    path3 = write("suite3.yaml", path2.read_text().replace("agent: agent.yaml", "agent: gone.yaml")
+                  .replace("{use: has_text, text: a}", "{use: has_text, text: a}, {use: has_text, name: b, text: b}")
+                  .replace("{has_txt: 1}", "{has_txt: 1, has_text: 1, b: 1}"))
+    with pytest.raises(ConfigError) as exc:
+        load_suite(path3)
+    assert [p.split(": ", 2)[1] for p in problems(exc)] == ["agent", "thresholds.evaluators.has_txt"]
 
 
 def test_the_version_is_required(components: None, agent: Path, write: Write) -> None:
@@ -200,10 +208,41 @@ def test_cases_from_a_jsonl_file_with_located_problems(components: None, agent: 
     with pytest.raises(ConfigError) as exc:
         load_suite(path)
     found = problems(exc)
-    assert found[0] == f"{bad}:1:1: [1].id: duplicate case id 'a' (first at line 4); case ids must be unique"
+    # the first is in the other file: named, or "line 4" would read as line 4 of bad.jsonl
+    assert found[0] == f"{bad}:1:1: [1].id: duplicate case id 'a' (first at suite.yaml line 4); case ids must be unique"
     assert any(p.startswith(f"{bad}:2:1: [2].inptu: unknown key 'inptu'; did you mean 'input'?") for p in found)
     assert any(p.startswith(f"{bad}:3:1: [3]: not a JSON object") for p in found), found
     assert any(p.startswith(f"{bad}:4:1: [4].evaluators[0]: unknown evaluator 'nope'") for p in found), found
+
+
+
+def test_a_cases_file_that_is_a_folder_or_nests_too_deeply_is_located(components: None, agent: Path,
+                                                                      write: Write) -> None:
+    (agent.parent / "folder.jsonl").mkdir()
+    path = write("suite.yaml", "version: 1\nagent: agent.yaml\ncases_file: folder.jsonl\n")
+    with pytest.raises(ConfigError) as exc:
+        load_suite(path)
+    assert problems(exc) == [f"{path}:3:13: cases_file: the cases file '{agent.parent / 'folder.jsonl'}' is a "
+                             "directory, not a file of cases (the path is relative to the suite file)"]
+    # json.loads raises RecursionError on "[[[[..." (it was an unexpected error, exit 1)
+    deep = write("deep.jsonl", "[" * 100_000 + "\n" + '{"id": "a", "input": "x", "expected": '
+                 + "[" * 150 + "]" * 150 + "}\n" + '{"id": "b", "input": "x"}\n')
+    path = write("suite.yaml", "version: 1\nagent: agent.yaml\ncases_file: deep.jsonl\n")
+    with pytest.raises(ConfigError) as exc:
+        load_suite(path)
+    assert problems(exc) == [f"{deep}:1:1: [1]: nested more than 100 levels deep",
+                             f"{deep}:2:1: [2]: nested more than 100 levels deep"]
+
+
+@pytest.mark.parametrize(("value", "what"), [("{a: 1}", "a mapping"), ("5", "a number"), ("true", "a boolean")])
+def test_an_input_neither_text_nor_messages_is_one_clear_problem(components: None, agent: Path, write: Write,
+                                                                 value: str, what: str) -> None:
+    path = write("suite.yaml", f"version: 1\nagent: agent.yaml\ncases:\n  - {{id: a, input: {value}}}\n")
+    with pytest.raises(ConfigError) as exc:
+        load_suite(path)
+    # not pydantic's union members as keys ('input.str', 'input["list[MessageModel]"]: ... an empty value')
+    assert problems(exc) == [f"{path}:4:20: cases[0].input: expected a text or a list of messages "
+                             f"({{role: user, content: ...}}), not {what}"]
 
 
 def test_environment_values_are_secrets_of_the_suite(components: None, agent: Path, write: Write,
@@ -249,3 +288,11 @@ def test_an_evaluator_failing_when_built_is_located(components: None, agent: Pat
     assert [p.split(": evaluator 'stub_judge' cannot be built")[0] for p in found] == [
         f"{jsonl}:2:1: [2].evaluators[0].use", f"{jsonl}:3:1: [3].evaluators[0].use",
         f"{path}:5:42: cases[0].evaluators[0].use"]
+
+
+def test_a_bad_message_of_an_input_is_one_problem(components: None, agent: Path, write: Write) -> None:
+    path = write("suite.yaml", "version: 1\nagent: agent.yaml\ncases:\n"
+                               "  - {id: a, input: [{role: wizard, content: x}]}\n")
+    with pytest.raises(ConfigError) as exc:
+        load_suite(path)
+    assert problems(exc) == [f"{path}:4:28: cases[0].input[0].role: Input should be 'system', 'user' or 'assistant'"]
