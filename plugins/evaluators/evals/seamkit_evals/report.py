@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from seamkit.errors import SeamkitError
 
@@ -47,6 +47,8 @@ from seamkit_evals.results import AttemptResult, EvalReport
 
 __all__ = ["REPORT_VERSION", "CaseChange", "Comparison", "ReportError", "compare", "comparison_json", "mask_doc",
            "mask_named", "read_report", "render_terminal", "render_comparison", "report_json", "write_json"]
+
+N = TypeVar("N", float, Decimal)
 
 REPORT_VERSION = 1
 MASK = "***"
@@ -266,15 +268,11 @@ class CaseChange:
 
     @property
     def pass_rate_delta(self) -> float | None:
-        if self.old_pass_rate is None or self.new_pass_rate is None:
-            return None
-        return self.new_pass_rate - self.old_pass_rate
+        return _delta(self.old_pass_rate, self.new_pass_rate)
 
     @property
     def cost_delta(self) -> Decimal | None:
-        if self.old_cost is None or self.new_cost is None:
-            return None
-        return self.new_cost - self.old_cost
+        return _delta(self.old_cost, self.new_cost)
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,15 +298,18 @@ class Comparison:
 
     @property
     def pass_rate_delta(self) -> float | None:
-        if self.old_pass_rate is None or self.new_pass_rate is None:
-            return None
-        return self.new_pass_rate - self.old_pass_rate
+        return _delta(self.old_pass_rate, self.new_pass_rate)
 
     @property
     def cost_delta(self) -> Decimal | None:
-        if self.old_cost is None or self.new_cost is None:
-            return None
-        return self.new_cost - self.old_cost
+        return _delta(self.old_cost, self.new_cost)
+
+
+def _delta(old: N | None, new: N | None) -> N | None:
+    """``new - old``, ``None`` when either is unknown."""
+    if old is None or new is None:
+        return None
+    return new - old
 
 
 def _dec(value: Any) -> Decimal | None:
