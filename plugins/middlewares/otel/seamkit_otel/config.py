@@ -21,9 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 __all__ = ["ConsoleExporterConfig", "ExporterConfig", "OtelConfig", "OtlpExporterConfig", "check_endpoint"]
 
 
+_SIGNAL_PATHS = ("/v1/traces", "/v1/metrics", "/v1/logs")
+
+
 def check_endpoint(value: str) -> str:
     """``value`` without surrounding spaces and trailing slashes when it is an ``http``/``https``
-    URL with a host and a valid port, without credentials, query or fragment; else ``ValueError``
+    URL with a host and a valid port, without credentials, query or fragment, whose path (a base
+    path, if any) does not end in a signal's path (``/v1/traces``...); else ``ValueError``
     (whose message never repeats the URL: it could hold a credential)."""
     v = value.strip()
     try:
@@ -39,6 +43,12 @@ def check_endpoint(value: str) -> str:
         raise ValueError("endpoint must not hold credentials (user:password@); send them in headers")
     if parts.query or parts.fragment:
         raise ValueError("endpoint must not have a query or fragment")
+    # an OTEL_EXPORTER_OTLP_TRACES_ENDPOINT-style URL would be exported to /v1/traces/v1/traces
+    # (a silent 404 per export): the signal paths are appended here, never written
+    for signal in _SIGNAL_PATHS:
+        if parts.path.rstrip("/").endswith(signal):
+            raise ValueError(f"endpoint is the collector's base URL: leave out {signal} "
+                             "(/v1/traces and /v1/metrics are appended)")
     return v.rstrip("/")
 
 
@@ -81,9 +91,15 @@ class OtlpExporterConfig(BaseModel):
     @field_validator("headers")
     @classmethod
     def _header_names(cls, v: dict[str, SecretStr]) -> dict[str, SecretStr]:
-        for name in v:
+        for name, value in v.items():
             if not name or any(c in name for c in " \t\r\n:") or not name.isascii():
                 raise ValueError(f"invalid header name {name!r}")
+            # the HTTP client refuses such a value at every export, and its error quotes the value
+            # (a credential) into the log; the message here never repeats it
+            text = value.get_secret_value()
+            if text != text.strip() or any(ord(c) < 32 or ord(c) == 127 for c in text):
+                raise ValueError(f"the value of header {name!r} has a line break, a control character "
+                                 "or surrounding spaces (a trailing newline in the environment variable?)")
         return v
 
 
