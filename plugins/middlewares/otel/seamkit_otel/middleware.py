@@ -500,7 +500,12 @@ def build(config: OtelConfig) -> Otel:
     owned = build_providers(config)
     secrets: list[str] = []
     headers = getattr(config.exporter, "headers", None) or {}
-    secrets.extend(v.get_secret_value() for v in headers.values())
+    for v in headers.values():
+        value = v.get_secret_value()
+        secrets.append(value)
+        parts = value.split()
+        if len(parts) == 2:  # "Bearer TOKEN", "Basic B64": the credential alone is as secret
+            secrets.append(parts[1])
     return Otel(owned.tracer_provider, owned.meter_provider, capture_content=config.capture_content,
                 secrets=secrets, metrics=config.metrics and owned.meter_provider is not None, owned=owned,
                 span_processor=owned.span_processor)
