@@ -16,7 +16,8 @@ secret (:func:`seamkit.composition.models.is_secret_name`: ``api_key``, ``token`
 ``password``...) in tool-call arguments, at any depth, becomes ``***``; then every credential the
 :class:`Masker` knows (the models' API keys and headers from their ``secrets()``, the exporter's
 header values) is replaced by ``***`` wherever it appears in the text, also when cut short
-(:class:`seamkit.cli.scrub.TextScrubber`).
+(:class:`seamkit.cli.scrub.TextScrubber`). Lone surrogates, which UTF-8 (and so OTLP) cannot
+carry, are written as ``\\uXXXX`` escapes (:func:`utf8`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from seamkit.cli.scrub import TextScrubber
 from seamkit.composition.models import MASK, is_secret_name
 from seamkit.values import ImageBlock, Message, ReasoningBlock, TextBlock, ToolCall, ToolResult, thaw
 
-__all__ = ["Masker", "input_attributes", "mask_arguments", "output_messages", "tool_arguments"]
+__all__ = ["Masker", "input_attributes", "mask_arguments", "output_messages", "tool_arguments", "utf8"]
 
 # seamkit finish reasons -> the conventions' FinishReason enum (gen-ai-output-messages.json)
 _FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool_call", "content_filter": "content_filter",
@@ -49,6 +50,17 @@ def mask_arguments(value: Any, secret: bool = False) -> Any:
     return value
 
 
+def utf8(text: str) -> str:
+    """``text`` with each lone surrogate (a file name decoded with ``surrogateescape``, a model's
+    ``\\ud800`` escape) written as its ``\\uXXXX`` escape: OTLP carries UTF-8 only, and the
+    exporter's encoder drops (and logs a traceback for) an attribute it cannot encode."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
 class Masker:
     """Replaces known credential values in captured text. :meth:`add` more as models show theirs."""
 
@@ -65,7 +77,7 @@ class Masker:
             self._scrubber = TextScrubber(self._secrets)
 
     def __call__(self, text: str) -> str:
-        return self._scrubber.scrub(text)
+        return utf8(self._scrubber.scrub(text))
 
     def __repr__(self) -> str:
         return f"Masker({len(self._secrets)} secrets)"
