@@ -18,8 +18,15 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
-__all__ = ["ConsoleExporterConfig", "ExporterConfig", "OtelConfig", "OtlpExporterConfig", "check_endpoint"]
+__all__ = ["CONTENT_MAX_CHARS", "ConsoleExporterConfig", "ExporterConfig", "OtelConfig", "OtlpExporterConfig",
+           "check_endpoint"]
 
+
+#: Default ``content_max_chars``: the most characters kept of one captured text (a message's text
+#: part, a tool result, a string in tool arguments). The OTLP exporter drops a whole batch of spans
+#: (every span of the run, and of others) above 64 MiB, collectors refuse far less (gRPC: 4 MiB),
+#: and a run's history is repeated on each of its chat spans.
+CONTENT_MAX_CHARS = 65536
 
 _SIGNAL_PATHS = ("/v1/traces", "/v1/metrics", "/v1/logs")
 
@@ -115,8 +122,9 @@ class OtelConfig(BaseModel):
     nothing). ``console`` or ``{kind: otlp, ...}``: this middleware builds its own tracer and meter
     providers for that exporter (never installed globally) and flushes them when the process
     exits. ``capture_content``: record messages, system instructions, tool arguments and tool
-    results (off by default; secrets still masked). ``service_name``: the ``service.name`` resource
-    attribute of the providers it builds. ``metrics``: record the metrics (default true).
+    results (off by default; secrets still masked). ``content_max_chars``: the most characters
+    kept of each captured text (the rest is left out, with a note of how much). ``service_name``:
+    the ``service.name`` resource attribute of the providers it builds. ``metrics``: record the metrics (default true).
     ``metrics_interval_s``: seconds between metric exports of the providers it builds.
     """
 
@@ -131,6 +139,9 @@ class OtelConfig(BaseModel):
         default=False, description="Record messages, tool arguments and results on spans (secrets masked)"
     )
     metrics: bool = Field(default=True, description="Record gen_ai.client.* metrics and seamkit.client.cost")
+    content_max_chars: int = Field(default=CONTENT_MAX_CHARS, ge=64, le=16_777_216,
+                                   description="With capture_content: the most characters kept of one captured "
+                                   "text (a message part, a tool result, a string argument)")
     service_name: str = Field(default="seamkit", min_length=1, max_length=200,
                               description="service.name of the providers built for the exporter")
     metrics_interval_s: float = Field(default=60.0, gt=0, le=86400,

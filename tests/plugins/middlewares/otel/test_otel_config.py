@@ -81,6 +81,13 @@ def test_a_header_value_the_http_client_would_refuse_is_a_located_error_that_nev
     assert TOKEN[:12] not in err
 
 
+def test_content_max_chars_reaches_the_middleware_and_is_bounded() -> None:
+    assert build(OtelConfig.model_validate({"content_max_chars": 100}))._masker.max_chars == 100
+    assert build(OtelConfig())._masker.max_chars == 65536
+    with pytest.raises(ValueError, match="content_max_chars"):
+        OtelConfig.model_validate({"content_max_chars": 3})
+
+
 def test_header_values_never_show_in_reprs() -> None:
     cfg = OtelConfig.model_validate({"exporter": {"kind": "otlp", "endpoint": "http://127.0.0.1:4318",
                                                   "headers": {"authorization": TOKEN}}})

@@ -300,6 +300,42 @@ async def test_captured_content_with_lone_surrogates_stays_encodable_to_otlp(rec
             "gen_ai.output.messages"} <= sent
 
 
+async def test_a_huge_captured_text_is_cut_so_the_span_batch_stays_exportable(rec: Recorder) -> None:
+    # uncut, a 40 MB tool result (repeated on each later chat span) made the OTLP exporter drop the
+    # whole batch, every span of the run
+    big = "x" * 300_000
+
+    @tool(side_effecting=False)
+    def dump(text: str) -> str:
+        """Dump a file.
+
+        Args:
+            text: What.
+        """
+        return big
+
+    model = ScriptedModel([{"tool_calls": [{"name": "dump", "arguments": {"text": big}}]}, big])
+    await Agent(model, name="a", tools=[dump], middlewares=[otel(rec, capture_content=True)]).run("dump it")
+    note = f"...[{300_000 - 65536} more characters]"
+    tool_span = rec.one("execute_tool dump")
+    assert tool_span.attributes["gen_ai.tool.call.result"] == "x" * 65536 + note
+    assert json.loads(tool_span.attributes["gen_ai.tool.call.arguments"]) == {"text": "x" * 65536 + note}
+    history = json.loads(rec.named("chat ")[1].attributes["gen_ai.input.messages"])
+    assert history[1]["parts"][0]["arguments"] == {"text": "x" * 65536 + note}
+    assert history[2]["parts"][0]["response"] == "x" * 65536 + note
+    [final] = json.loads(rec.one("invoke_agent a").attributes["gen_ai.output.messages"])
+    assert final["parts"] == [{"type": "text", "content": "x" * 65536 + note}]
+    for span in rec.spans():
+        assert all(len(str(v)) < 200_000 for v in span.attributes.values()), span.name
+
+
+async def test_content_max_chars_sets_the_cut(rec: Recorder) -> None:
+    model = ScriptedModel(["abcdefghij" * 10])
+    await Agent(model, name="a", middlewares=[otel(rec, capture_content=True, content_max_chars=64)]).run("go")
+    [final] = json.loads(rec.one("chat scripted").attributes["gen_ai.output.messages"])
+    assert final["parts"] == [{"type": "text", "content": ("abcdefghij" * 10)[:64] + "...[36 more characters]"}]
+
+
 class Priced:
     """A model reporting usage with an exact cost, a response model and a base URL."""
 
