@@ -41,6 +41,9 @@ def _validate(tmp_path: Path, exporter: str, capsys: pytest.CaptureFixture[str])
     ('{kind: otlp, protocol: thrift, endpoint: "http://c:1"}', ":6:40: agent.middlewares[0].exporter.protocol",
      "'http/protobuf' or 'grpc'"),
     ("zipkin", ":6:17: agent.middlewares[0].exporter", "unknown exporter 'zipkin'"),
+    # the keys of the member the kind picks, never those of the other member
+    ('{kind: console, endpoint: "http://c:1"}', ":6:33: agent.middlewares[0].exporter.endpoint",
+     "unknown key 'endpoint' for middleware 'otel' (allowed: kind)"),
     # a signal's own URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT style) would export to /v1/traces/v1/traces
     ('{kind: otlp, endpoint: "http://collector:4318/v1/traces"}', ":6:40: agent.middlewares[0].exporter.endpoint",
      "leave out /v1/traces"),
