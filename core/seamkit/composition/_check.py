@@ -253,8 +253,17 @@ def _step(tp: Any, el: str | int) -> list[Any]:
     member = _tagged(tp, lambda fn: el)  # a pydantic error's loc names the tag of the member it is in
     if member is not None:
         return [member]
+    alts = _unwrap(tp)
+    if isinstance(el, str) and not any(_is_model(a) and _field_by_key(a, el) is not _MISSING for a in alts):
+        # a union with a field discriminator (Field(discriminator="kind")): the loc names the tag
+        # value, so only the members whose Literal field takes it (not every member's keys)
+        tagged = [a for a in alts if _is_model(a) and any(
+            typing.get_origin(f.annotation) is typing.Literal and el in typing.get_args(f.annotation)
+            for f in a.model_fields.values())]
+        if tagged:
+            return tagged
     out: list[Any] = []
-    for alt in _unwrap(tp):
+    for alt in alts:
         origin = typing.get_origin(alt)
         args = typing.get_args(alt)
         if _is_model(alt) and isinstance(el, str):

@@ -85,7 +85,7 @@ from seamkit.errors import ProviderError
 from seamkit.middleware import Call, Next
 from seamkit.values import ChatRequest, Delta, RunRequest, ToolRequest, ToolResult, Usage
 
-from seamkit_otel.config import OtelConfig
+from seamkit_otel.config import CONTENT_MAX_CHARS, OtelConfig
 
 __all__ = ["PROVIDER_NAMES", "Otel", "build", "error_type", "provider_name"]
 
@@ -187,7 +187,8 @@ class Otel:
     ``tracer_provider`` / ``meter_provider``: where spans and metrics go; ``None`` (the default):
     the global providers as the application set them, looked up on every call (an application
     that configures OpenTelemetry after building the agent still gets the spans; with none set,
-    calls pass straight through). ``capture_content``: record content (masked). ``secrets``:
+    calls pass straight through). ``capture_content``: record content (masked, each text cut to
+    ``content_max_chars`` characters). ``secrets``:
     more values to mask in captured content (the exporter's header values). ``metrics``: record
     metrics. ``owned``: the :class:`~seamkit_otel.exporters.Providers` this middleware built
     (shut down by :meth:`close`). ``span_processor``: a span processor added to
@@ -203,7 +204,7 @@ class Otel:
 
     def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, *, capture_content: bool = False,
                  secrets: Iterable[str] = (), metrics: bool = True, owned: Any = None,
-                 span_processor: Any = None) -> None:
+                 span_processor: Any = None, content_max_chars: int = CONTENT_MAX_CHARS) -> None:
         from seamkit_otel.content import Masker
 
         self.capture_content = capture_content
@@ -219,7 +220,7 @@ class Otel:
         else:
             self._tracer = (trace.get_tracer(SCOPE, VERSION) if tracer_provider is None
                             else tp.get_tracer(SCOPE, VERSION))
-        self._masker = Masker(secrets)
+        self._masker = Masker(secrets, content_max_chars)
         self._metrics = metrics
         if metrics:
             meter = (otel_metrics.get_meter(SCOPE, VERSION) if meter_provider is None
@@ -272,7 +273,9 @@ class Otel:
                 "exception.escaped": True,
             }
             if self.capture_content:
-                event["exception.message"] = self._masker(str(exc))
+                from seamkit_otel.content import clip
+
+                event["exception.message"] = self._masker(clip(str(exc), self._masker.max_chars))
             span.add_event("exception", event)
         if attrs is not None:
             attrs["error.type"] = etype
@@ -374,7 +377,10 @@ class Otel:
                     span.set_attribute("error.type", "tool_error")
                     span.set_status(Status(StatusCode.ERROR, "tool_error"))
                 elif self.capture_content:
-                    span.set_attribute("gen_ai.tool.call.result", self._masker(item.content))
+                    from seamkit_otel.content import clip
+
+                    span.set_attribute("gen_ai.tool.call.result",
+                                       self._masker(clip(item.content, self._masker.max_chars)))
         span.end()
         for item in items:
             yield item
@@ -494,13 +500,19 @@ def build(config: OtelConfig) -> Otel:
     exporter, providers of its own for it (:func:`seamkit_otel.exporters.build_providers`); without,
     the application's global providers."""
     if config.exporter is None:
-        return Otel(capture_content=config.capture_content, metrics=config.metrics)
+        return Otel(capture_content=config.capture_content, metrics=config.metrics,
+                    content_max_chars=config.content_max_chars)
     from seamkit_otel.exporters import build_providers
 
     owned = build_providers(config)
     secrets: list[str] = []
     headers = getattr(config.exporter, "headers", None) or {}
-    secrets.extend(v.get_secret_value() for v in headers.values())
+    for v in headers.values():
+        value = v.get_secret_value()
+        secrets.append(value)
+        parts = value.split()
+        if len(parts) == 2:  # "Bearer TOKEN", "Basic B64": the credential alone is as secret
+            secrets.append(parts[1])
     return Otel(owned.tracer_provider, owned.meter_provider, capture_content=config.capture_content,
                 secrets=secrets, metrics=config.metrics and owned.meter_provider is not None, owned=owned,
-                span_processor=owned.span_processor)
+                span_processor=owned.span_processor, content_max_chars=config.content_max_chars)

@@ -41,6 +41,14 @@ def _validate(tmp_path: Path, exporter: str, capsys: pytest.CaptureFixture[str])
     ('{kind: otlp, protocol: thrift, endpoint: "http://c:1"}', ":6:40: agent.middlewares[0].exporter.protocol",
      "'http/protobuf' or 'grpc'"),
     ("zipkin", ":6:17: agent.middlewares[0].exporter", "unknown exporter 'zipkin'"),
+    # the keys of the member the kind picks, never those of the other member
+    ('{kind: console, endpoint: "http://c:1"}', ":6:33: agent.middlewares[0].exporter.endpoint",
+     "unknown key 'endpoint' for middleware 'otel' (allowed: kind)"),
+    # a signal's own URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT style) would export to /v1/traces/v1/traces
+    ('{kind: otlp, endpoint: "http://collector:4318/v1/traces"}', ":6:40: agent.middlewares[0].exporter.endpoint",
+     "leave out /v1/traces"),
+    ('{kind: otlp, endpoint: "http://collector:4318/otlp/v1/metrics/"}',
+     ":6:40: agent.middlewares[0].exporter.endpoint", "leave out /v1/metrics"),
 ])
 def test_a_bad_exporter_is_a_located_composition_error(tmp_path: Path, otel_plugin: None, exporter: str,
                                                        where: str, says: str,
@@ -55,6 +63,32 @@ def test_a_bad_exporter_is_a_located_composition_error(tmp_path: Path, otel_plug
 def test_a_good_exporter_validates(tmp_path: Path, otel_plugin: None, capsys: pytest.CaptureFixture[str]) -> None:
     code, err = _validate(tmp_path, '{kind: otlp, protocol: grpc, endpoint: "http://collector:4317/"}', capsys)
     assert code == 0, err
+
+
+def test_a_base_path_is_kept_in_the_endpoint(tmp_path: Path, otel_plugin: None,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    code, err = _validate(tmp_path, '{kind: otlp, endpoint: "https://gateway.example/otlp/"}', capsys)
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("value", [f"Bearer {TOKEN}\\n", f"{TOKEN}\\r\\nX-Injected: 1", f" {TOKEN}", f"{TOKEN}\\x00"])
+def test_a_header_value_the_http_client_would_refuse_is_a_located_error_that_never_shows_it(
+        tmp_path: Path, otel_plugin: None, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # the HTTP client refuses such a value at every export and logs it, credential included
+    code, err = _validate(tmp_path, f'{{kind: otlp, endpoint: "http://c:4318", headers: {{authorization: "{value}"}}}}',
+                          capsys)
+    assert code == 2
+    line = next(x for x in err.splitlines() if "agent.middlewares[0]" in x)
+    assert line.startswith(str(tmp_path / "agent.yaml") + ":6:") and "exporter.headers" in line, err
+    assert "line break, a control character or surrounding spaces" in line
+    assert TOKEN[:12] not in err
+
+
+def test_content_max_chars_reaches_the_middleware_and_is_bounded() -> None:
+    assert build(OtelConfig.model_validate({"content_max_chars": 100}))._masker.max_chars == 100
+    assert build(OtelConfig())._masker.max_chars == 65536
+    with pytest.raises(ValueError, match="content_max_chars"):
+        OtelConfig.model_validate({"content_max_chars": 3})
 
 
 def test_header_values_never_show_in_reprs() -> None:

@@ -347,3 +347,31 @@ def test_seamkit_run_exports_its_spans_before_it_exits(tmp_path: Path, otlp: Otl
     names = sorted(s["name"] for s in otlp.spans())
     assert names == ["chat scripted", "chat scripted", "execute_tool calculator", "invoke_agent adder"]
     assert "gen_ai.client.operation.duration" in otlp.metric_names()
+
+
+async def test_the_credential_of_an_authorization_header_is_masked_alone_in_captured_content(
+        tmp_path: Path, otlp: OtlpReceiver, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the header is "Bearer ${OTLP_TOKEN}": a model (or a user) quoting the token without the
+    # scheme must not export it
+    monkeypatch.setenv("OTLP_TOKEN", HEADER_TOKEN)
+    path = tmp_path / "a.yaml"
+    path.write_text(textwrap.dedent(f"""\
+        seamkit: 1
+        agent:
+          name: echo
+          model: {{use: scripted, turns: ["the token is {HEADER_TOKEN}, cut: {HEADER_TOKEN[:20]}"]}}
+          checkpoints: null
+          middlewares:
+            - use: otel
+              capture_content: true
+              exporter:
+                kind: otlp
+                endpoint: "{otlp.endpoint}"
+                headers: {{authorization: "Bearer ${{OTLP_TOKEN}}"}}
+        """))
+    await _run(path)
+    outputs = [s["attributes"]["gen_ai.output.messages"] for s in otlp.spans() if s["name"] == "chat scripted"]
+    assert outputs and "the token is ***, cut: ***" in outputs[0]
+    bodies = b"".join(r.body for r in otlp.requests)
+    assert HEADER_TOKEN[:12].encode() not in bodies
+    assert {r.headers.get("authorization") for r in otlp.requests} == {f"Bearer {HEADER_TOKEN}"}

@@ -270,6 +270,72 @@ async def test_content_capture_records_messages_and_tool_io_with_secrets_masked(
     assert SECRET not in everything and "pk-9a8b7c6d5e4f3a2b1c" not in everything
 
 
+async def test_captured_content_with_lone_surrogates_stays_encodable_to_otlp(rec: Recorder) -> None:
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    odd = b"caf\xe9.txt".decode("utf-8", "surrogateescape")  # a non-UTF-8 file name, as os.listdir gives it
+
+    @tool(side_effecting=False)
+    def ls(path: str) -> str:
+        """List a folder.
+
+        Args:
+            path: Where.
+        """
+        return f"files: {odd}"
+
+    model = ScriptedModel([{"tool_calls": [{"name": "ls", "arguments": {"path": "/tmp/\udcff"}}]},
+                           "done \ud800 \u202e \U0001F600"])
+    agent = Agent(model, name="a", tools=[ls], middlewares=[otel(rec, capture_content=True)])
+    await agent.run("list /tmp")
+    tool_span = rec.one("execute_tool ls")
+    assert tool_span.attributes["gen_ai.tool.call.result"] == "files: caf\\udce9.txt"
+    assert json.loads(tool_span.attributes["gen_ai.tool.call.arguments"]) == {"path": "/tmp/\udcff"}
+    [final] = json.loads(rec.named("chat ")[1].attributes["gen_ai.output.messages"])
+    assert final["parts"] == [{"type": "text", "content": "done \ud800 \u202e \U0001F600"}]
+    # every captured attribute reaches the exporter's protobuf (an unencodable one is dropped there)
+    encoded = encode_spans(rec.spans())
+    sent = {a.key for rs in encoded.resource_spans for ss in rs.scope_spans for sp in ss.spans for a in sp.attributes}
+    assert {"gen_ai.tool.call.result", "gen_ai.tool.call.arguments", "gen_ai.input.messages",
+            "gen_ai.output.messages"} <= sent
+
+
+async def test_a_huge_captured_text_is_cut_so_the_span_batch_stays_exportable(rec: Recorder) -> None:
+    # uncut, a 40 MB tool result (repeated on each later chat span) made the OTLP exporter drop the
+    # whole batch, every span of the run
+    big = "x" * 300_000
+
+    @tool(side_effecting=False)
+    def dump(text: str) -> str:
+        """Dump a file.
+
+        Args:
+            text: What.
+        """
+        return big
+
+    model = ScriptedModel([{"tool_calls": [{"name": "dump", "arguments": {"text": big}}]}, big])
+    await Agent(model, name="a", tools=[dump], middlewares=[otel(rec, capture_content=True)]).run("dump it")
+    note = f"...[{300_000 - 65536} more characters]"
+    tool_span = rec.one("execute_tool dump")
+    assert tool_span.attributes["gen_ai.tool.call.result"] == "x" * 65536 + note
+    assert json.loads(tool_span.attributes["gen_ai.tool.call.arguments"]) == {"text": "x" * 65536 + note}
+    history = json.loads(rec.named("chat ")[1].attributes["gen_ai.input.messages"])
+    assert history[1]["parts"][0]["arguments"] == {"text": "x" * 65536 + note}
+    assert history[2]["parts"][0]["response"] == "x" * 65536 + note
+    [final] = json.loads(rec.one("invoke_agent a").attributes["gen_ai.output.messages"])
+    assert final["parts"] == [{"type": "text", "content": "x" * 65536 + note}]
+    for span in rec.spans():
+        assert all(len(str(v)) < 200_000 for v in span.attributes.values()), span.name
+
+
+async def test_content_max_chars_sets_the_cut(rec: Recorder) -> None:
+    model = ScriptedModel(["abcdefghij" * 10])
+    await Agent(model, name="a", middlewares=[otel(rec, capture_content=True, content_max_chars=64)]).run("go")
+    [final] = json.loads(rec.one("chat scripted").attributes["gen_ai.output.messages"])
+    assert final["parts"] == [{"type": "text", "content": ("abcdefghij" * 10)[:64] + "...[36 more characters]"}]
+
+
 class Priced:
     """A model reporting usage with an exact cost, a response model and a base URL."""
 
