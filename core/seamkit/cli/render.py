@@ -135,8 +135,12 @@ def event_to_json(event: StreamEvent) -> dict[str, Any]:
 
 
 def call_json(call: ToolCall) -> dict[str, Any]:
-    """A tool call as JSON: ``id``, ``name``, ``arguments``."""
-    return {"id": call.id, "name": call.name, "arguments": jsonable(call.arguments)}
+    """A tool call as JSON: ``id``, ``name``, ``arguments`` (the values of secret-named arguments,
+    at any depth, as ``***``: :func:`seamkit.composition.models.mask_named`; a model may pass on
+    a credential it was given, and what the CLI prints is read by people and kept in logs)."""
+    from seamkit.composition.models import mask_named
+
+    return {"id": call.id, "name": call.name, "arguments": mask_named(jsonable(call.arguments))}
 
 
 def result_json(result: ToolResult) -> dict[str, Any]:
@@ -476,7 +480,7 @@ class HumanRenderer:
     def _call_line(call: ToolCall) -> Any:
         from rich.text import Text
 
-        args = visible(json.dumps(jsonable(call.arguments), ensure_ascii=False))
+        args = visible(json.dumps(call_json(call)["arguments"], ensure_ascii=False))  # secret-named ones masked
         return Text.assemble(("-> ", "cyan"), (visible(call.name), "bold cyan"), " ", truncate(args, MAX_ARGS))
 
     @staticmethod

@@ -44,6 +44,7 @@ __all__ = [
     "MASK",
     "MIN_SECRET_LENGTH",
     "is_secret_name",
+    "mask_named",
 ]
 
 MASK = "***"
@@ -56,6 +57,18 @@ _SECRET_NAME = re.compile(r"(?i)(api[_-]?key|token|secret|passw(or)?d|credential
 def is_secret_name(name: str) -> bool:
     """Whether a parameter called ``name`` holds a secret (``api_key``, ``token``, ``password``...)."""
     return bool(_SECRET_NAME.search(name))
+
+
+def mask_named(value: Any, secret: bool = False) -> Any:
+    """``value`` (JSON-like data: mappings, lists, scalars) with the value of every key named like a
+    secret (:func:`is_secret_name`), at any depth, as ``***`` (a whole sub-tree under such a key;
+    ``None`` stays ``None``); ``secret``: mask ``value`` itself. For tool-call arguments and
+    outputs shown to people (the CLI's trace, eval reports), where a model may pass a credential."""
+    if isinstance(value, Mapping):
+        return {k: mask_named(v, secret or (isinstance(k, str) and is_secret_name(k))) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_named(v, secret) for v in value]
+    return MASK if secret and value is not None else value
 
 
 class _Model(BaseModel):

@@ -255,3 +255,19 @@ def test_every_unsettled_call_gets_its_settle_commands():
     for outcome in ("applied", "not-applied"):
         assert f"seamkit runs settle run-1 call_1 {outcome} --agent 'a b.yaml'" in text, text
         assert f"seamkit runs settle --agent 'a b.yaml' -- run-1 '-call 2' {outcome}" in text, text
+
+
+def test_secret_named_tool_arguments_are_never_printed():
+    secret = "sk-live-0123456789abcdef"
+    call = ToolCall("c1", "login", {"user": "ada", "api_key": secret, "opts": {"headers": {"Authorization": secret}},
+                                    "items": [{"password": secret}]})
+    out, err = io.StringIO(), io.StringIO()
+    human = HumanRenderer(out, err)
+    human.event(StreamEvent("tool_call", "run-1", 1, tool_call=call))
+    human.close()
+    as_json = io.StringIO()
+    JsonRenderer(as_json).event(StreamEvent("tool_call", "run-1", 1, tool_call=call))
+    for shown in (err.getvalue(), as_json.getvalue()):
+        assert secret not in shown and "ada" in shown and "***" in shown
+    assert json.loads(as_json.getvalue())["tool_call"]["arguments"] == {
+        "user": "ada", "api_key": "***", "opts": {"headers": {"Authorization": "***"}}, "items": [{"password": "***"}]}

@@ -41,12 +41,13 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from seamkit.composition.models import mask_named
 from seamkit.errors import SeamkitError
 
 from seamkit_evals.results import AttemptResult, EvalReport
 
 __all__ = ["REPORT_VERSION", "CaseChange", "Comparison", "ReportError", "compare", "comparison_json", "mask_doc",
-           "mask_named", "read_report", "render_terminal", "render_comparison", "report_json", "write_json"]
+           "read_report", "render_terminal", "render_comparison", "report_json", "write_json"]
 
 N = TypeVar("N", float, Decimal)
 
@@ -77,7 +78,7 @@ def _num(value: float | Decimal | None) -> Any:
 def _transcript(attempt: AttemptResult) -> list[dict[str, Any]]:
     from seamkit.cli.render import call_json, result_json
 
-    return [{"role": m.role, "text": m.text, "tool_calls": [mask_named(call_json(c)) for c in m.tool_calls],
+    return [{"role": m.role, "text": m.text, "tool_calls": [call_json(c) for c in m.tool_calls],
              "tool_results": [result_json(r) for r in m.tool_results]} for m in attempt.transcript]
 
 
@@ -154,20 +155,6 @@ def mask_doc(doc: Any, secrets: Iterable[str] = ()) -> Any:
         return value
 
     return walk(doc) if scrubber else doc
-
-
-def mask_named(value: Any, secret: bool = False) -> Any:
-    """``value`` (JSON data the agent, a tool or a case wrote) with the values of keys named like
-    secrets (``api_key``, ``authorization``, ``password``...:
-    :func:`seamkit.composition.models.is_secret_name`) masked whole, as seamkit masks them in
-    reprs."""
-    from seamkit.composition.models import is_secret_name
-
-    if isinstance(value, Mapping):
-        return {k: mask_named(v, secret or (isinstance(k, str) and is_secret_name(k))) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [mask_named(v, secret) for v in value]
-    return MASK if secret and value is not None else value
 
 
 def write_json(doc: Mapping[str, Any], path: str | Path) -> None:
