@@ -9,7 +9,7 @@ arithmetic on the ``Decimal``'s digits (no context precision, so no silent round
   with at most 9 decimal places converts exactly.
 - :func:`ceiling_units` converts a ceiling and refuses one with more than 9 decimal places (rounding
   it either way would move the limit the YAML states).
-- :func:`from_units` is exact.
+- :func:`from_units` is exact (and drops trailing zeros).
 """
 
 from __future__ import annotations
@@ -35,9 +35,11 @@ def to_units(usd: Decimal) -> int:
     magnitude = int("".join(map(str, digits))) if digits else 0
     shift = exponent + DECIMALS
     if shift >= 0:
-        units = magnitude * 10**shift
+        scale: int = 10**shift
+        units = magnitude * scale
         return -units if sign else units
-    q, r = divmod(magnitude, 10**-shift)
+    divisor: int = 10**-shift
+    q, r = divmod(magnitude, divisor)
     if sign:
         return -q  # towards +infinity: drop the fraction of a negative amount
     return q + (1 if r else 0)
@@ -54,5 +56,8 @@ def ceiling_units(usd: Decimal) -> int:
 
 
 def from_units(units: int) -> Decimal:
-    """``units`` as USD, exactly (``Decimal`` with :data:`DECIMALS` decimal places)."""
-    return Decimal(f"{units}E-{DECIMALS}")  # a string converts exactly, whatever the context precision
+    """``units`` as USD, exactly, without trailing zeros (``1_500_000_000`` -> ``Decimal("1.5")``,
+    ``0`` -> ``Decimal("0")``), so amounts read back print as the in-process ledger's do."""
+    whole, frac = divmod(abs(units), UNITS_PER_USD)
+    text = f"{whole}.{frac:0{DECIMALS}d}".rstrip("0").rstrip(".")
+    return Decimal(f"-{text}" if units < 0 else text)  # from a string: exact at any precision
