@@ -37,6 +37,14 @@ Place it *inside* ``retry`` and ``fallback`` (after them in ``middlewares:``, th
 outermost) so that every attempt is reserved and charged at the price of the model it really goes
 to.
 
+**Shared mode** (``store=`` given): the ceiling's ledger is kept in the store
+(:mod:`seamkit_budget.shared`), keyed by ``ledger`` or else by the run tree's root run id, so every
+process using that store charges one ceiling. Admission is one atomic ``increment`` there of the
+reservation in whole nano-dollars (:mod:`seamkit_budget.units`, rounded up), with the same rule
+(the total before this call's amount under the ceiling) and so the same bound: one in-flight
+reservation in all. The local ledgers below still record what this process saw (calls, refusals,
+charges) but do not decide admission.
+
 Ledgers live in the middleware instance, keyed by run id; a run's ``spent`` includes the spend of
 its child runs. :meth:`BudgetMiddleware.ledger` shows one. A run's ancestors come from its
 context (``ctx.ancestors``, parent first, set by ``RunContext.child()``), so a grandchild is
