@@ -40,6 +40,7 @@ import re
 import socket
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -51,6 +52,7 @@ from seamkit_budget.units import from_units
 
 __all__ = ["Holder", "SharedLedger", "SharedLedgerView"]
 
+_REGISTERED_KEPT = 10_000  # ledgers this process remembers having registered on (an LRU; a re-registration is harmless)
 _KEY = re.compile(r"^[A-Za-z0-9_.:@-]{1,200}$")
 
 
@@ -108,7 +110,7 @@ class SharedLedger:
         self.namespace = namespace
         self._pid = -1
         self._owner = ""
-        self._registered: set[tuple[str, str]] = set()
+        self._registered: OrderedDict[tuple[str, str], None] = OrderedDict()
 
     def _key(self, ledger: str, part: str) -> str:
         return f"{self.namespace}:{ledger}:{part}"
@@ -120,15 +122,20 @@ class SharedLedger:
         if pid != self._pid:
             self._pid = pid
             self._owner = f"{socket.gethostname()}:{pid}:{uuid.uuid4().hex[:8]}"
-            self._registered = set()
+            self._registered = OrderedDict()
         return self._owner
 
     async def _register(self, scope: Scope, ledger: str) -> str:
         owner = self.owner
-        if (scope.tenant, ledger) not in self._registered:
+        at = (scope.tenant, ledger)
+        if at in self._registered:
+            self._registered.move_to_end(at)
+        else:
             await self.store.append(scope, self._key(ledger, "owners"), {
                 "owner": owner, "host": socket.gethostname(), "pid": os.getpid(), "started": time.time()})
-            self._registered.add((scope.tenant, ledger))
+            self._registered[at] = None
+            if len(self._registered) > _REGISTERED_KEPT:
+                self._registered.popitem(last=False)
         return owner
 
     async def reserve(self, scope: Scope, ledger: str, units: int, ceiling: int) -> Refusal | None:
@@ -139,7 +146,7 @@ class SharedLedger:
         before = after - units
         if before >= ceiling:
             await self.store.increment(scope, committed, -units)
-            spent = await self.store.increment(scope, self._key(ledger, "spent"), 0)
+            spent = await self._read(scope, self._key(ledger, "spent"))
             return Refusal(spent, before - spent)
         try:
             owner = await self._register(scope, ledger)
@@ -179,7 +186,7 @@ class SharedLedger:
         and the ledger under-counts."""
         scope = scope or Scope()
         held_key = self._key(ledger, f"held:{owner}")
-        held = await self.store.increment(scope, held_key, 0)
+        held = await self._read(scope, held_key)
         if held:
             await self.store.increment(scope, held_key, -held)
             await self.store.increment(scope, self._key(ledger, "committed"), -held)
@@ -198,6 +205,17 @@ class SharedLedger:
             if released:
                 out[str(rec["owner"])] = released
         return out
+
+    async def delete(self, ledger: str, scope: Scope | None = None) -> bool:
+        """Delete the ledger's keys (its totals, owners and holdings); says whether it existed.
+        For a ledger no longer used (a finished run tree's, a past batch's): nothing expires by
+        itself. A process still charging it would start it again from its own amounts."""
+        scope = scope or Scope()
+        owners = await self._owners(scope, ledger)
+        found = False
+        for part in ("committed", "spent", "owners", *(f"held:{rec['owner']}" for rec in owners)):
+            found = await self.store.delete(scope, self._key(ledger, part)) or found
+        return found
 
     async def _read(self, scope: Scope, key: str) -> int:
         value = await self.store.get(scope, key, 0)

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 from budget_fakes import PRICE, PricedModel, request, runner, warnings_of
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 from seamkit.composition import build_agent, loads_composition
 from seamkit.errors import BudgetExceeded, StoreUnavailable
@@ -26,10 +28,11 @@ from seamkit.pricing import MILLION
 from seamkit.testing import make_test_ctx
 from seamkit.testing.memory_store import MemoryStore
 from seamkit.tokens import estimate_tokens
-from seamkit.values import Delta, Scope
+from seamkit.values import Delta, Scope, Usage
 from seamkit_budget import BudgetMiddleware
 from seamkit_budget.config import BudgetConfig
 from seamkit_budget.shared import SharedLedger
+from seamkit_budget.units import to_units
 
 REQ = request()
 RESERVATION = (estimate_tokens(REQ) * PRICE.input + 1000 * PRICE.output) / MILLION
@@ -284,3 +287,78 @@ async def test_in_process_mode_touches_no_store() -> None:
     assert mw.shared is None
     deltas = await runner(mw)(PricedModel(delay=0))
     assert isinstance(deltas[0], Delta) and mw.ledger("run_test").spent == Decimal("0.001")
+
+
+async def test_a_ledger_no_longer_used_can_be_deleted() -> None:
+    store = MemoryStore()
+    (mw,) = processes(store, 1, "1", ledger="L")
+    await runner(mw)(PricedModel(delay=0))
+    ledger = SharedLedger(store)
+    assert (await ledger.view("L", TENANT)).spent == Decimal("0.001")
+    assert await ledger.delete("L", TENANT) is True
+    view = await ledger.view("L", TENANT)
+    assert (view.spent, view.reserved, view.holders) == (0, 0, ())
+    assert await ledger.delete("L", TENANT) is False
+
+
+class GatedModel:
+    """Each stream reports its arrival, then waits until the test settles it with a cost."""
+
+    provider = "fake"
+    model = "gated"
+    price = PRICE
+
+    def __init__(self) -> None:
+        self.waiting: list[tuple[asyncio.Event, list[Decimal], Decimal]] = []
+        self.arrived = asyncio.Event()
+
+    async def stream(self, request: Any) -> Any:
+        gate, cost = asyncio.Event(), []  # type: ignore[var-annotated]
+        self.waiting.append((gate, cost, request.max_tokens))
+        self.arrived.set()
+        await gate.wait()
+        yield Delta(text="x")
+        yield Delta(finish_reason="stop", usage=Usage(1, 1, requests=1, cost=cost[0], cost_source="reported"))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.decimals(min_value=Decimal("0.0001"), max_value=Decimal("0.02"), places=6),
+       st.lists(st.tuples(st.integers(1, 4000), st.integers(0, 2), st.integers(0, 100)), min_size=1, max_size=24))
+def test_calls_started_at_once_on_three_processes_stay_within_the_ceiling_plus_one_reservation(
+    ceiling: Decimal, calls: list[tuple[int, int, int]]
+) -> None:
+    async def main() -> None:
+        store = RoundTripStore()
+        mws = processes(store, 3, ceiling, ledger="P")
+        model = GatedModel()
+        refused: list[BudgetExceeded] = []
+
+        async def consume(mw: BudgetMiddleware, max_tokens: int) -> None:
+            nxt = chain([mw], lambda call: call.model.stream(call.request), kind="chat")
+            try:
+                async for _ in nxt(Call("chat", request(max_tokens=max_tokens), make_test_ctx(), model=model)):
+                    pass
+            except BudgetExceeded as exc:
+                refused.append(exc)
+                model.arrived.set()
+
+        tasks = [asyncio.create_task(consume(mws[i], m)) for m, i, _ in calls]
+        while len(model.waiting) + len(refused) < len(calls):  # every call admitted (at the model) or refused
+            model.arrived.clear()
+            await model.arrived.wait()
+        admitted = [to_units(mws[0].reservation(request(max_tokens=m), PRICE)) for _, _, m in model.waiting]
+        assert admitted  # the first call always finds the ledger empty
+        assert sum(admitted) < to_units(ceiling) + max(admitted)
+        charges = []
+        pcts = iter(p for _, _, p in calls)
+        for gate, cost, max_tokens in model.waiting:
+            charge = mws[0].reservation(request(max_tokens=max_tokens), PRICE) * next(pcts) / 100
+            charges.append(to_units(charge))
+            cost.append(charge)
+            gate.set()
+        await asyncio.gather(*tasks)
+        view = await SharedLedger(store).view("P", TENANT)  # type: ignore[arg-type]
+        assert to_units(view.spent) == sum(charges) and view.reserved == 0
+        assert all(h.reserved == 0 for h in view.holders)
+
+    asyncio.run(main())
