@@ -406,7 +406,8 @@ def _value_at(data: Any, path: KeyPath) -> Any:
     return cur
 
 
-def _describe(value: Any) -> str:
+def describe_value(value: Any) -> str:
+    """What ``value`` is, in words for an error message (``a text``, ``a mapping``, ``an empty value``...)."""
     if value is None:
         return "an empty value"
     if isinstance(value, bool):
@@ -463,7 +464,7 @@ def pydantic_issues(
             hint = ""
             if etype == "list_type" and isinstance(value, str) and not ctx.is_secret(path):
                 hint = f" (for a single item write [{clip(value)}])"
-            ctx.add(f"expected {_TYPE_WORDS[etype]}, not {_describe(value)}{hint}", path)
+            ctx.add(f"expected {_TYPE_WORDS[etype]}, not {describe_value(value)}{hint}", path)
         else:
             msg = str(err["msg"])
             for prefix in ("Value error, ", "Assertion failed, "):

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
-from seamkit.composition._check import Context, check_slot, did_you_mean, iter_slots, pydantic_issues
+from seamkit.composition._check import Context, check_slot, describe_value, did_you_mean, iter_slots, pydantic_issues
 from seamkit.composition._yaml import MAX_DEPTH, KeyPath, Position, clip, parse_yaml, shown
 from seamkit.errors import ConfigError, ConfigIssue, PluginError
 from seamkit.evals import EvalCase, Evaluator
@@ -78,16 +78,6 @@ def _usd(value: Any) -> Any:
             raise ValueError("expected a finite amount in USD")
         return d
     return value
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "an empty value"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    return "a mapping" if isinstance(value, Mapping) else type(value).__name__
 
 
 def _depth(value: Any) -> int:
@@ -132,7 +122,8 @@ class CaseModel(_Strict):
         # one problem in the user's words, not one per member of the union keyed by pydantic's
         # type names ('input.str', 'input["list[MessageModel]"]')
         if not isinstance(v, str | list):
-            raise ValueError(f"expected a text or a list of messages ({{role: user, content: ...}}), not {_kind(v)}")
+            raise ValueError("expected a text or a list of messages ({role: user, content: ...}), "
+                             f"not {describe_value(v)}")
         return v
 
     @field_validator("input")

@@ -5,10 +5,12 @@ protobuf it receives (``opentelemetry-proto``'s ``ExportTraceServiceRequest`` /
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
@@ -176,3 +178,20 @@ def receiver() -> Iterator[OtlpReceiver]:
         yield r
     finally:
         r.close()
+
+
+def plugin_paths(tmp_path: Path) -> list[str]:
+    """sys.path, plus a fake dist-info registering seamkit-otel's entry point when it is not
+    installed (for subprocesses running seamkit with the plugin)."""
+    import importlib.metadata
+
+    try:
+        importlib.metadata.distribution("seamkit-otel")
+        return list(sys.path)
+    except importlib.metadata.PackageNotFoundError:
+        root = tmp_path / "dists"
+        info = root / "seamkit_otel-0.1.0.dist-info"
+        info.mkdir(parents=True)
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: seamkit-otel\nVersion: 0.1.0\n")
+        (info / "entry_points.txt").write_text("[seamkit]\notel = seamkit_otel.plugin\n")
+        return [str(root), *sys.path]

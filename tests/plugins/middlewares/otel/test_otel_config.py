@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from opentelemetry import metrics, trace
-from otel_testlib import OtlpReceiver
+from otel_testlib import OtlpReceiver, plugin_paths
 from seamkit.cli.main import main
 from seamkit.composition import build_agent, load_composition
 from seamkit_otel.config import OtelConfig
@@ -181,19 +181,6 @@ def test_without_exporter_the_applications_global_provider_gets_the_spans_and_wi
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
 
-def _paths(tmp_path: Path) -> list[str]:
-    import importlib.metadata
-
-    try:
-        importlib.metadata.distribution("seamkit-otel")
-        return list(sys.path)
-    except importlib.metadata.PackageNotFoundError:
-        root = tmp_path / "dists"
-        info = root / "seamkit_otel-0.1.0.dist-info"
-        info.mkdir(parents=True)
-        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: seamkit-otel\nVersion: 0.1.0\n")
-        (info / "entry_points.txt").write_text("[seamkit]\notel = seamkit_otel.plugin\n")
-        return [str(root), *sys.path]
 
 
 def test_the_console_exporter_writes_to_stderr_and_leaves_stdout_to_the_answer(tmp_path: Path) -> None:
@@ -206,7 +193,7 @@ def test_the_console_exporter_writes_to_stderr_and_leaves_stdout_to_the_answer(t
           middlewares: [{use: otel, exporter: console}]
         """))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SEAMKIT_", "OTEL_"))}
-    env["PYTHONPATH"] = os.pathsep.join(_paths(tmp_path))
+    env["PYTHONPATH"] = os.pathsep.join(plugin_paths(tmp_path))
     done = subprocess.run([sys.executable, "-m", "seamkit", "run", "a.yaml", "go"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from otel_testlib import OtlpReceiver, attributes
+from otel_testlib import OtlpReceiver, attributes, plugin_paths
 from seamkit import tool
 from seamkit.composition import build_agent, load_composition
 from seamkit.hookspecs import hookimpl
@@ -307,20 +307,6 @@ def rec_grpc() -> Iterator[tuple[str, list[Any]]]:
 # --- seamkit run: the last spans are flushed when the process exits ---------------------------
 
 
-def _paths(tmp_path: Path) -> list[str]:
-    """sys.path, plus a fake dist-info registering seamkit-otel's entry point when it is not installed."""
-    import importlib.metadata
-
-    try:
-        importlib.metadata.distribution("seamkit-otel")
-        return list(sys.path)
-    except importlib.metadata.PackageNotFoundError:
-        root = tmp_path / "dists"
-        info = root / "seamkit_otel-0.1.0.dist-info"
-        info.mkdir(parents=True)
-        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: seamkit-otel\nVersion: 0.1.0\n")
-        (info / "entry_points.txt").write_text("[seamkit]\notel = seamkit_otel.plugin\n")
-        return [str(root), *sys.path]
 
 
 def test_seamkit_run_exports_its_spans_before_it_exits(tmp_path: Path, otlp: OtlpReceiver) -> None:
@@ -340,7 +326,7 @@ def test_seamkit_run_exports_its_spans_before_it_exits(tmp_path: Path, otlp: Otl
               exporter: {{kind: otlp, endpoint: "{otlp.endpoint}"}}
         """))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SEAMKIT_", "OTEL_"))}
-    env["PYTHONPATH"] = os.pathsep.join(_paths(tmp_path))
+    env["PYTHONPATH"] = os.pathsep.join(plugin_paths(tmp_path))
     done = subprocess.run([sys.executable, "-m", "seamkit", "run", "a.yaml", "add two and three"], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0 and done.stdout.strip() == "five", done.stderr
