@@ -385,6 +385,16 @@ def _here() -> _Process:
     return _process
 
 
+def retry_countdown(app: Celery, wanted: float) -> float:
+    """The countdown of a retry: ``wanted`` seconds, at most half the broker's visibility timeout.
+    A message waiting for its countdown is unacknowledged; one held past the timeout would be
+    delivered again meanwhile, and each copy would retry in turn, multiplying the copies."""
+    options = app.conf.broker_transport_options or {}
+    timeout = options.get("visibility_timeout")
+    cap = MAX_RETRY_COUNTDOWN_S if not isinstance(timeout, int | float) else min(MAX_RETRY_COUNTDOWN_S, timeout / 2)
+    return max(0.1, min(wanted, cap))
+
+
 def run_delivery(task: Task, spec: Mapping[str, Any]) -> dict[str, Any]:
     """The body of the :data:`~seamkit_celery.app.TASK_NAME` task."""
     from seamkit.durability.checkpointer import worker_id
@@ -396,7 +406,7 @@ def run_delivery(task: Task, spec: Mapping[str, Any]) -> dict[str, Any]:
         agent = here.agent(spec)
         outcome = here.runner.run(deliver(agent, spec))
     except RetryLater as exc:
-        raise task.retry(countdown=exc.retry_in, max_retries=None) from None
+        raise task.retry(countdown=retry_countdown(task.app, exc.retry_in), max_retries=None) from None
     outcome["worker"] = worker_id()
     return outcome
 

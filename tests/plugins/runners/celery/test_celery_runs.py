@@ -28,3 +28,133 @@ def test_submit_worker_wait_done(env: Env) -> None:
     applied = env.applied()
     assert [a["run"] for a in applied] == [run_id]
     assert len(env.attempts()) == 1
+
+
+def _submit_many(env: Env, file: Path, n: int) -> list[str]:
+    from seamkit_celery import make_app, submit
+
+    app = make_app(env.broker, queue=env.prefix)
+    # check=False: the test tool is registered in the workers' processes, not in this one
+    return [submit(app, file, f"item {i}", queue=env.prefix, check=False) for i in range(n)]
+
+
+def _wait_for(predicate: object, timeout: float, what: str) -> None:
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_sigkill_mid_run_the_next_worker_resumes_it_and_no_write_repeats(env: Env) -> None:
+    file = _write(env, "slow.yaml", composition(redis_url=env.redis_url, prefix=env.prefix, sleep=1.0))
+    first = env.worker(file, "--concurrency", "2")
+    first.wait_ready()
+    run_ids = _submit_many(env, file, 4)
+    # both pool processes are inside the tool (a run each): kill the worker there
+    _wait_for(lambda: len(env.attempts()) >= 2, 20, "two runs inside the tool")
+    first.kill_main()
+    killed_pids = {a["pid"] for a in env.attempts()}
+    second = env.worker(file, "--concurrency", "2")
+    found = env.outcomes(run_ids, timeout=40)
+    assert {r: s.status for r, s in found.items()} == dict.fromkeys(run_ids, "done"), second.text()
+    assert all(s.state.get("output") == "recorded" for s in found.values())
+    # each side-effecting call applied exactly once, though the killed ones ran again (same key)
+    applied = env.applied()
+    assert sorted(a["run"] for a in applied) == sorted(run_ids)
+    assert len({a["key"] for a in applied}) == len(run_ids)
+    attempts = env.attempts()
+    retried = [a for a in attempts if a["pid"] not in killed_pids and a["key"] in
+               {b["key"] for b in attempts if b["pid"] in killed_pids}]
+    assert len(retried) == 2  # the two calls the kill interrupted, each run again once by the new worker
+    assert len(attempts) == len(run_ids) + 2
+    assert env.overlaps() == []
+    # a killed run was resumed from its checkpoint (versions by both workers), not started again
+    import asyncio
+
+    resumed = [r for r in run_ids if len({o.rsplit(":", 1)[1] for o in asyncio.run(env.history_owners(r))}) > 1]
+    assert len(resumed) == 2
+
+
+def test_sqlite_or_default_store_is_refused_at_submit_and_at_worker_start(env: Env) -> None:
+    sqlite = _write(env, "local.yaml", composition(redis_url=env.redis_url, prefix=env.prefix,
+                                                   store="{use: sqlite, path: runs.db}"))
+    default = _write(env, "default.yaml", composition(redis_url=env.redis_url, prefix=env.prefix).replace(
+        "  checkpoints:", "  # checkpoints:"))
+    for file, what in ((sqlite, "'sqlite'"), (default, "the default store")):
+        r = env.submit(file, "go")
+        assert r.returncode == 2, r
+        assert f"checkpoints into {what}" in r.stderr and "shared store" in r.stderr, r
+        assert f"{file.name}:" in r.stderr  # located
+        assert "Traceback" not in r.stderr
+        w = env.cli("worker", str(file), "--queue", env.prefix, timeout=30)
+        assert w.returncode == 2, w
+        assert f"checkpoints into {what}" in w.stderr, w
+
+
+def test_unreachable_broker_is_named_with_its_password_masked(env: Env) -> None:
+    from seamkit.testing.services import free_port
+
+    file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix))
+    broker = f"redis://:hunter2-secret@127.0.0.1:{free_port()}/0"
+    for args in (("submit", str(file), "go"), ("worker", str(file))):
+        r = env.cli(*args, "--broker", broker, timeout=60)
+        assert r.returncode == 1, r
+        assert "unreachable" in r.stderr and "127.0.0.1" in r.stderr, r
+        assert "hunter2-secret" not in r.stderr + r.stdout
+        assert "Traceback" not in r.stderr
+
+
+def test_a_suspended_run_releases_the_worker_and_continues_after_approval(env: Env) -> None:
+    file = _write(env, "ask.yaml", composition(redis_url=env.redis_url, prefix=env.prefix, approvals=True))
+    env.worker(file, "--pool", "solo")  # one run at a time: the second runs only if the first let go
+    runs = [env.submit(file, f"task {i}").stdout.strip() for i in range(2)]
+    for run_id in runs:
+        w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
+        assert w.returncode == 3, (w, env.workers[0].text())
+        assert "call_0_0: record" in w.stderr and f"--resume {run_id}" in w.stderr
+    assert env.attempts() == []  # nothing ran without approval
+    bad = env.submit(file, "--resume", runs[0], "--approve", "nope")
+    assert bad.returncode == 2 and "no pending tool call nope" in bad.stderr, bad
+    r = env.submit(file, "--resume", runs[0], "--approve", "call_0_0")
+    assert r.returncode == 0 and r.stdout.strip() == runs[0], r
+    w = env.cli("runs", "wait", runs[0], "--agent", str(file), "--timeout", "30")
+    assert w.returncode == 0 and w.stdout.strip() == "recorded", w
+    assert [a["run"] for a in env.applied()] == [runs[0]]
+    r = env.submit(file, "--resume", runs[1], "--reject", "call_0_0=not today")
+    assert r.returncode == 0, r
+    w = env.cli("runs", "wait", runs[1], "--agent", str(file), "--timeout", "30")
+    assert w.returncode == 0, w
+    assert [a["run"] for a in env.applied()] == [runs[0]]  # the rejected call never ran
+
+
+def test_a_redelivered_message_waits_on_the_live_lease_and_keeps_the_run_alive(env: Env) -> None:
+    # the run outlasts the visibility timeout (1 s): its message comes back to the other worker while
+    # the first still runs it. That delivery must not run it (lease) nor drop it (acknowledged, the
+    # run would be lost when the first worker dies): it retries until the lease is gone, then resumes.
+    file = _write(env, "long.yaml", composition(redis_url=env.redis_url, prefix=env.prefix, sleep=3.0))
+    workers = [env.worker(file, "--visibility-timeout", "1") for _ in range(2)]
+    for w in workers:
+        w.wait_ready()
+    (run_id,) = _submit_many(env, file, 1)
+    _wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
+    running_pid = env.attempts()[0]["pid"]
+    holder = next(w for w in workers if str(running_pid) in _children(w.pid).split())
+    other = next(w for w in workers if w is not holder)
+    _wait_for(lambda: "received" in other.text(), 20, "the message delivered again, to the other worker")
+    holder.kill_main()
+    found = env.outcomes([run_id], timeout=30)
+    assert found[run_id].status == "done", other.text()
+    attempts = env.attempts()
+    assert len(attempts) == 2 and attempts[1]["pid"] != running_pid  # the killed call, run again once
+    assert len(env.applied()) == 1
+    assert env.overlaps() == []
+
+
+def _children(pid: int) -> str:
+    import subprocess
+
+    return subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
