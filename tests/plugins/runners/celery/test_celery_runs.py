@@ -158,3 +158,43 @@ def _children(pid: int) -> str:
     import subprocess
 
     return subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+
+
+def test_a_batch_of_100_runs_over_workers_with_one_killed_midway(env: Env) -> None:
+    import asyncio
+    import time
+
+    file = _write(env, "batch.yaml", composition(redis_url=env.redis_url, prefix=env.prefix, sleep=0.05))
+    workers = [env.worker(file, "--concurrency", "2") for _ in range(2)]
+    for w in workers:
+        w.wait_ready()
+    started = time.monotonic()
+    run_ids = _submit_many(env, file, 100)
+    _wait_for(lambda: len(env.applied()) >= 30, 60, "30 runs applied")
+    workers[0].kill_main()
+    env.worker(file, "--concurrency", "2")
+    found = env.outcomes(run_ids, timeout=60)
+    elapsed = time.monotonic() - started
+    statuses = [found[r].status if r in found else "missing" for r in run_ids]
+    assert statuses == ["done"] * 100, {s: statuses.count(s) for s in set(statuses)}
+    applied = env.applied()
+    assert sorted(a["run"] for a in applied) == sorted(run_ids)  # every write, once
+    attempts = env.attempts()
+    assert len(attempts) <= 100 + 2  # at most the calls the killed worker's two processes were in
+    assert env.overlaps() == []
+    # every run's versions were written by one process at a time: its owners change at most once
+    # (the killed worker's process, then the one that resumed it)
+    changes = [len(set(asyncio.run(env.history_owners(r)))) for r in run_ids]
+    assert max(changes) <= 2
+    print(f"\n100 runs, 2x2 processes, one worker killed: {elapsed:.1f} s ({100 / elapsed:.1f} runs/s), "
+          f"{sum(c == 2 for c in changes)} resumed by another worker")
+
+
+def test_a_bad_composition_is_located_and_a_task_is_required(env: Env) -> None:
+    file = _write(env, "bad.yaml", composition(redis_url=env.redis_url, prefix=env.prefix).replace(
+        "max_steps", "x").replace("  tools: [record]\n", "  tools: [record]\n  max_stepz: 3\n"))
+    r = env.submit(file, "go")
+    assert r.returncode == 2, r
+    assert "bad.yaml:" in r.stderr and "max_stepz" in r.stderr and "Traceback" not in r.stderr
+    r = env.submit(file)
+    assert r.returncode == 2 and "a TASK is required" in r.stderr, r

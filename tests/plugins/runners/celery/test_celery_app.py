@@ -1,0 +1,99 @@
+"""seamkit-celery without a broker: the app's delivery settings, masking, the composition check and
+the task message."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from seamkit.composition import loads_composition
+from seamkit_celery.app import TASK_NAME, broker_from_env, make_app, mask_url
+from seamkit_celery.task import QueueConfigError, check_composition, make_spec, retry_countdown
+
+AGENT = """
+seamkit: 1
+agent:
+  name: a
+  model: {use: scripted, turns: ["hi"]}
+  CHECKPOINTS
+agents:
+  helper:
+    model: {use: scripted, turns: ["hi"]}
+    checkpoints: {use: redis, url: "redis://127.0.0.1:6379/0"}
+"""
+
+
+def _composition(checkpoints: str) -> object:
+    return loads_composition(textwrap.dedent(AGENT).replace("CHECKPOINTS", checkpoints))
+
+
+def test_the_app_states_the_delivery_settings() -> None:
+    app = make_app("redis://127.0.0.1:1/0", visibility_timeout_s=30)
+    c = app.conf
+    assert (c.task_acks_late, c.task_reject_on_worker_lost, c.worker_prefetch_multiplier) == (True, True, 1)
+    assert c.task_serializer == "json" and list(c.accept_content) == ["json"]
+    assert c.broker_transport_options["visibility_timeout"] == 30
+    assert c.broker_transport_options["unacked_restore_interval"] == 6  # a fifth of the timeout
+    assert TASK_NAME in app.tasks
+    task = app.tasks[TASK_NAME]
+    assert task.acks_late and task.reject_on_worker_lost and task.max_retries is None
+    assert make_app("redis://x/0", worker_prefetch_multiplier=4).conf.worker_prefetch_multiplier == 4
+    with pytest.raises(ValueError, match="visibility_timeout_s must be > 0"):
+        make_app("redis://x/0", visibility_timeout_s=0)
+
+
+def test_a_retry_waits_at_most_half_the_visibility_timeout() -> None:
+    assert retry_countdown(make_app("redis://x/0", visibility_timeout_s=2), 60) == 1
+    assert retry_countdown(make_app("redis://x/0"), 60) == 5
+    assert retry_countdown(make_app("redis://x/0"), 0.5) == 0.5
+
+
+def test_broker_urls_are_masked_and_required(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert mask_url("redis://:s3cret-pw@host:6380/0") == "redis://:***@host:6380/0"
+    assert mask_url("amqp://user:s3cret-pw@rabbit/vhost") == "amqp://user:***@rabbit/vhost"
+    assert mask_url("redis://host:6379/0") == "redis://host:6379/0"
+    monkeypatch.delenv("SEAMKIT_BROKER_URL", raising=False)
+    with pytest.raises(ValueError, match="SEAMKIT_BROKER_URL"):
+        broker_from_env(None)
+    monkeypatch.setenv("SEAMKIT_BROKER_URL", " redis://h/0 ")
+    assert broker_from_env(None) == "redis://h/0"
+    assert broker_from_env("redis://other/0") == "redis://other/0"
+
+
+def test_only_a_shared_store_is_accepted() -> None:
+    assert check_composition(_composition('checkpoints: {use: redis, url: "redis://h/0"}')) == "a"
+    for checkpoints, said in (("checkpoints: {use: sqlite, path: r.db}", "checkpoints into 'sqlite'"),
+                              ("checkpoints: {use: memory}", "checkpoints into 'memory'"),
+                              ("", "checkpoints into the default store (sqlite)"),
+                              ("checkpoints: null", "has 'checkpoints: null'")):
+        with pytest.raises(QueueConfigError, match=r"<text>:\d+:\d+: agent 'a' ") as info:
+            check_composition(_composition(checkpoints))
+        assert said in str(info.value)
+    # another agent of the file is checked on its own
+    assert check_composition(_composition("checkpoints: {use: memory}"), "helper") == "helper"
+    with pytest.raises(QueueConfigError, match="no agent 'nope'"):
+        check_composition(_composition("checkpoints: {use: memory}"), "nope")
+
+
+def test_the_task_message_is_json_with_an_absolute_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    monkeypatch.chdir(tmp_path)
+    spec = make_spec("a.yaml", "go", variables={"k": "v"})
+    assert spec["file"] == str(tmp_path / "a.yaml") and spec["v"] == 1
+    assert len(spec["run_id"]) == 32 and spec["decisions"] is None
+    assert json.loads(json.dumps(spec)) == spec
+    assert make_spec("a.yaml", "go", run_id="r1")["run_id"] == "r1"
+
+
+def test_registering_the_commands_imports_no_celery() -> None:
+    import subprocess
+    import sys
+
+    code = ("import argparse, sys; from seamkit_celery.plugin import seamkit_register_commands as r; "
+            "p = argparse.ArgumentParser(); s = p.add_subparsers(); s.add_parser('runs').add_subparsers(); "
+            "r(cli=s); print(sorted(m for m in ('celery', 'kombu', 'seamkit.agent') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
