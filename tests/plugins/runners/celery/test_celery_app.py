@@ -97,3 +97,52 @@ def test_registering_the_commands_imports_no_celery() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+DELIVERED = """
+seamkit: 1
+agent:
+  name: a
+  model: {use: scripted, follow_transcript: true, delay: 0.1, turns: ["hello"]}
+  checkpoints: {use: memory}
+"""
+
+
+def _blind_first(port: object, owner: str) -> object:
+    """A checkpointer of another worker that does not see the run on its first look (it read
+    before the other worker wrote)."""
+    from seamkit.durability.checkpointer import Checkpointer
+
+    class BlindFirst(Checkpointer):
+        looked = False
+
+        async def latest(self, run_id: str) -> object:  # type: ignore[override]
+            if not self.looked:
+                self.looked = True
+                return None
+            return await super().latest(run_id)
+
+    return BlindFirst(port, owner=owner)  # type: ignore[arg-type]
+
+
+async def test_two_deliveries_of_one_run_at_once_run_it_once() -> None:
+    import asyncio
+    import dataclasses
+
+    from seamkit.composition import build_agent
+    from seamkit.durability.checkpointer import Checkpointer
+    from seamkit_celery.task import LeaseHeld, deliver
+
+    first = build_agent(loads_composition(DELIVERED))
+    assert first.checkpointer is not None
+    # another worker (another owner) on the same store, which looked before the first began
+    other = Checkpointer(first.checkpointer.port, owner="elsewhere:1")
+    second = dataclasses.replace(first, checkpointer=_blind_first(first.checkpointer.port, "elsewhere:1"))
+    spec = make_spec("a.yaml", "hi", run_id="r1")
+    results = await asyncio.gather(deliver(first, spec), deliver(second, spec), return_exceptions=True)
+    assert results[0]["status"] == "done" and results[0]["output"] == "hello"  # type: ignore[index]
+    assert isinstance(results[1], LeaseHeld)  # it lost the first checkpoint's version check: retry later
+    again = await deliver(dataclasses.replace(first, checkpointer=other), spec)
+    assert again["status"] == "done"
+    history = await first.checkpointer.history("r1")
+    assert [h.status for h in history][-1] == "done" and len(history) == len({h.version for h in history})
