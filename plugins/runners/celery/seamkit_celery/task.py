@@ -17,8 +17,9 @@ What one delivery does (:func:`deliver`), by what the run's latest checkpoint sa
   version check and never steals a live lease). Finished tool calls are not run again; a
   side-effecting call the dead worker was running is re-run only when its tool is idempotent
   (with the same idempotency key), else the run suspends for a person to settle it.
-- ``suspended``: with decisions (``submit_resume``), resume with them; without, only report it.
-  A suspended run does not hold a worker.
+- ``suspended``: a continuation (``submit_resume``) with decisions, or of a run that waited for
+  a person to settle a tool call, resumes it; anything else only reports it. A suspended run
+  does not hold a worker.
 - ``done`` / ``failed``: report it, run nothing.
 
 Every delivery that returns is acknowledged; its return value is the run's *outcome*
@@ -288,6 +289,14 @@ def _decisions(raw: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return out
 
 
+def _continues(spec: Mapping[str, Any], snap: Any, decisions: Mapping[str, Any] | None) -> bool:
+    """Whether ``spec`` continues the suspended run ``snap``: a resume message (no task) with
+    decisions, or one for a run that waited for a person to settle a call (settled since)."""
+    if spec.get("task") is not None:  # the run submitted again: report it, do not continue it
+        return False
+    return decisions is not None or snap.state.get("waiting_for") == "settlement"
+
+
 async def deliver(agent: Agent, spec: Mapping[str, Any]) -> dict[str, Any]:
     """Run one delivery of ``spec`` with ``agent`` (see the module doc) and return the run's
     outcome. Raises :class:`LeaseHeld` when another live worker runs it (retry later)."""
@@ -314,7 +323,7 @@ async def deliver(agent: Agent, spec: Mapping[str, Any]) -> dict[str, Any]:
             raise LeaseHeld(run_id, "another delivery", 0.5) from None
         except Exception as exc:  # the run failed (its checkpoint says so), or stopped unfinished
             error = exc
-    elif snap.status == "running" or (snap.status == "suspended" and decisions is not None):
+    elif snap.status == "running" or (snap.status == "suspended" and _continues(spec, snap, decisions)):
         held = cp.lease_holder(snap)
         if held is not None:
             owner, left = held

@@ -29,6 +29,7 @@ from seamkit.hookspecs import hookimpl
 @hookimpl
 def seamkit_register_tools(register):
     register("record", "celery_test_tools_impl:make_record", description="Record an execution in Redis")
+    register("record_once", "celery_test_tools_impl:make_record_once", description="Record, not idempotent")
 '''
 
 TOOLS_IMPL = '''
@@ -51,13 +52,7 @@ def _alive(pid):
     return True
 
 
-@tool(side_effecting=True, idempotent=True)
-def record(ctx: RunContext, sleep: float = 0.0) -> str:
-    """Record this call's execution.
-
-    Args:
-        sleep: seconds to wait before applying it
-    """
+def _record(ctx, sleep):
     prefix = os.environ["CTT_PREFIX"]
     r = redis.Redis.from_url(os.environ["CTT_REDIS_URL"])
     pid = os.getpid()
@@ -76,8 +71,32 @@ def record(ctx: RunContext, sleep: float = 0.0) -> str:
     return "recorded"
 
 
+@tool(side_effecting=True, idempotent=True)
+def record(ctx: RunContext, sleep: float = 0.0) -> str:
+    """Record this call's execution.
+
+    Args:
+        sleep: seconds to wait before applying it
+    """
+    return _record(ctx, sleep)
+
+
 def make_record():
     return record
+
+
+@tool(side_effecting=True)
+def record_once(ctx: RunContext, sleep: float = 0.0) -> str:
+    """Record this call's execution (not idempotent: a call a crash interrupted is never re-run).
+
+    Args:
+        sleep: seconds to wait before applying it
+    """
+    return _record(ctx, sleep)
+
+
+def make_record_once():
+    return record_once
 '''
 
 
@@ -110,7 +129,7 @@ def plugin_paths(root: Path) -> list[Path]:
 
 
 def composition(*, redis_url: str, prefix: str, sleep: float = 0.0, approvals: bool = False,
-                store: str | None = None, name: str = "recorder") -> str:
+                store: str | None = None, name: str = "recorder", tool: str = "record") -> str:
     """A scripted agent that calls ``record`` once and answers ``recorded``; it checkpoints into
     Redis under ``prefix`` unless ``store`` (the YAML of another ``checkpoints:``) is given."""
     checkpoints = store or f'{{use: redis, url: "{redis_url}", prefix: "{prefix}"}}'
@@ -123,9 +142,9 @@ def composition(*, redis_url: str, prefix: str, sleep: float = 0.0, approvals: b
         "    use: scripted\n"
         "    follow_transcript: true\n"
         "    turns:\n"
-        f"      - tool_calls: [{{name: record, arguments: {{sleep: {sleep}}}}}]\n"
+        f"      - tool_calls: [{{name: {tool}, arguments: {{sleep: {sleep}}}}}]\n"
         "      - text: recorded\n"
-        "  tools: [record]\n"
+        f"  tools: [{tool}]\n"
         f"  checkpoints: {checkpoints}\n"
         f"{approval}"
     )

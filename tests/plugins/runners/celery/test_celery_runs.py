@@ -203,3 +203,27 @@ def test_a_bad_composition_is_located_and_a_task_is_required(env: Env) -> None:
     assert "bad.yaml:" in r.stderr and "max_stepz" in r.stderr and "Traceback" not in r.stderr
     r = env.submit(file)
     assert r.returncode == 2 and "a TASK is required" in r.stderr, r
+
+
+def test_a_write_a_kill_interrupted_is_not_guessed_it_waits_for_a_person(env: Env) -> None:
+    # record_once is not idempotent: the call the kill interrupted may or may not have happened, so
+    # the next worker suspends the run (and lets it go) instead of running it again
+    file = _write(env, "once.yaml", composition(redis_url=env.redis_url, prefix=env.prefix, sleep=2.0,
+                                                tool="record_once"))
+    first = env.worker(file)
+    first.wait_ready()
+    (run_id,) = _submit_many(env, file, 1)
+    _wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
+    first.kill_main()
+    env.worker(file)
+    w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
+    assert w.returncode == 3, (w, env.workers[1].text())
+    assert "outcome is unknown" in w.stderr or "settle" in w.stderr, w
+    assert len(env.attempts()) == 1 and env.applied() == []  # not run again
+    r = env.cli("runs", "settle", run_id, "call_0_0", "not-applied", "--agent", str(file))
+    assert r.returncode == 0, r
+    r = env.submit(file, "--resume", run_id)
+    assert r.returncode == 0, r
+    w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
+    assert w.returncode == 0 and w.stdout.strip() == "recorded", (w, env.workers[1].text())
+    assert len(env.attempts()) == 2 and len(env.applied()) == 1
