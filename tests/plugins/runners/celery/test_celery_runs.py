@@ -4,6 +4,7 @@ write."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from celery_testlib import Env, composition
@@ -227,3 +228,19 @@ def test_a_write_a_kill_interrupted_is_not_guessed_it_waits_for_a_person(env: En
     w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
     assert w.returncode == 0 and w.stdout.strip() == "recorded", (w, env.workers[1].text())
     assert len(env.attempts()) == 2 and len(env.applied()) == 1
+
+
+def test_runs_checkpointed_in_postgres(env: Env, postgres_dsn: str) -> None:
+    schema = env.prefix.replace("-", "_")
+    file = _write(env, "pg.yaml", composition(redis_url=env.redis_url, prefix=env.prefix, store=(
+        f'{{use: postgres, dsn: "{postgres_dsn}", schema: {schema}}}')))
+    r = env.cli("stores", "setup", "--agent", str(file))
+    assert r.returncode == 0, r
+    env.worker(file, "--concurrency", "2")
+    runs = [env.submit(file, "task 0").stdout.strip(), *_submit_many(env, file, 1)]
+    for run_id in runs:
+        w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30", "--json")
+        assert w.returncode == 0, (w, env.workers[0].text())
+        out = json.loads(w.stdout)
+        assert (out["run_id"], out["status"], out["output"]) == (run_id, "done", "recorded")
+    assert sorted(a["run"] for a in env.applied()) == sorted(runs)
