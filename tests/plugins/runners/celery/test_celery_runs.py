@@ -244,3 +244,18 @@ def test_runs_checkpointed_in_postgres(env: Env, postgres_dsn: str) -> None:
         out = json.loads(w.stdout)
         assert (out["run_id"], out["status"], out["output"]) == (run_id, "done", "recorded")
     assert sorted(a["run"] for a in env.applied()) == sorted(runs)
+
+
+def test_sigterm_lets_the_running_run_finish_then_the_worker_exits(env: Env) -> None:
+    import signal
+
+    file = _write(env, "slow.yaml", composition(redis_url=env.redis_url, prefix=env.prefix, sleep=1.0))
+    w = env.worker(file)
+    w.wait_ready()
+    (run_id,) = _submit_many(env, file, 1)
+    _wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
+    w.proc.send_signal(signal.SIGTERM)  # docker stop, Kubernetes: Celery's warm shutdown
+    assert w.proc.wait(timeout=30) == 0, w.text()
+    found = env.outcomes([run_id], timeout=1)
+    assert found[run_id].status == "done"
+    assert len(env.applied()) == 1
