@@ -22,6 +22,9 @@ What one delivery does (:func:`deliver`), by what the run's latest checkpoint sa
   does not hold a worker.
 - ``done`` / ``failed``: report it, run nothing.
 
+A delivery whose composition cannot be loaded on this worker (its file is missing here, it no
+longer validates) runs nothing and returns status ``rejected`` with the reason (also logged).
+
 Every delivery that returns is acknowledged; its return value is the run's *outcome*
 (:func:`outcome_of`): ``{"run_id", "status", "stop_reason", "output", "error", "detail",
 "pending_approvals", "worker"}``.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import uuid
 from collections.abc import Mapping
@@ -64,6 +68,8 @@ SHARED_STORES = ("postgres", "redis")
 #: any sensible visibility timeout: a message waiting for its countdown is unacknowledged too.
 MAX_RETRY_COUNTDOWN_S = 5.0
 SPEC_VERSION = 1
+
+log = logging.getLogger("seamkit.celery")
 
 
 class QueueConfigError(ValueError):
@@ -407,12 +413,21 @@ def retry_countdown(app: Celery, wanted: float) -> float:
 def run_delivery(task: Task, spec: Mapping[str, Any]) -> dict[str, Any]:
     """The body of the :data:`~seamkit_celery.app.TASK_NAME` task."""
     from seamkit.durability.checkpointer import worker_id
+    from seamkit.errors import ConfigError
 
     if not isinstance(spec, Mapping) or spec.get("v") != SPEC_VERSION:
         raise QueueConfigError(f"not a seamkit run message (version {SPEC_VERSION}): {str(spec)[:200]}")
     here = _here()
     try:
         agent = here.agent(spec)
+    except (OSError, ConfigError, QueueConfigError) as exc:
+        # nothing ran and no checkpoint was written: a file missing on this machine, a composition
+        # that no longer loads. Said once in the worker's log; the message is acknowledged.
+        why = f"{type(exc).__name__}: {exc}"
+        log.error("run %s rejected: %s", spec.get("run_id"), why)
+        return {"run_id": spec.get("run_id"), "status": "rejected", "stop_reason": None, "output": None,
+                "error": why, "detail": None, "pending_approvals": [], "worker": worker_id()}
+    try:
         outcome = here.runner.run(deliver(agent, spec))
     except RetryLater as exc:
         raise task.retry(countdown=retry_countdown(task.app, exc.retry_in), max_retries=None) from None

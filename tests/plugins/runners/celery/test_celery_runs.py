@@ -34,6 +34,13 @@ def test_submit_worker_wait_done(env: Env) -> None:
     assert again.returncode == 0 and again.stdout.strip() == run_id, again
     _wait_for(lambda: env.workers[0].text().count(" succeeded in ") == 2, 20, "the second delivery")
     assert len(env.attempts()) == 1
+    # a message naming a file this worker does not have: rejected, said once in the log, no traceback
+    from seamkit_celery import make_app, submit
+
+    gone = submit(make_app(env.broker, queue=env.prefix), env.cwd / "gone.yaml", "x", queue=env.prefix,
+                  check=False)
+    _wait_for(lambda: f"run {gone} rejected" in env.workers[0].text(), 20, "the rejection")
+    assert "gone.yaml" in env.workers[0].text() and "Traceback" not in env.workers[0].text()
 
 
 def _submit_many(env: Env, file: Path, n: int) -> list[str]:
