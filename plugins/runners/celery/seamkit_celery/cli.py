@@ -56,18 +56,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
     url = _broker(args)
     composition, name = _checked(args.file, args.agent_name)
-    if args.agent_name is None:  # build the agent once here: a broken component fails now, not per run
-        from seamkit.cli.main import BuildFailed
-        from seamkit.composition import ComponentBuildError, build_agent
+    import asyncio
 
-        try:
-            agent = build_agent(composition)
-        except ComponentBuildError as exc:
-            raise BuildFailed(exc.issues) from exc
-        if agent.checkpointer is not None:
-            import asyncio
-
-            asyncio.run(agent.checkpointer.close())
+    agent = _build(composition, name)  # once here: a component that cannot be built fails now, not per run
+    if agent.checkpointer is not None:
+        asyncio.run(agent.checkpointer.close())
     app = make_app(url, visibility_timeout_s=args.visibility_timeout, queue=args.queue)
     check_broker(app)
     worker = app.Worker(
@@ -87,6 +80,18 @@ def cmd_worker(args: argparse.Namespace) -> int:
     worker.start()
     code = worker.exitcode
     return EXIT_OK if not code else int(code)
+
+
+def _build(composition: Any, name: str) -> Any:
+    """The agent ``name`` of ``composition``; :class:`~seamkit.cli.main.BuildFailed` when a
+    component fails to build."""
+    from seamkit.cli.main import BuildFailed
+    from seamkit.composition import ComponentBuildError, build_agents
+
+    try:
+        return build_agents(composition)[name]
+    except ComponentBuildError as exc:
+        raise BuildFailed(exc.issues) from exc
 
 
 def _decisions(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -118,11 +123,8 @@ def _decisions(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     return out
 
 
-async def _snapshot(composition: Any, agent_name: str | None, run_id: str) -> Any:
-    from seamkit.composition import build_store
-    from seamkit.durability.checkpointer import Checkpointer
-
-    cp = Checkpointer(build_store(composition), secrets=composition.secret_values())
+async def _snapshot(agent: Any, run_id: str) -> Any:
+    cp = agent.checkpointer
     try:
         return await cp.latest(run_id)
     finally:
@@ -151,7 +153,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     url = _broker(args)
     composition, name = _checked(args.file, args.agent_name)
     if args.resume is not None:
-        snap = asyncio.run(_snapshot(composition, args.agent_name, args.resume))
+        snap = asyncio.run(_snapshot(_build(composition, name), args.resume))  # that agent's store
         if snap is None:
             raise UsageError(f"no run {args.resume!r} in the store of {args.file}")
         if snap.status in ("done", "failed"):
@@ -170,16 +172,9 @@ def cmd_submit(args: argparse.Namespace) -> int:
                              "--approve/--reject/--edit do not apply")
         spec = make_spec(args.file, None, run_id=args.resume, agent=args.agent_name, decisions=decisions or None)
     else:
-        from seamkit.composition import ComponentBuildError, build_agents
-
         task = _read_task(args.task)
         variables = dict(args.var)
-        try:
-            agent = build_agents(composition)[name]
-        except ComponentBuildError as exc:
-            from seamkit.cli.main import BuildFailed
-
-            raise BuildFailed(exc.issues) from exc
+        agent = _build(composition, name)
         try:
             _check_variables(agent, variables)
         finally:

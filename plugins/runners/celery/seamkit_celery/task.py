@@ -369,7 +369,7 @@ class _Process:
         self.agents: dict[tuple[str, int, str | None], Agent] = {}
 
     def agent(self, spec: Mapping[str, Any]) -> Agent:
-        from seamkit.composition import ComponentBuildError, build_agent, build_agents
+        from seamkit.composition import build_agent, build_agents
 
         file = str(spec["file"])
         name = spec.get("agent")
@@ -378,10 +378,7 @@ class _Process:
         if found is not None:
             return found
         composition, checked = load_checked(file, name)
-        try:
-            agent = build_agent(composition) if name is None else build_agents(composition)[checked]
-        except ComponentBuildError:
-            raise
+        agent = build_agent(composition) if name is None else build_agents(composition)[checked]
         for old in [k for k in self.agents if k[0] == file and k[2] == name]:
             stale = self.agents.pop(old)
             if stale.checkpointer is not None:

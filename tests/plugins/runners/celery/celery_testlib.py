@@ -129,7 +129,8 @@ def plugin_paths(root: Path) -> list[Path]:
 
 
 def composition(*, redis_url: str, prefix: str, sleep: float = 0.0, approvals: bool = False,
-                store: str | None = None, name: str = "recorder", tool: str = "record") -> str:
+                store: str | None = None, name: str = "recorder", tool: str = "record",
+                prompt: str | None = None) -> str:
     """A scripted agent that calls ``record`` once and answers ``recorded``; it checkpoints into
     Redis under ``prefix`` unless ``store`` (the YAML of another ``checkpoints:``) is given."""
     checkpoints = store or f'{{use: redis, url: "{redis_url}", prefix: "{prefix}"}}'
@@ -147,6 +148,7 @@ def composition(*, redis_url: str, prefix: str, sleep: float = 0.0, approvals: b
         f"  tools: [{tool}]\n"
         f"  checkpoints: {checkpoints}\n"
         f"{approval}"
+        + (f"  prompt: {json.dumps(prompt)}\n" if prompt is not None else "")
     )
 
 

@@ -17,20 +17,25 @@ def _write(env: Env, name: str, text: str) -> Path:
 
 
 def test_submit_worker_wait_done(env: Env) -> None:
-    file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix))
+    file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix,
+                                               prompt="You record for {{team}}."))
     env.worker(file, "--concurrency", "2")
     r = env.submit(file, "record it")
+    assert r.returncode == 2 and "needs a variable team" in r.stderr, r  # checked before it is queued
+    r = env.submit(file, "record it", "--var", "team=ops")
     assert r.returncode == 0, r
     run_id = r.stdout.strip()
     assert run_id and "\n" not in run_id
     w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
     assert w.returncode == 0, (w, env.workers[0].text())
     assert w.stdout.strip() == "recorded"
+    system = env.outcomes([run_id], timeout=1)[run_id].transcript[0]
+    assert system.role == "system" and system.content[0].text == "You record for ops."  # the --var travelled
     applied = env.applied()
     assert [a["run"] for a in applied] == [run_id]
     assert len(env.attempts()) == 1
     # the same run id submitted again: the delivery finds the run done and runs nothing
-    again = env.submit(file, "record it again", "--run-id", run_id)
+    again = env.submit(file, "record it again", "--run-id", run_id, "--var", "team=ops")
     assert again.returncode == 0 and again.stdout.strip() == run_id, again
     _wait_for(lambda: env.workers[0].text().count(" succeeded in ") == 2, 20, "the second delivery")
     assert len(env.attempts()) == 1
