@@ -1,0 +1,156 @@
+"""The Celery app seamkit's workers and submitters share: :func:`make_app`.
+
+Delivery settings (stated here because the guarantees in ``docs`` rest on them):
+
+- ``task_acks_late=True``: a message is acknowledged when its task *returns*, not when a worker
+  takes it, so a worker that dies mid-run leaves its message unacknowledged and the broker
+  delivers it again (Redis: once ``visibility_timeout`` has passed; RabbitMQ: when the
+  connection drops).
+- ``task_reject_on_worker_lost=True``: a pool process killed under a live worker (OOM killer,
+  ``kill -9`` of the child) puts its message back at once instead of acknowledging it.
+- ``worker_prefetch_multiplier=1``: a worker process reserves one message at a time, so a dead
+  worker strands at most one message per process and long runs do not queue behind each other.
+- JSON only (``task_serializer``, ``result_serializer``, ``accept_content``): no pickle on the wire.
+- Redis transport ``visibility_timeout`` (seconds, :data:`DEFAULT_VISIBILITY_TIMEOUT_S`): how long
+  an unacknowledged message waits before another worker gets it. It bounds how long a run of a
+  dead worker waits; a message whose run is still running when it comes back finds the run's lease
+  held and waits (retry with a countdown), so a short timeout costs polling, never a second worker
+  on one run. Unacknowledged messages are scanned for every ``unacked_restore_interval`` seconds
+  (a fifth of the timeout, 1 to 10 s).
+
+Nothing here imports seamkit's agent machinery; the task body is :mod:`seamkit_celery.task`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from celery import Celery
+from seamkit.errors import SeamkitError
+
+__all__ = [
+    "BROKER_ENV",
+    "DEFAULT_QUEUE",
+    "DEFAULT_VISIBILITY_TIMEOUT_S",
+    "TASK_NAME",
+    "QueueUnavailable",
+    "broker_from_env",
+    "check_broker",
+    "make_app",
+    "mask_url",
+    "url_password",
+]
+
+#: The environment variable naming the broker when no ``--broker`` is given.
+BROKER_ENV = "SEAMKIT_BROKER_URL"
+#: The Celery task that runs one delivery of a composed agent run.
+TASK_NAME = "seamkit.run"
+#: The queue seamkit's tasks go to unless told otherwise.
+DEFAULT_QUEUE = "seamkit"
+#: Seconds an unacknowledged message waits on a Redis broker before it is delivered again.
+DEFAULT_VISIBILITY_TIMEOUT_S = 3600.0
+
+
+class QueueUnavailable(SeamkitError):
+    """The broker could not be reached; the message names it (password masked) and why."""
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its password (if any) replaced by ``***``; the text as is when it is no URL."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "***"
+    if not password:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))
+
+
+def url_password(url: str) -> str | None:
+    """The password in ``url`` (to be masked in output), or ``None``."""
+    try:
+        return urlsplit(url).password or None
+    except ValueError:
+        return None
+
+
+def broker_from_env(explicit: str | None = None) -> str:
+    """The broker URL: ``explicit`` when given, else ``$SEAMKIT_BROKER_URL``. Raises ``ValueError``
+    (saying how to name one) when neither is set."""
+    url = explicit if explicit is not None else os.environ.get(BROKER_ENV)
+    if url is None or not url.strip():
+        raise ValueError(f"no broker: pass --broker URL or set {BROKER_ENV} (e.g. redis://127.0.0.1:6379/0)")
+    return url.strip()
+
+
+def make_app(
+    broker_url: str,
+    *,
+    result_backend: str | None = None,
+    visibility_timeout_s: float = DEFAULT_VISIBILITY_TIMEOUT_S,
+    queue: str = DEFAULT_QUEUE,
+    **conf: Any,
+) -> Celery:
+    """A Celery app on ``broker_url`` with seamkit's delivery settings (see the module doc) and the
+    :data:`TASK_NAME` task registered. ``result_backend``: where Celery stores task results
+    (``None``: nowhere; a run's outcome is in its checkpoints, read with ``seamkit runs wait``).
+    ``visibility_timeout_s``: the Redis transport's re-delivery delay (> 0). ``queue``: the
+    default queue. ``conf``: more Celery settings, applied last (they may override these).
+    Raises ``ValueError`` for a timeout that is not positive."""
+    if not visibility_timeout_s > 0:
+        raise ValueError(f"visibility_timeout_s must be > 0, got {visibility_timeout_s!r}")
+    app = Celery("seamkit", broker=broker_url, backend=result_backend, set_as_current=False)
+    restore_every = min(10.0, max(1.0, visibility_timeout_s / 5))
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        result_accept_content=["json"],
+        task_default_queue=queue,
+        task_ignore_result=result_backend is None,
+        broker_transport_options={
+            "visibility_timeout": visibility_timeout_s,
+            "unacked_restore_interval": restore_every,
+            "unacked_restore_throttle": 1,
+        },
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+        worker_send_task_events=False,
+        task_send_sent_event=False,
+    )
+    if conf:
+        app.conf.update(conf)
+
+    from seamkit_celery.task import register
+
+    register(app)
+    return app
+
+
+def check_broker(app: Celery, *, timeout_s: float = 5.0) -> None:
+    """Connect to ``app``'s broker once; raises :class:`QueueUnavailable` (naming the broker, its
+    password masked) when it cannot be reached within about ``timeout_s`` seconds."""
+    url = str(app.conf.broker_url)
+    conn = app.connection_for_write()
+    try:
+        conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0.5, timeout=timeout_s)
+    except Exception as exc:
+        raise QueueUnavailable(f"the broker {mask_url(url)} is unreachable: {_reason(exc, url)}") from None
+    finally:
+        conn.release()
+
+
+def _reason(exc: BaseException, url: str) -> str:
+    text = str(exc) or type(exc).__name__
+    password = url_password(url)
+    return text.replace(password, "***") if password else text

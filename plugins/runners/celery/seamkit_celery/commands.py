@@ -1,0 +1,126 @@
+"""The argument parsers of ``seamkit worker``, ``seamkit submit`` and ``seamkit runs wait``
+(argparse only: cheap to import; each command's body is in :mod:`seamkit_celery.cli`)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["add_commands"]
+
+_BROKER_HELP = "the broker URL (default: $SEAMKIT_BROKER_URL), e.g. redis://127.0.0.1:6379/0"
+
+
+def _lazy(name: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        from seamkit_celery import cli
+
+        fn: Callable[[argparse.Namespace], int] = getattr(cli, f"cmd_{name}")
+        return fn(args)
+
+    run.__name__ = f"cmd_{name}"
+    return run
+
+
+def _var(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected 1 or more, got {text!r}")
+    return value
+
+
+def _runs_actions(cli: Any) -> Any:
+    runs = getattr(cli, "choices", {}).get("runs")
+    if runs is None:
+        return None
+    for action in runs._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return None
+
+
+def add_commands(cli: Any) -> None:
+    """Add ``worker`` and ``submit`` to ``seamkit`` and ``wait`` to ``seamkit runs`` (``cli``: the
+    ``seamkit`` sub-parsers object)."""
+    p = cli.add_parser(
+        "worker",
+        help="run queued agent runs (a Celery worker; seamkit-celery)",
+        description="Start a Celery worker that runs the agent runs 'seamkit submit' enqueues. FILE is checked "
+        "first: its agent must checkpoint into a store every worker shares (postgres or redis). A message is "
+        "acknowledged only when its run is done, failed or suspended; a run whose worker died is resumed from "
+        "its last checkpoint by the next worker that gets the message again. The pool is prefork: each of "
+        "--concurrency processes runs one run at a time, and killing the worker kills its processes with it.",
+    )
+    p.add_argument("file", metavar="FILE", help="composition YAML file")
+    p.add_argument("--agent-name", metavar="NAME", help="the agent of FILE to check (default: its entry agent)")
+    p.add_argument("--concurrency", "-c", type=_count, default=1, help="runs at once (processes; default 1)")
+    p.add_argument("--queue", "-Q", metavar="NAME", default="seamkit", help="the queue to consume (default seamkit)")
+    p.add_argument("--pool", choices=["prefork", "solo"], default="prefork",
+                   help="prefork (default): a process per concurrent run; solo: runs in this process, one at a time")
+    p.add_argument("--broker", metavar="URL", help=_BROKER_HELP)
+    p.add_argument("--visibility-timeout", metavar="S", type=_positive, default=3600.0,
+                   help="seconds before a message a dead worker held is delivered again (Redis; default 3600)")
+    p.add_argument("--loglevel", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                   help="Celery's log level (default WARNING)")
+    p.set_defaults(func=_lazy("worker"))
+
+    p = cli.add_parser(
+        "submit",
+        help="enqueue an agent run for the workers; print its run id (seamkit-celery)",
+        description="Enqueue a run of FILE's agent on TASK and print its run id; 'seamkit runs wait RUN_ID "
+        "--agent FILE' waits for its outcome. With --resume RUN_ID (no TASK) the continuation of a run is "
+        "enqueued instead: a suspended run with --approve/--reject/--edit decisions, or an interrupted one. "
+        "Submitting a run id twice runs it once.",
+    )
+    p.add_argument("file", metavar="FILE", help="composition YAML file (workers need the same path)")
+    p.add_argument("task", metavar="TASK", nargs="?", help="the task text ('-' reads it from stdin)")
+    p.add_argument("--run-id", metavar="ID", help="the run id (default: a new one)")
+    p.add_argument("--var", metavar="KEY=VALUE", action="append", type=_var, default=[],
+                   help="a prompt template variable (repeatable)")
+    p.add_argument("--agent-name", metavar="NAME", help="the agent of FILE to run (default: its entry agent)")
+    p.add_argument("--queue", "-Q", metavar="NAME", default="seamkit", help="the queue (default seamkit)")
+    p.add_argument("--broker", metavar="URL", help=_BROKER_HELP)
+    p.add_argument("--resume", metavar="RUN_ID", help="enqueue the continuation of RUN_ID instead of a new run")
+    p.add_argument("--approve", metavar="CALL_ID", action="append", default=[], help="with --resume: approve a call")
+    p.add_argument("--reject", metavar="CALL_ID[=REASON]", action="append", default=[],
+                   help="with --resume: reject a call, optionally saying why")
+    p.add_argument("--edit", metavar="CALL_ID=JSON", action="append", default=[],
+                   help="with --resume: approve a call with these arguments instead (a JSON object)")
+    p.set_defaults(func=_lazy("submit"))
+
+    runs = _runs_actions(cli)
+    if runs is None:
+        raise RuntimeError("seamkit has no 'runs' command to add 'wait' to")
+    q = runs.add_parser(
+        "wait",
+        help="wait until a (queued) run is done, failed or suspended; print its outcome (seamkit-celery)",
+        description="Poll the store of --agent FILE until RUN_ID is done, failed or suspended, then print its "
+        "output (stdout) or why it stopped (stderr). Exit 0 done, 1 failed or stopped without an answer, "
+        "3 suspended (it waits for a person), 124 still unfinished after --timeout.",
+    )
+    q.add_argument("run_id", metavar="RUN_ID")
+    q.add_argument("--agent", metavar="FILE", required=True, help="the composition whose store holds the run")
+    q.add_argument("--timeout", metavar="S", type=_positive, help="give up after S seconds (default: wait)")
+    q.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
+    q.set_defaults(func=_lazy("runs_wait"))

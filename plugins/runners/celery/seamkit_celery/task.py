@@ -1,0 +1,447 @@
+"""The task that runs one delivery of a composed agent run, and :func:`submit` that enqueues one.
+
+A task message carries a *spec* (a JSON object, :func:`make_spec`)::
+
+    {"v": 1, "file": "/abs/agent.yaml", "agent": null, "task": "...", "variables": {...},
+     "run_id": "...", "decisions": null | {call_id: {"approved": bool, "arguments": {...}|null,
+                                                     "reason": str|null}}}
+
+What one delivery does (:func:`deliver`), by what the run's latest checkpoint says:
+
+- none: start the run under ``run_id`` (a fresh delivery). Another delivery of the same run
+  starting at the same moment loses the version check on the first checkpoint and retries later.
+- ``running``, its lease held by a live worker: do nothing now; retry with a countdown
+  (:class:`LeaseHeld`). Never two workers on one run.
+- ``running``, lease released, expired or its owner process gone (the worker died, the message came
+  back): resume from the last checkpoint (:meth:`Agent.resume`, which claims the run with a
+  version check and never steals a live lease). Finished tool calls are not run again; a
+  side-effecting call the dead worker was running is re-run only when its tool is idempotent
+  (with the same idempotency key), else the run suspends for a person to settle it.
+- ``suspended``: a continuation (``submit_resume``) with decisions, or of a run that waited for
+  a person to settle a tool call, resumes it; anything else only reports it. A suspended run
+  does not hold a worker.
+- ``done`` / ``failed``: report it, run nothing.
+
+A delivery whose composition cannot be loaded on this worker (its file is missing here, it no
+longer validates) runs nothing and returns status ``rejected`` with the reason (also logged).
+
+Every delivery that returns is acknowledged; its return value is the run's *outcome*
+(:func:`outcome_of`): ``{"run_id", "status", "stop_reason", "output", "error", "detail",
+"pending_approvals", "worker"}``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import uuid
+from collections.abc import Mapping
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from celery import Celery, Task
+    from seamkit.agent.agent import Agent
+    from seamkit.composition import Composition
+
+__all__ = [
+    "SHARED_STORES",
+    "LeaseHeld",
+    "QueueConfigError",
+    "RetryLater",
+    "check_composition",
+    "deliver",
+    "make_spec",
+    "outcome_of",
+    "register",
+    "submit",
+    "submit_resume",
+]
+
+#: The checkpoint stores every worker can reach. A run checkpointed anywhere else (sqlite: one
+#: machine's file; memory: one process) could not be resumed by another worker.
+SHARED_STORES = ("postgres", "redis")
+#: Longest wait (seconds) before a delivery that found the run's lease held looks again. Kept below
+#: any sensible visibility timeout: a message waiting for its countdown is unacknowledged too.
+MAX_RETRY_COUNTDOWN_S = 5.0
+SPEC_VERSION = 1
+
+log = logging.getLogger("seamkit.celery")
+
+
+class QueueConfigError(ValueError):
+    """A composition (or a submit) that cannot be run on the queue; the message says why and where."""
+
+
+class RetryLater(Exception):
+    """The run stopped without finishing for a reason outside it (its store went away, say): the
+    delivery is tried again in ``retry_in`` seconds."""
+
+    def __init__(self, run_id: str, why: str, retry_in: float) -> None:
+        self.run_id = run_id
+        self.retry_in = retry_in
+        super().__init__(f"run {run_id} stopped unfinished ({why}); retrying in {retry_in:.1f} s")
+
+
+class LeaseHeld(RetryLater):
+    """Another live worker is running the run (or started it a moment ago): look again in
+    ``retry_in`` seconds."""
+
+    def __init__(self, run_id: str, owner: str, retry_in: float) -> None:
+        self.run_id = run_id
+        self.owner = owner
+        self.retry_in = retry_in
+        Exception.__init__(self, f"run {run_id} is held by {owner}; retrying in {retry_in:.1f} s")
+
+
+# -- compositions -----------------------------------------------------------------------------------
+
+
+def _agent_config(composition: Composition, agent: str | None) -> tuple[str, tuple[str | int, ...], Any]:
+    agents = composition.all_agents()
+    if agent is None:
+        name = next(iter(agents))
+        return (name, *agents[name])
+    if agent not in agents:
+        raise QueueConfigError(f"no agent {agent!r} in {composition.file}; its agents: {', '.join(agents)}")
+    return (agent, *agents[agent])
+
+
+def _where(composition: Composition, path: tuple[str | int, ...]) -> str:
+    pos = composition.position(path)
+    file = str(composition.file) if composition.file is not None else "<text>"
+    return f"{file}:{pos.line}:{pos.column}" if pos is not None else file
+
+
+def check_composition(composition: Composition, agent: str | None = None) -> str:
+    """Check that ``agent`` of ``composition`` (``None``: its entry agent) can run on the queue and
+    return its name. Raises :class:`QueueConfigError` (located) for a workflow file, an unknown
+    agent, or a checkpoint store that is not shared by every worker (sqlite, memory, none):
+    a re-delivered run must find its checkpoints on whichever worker gets it."""
+    if composition.workflow is not None and agent is None:
+        raise QueueConfigError(f"{_where(composition, ('workflow',))}: a workflow cannot run on the queue yet; "
+                               "name one of its agents (--agent-name) to queue agent runs")
+    name, path, config = _agent_config(composition, agent)
+    from seamkit.composition.build import DEFAULT_STORE
+
+    if "checkpoints" not in config.model_fields_set:
+        use, at = DEFAULT_STORE, path
+    elif config.checkpoints is None:
+        raise QueueConfigError(f"{_where(composition, (*path, 'checkpoints'))}: agent {name!r} has "
+                               "'checkpoints: null'; a queued run needs checkpoints in a store every worker shares "
+                               f"({' or '.join(SHARED_STORES)})")
+    else:
+        use, at = config.checkpoints.use, (*path, "checkpoints")
+    if use not in SHARED_STORES:
+        what = "the default store" if at == path else f"'{use}'"
+        raise QueueConfigError(
+            f"{_where(composition, at)}: agent {name!r} checkpoints into {what} ({use}), which other workers "
+            f"cannot read: a queued run is resumed by whichever worker gets it, so its checkpoints must be in "
+            f"a shared store: set checkpoints: {{use: redis, url: ${{REDIS_URL}}}} or {{use: postgres, "
+            f"dsn: ${{DATABASE_URL}}}}")
+    return name
+
+
+def load_checked(file: str | os.PathLike[str], agent: str | None = None) -> tuple[Composition, str]:
+    """Load ``file`` and :func:`check_composition` it. Raises ``FileNotFoundError``,
+    :class:`~seamkit.errors.ConfigError` (located) and :class:`QueueConfigError`."""
+    from seamkit.composition import load_composition
+    from seamkit.plugins.registry import get_registry
+
+    path = Path(file)
+    if not path.is_file():
+        raise FileNotFoundError(2, "no such file", str(file))
+    composition = load_composition(path, registry=get_registry())
+    return composition, check_composition(composition, agent)
+
+
+# -- submitting -------------------------------------------------------------------------------------
+
+
+def make_spec(
+    file: str | os.PathLike[str],
+    task: str | None,
+    *,
+    run_id: str | None = None,
+    agent: str | None = None,
+    variables: Mapping[str, str] | None = None,
+    decisions: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The task message for one run (see the module doc); ``file`` is made absolute (a worker on
+    another machine needs the same path: a shared checkout or image). ``run_id``: generated when
+    ``None``."""
+    return {
+        "v": SPEC_VERSION,
+        "file": str(Path(file).resolve()),
+        "agent": agent,
+        "task": task,
+        "variables": dict(variables or {}),
+        "run_id": run_id or uuid.uuid4().hex,
+        "decisions": {k: dict(v) for k, v in decisions.items()} if decisions else None,
+    }
+
+
+def submit(
+    app: Celery,
+    file: str | os.PathLike[str],
+    task: str,
+    *,
+    run_id: str | None = None,
+    agent: str | None = None,
+    variables: Mapping[str, str] | None = None,
+    queue: str | None = None,
+    check: bool = True,
+) -> str:
+    """Enqueue one run of ``agent`` (``None``: the entry agent) of the composition ``file`` on
+    ``task`` and return its run id (``run_id``, or a new one). ``check``: load the file first and
+    refuse one that cannot run on the queue (:func:`load_checked`); a batch checks once and passes
+    ``check=False``. Submitting the same ``run_id`` twice runs it once (the second delivery finds
+    the run). Raises what :func:`load_checked` raises, and
+    :class:`~seamkit_celery.app.QueueUnavailable` when the broker cannot be reached."""
+    if check:
+        load_checked(file, agent)
+    spec = make_spec(file, task, run_id=run_id, agent=agent, variables=variables)
+    _send(app, spec, queue)
+    return str(spec["run_id"])
+
+
+def submit_resume(
+    app: Celery,
+    file: str | os.PathLike[str],
+    run_id: str,
+    *,
+    agent: str | None = None,
+    decisions: Mapping[str, Mapping[str, Any]] | None = None,
+    queue: str | None = None,
+) -> str:
+    """Enqueue the continuation of ``run_id``: a suspended run with ``decisions`` (call id ->
+    ``{"approved": bool, "arguments": {...} | None, "reason": str | None}``), or an interrupted
+    one. Returns ``run_id``. Raises like :func:`submit`."""
+    load_checked(file, agent)
+    spec = make_spec(file, None, run_id=run_id, agent=agent, decisions=decisions)
+    _send(app, spec, queue)
+    return run_id
+
+
+def _send(app: Celery, spec: dict[str, Any], queue: str | None) -> None:
+    from seamkit_celery.app import TASK_NAME, QueueUnavailable, _reason, mask_url
+
+    url = str(app.conf.broker_url)
+    try:
+        app.send_task(
+            TASK_NAME, args=(spec,), queue=queue, task_id=f"{spec['run_id']}:{uuid.uuid4().hex[:8]}",
+            retry=True, retry_policy={"max_retries": 2, "interval_start": 0.2, "interval_step": 0.5,
+                                      "interval_max": 1.0},
+        )
+    except Exception as exc:  # kombu's OperationalError, redis' ConnectionError...
+        raise QueueUnavailable(f"could not enqueue run {spec['run_id']}: the broker {mask_url(url)} is "
+                               f"unreachable: {_reason(exc, url)}") from None
+
+
+# -- running (in the worker) ------------------------------------------------------------------------
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return _jsonable(dump(mode="json"))
+    if is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(asdict(value))
+    return str(value)
+
+
+def outcome_of(snap: Any) -> dict[str, Any]:
+    """A run's outcome from its latest checkpoint (a :class:`~seamkit.durability.checkpointer.RunSnapshot`):
+    ``run_id``, ``status``, ``stop_reason``, ``output`` (JSON), ``error``, ``detail`` (why it
+    waits or stopped) and ``pending_approvals`` (``[{call_id, tool, arguments}]``)."""
+    st = snap.state
+    pending = [
+        {"call_id": p.call_id, "tool": p.tool, "arguments": _jsonable(p.arguments)}
+        for p in st.get("pending_approvals") or ()
+        if hasattr(p, "call_id")
+    ]
+    error = st.get("error")
+    return {
+        "run_id": snap.run_id,
+        "status": snap.status,
+        "stop_reason": st.get("stop_reason"),
+        "output": _jsonable(st.get("output")) if snap.status == "done" else None,
+        "error": str(error) if error is not None else None,
+        "detail": st.get("status_detail"),
+        "pending_approvals": pending,
+    }
+
+
+def _decisions(raw: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    from seamkit.durability.approvals import approve, reject
+
+    out: dict[str, Any] = {}
+    for call_id, d in raw.items():
+        if d.get("approved"):
+            out[call_id] = approve(d.get("arguments"))
+        else:
+            out[call_id] = reject(d.get("reason"))
+    return out
+
+
+def _continues(spec: Mapping[str, Any], snap: Any, decisions: Mapping[str, Any] | None) -> bool:
+    """Whether ``spec`` continues the suspended run ``snap``: a resume message (no task) with
+    decisions, or one for a run that waited for a person to settle a call (settled since)."""
+    if spec.get("task") is not None:  # the run submitted again: report it, do not continue it
+        return False
+    return decisions is not None or snap.state.get("waiting_for") == "settlement"
+
+
+async def deliver(agent: Agent, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """Run one delivery of ``spec`` with ``agent`` (see the module doc) and return the run's
+    outcome. Raises :class:`LeaseHeld` when another live worker runs it (retry later)."""
+    from seamkit.errors import CheckpointConflict, RunNotResumable
+    from seamkit.runtime.context import RunContext
+
+    cp = agent.checkpointer
+    if cp is None:  # check_composition refuses these; a spec built by hand may still name one
+        raise QueueConfigError(f"agent {agent.name!r} has no checkpoints: it cannot run on the queue")
+    run_id = str(spec["run_id"])
+    snap = await cp.latest(run_id)
+    decisions = _decisions(spec.get("decisions"))
+    error: BaseException | None = None
+    if snap is None:
+        if spec.get("task") is None:
+            return {"run_id": run_id, "status": "unknown", "stop_reason": None, "output": None,
+                    "error": f"run {run_id} has no checkpoints in this store: nothing to resume",
+                    "detail": None, "pending_approvals": []}
+        try:
+            await agent.run(str(spec["task"]), ctx=RunContext(run_id=run_id),
+                            variables=dict(spec.get("variables") or {}) or None,
+                            metadata={"agent_file": str(spec["file"]), "queued": "celery"})
+        except CheckpointConflict:  # another delivery of this run began it a moment ago
+            raise LeaseHeld(run_id, "another delivery", 0.5) from None
+        except Exception as exc:  # the run failed (its checkpoint says so), or stopped unfinished
+            error = exc
+    elif snap.status == "running" or (snap.status == "suspended" and _continues(spec, snap, decisions)):
+        held = cp.lease_holder(snap)
+        if held is not None:
+            owner, left = held
+            raise LeaseHeld(run_id, owner, min(max(left, 0.2), MAX_RETRY_COUNTDOWN_S))
+        try:
+            await agent.resume(run_id, decisions=decisions)
+        except RunNotResumable:
+            after = await cp.latest(run_id)
+            held = cp.lease_holder(after) if after is not None else None
+            if held is not None:  # another worker claimed it first
+                raise LeaseHeld(run_id, held[0], min(max(held[1], 0.2), MAX_RETRY_COUNTDOWN_S)) from None
+            if after is None:
+                raise
+            out = outcome_of(after)
+            if after.status == "running":  # not resumable for a reason of its own (e.g. settlement)
+                out["detail"] = out["detail"] or "the run could not be resumed"
+            return out
+        except Exception as exc:  # the run failed (its checkpoint says so), or stopped unfinished
+            error = exc
+    final = await cp.latest(run_id)
+    if final is None:
+        raise RuntimeError(f"run {run_id} wrote no checkpoint") from error
+    if final.status == "running" and error is not None:
+        # not a failure of the run (that would be checkpointed as failed): e.g. the store or the
+        # network went away mid-run; the run stays resumable, so this delivery is tried again
+        raise RetryLater(run_id, f"{type(error).__name__}: {error}", MAX_RETRY_COUNTDOWN_S) from None
+    return outcome_of(final)
+
+
+class _Process:
+    """What one worker process keeps between deliveries: one event loop (the stores' connection
+    pools belong to it) and the agents built so far, by file (and its mtime) and agent name."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.runner = asyncio.Runner()
+        self.agents: dict[tuple[str, int, str | None], Agent] = {}
+
+    def agent(self, spec: Mapping[str, Any]) -> Agent:
+        from seamkit.composition import build_agent, build_agents
+
+        file = str(spec["file"])
+        name = spec.get("agent")
+        key = (file, Path(file).stat().st_mtime_ns, name)
+        found = self.agents.get(key)
+        if found is not None:
+            return found
+        composition, checked = load_checked(file, name)
+        agent = build_agent(composition) if name is None else build_agents(composition)[checked]
+        for old in [k for k in self.agents if k[0] == file and k[2] == name]:
+            stale = self.agents.pop(old)
+            if stale.checkpointer is not None:
+                self.runner.run(stale.checkpointer.close())
+        self.agents[key] = agent
+        return agent
+
+
+_process: _Process | None = None
+
+
+def _here() -> _Process:
+    global _process
+    if _process is None or _process.pid != os.getpid():  # a forked pool process starts its own
+        _process = _Process()
+    return _process
+
+
+def retry_countdown(app: Celery, wanted: float) -> float:
+    """The countdown of a retry: ``wanted`` seconds, at most half the broker's visibility timeout.
+    A message waiting for its countdown is unacknowledged; one held past the timeout would be
+    delivered again meanwhile, and each copy would retry in turn, multiplying the copies."""
+    options = app.conf.broker_transport_options or {}
+    timeout = options.get("visibility_timeout")
+    cap = MAX_RETRY_COUNTDOWN_S if not isinstance(timeout, int | float) else min(MAX_RETRY_COUNTDOWN_S, timeout / 2)
+    return max(0.1, min(wanted, cap))
+
+
+def run_delivery(task: Task, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The body of the :data:`~seamkit_celery.app.TASK_NAME` task."""
+    from seamkit.durability.checkpointer import worker_id
+    from seamkit.errors import ConfigError
+
+    if not isinstance(spec, Mapping) or spec.get("v") != SPEC_VERSION:
+        raise QueueConfigError(f"not a seamkit run message (version {SPEC_VERSION}): {str(spec)[:200]}")
+    here = _here()
+    try:
+        agent = here.agent(spec)
+    except (OSError, ConfigError, QueueConfigError) as exc:
+        # nothing ran and no checkpoint was written: a file missing on this machine, a composition
+        # that no longer loads. Said once in the worker's log; the message is acknowledged.
+        why = f"{type(exc).__name__}: {exc}"
+        log.error("run %s rejected: %s", spec.get("run_id"), why)
+        return {"run_id": spec.get("run_id"), "status": "rejected", "stop_reason": None, "output": None,
+                "error": why, "detail": None, "pending_approvals": [], "worker": worker_id()}
+    try:
+        outcome = here.runner.run(deliver(agent, spec))
+    except RetryLater as exc:
+        raise task.retry(countdown=retry_countdown(task.app, exc.retry_in), max_retries=None) from None
+    outcome["worker"] = worker_id()
+    return outcome
+
+
+def register(app: Celery) -> None:
+    """Register the :data:`~seamkit_celery.app.TASK_NAME` task on ``app``."""
+    from seamkit_celery.app import TASK_NAME
+
+    def seamkit_run(self: Task, spec: dict[str, Any]) -> dict[str, Any]:
+        return run_delivery(self, spec)
+
+    app.task(name=TASK_NAME, bind=True, max_retries=None, acks_late=True, reject_on_worker_lost=True,
+             typing=False)(seamkit_run)
+
+
+def dumps(outcome: Mapping[str, Any]) -> str:
+    return json.dumps(outcome, ensure_ascii=False)
