@@ -451,6 +451,9 @@ def pydantic_issues(
             # close spelling here (max_tool_rounds) is guessed
             exact = elsewhere.startswith("; it belongs under")
             hint = elsewhere if exact else did_you_mean(key, allowed) or elsewhere
+            if key == "queue" and len(path) >= 3 and path[-3] == "tools":
+                hint = ("; only an agent tool ({agent: NAME, queue: true}) sends its runs to a queue, a tool "
+                        "component runs in its caller's process")
             listed = f" (allowed: {', '.join(allowed)})" if allowed else ""
             ctx.add(f"unknown key {shown(key)}{what}{hint}{listed}", path, at_key=True)
         elif etype == "missing":
