@@ -191,3 +191,33 @@ def test_queue_must_be_a_name() -> None:
     with pytest.raises(ValueError, match="queue must be a non-blank queue name"):
         agent_tool(researcher, queue=" ")
     assert "queue='kids'" in repr(agent_tool(researcher, queue="kids"))
+
+
+async def test_in_process_a_queued_tools_call_rerun_after_a_stop_continues_the_same_child() -> None:
+    store = MemoryStore()
+    researcher = Agent(ScriptedModel([{"text": "slow answer", "delay": 30}, "fast answer"], follow_transcript=True),
+                       name="researcher", checkpointer=store)
+    lead = Agent(ScriptedModel([call("researcher", "find it"), "done"], follow_transcript=True), name="lead",
+                 tools=[agent_tool(researcher, queue="children")], checkpointer=store)
+    assert lead.tools[0].schema.idempotent
+    ctx = RunContext()
+    task = asyncio.ensure_future(lead.run("go", ctx=ctx))
+    for _ in range(200):  # until the child's first checkpoint exists
+        await asyncio.sleep(0.01)
+        if await store.list_runs(parent_run_id=ctx.run_id):
+            break
+    ctx.cancellation.cancel("stopped")
+    with pytest.raises(RunCancelled):
+        await task
+    (first,) = await store.list_runs(parent_run_id=ctx.run_id)
+    m = researcher.model
+    m._turns[0], m._deltas[0] = m._turns[1], m._deltas[1]  # type: ignore[attr-defined]  # no 30 s this time
+    result = await lead.resume(ctx.run_id)
+    assert result.output == "done"
+    children = await store.list_runs(parent_run_id=ctx.run_id)
+    assert [c.run_id for c in children] == [first.run_id]  # continued, not a second child
+    assert [r.content for r in tool_results(result)] == ["fast answer"]
+    # the same call run again once the child is done: its stored answer, no model call
+    tool = lead.tools[0]
+    with calling(f"{ctx.run_id}:1:c1"):
+        assert await tool.invoke({"task": "find it"}, RunContext(run_id=ctx.run_id)) == "fast answer"

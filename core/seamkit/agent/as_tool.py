@@ -30,6 +30,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from seamkit.agent.child_runs import child_run_id, current_call_key
 from seamkit.errors import ChildRunFailed, ToolArgumentError, ToolError
 from seamkit.middleware import Middleware
 from seamkit.runtime.context import RunContext
@@ -143,7 +144,14 @@ class AgentTool:
         # budget middleware charged its calls all the same)
         child = ctx.child()
         child.agent_depth = depth
-        result = await self.agent.run(task, ctx=child)
+        key = current_call_key() if self.queue is not None else None
+        if key is not None:
+            # a queued tool's call is idempotent (see agent_tool): run in-process too, a re-run call
+            # names the same child, continues it, or returns its stored result
+            child.run_id = child_run_id(key, self.agent.name)
+            result = await self._run_or_continue(task, child)
+        else:
+            result = await self.agent.run(task, ctx=child)
         _add_child_usage(ctx, result.usage)
         if result.stop_reason != "completed":
             why = {"max_steps": f"it stopped after {result.steps} model turns without an answer",
@@ -153,10 +161,24 @@ class AgentTool:
         return result.output
 
 
+    async def _run_or_continue(self, task: str, child: RunContext) -> Any:
+        """The child run ``child.run_id``: started, or (a re-run call) continued from its checkpoint,
+        or its stored result when it is done. Raises :class:`~seamkit.errors.ChildRunFailed` for a
+        child that failed before."""
+        agent = self.agent
+        cp = agent.checkpointer
+        snap = await cp.latest(child.run_id) if cp is not None else None
+        if snap is None:
+            return await agent.run(task, ctx=child)
+        if snap.status == "failed":
+            raise ChildRunFailed(child.run_id, "failed", f"agent {agent.name!r} (run {child.run_id}) failed: "
+                                 f"{snap.state.get('error') or 'no error recorded'}")
+        return await agent.resume(child.run_id, ctx=child, allow_finished=snap.status == "done")
+
     async def _dispatch(self, dispatcher: Any, task: str, ctx: RunContext, depth: int) -> Any:
         """The child run handed to ``dispatcher`` (a :class:`~seamkit.agent.child_runs.ChildRunDispatcher`);
         its output, or :class:`~seamkit.errors.ChildRunFailed`."""
-        from seamkit.agent.child_runs import ChildRunRequest, child_run_id, current_call_key
+        from seamkit.agent.child_runs import ChildRunRequest
         from seamkit.runtime.context import new_run_id
 
         key = current_call_key()
@@ -245,7 +267,11 @@ def agent_tool(
     :param queue: run each child elsewhere: the name of a queue, handed with the child to the
         :class:`~seamkit.agent.child_runs.ChildRunDispatcher` the calling run provides in
         ``ctx.services`` (:data:`~seamkit.agent.child_runs.CHILD_RUNS_SERVICE`); a run without
-        one runs the child in-process. ``None`` (default): always in-process.
+        one runs the child in-process. Either way the child's run id is derived from the tool
+        call (:func:`~seamkit.agent.child_runs.child_run_id`) and the tool is ``idempotent``: a
+        call re-run after a crash finds its child (waits for it, continues it, or takes its stored
+        result) instead of starting a second one. ``None`` (default): in-process, a new child
+        run per call.
     :returns: an :class:`AgentTool`. The tool result is the child's typed output (JSON) or the
         text of its answer; the child's usage is added to the caller's.
     :raises ValueError: ``max_depth`` or ``max_steps`` below 1, an agent with capabilities, or an
@@ -279,7 +305,10 @@ def agent_tool(
                        + ". It works on its own and sees only what you pass it.")
     if side_effecting is None:
         side_effecting = any(t.schema.side_effecting for t in agent.tools)
-    schema = ToolSchema(agent_tool_name(name or agent.name), description, freeze(dict(params)), side_effecting)
+    # a queued tool's call is idempotent: a re-run call (after a crash) names the same child run and
+    # finds it, so the effect ledger re-runs an interrupted call instead of waiting for a person
+    schema = ToolSchema(agent_tool_name(name or agent.name), description, freeze(dict(params)), side_effecting,
+                        idempotent=queue is not None)
     changes: dict[str, Any] = {}
     if middlewares:
         changes["middlewares"] = (*middlewares, *agent.middlewares)
