@@ -13,7 +13,7 @@ from celery_testlib import Env
 
 
 def lead_file(env: Env, *, sleep: float = 0.0, child_turns: str | None = None, child_store: str | None = None,
-              queue: str | None = None) -> Path:
+              queue: str | None = None, budget: bool = False) -> Path:
     """A lead that records (``record``), then asks ``researcher`` (queued), then answers; the
     researcher records (sleeping ``sleep`` s) and answers ``found it``."""
     store = f'{{use: redis, url: "{env.redis_url}", prefix: "{env.prefix}"}}'
@@ -24,7 +24,7 @@ def lead_file(env: Env, *, sleep: float = 0.0, child_turns: str | None = None, c
         "agent:\n"
         "  name: lead\n"
         "  model:\n"
-        "    use: scripted\n"
+        f"    use: {'priced_scripted' if budget else 'scripted'}\n"
         "    follow_transcript: true\n"
         "    turns:\n"
         "      - tool_calls: [{name: record, arguments: {sleep: 0}}]\n"
@@ -35,11 +35,13 @@ def lead_file(env: Env, *, sleep: float = 0.0, child_turns: str | None = None, c
         "    - agent: researcher\n"
         f"      queue: {queue or '{name: ' + env.prefix + '-children}'}\n"
         f"  checkpoints: {store}\n"
-        "agents:\n"
+        + (f"  middlewares: [{{use: budget, max_cost_usd: '1.00', store: {store}}}]\n" if budget else "")
+        + "agents:\n"
         "  researcher:\n"
-        f"    model: {{use: scripted, follow_transcript: true, turns: {turns}}}\n"
+        f"    model: {{use: {'priced_scripted' if budget else 'scripted'}, follow_transcript: true, turns: {turns}}}\n"
         "    tools: [record]\n"
         f"    checkpoints: {child_store or store}\n"
+        + (f"    middlewares: [{{use: budget, max_cost_usd: '1.00', store: {store}}}]\n" if budget else "")
     )
     path = env.cwd / "lead.yaml"
     path.write_text(text)
@@ -83,7 +85,7 @@ def _wait_for(predicate: Any, timeout: float, what: str) -> None:
 
 
 def test_the_child_runs_on_another_worker_and_the_lead_gets_its_answer(env: Env) -> None:
-    file = lead_file(env)
+    file = lead_file(env, budget=True)
     leads = env.worker(file)
     kids = env.worker(file, "--queue", f"{env.prefix}-children")
     lead = _submit(env, file)
@@ -99,8 +101,24 @@ def test_the_child_runs_on_another_worker_and_the_lead_gets_its_answer(env: Env)
     assert set(by_run) == {lead, child.run_id}
     assert by_run[lead] != by_run[child.run_id]  # two processes: the lead's worker, the children's
     assert str(by_run[child.run_id]) in _pids_of(kids.pid) and str(by_run[lead]) in _pids_of(leads.pid)
-    # the child's usage is the lead's too (the scripted model reports usage per turn)
-    assert found[lead].state["usage"].requests >= 3 + child.state["usage"].requests
+    # the child's usage is the lead's too
+    assert found[lead].state["usage"].requests == 3 + child.state["usage"].requests == 5
+    # a shared budget charged the child, on the other worker, to the lead's ledger (its root run):
+    # both processes reserved on it, and the child has no ledger of its own
+    holders = asyncio.run(_ledger_pids(env, lead))
+    assert sorted(holders) == sorted([by_run[lead], by_run[child.run_id]])
+    assert asyncio.run(_ledger_pids(env, child.run_id)) == []
+
+
+async def _ledger_pids(env: Env, ledger: str) -> list[int]:
+    from seamkit_budget.shared import SharedLedger
+    from seamkit_redis.store import RedisStore
+
+    store = RedisStore(env.redis_url, prefix=env.prefix)
+    try:
+        return [h.pid for h in (await SharedLedger(store).view(ledger)).holders]
+    finally:
+        await store.close()
 
 
 def _pids_of(pid: int) -> list[str]:
