@@ -221,3 +221,51 @@ async def test_in_process_a_queued_tools_call_rerun_after_a_stop_continues_the_s
     tool = lead.tools[0]
     with calling(f"{ctx.run_id}:1:c1"):
         assert await tool.invoke({"task": "find it"}, RunContext(run_id=ctx.run_id)) == "fast answer"
+
+
+YAML = """\
+seamkit: 1
+agent:
+  name: lead
+  model: {use: scripted, turns: [hi]}
+  checkpoints: null
+  tools:
+    - {agent: researcher, QUEUE}
+    - {agent: writer}
+agents:
+  researcher: {model: {use: scripted, turns: [hi]}, checkpoints: null}
+  writer: {model: {use: scripted, turns: [hi]}, checkpoints: null}
+"""
+
+
+@pytest.mark.parametrize(("written", "queue"), [
+    ("queue: true", "children"), ("queue: {name: research}", "research"), ("queue: false", None),
+])
+def test_yaml_queue_on_an_agent_tool(written: str, queue: str | None) -> None:
+    from seamkit.composition import build_agent, loads_composition
+
+    lead = build_agent(loads_composition(YAML.replace("QUEUE", written)))
+    tools = {t.name: t for t in lead.tools}
+    assert tools["researcher"].queue == queue and tools["writer"].queue is None  # type: ignore[attr-defined]
+    assert tools["researcher"].schema.idempotent is (queue is not None)
+
+
+@pytest.mark.parametrize(("written", "message"), [
+    ("queue: {name: 'a b'}", "agent.tools[0].queue.name: String should match pattern"),
+    ("queue: {nam: x}", "agent.tools[0].queue.nam: unknown key 'nam'"),
+])
+def test_yaml_bad_queue_is_located(written: str, message: str) -> None:
+    from seamkit.composition import loads_composition
+    from seamkit.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        loads_composition(YAML.replace("QUEUE", written), file="lead.yaml")
+    assert any(message in str(i) and str(i).startswith("lead.yaml:7:") for i in info.value.issues), info.value.issues
+
+
+def test_validate_says_which_agent_tools_are_queued() -> None:
+    from seamkit.cli.commands import describe
+    from seamkit.composition import loads_composition
+
+    line = describe(loads_composition(YAML.replace("QUEUE", "queue: true")))
+    assert "tools: agent researcher (queue children), agent writer," in line
