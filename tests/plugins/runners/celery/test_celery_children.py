@@ -13,7 +13,7 @@ from celery_testlib import Env
 
 
 def lead_file(env: Env, *, sleep: float = 0.0, child_turns: str | None = None, child_store: str | None = None,
-              queue: str | None = None, budget: bool = False) -> Path:
+              queue: str | None = None, budget: bool = False, fanout: int = 1) -> Path:
     """A lead that records (``record``), then asks ``researcher`` (queued), then answers; the
     researcher records (sleeping ``sleep`` s) and answers ``found it``."""
     store = f'{{use: redis, url: "{env.redis_url}", prefix: "{env.prefix}"}}'
@@ -28,13 +28,15 @@ def lead_file(env: Env, *, sleep: float = 0.0, child_turns: str | None = None, c
         "    follow_transcript: true\n"
         "    turns:\n"
         "      - tool_calls: [{name: record, arguments: {sleep: 0}}]\n"
-        "      - tool_calls: [{name: researcher, arguments: {task: look it up}}]\n"
+        "      - tool_calls: ["
+        + ", ".join(f"{{name: researcher, arguments: {{task: look up part {i}}}}}" for i in range(fanout)) + "]\n"
         "      - text: lead done\n"
         "  tools:\n"
         "    - record\n"
         "    - agent: researcher\n"
         f"      queue: {queue or '{name: ' + env.prefix + '-children}'}\n"
         f"  checkpoints: {store}\n"
+        + ("  parallel_side_effects: true\n" if fanout > 1 else "")
         + (f"  middlewares: [{{use: budget, max_cost_usd: '1.00', store: {store}}}]\n" if budget else "")
         + "agents:\n"
         "  researcher:\n"
@@ -126,6 +128,23 @@ def _pids_of(pid: int) -> list[str]:
 
     out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
     return [*out.split(), str(pid)]
+
+
+def test_a_turn_of_three_calls_fans_out_three_children_to_the_workers(env: Env) -> None:
+    # the researcher's tool is side-effecting, so the lead says its calls may run at once
+    file = lead_file(env, sleep=1.0, fanout=3)
+    env.worker(file)
+    kids = env.worker(file, "--queue", f"{env.prefix}-children", "--concurrency", "3")
+    lead = _submit(env, file)
+    found = env.outcomes([lead], timeout=40)
+    assert found[lead].status == "done", kids.text()
+    children = _children(env, lead)
+    assert len(children) == 3 and {c.status for c in children} == {"done"}
+    tasks = sorted(m.text for c in children for m in c.transcript if m.role == "user")
+    assert tasks == [f"look up part {i}" for i in range(3)]
+    assert [r.content for r in _tool_results(found[lead])[-3:]] == ["found it"] * 3
+    child_pids = {a["pid"] for a in env.attempts() if a["run"] != lead}
+    assert len(child_pids) == 3  # each child in its own pool process: they ran at once
 
 
 def test_a_lead_killed_while_it_waits_is_redelivered_and_submits_no_second_child(env: Env) -> None:
