@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from seamkit.runtime.context import RunContext
 
 __all__ = [
+    "CALL_KEY",
     "CHILD_RUNS_SERVICE",
     "ChildRunDispatcher",
     "ChildRunOutcome",
@@ -47,24 +48,26 @@ __all__ = [
 #: The ``ctx.services`` name under which a run offers its :class:`ChildRunDispatcher`.
 CHILD_RUNS_SERVICE = "seamkit.child_runs"
 
-_CALL_KEY: ContextVar[str | None] = ContextVar("seamkit.tool_call_key", default=None)
+#: The key of the tool call running in this task (see :func:`current_call_key`); the agent loop
+#: sets and resets it around each call (``CALL_KEY.set`` / ``reset``: cheaper than :func:`calling`).
+CALL_KEY: ContextVar[str | None] = ContextVar("seamkit.tool_call_key", default=None)
 
 
 def current_call_key() -> str | None:
     """The key of the tool call running in this task, ``"<run id>:<step>:<tool call id>"`` (the
     effect ledger's key, :func:`~seamkit.durability.ledger.effect_key`), set by the agent loop
     around each call; ``None`` outside an agent loop's tool call (a tool invoked directly)."""
-    return _CALL_KEY.get()
+    return CALL_KEY.get()
 
 
 @contextmanager
 def calling(key: str | None) -> Iterator[None]:
     """Make ``key`` the :func:`current_call_key` inside the block (the agent loop's, and tests')."""
-    token = _CALL_KEY.set(key)
+    token = CALL_KEY.set(key)
     try:
         yield
     finally:
-        _CALL_KEY.reset(token)
+        CALL_KEY.reset(token)
 
 
 def child_run_id(call_key: str, agent: str) -> str:

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from seamkit.accumulate import Accumulator, checked_stream, stream_failed
 from seamkit.agent.as_tool import take_child_usage
-from seamkit.agent.child_runs import calling
+from seamkit.agent.child_runs import CALL_KEY
 from seamkit.agent.controls import Limit, gathered_calls, limit_note, limit_result, render_gathered, unknown_tool_result
 from seamkit.agent.guarding import check
 from seamkit.agent.handoff import handoff_view
@@ -1362,12 +1362,18 @@ class Run:
     async def _keyed(self, run: Callable[[ToolCall], Awaitable[ToolResult]], call: ToolCall) -> ToolResult:
         """``run(call)`` with the call's key as :func:`~seamkit.agent.child_runs.current_call_key`
         (an agent tool derives its child's run id from it: the same after a resume)."""
-        with calling(f"{self.ctx.run_id}:{self.step}:{call.id}"):
+        token = CALL_KEY.set(f"{self.ctx.run_id}:{self.step}:{call.id}")
+        try:
             return await run(call)
+        finally:
+            CALL_KEY.reset(token)
 
     async def _call(self, call: ToolCall, meta: FrozenDict) -> ToolResult:
-        with calling(f"{self.ctx.run_id}:{self.step}:{call.id}"):
+        token = CALL_KEY.set(f"{self.ctx.run_id}:{self.step}:{call.id}")
+        try:
             return await self._call_keyed(call, meta)
+        finally:
+            CALL_KEY.reset(token)
 
     async def _call_keyed(self, call: ToolCall, meta: FrozenDict) -> ToolResult:
         invoker = self.agent.invoker
