@@ -23,6 +23,8 @@ re-run; two messages of one run id still run it once (the run's lease and versio
 from __future__ import annotations
 
 import asyncio
+import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from seamkit.agent.child_runs import ChildRunOutcome, ChildRunRequest
@@ -33,22 +35,29 @@ if TYPE_CHECKING:
     from celery import Celery
     from seamkit.runtime.context import RunContext
 
-__all__ = ["CeleryChildRuns", "FIRST_POLL_S", "MAX_POLL_S"]
+__all__ = ["CeleryChildRuns", "FIRST_POLL_S", "MAX_POLL_S", "NOT_STARTED_WARNING_S"]
 
 #: The first pause (seconds) between two reads of a child's checkpoint; each next is 1.5 times longer.
 FIRST_POLL_S = 0.05
 #: The longest pause (seconds) between two reads of a child's checkpoint.
 MAX_POLL_S = 1.0
+#: Seconds a child may stay unstarted (no checkpoint) before the worker's log says so, once.
+NOT_STARTED_WARNING_S = 30.0
+
+log = logging.getLogger("seamkit.celery")
 
 
 class CeleryChildRuns:
     """Submits agent tools' child runs to the Celery queue they name and waits for their
     checkpoints (see the module doc). ``app``: the worker's Celery app (its broker); ``file``: the
-    composition the calling run came from (the child is an agent of the same file)."""
+    composition the calling run came from (the child is an agent of the same file);
+    ``warn_after_s``: how long a child may stay unstarted before a warning in the log names its
+    queue (the usual cause: no worker consumes it)."""
 
-    def __init__(self, app: Celery, file: str) -> None:
+    def __init__(self, app: Celery, file: str, *, warn_after_s: float = NOT_STARTED_WARNING_S) -> None:
         self.app = app
         self.file = file
+        self.warn_after_s = warn_after_s
 
     def __repr__(self) -> str:
         return f"CeleryChildRuns(file={self.file!r})"
@@ -77,9 +86,16 @@ class CeleryChildRuns:
                 raise ToolError(f"agent {request.agent.name!r} was not started: {exc}") from None
         pause = FIRST_POLL_S
         cancellation = ctx.cancellation
+        warn_at: float | None = time.monotonic() + self.warn_after_s
         while True:
             if snap is not None and snap.status in ("done", "failed", "suspended"):
                 return outcome(snap)
+            if snap is None and warn_at is not None and time.monotonic() >= warn_at:
+                warn_at = None
+                log.warning("child run %s (agent %r) of run %s has not started after %.0f s: is a worker consuming "
+                            "the queue %r (seamkit worker FILE --queue %s)? Its caller holds this worker process "
+                            "while it waits", request.run_id, request.agent.name, request.parent_run_id,
+                            self.warn_after_s, request.queue, request.queue)
             cancellation.raise_if_cancelled()
             try:
                 await asyncio.wait_for(cancellation.wait(), timeout=pause)

@@ -77,15 +77,20 @@ async def test_a_child_with_a_checkpoint_is_not_sent_again_and_its_failure_is_cl
     assert out.error is not None and "busy" in out.error
 
 
-async def test_the_callers_cancellation_ends_the_wait() -> None:
+async def test_the_callers_cancellation_ends_the_wait_and_an_unstarted_child_is_logged_once(
+        caplog: pytest.LogCaptureFixture) -> None:
     researcher = Agent(ScriptedModel(["x"]), name="researcher", checkpointer=MemoryStore())
     app = FakeApp()
     ctx = RunContext()
-    waiting = asyncio.ensure_future(CeleryChildRuns(app, "/f.yaml").run_child(request(researcher), ctx))  # type: ignore[arg-type]
+    d = CeleryChildRuns(app, "/f.yaml", warn_after_s=0.0)  # type: ignore[arg-type]
+    waiting = asyncio.ensure_future(d.run_child(request(researcher), ctx))
     await asyncio.wait_for(app.was_sent.wait(), timeout=5)
+    await asyncio.sleep(0.3)  # a few polls of a child nobody starts
     ctx.cancellation.cancel("the lead was stopped")
     with pytest.raises(RunCancelled, match="the lead was stopped"):
         await asyncio.wait_for(waiting, timeout=5)
+    warned = [r.getMessage() for r in caplog.records if "has not started" in r.getMessage()]
+    assert len(warned) == 1 and "queue 'children'" in warned[0] and "--queue children" in warned[0]
 
 
 async def test_an_unreachable_broker_or_no_checkpoints_is_a_tool_error() -> None:
