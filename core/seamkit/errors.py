@@ -24,6 +24,7 @@ __all__ = [
     "ToolArgumentError",
     "ToolUnavailable",
     "ToolDefinitionError",
+    "ChildRunFailed",
     "UnknownToolError",
     "OutputValidationError",
     "RunCancelled",
@@ -190,6 +191,18 @@ class ToolUnavailable(ToolError):
         self.tool = tool
         self.failure_class = failure_class
         self.stop_run = stop_run
+        super().__init__(message)
+
+
+class ChildRunFailed(ToolError):
+    """An agent tool's child run, run elsewhere (a worker queue), failed or gave no answer.
+    ``run_id`` names the child, ``status`` is its checkpoint's (``failed``, ``suspended``, ``done``
+    without an answer), ``failure_class`` the class of its error when it had one."""
+
+    def __init__(self, run_id: str, status: str, message: str, *, failure_class: FailureClass | None = None) -> None:
+        self.run_id = run_id
+        self.status = status
+        self.failure_class = failure_class
         super().__init__(message)
 
 

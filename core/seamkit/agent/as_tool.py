@@ -13,6 +13,14 @@ count: an agent calls its agent tools the same way on its own and as a workflow 
 refuses to start a child deeper than its ``max_depth`` with a :class:`~seamkit.errors.ToolError`
 the model sees as an error result: a chain of agents calling agents (``A -> B -> C -> ...``) is
 bounded at run time whatever built it.
+
+Elsewhere. A tool built with ``queue=NAME`` hands its child runs to the
+:class:`~seamkit.agent.child_runs.ChildRunDispatcher` the calling run offers in ``ctx.services``
+(seamkit-celery's workers offer one that submits them to the queue ``NAME``), under a run id
+derived from the tool call (a re-run caller finds its child instead of starting another); the
+child's outcome comes back as the tool result (its usage added to the caller's), a failed child
+as a :class:`~seamkit.errors.ChildRunFailed` error result. Without a dispatcher the child runs
+in-process as above.
 """
 
 from __future__ import annotations
@@ -22,7 +30,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from seamkit.errors import ToolArgumentError, ToolError
+from seamkit.agent.child_runs import child_run_id, current_call_key
+from seamkit.errors import ChildRunFailed, ToolArgumentError, ToolError
 from seamkit.middleware import Middleware
 from seamkit.runtime.context import RunContext
 from seamkit.values import ToolSchema, Usage, freeze
@@ -64,13 +73,15 @@ class AgentTool:
     :func:`agent_tool` (its docstring says what it does); ``agent`` is the agent as it runs (the
     extra middlewares and ``max_steps`` applied)."""
 
-    __slots__ = ("_input", "_schema", "agent", "max_depth")
+    __slots__ = ("_input", "_schema", "agent", "max_depth", "queue")
 
-    def __init__(self, agent: Agent, schema: ToolSchema, input_spec: OutputSpec | None, max_depth: int) -> None:
+    def __init__(self, agent: Agent, schema: ToolSchema, input_spec: OutputSpec | None, max_depth: int,
+                 queue: str | None = None) -> None:
         self.agent = agent
         self._schema = schema
         self._input = input_spec
         self.max_depth = max_depth
+        self.queue = queue
 
     @property
     def schema(self) -> ToolSchema:
@@ -81,7 +92,8 @@ class AgentTool:
         return self._schema.name
 
     def __repr__(self) -> str:
-        return f"<agent tool {self.name} -> agent {self.agent.name!r} max_depth={self.max_depth}>"
+        queued = f" queue={self.queue!r}" if self.queue is not None else ""
+        return f"<agent tool {self.name} -> agent {self.agent.name!r} max_depth={self.max_depth}{queued}>"
 
     def validate(self, arguments: Mapping[str, Any]) -> Mapping[str, Any]:
         """The arguments checked against the input schema; raises
@@ -109,7 +121,9 @@ class AgentTool:
         :class:`~seamkit.errors.ToolError` when the child would be deeper than ``max_depth`` or
         stops without an answer, and whatever the child run raises (the model sees each as an error
         result; :class:`~seamkit.errors.RunCancelled` and ``asyncio.CancelledError`` stop the
-        caller too)."""
+        caller too). With a ``queue`` and a dispatcher in ``ctx.services`` the child runs there
+        (see the module doc): a child that failed, suspended or stopped without an answer raises
+        :class:`~seamkit.errors.ChildRunFailed`."""
         depth = ctx.agent_depth + 1
         if depth > self.max_depth:
             raise ToolError(
@@ -120,11 +134,24 @@ class AgentTool:
             task = str(arguments["task"])
         else:
             task = json.dumps(_plain(arguments["input"]), ensure_ascii=False, default=str)
+        if self.queue is not None:
+            from seamkit.agent.child_runs import CHILD_RUNS_SERVICE
+
+            dispatcher = ctx.services.get(CHILD_RUNS_SERVICE)
+            if dispatcher is not None:
+                return await self._dispatch(dispatcher, task, ctx, depth)
         # a child that raises (failed, cancelled) adds no usage here: its result is not known (a
         # budget middleware charged its calls all the same)
         child = ctx.child()
         child.agent_depth = depth
-        result = await self.agent.run(task, ctx=child)
+        key = current_call_key() if self.queue is not None else None
+        if key is not None:
+            # a queued tool's call is idempotent (see agent_tool): run in-process too, a re-run call
+            # names the same child, continues it, or returns its stored result
+            child.run_id = child_run_id(key, self.agent.name)
+            result = await self._run_or_continue(task, child)
+        else:
+            result = await self.agent.run(task, ctx=child)
         _add_child_usage(ctx, result.usage)
         if result.stop_reason != "completed":
             why = {"max_steps": f"it stopped after {result.steps} model turns without an answer",
@@ -132,6 +159,54 @@ class AgentTool:
                        result.stop_reason, result.stop_reason)
             raise ToolError(f"agent {self.agent.name!r} (run {result.run_id}) gave no answer: {why}")
         return result.output
+
+
+    async def _run_or_continue(self, task: str, child: RunContext) -> Any:
+        """The child run ``child.run_id``: started, or (a re-run call) continued from its checkpoint,
+        or its stored result when it is done. Raises :class:`~seamkit.errors.ChildRunFailed` for a
+        child that failed before."""
+        agent = self.agent
+        cp = agent.checkpointer
+        snap = await cp.latest(child.run_id) if cp is not None else None
+        if snap is None:
+            return await agent.run(task, ctx=child)
+        if snap.status == "failed":
+            raise ChildRunFailed(child.run_id, "failed", f"agent {agent.name!r} (run {child.run_id}) failed: "
+                                 f"{snap.state.get('error') or 'no error recorded'}")
+        return await agent.resume(child.run_id, ctx=child, allow_finished=snap.status == "done")
+
+    async def _dispatch(self, dispatcher: Any, task: str, ctx: RunContext, depth: int) -> Any:
+        """The child run handed to ``dispatcher`` (a :class:`~seamkit.agent.child_runs.ChildRunDispatcher`);
+        its output, or :class:`~seamkit.errors.ChildRunFailed`."""
+        from seamkit.agent.child_runs import ChildRunRequest
+        from seamkit.runtime.context import new_run_id
+
+        key = current_call_key()
+        agent = self.agent
+        request = ChildRunRequest(
+            agent=agent, tool=self.name, task=task,
+            run_id=child_run_id(key, agent.name) if key is not None else new_run_id(),
+            parent_run_id=ctx.run_id, ancestors=(ctx.run_id, *ctx.ancestors), agent_depth=depth,
+            queue=str(self.queue), scope=ctx.scope,
+        )
+        out = await dispatcher.run_child(request, ctx)
+        if out.usage is not None:
+            _add_child_usage(ctx, out.usage)
+        where = f"agent {agent.name!r} (run {out.run_id}, on queue {self.queue!r})"
+        if out.status == "done" and out.stop_reason in (None, "completed"):
+            return out.output
+        if out.status == "failed":
+            cls = f" ({out.failure_class})" if out.failure_class is not None else ""
+            raise ChildRunFailed(out.run_id, out.status, f"{where} failed{cls}: {out.error or 'no error recorded'}",
+                                 failure_class=out.failure_class)
+        if out.status == "suspended":
+            calls = ", ".join(f"{p.get('tool')} ({p.get('call_id')})" for p in out.pending)
+            waits = out.detail or (f"approval of {calls}" if calls else "a person")
+            raise ChildRunFailed(out.run_id, out.status, f"{where} gave no answer: it waits for {waits}; a person "
+                                 "must decide before it can go on, so answer without it or try again later")
+        why = {"max_steps": "it stopped after its model turns ran out, without an answer"}.get(
+            str(out.stop_reason), str(out.stop_reason))
+        raise ChildRunFailed(out.run_id, out.status, f"{where} gave no answer: {why}")
 
 
 def _plain(value: Any) -> Any:
@@ -162,6 +237,7 @@ def agent_tool(
     max_steps: int | None = None,
     middlewares: Sequence[Middleware] = (),
     side_effecting: bool | None = None,
+    queue: str | None = None,
 ) -> AgentTool:
     """``agent`` as a tool another agent can call: each call runs it as a **child run** of the
     calling run (``ctx.child()``: a new run id, the caller as parent, recorded in the child's
@@ -188,6 +264,14 @@ def agent_tool(
         to the caller's ceiling.
     :param side_effecting: whether a call changes anything outside the run (approvals and the
         effect ledger guard such calls); default: whether any tool of the agent is side-effecting.
+    :param queue: run each child elsewhere: the name of a queue, handed with the child to the
+        :class:`~seamkit.agent.child_runs.ChildRunDispatcher` the calling run provides in
+        ``ctx.services`` (:data:`~seamkit.agent.child_runs.CHILD_RUNS_SERVICE`); a run without
+        one runs the child in-process. Either way the child's run id is derived from the tool
+        call (:func:`~seamkit.agent.child_runs.child_run_id`) and the tool is ``idempotent``: a
+        call re-run after a crash finds its child (waits for it, continues it, or takes its stored
+        result) instead of starting a second one. ``None`` (default): in-process, a new child
+        run per call.
     :returns: an :class:`AgentTool`. The tool result is the child's typed output (JSON) or the
         text of its answer; the child's usage is added to the caller's.
     :raises ValueError: ``max_depth`` or ``max_steps`` below 1, an agent with capabilities, or an
@@ -205,6 +289,8 @@ def agent_tool(
         raise ValueError("max_depth must be at least 1 (a child of a run no agent tool started is at depth 1)")
     if max_steps is not None and max_steps < 1:
         raise ValueError("max_steps must be at least 1")
+    if queue is not None and (not isinstance(queue, str) or not queue.strip()):
+        raise ValueError(f"queue must be a non-blank queue name, got {queue!r}")
     spec: OutputSpec | None = None
     params: Mapping[str, Any] = DEFAULT_INPUT
     if input is not None:
@@ -219,7 +305,10 @@ def agent_tool(
                        + ". It works on its own and sees only what you pass it.")
     if side_effecting is None:
         side_effecting = any(t.schema.side_effecting for t in agent.tools)
-    schema = ToolSchema(agent_tool_name(name or agent.name), description, freeze(dict(params)), side_effecting)
+    # a queued tool's call is idempotent: a re-run call (after a crash) names the same child run and
+    # finds it, so the effect ledger re-runs an interrupted call instead of waiting for a person
+    schema = ToolSchema(agent_tool_name(name or agent.name), description, freeze(dict(params)), side_effecting,
+                        idempotent=queue is not None)
     changes: dict[str, Any] = {}
     if middlewares:
         changes["middlewares"] = (*middlewares, *agent.middlewares)
@@ -227,7 +316,7 @@ def agent_tool(
         changes["max_steps"] = max_steps
     if changes:
         agent = _replaced(agent, **changes)
-    return AgentTool(agent, schema, spec, max_depth)
+    return AgentTool(agent, schema, spec, max_depth, queue)
 
 
 def _replaced(agent: Agent, **changes: Any) -> Agent:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from seamkit.accumulate import Accumulator, checked_stream, stream_failed
 from seamkit.agent.as_tool import take_child_usage
+from seamkit.agent.child_runs import CALL_KEY
 from seamkit.agent.controls import Limit, gathered_calls, limit_note, limit_result, render_gathered, unknown_tool_result
 from seamkit.agent.guarding import check
 from seamkit.agent.handoff import handoff_view
@@ -511,7 +512,10 @@ class Run:
                 elif isinstance(exc, GuardrailTripped):
                     await self._save("failed", error=why, tripwire=exc.detail(), status_detail=str(exc)[:2000])
                 else:
-                    await self._save("failed", error=why)
+                    fc = getattr(exc, "failure_class", None)
+                    # the class travels with the error text: a caller waiting on this run from
+                    # elsewhere (a queued child's parent) tells its model what kind of failure it was
+                    await self._save("failed", error=why, failure_class=str(fc) if fc is not None else None)
             except BaseException:  # the original exception is what the caller must see
                 pass
             raise
@@ -1296,13 +1300,14 @@ class Run:
         if emit is not None:
             for c in calls:
                 self._event("tool_call", tool_call=c)
+        call_tool = partial(self._keyed, partial(invoker.call_tool, ctx=ctx, meta=meta))
         if not guards or "tool_result" not in guards:
             if len(calls) == 1:
-                results: tuple[ToolResult, ...] = (await invoker.call_tool(calls[0], ctx, meta),)
+                results: tuple[ToolResult, ...] = (await call_tool(calls[0]),)
             else:
-                results = tuple(await self._batch(calls, partial(invoker.call_tool, ctx=ctx, meta=meta)))
+                results = tuple(await self._batch(calls, call_tool))
         else:
-            run = partial(self._call_checked, partial(invoker.call_tool, ctx=ctx, meta=meta))
+            run = partial(self._call_checked, call_tool)
             results = tuple(await self._batch(calls, run))
         if guarded:
             results = tuple(_noted(r, guarded[r.call_id]) if r.call_id in guarded else r for r in results)
@@ -1354,7 +1359,23 @@ class Run:
             results[i] = r
         return results  # type: ignore[return-value]  # every slot is filled
 
+    async def _keyed(self, run: Callable[[ToolCall], Awaitable[ToolResult]], call: ToolCall) -> ToolResult:
+        """``run(call)`` with the call's key as :func:`~seamkit.agent.child_runs.current_call_key`
+        (an agent tool derives its child's run id from it: the same after a resume)."""
+        token = CALL_KEY.set(f"{self.ctx.run_id}:{self.step}:{call.id}")
+        try:
+            return await run(call)
+        finally:
+            CALL_KEY.reset(token)
+
     async def _call(self, call: ToolCall, meta: FrozenDict) -> ToolResult:
+        token = CALL_KEY.set(f"{self.ctx.run_id}:{self.step}:{call.id}")
+        try:
+            return await self._call_keyed(call, meta)
+        finally:
+            CALL_KEY.reset(token)
+
+    async def _call_keyed(self, call: ToolCall, meta: FrozenDict) -> ToolResult:
         invoker = self.agent.invoker
         ledger = self.ledger
         if ledger is not None and self.handle is not None:

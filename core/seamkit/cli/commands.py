@@ -957,13 +957,18 @@ def cmd_stores_setup(args: argparse.Namespace) -> int:
 # -- validate --------------------------------------------------------------------------------------
 
 
+def _agent_tool_summary(t: Any) -> str:
+    queue = t.queue_name()
+    return f"agent {t.agent}" + (f" (queue {queue})" if queue is not None else "")
+
+
 def describe(composition: Composition) -> str:
     """One line naming the agent, its model component, tools, middlewares, capabilities and output kind (never
     their parameters, which may hold secrets)."""
     a = composition.agent
     from seamkit.composition.models import AgentToolRef
 
-    tools = ", ".join(f"agent {t.agent}" if isinstance(t, AgentToolRef) else t.use for t in a.tools) or "none"
+    tools = ", ".join(_agent_tool_summary(t) if isinstance(t, AgentToolRef) else t.use for t in a.tools) or "none"
     parts = [f"agent {a.name or 'agent'!r}", f"model {a.model.use}", f"tools: {tools}"]
     if a.middlewares:
         parts.append(f"middlewares: {', '.join(m.use for m in a.middlewares)}")

@@ -142,6 +142,14 @@ def did_you_mean(word: str, choices: Sequence[str]) -> str:
 _MAX_PLACES = 3
 
 
+def _queue_hint(key: str, path: KeyPath) -> str:
+    """The hint for ``queue:`` written in a tool component's entry (``path`` ends ``tools, i, queue``)."""
+    if key == "queue" and len(path) >= 3 and path[-3] == "tools":
+        return ("; only an agent tool ({agent: NAME, queue: true}) sends its runs to a queue, a tool component "
+                "runs in its caller's process")
+    return ""
+
+
 def belongs_elsewhere(ctx: Context, key: str, here: KeyPath) -> str:
     """For ``key`` unknown in the mapping at ``here``: ``"; it belongs under agent.settings, not
     here"`` when another mapping of the composition takes ``key`` (from
@@ -451,6 +459,7 @@ def pydantic_issues(
             # close spelling here (max_tool_rounds) is guessed
             exact = elsewhere.startswith("; it belongs under")
             hint = elsewhere if exact else did_you_mean(key, allowed) or elsewhere
+            hint = _queue_hint(key, path) or hint
             listed = f" (allowed: {', '.join(allowed)})" if allowed else ""
             ctx.add(f"unknown key {shown(key)}{what}{hint}{listed}", path, at_key=True)
         elif etype == "missing":
@@ -519,7 +528,8 @@ def validate_params(ctx: Context, spec: ComponentSpec, params: Mapping[str, Any]
         return False, None
     if model is None:
         for key in params:
-            ctx.add(f"unknown key {shown(key)}: {label} takes no parameters{belongs_elsewhere(ctx, key, path)}",
+            hint = _queue_hint(key, (*path, key)) or belongs_elsewhere(ctx, key, path)
+            ctx.add(f"unknown key {shown(key)}: {label} takes no parameters{hint}",
                     (*path, key), at_key=True)
         return not params, None
     if not (isinstance(model, type) and issubclass(model, BaseModel)):

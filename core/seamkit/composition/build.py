@@ -246,7 +246,7 @@ def _agent_tool(ctx: Context, reg: Registry, t: AgentToolRef, path: KeyPath, age
         return None
     try:
         return make(target, name=t.name, description=t.description, input=t.input, max_depth=t.max_depth,
-                    max_steps=t.max_steps, middlewares=middlewares)
+                    max_steps=t.max_steps, middlewares=middlewares, queue=t.queue_name())
     except (TypeError, ValueError) as exc:
         ctx.add(f"cannot offer agent {t.agent!r} as a tool: {exc}", path)
         return None

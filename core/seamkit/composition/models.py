@@ -21,6 +21,8 @@ __all__ = [
     "AgentConfig",
     "AgentStepConfig",
     "AgentToolRef",
+    "ChildQueueConfig",
+    "DEFAULT_CHILD_QUEUE",
     "CapabilityStepConfig",
     "GateStepConfig",
     "StepRef",
@@ -365,6 +367,18 @@ class Settings(_Model):
     )
 
 
+#: The queue an agent tool's child runs go to with ``queue: true``: one of their own, so that
+#: workers waiting on children never hold every process the children need (see docs/multi-agent.md).
+DEFAULT_CHILD_QUEUE = "children"
+
+
+class ChildQueueConfig(_Model):
+    """Where an agent tool's child runs go when a queue runs the calling run (``queue: {name: ...}``)."""
+
+    name: str = Field(default=DEFAULT_CHILD_QUEUE, min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$",
+                      description="The queue (workers consume it with 'seamkit worker FILE --queue NAME')")
+
+
 class AgentToolRef(_Model):
     """An agent of the file offered as a tool (``{agent: NAME, ...}`` in ``tools:``), see
     :func:`seamkit.agent.as_tool.agent_tool`: each call runs it as a child run."""
@@ -389,6 +403,18 @@ class AgentToolRef(_Model):
         default_factory=list,
         description="Extra middleware components wrapping only the child (e.g. a budget: this tool's budget share)",
     )
+    queue: bool | ChildQueueConfig = Field(
+        default=False,
+        description="Run each child on a worker queue when a worker runs the caller (seamkit-celery): true for "
+        f"the queue {DEFAULT_CHILD_QUEUE!r}, {{name: QUEUE}} for another; elsewhere children run in-process. The "
+        "child's agent must checkpoint into a store every worker shares",
+    )
+
+    def queue_name(self) -> str | None:
+        """The queue the children go to, ``None`` for in-process."""
+        if isinstance(self.queue, ChildQueueConfig):
+            return self.queue.name
+        return DEFAULT_CHILD_QUEUE if self.queue else None
 
 
 def _tool_kind(value: Any) -> str:

@@ -151,7 +151,7 @@ def test_agent_tool_and_handoff_entries_are_checked_like_the_rest(tmp_path: Path
     text = (DESK.replace("max_depth: 2}", "max_dept: 2}").replace("filter: last_user", "filter: lastuser"))
     found = issues(tmp_path, text, registry)
     assert any("agent.tools[0].max_dept" in i and "did you mean 'max_depth'" in i
-               and "(allowed: agent, name, description, max_depth, max_steps, input, middlewares)" in i
+               and "(allowed: agent, name, description, max_depth, max_steps, input, middlewares, queue)" in i
                for i in found), found
     assert any("agent.handoffs[0].filter" in i and "last_user" in i for i in found), found
     zero = DESK.replace("max_depth: 2}", "max_depth: 0}")

@@ -4,6 +4,8 @@
   (late acknowledgement, re-delivery of a dead worker's message, one message per process, JSON).
 - :func:`submit` / :func:`submit_resume` (:mod:`seamkit_celery.task`): enqueue a run, or the
   continuation of a suspended or interrupted one; the worker side is the ``seamkit.run`` task.
+- :class:`CeleryChildRuns` (:mod:`seamkit_celery.children`): agent tools' child runs with
+  ``queue:`` go to the workers; every delivery installs it in the run it runs.
 - ``seamkit worker FILE``, ``seamkit submit FILE TASK``, ``seamkit runs wait RUN_ID``.
 
 Importing this package is cheap; Celery loads on first attribute access."""
@@ -14,13 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from seamkit_celery.app import QueueUnavailable, make_app
+    from seamkit_celery.children import CeleryChildRuns
     from seamkit_celery.task import QueueConfigError, check_composition, outcome_of, submit, submit_resume
 
-__all__ = ["QueueConfigError", "QueueUnavailable", "check_composition", "make_app", "outcome_of", "submit",
-           "submit_resume"]
+__all__ = ["CeleryChildRuns", "QueueConfigError", "QueueUnavailable", "check_composition", "make_app", "outcome_of",
+           "submit", "submit_resume"]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "CeleryChildRuns":
+        from seamkit_celery.children import CeleryChildRuns
+
+        return CeleryChildRuns
     if name in ("make_app", "QueueUnavailable"):
         from seamkit_celery import app
 

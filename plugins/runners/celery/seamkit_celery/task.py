@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from celery import Celery, Task
     from seamkit.agent.agent import Agent
     from seamkit.composition import Composition
+    from seamkit.runtime.context import RunContext
 
 __all__ = [
     "SHARED_STORES",
@@ -116,25 +117,35 @@ def _where(composition: Composition, path: tuple[str | int, ...]) -> str:
     return f"{file}:{pos.line}:{pos.column}" if pos is not None else file
 
 
+def _store_of(composition: Composition, name: str, path: tuple[str | int, ...],
+              config: Any) -> tuple[str | None, tuple[str | int, ...]]:
+    """The store ``use`` agent ``name`` checkpoints into (``None``: ``checkpoints: null``) and where
+    that is written."""
+    from seamkit.composition.build import DEFAULT_STORE
+
+    if "checkpoints" not in config.model_fields_set:
+        return DEFAULT_STORE, path
+    if config.checkpoints is None:
+        return None, (*path, "checkpoints")
+    return config.checkpoints.use, (*path, "checkpoints")
+
+
 def check_composition(composition: Composition, agent: str | None = None) -> str:
     """Check that ``agent`` of ``composition`` (``None``: its entry agent) can run on the queue and
     return its name. Raises :class:`QueueConfigError` (located) for a workflow file, an unknown
     agent, or a checkpoint store that is not shared by every worker (sqlite, memory, none):
-    a re-delivered run must find its checkpoints on whichever worker gets it."""
+    a re-delivered run must find its checkpoints on whichever worker gets it. The same holds for
+    the agent of every agent tool with ``queue:`` in the file (located at its ``queue:``): its
+    child runs are started, and waited for, by whichever worker runs the caller."""
     if composition.workflow is not None and agent is None:
         raise QueueConfigError(f"{_where(composition, ('workflow',))}: a workflow cannot run on the queue yet; "
                                "name one of its agents (--agent-name) to queue agent runs")
     name, path, config = _agent_config(composition, agent)
-    from seamkit.composition.build import DEFAULT_STORE
-
-    if "checkpoints" not in config.model_fields_set:
-        use, at = DEFAULT_STORE, path
-    elif config.checkpoints is None:
-        raise QueueConfigError(f"{_where(composition, (*path, 'checkpoints'))}: agent {name!r} has "
+    use, at = _store_of(composition, name, path, config)
+    if use is None:
+        raise QueueConfigError(f"{_where(composition, at)}: agent {name!r} has "
                                "'checkpoints: null'; a queued run needs checkpoints in a store every worker shares "
                                f"({' or '.join(SHARED_STORES)})")
-    else:
-        use, at = config.checkpoints.use, (*path, "checkpoints")
     if use not in SHARED_STORES:
         what = "the default store" if at == path else f"'{use}'"
         raise QueueConfigError(
@@ -142,7 +153,30 @@ def check_composition(composition: Composition, agent: str | None = None) -> str
             f"cannot read: a queued run is resumed by whichever worker gets it, so its checkpoints must be in "
             f"a shared store: set checkpoints: {{use: redis, url: ${{REDIS_URL}}}} or {{use: postgres, "
             f"dsn: ${{DATABASE_URL}}}}")
+    _check_queued_children(composition)
     return name
+
+
+def _check_queued_children(composition: Composition) -> None:
+    from seamkit.composition import AgentToolRef
+
+    agents = composition.all_agents()
+    for caller, (path, config) in agents.items():
+        for i, t in enumerate(config.tools):
+            if not isinstance(t, AgentToolRef) or t.queue_name() is None or t.agent not in agents:
+                continue
+            cpath, cconfig = agents[t.agent]
+            use, _ = _store_of(composition, t.agent, cpath, cconfig)
+            if use in SHARED_STORES:
+                continue
+            what = "no store ('checkpoints: null')" if use is None else (
+                "the default store" if "checkpoints" not in cconfig.model_fields_set else f"'{use}'")
+            raise QueueConfigError(
+                f"{_where(composition, (*path, 'tools', i, 'queue'))}: agent {caller!r} sends its {t.agent!r} runs to "
+                f"the queue, but agent {t.agent!r} checkpoints into {what}: the caller waits for the child's "
+                f"checkpoints from another worker, so they must be in a shared store "
+                f"({' or '.join(SHARED_STORES)}); set its checkpoints: {{use: redis, url: ${{REDIS_URL}}}}, or "
+                "remove 'queue:' to run it in the caller's process")
 
 
 def load_checked(file: str | os.PathLike[str], agent: str | None = None) -> tuple[Composition, str]:
@@ -169,11 +203,14 @@ def make_spec(
     agent: str | None = None,
     variables: Mapping[str, str] | None = None,
     decisions: Mapping[str, Mapping[str, Any]] | None = None,
+    child: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The task message for one run (see the module doc); ``file`` is made absolute (a worker on
     another machine needs the same path: a shared checkout or image). ``run_id``: generated when
-    ``None``."""
-    return {
+    ``None``. ``child``: for an agent tool's child run (:mod:`seamkit_celery.children`), the
+    tool's name and the caller's lineage (``tool``, ``parent_run_id``, ``ancestors``,
+    ``agent_depth``, ``scope``)."""
+    spec = {
         "v": SPEC_VERSION,
         "file": str(Path(file).resolve()),
         "agent": agent,
@@ -182,6 +219,9 @@ def make_spec(
         "run_id": run_id or uuid.uuid4().hex,
         "decisions": {k: dict(v) for k, v in decisions.items()} if decisions else None,
     }
+    if child is not None:
+        spec["child"] = dict(child)
+    return spec
 
 
 def submit(
@@ -303,11 +343,30 @@ def _continues(spec: Mapping[str, Any], snap: Any, decisions: Mapping[str, Any] 
     return decisions is not None or snap.state.get("waiting_for") == "settlement"
 
 
-async def deliver(agent: Agent, spec: Mapping[str, Any]) -> dict[str, Any]:
-    """Run one delivery of ``spec`` with ``agent`` (see the module doc) and return the run's
-    outcome. Raises :class:`LeaseHeld` when another live worker runs it (retry later)."""
-    from seamkit.errors import CheckpointConflict, RunNotResumable
+def run_context(spec: Mapping[str, Any], services: Mapping[str, Any] | None = None) -> RunContext:
+    """The context a delivery runs ``spec``'s run in: its run id, the ``services`` (the worker's
+    child-run dispatcher), and for an agent tool's child (``spec["child"]``) its parent, ancestors,
+    depth and scope (so a shared budget charges it to the root run)."""
     from seamkit.runtime.context import RunContext
+    from seamkit.values import EMPTY, Scope
+
+    child = spec.get("child") or {}
+    scope = child.get("scope")
+    return RunContext(
+        run_id=str(spec["run_id"]),
+        parent_run_id=child.get("parent_run_id"),
+        ancestors=tuple(str(a) for a in child.get("ancestors") or ()),
+        agent_depth=int(child.get("agent_depth") or 0),
+        scope=Scope(**scope) if isinstance(scope, Mapping) else Scope(),
+        services=services if services is not None else EMPTY,
+    )
+
+
+async def deliver(agent: Agent, spec: Mapping[str, Any], services: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Run one delivery of ``spec`` with ``agent`` (see the module doc) and return the run's
+    outcome. ``services``: for the run's context (see :func:`run_context`). Raises
+    :class:`LeaseHeld` when another live worker runs it (retry later)."""
+    from seamkit.errors import CheckpointConflict, RunNotResumable
 
     cp = agent.checkpointer
     if cp is None:  # check_composition refuses these; a spec built by hand may still name one
@@ -322,7 +381,7 @@ async def deliver(agent: Agent, spec: Mapping[str, Any]) -> dict[str, Any]:
                     "error": f"run {run_id} has no checkpoints in this store: nothing to resume",
                     "detail": None, "pending_approvals": []}
         try:
-            await agent.run(str(spec["task"]), ctx=RunContext(run_id=run_id),
+            await agent.run(str(spec["task"]), ctx=run_context(spec, services),
                             variables=dict(spec.get("variables") or {}) or None,
                             metadata={"agent_file": str(spec["file"]), "queued": "celery"})
         except CheckpointConflict:  # another delivery of this run began it a moment ago
@@ -335,7 +394,7 @@ async def deliver(agent: Agent, spec: Mapping[str, Any]) -> dict[str, Any]:
             owner, left = held
             raise LeaseHeld(run_id, owner, min(max(left, 0.2), MAX_RETRY_COUNTDOWN_S))
         try:
-            await agent.resume(run_id, decisions=decisions)
+            await agent.resume(run_id, decisions=decisions, ctx=run_context(spec, services))
         except RunNotResumable:
             after = await cp.latest(run_id)
             held = cp.lease_holder(after) if after is not None else None
@@ -366,25 +425,41 @@ class _Process:
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.runner = asyncio.Runner()
-        self.agents: dict[tuple[str, int, str | None], Agent] = {}
+        self.agents: dict[tuple[str, int, str | None, str | None], Agent] = {}
 
     def agent(self, spec: Mapping[str, Any]) -> Agent:
         from seamkit.composition import build_agent, build_agents
 
         file = str(spec["file"])
         name = spec.get("agent")
-        key = (file, Path(file).stat().st_mtime_ns, name)
+        tool = (spec.get("child") or {}).get("tool")
+        key = (file, Path(file).stat().st_mtime_ns, name, tool)
         found = self.agents.get(key)
         if found is not None:
             return found
         composition, checked = load_checked(file, name)
-        agent = build_agent(composition) if name is None else build_agents(composition)[checked]
-        for old in [k for k in self.agents if k[0] == file and k[2] == name]:
+        if tool is not None:  # a child: the agent as its tool runs it (the tool's middlewares, max_steps)
+            agent = _tool_agent(build_agents(composition), checked, str(tool))
+        else:
+            agent = build_agent(composition) if name is None else build_agents(composition)[checked]
+        for old in [k for k in self.agents if k[0] == file and k[2] == name and k[3] == tool]:
             stale = self.agents.pop(old)
             if stale.checkpointer is not None:
                 self.runner.run(stale.checkpointer.close())
         self.agents[key] = agent
         return agent
+
+
+def _tool_agent(agents: Mapping[str, Agent], name: str, tool: str) -> Agent:
+    """The agent ``name`` as the agent tool ``tool`` (of any agent in ``agents``) runs it; the
+    agent itself when no such tool is found (the file changed since the child was submitted)."""
+    from seamkit.agent.as_tool import AgentTool
+
+    for a in agents.values():
+        for t in a.tools:
+            if isinstance(t, AgentTool) and t.name == tool and t.agent.name == name:
+                return t.agent
+    return agents[name]
 
 
 _process: _Process | None = None
@@ -424,8 +499,13 @@ def run_delivery(task: Task, spec: Mapping[str, Any]) -> dict[str, Any]:
         log.error("run %s rejected: %s", spec.get("run_id"), why)
         return {"run_id": spec.get("run_id"), "status": "rejected", "stop_reason": None, "output": None,
                 "error": why, "detail": None, "pending_approvals": [], "worker": worker_id()}
+    from seamkit.agent.child_runs import CHILD_RUNS_SERVICE
+
+    from seamkit_celery.children import CeleryChildRuns
+
+    services = {CHILD_RUNS_SERVICE: CeleryChildRuns(task.app, str(spec["file"]))}
     try:
-        outcome = here.runner.run(deliver(agent, spec))
+        outcome = here.runner.run(deliver(agent, spec, services))
     except RetryLater as exc:
         raise task.retry(countdown=retry_countdown(task.app, exc.retry_in), max_retries=None) from None
     outcome["worker"] = worker_id()

@@ -1,6 +1,7 @@
 """Helpers of the seamkit-celery tests: a test tool that counts its executions in Redis, the
 compositions that use it, and real ``seamkit worker`` subprocesses.
 
+``priced_scripted`` is the scripted model with a price (1 USD per million tokens), for budgets.
 The ``record`` tool is side-effecting and idempotent: the outside system it stands for (a Redis
 hash) applies each idempotency key once (``SET NX``), as a payment API deduplicates on an
 ``Idempotency-Key``. Every execution is logged with its process id (``<prefix>:attempts``), each
@@ -30,6 +31,12 @@ from seamkit.hookspecs import hookimpl
 def seamkit_register_tools(register):
     register("record", "celery_test_tools_impl:make_record", description="Record an execution in Redis")
     register("record_once", "celery_test_tools_impl:make_record_once", description="Record, not idempotent")
+
+
+@hookimpl
+def seamkit_register_providers(register):
+    register("priced_scripted", "celery_test_tools_impl:make_priced",
+             config="seamkit.testing.scripted_component:ScriptedConfig", description="Scripted, at 1 USD/Mtok")
 '''
 
 TOOLS_IMPL = '''
@@ -97,6 +104,17 @@ def record_once(ctx: RunContext, sleep: float = 0.0) -> str:
 
 def make_record_once():
     return record_once
+
+
+def make_priced(cfg):
+    from decimal import Decimal
+
+    from seamkit.pricing import Price
+    from seamkit.testing.scripted_component import build
+
+    model = build(cfg)
+    model.price = Price(Decimal("1"), Decimal("1"))  # a budget reserves for its calls (a local model is free)
+    return model
 '''
 
 

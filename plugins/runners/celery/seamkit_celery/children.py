@@ -1,0 +1,135 @@
+"""Agent tools' child runs on the queue: :class:`CeleryChildRuns`, the
+:class:`~seamkit.agent.child_runs.ChildRunDispatcher` every delivery installs in the run it runs.
+
+An agent tool written with ``queue: true`` (or ``queue: {name: Q}``) in a run a worker executes
+hands each child to it. It:
+
+1. reads the child's latest checkpoint (the child's run id is derived from the parent's run id,
+   step and tool call id, so a re-delivered or resumed parent names the same child): when there is
+   none it submits the child (file, agent, task, run id, and the lineage: parent run id,
+   ancestors, depth, scope, the tool's name) to the queue ``Q``; when there is one it submits
+   nothing;
+2. polls the child's checkpoints (in the child agent's store, which must be shared) with backoff
+   (50 ms, times 1.5, at most 1 s) until the child is ``done``, ``failed`` or ``suspended``, and
+   returns that outcome (with the child's usage). The parent's cancellation ends the wait with
+   :class:`~seamkit.errors.RunCancelled` (the child is not cancelled: it runs on, and a resumed
+   parent finds its result).
+
+A child submitted whose message is lost before its first checkpoint (its worker or the broker
+lost it, the parent died between submit and the child's start) is submitted again by the parent
+re-run; two messages of one run id still run it once (the run's lease and version check).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from seamkit.agent.child_runs import ChildRunOutcome, ChildRunRequest
+from seamkit.errors import FailureClass, ToolError
+from seamkit.values import Usage
+
+if TYPE_CHECKING:
+    from celery import Celery
+    from seamkit.runtime.context import RunContext
+
+__all__ = ["CeleryChildRuns", "FIRST_POLL_S", "MAX_POLL_S", "NOT_STARTED_WARNING_S"]
+
+#: The first pause (seconds) between two reads of a child's checkpoint; each next is 1.5 times longer.
+FIRST_POLL_S = 0.05
+#: The longest pause (seconds) between two reads of a child's checkpoint.
+MAX_POLL_S = 1.0
+#: Seconds a child may stay unstarted (no checkpoint) before the worker's log says so, once.
+NOT_STARTED_WARNING_S = 30.0
+
+log = logging.getLogger("seamkit.celery")
+
+
+class CeleryChildRuns:
+    """Submits agent tools' child runs to the Celery queue they name and waits for their
+    checkpoints (see the module doc). ``app``: the worker's Celery app (its broker); ``file``: the
+    composition the calling run came from (the child is an agent of the same file);
+    ``warn_after_s``: how long a child may stay unstarted before a warning in the log names its
+    queue (the usual cause: no worker consumes it)."""
+
+    def __init__(self, app: Celery, file: str, *, warn_after_s: float = NOT_STARTED_WARNING_S) -> None:
+        self.app = app
+        self.file = file
+        self.warn_after_s = warn_after_s
+
+    def __repr__(self) -> str:
+        return f"CeleryChildRuns(file={self.file!r})"
+
+    async def run_child(self, request: ChildRunRequest, ctx: RunContext) -> ChildRunOutcome:
+        """See :meth:`~seamkit.agent.child_runs.ChildRunDispatcher.run_child`. Raises
+        :class:`~seamkit.errors.ToolError` when the child agent has no checkpointer or the broker
+        cannot be reached, :class:`~seamkit.errors.RunCancelled` when the caller is cancelled."""
+        from seamkit_celery.app import QueueUnavailable
+        from seamkit_celery.task import _send, make_spec
+
+        cp = request.agent.checkpointer
+        if cp is None:
+            raise ToolError(f"agent {request.agent.name!r} has no checkpoints: its runs cannot go to a queue")
+        snap = await cp.latest(request.run_id)
+        if snap is None:
+            scope = request.scope
+            spec = make_spec(self.file, request.task, run_id=request.run_id, agent=request.agent.name, child={
+                "tool": request.tool, "parent_run_id": request.parent_run_id,
+                "ancestors": list(request.ancestors), "agent_depth": request.agent_depth,
+                "scope": {"tenant": scope.tenant, "user": scope.user, "thread": scope.thread},
+            })
+            try:
+                _send(self.app, spec, request.queue)
+            except QueueUnavailable as exc:
+                raise ToolError(f"agent {request.agent.name!r} was not started: {exc}") from None
+        pause = FIRST_POLL_S
+        cancellation = ctx.cancellation
+        warn_at: float | None = time.monotonic() + self.warn_after_s
+        while True:
+            if snap is not None and snap.status in ("done", "failed", "suspended"):
+                return outcome(snap)
+            if snap is None and warn_at is not None and time.monotonic() >= warn_at:
+                warn_at = None
+                log.warning("child run %s (agent %r) of run %s has not started after %.0f s: is a worker consuming "
+                            "the queue %r (seamkit worker FILE --queue %s)? Its caller holds this worker process "
+                            "while it waits", request.run_id, request.agent.name, request.parent_run_id,
+                            self.warn_after_s, request.queue, request.queue)
+            cancellation.raise_if_cancelled()
+            try:
+                await asyncio.wait_for(cancellation.wait(), timeout=pause)
+            except TimeoutError:
+                pass
+            cancellation.raise_if_cancelled()
+            pause = min(pause * 1.5, MAX_POLL_S)
+            snap = await cp.latest(request.run_id)
+
+
+def outcome(snap: Any) -> ChildRunOutcome:
+    """A child's :class:`~seamkit.agent.child_runs.ChildRunOutcome` from its latest checkpoint
+    (a finished or suspended :class:`~seamkit.durability.checkpointer.RunSnapshot`)."""
+    from seamkit_celery.task import outcome_of
+
+    out = outcome_of(snap)
+    st = snap.state
+    usage = st.get("usage")
+    fc = st.get("failure_class")
+    return ChildRunOutcome(
+        run_id=snap.run_id,
+        status=snap.status,
+        output=st.get("output") if snap.status == "done" else None,
+        stop_reason=out["stop_reason"],
+        usage=usage if isinstance(usage, Usage) else None,
+        error=out["error"],
+        failure_class=_failure_class(fc),
+        detail=out["detail"],
+        pending=tuple(out["pending_approvals"]),
+    )
+
+
+def _failure_class(value: Any) -> FailureClass | None:
+    try:
+        return FailureClass(value) if value is not None else None
+    except ValueError:
+        return None

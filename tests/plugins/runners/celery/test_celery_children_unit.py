@@ -1,0 +1,104 @@
+"""``CeleryChildRuns`` without a broker: what it sends, when it sends nothing, how it reads a
+child's outcome, and that the caller's cancellation ends its wait."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from seamkit.agent.agent import Agent
+from seamkit.agent.child_runs import ChildRunRequest
+from seamkit.errors import FailureClass, ProviderError, RunCancelled, ToolError
+from seamkit.runtime.context import RunContext
+from seamkit.testing import ScriptedModel
+from seamkit.testing.memory_store import MemoryStore
+from seamkit.values import Scope
+from seamkit_celery.children import CeleryChildRuns
+
+
+class FakeApp:
+    """Records ``send_task`` calls (a Celery app's surface ``_send`` uses)."""
+
+    __test__ = False
+
+    def __init__(self, fail: bool = False) -> None:
+        self.sent: list[dict[str, Any]] = []
+        self.was_sent = asyncio.Event()
+        self.fail = fail
+        self.conf = SimpleNamespace(broker_url="redis://:pw@127.0.0.1:1/0")
+
+    def send_task(self, name: str, *, args: tuple[Any, ...], queue: str | None, **_: Any) -> None:
+        if self.fail:
+            raise ConnectionError("refused")
+        self.sent.append({"name": name, "spec": args[0], "queue": queue})
+        self.was_sent.set()
+
+
+def request(agent: Agent, run_id: str = "run_child") -> ChildRunRequest:
+    return ChildRunRequest(agent=agent, tool="researcher", task="look it up", run_id=run_id,
+                           parent_run_id="run_lead", ancestors=("run_lead", "run_root"), agent_depth=2,
+                           queue="children", scope=Scope(tenant="acme", user="u1"))
+
+
+async def test_a_new_child_is_sent_with_its_lineage_then_waited_for() -> None:
+    store = MemoryStore()
+    researcher = Agent(ScriptedModel(["found it"]), name="researcher", checkpointer=store)
+    app = FakeApp()
+    d = CeleryChildRuns(app, "/abs/lead.yaml")  # type: ignore[arg-type]
+
+    async def worker() -> None:  # the child's worker: runs it once the message is sent
+        await app.was_sent.wait()
+        await researcher.run("look it up", ctx=RunContext(run_id="run_child", parent_run_id="run_lead"))
+
+    out, _ = await asyncio.gather(d.run_child(request(researcher), RunContext()), worker())
+    (sent,) = app.sent
+    assert sent["queue"] == "children" and sent["name"] == "seamkit.run"
+    spec = sent["spec"]
+    assert (spec["file"], spec["agent"], spec["task"], spec["run_id"]) == (
+        "/abs/lead.yaml", "researcher", "look it up", "run_child")
+    assert spec["child"] == {"tool": "researcher", "parent_run_id": "run_lead", "ancestors": ["run_lead", "run_root"],
+                             "agent_depth": 2, "scope": {"tenant": "acme", "user": "u1", "thread": None}}
+    assert (out.status, out.output, out.stop_reason) == ("done", "found it", "completed")
+    assert out.usage is not None and out.usage.requests == 1
+
+
+async def test_a_child_with_a_checkpoint_is_not_sent_again_and_its_failure_is_classified() -> None:
+    store = MemoryStore()
+    researcher = Agent(ScriptedModel([ProviderError("busy", FailureClass.OVERLOADED)]), name="researcher",
+                       checkpointer=store)
+    with pytest.raises(ProviderError):
+        await researcher.run("look it up", ctx=RunContext(run_id="run_child"))
+    app = FakeApp()
+    out = await CeleryChildRuns(app, "/f.yaml").run_child(request(researcher), RunContext())  # type: ignore[arg-type]
+    assert app.sent == []
+    assert out.status == "failed" and out.failure_class is FailureClass.OVERLOADED
+    assert out.error is not None and "busy" in out.error
+
+
+async def test_the_callers_cancellation_ends_the_wait_and_an_unstarted_child_is_logged_once(
+        caplog: pytest.LogCaptureFixture) -> None:
+    researcher = Agent(ScriptedModel(["x"]), name="researcher", checkpointer=MemoryStore())
+    app = FakeApp()
+    ctx = RunContext()
+    d = CeleryChildRuns(app, "/f.yaml", warn_after_s=0.0)  # type: ignore[arg-type]
+    waiting = asyncio.ensure_future(d.run_child(request(researcher), ctx))
+    await asyncio.wait_for(app.was_sent.wait(), timeout=5)
+    await asyncio.sleep(0.3)  # a few polls of a child nobody starts
+    ctx.cancellation.cancel("the lead was stopped")
+    with pytest.raises(RunCancelled, match="the lead was stopped"):
+        await asyncio.wait_for(waiting, timeout=5)
+    warned = [r.getMessage() for r in caplog.records if "has not started" in r.getMessage()]
+    assert len(warned) == 1 and "queue 'children'" in warned[0] and "--queue children" in warned[0]
+
+
+async def test_an_unreachable_broker_or_no_checkpoints_is_a_tool_error() -> None:
+    researcher = Agent(ScriptedModel(["x"]), name="researcher", checkpointer=MemoryStore())
+    with pytest.raises(ToolError, match="was not started: could not enqueue run run_child") as info:
+        await CeleryChildRuns(FakeApp(fail=True), "/f.yaml").run_child(  # type: ignore[arg-type]
+            request(researcher), RunContext())
+    assert ":pw@" not in str(info.value)
+    bare = Agent(ScriptedModel(["x"]), name="researcher")
+    with pytest.raises(ToolError, match="has no checkpoints"):
+        await CeleryChildRuns(FakeApp(), "/f.yaml").run_child(request(bare), RunContext())  # type: ignore[arg-type]
