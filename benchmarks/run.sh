@@ -33,8 +33,16 @@
 #   bash benchmarks/run.sh otel ...         the otel middleware on W1 and W2: spans to the SDK's in-memory exporter,
 #                                           with metrics, listed with no provider at all, next to W1 alone and W1 plus
 #                                           the same spans made by hand with the SDK (benchmarks/otel_bench.py)
+#   bash benchmarks/run.sh budget ...       the budget middleware per chat call, µs: in-process next to a ledger shared
+#                                           through the in-memory, SQLite, Redis and PostgreSQL stores (installs
+#                                           PostgreSQL/Redis when missing) (benchmarks/budget_bench.py)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/_setup.sh"
+if [ "${1:-}" = "budget" ]; then
+  shift
+  source scripts/_services.sh
+  exec .venv/bin/python benchmarks/budget_bench.py "$@"
+fi
 if [ "${1:-}" = "checkpoints" ]; then
   shift
   source scripts/_services.sh

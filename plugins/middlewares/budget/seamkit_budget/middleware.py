@@ -37,6 +37,14 @@ Place it *inside* ``retry`` and ``fallback`` (after them in ``middlewares:``, th
 outermost) so that every attempt is reserved and charged at the price of the model it really goes
 to.
 
+**Shared mode** (``store=`` given): the ceiling's ledger is kept in the store
+(:mod:`seamkit_budget.shared`), keyed by ``ledger`` or else by the run tree's root run id, so every
+process using that store charges one ceiling. Admission is one atomic ``increment`` there of the
+reservation in whole nano-dollars (:mod:`seamkit_budget.units`, rounded up), with the same rule
+(the total before this call's amount under the ceiling) and so the same bound: one in-flight
+reservation in all. The local ledgers below still record what this process saw (calls, refusals,
+charges) but do not decide admission.
+
 Ledgers live in the middleware instance, keyed by run id; a run's ``spent`` includes the spend of
 its child runs. :meth:`BudgetMiddleware.ledger` shows one. A run's ancestors come from its
 context (``ctx.ancestors``, parent first, set by ``RunContext.child()``), so a grandchild is
@@ -48,6 +56,8 @@ with nothing in flight are dropped first (a dropped run that calls again starts 
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator
@@ -55,16 +65,20 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, cast
 
-from seamkit.errors import BudgetExceeded
+from seamkit.errors import BudgetExceeded, SeamkitError
 from seamkit.middleware import Call, Next
 from seamkit.pricing import MILLION, Price, cost_of
 from seamkit.runtime.context import RunContext
 from seamkit.tokens import estimate_tokens
-from seamkit.values import ChatRequest, Delta, Usage
+from seamkit.values import ChatRequest, Delta, Scope, Usage
 
 from seamkit_budget.config import BudgetConfig, _exact_usd
+from seamkit_budget.shared import SharedLedger, check_ledger_key
+from seamkit_budget.units import ceiling_units, from_units, to_units
 
 __all__ = ["BudgetMiddleware", "LedgerView", "build"]
+
+log = logging.getLogger("seamkit.budget")
 
 ZERO = Decimal(0)
 _LOCAL = object()  # getattr default: the model has no `price` attribute at all
@@ -137,6 +151,7 @@ class LedgerView:
 class _Ticket:
     own: _Ledger  # the calling run's ledger (its ancestors are looked up again at settlement)
     needed: Decimal
+    shared: tuple[Scope, str, int] | None = None  # shared mode: (scope, ledger key, units reserved)
 
 
 class BudgetMiddleware:
@@ -146,6 +161,11 @@ class BudgetMiddleware:
     ``ValueError`` as inexact; must be > 0). ``allow_unpriced``: admit unpriced models.
     ``default_max_tokens``: output tokens reserved when a request sets no ``max_tokens``.
     ``max_tracked_runs``: idle ledgers kept (least recently used dropped first).
+    ``store``: a :class:`~seamkit.ports.StorePort` to keep the ceiling's ledger in, shared with
+    every process using the same store (see *Shared mode* in the module doc); ``None`` (default):
+    in this instance's memory. ``ledger``: the shared ledger's key (default: the root run id of
+    each call's run); ``namespace``: prefix of its store keys. The ceiling of a shared ledger must
+    have at most 9 decimal places (``ValueError``).
 
     Calling it (``mw(call, next)``) returns the async iterator of deltas; it raises
     :class:`~seamkit.errors.BudgetExceeded` before dispatch when a call is refused.
@@ -154,7 +174,8 @@ class BudgetMiddleware:
     kinds = frozenset({"chat"})
 
     def __init__(self, max_cost_usd: Decimal | str | int, *, allow_unpriced: bool = False,
-                 default_max_tokens: int = 4096, max_tracked_runs: int = 100_000) -> None:
+                 default_max_tokens: int = 4096, max_tracked_runs: int = 100_000, store: Any = None,
+                 ledger: str | None = None, namespace: str = "budget") -> None:
         if default_max_tokens < 1:
             raise ValueError("default_max_tokens must be at least 1")
         if max_tracked_runs < 1:
@@ -165,10 +186,22 @@ class BudgetMiddleware:
         self.max_tracked_runs = max_tracked_runs
         self._ledgers: OrderedDict[str, _Ledger] = OrderedDict()
         self._lock = threading.Lock()
+        if ledger is not None and store is None:
+            raise ValueError("a ledger key names a shared ledger: it needs a store")
+        self.ledger_key = check_ledger_key(ledger) if ledger is not None else None
+        self.shared = SharedLedger(store, namespace=check_ledger_key(namespace)) if store is not None else None
+        self._ceiling_units = ceiling_units(self.ceiling) if store is not None else 0
 
     def __repr__(self) -> str:
+        where = "" if self.shared is None else (
+            f", store={type(self.shared.store).__name__}, ledger={self.ledger_key or '<root run>'!s}")
         return (f"BudgetMiddleware(max_cost_usd={str(self.ceiling)!r}, allow_unpriced={self.allow_unpriced}, "
-                f"default_max_tokens={self.default_max_tokens})")
+                f"default_max_tokens={self.default_max_tokens}{where})")
+
+    async def close(self) -> None:
+        """Close the shared ledger's store (nothing to do in-process)."""
+        if self.shared is not None:
+            await self.shared.store.close()
 
     # ----------------------------------------------------------------------------------- inspection
 
@@ -262,11 +295,11 @@ class BudgetMiddleware:
 
     # -------------------------------------------------------------------------------- the ledger ops
 
-    def _admit(self, call: Call, needed: Decimal) -> _Ticket:
+    def _admit(self, call: Call, needed: Decimal, *, check: bool = True) -> _Ticket:
         ctx = call.ctx
         with self._lock:
             lineage = self._lineage(ctx)
-            if needed > 0:
+            if needed > 0 and check:
                 for led in lineage:
                     if led.spent + led.reserved >= self.ceiling:
                         lineage[0].refused += 1
@@ -288,7 +321,7 @@ class BudgetMiddleware:
 
     def _settle(self, ticket: _Ticket, charge: Decimal) -> list[str]:
         """Release the reservation and add ``charge`` to every ledger of the lineage; the warnings
-        about a run reaching its ceiling."""
+        about a run reaching its ceiling (in-process mode only: a shared ledger warns itself)."""
         notes: list[str] = []
         with self._lock:
             own = ticket.own
@@ -296,10 +329,91 @@ class BudgetMiddleware:
                 led.reserved -= ticket.needed
                 led.spent += charge
                 led.in_flight -= 1
-                if charge > 0 and not led.warned_ceiling and led.spent >= self.ceiling:
+                if (ticket.shared is None and charge > 0 and not led.warned_ceiling
+                        and led.spent >= self.ceiling):
                     led.warned_ceiling = True
                     notes.append(f"budget: run {led.run_id} has spent {_usd(led.spent)}, reaching its "
                                  f"{_usd(self.ceiling)} ceiling; further model calls will be refused")
+        return notes
+
+    # ------------------------------------------------------------------------------ the shared ledger
+
+    def shared_ledger_key(self, ctx: RunContext) -> str:
+        """The shared ledger a call of ``ctx``'s run charges: the configured ``ledger``, else the
+        root of the run's lineage (``ctx.ancestors[-1]``, else ``ctx.parent_run_id``, else
+        ``ctx.run_id``)."""
+        if self.ledger_key is not None:
+            return self.ledger_key
+        if ctx.ancestors:
+            return ctx.ancestors[-1]
+        return ctx.parent_run_id if ctx.parent_run_id is not None else ctx.run_id
+
+    def _ledger_name(self, key: str, run_id: str) -> str:
+        if self.ledger_key is not None:
+            return f"shared ledger {key}"
+        return f"run {key}" if key == run_id else f"run {key} (an ancestor of run {run_id})"
+
+    async def _admit_shared(self, call: Call, needed: Decimal) -> _Ticket:
+        """Reserve on the shared ledger (raises BudgetExceeded when refused), then record the call
+        in this process's ledgers without checking them (the shared ledger is the ceiling)."""
+        assert self.shared is not None
+        ctx = call.ctx
+        key = self.shared_ledger_key(ctx)
+        scope = Scope(ctx.scope.tenant)
+        units = to_units(needed)
+        if units > 0:
+            # a task of its own, shielded: a caller cancelled mid-reservation must not leave an
+            # admitted reservation behind with nobody to settle it
+            task = asyncio.ensure_future(self.shared.reserve(scope, key, units, self._ceiling_units))
+            try:
+                refusal = await asyncio.shield(task)
+            except asyncio.CancelledError:
+                task.add_done_callback(lambda t: self._abandoned(t, scope, key, units))
+                raise
+            if refusal is not None:
+                with self._lock:
+                    self._lineage(ctx)[0].refused += 1
+                spent, reserved = from_units(refusal.spent), from_units(refusal.reserved)
+                raise BudgetExceeded(
+                    f"budget: {self._ledger_name(key, ctx.run_id)} has spent {_usd(spent)} and reserved "
+                    f"{_usd(reserved)} of its {_usd(self.ceiling)} ceiling; the call to {_model_name(call.model)} "
+                    f"needing {_usd(needed)} was not sent",
+                    ceiling=self.ceiling, spent=spent, reserved=reserved, needed=needed, run_id=key,
+                )
+        ticket = self._admit(call, needed, check=False)
+        ticket.shared = (scope, key, units)
+        return ticket
+
+    def _abandoned(self, task: asyncio.Future[Any], scope: Scope, key: str, units: int) -> None:
+        """A reservation whose caller was cancelled: give it back if it was admitted."""
+        if task.cancelled() or task.exception() is not None or task.result() is not None:
+            return
+        assert self.shared is not None
+        release = asyncio.ensure_future(self.shared.settle(scope, key, units, 0))
+        release.add_done_callback(lambda t: t.cancelled() or t.exception())  # retrieved: no loop warning
+
+    async def _settle_shared(self, ticket: _Ticket, charge: Decimal, model: Any) -> list[str]:
+        """Settle on the shared ledger (charge rounded up to whole units), then locally; a store
+        failure leaves the reservation held (the ledger errs towards refusing) and says so."""
+        assert self.shared is not None and ticket.shared is not None
+        scope, key, units = ticket.shared
+        charge_units = to_units(charge)
+        notes = self._settle(ticket, charge)
+        if units == 0 and charge_units == 0:
+            return notes
+        try:
+            spent = await asyncio.shield(self.shared.settle(scope, key, units, charge_units))
+        except SeamkitError as exc:
+            log.warning("budget: settling the call to %s on shared ledger %s failed (%s); its reservation stays "
+                        "held", _model_name(model), key, exc)
+            notes.append(f"budget: the shared ledger {key} could not be settled ({type(exc).__name__}); the call's "
+                         f"{_usd(from_units(units))} reservation stays held there")
+            return notes
+        own = ticket.own
+        if charge_units > 0 and spent >= self._ceiling_units and not own.warned_ceiling:
+            own.warned_ceiling = True
+            notes.append(f"budget: {self._ledger_name(key, own.run_id)} has spent {_usd(from_units(spent))}, "
+                         f"reaching its {_usd(self.ceiling)} ceiling; further model calls will be refused")
         return notes
 
     # ------------------------------------------------------------------------------------ the chain
@@ -329,7 +443,8 @@ class BudgetMiddleware:
             return
         price = cast(Price, price)
         # admission is synchronous: no other call can slip in between the check and the reservation
-        ticket = self._admit(call, self.reservation(call.request, price))  # type: ignore[arg-type]
+        needed = self.reservation(call.request, price)  # type: ignore[arg-type]
+        ticket = self._admit(call, needed) if self.shared is None else await self._admit_shared(call, needed)
         usage: Usage | None = None
         content = False
         finished = False
@@ -344,7 +459,8 @@ class BudgetMiddleware:
                     yield d
             finished = True
         finally:
-            # runs on success, failure, cancellation and early close alike; no await in here
+            # runs on success, failure, cancellation and early close alike; in-process there is no
+            # await in here, and the shared settlement runs shielded so a cancellation cannot cut it
             if usage is not None:
                 charge = usage.cost if usage.cost is not None else cost_of(usage, price)
                 if not finished and content and charge < ticket.needed:
@@ -359,7 +475,10 @@ class BudgetMiddleware:
                                  f"call's {_usd(charge)} reservation")
             else:
                 charge = ZERO
-            notes.extend(self._settle(ticket, charge))
+            if ticket.shared is None:
+                notes.extend(self._settle(ticket, charge))
+            else:
+                notes.extend(await self._settle_shared(ticket, charge, call.model))
         for note in notes:
             yield Delta(warning=note)
 
@@ -393,6 +512,12 @@ def _model_name(model: Any) -> str:
 
 def build(config: BudgetConfig) -> BudgetMiddleware:
     """The ``budget`` middleware for a validated :class:`~seamkit_budget.config.BudgetConfig`."""
+    store = None
+    if config.store is not None:
+        from seamkit.slots import build_nested
+
+        store = build_nested("store", config.store, at="store")
     return BudgetMiddleware(config.max_cost_usd, allow_unpriced=config.allow_unpriced,
                             default_max_tokens=config.default_max_tokens,
-                            max_tracked_runs=config.max_tracked_runs)
+                            max_tracked_runs=config.max_tracked_runs, store=store, ledger=config.ledger,
+                            namespace=config.namespace)

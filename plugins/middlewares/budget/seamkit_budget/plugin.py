@@ -1,4 +1,4 @@
-"""Registers the ``budget`` middleware with seamkit, lazily (module paths only)."""
+"""Registers the ``budget`` middleware and ``seamkit budget`` with seamkit, lazily (module paths only)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from seamkit.hookspecs import hookimpl
 
-__all__ = ["seamkit_register_middlewares"]
+__all__ = ["seamkit_register_commands", "seamkit_register_middlewares"]
 
 
 @hookimpl
@@ -17,3 +17,10 @@ def seamkit_register_middlewares(register: Any) -> None:
         config="seamkit_budget.config:BudgetConfig",
         description="A USD ceiling per run (and its child runs): reserve before each model call, settle from usage",
     )
+
+
+@hookimpl
+def seamkit_register_commands(cli: Any) -> None:
+    from seamkit_budget.commands import add_commands  # argparse only: cheap
+
+    add_commands(cli)
