@@ -1,0 +1,330 @@
+"""``seamkit batch`` end to end on a real Redis broker and real ``seamkit worker`` subprocesses:
+results in input order, resumable (finished inputs are not redone, queued ones not enqueued
+again), bad input refused before anything is queued, 1,000 runs over 4 worker processes with a
+worker killed, and the same batch under one budget ceiling shared by the workers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from batch_testlib import batch_plugin, composition, overlapping, spans, table
+from celery_testlib import Env
+
+
+@pytest.fixture
+def benv(celery_plugin_paths: list[Path], tmp_path: Path, redis_url: str) -> Iterator[Env]:
+    e = Env([*celery_plugin_paths, batch_plugin(tmp_path / "plugins")], tmp_path, redis_url,
+            f"cb-{uuid.uuid4().hex[:10]}")
+    yield e
+    e.stop_all()
+
+
+def _write(env: Env, name: str, text: str) -> Path:
+    path = env.cwd / name
+    path.write_text(text)
+    return path
+
+
+def _inputs(env: Env, n: int, name: str = "inputs.jsonl") -> Path:
+    # strings and objects, mixed (both are inputs), and a blank line (skipped)
+    lines = [json.dumps(f"item {i}") if i % 2 else json.dumps({"task": f"item {i}", "variables": {}})
+             for i in range(n)]
+    if n > 3:
+        lines.insert(3, "")
+    return _write(env, name, "\n".join(lines) + "\n")
+
+
+def _batch(env: Env, file: Path, inputs: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return env.cli("batch", str(file), str(inputs), "--queue", env.prefix, *args, timeout=timeout)
+
+
+def _popen_batch(env: Env, file: Path, inputs: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "seamkit", "batch", str(file), str(inputs), "--queue", env.prefix,
+                             *args], cwd=env.cwd, env=env.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _results(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _queued_messages(env: Env) -> int:
+    import redis
+
+    r = redis.Redis.from_url(env.broker)
+    try:
+        return int(r.llen(env.prefix))
+    finally:
+        r.close()
+
+
+def _wait_for(predicate: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_bad_input_lines_are_located_and_nothing_is_enqueued(benv: Env) -> None:
+    file = _write(benv, "tick.yaml", composition(redis_url=benv.redis_url, prefix=benv.prefix))
+    bad = _write(benv, "bad.jsonl", '"fine"\n{"task": 3}\nnot json\n[1]\n{"task": "x", "vars": {}}\n"ok"\n')
+    r = _batch(benv, file, bad)
+    assert r.returncode == 2, r
+    for line, why in ((2, "'task' must be a string"), (3, "not JSON"),
+                      (4, "an input is a string (the task) or an object, got list"), (5, "unknown key 'vars'")):
+        assert f"bad.jsonl:{line}: {why}" in r.stderr, r.stderr
+    assert "bad.jsonl:1:" not in r.stderr and "bad.jsonl:6:" not in r.stderr
+    assert "Traceback" not in r.stderr
+    # variables are checked against the prompt for every input before anything is queued
+    templ = _write(benv, "team.yaml", composition(redis_url=benv.redis_url, prefix=benv.prefix,
+                                                  prompt="You tick for {{team}}."))
+    mixed = _write(benv, "mixed.jsonl", '{"task": "a", "variables": {"team": "ops"}}\n"b"\n')
+    r = _batch(benv, templ, mixed)
+    assert r.returncode == 2, r
+    assert "mixed.jsonl:2:" in r.stderr and "team" in r.stderr and "mixed.jsonl:1:" not in r.stderr, r.stderr
+    r = _batch(benv, file, _write(benv, "empty.jsonl", "\n\n"))
+    assert r.returncode == 2 and "no inputs" in r.stderr, r
+    r = _batch(benv, file, _inputs(benv, 2), "--batch-id", "no spaces")
+    assert r.returncode == 2 and "--batch-id" in r.stderr, r
+    assert _queued_messages(benv) == 0
+    assert table(benv.redis_url, benv.prefix, "executions") == {}
+
+
+def test_results_in_input_order_and_a_rerun_redoes_nothing(benv: Env) -> None:
+    file = _write(benv, "tick.yaml", composition(redis_url=benv.redis_url, prefix=benv.prefix,
+                                                 prompt="You tick for {{team}}."))
+    inputs = _write(benv, "in.jsonl", "".join(json.dumps({"task": f"t{i}", "variables": {"team": f"team{i}"}}) + "\n"
+                                              for i in range(6)))
+    benv.worker(file, "--concurrency", "2").wait_ready()
+    out = benv.cwd / "results.jsonl"
+    r = _batch(benv, file, inputs, "--out", str(out))
+    assert r.returncode == 0, (r, benv.workers[0].text())
+    batch_id = r.stderr.split("seamkit: batch ", 1)[1].split(":", 1)[0]
+    assert batch_id.startswith("b") and len(batch_id) == 17  # the default: a digest, printed
+    rows = _results(out)
+    assert [(x["index"], x["line"], x["run_id"], x["status"], x["output"]) for x in rows] == [
+        (i, i + 1, f"{batch_id}-{i}", "done", "ticked") for i in range(6)]
+    assert rows[0]["usage"]["requests"] == 2 and rows[0]["error"] is None
+    # each input's variables travelled with its run
+    found = benv.outcomes([x["run_id"] for x in rows], timeout=1)
+    assert [found[x["run_id"]].transcript[0].content[0].text for x in rows] == [
+        f"You tick for team{i}." for i in range(6)]
+    # the same command again: the same batch id, nothing enqueued, the stored results reused
+    again = _batch(benv, file, inputs, "--out", str(out))
+    assert again.returncode == 0, again
+    assert f"batch {batch_id}:" in again.stderr and "0 enqueued now, 6 finished before" in again.stderr, again.stderr
+    assert _results(out) == rows
+    assert table(benv.redis_url, benv.prefix, "executions") == dict.fromkeys((x["run_id"] for x in rows), 1)
+    # results to stdout without --out; an edited input file is another batch
+    inputs.write_text(inputs.read_text() + json.dumps({"task": "t6", "variables": {"team": "x"}}) + "\n")
+    third = _batch(benv, file, inputs)
+    assert third.returncode == 0, third
+    rows3 = [json.loads(x) for x in third.stdout.splitlines()]
+    assert len(rows3) == 7 and rows3[0]["run_id"] != rows[0]["run_id"] and "7 enqueued now" in third.stderr
+
+
+def test_queued_runs_are_waited_for_not_enqueued_again_and_ctrl_c_leaves_the_batch_running(benv: Env) -> None:
+    file = _write(benv, "tick.yaml", composition(redis_url=benv.redis_url, prefix=benv.prefix))
+    inputs = _inputs(benv, 5)
+    out = benv.cwd / "r.jsonl"
+    # no worker yet: every run stays queued; --timeout reports them, one line each, exit 1
+    r = _batch(benv, file, inputs, "--batch-id", "q1", "--timeout", "1", "--out", str(out))
+    assert r.returncode == 1, r
+    assert [(x["run_id"], x["status"]) for x in _results(out)] == [(f"q1-{i}", "queued") for i in range(5)]
+    assert "5 unfinished" in r.stderr and _queued_messages(benv) == 5
+    # again, interrupted (Ctrl-C): exit 130, nothing enqueued a second time
+    log = benv.cwd / "batch.log"
+    p = subprocess.Popen([sys.executable, "-m", "seamkit", "batch", str(file), str(inputs), "--queue", benv.prefix,
+                          "--batch-id", "q1"], cwd=benv.cwd, env=benv.env(), stdout=subprocess.DEVNULL,
+                         stderr=log.open("w"))
+    _wait_for(lambda: "seamkit: batch q1:" in log.read_text(), 30, "the batch to start waiting")
+    p.send_signal(signal.SIGINT)
+    assert p.wait(timeout=30) == 130, log.read_text()
+    stderr = log.read_text()
+    assert "run the same command again" in stderr and "Traceback" not in stderr
+    assert _queued_messages(benv) == 5
+    # a worker starts; the batch picked up again waits for the queued runs (does not send them again)
+    benv.worker(file, "--concurrency", "2")
+    r = _batch(benv, file, inputs, "--batch-id", "q1", "--out", str(out))
+    assert r.returncode == 0, (r, benv.workers[0].text())
+    assert "0 enqueued now" in r.stderr
+    assert [(x["run_id"], x["status"]) for x in _results(out)] == [(f"q1-{i}", "done") for i in range(5)]
+    assert table(benv.redis_url, benv.prefix, "executions") == {f"q1-{i}": 1 for i in range(5)}
+    _wait_for(lambda: benv.workers[0].text().count(" succeeded in ") >= 5, 20, "the deliveries")
+    assert benv.workers[0].text().count(" received") == 5  # one message per run
+
+
+def test_suspended_and_failed_runs_are_reported_with_exit_1(benv: Env) -> None:
+    text = composition(redis_url=benv.redis_url, prefix=benv.prefix)
+    file = _write(benv, "ask.yaml", text.replace("  tools: [tick]\n",
+                                                 "  tools: [tick]\n  approvals: {tick: every_call}\n"))
+    benv.worker(file).wait_ready()
+    out = benv.cwd / "r.jsonl"
+    r = _batch(benv, file, _inputs(benv, 2), "--batch-id", "s1", "--out", str(out), "--timeout", "60")
+    assert r.returncode == 1, (r, benv.workers[0].text())
+    rows = _results(out)
+    assert [x["status"] for x in rows] == ["suspended", "suspended"]
+    assert "2 suspended" in r.stderr
+    # a run past its script's end fails: reported as failed with its error
+    one_turn = text.replace("      - tool_calls: [{name: tick}]\n", "")
+    one = _write(benv, "one.yaml", one_turn.replace("  tools: [tick]\n", "  tools: [tick]\n  max_steps: 1\n").replace(
+        "      - text: ticked\n", "      - tool_calls: [{name: tick}]\n"))
+    benv.worker(one).wait_ready()
+    r = _batch(benv, one, _inputs(benv, 1, "one.jsonl"), "--batch-id", "f1", "--out", str(out), "--timeout", "60")
+    assert r.returncode == 1, (r, benv.workers[1].text())
+    (row,) = _results(out)
+    assert row["status"] != "done" or row["stop_reason"] not in (None, "completed"), row
+
+
+# -- the issue's batch ------------------------------------------------------------------------------
+
+N = 1000
+
+
+async def _owner_sequences(env: Env, run_ids: list[str]) -> list[list[str]]:
+    from seamkit.durability.checkpointer import Checkpointer
+    from seamkit_redis.store import RedisStore
+
+    cp = Checkpointer(RedisStore(env.redis_url, prefix=env.prefix))
+    sem = asyncio.Semaphore(32)
+
+    async def owners(run_id: str) -> list[str]:
+        async with sem:
+            out = []
+            for info in await cp.history(run_id):
+                snap = await cp.at_version(run_id, info.version)
+                out.append(str(snap.metadata.get("owner")) if snap is not None else "?")
+            return out
+
+    try:
+        return list(await asyncio.gather(*(owners(r) for r in run_ids)))
+    finally:
+        await cp.close()
+
+
+def _interleaved(owners: list[str]) -> bool:
+    """Whether a process wrote versions of the run, another one then, and the first again."""
+    seen: list[str] = []
+    for o in owners:
+        if not seen or seen[-1] != o:
+            if o in seen:
+                return True
+            seen.append(o)
+    return False
+
+
+def test_a_batch_of_1000_runs_over_4_worker_processes_with_one_killed(benv: Env) -> None:
+    file = _write(benv, "tick.yaml", composition(redis_url=benv.redis_url, prefix=benv.prefix))
+    inputs = _inputs(benv, N)
+    out = benv.cwd / "results.jsonl"
+    workers = [benv.worker(file, "--concurrency", "2") for _ in range(2)]  # 4 worker processes
+    for w in workers:
+        w.wait_ready()
+    started = time.monotonic()
+    p = _popen_batch(benv, file, inputs, "--batch-id", "big", "--out", str(out), "--timeout", "240")
+    _wait_for(lambda: len(table(benv.redis_url, benv.prefix, "applied")) >= N // 3, 120, "a third of the runs")
+    killed_at = time.time()
+    workers[0].kill_main()  # SIGKILL mid-batch: its pool processes die with it
+    benv.worker(file, "--concurrency", "2")
+    _, stderr = p.communicate(timeout=280)
+    elapsed = time.monotonic() - started
+    assert p.returncode == 0, (stderr[-2000:], benv.workers[1].text())
+    rows = _results(out)
+    assert [x["index"] for x in rows] == list(range(N))  # every result, in input order
+    assert [x["run_id"] for x in rows] == [f"big-{i}" for i in range(N)]
+    assert {(x["status"], x["output"]) for x in rows} == {("done", "ticked")}
+    run_ids = [x["run_id"] for x in rows]
+    # each run's side effect landed exactly once (the table of effects)...
+    assert table(benv.redis_url, benv.prefix, "applied") == dict.fromkeys(run_ids, 1)
+    # ...though a call the kill interrupted ran again (same key): at most one per killed process
+    executions = table(benv.redis_url, benv.prefix, "executions")
+    assert set(executions) == set(run_ids)
+    again = sorted(r for r, n in executions.items() if n > 1)
+    assert len(again) <= 2 and all(executions[r] == 2 for r in again), again
+    # no run in two workers at once: its executions never overlap, and its checkpoints were written
+    # by one process, then (after a kill) by the next, never back and forth
+    all_spans = spans(benv.redis_url, benv.prefix)
+    assert len(all_spans) == sum(executions.values())
+    assert overlapping(all_spans, killed_at) == []
+    owners = asyncio.run(_owner_sequences(benv, run_ids))
+    assert not [r for r, o in zip(run_ids, owners, strict=True) if _interleaved(o)]
+    resumed = sum(1 for o in owners if len(set(o)) > 1)
+    print(f"\n{N} runs, 2x2 worker processes, one worker killed: {elapsed:.1f} s ({N / elapsed:.1f} runs/s), "
+          f"{resumed} resumed by another worker, {len(again)} interrupted calls run again")
+    # picked up again: all reused, nothing run
+    r = _batch(benv, file, inputs, "--batch-id", "big", "--out", str(out))
+    assert r.returncode == 0 and f"0 enqueued now, {N} finished before" in r.stderr, r
+    assert table(benv.redis_url, benv.prefix, "executions") == executions
+
+
+def _reservation(env: Env) -> Decimal:
+    """The largest reservation the budget took: the largest token estimate of a request at $1/M
+    plus its output allowance (``default_max_tokens: 100``) at $2/M."""
+    import redis
+
+    r = redis.Redis.from_url(env.redis_url)
+    try:
+        seen = [x.decode().split(":") for x in r.smembers(f"{env.prefix}:requests")]
+    finally:
+        r.close()
+    return max((int(est) * Decimal(1) + (int(mx) or 100) * Decimal(2)) / 1_000_000 for est, mx in seen)
+
+
+def test_the_batch_under_one_budget_ceiling_shared_by_the_workers(benv: Env) -> None:
+    from seamkit.values import Scope
+    from seamkit_budget.shared import SharedLedger
+    from seamkit_redis.store import RedisStore
+
+    ceiling = Decimal("0.3")  # $0.001 a call, two calls a run: about 150 runs
+    ledger = f"{benv.prefix}-ledger"
+    file = _write(benv, "budget.yaml", composition(redis_url=benv.redis_url, prefix=benv.prefix, budget=str(ceiling),
+                                                   ledger=ledger))
+    workers = [benv.worker(file, "--concurrency", "2") for _ in range(2)]
+    for w in workers:
+        w.wait_ready()
+    out = benv.cwd / "results.jsonl"
+    r = _batch(benv, file, _inputs(benv, N), "--batch-id", "budget", "--out", str(out), "--timeout", "240",
+               timeout=280)
+    assert r.returncode == 1, (r.stderr[-2000:], workers[0].text())
+    rows = _results(out)
+    assert [x["index"] for x in rows] == list(range(N))
+    done = [x for x in rows if x["status"] == "done"]
+    failed = [x for x in rows if x["status"] != "done"]
+    assert done and failed and len(done) + len(failed) == N
+    # every run beyond the budget ended failed with BudgetExceeded
+    assert {x["status"] for x in failed} == {"failed"}
+    assert all(x["error_type"] == "BudgetExceeded" or "BudgetExceeded" in (x["error"] or "") for x in failed), \
+        failed[0]
+    assert all(Decimal(x["cost"]) == Decimal("0.002") for x in done)  # exact decimal text
+
+    async def view() -> Any:
+        store = RedisStore(benv.redis_url, prefix=f"{benv.prefix}-budget")
+        try:
+            return await SharedLedger(store).view(ledger, Scope())
+        finally:
+            await store.close()
+
+    v = asyncio.run(view())
+    reservation = _reservation(benv)
+    assert reservation < Decimal("0.001") * 2  # a bound that means something
+    workers_n = 4
+    assert v.spent <= ceiling + workers_n * reservation, (v.spent, reservation)  # one in flight per worker
+    assert v.reserved == 0  # every admitted call settled
+    assert v.spent + workers_n * reservation >= ceiling  # refusals came at the ceiling, not before
+    charged = sum((Decimal(x["cost"]) for x in rows if x["cost"] is not None), Decimal(0))
+    assert charged == v.spent  # what the runs report is what the ledger holds
+    print(f"\nshared budget, {N} runs over 4 worker processes: {len(done)} done, {len(failed)} refused; spent "
+          f"${v.spent} of ${ceiling} (over by ${max(v.spent - ceiling, Decimal(0))}; one reservation ${reservation})")
