@@ -171,14 +171,16 @@ def _usage(snap: Any) -> tuple[dict[str, Any] | None, str | None]:
              "requests": usage.requests, "cost": cost_text, "cost_source": usage.cost_source}, cost_text)
 
 
+_ERROR_TYPE_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*): ")
+
+
 def _error_type(snap: Any) -> str | None:
+    """The exception class a failed run stopped on: its checkpoint's error reads ``"Name: text"``."""
     err = snap.state.get("error")
     if isinstance(err, BaseException):
         return type(err).__name__
-    if isinstance(err, Mapping):
-        kind = err.get("type") or err.get("kind")
-        return str(kind) if kind else None
-    return None
+    m = _ERROR_TYPE_RE.match(err) if isinstance(err, str) else None
+    return m.group(1) if m else None
 
 
 def outcome_with_usage(snap: Any) -> dict[str, Any]:
@@ -261,13 +263,17 @@ async def run_batch(
     requeue: bool = False,
     poll_s: float = 0.5,
     on_progress: Callable[[BatchState], None] | None = None,
+    interrupted: Callable[[], bool] = lambda: False,
 ) -> None:
     """Enqueue the inputs of ``items`` not enqueued before (``requeue``: also those recorded as
     enqueued that have no checkpoint, e.g. after the broker lost its messages), then poll ``cp``
     until every run is done, failed or suspended, or ``timeout_s`` seconds have passed.
     ``state`` is filled in as it goes. ``store``: the :class:`~seamkit.ports.StorePort` that
     remembers what was enqueued (the checkpoints' store). Uses
-    :func:`~seamkit_celery.task.submit` (``check=False``: the caller checked the composition)."""
+    :func:`~seamkit_celery.task.submit` (``check=False``: the caller checked the composition).
+    ``interrupted``: asked between sends and while waiting; when it says yes, ``KeyboardInterrupt``
+    is raised there (between store round trips, so the caller's store closes cleanly; the runs
+    enqueued so far are recorded first)."""
     from seamkit.values import Scope
 
     from seamkit_celery.task import submit
@@ -282,14 +288,19 @@ async def run_batch(
     state.reused = state.settled
     send = [it for it in items if state.status[it.index] == "new" or (requeue and state.status[it.index] == "queued")]
     for start in range(0, len(send), 200):
-        chunk = send[start:start + 200]
-        for it in chunk:
+        sent = []
+        for it in send[start:start + 200]:
+            if interrupted():
+                break
             submit(app, file, it.task, run_id=run_id_of(state.batch_id, it.index), agent=agent,
                    variables=it.variables, queue=queue, check=False)
             state.status[it.index] = "queued"
             state.enqueued += 1
-        queued.update(it.index for it in chunk)
+            sent.append(it.index)
+        queued.update(sent)
         await store.set(scope, key, sorted(queued))  # after sending: a lost record only resends (harmless)
+        if interrupted():
+            raise KeyboardInterrupt
         if on_progress is not None:
             on_progress(state)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
@@ -299,6 +310,9 @@ async def run_batch(
         waiting = [it.index for it in items if state.status[it.index] not in SETTLED]
         if not waiting or (deadline is not None and time.monotonic() >= deadline):
             return
-        pause = poll_s if deadline is None else min(poll_s, max(0.0, deadline - time.monotonic()))
-        await asyncio.sleep(pause)
+        until = time.monotonic() + poll_s if deadline is None else min(time.monotonic() + poll_s, deadline)
+        while time.monotonic() < until:  # in short naps: an interruption is seen within 0.1 s
+            if interrupted():
+                raise KeyboardInterrupt
+            await asyncio.sleep(min(0.1, max(0.0, until - time.monotonic())))
         await _look(cp, state, waiting)

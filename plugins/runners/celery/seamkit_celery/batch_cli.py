@@ -10,8 +10,10 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import sys
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -117,10 +119,22 @@ def cmd_batch(args: argparse.Namespace) -> int:
         cp = Checkpointer(store, secrets=composition.secret_values())
         try:
             await run_batch(app, Path(args.file), items, state, cp=cp, store=store, agent=args.agent_name,
-                            queue=args.queue, timeout_s=args.timeout, requeue=args.requeue, on_progress=bar)
+                            queue=args.queue, timeout_s=args.timeout, requeue=args.requeue, on_progress=bar,
+                            interrupted=stop.is_set)
         finally:
             await cp.close()
 
+    # Ctrl-C only sets a flag that the batch looks at between store round trips: cancelling the
+    # event loop's task mid-command (asyncio's own handling) can leave a store connection's close
+    # waiting forever. A second Ctrl-C interrupts at once.
+    stop = threading.Event()
+
+    def on_sigint(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
     try:
         sys.stderr.write(f"seamkit: batch {batch_id}: {len(items)} inputs (run ids {batch_id}-0 ...)\n")
         sys.stderr.flush()
@@ -129,9 +143,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         if bar is not None:
             bar.stop()
-        sys.stderr.write(f"seamkit: interrupted: {state.settled} of {len(items)} settled; the runs go on on the "
-                         f"workers: run the same command again (batch {batch_id}) to pick the batch up\n")
+        sys.stderr.write(f"seamkit: interrupted: {state.enqueued} enqueued now, {state.settled} of {len(items)} "
+                         f"settled; the runs go on on the workers: run the same command again (batch {batch_id}) "
+                         "to pick the batch up\n")
         return EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGINT, previous)
     if bar is not None:
         bar.stop()
     lines = []

@@ -128,12 +128,39 @@ def test_results_in_input_order_and_a_rerun_redoes_nothing(benv: Env) -> None:
     assert f"batch {batch_id}:" in again.stderr and "0 enqueued now, 6 finished before" in again.stderr, again.stderr
     assert _results(out) == rows
     assert table(benv.redis_url, benv.prefix, "executions") == dict.fromkeys((x["run_id"] for x in rows), 1)
-    # results to stdout without --out; an edited input file is another batch
+    assert "━" not in r.stderr + again.stderr  # no progress bar when stderr is no terminal
+    # results to stdout without --out; an edited input file is another batch; on a terminal the
+    # progress bar shows done / failed / suspended
     inputs.write_text(inputs.read_text() + json.dumps({"task": "t6", "variables": {"team": "x"}}) + "\n")
-    third = _batch(benv, file, inputs)
-    assert third.returncode == 0, third
-    rows3 = [json.loads(x) for x in third.stdout.splitlines()]
-    assert len(rows3) == 7 and rows3[0]["run_id"] != rows[0]["run_id"] and "7 enqueued now" in third.stderr
+    code, stdout, tty = _batch_on_tty(benv, file, inputs)
+    assert code == 0, tty
+    rows3 = [json.loads(x) for x in stdout.splitlines()]
+    assert len(rows3) == 7 and rows3[0]["run_id"] != rows[0]["run_id"] and "7 enqueued now" in tty
+    assert "━" in tty and "7/7" in tty and "done 7" in tty and "failed 0" in tty and "suspended 0" in tty, tty
+
+
+def _batch_on_tty(env: Env, file: Path, inputs: Path) -> tuple[int, str, str]:
+    """``seamkit batch`` with its stderr on a pseudo-terminal: (exit code, stdout, what the terminal got)."""
+    import os
+    import pty
+
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "seamkit", "batch", str(file), str(inputs), "--queue", env.prefix],
+                         cwd=env.cwd, env={**env.env(), "COLUMNS": "160", "TERM": "xterm"}, stdout=subprocess.PIPE,
+                         stderr=slave, text=True)
+    os.close(slave)
+    got = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        got += chunk
+    os.close(master)
+    stdout = p.stdout.read() if p.stdout is not None else ""
+    return p.wait(timeout=60), stdout, got.decode(errors="replace")
 
 
 def test_queued_runs_are_waited_for_not_enqueued_again_and_ctrl_c_leaves_the_batch_running(benv: Env) -> None:
@@ -146,25 +173,44 @@ def test_queued_runs_are_waited_for_not_enqueued_again_and_ctrl_c_leaves_the_bat
     assert [(x["run_id"], x["status"]) for x in _results(out)] == [(f"q1-{i}", "queued") for i in range(5)]
     assert "5 unfinished" in r.stderr and _queued_messages(benv) == 5
     # again, interrupted (Ctrl-C): exit 130, nothing enqueued a second time
-    log = benv.cwd / "batch.log"
-    p = subprocess.Popen([sys.executable, "-m", "seamkit", "batch", str(file), str(inputs), "--queue", benv.prefix,
-                          "--batch-id", "q1"], cwd=benv.cwd, env=benv.env(), stdout=subprocess.DEVNULL,
-                         stderr=log.open("w"))
-    _wait_for(lambda: "seamkit: batch q1:" in log.read_text(), 30, "the batch to start waiting")
-    p.send_signal(signal.SIGINT)
-    assert p.wait(timeout=30) == 130, log.read_text()
-    stderr = log.read_text()
-    assert "run the same command again" in stderr and "Traceback" not in stderr
+    assert _interrupt(benv, file, inputs, "q1") == 0  # interrupted while waiting: nothing sent again
     assert _queued_messages(benv) == 5
-    # a worker starts; the batch picked up again waits for the queued runs (does not send them again)
+    # interrupted at once, while it enqueues a bigger batch: it says (and records) what it sent
+    big = _inputs(benv, 300, "big.jsonl")
+    sent = _interrupt(benv, file, big, "q2")
+    assert _queued_messages(benv) == 5 + sent
+    # a worker starts; each batch picked up again waits for its queued runs and sends only the rest
     benv.worker(file, "--concurrency", "2")
     r = _batch(benv, file, inputs, "--batch-id", "q1", "--out", str(out))
     assert r.returncode == 0, (r, benv.workers[0].text())
     assert "0 enqueued now" in r.stderr
     assert [(x["run_id"], x["status"]) for x in _results(out)] == [(f"q1-{i}", "done") for i in range(5)]
-    assert table(benv.redis_url, benv.prefix, "executions") == {f"q1-{i}": 1 for i in range(5)}
-    _wait_for(lambda: benv.workers[0].text().count(" succeeded in ") >= 5, 20, "the deliveries")
-    assert benv.workers[0].text().count(" received") == 5  # one message per run
+    r = _batch(benv, file, big, "--batch-id", "q2", "--out", str(out))
+    assert r.returncode == 0 and f"{300 - sent} enqueued now" in r.stderr, (r, benv.workers[0].text())
+    assert table(benv.redis_url, benv.prefix, "executions") == {
+        **{f"q1-{i}": 1 for i in range(5)}, **{f"q2-{i}": 1 for i in range(300)}}
+    log = benv.workers[0].log
+    _wait_for(lambda: log.read_text().count(" succeeded in ") >= 305, 30, "the deliveries")
+    assert log.read_text().count(" received") == 305  # one message per run
+
+
+def _interrupt(env: Env, file: Path, inputs: Path, batch_id: str) -> int:
+    """Ctrl-C ``seamkit batch`` as soon as it says it started; checks exit 130 and the message, and
+    returns how many runs it said it enqueued."""
+    import re
+
+    log = env.cwd / f"batch-{batch_id}.log"
+    p = subprocess.Popen([sys.executable, "-m", "seamkit", "batch", str(file), str(inputs), "--queue", env.prefix,
+                          "--batch-id", batch_id], cwd=env.cwd, env=env.env(), stdout=subprocess.DEVNULL,
+                         stderr=log.open("w"))
+    _wait_for(lambda: f"seamkit: batch {batch_id}:" in log.read_text(), 30, "the batch to start")
+    p.send_signal(signal.SIGINT)
+    assert p.wait(timeout=30) == 130, log.read_text()
+    stderr = log.read_text()
+    assert "run the same command again" in stderr and "Traceback" not in stderr, stderr
+    m = re.search(r"interrupted: (\d+) enqueued now", stderr)
+    assert m is not None, stderr
+    return int(m.group(1))
 
 
 def test_suspended_and_failed_runs_are_reported_with_exit_1(benv: Env) -> None:
@@ -178,15 +224,21 @@ def test_suspended_and_failed_runs_are_reported_with_exit_1(benv: Env) -> None:
     rows = _results(out)
     assert [x["status"] for x in rows] == ["suspended", "suspended"]
     assert "2 suspended" in r.stderr
-    # a run past its script's end fails: reported as failed with its error
-    one_turn = text.replace("      - tool_calls: [{name: tick}]\n", "")
-    one = _write(benv, "one.yaml", one_turn.replace("  tools: [tick]\n", "  tools: [tick]\n  max_steps: 1\n").replace(
-        "      - text: ticked\n", "      - tool_calls: [{name: tick}]\n"))
-    benv.worker(one).wait_ready()
-    r = _batch(benv, one, _inputs(benv, 1, "one.jsonl"), "--batch-id", "f1", "--out", str(out), "--timeout", "60")
+    # a run whose model fails (its script has no second turn): failed, with its error; one that stops
+    # without an answer (max_steps) is done but counts as not successful
+    short = _write(benv, "short.yaml", text.replace("      - text: ticked\n", ""))
+    capped = _write(benv, "capped.yaml", text.replace("  tools: [tick]\n", "  tools: [tick]\n  max_steps: 1\n"))
+    for f in (short, capped):
+        benv.worker(f).wait_ready()
+    r = _batch(benv, short, _inputs(benv, 1, "one.jsonl"), "--batch-id", "f1", "--out", str(out), "--timeout", "60")
     assert r.returncode == 1, (r, benv.workers[1].text())
     (row,) = _results(out)
-    assert row["status"] != "done" or row["stop_reason"] not in (None, "completed"), row
+    assert (row["status"], row["error_type"], row["output"]) == ("failed", "ProviderError", None), row
+    assert "no turn left" in row["error"]
+    r = _batch(benv, capped, _inputs(benv, 1, "one.jsonl"), "--batch-id", "m1", "--out", str(out), "--timeout", "60")
+    assert r.returncode == 1, (r, benv.workers[2].text())
+    (row,) = _results(out)
+    assert (row["status"], row["stop_reason"]) == ("done", "max_steps"), row
 
 
 # -- the issue's batch ------------------------------------------------------------------------------
@@ -306,8 +358,8 @@ def test_the_batch_under_one_budget_ceiling_shared_by_the_workers(benv: Env) -> 
     assert done and failed and len(done) + len(failed) == N
     # every run beyond the budget ended failed with BudgetExceeded
     assert {x["status"] for x in failed} == {"failed"}
-    assert all(x["error_type"] == "BudgetExceeded" or "BudgetExceeded" in (x["error"] or "") for x in failed), \
-        failed[0]
+    assert {x["error_type"] for x in failed} == {"BudgetExceeded"}, failed[0]
+    assert all(f"shared ledger {ledger} has spent" in x["error"] for x in failed), failed[0]
     assert all(Decimal(x["cost"]) == Decimal("0.002") for x in done)  # exact decimal text
 
     async def view() -> Any:
