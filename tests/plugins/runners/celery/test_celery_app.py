@@ -146,3 +146,39 @@ async def test_two_deliveries_of_one_run_at_once_run_it_once() -> None:
     assert again["status"] == "done"
     history = await first.checkpointer.history("r1")
     assert [h.status for h in history][-1] == "done" and len(history) == len({h.version for h in history})
+
+
+async def test_a_lease_held_on_another_host_is_waited_for_then_taken_once_expired() -> None:
+    import asyncio
+    import dataclasses
+
+    from seamkit.composition import build_agent
+    from seamkit.durability.checkpointer import Checkpointer
+    from seamkit.errors import CheckpointConflict
+    from seamkit_celery.task import LeaseHeld, deliver
+
+    slow = DELIVERED.replace("delay: 0.1", "delay: 0.6")
+    here = build_agent(loads_composition(slow))
+    assert here.checkpointer is not None
+    port = here.checkpointer.port
+    # a worker on another machine (its process cannot be checked from here) whose lease is short
+    there = dataclasses.replace(here, checkpointer=Checkpointer(port, owner="otherhost:4242", lease_s=0.3))
+    spec = make_spec("a.yaml", "hi", run_id="r2")
+    from seamkit.runtime.context import RunContext
+
+    elsewhere = asyncio.create_task(there.run("hi", ctx=RunContext(run_id="r2")))
+    for _ in range(500):  # until the other worker's first checkpoint is written
+        if await here.checkpointer.latest("r2") is not None:
+            break
+        await asyncio.sleep(0.01)
+    with pytest.raises(LeaseHeld) as held:  # the lease is live: wait, never run it alongside
+        await deliver(here, spec)
+    assert held.value.owner == "otherhost:4242" and 0 < held.value.retry_in <= 0.3
+    await asyncio.sleep(0.35)  # the other worker went silent past its lease (it is inside a model call)
+    out = await deliver(here, spec)
+    assert out["status"] == "done" and out["output"] == "hello"
+    with pytest.raises(CheckpointConflict):  # the other worker's next save finds the run taken over
+        await elsewhere
+    owners = [(await here.checkpointer.at_version("r2", h.version)).metadata["owner"]  # type: ignore[union-attr]
+              for h in await here.checkpointer.history("r2")]
+    assert owners[0] == "otherhost:4242" and set(owners[1:]) == {here.checkpointer.owner}
