@@ -7,7 +7,9 @@ idempotency key once (``SET NX``) and then counts the application in the table
 ``<prefix>:applied`` (run id -> how many effects landed for that run): a call repeated under a
 *new* key, or a completed call run again, would count 2. Every execution (applied or not) is
 counted in ``<prefix>:executions`` (run id -> n) and logged as a span ``{run, pid, start, end}``
-(``end`` is null for an execution its process died in) in ``<prefix>:spans``."""
+(``end`` is null for an execution its process died in) in ``<prefix>:spans``. With
+``CTT_SLOW_EVERY=k`` in the workers' environment, the runs whose id ends in an index ``i`` with
+``i % k == k - 1`` spend a second inside the tool (a kill can be aimed at one)."""
 
 from __future__ import annotations
 
@@ -49,6 +51,11 @@ from seamkit.testing.models import ScriptedModel, ScriptedTurn
 from seamkit.values import Usage
 
 _client = {}
+_APPLY = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX') then
+  redis.call('HINCRBY', KEYS[2], ARGV[2], 1)
+end
+"""
 
 
 def _redis():
@@ -68,8 +75,13 @@ def tick(ctx: RunContext) -> str:
     span = {"run": ctx.run_id, "pid": pid, "start": time.time(), "end": None}
     at = r.rpush(f"{prefix}:spans", json.dumps(span)) - 1
     r.hincrby(f"{prefix}:executions", ctx.run_id, 1)
-    if r.set(f"{prefix}:key:{ctx.idempotency_key}", pid, nx=True):
-        r.hincrby(f"{prefix}:applied", ctx.run_id, 1)
+    every = int(os.environ.get("CTT_SLOW_EVERY", "0"))
+    index = ctx.run_id.rsplit("-", 1)[-1]
+    if every and index.isdigit() and int(index) % every == every - 1:  # a slow run, for a kill to land in
+        time.sleep(1.0)
+    # the outside system applies a key once, atomically (a kill between the two writes must not
+    # leave the key taken and the effect uncounted)
+    r.eval(_APPLY, 2, f"{prefix}:key:{ctx.idempotency_key}", f"{prefix}:applied", pid, ctx.run_id)
     span["end"] = time.time()
     r.lset(f"{prefix}:spans", at, json.dumps(span))
     return "ticked"
