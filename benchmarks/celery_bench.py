@@ -3,7 +3,8 @@ per-run overhead the queue adds over a local run of the same composition.
 
 Run: ``bash benchmarks/run.sh celery``. Options: ``--runs 1000`` (batch size), ``--workers 1,2,4``
 (worker processes: one ``seamkit worker --concurrency N``), ``--single 50`` (runs for the
-one-at-a-time measures), ``--json`` (one JSON object), ``--quick`` (``--runs 100 --single 10``).
+one-at-a-time measures), ``--rounds 3`` (every measure, interleaved; medians printed),
+``--json`` (one JSON object), ``--quick`` (``--runs 100 --single 10 --rounds 1``).
 Numbers only, no thresholds. Redis (broker and checkpoint store) is a throwaway server on loopback
 (:mod:`seamkit.testing.services`).
 
@@ -203,7 +204,7 @@ async def batch_run(bench: Bench, n: int) -> float:
     cp = bench.checkpointer()
     try:
         t0 = time.perf_counter()
-        await run_batch(app, bench.file, items, state, cp=cp, store=cp.port, queue=bench.prefix, poll_s=0.1)
+        await run_batch(app, bench.file, items, state, cp=cp, store=cp.port, queue=bench.prefix, poll_s=0.2)
         elapsed = time.perf_counter() - t0
     finally:
         await cp.close()
@@ -216,11 +217,12 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=1000)
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--single", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
     if args.quick:
-        args.runs, args.single = 100, 10
+        args.runs, args.single, args.rounds = 100, 10, 1
     counts = [int(x) for x in args.workers.split(",")]
     from seamkit.testing.services import start_redis
 
@@ -229,18 +231,26 @@ def main() -> None:
     bench = Bench(folder, server.url)
     out: dict[str, Any] = {"runs": args.runs, "cpus": os.cpu_count()}
     try:
-        out["local_ms_per_run"] = asyncio.run(local_runs(bench, args.single))
-        bench.start_worker(1)
-        out["submit_wait_ms_per_run"] = asyncio.run(submit_wait_runs(bench, args.single))
-        bench.stop_workers()
+        locals_, singles = [], []
+        rounds: dict[int, list[float]] = {k: [] for k in counts}
+        for _ in range(args.rounds):  # interleaved, so that machine noise hits every measure alike
+            locals_.append(asyncio.run(local_runs(bench, args.single)))
+            bench.start_worker(1)
+            singles.append(asyncio.run(submit_wait_runs(bench, args.single)))
+            bench.stop_workers()
+            for k in counts:
+                bench.start_worker(k)
+                asyncio.run(batch_run(bench, min(50, args.runs)))  # warm the pool processes
+                rounds[k].append(asyncio.run(batch_run(bench, args.runs)))
+                bench.stop_workers()
+        out["local_ms_per_run"] = statistics.median(locals_)
+        out["submit_wait_ms_per_run"] = statistics.median(singles)
         out["batch"] = {}
         for k in counts:
-            bench.start_worker(k)
-            asyncio.run(batch_run(bench, min(50, args.runs)))  # warm the pool processes
-            seconds = asyncio.run(batch_run(bench, args.runs))
-            bench.stop_workers()
+            seconds = statistics.median(rounds[k])
             out["batch"][k] = {"seconds": seconds, "runs_per_s": args.runs / seconds,
-                               "ms_per_run": seconds / args.runs * 1000}
+                               "ms_per_run": seconds / args.runs * 1000,
+                               "rounds_runs_per_s": [round(args.runs / x, 1) for x in rounds[k]]}
     finally:
         bench.stop_workers()
         server.stop()
@@ -249,7 +259,9 @@ def main() -> None:
         print(json.dumps(out))
         return
     local = out["local_ms_per_run"]
-    print(f"machine: {out['cpus']} CPUs; composition: scripted model + one tiny tool, Redis checkpoints")
+    load = os.getloadavg()[0]
+    print(f"machine: {out['cpus']} CPUs, load average {load:.1f} at the end; composition: scripted model + one "
+          "tiny tool, Redis checkpoints; medians of the rounds")
     print(f"local Agent.run, one after another:   {local:8.2f} ms/run  ({1000 / local:6.1f} runs/s)")
     sw = out["submit_wait_ms_per_run"]
     print(f"submit + wait, one at a time (1 proc): {sw:8.2f} ms/run  (queue adds {sw - local:+.2f} ms to one run)")
@@ -258,7 +270,8 @@ def main() -> None:
         base = base or b["runs_per_s"]
         print(f"batch of {args.runs}, {k} worker process{'es' if k > 1 else '  '}: {b['seconds']:6.2f} s  "
               f"{b['runs_per_s']:7.1f} runs/s  x{b['runs_per_s'] / base:4.2f}  "
-              f"({b['ms_per_run']:.2f} ms/run; {b['ms_per_run'] - local:+.2f} ms over local)")
+              f"({b['ms_per_run']:.2f} ms/run; {b['ms_per_run'] - local:+.2f} ms over local; rounds "
+              f"{', '.join(map(str, b['rounds_runs_per_s']))} runs/s)")
 
 
 if __name__ == "__main__":
