@@ -4,7 +4,9 @@ per-run overhead the queue adds over a local run of the same composition.
 Run: ``bash benchmarks/run.sh celery``. Options: ``--runs 1000`` (batch size), ``--workers 1,2,4``
 (worker processes: one ``seamkit worker --concurrency N``), ``--single 50`` (runs for the
 one-at-a-time measures), ``--rounds 3`` (every measure, interleaved; medians printed),
-``--json`` (one JSON object), ``--quick`` (``--runs 100 --single 10 --rounds 1``).
+``--delay 0`` (seconds each model turn waits: ``0.05`` stands for an I/O-bound model, where more
+processes pay off even on few cores), ``--json`` (one JSON object), ``--quick`` (``--runs 100
+--single 10 --rounds 1``).
 Numbers only, no thresholds. Redis (broker and checkpoint store) is a throwaway server on loopback
 (:mod:`seamkit.testing.services`).
 
@@ -88,7 +90,7 @@ def plugin_paths(root: Path) -> list[Path]:
     return paths
 
 
-def composition(redis_url: str, prefix: str) -> str:
+def composition(redis_url: str, prefix: str, delay: float = 0.0) -> str:
     return textwrap.dedent(f"""\
         seamkit: 1
         agent:
@@ -96,6 +98,7 @@ def composition(redis_url: str, prefix: str) -> str:
           model:
             use: scripted
             follow_transcript: true
+            delay: {delay}
             turns:
               - tool_calls: [{{name: bench_tick}}]
               - text: ticked
@@ -105,13 +108,13 @@ def composition(redis_url: str, prefix: str) -> str:
 
 
 class Bench:
-    def __init__(self, folder: Path, redis_url: str) -> None:
+    def __init__(self, folder: Path, redis_url: str, delay: float = 0.0) -> None:
         self.folder = folder
         self.redis_url = redis_url
         self.broker = redis_url.rsplit("/", 1)[0] + "/1"
         self.prefix = f"cbench-{uuid.uuid4().hex[:8]}"
         self.file = folder / "bench.yaml"
-        self.file.write_text(composition(redis_url, self.prefix))
+        self.file.write_text(composition(redis_url, self.prefix, delay))
         self.paths = plugin_paths(folder / "plugins")
         sys.path[:0] = [str(p) for p in self.paths]  # this process builds the agent too (local runs)
         self.workers: list[subprocess.Popen[bytes]] = []
@@ -218,6 +221,7 @@ def main() -> None:
     ap.add_argument("--workers", default="1,2,4")
     ap.add_argument("--single", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--delay", type=float, default=0.0, help="seconds each model turn waits (an I/O-bound model)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--quick", action="store_true")
     args = ap.parse_args()
@@ -228,8 +232,8 @@ def main() -> None:
 
     folder = Path(tempfile.mkdtemp(prefix="celery-bench-"))
     server = start_redis(folder / "redis")
-    bench = Bench(folder, server.url)
-    out: dict[str, Any] = {"runs": args.runs, "cpus": os.cpu_count()}
+    bench = Bench(folder, server.url, args.delay)
+    out: dict[str, Any] = {"runs": args.runs, "cpus": os.cpu_count(), "model_delay_s": args.delay}
     try:
         locals_, singles = [], []
         rounds: dict[int, list[float]] = {k: [] for k in counts}
@@ -260,8 +264,8 @@ def main() -> None:
         return
     local = out["local_ms_per_run"]
     load = os.getloadavg()[0]
-    print(f"machine: {out['cpus']} CPUs, load average {load:.1f} at the end; composition: scripted model + one "
-          "tiny tool, Redis checkpoints; medians of the rounds")
+    print(f"machine: {out['cpus']} CPUs, load average {load:.1f} at the end; composition: scripted model (each turn "
+          f"waits {args.delay:g} s) + one tiny tool, Redis checkpoints; medians of the rounds")
     print(f"local Agent.run, one after another:   {local:8.2f} ms/run  ({1000 / local:6.1f} runs/s)")
     sw = out["submit_wait_ms_per_run"]
     print(f"submit + wait, one at a time (1 proc): {sw:8.2f} ms/run  (queue adds {sw - local:+.2f} ms to one run)")
