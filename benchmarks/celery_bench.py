@@ -20,8 +20,9 @@ once) and answers; checkpoints in Redis. Measures:
   one run at a time, on one worker process: ms per run; its excess over *local* is the latency
   the queue adds to one run (message hop, the worker's pick-up, the poll interval).
 - **batch**: :func:`seamkit_celery.batch.run_batch` (what ``seamkit batch`` does) over ``--runs``
-  inputs, from the first message sent to the last result read: runs/second per worker count and
-  the scaling over one worker. On a machine with fewer cores than worker processes, the processes
+  inputs, from the first message sent to the last result read: runs/second per worker count, the
+  scaling over one worker, and process-ms per run (wall time x processes / runs: what one run
+  occupies a worker process, to set next to the local ms per run). On a machine with fewer cores than worker processes, the processes
   (and Redis, and the poller) share them: the curve flattens there.
 """
 
@@ -253,7 +254,7 @@ def main() -> None:
         for k in counts:
             seconds = statistics.median(rounds[k])
             out["batch"][k] = {"seconds": seconds, "runs_per_s": args.runs / seconds,
-                               "ms_per_run": seconds / args.runs * 1000,
+                               "process_ms_per_run": seconds * k / args.runs * 1000,
                                "rounds_runs_per_s": [round(args.runs / x, 1) for x in rounds[k]]}
     finally:
         bench.stop_workers()
@@ -274,7 +275,7 @@ def main() -> None:
         base = base or b["runs_per_s"]
         print(f"batch of {args.runs}, {k} worker process{'es' if k > 1 else '  '}: {b['seconds']:6.2f} s  "
               f"{b['runs_per_s']:7.1f} runs/s  x{b['runs_per_s'] / base:4.2f}  "
-              f"({b['ms_per_run']:.2f} ms/run; {b['ms_per_run'] - local:+.2f} ms over local; rounds "
+              f"({b['process_ms_per_run']:.2f} process-ms/run, {b['process_ms_per_run'] - local:+.2f} over local; rounds "
               f"{', '.join(map(str, b['rounds_runs_per_s']))} runs/s)")
 
 

@@ -396,3 +396,23 @@ def test_the_batch_under_one_budget_ceiling_shared_by_the_workers(benv: Env) -> 
     assert charged == v.spent  # what the runs report is what the ledger holds
     print(f"\nshared budget, {N} runs over 4 worker processes: {len(done)} done, {len(failed)} refused; spent "
           f"${v.spent} of ${ceiling} (over by ${max(v.spent - ceiling, Decimal(0))}; one reservation ${reservation})")
+
+
+def test_requeue_sends_again_what_the_broker_lost(benv: Env) -> None:
+    import redis
+
+    file = _write(benv, "tick.yaml", composition(redis_url=benv.redis_url, prefix=benv.prefix))
+    inputs = _inputs(benv, 2)
+    out = benv.cwd / "r.jsonl"
+    r = _batch(benv, file, inputs, "--batch-id", "lost", "--timeout", "0.5", "--out", str(out))
+    assert r.returncode == 1 and _queued_messages(benv) == 2, r
+    broker = redis.Redis.from_url(benv.broker)
+    broker.delete(benv.prefix)  # the broker forgot its messages (a restart without persistence)
+    broker.close()
+    benv.worker(file).wait_ready()
+    r = _batch(benv, file, inputs, "--batch-id", "lost", "--timeout", "2", "--out", str(out))
+    assert r.returncode == 1 and "0 enqueued now" in r.stderr, r  # recorded as enqueued: only waited for
+    assert [x["status"] for x in _results(out)] == ["queued", "queued"]
+    r = _batch(benv, file, inputs, "--batch-id", "lost", "--requeue", "--out", str(out))
+    assert r.returncode == 0 and "2 enqueued now" in r.stderr, (r, benv.workers[0].text())
+    assert [x["status"] for x in _results(out)] == ["done", "done"]
