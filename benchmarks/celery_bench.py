@@ -22,8 +22,9 @@ once) and answers; checkpoints in Redis. Measures:
 - **batch**: :func:`seamkit_celery.batch.run_batch` (what ``seamkit batch`` does) over ``--runs``
   inputs, from the first message sent to the last result read: runs/second per worker count, the
   scaling over one worker, and process-ms per run (wall time x processes / runs: what one run
-  occupies a worker process, to set next to the local ms per run). On a machine with fewer cores than worker processes, the processes
-  (and Redis, and the poller) share them: the curve flattens there.
+  occupies a worker process, to set next to the local ms per run). On a machine with fewer cores
+  than worker processes, the processes (and Redis, and the poller) share them: for a CPU-bound run
+  the curve flattens there; for an I/O-bound one (``--delay``) it does not.
 """
 
 from __future__ import annotations
@@ -275,8 +276,8 @@ def main() -> None:
         base = base or b["runs_per_s"]
         print(f"batch of {args.runs}, {k} worker process{'es' if k > 1 else '  '}: {b['seconds']:6.2f} s  "
               f"{b['runs_per_s']:7.1f} runs/s  x{b['runs_per_s'] / base:4.2f}  "
-              f"({b['process_ms_per_run']:.2f} process-ms/run, {b['process_ms_per_run'] - local:+.2f} over local; rounds "
-              f"{', '.join(map(str, b['rounds_runs_per_s']))} runs/s)")
+              f"({b['process_ms_per_run']:.2f} process-ms/run, {b['process_ms_per_run'] - local:+.2f} over local; "
+              f"rounds {', '.join(map(str, b['rounds_runs_per_s']))} runs/s)")
 
 
 if __name__ == "__main__":
