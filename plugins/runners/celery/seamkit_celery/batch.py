@@ -15,8 +15,18 @@ same batch; an edited input file is a new batch.
 What was enqueued is remembered in the composition's checkpoint store (key
 ``seamkit-batch:<batch id>:queued``, a list of index lists, one per chunk of up to 200 sent),
 because a queued run has no checkpoint yet; only those inputs are looked up when the command
-starts again. Messages are sent *before* they are recorded, so a crash between the two can only cause a
-second message for a run, which runs nothing (a run id runs once).
+starts again. Messages are sent *before* they are recorded, so a crash between the two can only
+cause a second message for a run, which runs nothing (a run id runs once).
+
+A message can be lost after it was sent: Celery's Redis transport pops a message and records it
+as unacknowledged in two steps, so a worker killed between them (SIGKILL, a machine gone) takes
+the message with it, and its run never starts. The broker delivers in about the order it was
+sent, so the batch watches for runs *overtaken*: still without a checkpoint while a run sent
+later has one. Such a run is sent again ``requeue_after_s`` seconds later (default 60; again every
+``requeue_after_s`` while it stays so). A second message is harmless: whichever delivery comes
+second finds the run started or finished and runs nothing. ``--requeue`` sends again at once
+every run recorded as enqueued that has no checkpoint (after a broker restart that lost its
+messages, say).
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BATCH_ID_RE",
+    "DEFAULT_REQUEUE_AFTER_S",
     "BatchInputError",
     "BatchItem",
     "BatchState",
@@ -53,6 +64,8 @@ BATCH_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SETTLED = frozenset({"done", "failed", "suspended"})
 _QUEUED_KEY = "seamkit-batch:{batch_id}:queued"
 _POLL_CONCURRENCY = 64  # reads in flight at once while polling: the store's pool, not the CPU, limits
+#: Seconds a run may stay unstarted after a run sent later started, before it is sent again.
+DEFAULT_REQUEUE_AFTER_S = 60.0
 _MIN_WINDOW = 64  # unfinished runs read per poll, at least...
 _MAX_WINDOW = 5000  # ...and at most
 
@@ -155,6 +168,7 @@ class BatchState:
     outcome: dict[int, dict[str, Any]] = field(default_factory=dict)
     enqueued: int = 0
     reused: int = 0
+    resent: int = 0
 
     def count(self, status: str) -> int:
         return sum(1 for s in self.status.values() if s == status)
@@ -215,6 +229,26 @@ def is_success(status: str, outcome: Mapping[str, Any] | None) -> bool:
 # -- running ----------------------------------------------------------------------------------------
 
 
+def _resend_overtaken(state: BatchState, overtaken: dict[int, float], after_s: float,
+                      send: Callable[[int], None]) -> None:
+    """Send again each run still without a checkpoint ``after_s`` seconds after a run sent later
+    was seen started (then again every ``after_s`` while it stays so)."""
+    started = [i for i, s in state.status.items() if s not in ("new", "queued")]
+    if not started:
+        return
+    latest = max(started)
+    now = time.monotonic()
+    for i, s in state.status.items():
+        if s != "queued" or i > latest:
+            overtaken.pop(i, None)
+            continue
+        since = overtaken.setdefault(i, now)
+        if now - since >= after_s:
+            send(i)
+            state.resent += 1
+            overtaken[i] = now
+
+
 async def _gather_limited(fns: Sequence[Callable[[], Any]]) -> list[Any]:
     sem = asyncio.Semaphore(_POLL_CONCURRENCY)
 
@@ -264,6 +298,7 @@ async def run_batch(
     queue: str | None = None,
     timeout_s: float | None = None,
     requeue: bool = False,
+    requeue_after_s: float = DEFAULT_REQUEUE_AFTER_S,
     poll_s: float = 0.5,
     on_progress: Callable[[BatchState], None] | None = None,
     interrupted: Callable[[], bool] = lambda: False,
@@ -274,6 +309,8 @@ async def run_batch(
     ``state`` is filled in as it goes. ``store``: the :class:`~seamkit.ports.StorePort` that
     remembers what was enqueued (the checkpoints' store). Uses
     :func:`~seamkit_celery.task.submit` (``check=False``: the caller checked the composition).
+    ``requeue_after_s``: a run still without a checkpoint this long after a run sent later got one
+    (it was overtaken: its message was most likely lost, see the module doc) is sent again.
     ``interrupted``: asked between sends and while waiting; when it says yes, ``KeyboardInterrupt``
     is raised there (between store round trips, so the caller's store closes cleanly; the runs
     enqueued so far are recorded first)."""
@@ -292,13 +329,16 @@ async def run_batch(
             state.status[i] = "queued"
     state.reused = state.settled
     send = [it for it in items if state.status[it.index] == "new" or (requeue and state.status[it.index] == "queued")]
+    def send_one(it: BatchItem) -> None:
+        submit(app, file, it.task, run_id=run_id_of(state.batch_id, it.index), agent=agent,
+               variables=it.variables, queue=queue, check=False)
+
     for start in range(0, len(send), 200):
         sent = []
         for it in send[start:start + 200]:
             if interrupted():
                 break
-            submit(app, file, it.task, run_id=run_id_of(state.batch_id, it.index), agent=agent,
-                   variables=it.variables, queue=queue, check=False)
+            send_one(it)
             state.status[it.index] = "queued"
             state.enqueued += 1
             sent.append(it.index)
@@ -309,6 +349,8 @@ async def run_batch(
             raise KeyboardInterrupt
         if on_progress is not None:
             on_progress(state)
+    by_index = {it.index: it for it in items}
+    overtaken: dict[int, float] = {}  # queued run -> when a run sent later was first seen started
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     window = _MIN_WINDOW
     while True:
@@ -332,3 +374,4 @@ async def run_batch(
         before = state.settled
         await _look(cp, state, waiting[:window])
         window = min(_MAX_WINDOW, max(_MIN_WINDOW, 2 * (state.settled - before) + _MIN_WINDOW))
+        _resend_overtaken(state, overtaken, requeue_after_s, lambda i: send_one(by_index[i]))

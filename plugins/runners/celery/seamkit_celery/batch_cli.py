@@ -119,7 +119,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         cp = Checkpointer(store, secrets=composition.secret_values())
         try:
             await run_batch(app, Path(args.file), items, state, cp=cp, store=store, agent=args.agent_name,
-                            queue=args.queue, timeout_s=args.timeout, requeue=args.requeue, on_progress=bar,
+                            queue=args.queue, timeout_s=args.timeout, requeue=args.requeue,
+                            requeue_after_s=args.requeue_after, on_progress=bar,
                             interrupted=stop.is_set)
         finally:
             await cp.close()
@@ -160,8 +161,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
     counts = {s: sum(1 for line in lines if line["status"] == s) for s in
               ("done", "failed", "suspended", "running", "queued")}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
+    resent = f", {state.resent} sent again (overtaken without starting)" if state.resent else ""
     sys.stderr.write(f"seamkit: batch {batch_id}: {summary} ({state.enqueued} enqueued now, {state.reused} "
-                     f"finished before)" + (f"; results in {args.out}" if args.out else "") + "\n")
+                     f"finished before{resent})" + (f"; results in {args.out}" if args.out else "") + "\n")
     if counts["running"] or counts["queued"]:
         sys.stderr.write(f"seamkit: {counts['running'] + counts['queued']} unfinished after {args.timeout:g} s; "
                          "run the same command again to wait for them\n")

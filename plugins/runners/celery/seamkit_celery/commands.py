@@ -127,6 +127,9 @@ def add_commands(cli: Any) -> None:
     p.add_argument("--timeout", metavar="S", type=_positive, help="stop waiting after S seconds (default: wait)")
     p.add_argument("--requeue", action="store_true",
                    help="enqueue again inputs recorded as enqueued that never started (after a broker lost messages)")
+    p.add_argument("--requeue-after", metavar="S", type=_positive, default=60.0,
+                   help="send a run again when it has not started S seconds after a run sent later did (its message "
+                   "was lost with a killed worker; default 60)")
     p.add_argument("--agent-name", metavar="NAME", help="the agent of FILE to run (default: its entry agent)")
     p.add_argument("--queue", "-Q", metavar="NAME", default="seamkit", help="the queue (default seamkit)")
     p.add_argument("--broker", metavar="URL", help=_BROKER_HELP)
