@@ -420,3 +420,26 @@ def test_requeue_sends_again_what_the_broker_lost(benv: Env) -> None:
     r = _batch(benv, file, inputs, "--batch-id", "lost", "--requeue", "--out", str(out))
     assert r.returncode == 0 and "2 enqueued now" in r.stderr, (r, benv.workers[0].text())
     assert [x["status"] for x in _results(out)] == ["done", "done"]
+
+
+def test_a_run_whose_message_was_lost_is_sent_again_once_overtaken(benv: Env) -> None:
+    import redis
+
+    file = _write(benv, "tick.yaml", composition(redis_url=benv.redis_url, prefix=benv.prefix))
+    inputs = _inputs(benv, 4)
+    out = benv.cwd / "r.jsonl"
+    r = _batch(benv, file, inputs, "--batch-id", "gone", "--timeout", "0.5", "--out", str(out))
+    assert r.returncode == 1 and _queued_messages(benv) == 4, r
+    # the message of the first run disappears, as it does with a worker killed right after popping it
+    broker = redis.Redis.from_url(benv.broker)
+    try:
+        (lost,) = [m for m in broker.lrange(benv.prefix, 0, -1) if json.loads(m)["headers"]["id"].startswith("gone-0:")]
+        assert broker.lrem(benv.prefix, 1, lost) == 1
+    finally:
+        broker.close()
+    benv.worker(file).wait_ready()
+    r = _batch(benv, file, inputs, "--batch-id", "gone", "--requeue-after", "1", "--out", str(out), "--timeout", "60")
+    assert r.returncode == 0, (r, benv.workers[0].text())
+    assert "0 enqueued now" in r.stderr and "1 sent again (overtaken without starting)" in r.stderr, r.stderr
+    assert [x["status"] for x in _results(out)] == ["done"] * 4
+    assert table(benv.redis_url, benv.prefix, "executions") == {f"gone-{i}": 1 for i in range(4)}
