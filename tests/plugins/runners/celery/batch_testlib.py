@@ -92,7 +92,7 @@ def make_tick():
 
 
 class PricedConfig(BaseModel):
-    cost: str = "0.001"
+    cost: str = "0.0002"
 
 
 class PricedScripted(ScriptedModel):
@@ -126,13 +126,14 @@ def composition(*, redis_url: str, prefix: str, budget: str | None = None, ledge
                 prompt: str | None = None) -> str:
     """A scripted agent that calls ``tick`` once and answers ``ticked``, checkpointed in Redis under
     ``prefix``. ``budget``: a shared ceiling (USD text) on ledger ``ledger`` in the same Redis; the
-    model is then priced (each call reports $0.001)."""
+    model is then priced: each call reports $0.0002, under what the budget reserves for it (about
+    $0.00026), so the admission bound holds for what is charged too."""
     if budget is None:
         model = ("  model:\n    use: scripted\n    follow_transcript: true\n    turns:\n"
                  "      - tool_calls: [{name: tick}]\n      - text: ticked\n")
         mws = ""
     else:
-        model = "  model: {use: priced_scripted, cost: \"0.001\"}\n"
+        model = "  model: {use: priced_scripted, cost: \"0.0002\"}\n"
         mws = (f"  middlewares:\n    - use: budget\n      max_cost_usd: \"{budget}\"\n      default_max_tokens: 100\n"
                f"      store: {{use: redis, url: \"{redis_url}\", prefix: \"{prefix}-budget\"}}\n"
                f"      ledger: {ledger}\n")
