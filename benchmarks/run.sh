@@ -36,8 +36,16 @@
 #   bash benchmarks/run.sh budget ...       the budget middleware per chat call, µs: in-process next to a ledger shared
 #                                           through the in-memory, SQLite, Redis and PostgreSQL stores (installs
 #                                           PostgreSQL/Redis when missing) (benchmarks/budget_bench.py)
+#   bash benchmarks/run.sh celery ...       seamkit-celery: runs/s of a 1,000-run batch with 1, 2 and 4 worker processes,
+#                                           and the per-run overhead of the queue over a local Agent.run (one run at a
+#                                           time, and in a batch) on a throwaway Redis (benchmarks/celery_bench.py)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/_setup.sh"
+if [ "${1:-}" = "celery" ]; then
+  shift
+  source scripts/_services.sh
+  exec .venv/bin/python benchmarks/celery_bench.py "$@"
+fi
 if [ "${1:-}" = "budget" ]; then
   shift
   source scripts/_services.sh

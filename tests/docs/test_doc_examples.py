@@ -1,6 +1,6 @@
 """The Python examples of docs/getting-started.md, layers.md, providers.md, guardrails.md,
-capabilities.md, multi-agent.md, yaml-reference.md, workflows.md, mcp.md, observability.md and
-evals.md run and their asserts hold.
+capabilities.md, multi-agent.md, yaml-reference.md, workflows.md, mcp.md, observability.md,
+evals.md and scale-out.md run and their asserts hold.
 
 Every fenced ``python`` block runs in a fresh namespace, in a temporary working directory; a block
 whose info string has ``notest`` (it needs the real model) is only compiled.
@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "layers.md", ROOT / "docs" / "providers.md",
         ROOT / "docs" / "guardrails.md", ROOT / "docs" / "capabilities.md", ROOT / "docs" / "multi-agent.md",
         ROOT / "docs" / "yaml-reference.md", ROOT / "docs" / "workflows.md", ROOT / "docs" / "mcp.md",
-        ROOT / "docs" / "observability.md", ROOT / "docs" / "evals.md"]
+        ROOT / "docs" / "observability.md", ROOT / "docs" / "evals.md", ROOT / "docs" / "scale-out.md"]
 
 
 def _python_blocks() -> list[tuple[Path, Block]]:
@@ -47,6 +47,22 @@ def test_python_example_runs(doc: Path, block: Block, tmp_path: Path, monkeypatc
     namespace: dict[str, object] = {"__name__": f"doc_example_{block.line}"}
     exec(code, namespace)  # the examples hold their own asserts; a failing one fails the test
     assert len(namespace) > 1, "the example defined nothing: was it extracted whole?"
+
+
+def test_the_scale_out_yaml_examples_can_run_on_the_queue() -> None:
+    """docs/scale-out.md's compositions are valid as written and pass the queue's check (a shared
+    checkpoint store); the budget one keeps its ledger in the store under the name it says."""
+    from seamkit.composition import loads_composition
+    from seamkit_celery.task import check_composition
+
+    blocks = [b for b in fenced_blocks(ROOT / "docs" / "scale-out.md")
+              if b.info.split()[:1] == ["yaml"] and b.body.lstrip().startswith("seamkit: 1")]
+    assert len(blocks) == 2
+    for block in blocks:
+        comp = loads_composition(block.body, env={"REDIS_URL": "redis://127.0.0.1:6379/0"})
+        assert check_composition(comp) == "summariser"
+    (budget,) = loads_composition(blocks[1].body, env={"REDIS_URL": "redis://127.0.0.1:6379/0"}).agent.middlewares
+    assert budget.use == "budget"
 
 
 def test_the_guardrails_yaml_example_loads() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from seamkit.cli.main import EXIT_FAILED, EXIT_OK, EXIT_SUSPENDED, UsageError
 
-__all__ = ["EXIT_TIMEOUT", "cmd_runs_wait", "cmd_submit", "cmd_worker"]
+__all__ = ["EXIT_TIMEOUT", "cmd_batch", "cmd_runs_wait", "cmd_submit", "cmd_worker"]
 
 #: ``seamkit runs wait`` gave up (``--timeout``) before the run finished or suspended.
 EXIT_TIMEOUT = 124
@@ -258,3 +258,10 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
         why = out["error"] or out["detail"] or "no error recorded"
         sys.stderr.write(visible(f"seamkit: run {args.run_id} failed: {why}") + "\n")
     return EXIT_FAILED
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    """``seamkit batch FILE INPUTS.jsonl``: :func:`seamkit_celery.batch_cli.cmd_batch`."""
+    from seamkit_celery.batch_cli import cmd_batch as run
+
+    return run(args)

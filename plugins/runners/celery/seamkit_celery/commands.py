@@ -61,7 +61,7 @@ def _runs_actions(cli: Any) -> Any:
 
 
 def add_commands(cli: Any) -> None:
-    """Add ``worker`` and ``submit`` to ``seamkit`` and ``wait`` to ``seamkit runs`` (``cli``: the
+    """Add ``worker``, ``submit`` and ``batch`` to ``seamkit`` and ``wait`` to ``seamkit runs`` (``cli``: the
     ``seamkit`` sub-parsers object)."""
     p = cli.add_parser(
         "worker",
@@ -108,6 +108,32 @@ def add_commands(cli: Any) -> None:
     p.add_argument("--edit", metavar="CALL_ID=JSON", action="append", default=[],
                    help="with --resume: approve a call with these arguments instead (a JSON object)")
     p.set_defaults(func=_lazy("submit"))
+
+    p = cli.add_parser(
+        "batch",
+        help="run every input of a JSON Lines file on the workers; results in input order (seamkit-celery)",
+        description="Enqueue a run of FILE's agent for every line of INPUTS (a JSON string: the task; or an "
+        "object {\"task\": ..., \"variables\": {...}}), wait for them with a progress bar of done / failed / "
+        "suspended (stderr, on a terminal), and write one JSON line per input, in input order: index, line, "
+        "run_id, status, output, usage, cost (exact decimal text), error. Run ids are <batch id>-<index>, so "
+        "running the same command again does not redo finished inputs and waits for queued ones. Exit 0 all "
+        "done, 1 any failed, suspended or unfinished at --timeout, 2 bad input (nothing enqueued), 130 Ctrl-C "
+        "(the runs go on on the workers).",
+    )
+    p.add_argument("file", metavar="FILE", help="composition YAML file (workers need the same path)")
+    p.add_argument("inputs", metavar="INPUTS", help="JSON Lines file, one input per line")
+    p.add_argument("--out", "-o", metavar="RESULTS", help="write the results here (JSON Lines; default stdout)")
+    p.add_argument("--batch-id", metavar="ID", help="the batch id (default: a digest of INPUTS and FILE's path)")
+    p.add_argument("--timeout", metavar="S", type=_positive, help="stop waiting after S seconds (default: wait)")
+    p.add_argument("--requeue", action="store_true",
+                   help="enqueue again inputs recorded as enqueued that never started (after a broker lost messages)")
+    p.add_argument("--requeue-after", metavar="S", type=_positive, default=60.0,
+                   help="send a run again when it has not started S seconds after a run sent later did (its message "
+                   "was lost with a killed worker; default 60)")
+    p.add_argument("--agent-name", metavar="NAME", help="the agent of FILE to run (default: its entry agent)")
+    p.add_argument("--queue", "-Q", metavar="NAME", default="seamkit", help="the queue (default seamkit)")
+    p.add_argument("--broker", metavar="URL", help=_BROKER_HELP)
+    p.set_defaults(func=_lazy("batch"))
 
     runs = _runs_actions(cli)
     if runs is None:
