@@ -32,7 +32,7 @@ def seamkit_register_tools(register):
 
 @hookimpl
 def seamkit_register_providers(register):
-    register("priced_scripted", "batch_test_impl:make_priced", config="batch_test_impl:PricedConfig",
+    register("batch_priced", "batch_test_impl:make_priced", config="batch_test_impl:PricedConfig",
              description="A scripted model with a price (budget tests)")
 '''
 
@@ -133,7 +133,7 @@ def composition(*, redis_url: str, prefix: str, budget: str | None = None, ledge
                  "      - tool_calls: [{name: tick}]\n      - text: ticked\n")
         mws = ""
     else:
-        model = "  model: {use: priced_scripted, cost: \"0.0002\"}\n"
+        model = "  model: {use: batch_priced, cost: \"0.0002\"}\n"
         mws = (f"  middlewares:\n    - use: budget\n      max_cost_usd: \"{budget}\"\n      default_max_tokens: 100\n"
                f"      store: {{use: redis, url: \"{redis_url}\", prefix: \"{prefix}-budget\"}}\n"
                f"      ledger: {ledger}\n")
