@@ -320,7 +320,8 @@ async def test_two_slots_for_different_servers_under_one_name_never_share_a_sess
                                   ("c_write_note", {"text": "z"})), "done"])
     result = await Agent(model=model, tools=(*a.tools, *b.tools, *again.tools), parallel_side_effects=True).run("go")
     assert result.output == "done"
-    assert (tmp_path / "a" / "calls").read_text().split() == ["x", "z"]
+    # parallel_side_effects: x and z go concurrently down one session, so either order is right
+    assert sorted((tmp_path / "a" / "calls").read_text().split()) == ["x", "z"]
     assert (tmp_path / "b" / "calls").read_text().split() == ["y"]
     assert len(_pids(tmp_path / "a" / "pids")) == 1 and len(_pids(tmp_path / "b" / "pids")) == 1
 
