@@ -41,19 +41,23 @@ class PriceOverride(BaseModel):
         return Price(self.input, self.output, self.cache_read, self.cache_write)
 
 
-def check_base_url(value: str) -> str:
+def check_base_url(value: str, *, field: str = "base_url", echo: bool = True) -> str:
     """``value`` stripped of spaces and trailing slashes when it is an ``http``/``https`` URL with a
-    host that :func:`urllib.parse.urlsplit` can parse (port included); else ``ValueError``."""
+    host that :func:`urllib.parse.urlsplit` can parse (port included); else ``ValueError`` whose
+    message names ``field``. The message repeats the URL only when ``echo`` is true and the URL
+    holds no credentials (``user:password@``): a validation error must not carry a secret."""
     v = value.strip()
     try:
         parts = urlsplit(v)
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0-65535
+        shown = f" {v!r}" if echo and "@" not in parts.netloc else ""
     except ValueError as exc:
-        raise ValueError(f"base_url {v!r} is not a valid URL ({exc})") from None
+        shown = f" {v!r}" if echo and "@" not in v else ""
+        raise ValueError(f"{field}{shown} is not a valid URL ({exc})") from None
     if parts.scheme.lower() not in ("http", "https"):
-        raise ValueError(f"base_url must start with http:// or https:// (got {v!r})")
+        raise ValueError(f"{field} must start with http:// or https://" + (f" (got{shown})" if shown else ""))
     if not parts.hostname:
-        raise ValueError(f"base_url {v!r} has no host")
+        raise ValueError(f"{field}{shown} has no host")
     return v.rstrip("/")
 
 

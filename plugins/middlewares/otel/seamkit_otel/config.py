@@ -36,16 +36,10 @@ def check_endpoint(value: str) -> str:
     URL with a host and a valid port, without credentials, query or fragment, whose path (a base
     path, if any) does not end in a signal's path (``/v1/traces``...); else ``ValueError``
     (whose message never repeats the URL: it could hold a credential)."""
-    v = value.strip()
-    try:
-        parts = urlsplit(v)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in 0-65535
-    except ValueError as exc:
-        raise ValueError(f"endpoint is not a valid URL ({exc})") from None
-    if parts.scheme.lower() not in ("http", "https"):
-        raise ValueError("endpoint must start with http:// or https://")
-    if not parts.hostname:
-        raise ValueError("endpoint has no host")
+    from seamkit.config_types import check_base_url
+
+    v = check_base_url(value, field="endpoint", echo=False)
+    parts = urlsplit(v)
     if parts.username is not None or parts.password is not None:
         raise ValueError("endpoint must not hold credentials (user:password@); send them in headers")
     if parts.query or parts.fragment:
