@@ -102,6 +102,12 @@ class SeamkitHookSpecs:
         ``evaluators`` (``use: NAME``)."""
 
     @hookspec
+    def seamkit_register_runners(self, register: Any) -> None:
+        """Register runners (see :mod:`seamkit.runners`): the factory returns a
+        :class:`~seamkit.runners.Runner`. A run records the name of the runner that started it in
+        its checkpoint metadata; ``seamkit resume`` hands such a run back to that runner."""
+
+    @hookspec
     def seamkit_register_commands(self, cli: Any) -> None:
         """Add CLI sub-commands. ``cli`` is the ``argparse`` sub-parsers object of ``seamkit``;
         set ``func=callable(args) -> int`` on the parser you add."""
@@ -119,4 +125,5 @@ KIND_BY_HOOK: dict[str, str] = {
     "seamkit_register_capabilities": "capability",
     "seamkit_register_steps": "step",
     "seamkit_register_evaluators": "evaluator",
+    "seamkit_register_runners": "runner",
 }

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -398,6 +398,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
         asyncio.run(cp.close())
         raise UsageError(f"run {args.run_id} is {snap.status}, not waiting for approval: "
                          "--approve/--reject/--edit do not apply")
+    runner = None if getattr(args, "here", False) else _runner_of(snap, registry)
+    if runner is not None:
+        asyncio.run(cp.close())
+        return _requeue(args, runner, composition, agent.name, snap, decisions)
     secrets = composition.secret_values()
     json_sink = JsonRenderer(secrets=secrets) if args.json else None
     if json_sink is not None:
@@ -412,6 +416,51 @@ def cmd_resume(args: argparse.Namespace) -> int:
         _show_stored(result, sink, json_sink is not None)
     sink.close()
     return _exit_for(result)
+
+
+def _runner_of(snap: Any, registry: Any) -> tuple[str, Any] | None:
+    """``(name, runner)`` of the runner that started the run ``snap`` (see :mod:`seamkit.runners`),
+    ``None`` for a run started in a process of its own. A :class:`UsageError` when the runner is
+    not installed here or fails to build (a broken plugin is reported, never a traceback)."""
+    from seamkit.errors import ComponentNotFound
+    from seamkit.runners import queued_by
+
+    name = queued_by(snap.metadata)
+    if name is None or snap.status in ("done", "failed"):
+        return None
+    try:
+        return name, registry.build("runner", name)
+    except ComponentNotFound:
+        raise UsageError(f"run {snap.run_id} was started on the {name!r} queue, and no runner {name!r} is installed "
+                         f"here (the plugin that provides it, e.g. seamkit-{name}): install it, or pass --here to "
+                         "continue the run in this process") from None
+    except Exception as exc:
+        raise UsageError(f"run {snap.run_id} was started on the {name!r} queue, and its runner failed to load "
+                         f"({type(exc).__name__}: {exc}); pass --here to continue the run in this process") from None
+
+
+def _requeue(args: argparse.Namespace, runner: tuple[str, Any], composition: Any, agent_name: str, snap: Any,
+             decisions: Mapping[str, Any] | None) -> int:
+    """Hand the continuation of ``snap``'s run to ``runner`` (``seamkit resume`` on a queued run):
+    prints the run id (stdout) and where it went (stderr); exit 0 once it is enqueued."""
+    from seamkit.runners import RequeueRequest
+
+    name, impl = runner
+    file = str(Path(composition.file).resolve()) if composition.file is not None else None
+    if file is None:
+        raise UsageError(f"run {args.run_id} runs on the {name!r} queue, whose workers need the composition's file: "
+                         "pass --agent FILE (or --here to continue it in this process)")
+    request = RequeueRequest(file=file, agent=agent_name, run_id=args.run_id, decisions=decisions,
+                             metadata=dict(snap.metadata))
+    try:
+        where = impl.requeue(request)
+    except ValueError as exc:
+        raise UsageError(f"run {args.run_id} runs on the {name!r} queue: {exc} (or pass --here to continue it in "
+                         "this process)") from None
+    sys.stdout.write(f"{args.run_id}\n")
+    sys.stderr.write(f"seamkit: run {args.run_id} was started on the {name!r} queue; its continuation is enqueued "
+                     f"on {where}. Wait for it: seamkit runs wait {args.run_id} --agent {args.agent or file}\n")
+    return EXIT_OK
 
 
 #: How many parent runs ``seamkit resume`` looks through for the agent file a run does not record.

@@ -168,7 +168,8 @@ def build_parser(
         "--reject or --edit (approve with edited arguments); a call without one is rejected. A conversation "
         "with capabilities takes the person's next message with --answer; a workflow waiting at a gate takes the "
         "person's answer with --answer (--gate NAME when several wait), one waiting for an outside event takes it "
-        "with --event TYPE=JSON.",
+        "with --event TYPE=JSON. A run started on a queue (seamkit submit) is continued there: its continuation "
+        "is enqueued for the workers (--here: in this process).",
     )
     p.add_argument("run_id", metavar="RUN_ID", help="the run id (printed by seamkit run)")
     p.add_argument("--agent", metavar="FILE", help="composition YAML file (default: the one the run started with)")
@@ -191,6 +192,9 @@ def build_parser(
     p.add_argument("--allow-finished", action="store_true",
                    help="print a finished run's result, or continue a failed run")
     p.add_argument("--steal", action="store_true", help="take over a run another live worker holds")
+    p.add_argument("--here", action="store_true",
+                   help="a run started on a queue (seamkit submit): continue it in this process instead of "
+                   "enqueuing its continuation for the workers")
     p.add_argument("--json", action="store_true", help="print one JSON object per stream event, nothing else")
     p.set_defaults(func=_lazy("resume"))
 

@@ -80,6 +80,10 @@ def kind_port(kind: str) -> Port | None:
         from seamkit.evals import Evaluator
 
         return Port("the evaluator port (Evaluator: name, async evaluate(attempt, ctx) -> Score)", Evaluator)
+    if kind == "runner":
+        from seamkit.runners import Runner
+
+        return Port("the runner port (Runner: requeue(request) -> str)", Runner)
     return None
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from seamkit.hookspecs import hookimpl
 
-__all__ = ["seamkit_register_commands"]
+__all__ = ["seamkit_register_commands", "seamkit_register_runners"]
 
 
 @hookimpl
@@ -15,3 +15,9 @@ def seamkit_register_commands(cli: Any) -> None:
     from seamkit_celery.commands import add_commands  # argparse only: cheap
 
     add_commands(cli)
+
+
+@hookimpl
+def seamkit_register_runners(register: Any) -> None:
+    register("celery", "seamkit_celery.runner:CeleryRunner",
+             description="seamkit resume on a queued run: enqueue its continuation for the Celery workers")

@@ -343,6 +343,18 @@ def _continues(spec: Mapping[str, Any], snap: Any, decisions: Mapping[str, Any] 
     return decisions is not None or snap.state.get("waiting_for") == "settlement"
 
 
+def _metadata(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The checkpoint metadata of a run a worker starts: its file, the runner that started it and
+    the queue it came from (``seamkit resume`` enqueues its continuation there; see
+    :mod:`seamkit.runners`)."""
+    from seamkit.runners import QUEUE_KEY, QUEUED_KEY
+
+    meta: dict[str, Any] = {"agent_file": str(spec["file"]), QUEUED_KEY: "celery"}
+    if spec.get("queue"):
+        meta[QUEUE_KEY] = str(spec["queue"])
+    return meta
+
+
 def run_context(spec: Mapping[str, Any], services: Mapping[str, Any] | None = None) -> RunContext:
     """The context a delivery runs ``spec``'s run in: its run id, the ``services`` (the worker's
     child-run dispatcher), and for an agent tool's child (``spec["child"]``) its parent, ancestors,
@@ -383,7 +395,7 @@ async def deliver(agent: Agent, spec: Mapping[str, Any], services: Mapping[str, 
         try:
             await agent.run(str(spec["task"]), ctx=run_context(spec, services),
                             variables=dict(spec.get("variables") or {}) or None,
-                            metadata={"agent_file": str(spec["file"]), "queued": "celery"})
+                            metadata=_metadata(spec))
         except CheckpointConflict:  # another delivery of this run began it a moment ago
             raise LeaseHeld(run_id, "another delivery", 0.5) from None
         except Exception as exc:  # the run failed (its checkpoint says so), or stopped unfinished
@@ -504,6 +516,9 @@ def run_delivery(task: Task, spec: Mapping[str, Any]) -> dict[str, Any]:
     from seamkit_celery.children import CeleryChildRuns
 
     services = {CHILD_RUNS_SERVICE: CeleryChildRuns(task.app, str(spec["file"]))}
+    queue = (getattr(task.request, "delivery_info", None) or {}).get("routing_key")
+    if queue and not spec.get("queue"):  # recorded in the run's metadata: where a resume goes back to
+        spec = {**spec, "queue": queue}
     try:
         outcome = here.runner.run(deliver(agent, spec, services))
     except RetryLater as exc:

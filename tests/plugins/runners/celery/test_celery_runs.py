@@ -271,3 +271,24 @@ def test_sigterm_lets_the_running_run_finish_then_the_worker_exits(env: Env) -> 
     found = env.outcomes([run_id], timeout=1)
     assert found[run_id].status == "done"
     assert len(env.applied()) == 1
+
+
+def test_seamkit_resume_on_a_queued_run_enqueues_it_on_the_queue_it_came_from(env: Env) -> None:
+    file = _write(env, "ask.yaml", composition(redis_url=env.redis_url, prefix=env.prefix, approvals=True))
+    env.worker(file, "--pool", "solo")
+    run_id = env.submit(file, "task 0").stdout.strip()
+    w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
+    assert w.returncode == 3, (w, env.workers[0].text())
+    bad = env.cli("resume", run_id, "--agent", str(file), "--approve", "nope")
+    assert bad.returncode == 2 and "nope" in bad.stderr, bad  # decisions are checked before anything is sent
+    no_broker = env.cli("resume", run_id, "--agent", str(file), "--approve", "call_0_0",
+                        env={"SEAMKIT_BROKER_URL": ""})
+    assert no_broker.returncode == 2 and "SEAMKIT_BROKER_URL" in no_broker.stderr and "--here" in no_broker.stderr
+    assert "Traceback" not in no_broker.stderr
+    r = env.cli("resume", run_id, "--agent", str(file), "--approve", "call_0_0")
+    assert r.returncode == 0 and r.stdout.strip() == run_id, r
+    assert f"queue {env.prefix!r}" in r.stderr and f"runs wait {run_id}" in r.stderr
+    w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
+    assert w.returncode == 0 and w.stdout.strip() == "recorded", (w, env.workers[0].text())
+    (applied,) = env.applied()
+    assert applied["run"] == run_id and applied["pid"] == env.workers[0].pid, applied  # on the worker, not here
