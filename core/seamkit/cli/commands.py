@@ -197,7 +197,7 @@ def _resume_agent_file(composition: Composition, file: str) -> str | None:
 
 def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> None:
     from seamkit.cli.render import resume_command, show_command
-    from seamkit.errors import CheckpointConflict, RunCancelled, RunNotResumable, UnsupportedFeature
+    from seamkit.errors import CheckpointConflict, RunCancelled, RunNotResumable, StoreUnavailable, UnsupportedFeature
     from seamkit.guardrails import GuardrailTripped
 
     if isinstance(exc, RunNotResumable | UnsupportedFeature):  # resuming would only repeat an UnsupportedFeature
@@ -210,10 +210,12 @@ def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> Non
         sys.stderr.write(f"seamkit: run {run_id} was taken over by another worker (or deleted); "
                          "this process stopped without changing it\n")
         return
-    if isinstance(exc, KeyboardInterrupt | RunCancelled):  # Ctrl-C, SIGTERM (cli.main.Terminated), cancel()
+    if isinstance(exc, KeyboardInterrupt | RunCancelled | StoreUnavailable):  # Ctrl-C, SIGTERM, cancel(), a store
         # not a failure: the run stays `running`, and a plain resume continues it
         what = ("terminated" if type(exc).__name__ == "Terminated"
-                else f"cancelled ({exc})" if isinstance(exc, RunCancelled) else "interrupted")
+                else f"cancelled ({exc})" if isinstance(exc, RunCancelled)
+                else "stopped: a store it needs could not be reached" if isinstance(exc, StoreUnavailable)
+                else "interrupted")
         sys.stderr.write(f"seamkit: run {run_id} was {what}; continue it with: "
                          f"{resume_command(run_id, agent_file=agent_file)}\n")
     else:
