@@ -59,8 +59,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
 
     agent = _build(composition, name)  # once here: a component that cannot be built fails now, not per run
-    if agent.checkpointer is not None:
-        asyncio.run(agent.checkpointer.close())
+    asyncio.run(_check_store(agent, args.file))
     app = make_app(url, visibility_timeout_s=args.visibility_timeout, queue=args.queue)
     check_broker(app)
     worker = app.Worker(
@@ -80,6 +79,33 @@ def cmd_worker(args: argparse.Namespace) -> int:
     worker.start()
     code = worker.exitcode
     return EXIT_OK if not code else int(code)
+
+
+#: The run id :func:`_check_store` reads (no run has it): one cheap read that needs the store.
+PROBE_RUN_ID = "seamkit-worker-store-probe"
+
+
+async def _check_store(agent: Any, file: str) -> None:
+    """Read the checkpoint store of ``agent`` once (and close it): a worker whose store cannot be
+    reached at start exits with :class:`~seamkit.errors.StoreUnavailable` (exit 1) naming it;
+    a store that goes away later only makes runs wait (their deliveries are retried)."""
+    from seamkit.errors import StoreUnavailable
+
+    from seamkit_celery.task import mask_urls
+
+    cp = agent.checkpointer
+    if cp is None:
+        return
+    try:
+        await cp.latest(PROBE_RUN_ID)
+    except StoreUnavailable as exc:
+        raise StoreUnavailable(f"the checkpoint store of {file} (agent {agent.name!r}) cannot be reached, so "
+                               f"this worker could run nothing: {mask_urls(str(exc))}") from None
+    finally:
+        try:
+            await cp.close()
+        except StoreUnavailable:
+            pass
 
 
 def _build(composition: Any, name: str) -> Any:
