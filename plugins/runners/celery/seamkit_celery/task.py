@@ -389,15 +389,9 @@ def outcome_of(snap: Any) -> dict[str, Any]:
 def _decisions(raw: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if not raw:
         return None
-    from seamkit.durability.approvals import approve, reject
+    from seamkit.durability.approvals import decisions_from_data
 
-    out: dict[str, Any] = {}
-    for call_id, d in raw.items():
-        if d.get("approved"):
-            out[call_id] = approve(d.get("arguments"))
-        else:
-            out[call_id] = reject(d.get("reason"))
-    return out
+    return dict(decisions_from_data(raw))
 
 
 def _continues(spec: Mapping[str, Any], snap: Any, decisions: Mapping[str, Any] | None) -> bool:
@@ -494,7 +488,14 @@ async def _deliver(agent: Agent, cp: Any, spec: Mapping[str, Any],
         raise RetryLater(run_id, f"{type(error).__name__}: {error}") from None
     if final is None:
         raise RuntimeError(f"run {run_id} wrote no checkpoint") from error
-    return outcome_of(final)
+    out = outcome_of(final)
+    if error is not None and final.status == "suspended":
+        # a continuation the run refused before changing anything (decisions that do not fit it;
+        # seamkit submit checks them first): the run still waits; say why rather than nothing
+        why = mask_urls(f"{type(error).__name__}: {error}")
+        log.warning("run %s: its continuation was refused, the run still waits: %s", run_id, why)
+        out["error"] = why
+    return out
 
 
 class _Process:
