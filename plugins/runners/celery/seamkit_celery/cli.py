@@ -126,9 +126,10 @@ def _decisions(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     from seamkit.durability.approvals import parse_decision_flags
 
     try:
-        return parse_decision_flags(args.approve, args.reject, args.edit)
+        data: dict[str, dict[str, Any]] = parse_decision_flags(args.approve, args.reject, args.edit)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    return data
 
 
 def _same_file(recorded: str, given: str) -> bool:

@@ -604,18 +604,22 @@ def retry(task: Task, countdown: float, run_id: str) -> BaseException:
     not be published (the broker is unreachable too), after waiting ``countdown`` seconds."""
     from celery.exceptions import Reject, Retry
 
+    out: BaseException
     try:
-        return task.retry(countdown=countdown, max_retries=None)  # type: ignore[no-any-return]
+        task.retry(countdown=countdown, max_retries=None)  # raises (throw=True)
+        out = RuntimeError(f"run {run_id}: Celery's Task.retry returned instead of raising")
     except Retry as exc:
-        return exc
+        out = exc
     except Reject as exc:
         if exc.requeue:
-            return exc
-        # Celery would drop the message (reject without requeue): keep it unacknowledged instead
-        log.warning("run %s: the retry could not be sent (%s); the message is put back unacknowledged",
-                    run_id, mask_urls(str(exc.reason)))
-        time.sleep(countdown)
-        return Reject(mask_urls(str(exc.reason)), requeue=True)
+            out = exc
+        else:
+            # Celery would drop the message (reject without requeue): keep it unacknowledged instead
+            log.warning("run %s: the retry could not be sent (%s); the message is put back unacknowledged",
+                        run_id, mask_urls(str(exc.reason)))
+            time.sleep(countdown)
+            out = Reject(mask_urls(str(exc.reason)), requeue=True)
+    return out
 
 
 def register(app: Celery) -> None:
