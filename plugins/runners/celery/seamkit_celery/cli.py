@@ -99,7 +99,7 @@ async def _check_store(agent: Any, file: str) -> None:
     try:
         await cp.latest(PROBE_RUN_ID)
     except StoreUnavailable as exc:
-        raise StoreUnavailable(f"the checkpoint store of {file} (agent {agent.name!r}) cannot be reached, so "
+        raise StoreUnavailable(f"the checkpoint store of {file} (agent {agent.name!r}) could not be read, so "
                                f"this worker could run nothing: {mask_urls(str(exc))}") from None
     finally:
         try:

@@ -162,9 +162,18 @@ def test_a_worker_whose_store_is_unreachable_at_start_exits_with_a_clear_error(e
                                 store=f'{{use: redis, url: "{url}", retries: 0}}'))
     r = env.cli("worker", str(file), "--queue", env.prefix, timeout=60)
     assert r.returncode == 1, r
-    assert "StoreUnavailable" in r.stderr and "cannot be reached" in r.stderr and "gone.yaml" in r.stderr, r
+    assert "StoreUnavailable" in r.stderr and "could not be read" in r.stderr and "gone.yaml" in r.stderr, r
     assert "hunter2-secret" not in r.stderr + r.stdout
     assert "Traceback" not in r.stderr
+
+
+def test_a_worker_whose_postgres_store_is_not_set_up_says_how_to_set_it_up(env: Env, postgres_dsn: str) -> None:
+    file = env.cwd / "pg.yaml"
+    file.write_text(composition(redis_url=env.redis_url, prefix=env.prefix, store=(
+        f'{{use: postgres, dsn: "{postgres_dsn}", schema: {env.prefix.replace("-", "_")}}}')))
+    r = env.cli("worker", str(file), "--queue", env.prefix, timeout=60)
+    assert r.returncode == 1, r
+    assert "could not be read" in r.stderr and "seamkit stores setup" in r.stderr and "Traceback" not in r.stderr, r
 
 
 def test_runs_in_postgres_wait_out_a_stopped_server(env: Env, tmp_path: Path) -> None:
