@@ -525,7 +525,10 @@ class _Process:
         for old in [k for k in self.agents if k[0] == file and k[2] == name and k[3] == tool]:
             stale = self.agents.pop(old)
             if stale.checkpointer is not None:
-                self.runner.run(stale.checkpointer.close())
+                try:
+                    self.runner.run(stale.checkpointer.close())
+                except Exception as exc:  # a store that is down now: its pool is dropped all the same
+                    log.debug("closing the store of a replaced agent failed: %s", mask_urls(str(exc)))
         self.agents[key] = agent
         return agent
 

@@ -201,3 +201,27 @@ def test_runs_in_postgres_wait_out_a_stopped_server(env: Env, tmp_path: Path) ->
         print(f"\npostgres stopped before delivery: done {time.monotonic() - back:.2f} s after it came back")
     finally:
         server.stop()
+
+
+def test_broker_and_store_down_together_mid_run_the_message_is_kept_and_the_run_resumes(
+        env: Env, store: PersistentRedis) -> None:
+    # one redis-server is both the broker (db 1) and the store (db 0): killed mid-run, the retry
+    # cannot be sent either; the message must stay unacknowledged on the broker (AOF) and come back
+    broker = store.url.rsplit("/", 1)[0] + "/1"
+    file = _write(env, store, "slow.yaml", sleep=1.0)
+    worker = env.worker(file, "--pool", "solo", "--broker", broker)
+    worker.wait_ready()
+    r = env.cli("submit", str(file), "record it", "--queue", env.prefix, "--broker", broker)
+    assert r.returncode == 0, r
+    run_id = r.stdout.strip()
+    _wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
+    store.kill()
+    _wait_for(lambda: "the retry could not be sent" in worker.text(), 20, "the retry refused by the broker")
+    store.start()
+    back = time.monotonic()
+    snap = _outcome(store.url, env.prefix, run_id, timeout=30)
+    assert snap is not None and snap.status == "done", worker.text()  # type: ignore[attr-defined]
+    applied = env.applied()
+    assert [a["run"] for a in applied] == [run_id]
+    assert worker.proc.poll() is None
+    print(f"\nbroker and store killed mid-run: done {time.monotonic() - back:.2f} s after they came back")
