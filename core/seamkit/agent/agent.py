@@ -484,7 +484,7 @@ class Agent:
                     run_id, f"it waits for a decision on {', '.join(pending)}: pass decisions= (approve or reject "
                     "per call id; a call without a decision is rejected)"
                 )
-            self._holder(run_id, snap.state)._check_decisions(snap.state, decisions)
+            self.check_decisions(run_id, snap.state, decisions)
         if snap is not None and snap.state.get("tripwire"):
             # what a guardrail stopped stays stopped: a resume would slip past the input guards and
             # send the model the task they blocked
@@ -659,6 +659,22 @@ class Agent:
         cp = self.checkpointer
         settled: UncertainEffect = await cp.settle_effect(run_id, call_id, applied=applied, result=result)
         return settled
+
+    def check_decisions(self, run_id: str, state: Mapping[str, Any], decisions: Mapping[str, Decision]) -> None:
+        """Check ``decisions`` for the suspended run ``run_id`` whose latest checkpoint's state is
+        ``state`` (:attr:`~seamkit.durability.checkpointer.RunSnapshot.state`), as :meth:`resume`
+        does before it changes anything, so a caller that only hands them on (a queued
+        continuation) can refuse bad ones first: each decision names a pending call, an approved
+        call's tool is one the agent holding the conversation (this one or a handoff target) has,
+        and edited arguments pass that tool's parameter schema.
+
+        :raises ValueError: a decision for no pending call, or an approval of a tool the holder
+            does not have.
+        :raises ~seamkit.errors.ToolArgumentError: edited arguments the tool's schema refuses.
+        :raises ~seamkit.errors.RunNotResumable: the conversation is held by an agent that is not
+            reachable from this one.
+        """
+        self._holder(run_id, state)._check_decisions(state, decisions)
 
     def _check_decisions(self, state: Mapping[str, Any], decisions: Mapping[str, Decision]) -> None:
         pending = {p.call_id: p for p in state.get("pending_approvals") or ()}

@@ -47,6 +47,7 @@ from seamkit.errors import (
     RunCancelled,
     RunNotResumable,
     SeamkitError,
+    StoreUnavailable,
     ToolUnavailable,
 )
 from seamkit.guardrails import Guard, GuardContext, GuardrailTripped, Point
@@ -507,7 +508,9 @@ class Run:
                 why = f"{type(exc).__name__}: {exc}"[:2000]
                 if self.handle is None:  # not durable, or stopped before its first checkpoint
                     pass
-                elif isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError)):
+                elif isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError, StoreUnavailable)):
+                    # not the run's failure: interrupted, or a store it needs went away (a blip the
+                    # store is already back from when this is written); the run stays resumable
                     await self._save("running", lease=False, interrupted=why)
                 elif isinstance(exc, GuardrailTripped):
                     await self._save("failed", error=why, tripwire=exc.detail(), status_detail=str(exc)[:2000])

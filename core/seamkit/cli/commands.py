@@ -197,7 +197,7 @@ def _resume_agent_file(composition: Composition, file: str) -> str | None:
 
 def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> None:
     from seamkit.cli.render import resume_command, show_command
-    from seamkit.errors import CheckpointConflict, RunCancelled, RunNotResumable, UnsupportedFeature
+    from seamkit.errors import CheckpointConflict, RunCancelled, RunNotResumable, StoreUnavailable, UnsupportedFeature
     from seamkit.guardrails import GuardrailTripped
 
     if isinstance(exc, RunNotResumable | UnsupportedFeature):  # resuming would only repeat an UnsupportedFeature
@@ -210,10 +210,12 @@ def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> Non
         sys.stderr.write(f"seamkit: run {run_id} was taken over by another worker (or deleted); "
                          "this process stopped without changing it\n")
         return
-    if isinstance(exc, KeyboardInterrupt | RunCancelled):  # Ctrl-C, SIGTERM (cli.main.Terminated), cancel()
+    if isinstance(exc, KeyboardInterrupt | RunCancelled | StoreUnavailable):  # Ctrl-C, SIGTERM, cancel(), a store
         # not a failure: the run stays `running`, and a plain resume continues it
         what = ("terminated" if type(exc).__name__ == "Terminated"
-                else f"cancelled ({exc})" if isinstance(exc, RunCancelled) else "interrupted")
+                else f"cancelled ({exc})" if isinstance(exc, RunCancelled)
+                else "stopped: a store it needs could not be reached" if isinstance(exc, StoreUnavailable)
+                else "interrupted")
         sys.stderr.write(f"seamkit: run {run_id} was {what}; continue it with: "
                          f"{resume_command(run_id, agent_file=agent_file)}\n")
     else:
@@ -237,34 +239,15 @@ def _exit_for(result: AgentResult | None) -> int:
 
 
 def _decisions(args: argparse.Namespace) -> dict[str, Any] | None:
-    from seamkit.durability.approvals import approve, reject
+    """The decisions of ``--approve`` / ``--reject`` / ``--edit`` (:class:`UsageError` for bad
+    flags); ``None`` when none was given."""
+    from seamkit.durability.approvals import decisions_from_data, parse_decision_flags
 
-    out: dict[str, Any] = {}
-
-    def put(call_id: str, decision: Any, flag: str) -> None:
-        if not call_id:
-            raise UsageError(f"{flag} needs a tool call id")
-        if call_id in out:
-            raise UsageError(f"call {call_id} has more than one decision")
-        out[call_id] = decision
-
-    for call_id in args.approve:
-        put(call_id, approve(), "--approve")
-    for item in args.reject:
-        call_id, sep, reason = item.partition("=")
-        put(call_id, reject(reason if sep else None), "--reject")
-    for item in args.edit:
-        call_id, sep, text = item.partition("=")
-        if not sep:
-            raise UsageError(f"--edit {item}: write CALL_ID='{{...json arguments...}}'")
-        try:
-            arguments = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"--edit {call_id}: the arguments are not JSON ({exc.msg}, column {exc.colno})") from None
-        if not isinstance(arguments, dict):
-            raise UsageError(f"--edit {call_id}: the arguments must be a JSON object")
-        put(call_id, approve(arguments), "--edit")
-    return out or None
+    try:
+        data = parse_decision_flags(args.approve, args.reject, args.edit)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return decisions_from_data(data) or None
 
 
 def _load(file: str | None) -> tuple[Composition | None, Registry]:
@@ -390,7 +373,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
                              + pending_text(args.run_id, snap.state.get("pending_approvals") or (),
                                             agent_file=args.agent))
         try:  # the decisions are for the agent holding the conversation (a handoff target, maybe)
-            agent._holder(args.run_id, snap.state)._check_decisions(snap.state, decisions)
+            agent.check_decisions(args.run_id, snap.state, decisions)
         except (ValueError, ToolArgumentError, RunNotResumable) as exc:
             asyncio.run(cp.close())
             raise UsageError(str(exc)) from None

@@ -784,6 +784,32 @@ async def test_a_failing_run_is_marked_failed_with_its_error() -> None:
     assert again.output == "fine now"
 
 
+async def test_a_store_blip_mid_run_leaves_it_running_resumable_not_failed() -> None:
+    # the store fails one checkpoint write and is back for the next: that is no failure of the run
+    # (a queued run's delivery is retried; a plain resume continues it), so it must not read failed
+    from seamkit.errors import StoreUnavailable
+
+    class Blip(CrashingPort):
+        async def save(self, record: CheckpointRecord, *, expected_version: int | None) -> None:
+            self.saves += 1
+            if self.saves == self.crash_after:
+                raise StoreUnavailable("redis store redis://:***@h/0 failed to save: ConnectionError")
+            await self.inner.save(record, expected_version=expected_version)
+
+    store = MemoryStore()
+    log: list[int] = []
+    turns: list[Any] = [{"tool_calls": [{"name": "pay", "arguments": {"amount": 5}}]}, "paid"]
+    agent = Agent(ScriptedModel(turns), tools=[pay_tool(log)], checkpointer=Checkpointer(Blip(store, 2)))
+    ctx = RunContext()
+    with pytest.raises(StoreUnavailable):
+        await agent.run("pay", ctx=ctx)
+    snap = await Checkpointer(store).latest(ctx.run_id)
+    assert snap is not None and snap.status == "running" and snap.metadata["lease_until"] is None
+    assert "StoreUnavailable" in snap.state["interrupted"]
+    result = await Agent(ScriptedModel(turns[1:]), tools=[pay_tool(log)], checkpointer=store).resume(ctx.run_id)
+    assert result.output == "paid" and log == [5]
+
+
 async def test_stored_decisions_govern_even_when_the_resuming_agent_has_no_approvals() -> None:
     # regression: a rejected call ran when the resuming agent did not ask for approval of its tool
     store = MemoryStore()

@@ -11,7 +11,9 @@ hands each child to it. It:
    nothing;
 2. polls the child's checkpoints (in the child agent's store, which must be shared) with backoff
    (50 ms, times 1.5, at most 1 s) until the child is ``done``, ``failed`` or ``suspended``, and
-   returns that outcome (with the child's usage). The parent's cancellation ends the wait with
+   returns that outcome (with the child's usage). A read that finds the store unreachable is
+   tried again the same way (never handed to the caller's model as the child's result). The
+   parent's cancellation ends the wait with
    :class:`~seamkit.errors.RunCancelled` (the child is not cancelled: it runs on, and a resumed
    parent finds its result).
 
@@ -72,7 +74,7 @@ class CeleryChildRuns:
         cp = request.agent.checkpointer
         if cp is None:
             raise ToolError(f"agent {request.agent.name!r} has no checkpoints: its runs cannot go to a queue")
-        snap = await cp.latest(request.run_id)
+        snap = await _latest(cp, request, ctx)
         if snap is None:
             scope = request.scope
             spec = make_spec(self.file, request.task, run_id=request.run_id, agent=request.agent.name, child={
@@ -103,7 +105,34 @@ class CeleryChildRuns:
                 pass
             cancellation.raise_if_cancelled()
             pause = min(pause * 1.5, MAX_POLL_S)
-            snap = await cp.latest(request.run_id)
+            snap = await _latest(cp, request, ctx)
+
+
+async def _latest(cp: Any, request: ChildRunRequest, ctx: RunContext) -> Any:
+    """The child's latest checkpoint. While its store cannot be reached this waits and reads again
+    (same backoff as the polling; the caller's cancellation ends it): a store outage is not the
+    child's answer, and the caller's model must not be told it is (said once in the log)."""
+    from seamkit.errors import StoreUnavailable
+
+    from seamkit_celery.task import mask_urls
+
+    pause = FIRST_POLL_S
+    said = False
+    while True:
+        try:
+            return await cp.latest(request.run_id)
+        except StoreUnavailable as exc:
+            if not said:
+                said = True
+                log.warning("child run %s of run %s: its store cannot be reached (%s); reading again until it "
+                            "can", request.run_id, request.parent_run_id, mask_urls(str(exc)))
+        ctx.cancellation.raise_if_cancelled()
+        try:
+            await asyncio.wait_for(ctx.cancellation.wait(), timeout=pause)
+        except TimeoutError:
+            pass
+        ctx.cancellation.raise_if_cancelled()
+        pause = min(pause * 1.5, MAX_POLL_S)
 
 
 def outcome(snap: Any) -> ChildRunOutcome:

@@ -59,8 +59,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
 
     agent = _build(composition, name)  # once here: a component that cannot be built fails now, not per run
-    if agent.checkpointer is not None:
-        asyncio.run(agent.checkpointer.close())
+    asyncio.run(_check_store(agent, args.file))
     app = make_app(url, visibility_timeout_s=args.visibility_timeout, queue=args.queue)
     check_broker(app)
     worker = app.Worker(
@@ -82,6 +81,33 @@ def cmd_worker(args: argparse.Namespace) -> int:
     return EXIT_OK if not code else int(code)
 
 
+#: The run id :func:`_check_store` reads (no run has it): one cheap read that needs the store.
+PROBE_RUN_ID = "seamkit-worker-store-probe"
+
+
+async def _check_store(agent: Any, file: str) -> None:
+    """Read the checkpoint store of ``agent`` once (and close it): a worker whose store cannot be
+    reached at start exits with :class:`~seamkit.errors.StoreUnavailable` (exit 1) naming it;
+    a store that goes away later only makes runs wait (their deliveries are retried)."""
+    from seamkit.errors import StoreUnavailable
+
+    from seamkit_celery.task import mask_urls
+
+    cp = agent.checkpointer
+    if cp is None:
+        return
+    try:
+        await cp.latest(PROBE_RUN_ID)
+    except StoreUnavailable as exc:
+        raise StoreUnavailable(f"the checkpoint store of {file} (agent {agent.name!r}) could not be read, so "
+                               f"this worker could run nothing: {mask_urls(str(exc))}") from None
+    finally:
+        try:
+            await cp.close()
+        except StoreUnavailable:
+            pass
+
+
 def _build(composition: Any, name: str) -> Any:
     """The agent ``name`` of ``composition``; :class:`~seamkit.cli.main.BuildFailed` when a
     component fails to build."""
@@ -95,32 +121,27 @@ def _build(composition: Any, name: str) -> Any:
 
 
 def _decisions(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+    """``--approve`` / ``--reject`` / ``--edit`` as plain decision data (the task message's
+    ``decisions``); :class:`UsageError` for bad flags, with core's ``seamkit resume`` messages."""
+    from seamkit.durability.approvals import parse_decision_flags
 
-    def put(call_id: str, decision: dict[str, Any], flag: str) -> None:
-        if not call_id:
-            raise UsageError(f"{flag} needs a tool call id")
-        if call_id in out:
-            raise UsageError(f"call {call_id} has more than one decision")
-        out[call_id] = decision
+    try:
+        data: dict[str, dict[str, Any]] = parse_decision_flags(args.approve, args.reject, args.edit)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return data
 
-    for call_id in args.approve:
-        put(call_id, {"approved": True, "arguments": None, "reason": None}, "--approve")
-    for item in args.reject:
-        call_id, sep, reason = item.partition("=")
-        put(call_id, {"approved": False, "arguments": None, "reason": reason if sep else None}, "--reject")
-    for item in args.edit:
-        call_id, sep, text = item.partition("=")
-        if not sep:
-            raise UsageError(f"--edit {item}: write CALL_ID='{{...json arguments...}}'")
-        try:
-            arguments = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"--edit {call_id}: the arguments are not JSON ({exc.msg}, column {exc.colno})") from None
-        if not isinstance(arguments, dict):
-            raise UsageError(f"--edit {call_id}: the arguments must be a JSON object")
-        put(call_id, {"approved": True, "arguments": arguments, "reason": None}, "--edit")
-    return out
+
+def _same_file(recorded: str, given: str) -> bool:
+    import os
+    from pathlib import Path
+
+    if str(Path(given).resolve()) == recorded:
+        return True
+    try:
+        return os.path.samefile(recorded, given)
+    except OSError:
+        return False
 
 
 async def _snapshot(agent: Any, run_id: str) -> Any:
@@ -153,9 +174,15 @@ def cmd_submit(args: argparse.Namespace) -> int:
     url = _broker(args)
     composition, name = _checked(args.file, args.agent_name)
     if args.resume is not None:
-        snap = asyncio.run(_snapshot(_build(composition, name), args.resume))  # that agent's store
+        agent = _build(composition, name)
+        snap = asyncio.run(_snapshot(agent, args.resume))  # that agent's store
         if snap is None:
             raise UsageError(f"no run {args.resume!r} in the store of {args.file}")
+        recorded = snap.metadata.get("agent_file")
+        if isinstance(recorded, str) and not _same_file(recorded, args.file):
+            # a worker would load FILE's agent for a run of another composition: nothing would continue
+            raise UsageError(f"run {args.resume} comes from {recorded}, not {args.file}: submit its continuation "
+                             f"with that file (seamkit submit {recorded} --resume {args.resume} ...)")
         if snap.status in ("done", "failed"):
             raise UsageError(f"run {args.resume} is {snap.status}: nothing to continue")
         if snap.status == "suspended" and snap.state.get("waiting_for") != "settlement":
@@ -167,6 +194,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
             if unknown:
                 raise UsageError(f"no pending tool call {', '.join(unknown)} in run {args.resume}; pending: "
                                  f"{', '.join(sorted(pending)) or 'none'}")
+            _check_decisions(agent, args.resume, snap.state, decisions)
         elif decisions:
             raise UsageError(f"run {args.resume} is {snap.status}, not waiting for approval: "
                              "--approve/--reject/--edit do not apply")
@@ -186,6 +214,19 @@ def cmd_submit(args: argparse.Namespace) -> int:
     _send(make_app(url, queue=args.queue), spec, args.queue)
     sys.stdout.write(f"{spec['run_id']}\n")
     return EXIT_OK
+
+
+def _check_decisions(agent: Any, run_id: str, state: Any, decisions: dict[str, dict[str, Any]]) -> None:
+    """Refuse decisions the worker's resume would refuse (edited arguments the tool's schema
+    rejects, an approval of a tool the agent lacks) now, as ``seamkit resume`` does: a queued
+    continuation that fails on the worker is only in its log."""
+    from seamkit.durability.approvals import decisions_from_data
+    from seamkit.errors import RunNotResumable, ToolArgumentError
+
+    try:
+        agent.check_decisions(run_id, state, decisions_from_data(decisions))
+    except (ValueError, ToolArgumentError, RunNotResumable) as exc:
+        raise UsageError(f"run {run_id}: {exc}") from None
 
 
 def cmd_runs_wait(args: argparse.Namespace) -> int:

@@ -28,6 +28,33 @@ longer validates) runs nothing and returns status ``rejected`` with the reason (
 Every delivery that returns is acknowledged; its return value is the run's *outcome*
 (:func:`outcome_of`): ``{"run_id", "status", "stop_reason", "output", "error", "detail",
 "pending_approvals", "worker"}``.
+
+Infrastructure failures are never acknowledged as done. A failure is the *run's own* when its
+checkpoint says ``failed`` (a provider error, ``BudgetExceeded``, output that does not validate, a
+guardrail: the loop checkpoints those as ``failed`` and the delivery reports them). Everything else
+that stops a delivery before the run is done, failed or suspended is *infrastructure*
+(:func:`infrastructure`): the checkpoint store unreachable (:class:`~seamkit.errors.StoreUnavailable`
+from any read or write, before, while or after the run: the loop leaves such a run ``running``), or
+any error after which the run's checkpoint still says ``running``. Such a delivery is retried
+(:class:`RetryLater`, :func:`run_delivery`):
+
+1. ``Task.retry(countdown=...)`` publishes a copy of the message (``retries`` + 1) with a countdown
+   that backs off (:data:`FIRST_RETRY_S`, doubling) up to :func:`retry_countdown`'s cap (5 s, and
+   at most half the broker's visibility timeout), then raises Celery's ``Retry``, on which the
+   worker acknowledges the *original* message (``acks_late``): the copy carries the run on. The
+   run resumes from its last checkpoint when the store is back. Each retry is logged once (warning
+   ``run RUN_ID: ...; delivery retried in S s``) with the reason's URL passwords masked.
+2. When that publish fails (the broker is unreachable too), Celery's ``retry`` raises
+   ``Reject(requeue=False)``, which would drop the message: the delivery waits the countdown and
+   raises ``Reject(requeue=True)`` instead. The worker then rejects the message *with requeue*:
+   with the broker back the message is queued again at once; while it is down the reject cannot
+   reach it, the message stays unacknowledged there and the broker delivers it again after the
+   visibility timeout. Either way it is not acknowledged, and a broker that keeps its data (AOF)
+   loses nothing.
+
+``task_acks_on_failure_or_timeout`` (default ``True``) would acknowledge a task that *raises*;
+no infrastructure error is let out of the task for that reason: it becomes ``Retry`` or
+``Reject(requeue=True)``.
 """
 
 from __future__ import annotations
@@ -36,6 +63,8 @@ import asyncio
 import json
 import logging
 import os
+import re
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import asdict, is_dataclass
@@ -49,15 +78,19 @@ if TYPE_CHECKING:
     from seamkit.runtime.context import RunContext
 
 __all__ = [
+    "FIRST_RETRY_S",
     "SHARED_STORES",
     "LeaseHeld",
     "QueueConfigError",
     "RetryLater",
     "check_composition",
     "deliver",
+    "infrastructure",
     "make_spec",
+    "mask_urls",
     "outcome_of",
     "register",
+    "retry",
     "submit",
     "submit_resume",
 ]
@@ -68,6 +101,9 @@ SHARED_STORES = ("postgres", "redis")
 #: Longest wait (seconds) before a delivery that found the run's lease held looks again. Kept below
 #: any sensible visibility timeout: a message waiting for its countdown is unacknowledged too.
 MAX_RETRY_COUNTDOWN_S = 5.0
+#: The first wait (seconds) before a delivery stopped by an infrastructure failure is tried again;
+#: each next retry of the message waits twice as long, up to :func:`retry_countdown`'s cap.
+FIRST_RETRY_S = 0.5
 SPEC_VERSION = 1
 
 log = logging.getLogger("seamkit.celery")
@@ -79,12 +115,14 @@ class QueueConfigError(ValueError):
 
 class RetryLater(Exception):
     """The run stopped without finishing for a reason outside it (its store went away, say): the
-    delivery is tried again in ``retry_in`` seconds."""
+    delivery is tried again in ``retry_in`` seconds (``None``: after the backoff of
+    :func:`run_delivery`). ``why``: the reason, URL passwords masked."""
 
-    def __init__(self, run_id: str, why: str, retry_in: float) -> None:
+    def __init__(self, run_id: str, why: str, retry_in: float | None = None) -> None:
         self.run_id = run_id
+        self.why = mask_urls(why)
         self.retry_in = retry_in
-        super().__init__(f"run {run_id} stopped unfinished ({why}); retrying in {retry_in:.1f} s")
+        super().__init__(f"run {run_id} stopped unfinished ({self.why})")
 
 
 class LeaseHeld(RetryLater):
@@ -94,8 +132,35 @@ class LeaseHeld(RetryLater):
     def __init__(self, run_id: str, owner: str, retry_in: float) -> None:
         self.run_id = run_id
         self.owner = owner
-        self.retry_in = retry_in
+        self.why = f"held by {owner}"
+        self.retry_in: float = retry_in
         Exception.__init__(self, f"run {run_id} is held by {owner}; retrying in {retry_in:.1f} s")
+
+
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+@")
+
+
+def mask_urls(text: str) -> str:
+    """``text`` with the password of every ``scheme://user:password@host`` in it replaced by
+    ``***`` (a store's or broker's URL quoted in an error)."""
+    return _URL_PASSWORD.sub(lambda m: f"{m.group('head')}***@", text)
+
+
+def infrastructure(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failure of the infrastructure rather than of the run: a
+    :class:`~seamkit.errors.StoreUnavailable`, also as the cause or context of another error.
+    (Any error after which the run's checkpoint still says ``running`` is one too; that is
+    :func:`deliver`'s to see.)"""
+    from seamkit.errors import StoreUnavailable
+
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        if isinstance(e, StoreUnavailable):
+            return True
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return False
 
 
 # -- compositions -----------------------------------------------------------------------------------
@@ -324,15 +389,9 @@ def outcome_of(snap: Any) -> dict[str, Any]:
 def _decisions(raw: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if not raw:
         return None
-    from seamkit.durability.approvals import approve, reject
+    from seamkit.durability.approvals import decisions_from_data
 
-    out: dict[str, Any] = {}
-    for call_id, d in raw.items():
-        if d.get("approved"):
-            out[call_id] = approve(d.get("arguments"))
-        else:
-            out[call_id] = reject(d.get("reason"))
-    return out
+    return dict(decisions_from_data(raw))
 
 
 def _continues(spec: Mapping[str, Any], snap: Any, decisions: Mapping[str, Any] | None) -> bool:
@@ -377,12 +436,24 @@ def run_context(spec: Mapping[str, Any], services: Mapping[str, Any] | None = No
 async def deliver(agent: Agent, spec: Mapping[str, Any], services: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run one delivery of ``spec`` with ``agent`` (see the module doc) and return the run's
     outcome. ``services``: for the run's context (see :func:`run_context`). Raises
-    :class:`LeaseHeld` when another live worker runs it (retry later)."""
-    from seamkit.errors import CheckpointConflict, RunNotResumable
+    :class:`LeaseHeld` when another live worker runs it, :class:`RetryLater` when an
+    infrastructure failure (:func:`infrastructure`: the store unreachable, before, while or after
+    the run) stopped it unfinished: retry later, never acknowledge as done."""
+    from seamkit.errors import StoreUnavailable
 
     cp = agent.checkpointer
     if cp is None:  # check_composition refuses these; a spec built by hand may still name one
         raise QueueConfigError(f"agent {agent.name!r} has no checkpoints: it cannot run on the queue")
+    try:
+        return await _deliver(agent, cp, spec, services)
+    except StoreUnavailable as exc:  # a read of the run's checkpoints (before or after running it)
+        raise RetryLater(str(spec["run_id"]), f"StoreUnavailable: {exc}") from None
+
+
+async def _deliver(agent: Agent, cp: Any, spec: Mapping[str, Any],
+                   services: Mapping[str, Any] | None) -> dict[str, Any]:
+    from seamkit.errors import CheckpointConflict, RunNotResumable
+
     run_id = str(spec["run_id"])
     snap = await cp.latest(run_id)
     decisions = _decisions(spec.get("decisions"))
@@ -421,13 +492,22 @@ async def deliver(agent: Agent, spec: Mapping[str, Any], services: Mapping[str, 
         except Exception as exc:  # the run failed (its checkpoint says so), or stopped unfinished
             error = exc
     final = await cp.latest(run_id)
+    if error is not None and (final is None or final.status == "running") and (
+            final is not None or infrastructure(error)):
+        # not a failure of the run (that would be checkpointed as failed): the store went away
+        # before the first checkpoint or mid-run; the run stays resumable (or startable), so this
+        # delivery is tried again
+        raise RetryLater(run_id, f"{type(error).__name__}: {error}") from None
     if final is None:
         raise RuntimeError(f"run {run_id} wrote no checkpoint") from error
-    if final.status == "running" and error is not None:
-        # not a failure of the run (that would be checkpointed as failed): e.g. the store or the
-        # network went away mid-run; the run stays resumable, so this delivery is tried again
-        raise RetryLater(run_id, f"{type(error).__name__}: {error}", MAX_RETRY_COUNTDOWN_S) from None
-    return outcome_of(final)
+    out = outcome_of(final)
+    if error is not None and final.status == "suspended":
+        # a continuation the run refused before changing anything (decisions that do not fit it;
+        # seamkit submit checks them first): the run still waits; say why rather than nothing
+        why = mask_urls(f"{type(error).__name__}: {error}")
+        log.warning("run %s: its continuation was refused, the run still waits: %s", run_id, why)
+        out["error"] = why
+    return out
 
 
 class _Process:
@@ -457,7 +537,10 @@ class _Process:
         for old in [k for k in self.agents if k[0] == file and k[2] == name and k[3] == tool]:
             stale = self.agents.pop(old)
             if stale.checkpointer is not None:
-                self.runner.run(stale.checkpointer.close())
+                try:
+                    self.runner.run(stale.checkpointer.close())
+                except Exception as exc:  # a store that is down now: its pool is dropped all the same
+                    log.debug("closing the store of a replaced agent failed: %s", mask_urls(str(exc)))
         self.agents[key] = agent
         return agent
 
@@ -522,9 +605,39 @@ def run_delivery(task: Task, spec: Mapping[str, Any]) -> dict[str, Any]:
     try:
         outcome = here.runner.run(deliver(agent, spec, services))
     except RetryLater as exc:
-        raise task.retry(countdown=retry_countdown(task.app, exc.retry_in), max_retries=None) from None
+        retries = int(getattr(task.request, "retries", 0) or 0)
+        wanted = exc.retry_in if exc.retry_in is not None else FIRST_RETRY_S * 2 ** min(retries, 16)
+        countdown = retry_countdown(task.app, wanted)
+        if not isinstance(exc, LeaseHeld):  # a held lease is routine (debug-level in Celery's own log)
+            log.warning("run %s: %s; delivery retried in %.1f s (retry %d)", exc.run_id, exc.why, countdown,
+                        retries + 1)
+        raise retry(task, countdown, exc.run_id) from None
     outcome["worker"] = worker_id()
     return outcome
+
+
+def retry(task: Task, countdown: float, run_id: str) -> BaseException:
+    """Retry ``task``'s delivery in ``countdown`` seconds (see the module doc); returns Celery's
+    ``Retry`` to raise (the copy was published), or ``Reject(requeue=True)`` when the copy could
+    not be published (the broker is unreachable too), after waiting ``countdown`` seconds."""
+    from celery.exceptions import Reject, Retry
+
+    out: BaseException
+    try:
+        task.retry(countdown=countdown, max_retries=None)  # raises (throw=True)
+        out = RuntimeError(f"run {run_id}: Celery's Task.retry returned instead of raising")
+    except Retry as exc:
+        out = exc
+    except Reject as exc:
+        if exc.requeue:
+            out = exc
+        else:
+            # Celery would drop the message (reject without requeue): keep it unacknowledged instead
+            log.warning("run %s: the retry could not be sent (%s); the message is put back unacknowledged",
+                        run_id, mask_urls(str(exc.reason)))
+            time.sleep(countdown)
+            out = Reject(mask_urls(str(exc.reason)), requeue=True)
+    return out
 
 
 def register(app: Celery) -> None:

@@ -182,3 +182,74 @@ async def test_a_lease_held_on_another_host_is_waited_for_then_taken_once_expire
     owners = [(await here.checkpointer.at_version("r2", h.version)).metadata["owner"]  # type: ignore[union-attr]
               for h in await here.checkpointer.history("r2")]
     assert owners[0] == "otherhost:4242" and set(owners[1:]) == {here.checkpointer.owner}
+
+
+class _DownStore:
+    """A checkpoint port whose every operation fails as an unreachable store does."""
+
+    def __getattr__(self, name: str) -> object:
+        from seamkit.errors import StoreUnavailable
+
+        async def down(*args: object, **kwargs: object) -> None:
+            raise StoreUnavailable("redis store redis://:s3cret-pw@store:6379/0 failed to read: Connection refused")
+
+        return down
+
+
+async def test_a_delivery_whose_store_is_down_is_retried_never_reported_with_the_password_masked() -> None:
+    import dataclasses
+
+    from seamkit.composition import build_agent
+    from seamkit.durability.checkpointer import Checkpointer
+    from seamkit_celery.task import LeaseHeld, RetryLater, deliver
+
+    agent = build_agent(loads_composition(DELIVERED))
+    down = dataclasses.replace(agent, checkpointer=Checkpointer(_DownStore()))  # type: ignore[arg-type]
+    for spec in (make_spec("a.yaml", "hi", run_id="r3"), make_spec("a.yaml", None, run_id="r3")):
+        with pytest.raises(RetryLater) as info:
+            await deliver(down, spec)
+        assert not isinstance(info.value, LeaseHeld) and info.value.retry_in is None  # backoff
+        assert "StoreUnavailable" in info.value.why and "s3cret-pw" not in str(info.value) + info.value.why
+        assert "redis://:***@store:6379/0" in info.value.why
+
+
+def test_infrastructure_failures_are_told_from_the_runs_own() -> None:
+    from seamkit.errors import BudgetExceeded, FailureClass, ProviderError, StoreUnavailable
+    from seamkit_celery.task import infrastructure, mask_urls
+
+    assert infrastructure(StoreUnavailable("down"))
+    try:
+        try:
+            raise StoreUnavailable("down")
+        except StoreUnavailable as exc:
+            raise RuntimeError("wrapped") from exc
+    except RuntimeError as wrapped:
+        assert infrastructure(wrapped)
+    from decimal import Decimal
+
+    assert not infrastructure(ProviderError("no", FailureClass.SERVER_ERROR))
+    assert not infrastructure(BudgetExceeded("over", ceiling=Decimal(1), spent=Decimal(1), reserved=Decimal(0),
+                                             needed=None))
+    assert not infrastructure(ValueError("x"))
+    assert mask_urls("a postgresql://u:pw@h:5432/db and redis://:pw2@r/0, redis://r/0") == (
+        "a postgresql://u:***@h:5432/db and redis://:***@r/0, redis://r/0")
+
+
+def test_a_retry_the_broker_cannot_take_puts_the_message_back_instead_of_dropping_it() -> None:
+    from types import SimpleNamespace
+
+    from celery.exceptions import Reject, Retry
+    from seamkit_celery.task import retry
+
+    def refused(**kwargs: object) -> None:  # what Task.retry does when publishing the copy fails
+        raise Reject(OSError("Error 111 connecting to redis://:s3cret-pw@broker:6379/1"), requeue=False)
+
+    app = make_app("redis://127.0.0.1:1/0")
+    out = retry(SimpleNamespace(app=app, retry=refused), 0.01, "r4")  # type: ignore[arg-type]
+    assert isinstance(out, Reject) and out.requeue is True and "s3cret-pw" not in str(out.reason)
+
+    def sent(**kwargs: object) -> None:
+        assert kwargs == {"countdown": 0.01, "max_retries": None}
+        raise Retry("Retry in 0.01s", when=0.01)
+
+    assert isinstance(retry(SimpleNamespace(app=app, retry=sent), 0.01, "r4"), Retry)  # type: ignore[arg-type]

@@ -102,3 +102,31 @@ async def test_an_unreachable_broker_or_no_checkpoints_is_a_tool_error() -> None
     bare = Agent(ScriptedModel(["x"]), name="researcher")
     with pytest.raises(ToolError, match="has no checkpoints"):
         await CeleryChildRuns(FakeApp(), "/f.yaml").run_child(request(bare), RunContext())  # type: ignore[arg-type]
+
+
+async def test_a_store_outage_while_waiting_for_a_child_is_waited_out_not_told_to_the_model(
+        caplog: pytest.LogCaptureFixture) -> None:
+    from seamkit.errors import StoreUnavailable
+
+    class Flaky(MemoryStore):
+        """Unreachable for the first ``down`` reads of a checkpoint."""
+
+        def __init__(self, down: int) -> None:
+            super().__init__()
+            self.down = down
+
+        async def latest(self, run_id: str) -> Any:
+            if self.down > 0:
+                self.down -= 1
+                raise StoreUnavailable("redis store redis://:pw@h/0 failed to read a checkpoint: refused")
+            return await super().latest(run_id)
+
+    store = Flaky(0)
+    researcher = Agent(ScriptedModel(["found it"]), name="researcher", checkpointer=store)
+    await researcher.run("look it up", ctx=RunContext(run_id="run_child", parent_run_id="run_lead"))
+    store.down = 3  # the child is done; the store is down when its caller looks
+    app = FakeApp()
+    out = await CeleryChildRuns(app, "/f.yaml").run_child(request(researcher), RunContext())  # type: ignore[arg-type]
+    assert (out.status, out.output) == ("done", "found it") and app.sent == [] and store.down == 0
+    said = [r.getMessage() for r in caplog.records if "cannot be reached" in r.getMessage()]
+    assert len(said) == 1 and "run_child" in said[0] and ":pw@" not in said[0]

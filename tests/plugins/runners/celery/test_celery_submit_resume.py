@@ -1,0 +1,37 @@
+"""``seamkit submit FILE --resume RUN_ID`` refuses, before anything is queued, what the worker
+could not continue: edited arguments the pending tool's schema rejects, and a FILE that is not
+the composition the run came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from celery_testlib import Env, composition
+
+
+def test_bad_edits_and_another_composition_are_refused_at_submit(env: Env) -> None:
+    file = env.cwd / "ask.yaml"
+    file.write_text(composition(redis_url=env.redis_url, prefix=env.prefix, approvals=True))
+    other = env.cwd / "other.yaml"  # the same store (so the run is found there), another composition
+    other.write_text(file.read_text().replace("name: recorder", "name: recorder2"))
+    env.worker(file, "--pool", "solo")
+    run_id = env.submit(file, "task").stdout.strip()
+    w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
+    assert w.returncode == 3, (w, env.workers[0].text())
+
+    bad = env.submit(file, "--resume", run_id, "--edit", 'call_0_0={"sleep": "soon"}')
+    assert bad.returncode == 2, bad
+    assert f"run {run_id}:" in bad.stderr and "sleep" in bad.stderr and "Traceback" not in bad.stderr, bad
+    notjson = env.submit(file, "--resume", run_id, "--edit", "call_0_0={sleep")
+    assert notjson.returncode == 2 and "the arguments are not JSON" in notjson.stderr, notjson
+
+    elsewhere = env.submit(other, "--resume", run_id, "--approve", "call_0_0")
+    assert elsewhere.returncode == 2, elsewhere
+    assert f"comes from {file.resolve()}, not {other}" in elsewhere.stderr, elsewhere
+    assert f"seamkit submit {file.resolve()} --resume {run_id}" in elsewhere.stderr
+
+    ok = env.submit(Path(str(file)), "--resume", run_id, "--edit", 'call_0_0={"sleep": 0}')
+    assert ok.returncode == 0, ok
+    w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
+    assert w.returncode == 0 and w.stdout.strip() == "recorded", (w, env.workers[0].text())
+    assert [a["run"] for a in env.applied()] == [run_id]
