@@ -990,13 +990,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     The tools are built (only them) to check what the model will be told about each: an empty
     description is an error, a very short one a warning on stderr. A middleware order that hides
-    calls from one meant to see them all (``audit`` after ``memoize``) is a warning. The
+    calls from one meant to see them all (``audit`` after ``memoize``) is a warning, and so is an agent
+    tool whose child runs go to the queue their caller is consumed from (a deadlock). The
     capabilities are built and compiled (:func:`~seamkit.capabilities.compile_agent`): each compile problem is an error
     ``FILE:LINE:COL: agent.capabilities[i]: CODE: message``."""
     path = _existing_file(args.file)
     from seamkit.cli.scrub import scrub_output
     from seamkit.composition import load_composition
-    from seamkit.composition.build import capability_issues, middleware_order_issues, tool_description_issues
+    from seamkit.composition.build import (
+        capability_issues,
+        child_queue_issues,
+        middleware_order_issues,
+        tool_description_issues,
+    )
     from seamkit.errors import ConfigError
 
     registry = _registry()
@@ -1006,7 +1012,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     errors = [*errors, *capability_issues(composition, registry=registry)]
     if errors:
         raise ConfigError(errors)
-    for w in (*warnings, *middleware_order_issues(composition, registry=registry)):
+    for w in (*warnings, *middleware_order_issues(composition, registry=registry), *child_queue_issues(composition)):
         sys.stderr.write(f"seamkit: warning: {w}\n")
     sys.stdout.write(f"ok: {args.file}: {describe(composition)}\n")
     return EXIT_OK
