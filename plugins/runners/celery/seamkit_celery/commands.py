@@ -116,7 +116,9 @@ def add_commands(cli: Any) -> None:
         "object {\"task\": ..., \"variables\": {...}}), wait for them with a progress bar of done / failed / "
         "suspended (stderr, on a terminal), and write one JSON line per input, in input order: index, line, "
         "run_id, status, output, usage, cost (exact decimal text), error. Run ids are <batch id>-<index>, so "
-        "running the same command again does not redo finished inputs and waits for queued ones. Exit 0 all "
+        "running the same command again does not redo finished inputs (failed ones included: see "
+        "--retry-failed) and waits for queued ones; a --batch-id reused for other inputs, composition or agent "
+        "is refused. Exit 0 all "
         "done, 1 any failed, suspended or unfinished at --timeout, 2 bad input (nothing enqueued), 130 Ctrl-C "
         "(the runs go on on the workers).",
     )
@@ -127,6 +129,9 @@ def add_commands(cli: Any) -> None:
     p.add_argument("--timeout", metavar="S", type=_positive, help="stop waiting after S seconds (default: wait)")
     p.add_argument("--requeue", action="store_true",
                    help="enqueue again inputs recorded as enqueued that never started (after a broker lost messages)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="run again the inputs whose run failed, under new run ids <batch id>-<index>-r<n> (running "
+                   "the same command again otherwise reuses failed runs as they are)")
     p.add_argument("--requeue-after", metavar="S", type=_positive, default=60.0,
                    help="send a run again when it has not started S seconds after a run sent later did (its message "
                    "was lost with a killed worker; default 60)")
