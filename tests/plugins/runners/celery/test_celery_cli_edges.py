@@ -138,3 +138,13 @@ def test_children_sent_to_their_callers_queue_are_warned_about(env: Env) -> None
     w = env.worker(same)
     w.wait_ready()
     assert "deadlock" in w.text() and f"the queue {env.prefix!r}" in w.text(), w.text()
+
+
+@pytest.mark.parametrize("run_id", ["", "two\nlines", "tab\there", "a b", "esc\x1b[31m", "x" * 201])
+def test_a_run_id_is_one_printable_word(env: Env, run_id: str) -> None:
+    file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix))
+    for args in (("submit", str(file), "go", "--run-id", run_id), ("submit", str(file), "--resume", run_id),
+                 ("runs", "wait", run_id, "--agent", str(file), "--timeout", "1")):
+        r = env.cli(*args, timeout=60)
+        assert r.returncode == 2, (args, r)
+        assert "run id" in r.stderr and "Traceback" not in r.stderr, r.stderr
