@@ -148,3 +148,21 @@ def test_a_run_id_is_one_printable_word(env: Env, run_id: str) -> None:
         r = env.cli(*args, timeout=60)
         assert r.returncode == 2, (args, r)
         assert "run id" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
+def test_runs_show_of_a_queued_run_suggests_continuing_it_on_the_queue(env: Env) -> None:
+    file = _write(env, "ask.yaml", composition(redis_url=env.redis_url, prefix=env.prefix, approvals=True))
+    env.worker(file, "--pool", "solo")
+    run_id = env.submit(file, "task").stdout.strip()
+    w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
+    assert w.returncode == 3, (w, env.workers[0].text())
+    shown = env.cli("runs", "show", run_id, "--agent", str(file))
+    assert shown.returncode == 0, shown
+    assert f"decide with: seamkit submit {file} --resume {run_id} --approve call_0_0" in shown.stdout, shown.stdout
+    assert "seamkit resume" not in shown.stdout  # not in this process: the run belongs to the queue
+    # the printed command works as printed
+    decide = next(x for x in shown.stdout.splitlines() if "decide with:" in x).split("decide with: ", 1)[1]
+    r = env.cli(*decide.split()[1:], "--queue", env.prefix)
+    assert r.returncode == 0, r
+    w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
+    assert w.returncode == 0 and w.stdout.strip() == "recorded", w
