@@ -166,3 +166,33 @@ def test_runs_show_of_a_queued_run_suggests_continuing_it_on_the_queue(env: Env)
     assert r.returncode == 0, r
     w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
     assert w.returncode == 0 and w.stdout.strip() == "recorded", w
+
+
+def test_a_pool_that_cannot_start_is_one_line_not_celerys_traceback() -> None:
+    import logging
+
+    from seamkit_celery.cli import _StartFailure
+
+    # Celery logs a failed start as "Unrecoverable error: %r" with the traceback (exc_info) on
+    # celery.worker.worker; the worker keeps it for its own one-line report instead
+    log = logging.getLogger("celery.worker.worker")
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    handler, failure = Keep(), _StartFailure()
+    log.addHandler(handler)
+    log.addFilter(failure)
+    try:
+        try:
+            raise OSError(24, "Too many open files")
+        except OSError as exc:
+            log.critical("Unrecoverable error: %r", exc, exc_info=True)
+        log.warning("something else")
+    finally:
+        log.removeFilter(failure)
+        log.removeHandler(handler)
+    assert isinstance(failure.error, OSError) and failure.error.errno == 24
+    assert [r.getMessage() for r in seen] == ["something else"]
