@@ -57,11 +57,11 @@ def test_the_scale_out_yaml_examples_can_run_on_the_queue() -> None:
 
     blocks = [b for b in fenced_blocks(ROOT / "docs" / "scale-out.md")
               if b.info.split()[:1] == ["yaml"] and b.body.lstrip().startswith("seamkit: 1")]
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     for block in blocks:
         comp = loads_composition(block.body, env={"REDIS_URL": "redis://127.0.0.1:6379/0"})
         assert check_composition(comp) == "summariser"
-    (budget,) = loads_composition(blocks[1].body, env={"REDIS_URL": "redis://127.0.0.1:6379/0"}).agent.middlewares
+    (budget,) = loads_composition(blocks[2].body, env={"REDIS_URL": "redis://127.0.0.1:6379/0"}).agent.middlewares
     assert budget.use == "budget"
 
 

@@ -29,7 +29,8 @@ from seamkit.plugins.registry import Registry, get_registry
 if TYPE_CHECKING:
     from seamkit.workflows import Workflow
 
-__all__ = ["DEFAULT_STORE", "ComponentBuildError", "build_agent", "build_agents", "build_store", "capability_issues",
+__all__ = ["DEFAULT_RUN_QUEUE", "DEFAULT_STORE", "ComponentBuildError", "build_agent", "build_agents", "build_store",
+           "capability_issues", "child_queue_issues",
            "middleware_order_issues", "tool_description_issues"]
 
 log = logging.getLogger("seamkit.composition")
@@ -522,6 +523,48 @@ def middleware_order_issues(composition: Composition, *, registry: Registry | No
     out: list[ConfigIssue] = []
     for base, a in composition.all_agents().values():
         out.extend(_order_issues(ctx, base, a.middlewares, [_declared_class(reg, m) for m in a.middlewares]))
+    return out
+
+
+#: The queue ``seamkit submit`` sends runs to and ``seamkit worker`` consumes unless told otherwise
+#: (the seamkit-celery plugin's default; named here so that ``seamkit validate`` can warn about it).
+DEFAULT_RUN_QUEUE = "seamkit"
+
+
+def child_queue_issues(composition: Composition, caller_queue: str = DEFAULT_RUN_QUEUE) -> list[ConfigIssue]:
+    """Warnings (located at the tool's ``queue:``) for agent tools that send their child runs to the
+    queue their caller's runs are consumed from: ``caller_queue`` for every agent, and the tool's
+    own queue for an agent that is itself a queued child there. A caller waiting for its child
+    holds a worker process, so once every process of that queue holds a waiting caller, no child
+    can run: a deadlock. Builds nothing."""
+    from seamkit.composition.models import AgentToolRef
+
+    ctx = _context(composition)
+    agents = composition.all_agents()
+    queued_on: dict[str, set[str]] = {}  # agent -> the queues its runs arrive on as a child
+    for _, config in agents.values():
+        for t in config.tools:
+            if isinstance(t, AgentToolRef) and t.queue_name() is not None:
+                queued_on.setdefault(t.agent, set()).add(str(t.queue_name()))
+    out: list[ConfigIssue] = []
+    for caller, (base, config) in agents.items():
+        for i, t in enumerate(config.tools):
+            if not isinstance(t, AgentToolRef) or (queue := t.queue_name()) is None:
+                continue
+            if queue == caller_queue:
+                why = f"the queue {queue!r} is where its caller's runs are consumed too"
+            elif queue in queued_on.get(caller, set()):
+                why = f"agent {caller!r} itself runs as a child on the queue {queue!r}"
+            else:
+                continue
+            path = (*base, "tools", i, "queue")
+            at = ctx.value_position(path)
+            out.append(ConfigIssue(
+                f"agent {caller!r} sends its {t.agent!r} child runs to the queue {queue!r}, but {why}: a caller "
+                "waiting for its child holds a worker process, so once every process there holds a waiting caller "
+                "no child can run (a deadlock); give the children a queue of their own (queue: {name: children}) "
+                "with its own workers", format_path(path), ctx.file, at.line if at else None,
+                at.column if at else None))
     return out
 
 

@@ -22,7 +22,8 @@ def _budget_config(composition: Any) -> Any:
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run ``seamkit budget show`` or ``release``; exit 0, or 2 (a usage error)."""
+    """Run ``seamkit budget show`` or ``release``; exit 0, or 2 (a usage error, and ``show`` of a
+    ledger never used: no such ledger)."""
     from seamkit.cli.commands import _load
     from seamkit.cli.main import UsageError
     from seamkit.slots import build_nested
@@ -49,6 +50,8 @@ def main(args: argparse.Namespace) -> int:
     async def act() -> Any:
         try:
             if args.budget_command == "show":
+                if not await ledger.exists(key, scope):
+                    return None
                 return await ledger.view(key, scope)
             if args.dead:
                 return await ledger.release_dead(key, scope)
@@ -57,6 +60,10 @@ def main(args: argparse.Namespace) -> int:
             await store.close()
 
     out = asyncio.run(act())
+    if out is None:  # a misspelt name is not an empty ledger
+        named = f" (the composition names {cfg.ledger!r})" if cfg.ledger and cfg.ledger != key else ""
+        raise UsageError(f"no ledger {key!r} (tenant {args.tenant}) in the budget store of {args.agent}: nothing has "
+                         f"ever been reserved or charged on it{named}; check the name and --tenant")
     if args.budget_command == "show":
         if args.json:
             sys.stdout.write(json.dumps({

@@ -180,6 +180,18 @@ class SharedLedger:
                                   from_units(held)))
         return SharedLedgerView(ledger, from_units(spent), from_units(committed - spent), tuple(holders))
 
+    async def exists(self, ledger: str, scope: Scope | None = None) -> bool:
+        """Whether ``ledger`` was ever used in ``scope``: some process registered on it, or its
+        totals were written. A ledger never used reads as all zero in :meth:`view`; a command
+        showing it must tell the two apart (a misspelt name is not an empty ledger)."""
+        scope = scope or Scope()
+        if await self._owners(scope, ledger):
+            return True
+        for part in ("spent", "committed"):
+            if await self.store.get(scope, self._key(ledger, part)) is not None:
+                return True
+        return False
+
     async def release(self, ledger: str, owner: str, scope: Scope | None = None) -> Decimal:
         """Give back what ``owner`` holds on ``ledger`` (USD released). Only for an owner that is
         gone for good: if it is still running, its own settlement releases the same amount again

@@ -24,6 +24,7 @@ Nothing here imports seamkit's agent machinery; the task body is :mod:`seamkit_c
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -31,6 +32,7 @@ from celery import Celery
 from seamkit.errors import SeamkitError
 
 __all__ = [
+    "BROKER_CONNECT_TIMEOUT_S",
     "BROKER_ENV",
     "DEFAULT_QUEUE",
     "DEFAULT_VISIBILITY_TIMEOUT_S",
@@ -38,9 +40,11 @@ __all__ = [
     "QueueUnavailable",
     "broker_from_env",
     "check_broker",
+    "check_broker_url",
     "make_app",
     "mask_url",
     "url_password",
+    "url_secrets",
 ]
 
 #: The environment variable naming the broker when no ``--broker`` is given.
@@ -51,34 +55,131 @@ TASK_NAME = "seamkit.run"
 DEFAULT_QUEUE = "seamkit"
 #: Seconds an unacknowledged message waits on a Redis broker before it is delivered again.
 DEFAULT_VISIBILITY_TIMEOUT_S = 3600.0
+#: Seconds one connection attempt to the broker may take, TCP and TLS handshake included: a
+#: ``rediss://`` URL to a plain-text server otherwise waits forever for the server's TLS answer.
+BROKER_CONNECT_TIMEOUT_S = 3.0
 
 
 class QueueUnavailable(SeamkitError):
     """The broker could not be reached; the message names it (password masked) and why."""
 
 
+def _query_pairs(query: str) -> list[tuple[str, str]]:
+    """``query``'s ``(key, raw value)`` pairs, keys percent-decoded, values as written."""
+    from urllib.parse import unquote_plus
+
+    pairs = []
+    for part in re.split(r"[&;]", query):
+        key, _, value = part.partition("=")
+        if key:
+            pairs.append((unquote_plus(key), value))
+    return pairs
+
+
+def _query_secrets(query: str) -> list[tuple[str, str]]:
+    """The ``(raw, decoded)`` values of ``query``'s parameters named like a secret
+    (:func:`~seamkit.composition.models.is_secret_name`: ``password``, ``token``, ``auth``...)."""
+    from urllib.parse import unquote_plus
+
+    from seamkit.composition.models import is_secret_name
+
+    out = []
+    for part in re.split(r"[&;]", query):
+        key, sep, value = part.partition("=")
+        if sep and value and is_secret_name(unquote_plus(key)):
+            out.append((value, unquote_plus(value)))
+    return out
+
+
 def mask_url(url: str) -> str:
-    """``url`` with its password (if any) replaced by ``***``; the text as is when it is no URL."""
+    """``url`` with its secrets replaced by ``***``: the userinfo password, and the value of every
+    query parameter named like a secret (``?password=...``, ``&token=...``; see
+    :func:`~seamkit.composition.models.is_secret_name`). A text that does not parse as a URL is
+    ``***`` as a whole (it may hold a secret where nothing can find it)."""
+    from seamkit.composition.models import is_secret_name
+
     try:
         parts = urlsplit(url)
         password = parts.password
     except ValueError:
         return "***"
-    if not password:
+    netloc = parts.netloc
+    if password:
+        userinfo, _, host = netloc.rpartition("@")
+        netloc = f"{userinfo.partition(':')[0]}:***@{host}"
+    query = parts.query
+    if query:
+        from urllib.parse import unquote_plus
+
+        def one(part: str) -> str:
+            key, sep, value = part.partition("=")
+            return f"{key}=***" if sep and value and is_secret_name(unquote_plus(key)) else part
+
+        query = re.sub(r"[^&;]+", lambda m: one(m.group(0)), query)
+    if netloc == parts.netloc and query == parts.query:
         return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, f"{user}:***@{host}", parts.path, parts.query, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def url_secrets(url: str) -> list[str]:
+    """Every secret in ``url`` (to be masked in output), as written and percent-decoded: the
+    userinfo password and the values of query parameters named like a secret."""
+    from urllib.parse import unquote
+
+    try:
+        parts = urlsplit(url)
+        raw_userinfo = parts.netloc.rpartition("@")[0] if "@" in parts.netloc else ""
+    except ValueError:
+        return [url]
+    found: list[str] = []
+    if ":" in raw_userinfo:
+        raw = raw_userinfo.partition(":")[2]
+        found += [raw, unquote(raw)]
+    for raw, decoded in _query_secrets(parts.query):
+        found += [raw, decoded]
+    return [s for s in dict.fromkeys(found) if s]
 
 
 def url_password(url: str) -> str | None:
-    """The password in ``url`` (to be masked in output), or ``None``."""
+    """The userinfo password in ``url``, or ``None`` (see :func:`url_secrets` for all its secrets)."""
     try:
         return urlsplit(url).password or None
     except ValueError:
         return None
+
+
+def check_broker_url(url: str) -> None:
+    """Refuse a broker URL that cannot name a broker: no ``scheme://``, a transport Celery does not
+    know (with the ones it does), a port that is not a number. Raises ``ValueError`` (the URL
+    masked in the message): a usage error, found before any connection is tried."""
+    from kombu.transport import TRANSPORT_ALIASES
+
+    for one in url.split(";"):  # Celery's fail-over form: several URLs joined by ';'
+        one = one.strip()
+        if "://" not in one:
+            raise ValueError(f"the broker URL {mask_url(one)!r} is not a URL: write scheme://host:port/db, "
+                             "e.g. redis://127.0.0.1:6379/0")
+        scheme = one.split("://", 1)[0].split("+", 1)[0]
+        if scheme not in TRANSPORT_ALIASES:
+            known = ", ".join(s for s in ("redis", "rediss", "amqp", "amqps", "sqs") if s in TRANSPORT_ALIASES)
+            raise ValueError(f"the broker URL {mask_url(one)!r} names no transport Celery knows ({scheme!r}); "
+                             f"use one of {known}, e.g. redis://127.0.0.1:6379/0")
+        try:
+            parts = urlsplit(one)
+            _ = parts.port
+        except ValueError as exc:
+            raise ValueError(f"the broker URL {mask_url(one)!r} is malformed: {exc}") from None
+        if any(k.lower() == "password" for k, _ in _query_pairs(parts.query)):
+            raise ValueError(f"the broker URL {mask_url(one)!r} has its password in the query string, which Celery "
+                             f"does not read there: write it in the URL's userinfo, {parts.scheme}://:PASSWORD@"
+                             f"{parts.hostname or 'host'}{f':{parts.port}' if parts.port else ''}{parts.path}")
+        from kombu import Connection
+
+        try:  # kombu reads every query parameter as a connection option: an unknown one is an error
+            Connection(one).release()
+        except (TypeError, ValueError, KeyError) as exc:
+            why = _reason(exc, one)
+            raise ValueError(f"the broker URL {mask_url(one)!r} is not one Celery accepts: {why}") from None
 
 
 def broker_from_env(explicit: str | None = None) -> str:
@@ -122,7 +223,9 @@ def make_app(
             "visibility_timeout": visibility_timeout_s,
             "unacked_restore_interval": restore_every,
             "unacked_restore_throttle": 1,
+            "socket_connect_timeout": BROKER_CONNECT_TIMEOUT_S,  # Redis: connect + TLS handshake
         },
+        broker_connection_timeout=BROKER_CONNECT_TIMEOUT_S,  # AMQP's connect
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
@@ -141,16 +244,29 @@ def check_broker(app: Celery, *, timeout_s: float = 5.0) -> None:
     """Connect to ``app``'s broker once; raises :class:`QueueUnavailable` (naming the broker, its
     password masked) when it cannot be reached within about ``timeout_s`` seconds."""
     url = str(app.conf.broker_url)
-    conn = app.connection_for_write()
+    conn = None
     try:
+        conn = app.connection_for_write()
         conn.ensure_connection(max_retries=1, interval_start=0, interval_step=0.5, timeout=timeout_s)
     except Exception as exc:
         raise QueueUnavailable(f"the broker {mask_url(url)} is unreachable: {_reason(exc, url)}") from None
     finally:
-        conn.release()
+        if conn is not None:
+            conn.release()
 
 
 def _reason(exc: BaseException, url: str) -> str:
+    """Why ``exc`` failed, in words, with every secret of ``url`` masked; a timeout on a
+    ``rediss://``/``amqps://`` URL says that the server may not speak TLS."""
     text = str(exc) or type(exc).__name__
-    password = url_password(url)
-    return text.replace(password, "***") if password else text
+    said = f"{type(exc).__name__} {text}".lower()
+    if isinstance(exc, TimeoutError) or "timeout" in said or "timed out" in said:
+        text = f"timed out after {BROKER_CONNECT_TIMEOUT_S:g} s ({text})"
+        if urlsplit(url).scheme in ("rediss", "amqps"):
+            text += ("; a TLS URL (rediss://, amqps://) to a server that does not speak TLS on that port times "
+                     "out like this: check the scheme and the port")
+    from seamkit.cli.scrub import secret_forms  # each as written, JSON-escaped and in a repr
+
+    for form in sorted(secret_forms(url_secrets(url)), key=len, reverse=True):
+        text = text.replace(form, "***")
+    return text

@@ -50,9 +50,13 @@ __all__ = [
     "DEFAULT_REQUEUE_AFTER_S",
     "BatchInputError",
     "BatchItem",
+    "BatchMismatch",
     "BatchState",
+    "batch_identity",
+    "check_identity",
     "default_batch_id",
     "parse_inputs",
+    "read_inputs",
     "result_line",
     "run_batch",
     "run_id_of",
@@ -63,6 +67,8 @@ BATCH_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 #: Statuses a batch stops waiting for: the run will not move without a person (or never).
 SETTLED = frozenset({"done", "failed", "suspended"})
 _QUEUED_KEY = "seamkit-batch:{batch_id}:queued"
+_IDENTITY_KEY = "seamkit-batch:{batch_id}:identity"
+_RETRIES_KEY = "seamkit-batch:{batch_id}:retries"
 _POLL_CONCURRENCY = 64  # reads in flight at once while polling: the store's pool, not the CPU, limits
 #: Seconds a run may stay unstarted after a run sent later started, before it is sent again.
 DEFAULT_REQUEUE_AFTER_S = 60.0
@@ -90,12 +96,13 @@ class BatchItem:
     variables: Mapping[str, str] = field(default_factory=dict)
 
 
-def parse_inputs(path: Path) -> list[BatchItem]:
-    """The inputs of the JSON Lines file ``path``. Raises ``FileNotFoundError``, and
-    :class:`BatchInputError` naming every bad line (not JSON, not a string or an object, an object
-    without a text ``task``, unknown keys, ``variables`` not an object of strings)."""
+def read_inputs(path: Path) -> tuple[list[BatchItem], list[tuple[int, str]]]:
+    """The inputs of the good lines of the JSON Lines file ``path``, and a ``(line, "FILE:LINE:
+    why")`` problem for every bad one (see :func:`parse_inputs`), so that a caller can add its
+    own checks of the good ones and report every problem of the file at once. Raises
+    ``FileNotFoundError`` and :class:`BatchInputError` for a file that is not UTF-8."""
     items: list[BatchItem] = []
-    problems: list[str] = []
+    problems: list[tuple[int, str]] = []
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -107,8 +114,8 @@ def parse_inputs(path: Path) -> list[BatchItem]:
         try:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
-            problems.append(f"{where}: not JSON ({exc.msg}, column {exc.colno}); write a text task as a JSON "
-                            'string ("...") or an object {"task": "...", "variables": {...}}')
+            problems.append((n, f"{where}: not JSON ({exc.msg}, column {exc.colno}); write a text task as a JSON "
+                                'string ("...") or an object {"task": "...", "variables": {...}}'))
             continue
         variables: dict[str, str] = {}
         if isinstance(value, str):
@@ -117,26 +124,35 @@ def parse_inputs(path: Path) -> list[BatchItem]:
             unknown = sorted(set(value) - {"task", "variables"})
             raw_task, raw_vars = value.get("task"), value.get("variables") or {}
             if unknown:
-                problems.append(f"{where}: unknown key {', '.join(map(repr, unknown))} (an input has task, variables)")
+                problems.append((n, f"{where}: unknown key {', '.join(map(repr, unknown))} (an input has task, "
+                                    "variables)"))
                 continue
             if not isinstance(raw_task, str):
-                problems.append(f"{where}: 'task' must be a string, got {type(raw_task).__name__}")
+                problems.append((n, f"{where}: 'task' must be a string, got {type(raw_task).__name__}"))
                 continue
             if not isinstance(raw_vars, dict) or not all(isinstance(v, str) for v in raw_vars.values()):
-                problems.append(f"{where}: 'variables' must be an object of strings")
+                problems.append((n, f"{where}: 'variables' must be an object of strings"))
                 continue
             task, variables = raw_task, {str(k): v for k, v in raw_vars.items()}
         else:
-            problems.append(f"{where}: an input is a string (the task) or an object, got {type(value).__name__}")
+            problems.append((n, f"{where}: an input is a string (the task) or an object, got {type(value).__name__}"))
             continue
         if not task.strip():
-            problems.append(f"{where}: the task is empty")
+            problems.append((n, f"{where}: the task is empty"))
             continue
         items.append(BatchItem(len(items), n, task, dict(variables)))
+    if not items and not problems:
+        problems.append((0, f"{path}: no inputs (one JSON string or object per line)"))
+    return items, problems
+
+
+def parse_inputs(path: Path) -> list[BatchItem]:
+    """The inputs of the JSON Lines file ``path``. Raises ``FileNotFoundError``, and
+    :class:`BatchInputError` naming every bad line (not JSON, not a string or an object, an object
+    without a text ``task``, unknown keys, ``variables`` not an object of strings)."""
+    items, problems = read_inputs(path)
     if problems:
-        raise BatchInputError(problems)
-    if not items:
-        raise BatchInputError([f"{path}: no inputs (one JSON string or object per line)"])
+        raise BatchInputError([p for _, p in problems])
     return items
 
 
@@ -148,9 +164,46 @@ def default_batch_id(inputs: Path, composition: Path, agent: str | None = None) 
     return "b" + h.hexdigest()[:16]
 
 
-def run_id_of(batch_id: str, index: int) -> str:
-    """The run id of input ``index`` of ``batch_id``."""
-    return f"{batch_id}-{index}"
+def batch_identity(items: Sequence[BatchItem], composition: Path, agent: str | None = None) -> dict[str, Any]:
+    """What a batch id stands for, stored with the batch: ``inputs`` (SHA-256 of the inputs' tasks
+    and variables, in order: reformatting the file keeps it, any change of an input changes
+    it), ``count``, ``composition`` (absolute path) and ``agent``."""
+    h = hashlib.sha256()
+    for it in items:
+        h.update(json.dumps([it.task, dict(sorted(it.variables.items()))], ensure_ascii=False).encode() + b"\n")
+    return {"inputs": h.hexdigest(), "count": len(items), "composition": str(composition.resolve()),
+            "agent": agent}
+
+
+class BatchMismatch(ValueError):
+    """A batch id reused for other inputs, another composition or another agent: its stored runs
+    belong to what it was started with, so reusing them would give wrong results."""
+
+
+def check_identity(batch_id: str, recorded: Mapping[str, Any], current: Mapping[str, Any]) -> None:
+    """Raise :class:`BatchMismatch` (saying what differs and what to do) unless ``current`` is
+    what batch ``batch_id`` was started with (``recorded``)."""
+    differs = []
+    if (recorded.get("inputs"), recorded.get("count")) != (current["inputs"], current["count"]):
+        differs.append(f"other inputs ({current['count']} now, digest {current['inputs'][:12]}; it was started "
+                       f"with {recorded.get('count')}, digest {str(recorded.get('inputs'))[:12]})")
+    if recorded.get("composition") != current["composition"]:
+        differs.append(f"another composition ({current['composition']}; it was started with "
+                       f"{recorded.get('composition')})")
+    if recorded.get("agent") != current["agent"]:
+        differs.append(f"another agent ({current['agent'] or 'the entry agent'}; it was started with "
+                       f"{recorded.get('agent') or 'the entry agent'})")
+    if differs:
+        raise BatchMismatch(f"batch {batch_id} exists for other work: this command has {'; '.join(differs)}. Its "
+                            "runs would be reused as the results of these inputs, which would be wrong: give this "
+                            "work a new --batch-id (or leave --batch-id out: the default follows the inputs, the "
+                            "composition and the agent)")
+
+
+def run_id_of(batch_id: str, index: int, attempt: int = 0) -> str:
+    """The run id of input ``index`` of ``batch_id``; ``attempt`` n > 0: its n-th retry
+    (``--retry-failed``), ``<batch id>-<index>-r<n>``."""
+    return f"{batch_id}-{index}" + (f"-r{attempt}" if attempt else "")
 
 
 # -- state ------------------------------------------------------------------------------------------
@@ -169,6 +222,13 @@ class BatchState:
     enqueued: int = 0
     reused: int = 0
     resent: int = 0
+    #: index -> its latest retry (``--retry-failed``); absent: the first run
+    attempt: dict[int, int] = field(default_factory=dict)
+    retried: int = 0
+
+    def run_id(self, index: int) -> str:
+        """The run id input ``index`` has now (its latest retry's, if any)."""
+        return run_id_of(self.batch_id, index, self.attempt.get(index, 0))
 
     def count(self, status: str) -> int:
         return sum(1 for s in self.status.values() if s == status)
@@ -211,12 +271,14 @@ def outcome_with_usage(snap: Any) -> dict[str, Any]:
     return out
 
 
-def result_line(item: BatchItem, batch_id: str, status: str, outcome: Mapping[str, Any] | None) -> dict[str, Any]:
+def result_line(item: BatchItem, batch_id: str, status: str, outcome: Mapping[str, Any] | None,
+                run_id: str | None = None) -> dict[str, Any]:
     """One line of the results file: ``index``, ``line``, ``run_id``, ``status``, ``stop_reason``,
     ``output``, ``usage``, ``cost`` (USD, exact decimal text, or ``null``), ``error``,
     ``error_type``."""
     o = outcome or {}
-    return {"index": item.index, "line": item.line, "run_id": run_id_of(batch_id, item.index), "status": status,
+    return {"index": item.index, "line": item.line, "run_id": run_id or run_id_of(batch_id, item.index),
+            "status": status,
             "stop_reason": o.get("stop_reason"), "output": o.get("output"), "usage": o.get("usage"),
             "cost": o.get("cost"), "error": o.get("error"), "error_type": o.get("error_type")}
 
@@ -264,7 +326,7 @@ async def _look(cp: Any, state: BatchState, indices: Sequence[int]) -> None:
     port = cp.port
 
     def header(i: int) -> Callable[[], Any]:
-        return lambda: port.latest(run_id_of(state.batch_id, i))
+        return lambda: port.latest(state.run_id(i))
 
     stored = await _gather_limited([header(i) for i in indices])
     settled: list[int] = []
@@ -279,7 +341,7 @@ async def _look(cp: Any, state: BatchState, indices: Sequence[int]) -> None:
             state.status[i] = "running"
 
     def full(i: int) -> Callable[[], Any]:
-        return lambda: cp.latest(run_id_of(state.batch_id, i))
+        return lambda: cp.latest(state.run_id(i))
 
     for i, snap in zip(settled, await _gather_limited([full(i) for i in settled]), strict=True):
         state.outcome[i] = outcome_with_usage(snap)
@@ -298,10 +360,12 @@ async def run_batch(
     queue: str | None = None,
     timeout_s: float | None = None,
     requeue: bool = False,
+    retry_failed: bool = False,
     requeue_after_s: float = DEFAULT_REQUEUE_AFTER_S,
     poll_s: float = 0.5,
     on_progress: Callable[[BatchState], None] | None = None,
     interrupted: Callable[[], bool] = lambda: False,
+    identity: Mapping[str, Any] | None = None,
 ) -> None:
     """Enqueue the inputs of ``items`` not enqueued before (``requeue``: also those recorded as
     enqueued that have no checkpoint, e.g. after the broker lost its messages), then poll ``cp``
@@ -313,24 +377,47 @@ async def run_batch(
     (it was overtaken: its message was most likely lost, see the module doc) is sent again.
     ``interrupted``: asked between sends and while waiting; when it says yes, ``KeyboardInterrupt``
     is raised there (between store round trips, so the caller's store closes cleanly; the runs
-    enqueued so far are recorded first)."""
+    enqueued so far are recorded first). ``identity``: what the batch id stands for
+    (:func:`batch_identity`); stored with the batch the first time, and compared with what is
+    stored every next time (:class:`BatchMismatch` before anything is sent when it differs).
+    ``retry_failed``: every input whose latest run failed is run again under a new run id
+    (:func:`run_id_of` with the next attempt), recorded in the store after it is sent."""
     from seamkit.values import Scope
 
     from seamkit_celery.task import submit
 
     key = _QUEUED_KEY.format(batch_id=state.batch_id)
     scope = Scope()
+    if identity is not None:
+        async def mine() -> Any:
+            return dict(identity)
+
+        recorded = await store.get_or_set(scope, _IDENTITY_KEY.format(batch_id=state.batch_id), mine)
+        check_identity(state.batch_id, recorded, identity)
     queued = {int(i) for chunk in await store.list(scope, key) for i in chunk}
+    retries_key = _RETRIES_KEY.format(batch_id=state.batch_id)
+    for chunk in await store.list(scope, retries_key):  # [[index, attempt], ...] per chunk sent
+        for i, n in chunk:
+            state.attempt[int(i)] = max(int(n), state.attempt.get(int(i), 0))
     for it in items:  # only what was enqueued before can have a checkpoint: read those alone
         state.status.setdefault(it.index, "new")
     await _look(cp, state, [it.index for it in items if it.index in queued])
     for i in queued:
         if state.status.get(i) == "new":
             state.status[i] = "queued"
+    retry: set[int] = set()
+    if retry_failed:
+        for it in items:
+            if state.status[it.index] == "failed":
+                state.attempt[it.index] = state.attempt.get(it.index, 0) + 1
+                state.status[it.index] = "new"
+                state.outcome.pop(it.index, None)
+                retry.add(it.index)
+        state.retried = len(retry)
     state.reused = state.settled
     send = [it for it in items if state.status[it.index] == "new" or (requeue and state.status[it.index] == "queued")]
     def send_one(it: BatchItem) -> None:
-        submit(app, file, it.task, run_id=run_id_of(state.batch_id, it.index), agent=agent,
+        submit(app, file, it.task, run_id=state.run_id(it.index), agent=agent,
                variables=it.variables, queue=queue, check=False)
 
     for start in range(0, len(send), 200):
@@ -345,6 +432,9 @@ async def run_batch(
         queued.update(sent)
         if sent:  # after sending: a record lost in a crash only resends (harmless)
             await store.append(scope, key, sent)
+        again = [[i, state.attempt[i]] for i in sent if i in retry]
+        if again:  # likewise: a retry lost from the record is retried again under the same run id
+            await store.append(scope, retries_key, again)
         if interrupted():
             raise KeyboardInterrupt
         if on_progress is not None:

@@ -22,10 +22,12 @@ from seamkit.cli.main import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
 from seamkit_celery.batch import (
     BATCH_ID_RE,
     BatchInputError,
+    BatchMismatch,
     BatchState,
+    batch_identity,
     default_batch_id,
     is_success,
-    parse_inputs,
+    read_inputs,
     result_line,
     run_batch,
 )
@@ -55,6 +57,26 @@ class _Bar:
 
     def stop(self) -> None:
         self.progress.stop()
+
+
+def _check_out(out: str) -> None:
+    """Refuse ``--out RESULTS`` up front (exit 2, nothing enqueued) unless a results file can be
+    written there: its directory exists and takes a new file (it is written whole, as a temporary
+    file renamed over it), and it is not a directory."""
+    target = Path(out)
+    if not out.strip():
+        raise UsageError("--out needs a file name (leave it out to write the results to stdout)")
+    if target.is_dir():
+        raise UsageError(f"--out {out}: is a directory; name a file in it (e.g. {target / 'results.jsonl'})")
+    parent = target.parent if str(target.parent) else Path(".")
+    if not parent.is_dir():
+        raise UsageError(f"--out {out}: no directory {parent}; create it first")
+    try:  # the real test (os.access says yes to root, and knows nothing of read-only mounts)
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=f".{target.name}.")
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write in {parent} ({exc.strerror or exc})") from None
+    os.close(fd)
+    Path(probe).unlink(missing_ok=True)
 
 
 def _write_results(out: str | None, lines: list[dict[str, Any]]) -> None:
@@ -89,26 +111,28 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if args.batch_id is not None and not BATCH_ID_RE.match(args.batch_id):
         raise UsageError(f"--batch-id {args.batch_id!r}: 1 to 64 letters, digits, '.', '_' or '-', starting with a "
                          "letter or digit")
+    if args.out is not None:
+        _check_out(args.out)
     try:
-        items = parse_inputs(inputs)
+        items, problems = read_inputs(inputs)
     except BatchInputError as exc:
         raise UsageError(str(exc)) from None
     url = _broker(args)
     composition, name = _checked(args.file, args.agent_name)
     agent = _build(composition, name)
-    try:  # every input's variables, before anything is enqueued
-        problems = []
+    try:  # every good input's variables too: every problem of the file in one report
         for it in items:
             try:
                 _check_variables(agent, dict(it.variables))
             except UsageError as exc:
-                problems.append(f"{inputs}:{it.line}: {str(exc).replace('--var', 'variables')}")
+                problems.append((it.line, f"{inputs}:{it.line}: {str(exc).replace('--var', 'variables')}"))
         if problems:
-            raise UsageError(str(BatchInputError(problems)))
+            raise UsageError(str(BatchInputError([p for _, p in sorted(problems, key=lambda p: p[0])])))
     finally:
         if agent.checkpointer is not None:
             asyncio.run(agent.checkpointer.close())
     batch_id = args.batch_id or default_batch_id(inputs, Path(args.file), args.agent_name)
+    identity = batch_identity(items, Path(args.file), args.agent_name)
     app = make_app(url, queue=args.queue)
     check_broker(app)
     state = BatchState(items, batch_id)
@@ -120,8 +144,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
         try:
             await run_batch(app, Path(args.file), items, state, cp=cp, store=store, agent=args.agent_name,
                             queue=args.queue, timeout_s=args.timeout, requeue=args.requeue,
+                            retry_failed=args.retry_failed,
                             requeue_after_s=args.requeue_after, on_progress=bar,
-                            interrupted=stop.is_set)
+                            interrupted=stop.is_set, identity=identity)
         finally:
             await cp.close()
 
@@ -148,6 +173,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
                          f"settled; the runs go on on the workers: run the same command again (batch {batch_id}) "
                          "to pick the batch up\n")
         return EXIT_INTERRUPTED
+    except BatchMismatch as exc:  # found before anything was sent
+        if bar is not None:
+            bar.stop()
+        raise UsageError(str(exc)) from None
     finally:
         signal.signal(signal.SIGINT, previous)
     if bar is not None:
@@ -155,16 +184,22 @@ def cmd_batch(args: argparse.Namespace) -> int:
     lines = []
     for it in items:
         status = state.status.get(it.index, "queued")
-        lines.append(result_line(it, batch_id, "queued" if status == "new" else status, state.outcome.get(it.index)))
+        lines.append(result_line(it, batch_id, "queued" if status == "new" else status, state.outcome.get(it.index),
+                                 state.run_id(it.index)))
     _write_results(args.out, lines)
     ok = sum(1 for it in items if is_success(lines[it.index]["status"], state.outcome.get(it.index)))
     counts = {s: sum(1 for line in lines if line["status"] == s) for s in
               ("done", "failed", "suspended", "running", "queued")}
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     resent = f", {state.resent} sent again (overtaken without starting)" if state.resent else ""
+    resent += f", {state.retried} failed before retried under new run ids" if state.retried else ""
     sys.stderr.write(f"seamkit: batch {batch_id}: {summary} ({state.enqueued} enqueued now, {state.reused} "
                      f"finished before{resent})" + (f"; results in {args.out}" if args.out else "") + "\n")
+    if counts["failed"]:
+        sys.stderr.write(f"seamkit: running the same command again reuses the {counts['failed']} failed; add "
+                         "--retry-failed to run them again (new run ids <batch id>-<index>-r<n>)\n")
     if counts["running"] or counts["queued"]:
         sys.stderr.write(f"seamkit: {counts['running'] + counts['queued']} unfinished after {args.timeout:g} s; "
-                         "run the same command again to wait for them\n")
+                         "run the same command again to wait for them (with --requeue to send again the "
+                         f"{counts['queued']} never started, if the broker may have lost their messages)\n")
     return EXIT_OK if ok == len(items) else EXIT_FAILED

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import time
 from typing import Any
 
-from seamkit.cli.main import EXIT_FAILED, EXIT_OK, EXIT_SUSPENDED, UsageError
+from seamkit.cli.main import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_SUSPENDED, UsageError
+from seamkit.errors import SeamkitError
 
-__all__ = ["EXIT_TIMEOUT", "cmd_batch", "cmd_runs_wait", "cmd_submit", "cmd_worker"]
+__all__ = ["EXIT_TIMEOUT", "MAX_CONCURRENCY", "WorkerStartFailed", "cmd_batch", "cmd_runs_wait", "cmd_submit",
+           "cmd_worker"]
 
 #: ``seamkit runs wait`` gave up (``--timeout``) before the run finished or suspended.
 EXIT_TIMEOUT = 124
@@ -20,16 +23,17 @@ EXIT_TIMEOUT = 124
 
 def _broker(args: argparse.Namespace) -> str:
     from seamkit.cli.scrub import scrub_output
+    from seamkit.composition.models import MIN_SECRET_LENGTH
 
-    from seamkit_celery.app import broker_from_env, url_password
+    from seamkit_celery.app import broker_from_env, check_broker_url, url_secrets
 
     try:
         url = broker_from_env(args.broker)
+        # before anything can print it (shorter ones would mask common text; mask_url masks them)
+        scrub_output([s for s in url_secrets(url) if len(s) >= MIN_SECRET_LENGTH])
+        check_broker_url(url)  # a URL that names no broker is a usage error, not an outage
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    password = url_password(url)
-    if password:
-        scrub_output([password])
     return url
 
 
@@ -46,15 +50,69 @@ def _checked(file: str, agent: str | None) -> Any:
     return composition, name
 
 
+#: Most processes one ``seamkit worker`` starts (``--concurrency``); start more workers for more.
+MAX_CONCURRENCY = 1024
+_FDS_PER_PROCESS = 6  # a prefork process's three pipes (in, out, sync), both ends held by the worker
+_FDS_BASE = 64  # the worker's own: broker and store connections, logs, the interpreter's
+
+
+class WorkerStartFailed(SeamkitError):
+    """``seamkit worker`` could not start its pool or consumer; the message says why (no traceback)."""
+
+
+def _check_concurrency(n: int, pool: str) -> None:
+    """Refuse a ``--concurrency`` above :data:`MAX_CONCURRENCY`, or one whose pipes would not fit
+    in the open-file limit (raised to the hard limit first when that is enough)."""
+    if n > MAX_CONCURRENCY:
+        raise UsageError(f"--concurrency {n}: at most {MAX_CONCURRENCY} processes per worker; start more workers "
+                         "(on this machine or others) for more runs at once")
+    if pool != "prefork":
+        return
+    try:
+        import resource
+    except ImportError:  # not POSIX: the pool's own error is reported
+        return
+    needed = n * _FDS_PER_PROCESS + _FDS_BASE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or needed <= soft:
+        return
+    if hard == resource.RLIM_INFINITY or needed <= hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+        return
+    raise UsageError(f"--concurrency {n} needs about {needed} open files (pipes to each process), but this "
+                     f"process may open {soft} (ulimit -n; hard limit {hard}): lower --concurrency to "
+                     f"{max(1, (hard - _FDS_BASE) // _FDS_PER_PROCESS)} or raise the limit")
+
+
+class _StartFailure(logging.Filter):
+    """Keeps Celery's "Unrecoverable error" (logged with its traceback) for the worker to report
+    as one line; every other record passes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.error: BaseException | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.getMessage().startswith("Unrecoverable error") and record.exc_info and record.exc_info[1]:
+            self.error = record.exc_info[1]
+            return False
+        return True
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     """``seamkit worker FILE [--concurrency N] [--queue NAME] [--pool prefork|solo]``: runs until
-    stopped (SIGTERM: a warm shutdown that lets running runs finish)."""
+    stopped. SIGTERM: a warm shutdown that lets running runs finish, exit 0; Ctrl-C (SIGINT): the
+    same, exit 130 (a second Ctrl-C stops at once). A pool or consumer that cannot start is
+    :class:`WorkerStartFailed` (exit 1, one line)."""
     import os
     import socket
+
+    from celery import signals
 
     from seamkit_celery.app import check_broker, make_app
 
     url = _broker(args)
+    _check_concurrency(args.concurrency, args.pool)
     composition, name = _checked(args.file, args.agent_name)
     import asyncio
 
@@ -62,6 +120,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
     asyncio.run(_check_store(agent, args.file))
     app = make_app(url, visibility_timeout_s=args.visibility_timeout, queue=args.queue)
     check_broker(app)
+    from seamkit.composition.build import child_queue_issues
+
+    for warning in child_queue_issues(composition, args.queue):  # a deadlock waiting to happen: say so now
+        sys.stderr.write(f"seamkit: warning: {warning}\n")
     worker = app.Worker(
         hostname=f"seamkit-{os.getpid()}@{socket.gethostname()}",
         concurrency=args.concurrency if args.pool == "prefork" else 1,
@@ -74,9 +136,30 @@ def cmd_worker(args: argparse.Namespace) -> int:
         quiet=True,
     )
     sys.stderr.write(f"seamkit: worker {os.getpid()} ({args.pool}, {worker.concurrency} at once) consumes queue "
-                     f"{args.queue!r} for agent {name!r}\n")
+                     f"{args.queue!r}: it runs every run sent there, whatever its composition and agent ({args.file}, "
+                     f"agent {name!r}, was checked at start)\n")
     sys.stderr.flush()
-    worker.start()
+    stopped_by: list[str] = []
+
+    def on_shutdown(sender: Any = None, sig: str = "", **kwargs: Any) -> None:
+        stopped_by.append(sig)
+
+    signals.worker_shutting_down.connect(on_shutdown, weak=False)
+    failure = _StartFailure()
+    celery_log = logging.getLogger("celery.worker.worker")
+    celery_log.addFilter(failure)
+    try:
+        worker.start()
+    finally:
+        celery_log.removeFilter(failure)
+        signals.worker_shutting_down.disconnect(on_shutdown)
+    if failure.error is not None and not stopped_by:
+        exc = failure.error
+        raise WorkerStartFailed(f"the worker could not start: {type(exc).__name__}: {exc}") from None
+    if stopped_by and stopped_by[0] == "SIGINT":
+        return EXIT_INTERRUPTED  # Ctrl-C: a clean stop, said as the shell's convention says it
+    if stopped_by and stopped_by[0] == "SIGTERM":
+        return EXIT_OK  # a warm shutdown asked for: its running runs finished
     code = worker.exitcode
     return EXIT_OK if not code else int(code)
 

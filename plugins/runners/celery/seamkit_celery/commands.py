@@ -50,6 +50,24 @@ def _count(text: str) -> int:
     return value
 
 
+#: Longest run id accepted (it goes into store keys and message ids).
+MAX_RUN_ID = 200
+
+
+def _run_id(text: str) -> str:
+    """A run id as typed: 1 to :data:`MAX_RUN_ID` characters, none of them whitespace or control
+    characters (a run id is a key, one word on a line of ``seamkit runs list``)."""
+    if not text:
+        raise argparse.ArgumentTypeError("a run id cannot be empty (leave --run-id out for a new one)")
+    if len(text) > MAX_RUN_ID:
+        raise argparse.ArgumentTypeError(f"a run id is at most {MAX_RUN_ID} characters, got {len(text)}")
+    bad = next((c for c in text if c.isspace() or not c.isprintable()), None)
+    if bad is not None:
+        raise argparse.ArgumentTypeError(f"a run id has no spaces or control characters, got {text!r} (with "
+                                         f"{bad!r})")
+    return text
+
+
 def _runs_actions(cli: Any) -> Any:
     runs = getattr(cli, "choices", {}).get("runs")
     if runs is None:
@@ -95,13 +113,15 @@ def add_commands(cli: Any) -> None:
     )
     p.add_argument("file", metavar="FILE", help="composition YAML file (workers need the same path)")
     p.add_argument("task", metavar="TASK", nargs="?", help="the task text ('-' reads it from stdin)")
-    p.add_argument("--run-id", metavar="ID", help="the run id (default: a new one)")
+    p.add_argument("--run-id", metavar="ID", type=_run_id,
+                   help="the run id (default: a new one; no spaces or control characters)")
     p.add_argument("--var", metavar="KEY=VALUE", action="append", type=_var, default=[],
                    help="a prompt template variable (repeatable)")
     p.add_argument("--agent-name", metavar="NAME", help="the agent of FILE to run (default: its entry agent)")
     p.add_argument("--queue", "-Q", metavar="NAME", default="seamkit", help="the queue (default seamkit)")
     p.add_argument("--broker", metavar="URL", help=_BROKER_HELP)
-    p.add_argument("--resume", metavar="RUN_ID", help="enqueue the continuation of RUN_ID instead of a new run")
+    p.add_argument("--resume", metavar="RUN_ID", type=_run_id,
+                   help="enqueue the continuation of RUN_ID instead of a new run")
     p.add_argument("--approve", metavar="CALL_ID", action="append", default=[], help="with --resume: approve a call")
     p.add_argument("--reject", metavar="CALL_ID[=REASON]", action="append", default=[],
                    help="with --resume: reject a call, optionally saying why")
@@ -116,7 +136,9 @@ def add_commands(cli: Any) -> None:
         "object {\"task\": ..., \"variables\": {...}}), wait for them with a progress bar of done / failed / "
         "suspended (stderr, on a terminal), and write one JSON line per input, in input order: index, line, "
         "run_id, status, output, usage, cost (exact decimal text), error. Run ids are <batch id>-<index>, so "
-        "running the same command again does not redo finished inputs and waits for queued ones. Exit 0 all "
+        "running the same command again does not redo finished inputs (failed ones included: see "
+        "--retry-failed) and waits for queued ones; a --batch-id reused for other inputs, composition or agent "
+        "is refused. Exit 0 all "
         "done, 1 any failed, suspended or unfinished at --timeout, 2 bad input (nothing enqueued), 130 Ctrl-C "
         "(the runs go on on the workers).",
     )
@@ -127,6 +149,9 @@ def add_commands(cli: Any) -> None:
     p.add_argument("--timeout", metavar="S", type=_positive, help="stop waiting after S seconds (default: wait)")
     p.add_argument("--requeue", action="store_true",
                    help="enqueue again inputs recorded as enqueued that never started (after a broker lost messages)")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="run again the inputs whose run failed, under new run ids <batch id>-<index>-r<n> (running "
+                   "the same command again otherwise reuses failed runs as they are)")
     p.add_argument("--requeue-after", metavar="S", type=_positive, default=60.0,
                    help="send a run again when it has not started S seconds after a run sent later did (its message "
                    "was lost with a killed worker; default 60)")
@@ -145,7 +170,7 @@ def add_commands(cli: Any) -> None:
         "output (stdout) or why it stopped (stderr). Exit 0 done, 1 failed or stopped without an answer, "
         "3 suspended (it waits for a person), 124 still unfinished after --timeout.",
     )
-    q.add_argument("run_id", metavar="RUN_ID")
+    q.add_argument("run_id", metavar="RUN_ID", type=_run_id)
     q.add_argument("--agent", metavar="FILE", required=True, help="the composition whose store holds the run")
     q.add_argument("--timeout", metavar="S", type=_positive, help="give up after S seconds (default: wait)")
     q.add_argument("--json", action="store_true", help="print the outcome as one JSON object")

@@ -88,3 +88,22 @@ def test_bad_calls_exit_2_with_a_message(tmp_path: Path) -> None:
     assert "Traceback" not in in_process.stderr + bad_key.stderr
     neither = seamkit(tmp_path, "budget", "release", "x", "--agent", "plain.yaml")
     assert neither.returncode == 2 and "--dead" in neither.stderr
+
+
+def test_show_of_a_ledger_never_used_says_there_is_none(tmp_path: Path) -> None:
+    db = tmp_path / "budget.db"
+    (tmp_path / "a.yaml").write_text(agent(db))
+    proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(db)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()  # batch-7 holds a reservation now
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    for args in (("batch-8",), ("batch-8", "--json"), ("batch-7", "--tenant", "acme")):
+        r = seamkit(tmp_path, "budget", "show", *args, "--agent", "a.yaml")
+        assert r.returncode == 2, r
+        assert "no ledger" in r.stderr and "$0" not in r.stdout and "Traceback" not in r.stderr, r.stderr
+    assert "the composition names 'batch-7'" in seamkit(tmp_path, "budget", "show", "batch-8", "--agent",
+                                                         "a.yaml").stderr
+    assert seamkit(tmp_path, "budget", "show", "batch-7", "--agent", "a.yaml").returncode == 0
