@@ -100,6 +100,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         problems = []
         for it in items:
             try:
+                if it.variables and composition.workflow is not None and args.agent_name is None:
+                    raise UsageError("variables fill an agent's prompt; a workflow's input is its task")
                 _check_variables(agent, dict(it.variables))
             except UsageError as exc:
                 problems.append(f"{inputs}:{it.line}: {str(exc).replace('--var', 'variables')}")

@@ -61,6 +61,12 @@ def cmd_worker(args: argparse.Namespace) -> int:
     agent = _build(composition, name)  # once here: a component that cannot be built fails now, not per run
     if agent.checkpointer is not None:
         asyncio.run(agent.checkpointer.close())
+    what = f"agent {name!r}"
+    if composition.workflow is not None and args.agent_name is None:
+        workflow = _build_workflow(composition)
+        what = f"workflow {workflow.name!r}"
+        if workflow.checkpointer is not None:
+            asyncio.run(workflow.checkpointer.close())
     app = make_app(url, visibility_timeout_s=args.visibility_timeout, queue=args.queue)
     check_broker(app)
     worker = app.Worker(
@@ -75,7 +81,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         quiet=True,
     )
     sys.stderr.write(f"seamkit: worker {os.getpid()} ({args.pool}, {worker.concurrency} at once) consumes queue "
-                     f"{args.queue!r} for agent {name!r}\n")
+                     f"{args.queue!r} for {what}\n")
     sys.stderr.flush()
     worker.start()
     code = worker.exitcode
@@ -90,6 +96,18 @@ def _build(composition: Any, name: str) -> Any:
 
     try:
         return build_agents(composition)[name]
+    except ComponentBuildError as exc:
+        raise BuildFailed(exc.issues) from exc
+
+
+def _build_workflow(composition: Any) -> Any:
+    """The workflow of ``composition``; :class:`~seamkit.cli.main.BuildFailed` when a component
+    fails to build."""
+    from seamkit.cli.main import BuildFailed
+    from seamkit.composition import ComponentBuildError, build_workflow
+
+    try:
+        return build_workflow(composition)
     except ComponentBuildError as exc:
         raise BuildFailed(exc.issues) from exc
 
@@ -174,6 +192,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     else:
         task = _read_task(args.task)
         variables = dict(args.var)
+        if variables and composition.workflow is not None and args.agent_name is None:
+            raise UsageError("--var fills an agent's prompt; a workflow's input is its task")
         agent = _build(composition, name)
         try:
             _check_variables(agent, variables)
