@@ -176,6 +176,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
             raise UsageError(f"no run {args.resume!r} in the store of {args.file}")
         if snap.status in ("done", "failed"):
             raise UsageError(f"run {args.resume} is {snap.status}: nothing to continue")
+        if snap.status == "suspended" and "workflow_state" in snap.state:
+            waits = snap.state.get("status_detail") or "suspended"
+            raise UsageError(f"run {args.resume} is a workflow waiting ({waits}): answer it with seamkit resume "
+                             f"{args.resume} --answer TEXT (or --event TYPE=JSON) --agent {args.file}")
         if snap.status == "suspended" and snap.state.get("waiting_for") != "settlement":
             pending = {p.call_id for p in snap.state.get("pending_approvals") or () if hasattr(p, "call_id")}
             if not decisions:

@@ -157,3 +157,29 @@ def test_a_workflow_whose_steps_store_is_not_shared_is_refused_located(env: Env)
     assert f"wf.yaml:{line}:" in r.stderr, r.stderr
     assert "step 'a' sends its agent run to the queue" in r.stderr and "'sqlite'" in r.stderr, r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_a_workflow_at_a_gate_is_reported_suspended_and_answered_outside_the_queue(env: Env) -> None:
+    store = f'{{use: redis, url: "{env.redis_url}", prefix: "{env.prefix}"}}'
+    file = env.cwd / "gate.yaml"
+    file.write_text(
+        "seamkit: 1\n"
+        "agent:\n"
+        "  name: lead\n"
+        "  model: {use: scripted, turns: [unused], repeat: true}\n"
+        f"  checkpoints: {store}\n"
+        "workflow:\n"
+        "  outcomes: [done]\n"
+        "  steps:\n"
+        "    ok: {gate: 'Go on?', emits: done}\n")
+    env.worker(file)
+    run_id = _submit(env, file)
+    w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30", "--json")
+    assert w.returncode == 3, w
+    assert json.loads(w.stdout)["status"] == "suspended"
+    r = env.submit(file, "--resume", run_id)
+    assert r.returncode == 2 and f"seamkit resume {run_id} --answer TEXT" in r.stderr, r
+    assert "Traceback" not in r.stderr
+    done = env.cli("resume", run_id, "--answer", "yes", "--agent", str(file))
+    assert done.returncode == 0, done
+    assert env.outcomes([run_id], timeout=10)[run_id].status == "done"
