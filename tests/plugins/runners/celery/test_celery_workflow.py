@@ -183,3 +183,25 @@ def test_a_workflow_at_a_gate_is_reported_suspended_and_answered_outside_the_que
     done = env.cli("resume", run_id, "--answer", "yes", "--agent", str(file))
     assert done.returncode == 0, done
     assert env.outcomes([run_id], timeout=10)[run_id].status == "done"
+
+
+def test_seamkit_batch_runs_workflows_and_refuses_variables_for_them(env: Env) -> None:
+    file = workflow_file(env)
+    bad = env.cwd / "bad.jsonl"
+    bad.write_text('"one"\n{"task": "two", "variables": {"team": "ops"}}\n')
+    r = env.cli("batch", str(file), str(bad), "--queue", env.prefix, timeout=60)
+    assert r.returncode == 2 and "bad.jsonl:2: variables fill an agent's prompt" in r.stderr, r
+    env.worker(file)
+    env.worker(file, "--queue", f"{env.prefix}-children", "--concurrency", "2")
+    inputs = env.cwd / "inputs.jsonl"
+    inputs.write_text('"part 1"\n{"task": "{\\"topic\\": \\"part 2\\"}"}\n')
+    out = env.cwd / "results.jsonl"
+    r = env.cli("batch", str(file), str(inputs), "--queue", env.prefix, "--out", str(out), "--timeout", "60",
+                timeout=90)
+    assert r.returncode == 0, (r, env.workers[0].text())
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(x["status"], x["output"]) for x in rows] == [("done", "written")] * 2
+    # the second input is a JSON object: the workflow's structured input, sent to each branch as JSON
+    children = _children(env, rows[1]["run_id"])
+    tasks = {m.text for s, _ in children["researcher"] for m in s.transcript if m.role == "user"}
+    assert tasks == {json.dumps({"topic": "part 2"})}
