@@ -195,7 +195,8 @@ class ToolUnavailable(ToolError):
 
 
 class ChildRunFailed(ToolError):
-    """An agent tool's child run, run elsewhere (a worker queue), failed or gave no answer.
+    """An agent tool's (or a workflow agent step's) child run, run elsewhere (a worker queue), failed
+    or gave no answer.
     ``run_id`` names the child, ``status`` is its checkpoint's (``failed``, ``suspended``, ``done``
     without an answer), ``failure_class`` the class of its error when it had one."""
 

@@ -51,17 +51,23 @@ def test_python_example_runs(doc: Path, block: Block, tmp_path: Path, monkeypatc
 
 def test_the_scale_out_yaml_examples_can_run_on_the_queue() -> None:
     """docs/scale-out.md's compositions are valid as written and pass the queue's check (a shared
-    checkpoint store); the budget one keeps its ledger in the store under the name it says."""
+    checkpoint store); the budget one keeps its ledger in the store under the name it says; the
+    workflow's branches go to the children's queue."""
     from seamkit.composition import loads_composition
     from seamkit_celery.task import check_composition
 
     blocks = [b for b in fenced_blocks(ROOT / "docs" / "scale-out.md")
               if b.info.split()[:1] == ["yaml"] and b.body.lstrip().startswith("seamkit: 1")]
-    assert len(blocks) == 3
+    assert len(blocks) == 4
+    flows = [b for b in blocks if "workflow:" in b.body]
     for block in blocks:
         comp = loads_composition(block.body, env={"REDIS_URL": "redis://127.0.0.1:6379/0"})
-        assert check_composition(comp) == "summariser"
-    (budget,) = loads_composition(blocks[2].body, env={"REDIS_URL": "redis://127.0.0.1:6379/0"}).agent.middlewares
+        assert check_composition(comp) == ("lead" if block in flows else "summariser")
+    (flow,) = flows
+    steps = loads_composition(flow.body, env={"REDIS_URL": "redis://127.0.0.1:6379/0"}).workflow.steps  # type: ignore[union-attr]
+    assert {n: s.queue_name() for n, s in steps.items()} == {"market": "children", "rivals": "children", "write": None}
+    (budgeted,) = [b for b in blocks if "use: budget" in b.body]
+    (budget,) = loads_composition(budgeted.body, env={"REDIS_URL": "redis://127.0.0.1:6379/0"}).agent.middlewares
     assert budget.use == "budget"
 
 

@@ -1,4 +1,4 @@
-"""Where an agent tool's child runs run: the :class:`ChildRunDispatcher` seam.
+"""Where an agent tool's (or a workflow agent step's) child runs run: the :class:`ChildRunDispatcher` seam.
 
 An agent tool (:func:`~seamkit.agent.as_tool.agent_tool`) runs its agent as a child run *in the
 calling process* unless two things hold: the tool names a ``queue`` (``agent_tool(...,
@@ -14,6 +14,11 @@ call's key (:func:`current_call_key`: ``"<parent run id>:<step>:<tool call id>"`
 agent loop around each tool call), so a parent re-run after a crash (a re-delivered message, a
 resume) names the same child again, and a dispatcher finds it (running, or finished with its
 stored outcome) instead of starting a second one.
+
+A workflow's agent step built with ``queue=NAME`` (:func:`~seamkit.workflows.steps.agent_step`,
+``queue:`` on a step in YAML) hands its agent run to the same dispatcher, under the activation's
+run id (checkpointed before the activation starts, so a resumed workflow names the same child);
+its request has no ``tool``: the remote side finds the agent by its name.
 
 Nothing here imports a queue; the dispatcher is the deployment's.
 """
@@ -85,8 +90,9 @@ class ChildRunRequest:
     agent: Agent
     """The child agent as the tool runs it (its extra middlewares and ``max_steps`` applied); a
     dispatcher reads its ``name`` and ``checkpointer`` (where to wait for its checkpoints)."""
-    tool: str
-    """The agent tool's name (the remote side finds the same tool, so the same agent, by it)."""
+    tool: str | None
+    """The agent tool's name (the remote side finds the same tool, so the same agent, by it);
+    ``None`` for a workflow's agent step: the remote side finds the agent by its name."""
     task: str
     """The child's user message (the task, or the validated arguments as JSON text)."""
     run_id: str
@@ -128,8 +134,9 @@ class ChildRunOutcome:
 
 @runtime_checkable
 class ChildRunDispatcher(Protocol):
-    """Runs an agent tool's child runs somewhere else (another worker) and waits for them. A run
-    offers one in ``ctx.services[CHILD_RUNS_SERVICE]``; agent tools with a ``queue`` use it."""
+    """Runs an agent tool's (or a workflow agent step's) child runs somewhere else (another worker)
+    and waits for them. A run offers one in ``ctx.services[CHILD_RUNS_SERVICE]``; agent tools and
+    agent steps with a ``queue`` use it."""
 
     async def run_child(self, request: ChildRunRequest, ctx: RunContext) -> ChildRunOutcome:
         """Run ``request``'s child (or find it: a child with that run id already started, or

@@ -752,7 +752,7 @@ def build_workflow(composition: Composition, *, registry: Registry | None = None
         common: dict[str, Any] = {"consumes": tuple(s.consumes), "emits": tuple(s.emits), "join": s.join,
                                   "origin": origin}
         if isinstance(s, AgentStepConfig):
-            steps.append(agent_step(name, agents[s.agent], pick=s.pick, **common))
+            steps.append(agent_step(name, agents[s.agent], pick=s.pick, queue=s.queue_name(), **common))
         elif isinstance(s, GateStepConfig):
             steps.append(gate(name, s.gate, on_yes=s.on_yes, on_no=s.on_no, **common))
         elif isinstance(s, ToolStepConfig):

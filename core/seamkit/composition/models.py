@@ -240,6 +240,26 @@ SLOT_TYPES: dict[str, type[ComponentRef]] = {
 }
 
 
+#: The queue an agent tool's child runs go to with ``queue: true``: one of their own, so that
+#: workers waiting on children never hold every process the children need (see docs/multi-agent.md).
+DEFAULT_CHILD_QUEUE = "children"
+
+
+class ChildQueueConfig(_Model):
+    """Where an agent tool's (or a workflow agent step's) child runs go when a queue runs the calling
+    run (``queue: {name: ...}``)."""
+
+    name: str = Field(default=DEFAULT_CHILD_QUEUE, min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$",
+                      description="The queue (workers consume it with 'seamkit worker FILE --queue NAME')")
+
+
+def _queue_name(queue: bool | ChildQueueConfig) -> str | None:
+    """The queue a ``queue:`` value sends child runs to, ``None`` for in-process."""
+    if isinstance(queue, ChildQueueConfig):
+        return queue.name
+    return DEFAULT_CHILD_QUEUE if queue else None
+
+
 class _StepBase(_Model):
     """What every built-in kind of ``workflow.steps`` entry has: ``consumes``, ``emits``, ``join``."""
 
@@ -265,6 +285,16 @@ class AgentStepConfig(_StepBase):
     pick: str | None = Field(
         default=None, description="Take this field of the agent's output (a list there fans out)",
     )
+    queue: bool | ChildQueueConfig = Field(
+        default=False,
+        description="Run the agent on a worker queue when a worker runs the workflow (seamkit-celery): true for "
+        f"the queue {DEFAULT_CHILD_QUEUE!r}, {{name: QUEUE}} for another; elsewhere it runs in-process. Its "
+        "agent must checkpoint into a store every worker shares",
+    )
+
+    def queue_name(self) -> str | None:
+        """The queue the step's agent run goes to, ``None`` for in-process."""
+        return _queue_name(self.queue)
 
 
 class ToolStepConfig(_StepBase):
@@ -367,18 +397,6 @@ class Settings(_Model):
     )
 
 
-#: The queue an agent tool's child runs go to with ``queue: true``: one of their own, so that
-#: workers waiting on children never hold every process the children need (see docs/multi-agent.md).
-DEFAULT_CHILD_QUEUE = "children"
-
-
-class ChildQueueConfig(_Model):
-    """Where an agent tool's child runs go when a queue runs the calling run (``queue: {name: ...}``)."""
-
-    name: str = Field(default=DEFAULT_CHILD_QUEUE, min_length=1, pattern=r"^[A-Za-z0-9_.:-]+$",
-                      description="The queue (workers consume it with 'seamkit worker FILE --queue NAME')")
-
-
 class AgentToolRef(_Model):
     """An agent of the file offered as a tool (``{agent: NAME, ...}`` in ``tools:``), see
     :func:`seamkit.agent.as_tool.agent_tool`: each call runs it as a child run."""
@@ -412,9 +430,7 @@ class AgentToolRef(_Model):
 
     def queue_name(self) -> str | None:
         """The queue the children go to, ``None`` for in-process."""
-        if isinstance(self.queue, ChildQueueConfig):
-            return self.queue.name
-        return DEFAULT_CHILD_QUEUE if self.queue else None
+        return _queue_name(self.queue)
 
 
 def _tool_kind(value: Any) -> str:

@@ -11,6 +11,12 @@ out). Rerun after a crash, an agent with a checkpointer continues its own child 
 checkpoint instead of starting over. An agent that suspends for an approval inside a workflow is
 a step failure naming the child run (approve it there; use a gate step for the workflow's own
 human decisions).
+
+An agent step built with ``queue=NAME`` hands its agent run to the
+:class:`~seamkit.agent.child_runs.ChildRunDispatcher` the workflow run offers in ``ctx.services``
+(:data:`~seamkit.agent.child_runs.CHILD_RUNS_SERVICE`; seamkit-celery's workers offer one), under
+the activation's run id, and waits for its outcome: parallel activations then run on several
+workers at once. Without a dispatcher it runs in-process as above (``queue`` is a request).
 """
 
 from __future__ import annotations
@@ -107,13 +113,26 @@ def function_step(fn: StepFn, *, name: str | None = None, consumes: tuple[str, .
 
 def agent_step(name: str, agent: Agent, *, consumes: tuple[str, ...] | str = (START,),
                emits: tuple[str, ...] | str = (), join: bool = False, pick: str | None = None,
-               origin: str | None = None) -> Step:
-    """A step running ``agent`` as a child run on its input (see the module doc). Raises (as the
-    step's failure) :class:`StepError` ``AGENT_SUSPENDED`` when the agent waits for an approval or
-    a settlement, ``INVALID_STEP_INPUT`` for a ``"messages"`` input that holds anything but
-    messages, ``MISSING_FIELD`` when ``pick`` names no field of the output."""
+               origin: str | None = None, queue: str | None = None) -> Step:
+    """A step running ``agent`` as a child run on its input (see the module doc); ``queue``: the
+    queue to hand the run to when the workflow run offers a dispatcher. Raises ``ValueError`` for
+    a blank ``queue``; and (as the step's failure) :class:`StepError` ``AGENT_SUSPENDED`` when the
+    agent waits for an approval or a settlement, ``INVALID_STEP_INPUT`` for a ``"messages"`` input
+    that holds anything but messages (or any ``"messages"`` input, when the run goes to a queue:
+    a queued run's task is text), ``MISSING_FIELD`` when ``pick`` names no field of the output;
+    :class:`~seamkit.errors.ChildRunFailed` (with the child's failure class) when a queued run
+    failed, :class:`~seamkit.errors.ToolError` when it could not be dispatched."""
+    if queue is not None and (not isinstance(queue, str) or not queue.strip()):
+        raise ValueError(f"step {name!r}: queue must be a non-blank queue name, got {queue!r}")
 
     async def run(ctx: StepContext, data: Any) -> Any:
+        if queue is not None:
+            from seamkit.agent.child_runs import CHILD_RUNS_SERVICE
+
+            dispatcher = ctx.run.services.get(CHILD_RUNS_SERVICE)
+            if dispatcher is not None:
+                out = await _dispatched(dispatcher, ctx, data)
+                return _field(out, pick) if pick is not None else out
         cp = agent.checkpointer
         child = await cp.latest(ctx.run.run_id) if ctx.resumed and cp is not None else None
         if child is not None and child.status == "suspended":  # a person has not decided yet
@@ -132,6 +151,35 @@ def agent_step(name: str, agent: Agent, *, consumes: tuple[str, ...] | str = (ST
                             "then resume the workflow")
         out = result.output
         return _field(out, pick) if pick is not None else out
+
+    async def _dispatched(dispatcher: Any, ctx: StepContext, data: Any) -> Any:
+        """The agent run handed to ``dispatcher`` (its output), mapped like the in-process run's."""
+        from seamkit.agent.child_runs import ChildRunRequest
+        from seamkit.errors import ChildRunFailed
+
+        task = _task(data)
+        if not isinstance(task, str):
+            raise StepError("INVALID_STEP_INPUT", f"step {name!r} sends its agent run to the queue {queue!r}, whose "
+                            "task is text: a 'messages' input cannot go there (remove queue: to run it in-process)")
+        child = ctx.run  # the activation's context: its run id is checkpointed before it starts
+        request = ChildRunRequest(
+            agent=agent, tool=None, task=task, run_id=child.run_id, parent_run_id=ctx.workflow_run_id,
+            ancestors=child.ancestors or (ctx.workflow_run_id,), agent_depth=child.agent_depth,
+            queue=str(queue), scope=child.scope,
+        )
+        out = await dispatcher.run_child(request, child)
+        if out.usage is not None:
+            ctx.add_usage(out.usage)
+        where = f"agent {agent.name!r} (run {out.run_id}, on queue {queue!r})"
+        if out.status == "suspended":
+            calls = [str(p.get("call_id")) for p in out.pending]
+            what = out.detail or (f"an approval of {', '.join(calls)}" if calls else "a person")
+            raise StepError("AGENT_SUSPENDED", f"{where} waits for {what}; then resume the workflow")
+        if out.status == "failed":
+            cls = f" ({out.failure_class})" if out.failure_class is not None else ""
+            raise ChildRunFailed(out.run_id, out.status, f"{where} failed{cls}: {out.error or 'no error recorded'}",
+                                 failure_class=out.failure_class)
+        return out.output
 
     return Step(name, run, _types(consumes), _types(emits), join, "agent", origin=origin)
 

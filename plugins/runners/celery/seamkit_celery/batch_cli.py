@@ -123,6 +123,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
     try:  # every good input's variables too: every problem of the file in one report
         for it in items:
             try:
+                if it.variables and composition.workflow is not None and args.agent_name is None:
+                    raise UsageError("variables fill an agent's prompt; a workflow's input is its task")
                 _check_variables(agent, dict(it.variables))
             except UsageError as exc:
                 problems.append((it.line, f"{inputs}:{it.line}: {str(exc).replace('--var', 'variables')}"))

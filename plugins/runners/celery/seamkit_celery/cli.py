@@ -117,7 +117,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
     import asyncio
 
     agent = _build(composition, name)  # once here: a component that cannot be built fails now, not per run
-    asyncio.run(_check_store(agent, args.file))
+    asyncio.run(_check_store(agent, args.file))  # a workflow's checkpoints are its entry agent's store
+    what = f"agent {name!r}"
+    if composition.workflow is not None and args.agent_name is None:
+        workflow = _build_workflow(composition)
+        what = f"workflow {workflow.name!r}"
+        if workflow.checkpointer is not None:
+            asyncio.run(workflow.checkpointer.close())
     app = make_app(url, visibility_timeout_s=args.visibility_timeout, queue=args.queue)
     check_broker(app)
     from seamkit.composition.build import child_queue_issues
@@ -137,7 +143,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     )
     sys.stderr.write(f"seamkit: worker {os.getpid()} ({args.pool}, {worker.concurrency} at once) consumes queue "
                      f"{args.queue!r}: it runs every run sent there, whatever its composition and agent ({args.file}, "
-                     f"agent {name!r}, was checked at start)\n")
+                     f"{what}, was checked at start)\n")
     sys.stderr.flush()
     stopped_by: list[str] = []
 
@@ -199,6 +205,18 @@ def _build(composition: Any, name: str) -> Any:
 
     try:
         return build_agents(composition)[name]
+    except ComponentBuildError as exc:
+        raise BuildFailed(exc.issues) from exc
+
+
+def _build_workflow(composition: Any) -> Any:
+    """The workflow of ``composition``; :class:`~seamkit.cli.main.BuildFailed` when a component
+    fails to build."""
+    from seamkit.cli.main import BuildFailed
+    from seamkit.composition import ComponentBuildError, build_workflow
+
+    try:
+        return build_workflow(composition)
     except ComponentBuildError as exc:
         raise BuildFailed(exc.issues) from exc
 
@@ -268,6 +286,10 @@ def cmd_submit(args: argparse.Namespace) -> int:
                              f"with that file (seamkit submit {recorded} --resume {args.resume} ...)")
         if snap.status in ("done", "failed"):
             raise UsageError(f"run {args.resume} is {snap.status}: nothing to continue")
+        if snap.status == "suspended" and "workflow_state" in snap.state:
+            waits = snap.state.get("status_detail") or "suspended"
+            raise UsageError(f"run {args.resume} is a workflow waiting ({waits}): answer it with seamkit resume "
+                             f"{args.resume} --answer TEXT (or --event TYPE=JSON) --agent {args.file}")
         if snap.status == "suspended" and snap.state.get("waiting_for") != "settlement":
             pending = {p.call_id for p in snap.state.get("pending_approvals") or () if hasattr(p, "call_id")}
             if not decisions:
@@ -285,6 +307,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     else:
         task = _read_task(args.task)
         variables = dict(args.var)
+        if variables and composition.workflow is not None and args.agent_name is None:
+            raise UsageError("--var fills an agent's prompt; a workflow's input is its task")
         agent = _build(composition, name)
         try:
             _check_variables(agent, variables)

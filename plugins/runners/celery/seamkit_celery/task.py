@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from seamkit.agent.agent import Agent
     from seamkit.composition import Composition
     from seamkit.runtime.context import RunContext
+    from seamkit.workflows import Workflow
 
 __all__ = [
     "FIRST_RETRY_S",
@@ -85,6 +86,7 @@ __all__ = [
     "RetryLater",
     "check_composition",
     "deliver",
+    "deliver_workflow",
     "infrastructure",
     "make_spec",
     "mask_urls",
@@ -196,15 +198,17 @@ def _store_of(composition: Composition, name: str, path: tuple[str | int, ...],
 
 
 def check_composition(composition: Composition, agent: str | None = None) -> str:
-    """Check that ``agent`` of ``composition`` (``None``: its entry agent) can run on the queue and
-    return its name. Raises :class:`QueueConfigError` (located) for a workflow file, an unknown
-    agent, or a checkpoint store that is not shared by every worker (sqlite, memory, none):
-    a re-delivered run must find its checkpoints on whichever worker gets it. The same holds for
-    the agent of every agent tool with ``queue:`` in the file (located at its ``queue:``): its
-    child runs are started, and waited for, by whichever worker runs the caller."""
+    """Check that ``agent`` of ``composition`` (``None``: its entry agent, or its workflow) can run
+    on the queue and return its name (for a workflow: its entry agent's, whose store holds the
+    workflow's checkpoints). Raises :class:`QueueConfigError` (located) for an unknown agent, or a
+    checkpoint store that is not shared by every worker (sqlite, memory, none): a re-delivered run
+    must find its checkpoints on whichever worker gets it. The same holds for the agent of every
+    agent tool with ``queue:`` in the file (located at its ``queue:``): its child runs are started,
+    and waited for, by whichever worker runs the caller; and, for a workflow, for the agent of every
+    agent step (located at its ``queue:``, or its ``agent:``): a re-delivered workflow continues
+    its steps' runs, or waits for them, on whichever worker gets it."""
     if composition.workflow is not None and agent is None:
-        raise QueueConfigError(f"{_where(composition, ('workflow',))}: a workflow cannot run on the queue yet; "
-                               "name one of its agents (--agent-name) to queue agent runs")
+        return _check_workflow(composition)
     name, path, config = _agent_config(composition, agent)
     use, at = _store_of(composition, name, path, config)
     if use is None:
@@ -218,6 +222,46 @@ def check_composition(composition: Composition, agent: str | None = None) -> str
             f"cannot read: a queued run is resumed by whichever worker gets it, so its checkpoints must be in "
             f"a shared store: set checkpoints: {{use: redis, url: ${{REDIS_URL}}}} or {{use: postgres, "
             f"dsn: ${{DATABASE_URL}}}}")
+    _check_queued_children(composition)
+    return name
+
+
+def _check_workflow(composition: Composition) -> str:
+    """:func:`check_composition` for the workflow of ``composition``; returns its entry agent's name."""
+    from seamkit.composition.models import AgentStepConfig
+
+    shared = " or ".join(SHARED_STORES)
+    workflow = composition.workflow
+    assert workflow is not None
+    wname = workflow.name or (composition.file.stem if composition.file is not None else "workflow")
+    name, path, config = _agent_config(composition, None)
+    use, at = _store_of(composition, name, path, config)
+    if use not in SHARED_STORES:
+        what = ("no store ('checkpoints: null')" if use is None else
+                "the default store" if at == path else f"'{use}'")
+        raise QueueConfigError(
+            f"{_where(composition, at)}: workflow {wname!r} checkpoints into the store of its entry agent "
+            f"{name!r}, {what}, which other workers cannot read: a queued workflow is resumed by whichever worker "
+            f"gets it, so set the entry agent's checkpoints: {{use: redis, url: ${{REDIS_URL}}}} or {{use: postgres, "
+            f"dsn: ${{DATABASE_URL}}}} ({shared})")
+    agents = composition.all_agents()
+    for step, s in workflow.steps.items():
+        if not isinstance(s, AgentStepConfig) or s.agent not in agents:
+            continue
+        apath, aconfig = agents[s.agent]
+        use, _ = _store_of(composition, s.agent, apath, aconfig)
+        if use in SHARED_STORES:
+            continue
+        what = "no store ('checkpoints: null')" if use is None else (
+            "the default store" if "checkpoints" not in aconfig.model_fields_set else f"'{use}'")
+        queued = s.queue_name() is not None
+        key = "queue" if queued else "agent"
+        why = ("sends its agent run to the queue, and the workflow's worker waits for its checkpoints from "
+               "another worker" if queued else
+               "runs in the workflow's worker, and a re-delivered workflow continues it on whichever worker gets it")
+        raise QueueConfigError(
+            f"{_where(composition, ('workflow', 'steps', step, key))}: step {step!r} {why}, but agent {s.agent!r} "
+            f"checkpoints into {what}: set its checkpoints: {{use: redis, url: ${{REDIS_URL}}}} ({shared})")
     _check_queued_children(composition)
     return name
 
@@ -433,13 +477,22 @@ def run_context(spec: Mapping[str, Any], services: Mapping[str, Any] | None = No
     )
 
 
-async def deliver(agent: Agent, spec: Mapping[str, Any], services: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Run one delivery of ``spec`` with ``agent`` (see the module doc) and return the run's
-    outcome. ``services``: for the run's context (see :func:`run_context`). Raises
-    :class:`LeaseHeld` when another live worker runs it, :class:`RetryLater` when an
-    infrastructure failure (:func:`infrastructure`: the store unreachable, before, while or after
-    the run) stopped it unfinished: retry later, never acknowledge as done."""
+async def deliver(agent: Agent | Workflow, spec: Mapping[str, Any],
+                  services: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Run one delivery of ``spec`` with ``agent`` (see the module doc; a workflow:
+    :func:`deliver_workflow`) and return the run's outcome. ``services``: for the run's context
+    (see :func:`run_context`). Raises :class:`LeaseHeld` when another live worker runs it,
+    :class:`RetryLater` when an infrastructure failure (:func:`infrastructure`: the store
+    unreachable, before, while or after the run) stopped it unfinished: retry later, never
+    acknowledge as done."""
     from seamkit.errors import StoreUnavailable
+    from seamkit.workflows import Workflow
+
+    if isinstance(agent, Workflow):
+        try:
+            return await deliver_workflow(agent, spec, services)
+        except StoreUnavailable as exc:
+            raise RetryLater(str(spec["run_id"]), f"StoreUnavailable: {exc}") from None
 
     cp = agent.checkpointer
     if cp is None:  # check_composition refuses these; a spec built by hand may still name one
@@ -510,17 +563,88 @@ async def _deliver(agent: Agent, cp: Any, spec: Mapping[str, Any],
     return out
 
 
+def _workflow_input(task: str) -> Any:
+    """A workflow's input from a message's task, as ``seamkit run`` reads it: a JSON object is the
+    structured input, anything else the text."""
+    try:
+        parsed = json.loads(task)
+    except ValueError:
+        return task
+    return parsed if isinstance(parsed, dict) else task
+
+
+async def deliver_workflow(workflow: Workflow, spec: Mapping[str, Any],
+                           services: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One delivery of a workflow run, as :func:`deliver` does an agent's, by the run's latest
+    checkpoint: none, start it (:func:`~seamkit.workflows.run_workflow`, the task as its input);
+    ``running`` with a live lease, :class:`LeaseHeld`; ``running`` otherwise, resume it
+    (:func:`~seamkit.workflows.resume_workflow`: finished activations are not run again, an agent
+    step's child run is continued or waited for); ``suspended`` (a gate, an outside event),
+    ``done``, ``failed``: report it. The workflow's lease is its checkpointer's, as an agent run's:
+    claimed with a version check, renewed at every workflow checkpoint (each activation started or
+    finished)."""
+    from seamkit.errors import CheckpointConflict, RunNotResumable
+    from seamkit.workflows import resume_workflow, run_workflow
+
+    cp = workflow.checkpointer
+    if cp is None:
+        raise QueueConfigError(f"workflow {workflow.name!r} has no checkpoints: it cannot run on the queue")
+    run_id = str(spec["run_id"])
+    snap = await cp.latest(run_id)
+    error: BaseException | None = None
+    if snap is None:
+        if spec.get("task") is None:
+            return {"run_id": run_id, "status": "unknown", "stop_reason": None, "output": None,
+                    "error": f"run {run_id} has no checkpoints in this store: nothing to resume",
+                    "detail": None, "pending_approvals": []}
+        try:
+            await run_workflow(workflow, _workflow_input(str(spec["task"])), ctx=run_context(spec, services),
+                               metadata=_metadata(spec))
+        except CheckpointConflict:  # another delivery of this run began it a moment ago
+            raise LeaseHeld(run_id, "another delivery", 0.5) from None
+        except Exception as exc:  # the run failed (its checkpoint says so), or stopped unfinished
+            error = exc
+    elif snap.status == "running":
+        held = cp.lease_holder(snap)
+        if held is not None:
+            raise LeaseHeld(run_id, held[0], min(max(held[1], 0.2), MAX_RETRY_COUNTDOWN_S))
+        try:
+            await resume_workflow(workflow, run_id, ctx=run_context(spec, services))
+        except RunNotResumable:
+            after = await cp.latest(run_id)
+            held = cp.lease_holder(after) if after is not None else None
+            if held is not None:  # another worker claimed it first
+                raise LeaseHeld(run_id, held[0], min(max(held[1], 0.2), MAX_RETRY_COUNTDOWN_S)) from None
+            if after is None:
+                raise
+            out = outcome_of(after)
+            if after.status == "running":
+                out["detail"] = out["detail"] or "the run could not be resumed"
+            return out
+        except Exception as exc:
+            error = exc
+    final = await cp.latest(run_id)
+    if error is not None and (final is None or final.status == "running") and (
+            final is not None or infrastructure(error)):
+        raise RetryLater(run_id, f"{type(error).__name__}: {error}") from None  # as _deliver
+    if final is None:
+        raise RuntimeError(f"run {run_id} wrote no checkpoint") from error
+    return outcome_of(final)
+
+
 class _Process:
     """What one worker process keeps between deliveries: one event loop (the stores' connection
-    pools belong to it) and the agents built so far, by file (and its mtime) and agent name."""
+    pools belong to it) and the agents (and workflows) built so far, by file (and its mtime) and
+    agent name."""
 
     def __init__(self) -> None:
         self.pid = os.getpid()
         self.runner = asyncio.Runner()
-        self.agents: dict[tuple[str, int, str | None, str | None], Agent] = {}
+        self.agents: dict[tuple[str, int, str | None, str | None], Agent | Workflow] = {}
 
-    def agent(self, spec: Mapping[str, Any]) -> Agent:
-        from seamkit.composition import build_agent, build_agents
+    def agent(self, spec: Mapping[str, Any]) -> Agent | Workflow:
+        """The agent ``spec`` runs; for a workflow file without an agent name, its workflow."""
+        from seamkit.composition import build_agent, build_agents, build_workflow
 
         file = str(spec["file"])
         name = spec.get("agent")
@@ -530,8 +654,11 @@ class _Process:
         if found is not None:
             return found
         composition, checked = load_checked(file, name)
+        agent: Agent | Workflow
         if tool is not None:  # a child: the agent as its tool runs it (the tool's middlewares, max_steps)
             agent = _tool_agent(build_agents(composition), checked, str(tool))
+        elif name is None and composition.workflow is not None:
+            agent = build_workflow(composition)
         else:
             agent = build_agent(composition) if name is None else build_agents(composition)[checked]
         for old in [k for k in self.agents if k[0] == file and k[2] == name and k[3] == tool]:
