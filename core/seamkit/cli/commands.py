@@ -770,7 +770,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     if pending:
         from seamkit.cli.render import pending_text
 
-        out.write(pending_text(snap.run_id, pending, agent_file=args.agent, queued_file=_queued_file(snap)) + "\n")
+        out.write(pending_text(snap.run_id, pending, agent_file=args.agent) + "\n")
     effects = [*(snap.state.get("uncertain_effects") or ()), *interrupted]
     if effects:
         from seamkit.cli.render import uncertain_text
@@ -850,20 +850,11 @@ def _show_kernel(out: Any, snap: Any, kernel: dict[str, Any], agent_file: str | 
         out.write(interactions_text(snap.run_id, found[0].interactions, agent_file=agent_file) + "\n")
 
 
-def _queued_file(snap: Any) -> str | None:
-    """The composition a queued run came from, when its metadata says it was queued (a queue
-    runner records ``queued`` and ``agent_file``): its continuation goes back on the queue."""
-    queued, file = snap.metadata.get("queued"), snap.metadata.get("agent_file")
-    return file if isinstance(queued, str) and queued and isinstance(file, str) else None
-
-
 def _show_ending(out: Any, snap: Any, agent_file: str | None, kernel: dict[str, Any] | None = None) -> None:
     """For ``runs show``: how a failed or interrupted run ended (its stored error or interruption)
     and the ``seamkit resume`` command that continues it, runnable as printed (``agent_file``: the
     ``--agent FILE`` the store was found with; ``kernel``: :func:`_kernel_json` of a conversation
-    with capabilities, whose failed turn runs again and whose next turn takes ``--answer``). An
-    interrupted queued run (:func:`_queued_file`) is continued on its queue, ``seamkit submit FILE
-    --resume``."""
+    with capabilities, whose failed turn runs again and whose next turn takes ``--answer``)."""
     from seamkit.cli.render import resume_command, visible
 
     if snap.status == "failed":
@@ -884,8 +875,7 @@ def _show_ending(out: Any, snap: Any, agent_file: str | None, kernel: dict[str, 
                       + resume_command(snap.run_id, "--allow-finished", agent_file=agent_file) + "\n")
     elif snap.status == "running" and isinstance(snap.state.get("interrupted"), str):
         out.write(f"interrupted: {visible(snap.state['interrupted'])}\n")
-        out.write("continue it with: " + resume_command(snap.run_id, agent_file=agent_file,
-                                                        queued_file=_queued_file(snap)) + "\n")
+        out.write("continue it with: " + resume_command(snap.run_id, agent_file=agent_file) + "\n")
 
 
 def cmd_runs_settle(args: argparse.Namespace) -> int:

@@ -209,18 +209,13 @@ def _command_line(command: list[str], positionals: list[str], options: list[tupl
     return " ".join(shlex.quote(w) for w in words)
 
 
-def resume_command(run_id: str, *flags: str | tuple[str, str], agent_file: str | None = None,
-                   queued_file: str | None = None) -> str:
+def resume_command(run_id: str, *flags: str | tuple[str, str], agent_file: str | None = None) -> str:
     """A ``seamkit resume`` command line that works as printed (see :func:`_command_line`):
     ``flags`` are options, a bare flag (``"--allow-finished"``) or an option with its value
     (``("--approve", CALL_ID)``); ``--agent FILE`` last when ``agent_file`` is given (the
     composition names its own checkpoint store, so the embedded default store would not find the
-    run). ``queued_file``: the run was queued (its metadata says ``queued``, e.g. by seamkit-celery)
-    from this composition: its continuation goes back on the queue, ``seamkit submit FILE --resume
-    RUN_ID`` with the same decision flags, instead of running in this process."""
+    run)."""
     options: list[tuple[str, str | None]] = [f if isinstance(f, tuple) else (f, None) for f in flags]
-    if queued_file is not None:
-        return _command_line(["seamkit", "submit"], [queued_file], [("--resume", run_id), *options])
     if agent_file is not None:
         options.append(("--agent", agent_file))
     return _command_line(["seamkit", "resume"], [run_id], options)
@@ -231,19 +226,17 @@ def show_command(run_id: str, *, agent_file: str | None = None) -> str:
     return _command_line(["seamkit", "runs", "show"], [run_id], [("--agent", agent_file)] if agent_file else [])
 
 
-def pending_text(run_id: str, pending: Any, *, agent_file: str | None = None, queued_file: str | None = None) -> str:
+def pending_text(run_id: str, pending: Any, *, agent_file: str | None = None) -> str:
     """The lines telling a person which tool calls wait for approval and how to decide: one
     ``seamkit resume`` command to approve the first call and one to reject it, each runnable as
-    printed (``agent_file``, ``queued_file``: as :func:`resume_command`)."""
+    printed (``agent_file``: as :func:`resume_command`)."""
     lines = ["waiting for approval:"]
     for p in pending:
         args = visible(json.dumps(jsonable(p.arguments), ensure_ascii=False))
         lines.append(f"  call {visible(p.call_id)}: {visible(p.tool)} {truncate(args, MAX_ARGS)}")
     first = visible(pending[0].call_id)
-    lines.append("decide with: " + resume_command(run_id, ("--approve", first), agent_file=agent_file,
-                                                  queued_file=queued_file))
-    lines.append("         or: " + resume_command(run_id, ("--reject", first), agent_file=agent_file,
-                                                  queued_file=queued_file))
+    lines.append("decide with: " + resume_command(run_id, ("--approve", first), agent_file=agent_file))
+    lines.append("         or: " + resume_command(run_id, ("--reject", first), agent_file=agent_file))
     lines.append(f"(--edit {first}='{{...JSON arguments...}}' approves with other arguments; "
                  "one command can decide several calls)")
     return "\n".join(lines)

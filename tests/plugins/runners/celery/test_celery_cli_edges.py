@@ -150,7 +150,7 @@ def test_a_run_id_is_one_printable_word(env: Env, run_id: str) -> None:
         assert "run id" in r.stderr and "Traceback" not in r.stderr, r.stderr
 
 
-def test_runs_show_of_a_queued_run_suggests_continuing_it_on_the_queue(env: Env) -> None:
+def test_runs_show_of_a_queued_run_prints_a_resume_that_goes_back_on_its_queue(env: Env) -> None:
     file = _write(env, "ask.yaml", composition(redis_url=env.redis_url, prefix=env.prefix, approvals=True))
     env.worker(file, "--pool", "solo")
     run_id = env.submit(file, "task").stdout.strip()
@@ -158,15 +158,16 @@ def test_runs_show_of_a_queued_run_suggests_continuing_it_on_the_queue(env: Env)
     assert w.returncode == 3, (w, env.workers[0].text())
     shown = env.cli("runs", "show", run_id, "--agent", str(file))
     assert shown.returncode == 0, shown
-    assert f"decide with: seamkit submit {file} --resume {run_id} --approve call_0_0" in shown.stdout, shown.stdout
-    assert "seamkit resume" not in shown.stdout  # not in this process: the run belongs to the queue
-    # the printed command works as printed
+    assert f"decide with: seamkit resume {run_id} --approve call_0_0 --agent {file}" in shown.stdout, shown.stdout
+    # the printed command works as printed: the continuation goes to the queue the run came from
+    # (this test's own queue, not the default one a 'seamkit submit --resume' would pick)
     decide = next(x for x in shown.stdout.splitlines() if "decide with:" in x).split("decide with: ", 1)[1]
-    r = env.cli(*decide.split()[1:], "--queue", env.prefix)
-    assert r.returncode == 0, r
+    r = env.cli(*decide.split()[1:])
+    assert r.returncode == 0 and r.stdout.strip() == run_id, r
     w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
-    assert w.returncode == 0 and w.stdout.strip() == "recorded", w
-
+    assert w.returncode == 0 and w.stdout.strip() == "recorded", (w, env.workers[0].text())
+    (applied,) = env.applied()
+    assert applied["pid"] == env.workers[0].pid  # on the worker, not in the resuming process
 
 def test_a_pool_that_cannot_start_is_one_line_not_celerys_traceback() -> None:
     import logging
