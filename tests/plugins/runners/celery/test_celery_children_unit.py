@@ -18,6 +18,13 @@ from seamkit.values import Scope
 from seamkit_celery.children import CeleryChildRuns
 
 
+class Conf(SimpleNamespace):
+    """A Celery app's settings: attributes, and ``get``."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key, default)
+
+
 class FakeApp:
     """Records ``send_task`` calls (a Celery app's surface ``_send`` uses)."""
 
@@ -27,7 +34,7 @@ class FakeApp:
         self.sent: list[dict[str, Any]] = []
         self.was_sent = asyncio.Event()
         self.fail = fail
-        self.conf = SimpleNamespace(broker_url="redis://:pw@127.0.0.1:1/0")
+        self.conf = Conf(broker_url="redis://:pw@127.0.0.1:1/0", task_default_queue="seamkit")
 
     def send_task(self, name: str, *, args: tuple[Any, ...], queue: str | None, **_: Any) -> None:
         if self.fail:

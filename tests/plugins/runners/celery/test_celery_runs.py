@@ -34,8 +34,8 @@ def test_submit_worker_wait_done(env: Env) -> None:
     applied = env.applied()
     assert [a["run"] for a in applied] == [run_id]
     assert len(env.attempts()) == 1
-    # the same run id submitted again: the delivery finds the run done and runs nothing
-    again = env.submit(file, "record it again", "--run-id", run_id, "--var", "team=ops")
+    # the same run id submitted again with the same spec: the delivery finds the run done and runs nothing
+    again = env.submit(file, "record it", "--run-id", run_id, "--var", "team=ops")
     assert again.returncode == 0 and again.stdout.strip() == run_id, again
     _wait_for(lambda: env.workers[0].text().count(" succeeded in ") == 2, 20, "the second delivery")
     assert len(env.attempts()) == 1
