@@ -273,12 +273,15 @@ async def mark_rejected(store: Any, run_id: str, reason: str) -> bool:
 
 def waiting_messages(app: Celery, queue: str) -> int | None:
     """How many messages wait in ``queue`` on ``app``'s broker (not those a worker holds), or
-    ``None`` when the broker does not say."""
+    ``None`` when the broker does not say. A queue the broker does not know holds nothing (Redis
+    keeps no empty list: an empty queue is an unknown one)."""
     try:
         with app.connection_for_read() as conn:
             ok = conn.default_channel.queue_declare(queue=queue, passive=True)
             return int(ok.message_count)
-    except Exception:
+    except Exception as exc:
+        if "NOT_FOUND" in str(exc) or getattr(exc, "reply_code", None) == 404:
+            return 0
         return None
 
 
@@ -289,9 +292,9 @@ class Sweeper:
     A run is sent again when it has a record in state ``sent``, no checkpoint, its latest send is
     at least ``requeue_after_s`` old, and its message cannot merely be waiting its turn: the queue
     has no message waiting, or a run sent to the same queue after it has started (workers take
-    messages about in the order they were sent). ``send``: sends a spec to a queue (the app's
-    :func:`~seamkit_celery.task._send`); ``waiting``: messages waiting in a queue (``None``:
-    unknown); ``store``: the composition's store (both sides: StorePort and CheckpointPort)."""
+    messages about in the order they were sent), and so on two sweeps in a row. ``send``: sends a
+    spec to a queue (the app's :func:`~seamkit_celery.task._send`); ``waiting``: messages waiting
+    in a queue (``None``: unknown); ``store``: the composition's store (both sides: StorePort and CheckpointPort)."""
 
     store: Any
     queues: Sequence[str]
@@ -301,6 +304,7 @@ class Sweeper:
     now: Callable[[], float] = time.time
     resent: int = 0
     _latest_started: dict[str, float] = field(default_factory=dict)
+    _suspects: dict[str, set[str]] = field(default_factory=dict)
 
     async def sweep(self) -> list[str]:
         """One pass over every queue; returns the run ids sent again."""
@@ -342,12 +346,19 @@ class Sweeper:
                 continue
             await self.store.set(_SCOPE, index_key(queue, minute), [*keep, SEAL], ttl=INDEX_WINDOW_S)
         due = [rec for rec in unresolved.values() if t - rec.sent_at >= self.requeue_after_s]
+        suspects = self._suspects.get(queue, set())
+        self._suspects[queue] = set()
         if not due:
             return []
         idle = self.waiting(queue) == 0
         out = []
         for rec in sorted(due, key=lambda r: r.first_sent_at):
             if not (idle or rec.first_sent_at < latest_started):
+                continue
+            # Only a run found so on two sweeps in a row: a message a worker took a moment ago (the
+            # queue is empty, the run has no checkpoint yet) has one by the next sweep.
+            self._suspects[queue].add(rec.run_id)
+            if rec.run_id not in suspects:
                 continue
             fresh = await read_record(self.store, rec.run_id)  # another sweeper may have sent it just now
             if fresh is None or fresh.state != "sent" or t - fresh.sent_at < self.requeue_after_s:
