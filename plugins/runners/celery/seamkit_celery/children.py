@@ -15,9 +15,13 @@ hands each child to it. It:
    :class:`~seamkit.errors.RunCancelled` (the child is not cancelled: it runs on, and a resumed
    parent finds its result).
 
-A child submitted whose message is lost before its first checkpoint (its worker or the broker
-lost it, the parent died between submit and the child's start) is submitted again by the parent
-re-run; two messages of one run id still run it once (the run's lease and version check).
+Every child sent gets a send record (:mod:`seamkit_celery.sent`) in the child agent's store,
+written before its message. While the caller waits for a child with no checkpoint it reads that
+record: a child whose message was lost (a worker killed as it took it, the broker) is sent again
+every ``requeue_after_s`` seconds (the app's ``requeue_after_s``, ``seamkit worker
+--requeue-after``), and a child a worker rejected (its composition could not be loaded there)
+ends the wait with a ``failed`` outcome saying why. Two messages of one run id still run it once
+(the run's lease and version check).
 """
 
 from __future__ import annotations

@@ -73,7 +73,8 @@ def add_commands(cli: Any) -> None:
         "--concurrency processes runs one run at a time, and killing the worker kills its processes with it. "
         "The worker also sweeps: every --sweep-every seconds it sends again the runs submitted to its queue "
         "that have not started --requeue-after seconds after they were sent while nothing waits in the queue "
-        "(their message was lost, e.g. with a worker killed as it took it); a message it cannot run (its file "
+        "or a run sent after them has started (their message was lost, e.g. with a worker killed as it took "
+        "it); a message it cannot run (its file "
         "is missing here, it no longer validates) is recorded as rejected in FILE's store, where 'seamkit runs "
         "wait' reports it.",
     )

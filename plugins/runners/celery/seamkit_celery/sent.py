@@ -213,7 +213,7 @@ async def record_send(store: Any, spec: Mapping[str, Any], queue: str | None, *,
             what = ", ".join(differences(old.spec, spec)) or "its spec"
             raise SpecConflict(f"run {run_id} was submitted before with another {what}; submit it with a new "
                                "--run-id (or the same spec)")
-        rec = replace(old, sent_at=t, sends=old.sends + 1, queue=queue)
+        rec = replace(old, sent_at=t, sends=old.sends + 1, queue=queue, state="sent", reason=None)  # a fix retried
         await _write(store, rec)
         return rec, False
     rec = SendRecord(run_id=run_id, spec=dict(spec), queue=queue, sent_at=t, first_sent_at=t)

@@ -23,7 +23,9 @@ What one delivery does (:func:`deliver`), by what the run's latest checkpoint sa
 - ``done`` / ``failed``: report it, run nothing.
 
 A delivery whose composition cannot be loaded on this worker (its file is missing here, it no
-longer validates) runs nothing and returns status ``rejected`` with the reason (also logged).
+longer validates) runs nothing and returns status ``rejected`` with the reason (also logged, and
+written into the run's send record in the store of the worker's own composition, when the app
+has one: ``make_app(composition=...)``; see :mod:`seamkit_celery.sent`).
 
 Every delivery that returns is acknowledged; its return value is the run's *outcome*
 (:func:`outcome_of`): ``{"run_id", "status", "stop_reason", "output", "error", "detail",

@@ -16,6 +16,7 @@ from seamkit.testing import ScriptedModel
 from seamkit.testing.memory_store import MemoryStore
 from seamkit.values import Scope
 from seamkit_celery.children import CeleryChildRuns
+from seamkit_celery.sent import read_record
 
 
 class Conf(SimpleNamespace):
@@ -101,11 +102,13 @@ async def test_the_callers_cancellation_ends_the_wait_and_an_unstarted_child_is_
 
 
 async def test_an_unreachable_broker_or_no_checkpoints_is_a_tool_error() -> None:
-    researcher = Agent(ScriptedModel(["x"]), name="researcher", checkpointer=MemoryStore())
+    store = MemoryStore()
+    researcher = Agent(ScriptedModel(["x"]), name="researcher", checkpointer=store)
     with pytest.raises(ToolError, match="was not started: could not enqueue run run_child") as info:
         await CeleryChildRuns(FakeApp(fail=True), "/f.yaml").run_child(  # type: ignore[arg-type]
             request(researcher), RunContext())
     assert ":pw@" not in str(info.value)
+    assert await read_record(store, "run_child") is None  # a send that failed leaves no record to re-send
     bare = Agent(ScriptedModel(["x"]), name="researcher")
     with pytest.raises(ToolError, match="has no checkpoints"):
         await CeleryChildRuns(FakeApp(), "/f.yaml").run_child(request(bare), RunContext())  # type: ignore[arg-type]

@@ -90,6 +90,8 @@ async def test_a_run_id_recorded_twice_is_one_run_and_another_spec_is_refused() 
     rejected = await read_record(store, "r1")
     assert rejected is not None and (rejected.state, rejected.reason) == ("rejected", "FileNotFoundError: gone")
     assert not await mark_rejected(store, "never", "x")
+    fixed, _ = await record_send(store, spec("r1"), "q", now=lambda: T0 + 9)  # submitted again once fixed
+    assert (fixed.state, fixed.reason, fixed.sends) == ("sent", None, 3)
 
 
 class Harness:
