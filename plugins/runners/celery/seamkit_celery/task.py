@@ -277,13 +277,17 @@ def _sync(coro: Any) -> Any:
 
 async def send_recorded(app: Celery, store: Any, spec: dict[str, Any], queue: str, *, close: bool = False) -> None:
     """Send ``spec`` to ``queue`` with a send record in ``store`` (:mod:`seamkit_celery.sent`),
-    written *before* the message is sent (why: see there). ``close``: close ``store`` after.
+    written *before* the message is sent (why: see there); ``store`` ``None``: sent unrecorded.
+    ``close``: close ``store`` after.
     Raises :class:`~seamkit_celery.sent.SpecConflict` for a run id submitted before with another
     file, agent, task or variables (or checkpointed from another file), and
     :class:`~seamkit_celery.app.QueueUnavailable` (the record written for it is removed)."""
     from seamkit_celery.app import QueueUnavailable
     from seamkit_celery.sent import forget, record_send, refuse_other_checkpoints
 
+    if store is None:  # the entry agent has no store (a named agent of the file runs): nowhere to record
+        _send(app, spec, queue)
+        return
     try:
         await refuse_other_checkpoints(store, spec)
         _, new = await record_send(store, spec, queue)
