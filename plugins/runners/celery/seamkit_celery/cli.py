@@ -231,6 +231,15 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
         deadline = None if args.timeout is None else time.monotonic() + args.timeout
         pause = 0.05
         resend = _Resender(args)
+        known: list[bool] = []
+
+        async def batch_run(store: Any) -> bool:
+            from seamkit_celery.batch import was_enqueued
+
+            if not known:
+                known.append(await was_enqueued(store, args.run_id))
+            return known[0]
+
         try:
             while True:
                 snap = await cp.latest(args.run_id)
@@ -238,12 +247,14 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
                     return snap, None
                 if snap is None:
                     rec = await read_record(store, args.run_id)
-                    if rec is None:
+                    if rec is None and await batch_run(store):
+                        pass  # a batch's run: the batch records (and guards) it, not a send record
+                    elif rec is None:
                         raise UsageError(f"no run {args.run_id!r} was submitted to the store of {args.agent} "
                                          "(no checkpoint, no send record)")
-                    if rec.state == "rejected":
+                    elif rec.state == "rejected":
                         return None, rec
-                    if time.time() - rec.sent_at >= requeue_after and resend.ready():
+                    elif time.time() - rec.sent_at >= requeue_after and resend.ready():
                         await mark_resent(store, rec)  # recorded first, as at submit
                         resend(rec, requeue_after)
                 if deadline is not None and time.monotonic() >= deadline:

@@ -149,6 +149,21 @@ def test_runs_wait_on_a_run_id_never_submitted_ends_at_once(env: Env) -> None:
     assert "Traceback" not in w.stderr
 
 
+def test_runs_wait_waits_for_a_batch_run_not_started_yet(env: Env) -> None:
+    # a batch's runs have no send record (the batch records what it enqueued): still a queued run
+    file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix))
+    inputs = _write(env, "in.jsonl", '"one"\n')
+    b = env.cli("batch", str(file), str(inputs), "--batch-id", "b1", "--queue", env.prefix, "--timeout", "0.5")
+    assert b.returncode == 1 and '"status": "queued"' in b.stdout, b
+    w = env.cli("runs", "wait", "b1-0", "--agent", str(file), "--timeout", "1")
+    assert w.returncode == 124 and "not started" in w.stderr, w
+    nope = env.cli("runs", "wait", "b1-1", "--agent", str(file), "--timeout", "5")
+    assert nope.returncode == 2, nope
+    env.worker(file)
+    w = env.cli("runs", "wait", "b1-0", "--agent", str(file), "--timeout", "30")
+    assert w.returncode == 0 and w.stdout.strip() == "recorded", w
+
+
 def test_a_rejected_message_is_reported_by_runs_wait(env: Env) -> None:
     file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix))
     gone = _write(env, "gone.yaml", file.read_text())  # same store, missing on the worker's machine
