@@ -554,6 +554,12 @@ def run_delivery(task: Task, spec: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(spec, Mapping) or spec.get("v") != SPEC_VERSION:
         raise QueueConfigError(f"not a seamkit run message (version {SPEC_VERSION}): {str(spec)[:200]}")
     here = _here()
+    home = task.app.conf.get(COMPOSITION_SETTING)
+    if home:  # built while the worker's file still loads, so a file edited into an invalid one later
+        try:  # can still have its rejections recorded (once per process: it is cached)
+            here.home_store(str(home))
+        except Exception:
+            pass
     try:
         agent = here.agent(spec)
     except (OSError, ConfigError, QueueConfigError) as exc:

@@ -180,6 +180,18 @@ def test_a_rejected_message_is_reported_by_runs_wait(env: Env) -> None:
     assert env.attempts() == []
 
 
+def test_a_file_edited_into_an_invalid_one_is_reported_as_rejected(env: Env) -> None:
+    file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix))
+    reader = _write(env, "reader.yaml", file.read_text())  # the same store, for runs wait
+    w = env.worker(file, "--no-sweep")
+    (first,) = _submit_recorded(env, file, 1)
+    assert env.outcomes([first], timeout=30)[first].status == "done", w.text()
+    file.write_text(file.read_text().replace("  tools: [record]\n", "  tools: [record]\n  max_stepz: 3\n"))
+    (second,) = _submit_recorded(env, file, 1)
+    r = env.cli("runs", "wait", second, "--agent", str(reader), "--timeout", "30")
+    assert r.returncode == 1 and "was rejected by a worker" in r.stderr and "max_stepz" in r.stderr, (r, w.text())
+
+
 def test_the_same_run_id_with_another_spec_is_refused(env: Env) -> None:
     file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix,
                                                prompt="You record for {{team}}."))
