@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from celery import Celery
+from celery import Celery, bootsteps
 from seamkit.errors import SeamkitError
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "DEFAULT_VISIBILITY_TIMEOUT_S",
     "TASK_NAME",
     "QueueUnavailable",
+    "SweepStep",
     "broker_from_env",
     "check_broker",
     "check_broker_url",
@@ -197,16 +199,29 @@ def make_app(
     result_backend: str | None = None,
     visibility_timeout_s: float = DEFAULT_VISIBILITY_TIMEOUT_S,
     queue: str = DEFAULT_QUEUE,
+    composition: str | os.PathLike[str] | None = None,
+    requeue_after_s: float = 60.0,
+    sweep_every_s: float | None = None,
     **conf: Any,
 ) -> Celery:
     """A Celery app on ``broker_url`` with seamkit's delivery settings (see the module doc) and the
     :data:`TASK_NAME` task registered. ``result_backend``: where Celery stores task results
     (``None``: nowhere; a run's outcome is in its checkpoints, read with ``seamkit runs wait``).
     ``visibility_timeout_s``: the Redis transport's re-delivery delay (> 0). ``queue``: the
-    default queue. ``conf``: more Celery settings, applied last (they may override these).
-    Raises ``ValueError`` for a timeout that is not positive."""
+    default queue. ``composition``: for a worker, the composition file whose checkpoint store
+    holds the send records (:mod:`seamkit_celery.sent`): a message the worker rejects is recorded
+    there, and the worker runs the sweeper (a bootstep: also with ``celery -A ... worker``) that
+    sends again, every ``sweep_every_s`` seconds (default ``requeue_after_s / 4``, at least 0.25;
+    ``0``: no sweeper), the runs of its queues still unstarted ``requeue_after_s`` seconds after
+    their latest send. ``requeue_after_s`` also applies to queued child runs
+    (:class:`~seamkit_celery.children.CeleryChildRuns`). ``conf``: more Celery settings, applied
+    last (they may override these). Raises ``ValueError`` for a timeout that is not positive."""
     if not visibility_timeout_s > 0:
         raise ValueError(f"visibility_timeout_s must be > 0, got {visibility_timeout_s!r}")
+    if not requeue_after_s > 0:
+        raise ValueError(f"requeue_after_s must be > 0, got {requeue_after_s!r}")
+    if sweep_every_s is not None and not sweep_every_s >= 0:
+        raise ValueError(f"sweep_every_s must be >= 0, got {sweep_every_s!r}")
     app = Celery("seamkit", broker=broker_url, backend=result_backend, set_as_current=False)
     restore_every = min(10.0, max(1.0, visibility_timeout_s / 5))
     app.conf.update(
@@ -230,6 +245,9 @@ def make_app(
         worker_hijack_root_logger=False,
         worker_send_task_events=False,
         task_send_sent_event=False,
+        seamkit_composition=None if composition is None else str(Path(composition).resolve()),
+        seamkit_requeue_after_s=requeue_after_s,
+        seamkit_sweep_every_s=max(0.25, requeue_after_s / 4) if sweep_every_s is None else sweep_every_s,
     )
     if conf:
         app.conf.update(conf)
@@ -237,7 +255,52 @@ def make_app(
     from seamkit_celery.task import register
 
     register(app)
+    if composition is not None:
+        app.steps["worker"].add(SweepStep)
     return app
+
+
+class SweepStep(bootsteps.StartStopStep):
+    """The worker bootstep that runs :class:`~seamkit_celery.sent.SweepThread` in the worker's main
+    process while it consumes (``make_app(composition=...)``): it sends again the runs of the
+    worker's queues whose message was lost (see :mod:`seamkit_celery.sent`). It starts after the
+    pool, so the pool's processes are not forked from a process with the sweeper's thread."""
+
+    requires = ("celery.worker.components:Pool",)
+
+    def __init__(self, parent: Any, **kwargs: Any) -> None:
+        super().__init__(parent, **kwargs)
+        self.sweeper: Any = None
+
+    def start(self, parent: Any) -> None:
+        from seamkit_celery.sent import SweepThread, waiting_messages
+        from seamkit_celery.task import _send
+
+        app = parent.app
+        every = float(app.conf.get("seamkit_sweep_every_s") or 0)
+        file = app.conf.get("seamkit_composition")
+        if not every or not file:
+            return
+        queues = sorted(app.amqp.queues.consume_from or app.amqp.queues)
+
+        def open_store() -> Any:
+            from seamkit.composition import build_store, load_composition
+            from seamkit.plugins.registry import get_registry
+
+            return build_store(load_composition(Path(file), registry=get_registry()))
+
+        self.sweeper = SweepThread(open_store, queues, send=lambda spec, q: _send(app, dict(spec), q),
+                                   waiting=lambda q: waiting_messages(app, q),
+                                   requeue_after_s=float(app.conf.get("seamkit_requeue_after_s") or 60.0),
+                                   every_s=every)
+        self.sweeper.start()
+
+    def stop(self, parent: Any) -> None:
+        if self.sweeper is not None:
+            self.sweeper.stop()
+            self.sweeper = None
+
+    shutdown = stop
 
 
 def check_broker(app: Celery, *, timeout_s: float = 5.0) -> None:

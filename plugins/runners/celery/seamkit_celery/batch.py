@@ -60,6 +60,7 @@ __all__ = [
     "result_line",
     "run_batch",
     "run_id_of",
+    "was_enqueued",
 ]
 
 #: What a batch id may be made of: it goes into run ids and store keys.
@@ -204,6 +205,18 @@ def run_id_of(batch_id: str, index: int, attempt: int = 0) -> str:
     """The run id of input ``index`` of ``batch_id``; ``attempt`` n > 0: its n-th retry
     (``--retry-failed``), ``<batch id>-<index>-r<n>``."""
     return f"{batch_id}-{index}" + (f"-r{attempt}" if attempt else "")
+
+
+async def was_enqueued(store: Any, run_id: str) -> bool:
+    """Whether ``run_id`` is a batch's run (``<batch id>-<index>``) that the batch recorded as
+    enqueued in ``store`` (a batch's runs have no send record: ``seamkit runs wait`` asks this)."""
+    from seamkit.values import Scope
+
+    batch_id, sep, index = run_id.rpartition("-")
+    if not sep or not index.isdigit() or not BATCH_ID_RE.match(batch_id):
+        return False
+    chunks = await store.list(Scope(), _QUEUED_KEY.format(batch_id=batch_id))
+    return any(int(index) in chunk for chunk in chunks)
 
 
 # -- state ------------------------------------------------------------------------------------------

@@ -17,9 +17,13 @@ hands each child to it. It:
    :class:`~seamkit.errors.RunCancelled` (the child is not cancelled: it runs on, and a resumed
    parent finds its result).
 
-A child submitted whose message is lost before its first checkpoint (its worker or the broker
-lost it, the parent died between submit and the child's start) is submitted again by the parent
-re-run; two messages of one run id still run it once (the run's lease and version check).
+Every child sent gets a send record (:mod:`seamkit_celery.sent`) in the child agent's store,
+written before its message. While the caller waits for a child with no checkpoint it reads that
+record: a child whose message was lost (a worker killed as it took it, the broker) is sent again
+every ``requeue_after_s`` seconds (the app's ``requeue_after_s``, ``seamkit worker
+--requeue-after``), and a child a worker rejected (its composition could not be loaded there)
+ends the wait with a ``failed`` outcome saying why. Two messages of one run id still run it once
+(the run's lease and version check).
 """
 
 from __future__ import annotations
@@ -56,10 +60,17 @@ class CeleryChildRuns:
     ``warn_after_s``: how long a child may stay unstarted before a warning in the log names its
     queue (the usual cause: no worker consumes it)."""
 
-    def __init__(self, app: Celery, file: str, *, warn_after_s: float = NOT_STARTED_WARNING_S) -> None:
+    def __init__(self, app: Celery, file: str, *, warn_after_s: float = NOT_STARTED_WARNING_S,
+                 requeue_after_s: float | None = None) -> None:
         self.app = app
         self.file = file
         self.warn_after_s = warn_after_s
+        if requeue_after_s is None:
+            from seamkit_celery.sent import DEFAULT_REQUEUE_AFTER_S
+            from seamkit_celery.task import REQUEUE_AFTER_SETTING
+
+            requeue_after_s = float(app.conf.get(REQUEUE_AFTER_SETTING) or DEFAULT_REQUEUE_AFTER_S)
+        self.requeue_after_s = requeue_after_s
 
     def __repr__(self) -> str:
         return f"CeleryChildRuns(file={self.file!r})"
@@ -69,12 +80,16 @@ class CeleryChildRuns:
         :class:`~seamkit.errors.ToolError` when the child agent has no checkpointer or the broker
         cannot be reached, :class:`~seamkit.errors.RunCancelled` when the caller is cancelled."""
         from seamkit_celery.app import QueueUnavailable
-        from seamkit_celery.task import _send, make_spec
+        from seamkit_celery.sent import SpecConflict, mark_resent, read_record
+        from seamkit_celery.task import _send, make_spec, send_recorded
 
         cp = request.agent.checkpointer
         if cp is None:
             raise ToolError(f"agent {request.agent.name!r} has no checkpoints: its runs cannot go to a queue")
+        store = cp.port if callable(getattr(cp.port, "append", None)) else None  # the send record's store
+        queue = request.queue or str(self.app.conf.task_default_queue)
         snap = await _latest(cp, request, ctx)
+        sent_at = time.monotonic()
         if snap is None:
             scope = request.scope
             spec = make_spec(self.file, request.task, run_id=request.run_id, agent=request.agent.name, child={
@@ -83,8 +98,11 @@ class CeleryChildRuns:
                 "scope": {"tenant": scope.tenant, "user": scope.user, "thread": scope.thread},
             })
             try:
-                _send(self.app, spec, request.queue)
-            except QueueUnavailable as exc:
+                if store is not None:
+                    await send_recorded(self.app, store, spec, queue)
+                else:
+                    _send(self.app, spec, queue)
+            except (QueueUnavailable, SpecConflict) as exc:
                 raise ToolError(f"agent {request.agent.name!r} was not started: {exc}") from None
         pause = FIRST_POLL_S
         cancellation = ctx.cancellation
@@ -92,6 +110,24 @@ class CeleryChildRuns:
         while True:
             if snap is not None and snap.status in ("done", "failed", "suspended"):
                 return outcome(snap)
+            if snap is None and store is not None:
+                rec = await read_record(store, request.run_id)
+                if rec is not None and rec.state == "rejected":
+                    return ChildRunOutcome(run_id=request.run_id, status="failed", output=None, stop_reason=None,
+                                           usage=None, error=f"rejected by a worker, nothing ran: {rec.reason}",
+                                           failure_class=None, detail=None, pending=())
+                if rec is not None and time.monotonic() - sent_at >= self.requeue_after_s:
+                    # the child's message was lost (a worker killed as it took it): the same guard as
+                    # the workers' sweeper, here because this caller holds a worker process waiting
+                    await mark_resent(store, rec)
+                    try:
+                        _send(self.app, dict(rec.spec), rec.queue or queue)
+                        log.warning("child run %s (agent %r) of run %s had not started %.0f s after it was sent: "
+                                    "sent it again", request.run_id, request.agent.name, request.parent_run_id,
+                                    self.requeue_after_s)
+                    except QueueUnavailable as exc:
+                        log.warning("child run %s could not be sent again: %s", request.run_id, exc)
+                    sent_at = time.monotonic()
             if snap is None and warn_at is not None and time.monotonic() >= warn_at:
                 warn_at = None
                 log.warning("child run %s (agent %r) of run %s has not started after %.0f s: is a worker consuming "

@@ -124,7 +124,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
         what = f"workflow {workflow.name!r}"
         if workflow.checkpointer is not None:
             asyncio.run(workflow.checkpointer.close())
-    app = make_app(url, visibility_timeout_s=args.visibility_timeout, queue=args.queue)
+    app = make_app(url, visibility_timeout_s=args.visibility_timeout, queue=args.queue, composition=args.file,
+                   requeue_after_s=args.requeue_after, sweep_every_s=0 if args.no_sweep else args.sweep_every)
     check_broker(app)
     from seamkit.composition.build import child_queue_issues
 
@@ -316,9 +317,21 @@ def cmd_submit(args: argparse.Namespace) -> int:
             if agent.checkpointer is not None:
                 asyncio.run(agent.checkpointer.close())
         spec = make_spec(args.file, task, run_id=args.run_id, agent=args.agent_name, variables=variables)
-    from seamkit_celery.task import _send
+    app = make_app(url, queue=args.queue)
+    if args.resume is not None:  # a continuation: the run has checkpoints, nothing to record
+        from seamkit_celery.task import _send
 
-    _send(make_app(url, queue=args.queue), spec, args.queue)
+        _send(app, spec, args.queue)
+    else:
+        from seamkit.composition import build_store
+
+        from seamkit_celery.sent import SpecConflict
+        from seamkit_celery.task import send_recorded
+
+        try:
+            asyncio.run(send_recorded(app, build_store(composition), spec, args.queue, close=True))
+        except SpecConflict as exc:
+            raise UsageError(str(exc)) from None
     sys.stdout.write(f"{spec['run_id']}\n")
     return EXIT_OK
 
@@ -337,9 +350,11 @@ def _check_decisions(agent: Any, run_id: str, state: Any, decisions: dict[str, d
 
 
 def cmd_runs_wait(args: argparse.Namespace) -> int:
-    """``seamkit runs wait RUN_ID --agent FILE [--timeout S] [--json]``: exit 0 done, 1 failed or
-    stopped without an answer, 3 suspended, 124 timed out. A run with no checkpoint yet is queued:
-    it is waited for like a running one."""
+    """``seamkit runs wait RUN_ID --agent FILE [--timeout S] [--requeue-after S] [--json]``: exit 0
+    done, 1 failed, stopped without an answer or rejected by a worker, 2 no such run submitted, 3
+    suspended, 124 timed out. A run with no checkpoint yet is queued when its send record (see
+    :mod:`seamkit_celery.sent`) says it was sent: it is waited for like a running one, and sent
+    again when it stays unstarted ``--requeue-after`` seconds after its latest send."""
     import asyncio
 
     from seamkit.cli.commands import _load
@@ -349,10 +364,13 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
 
     composition, _ = _load(args.agent)
     assert composition is not None
+    requeue_after = getattr(args, "requeue_after", None) or 60.0
 
-    async def poll() -> Any:
+    async def poll() -> tuple[Any, Any]:
         from seamkit.composition import build_store
         from seamkit.durability.checkpointer import Checkpointer
+
+        from seamkit_celery.sent import mark_resent, read_record
 
         store = build_store(composition)
         if store is None:
@@ -360,19 +378,51 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
         cp = Checkpointer(store, secrets=composition.secret_values())
         deadline = None if args.timeout is None else time.monotonic() + args.timeout
         pause = 0.05
+        resend = _Resender(args)
+        known: list[bool] = []
+
+        async def batch_run(store: Any) -> bool:
+            from seamkit_celery.batch import was_enqueued
+
+            if not known:
+                known.append(await was_enqueued(store, args.run_id))
+            return known[0]
+
         try:
             while True:
                 snap = await cp.latest(args.run_id)
                 if snap is not None and snap.status != "running":
-                    return snap
+                    return snap, None
+                if snap is None:
+                    rec = await read_record(store, args.run_id)
+                    if rec is None and await batch_run(store):
+                        pass  # a batch's run: the batch records (and guards) it, not a send record
+                    elif rec is None:
+                        raise UsageError(f"no run {args.run_id!r} was submitted to the store of {args.agent} "
+                                         "(no checkpoint, no send record)")
+                    elif rec.state == "rejected":
+                        return None, rec
+                    elif time.time() - rec.sent_at >= requeue_after and resend.ready():
+                        await mark_resent(store, rec)  # recorded first, as at submit
+                        resend(rec, requeue_after)
                 if deadline is not None and time.monotonic() >= deadline:
-                    return snap
+                    return snap, None
                 await asyncio.sleep(pause if deadline is None else min(pause, max(0.0, deadline - time.monotonic())))
                 pause = min(pause * 1.5, 1.0)
         finally:
             await cp.close()
 
-    snap = asyncio.run(poll())
+    snap, rejected = asyncio.run(poll())
+    if rejected is not None:
+        why = rejected.reason or "no reason recorded"
+        if args.json:
+            sys.stdout.write(json.dumps({"run_id": args.run_id, "status": "rejected", "stop_reason": None,
+                                         "output": None, "error": why, "detail": None, "pending_approvals": []},
+                                        ensure_ascii=False) + "\n")
+        else:
+            sys.stderr.write(visible(f"seamkit: run {args.run_id} was rejected by a worker, nothing ran: {why}")
+                             + "\n")
+        return EXIT_FAILED
     if snap is None or snap.status == "running":
         where = "not started by any worker yet" if snap is None else "still running"
         if args.json:
@@ -398,14 +448,56 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
             for p in out["pending_approvals"]:
                 lines.append(f"  {p['call_id']}: {p['tool']}({json.dumps(p['arguments'], ensure_ascii=False)})")
             if out["pending_approvals"]:
-                lines.append(f"continue it on the queue with: seamkit submit {args.agent} --resume {args.run_id} "
-                             "--approve CALL_ID (or --reject CALL_ID)")
+                from seamkit.cli.render import resume_command
+
+                # seamkit resume enqueues a queued run's continuation on the queue it came from
+                first = out["pending_approvals"][0]["call_id"]
+                lines.append("continue it on the queue with: "
+                             + resume_command(args.run_id, ("--approve", first), agent_file=args.agent))
+                lines.append("                           or: "
+                             + resume_command(args.run_id, ("--reject", first), agent_file=args.agent))
             sys.stderr.write("\n".join(visible(line) for line in lines) + "\n")
         return EXIT_SUSPENDED
     if not args.json:
         why = out["error"] or out["detail"] or "no error recorded"
         sys.stderr.write(visible(f"seamkit: run {args.run_id} failed: {why}") + "\n")
     return EXIT_FAILED
+
+
+class _Resender:
+    """Sends a recorded run again for ``runs wait`` (the broker of ``--broker`` or
+    ``$SEAMKIT_BROKER_URL``); without a broker it says so once on stderr and sends nothing."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.app: Any = None
+        self.no_broker = False
+
+    def ready(self) -> bool:
+        if self.app is None and not self.no_broker:
+            try:
+                url = _broker(self.args)
+            except UsageError as exc:
+                self.no_broker = True
+                sys.stderr.write(f"seamkit: run {self.args.run_id} has not started; it cannot be sent again ({exc}); "
+                                 "waiting\n")
+                return False
+            from seamkit_celery.app import make_app
+
+            self.app = make_app(url)
+        return self.app is not None
+
+    def __call__(self, rec: Any, after: float) -> None:
+        from seamkit_celery.app import QueueUnavailable
+        from seamkit_celery.task import _send
+
+        try:
+            _send(self.app, dict(rec.spec), rec.queue)
+        except QueueUnavailable as exc:
+            sys.stderr.write(f"seamkit: {exc}; trying again in {after:g} s\n")
+            return
+        sys.stderr.write(f"seamkit: run {rec.run_id} had not started {after:g} s after it was sent (its message was "
+                         f"most likely lost): sent it again to queue {rec.queue!r}\n")
 
 
 def cmd_batch(args: argparse.Namespace) -> int:

@@ -88,7 +88,13 @@ def add_commands(cli: Any) -> None:
         "first: its agent must checkpoint into a store every worker shares (postgres or redis). A message is "
         "acknowledged only when its run is done, failed or suspended; a run whose worker died is resumed from "
         "its last checkpoint by the next worker that gets the message again. The pool is prefork: each of "
-        "--concurrency processes runs one run at a time, and killing the worker kills its processes with it.",
+        "--concurrency processes runs one run at a time, and killing the worker kills its processes with it. "
+        "The worker also sweeps: every --sweep-every seconds it sends again the runs submitted to its queue "
+        "that have not started --requeue-after seconds after they were sent while nothing waits in the queue "
+        "or a run sent after them has started (their message was lost, e.g. with a worker killed as it took "
+        "it); a message it cannot run (its file "
+        "is missing here, it no longer validates) is recorded as rejected in FILE's store, where 'seamkit runs "
+        "wait' reports it.",
     )
     p.add_argument("file", metavar="FILE", help="composition YAML file")
     p.add_argument("--agent-name", metavar="NAME", help="the agent of FILE to check (default: its entry agent)")
@@ -99,6 +105,12 @@ def add_commands(cli: Any) -> None:
     p.add_argument("--broker", metavar="URL", help=_BROKER_HELP)
     p.add_argument("--visibility-timeout", metavar="S", type=_positive, default=3600.0,
                    help="seconds before a message a dead worker held is delivered again (Redis; default 3600)")
+    p.add_argument("--requeue-after", metavar="S", type=_positive, default=60.0,
+                   help="send a submitted run again when it has not started S seconds after it was sent (its "
+                   "message was lost; default 60); also for child runs this worker's runs wait for")
+    p.add_argument("--sweep-every", metavar="S", type=_positive,
+                   help="look for such runs every S seconds (default: a quarter of --requeue-after, at least 0.25)")
+    p.add_argument("--no-sweep", action="store_true", help="do not look for lost runs (another worker does)")
     p.add_argument("--loglevel", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                    help="Celery's log level (default WARNING)")
     p.set_defaults(func=_lazy("worker"))
@@ -109,7 +121,10 @@ def add_commands(cli: Any) -> None:
         description="Enqueue a run of FILE's agent on TASK and print its run id; 'seamkit runs wait RUN_ID "
         "--agent FILE' waits for its outcome. With --resume RUN_ID (no TASK) the continuation of a run is "
         "enqueued instead: a suspended run with --approve/--reject/--edit decisions, or an interrupted one. "
-        "Submitting a run id twice runs it once.",
+        "The send is recorded in FILE's checkpoint store first, so a message lost before any worker started "
+        "the run is sent again (by the workers, or by 'runs wait') and a worker's rejection is reported. "
+        "Submitting a run id twice with the same task, variables and agent runs it once; with another one it "
+        "is refused (exit 2).",
     )
     p.add_argument("file", metavar="FILE", help="composition YAML file (workers need the same path)")
     p.add_argument("task", metavar="TASK", nargs="?", help="the task text ('-' reads it from stdin)")
@@ -167,11 +182,17 @@ def add_commands(cli: Any) -> None:
         "wait",
         help="wait until a (queued) run is done, failed or suspended; print its outcome (seamkit-celery)",
         description="Poll the store of --agent FILE until RUN_ID is done, failed or suspended, then print its "
-        "output (stdout) or why it stopped (stderr). Exit 0 done, 1 failed or stopped without an answer, "
-        "3 suspended (it waits for a person), 124 still unfinished after --timeout.",
+        "output (stdout) or why it stopped (stderr). A run not started yet is waited for when it was submitted "
+        "(its send record is in the store); one still unstarted --requeue-after seconds after it was sent is "
+        "sent again (to --broker). Exit 0 done, 1 failed, stopped without an answer or rejected by a worker "
+        "(its file missing there, say), 2 no such run was submitted, 3 suspended (it waits for a person), "
+        "124 still unfinished after --timeout.",
     )
     q.add_argument("run_id", metavar="RUN_ID", type=_run_id)
     q.add_argument("--agent", metavar="FILE", required=True, help="the composition whose store holds the run")
     q.add_argument("--timeout", metavar="S", type=_positive, help="give up after S seconds (default: wait)")
+    q.add_argument("--requeue-after", metavar="S", type=_positive, default=60.0,
+                   help="send the run again when it has not started S seconds after it was sent (default 60)")
+    q.add_argument("--broker", metavar="URL", help=_BROKER_HELP + "; to send a lost run again")
     q.add_argument("--json", action="store_true", help="print the outcome as one JSON object")
     q.set_defaults(func=_lazy("runs_wait"))

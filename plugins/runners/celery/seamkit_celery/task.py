@@ -23,7 +23,9 @@ What one delivery does (:func:`deliver`), by what the run's latest checkpoint sa
 - ``done`` / ``failed``: report it, run nothing.
 
 A delivery whose composition cannot be loaded on this worker (its file is missing here, it no
-longer validates) runs nothing and returns status ``rejected`` with the reason (also logged).
+longer validates) runs nothing and returns status ``rejected`` with the reason (also logged, and
+written into the run's send record in the store of the worker's own composition, when the app
+has one: ``make_app(composition=...)``; see :mod:`seamkit_celery.sent`).
 
 Every delivery that returns is acknowledged; its return value is the run's *outcome*
 (:func:`outcome_of`): ``{"run_id", "status", "stop_reason", "output", "error", "detail",
@@ -79,7 +81,9 @@ if TYPE_CHECKING:
     from seamkit.workflows import Workflow
 
 __all__ = [
+    "COMPOSITION_SETTING",
     "FIRST_RETRY_S",
+    "REQUEUE_AFTER_SETTING",
     "SHARED_STORES",
     "LeaseHeld",
     "QueueConfigError",
@@ -93,6 +97,7 @@ __all__ = [
     "outcome_of",
     "register",
     "retry",
+    "send_recorded",
     "submit",
     "submit_resume",
 ]
@@ -347,14 +352,63 @@ def submit(
     """Enqueue one run of ``agent`` (``None``: the entry agent) of the composition ``file`` on
     ``task`` and return its run id (``run_id``, or a new one). ``check``: load the file first and
     refuse one that cannot run on the queue (:func:`load_checked`); a batch checks once and passes
-    ``check=False``. Submitting the same ``run_id`` twice runs it once (the second delivery finds
-    the run). Raises what :func:`load_checked` raises, and
+    ``check=False``. With ``check``, the send is recorded in the composition's store first
+    (:func:`send_recorded`), so that a lost message is sent again and a rejection is reported;
+    without it (a batch keeps its own records) nothing is recorded. Submitting the same ``run_id``
+    twice with the same spec runs it once (the second delivery finds the run). Raises what
+    :func:`load_checked` raises, :class:`~seamkit_celery.sent.SpecConflict` (``check`` only: the
+    run id was submitted with another file, agent, task or variables), and
     :class:`~seamkit_celery.app.QueueUnavailable` when the broker cannot be reached."""
-    if check:
-        load_checked(file, agent)
     spec = make_spec(file, task, run_id=run_id, agent=agent, variables=variables)
-    _send(app, spec, queue)
+    if not check:
+        _send(app, spec, queue)
+        return str(spec["run_id"])
+    composition, _ = load_checked(file, agent)
+    from seamkit.composition import build_store
+
+    store = build_store(composition)
+    _sync(send_recorded(app, store, spec, queue or str(app.conf.task_default_queue), close=True))
     return str(spec["run_id"])
+
+
+def _sync(coro: Any) -> Any:
+    """Run ``coro`` to its end from synchronous code, also when called inside a running event loop
+    (then in a thread of its own)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    import concurrent.futures
+
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+async def send_recorded(app: Celery, store: Any, spec: dict[str, Any], queue: str, *, close: bool = False) -> None:
+    """Send ``spec`` to ``queue`` with a send record in ``store`` (:mod:`seamkit_celery.sent`),
+    written *before* the message is sent (why: see there); ``store`` ``None``: sent unrecorded.
+    ``close``: close ``store`` after.
+    Raises :class:`~seamkit_celery.sent.SpecConflict` for a run id submitted before with another
+    file, agent, task or variables (or checkpointed from another file), and
+    :class:`~seamkit_celery.app.QueueUnavailable` (the record written for it is removed)."""
+    from seamkit_celery.app import QueueUnavailable
+    from seamkit_celery.sent import forget, record_send, refuse_other_checkpoints
+
+    if store is None:  # the entry agent has no store (a named agent of the file runs): nowhere to record
+        _send(app, spec, queue)
+        return
+    try:
+        await refuse_other_checkpoints(store, spec)
+        _, new = await record_send(store, spec, queue)
+        try:
+            _send(app, spec, queue)
+        except QueueUnavailable:
+            if new:
+                await forget(store, str(spec["run_id"]))
+            raise
+    finally:
+        if close:
+            await store.close()
 
 
 def submit_resume(
@@ -641,6 +695,16 @@ class _Process:
         self.pid = os.getpid()
         self.runner = asyncio.Runner()
         self.agents: dict[tuple[str, int, str | None, str | None], Agent | Workflow] = {}
+        self.homes: dict[str, Any] = {}
+
+    def home_store(self, file: str) -> Any:
+        """The store of the composition ``file`` (the worker's own), built once per process."""
+        if file not in self.homes:
+            from seamkit.composition import build_store, load_composition
+            from seamkit.plugins.registry import get_registry
+
+            self.homes[file] = build_store(load_composition(Path(file), registry=get_registry()))
+        return self.homes[file]
 
     def agent(self, spec: Mapping[str, Any]) -> Agent | Workflow:
         """The agent ``spec`` runs; for a workflow file without an agent name, its workflow."""
@@ -712,6 +776,12 @@ def run_delivery(task: Task, spec: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(spec, Mapping) or spec.get("v") != SPEC_VERSION:
         raise QueueConfigError(f"not a seamkit run message (version {SPEC_VERSION}): {str(spec)[:200]}")
     here = _here()
+    home = task.app.conf.get(COMPOSITION_SETTING)
+    if home:  # built while the worker's file still loads, so a file edited into an invalid one later
+        try:  # can still have its rejections recorded (once per process: it is cached)
+            here.home_store(str(home))
+        except Exception:
+            pass
     try:
         agent = here.agent(spec)
     except (OSError, ConfigError, QueueConfigError) as exc:
@@ -719,6 +789,7 @@ def run_delivery(task: Task, spec: Mapping[str, Any]) -> dict[str, Any]:
         # that no longer loads. Said once in the worker's log; the message is acknowledged.
         why = f"{type(exc).__name__}: {exc}"
         log.error("run %s rejected: %s", spec.get("run_id"), why)
+        _record_rejection(task.app, here, str(spec.get("run_id")), why)
         return {"run_id": spec.get("run_id"), "status": "rejected", "stop_reason": None, "output": None,
                 "error": why, "detail": None, "pending_approvals": [], "worker": worker_id()}
     from seamkit.agent.child_runs import CHILD_RUNS_SERVICE
@@ -765,6 +836,30 @@ def retry(task: Task, countdown: float, run_id: str) -> BaseException:
             time.sleep(countdown)
             out = Reject(mask_urls(str(exc.reason)), requeue=True)
     return out
+
+
+#: The Celery setting (``make_app(composition=...)``) naming the composition whose store holds the
+#: send records this worker reports rejections into and sweeps.
+COMPOSITION_SETTING = "seamkit_composition"
+#: The Celery setting of the seconds a sent run may stay unstarted before it is sent again.
+REQUEUE_AFTER_SETTING = "seamkit_requeue_after_s"
+
+
+def _record_rejection(app: Celery, here: _Process, run_id: str, why: str) -> None:
+    """Write ``rejected`` and ``why`` into ``run_id``'s send record, in the store of the worker's
+    own composition (the message's could not be loaded). Best effort: logged when that fails."""
+    from seamkit_celery.sent import mark_rejected
+
+    file = app.conf.get(COMPOSITION_SETTING)
+    if not file:
+        return
+    try:
+        store = here.home_store(str(file))
+        if store is None or not here.runner.run(mark_rejected(store, run_id, why)):
+            log.warning("run %s has no send record in the store of %s: its submitter is not told", run_id, file)
+    except Exception as exc:
+        log.warning("could not record the rejection of run %s in the store of %s (%s: %s)", run_id, file,
+                    type(exc).__name__, exc)
 
 
 def register(app: Celery) -> None:

@@ -16,6 +16,14 @@ from seamkit.testing import ScriptedModel
 from seamkit.testing.memory_store import MemoryStore
 from seamkit.values import Scope
 from seamkit_celery.children import CeleryChildRuns
+from seamkit_celery.sent import read_record
+
+
+class Conf(SimpleNamespace):
+    """A Celery app's settings: attributes, and ``get``."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return getattr(self, key, default)
 
 
 class FakeApp:
@@ -27,7 +35,7 @@ class FakeApp:
         self.sent: list[dict[str, Any]] = []
         self.was_sent = asyncio.Event()
         self.fail = fail
-        self.conf = SimpleNamespace(broker_url="redis://:pw@127.0.0.1:1/0")
+        self.conf = Conf(broker_url="redis://:pw@127.0.0.1:1/0", task_default_queue="seamkit")
 
     def send_task(self, name: str, *, args: tuple[Any, ...], queue: str | None, **_: Any) -> None:
         if self.fail:
@@ -94,11 +102,13 @@ async def test_the_callers_cancellation_ends_the_wait_and_an_unstarted_child_is_
 
 
 async def test_an_unreachable_broker_or_no_checkpoints_is_a_tool_error() -> None:
-    researcher = Agent(ScriptedModel(["x"]), name="researcher", checkpointer=MemoryStore())
+    store = MemoryStore()
+    researcher = Agent(ScriptedModel(["x"]), name="researcher", checkpointer=store)
     with pytest.raises(ToolError, match="was not started: could not enqueue run run_child") as info:
         await CeleryChildRuns(FakeApp(fail=True), "/f.yaml").run_child(  # type: ignore[arg-type]
             request(researcher), RunContext())
     assert ":pw@" not in str(info.value)
+    assert await read_record(store, "run_child") is None  # a send that failed leaves no record to re-send
     bare = Agent(ScriptedModel(["x"]), name="researcher")
     with pytest.raises(ToolError, match="has no checkpoints"):
         await CeleryChildRuns(FakeApp(), "/f.yaml").run_child(request(bare), RunContext())  # type: ignore[arg-type]

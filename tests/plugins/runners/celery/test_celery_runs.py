@@ -34,8 +34,8 @@ def test_submit_worker_wait_done(env: Env) -> None:
     applied = env.applied()
     assert [a["run"] for a in applied] == [run_id]
     assert len(env.attempts()) == 1
-    # the same run id submitted again: the delivery finds the run done and runs nothing
-    again = env.submit(file, "record it again", "--run-id", run_id, "--var", "team=ops")
+    # the same run id submitted again with the same spec: the delivery finds the run done and runs nothing
+    again = env.submit(file, "record it", "--run-id", run_id, "--var", "team=ops")
     assert again.returncode == 0 and again.stdout.strip() == run_id, again
     _wait_for(lambda: env.workers[0].text().count(" succeeded in ") == 2, 20, "the second delivery")
     assert len(env.attempts()) == 1
@@ -133,7 +133,8 @@ def test_a_suspended_run_releases_the_worker_and_continues_after_approval(env: E
     for run_id in runs:
         w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
         assert w.returncode == 3, (w, env.workers[0].text())
-        assert "call_0_0: record" in w.stderr and f"--resume {run_id}" in w.stderr
+        assert "call_0_0: record" in w.stderr
+        assert f"seamkit resume {run_id} --approve call_0_0 --agent {file}" in w.stderr, w.stderr
     assert env.attempts() == []  # nothing ran without approval
     bad = env.submit(file, "--resume", runs[0], "--approve", "nope")
     assert bad.returncode == 2 and "no pending tool call nope" in bad.stderr, bad

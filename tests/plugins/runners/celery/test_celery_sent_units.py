@@ -1,0 +1,162 @@
+"""Send records and the sweeper without a broker (:mod:`seamkit_celery.sent`): the record's
+stored form, what makes two submits one run, the index, and when the sweeper sends a run again
+(a fake clock; sends are recorded, not made)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from seamkit.agent.agent import Agent
+from seamkit.durability import codec
+from seamkit.runtime.context import RunContext
+from seamkit.testing import ScriptedModel
+from seamkit.testing.memory_store import MemoryStore
+from seamkit.values import Scope
+from seamkit_celery.sent import (
+    BUCKET_S,
+    INDEX_WINDOW_S,
+    SEAL,
+    SendRecord,
+    SpecConflict,
+    Sweeper,
+    differences,
+    index_key,
+    mark_rejected,
+    read_record,
+    record_send,
+    spec_digest,
+)
+from seamkit_celery.task import make_spec
+
+T0 = 1_000_000.0  # a minute boundary plus 40 s
+
+
+def spec(run_id: str, task: str = "go", **kw: Any) -> dict[str, Any]:
+    return make_spec("/abs/a.yaml", task, run_id=run_id, **kw)
+
+
+texts = st.text(max_size=20)
+json_values = st.recursive(st.none() | st.booleans() | st.integers() | texts,
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(texts, inner, max_size=3),
+                           max_leaves=10)
+records = st.builds(
+    SendRecord, run_id=texts, spec=st.dictionaries(texts, json_values, max_size=4), queue=st.none() | texts,
+    sent_at=st.floats(0, 1e10), first_sent_at=st.floats(0, 1e10), sends=st.integers(1, 10**6),
+    state=st.sampled_from(["sent", "rejected"]), reason=st.none() | texts,
+)
+
+
+@given(records)
+def test_a_record_survives_the_store_codec(rec: SendRecord) -> None:
+    assert SendRecord.from_value(codec.loads(codec.dumps(rec.to_value()))) == rec
+
+
+@given(json_values)
+def test_anything_else_stored_reads_as_no_record_never_an_error(value: Any) -> None:
+    assert SendRecord.from_value(value) is None
+
+
+@given(st.dictionaries(texts, json_values, max_size=4), st.data())
+def test_a_damaged_record_reads_as_none_or_a_record(value: dict[str, Any], data: st.DataObject) -> None:
+    good = SendRecord("r", {"task": "x"}, "q", 1.0, 1.0).to_value()
+    mixed = {**good, **data.draw(st.dictionaries(st.sampled_from(sorted(good)), json_values, max_size=3))}
+    out = SendRecord.from_value(mixed)
+    assert out is None or isinstance(out, SendRecord)
+
+
+def test_the_digest_is_file_agent_task_and_variables_only() -> None:
+    a = spec("r1", variables={"x": "1", "y": "2"})
+    assert spec_digest(a) == spec_digest(spec("r2", variables={"y": "2", "x": "1"}))  # run id, key order: same
+    assert spec_digest(a) != spec_digest(spec("r1", task="other", variables={"x": "1", "y": "2"}))
+    assert differences(a, spec("r1", "other", agent="b")) == ["agent (b, not None)", "task", "variables"]
+
+
+async def test_a_run_id_recorded_twice_is_one_run_and_another_spec_is_refused() -> None:
+    store = MemoryStore()
+    rec, new = await record_send(store, spec("r1"), "q", now=lambda: T0)
+    assert new and rec.sends == 1 and rec.state == "sent"
+    assert await store.list(Scope(), index_key("q", int(T0 // BUCKET_S))) == ["r1"]
+    again, new = await record_send(store, spec("r1"), "q", now=lambda: T0 + 5)
+    assert not new and (again.sends, again.sent_at, again.first_sent_at) == (2, T0 + 5, T0)
+    assert await store.list(Scope(), index_key("q", int(T0 // BUCKET_S))) == ["r1"]  # indexed once
+    with pytest.raises(SpecConflict, match="run r1 was submitted before with another task"):
+        await record_send(store, spec("r1", task="else"), "q")
+    assert (await read_record(store, "r1")) == again  # the refused one changed nothing
+    assert await mark_rejected(store, "r1", "FileNotFoundError: gone")
+    rejected = await read_record(store, "r1")
+    assert rejected is not None and (rejected.state, rejected.reason) == ("rejected", "FileNotFoundError: gone")
+    assert not await mark_rejected(store, "never", "x")
+    fixed, _ = await record_send(store, spec("r1"), "q", now=lambda: T0 + 9)  # submitted again once fixed
+    assert (fixed.state, fixed.reason, fixed.sends) == ("sent", None, 3)
+
+
+class Harness:
+    """A sweeper over a memory store on a fake clock; ``sent`` lists its sends."""
+
+    __test__ = False
+
+    def __init__(self, waiting: int | None = 0) -> None:
+        self.store = MemoryStore()
+        self.clock = [T0]
+        self.sent: list[tuple[str, str]] = []
+        self.waiting = waiting
+        self.sweeper = Sweeper(self.store, ["q"], self.send, lambda q: self.waiting, requeue_after_s=60,
+                               now=lambda: self.clock[0])
+
+    def send(self, spec: Mapping[str, Any], queue: str) -> None:
+        self.sent.append((str(spec["run_id"]), queue))
+
+    async def submit(self, run_id: str) -> None:
+        await record_send(self.store, spec(run_id), "q", now=lambda: self.clock[0])
+
+    async def start(self, run_id: str) -> None:
+        await Agent(ScriptedModel(["ok"]), name="a", checkpointer=self.store).run("go", ctx=RunContext(run_id=run_id))
+
+    async def sweep_at(self, t: float) -> list[str]:
+        self.clock[0] = t
+        return await self.sweeper.sweep()
+
+
+async def test_a_lost_run_is_sent_again_once_the_queue_is_idle_on_two_sweeps() -> None:
+    h = Harness(waiting=0)
+    await h.submit("lost")
+    assert await h.sweep_at(T0 + 30) == []  # not requeue_after old yet
+    assert await h.sweep_at(T0 + 61) == []  # first sight: a worker may have taken it a moment ago
+    assert await h.sweep_at(T0 + 62) == ["lost"]
+    assert h.sent == [("lost", "q")]
+    rec = await read_record(h.store, "lost")
+    assert rec is not None and (rec.sends, rec.sent_at) == (2, T0 + 62)
+    assert await h.sweep_at(T0 + 63) == []  # just sent: wait requeue_after again
+    assert await h.sweep_at(T0 + 123) == [] and await h.sweep_at(T0 + 124) == ["lost"]
+
+
+async def test_a_run_waiting_its_turn_is_not_sent_again_unless_a_later_one_started() -> None:
+    h = Harness(waiting=5)  # a backlog: messages wait in the queue
+    await h.submit("early")
+    h.clock[0] = T0 + 1
+    await h.submit("late")
+    for t in (T0 + 100, T0 + 101, T0 + 102):
+        assert await h.sweep_at(t) == []
+    await h.start("late")  # overtaken: a run sent after it started, it did not
+    assert await h.sweep_at(T0 + 103) == []
+    assert await h.sweep_at(T0 + 104) == ["early"]
+
+
+async def test_started_and_rejected_runs_are_never_sent_and_closed_buckets_are_sealed() -> None:
+    h = Harness(waiting=0)
+    for r in ("started", "rejected", "lost"):
+        await h.submit(r)
+    await h.start("started")
+    await mark_rejected(h.store, "rejected", "no file")
+    key = index_key("q", int(T0 // BUCKET_S))
+    assert await h.sweep_at(T0 + 61) == []
+    assert list(await h.store.list(Scope(), key)) == ["started", "rejected", "lost"]  # still open: untouched
+    assert await h.sweep_at(T0 + 3 * BUCKET_S) == ["lost"]
+    assert list(await h.store.list(Scope(), key)) == ["lost", SEAL]  # closed: only what is unresolved, sealed
+    assert h.sent == [("lost", "q")]
+    h.clock[0] = T0 + INDEX_WINDOW_S + 3 * BUCKET_S
+    assert await h.sweep_at(h.clock[0]) == []  # out of the window: the sweeper gave up on it
