@@ -102,6 +102,24 @@ def _outcome(store_url: str, prefix: str, run_id: str, timeout: float) -> object
     return asyncio.run(poll())
 
 
+def _on_the_broker(env: Env, file: Path, task: str) -> str:
+    """Put a run's message on the broker without a send record, as a message already queued when
+    its store went away is (``seamkit submit`` itself refuses while the store is down: it records
+    the run first); returns its run id."""
+    from seamkit_celery import make_app
+    from seamkit_celery.task import _send, make_spec
+
+    spec = make_spec(file, task)
+    _send(make_app(env.broker, queue=env.prefix), spec, env.prefix)
+    return str(spec["run_id"])
+
+
+def _submit_refused_while_the_store_is_down(env: Env, file: Path) -> None:
+    r = env.submit(file, "record it")
+    assert r.returncode == 1 and "StoreUnavailable" in r.stderr, r  # nothing sent, and said so
+    assert "Traceback" not in r.stderr and r.stdout == ""
+
+
 def _retries(text: str, run_id: str) -> list[str]:
     return re.findall(rf"run {run_id}: (.*); delivery retried in", text)
 
@@ -111,9 +129,8 @@ def test_a_run_delivered_while_its_store_is_down_waits_for_it_and_runs_once(env:
     worker = env.worker(file, "--pool", "solo")
     worker.wait_ready()
     store.kill()
-    r = env.submit(file, "record it")
-    assert r.returncode == 0, r
-    run_id = r.stdout.strip()
+    _submit_refused_while_the_store_is_down(env, file)
+    run_id = _on_the_broker(env, file, "record it")
     # the delivery found no store: retried (with backoff), never acknowledged as done
     _wait_for(lambda: len(_retries(worker.text(), run_id)) >= 2, 15, "two retries of the delivery")
     assert env.attempts() == []
@@ -188,13 +205,14 @@ def test_runs_in_postgres_wait_out_a_stopped_server(env: Env, tmp_path: Path) ->
         worker = env.worker(file, "--pool", "solo")
         worker.wait_ready()
         server.stop(remove=False)
-        r = env.submit(file, "record it")
-        assert r.returncode == 0, r
-        run_id = r.stdout.strip()
+        _submit_refused_while_the_store_is_down(env, file)
+        run_id = _on_the_broker(env, file, "record it")
         _wait_for(lambda: len(_retries(worker.text(), run_id)) >= 1, 15, "the delivery retried")
         assert env.attempts() == []
         server.start()
         back = time.monotonic()
+        _wait_for(lambda: len(env.attempts()) == 1, 20, "the run started once the store was back")
+        # started: it has checkpoints now (it had no send record, so runs wait could not know it before)
         w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "20")
         assert w.returncode == 0 and w.stdout.strip() == "recorded", (w, worker.text())
         assert [a["run"] for a in env.applied()] == [run_id]

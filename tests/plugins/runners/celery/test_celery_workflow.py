@@ -173,7 +173,7 @@ def test_a_workflow_at_a_gate_is_reported_suspended_and_answered_outside_the_que
         "  steps:\n"
         "    ok: {gate: 'Go on?', emits: done}\n")
     env.worker(file)
-    run_id = _submit(env, file)
+    run_id = env.submit(file, "part 7").stdout.strip()  # the CLI records the run: runs wait knows it is queued
     w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30", "--json")
     assert w.returncode == 3, w
     assert json.loads(w.stdout)["status"] == "suspended"
