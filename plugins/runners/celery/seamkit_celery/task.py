@@ -68,7 +68,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,7 +90,6 @@ __all__ = [
     "RetryLater",
     "check_composition",
     "deliver",
-    "deliver_workflow",
     "infrastructure",
     "make_spec",
     "mask_urls",
@@ -533,63 +532,91 @@ def run_context(spec: Mapping[str, Any], services: Mapping[str, Any] | None = No
 
 async def deliver(agent: Agent | Workflow, spec: Mapping[str, Any],
                   services: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """Run one delivery of ``spec`` with ``agent`` (see the module doc; a workflow:
-    :func:`deliver_workflow`) and return the run's outcome. ``services``: for the run's context
-    (see :func:`run_context`). Raises :class:`LeaseHeld` when another live worker runs it,
-    :class:`RetryLater` when an infrastructure failure (:func:`infrastructure`: the store
-    unreachable, before, while or after the run) stopped it unfinished: retry later, never
-    acknowledge as done."""
+    """Run one delivery of ``spec`` with ``agent`` (an agent, or a workflow file's workflow) and
+    return the run's outcome, by the run's latest checkpoint (see the module doc): none, start it
+    (a workflow: :func:`~seamkit.workflows.run_workflow`, the task as its input, a JSON object
+    being its structured input); ``running`` with a live lease, :class:`LeaseHeld`; ``running``
+    otherwise (or an agent's ``suspended`` run this message continues), resume it (a workflow:
+    :func:`~seamkit.workflows.resume_workflow`: finished activations are not run again, an agent
+    step's child run is continued or waited for); anything else (a workflow at a gate or waiting
+    for an outside event included): report it. A workflow's lease is its checkpointer's, as an
+    agent run's. ``services``: for the run's context (see :func:`run_context`). Raises
+    :class:`LeaseHeld` when another live worker runs it, :class:`RetryLater` when an
+    infrastructure failure (:func:`infrastructure`: the store unreachable, before, while or after
+    the run) stopped it unfinished: retry later, never acknowledge as done."""
     from seamkit.errors import StoreUnavailable
-    from seamkit.workflows import Workflow
-
-    if isinstance(agent, Workflow):
-        try:
-            return await deliver_workflow(agent, spec, services)
-        except StoreUnavailable as exc:
-            raise RetryLater(str(spec["run_id"]), f"StoreUnavailable: {exc}") from None
-
-    cp = agent.checkpointer
-    if cp is None:  # check_composition refuses these; a spec built by hand may still name one
-        raise QueueConfigError(f"agent {agent.name!r} has no checkpoints: it cannot run on the queue")
-    try:
-        return await _deliver(agent, cp, spec, services)
-    except StoreUnavailable as exc:  # a read of the run's checkpoints (before or after running it)
-        raise RetryLater(str(spec["run_id"]), f"StoreUnavailable: {exc}") from None
-
-
-async def _deliver(agent: Agent, cp: Any, spec: Mapping[str, Any],
-                   services: Mapping[str, Any] | None) -> dict[str, Any]:
-    from seamkit.errors import CheckpointConflict, RunNotResumable
+    from seamkit.workflows import Workflow, resume_workflow, run_workflow
 
     run_id = str(spec["run_id"])
+    ctx = run_context(spec, services)
+    if isinstance(agent, Workflow):
+        workflow = agent
+
+        async def start() -> Any:
+            return await run_workflow(workflow, _workflow_input(str(spec["task"])), ctx=ctx, metadata=_metadata(spec))
+
+        async def resume() -> Any:
+            return await resume_workflow(workflow, run_id, ctx=ctx)
+
+        def continues(snap: Any) -> bool:
+            return False  # a workflow at a gate or waiting for an event is answered with seamkit resume
+    else:
+        one = agent
+        decisions = _decisions(spec.get("decisions"))
+
+        async def start() -> Any:
+            return await one.run(str(spec["task"]), ctx=ctx, variables=dict(spec.get("variables") or {}) or None,
+                                 metadata=_metadata(spec))
+
+        async def resume() -> Any:
+            return await one.resume(run_id, decisions=decisions, ctx=ctx)
+
+        def continues(snap: Any) -> bool:
+            return bool(snap.status == "suspended" and _continues(spec, snap, decisions))
+    cp = agent.checkpointer
+    if cp is None:  # check_composition refuses these; a spec built by hand may still name one
+        raise QueueConfigError(f"{agent.name!r} has no checkpoints: it cannot run on the queue")
+    try:
+        return await _deliver(cp, run_id, spec.get("task") is not None, start, resume, continues)
+    except StoreUnavailable as exc:  # a read of the run's checkpoints (before or after running it)
+        raise RetryLater(run_id, f"StoreUnavailable: {exc}") from None
+
+
+def _held(cp: Any, snap: Any, run_id: str) -> LeaseHeld | None:
+    held = cp.lease_holder(snap) if snap is not None else None
+    return None if held is None else LeaseHeld(run_id, held[0], min(max(held[1], 0.2), MAX_RETRY_COUNTDOWN_S))
+
+
+async def _deliver(cp: Any, run_id: str, has_task: bool, start: Callable[[], Awaitable[Any]],
+                   resume: Callable[[], Awaitable[Any]], continues: Callable[[Any], bool]) -> dict[str, Any]:
+    """:func:`deliver`'s decision by the latest checkpoint, with ``start`` / ``resume`` running
+    the run and ``continues(snapshot)`` saying whether a run that is not ``running`` is resumed."""
+    from seamkit.errors import CheckpointConflict, RunNotResumable
+
     snap = await cp.latest(run_id)
-    decisions = _decisions(spec.get("decisions"))
     error: BaseException | None = None
     if snap is None:
-        if spec.get("task") is None:
+        if not has_task:
             return {"run_id": run_id, "status": "unknown", "stop_reason": None, "output": None,
                     "error": f"run {run_id} has no checkpoints in this store: nothing to resume",
                     "detail": None, "pending_approvals": []}
         try:
-            await agent.run(str(spec["task"]), ctx=run_context(spec, services),
-                            variables=dict(spec.get("variables") or {}) or None,
-                            metadata=_metadata(spec))
+            await start()
         except CheckpointConflict:  # another delivery of this run began it a moment ago
             raise LeaseHeld(run_id, "another delivery", 0.5) from None
         except Exception as exc:  # the run failed (its checkpoint says so), or stopped unfinished
             error = exc
-    elif snap.status == "running" or (snap.status == "suspended" and _continues(spec, snap, decisions)):
-        held = cp.lease_holder(snap)
+    elif snap.status == "running" or continues(snap):
+        held = _held(cp, snap, run_id)
         if held is not None:
-            owner, left = held
-            raise LeaseHeld(run_id, owner, min(max(left, 0.2), MAX_RETRY_COUNTDOWN_S))
+            raise held
         try:
-            await agent.resume(run_id, decisions=decisions, ctx=run_context(spec, services))
+            await resume()
         except RunNotResumable:
             after = await cp.latest(run_id)
-            held = cp.lease_holder(after) if after is not None else None
+            held = _held(cp, after, run_id)
             if held is not None:  # another worker claimed it first
-                raise LeaseHeld(run_id, held[0], min(max(held[1], 0.2), MAX_RETRY_COUNTDOWN_S)) from None
+                raise held from None
             if after is None:
                 raise
             out = outcome_of(after)
@@ -625,65 +652,6 @@ def _workflow_input(task: str) -> Any:
     except ValueError:
         return task
     return parsed if isinstance(parsed, dict) else task
-
-
-async def deliver_workflow(workflow: Workflow, spec: Mapping[str, Any],
-                           services: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """One delivery of a workflow run, as :func:`deliver` does an agent's, by the run's latest
-    checkpoint: none, start it (:func:`~seamkit.workflows.run_workflow`, the task as its input);
-    ``running`` with a live lease, :class:`LeaseHeld`; ``running`` otherwise, resume it
-    (:func:`~seamkit.workflows.resume_workflow`: finished activations are not run again, an agent
-    step's child run is continued or waited for); ``suspended`` (a gate, an outside event),
-    ``done``, ``failed``: report it. The workflow's lease is its checkpointer's, as an agent run's:
-    claimed with a version check, renewed at every workflow checkpoint (each activation started or
-    finished)."""
-    from seamkit.errors import CheckpointConflict, RunNotResumable
-    from seamkit.workflows import resume_workflow, run_workflow
-
-    cp = workflow.checkpointer
-    if cp is None:
-        raise QueueConfigError(f"workflow {workflow.name!r} has no checkpoints: it cannot run on the queue")
-    run_id = str(spec["run_id"])
-    snap = await cp.latest(run_id)
-    error: BaseException | None = None
-    if snap is None:
-        if spec.get("task") is None:
-            return {"run_id": run_id, "status": "unknown", "stop_reason": None, "output": None,
-                    "error": f"run {run_id} has no checkpoints in this store: nothing to resume",
-                    "detail": None, "pending_approvals": []}
-        try:
-            await run_workflow(workflow, _workflow_input(str(spec["task"])), ctx=run_context(spec, services),
-                               metadata=_metadata(spec))
-        except CheckpointConflict:  # another delivery of this run began it a moment ago
-            raise LeaseHeld(run_id, "another delivery", 0.5) from None
-        except Exception as exc:  # the run failed (its checkpoint says so), or stopped unfinished
-            error = exc
-    elif snap.status == "running":
-        held = cp.lease_holder(snap)
-        if held is not None:
-            raise LeaseHeld(run_id, held[0], min(max(held[1], 0.2), MAX_RETRY_COUNTDOWN_S))
-        try:
-            await resume_workflow(workflow, run_id, ctx=run_context(spec, services))
-        except RunNotResumable:
-            after = await cp.latest(run_id)
-            held = cp.lease_holder(after) if after is not None else None
-            if held is not None:  # another worker claimed it first
-                raise LeaseHeld(run_id, held[0], min(max(held[1], 0.2), MAX_RETRY_COUNTDOWN_S)) from None
-            if after is None:
-                raise
-            out = outcome_of(after)
-            if after.status == "running":
-                out["detail"] = out["detail"] or "the run could not be resumed"
-            return out
-        except Exception as exc:
-            error = exc
-    final = await cp.latest(run_id)
-    if error is not None and (final is None or final.status == "running") and (
-            final is not None or infrastructure(error)):
-        raise RetryLater(run_id, f"{type(error).__name__}: {error}") from None  # as _deliver
-    if final is None:
-        raise RuntimeError(f"run {run_id} wrote no checkpoint") from error
-    return outcome_of(final)
 
 
 class _Process:
