@@ -27,6 +27,7 @@ __all__ = [
     "DecisionData",
     "PendingApproval",
     "approve",
+    "decision_data",
     "decisions_from_data",
     "parse_decision_flags",
     "reject",
@@ -77,8 +78,6 @@ def approve(arguments: Mapping[str, Any] | None = None) -> Decision:
 def reject(reason: str | None = None) -> Decision:
     """Reject a call; the model sees a tool result saying so (with ``reason``)."""
     return Decision(False, None, reason)
-
-
 
 
 #: One call's decision as plain (JSON) data: ``{"approved": bool, "arguments": {...} | None,
@@ -144,3 +143,13 @@ def decisions_from_data(data: Mapping[str, Mapping[str, Any]]) -> dict[str, Deci
             reason = d.get("reason")
             out[call_id] = reject(str(reason) if reason is not None else None)
     return out
+
+
+def decision_data(decisions: Mapping[str, Decision]) -> dict[str, DecisionData]:
+    """Plain decision data (see the module doc) from :class:`Decision` values: the inverse of
+    :func:`decisions_from_data` (edited arguments thawed to plain dicts and lists)."""
+    from seamkit.values import thaw
+
+    return {call_id: {"approved": d.approved, "arguments": thaw(d.arguments) if d.arguments is not None else None,
+                      "reason": d.reason}
+            for call_id, d in decisions.items()}

@@ -8,9 +8,11 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from seamkit import tool
 from seamkit.agent.agent import Agent
-from seamkit.durability.approvals import Decision, decisions_from_data, parse_decision_flags
+from seamkit.durability.approvals import Decision, decision_data, decisions_from_data, parse_decision_flags
 from seamkit.errors import ToolArgumentError
 from seamkit.testing import ScriptedModel
 from seamkit.testing.memory_store import MemoryStore
@@ -70,3 +72,24 @@ async def test_check_decisions_refuses_what_resume_would_before_anything_changes
             parse_decision_flags(edits=[f'{call_id}={{"amount": "lots"}}'])))
     with pytest.raises(ValueError, match="no pending tool call 'nope'"):
         agent.check_decisions(result.run_id, snap.state, decisions_from_data(parse_decision_flags(["nope"])))
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8)
+
+
+@given(st.dictionaries(
+    st.text(min_size=1, max_size=10),
+    st.one_of(
+        st.builds(lambda a: {"approved": True, "arguments": a, "reason": None},
+                  st.none() | st.dictionaries(st.text(max_size=5), _JSON, max_size=3)),
+        st.builds(lambda r: {"approved": False, "arguments": None, "reason": r}, st.none() | st.text(max_size=20)),
+    ),
+    max_size=4,
+))
+def test_decision_data_round_trips_through_decisions(data: dict[str, dict[str, object]]) -> None:
+    back = decision_data(decisions_from_data(data))
+    assert back == data
+    assert json.loads(json.dumps(back)) == back  # plain data: what crosses a queue

@@ -24,7 +24,7 @@ class CeleryRunner:
         """See :meth:`seamkit.runners.Runner.requeue`. Raises ``ValueError`` when no broker is
         configured, :class:`~seamkit_celery.app.QueueUnavailable` when it cannot be reached, and
         what :func:`~seamkit_celery.task.load_checked` raises for a file that cannot run on the queue."""
-        from seamkit.values import thaw
+        from seamkit.durability.approvals import decision_data
 
         from seamkit_celery.app import DEFAULT_QUEUE, broker_from_env, make_app, mask_url
         from seamkit_celery.task import submit_resume
@@ -32,12 +32,7 @@ class CeleryRunner:
         url = broker_from_env(self.broker)
         queue = request.metadata.get(QUEUE_KEY)
         queue = queue if isinstance(queue, str) and queue else DEFAULT_QUEUE
-        decisions = None
-        if request.decisions:
-            decisions = {call_id: {"approved": d.approved,
-                                   "arguments": thaw(d.arguments) if d.arguments is not None else None,
-                                   "reason": d.reason}
-                         for call_id, d in request.decisions.items()}
+        decisions = decision_data(request.decisions) if request.decisions else None
         submit_resume(make_app(url, queue=queue), request.file, request.run_id, agent=request.agent,
                       decisions=decisions, queue=queue)
         return f"queue {queue!r} on {mask_url(url)}"
