@@ -112,19 +112,30 @@ def index_key(queue: str, minute: int) -> str:
     return f"seamkit-sent-index:{queue}:{minute}"
 
 
-def spec_digest(spec: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of the parts of a task message that make it one run: file, agent, task and
-    variables (not the run id, the lineage of a child, nor a resume's decisions)."""
+def _identity(spec: Mapping[str, Any], entry: str | None) -> dict[str, Any]:
     ident = {k: spec.get(k) for k in _IDENTITY}
+    if ident["agent"] is None and entry is not None:
+        ident["agent"] = entry
+    return ident
+
+
+def spec_digest(spec: Mapping[str, Any], entry: str | None = None) -> str:
+    """SHA-256 (hex) of the parts of a task message that make it one run: file, agent, task and
+    variables (not the run id, the lineage of a child, nor a resume's decisions). ``entry``: the
+    name of the file's entry agent when its file has no workflow, so that no agent (``None``: the
+    entry agent) and the entry agent named are the same run. (A workflow file's ``None`` is its
+    workflow, another run than its entry agent's: pass no ``entry`` for it.)"""
+    ident = _identity(spec, entry)
     text = json.dumps(ident, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """The identity fields (see :func:`spec_digest`) on which ``old`` and ``new`` differ, each as
-    ``"task"`` or ``"file (/a.yaml, not /b.yaml)"`` (file and agent say both values; a task or its
-    variables may be long or private, so only their names)."""
+def differences(old: Mapping[str, Any], new: Mapping[str, Any], entry: str | None = None) -> list[str]:
+    """The identity fields (see :func:`spec_digest`, also for ``entry``) on which ``old`` and
+    ``new`` differ, each as ``"task"`` or ``"file (/a.yaml, not /b.yaml)"`` (file and agent say
+    both values; a task or its variables may be long or private, so only their names)."""
     out = []
+    old, new = _identity(old, entry), _identity(new, entry)
     for k in _IDENTITY:
         a, b = old.get(k), new.get(k)
         if k in ("variables",):
@@ -202,24 +213,27 @@ async def _write(store: Any, rec: SendRecord) -> None:
 
 
 async def record_send(store: Any, spec: Mapping[str, Any], queue: str | None, *,
-                      now: Callable[[], float] = time.time) -> tuple[SendRecord, bool]:
+                      now: Callable[[], float] = time.time, entry: str | None = None) -> tuple[SendRecord, bool]:
     """Record that ``spec`` is about to be sent to ``queue`` (call it before sending). Returns the
     record and whether it is new. The same run id recorded before with the same digest is the same
-    run: its record counts one more send. Raises :class:`SpecConflict` (naming what differs) for a
-    run id recorded with another spec, :class:`~seamkit.errors.StoreUnavailable`."""
+    run: its record counts one more send. ``entry``: the file's entry agent (see
+    :func:`spec_digest`). Both specs are digested again with it (the old record's stored digest is
+    not trusted for this: a record written before ``entry`` existed digested an entry run with no
+    agent). Raises :class:`SpecConflict` (naming what differs) for a run id recorded with another
+    spec, :class:`~seamkit.errors.StoreUnavailable`."""
     run_id = str(spec["run_id"])
     t = now()
     old = await read_record(store, run_id)
     if old is not None:
-        new_digest = spec_digest(spec)
-        if old.digest != new_digest:
-            what = ", ".join(differences(old.spec, spec)) or "its spec"
+        if spec_digest(old.spec, entry) != spec_digest(spec, entry):
+            what = ", ".join(differences(old.spec, spec, entry)) or "its spec"
             raise SpecConflict(f"run {run_id} was submitted before with another {what}; submit it with a new "
                                "--run-id (or the same spec)")
         rec = replace(old, sent_at=t, sends=old.sends + 1, queue=queue, state="sent", reason=None)  # a fix retried
         await _write(store, rec)
         return rec, False
-    rec = SendRecord(run_id=run_id, spec=dict(spec), queue=queue, sent_at=t, first_sent_at=t)
+    rec = SendRecord(run_id=run_id, spec=dict(spec), queue=queue, sent_at=t, first_sent_at=t,
+                     digest=spec_digest(spec, entry))
     await _write(store, rec)
     if queue is not None:
         await store.append(_SCOPE, index_key(queue, int(t // BUCKET_S)), run_id)

@@ -91,6 +91,7 @@ __all__ = [
     "check_composition",
     "deliver",
     "deliver_workflow",
+    "entry_agent",
     "infrastructure",
     "make_spec",
     "mask_urls",
@@ -367,7 +368,8 @@ def submit(
     from seamkit.composition import build_store
 
     store = build_store(composition)
-    _sync(send_recorded(app, store, spec, queue or str(app.conf.task_default_queue), close=True))
+    _sync(send_recorded(app, store, spec, queue or str(app.conf.task_default_queue), close=True,
+                        entry=entry_agent(composition)))
     return str(spec["run_id"])
 
 
@@ -384,10 +386,21 @@ def _sync(coro: Any) -> Any:
         return pool.submit(asyncio.run, coro).result()
 
 
-async def send_recorded(app: Celery, store: Any, spec: dict[str, Any], queue: str, *, close: bool = False) -> None:
+def entry_agent(composition: Composition) -> str | None:
+    """The name a spec's ``agent: None`` stands for in ``composition``: its entry agent's, or
+    ``None`` for a workflow file (there ``None`` is the workflow). For
+    :func:`~seamkit_celery.sent.spec_digest`."""
+    if composition.workflow is not None:
+        return None
+    return next(iter(composition.all_agents()), None)
+
+
+async def send_recorded(app: Celery, store: Any, spec: dict[str, Any], queue: str, *, close: bool = False,
+                        entry: str | None = None) -> None:
     """Send ``spec`` to ``queue`` with a send record in ``store`` (:mod:`seamkit_celery.sent`),
     written *before* the message is sent (why: see there); ``store`` ``None``: sent unrecorded.
-    ``close``: close ``store`` after.
+    ``close``: close ``store`` after. ``entry``: the file's entry agent (:func:`entry_agent`), so
+    that ``agent`` ``None`` and that name named are one run.
     Raises :class:`~seamkit_celery.sent.SpecConflict` for a run id submitted before with another
     file, agent, task or variables (or checkpointed from another file), and
     :class:`~seamkit_celery.app.QueueUnavailable` (the record written for it is removed)."""
@@ -399,7 +412,7 @@ async def send_recorded(app: Celery, store: Any, spec: dict[str, Any], queue: st
         return
     try:
         await refuse_other_checkpoints(store, spec)
-        _, new = await record_send(store, spec, queue)
+        _, new = await record_send(store, spec, queue, entry=entry)
         try:
             _send(app, spec, queue)
         except QueueUnavailable:

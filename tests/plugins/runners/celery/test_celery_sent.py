@@ -229,6 +229,24 @@ def test_the_same_run_id_with_another_spec_is_refused(env: Env) -> None:
     assert r.returncode == 2 and f"run r1 already has checkpoints from {file}" in r.stderr, r
 
 
+def test_the_entry_agent_named_or_not_is_the_same_run(env: Env) -> None:
+    # --agent-name NAME where NAME is the file's entry agent runs what no --agent-name runs: a
+    # resubmit of the run id either way is the same run (one run, two sends), not "another agent"
+    file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix, name="recorder"))
+    for first, second in ((("r1",), ("r1", "--agent-name", "recorder")), (("r2", "--agent-name", "recorder"), ("r2",))):
+        a = env.submit(file, "task a", "--run-id", *first)
+        assert a.returncode == 0, a
+        b = env.submit(file, "task a", "--run-id", *second)
+        assert b.returncode == 0 and b.stdout.strip() == first[0], b
+    env.worker(file)
+    for run_id in ("r1", "r2"):
+        w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
+        assert w.returncode == 0, w
+    assert sorted(a["run"] for a in env.attempts()) == ["r1", "r2"]  # four messages, two runs
+    other = env.submit(file, "task a", "--run-id", "r1", "--agent-name", "nobody")
+    assert other.returncode != 0 and "no agent 'nobody'" in other.stderr, other
+
+
 def test_a_lost_child_message_is_sent_again_by_the_lead_that_waits(env: Env) -> None:
     from test_celery_children import _children, _submit, _tool_results, lead_file
 

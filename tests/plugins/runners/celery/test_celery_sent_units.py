@@ -94,6 +94,22 @@ async def test_a_run_id_recorded_twice_is_one_run_and_another_spec_is_refused() 
     assert (fixed.state, fixed.reason, fixed.sends) == ("sent", None, 3)
 
 
+async def test_no_agent_and_the_entry_agent_named_are_one_run_also_against_a_record_written_before() -> None:
+    store = MemoryStore()
+    legacy = SendRecord("r1", spec("r1"), "q", T0, T0)  # digested without an entry: agent None
+    await store.set(Scope(), "seamkit-sent:r1", legacy.to_value())
+    rec, new = await record_send(store, spec("r1", agent="a"), "q", now=lambda: T0 + 1, entry="a")
+    assert not new and rec.sends == 2
+    rec, new = await record_send(store, spec("r2", agent="a"), "q", entry="a")
+    assert rec.digest == spec_digest(spec("r2"), "a") == spec_digest(spec("r2", agent="a"))
+    with pytest.raises(SpecConflict, match=r"another agent \(b, not a\)"):
+        await record_send(store, spec("r2", agent="b"), "q", entry="a")
+    # a workflow file passes no entry: its None (the workflow) and its entry agent are two runs
+    await record_send(store, spec("w1"), "q")
+    with pytest.raises(SpecConflict, match="another agent"):
+        await record_send(store, spec("w1", agent="a"), "q")
+
+
 class Harness:
     """A sweeper over a memory store on a fake clock; ``sent`` lists its sends."""
 
