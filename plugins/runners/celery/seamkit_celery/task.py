@@ -156,15 +156,16 @@ def mask_urls(text: str) -> str:
 
 def infrastructure(exc: BaseException) -> bool:
     """Whether ``exc`` is a failure of the infrastructure rather than of the run: a
-    :class:`~seamkit.errors.StoreUnavailable`, also as the cause or context of another error.
+    :class:`~seamkit.errors.StoreUnavailable` or :class:`~seamkit.errors.InfrastructureUnavailable`
+    (a queued child's broker unreachable), also as the cause or context of another error.
     (Any error after which the run's checkpoint still says ``running`` is one too; that is
     :func:`deliver`'s to see.)"""
-    from seamkit.errors import StoreUnavailable
+    from seamkit.errors import InfrastructureUnavailable, StoreUnavailable
 
     seen: set[int] = set()
     e: BaseException | None = exc
     while e is not None and id(e) not in seen:
-        if isinstance(e, StoreUnavailable):
+        if isinstance(e, StoreUnavailable | InfrastructureUnavailable):
             return True
         seen.add(id(e))
         e = e.__cause__ or e.__context__
