@@ -30,6 +30,7 @@ __all__ = [
     "RunCancelled",
     "KernelError",
     "StoreUnavailable",
+    "InfrastructureUnavailable",
     "StoreValueError",
     "ConfigError",
     "ConfigIssue",
@@ -255,6 +256,15 @@ class RunCancelled(SeamkitError):
 
 class StoreUnavailable(SeamkitError):
     """A store backend could not be reached or failed; never a driver's own exception type."""
+
+
+class InfrastructureUnavailable(SeamkitError):
+    """Something a run needs that is neither its model nor its tools' own systems could not be
+    reached: the broker a queued child run is sent through. Not the run's failure, nor a tool's
+    answer: a tool call raising it is never shown to the model; it stops the run unfinished, as a
+    store outage does (a durable run's checkpoint stays ``running``, resumable; an effect ledger
+    marks the call uncertain, so only an idempotent call runs again), and whoever drives the run
+    (a queue worker) tries it again later."""
 
 
 class StoreValueError(SeamkitError):

@@ -269,3 +269,31 @@ def test_validate_says_which_agent_tools_are_queued() -> None:
 
     line = describe(loads_composition(YAML.replace("QUEUE", "queue: true")))
     assert "tools: agent researcher (queue children), agent writer," in line
+
+
+@pytest.mark.parametrize("side_effecting", [False, True], ids=["plain", "through-the-effect-ledger"])
+async def test_a_dispatcher_that_cannot_reach_its_broker_stops_the_run_unfinished_never_tells_the_model(
+        side_effecting: bool) -> None:
+    from seamkit.agent.as_tool import agent_tool
+    from seamkit.errors import InfrastructureUnavailable
+
+    store = MemoryStore()
+    researcher = Agent(ScriptedModel(["in-process answer"]), name="researcher", checkpointer=store)
+    lead = Agent(ScriptedModel([call("researcher", "find it"), "done"], follow_transcript=True), name="lead",
+                 tools=[agent_tool(researcher, queue="children", side_effecting=side_effecting)], checkpointer=store)
+
+    def down(r: ChildRunRequest) -> Any:
+        raise InfrastructureUnavailable("the broker redis://h:6379/1 is unreachable")
+
+    ctx = RunContext(run_id="run_lead", services={CHILD_RUNS_SERVICE: FakeDispatcher(down)})
+    with pytest.raises(InfrastructureUnavailable):
+        await lead.run("go", ctx=ctx)
+    assert lead.checkpointer is not None
+    snap = await lead.checkpointer.latest("run_lead")
+    assert snap is not None and snap.status == "running"  # resumable, not failed
+    assert snap.metadata.get("lease_until") is None  # released: anyone may continue it
+    assert not [m for m in snap.transcript if m.role == "tool"]  # the model was told nothing
+    back = FakeDispatcher(done("found it"))
+    result = await lead.resume("run_lead", ctx=RunContext(run_id="run_lead", services={CHILD_RUNS_SERVICE: back}))
+    assert result.output == "done" and [r.content for r in tool_results(result)] == ["found it"]
+    assert len(back.requests) == 1

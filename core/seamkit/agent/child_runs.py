@@ -144,5 +144,7 @@ class ChildRunDispatcher(Protocol):
         is done, failed or suspended. ``ctx`` is the calling run's: stop waiting when its
         cancellation is cancelled (raise :class:`~seamkit.errors.RunCancelled`). Raises
         :class:`~seamkit.errors.ToolError` (the caller's model sees it as an error result) when the
-        child cannot be dispatched."""
+        child cannot be dispatched, and :class:`~seamkit.errors.InfrastructureUnavailable` when
+        what it dispatches through (a broker) cannot be reached: the caller's model is not told,
+        the calling run stops unfinished and resumable."""
         ...

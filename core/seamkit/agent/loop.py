@@ -43,6 +43,7 @@ from seamkit.durability.approvals import Decision, PendingApproval, approve
 from seamkit.errors import (
     EffectNotApplied,
     EffectUncertain,
+    InfrastructureUnavailable,
     OutputValidationError,
     RunCancelled,
     RunNotResumable,
@@ -508,9 +509,10 @@ class Run:
                 why = f"{type(exc).__name__}: {exc}"[:2000]
                 if self.handle is None:  # not durable, or stopped before its first checkpoint
                     pass
-                elif isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError, StoreUnavailable)):
-                    # not the run's failure: interrupted, or a store it needs went away (a blip the
-                    # store is already back from when this is written); the run stays resumable
+                elif isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError, StoreUnavailable,
+                                      InfrastructureUnavailable)):
+                    # not the run's failure: interrupted, or a store (a broker) it needs went away (a
+                    # blip the store is already back from when this is written); the run stays resumable
                     await self._save("running", lease=False, interrupted=why)
                 elif isinstance(exc, GuardrailTripped):
                     await self._save("failed", error=why, tripwire=exc.detail(), status_detail=str(exc)[:2000])

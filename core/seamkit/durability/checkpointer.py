@@ -36,7 +36,7 @@ from seamkit.values import EMPTY, FrozenDict, Message, Scope, ToolResult, freeze
 #: where it takes a tool call id.
 CAPABILITY_EFFECT_PREFIX = "capability:"
 
-__all__ = ["CAPABILITY_EFFECT_PREFIX", "Checkpointer", "RunHandle", "RunSnapshot", "worker_id"]
+__all__ = ["CAPABILITY_EFFECT_PREFIX", "Checkpointer", "RunHandle", "RunSnapshot", "lease_void", "worker_id"]
 
 log = logging.getLogger("seamkit.checkpoints")
 
@@ -60,6 +60,16 @@ def _owner_dead(owner: str) -> bool:
     except OSError:
         return False
     return False
+
+
+def lease_void(metadata: Mapping[str, Any], now: float) -> bool:
+    """Whether the lease of a ``running`` checkpoint (its ``metadata``'s ``owner`` and
+    ``lease_until``) keeps nobody off the run any more at ``now`` (unix seconds): released (no
+    ``lease_until``), expired, or its owner a process on this host that no longer exists."""
+    until = metadata.get("lease_until")
+    if not isinstance(until, (int, float)) or until - now <= 0:
+        return True
+    return _owner_dead(str(metadata.get("owner") or ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,11 +443,10 @@ class Checkpointer:
         if snap.status != "running":
             return None
         owner = str(snap.metadata.get("owner") or "")
-        until = snap.metadata.get("lease_until")
-        left = until - self._now() if isinstance(until, (int, float)) else 0.0
-        if left > 0 and owner != self.owner and not _owner_dead(owner):
-            return owner, left
-        return None
+        now = self._now()
+        if owner == self.owner or lease_void(snap.metadata, now):
+            return None
+        return owner, float(snap.metadata["lease_until"]) - now
 
     async def claim(
         self,

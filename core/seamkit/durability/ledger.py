@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from seamkit.durability.singleflight import SingleFlight
-from seamkit.errors import CodecError, EffectNotApplied, EffectUncertain, StoreUnavailable
+from seamkit.errors import (
+    CodecError,
+    EffectNotApplied,
+    EffectUncertain,
+    InfrastructureUnavailable,
+    StoreUnavailable,
+)
 from seamkit.ports import StorePort
 from seamkit.values import EMPTY, FrozenDict, Scope, freeze
 
@@ -240,6 +246,14 @@ class EffectLedger:
             value = await op()
         except EffectNotApplied as exc:
             await self._put(key, {"status": "failed", "error": f"{type(exc).__name__}: {exc}"})
+            raise
+        except InfrastructureUnavailable as exc:
+            # not the call's outcome: the run stops unfinished (its caller retries it); the call is
+            # uncertain, so only an idempotent one runs again then
+            try:
+                await self.mark_uncertain(key, f"the operation raised {type(exc).__name__}: {exc}")
+            except StoreUnavailable:
+                pass
             raise
         except (asyncio.CancelledError, Exception) as exc:
             # a CancelledError here is the run being stopped (its text is empty or internal)

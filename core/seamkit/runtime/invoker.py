@@ -9,7 +9,13 @@ from contextvars import ContextVar
 from typing import Any
 
 from seamkit.accumulate import Accumulator, checked_stream
-from seamkit.errors import EffectNotApplied, ToolArgumentError, ToolUnavailable, UnknownToolError
+from seamkit.errors import (
+    EffectNotApplied,
+    InfrastructureUnavailable,
+    ToolArgumentError,
+    ToolUnavailable,
+    UnknownToolError,
+)
 from seamkit.middleware import Call, Middleware, Next, chain, collect_one
 from seamkit.ports import LLMPort
 from seamkit.runtime.context import RunContext
@@ -259,7 +265,9 @@ class Invoker:
         """Run one tool call through the tool chain; failures become ``is_error`` results that
         name the problem so the model can correct itself. A call whose arguments could not be
         decoded (``arguments_error``) is answered without running anything
-        (:func:`unusable_arguments_result`)."""
+        (:func:`unusable_arguments_result`). Raises :class:`~seamkit.errors.InfrastructureUnavailable`
+        (not the tool's answer: the run stops unfinished) and a
+        :class:`~seamkit.errors.ToolUnavailable` with ``stop_run``."""
         if call.arguments_error is not None:
             return unusable_arguments_result(call)
         try:
@@ -270,6 +278,8 @@ class Invoker:
             # nobody cancelled this task: the tool's own code raised it (an operation inside it was
             # cancelled), which is that tool's failure, not the run's cancellation
             return ToolResult(call.id, call.name, _self_cancelled(exc), is_error=True)
+        except InfrastructureUnavailable:
+            raise
         except ToolUnavailable as exc:
             if exc.stop_run:
                 raise

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from seamkit.durability.ledger import EffectLedger
-from seamkit.errors import CodecError, RunCancelled, RunNotResumable, SeamkitError
+from seamkit.errors import CodecError, InfrastructureUnavailable, RunCancelled, RunNotResumable, SeamkitError
 from seamkit.runtime.context import RunContext, new_run_id
 from seamkit.values import FrozenDict, StreamEvent, Usage, freeze
 from seamkit.workflows.model import START, Emit, Step, Workflow, emitted
@@ -453,7 +453,9 @@ class WorkflowRun:
         try:
             return await self._drive()
         except BaseException as exc:
-            stopped = isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError))
+            # an unreachable broker (InfrastructureUnavailable) is no failure of the run: it stays resumable
+            stopped = isinstance(exc, (RunCancelled, KeyboardInterrupt, asyncio.CancelledError,
+                                       InfrastructureUnavailable))
             await self._stop(graceful=not stopped)
             if self.handle is not None:
                 why = (f"{type(exc).__name__}: {exc}" if str(exc)
@@ -651,6 +653,8 @@ class WorkflowRun:
         if cancelled:
             self.ctx.cancellation.raise_if_cancelled()
             raise exc  # the activation stays running: a plain resume runs it again
+        if isinstance(exc, InfrastructureUnavailable):
+            raise exc  # not the step's failure: it stays running, a resume runs it again
         why = (str(exc) if isinstance(exc, WorkflowFailed) else f"{type(exc).__name__}: {exc}")[:2000]
         self.active[a.id] = dataclasses.replace(a, status="failed", error=why)
         self.emit_event("failed", self.active[a.id], error=why)

@@ -179,3 +179,26 @@ def test_a_bad_queue_on_an_agent_step_is_located(tmp_path: Path, written: str, w
     assert "workflow.steps.a.queue" in text and why in text, text
     assert any(i.file is not None and Path(i.file).name == "wf.yaml" and i.line == 14 and i.column is not None
                for i in info.value.issues), [(i.file, i.line, i.column) for i in info.value.issues]
+
+
+async def test_a_dispatcher_that_cannot_reach_its_broker_leaves_the_workflow_running_and_resumable() -> None:
+    from seamkit.durability.checkpointer import Checkpointer
+    from seamkit.errors import InfrastructureUnavailable
+    from seamkit.testing.memory_store import MemoryStore
+    from seamkit.workflows import resume_workflow
+
+    def down(request: ChildRunRequest) -> ChildRunOutcome:
+        raise InfrastructureUnavailable("the broker is unreachable")
+
+    cp = Checkpointer(MemoryStore())
+    agent = Agent(ScriptedModel(["local"], repeat=True), name="researcher")
+    wf = Workflow("w", _branches(agent).steps, outcomes=("done",), checkpointer=cp)
+    with pytest.raises(InfrastructureUnavailable):
+        ctx = RunContext(run_id="wf1", services={CHILD_RUNS_SERVICE: FakeDispatcher(down)})
+        await run_workflow(wf, "part", ctx=ctx)
+    snap = await cp.latest("wf1")
+    assert snap is not None and snap.status == "running"  # not failed
+    assert snap.metadata.get("lease_until") is None  # released: any worker may continue it
+    back = RunContext(run_id="wf1", services={CHILD_RUNS_SERVICE: FakeDispatcher(_done)})
+    r = await resume_workflow(wf, "wf1", ctx=back)
+    assert r.output == ["found part", "found part"]

@@ -385,7 +385,8 @@ async def run_batch(
     until every run is done, failed or suspended, or ``timeout_s`` seconds have passed.
     ``state`` is filled in as it goes. ``store``: the :class:`~seamkit.ports.StorePort` that
     remembers what was enqueued (the checkpoints' store). Uses
-    :func:`~seamkit_celery.task.submit` (``check=False``: the caller checked the composition).
+    :func:`~seamkit_celery.task.submit` (``check=False``: the caller checked the composition;
+    ``record=False``: the batch keeps its own records).
     ``requeue_after_s``: a run still without a checkpoint this long after a run sent later got one
     (it was overtaken: its message was most likely lost, see the module doc) is sent again.
     ``interrupted``: asked between sends and while waiting; when it says yes, ``KeyboardInterrupt``
@@ -431,7 +432,7 @@ async def run_batch(
     send = [it for it in items if state.status[it.index] == "new" or (requeue and state.status[it.index] == "queued")]
     def send_one(it: BatchItem) -> None:
         submit(app, file, it.task, run_id=state.run_id(it.index), agent=agent,
-               variables=it.variables, queue=queue, check=False)
+               variables=it.variables, queue=queue, check=False, record=False)
 
     for start in range(0, len(send), 200):
         sent = []

@@ -8,7 +8,11 @@ hands each child to it. It:
    step and tool call id, so a re-delivered or resumed parent names the same child): when there is
    none it submits the child (file, agent, task, run id, and the lineage: parent run id,
    ancestors, depth, scope, the tool's name) to the queue ``Q``; when there is one it submits
-   nothing;
+   nothing. When the broker cannot be reached for that send it raises
+   :class:`~seamkit.errors.InfrastructureUnavailable`: not the child's answer, so the caller's
+   model is not told; the calling run stops unfinished (``running``, its lease released) and its
+   delivery is retried like any infrastructure failure (:mod:`seamkit_celery.task`); the retried
+   delivery resumes it and sends the child then;
 2. polls the child's checkpoints (in the child agent's store, which must be shared) with backoff
    (50 ms, times 1.5, at most 1 s) until the child is ``done``, ``failed`` or ``suspended``, and
    returns that outcome (with the child's usage). A read that finds the store unreachable is
@@ -34,7 +38,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from seamkit.agent.child_runs import ChildRunOutcome, ChildRunRequest
-from seamkit.errors import FailureClass, ToolError
+from seamkit.errors import FailureClass, InfrastructureUnavailable, ToolError
 from seamkit.values import Usage
 
 if TYPE_CHECKING:
@@ -77,8 +81,11 @@ class CeleryChildRuns:
 
     async def run_child(self, request: ChildRunRequest, ctx: RunContext) -> ChildRunOutcome:
         """See :meth:`~seamkit.agent.child_runs.ChildRunDispatcher.run_child`. Raises
-        :class:`~seamkit.errors.ToolError` when the child agent has no checkpointer or the broker
-        cannot be reached, :class:`~seamkit.errors.RunCancelled` when the caller is cancelled."""
+        :class:`~seamkit.errors.ToolError` when the child agent has no checkpointer or its run id
+        was sent before with another spec, :class:`~seamkit.errors.InfrastructureUnavailable` when
+        the broker cannot be reached (not the child's answer: the caller's run stops unfinished and
+        its delivery is retried, see :func:`~seamkit_celery.task.infrastructure`), and
+        :class:`~seamkit.errors.RunCancelled` when the caller is cancelled."""
         from seamkit_celery.app import QueueUnavailable
         from seamkit_celery.sent import SpecConflict, mark_resent, read_record
         from seamkit_celery.task import _send, make_spec, send_recorded
@@ -102,7 +109,10 @@ class CeleryChildRuns:
                     await send_recorded(self.app, store, spec, queue)
                 else:
                     _send(self.app, spec, queue)
-            except (QueueUnavailable, SpecConflict) as exc:
+            except QueueUnavailable as exc:
+                raise InfrastructureUnavailable(f"child run {request.run_id} (agent {request.agent.name!r}) could "
+                                                f"not be sent: {exc}") from None
+            except SpecConflict as exc:
                 raise ToolError(f"agent {request.agent.name!r} was not started: {exc}") from None
         pause = FIRST_POLL_S
         cancellation = ctx.cancellation

@@ -326,10 +326,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
         from seamkit.composition import build_store
 
         from seamkit_celery.sent import SpecConflict
-        from seamkit_celery.task import send_recorded
+        from seamkit_celery.task import entry_agent, send_recorded
 
         try:
-            asyncio.run(send_recorded(app, build_store(composition), spec, args.queue, close=True))
+            asyncio.run(send_recorded(app, build_store(composition), spec, args.queue, close=True,
+                                      entry=entry_agent(composition)))
         except SpecConflict as exc:
             raise UsageError(str(exc)) from None
     sys.stdout.write(f"{spec['run_id']}\n")

@@ -23,9 +23,12 @@ say more), so nothing removes it early.
 The index exists because a :class:`~seamkit.ports.StorePort` cannot enumerate keys: the worker's
 :class:`Sweeper` reads the last :data:`INDEX_WINDOW_S` (one hour) of minute buckets of the
 queues it consumes. A bucket is created by ``append`` (which sets no TTL); the first sweep that
-sees a bucket closed (two minutes old) rewrites it with the runs still unresolved and a seal
-(:data:`SEAL`), and with a TTL of :data:`INDEX_WINDOW_S`: so the index holds about an hour of
-run ids per queue, and runs that started are dropped from it at once. (A bucket no sweeper ever
+sees a bucket closed (two minutes old) rewrites it with the runs not yet settled (unstarted, or
+``running``) and a seal (:data:`SEAL`), and with a TTL of :data:`INDEX_WINDOW_S`: so the index
+holds about an hour of run ids per queue, and a run leaves it once it is settled (``done``,
+``failed``, ``suspended``: the next rewrite of its bucket drops it) or when its bucket expires.
+*Retention*: a run is watched for :data:`INDEX_WINDOW_S` (one hour) from its first send, no
+longer: a run stuck after that is not found by any sweeper (``seamkit resume`` continues it). (A bucket no sweeper ever
 saw, because no worker consumed its queue for an hour, keeps its run ids until the store's own
 eviction; one key per minute of such submits.) Several workers sweeping at once each read and
 rewrite the same buckets with the same content and may each send a lost run again: a second
@@ -109,19 +112,30 @@ def index_key(queue: str, minute: int) -> str:
     return f"seamkit-sent-index:{queue}:{minute}"
 
 
-def spec_digest(spec: Mapping[str, Any]) -> str:
-    """SHA-256 (hex) of the parts of a task message that make it one run: file, agent, task and
-    variables (not the run id, the lineage of a child, nor a resume's decisions)."""
+def _identity(spec: Mapping[str, Any], entry: str | None) -> dict[str, Any]:
     ident = {k: spec.get(k) for k in _IDENTITY}
+    if ident["agent"] is None and entry is not None:
+        ident["agent"] = entry
+    return ident
+
+
+def spec_digest(spec: Mapping[str, Any], entry: str | None = None) -> str:
+    """SHA-256 (hex) of the parts of a task message that make it one run: file, agent, task and
+    variables (not the run id, the lineage of a child, nor a resume's decisions). ``entry``: the
+    name of the file's entry agent when its file has no workflow, so that no agent (``None``: the
+    entry agent) and the entry agent named are the same run. (A workflow file's ``None`` is its
+    workflow, another run than its entry agent's: pass no ``entry`` for it.)"""
+    ident = _identity(spec, entry)
     text = json.dumps(ident, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def differences(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    """The identity fields (see :func:`spec_digest`) on which ``old`` and ``new`` differ, each as
-    ``"task"`` or ``"file (/a.yaml, not /b.yaml)"`` (file and agent say both values; a task or its
-    variables may be long or private, so only their names)."""
+def differences(old: Mapping[str, Any], new: Mapping[str, Any], entry: str | None = None) -> list[str]:
+    """The identity fields (see :func:`spec_digest`, also for ``entry``) on which ``old`` and
+    ``new`` differ, each as ``"task"`` or ``"file (/a.yaml, not /b.yaml)"`` (file and agent say
+    both values; a task or its variables may be long or private, so only their names)."""
     out = []
+    old, new = _identity(old, entry), _identity(new, entry)
     for k in _IDENTITY:
         a, b = old.get(k), new.get(k)
         if k in ("variables",):
@@ -199,24 +213,27 @@ async def _write(store: Any, rec: SendRecord) -> None:
 
 
 async def record_send(store: Any, spec: Mapping[str, Any], queue: str | None, *,
-                      now: Callable[[], float] = time.time) -> tuple[SendRecord, bool]:
+                      now: Callable[[], float] = time.time, entry: str | None = None) -> tuple[SendRecord, bool]:
     """Record that ``spec`` is about to be sent to ``queue`` (call it before sending). Returns the
     record and whether it is new. The same run id recorded before with the same digest is the same
-    run: its record counts one more send. Raises :class:`SpecConflict` (naming what differs) for a
-    run id recorded with another spec, :class:`~seamkit.errors.StoreUnavailable`."""
+    run: its record counts one more send. ``entry``: the file's entry agent (see
+    :func:`spec_digest`). Both specs are digested again with it (the old record's stored digest is
+    not trusted for this: a record written before ``entry`` existed digested an entry run with no
+    agent). Raises :class:`SpecConflict` (naming what differs) for a run id recorded with another
+    spec, :class:`~seamkit.errors.StoreUnavailable`."""
     run_id = str(spec["run_id"])
     t = now()
     old = await read_record(store, run_id)
     if old is not None:
-        new_digest = spec_digest(spec)
-        if old.digest != new_digest:
-            what = ", ".join(differences(old.spec, spec)) or "its spec"
+        if spec_digest(old.spec, entry) != spec_digest(spec, entry):
+            what = ", ".join(differences(old.spec, spec, entry)) or "its spec"
             raise SpecConflict(f"run {run_id} was submitted before with another {what}; submit it with a new "
                                "--run-id (or the same spec)")
         rec = replace(old, sent_at=t, sends=old.sends + 1, queue=queue, state="sent", reason=None)  # a fix retried
         await _write(store, rec)
         return rec, False
-    rec = SendRecord(run_id=run_id, spec=dict(spec), queue=queue, sent_at=t, first_sent_at=t)
+    rec = SendRecord(run_id=run_id, spec=dict(spec), queue=queue, sent_at=t, first_sent_at=t,
+                     digest=spec_digest(spec, entry))
     await _write(store, rec)
     if queue is not None:
         await store.append(_SCOPE, index_key(queue, int(t // BUCKET_S)), run_id)
@@ -287,14 +304,28 @@ def waiting_messages(app: Celery, queue: str) -> int | None:
 
 @dataclass
 class Sweeper:
-    """Sends again the runs sent to ``queues`` that never started (see the module doc).
+    """Sends again the runs sent to ``queues`` that never started, and continues those left
+    ``running`` with nobody on them (see the module doc).
 
     A run is sent again when it has a record in state ``sent``, no checkpoint, its latest send is
     at least ``requeue_after_s`` old, and its message cannot merely be waiting its turn: the queue
     has no message waiting, or a run sent to the same queue after it has started (workers take
     messages about in the order they were sent), and so on two sweeps in a row. ``send``: sends a
     spec to a queue (the app's :func:`~seamkit_celery.task._send`); ``waiting``: messages waiting
-    in a queue (``None``: unknown); ``store``: the composition's store (both sides: StorePort and CheckpointPort)."""
+    in a queue (``None``: unknown); ``store``: the composition's store (both sides: StorePort and CheckpointPort).
+
+    A run whose latest checkpoint is ``running`` with a void lease
+    (:func:`~seamkit.durability.checkpointer.lease_void`: released, expired, or its owner a process
+    on this host that is gone) on every sweep for at least ``requeue_after_s`` seconds, unchanged
+    (so on two sweeps or more), and whose latest send is as old, gets a continuation message (a
+    resume spec for the same run id, :func:`~seamkit_celery.task.make_spec` with no task): its
+    worker died and the message's re-delivery never came (lost by the broker, or a retry copy
+    that could not be published). A live lease is never second-guessed: a run in a slow tool call
+    whose lease outlives it is left alone (a lease shorter than the call expires, as any
+    re-delivery would then find). The queue being busy does not hold a continuation back (the
+    run's message is not waiting its turn: it started); a duplicate (its real re-delivery was
+    only late) finds the run taken and retries (``LeaseHeld``) or finds it settled and reports it:
+    it costs a message, never a second worker on the run."""
 
     store: Any
     queues: Sequence[str]
@@ -305,6 +336,9 @@ class Sweeper:
     resent: int = 0
     _latest_started: dict[str, float] = field(default_factory=dict)
     _suspects: dict[str, set[str]] = field(default_factory=dict)
+    _void_since: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
+    """By queue, its runs seen ``running`` with a void lease: run id -> (checkpoint version, when
+    first seen so)."""
 
     async def sweep(self) -> list[str]:
         """One pass over every queue; returns the run ids sent again."""
@@ -327,31 +361,45 @@ class Sweeper:
             if items:
                 buckets[minute] = items
         unresolved: dict[str, SendRecord] = {}
+        running: set[str] = set()
+        stuck: list[SendRecord] = []
         latest_started = self._latest_started.get(queue, -math.inf)
+        voids = self._void_since.setdefault(queue, {})
         for items in buckets.values():
             for run_id in _run_ids(items):
                 rec = await read_record(self.store, run_id)
                 if rec is None or rec.state != "sent":
                     continue
-                if await self.store.latest(run_id) is not None:
-                    latest_started = max(latest_started, rec.first_sent_at)
+                stored = await self.store.latest(run_id)
+                if stored is None:
+                    unresolved[run_id] = rec
                     continue
-                unresolved[run_id] = rec
+                latest_started = max(latest_started, rec.first_sent_at)
+                if stored.record.status != "running":  # settled: done, failed, suspended
+                    voids.pop(run_id, None)
+                    continue
+                running.add(run_id)
+                after = self.requeue_after_s
+                if _stuck(voids, run_id, stored.record, t, after) and t - rec.sent_at >= after:
+                    stuck.append(rec)
         self._latest_started[queue] = latest_started
-        for minute, items in buckets.items():  # seal closed buckets: unresolved runs only, with a TTL
+        for run_id in [r for r in voids if r not in running]:
+            del voids[run_id]  # no longer in the index (its bucket expired)
+        for minute, items in buckets.items():  # seal closed buckets: unsettled runs only, with a TTL
             if minute >= current - 1:
                 continue
-            keep = [r for r in _run_ids(items) if r in unresolved]
+            keep = [r for r in _run_ids(items) if r in unresolved or r in running]
             if SEAL in items and len(keep) == len(items) - 1:
                 continue
             await self.store.set(_SCOPE, index_key(queue, minute), [*keep, SEAL], ttl=INDEX_WINDOW_S)
+        out = [rec.run_id for rec in sorted(stuck, key=lambda r: r.first_sent_at)
+               if await self._continue(rec, queue, t, voids)]
         due = [rec for rec in unresolved.values() if t - rec.sent_at >= self.requeue_after_s]
         suspects = self._suspects.get(queue, set())
         self._suspects[queue] = set()
         if not due:
-            return []
+            return out
         idle = self.waiting(queue) == 0
-        out = []
         for rec in sorted(due, key=lambda r: r.first_sent_at):
             if not (idle or rec.first_sent_at < latest_started):
                 continue
@@ -369,6 +417,42 @@ class Sweeper:
                         rec.run_id, t - rec.sent_at)
             out.append(rec.run_id)
         return out
+
+    async def _continue(self, rec: SendRecord, queue: str, t: float, voids: dict[str, tuple[int, float]]) -> bool:
+        """Send a continuation of the stuck run ``rec`` (a resume message: no task; a second one
+        that finds the run taken retries as :class:`~seamkit_celery.task.LeaseHeld`, one that finds
+        it settled only reports it). ``False`` when another sweeper sent something for it just now."""
+        from seamkit_celery.task import make_spec
+
+        fresh = await read_record(self.store, rec.run_id)
+        if fresh is None or fresh.state != "sent" or t - fresh.sent_at < self.requeue_after_s:
+            return False
+        spec = rec.spec
+        cont = make_spec(str(spec["file"]), None, run_id=rec.run_id, agent=spec.get("agent"))
+        if spec.get("child") is not None:  # a child resumed as its tool runs it, in its lineage
+            cont["child"] = dict(spec["child"])
+        await mark_resent(self.store, fresh, now=self.now)
+        voids[rec.run_id] = (voids[rec.run_id][0], t)  # the next one no sooner than requeue_after_s from now
+        self.send(cont, fresh.queue or queue)
+        log.warning("run %s is running with nobody on it (its worker is gone and its message was not delivered "
+                    "again): sent its continuation", rec.run_id)
+        return True
+
+
+def _stuck(voids: dict[str, tuple[int, float]], run_id: str, record: Any, t: float, after_s: float) -> bool:
+    """Whether the ``running`` checkpoint ``record`` of ``run_id`` has had a void lease
+    (:func:`~seamkit.durability.checkpointer.lease_void`), unchanged, on every sweep for at least
+    ``after_s`` seconds (so on two sweeps or more); ``voids`` keeps since when (updated)."""
+    from seamkit.durability.checkpointer import lease_void
+
+    if not lease_void(record.metadata, t):
+        voids.pop(run_id, None)
+        return False
+    seen = voids.get(run_id)
+    if seen is None or seen[0] != record.version:
+        voids[run_id] = (record.version, t)
+        return False
+    return t - seen[1] >= after_s
 
 
 def _run_ids(items: Iterable[Any]) -> list[str]:

@@ -90,6 +90,7 @@ __all__ = [
     "RetryLater",
     "check_composition",
     "deliver",
+    "entry_agent",
     "infrastructure",
     "make_spec",
     "mask_urls",
@@ -154,15 +155,16 @@ def mask_urls(text: str) -> str:
 
 def infrastructure(exc: BaseException) -> bool:
     """Whether ``exc`` is a failure of the infrastructure rather than of the run: a
-    :class:`~seamkit.errors.StoreUnavailable`, also as the cause or context of another error.
+    :class:`~seamkit.errors.StoreUnavailable` or :class:`~seamkit.errors.InfrastructureUnavailable`
+    (a queued child's broker unreachable), also as the cause or context of another error.
     (Any error after which the run's checkpoint still says ``running`` is one too; that is
     :func:`deliver`'s to see.)"""
-    from seamkit.errors import StoreUnavailable
+    from seamkit.errors import InfrastructureUnavailable, StoreUnavailable
 
     seen: set[int] = set()
     e: BaseException | None = exc
     while e is not None and id(e) not in seen:
-        if isinstance(e, StoreUnavailable):
+        if isinstance(e, StoreUnavailable | InfrastructureUnavailable):
             return True
         seen.add(id(e))
         e = e.__cause__ or e.__context__
@@ -347,27 +349,68 @@ def submit(
     variables: Mapping[str, str] | None = None,
     queue: str | None = None,
     check: bool = True,
+    record: bool = True,
 ) -> str:
     """Enqueue one run of ``agent`` (``None``: the entry agent) of the composition ``file`` on
     ``task`` and return its run id (``run_id``, or a new one). ``check``: load the file first and
-    refuse one that cannot run on the queue (:func:`load_checked`); a batch checks once and passes
-    ``check=False``. With ``check``, the send is recorded in the composition's store first
-    (:func:`send_recorded`), so that a lost message is sent again and a rejection is reported;
-    without it (a batch keeps its own records) nothing is recorded. Submitting the same ``run_id``
-    twice with the same spec runs it once (the second delivery finds the run). Raises what
-    :func:`load_checked` raises, :class:`~seamkit_celery.sent.SpecConflict` (``check`` only: the
-    run id was submitted with another file, agent, task or variables), and
+    refuse one that cannot run on the queue (:func:`load_checked`); a caller that checked it
+    already, or whose file needs components registered only in the workers, passes
+    ``check=False``. ``record``: record the send in the composition's store first
+    (:func:`send_recorded`), so that ``seamkit runs wait`` knows the run at once, a lost message is
+    sent again and a rejection is reported (a batch keeps its own records: ``record=False``).
+    With ``check=False`` the send is recorded when the file loads here and passes the check (the
+    composition is kept per file and modification time in this process, so a loop of submits
+    loads it once); when it does not (a component registered only in the workers, a file only on
+    their machines, a store that is not shared) the run is sent unrecorded, as before: ``runs
+    wait`` then says it was never submitted until its first checkpoint. Submitting the same
+    ``run_id`` twice with the same spec runs it once (the second delivery finds the run). Raises
+    what :func:`load_checked` raises (``check`` only), :class:`~seamkit_celery.sent.SpecConflict`
+    (recorded sends: the run id was submitted with another file, agent, task or variables),
+    :class:`~seamkit.errors.StoreUnavailable` (recorded sends: nothing was sent) and
     :class:`~seamkit_celery.app.QueueUnavailable` when the broker cannot be reached."""
     spec = make_spec(file, task, run_id=run_id, agent=agent, variables=variables)
-    if not check:
+    if check:
+        composition, _ = load_checked(file, agent)
+    elif record:
+        found = _loaded_for_record(file, agent)
+        if found is None:
+            _send(app, spec, queue)
+            return str(spec["run_id"])
+        composition = found
+    if not record:
         _send(app, spec, queue)
         return str(spec["run_id"])
-    composition, _ = load_checked(file, agent)
     from seamkit.composition import build_store
 
     store = build_store(composition)
-    _sync(send_recorded(app, store, spec, queue or str(app.conf.task_default_queue), close=True))
+    _sync(send_recorded(app, store, spec, queue or str(app.conf.task_default_queue), close=True,
+                        entry=entry_agent(composition)))
     return str(spec["run_id"])
+
+
+_LOADED: dict[tuple[str, int, str | None], Composition | None] = {}
+
+
+def _loaded_for_record(file: str | os.PathLike[str], agent: str | None) -> Composition | None:
+    """``file``'s composition for recording an unchecked submit, or ``None`` when it cannot be
+    loaded or checked here (see :func:`submit`); kept per path, modification time and agent."""
+    from seamkit.errors import SeamkitError
+
+    path = Path(file).resolve()
+    try:
+        key = (str(path), path.stat().st_mtime_ns, agent)
+    except OSError:
+        return None
+    if key not in _LOADED:
+        if len(_LOADED) > 64:  # a long-lived process submitting many files: keep the memory bounded
+            _LOADED.clear()
+        try:
+            _LOADED[key] = load_checked(path, agent)[0]
+        except (OSError, SeamkitError, QueueConfigError) as exc:
+            log.debug("run of %s sent unrecorded: its composition does not load here (%s: %s)", path,
+                      type(exc).__name__, mask_urls(str(exc)))
+            _LOADED[key] = None
+    return _LOADED[key]
 
 
 def _sync(coro: Any) -> Any:
@@ -383,10 +426,21 @@ def _sync(coro: Any) -> Any:
         return pool.submit(asyncio.run, coro).result()
 
 
-async def send_recorded(app: Celery, store: Any, spec: dict[str, Any], queue: str, *, close: bool = False) -> None:
+def entry_agent(composition: Composition) -> str | None:
+    """The name a spec's ``agent: None`` stands for in ``composition``: its entry agent's, or
+    ``None`` for a workflow file (there ``None`` is the workflow). For
+    :func:`~seamkit_celery.sent.spec_digest`."""
+    if composition.workflow is not None:
+        return None
+    return next(iter(composition.all_agents()), None)
+
+
+async def send_recorded(app: Celery, store: Any, spec: dict[str, Any], queue: str, *, close: bool = False,
+                        entry: str | None = None) -> None:
     """Send ``spec`` to ``queue`` with a send record in ``store`` (:mod:`seamkit_celery.sent`),
     written *before* the message is sent (why: see there); ``store`` ``None``: sent unrecorded.
-    ``close``: close ``store`` after.
+    ``close``: close ``store`` after. ``entry``: the file's entry agent (:func:`entry_agent`), so
+    that ``agent`` ``None`` and that name named are one run.
     Raises :class:`~seamkit_celery.sent.SpecConflict` for a run id submitted before with another
     file, agent, task or variables (or checkpointed from another file), and
     :class:`~seamkit_celery.app.QueueUnavailable` (the record written for it is removed)."""
@@ -398,7 +452,7 @@ async def send_recorded(app: Celery, store: Any, spec: dict[str, Any], queue: st
         return
     try:
         await refuse_other_checkpoints(store, spec)
-        _, new = await record_send(store, spec, queue)
+        _, new = await record_send(store, spec, queue, entry=entry)
         try:
             _send(app, spec, queue)
         except QueueUnavailable:

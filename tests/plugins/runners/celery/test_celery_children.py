@@ -152,11 +152,13 @@ def test_a_lead_killed_while_it_waits_is_redelivered_and_submits_no_second_child
     first = env.worker(file)
     env.worker(file, "--queue", f"{env.prefix}-children")
     first.wait_ready()
-    lead = _submit(env, file)
+    r = env.submit(file, "brief me")  # recorded: if the broker never re-delivers it, a sweeper continues it
+    assert r.returncode == 0, r
+    lead = r.stdout.strip()
     # the child is inside its tool (4 s): the lead waits on it; kill the lead's worker there
     _wait_for(lambda: any(a["run"] != lead for a in env.attempts()), 30, "the child inside its tool")
     first.kill_main()
-    second = env.worker(file)
+    second = env.worker(file, "--requeue-after", "5")
     found = env.outcomes([lead], timeout=60)
     assert found[lead].status == "done", second.text()
     children = _children(env, lead)

@@ -101,10 +101,12 @@ async def test_the_callers_cancellation_ends_the_wait_and_an_unstarted_child_is_
     assert len(warned) == 1 and "queue 'children'" in warned[0] and "--queue children" in warned[0]
 
 
-async def test_an_unreachable_broker_or_no_checkpoints_is_a_tool_error() -> None:
+async def test_an_unreachable_broker_is_infrastructure_and_no_checkpoints_a_tool_error() -> None:
+    from seamkit.errors import InfrastructureUnavailable
+
     store = MemoryStore()
     researcher = Agent(ScriptedModel(["x"]), name="researcher", checkpointer=store)
-    with pytest.raises(ToolError, match="was not started: could not enqueue run run_child") as info:
+    with pytest.raises(InfrastructureUnavailable, match="could not be sent: could not enqueue run run_child") as info:
         await CeleryChildRuns(FakeApp(fail=True), "/f.yaml").run_child(  # type: ignore[arg-type]
             request(researcher), RunContext())
     assert ":pw@" not in str(info.value)
@@ -140,3 +142,44 @@ async def test_a_store_outage_while_waiting_for_a_child_is_waited_out_not_told_t
     assert (out.status, out.output) == ("done", "found it") and app.sent == [] and store.down == 0
     said = [r.getMessage() for r in caplog.records if "cannot be reached" in r.getMessage()]
     assert len(said) == 1 and "run_child" in said[0] and ":pw@" not in said[0]
+
+
+async def test_a_lead_whose_child_cannot_be_sent_is_retried_by_its_delivery_not_answered() -> None:
+    # the broker is down as the lead sends its child: the delivery is retried (RetryLater), the
+    # lead stays running with its lease released, and its model is told nothing; the next delivery
+    # (the broker back) sends the child and the lead gets the child's answer
+    from seamkit.agent.as_tool import agent_tool
+    from seamkit.agent.child_runs import CHILD_RUNS_SERVICE
+    from seamkit.errors import InfrastructureUnavailable
+    from seamkit.values import ToolResult
+    from seamkit_celery.task import RetryLater, deliver, infrastructure, make_spec
+
+    store = MemoryStore()
+    researcher = Agent(ScriptedModel(["found it"]), name="researcher", checkpointer=store)
+    lead = Agent(ScriptedModel([{"tool_calls": [{"name": "researcher", "arguments": {"task": "look it up"}}]},
+                                "lead done"], follow_transcript=True),
+                 name="lead", tools=[agent_tool(researcher, queue="children")], checkpointer=store)
+    spec = make_spec("/abs/lead.yaml", "brief me", run_id="run_lead", agent="lead")
+    down = FakeApp(fail=True)
+    with pytest.raises(RetryLater, match="InfrastructureUnavailable") as info:
+        await deliver(lead, spec, {CHILD_RUNS_SERVICE: CeleryChildRuns(down, "/abs/lead.yaml")})  # type: ignore[arg-type]
+    assert ":pw@" not in str(info.value)
+    snap = await lead.checkpointer.latest("run_lead")  # type: ignore[union-attr]
+    assert snap is not None and snap.status == "running" and snap.metadata.get("lease_until") is None
+    assert not [m for m in snap.transcript if m.role == "tool"]
+    assert infrastructure(InfrastructureUnavailable("broker down")) and not infrastructure(ValueError("x"))
+    up = FakeApp()
+
+    async def worker() -> None:  # the child's worker
+        await up.was_sent.wait()
+        (sent,) = up.sent
+        await researcher.run("look it up", ctx=RunContext(run_id=sent["spec"]["run_id"], parent_run_id="run_lead"))
+
+    out, _ = await asyncio.gather(
+        deliver(lead, {**spec, "task": None}, {CHILD_RUNS_SERVICE: CeleryChildRuns(up, "/abs/lead.yaml")}),  # type: ignore[arg-type]
+        worker())
+    assert (out["status"], out["output"]) == ("done", "lead done")
+    final = await lead.checkpointer.latest("run_lead")  # type: ignore[union-attr]
+    assert final is not None
+    results = [b.content for m in final.transcript if m.role == "tool" for b in m.content if isinstance(b, ToolResult)]
+    assert results == ["found it"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from celery_testlib import Env, composition
@@ -227,6 +228,63 @@ def test_the_same_run_id_with_another_spec_is_refused(env: Env) -> None:
     asyncio.run(drop())
     r = env.submit(other, "task a", "--run-id", "r1", "--var", "team=ops")
     assert r.returncode == 2 and f"run r1 already has checkpoints from {file}" in r.stderr, r
+
+
+def test_a_library_submit_without_check_records_the_run_when_its_file_loads_here(env: Env) -> None:
+    # submit(check=False) of a file that loads in this process: recorded, so runs wait knows the run
+    # before any worker started it; a file that needs a worker-only component is sent unrecorded
+    from seamkit_celery import make_app, submit
+    from seamkit_celery.sent import read_record
+
+    plain = _write(env, "plain.yaml", (
+        "seamkit: 1\nagent:\n  name: plain\n  model: {use: scripted, turns: [{text: hello}]}\n"
+        f'  checkpoints: {{use: redis, url: "{env.redis_url}", prefix: "{env.prefix}"}}\n'))
+    app = make_app(env.broker, queue=env.prefix)
+    run_id = submit(app, plain, "say hello", queue=env.prefix, check=False)
+    assert _read(env, read_record, run_id) is not None
+    w = env.cli("runs", "wait", run_id, "--agent", str(plain), "--timeout", "0.5")
+    assert w.returncode == 124, w  # known and not started yet: waited, not "never submitted" (exit 2)
+    worker_only = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix))
+    other = submit(app, worker_only, "record it", queue=env.prefix, check=False)  # `record`: in the workers only
+    assert _read(env, read_record, other) is None
+    env.worker(worker_only)
+    for r, f in ((run_id, plain), (other, worker_only)):
+        w = env.cli("runs", "wait", r, "--agent", str(f), "--timeout", "30")
+        assert w.returncode == 0, w
+
+
+def _read(env: Env, fn: Any, *args: Any) -> Any:
+    """``fn(store, *args)`` on this test's Redis store."""
+    import asyncio
+
+    from seamkit_redis.store import RedisStore
+
+    async def go() -> Any:
+        store = RedisStore(env.redis_url, prefix=env.prefix)
+        try:
+            return await fn(store, *args)
+        finally:
+            await store.close()
+
+    return asyncio.run(go())
+
+
+def test_the_entry_agent_named_or_not_is_the_same_run(env: Env) -> None:
+    # --agent-name NAME where NAME is the file's entry agent runs what no --agent-name runs: a
+    # resubmit of the run id either way is the same run (one run, two sends), not "another agent"
+    file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix, name="recorder"))
+    for first, second in ((("r1",), ("r1", "--agent-name", "recorder")), (("r2", "--agent-name", "recorder"), ("r2",))):
+        a = env.submit(file, "task a", "--run-id", *first)
+        assert a.returncode == 0, a
+        b = env.submit(file, "task a", "--run-id", *second)
+        assert b.returncode == 0 and b.stdout.strip() == first[0], b
+    env.worker(file)
+    for run_id in ("r1", "r2"):
+        w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
+        assert w.returncode == 0, w
+    assert sorted(a["run"] for a in env.attempts()) == ["r1", "r2"]  # four messages, two runs
+    other = env.submit(file, "task a", "--run-id", "r1", "--agent-name", "nobody")
+    assert other.returncode != 0 and "no agent 'nobody'" in other.stderr, other
 
 
 def test_a_lost_child_message_is_sent_again_by_the_lead_that_waits(env: Env) -> None:

@@ -94,6 +94,22 @@ async def test_a_run_id_recorded_twice_is_one_run_and_another_spec_is_refused() 
     assert (fixed.state, fixed.reason, fixed.sends) == ("sent", None, 3)
 
 
+async def test_no_agent_and_the_entry_agent_named_are_one_run_also_against_a_record_written_before() -> None:
+    store = MemoryStore()
+    legacy = SendRecord("r1", spec("r1"), "q", T0, T0)  # digested without an entry: agent None
+    await store.set(Scope(), "seamkit-sent:r1", legacy.to_value())
+    rec, new = await record_send(store, spec("r1", agent="a"), "q", now=lambda: T0 + 1, entry="a")
+    assert not new and rec.sends == 2
+    rec, new = await record_send(store, spec("r2", agent="a"), "q", entry="a")
+    assert rec.digest == spec_digest(spec("r2"), "a") == spec_digest(spec("r2", agent="a"))
+    with pytest.raises(SpecConflict, match=r"another agent \(b, not a\)"):
+        await record_send(store, spec("r2", agent="b"), "q", entry="a")
+    # a workflow file passes no entry: its None (the workflow) and its entry agent are two runs
+    await record_send(store, spec("w1"), "q")
+    with pytest.raises(SpecConflict, match="another agent"):
+        await record_send(store, spec("w1", agent="a"), "q")
+
+
 class Harness:
     """A sweeper over a memory store on a fake clock; ``sent`` lists its sends."""
 
@@ -103,12 +119,14 @@ class Harness:
         self.store = MemoryStore()
         self.clock = [T0]
         self.sent: list[tuple[str, str]] = []
+        self.specs: list[Mapping[str, Any]] = []
         self.waiting = waiting
         self.sweeper = Sweeper(self.store, ["q"], self.send, lambda q: self.waiting, requeue_after_s=60,
                                now=lambda: self.clock[0])
 
     def send(self, spec: Mapping[str, Any], queue: str) -> None:
         self.sent.append((str(spec["run_id"]), queue))
+        self.specs.append(spec)
 
     async def submit(self, run_id: str) -> None:
         await record_send(self.store, spec(run_id), "q", now=lambda: self.clock[0])
@@ -160,3 +178,68 @@ async def test_started_and_rejected_runs_are_never_sent_and_closed_buckets_are_s
     assert h.sent == [("lost", "q")]
     h.clock[0] = T0 + INDEX_WINDOW_S + 3 * BUCKET_S
     assert await h.sweep_at(h.clock[0]) == []  # out of the window: the sweeper gave up on it
+
+
+async def _checkpoint(h: Harness, run_id: str, version: int, status: str, *, owner: str = "elsewhere:1",
+                      lease_until: float | None = None) -> None:
+    """A checkpoint of ``run_id`` as a worker ``owner`` writes it (``lease_until``: its lease)."""
+    from seamkit.durability.records import CheckpointRecord
+    from seamkit.values import freeze
+
+    meta = freeze({"owner": owner, "lease_until": lease_until})
+    await h.store.save(CheckpointRecord(run_id, version, status, codec.dumps({}), metadata=meta),
+                       expected_version=version - 1 if version > 1 else None)
+
+
+async def test_a_running_run_whose_lease_stays_void_gets_a_continuation_and_stays_indexed_until_settled() -> None:
+    h = Harness(waiting=3)  # a busy queue does not matter: the run started, its message is not waiting its turn
+    await h.submit("stuck")
+    await _checkpoint(h, "stuck", 1, "running", lease_until=T0 + 100)  # a slow tool call: the lease is live
+    key = index_key("q", int(T0 // BUCKET_S))
+    assert await h.sweep_at(T0 + 61) == [] and await h.sweep_at(T0 + 99) == []
+    assert await h.sweep_at(T0 + 3 * BUCKET_S) == []  # expired: first seen void (its worker may renew it now)
+    assert list(await h.store.list(Scope(), key)) == ["stuck", SEAL]  # closed and sealed, but still watched
+    assert await h.sweep_at(T0 + 3 * BUCKET_S + 59) == []  # void, but not requeue_after long yet
+    assert await h.sweep_at(T0 + 3 * BUCKET_S + 60) == ["stuck"]
+    assert [(s["run_id"], s["task"], s["agent"]) for s in h.specs] == [("stuck", None, None)]  # a resume message
+    assert await h.sweep_at(T0 + 3 * BUCKET_S + 61) == []  # just sent: requeue_after again before another
+    assert await h.sweep_at(T0 + 3 * BUCKET_S + 120) == ["stuck"]
+    # a worker took it: a new version with a live lease resets the clock
+    t = T0 + 3 * BUCKET_S + 121
+    await _checkpoint(h, "stuck", 2, "running", lease_until=t + 300)
+    for dt in (0, 100, 250):
+        assert await h.sweep_at(t + dt) == []
+    await _checkpoint(h, "stuck", 3, "running", lease_until=None)  # released (its store went away mid-run)
+    assert await h.sweep_at(t + 260) == [] and await h.sweep_at(t + 319) == []
+    assert await h.sweep_at(t + 320) == ["stuck"]
+    await _checkpoint(h, "stuck", 4, "done")  # settled: it leaves the index
+    assert await h.sweep_at(t + 400) == []
+    assert list(await h.store.list(Scope(), key)) == [SEAL]
+    assert len(h.specs) == 3
+
+
+def _dead_pid() -> str:
+    """The process id of a process that has exited."""
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+async def test_a_run_whose_owner_process_is_gone_on_this_host_is_stuck_although_its_lease_is_not_expired() -> None:
+    import os
+
+    from seamkit.durability.checkpointer import worker_id
+
+    owner = worker_id().rsplit(":", 1)[0] + ":" + _dead_pid()
+    h = Harness()
+    await h.submit("orphan")
+    await _checkpoint(h, "orphan", 1, "running", owner=owner, lease_until=T0 + 10_000)
+    assert await h.sweep_at(T0 + 61) == []  # first seen so
+    assert await h.sweep_at(T0 + 121) == ["orphan"]
+    h2 = Harness()
+    await h2.submit("alive")
+    await _checkpoint(h2, "alive", 1, "running", owner=worker_id().rsplit(":", 1)[0] + f":{os.getpid()}",
+                      lease_until=T0 + 10_000)
+    assert await h2.sweep_at(T0 + 61) == [] and await h2.sweep_at(T0 + 121) == []
