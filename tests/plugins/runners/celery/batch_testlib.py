@@ -73,8 +73,11 @@ def tick(ctx: RunContext) -> str:
     r = _redis()
     pid = os.getpid()
     span = {"run": ctx.run_id, "pid": pid, "start": time.time(), "end": None}
-    at = r.rpush(f"{prefix}:spans", json.dumps(span)) - 1
-    r.hincrby(f"{prefix}:executions", ctx.run_id, 1)
+    # one transaction: a process killed between the two writes left a span without its count
+    pipe = r.pipeline(transaction=True)
+    pipe.rpush(f"{prefix}:spans", json.dumps(span))
+    pipe.hincrby(f"{prefix}:executions", ctx.run_id, 1)
+    at = int(pipe.execute()[0]) - 1
     every = int(os.environ.get("CTT_SLOW_EVERY", "0"))
     index = ctx.run_id.rsplit("-", 1)[-1]
     if every and index.isdigit() and int(index) % every == every - 1:  # a slow run, for a kill to land in
