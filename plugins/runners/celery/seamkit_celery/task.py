@@ -445,13 +445,15 @@ async def send_recorded(app: Celery, store: Any, spec: dict[str, Any], queue: st
     file, agent, task or variables (or checkpointed from another file), and
     :class:`~seamkit_celery.app.QueueUnavailable` (the record written for it is removed)."""
     from seamkit_celery.app import QueueUnavailable
-    from seamkit_celery.sent import forget, record_send, refuse_other_checkpoints
+    from seamkit_celery.batch import was_enqueued
+    from seamkit_celery.sent import forget, record_send, refuse_other_checkpoints, refuse_unrecorded
 
     if store is None:  # the entry agent has no store (a named agent of the file runs): nowhere to record
         _send(app, spec, queue)
         return
     try:
         await refuse_other_checkpoints(store, spec)
+        await refuse_unrecorded(store, spec, batch_run=await was_enqueued(store, str(spec["run_id"])))
         _, new = await record_send(store, spec, queue, entry=entry)
         try:
             _send(app, spec, queue)
@@ -559,7 +561,11 @@ def _metadata(spec: Mapping[str, Any]) -> dict[str, Any]:
     :mod:`seamkit.runners`)."""
     from seamkit.runners import QUEUE_KEY, QUEUED_KEY
 
+    from seamkit_celery.sent import TASK_DIGEST_KEY, task_digest
+
     meta: dict[str, Any] = {"agent_file": str(spec["file"]), QUEUED_KEY: "celery"}
+    if spec.get("task") is not None:  # a run started here (a continuation keeps its first metadata)
+        meta[TASK_DIGEST_KEY] = task_digest(spec["task"], spec.get("variables"))
     if spec.get("queue"):
         meta[QUEUE_KEY] = str(spec["queue"])
     return meta
