@@ -451,12 +451,19 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
             if out["pending_approvals"]:
                 from seamkit.cli.render import resume_command
 
+                # a run of another composition in the same store: its continuation needs its own file
+                recorded = snap.metadata.get("agent_file")
+                agent_file = args.agent
+                if isinstance(recorded, str) and not _same_file(recorded, args.agent):
+                    lines.append(f"run {args.run_id} comes from {recorded}, not {args.agent}: continue it with "
+                                 "that file")
+                    agent_file = recorded
                 # seamkit resume enqueues a queued run's continuation on the queue it came from
                 first = out["pending_approvals"][0]["call_id"]
                 lines.append("continue it on the queue with: "
-                             + resume_command(args.run_id, ("--approve", first), agent_file=args.agent))
+                             + resume_command(args.run_id, ("--approve", first), agent_file=agent_file))
                 lines.append("                           or: "
-                             + resume_command(args.run_id, ("--reject", first), agent_file=args.agent))
+                             + resume_command(args.run_id, ("--reject", first), agent_file=agent_file))
             sys.stderr.write("\n".join(visible(line) for line in lines) + "\n")
         return EXIT_SUSPENDED
     if not args.json:

@@ -35,3 +35,17 @@ def test_bad_edits_and_another_composition_are_refused_at_submit(env: Env) -> No
     w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
     assert w.returncode == 0 and w.stdout.strip() == "recorded", (w, env.workers[0].text())
     assert [a["run"] for a in env.applied()] == [run_id]
+
+
+def test_runs_wait_with_another_composition_names_the_runs_own_file(env: Env) -> None:
+    file = env.cwd / "ask.yaml"
+    file.write_text(composition(redis_url=env.redis_url, prefix=env.prefix, approvals=True))
+    other = env.cwd / "other.yaml"  # the same store (so the run is found there), another composition
+    other.write_text(file.read_text().replace("name: recorder", "name: recorder2"))
+    env.worker(file, "--pool", "solo")
+    run_id = env.submit(file, "task").stdout.strip()
+    w = env.cli("runs", "wait", run_id, "--agent", str(other), "--timeout", "30")
+    assert w.returncode == 3, (w, env.workers[0].text())
+    assert f"comes from {file.resolve()}, not {other}" in w.stderr, w.stderr
+    assert f"--approve call_0_0 --agent {file.resolve()}" in w.stderr, w.stderr
+    assert f"--agent {other}" not in w.stderr, w.stderr
