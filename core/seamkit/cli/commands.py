@@ -383,7 +383,13 @@ def cmd_resume(args: argparse.Namespace) -> int:
                          "--approve/--reject/--edit do not apply")
     runner = None if getattr(args, "here", False) else _runner_of(snap, registry)
     if runner is not None:
+        held = cp.lease_holder(snap)
         asyncio.run(cp.close())
+        if held is not None:  # a worker is on it now: a continuation would only find it taken
+            owner, left = held
+            raise UsageError(f"run {args.run_id} is running on a worker ({owner}, lease for {left:.0f} s more): "
+                             f"there is nothing to continue; wait for it: seamkit runs wait {args.run_id} "
+                             f"--agent {args.agent or composition.file}")
         return _requeue(args, runner, composition, agent.name, snap, decisions)
     secrets = composition.secret_values()
     json_sink = JsonRenderer(secrets=secrets) if args.json else None

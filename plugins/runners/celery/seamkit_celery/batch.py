@@ -361,6 +361,35 @@ async def _look(cp: Any, state: BatchState, indices: Sequence[int]) -> None:
         state.status[i] = snap.status
 
 
+async def _refuse_collisions(cp: Any, store: Any, file: Path, state: BatchState, new: Sequence[BatchItem]) -> None:
+    """Raise :class:`BatchMismatch` (before anything is sent) when a run id this batch is about to
+    enqueue for the first time is already taken: it has a send record (``seamkit submit``, an agent
+    tool's child) or checkpoints of other work (another file, task or variables; see
+    :func:`~seamkit_celery.sent.same_work`: a run this batch sent but did not record before a crash
+    is its own). Otherwise the batch would report that other run's outcome as its input's."""
+    from seamkit_celery.sent import read_record, same_work
+
+    port = cp.port
+    path = str(Path(file).resolve())  # noqa: ASYNC240 (once, cheap) as the task message says it (make_spec)
+
+    def check(it: BatchItem) -> Callable[[], Any]:
+        async def one() -> str | None:
+            run_id = state.run_id(it.index)
+            if await read_record(store, run_id) is not None:
+                return f"{run_id} (submitted with seamkit submit or by an agent tool)"
+            stored = await port.latest(run_id)
+            if stored is not None and not same_work(stored.record.metadata or {}, path, it.task, it.variables):
+                return f"{run_id} (it has checkpoints of another task or composition)"
+            return None
+        return one
+
+    taken = [why for why in await _gather_limited([check(it) for it in new]) if why is not None]
+    if taken:
+        more = f" and {len(taken) - 3} more" if len(taken) > 3 else ""
+        raise BatchMismatch(f"batch {state.batch_id}'s run ids are taken by other runs: {', '.join(taken[:3])}{more}; "
+                            "its results would be theirs: give this work a new --batch-id")
+
+
 async def run_batch(
     app: Celery,
     file: Path,
@@ -430,6 +459,7 @@ async def run_batch(
         state.retried = len(retry)
     state.reused = state.settled
     send = [it for it in items if state.status[it.index] == "new" or (requeue and state.status[it.index] == "queued")]
+    await _refuse_collisions(cp, store, file, state, [it for it in send if state.status[it.index] == "new"])
     def send_one(it: BatchItem) -> None:
         submit(app, file, it.task, run_id=state.run_id(it.index), agent=agent,
                variables=it.variables, queue=queue, check=False, record=False)

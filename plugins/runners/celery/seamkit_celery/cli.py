@@ -318,10 +318,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
                 asyncio.run(agent.checkpointer.close())
         spec = make_spec(args.file, task, run_id=args.run_id, agent=args.agent_name, variables=variables)
     app = make_app(url, queue=args.queue)
-    if args.resume is not None:  # a continuation: the run has checkpoints, nothing to record
-        from seamkit_celery.task import _send
+    if args.resume is not None:  # a continuation: the run has checkpoints; claimed first (one at a time)
+        from seamkit.composition import build_store
 
-        _send(app, spec, args.queue)
+        from seamkit_celery.task import send_continuation
+
+        asyncio.run(send_continuation(app, build_store(composition), spec, args.queue, version=snap.version,
+                                      agent_file=args.file))
     else:
         from seamkit.composition import build_store
 
@@ -366,11 +369,13 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
     composition, _ = _load(args.agent)
     assert composition is not None
     requeue_after = getattr(args, "requeue_after", None) or 60.0
+    continuing: list[bool] = []  # the latest look found a suspended run with a continuation pending
 
     async def poll() -> tuple[Any, Any]:
         from seamkit.composition import build_store
         from seamkit.durability.checkpointer import Checkpointer
 
+        from seamkit_celery.pending import pending
         from seamkit_celery.sent import mark_resent, read_record
 
         store = build_store(composition)
@@ -392,7 +397,11 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
         try:
             while True:
                 snap = await cp.latest(args.run_id)
-                if snap is not None and snap.status != "running":
+                continuing.clear()
+                if snap is not None and snap.status == "suspended" and await pending(store, args.run_id,
+                                                                                     snap.version) is not None:
+                    continuing.append(True)  # its continuation was sent, no worker took it yet: still queued
+                elif snap is not None and snap.status != "running":
                     return snap, None
                 if snap is None:
                     rec = await read_record(store, args.run_id)
@@ -424,11 +433,12 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
             sys.stderr.write(visible(f"seamkit: run {args.run_id} was rejected by a worker, nothing ran: {why}")
                              + "\n")
         return EXIT_FAILED
-    if snap is None or snap.status == "running":
-        where = "not started by any worker yet" if snap is None else "still running"
+    if snap is None or snap.status == "running" or continuing:
+        where = ("not started by any worker yet" if snap is None else "still running" if not continuing
+                 else "suspended; its continuation was sent and no worker has taken it yet")
         if args.json:
-            sys.stdout.write(json.dumps({"run_id": args.run_id, "status": "queued" if snap is None else "running"})
-                             + "\n")
+            sys.stdout.write(json.dumps({"run_id": args.run_id,
+                                         "status": "queued" if snap is None or continuing else "running"}) + "\n")
         sys.stderr.write(f"seamkit: run {args.run_id} is {where} after {args.timeout:g} s\n")
         return EXIT_TIMEOUT
     out = outcome_of(snap)
@@ -451,12 +461,19 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
             if out["pending_approvals"]:
                 from seamkit.cli.render import resume_command
 
+                # a run of another composition in the same store: its continuation needs its own file
+                recorded = snap.metadata.get("agent_file")
+                agent_file = args.agent
+                if isinstance(recorded, str) and not _same_file(recorded, args.agent):
+                    lines.append(f"run {args.run_id} comes from {recorded}, not {args.agent}: continue it with "
+                                 "that file")
+                    agent_file = recorded
                 # seamkit resume enqueues a queued run's continuation on the queue it came from
                 first = out["pending_approvals"][0]["call_id"]
                 lines.append("continue it on the queue with: "
-                             + resume_command(args.run_id, ("--approve", first), agent_file=args.agent))
+                             + resume_command(args.run_id, ("--approve", first), agent_file=agent_file))
                 lines.append("                           or: "
-                             + resume_command(args.run_id, ("--reject", first), agent_file=args.agent))
+                             + resume_command(args.run_id, ("--reject", first), agent_file=agent_file))
             sys.stderr.write("\n".join(visible(line) for line in lines) + "\n")
         return EXIT_SUSPENDED
     if not args.json:

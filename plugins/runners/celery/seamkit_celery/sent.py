@@ -76,7 +76,9 @@ __all__ = [
     "record_key",
     "record_send",
     "refuse_other_checkpoints",
+    "refuse_unrecorded",
     "spec_digest",
+    "task_digest",
     "waiting_messages",
 ]
 
@@ -128,6 +130,27 @@ def spec_digest(spec: Mapping[str, Any], entry: str | None = None) -> str:
     ident = _identity(spec, entry)
     text = json.dumps(ident, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+#: The checkpoint metadata key of :func:`task_digest` (a worker writes it when it starts a run).
+TASK_DIGEST_KEY = "task_digest"
+
+
+def task_digest(task: Any, variables: Mapping[str, Any] | None) -> str:
+    """SHA-256 (hex) of a run's task and variables: written in the metadata of the run's
+    checkpoints by the worker that starts it, so that a run id reused for other work is known
+    from its checkpoints (a batch's runs, and runs whose send record expired, have no record)."""
+    text = json.dumps({"task": task, "variables": dict(variables or {})}, sort_keys=True, ensure_ascii=False,
+                      separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def same_work(meta: Mapping[str, Any], file: str, task: Any, variables: Mapping[str, Any] | None) -> bool:
+    """Whether checkpoint metadata ``meta`` says its run was started from ``file`` with ``task``
+    and ``variables``. Metadata without a task digest (a run started by ``seamkit run``, or
+    before digests were written) is not known to be the same work: ``False``."""
+    return (str(meta.get("agent_file")) == str(file)
+            and meta.get(TASK_DIGEST_KEY) == task_digest(task, variables))
 
 
 def differences(old: Mapping[str, Any], new: Mapping[str, Any], entry: str | None = None) -> list[str]:
@@ -255,6 +278,25 @@ async def refuse_other_checkpoints(port: Any, spec: Mapping[str, Any]) -> None:
     if spec.get("agent") is not None and agent is not None and str(agent) != str(spec.get("agent")):
         raise SpecConflict(f"run {spec['run_id']} already has checkpoints of agent {agent!r}, not "
                            f"{spec.get('agent')!r}; submit it with a new --run-id")
+
+
+async def refuse_unrecorded(store: Any, spec: Mapping[str, Any], *, batch_run: bool) -> None:
+    """Raise :class:`SpecConflict` when ``spec``'s run id is already taken by a run this send
+    cannot be a copy of: it has no send record, and it has checkpoints of other work (another
+    file, task or variables: see :func:`same_work`), or (``batch_run``) it is a run ``seamkit
+    batch`` enqueued. ``store``: both sides (StorePort and CheckpointPort)."""
+    run_id = str(spec["run_id"])
+    if await read_record(store, run_id) is not None:
+        return  # record_send compares the digests
+    stored = await store.latest(run_id)
+    if stored is not None and not same_work(stored.record.metadata or {}, str(spec.get("file")), spec.get("task"),
+                                            spec.get("variables")):
+        raise SpecConflict(f"run {run_id} already exists (it has checkpoints) and was not submitted with this task "
+                           f"and file: continue it with seamkit submit FILE --resume {run_id}, or submit this task "
+                           "with a new --run-id")
+    if stored is None and batch_run:
+        raise SpecConflict(f"run {run_id} is a run of a seamkit batch (enqueued, not started yet): submit this task "
+                           "with a new --run-id")
 
 
 async def forget(store: Any, run_id: str) -> None:

@@ -445,13 +445,15 @@ async def send_recorded(app: Celery, store: Any, spec: dict[str, Any], queue: st
     file, agent, task or variables (or checkpointed from another file), and
     :class:`~seamkit_celery.app.QueueUnavailable` (the record written for it is removed)."""
     from seamkit_celery.app import QueueUnavailable
-    from seamkit_celery.sent import forget, record_send, refuse_other_checkpoints
+    from seamkit_celery.batch import was_enqueued
+    from seamkit_celery.sent import forget, record_send, refuse_other_checkpoints, refuse_unrecorded
 
     if store is None:  # the entry agent has no store (a named agent of the file runs): nowhere to record
         _send(app, spec, queue)
         return
     try:
         await refuse_other_checkpoints(store, spec)
+        await refuse_unrecorded(store, spec, batch_run=await was_enqueued(store, str(spec["run_id"])))
         _, new = await record_send(store, spec, queue, entry=entry)
         try:
             _send(app, spec, queue)
@@ -462,6 +464,37 @@ async def send_recorded(app: Celery, store: Any, spec: dict[str, Any], queue: st
     finally:
         if close:
             await store.close()
+
+
+async def send_continuation(app: Celery, store: Any, spec: dict[str, Any], queue: str | None, *, version: int,
+                            agent_file: str) -> None:
+    """Send the continuation ``spec`` (a resume message) of a run whose latest checkpoint is
+    ``version``, claimed first in ``store`` (closed after; ``None``: sent unclaimed) so that a
+    second continuation of that version is refused while this one is pending (see
+    :mod:`seamkit_celery.pending`). Raises :class:`UsageError` for one already pending (the
+    message says when it was sent and how to wait for it), and
+    :class:`~seamkit_celery.app.QueueUnavailable` (the claim withdrawn)."""
+    from seamkit.cli.main import UsageError
+
+    from seamkit_celery.app import QueueUnavailable
+    from seamkit_celery.pending import ContinuationPending, claim, describe, release
+
+    if store is None:
+        _send(app, spec, queue)
+        return
+    run_id = str(spec["run_id"])
+    try:
+        try:
+            token = await claim(store, run_id, version, describe(spec.get("decisions")), agent_file=agent_file)
+        except ContinuationPending as exc:
+            raise UsageError(str(exc)) from None
+        try:
+            _send(app, spec, queue)
+        except QueueUnavailable:
+            await release(store, run_id, version, token)
+            raise
+    finally:
+        await store.close()
 
 
 def submit_resume(
@@ -559,7 +592,11 @@ def _metadata(spec: Mapping[str, Any]) -> dict[str, Any]:
     :mod:`seamkit.runners`)."""
     from seamkit.runners import QUEUE_KEY, QUEUED_KEY
 
+    from seamkit_celery.sent import TASK_DIGEST_KEY, task_digest
+
     meta: dict[str, Any] = {"agent_file": str(spec["file"]), QUEUED_KEY: "celery"}
+    if spec.get("task") is not None:  # a run started here (a continuation keeps its first metadata)
+        meta[TASK_DIGEST_KEY] = task_digest(spec["task"], spec.get("variables"))
     if spec.get("queue"):
         meta[QUEUE_KEY] = str(spec["queue"])
     return meta
@@ -631,7 +668,8 @@ async def deliver(agent: Agent | Workflow, spec: Mapping[str, Any],
     if cp is None:  # check_composition refuses these; a spec built by hand may still name one
         raise QueueConfigError(f"{agent.name!r} has no checkpoints: it cannot run on the queue")
     try:
-        return await _deliver(cp, run_id, spec.get("task") is not None, start, resume, continues)
+        return await _deliver(cp, run_id, spec.get("task") is not None, start, resume, continues,
+                              decided=bool(spec.get("decisions")))
     except StoreUnavailable as exc:  # a read of the run's checkpoints (before or after running it)
         raise RetryLater(run_id, f"StoreUnavailable: {exc}") from None
 
@@ -642,9 +680,12 @@ def _held(cp: Any, snap: Any, run_id: str) -> LeaseHeld | None:
 
 
 async def _deliver(cp: Any, run_id: str, has_task: bool, start: Callable[[], Awaitable[Any]],
-                   resume: Callable[[], Awaitable[Any]], continues: Callable[[Any], bool]) -> dict[str, Any]:
+                   resume: Callable[[], Awaitable[Any]], continues: Callable[[Any], bool], *,
+                   decided: bool = False) -> dict[str, Any]:
     """:func:`deliver`'s decision by the latest checkpoint, with ``start`` / ``resume`` running
-    the run and ``continues(snapshot)`` saying whether a run that is not ``running`` is resumed."""
+    the run and ``continues(snapshot)`` saying whether a run that is not ``running`` is resumed.
+    ``decided``: the message carries decisions (a person's continuation): one that finds the run
+    no longer waiting for them is logged (a warning naming the run), not dropped silently."""
     from seamkit.errors import CheckpointConflict, RunNotResumable
 
     snap = await cp.latest(run_id)
@@ -679,6 +720,9 @@ async def _deliver(cp: Any, run_id: str, has_task: bool, start: Callable[[], Awa
             return out
         except Exception as exc:  # the run failed (its checkpoint says so), or stopped unfinished
             error = exc
+    elif decided:  # another continuation (or seamkit resume --here) got there first
+        log.warning("run %s: a continuation with decisions arrived, but the run is %s (continued by another "
+                    "continuation, or finished): its decisions were not applied", run_id, snap.status)
     final = await cp.latest(run_id)
     if error is not None and (final is None or final.status == "running") and (
             final is not None or infrastructure(error)):

@@ -253,3 +253,21 @@ def test_a_retry_the_broker_cannot_take_puts_the_message_back_instead_of_droppin
         raise Retry("Retry in 0.01s", when=0.01)
 
     assert isinstance(retry(SimpleNamespace(app=app, retry=sent), 0.01, "r4"), Retry)  # type: ignore[arg-type]
+
+
+async def test_a_continuation_with_decisions_for_a_finished_run_is_logged_not_dropped_silently(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from seamkit.composition import build_agent
+    from seamkit_celery.task import deliver
+
+    agent = build_agent(loads_composition(DELIVERED))
+    assert (await deliver(agent, make_spec("a.yaml", "hi", run_id="r2")))["status"] == "done"
+    late = make_spec("a.yaml", None, run_id="r2", decisions={"call_0_0": {"approved": False, "arguments": None,
+                                                                          "reason": "no"}})
+    with caplog.at_level(logging.WARNING, logger="seamkit.celery"):
+        out = await deliver(agent, late)
+    assert out["status"] == "done"
+    assert any("run r2: a continuation with decisions arrived, but the run is done" in r.getMessage()
+               for r in caplog.records), caplog.records

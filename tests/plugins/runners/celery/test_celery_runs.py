@@ -293,3 +293,23 @@ def test_seamkit_resume_on_a_queued_run_enqueues_it_on_the_queue_it_came_from(en
     assert w.returncode == 0 and w.stdout.strip() == "recorded", (w, env.workers[0].text())
     (applied,) = env.applied()
     assert applied["run"] == run_id and applied["pid"] == env.workers[0].pid, applied  # on the worker, not here
+
+
+def test_seamkit_resume_on_a_run_a_worker_is_running_now_enqueues_nothing(env: Env) -> None:
+    import redis
+
+    file = _write(env, "long.yaml", composition(redis_url=env.redis_url, prefix=env.prefix, sleep=3.0))
+    env.worker(file, "--pool", "solo")
+    run_id = env.submit(file, "task 0").stdout.strip()
+    _wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
+    r = env.cli("resume", run_id, "--agent", str(file))
+    assert r.returncode == 2, r
+    assert f"run {run_id} is running on a worker (" in r.stderr and "nothing to continue" in r.stderr, r.stderr
+    assert "enqueued" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+    broker = redis.Redis.from_url(env.broker)
+    try:
+        assert broker.llen(env.prefix) == 0  # no continuation message was sent
+    finally:
+        broker.close()
+    w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
+    assert w.returncode == 0 and len(env.applied()) == 1, w
