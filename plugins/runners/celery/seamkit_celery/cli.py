@@ -5,6 +5,7 @@ parsed arguments and returns an exit code; errors propagate to seamkit's ``main`
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import sys
@@ -371,7 +372,7 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
         from seamkit.composition import build_store
         from seamkit.durability.checkpointer import Checkpointer
 
-        from seamkit_celery.sent import mark_resent, read_record
+        from seamkit_celery.sent import LostMessages, mark_resent, read_record
 
         store = build_store(composition)
         if store is None:
@@ -380,6 +381,7 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
         deadline = None if args.timeout is None else time.monotonic() + args.timeout
         pause = 0.05
         resend = _Resender(args)
+        lost = LostMessages(requeue_after)
         known: list[bool] = []
 
         async def batch_run(store: Any) -> bool:
@@ -404,8 +406,10 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
                     elif rec.state == "rejected":
                         return None, rec
                     elif time.time() - rec.sent_at >= requeue_after and resend.ready():
-                        await mark_resent(store, rec)  # recorded first, as at submit
-                        resend(rec, requeue_after)
+                        # the workers' sweeper's rule: not while its message may be waiting its turn
+                        if lost.check([rec], time.time(), functools.partial(resend.waiting, rec)):
+                            await mark_resent(store, rec)  # recorded first, as at submit
+                            resend(rec, requeue_after)
                 if deadline is not None and time.monotonic() >= deadline:
                     return snap, None
                 await asyncio.sleep(pause if deadline is None else min(pause, max(0.0, deadline - time.monotonic())))
@@ -488,6 +492,12 @@ class _Resender:
             self.app = make_app(url)
         return self.app is not None
 
+    def waiting(self, rec: Any) -> int | None:
+        """Messages waiting in ``rec``'s queue (``None``: the broker does not say)."""
+        from seamkit_celery.sent import waiting_messages
+
+        return waiting_messages(self.app, rec.queue or str(self.app.conf.task_default_queue))
+
     def __call__(self, rec: Any, after: float) -> None:
         from seamkit_celery.app import QueueUnavailable
         from seamkit_celery.task import _send
@@ -497,8 +507,8 @@ class _Resender:
         except QueueUnavailable as exc:
             sys.stderr.write(f"seamkit: {exc}; trying again in {after:g} s\n")
             return
-        sys.stderr.write(f"seamkit: run {rec.run_id} had not started {after:g} s after it was sent (its message was "
-                         f"most likely lost): sent it again to queue {rec.queue!r}\n")
+        sys.stderr.write(f"seamkit: run {rec.run_id} had not started {after:g} s after it was sent and no message "
+                         f"waits in its queue {rec.queue!r} (its message was most likely lost): sent it again\n")
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
