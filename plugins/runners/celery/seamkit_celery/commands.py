@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -35,8 +36,8 @@ def _positive(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    if not 0 < value < math.inf:  # nan and inf too: no deadline or sleep can be made of them
+        raise argparse.ArgumentTypeError(f"expected a positive, finite number of seconds, got {text!r}")
     return value
 
 
