@@ -425,8 +425,7 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
                                          "output": None, "error": why, "detail": None, "pending_approvals": []},
                                         ensure_ascii=False) + "\n")
         else:
-            sys.stderr.write(visible(f"seamkit: run {args.run_id} was rejected by a worker, nothing ran: {why}")
-                             + "\n")
+            sys.stderr.write(_shown(f"seamkit: run {args.run_id} was rejected by a worker, nothing ran: {why}"))
         return EXIT_FAILED
     if snap is None or snap.status == "running":
         where = "not started by any worker yet" if snap is None else "still running"
@@ -465,8 +464,17 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
         return EXIT_SUSPENDED
     if not args.json:
         why = out["error"] or out["detail"] or "no error recorded"
-        sys.stderr.write(visible(f"seamkit: run {args.run_id} failed: {why}") + "\n")
+        sys.stderr.write(_shown(f"seamkit: run {args.run_id} failed: {why}"))
     return EXIT_FAILED
+
+
+def _shown(text: str) -> str:
+    """``text`` for a terminal: its lines (a reason can have several) each made
+    :func:`~seamkit.cli.render.visible`, the ones after the first indented, with a final newline."""
+    from seamkit.cli.render import visible
+
+    lines = text.splitlines() or [""]
+    return "\n".join([visible(lines[0]), *("  " + visible(line) for line in lines[1:])]) + "\n"
 
 
 class _Resender:

@@ -198,6 +198,30 @@ def test_a_rejected_message_is_reported_by_runs_wait(env: Env) -> None:
     assert env.attempts() == []
 
 
+def test_a_rejection_reason_of_several_lines_is_shown_as_lines(env: Env) -> None:
+    import asyncio
+
+    from seamkit_celery.sent import mark_rejected
+    from seamkit_redis.store import RedisStore
+
+    file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix))
+    run_id = env.submit(file, "record it").stdout.strip()
+
+    async def reject() -> None:
+        store = RedisStore(env.redis_url, prefix=env.prefix)
+        try:
+            assert await mark_rejected(store, run_id, "gone.yaml: no such file\nfix it\u202e")
+        finally:
+            await store.close()
+
+    asyncio.run(reject())
+    w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "10")
+    assert w.returncode == 1, w
+    assert w.stderr.endswith("nothing ran: gone.yaml: no such file\n  fix it\\u202e\n"), w.stderr
+    j = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "10", "--json")
+    assert json.loads(j.stdout)["error"] == "gone.yaml: no such file\nfix it\u202e", j
+
+
 def test_a_file_edited_into_an_invalid_one_is_reported_as_rejected(env: Env) -> None:
     file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix))
     reader = _write(env, "reader.yaml", file.read_text())  # the same store, for runs wait
