@@ -10,7 +10,7 @@ from typing import Any
 
 __all__ = ["add_commands"]
 
-_BROKER_HELP = "the broker URL (default: $SEAMKIT_BROKER_URL), e.g. redis://127.0.0.1:6379/0"
+_BROKER_HELP = "the broker URL (default: $SEAMKIT_BROKER_URL), e.g. redis://127.0.0.1:6379/1"
 
 
 def _lazy(name: str) -> Callable[[argparse.Namespace], int]:
