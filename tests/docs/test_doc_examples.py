@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from docs_testlib import Block, fenced_blocks
+from docs_testlib import Block, fenced_blocks, file_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "layers.md", ROOT / "docs" / "providers.md",
@@ -58,7 +58,7 @@ def test_the_scale_out_yaml_examples_can_run_on_the_queue() -> None:
 
     blocks = [b for b in fenced_blocks(ROOT / "docs" / "scale-out.md")
               if b.info.split()[:1] == ["yaml"] and b.body.lstrip().startswith("seamkit: 1")]
-    assert len(blocks) == 4
+    assert len(blocks) == 5
     flows = [b for b in blocks if "workflow:" in b.body]
     for block in blocks:
         comp = loads_composition(block.body, env={"REDIS_URL": "redis://127.0.0.1:6379/0"})
@@ -69,6 +69,31 @@ def test_the_scale_out_yaml_examples_can_run_on_the_queue() -> None:
     (budgeted,) = [b for b in blocks if "use: budget" in b.body]
     (budget,) = loads_composition(budgeted.body, env={"REDIS_URL": "redis://127.0.0.1:6379/0"}).agent.middlewares
     assert budget.use == "budget"
+
+
+def test_the_scale_out_batch_inputs_pass_the_batch_checks_with_their_compositions(tmp_path: Path) -> None:
+    """The input files of docs/scale-out.md's *Batch* section pass what ``seamkit batch`` checks
+    before it enqueues (each line's JSON, then its variables against the prompt of the composition
+    the page runs it with)."""
+    import asyncio
+
+    from seamkit.cli.commands import _check_variables
+    from seamkit.composition import build_agents, loads_composition
+    from seamkit_celery.batch import parse_inputs
+
+    files = file_blocks(ROOT / "docs" / "scale-out.md", fenced_blocks(ROOT / "docs" / "scale-out.md"))
+    for composition, inputs in (("agent.yaml", "inputs.jsonl"), ("reports.yaml", "teams.jsonl")):
+        assert f"seamkit batch {composition} {inputs}" in (ROOT / "docs" / "scale-out.md").read_text()
+        (tmp_path / inputs).write_text(files[inputs])
+        items = parse_inputs(tmp_path / inputs)
+        assert len(items) == 2
+        comp = loads_composition(files[composition], env={"REDIS_URL": "redis://127.0.0.1:6379/0"})
+        (agent,) = build_agents(comp).values()
+        try:
+            for it in items:
+                _check_variables(agent, dict(it.variables))  # raises UsageError as seamkit batch reports it
+        finally:
+            asyncio.run(agent.checkpointer.close())
 
 
 def test_the_guardrails_yaml_example_loads() -> None:

@@ -160,12 +160,12 @@ def check_broker_url(url: str) -> None:
         one = one.strip()
         if "://" not in one:
             raise ValueError(f"the broker URL {mask_url(one)!r} is not a URL: write scheme://host:port/db, "
-                             "e.g. redis://127.0.0.1:6379/0")
+                             "e.g. redis://127.0.0.1:6379/1")
         scheme = one.split("://", 1)[0].split("+", 1)[0]
         if scheme not in TRANSPORT_ALIASES:
             known = ", ".join(s for s in ("redis", "rediss", "amqp", "amqps", "sqs") if s in TRANSPORT_ALIASES)
             raise ValueError(f"the broker URL {mask_url(one)!r} names no transport Celery knows ({scheme!r}); "
-                             f"use one of {known}, e.g. redis://127.0.0.1:6379/0")
+                             f"use one of {known}, e.g. redis://127.0.0.1:6379/1")
         try:
             parts = urlsplit(one)
             _ = parts.port
@@ -189,7 +189,7 @@ def broker_from_env(explicit: str | None = None) -> str:
     (saying how to name one) when neither is set."""
     url = explicit if explicit is not None else os.environ.get(BROKER_ENV)
     if url is None or not url.strip():
-        raise ValueError(f"no broker: pass --broker URL or set {BROKER_ENV} (e.g. redis://127.0.0.1:6379/0)")
+        raise ValueError(f"no broker: pass --broker URL or set {BROKER_ENV} (e.g. redis://127.0.0.1:6379/1)")
     return url.strip()
 
 

@@ -100,18 +100,20 @@ class BatchItem:
 def read_inputs(path: Path) -> tuple[list[BatchItem], list[tuple[int, str]]]:
     """The inputs of the good lines of the JSON Lines file ``path``, and a ``(line, "FILE:LINE:
     why")`` problem for every bad one (see :func:`parse_inputs`), so that a caller can add its
-    own checks of the good ones and report every problem of the file at once. Raises
-    ``FileNotFoundError`` and :class:`BatchInputError` for a file that is not UTF-8."""
+    own checks of the good ones and report every problem of the file at once (a line that is not
+    UTF-8, or whose text holds half a UTF-16 surrogate pair, is one of them). Lines end at
+    ``\n``, ``\r\n`` or ``\r``. Raises ``FileNotFoundError``."""
     items: list[BatchItem] = []
     problems: list[tuple[int, str]] = []
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise BatchInputError([f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})"]) from None
-    for n, raw in enumerate(text.splitlines(), start=1):
+    for n, data in enumerate(path.read_bytes().splitlines(), start=1):
+        where = f"{path}:{n}"
+        try:
+            raw = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.append((n, f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start + 1} of the line)"))
+            continue
         if not raw.strip():
             continue
-        where = f"{path}:{n}"
         try:
             value = json.loads(raw)
         except json.JSONDecodeError as exc:
@@ -141,16 +143,33 @@ def read_inputs(path: Path) -> tuple[list[BatchItem], list[tuple[int, str]]]:
         if not task.strip():
             problems.append((n, f"{where}: the task is empty"))
             continue
+        half = _lone_surrogate([task, *variables, *variables.values()])
+        if half is not None:
+            problems.append((n, f"{where}: the escape {half} is half of a UTF-16 surrogate pair, not a character "
+                                "(write the character itself, or both halves of its pair)"))
+            continue
         items.append(BatchItem(len(items), n, task, dict(variables)))
     if not items and not problems:
         problems.append((0, f"{path}: no inputs (one JSON string or object per line)"))
     return items, problems
 
 
+def _lone_surrogate(texts: Sequence[str]) -> str | None:
+    """The first code point of ``texts`` that is half a surrogate pair (JSON lets ``"\\ud800"``
+    through alone; it cannot be encoded, hashed or sent) as a ``\\uXXXX`` escape, or ``None``."""
+    for text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"\\u{ord(text[exc.start]):04x}"
+    return None
+
+
 def parse_inputs(path: Path) -> list[BatchItem]:
     """The inputs of the JSON Lines file ``path``. Raises ``FileNotFoundError``, and
     :class:`BatchInputError` naming every bad line (not JSON, not a string or an object, an object
-    without a text ``task``, unknown keys, ``variables`` not an object of strings)."""
+    without a text ``task``, unknown keys, ``variables`` not an object of strings, not UTF-8, a
+    lone surrogate)."""
     items, problems = read_inputs(path)
     if problems:
         raise BatchInputError([p for _, p in problems])

@@ -33,6 +33,7 @@ ends the wait with a ``failed`` outcome saying why. Two messages of one run id s
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -87,7 +88,7 @@ class CeleryChildRuns:
         its delivery is retried, see :func:`~seamkit_celery.task.infrastructure`), and
         :class:`~seamkit.errors.RunCancelled` when the caller is cancelled."""
         from seamkit_celery.app import QueueUnavailable
-        from seamkit_celery.sent import SpecConflict, mark_resent, read_record
+        from seamkit_celery.sent import LostMessages, SpecConflict, mark_resent, read_record, waiting_messages
         from seamkit_celery.task import _send, make_spec, send_recorded
 
         cp = request.agent.checkpointer
@@ -115,6 +116,7 @@ class CeleryChildRuns:
             except SpecConflict as exc:
                 raise ToolError(f"agent {request.agent.name!r} was not started: {exc}") from None
         pause = FIRST_POLL_S
+        lost = LostMessages(self.requeue_after_s)
         cancellation = ctx.cancellation
         warn_at: float | None = time.monotonic() + self.warn_after_s
         while True:
@@ -126,15 +128,17 @@ class CeleryChildRuns:
                     return ChildRunOutcome(run_id=request.run_id, status="failed", output=None, stop_reason=None,
                                            usage=None, error=f"rejected by a worker, nothing ran: {rec.reason}",
                                            failure_class=None, detail=None, pending=())
-                if rec is not None and time.monotonic() - sent_at >= self.requeue_after_s:
-                    # the child's message was lost (a worker killed as it took it): the same guard as
-                    # the workers' sweeper, here because this caller holds a worker process waiting
+                child_queue = (rec.queue or queue) if rec is not None else queue
+                if (rec is not None and time.monotonic() - sent_at >= self.requeue_after_s
+                        and lost.check([rec], time.time(), functools.partial(waiting_messages, self.app, child_queue))):
+                    # the child's message was lost (a worker killed as it took it): the workers'
+                    # sweeper's rule, here because this caller holds a worker process waiting
                     await mark_resent(store, rec)
                     try:
-                        _send(self.app, dict(rec.spec), rec.queue or queue)
-                        log.warning("child run %s (agent %r) of run %s had not started %.0f s after it was sent: "
-                                    "sent it again", request.run_id, request.agent.name, request.parent_run_id,
-                                    self.requeue_after_s)
+                        _send(self.app, dict(rec.spec), child_queue)
+                        log.warning("child run %s (agent %r) of run %s had not started %.0f s after it was sent and "
+                                    "no message waits in its queue %r: sent it again", request.run_id,
+                                    request.agent.name, request.parent_run_id, self.requeue_after_s, child_queue)
                     except QueueUnavailable as exc:
                         log.warning("child run %s could not be sent again: %s", request.run_id, exc)
                     sent_at = time.monotonic()

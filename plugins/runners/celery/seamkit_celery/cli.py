@@ -5,6 +5,7 @@ parsed arguments and returns an exit code; errors propagate to seamkit's ``main`
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import logging
 import sys
@@ -376,7 +377,7 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
         from seamkit.durability.checkpointer import Checkpointer
 
         from seamkit_celery.pending import pending
-        from seamkit_celery.sent import mark_resent, read_record
+        from seamkit_celery.sent import LostMessages, mark_resent, read_record
 
         store = build_store(composition)
         if store is None:
@@ -385,6 +386,7 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
         deadline = None if args.timeout is None else time.monotonic() + args.timeout
         pause = 0.05
         resend = _Resender(args)
+        lost = LostMessages(requeue_after)
         known: list[bool] = []
 
         async def batch_run(store: Any) -> bool:
@@ -413,8 +415,10 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
                     elif rec.state == "rejected":
                         return None, rec
                     elif time.time() - rec.sent_at >= requeue_after and resend.ready():
-                        await mark_resent(store, rec)  # recorded first, as at submit
-                        resend(rec, requeue_after)
+                        # the workers' sweeper's rule: not while its message may be waiting its turn
+                        if lost.check([rec], time.time(), functools.partial(resend.waiting, rec)):
+                            await mark_resent(store, rec)  # recorded first, as at submit
+                            resend(rec, requeue_after)
                 if deadline is not None and time.monotonic() >= deadline:
                     return snap, None
                 await asyncio.sleep(pause if deadline is None else min(pause, max(0.0, deadline - time.monotonic())))
@@ -430,8 +434,7 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
                                          "output": None, "error": why, "detail": None, "pending_approvals": []},
                                         ensure_ascii=False) + "\n")
         else:
-            sys.stderr.write(visible(f"seamkit: run {args.run_id} was rejected by a worker, nothing ran: {why}")
-                             + "\n")
+            sys.stderr.write(_shown(f"seamkit: run {args.run_id} was rejected by a worker, nothing ran: {why}"))
         return EXIT_FAILED
     if snap is None or snap.status == "running" or continuing:
         where = ("not started by any worker yet" if snap is None else "still running" if not continuing
@@ -478,8 +481,17 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
         return EXIT_SUSPENDED
     if not args.json:
         why = out["error"] or out["detail"] or "no error recorded"
-        sys.stderr.write(visible(f"seamkit: run {args.run_id} failed: {why}") + "\n")
+        sys.stderr.write(_shown(f"seamkit: run {args.run_id} failed: {why}"))
     return EXIT_FAILED
+
+
+def _shown(text: str) -> str:
+    """``text`` for a terminal: its lines (a reason can have several) each made
+    :func:`~seamkit.cli.render.visible`, the ones after the first indented, with a final newline."""
+    from seamkit.cli.render import visible
+
+    lines = text.splitlines() or [""]
+    return "\n".join([visible(lines[0]), *("  " + visible(line) for line in lines[1:])]) + "\n"
 
 
 class _Resender:
@@ -505,6 +517,12 @@ class _Resender:
             self.app = make_app(url)
         return self.app is not None
 
+    def waiting(self, rec: Any) -> int | None:
+        """Messages waiting in ``rec``'s queue (``None``: the broker does not say)."""
+        from seamkit_celery.sent import waiting_messages
+
+        return waiting_messages(self.app, rec.queue or str(self.app.conf.task_default_queue))
+
     def __call__(self, rec: Any, after: float) -> None:
         from seamkit_celery.app import QueueUnavailable
         from seamkit_celery.task import _send
@@ -514,8 +532,8 @@ class _Resender:
         except QueueUnavailable as exc:
             sys.stderr.write(f"seamkit: {exc}; trying again in {after:g} s\n")
             return
-        sys.stderr.write(f"seamkit: run {rec.run_id} had not started {after:g} s after it was sent (its message was "
-                         f"most likely lost): sent it again to queue {rec.queue!r}\n")
+        sys.stderr.write(f"seamkit: run {rec.run_id} had not started {after:g} s after it was sent and no message "
+                         f"waits in its queue {rec.queue!r} (its message was most likely lost): sent it again\n")
 
 
 def cmd_batch(args: argparse.Namespace) -> int:

@@ -4,12 +4,13 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from typing import Any
 
 __all__ = ["add_commands"]
 
-_BROKER_HELP = "the broker URL (default: $SEAMKIT_BROKER_URL), e.g. redis://127.0.0.1:6379/0"
+_BROKER_HELP = "the broker URL (default: $SEAMKIT_BROKER_URL), e.g. redis://127.0.0.1:6379/1"
 
 
 def _lazy(name: str) -> Callable[[argparse.Namespace], int]:
@@ -35,8 +36,8 @@ def _positive(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    if not 0 < value < math.inf:  # nan and inf too: no deadline or sleep can be made of them
+        raise argparse.ArgumentTypeError(f"expected a positive, finite number of seconds, got {text!r}")
     return value
 
 

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_REQUEUE_AFTER_S",
     "INDEX_WINDOW_S",
+    "LostMessages",
     "RECORD_TTL_S",
     "SEAL",
     "SendRecord",
@@ -345,6 +346,43 @@ def waiting_messages(app: Celery, queue: str) -> int | None:
 
 
 @dataclass
+class LostMessages:
+    """The one rule for whether an unstarted run's message was lost (so it is sent again), used by
+    the workers' :class:`Sweeper`, ``seamkit runs wait`` and the caller of a queued child run.
+
+    A run (a send record in state ``sent``, no checkpoint) is *suspect* when its latest send is at
+    least ``after_s`` old and its message cannot merely be waiting its turn: its queue has no
+    message waiting, or a run sent to the same queue after it has started (workers take messages
+    about in the order they were sent). It is *lost* when found suspect on two checks in a row: a
+    message a worker took a moment ago (the queue is empty, the run has no checkpoint yet) has a
+    checkpoint by the next check. One instance per queue; a run not found suspect on a check
+    starts over."""
+
+    after_s: float
+    _suspects: set[str] = field(default_factory=set)
+
+    def check(self, records: Iterable[SendRecord], t: float, waiting: Callable[[], int | None],
+              latest_started: float = -math.inf) -> list[SendRecord]:
+        """Of ``records`` (unstarted runs of one queue, at time ``t``), those lost, oldest first.
+        ``waiting``: the messages waiting in the queue (``None``: unknown, so not idle), asked
+        only when a record is old enough; ``latest_started``: the latest first send of a run of
+        the queue that has started."""
+        previous, self._suspects = self._suspects, set()
+        due = sorted((r for r in records if t - r.sent_at >= self.after_s), key=lambda r: r.first_sent_at)
+        if not due:
+            return []
+        idle = waiting() == 0
+        lost: list[SendRecord] = []
+        for rec in due:
+            if not (idle or rec.first_sent_at < latest_started):
+                continue
+            self._suspects.add(rec.run_id)
+            if rec.run_id in previous:
+                lost.append(rec)
+        return lost
+
+
+@dataclass
 class Sweeper:
     """Sends again the runs sent to ``queues`` that never started, and continues those left
     ``running`` with nobody on them (see the module doc).
@@ -352,9 +390,10 @@ class Sweeper:
     A run is sent again when it has a record in state ``sent``, no checkpoint, its latest send is
     at least ``requeue_after_s`` old, and its message cannot merely be waiting its turn: the queue
     has no message waiting, or a run sent to the same queue after it has started (workers take
-    messages about in the order they were sent), and so on two sweeps in a row. ``send``: sends a
-    spec to a queue (the app's :func:`~seamkit_celery.task._send`); ``waiting``: messages waiting
-    in a queue (``None``: unknown); ``store``: the composition's store (both sides: StorePort and CheckpointPort).
+    messages about in the order they were sent), and so on two sweeps in a row
+    (:class:`LostMessages`). ``send``: sends a spec to a queue (the app's
+    :func:`~seamkit_celery.task._send`); ``waiting``: messages waiting in a queue (``None``:
+    unknown); ``store``: the composition's store (both sides: StorePort and CheckpointPort).
 
     A run whose latest checkpoint is ``running`` with a void lease
     (:func:`~seamkit.durability.checkpointer.lease_void`: released, expired, or its owner a process
@@ -377,7 +416,7 @@ class Sweeper:
     now: Callable[[], float] = time.time
     resent: int = 0
     _latest_started: dict[str, float] = field(default_factory=dict)
-    _suspects: dict[str, set[str]] = field(default_factory=dict)
+    _lost: dict[str, LostMessages] = field(default_factory=dict)
     _void_since: dict[str, dict[str, tuple[int, float]]] = field(default_factory=dict)
     """By queue, its runs seen ``running`` with a void lease: run id -> (checkpoint version, when
     first seen so)."""
@@ -436,20 +475,8 @@ class Sweeper:
             await self.store.set(_SCOPE, index_key(queue, minute), [*keep, SEAL], ttl=INDEX_WINDOW_S)
         out = [rec.run_id for rec in sorted(stuck, key=lambda r: r.first_sent_at)
                if await self._continue(rec, queue, t, voids)]
-        due = [rec for rec in unresolved.values() if t - rec.sent_at >= self.requeue_after_s]
-        suspects = self._suspects.get(queue, set())
-        self._suspects[queue] = set()
-        if not due:
-            return out
-        idle = self.waiting(queue) == 0
-        for rec in sorted(due, key=lambda r: r.first_sent_at):
-            if not (idle or rec.first_sent_at < latest_started):
-                continue
-            # Only a run found so on two sweeps in a row: a message a worker took a moment ago (the
-            # queue is empty, the run has no checkpoint yet) has one by the next sweep.
-            self._suspects[queue].add(rec.run_id)
-            if rec.run_id not in suspects:
-                continue
+        rule = self._lost.setdefault(queue, LostMessages(self.requeue_after_s))
+        for rec in rule.check(unresolved.values(), t, lambda: self.waiting(queue), latest_started):
             fresh = await read_record(self.store, rec.run_id)  # another sweeper may have sent it just now
             if fresh is None or fresh.state != "sent" or t - fresh.sent_at < self.requeue_after_s:
                 continue

@@ -271,3 +271,20 @@ async def test_a_continuation_with_decisions_for_a_finished_run_is_logged_not_dr
     assert out["status"] == "done"
     assert any("run r2: a continuation with decisions arrived, but the run is done" in r.getMessage()
                for r in caplog.records), caplog.records
+
+
+def test_every_broker_url_example_names_the_db_the_docs_give_the_broker() -> None:
+    # docs/scale-out.md: db 1 for the broker, db 0 for the store (a FLUSHDB of one spares the other)
+    import re
+
+    from seamkit_celery import app as app_module
+    from seamkit_celery import commands
+
+    docs = (Path(__file__).parents[4] / "docs" / "scale-out.md").read_text()
+    assert "`redis://host:6379/1` for the broker, `/0` for the store" in docs
+    with pytest.raises(ValueError) as missing:
+        app_module.broker_from_env("")
+    with pytest.raises(ValueError) as not_a_url:
+        app_module.check_broker_url("127.0.0.1")
+    for text in (str(missing.value), str(not_a_url.value), commands._BROKER_HELP):
+        assert re.findall(r"redis://[^\s)]*", text) == ["redis://127.0.0.1:6379/1"], text

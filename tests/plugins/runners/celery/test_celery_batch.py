@@ -99,6 +99,14 @@ def test_bad_input_lines_are_located_and_nothing_is_enqueued(benv: Env) -> None:
     assert r.returncode == 2 and "no inputs" in r.stderr, r
     r = _batch(benv, file, _inputs(benv, 2), "--batch-id", "no spaces")
     assert r.returncode == 2 and "--batch-id" in r.stderr, r
+    # half a surrogate pair (valid JSON, not text) and bytes that are not UTF-8: located like the rest
+    odd = benv.cwd / "odd.jsonl"
+    odd.write_bytes(b'"fine"\n"bad \\ud800 here"\n"caf\xe9"\n{"task": 3}\n')
+    r = _batch(benv, file, odd)
+    assert r.returncode == 2, r
+    assert "odd.jsonl:2: the escape \\ud800 is half of a UTF-16 surrogate pair" in r.stderr, r.stderr
+    assert "odd.jsonl:3: not UTF-8 text" in r.stderr and "odd.jsonl:4: 'task' must be a string" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and "unexpected" not in r.stderr
     assert _queued_messages(benv) == 0
     assert table(benv.redis_url, benv.prefix, "executions") == {}
 

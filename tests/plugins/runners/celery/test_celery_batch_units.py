@@ -3,16 +3,20 @@ run that never started is sent again."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from seamkit_celery.batch import (
     BatchInputError,
     BatchItem,
     BatchState,
     _error_type,
     _resend_overtaken,
+    batch_identity,
     default_batch_id,
     parse_inputs,
     result_line,
@@ -46,6 +50,46 @@ def test_not_utf8_input_is_refused(tmp_path: Path) -> None:
     f.write_bytes(b'"caf\xe9"\n')
     with pytest.raises(BatchInputError, match="not UTF-8"):
         parse_inputs(f)
+
+
+def test_a_line_not_utf8_is_located_with_the_other_bad_lines(tmp_path: Path) -> None:
+    f = tmp_path / "in.jsonl"
+    f.write_bytes(b'"fine"\r\n"caf\xe9"\r\nnot json\n"ok"\n')
+    with pytest.raises(BatchInputError) as e:
+        parse_inputs(f)
+    assert [p.split(": ")[0] for p in e.value.problems] == [f"{f}:2", f"{f}:3"]
+    assert "not UTF-8 text (invalid continuation byte at byte 5 of the line)" in e.value.problems[0]
+
+
+@pytest.mark.parametrize("line", [r'"bad \ud800 here"', r'{"task": "t", "variables": {"x": "\udfff"}}',
+                                  r'{"task": "t", "variables": {"\ud800": "v"}}'])
+def test_a_lone_surrogate_is_a_located_bad_line(tmp_path: Path, line: str) -> None:
+    f = tmp_path / "in.jsonl"
+    f.write_text(f'"fine"\n{line}\n"\\ud83d\\ude00 a pair is fine"\n')
+    with pytest.raises(BatchInputError) as e:
+        parse_inputs(f)
+    assert len(e.value.problems) == 1 and e.value.problems[0].startswith(f"{f}:2: the escape \\u"), e.value
+    assert "half of a UTF-16 surrogate pair" in e.value.problems[0]
+
+
+#: Any code points, lone surrogates often (``st.text()`` leaves them out, and they are a small
+#: share of all code points).
+_ANY_TEXT = st.one_of(st.text(st.characters(exclude_categories=())),
+                      st.builds("{}{}{}".format, st.text(), st.characters(categories=["Cs"]), st.text()))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(_ANY_TEXT, st.binary(), st.builds(json.dumps, _ANY_TEXT),
+                          st.builds(lambda t, k, v: json.dumps({"task": t, "variables": {k: v}}),
+                                    _ANY_TEXT, _ANY_TEXT, _ANY_TEXT))))
+def test_any_input_lines_give_items_or_a_batch_input_error(tmp_path: Path, lines: list[str | bytes]) -> None:
+    f = tmp_path / "in.jsonl"
+    f.write_bytes(b"\n".join(x if isinstance(x, bytes) else x.encode("utf-8", "surrogatepass") for x in lines))
+    try:
+        items = parse_inputs(f)
+    except BatchInputError:
+        return
+    batch_identity(items, tmp_path / "a.yaml")
 
 
 def test_batch_id_follows_the_input_bytes_and_the_composition_path(tmp_path: Path) -> None:

@@ -89,6 +89,15 @@ def test_a_broker_url_that_names_no_broker_is_a_usage_error(env: Env, url: str, 
         assert "s3cret-q" not in r.stderr + r.stdout
 
 
+@pytest.mark.parametrize("seconds", ["1e309", "inf", "nan", "0", "-5"])
+def test_seconds_must_be_positive_and_finite(env: Env, seconds: str) -> None:
+    file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix))
+    r = env.cli("worker", str(file), "--visibility-timeout", seconds, timeout=60)
+    assert r.returncode == 2, r
+    assert f"expected a positive, finite number of seconds, got {seconds!r}" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_concurrency_beyond_the_machine_is_refused_without_a_traceback(env: Env) -> None:
     import resource
     import subprocess

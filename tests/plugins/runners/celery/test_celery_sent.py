@@ -132,6 +132,23 @@ def test_runs_wait_sends_a_lost_run_again(env: Env) -> None:
     print(f"\nlost message recovered by runs wait in {elapsed:.2f} s (requeue-after 1 s)")
 
 
+def test_runs_wait_does_not_send_again_a_run_whose_message_waits_in_its_queue(env: Env) -> None:
+    # no worker consumes the queue: the message waits there, it is not lost (the sweeper's rule)
+    import redis
+
+    file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix))
+    run_id = env.submit(file, "record it").stdout.strip()
+    _wait_messages(env, env.prefix, 1)
+    w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "4", "--requeue-after", "1")
+    assert w.returncode == 124, w
+    assert "sent it again" not in w.stderr, w
+    r = redis.Redis.from_url(env.broker)
+    try:
+        assert r.llen(env.prefix) == 1
+    finally:
+        r.close()
+
+
 def test_runs_wait_without_a_broker_says_so_and_keeps_waiting(env: Env) -> None:
     file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix))
     run_id = env.submit(file, "record it").stdout.strip()
@@ -179,6 +196,30 @@ def test_a_rejected_message_is_reported_by_runs_wait(env: Env) -> None:
     out = json.loads(j.stdout)
     assert out["status"] == "rejected" and "gone.yaml" in out["error"]
     assert env.attempts() == []
+
+
+def test_a_rejection_reason_of_several_lines_is_shown_as_lines(env: Env) -> None:
+    import asyncio
+
+    from seamkit_celery.sent import mark_rejected
+    from seamkit_redis.store import RedisStore
+
+    file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix))
+    run_id = env.submit(file, "record it").stdout.strip()
+
+    async def reject() -> None:
+        store = RedisStore(env.redis_url, prefix=env.prefix)
+        try:
+            assert await mark_rejected(store, run_id, "gone.yaml: no such file\nfix it\u202e")
+        finally:
+            await store.close()
+
+    asyncio.run(reject())
+    w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "10")
+    assert w.returncode == 1, w
+    assert w.stderr.endswith("nothing ran: gone.yaml: no such file\n  fix it\\u202e\n"), w.stderr
+    j = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "10", "--json")
+    assert json.loads(j.stdout)["error"] == "gone.yaml: no such file\nfix it\u202e", j
 
 
 def test_a_file_edited_into_an_invalid_one_is_reported_as_rejected(env: Env) -> None:
@@ -307,6 +348,24 @@ def test_a_lost_child_message_is_sent_again_by_the_lead_that_waits(env: Env) -> 
     assert f"child run {child.run_id}" in leads.text() and "sent it again" in leads.text()
     print(f"\nlost child message recovered by its lead within {recovered:.2f} s of the children's worker "
           "being ready (requeue-after 1 s)")
+
+
+def test_a_child_message_waiting_in_its_queue_is_not_sent_again_by_its_lead(env: Env) -> None:
+    import redis
+    from test_celery_children import _submit, lead_file
+
+    file = lead_file(env)
+    kids_queue = f"{env.prefix}-children"
+    leads = env.worker(file, "--requeue-after", "1", "--no-sweep")
+    _submit(env, file)
+    _wait_messages(env, kids_queue)  # the child is sent; no worker consumes its queue
+    time.sleep(4)  # four times --requeue-after: what is observed is that nothing happens
+    r = redis.Redis.from_url(env.broker)
+    try:
+        assert r.llen(kids_queue) == 1, leads.text()
+    finally:
+        r.close()
+    assert "sent it again" not in leads.text()
 
 
 def test_a_rejected_child_is_an_error_result_not_a_wait_forever(env: Env) -> None:

@@ -20,6 +20,7 @@ from seamkit_celery.sent import (
     BUCKET_S,
     INDEX_WINDOW_S,
     SEAL,
+    LostMessages,
     SendRecord,
     SpecConflict,
     Sweeper,
@@ -243,3 +244,23 @@ async def test_a_run_whose_owner_process_is_gone_on_this_host_is_stuck_although_
     await _checkpoint(h2, "alive", 1, "running", owner=worker_id().rsplit(":", 1)[0] + f":{os.getpid()}",
                       lease_until=T0 + 10_000)
     assert await h2.sweep_at(T0 + 61) == [] and await h2.sweep_at(T0 + 121) == []
+
+
+def test_lost_messages_rule_waits_for_an_idle_queue_or_an_overtaking_run_on_two_checks() -> None:
+    # the one rule the sweeper, runs wait and a queued child's caller share
+    a, b = SendRecord("a", spec("a"), "q", T0, T0), SendRecord("b", spec("b"), "q", T0 + 5, T0 + 5)
+    asked: list[int] = []
+
+    def waiting(n: int | None) -> Any:
+        return lambda: asked.append(1) or n
+
+    rule = LostMessages(60)
+    assert rule.check([a, b], T0 + 30, waiting(0)) == [] and asked == []  # not old enough: broker not asked
+    busy = [rule.check([a, b], T0 + 70 + i, waiting(1)) for i in range(3)]
+    assert busy == [[], [], []]  # a message waits: maybe theirs
+    assert rule.check([a, b], T0 + 80, waiting(None)) == []  # the broker does not say: not idle
+    assert rule.check([a, b], T0 + 81, waiting(0)) == []  # idle once: suspects only
+    assert rule.check([a, b], T0 + 82, waiting(0)) == [a, b]  # twice in a row: lost, oldest first
+    assert rule.check([b], T0 + 83, waiting(1)) == []
+    assert rule.check([b], T0 + 84, waiting(1), latest_started=T0 + 6) == []  # overtaken: a suspect again
+    assert rule.check([b], T0 + 85, waiting(1), latest_started=T0 + 6) == [b]
