@@ -34,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -42,8 +43,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seamkit.durability.checkpointer import lease_void
+
 if TYPE_CHECKING:
     from celery import Celery
+
+log = logging.getLogger("seamkit.celery")
 
 __all__ = [
     "BATCH_ID_RE",
@@ -257,6 +262,10 @@ class BatchState:
     #: index -> its latest retry (``--retry-failed``); absent: the first run
     attempt: dict[int, int] = field(default_factory=dict)
     retried: int = 0
+    #: index -> version of its latest checkpoint, for a ``running`` run whose lease is void
+    #: (released, expired, owner gone on this host): nobody is on it at the latest look
+    void: dict[int, int] = field(default_factory=dict)
+    continued: int = 0
 
     def run_id(self, index: int) -> str:
         """The run id input ``index`` has now (its latest retry's, if any)."""
@@ -343,6 +352,24 @@ def _resend_overtaken(state: BatchState, overtaken: dict[int, float], after_s: f
             overtaken[i] = now
 
 
+def _continue_stuck(state: BatchState, stuck: dict[int, tuple[int, float]], after_s: float,
+                    send: Callable[[int], None]) -> None:
+    """Send a continuation for each run left ``running`` with nobody on it (a void lease at the
+    same checkpoint version) for ``after_s`` seconds (then again every ``after_s`` while it stays
+    so): its worker died and the broker's re-delivery of its message never came (a broker that
+    lost it). A duplicate finds the run claimed or finished and runs nothing."""
+    now = time.monotonic()
+    for i in list(stuck):
+        if state.void.get(i) != stuck[i][0]:
+            stuck.pop(i)
+    for i, version in state.void.items():
+        seen = stuck.setdefault(i, (version, now))
+        if now - seen[1] >= after_s:
+            send(i)
+            state.continued += 1
+            stuck[i] = (version, now)
+
+
 async def _gather_limited(fns: Sequence[Callable[[], Any]]) -> list[Any]:
     sem = asyncio.Semaphore(_POLL_CONCURRENCY)
 
@@ -367,10 +394,13 @@ async def _look(cp: Any, state: BatchState, indices: Sequence[int]) -> None:
             state.status.setdefault(i, "new")
             continue
         status = s.record.status
+        state.void.pop(i, None)
         if status in SETTLED:
             settled.append(i)
         else:
             state.status[i] = "running"
+            if lease_void(s.record.metadata, time.time()):
+                state.void[i] = s.record.version
 
     def full(i: int) -> Callable[[], Any]:
         return lambda: cp.latest(state.run_id(i))
@@ -504,6 +534,15 @@ async def run_batch(
             on_progress(state)
     by_index = {it.index: it for it in items}
     overtaken: dict[int, float] = {}  # queued run -> when a run sent later was first seen started
+    stuck: dict[int, tuple[int, float]] = {}  # running run, nobody on it -> (version, first seen so)
+
+    def send_continuation(i: int) -> None:
+        from seamkit_celery.task import _send, make_spec
+
+        _send(app, make_spec(file, None, run_id=state.run_id(i), agent=agent), queue)
+        log.warning("batch %s: run %s has been running with nobody on it for %.0f s (its worker died and its "
+                    "message did not come back): sent its continuation", state.batch_id, state.run_id(i),
+                    requeue_after_s)
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     window = _MIN_WINDOW
     while True:
@@ -528,3 +567,4 @@ async def run_batch(
         await _look(cp, state, waiting[:window])
         window = min(_MAX_WINDOW, max(_MIN_WINDOW, 2 * (state.settled - before) + _MIN_WINDOW))
         _resend_overtaken(state, overtaken, requeue_after_s, lambda i: send_one(by_index[i]))
+        _continue_stuck(state, stuck, requeue_after_s, send_continuation)

@@ -195,6 +195,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     summary = ", ".join(f"{n} {s}" for s, n in counts.items() if n)
     resent = f", {state.resent} sent again (overtaken without starting)" if state.resent else ""
     resent += f", {state.retried} failed before retried under new run ids" if state.retried else ""
+    resent += f", {state.continued} continued (running with nobody on them)" if state.continued else ""
     sys.stderr.write(f"seamkit: batch {batch_id}: {summary} ({state.enqueued} enqueued now, {state.reused} "
                      f"finished before{resent})" + (f"; results in {args.out}" if args.out else "") + "\n")
     if counts["failed"]:

@@ -141,3 +141,53 @@ def test_a_run_overtaken_without_starting_is_sent_again_after_the_grace(monkeypa
     idle = BatchState(items, "c", status=dict.fromkeys(range(4), "queued"))
     _resend_overtaken(idle, {}, 0.0, sent.append)
     assert sent == [0]
+
+
+def test_a_run_left_running_with_nobody_on_it_gets_a_continuation(monkeypatch: pytest.MonkeyPatch) -> None:
+    import seamkit_celery.batch as batch
+
+    now = [100.0]
+    monkeypatch.setattr(batch.time, "monotonic", lambda: now[0])
+    items = [BatchItem(i, i + 1, "t") for i in range(3)]
+    state = BatchState(items, "b", status={0: "running", 1: "running", 2: "done"}, void={0: 4})
+    sent: list[int] = []
+    stuck: dict[int, tuple[int, float]] = {}
+    batch._continue_stuck(state, stuck, 10.0, sent.append)
+    assert sent == []  # a void lease only just seen: its worker may be about to be re-delivered
+    now[0] = 110.0
+    batch._continue_stuck(state, stuck, 10.0, sent.append)
+    assert sent == [0] and state.continued == 1  # 1's lease is live: never
+    now[0] = 115.0
+    batch._continue_stuck(state, stuck, 10.0, sent.append)
+    assert sent == [0]  # again only after another grace
+    state.void[0] = 5  # it moved on (a new checkpoint): the clock starts again
+    now[0] = 121.0
+    batch._continue_stuck(state, stuck, 10.0, sent.append)
+    assert sent == [0]
+    del state.void[0]  # someone is on it now
+    now[0] = 140.0
+    batch._continue_stuck(state, stuck, 10.0, sent.append)
+    assert sent == [0] and stuck == {}
+
+
+async def test_look_marks_a_running_run_whose_lease_is_void() -> None:
+    import time
+
+    from seamkit.durability.records import CheckpointRecord, StoredCheckpoint
+    from seamkit_celery.batch import _look
+
+    rows = {
+        "b-0": CheckpointRecord("b-0", 3, "running", "{}", metadata={"owner": "h:1", "lease_until": time.time() - 1}),
+        "b-1": CheckpointRecord("b-1", 2, "running", "{}", metadata={"owner": "h:1", "lease_until": time.time() + 60}),
+        "b-2": CheckpointRecord("b-2", 5, "running", "{}", metadata={"owner": "h:1"}),  # released
+    }
+
+    class Port:
+        async def latest(self, run_id: str) -> StoredCheckpoint | None:
+            rec = rows.get(run_id)
+            return None if rec is None else StoredCheckpoint(rec, ())
+
+    state = BatchState([BatchItem(i, i + 1, "t") for i in range(4)], "b")
+    await _look(SimpleNamespace(port=Port()), state, [0, 1, 2, 3])
+    assert state.void == {0: 3, 2: 5}
+    assert state.status == {0: "running", 1: "running", 2: "running", 3: "new"}
