@@ -254,12 +254,9 @@ def _check_workflow(composition: Composition) -> str:
     for step, s in workflow.steps.items():
         if not isinstance(s, AgentStepConfig) or s.agent not in agents:
             continue
-        apath, aconfig = agents[s.agent]
-        use, _ = _store_of(composition, s.agent, apath, aconfig)
-        if use in SHARED_STORES:
+        what = _unshared_store(composition, s.agent, *agents[s.agent])
+        if what is None:
             continue
-        what = "no store ('checkpoints: null')" if use is None else (
-            "the default store" if "checkpoints" not in aconfig.model_fields_set else f"'{use}'")
         queued = s.queue_name() is not None
         key = "queue" if queued else "agent"
         why = ("sends its agent run to the queue, and the workflow's worker waits for its checkpoints from "
@@ -272,6 +269,17 @@ def _check_workflow(composition: Composition) -> str:
     return name
 
 
+def _unshared_store(composition: Composition, name: str, path: tuple[str | int, ...], config: Any) -> str | None:
+    """How agent ``name`` checkpoints when that is not into a store every worker shares (``"no store
+    ('checkpoints: null')"``, ``"the default store"``, ``"'sqlite'"``), for a message; ``None`` when it is."""
+    use, _ = _store_of(composition, name, path, config)
+    if use in SHARED_STORES:
+        return None
+    if use is None:
+        return "no store ('checkpoints: null')"
+    return "the default store" if "checkpoints" not in config.model_fields_set else f"'{use}'"
+
+
 def _check_queued_children(composition: Composition) -> None:
     from seamkit.composition import AgentToolRef
 
@@ -280,12 +288,9 @@ def _check_queued_children(composition: Composition) -> None:
         for i, t in enumerate(config.tools):
             if not isinstance(t, AgentToolRef) or t.queue_name() is None or t.agent not in agents:
                 continue
-            cpath, cconfig = agents[t.agent]
-            use, _ = _store_of(composition, t.agent, cpath, cconfig)
-            if use in SHARED_STORES:
+            what = _unshared_store(composition, t.agent, *agents[t.agent])
+            if what is None:
                 continue
-            what = "no store ('checkpoints: null')" if use is None else (
-                "the default store" if "checkpoints" not in cconfig.model_fields_set else f"'{use}'")
             raise QueueConfigError(
                 f"{_where(composition, (*path, 'tools', i, 'queue'))}: agent {caller!r} sends its {t.agent!r} runs to "
                 f"the queue, but agent {t.agent!r} checkpoints into {what}: the caller waits for the child's "
