@@ -26,7 +26,7 @@ from typing import Any
 
 from seamkit.values import Scope
 
-__all__ = ["PENDING_FOR_S", "ContinuationPending", "claim", "describe", "pending", "release"]
+__all__ = ["PENDING_FOR_S", "ContinuationPending", "claim", "clear", "describe", "pending", "release"]
 
 #: Seconds a continuation sent counts as pending while no worker has taken it.
 PENDING_FOR_S = 300.0
@@ -91,5 +91,15 @@ async def release(store: Any, run_id: str, version: int, token: str) -> None:
         first = _first(await store.list(_SCOPE, _key(run_id, version)), time.time())
         if first is not None and first.get("token") == token:  # the later claims were refused
             await store.delete(_SCOPE, _key(run_id, version))
+    except Exception:
+        return
+
+
+async def clear(store: Any, run_id: str, version: int) -> None:
+    """Drop every claim of ``run_id`` at ``version``: a worker refused the continuation (its
+    decisions no longer fit; the run still waits at that version), so a corrected one may be sent
+    at once rather than after :data:`PENDING_FOR_S`. Best effort, as :func:`release`."""
+    try:
+        await store.delete(_SCOPE, _key(run_id, version))
     except Exception:
         return

@@ -744,6 +744,11 @@ async def _deliver(cp: Any, run_id: str, has_task: bool, start: Callable[[], Awa
         why = mask_urls(f"{type(error).__name__}: {error}")
         log.warning("run %s: its continuation was refused, the run still waits: %s", run_id, why)
         out["error"] = why
+        port = getattr(cp, "port", None)
+        if callable(getattr(port, "delete", None)):  # its claim: a corrected continuation may be sent now
+            from seamkit_celery.pending import clear
+
+            await clear(port, run_id, final.version)
     return out
 
 

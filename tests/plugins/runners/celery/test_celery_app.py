@@ -288,3 +288,34 @@ def test_every_broker_url_example_names_the_db_the_docs_give_the_broker() -> Non
         app_module.check_broker_url("127.0.0.1")
     for text in (str(missing.value), str(not_a_url.value), commands._BROKER_HELP):
         assert re.findall(r"redis://[^\s)]*", text) == ["redis://127.0.0.1:6379/1"], text
+
+
+ASKS = """
+seamkit: 1
+agent:
+  name: asks
+  model: {use: scripted, turns: [{tool_calls: [{name: calculator, arguments: {expression: "1+1"}}]}, "two"]}
+  tools: [calculator]
+  approvals: {calculator: every_call}
+  checkpoints: {use: memory}
+"""
+
+
+async def test_a_continuation_the_worker_refuses_drops_its_claim() -> None:
+    from seamkit.composition import build_agent
+    from seamkit_celery.pending import claim, pending
+    from seamkit_celery.task import deliver
+
+    agent = build_agent(loads_composition(ASKS))
+    first = await deliver(agent, make_spec("a.yaml", "go", run_id="r3"))
+    assert first["status"] == "suspended"
+    assert agent.checkpointer is not None
+    snap = await agent.checkpointer.latest("r3")
+    assert snap is not None
+    store = agent.checkpointer.port
+    await claim(store, "r3", snap.version, "edit call_0_0", agent_file="a.yaml")
+    bad = make_spec("a.yaml", None, run_id="r3", decisions={
+        "call_0_0": {"approved": True, "arguments": {"expression": 5}, "reason": None}})
+    out = await deliver(agent, bad)  # edited arguments the tool's schema refuses (submit would have too)
+    assert out["status"] == "suspended" and out["error"] and "expression" in out["error"]
+    assert await pending(store, "r3", snap.version) is None  # a corrected continuation may be sent now
