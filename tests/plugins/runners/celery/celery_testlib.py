@@ -323,3 +323,14 @@ class Worker:
 
 
 __all__ = ["Env", "Worker", "composition", "make_dist", "plugin_paths"]
+
+
+def wait_for(predicate: Any, timeout: float, what: str) -> None:
+    """Poll ``predicate()`` every 50 ms until it is true; ``AssertionError`` naming ``what`` after
+    ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")

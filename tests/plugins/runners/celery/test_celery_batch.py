@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from batch_testlib import batch_plugin, composition, overlapping, spans, table
-from celery_testlib import Env
+from celery_testlib import Env, wait_for
 
 
 @pytest.fixture
@@ -68,14 +68,6 @@ def _queued_messages(env: Env) -> int:
     finally:
         r.close()
 
-
-def _wait_for(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_bad_input_lines_are_located_and_nothing_is_enqueued(benv: Env) -> None:
@@ -198,7 +190,7 @@ def test_queued_runs_are_waited_for_not_enqueued_again_and_ctrl_c_leaves_the_bat
     assert table(benv.redis_url, benv.prefix, "executions") == {
         **{f"q1-{i}": 1 for i in range(5)}, **{f"q2-{i}": 1 for i in range(300)}}
     log = benv.workers[0].log
-    _wait_for(lambda: log.read_text().count(" succeeded in ") >= 305, 30, "the deliveries")
+    wait_for(lambda: log.read_text().count(" succeeded in ") >= 305, 30, "the deliveries")
     assert log.read_text().count(" received") == 305  # one message per run
 
 
@@ -211,7 +203,7 @@ def _interrupt(env: Env, file: Path, inputs: Path, batch_id: str) -> int:
     p = subprocess.Popen([sys.executable, "-m", "seamkit", "batch", str(file), str(inputs), "--queue", env.prefix,
                           "--batch-id", batch_id], cwd=env.cwd, env=env.env(), stdout=subprocess.DEVNULL,
                          stderr=log.open("w"))
-    _wait_for(lambda: f"seamkit: batch {batch_id}:" in log.read_text(), 30, "the batch to start")
+    wait_for(lambda: f"seamkit: batch {batch_id}:" in log.read_text(), 30, "the batch to start")
     p.send_signal(signal.SIGINT)
     assert p.wait(timeout=30) == 130, log.read_text()
     stderr = log.read_text()
@@ -305,14 +297,14 @@ def test_a_batch_of_1000_runs_over_4_worker_processes_with_one_killed(benv: Env,
     # transport pops, then records it unacknowledged): the batch sends such a run again
     p = _popen_batch(benv, file, inputs, "--batch-id", "big", "--out", str(out), "--timeout", "240",
                      "--requeue-after", "5")
-    _wait_for(lambda: len(table(benv.redis_url, benv.prefix, "applied")) >= N // 3, 120, "a third of the runs")
+    wait_for(lambda: len(table(benv.redis_url, benv.prefix, "applied")) >= N // 3, 120, "a third of the runs")
 
     def inside_slow_call() -> Any:  # a worker with a process inside a slow run's tool call now
         busy = {s["pid"] for s in spans(benv.redis_url, benv.prefix)
                 if s["end"] is None and int(s["run"].rsplit("-", 1)[1]) % 97 == 96}
         return next((w for w in workers if _children(w.pid) & busy), None)
 
-    _wait_for(inside_slow_call, 120, "a run inside its slow tool call")
+    wait_for(inside_slow_call, 120, "a run inside its slow tool call")
     victim = inside_slow_call()
     killed_at = time.time()
     victim.kill_main()  # SIGKILL mid-batch, mid-run: its pool processes die with it

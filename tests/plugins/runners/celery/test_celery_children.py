@@ -9,7 +9,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from celery_testlib import Env
+from celery_testlib import Env, wait_for
 
 
 def lead_file(env: Env, *, sleep: float = 0.0, child_turns: str | None = None, child_store: str | None = None,
@@ -74,16 +74,6 @@ def _children(env: Env, lead: str) -> list[Any]:
 def _tool_results(snap: Any) -> list[Any]:
     return [b for m in snap.transcript if m.role == "tool" for b in m.content if hasattr(b, "is_error")]
 
-
-def _wait_for(predicate: Any, timeout: float, what: str) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_the_child_runs_on_another_worker_and_the_lead_gets_its_answer(env: Env) -> None:
@@ -156,7 +146,7 @@ def test_a_lead_killed_while_it_waits_is_redelivered_and_submits_no_second_child
     assert r.returncode == 0, r
     lead = r.stdout.strip()
     # the child is inside its tool (4 s): the lead waits on it; kill the lead's worker there
-    _wait_for(lambda: any(a["run"] != lead for a in env.attempts()), 30, "the child inside its tool")
+    wait_for(lambda: any(a["run"] != lead for a in env.attempts()), 30, "the child inside its tool")
     first.kill_main()
     second = env.worker(file, "--requeue-after", "5")
     found = env.outcomes([lead], timeout=60)

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from celery_testlib import Env
-from test_celery_children import _tool_results, _wait_for, lead_file
+from celery_testlib import Env, wait_for
+from test_celery_children import _tool_results, lead_file
 from test_celery_store_outage import PersistentRedis
 
 
@@ -40,13 +40,13 @@ def test_a_child_send_that_finds_the_broker_down_retries_the_lead_and_never_tell
     r = env.cli("submit", str(file), "brief me", "--queue", env.prefix, "--broker", url)
     assert r.returncode == 0, r
     lead = r.stdout.strip()
-    _wait_for(lambda: len(env.attempts()) == 1, 20, "the lead inside its first tool call")
+    wait_for(lambda: len(env.attempts()) == 1, 20, "the lead inside its first tool call")
     broker.kill()
     def refused() -> bool:  # (or, wrongly, the lead went on as if the child had failed)
         snap = env.outcomes([lead], timeout=0).get(lead)
         return "could not be sent" in leads.text() or (snap is not None and snap.status != "running")
 
-    _wait_for(refused, 30, "the child's send refused by the broker")
+    wait_for(refused, 30, "the child's send refused by the broker")
     broker.start()
     back = time.monotonic()
     done = env.outcomes([lead], timeout=30)

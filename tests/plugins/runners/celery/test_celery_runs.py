@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from celery_testlib import Env, composition
+from celery_testlib import Env, composition, wait_for
 
 
 def _write(env: Env, name: str, text: str) -> Path:
@@ -37,14 +37,14 @@ def test_submit_worker_wait_done(env: Env) -> None:
     # the same run id submitted again with the same spec: the delivery finds the run done and runs nothing
     again = env.submit(file, "record it", "--run-id", run_id, "--var", "team=ops")
     assert again.returncode == 0 and again.stdout.strip() == run_id, again
-    _wait_for(lambda: env.workers[0].text().count(" succeeded in ") == 2, 20, "the second delivery")
+    wait_for(lambda: env.workers[0].text().count(" succeeded in ") == 2, 20, "the second delivery")
     assert len(env.attempts()) == 1
     # a message naming a file this worker does not have: rejected, said once in the log, no traceback
     from seamkit_celery import make_app, submit
 
     gone = submit(make_app(env.broker, queue=env.prefix), env.cwd / "gone.yaml", "x", queue=env.prefix,
                   check=False)
-    _wait_for(lambda: f"run {gone} rejected" in env.workers[0].text(), 20, "the rejection")
+    wait_for(lambda: f"run {gone} rejected" in env.workers[0].text(), 20, "the rejection")
     assert "gone.yaml" in env.workers[0].text() and "Traceback" not in env.workers[0].text()
 
 
@@ -56,16 +56,6 @@ def _submit_many(env: Env, file: Path, n: int) -> list[str]:
     return [submit(app, file, f"item {i}", queue=env.prefix, check=False) for i in range(n)]
 
 
-def _wait_for(predicate: object, timeout: float, what: str) -> None:
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
 
 def test_sigkill_mid_run_the_next_worker_resumes_it_and_no_write_repeats(env: Env) -> None:
     file = _write(env, "slow.yaml", composition(redis_url=env.redis_url, prefix=env.prefix, sleep=1.0))
@@ -73,7 +63,7 @@ def test_sigkill_mid_run_the_next_worker_resumes_it_and_no_write_repeats(env: En
     first.wait_ready()
     run_ids = _submit_many(env, file, 4)
     # both pool processes are inside the tool (a run each): kill the worker there
-    _wait_for(lambda: len(env.attempts()) >= 2, 20, "two runs inside the tool")
+    wait_for(lambda: len(env.attempts()) >= 2, 20, "two runs inside the tool")
     first.kill_main()
     killed_pids = {a["pid"] for a in env.attempts()}
     second = env.worker(file, "--concurrency", "2")
@@ -159,11 +149,11 @@ def test_a_redelivered_message_waits_on_the_live_lease_and_keeps_the_run_alive(e
     for w in workers:
         w.wait_ready()
     (run_id,) = _submit_many(env, file, 1)
-    _wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
+    wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
     running_pid = env.attempts()[0]["pid"]
     holder = next(w for w in workers if str(running_pid) in _children(w.pid).split())
     other = next(w for w in workers if w is not holder)
-    _wait_for(lambda: "received" in other.text(), 20, "the message delivered again, to the other worker")
+    wait_for(lambda: "received" in other.text(), 20, "the message delivered again, to the other worker")
     holder.kill_main()
     found = env.outcomes([run_id], timeout=30)
     assert found[run_id].status == "done", other.text()
@@ -189,7 +179,7 @@ def test_a_batch_of_100_runs_over_workers_with_one_killed_midway(env: Env) -> No
         w.wait_ready()
     started = time.monotonic()
     run_ids = _submit_many(env, file, 100)
-    _wait_for(lambda: len(env.applied()) >= 30, 60, "30 runs applied")
+    wait_for(lambda: len(env.applied()) >= 30, 60, "30 runs applied")
     workers[0].kill_main()
     env.worker(file, "--concurrency", "2")
     found = env.outcomes(run_ids, timeout=60)
@@ -227,7 +217,7 @@ def test_a_write_a_kill_interrupted_is_not_guessed_it_waits_for_a_person(env: En
     first = env.worker(file)
     first.wait_ready()
     (run_id,) = _submit_many(env, file, 1)
-    _wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
+    wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
     first.kill_main()
     env.worker(file)
     w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "30")
@@ -266,7 +256,7 @@ def test_sigterm_lets_the_running_run_finish_then_the_worker_exits(env: Env) -> 
     w = env.worker(file)
     w.wait_ready()
     (run_id,) = _submit_many(env, file, 1)
-    _wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
+    wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
     w.proc.send_signal(signal.SIGTERM)  # docker stop, Kubernetes: Celery's warm shutdown
     assert w.proc.wait(timeout=30) == 0, w.text()
     found = env.outcomes([run_id], timeout=1)
@@ -301,7 +291,7 @@ def test_seamkit_resume_on_a_run_a_worker_is_running_now_enqueues_nothing(env: E
     file = _write(env, "long.yaml", composition(redis_url=env.redis_url, prefix=env.prefix, sleep=3.0))
     env.worker(file, "--pool", "solo")
     run_id = env.submit(file, "task 0").stdout.strip()
-    _wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
+    wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
     r = env.cli("resume", run_id, "--agent", str(file))
     assert r.returncode == 2, r
     assert f"run {run_id} is running on a worker (" in r.stderr and "nothing to continue" in r.stderr, r.stderr

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from celery_testlib import Env, composition
+from celery_testlib import Env, composition, wait_for
 from seamkit.testing.services import free_port
 
 
@@ -71,14 +71,6 @@ def _write(env: Env, store: PersistentRedis, name: str, **kw: object) -> Path:
     return path
 
 
-def _wait_for(predicate: object, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
 
 def _outcome(store_url: str, prefix: str, run_id: str, timeout: float) -> object:
     """The run's latest checkpoint once it is no longer running (or at the timeout)."""
@@ -132,7 +124,7 @@ def test_a_run_delivered_while_its_store_is_down_waits_for_it_and_runs_once(env:
     _submit_refused_while_the_store_is_down(env, file)
     run_id = _on_the_broker(env, file, "record it")
     # the delivery found no store: retried (with backoff), never acknowledged as done
-    _wait_for(lambda: len(_retries(worker.text(), run_id)) >= 2, 15, "two retries of the delivery")
+    wait_for(lambda: len(_retries(worker.text(), run_id)) >= 2, 15, "two retries of the delivery")
     assert env.attempts() == []
     assert all("StoreUnavailable" in why and "127.0.0.1" in why for why in _retries(worker.text(), run_id))
     store.start()
@@ -153,9 +145,9 @@ def test_a_store_killed_mid_run_the_delivery_retries_and_the_run_resumes_once(en
     r = env.submit(file, "record it")
     assert r.returncode == 0, r
     run_id = r.stdout.strip()
-    _wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
+    wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
     store.kill()  # the tool finishes into a dead store: its result and the next checkpoint cannot be written
-    _wait_for(lambda: len(_retries(worker.text(), run_id)) >= 1, 15, "the delivery retried")
+    wait_for(lambda: len(_retries(worker.text(), run_id)) >= 1, 15, "the delivery retried")
     store.start()
     back = time.monotonic()
     snap = _outcome(store.url, env.prefix, run_id, timeout=20)
@@ -207,11 +199,11 @@ def test_runs_in_postgres_wait_out_a_stopped_server(env: Env, tmp_path: Path) ->
         server.stop(remove=False)
         _submit_refused_while_the_store_is_down(env, file)
         run_id = _on_the_broker(env, file, "record it")
-        _wait_for(lambda: len(_retries(worker.text(), run_id)) >= 1, 15, "the delivery retried")
+        wait_for(lambda: len(_retries(worker.text(), run_id)) >= 1, 15, "the delivery retried")
         assert env.attempts() == []
         server.start()
         back = time.monotonic()
-        _wait_for(lambda: len(env.attempts()) == 1, 20, "the run started once the store was back")
+        wait_for(lambda: len(env.attempts()) == 1, 20, "the run started once the store was back")
         # started: it has checkpoints now (it had no send record, so runs wait could not know it before)
         w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "20")
         assert w.returncode == 0 and w.stdout.strip() == "recorded", (w, worker.text())
@@ -232,9 +224,9 @@ def test_broker_and_store_down_together_mid_run_the_message_is_kept_and_the_run_
     r = env.cli("submit", str(file), "record it", "--queue", env.prefix, "--broker", broker)
     assert r.returncode == 0, r
     run_id = r.stdout.strip()
-    _wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
+    wait_for(lambda: len(env.attempts()) == 1, 20, "the run inside the tool")
     store.kill()
-    _wait_for(lambda: "the retry could not be sent" in worker.text(), 20, "the retry refused by the broker")
+    wait_for(lambda: "the retry could not be sent" in worker.text(), 20, "the retry refused by the broker")
     store.start()
     back = time.monotonic()
     snap = _outcome(store.url, env.prefix, run_id, timeout=30)
