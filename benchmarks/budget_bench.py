@@ -5,7 +5,7 @@ Run: ``bash benchmarks/run.sh budget``. Options: ``--calls 300`` (calls per kind
 ``--rounds 5``, ``--kinds none,in_process,shared_memory,shared_sqlite,shared_redis,shared_postgres``,
 ``--json`` (one JSON line per kind), ``--quick`` (``--calls 20 --rounds 1``: a smoke run). Numbers
 only, no thresholds. Redis and PostgreSQL are throwaway servers started on loopback
-(:mod:`seamkit.testing.services`); SQLite is a file in a temporary folder.
+(:mod:`seamkit_services`); SQLite is a file in a temporary folder.
 
 The model is a priced fake that answers at once (a text delta, then its usage and cost), so what
 is measured is the middleware. Each call is one chat call through :func:`seamkit.middleware.chain`
@@ -38,6 +38,9 @@ from seamkit.testing import make_test_ctx
 from seamkit.testing.memory_store import MemoryStore
 from seamkit.values import ChatRequest, Delta, Message, Scope, Usage
 from seamkit_budget import BudgetMiddleware
+
+# seamkit_services (the throwaway PostgreSQL/Redis servers) lives with the test suite, not in the wheel
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 KINDS = ("none", "in_process", "shared_memory", "shared_sqlite", "shared_redis", "shared_postgres")
 REQUEST = ChatRequest((Message.system("You answer briefly."), Message.user("What is the capital of France?")),
@@ -72,15 +75,15 @@ class Services:
 
             store = SqliteStore(self.folder / "budget.db")
         elif kind == "shared_redis":
-            from seamkit.testing.services import start_redis
             from seamkit_redis.store import RedisStore
+            from seamkit_services import start_redis
 
             self.redis = self.redis or start_redis(self.folder / "redis")
             store = RedisStore(self.redis.url)
         elif kind == "shared_postgres":
-            from seamkit.testing.services import start_postgres
             from seamkit_postgres.config import PostgresConfig
             from seamkit_postgres.store import PostgresStore
+            from seamkit_services import start_postgres
 
             self.pg = self.pg or start_postgres(self.folder / "pg")
             store = PostgresStore(PostgresConfig(dsn=self.pg.dsn))

@@ -8,7 +8,7 @@ one-at-a-time measures), ``--rounds 3`` (every measure, interleaved; medians pri
 processes pay off even on few cores), ``--json`` (one JSON object), ``--quick`` (``--runs 100
 --single 10 --rounds 1``).
 Numbers only, no thresholds. Redis (broker and checkpoint store) is a throwaway server on loopback
-(:mod:`seamkit.testing.services`).
+(:mod:`seamkit_services`).
 
 The composition is light on purpose, so that what is measured is seamkit and the queue: a
 scripted model (no network) that calls one tiny side-effecting tool (``bench_tick``: returns at
@@ -43,6 +43,9 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+
+# seamkit_services (the throwaway PostgreSQL/Redis servers) lives with the test suite, not in the wheel
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 PLUGIN = '''
 from seamkit.hookspecs import hookimpl
@@ -230,7 +233,7 @@ def main() -> None:
     if args.quick:
         args.runs, args.single, args.rounds = 100, 10, 1
     counts = [int(x) for x in args.workers.split(",")]
-    from seamkit.testing.services import start_redis
+    from seamkit_services import start_redis
 
     folder = Path(tempfile.mkdtemp(prefix="celery-bench-"))
     server = start_redis(folder / "redis")

@@ -31,7 +31,7 @@ rounds (shared VMs are noisy: other processes steal the CPU for whole millisecon
 the cost) and reports its median, the medians of steps 1-20 and of the last 20 steps, and their
 ratio (growth); "typical" is the median over rounds of each round's own median, noise included.
 
-PostgreSQL and Redis are throwaway servers started on loopback by ``seamkit.testing.services``
+PostgreSQL and Redis are throwaway servers started on loopback by ``seamkit_services``
 (its PostgreSQL runs with fsync=off and synchronous_commit=off, the same for both sides); SQLite
 files live in a temporary directory on the same disk as the system temp dir.
 """
@@ -59,6 +59,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from seamkit import Agent, tool
@@ -67,6 +68,9 @@ from seamkit.durability.checkpointer import RunHandle
 from seamkit.plugins.registry import get_registry
 from seamkit.ports import CheckpointPort
 from seamkit.testing import ScriptedModel, ScriptedTurn
+
+# seamkit_services (the throwaway PostgreSQL/Redis servers) lives with the test suite, not in the wheel
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 PC = time.perf_counter
 _PORT_METHODS = sorted(m for m in vars(CheckpointPort) if not m.startswith("_"))
@@ -510,7 +514,7 @@ class Services:
     redis: Any = None
 
     def start(self, need_pg: bool, need_redis: bool) -> None:
-        from seamkit.testing.services import start_postgres, start_redis
+        from seamkit_services import start_postgres, start_redis
 
         if need_pg:
             self.pg = start_postgres(os.path.join(self.workdir, "pg"))

@@ -1,5 +1,5 @@
 # Sourced (or run) by scripts/test.sh: makes sure the PostgreSQL and Redis server binaries the
-# test suite starts on loopback (seamkit.testing.services), and headless Chromium, are installed. Installs the Debian
+# test suite starts on loopback (seamkit_services), and headless Chromium, are installed. Installs the Debian
 # packages only when a binary is missing, so a second run costs a few milliseconds.
 set -euo pipefail
 

@@ -50,12 +50,12 @@ if [ ! -x .venv/bin/python ]; then
 fi
 
 PLUGINS=()
-for d in plugins/*/*/; do
+for d in plugins/*/*/ testkit/*/; do
   [ -f "$d/pyproject.toml" ] && PLUGINS+=("-e" "${d%/}")
 done
 
 stamp=".venv/.seamkit-installed"
-want="$(cat pyproject.toml requirements-dev.txt plugins/*/*/pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)"
+want="$(cat pyproject.toml requirements-dev.txt plugins/*/*/pyproject.toml testkit/*/pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "seamkit setup: installing the host, $(( ${#PLUGINS[@]} / 2 )) plugins and dev tools into .venv (first time: a few minutes, llama.cpp compiles once)" >&2
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from seamkit.testing.services import PostgresServer, RedisServer, ServiceStartError, start_postgres, start_redis
+from seamkit_services import PostgresServer, RedisServer, ServiceStartError, start_postgres, start_redis
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from pytest_seamkit.conformance import CONFORMANCE_SECRET, SCENARIOS, ProviderConformance
 from seamkit.accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.testing.conformance import CONFORMANCE_SECRET, SCENARIOS, ProviderConformance
 from seamkit.values import ChatRequest, Delta, LLMResult, ToolCallDelta, Usage
 
 _ERR = {

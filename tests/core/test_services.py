@@ -7,7 +7,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from seamkit.testing.services import PostgresServer, RedisServer, ServiceStartError, start_postgres, start_redis
+from seamkit_services import PostgresServer, RedisServer, ServiceStartError, start_postgres, start_redis
 
 
 def _redis_roundtrip(port: int, *parts: str) -> bytes:

@@ -1,6 +1,6 @@
 """The Python examples of docs/getting-started.md, layers.md, providers.md, guardrails.md,
 capabilities.md, multi-agent.md, yaml-reference.md, workflows.md, mcp.md, observability.md,
-evals.md and scale-out.md run and their asserts hold.
+evals.md, scale-out.md and every page of docs/plugins/ run and their asserts hold.
 
 Every fenced ``python`` block runs in a fresh namespace, in a temporary working directory; a block
 whose info string has ``notest`` (it needs the real model) is only compiled.
@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / "getting-started.md", ROOT / "docs" / "layers.md", ROOT / "docs" / "providers.md",
         ROOT / "docs" / "guardrails.md", ROOT / "docs" / "capabilities.md", ROOT / "docs" / "multi-agent.md",
         ROOT / "docs" / "yaml-reference.md", ROOT / "docs" / "workflows.md", ROOT / "docs" / "mcp.md",
-        ROOT / "docs" / "observability.md", ROOT / "docs" / "evals.md", ROOT / "docs" / "scale-out.md"]
+        ROOT / "docs" / "observability.md", ROOT / "docs" / "evals.md", ROOT / "docs" / "scale-out.md",
+        # the plugin authors' pages, one per kind (every page there is run)
+        *sorted((ROOT / "docs" / "plugins").glob("*.md"))]
 
 
 def _python_blocks() -> list[tuple[Path, Block]]:

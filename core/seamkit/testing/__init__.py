@@ -4,7 +4,7 @@
 - :class:`SchemaDrivenModel`: calls every advertised tool once with valid arguments, then answers.
 - :func:`make_test_ctx`, :class:`FakeClock`, :func:`block_network`.
 - :class:`MemoryStore`: the in-memory reference backend of the store and checkpoint ports; their
-  conformance suites are in :mod:`seamkit.testing.conformance`.
+  conformance suites are in :mod:`pytest_seamkit.conformance`.
 
 Names load lazily: the package is imported on every start (it registers the ``scripted``
 provider), so it must stay cheap.

@@ -1,19 +1,19 @@
-"""pytest plugin (entry point ``pytest11``): fixtures of the seamkit test kit.
+"""pytest plugin (entry point ``pytest11`` of pytest-seamkit): fixtures of the seamkit test kit.
 
 - ``seamkit_ctx``: a :class:`~seamkit.runtime.context.RunContext` from ``make_test_ctx()``.
 - ``register_plugin``: ``register_plugin(module_or_object, name=...)`` registers a plugin into
   the process-wide registry for one test and removes it afterwards.
 - ``no_network``: blocks non-loopback connections for the test; ``--seamkit-block-network``
-  blocks them for the whole session.
+  blocks them for the whole session. The plugin defines no autouse fixture.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-
 from seamkit.testing.context import make_test_ctx
 from seamkit.testing.network import block_network
 
@@ -27,13 +27,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _seamkit_session_network(request: pytest.FixtureRequest) -> Iterator[None]:
-    if request.config.getoption("--seamkit-block-network"):
-        with block_network():
-            yield
-    else:
-        yield
+_BLOCK = pytest.StashKey[contextlib.ExitStack]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # a hook, not an autouse fixture: without the option, installing the plugin changes nothing
+    if config.getoption("--seamkit-block-network", default=False):
+        stack = contextlib.ExitStack()
+        stack.enter_context(block_network())
+        config.stash[_BLOCK] = stack
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    stack = config.stash.get(_BLOCK, None)
+    if stack is not None:
+        stack.close()
 
 
 @pytest.fixture

@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator
 import pytest
 import pytest_asyncio
 from pydantic import ValidationError
+from pytest_seamkit.conformance import CheckpointConformance, StoreConformance
 from seamkit.durability.records import CheckpointRecord
 from seamkit.plugins.registry import get_registry
 from seamkit.ports import CheckpointPort, StorePort
 from seamkit.testing.clock import FakeClock
-from seamkit.testing.conformance import CheckpointConformance, StoreConformance
 from seamkit.testing.memory_store import MemoryStore
 from seamkit.values import Scope
 

@@ -1,6 +1,6 @@
 """Conformance suites for backends of :class:`~seamkit.ports.StorePort` and
 :class:`~seamkit.ports.CheckpointPort`, and for model providers (:class:`ProviderConformance`,
-see :mod:`seamkit.testing.conformance.provider`).
+see :mod:`pytest_seamkit.conformance.provider`).
 
 A backend's test module subclasses a suite and provides a fixture that yields a fresh, empty,
 isolated backend instance (and closes it afterwards): ``store`` for :class:`StoreConformance`,
@@ -8,7 +8,7 @@ isolated backend instance (and closes it afterwards): ``store`` for :class:`Stor
 works whether or not the project sets ``asyncio_mode = "auto"``::
 
     import pytest_asyncio
-    from seamkit.testing.conformance import CheckpointConformance, StoreConformance
+    from pytest_seamkit.conformance import CheckpointConformance, StoreConformance
 
     class TestMyStore(StoreConformance):
         @pytest_asyncio.fixture
@@ -31,8 +31,8 @@ is coarse); every other test takes well under a second on a local backend.
 
 from __future__ import annotations
 
-from seamkit.testing.conformance.checkpoint import CheckpointConformance
-from seamkit.testing.conformance.provider import CONFORMANCE_SECRET, SCENARIOS, ProviderConformance
-from seamkit.testing.conformance.store import StoreConformance
+from pytest_seamkit.conformance.checkpoint import CheckpointConformance
+from pytest_seamkit.conformance.provider import CONFORMANCE_SECRET, SCENARIOS, ProviderConformance
+from pytest_seamkit.conformance.store import StoreConformance
 
 __all__ = ["CONFORMANCE_SECRET", "SCENARIOS", "CheckpointConformance", "ProviderConformance", "StoreConformance"]

@@ -1,4 +1,4 @@
-"""The :class:`~seamkit.ports.CheckpointPort` conformance suite (see :mod:`seamkit.testing.conformance`)."""
+"""The :class:`~seamkit.ports.CheckpointPort` conformance suite (see :mod:`pytest_seamkit.conformance`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-
 from seamkit.durability import codec
 from seamkit.durability.records import CheckpointInfo, CheckpointRecord, StoredCheckpoint
 from seamkit.errors import CheckpointConflict

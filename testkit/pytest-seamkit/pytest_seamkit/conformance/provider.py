@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 from seamkit.accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError
 from seamkit.ports import LLMPort

@@ -1,4 +1,4 @@
-"""The :class:`~seamkit.ports.StorePort` conformance suite (see :mod:`seamkit.testing.conformance`)."""
+"""The :class:`~seamkit.ports.StorePort` conformance suite (see :mod:`pytest_seamkit.conformance`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-
 from seamkit.durability import codec
 from seamkit.errors import StoreValueError, TTLNotSupported
 from seamkit.ports import StorePort

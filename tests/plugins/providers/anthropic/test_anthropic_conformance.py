@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 import pytest
 from anthropic_wire_helpers import error_reply, expected_body, sse_reply
+from pytest_seamkit.conformance import CONFORMANCE_SECRET, ProviderConformance
 from seamkit.accumulate import collect_result
 from seamkit.ports import LLMPort
-from seamkit.testing.conformance import CONFORMANCE_SECRET, ProviderConformance
 from seamkit_anthropic.config import AnthropicConfig
 from seamkit_anthropic.provider import AnthropicProvider
 from seamkit_http import ReplayTransport, make_client

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from pytest_seamkit.conformance import CONFORMANCE_SECRET, ProviderConformance
 from seamkit.ports import LLMPort
-from seamkit.testing.conformance import CONFORMANCE_SECRET, ProviderConformance
 from seamkit_http import ReplayTransport, Reply, make_client
 from seamkit_openai.chat import build
 from seamkit_openai.config import OpenAIChatConfig

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from pytest_seamkit.conformance import ProviderConformance
 from seamkit.composition import load_composition
 from seamkit.errors import ConfigError, FailureClass, ProviderError
-from seamkit.testing.conformance import ProviderConformance
 from seamkit.values import ChatRequest, Delta, Message
 from seamkit_http import ReplayTransport, Reply, make_client
 from seamkit_openai.chat import OpenAIChatProvider, build

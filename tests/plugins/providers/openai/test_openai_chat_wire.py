@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pytest_seamkit.conformance import ProviderConformance
 from seamkit.accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
-from seamkit.testing.conformance import ProviderConformance
 from seamkit.values import (
     ChatRequest,
     Delta,
@@ -127,7 +127,7 @@ async def test_settings_on_a_chat_model_are_sent() -> None:
 
 
 async def test_named_tool_choice_and_none() -> None:
-    from seamkit.testing.conformance.provider import WEATHER
+    from pytest_seamkit.conformance.provider import WEATHER
 
     p, t = make(sse_reply("tool_call"), sse_reply("text"))
     await p.chat(ChatRequest((Message.user("x"),), tools=(WEATHER,), tool_choice="get_weather"))
@@ -411,7 +411,7 @@ async def test_local_server_without_key_sends_no_authorization_and_costs_nothing
 
 
 async def test_compatible_server_capabilities_can_be_overridden() -> None:
-    from seamkit.testing.conformance.provider import ANSWER_SCHEMA
+    from pytest_seamkit.conformance.provider import ANSWER_SCHEMA
 
     p, t = make(sse_reply("local_no_usage"), model="my-model", base_url="http://localhost:11434/v1", api_key=None,
                 capabilities={"json_schema": False, "stream_options": False})
@@ -608,7 +608,7 @@ async def test_pooled_clients() -> None:
 
 
 async def test_schema_inside_json_mode_for_llama_cpp_python_servers() -> None:
-    from seamkit.testing.conformance.provider import ANSWER_SCHEMA
+    from pytest_seamkit.conformance.provider import ANSWER_SCHEMA
 
     p, t = make(sse_reply("structured_output"), model="gemma-3-270m", base_url="http://127.0.0.1:8000/v1",
                 api_key=None, capabilities={"json_schema": False, "json_object_schema": True})

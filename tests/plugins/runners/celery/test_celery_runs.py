@@ -104,7 +104,7 @@ def test_sqlite_or_default_store_is_refused_at_submit_and_at_worker_start(env: E
 
 
 def test_unreachable_broker_is_named_with_its_password_masked(env: Env) -> None:
-    from seamkit.testing.services import free_port
+    from seamkit_services import free_port
 
     file = _write(env, "rec.yaml", composition(redis_url=env.redis_url, prefix=env.prefix))
     broker = f"redis://:hunter2-secret@127.0.0.1:{free_port()}/0"

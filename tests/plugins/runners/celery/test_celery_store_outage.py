@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from celery_testlib import Env, composition, wait_for
-from seamkit.testing.services import free_port
+from seamkit_services import free_port
 
 
 class PersistentRedis:
@@ -186,7 +186,7 @@ def test_a_worker_whose_postgres_store_is_not_set_up_says_how_to_set_it_up(env: 
 
 
 def test_runs_in_postgres_wait_out_a_stopped_server(env: Env, tmp_path: Path) -> None:
-    from seamkit.testing.services import start_postgres
+    from seamkit_services import start_postgres
 
     server = start_postgres(tmp_path / "pg")
     try:

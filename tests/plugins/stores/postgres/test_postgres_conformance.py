@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 
 import psycopg
 import pytest_asyncio
-from seamkit.testing.conformance import CheckpointConformance, StoreConformance
+from pytest_seamkit.conformance import CheckpointConformance, StoreConformance
 from seamkit_postgres.config import PostgresConfig
 from seamkit_postgres.store import PostgresStore
 

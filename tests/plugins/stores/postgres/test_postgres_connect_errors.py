@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from pydantic import SecretStr, ValidationError
 from seamkit.durability.records import CheckpointRecord
 from seamkit.errors import StoreUnavailable
-from seamkit.testing.services import free_port, start_postgres
 from seamkit.values import Scope
 from seamkit_postgres.config import PostgresConfig
 from seamkit_postgres.store import PostgresStore
+from seamkit_services import free_port, start_postgres
 
 S = Scope("pg-connect")
 PASSWORD = "s3cr%zzPw-Secret"  # a raw "%": not valid percent-encoding in a URL

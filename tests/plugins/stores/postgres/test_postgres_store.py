@@ -20,10 +20,10 @@ from seamkit.durability.records import CheckpointRecord
 from seamkit.errors import StoreUnavailable
 from seamkit.plugins.registry import load_registry
 from seamkit.ports import CheckpointPort, StorePort
-from seamkit.testing.services import free_port, start_postgres
 from seamkit.values import Scope
 from seamkit_postgres.config import PostgresConfig
 from seamkit_postgres.store import LATEST_MIGRATION, PostgresStore
+from seamkit_services import free_port, start_postgres
 
 S = Scope("pg-tests")
 PASSWORD = "s3cr3t-Pa55word-xyz"

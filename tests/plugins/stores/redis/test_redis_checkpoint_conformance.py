@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest_asyncio
-from seamkit.testing.conformance import CheckpointConformance
+from pytest_seamkit.conformance import CheckpointConformance
 from seamkit_redis.store import RedisStore
 
 

@@ -22,10 +22,10 @@ from seamkit.durability.records import CheckpointRecord
 from seamkit.errors import CheckpointConflict, ConfigError, StoreUnavailable, StoreValueError, TTLNotSupported
 from seamkit.plugins.registry import load_registry
 from seamkit.ports import CheckpointPort, StorePort
-from seamkit.testing.services import free_port, start_redis
 from seamkit.values import Message, Scope
 from seamkit_redis.config import RedisConfig
 from seamkit_redis.store import RedisStore, build
+from seamkit_services import free_port, start_redis
 
 S = Scope("redis-tests")
 PASSWORD = "pa55-W0rd-s3cret"
@@ -157,7 +157,7 @@ async def test_recovers_when_the_server_comes_back(tmp_path: Path) -> None:
         server.stop()
         with pytest.raises(StoreUnavailable):
             await store.get(S, "k")
-        from seamkit.testing.services import RedisServer
+        from seamkit_services import RedisServer
 
         again = RedisServer(tmp_path / "b", port=port)
         again.start()

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest_asyncio
-from seamkit.testing.conformance import CheckpointConformance, StoreConformance
+from pytest_seamkit.conformance import CheckpointConformance, StoreConformance
 from seamkit_sqlite.store import SqliteStore
 
 
