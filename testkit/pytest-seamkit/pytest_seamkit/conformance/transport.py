@@ -34,7 +34,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             body = raw.decode("utf-8", "replace")
         self.sent.append(SentRequest(body, dict(request.headers), str(request.url)))
         if self._inner is not None:
-            return await self._inner.handle_async_request(request)
+            response: httpx.Response = await self._inner.handle_async_request(request)
+            return response
         if not self._replies:
             raise AssertionError(f"RecordingTransport: no reply left for {request.method} {request.url.path}")
         reply = self._replies.pop(0)

@@ -18,7 +18,10 @@ import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_seamkit.conformance.transport import RecordingTransport
 
 __all__ = ["Recorder", "SentRequest", "WireReply"]
 
@@ -72,7 +75,7 @@ class SentRequest:
                     return True
             return False
         texts = [v for v in leaves if isinstance(v, str)]
-        texts += list(self.headers.values()) + [self.url]
+        texts += [*self.headers.values(), self.url]
         return any(marker in t for t in texts)
 
     def header(self, name: str) -> str | None:
@@ -109,10 +112,10 @@ class Recorder:
     in-process provider's hook. :meth:`last_sent` is the most recent request of either kind."""
 
     def __init__(self) -> None:
-        self._transports: list[Any] = []
+        self._transports: list[RecordingTransport] = []
         self._records: list[SentRequest] = []
 
-    def transport(self, *replies: WireReply | BaseException, inner: Any = None) -> Any:
+    def transport(self, *replies: WireReply | BaseException, inner: Any = None) -> RecordingTransport:
         """A :class:`~pytest_seamkit.conformance.transport.RecordingTransport` answering with
         ``replies`` (or ``inner``), read by this recorder (needs ``httpx``)."""
         from pytest_seamkit.conformance.transport import RecordingTransport

@@ -23,7 +23,7 @@ from seamkit_llamacpp.provider import LlamaCppProvider
 
 # scenario -> (text pieces, finish reason or None: the stream ends without its final chunk,
 # or an exception raised after the pieces: llama.cpp failing mid-decode)
-_REPLIES: dict[str, tuple[list[str], str | None | Exception]] = {
+_REPLIES: dict[str, tuple[list[str], str | Exception | None]] = {
     "text": (["Hello", ", world"], "stop"),
     "tool_call": (['{"name": "get_weather", ', '"arguments": {"city": "Paris"}}'], "stop"),
     "structured_output": (['{"answer"', ": 42}"], "stop"),
@@ -41,7 +41,7 @@ class FakeLlama:
     """What :class:`~seamkit_llamacpp.provider.LlamaCppProvider` calls on a ``Llama``: one token
     per byte; ``create_completion`` records the request and streams ``reply``."""
 
-    def __init__(self, reply: tuple[list[str], str | None | Exception], recorder: Recorder) -> None:
+    def __init__(self, reply: tuple[list[str], str | Exception | None], recorder: Recorder) -> None:
         self.reply = reply
         self.recorder = recorder
         self._model = _Vocab()
