@@ -3,6 +3,7 @@ and shown to fail for providers that break it."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -31,7 +32,8 @@ class DeltaModel:
 
     def __init__(self, scenario: str, *, swallow_midstream: bool = False, leak: bool = False,
                  merge_parallel: bool = False, recorder: Recorder | None = None,
-                 features: frozenset[str] = PROVIDER_FEATURES) -> None:
+                 features: frozenset[str] = PROVIDER_FEATURES, drop_images: bool = False,
+                 log_key: bool = False) -> None:
         self.scenario = scenario
         self._key = CONFORMANCE_SECRET
         self.swallow = swallow_midstream
@@ -39,13 +41,17 @@ class DeltaModel:
         self.shared_ids = merge_parallel
         self.recorder = recorder
         self.features = features
+        self.drop_images = drop_images
+        self.log_key = log_key
 
     def __repr__(self) -> str:
         return f"DeltaModel({self.scenario!r}, key={self._key if self.leak else '***'})"
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
-        if "images" not in self.features and any(isinstance(b, ImageBlock) for m in request.messages
-                                                 for b in m.content):
+        if self.log_key:
+            logging.getLogger("fake").debug("sending with key %s", self._key)
+        if "images" not in self.features and not self.drop_images and any(
+                isinstance(b, ImageBlock) for m in request.messages for b in m.content):
             raise UnsupportedFeature("images are not supported", provider=self.provider, feature="images")
         if self.recorder is not None:
             self.recorder.record(SentRequest(request, {"authorization": f"Bearer {self._key}"}))
@@ -131,3 +137,23 @@ async def test_parallel_calls_merged_into_one_fail_the_suite() -> None:
     with pytest.raises((AssertionError, ProviderError)):
         await suite.test_parallel_tool_calls_are_kept_apart(
             lambda s: DeltaModel(s, merge_parallel=True))  # type: ignore[arg-type,return-value]
+
+
+async def test_a_provider_that_drops_an_undeclared_image_silently_fails_the_suite() -> None:
+    suite = ProviderConformance()
+    with pytest.raises(AssertionError, match="not drop it silently"):
+        await suite.test_an_undeclared_feature_is_refused_or_warned(
+            lambda s: DeltaModel(s, features=PROVIDER_FEATURES - {"images"}, drop_images=True),  # type: ignore[arg-type,return-value]
+            "images")
+
+
+async def test_a_provider_that_logs_its_credential_fails_the_suite(caplog: pytest.LogCaptureFixture) -> None:
+    suite = ProviderConformance()
+    with pytest.raises(AssertionError, match="leaked"):
+        await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, log_key=True), caplog)  # type: ignore[arg-type,return-value]
+
+
+async def test_a_provider_that_never_records_what_it_sends_fails_with_the_reason() -> None:
+    suite = ProviderConformance()
+    with pytest.raises(AssertionError, match="nothing was recorded"):
+        await suite.test_sends_every_turn(DeltaModel, Recorder().last_sent)  # type: ignore[arg-type]
