@@ -436,6 +436,7 @@ class ProviderConformance:
                 seen.append(d)
         assert any(d.text for d in seen), "the scenario must stream text before the stream ends"
         assert not any(d.finish_reason for d in seen), "a cut-off stream must not finish"
+        assert info.value.failure_class is not FailureClass.UNKNOWN, "a cut-off stream is classified (server_error)"
         assert info.value.provider
         _no_secret(str(info.value), repr(info.value))
 
