@@ -73,7 +73,15 @@ _EXPORTS: dict[str, str] = {
     # the ports (seamkit.ports)
     **{
         n: "seamkit.ports"
-        for n in ("LLMPort", "StorePort", "CheckpointPort", "ClockPort", "EmbeddingPort", "VectorPort")
+        for n in (
+            "LLMPort",
+            "StorePort",
+            "CheckpointPort",
+            "ClockPort",
+            "EmbeddingPort",
+            "VectorPort",
+            "PROVIDER_FEATURES",
+        )
     },
     # registration (seamkit.hookspecs)
     **{n: "seamkit.hookspecs" for n in ("hookimpl",)},

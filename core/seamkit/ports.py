@@ -31,7 +31,22 @@ __all__ = [
     "TracePort",
     "MetricsPort",
     "ObserverPort",
+    "PROVIDER_FEATURES",
 ]
+
+PROVIDER_FEATURES: frozenset[str] = frozenset({
+    "system_prompt",
+    "tools",
+    "tool_call_ids",
+    "parallel_tool_calls",
+    "structured_output",
+    "reasoning",
+    "images",
+    "temperature",
+    "credential",
+    "service",
+})
+"""The names a provider may list in its ``features`` (see :class:`LLMPort`)."""
 
 
 @runtime_checkable
@@ -50,6 +65,27 @@ class LLMPort(Protocol):
     ``None`` when the model is unpriced; a local model has no ``price`` attribute and reports
     ``cost_source="local"``). Every ``usage`` a provider reports is priced with it
     (:func:`seamkit.pricing.price_usage`).
+
+    Optional attribute ``features``: a ``frozenset[str]`` of :data:`PROVIDER_FEATURES` names saying
+    what the bound model and its API can do (the conformance suite skips, naming the feature, what
+    is not declared; a provider without the attribute claims every feature):
+
+    - ``system_prompt``: system messages reach the model (as a system role or otherwise).
+    - ``tools``: takes ``tools``, returns tool calls, and sends tool calls and results back.
+    - ``tool_call_ids``: the wire format links each tool result to its call by the call's id.
+    - ``parallel_tool_calls``: several tool calls in one reply (kept apart by id).
+    - ``structured_output``: honours ``output_schema``.
+    - ``reasoning``: reports reasoning (``ReasoningBlock`` s or ``reasoning_tokens``).
+    - ``images``: sends :class:`~seamkit.values.ImageBlock` inputs.
+    - ``temperature``: sends ``temperature``.
+    - ``credential``: authenticates with a credential it sends with each request.
+    - ``service``: a remote service answering HTTP errors (authentication, quota, rate limits with
+      a retry delay, server errors).
+
+    A request asking for ``tools``, ``images``, ``structured_output`` or ``temperature`` that the
+    provider does not declare is refused with :class:`~seamkit.errors.UnsupportedFeature` before
+    anything is sent, or served with a warning delta saying what was left out; never dropped
+    silently.
     """
 
     provider: str

@@ -3,14 +3,16 @@ and shown to fail for providers that break it."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from pytest_seamkit.conformance import CONFORMANCE_SECRET, SCENARIOS, ProviderConformance
+from pytest_seamkit.conformance import CONFORMANCE_SECRET, SCENARIOS, ProviderConformance, Recorder, SentRequest
 from seamkit.accumulate import collect_result
-from seamkit.errors import FailureClass, ProviderError
-from seamkit.values import ChatRequest, Delta, LLMResult, ToolCallDelta, Usage
+from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
+from seamkit.ports import PROVIDER_FEATURES
+from seamkit.values import ChatRequest, Delta, ImageBlock, LLMResult, ToolCallDelta, Usage
 
 _ERR = {
     "error_auth": (FailureClass.AUTHENTICATION, 401, None),
@@ -21,23 +23,38 @@ _ERR = {
 
 
 class DeltaModel:
-    """Plays each scenario as deltas; ``swallow_midstream`` and ``leak`` break the contract."""
+    """Plays each scenario as deltas and "sends" each request (with its credential) to
+    ``recorder``; ``swallow_midstream``, ``leak`` and ``merge_parallel`` break the contract.
+    ``features`` limits what it declares: it refuses images when it does not declare them."""
 
     provider = "fake"
     model = "fake-1"
 
     def __init__(self, scenario: str, *, swallow_midstream: bool = False, leak: bool = False,
-                 merge_parallel: bool = False) -> None:
+                 merge_parallel: bool = False, recorder: Recorder | None = None,
+                 features: frozenset[str] = PROVIDER_FEATURES, drop_images: bool = False,
+                 log_key: bool = False) -> None:
         self.scenario = scenario
         self._key = CONFORMANCE_SECRET
         self.swallow = swallow_midstream
         self.leak = leak
         self.shared_ids = merge_parallel
+        self.recorder = recorder
+        self.features = features
+        self.drop_images = drop_images
+        self.log_key = log_key
 
     def __repr__(self) -> str:
         return f"DeltaModel({self.scenario!r}, key={self._key if self.leak else '***'})"
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
+        if self.log_key:
+            logging.getLogger("fake").debug("sending with key %s", self._key)
+        if "images" not in self.features and not self.drop_images and any(
+                isinstance(b, ImageBlock) for m in request.messages for b in m.content):
+            raise UnsupportedFeature("images are not supported", provider=self.provider, feature="images")
+        if self.recorder is not None:
+            self.recorder.record(SentRequest(request, {"authorization": f"Bearer {self._key}"}))
         s = self.scenario
         usage = Usage(input_tokens=12, output_tokens=5, requests=1)
         if s in _ERR:
@@ -49,6 +66,9 @@ class DeltaModel:
                 yield Delta(finish_reason="stop", usage=usage)
                 return
             raise ProviderError("overloaded", FailureClass.OVERLOADED, provider=self.provider, code="overloaded_error")
+        if s == "truncated":
+            yield Delta(text="Hel")
+            raise ProviderError("the stream ended early", FailureClass.SERVER_ERROR, provider=self.provider)
         if s == "tool_call":
             yield Delta(tool_call=ToolCallDelta(0, "c1", "get_weather", '{"city": '))
             yield Delta(tool_call=ToolCallDelta(0, None, None, '"Paris"}'))
@@ -82,13 +102,21 @@ class DeltaModel:
 
 class TestDeltaModelConforms(ProviderConformance):
     @pytest.fixture
-    def make_provider(self) -> Any:
-        return DeltaModel
+    def make_provider(self, recorder: Recorder) -> Any:
+        return lambda scenario: DeltaModel(scenario, recorder=recorder)
+
+
+class TestTextOnlyDeltaModelConforms(ProviderConformance):
+    """A provider declaring no images: the image scenarios are skipped, its refusal is checked."""
+
+    @pytest.fixture
+    def make_provider(self, recorder: Recorder) -> Any:
+        return lambda scenario: DeltaModel(scenario, recorder=recorder, features=PROVIDER_FEATURES - {"images"})
 
 
 def test_every_scenario_is_documented() -> None:
     assert set(SCENARIOS) == {*_ERR, "text", "tool_call", "parallel_tool_calls", "structured_output",
-                              "reasoning", "error_midstream"}
+                              "reasoning", "error_midstream", "truncated"}
 
 
 async def test_a_provider_that_swallows_a_midstream_error_fails_the_suite() -> None:
@@ -98,10 +126,10 @@ async def test_a_provider_that_swallows_a_midstream_error_fails_the_suite() -> N
             lambda s: DeltaModel(s, swallow_midstream=True))  # type: ignore[arg-type,return-value]
 
 
-async def test_a_provider_that_leaks_its_credential_fails_the_suite() -> None:
+async def test_a_provider_that_leaks_its_credential_fails_the_suite(caplog: pytest.LogCaptureFixture) -> None:
     suite = ProviderConformance()
     with pytest.raises(AssertionError, match="leaked"):
-        await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, leak=True))  # type: ignore[arg-type,return-value]
+        await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, leak=True), caplog)  # type: ignore[arg-type,return-value]
 
 
 async def test_parallel_calls_merged_into_one_fail_the_suite() -> None:
@@ -109,3 +137,23 @@ async def test_parallel_calls_merged_into_one_fail_the_suite() -> None:
     with pytest.raises((AssertionError, ProviderError)):
         await suite.test_parallel_tool_calls_are_kept_apart(
             lambda s: DeltaModel(s, merge_parallel=True))  # type: ignore[arg-type,return-value]
+
+
+async def test_a_provider_that_drops_an_undeclared_image_silently_fails_the_suite() -> None:
+    suite = ProviderConformance()
+    with pytest.raises(AssertionError, match="not drop it silently"):
+        await suite.test_an_undeclared_feature_is_refused_or_warned(
+            lambda s: DeltaModel(s, features=PROVIDER_FEATURES - {"images"}, drop_images=True),  # type: ignore[arg-type,return-value]
+            "images")
+
+
+async def test_a_provider_that_logs_its_credential_fails_the_suite(caplog: pytest.LogCaptureFixture) -> None:
+    suite = ProviderConformance()
+    with pytest.raises(AssertionError, match="leaked"):
+        await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, log_key=True), caplog)  # type: ignore[arg-type,return-value]
+
+
+async def test_a_provider_that_never_records_what_it_sends_fails_with_the_reason() -> None:
+    suite = ProviderConformance()
+    with pytest.raises(AssertionError, match="nothing was recorded"):
+        await suite.test_sends_every_turn(DeltaModel, Recorder().last_sent)  # type: ignore[arg-type]

@@ -187,6 +187,29 @@ class AnthropicProvider:
 
     __str__ = __repr__
 
+    @property
+    def features(self) -> frozenset[str]:
+        """What this model and API can do, as :data:`seamkit.ports.PROVIDER_FEATURES` names:
+        ``system_prompt``, ``tools``, ``tool_call_ids``, ``parallel_tool_calls``,
+        ``structured_output`` (native, or through a forced tool) and ``service`` always;
+        ``reasoning`` with a thinking mode, ``temperature`` with sampling, ``images`` with the
+        capability; ``credential`` when a key or token would be sent."""
+        caps = self.capabilities
+        found = {"system_prompt", "tools", "tool_call_ids", "parallel_tool_calls", "structured_output", "service"}
+        if caps.thinking_modes:
+            found.add("reasoning")
+        if caps.sampling:
+            found.add("temperature")
+        if caps.images:
+            found.add("images")
+        cfg = self.config
+        configured = any(s is not None and s.get_secret_value() for s in (cfg.api_key, cfg.auth_token))
+        from_env = (cfg.api_key is None and cfg.auth_token is None and self._env_credentials_allowed()
+                    and bool(self._getenv("ANTHROPIC_API_KEY") or self._getenv("ANTHROPIC_AUTH_TOKEN")))
+        if configured or from_env:
+            found.add("credential")
+        return frozenset(found)
+
     # --- dispatch ---------------------------------------------------------------------------
 
     def _getenv(self, name: str) -> str | None:

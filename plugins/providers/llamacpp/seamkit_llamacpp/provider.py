@@ -366,10 +366,15 @@ class LlamaCppProvider:
     unloadable model file, a schema llama.cpp cannot turn into a grammar, a ``tool_choice``
     naming no offered tool), ``context_length`` (the prompt does not fit ``n_ctx``),
     ``unknown`` (a forced tool call cut off by ``max_tokens``, any other llama.cpp failure),
-    ``server_error`` (llama.cpp's decoder failed).
+    ``server_error`` (llama.cpp's decoder failed, or its stream ended without a finish reason).
     """
 
     provider = PROVIDER
+    features: frozenset[str] = frozenset({"system_prompt", "tools", "structured_output", "temperature"})
+    """What it can do (:data:`seamkit.ports.PROVIDER_FEATURES` names): system text is prepended to
+    the first user turn, tools and output schemas are enforced by a grammar (one tool call per
+    reply: no ``parallel_tool_calls``; the Gemma format has no call ids: no ``tool_call_ids``). No
+    ``images`` (left out with a warning), ``reasoning``, ``credential`` or ``service``."""
 
     def __init__(self, config: LlamaCppConfig | None = None) -> None:
         self.config = config if config is not None else LlamaCppConfig()
@@ -708,7 +713,7 @@ class LlamaCppProvider:
                 sampled += 1
             return _stopping(cancel)
 
-        finish = "stop"
+        finish: str | None = None
         pieces: list[str] = []
         chunks = llm.create_completion(
             tokens,
@@ -736,6 +741,11 @@ class LlamaCppProvider:
             self.tokens_generated += sampled
         if _stopping(cancel):
             return None
+        if finish is None:
+            # llama-cpp-python ends every stream with a chunk naming its finish reason; a stream
+            # without one was cut off, and its text must not pass for a whole reply
+            raise ProviderError("llama.cpp's stream ended without a finish reason (the reply was cut off)",
+                                FailureClass.SERVER_ERROR, provider=PROVIDER)
         return finish, "".join(pieces), sampled
 
 

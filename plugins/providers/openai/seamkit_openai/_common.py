@@ -240,6 +240,24 @@ class OpenAIProviderBase:
     # -- identity ---------------------------------------------------------------------------
 
     @property
+    def features(self) -> frozenset[str]:
+        """What this model and API can do, as :data:`seamkit.ports.PROVIDER_FEATURES` names, from
+        :attr:`capabilities`: ``system_prompt`` and ``service`` always; ``tools``,
+        ``tool_call_ids`` and ``parallel_tool_calls`` with ``tools``; ``structured_output`` with
+        ``json_schema`` or ``json_object``; ``reasoning``, ``images`` and ``temperature`` with the
+        capability of that name; ``credential`` when a key resolves (:meth:`api_key`)."""
+        caps = self.capabilities
+        found = {"system_prompt", "service"}
+        if caps.tools:
+            found |= {"tools", "tool_call_ids", "parallel_tool_calls"}
+        if caps.json_schema or caps.json_object:
+            found.add("structured_output")
+        found |= {name for name in ("reasoning", "images", "temperature") if getattr(caps, name)}
+        if self.api_key():
+            found.add("credential")
+        return frozenset(found)
+
+    @property
     def environ(self) -> Mapping[str, str]:
         return self._environ if self._environ is not None else os.environ
 

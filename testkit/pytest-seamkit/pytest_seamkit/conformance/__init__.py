@@ -1,6 +1,7 @@
 """Conformance suites for backends of :class:`~seamkit.ports.StorePort` and
 :class:`~seamkit.ports.CheckpointPort`, and for model providers (:class:`ProviderConformance`,
-see :mod:`pytest_seamkit.conformance.provider`).
+see :mod:`pytest_seamkit.conformance.provider`; what a provider sends is recorded with
+:class:`Recorder` / :class:`RecordingTransport`, see :mod:`pytest_seamkit.conformance.wire`).
 
 A backend's test module subclasses a suite and provides a fixture that yields a fresh, empty,
 isolated backend instance (and closes it afterwards): ``store`` for :class:`StoreConformance`,
@@ -32,7 +33,35 @@ is coarse); every other test takes well under a second on a local backend.
 from __future__ import annotations
 
 from pytest_seamkit.conformance.checkpoint import CheckpointConformance
-from pytest_seamkit.conformance.provider import CONFORMANCE_SECRET, SCENARIOS, ProviderConformance
+from pytest_seamkit.conformance.provider import (
+    CONFORMANCE_SECRET,
+    MARKERS,
+    SCENARIOS,
+    ProviderConformance,
+    features_of,
+)
 from pytest_seamkit.conformance.store import StoreConformance
+from pytest_seamkit.conformance.wire import Recorder, SentRequest, WireReply
 
-__all__ = ["CONFORMANCE_SECRET", "SCENARIOS", "CheckpointConformance", "ProviderConformance", "StoreConformance"]
+__all__ = [
+    "CONFORMANCE_SECRET",
+    "MARKERS",
+    "SCENARIOS",
+    "CheckpointConformance",
+    "ProviderConformance",
+    "Recorder",
+    "RecordingTransport",
+    "SentRequest",
+    "StoreConformance",
+    "WireReply",
+    "features_of",
+]
+
+
+def __getattr__(name: str) -> object:
+    # RecordingTransport imports httpx: loaded on first use, so non-HTTP plugins need no httpx
+    if name == "RecordingTransport":
+        from pytest_seamkit.conformance.transport import RecordingTransport
+
+        return RecordingTransport
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,27 +1,60 @@
 """The conformance suite for model providers (:class:`~seamkit.ports.LLMPort`).
 
-A provider plugin subclasses :class:`ProviderConformance` and provides a fixture ``make_provider``
-returning ``make(scenario) -> LLMPort``: a fresh provider built with the credential
-:data:`CONFORMANCE_SECRET` whose transport replays the plugin's own recorded wire exchange for
-``scenario`` (see :data:`SCENARIOS`). The suite sends :meth:`ProviderConformance.request_for`
-and checks the behaviour every provider owes its callers: the stream contract, tool calls,
-parallel tool calls, structured output, reasoning, usage invariants, classified errors before and
-in the middle of a stream, and credentials kept out of reprs and errors.
+A provider plugin subclasses :class:`ProviderConformance` and provides the fixture
+``make_provider`` returning ``make(scenario) -> LLMPort``: a fresh provider built with the
+credential :data:`CONFORMANCE_SECRET` whose transport replays the plugin's own recorded exchange
+for ``scenario`` (see :data:`SCENARIOS`), whatever the request. The suite sends its requests and
+checks the behaviour every provider owes its callers: the stream contract, tool calls, parallel
+tool calls, structured output, reasoning, usage invariants, classified errors before and in the
+middle of a stream, a cut-off stream raised, credentials kept out of reprs, errors and logs; and
+**what the provider sent**: a multi-turn conversation with a system prompt, tool calls and their
+results (parallel ones too), an image and the settings must each reach the request.
+
+What was sent is read through the fixture ``last_sent`` (``() -> SentRequest | None``). By default
+it is the suite's ``recorder`` fixture (:class:`~pytest_seamkit.conformance.wire.Recorder`): an HTTP
+provider's ``make_provider`` takes ``recorder`` and builds its client on
+``recorder.transport(*replies)`` (an ``httpx`` transport that records each request and replays the
+plugin's recorded responses; ``inner=`` wraps another transport instead); an in-process provider
+calls ``recorder.record(SentRequest(...))`` from a test double of its engine, or overrides
+``last_sent``.
+
+Features: a provider declares what it can do in ``features`` (a ``frozenset[str]`` of
+:data:`seamkit.ports.PROVIDER_FEATURES` names; a provider without the attribute claims them all).
+A scenario needing an undeclared feature is skipped naming it; for the features a request can ask
+for (``tools``, ``images``, ``structured_output``, ``temperature``), a provider that does not declare
+one must raise :class:`~seamkit.errors.UnsupportedFeature` or report a warning when asked for it,
+never drop it silently.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from seamkit.accumulate import collect_result
-from seamkit.errors import FailureClass, ProviderError
-from seamkit.ports import LLMPort
-from seamkit.values import ChatRequest, Delta, FrozenDict, LLMResult, Message, ReasoningBlock, ToolSchema, freeze
+from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
+from seamkit.ports import PROVIDER_FEATURES, LLMPort
+from seamkit.values import (
+    ChatRequest,
+    Delta,
+    FrozenDict,
+    ImageBlock,
+    LLMResult,
+    Message,
+    ReasoningBlock,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    ToolSchema,
+    freeze,
+)
 
-__all__ = ["CONFORMANCE_SECRET", "SCENARIOS", "ProviderConformance"]
+from pytest_seamkit.conformance.wire import Recorder, SentRequest
+
+__all__ = ["CONFORMANCE_SECRET", "MARKERS", "SCENARIOS", "ProviderConformance", "features_of"]
 
 CONFORMANCE_SECRET = "sk-conformance-7f3a9c1e5b2d4086"
 """The credential ``make_provider`` must build providers with; it must never show up in a repr or
@@ -38,6 +71,7 @@ SCENARIOS = (
     "error_rate_limited",
     "error_server",
     "error_midstream",
+    "truncated",
 )
 """What each scenario's replayed exchange must contain:
 
@@ -49,7 +83,32 @@ SCENARIOS = (
 - ``error_auth``: HTTP 401. ``error_quota``: the provider's out-of-credit answer.
   ``error_rate_limited``: HTTP 429 with a retry-after of 2 seconds. ``error_server``: HTTP 500.
 - ``error_midstream``: at least one text delta, then the provider's in-stream error event.
+- ``truncated``: at least one text delta, then the stream ends cleanly (no error, no exception)
+  before the provider's terminal event (SSE closed before ``[DONE]`` / ``message_stop`` /
+  ``response.completed``; an in-process engine's generator ending without its final chunk).
+
+The checks of what a provider sends all replay ``text`` (the reply does not depend on the request).
+Scenarios of a feature the provider does not declare are never asked for.
 """
+
+MARKERS: dict[str, Any] = {
+    "system": "You are Marker-SYS-5521, a terse assistant.",
+    "first_user": "First question, Marker-U1-8830?",
+    "first_answer": "First answer, Marker-A1-1907.",
+    "user": "And now, Marker-U2-6674?",
+    "call_id": "call_Marker9d41",
+    "call_id_2": "call_Marker7b22",
+    "city": "Marker-City-3318",
+    "city_2": "Marker-City-4420",
+    "result": "Marker-RESULT-7731: 18 degrees",
+    "result_2": "Marker-RESULT-2468: 25 degrees",
+    "image": b"\x89PNG\r\n\x1a\nMarker-IMG-6012\x00\x01",
+    "max_tokens": 1234,
+    "temperature": 0.37,
+}
+"""The distinctive values the suite's requests carry; each must occur in what the provider sent
+(:meth:`~pytest_seamkit.conformance.wire.SentRequest.mentions`)."""
+
 
 WEATHER = ToolSchema(
     "get_weather",
@@ -73,6 +132,38 @@ _ERRORS: dict[str, tuple[FailureClass, int | None]] = {
 }
 
 Make = Callable[[str], LLMPort]
+LastSent = Callable[[], SentRequest | None]
+
+
+def features_of(provider: object) -> frozenset[str]:
+    """The features ``provider`` declares (its ``features`` attribute; every name of
+    :data:`~seamkit.ports.PROVIDER_FEATURES` when it has none)."""
+    declared = getattr(provider, "features", None)
+    return PROVIDER_FEATURES if declared is None else frozenset(declared)
+
+
+def _needs(provider: object, *features: str) -> None:
+    missing = [f for f in features if f not in features_of(provider)]
+    if missing:
+        pytest.skip(f"the provider does not declare the feature(s) {', '.join(missing)}")
+
+
+def _sent(last_sent: LastSent) -> SentRequest:
+    sent = last_sent()
+    assert sent is not None, (
+        "nothing was recorded: make_provider must build the provider on recorder.transport(...) "
+        "(HTTP) or record what it sends with recorder.record(...), or the test class must override "
+        "the last_sent fixture"
+    )
+    return sent
+
+
+def _call(cid: str, city: str) -> ToolCall:
+    return ToolCall(cid, "get_weather", freeze({"city": city}))
+
+
+def _result(cid: str, text: str) -> ToolResult:
+    return ToolResult(cid, "get_weather", text)
 
 
 async def _deltas(model: LLMPort, request: ChatRequest) -> list[Delta]:
@@ -86,9 +177,20 @@ def _no_secret(*texts: str) -> None:
 
 class ProviderConformance:
     """Tests every model provider must pass. Subclass it and provide the fixture ``make_provider``
-    (``make(scenario) -> LLMPort``, see the module docstring)."""
+    (``make(scenario) -> LLMPort``, see the module docstring); take ``recorder`` in it (or override
+    ``last_sent``) so the suite can read what the provider sent."""
 
     pytestmark = pytest.mark.asyncio
+
+    @pytest.fixture
+    def recorder(self) -> Recorder:
+        """A fresh :class:`~pytest_seamkit.conformance.wire.Recorder` per test."""
+        return Recorder()
+
+    @pytest.fixture
+    def last_sent(self, recorder: Recorder) -> LastSent:
+        """``() -> SentRequest | None``: what the provider sent last (default: the recorder's)."""
+        return recorder.last_sent
 
     @staticmethod
     def request_for(scenario: str) -> ChatRequest:
@@ -107,6 +209,38 @@ class ProviderConformance:
             return ChatRequest((Message.user("Is 1001 prime? Think it through."),), max_tokens=4096)
         return ChatRequest((system, Message.user("Say hello.")), max_tokens=256)
 
+    @staticmethod
+    def conversation_for(part: str) -> ChatRequest:
+        """The multi-turn request whose sending is checked for ``part``: ``turns`` (system prompt,
+        user, assistant, user), ``tool_results`` (an assistant tool call and its result),
+        ``parallel_tool_results`` (two calls in one turn and both results), ``image`` (a user
+        image), ``settings`` (``max_tokens`` and ``temperature``). Values from :data:`MARKERS`."""
+        m = MARKERS
+        head = (Message.system(m["system"]), Message.user(m["first_user"]), Message.assistant(m["first_answer"]))
+        if part == "tool_results":
+            return ChatRequest((*head, Message.user(m["user"]),
+                                Message("assistant", (_call(m["call_id"], m["city"]),)),
+                                Message("tool", (_result(m["call_id"], m["result"]),))),
+                               tools=(WEATHER,), max_tokens=256)
+        if part == "parallel_tool_results":
+            calls = (_call(m["call_id"], m["city"]), _call(m["call_id_2"], m["city_2"]))
+            results = (_result(m["call_id"], m["result"]), _result(m["call_id_2"], m["result_2"]))
+            return ChatRequest((*head, Message.user(m["user"]), Message("assistant", calls), Message("tool", results)),
+                               tools=(WEATHER,), max_tokens=256)
+        if part == "image":
+            image = ImageBlock(media_type="image/png", data=m["image"])
+            return ChatRequest((*head, Message("user", (TextBlock(m["user"]), image))), max_tokens=256)
+        if part == "settings":
+            return ChatRequest((*head, Message.user(m["user"])), max_tokens=m["max_tokens"],
+                               temperature=m["temperature"])
+        return ChatRequest((*head, Message.user(m["user"])), max_tokens=256)
+
+    async def _send(self, make_provider: Make, last_sent: LastSent, part: str, *features: str) -> SentRequest:
+        p = make_provider("text")
+        _needs(p, *features)
+        await p.chat(self.conversation_for(part))
+        return _sent(last_sent)
+
     # --- the port and the stream contract ---------------------------------------------------
 
     async def test_is_an_llm_port(self, make_provider: Make) -> None:
@@ -114,6 +248,13 @@ class ProviderConformance:
         assert isinstance(p, LLMPort)
         assert isinstance(p.provider, str) and p.provider
         assert isinstance(p.model, str) and p.model
+
+    async def test_features_are_known_names(self, make_provider: Make) -> None:
+        declared = getattr(make_provider("text"), "features", None)
+        if declared is not None:
+            assert isinstance(declared, frozenset), "features must be a frozenset[str]"
+            unknown = set(declared) - PROVIDER_FEATURES
+            assert not unknown, f"unknown feature name(s) {sorted(unknown)}; known: {sorted(PROVIDER_FEATURES)}"
 
     async def test_text_stream_ends_with_one_finish(self, make_provider: Make) -> None:
         deltas = await _deltas(make_provider("text"), self.request_for("text"))
@@ -136,8 +277,11 @@ class ProviderConformance:
         assert chatted.usage == streamed.usage
 
     async def test_usage_is_consistent(self, make_provider: Make) -> None:
-        for scenario in ("text", "tool_call", "reasoning"):
-            r = await make_provider(scenario).chat(self.request_for(scenario))
+        for scenario, feature in (("text", None), ("tool_call", "tools"), ("reasoning", "reasoning")):
+            p = make_provider(scenario)
+            if feature is not None and feature not in features_of(p):
+                continue
+            r = await p.chat(self.request_for(scenario))
             u = r.usage
             assert u.input_tokens >= u.cache_read_tokens + u.cache_write_tokens, scenario
             assert u.output_tokens >= u.reasoning_tokens, scenario
@@ -151,17 +295,90 @@ class ProviderConformance:
         assert isinstance(first, Delta)
         await stream.aclose()  # type: ignore[attr-defined,unused-ignore]
 
+    # --- what the provider sends ------------------------------------------------------------
+
+    async def test_sends_every_turn(self, make_provider: Make, last_sent: LastSent) -> None:
+        sent = await self._send(make_provider, last_sent, "turns")
+        for key in ("first_user", "first_answer", "user"):
+            assert sent.mentions(MARKERS[key]), f"the {key.replace('_', ' ')} turn was not sent"
+
+    async def test_sends_the_system_prompt(self, make_provider: Make, last_sent: LastSent) -> None:
+        sent = await self._send(make_provider, last_sent, "turns", "system_prompt")
+        assert sent.mentions(MARKERS["system"]), "the system prompt was not sent"
+
+    async def test_sends_tool_calls_and_their_results(self, make_provider: Make, last_sent: LastSent) -> None:
+        sent = await self._send(make_provider, last_sent, "tool_results", "tools")
+        assert sent.mentions(MARKERS["city"]), "the assistant's tool call was not sent back"
+        assert sent.mentions(MARKERS["result"]), "the tool result was not sent"
+        assert sent.mentions("get_weather"), "the tool was not offered"
+
+    async def test_sends_tool_call_ids(self, make_provider: Make, last_sent: LastSent) -> None:
+        sent = await self._send(make_provider, last_sent, "tool_results", "tools", "tool_call_ids")
+        assert sent.mentions(MARKERS["call_id"]), "the tool call's id was not sent (the result cannot be matched)"
+
+    async def test_sends_parallel_tool_results(self, make_provider: Make, last_sent: LastSent) -> None:
+        sent = await self._send(make_provider, last_sent, "parallel_tool_results", "tools", "parallel_tool_calls")
+        for key in ("city", "city_2"):
+            assert sent.mentions(MARKERS[key]), f"a parallel tool call ({key}) was not sent back"
+        for key in ("result", "result_2"):
+            assert sent.mentions(MARKERS[key]), f"a parallel tool result ({key}) was not sent"
+        if "tool_call_ids" in features_of(make_provider("text")):
+            for key in ("call_id", "call_id_2"):
+                assert sent.mentions(MARKERS[key]), f"a parallel tool call id ({key}) was not sent"
+
+    async def test_sends_images(self, make_provider: Make, last_sent: LastSent) -> None:
+        sent = await self._send(make_provider, last_sent, "image", "images")
+        assert sent.mentions(MARKERS["image"]), "the image's bytes were not sent"
+        assert sent.mentions(MARKERS["user"]), "the text next to the image was not sent"
+
+    async def test_sends_max_tokens(self, make_provider: Make, last_sent: LastSent) -> None:
+        sent = await self._send(make_provider, last_sent, "settings")
+        assert sent.mentions(MARKERS["max_tokens"]), "max_tokens was not sent"
+
+    async def test_sends_temperature(self, make_provider: Make, last_sent: LastSent) -> None:
+        sent = await self._send(make_provider, last_sent, "settings", "temperature")
+        assert sent.mentions(MARKERS["temperature"]), "temperature was not sent"
+
+    async def test_sends_the_credential(self, make_provider: Make, last_sent: LastSent) -> None:
+        sent = await self._send(make_provider, last_sent, "turns", "credential")
+        assert sent.mentions(CONFORMANCE_SECRET), "the credential was not sent"
+
+    @pytest.mark.parametrize("feature", ["tools", "images", "structured_output", "temperature"])
+    async def test_an_undeclared_feature_is_refused_or_warned(self, make_provider: Make, feature: str) -> None:
+        p = make_provider("text")
+        if feature in features_of(p):
+            pytest.skip(f"the provider declares the feature {feature}")
+        base = self.conversation_for("turns")
+        request = {
+            "tools": base.replace(tools=(WEATHER,)),
+            "images": self.conversation_for("image"),
+            "structured_output": base.replace(output_schema=ANSWER_SCHEMA),
+            "temperature": self.conversation_for("settings"),
+        }[feature]
+        try:
+            result = await p.chat(request)
+        except UnsupportedFeature:
+            return
+        assert result.warnings, (
+            f"{feature} is not declared: the provider must raise UnsupportedFeature or report a warning, "
+            "not drop it silently"
+        )
+
     # --- tool calls, structured output, reasoning -------------------------------------------
 
     async def test_tool_call(self, make_provider: Make) -> None:
-        r = await make_provider("tool_call").chat(self.request_for("tool_call"))
+        p = make_provider("tool_call")
+        _needs(p, "tools")
+        r = await p.chat(self.request_for("tool_call"))
         assert r.finish_reason == "tool_calls"
         (call,) = r.tool_calls
         assert call.name == "get_weather" and dict(call.arguments) == {"city": "Paris"}
         assert call.id
 
     async def test_parallel_tool_calls_are_kept_apart(self, make_provider: Make) -> None:
-        r = await make_provider("parallel_tool_calls").chat(self.request_for("parallel_tool_calls"))
+        p = make_provider("parallel_tool_calls")
+        _needs(p, "tools", "parallel_tool_calls")
+        r = await p.chat(self.request_for("parallel_tool_calls"))
         calls = r.tool_calls
         assert len(calls) == 2
         assert len({c.id for c in calls}) == 2, "parallel calls share an id"
@@ -169,11 +386,15 @@ class ProviderConformance:
         assert {c.name for c in calls} == {"get_weather"}
 
     async def test_structured_output(self, make_provider: Make) -> None:
-        r = await make_provider("structured_output").chat(self.request_for("structured_output"))
+        p = make_provider("structured_output")
+        _needs(p, "structured_output")
+        r = await p.chat(self.request_for("structured_output"))
         assert json.loads(r.text) == {"answer": 42}
 
     async def test_reasoning_is_reported(self, make_provider: Make) -> None:
-        r = await make_provider("reasoning").chat(self.request_for("reasoning"))
+        p = make_provider("reasoning")
+        _needs(p, "reasoning")
+        r = await p.chat(self.request_for("reasoning"))
         blocks = [b for b in r.message.content if isinstance(b, ReasoningBlock)]
         assert (blocks and (blocks[0].text or blocks[0].signature)) or r.usage.reasoning_tokens > 0
         if blocks:
@@ -185,6 +406,7 @@ class ProviderConformance:
     async def test_errors_are_classified(self, make_provider: Make, scenario: str) -> None:
         expected, status = _ERRORS[scenario]
         p = make_provider(scenario)
+        _needs(p, "service")
         with pytest.raises(ProviderError) as info:
             await _deltas(p, self.request_for("text"))
         err = info.value
@@ -207,9 +429,29 @@ class ProviderConformance:
         assert info.value.failure_class is not FailureClass.UNKNOWN or info.value.code
         _no_secret(str(info.value))
 
-    async def test_the_credential_never_shows(self, make_provider: Make) -> None:
+    async def test_a_cut_off_stream_is_an_error(self, make_provider: Make) -> None:
+        seen: list[Delta] = []
+        with pytest.raises(ProviderError) as info:
+            async for d in make_provider("truncated").stream(self.request_for("text")):
+                seen.append(d)
+        assert any(d.text for d in seen), "the scenario must stream text before the stream ends"
+        assert not any(d.finish_reason for d in seen), "a cut-off stream must not finish"
+        assert info.value.failure_class is not FailureClass.UNKNOWN, "a cut-off stream is classified (server_error)"
+        assert info.value.provider
+        _no_secret(str(info.value), repr(info.value))
+
+    async def test_the_credential_never_shows(self, make_provider: Make, caplog: pytest.LogCaptureFixture) -> None:
         p = make_provider("text")
         _no_secret(repr(p), str(p))
         config: Any = getattr(p, "config", None)
         if config is not None:
             _no_secret(repr(config), str(config))
+        with caplog.at_level(logging.DEBUG):
+            await p.chat(self.conversation_for("turns"))
+            for scenario in ("error_auth", "error_midstream"):
+                if scenario == "error_auth" and "service" not in features_of(p):
+                    continue
+                with pytest.raises(ProviderError) as info:
+                    await make_provider(scenario).chat(self.request_for("text"))
+                _no_secret(str(info.value), repr(info.value))
+        _no_secret(caplog.text, *(repr(r.__dict__) for r in caplog.records))

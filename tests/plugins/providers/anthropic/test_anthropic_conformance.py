@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 from anthropic_wire_helpers import error_reply, expected_body, sse_reply
-from pytest_seamkit.conformance import CONFORMANCE_SECRET, ProviderConformance
+from pytest_seamkit.conformance import CONFORMANCE_SECRET, ProviderConformance, Recorder
 from seamkit.accumulate import collect_result
 from seamkit.ports import LLMPort
 from seamkit_anthropic.config import AnthropicConfig
@@ -18,19 +18,21 @@ _CONFIG: dict[str, dict[str, object]] = {
 }
 
 
-def _make(scenario: str) -> tuple[AnthropicProvider, ReplayTransport]:
+def _make(scenario: str, recorder: Recorder | None = None) -> tuple[AnthropicProvider, ReplayTransport]:
     reply = error_reply(scenario) if scenario.startswith("error_") and scenario != "error_midstream" \
         else sse_reply(scenario)
-    transport = ReplayTransport(reply)
+    replay = ReplayTransport(reply)
+    # the suite's recorder wraps the replay, so the suite sees what the provider sent
+    transport = recorder.transport(inner=replay) if recorder is not None else replay
     config = AnthropicConfig(model="claude-sonnet-4-5", api_key=CONFORMANCE_SECRET, **_CONFIG.get(scenario, {}))
-    return AnthropicProvider(config, client=make_client(transport=transport), env={}), transport
+    return AnthropicProvider(config, client=make_client(transport=transport), env={}), replay
 
 
 class TestAnthropicConformance(ProviderConformance):
     @pytest.fixture
-    def make_provider(self) -> Callable[[str], LLMPort]:
+    def make_provider(self, recorder: Recorder) -> Callable[[str], LLMPort]:
         def make(scenario: str) -> LLMPort:
-            return _make(scenario)[0]
+            return _make(scenario, recorder)[0]
 
         return make
 

@@ -1,4 +1,5 @@
-"""``openai_chat`` against the provider conformance suite, replaying ``fixtures/chat``."""
+"""``openai_chat`` against the provider conformance suite, replaying ``fixtures/chat`` through the
+suite's recording transport (so the suite also checks what the provider sends)."""
 
 from __future__ import annotations
 
@@ -7,30 +8,32 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pytest_seamkit.conformance import CONFORMANCE_SECRET, ProviderConformance
+from pytest_seamkit.conformance import CONFORMANCE_SECRET, ProviderConformance, Recorder, WireReply
 from seamkit.ports import LLMPort
-from seamkit_http import ReplayTransport, Reply, make_client
+from seamkit_http import make_client
 from seamkit_openai.chat import build
 from seamkit_openai.config import OpenAIChatConfig
 
 FIX = Path(__file__).parent / "fixtures" / "chat"
+# the suite's scenario -> this fixture set's name for it
+_NAMES = {"truncated": "dropped"}
 
 
-def _reply(scenario: str) -> Reply:
-    if (FIX / f"{scenario}.reply.json").exists():
-        spec = json.loads((FIX / f"{scenario}.reply.json").read_text())
-        return Reply(spec["status"], spec["headers"], body=json.dumps(spec["body"]).encode())
-    data = (FIX / f"{scenario}.sse").read_bytes()
-    return Reply(200, {"content-type": "text/event-stream"}, chunks=[data[i:i + 61] for i in range(0, len(data), 61)])
+def reply(scenario: str) -> WireReply:
+    """The recorded answer of ``fixtures/chat`` for the suite's ``scenario``."""
+    name = _NAMES.get(scenario, scenario)
+    if (FIX / f"{name}.reply.json").exists():
+        spec = json.loads((FIX / f"{name}.reply.json").read_text())
+        return WireReply.json(spec["status"], spec["body"], spec["headers"])
+    return WireReply.sse((FIX / f"{name}.sse").read_bytes(), chunk_size=61)
 
 
 class TestOpenAIChatConformance(ProviderConformance):
     @pytest.fixture
-    def make_provider(self) -> Callable[[str], LLMPort]:
+    def make_provider(self, recorder: Recorder) -> Callable[[str], LLMPort]:
         def make(scenario: str) -> LLMPort:
             model = "o4-mini" if scenario == "reasoning" else "gpt-4.1-mini"
-            transport = ReplayTransport(_reply(scenario))
             config = OpenAIChatConfig(model=model, api_key=CONFORMANCE_SECRET)
-            return build(config, client=make_client(transport=transport), environ={})
+            return build(config, client=make_client(transport=recorder.transport(reply(scenario))), environ={})
 
         return make
