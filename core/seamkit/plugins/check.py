@@ -117,8 +117,8 @@ def check_component(spec: ComponentSpec) -> ComponentCheck:
 
     port = kind_port(spec.kind)
     if inspect.isclass(factory):
-        if port is not None:
-            problems.extend(f"class {factory.__qualname__}: {p}" for p in class_problems(factory, port))
+        if port is not None and (found := class_problems(factory, port)):
+            problems.append(f"class {factory.__qualname__} does not satisfy {port.label}: {'; '.join(found)}")
         if not problems and (model is None or config is not None):
             notes.append("checked the class, not an instance: its __init__ did not run")
         return result()
@@ -131,8 +131,9 @@ def check_component(spec: ComponentSpec) -> ComponentCheck:
                         if model is not None else f"factory {_path(spec.factory)} raised {_exc(exc)}")
         return result()
     if port is not None:
-        problems.extend(f"built {type(built).__name__}, which does not satisfy {port.label}: {p}"
-                        for p in port_problems(built, port))
+        if found := port_problems(built, port):
+            problems.append(f"the factory built {type(built).__name__}, which does not satisfy {port.label}: "
+                            f"{'; '.join(found)}")
     else:
         notes.append(f"built {type(built).__name__}; no port to check for kind {spec.kind!r}")
     return result()
