@@ -1224,8 +1224,10 @@ def cmd_new_plugin(args: argparse.Namespace) -> int:
         root = write_plugin(args.kind, args.name, Path(args.dir))
     except ScaffoldError as exc:
         raise UsageError(str(exc)) from None
+    # pip reads a bare "seamkit-x[test]" as a project name: a relative path needs its "./"
+    shown = root.as_posix() if root.is_absolute() or root.as_posix().startswith(".") else f"./{root.as_posix()}"
     sys.stdout.write(
-        f"created {root}/: a {args.kind} plugin, component {args.name!r}\n"
-        f"next: pip install -e '{root}[test]' && pytest {root}\n"
+        f"created {shown}/: a {args.kind} plugin, component {args.name!r}\n"
+        f"next: pip install -e '{shown}[test]' && pytest {shown}\n"
     )
     return EXIT_OK

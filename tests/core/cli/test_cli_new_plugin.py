@@ -158,7 +158,23 @@ def test_the_command_prints_the_next_steps_and_the_host_stays_lazy(tmp_path: Pat
     assert r.returncode == 0, r
     root = tmp_path / "seamkit-no-secrets"
     assert (root / "seamkit_no_secrets" / "guardrail.py").exists()
-    assert "pip install -e" in r.stdout and "pytest" in r.stdout
+    assert r.stdout.splitlines() == [
+        "created ./seamkit-no-secrets/: a guardrail plugin, component 'no_secrets'",
+        "next: pip install -e './seamkit-no-secrets[test]' && pytest ./seamkit-no-secrets",
+    ]
     code = "import sys, seamkit.cli.main; print(any(m.startswith('seamkit.cli.scaffold') for m in sys.modules))"
     lazy = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert lazy.stdout.strip() == "False", lazy
+
+
+def test_the_tooling_page_describes_every_kind() -> None:
+    page = (Path(__file__).resolve().parents[3] / "docs" / "plugins" / "tooling.md").read_text()
+    rows = re.findall(r"^\| `(\w+)` \|", page, flags=re.MULTILINE)
+    assert rows == list(PLUGIN_KINDS)
+
+
+def test_dir_must_be_a_directory(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    r = CLI([], tmp_path)("new", "plugin", "tool", "greet", "--dir", str(tmp_path / "file"))
+    assert r.returncode == 2, r
+    assert f"--dir {tmp_path / 'file'} is not a directory" in r.stderr and "Traceback" not in r.stderr
