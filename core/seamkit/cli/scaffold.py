@@ -1,7 +1,8 @@
 """``seamkit new plugin KIND NAME``: write a plugin distribution from the templates in
 ``seamkit/cli/templates/`` (imported only by that command).
 
-A template directory holds files whose paths and contents use ``string.Template`` placeholders:
+A template directory holds files whose contents use ``string.Template`` placeholders (in paths,
+``__pkg__`` stands for the package):
 ``$name`` (the component's registry name), ``$pkg`` (the Python package, ``seamkit_<name>``),
 ``$dist`` (the distribution, ``seamkit-<name>``), ``$cls`` (``CamelCase`` of the name), ``$ident``
 (the name as a Python identifier) and ``$kind``. ``_common/`` is written for every kind, then the
@@ -58,7 +59,7 @@ def render_plugin(kind: str, name: str) -> dict[str, str]:
                 continue
             rel = path.relative_to(base).as_posix().removesuffix(".tmpl")
             text = path.read_text(encoding="utf-8")
-            files[string.Template(rel).substitute(values)] = string.Template(text).substitute(values)
+            files[rel.replace("__pkg__", values["pkg"])] = string.Template(text).substitute(values)
     return files
 
 
