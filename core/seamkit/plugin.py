@@ -81,10 +81,15 @@ _EXPORTS: dict[str, str] = {
             "EmbeddingPort",
             "VectorPort",
             "PROVIDER_FEATURES",
+            "ToolPort",
         )
     },
     # registration (seamkit.hookspecs)
     **{n: "seamkit.hookspecs" for n in ("hookimpl",)},
+    # a plugin's own tests: register it into a fresh registry, check a component as
+    # `seamkit plugins --check` does
+    **{n: "seamkit.plugins.registry" for n in ("Registry", "ComponentSpec")},
+    **{n: "seamkit.plugins.check" for n in ("ComponentCheck", "check_component")},
     # middleware contract
     **{n: "seamkit.middleware" for n in ("Call", "Middleware", "Next", "middleware", "collect", "collect_one")},
     # streams
@@ -113,7 +118,10 @@ _EXPORTS: dict[str, str] = {
         )
     },
     # schema flavours
-    **{n: "seamkit.schemas" for n in ("BaseSchemaAdapter", "SchemaAdapter", "adapt", "parse_json", "raw_text")},
+    **{
+        n: "seamkit.schemas"
+        for n in ("BaseSchemaAdapter", "SchemaAdapter", "SchemaFlavour", "adapt", "parse_json", "raw_text")
+    },
     # config models
     **{n: "seamkit.config_types" for n in ("HTTPProviderConfig", "PriceOverride", "check_base_url")},
     # nested components in a config

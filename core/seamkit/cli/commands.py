@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-__all__ = ["cmd_plugins", "cmd_run", "cmd_schema", "cmd_validate", "plugin_rows"]
+__all__ = ["cmd_new_plugin", "cmd_plugins", "cmd_run", "cmd_schema", "cmd_validate", "plugin_rows"]
 
 
 def _registry() -> Registry:
@@ -1108,15 +1108,37 @@ def plugin_rows(registry: Registry) -> list[dict[str, Any]]:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
-    """``seamkit plugins [--json]``: installed components and plugin load reports (failed ones with
-    their error)."""
-    rows = plugin_rows(_registry())
+    """``seamkit plugins [--json] [--check [NAME]]``: installed components and plugin load reports
+    (failed ones with their error). ``--check NAME`` checks one component (``KIND/NAME``: of that
+    kind); ``--check`` alone checks them all. Exit 1 when a check finds a problem."""
+    from seamkit.cli.main import CHECK_ALL
+
+    registry = _registry()
+    if args.check is not None and args.check != CHECK_ALL:
+        return _check_one(registry, args.check, as_json=args.json)
+    rows = plugin_rows(registry)
+    failed = False
+    if args.check == CHECK_ALL:
+        from seamkit.plugins.check import check_component
+
+        for row in rows:
+            if row["kind"] == "plugin":
+                row["check"] = "failed" if row["status"] == "failed" else "ok"
+                row["problems"] = [row["error"]] if row["error"] else []
+                continue
+            spec = next(s for s in registry.components[row["kind"]][row["name"]]
+                        if s.plugin == row["plugin"] and s.distribution == row["distribution"])
+            result = check_component(spec)
+            row["check"] = "ok" if result.ok else "failed"
+            row["problems"] = list(result.problems)
+        failed = any(r["check"] == "failed" for r in rows)
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
-        return EXIT_OK
+        return EXIT_FAILED if failed else EXIT_OK
     import os
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 200)
@@ -1125,14 +1147,87 @@ def cmd_plugins(args: argparse.Namespace) -> int:
                   if v in os.environ]
         console.print("no plugins loaded" + (f" ({', '.join(limits)} in force)" if limits else ""))
         return EXIT_OK
-    table = Table(*COLUMNS, show_lines=False, box=None, pad_edge=False)
+    columns = COLUMNS if args.check is None else (*COLUMNS[:5], "check", "problems")
+    table = Table(*columns, show_lines=False, box=None, pad_edge=False)
     for r in rows:
         status = "[green]ok[/]" if r["status"] == "ok" else "[bold red]failed[/]"
-        from rich.markup import escape
-
-        table.add_row(
-            escape(r["distribution"]), escape(r["version"]), r["kind"], escape(r["name"]), status,
-            escape(r["error"] or ""),
-        )
+        cells = [escape(r["distribution"]), escape(r["version"]), r["kind"], escape(r["name"]), status]
+        if args.check is None:
+            cells.append(escape(r["error"] or ""))
+        else:
+            cells.append("[green]ok[/]" if r["check"] == "ok" else "[bold red]failed[/]")
+            cells.append(escape("; ".join(r["problems"])))
+        table.add_row(*cells)
     console.print(table)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _check_one(registry: Registry, target: str, *, as_json: bool) -> int:
+    """``seamkit plugins --check NAME``: check every component called NAME (of the kind KIND for
+    ``KIND/NAME``), or report the plugin NAME that failed to load. Exit 1 on a problem; a name that
+    matches nothing is a usage error (exit 2) with the close names."""
+    import difflib
+
+    from seamkit.plugins.check import check_component
+
+    kind, sep, name = target.rpartition("/")
+    kinds = sorted(registry.components)
+    if sep and kind not in kinds:
+        raise UsageError(f"no component of kind {kind!r} is installed (kinds: {', '.join(kinds) or 'none'})")
+    specs = [s for s in registry.all_components() if s.name == name and (not sep or s.kind == kind)]
+    failed = [r for r in registry.reports if r.status == "failed" and (name in (r.plugin, r.distribution))]
+    if not specs and not failed:
+        known = sorted({s.name for s in registry.all_components() if not sep or s.kind == kind}
+                       | {r.plugin for r in registry.reports if r.status == "failed"})
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        what = f"{kind} component" if sep else "component or failed plugin"
+        raise UsageError(f"no {what} named {name!r} is installed{hint} (see 'seamkit plugins')")
+    results = [check_component(s) for s in sorted(specs, key=lambda s: (s.kind, s.distribution))]
+    if as_json:
+        out: list[dict[str, Any]] = [
+            {"kind": "plugin", "name": r.plugin, "distribution": r.distribution, "version": r.version,
+             "plugin": r.plugin, "ok": False, "problems": [f"the plugin failed to load: {r.error}"], "notes": []}
+            for r in failed
+        ]
+        out += [{"kind": c.kind, "name": c.name, "distribution": c.distribution, "version": c.version,
+                 "plugin": c.plugin, "ok": c.ok, "problems": list(c.problems), "notes": list(c.notes)}
+                for c in results]
+        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    else:
+        from seamkit.cli.render import visible
+
+        lines: list[str] = []
+        for r in failed:
+            lines.append(f"plugin {r.plugin!r} ({r.distribution} {r.version}): failed to load: {r.error}")
+        for c in results:
+            if c.ok:
+                lines.append(f"{c.label}: ok")
+            else:
+                n = len(c.problems)
+                lines.append(f"{c.label}: {n} problem{'s' if n != 1 else ''}")
+                lines += [f"  - {p}" for p in c.problems]
+            lines += [f"  note: {note}" for note in c.notes]
+        sys.stdout.write("".join(visible(line) + "\n" for line in lines))
+    return EXIT_FAILED if failed or any(not c.ok for c in results) else EXIT_OK
+
+
+# -- new plugin ------------------------------------------------------------------------------------
+
+
+def cmd_new_plugin(args: argparse.Namespace) -> int:
+    """``seamkit new plugin KIND NAME [--dir DIR]``: write a plugin distribution from the template
+    of KIND (see :mod:`seamkit.cli.scaffold`)."""
+    from seamkit.cli.scaffold import ScaffoldError, write_plugin
+
+    try:
+        root = write_plugin(args.kind, args.name, Path(args.dir))
+    except ScaffoldError as exc:
+        raise UsageError(str(exc)) from None
+    # pip reads a bare "seamkit-x[test]" as a project name: a relative path needs its "./"
+    shown = root.as_posix() if root.is_absolute() or root.as_posix().startswith(".") else f"./{root.as_posix()}"
+    sys.stdout.write(
+        f"created {shown}/: a {args.kind} plugin, component {args.name!r}\n"
+        f"next: pip install -e '{shown}[test]' && pytest {shown}\n"
+    )
     return EXIT_OK

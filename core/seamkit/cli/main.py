@@ -1,4 +1,4 @@
-"""The seamkit command line: ``seamkit run | validate | schema | plugins | ask`` (plus plugin commands).
+"""The seamkit command line: ``seamkit run | validate | schema | plugins | new | ask`` (plus plugin commands).
 
 Built on seamkit's public API only. This module imports nothing heavy: pydantic, rich and the
 agent machinery are imported by the command that needs them, so ``seamkit --help`` stays fast.
@@ -77,6 +77,9 @@ def _on_sigterm(signum: int, frame: object) -> None:
     raise Terminated()
 
 PROG = "seamkit"
+CHECK_ALL = "*"  # `seamkit plugins --check` without a name
+#: the kinds ``seamkit new plugin`` has a template for (see seamkit/cli/templates/)
+PLUGIN_KINDS = ("provider", "store", "tool", "middleware", "compactor", "schema", "guardrail", "command")
 
 
 class UsageError(Exception):
@@ -293,7 +296,34 @@ def build_parser(
         description="List installed components and plugins, including plugins that failed to load.",
     )
     p.add_argument("--json", action="store_true", help="print a JSON list of objects")
+    p.add_argument(
+        "--check",
+        metavar="NAME",
+        nargs="?",
+        const=CHECK_ALL,
+        help="import and validate the component NAME (KIND/NAME picks one kind) and say what is wrong "
+        "with it: its module, its config model and default config, its factory, its port; exit 1 on a "
+        "problem. Without NAME: check every component (listing alone imports none)",
+    )
     p.set_defaults(func=_lazy("plugins"))
+
+    p = sub.add_parser(
+        "new",
+        help="create a new project from a template (a plugin distribution)",
+        description="Create a new project from a template.",
+    )
+    new = p.add_subparsers(dest="new_command", metavar="WHAT", parser_class=_Parser, required=True)
+    q = new.add_parser(
+        "plugin",
+        help="write a ready plugin distribution: pyproject, plugin module, config, component, tests",
+        description="Write seamkit-NAME/, a plugin distribution registering one KIND component called NAME "
+        "(entry point group 'seamkit'), with a README and tests (the kind's conformance suite where there is "
+        "one). Then: pip install -e ./seamkit-NAME && pytest seamkit-NAME",
+    )
+    q.add_argument("kind", metavar="KIND", choices=PLUGIN_KINDS, help=f"one of: {', '.join(PLUGIN_KINDS)}")
+    q.add_argument("name", metavar="NAME", help="the component's name: lower-case letters, digits, '_' and '-'")
+    q.add_argument("--dir", metavar="DIR", default=".", help="where to create seamkit-NAME/ (default: here)")
+    q.set_defaults(func=_lazy("new_plugin"))
 
     from seamkit.cli.ask_cmd import add_ask_parser  # light: the command's body imports lazily
 
