@@ -68,15 +68,29 @@ _EXPORTS: dict[str, str] = {
             "ConfigIssue",
             "PluginError",
             "ComponentNotFound",
+            "ToolDefinitionError",
         )
     },
     # the ports (seamkit.ports)
     **{
         n: "seamkit.ports"
-        for n in ("LLMPort", "StorePort", "CheckpointPort", "ClockPort", "EmbeddingPort", "VectorPort")
+        for n in (
+            "LLMPort",
+            "ToolPort",
+            "ToolsetPort",
+            "StorePort",
+            "CheckpointPort",
+            "ClockPort",
+            "EmbeddingPort",
+            "VectorPort",
+        )
     },
     # registration (seamkit.hookspecs)
     **{n: "seamkit.hookspecs" for n in ("hookimpl",)},
+    # the registry a plugin registers into (tests register a plugin object into a fresh one)
+    **{n: "seamkit.plugins.registry" for n in ("Registry", "PluginReport", "load_registry")},
+    # compositions (a plugin's tests compose its components from YAML)
+    **{n: "seamkit.composition" for n in ("load_composition", "loads_composition", "build_agent")},
     # middleware contract
     **{n: "seamkit.middleware" for n in ("Call", "Middleware", "Next", "middleware", "collect", "collect_one")},
     # streams
@@ -96,8 +110,11 @@ _EXPORTS: dict[str, str] = {
         n: "seamkit.compaction"
         for n in (
             "CompactorPort",
+            "NOTES_KEY",
+            "SUMMARY_MARKER",
             "check_invariants",
             "is_summary",
+            "note",
             "split_leading_system",
             "summary_message",
             "transcript_tokens",
@@ -105,7 +122,19 @@ _EXPORTS: dict[str, str] = {
         )
     },
     # schema flavours
-    **{n: "seamkit.schemas" for n in ("BaseSchemaAdapter", "SchemaAdapter", "adapt", "parse_json", "raw_text")},
+    **{
+        n: "seamkit.schemas"
+        for n in (
+            "BaseSchemaAdapter",
+            "SchemaAdapter",
+            "SchemaFlavour",
+            "UnsupportedSchemaType",
+            "adapt",
+            "parse_json",
+            "partial_json",
+            "raw_text",
+        )
+    },
     # config models
     **{n: "seamkit.config_types" for n in ("HTTPProviderConfig", "PriceOverride", "check_base_url")},
     # nested components in a config
