@@ -154,6 +154,10 @@ _EXPORTS: dict[str, str] = {
         for n in ("CheckpointInfo", "CheckpointRecord", "StoredCheckpoint", "FINISHED_STATUSES", "scope_namespace")
     },
     **{n: "seamkit.durability.singleflight" for n in ("SingleFlight",)},
+    # memory (grounding sources), capabilities, workflow steps
+    **{n: "seamkit.grounding" for n in ("MemoryItem", "MemorySource")},
+    **{n: "seamkit.capabilities" for n in ("Capability",)},
+    **{n: "seamkit.workflows" for n in ("StepContext",)},
     # evaluators
     **{n: "seamkit.evals" for n in ("Attempt", "EvalCase", "EvalContext", "Evaluator", "Score", "evaluate")},
     # runners
