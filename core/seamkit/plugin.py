@@ -68,6 +68,7 @@ _EXPORTS: dict[str, str] = {
             "ConfigIssue",
             "PluginError",
             "ComponentNotFound",
+            "ToolDefinitionError",
         )
     },
     # the ports (seamkit.ports)
@@ -75,21 +76,24 @@ _EXPORTS: dict[str, str] = {
         n: "seamkit.ports"
         for n in (
             "LLMPort",
+            "ToolPort",
+            "ToolsetPort",
             "StorePort",
             "CheckpointPort",
             "ClockPort",
             "EmbeddingPort",
             "VectorPort",
             "PROVIDER_FEATURES",
-            "ToolPort",
         )
     },
     # registration (seamkit.hookspecs)
     **{n: "seamkit.hookspecs" for n in ("hookimpl",)},
-    # a plugin's own tests: register it into a fresh registry, check a component as
-    # `seamkit plugins --check` does
-    **{n: "seamkit.plugins.registry" for n in ("Registry", "ComponentSpec")},
+    # the registry a plugin registers into (a plugin's tests register it into a fresh one and check a
+    # component as `seamkit plugins --check` does)
+    **{n: "seamkit.plugins.registry" for n in ("Registry", "ComponentSpec", "PluginReport", "load_registry")},
     **{n: "seamkit.plugins.check" for n in ("ComponentCheck", "check_component")},
+    # compositions (a plugin's tests compose its components from YAML)
+    **{n: "seamkit.composition" for n in ("load_composition", "loads_composition", "build_agent")},
     # middleware contract
     **{n: "seamkit.middleware" for n in ("Call", "Middleware", "Next", "middleware", "collect", "collect_one")},
     # streams
@@ -109,8 +113,11 @@ _EXPORTS: dict[str, str] = {
         n: "seamkit.compaction"
         for n in (
             "CompactorPort",
+            "NOTES_KEY",
+            "SUMMARY_MARKER",
             "check_invariants",
             "is_summary",
+            "note",
             "split_leading_system",
             "summary_message",
             "transcript_tokens",
@@ -120,7 +127,16 @@ _EXPORTS: dict[str, str] = {
     # schema flavours
     **{
         n: "seamkit.schemas"
-        for n in ("BaseSchemaAdapter", "SchemaAdapter", "SchemaFlavour", "adapt", "parse_json", "raw_text")
+        for n in (
+            "BaseSchemaAdapter",
+            "SchemaAdapter",
+            "SchemaFlavour",
+            "UnsupportedSchemaType",
+            "adapt",
+            "parse_json",
+            "partial_json",
+            "raw_text",
+        )
     },
     # config models
     **{n: "seamkit.config_types" for n in ("HTTPProviderConfig", "PriceOverride", "check_base_url")},
@@ -141,6 +157,10 @@ _EXPORTS: dict[str, str] = {
         for n in ("CheckpointInfo", "CheckpointRecord", "StoredCheckpoint", "FINISHED_STATUSES", "scope_namespace")
     },
     **{n: "seamkit.durability.singleflight" for n in ("SingleFlight",)},
+    # memory (grounding sources), capabilities, workflow steps
+    **{n: "seamkit.grounding" for n in ("MemoryItem", "MemorySource")},
+    **{n: "seamkit.capabilities" for n in ("Capability",)},
+    **{n: "seamkit.workflows" for n in ("StepContext",)},
     # evaluators
     **{n: "seamkit.evals" for n in ("Attempt", "EvalCase", "EvalContext", "Evaluator", "Score", "evaluate")},
     # runners

@@ -1,4 +1,4 @@
-"""docs/plugins.md works as written.
+"""docs/plugins/index.md works as written.
 
 The tutorial's files (fenced blocks with ``title="path"``) are extracted into a temporary
 directory; the plugin is installed with the tutorial's own ``pip install`` command into a fresh
@@ -25,7 +25,7 @@ import pytest
 from docs_testlib import Command, console_commands, fenced_blocks, file_blocks, missing_lines
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = ROOT / "docs" / "plugins.md"
+DOC = ROOT / "docs" / "plugins" / "index.md"
 TIMEOUT = 180.0
 
 @dataclass
@@ -141,7 +141,7 @@ def test_the_tutorial_holds_every_file_of_the_plugin() -> None:
 def test_plugin_module_registers_lazily() -> None:
     plugin = FILES["seamkit-hello/seamkit_hello/plugin.py"]
     imports = [ln for ln in plugin.splitlines() if ln.startswith(("import ", "from "))]
-    assert imports == ["from seamkit.hookspecs import hookimpl"]
+    assert imports == ["from seamkit.plugin import hookimpl"]
     assert '"seamkit_hello.components:make_greet"' in plugin
     assert 'config="seamkit_hello.config:GreetConfig"' in plugin
 
