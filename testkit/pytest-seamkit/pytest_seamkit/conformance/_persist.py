@@ -1,4 +1,4 @@
-"""The pytest side of the durability checks (see :mod:`pytest_seamkit.conformance._durable`): when
+"""The pytest side of the durability checks (see :mod:`pytest_seamkit._durable`): when
 they apply, skip or fail with a reason an author can act on, and the child process in a thread."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_seamkit.conformance import _durable
+from pytest_seamkit import _durable
 
 __all__ = ["child", "component_or_skip", "no_problems", "require_persistence"]
 

@@ -13,7 +13,8 @@ from seamkit.errors import CheckpointConflict
 from seamkit.ports import CheckpointPort
 from seamkit.values import FrozenDict, freeze
 
-from pytest_seamkit.conformance import _durable, _persist
+from pytest_seamkit import _durable
+from pytest_seamkit.conformance import _persist
 
 __all__ = ["CheckpointConformance"]
 

@@ -15,7 +15,8 @@ from seamkit.errors import StoreValueError, TTLNotSupported
 from seamkit.ports import StorePort
 from seamkit.values import Message, Scope, TextBlock, ToolCall, ToolResult, freeze
 
-from pytest_seamkit.conformance import _durable, _persist
+from pytest_seamkit import _durable
+from pytest_seamkit.conformance import _persist
 
 __all__ = ["StoreConformance"]
 

@@ -1,5 +1,5 @@
-"""The child process of the durability checks: ``python -m pytest_seamkit.conformance._child``
-reads one JSON request on stdin and serves it (see :func:`pytest_seamkit.conformance._durable.serve`).
+"""The child process of the durability checks: ``python -m pytest_seamkit._durable_child``
+reads one JSON request on stdin and serves it (see :func:`pytest_seamkit._durable.serve`).
 A module of its own, so that running it does not re-import the module it runs."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import asyncio
 import json
 import sys
 
-from pytest_seamkit.conformance._durable import serve
+from pytest_seamkit._durable import serve
 
 
 def main() -> int:

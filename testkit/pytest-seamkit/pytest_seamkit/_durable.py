@@ -2,7 +2,7 @@
 after the backend is opened again (in this process or another), the child process that reads,
 writes and is killed, and the ``persistent`` flag.
 
-:mod:`pytest_seamkit.conformance._child` is that child: it reads one JSON
+:mod:`pytest_seamkit._durable_child` is that child: it reads one JSON
 request on stdin (the component as YAML names it, the data to check, the data to write), builds
 the backend through the registry (never by unpickling an object), and reports problems on stderr
 with exit status 3. In ``crash`` mode it writes forever, printing ``ack N`` on stdout after each
@@ -365,7 +365,7 @@ def run_child(request: Mapping[str, Any], *, kill_after: int | None = None) -> C
     """Run the child on ``request`` (blocking: call it in a thread). With ``kill_after``, SIGKILL
     it as soon as it acknowledged that many writes."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pytest_seamkit.conformance._child"],
+        [sys.executable, "-m", "pytest_seamkit._durable_child"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_child_env(), text=True,
     )
     timer = threading.Timer(CHILD_TIMEOUT, proc.kill)  # a hung child must not hang the suite
