@@ -62,6 +62,7 @@ _EXPORTS: dict[str, str] = {
             "StoreUnavailable",
             "StoreValueError",
             "TTLNotSupported",
+            "CodecError",
             "InfrastructureUnavailable",
             "UnsupportedFeature",
             "ConfigError",
@@ -167,10 +168,30 @@ _EXPORTS: dict[str, str] = {
     **{n: "seamkit.runners" for n in ("RequeueRequest", "Runner", "QUEUED_KEY", "QUEUE_KEY")},
 }
 
-__all__ = sorted(_EXPORTS)
+# modules exported whole (``from seamkit.plugin import codec``; ``codec.dumps(value)``)
+_MODULES: dict[str, str] = {
+    # typed values <-> JSON text: how a store encodes what it is given (seamkit.durability.codec)
+    "codec": "seamkit.durability.codec",
+}
+
+__all__ = sorted([*_EXPORTS, *_MODULES])
 
 
-__getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
+_getattr, _dir = lazy_attributes(__name__, _EXPORTS, globals())
+
+
+def __getattr__(name: str) -> object:
+    if name in _MODULES:
+        import importlib
+
+        module = importlib.import_module(_MODULES[name])
+        globals()[name] = module
+        return module
+    return _getattr(name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*_dir(), *_MODULES})
 
 
 if TYPE_CHECKING:

@@ -151,6 +151,14 @@ class StorePort(Protocol):
       non-integer value raises :class:`~seamkit.errors.StoreValueError` and is left unchanged. It
       keeps an existing TTL.
     - ``prune`` deletes expired keys now and returns how many.
+
+    Optional attribute ``persistent: bool`` (read with ``getattr(store, "persistent", True)``):
+    whether every acknowledged write (the awaited call returned) outlives this object, its
+    ``close()`` and its process, readable by another instance opened on the same location.
+    ``False`` for an in-memory store (the CLI then refuses approvals that could never be
+    resumed). It is not a protocol member, so a store that predates it still satisfies the port
+    and counts as persistent; the conformance suite holds a persistent store to it (reopen,
+    another process, a killed writer) and skips those checks for ``persistent = False``.
     """
 
     ttl_resolution: float
@@ -206,6 +214,9 @@ class CheckpointPort(Protocol):
     backend object can implement both ports.
 
     Backend failures raise :class:`~seamkit.errors.StoreUnavailable`.
+
+    Optional attribute ``persistent: bool``, as for :class:`StorePort` (absent means ``True``):
+    saved versions, logs and pending writes outlive the object and its process.
     """
 
     async def save(self, record: CheckpointRecord, *, expected_version: int | None) -> None: ...

@@ -93,6 +93,11 @@ def test_approvals_on_a_store_that_dies_with_the_process_are_refused_before_runn
     (tmp_path / "m.yaml").write_text(AGENT + "  checkpoints: {use: memory}\n  approvals: {calculator: every_call}\n")
     done = seamkit("run", "m.yaml", "hi", cwd=tmp_path)
     assert done.returncode == 2 and "outlives this process" in done.stderr
+    # SQLite's ':memory:' declares persistent=False too
+    (tmp_path / "s.yaml").write_text(AGENT + '  checkpoints: {use: sqlite, path: ":memory:"}\n'
+                                     "  approvals: {calculator: every_call}\n")
+    done = seamkit("run", "s.yaml", "hi", cwd=tmp_path)
+    assert done.returncode == 2 and "outlives this process" in done.stderr
 
 
 def test_stores_setup_opens_the_default_store(tmp_path: Path) -> None:

@@ -361,8 +361,14 @@ class PostgresStore:
     server or connection problem (including "not set up"), TTLNotSupported for a bad ``ttl``,
     StoreValueError for ``increment``/``append`` on a value of the wrong type, CheckpointConflict
     for a stale ``save``.
+
+    ``persistent`` is ``True``: an acknowledged write is a committed transaction, so it outlives
+    this object and its process (a server crash keeps it as far as the server's ``fsync`` /
+    ``synchronous_commit`` settings do; both are on by default).
     """
 
+    #: committed transactions outlive the store object and its process
+    persistent: bool = True
     ttl_resolution: float = 1e-6
 
     def __init__(self, config: PostgresConfig) -> None:

@@ -172,8 +172,20 @@ class RedisStore:
     the connections (the store reconnects if used again); usable as ``async with``.
     ``ttl_resolution`` is 0.001 s. Every method raises :class:`~seamkit.errors.StoreUnavailable`
     when Redis cannot be reached or fails.
+
+    ``persistent`` is ``True``, meaning: the data lives in the Redis server, so it outlives this
+    object and this process (another store on the same URL and prefix sees every acknowledged
+    write, and killing the client loses none). Whether it outlives a *server* restart or crash
+    is the server's configuration, not this store's: with ``appendonly yes`` and
+    ``appendfsync everysec`` (the usual AOF setting) up to about a second of writes may be lost;
+    ``always`` loses none; RDB snapshots alone lose everything since the last snapshot; with
+    neither (``save ""`` and no AOF) nothing survives a restart. ``maxmemory`` eviction
+    policies other than ``noeviction`` may also drop keys. Configure the server for the
+    durability your runs need.
     """
 
+    #: outlives the client and its process; a server restart keeps what its AOF/RDB config keeps
+    persistent: bool = True
     ttl_resolution: float = 0.001
 
     def __init__(

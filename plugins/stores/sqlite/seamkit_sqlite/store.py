@@ -249,6 +249,10 @@ class SqliteStore:
     raised. ``ttl_resolution`` is 0.001 s; expiry uses wall-clock time (``time.time()``) so it
     holds across processes. Use one store object from one event loop at a time (successive loops,
     as with repeated ``asyncio.run``, are fine).
+
+    ``persistent`` is ``True`` for a file (every acknowledged write is committed: it survives
+    ``close()``, a new process and a killed one; with ``synchronous="NORMAL"`` the last commits
+    may be lost on power loss, ``"FULL"`` keeps them) and ``False`` for ``":memory:"``.
     """
 
     ttl_resolution: float = 0.001
@@ -270,6 +274,11 @@ class SqliteStore:
         self._flight = SingleFlight()
 
     # ------------------------------------------------------------------ plumbing
+
+    @property
+    def persistent(self) -> bool:
+        """Whether what is written outlives this object (a file: yes; ``":memory:"``: no)."""
+        return not self._memory
 
     @property
     def path(self) -> str:

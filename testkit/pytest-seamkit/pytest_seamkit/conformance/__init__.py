@@ -3,11 +3,33 @@
 see :mod:`pytest_seamkit.conformance.provider`; what a provider sends is recorded with
 :class:`Recorder` / :class:`RecordingTransport`, see :mod:`pytest_seamkit.conformance.wire`).
 
-A backend's test module subclasses a suite and provides a fixture that yields a fresh, empty,
-isolated backend instance (and closes it afterwards): ``store`` for :class:`StoreConformance`,
-``checkpoints`` for :class:`CheckpointConformance`. Use ``pytest_asyncio.fixture`` so the fixture
-works whether or not the project sets ``asyncio_mode = "auto"``::
+A backend's test module subclasses a suite and provides fixtures:
 
+``store`` (:class:`StoreConformance`) / ``checkpoints`` (:class:`CheckpointConformance`)
+    a fresh, empty, isolated backend instance, closed afterwards (the suite may close it first:
+    ``close()`` must be idempotent).
+``open_store`` / ``open_checkpoints``
+    a callable, plain or ``async``, returning a **new** instance on the same location as
+    ``store`` / ``checkpoints`` (same file, schema, key prefix...). The suite writes through the
+    first instance, closes it, opens another with this and checks that everything is there; it
+    closes what it opens.
+``store_component`` / ``checkpoints_component``
+    ``(name, config)``: the same location as YAML names it, for a child process to build
+    (never pickled): ``name`` is a registered store (``"sqlite"``, built through the registry
+    like ``use: sqlite``) or a ``"module:attr"`` factory called with the config as keyword
+    arguments; ``config`` is a JSON-able mapping. A child reads what the suite wrote and writes
+    more; another writes, acknowledging each write on stdout, and is killed with SIGKILL: every
+    acknowledged write must be there after reopening.
+
+These durability checks (closed and reopened, another process, a killed writer) apply to a
+backend whose ``persistent`` attribute is ``True`` **or absent**. A backend that declares
+``persistent = False`` (nothing outlives the instance: an in-memory store) has them skipped,
+the reason shown (``... declares persistent=False``). A persistent backend whose class lacks
+``open_store`` / ``open_checkpoints`` fails them, saying so; without the ``*_component`` fixture
+the checks in another process are skipped with the reason. Use ``pytest_asyncio.fixture`` for
+async fixtures so they work whether or not the project sets ``asyncio_mode = "auto"``::
+
+    import pytest
     import pytest_asyncio
     from pytest_seamkit.conformance import CheckpointConformance, StoreConformance
 
@@ -18,6 +40,14 @@ works whether or not the project sets ``asyncio_mode = "auto"``::
             yield backend
             await backend.close()
 
+        @pytest.fixture
+        def open_store(self, tmp_path):
+            return lambda: MyStore(path=tmp_path / "db")
+
+        @pytest.fixture
+        def store_component(self, tmp_path):
+            return ("mystore", {"path": str(tmp_path / "db")})
+
     class TestMyCheckpoints(CheckpointConformance):
         @pytest_asyncio.fixture
         async def checkpoints(self, tmp_path):
@@ -25,9 +55,19 @@ works whether or not the project sets ``asyncio_mode = "auto"``::
             yield backend
             await backend.close()
 
+        @pytest.fixture
+        def open_checkpoints(self, tmp_path):
+            return lambda: MyStore(path=tmp_path / "db")
+
+        @pytest.fixture
+        def checkpoints_component(self, tmp_path):
+            return ("mystore", {"path": str(tmp_path / "db")})
+
 Every test is ``async`` and carries the ``asyncio`` mark (needs pytest-asyncio). The suites use
 real time: TTL tests sleep a fraction of a second (longer when the backend's ``ttl_resolution``
-is coarse); every other test takes well under a second on a local backend.
+is coarse); each check in a child process takes about a second (its start-up); every other test
+takes well under a second on a local backend. The suite closes stores through ``aclose()`` when
+they have one, else ``close()``. See docs/plugins/stores.md for the contract the suites check.
 """
 
 from __future__ import annotations

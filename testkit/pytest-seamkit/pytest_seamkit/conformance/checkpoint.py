@@ -13,6 +13,9 @@ from seamkit.errors import CheckpointConflict
 from seamkit.ports import CheckpointPort
 from seamkit.values import FrozenDict, freeze
 
+from pytest_seamkit import _durable
+from pytest_seamkit.conformance import _persist
+
 __all__ = ["CheckpointConformance"]
 
 T0 = 1_767_225_600.125  # 2026-01-01T00:00:00.125Z, unix seconds
@@ -119,12 +122,28 @@ async def _snapshot(cp: Any, run_id: str) -> tuple[Any, ...]:
 
 class CheckpointConformance:
     """Tests every :class:`~seamkit.ports.CheckpointPort` must pass. Subclass it and provide an
-    async fixture ``checkpoints`` yielding a fresh, empty, isolated backend (closed afterwards)."""
+    async fixture ``checkpoints`` yielding a fresh, empty, isolated backend (closed afterwards); for
+    a persistent backend also ``open_checkpoints`` (a callable opening another instance on the same
+    location) and ``checkpoints_component`` (``(name, config)`` as YAML names it), see
+    :mod:`pytest_seamkit.conformance`."""
 
     pytestmark = pytest.mark.asyncio
 
+    @pytest.fixture
+    def open_checkpoints(self) -> Any:
+        """Override: a callable (plain or async) returning a new instance on ``checkpoints``' location."""
+        return None
+
+    @pytest.fixture
+    def checkpoints_component(self) -> Any:
+        """Override: ``(name, config)`` that builds an instance on ``checkpoints``' location in another
+        process: a registered store name (``"sqlite"``) or ``"module:attr"``, and its config mapping."""
+        return None
+
     async def test_is_a_checkpoint_port(self, checkpoints: Any) -> None:
         assert isinstance(checkpoints, CheckpointPort)
+        persistent = getattr(checkpoints, "persistent", True)
+        assert isinstance(persistent, bool), f"persistent must be a bool (or absent: True), got {persistent!r}"
 
     # --- save / latest -----------------------------------------------------------------------
 
@@ -486,3 +505,66 @@ class CheckpointConformance:
         assert dict(await cp.pending_writes(rid, 2)) == {"вызов-1": big}
         _check_infos(await cp.list_runs(parent_run_id="родитель"), [rec2])
         assert await cp.delete_run(rid) is True
+
+    # --- durability: reopen, another process, a kill (persistent backends) --------------------
+
+    async def test_reopen_keeps_everything(self, checkpoints: Any, open_checkpoints: Any) -> None:
+        _persist.require_persistence(checkpoints, open_checkpoints, "open_checkpoints")
+        await _durable.write_checkpoints(checkpoints, "reopen")
+        await _durable.aclose(checkpoints)
+        again = await _durable.open_with(open_checkpoints)
+        try:
+            problems = await _durable.check_checkpoints(again, "reopen")
+            _persist.no_problems(problems, "after closing the checkpoint store and opening it again")
+            # versions carry on: the next save follows the reopened latest version, a stale one conflicts
+            with pytest.raises(CheckpointConflict) as exc:
+                await again.save(_rec("reopen-run", 1), expected_version=None)
+            assert exc.value.actual == 3
+            nxt = _rec("reopen-run", 4, entries=[_entry("after reopen")])
+            await again.save(nxt, expected_version=3)
+            latest = await again.latest("reopen-run")
+            assert latest is not None and latest.record == nxt and latest.log[-1] == _entry("after reopen")
+        finally:
+            await _durable.aclose(again)
+
+    async def test_another_process_reads_and_writes(
+        self, checkpoints: Any, open_checkpoints: Any, checkpoints_component: Any
+    ) -> None:
+        _persist.require_persistence(checkpoints, open_checkpoints, "open_checkpoints")
+        component = _persist.component_or_skip(checkpoints_component, "checkpoints_component")
+        await _durable.write_checkpoints(checkpoints, "parent")
+        await _durable.aclose(checkpoints)
+        request = {"kind": "checkpoints", "component": component, "check": "parent", "write": "child"}
+        result = await _persist.child(request)
+        assert result.returncode == 0, result.explain()
+        again = await _durable.open_with(open_checkpoints)
+        try:
+            problems = await _durable.check_checkpoints(again, "child")
+            _persist.no_problems(problems, "reading checkpoints another process wrote")
+            problems = await _durable.check_checkpoints(again, "parent")
+            _persist.no_problems(problems, "after another process used the checkpoint store")
+        finally:
+            await _durable.aclose(again)
+
+    async def test_acknowledged_writes_survive_a_kill(
+        self, checkpoints: Any, open_checkpoints: Any, checkpoints_component: Any
+    ) -> None:
+        _persist.require_persistence(checkpoints, open_checkpoints, "open_checkpoints")
+        component = _persist.component_or_skip(checkpoints_component, "checkpoints_component")
+        await _durable.aclose(checkpoints)
+        request = {"kind": "checkpoints", "component": component, "action": "crash"}
+        result = await _persist.child(request, kill_after=_durable.CRASH_ACKS)
+        assert result.acked >= _durable.CRASH_ACKS, result.explain()
+        again = await _durable.open_with(open_checkpoints)
+        try:
+            problems = await _durable.check_crash(again, "checkpoints", result.acked)
+            _persist.no_problems(problems, f"after SIGKILL of a writer that had acknowledged {result.acked} saves")
+            # still usable: not corrupted
+            latest = await again.latest(_durable.CRASH_RUN)
+            assert latest is not None
+            v = latest.record.version + 1
+            await again.save(_rec(_durable.CRASH_RUN, v), expected_version=v - 1)
+            after = await again.latest(_durable.CRASH_RUN)
+            assert after is not None and after.record.version == v
+        finally:
+            await _durable.aclose(again)

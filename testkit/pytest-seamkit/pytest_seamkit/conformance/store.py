@@ -15,6 +15,9 @@ from seamkit.errors import StoreValueError, TTLNotSupported
 from seamkit.ports import StorePort
 from seamkit.values import Message, Scope, TextBlock, ToolCall, ToolResult, freeze
 
+from pytest_seamkit import _durable
+from pytest_seamkit.conformance import _persist
+
 __all__ = ["StoreConformance"]
 
 S = Scope("conformance")
@@ -26,21 +29,7 @@ class _Boom(Exception):
     """The error a failing producer raises."""
 
 
-def _same(got: Any, want: Any) -> bool:
-    """Equal and of the same type at every depth (``True`` is not ``1``, ``1.0`` is not ``1``)."""
-    if type(got) is not type(want):
-        return False
-    if isinstance(want, dict):
-        return bool(got.keys() == want.keys()) and all(_same(got[k], want[k]) for k in want)
-    if isinstance(want, list | tuple):
-        return len(got) == len(want) and all(_same(g, w) for g, w in zip(got, want, strict=True))
-    if isinstance(want, float) and math.isnan(want):
-        return math.isnan(got)
-    if isinstance(want, datetime):
-        return bool(got == want) and bool(got.utcoffset() == want.utcoffset())
-    if isinstance(want, Decimal):
-        return str(got) == str(want)
-    return bool(got == want)
+_same = _durable.same
 
 
 def _short_ttl(store: Any) -> float:
@@ -163,9 +152,23 @@ _KEYS: list[str] = [
 
 class StoreConformance:
     """Tests every :class:`~seamkit.ports.StorePort` must pass. Subclass it and provide an async
-    fixture ``store`` yielding a fresh, empty, isolated backend (closed afterwards)."""
+    fixture ``store`` yielding a fresh, empty, isolated backend (closed afterwards); for a
+    persistent backend also ``open_store`` (a callable opening another instance on the same
+    location) and ``store_component`` (``(name, config)`` as YAML names it), see
+    :mod:`pytest_seamkit.conformance`."""
 
     pytestmark = pytest.mark.asyncio
+
+    @pytest.fixture
+    def open_store(self) -> Any:
+        """Override: a callable (plain or async) returning a new instance on ``store``'s location."""
+        return None
+
+    @pytest.fixture
+    def store_component(self) -> Any:
+        """Override: ``(name, config)`` that builds an instance on ``store``'s location in another
+        process: a registered store name (``"sqlite"``) or ``"module:attr"``, and its config mapping."""
+        return None
 
     # --- shape -------------------------------------------------------------------------------
 
@@ -174,6 +177,8 @@ class StoreConformance:
         res = store.ttl_resolution
         assert isinstance(res, int | float) and not isinstance(res, bool)
         assert math.isfinite(res) and res > 0, "ttl_resolution must be a finite positive number of seconds"
+        persistent = getattr(store, "persistent", True)
+        assert isinstance(persistent, bool), f"persistent must be a bool (or absent: True), got {persistent!r}"
 
     # --- get / set ---------------------------------------------------------------------------
 
@@ -542,3 +547,68 @@ class StoreConformance:
         await _outlive(store, ttl)
         assert await store.get(S, "with-ttl", _MISSING) is _MISSING
         assert await store.get(S, "without-ttl") == 2
+
+    # --- durability: reopen, another process, a kill (persistent backends) --------------------
+
+    async def test_reopen_keeps_everything(self, store: Any, open_store: Any) -> None:
+        _persist.require_persistence(store, open_store, "open_store")
+        await _durable.write_store(store, "reopen")
+        await _durable.aclose(store)
+        again = await _durable.open_with(open_store)
+        try:
+            problems = await _durable.check_store(again, "reopen")
+            _persist.no_problems(problems, "after closing the store and opening it again")
+            # the new instance carries on where the old one stopped
+            assert await again.append(_durable.S, "reopen/list", "more") == len(_durable.ITEMS) + 1
+            assert await again.increment(_durable.S, "reopen/counter") == _durable.COUNTER_END + 1
+        finally:
+            await _durable.aclose(again)
+
+    async def test_reopen_keeps_ttls(self, store: Any, open_store: Any) -> None:
+        _persist.require_persistence(store, open_store, "open_store")
+        ttl = _short_ttl(store)
+        await store.set(S, "short", 1, ttl=ttl)
+        await store.set(S, "long", 2, ttl=3600)
+        await store.set(S, "counter", 1, ttl=ttl)
+        await store.increment(S, "counter")
+        await _durable.aclose(store)
+        again = await _durable.open_with(open_store)
+        try:
+            assert await again.get(S, "long", _MISSING) == 2
+            await _outlive(again, ttl)
+            assert await again.get(S, "short", _MISSING) is _MISSING, "a TTL was lost when the store was reopened"
+            assert await again.get(S, "counter", _MISSING) is _MISSING, "a TTL was lost when the store was reopened"
+            assert await again.get(S, "long", _MISSING) == 2
+        finally:
+            await _durable.aclose(again)
+
+    async def test_another_process_reads_and_writes(self, store: Any, open_store: Any, store_component: Any) -> None:
+        _persist.require_persistence(store, open_store, "open_store")
+        component = _persist.component_or_skip(store_component, "store_component")
+        await _durable.write_store(store, "parent")
+        await _durable.aclose(store)
+        result = await _persist.child({"kind": "store", "component": component, "check": "parent", "write": "child"})
+        assert result.returncode == 0, result.explain()
+        again = await _durable.open_with(open_store)
+        try:
+            _persist.no_problems(await _durable.check_store(again, "child"), "reading what another process wrote")
+            _persist.no_problems(await _durable.check_store(again, "parent"), "after another process used the store")
+        finally:
+            await _durable.aclose(again)
+
+    async def test_acknowledged_writes_survive_a_kill(self, store: Any, open_store: Any, store_component: Any) -> None:
+        _persist.require_persistence(store, open_store, "open_store")
+        component = _persist.component_or_skip(store_component, "store_component")
+        await _durable.aclose(store)
+        result = await _persist.child({"kind": "store", "component": component, "action": "crash"},
+                                      kill_after=_durable.CRASH_ACKS)
+        assert result.acked >= _durable.CRASH_ACKS, result.explain()
+        again = await _durable.open_with(open_store)
+        try:
+            _persist.no_problems(await _durable.check_crash(again, "store", result.acked),
+                                 f"after SIGKILL of a writer that had acknowledged {result.acked} writes")
+            # still usable: not corrupted
+            await again.set(S, "after-crash", {"ok": True})
+            assert await again.get(S, "after-crash") == {"ok": True}
+        finally:
+            await _durable.aclose(again)

@@ -1,0 +1,56 @@
+"""The pytest side of the durability checks (see :mod:`pytest_seamkit._durable`): when
+they apply, skip or fail with a reason an author can act on, and the child process in a thread."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from pytest_seamkit import _durable
+
+__all__ = ["child", "component_or_skip", "no_problems", "require_persistence"]
+
+
+def require_persistence(backend: Any, opener: Any, fixture: str) -> None:
+    """Skip when ``backend`` declares ``persistent = False``; fail when it is persistent (declared,
+    or undeclared: the default) but the test class gives no ``fixture`` to open it again."""
+    try:
+        persistent = _durable.declared_persistent(backend)
+    except TypeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    name = type(backend).__name__
+    if not persistent:
+        pytest.skip(f"{name} declares persistent=False: nothing outlives the instance to check")
+    if opener is None:
+        pytest.fail(
+            f"{name} is persistent (it declares persistent=True, or declares nothing, which means True) but the "
+            f"test class has no `{fixture}` fixture to open another instance on the same location: add one "
+            f"(see pytest_seamkit.conformance), or declare `persistent = False` if nothing outlives the instance",
+            pytrace=False,
+        )
+
+
+def component_or_skip(component: Any, fixture: str) -> Sequence[Any]:
+    """The ``(name, config)`` the child builds; skip (with the reason) when the class gives none."""
+    if component is None:
+        pytest.skip(f"no `{fixture}` fixture: the checks in another process need the component as YAML names "
+                    "it, (registered name or 'module:attr', config mapping)")
+    name, config = component
+    if not isinstance(name, str) or not isinstance(config, Mapping):
+        pytest.fail(f"`{fixture}` must be (name: str, config: mapping), got {component!r}", pytrace=False)
+    return (name, dict(config))
+
+
+async def child(request: Mapping[str, Any], *, kill_after: int | None = None) -> _durable.ChildResult:
+    """Run the child process (in a thread, so the event loop keeps running)."""
+    return await asyncio.to_thread(_durable.run_child, request, kill_after=kill_after)
+
+
+def no_problems(problems: Sequence[str], when: str) -> None:
+    """Fail listing ``problems`` (what was lost or changed) ``when`` (``"after reopening"``)."""
+    if problems:
+        shown = "\n  ".join(problems[:20]) + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else "")
+        pytest.fail(f"{when}, {len(problems)} problem(s):\n  {shown}", pytrace=False)

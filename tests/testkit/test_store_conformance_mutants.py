@@ -1,0 +1,139 @@
+"""The store and checkpoint conformance suites catch broken backends: each mutant in
+store_mutants.py is run through the suites in one pytest subprocess, and exactly the checks that
+should catch it fail (the correct controls, a pickle-file store and SQLite, pass everything)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from seamkit.plugins.ports_check import port_problems
+from seamkit.ports import CheckpointPort, StorePort
+from seamkit.testing.memory_store import MemoryStore
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent.parent
+
+DURABLE_STORE = {
+    "test_reopen_keeps_everything",
+    "test_reopen_keeps_ttls",
+    "test_another_process_reads_and_writes",
+    "test_acknowledged_writes_survive_a_kill",
+}
+DURABLE_CHECKPOINTS = DURABLE_STORE - {"test_reopen_keeps_ttls"}
+REOPEN = {"test_reopen_keeps_everything", "test_reopen_keeps_ttls"}
+OTHER_PROCESS = {"test_another_process_reads_and_writes", "test_acknowledged_writes_survive_a_kill"}
+KILL = {"test_acknowledged_writes_survive_a_kill"}
+
+# Only what tells the mutants apart is run (a child process costs about a second): the durability
+# checks for the durability mutants (the amnesiac one without its child processes), the whole
+# store suite for the lossy one.
+SELECT = ("(Lossy or reopen or process or kill or is_a) and not (Amnesiac and (process or kill))")
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, str]]:
+    """class name -> test name (without parameters) -> "passed" / "failed" / "skipped" / "error"."""
+    out = tmp_path_factory.mktemp("mutants")
+    report = out / "report.xml"
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), *(p for p in sys.path if p)])
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+         str(HERE / "store_mutants.py"), "-k", SELECT, f"--junitxml={report}", f"--basetemp={out / 'tmp'}"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert report.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    found: dict[str, dict[str, str]] = {"_messages": {}}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        cls = case.get("classname", "").rsplit(".", 1)[-1]
+        name = case.get("name", "").split("[", 1)[0]
+        state = "passed"
+        for child, word in (("failure", "failed"), ("error", "error"), ("skipped", "skipped")):
+            if (node := case.find(child)) is not None:
+                state = word
+                found["_messages"][f"{cls}::{name}"] = (node.get("message") or "") + (node.text or "")
+        before = found.setdefault(cls, {}).get(name)
+        found[cls][name] = state if before in (None, "passed") else before  # a failing parameter wins
+    return found
+
+
+def messages(outcomes: dict[str, dict[str, str]], cls: str, name: str) -> str:
+    """The failure or skip text of one test."""
+    return outcomes["_messages"].get(f"{cls}::{name}", "")
+
+
+def _failed(outcomes: dict[str, dict[str, str]], cls: str) -> set[str]:
+    assert cls in outcomes, f"{cls} did not run: {sorted(outcomes)}"
+    assert "error" not in outcomes[cls].values(), outcomes[cls]
+    return {name for name, state in outcomes[cls].items() if state == "failed"}
+
+
+@pytest.mark.parametrize("cls", ["TestFileStore", "TestFileCheckpoints", "TestSqliteStore", "TestSqliteCheckpoints"])
+def test_correct_persistent_stores_pass_every_durability_check(outcomes: dict[str, dict[str, str]], cls: str) -> None:
+    assert _failed(outcomes, cls) == set()
+    want = DURABLE_STORE if cls.endswith("Store") else DURABLE_CHECKPOINTS
+    assert {n for n, s in outcomes[cls].items() if s == "passed"} >= want
+
+
+def test_an_in_memory_store_claiming_persistence_fails_the_reopen_checks(outcomes: dict[str, dict[str, str]]) -> None:
+    assert _failed(outcomes, "TestAmnesiacStore") == REOPEN
+    assert _failed(outcomes, "TestAmnesiacCheckpoints") == {"test_reopen_keeps_everything"}
+
+
+def test_a_process_global_store_passes_reopening_but_fails_in_another_process(
+    outcomes: dict[str, dict[str, str]],
+) -> None:
+    assert _failed(outcomes, "TestProcessGlobalStore") == OTHER_PROCESS
+
+
+def test_a_store_that_writes_only_on_close_fails_the_kill_check(outcomes: dict[str, dict[str, str]]) -> None:
+    assert _failed(outcomes, "TestNeverFlushedStore") == KILL
+    assert _failed(outcomes, "TestNeverFlushedCheckpoints") == KILL
+
+
+def test_a_checkpoint_store_losing_pending_writes_fails_every_durability_check(
+    outcomes: dict[str, dict[str, str]],
+) -> None:
+    assert _failed(outcomes, "TestForgetfulCheckpoints") == DURABLE_CHECKPOINTS
+
+
+def test_a_store_losing_writes_fails_ordinary_checks_and_skips_durability(
+    outcomes: dict[str, dict[str, str]],
+) -> None:
+    assert _failed(outcomes, "TestLossyStore") == {
+        "test_scopes_are_isolated",
+        "test_arbitrary_unicode_keys",
+        "test_ttl_expiry_and_prune",
+        "test_list_negative_indices_follow_python_slicing",
+        "test_concurrent_appends_lose_nothing",
+    }
+    assert {n for n, s in outcomes["TestLossyStore"].items() if s == "skipped"} == DURABLE_STORE
+
+
+def test_a_persistent_store_without_open_store_fails_with_guidance(outcomes: dict[str, dict[str, str]]) -> None:
+    assert _failed(outcomes, "TestNoOpenerStore") == DURABLE_STORE
+    assert "no `open_store` fixture" in messages(outcomes, "TestNoOpenerStore", "test_reopen_keeps_everything")
+    assert "declare `persistent = False`" in messages(outcomes, "TestNoOpenerStore", "test_reopen_keeps_everything")
+
+
+def test_without_store_component_the_other_process_checks_are_skipped(outcomes: dict[str, dict[str, str]]) -> None:
+    assert _failed(outcomes, "TestNoComponentStore") == set()
+    assert {n for n, s in outcomes["TestNoComponentStore"].items() if s == "skipped"} == OTHER_PROCESS
+    skipped = messages(outcomes, "TestNoComponentStore", "test_acknowledged_writes_survive_a_kill")
+    assert "no `store_component` fixture" in skipped
+
+
+def test_the_persistent_flag_is_optional_for_the_ports() -> None:
+    """A store written before the flag existed still satisfies both ports (the flag is not a
+    protocol member, so neither isinstance nor the registry's port check asks for it)."""
+    members = {k: v for k, v in vars(MemoryStore).items() if k == "__init__" or not k.startswith("__")}
+    members.pop("persistent")
+    undeclared = type("Undeclared", (), members)()
+    assert not hasattr(undeclared, "persistent")
+    assert isinstance(undeclared, StorePort) and isinstance(undeclared, CheckpointPort)
+    assert port_problems(undeclared, StorePort) == [] and port_problems(undeclared, CheckpointPort) == []
