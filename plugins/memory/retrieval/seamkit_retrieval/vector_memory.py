@@ -1,4 +1,4 @@
-"""Retrieval from an embedding model and a vector store: a :class:`~seamkit.grounding.MemorySource`
+"""seamkit-retrieval's retrieval from an embedding model and a vector store: a :class:`~seamkit.grounding.MemorySource`
 built from the two ports, and Markdown chunking for indexing documents.
 
 :class:`VectorMemory` stores each chunk's text and source key as vector metadata, so a query
