@@ -5,10 +5,11 @@ head / older units / recent units, rendering units as text, and reporting notes.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
-from seamkit.compaction import logger, split_leading_system, transcript_tokens, turn_units
+from seamkit.compaction import split_leading_system, transcript_tokens, turn_units
 from seamkit.middleware import Middleware
 from seamkit.plugins.registry import Registry
 from seamkit.ports import LLMPort
@@ -33,6 +34,8 @@ from seamkit.values import (
 from seamkit_compactors_llm.config import ModelSlot
 
 __all__ = ["NOTES_KEY", "USAGE_KEY", "Split", "build_model", "call_model", "note", "render_units", "split"]
+
+logger = logging.getLogger("seamkit.compaction")  # the host's compactors log there too
 
 NOTES_KEY = "seamkit.compaction.notes"
 """``ctx.state`` key: a list of strings, the warnings compactors raised in this run (the

@@ -120,7 +120,7 @@ async def _stopping_on_sigterm(serving: Any) -> None:
     leave the shutdown waiting."""
     import signal
 
-    from seamkit.cli import main as cli
+    from seamkit.plugin import mark_terminated
 
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(serving)
@@ -140,8 +140,7 @@ async def _stopping_on_sigterm(serving: Any) -> None:
     except asyncio.CancelledError:
         if not got:
             raise
-        cli._terminated = True  # as the CLI's own handler records it
-        raise cli.Terminated() from None
+        raise mark_terminated() from None  # recorded as the CLI's own handler records it
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
         if not task.done():
