@@ -17,10 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from seamkit.agent.agent import Agent
-from seamkit.grounding import find_citations
-from seamkit.plugins.registry import get_registry
-from seamkit.request import RequestBuilder
+from seamkit import Agent
+from seamkit.plugin import RequestBuilder, find_citations, get_registry
 from seamkit.values import Scope
 from seamkit_retrieval.vector_memory import VectorMemory, chunk_markdown
 

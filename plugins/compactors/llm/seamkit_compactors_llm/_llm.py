@@ -9,14 +9,17 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from seamkit.compaction import split_leading_system, transcript_tokens, turn_units
-from seamkit.middleware import Middleware
-from seamkit.plugins.registry import Registry
-from seamkit.ports import LLMPort
-from seamkit.runtime.context import RunContext
-from seamkit.runtime.invoker import Invoker
-from seamkit.slots import build_nested
-from seamkit.tools.registry import ToolRegistry
+from seamkit import Invoker, ToolRegistry
+from seamkit.plugin import (
+    LLMPort,
+    Middleware,
+    Registry,
+    RunContext,
+    build_nested,
+    split_leading_system,
+    transcript_tokens,
+    turn_units,
+)
 from seamkit.values import (
     ChatRequest,
     FrozenDict,

@@ -33,11 +33,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from seamkit.plugins.ports_check import Port, port_problems
-from seamkit.ports import EmbeddingPort, LLMPort, VectorPort
-from seamkit.runtime.invoker import Invoker
-from seamkit.tokens import estimate_message_tokens
-from seamkit.tools.registry import ToolRegistry
+from seamkit import Invoker, ToolRegistry
+from seamkit.plugin import EmbeddingPort, LLMPort, Port, VectorPort, estimate_message_tokens, port_problems
 from seamkit.values import ChatRequest, FrozenDict, Message, freeze, thaw
 from seamkit.workflows import StepContext, StepError
 from seamkit_retrieval.vector_memory import VectorMemory

@@ -9,11 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from seamkit.errors import ConfigError, ConfigIssue
-from seamkit.grounding import MemoryItem
-from seamkit.plugins.ports_check import Port, port_problems
-from seamkit.plugins.registry import get_registry
-from seamkit.ports import EmbeddingPort, VectorPort
-from seamkit.slots import build_nested
+from seamkit.plugin import EmbeddingPort, MemoryItem, Port, VectorPort, build_nested, get_registry, port_problems
 from seamkit.values import Scope
 
 from seamkit_retrieval.config import MemorySlot, VectorMemoryConfig

@@ -13,8 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from seamkit.grounding import MemoryItem
-from seamkit.ports import EmbeddingPort, VectorPort
+from seamkit.plugin import EmbeddingPort, MemoryItem, VectorPort
 from seamkit.values import Scope, freeze
 
 __all__ = ["Chunk", "VectorMemory", "chunk_markdown"]

@@ -49,10 +49,9 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from seamkit.agent.loop import CORRECTIVE_TEMPLATE
-from seamkit.agent.output import OutputSpec
+from seamkit import OutputSpec
 from seamkit.errors import OutputValidationError, ProviderError
-from seamkit.middleware import Call, Next
+from seamkit.plugin import CORRECTIVE_TEMPLATE, Call, Next
 from seamkit.values import ChatRequest, Delta, FrozenDict, Message, TextBlock, Usage, thaw
 
 from seamkit_output_coerce.config import OutputCoerceConfig
