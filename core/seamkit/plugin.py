@@ -161,3 +161,158 @@ def mark_terminated() -> BaseException:
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
+
+if TYPE_CHECKING:
+    from seamkit._lazy import lazy_attributes
+    from seamkit.accumulate import Accumulator, collect_result
+    from seamkit.agent.child_runs import CHILD_RUNS_SERVICE, ChildRunOutcome, ChildRunRequest
+    from seamkit.agent.guarding import check as check_guards
+    from seamkit.agent.guarding import guards_by_point
+    from seamkit.agent.loop import CORRECTIVE_TEMPLATE
+    from seamkit.agent.output import drop_absent_nulls
+    from seamkit.cli._loop import run_interruptible
+    from seamkit.cli.commands import (
+        DEFAULT_DB,
+        no_run_text,
+    )
+    from seamkit.cli.commands import (
+        _check_variables as check_variables,
+    )
+    from seamkit.cli.commands import (
+        _existing_file as existing_file,
+    )
+    from seamkit.cli.commands import (
+        _load as load_for_command,
+    )
+    from seamkit.cli.commands import (
+        _read_task as read_task,
+    )
+    from seamkit.cli.main import (
+        EXIT_FAILED,
+        EXIT_INTERRUPTED,
+        EXIT_OK,
+        EXIT_SUSPENDED,
+        BuildFailed,
+        Terminated,
+        UsageError,
+    )
+    from seamkit.cli.render import call_json, jsonable, result_json, resume_command, truncate, visible
+    from seamkit.cli.scrub import TextScrubber, scrub_output, secret_forms
+    from seamkit.compaction import (
+        CompactorPort,
+        check_invariants,
+        is_summary,
+        note,
+        split_leading_system,
+        summary_message,
+        transcript_tokens,
+        turn_units,
+    )
+    from seamkit.composition._check import (
+        Context as SlotCheckContext,
+    )
+    from seamkit.composition._check import (
+        check_slot,
+        describe_value,
+        did_you_mean,
+        iter_slots,
+        pydantic_issues,
+    )
+    from seamkit.composition._yaml import MAX_DEPTH as YAML_MAX_DEPTH
+    from seamkit.composition._yaml import KeyPath, Position, clip, parse_yaml, shown
+    from seamkit.composition.build import DEFAULT_STORE, child_queue_issues
+    from seamkit.composition.models import MASK, MIN_SECRET_LENGTH, AgentStepConfig, is_secret_name, mask_named
+    from seamkit.config_types import HTTPProviderConfig, PriceOverride, check_base_url
+    from seamkit.durability import codec
+    from seamkit.durability.approvals import (
+        Decision,
+        approve,
+        decision_data,
+        decisions_from_data,
+        parse_decision_flags,
+        reject,
+    )
+    from seamkit.durability.checkpointer import Checkpointer, lease_void, worker_id
+    from seamkit.durability.records import (
+        FINISHED_STATUSES,
+        CheckpointInfo,
+        CheckpointRecord,
+        StoredCheckpoint,
+        scope_namespace,
+    )
+    from seamkit.durability.singleflight import SingleFlight
+    from seamkit.errors import (
+        BudgetExceeded,
+        CheckpointConflict,
+        ComponentBuildError,
+        ComponentNotFound,
+        ConfigError,
+        ConfigIssue,
+        EffectNotApplied,
+        Failure,
+        FailureClass,
+        GuardrailTripped,
+        InfrastructureUnavailable,
+        OutputValidationError,
+        PluginError,
+        ProviderError,
+        RunCancelled,
+        RunError,
+        RunNotResumable,
+        SeamkitError,
+        StoreError,
+        StoreUnavailable,
+        StoreValueError,
+        ToolArgumentError,
+        ToolError,
+        ToolUnavailable,
+        TTLNotSupported,
+        UnknownToolError,
+        UnsupportedFeature,
+    )
+    from seamkit.evals import Attempt, EvalCase, EvalContext, Evaluator, Score, evaluate
+    from seamkit.grounding import MemoryItem, find_citations
+    from seamkit.guardrails import ALLOW, Guard, GuardContext, Verdict, allow, block, rewrite
+    from seamkit.hookspecs import hookimpl
+    from seamkit.middleware import Call, Middleware, Next, collect, collect_one, middleware
+    from seamkit.plugins.ports_check import Port, port_problems
+    from seamkit.plugins.registry import ComponentSpec, Registry, get_registry
+    from seamkit.ports import CheckpointPort, ClockPort, EmbeddingPort, LLMPort, StorePort, VectorPort
+    from seamkit.pricing import MILLION, Price, PriceTable, cost_of, load_price_table, parse_usd, price_usage
+    from seamkit.request import RequestBuilder
+    from seamkit.runners import QUEUE_KEY, QUEUED_KEY, RequeueRequest, Runner
+    from seamkit.runtime.concurrency import run_sync
+    from seamkit.runtime.context import RunContext
+    from seamkit.runtime.invoker import render_tool_value
+    from seamkit.runtime.resources import RunResources
+    from seamkit.schema_wrap import RootWrap, canonical_path, normalize_root, plain_schema, unwrap_deltas, wrap_root
+    from seamkit.schemas import BaseSchemaAdapter, SchemaAdapter, adapt, parse_json, partial_json, raw_text
+    from seamkit.slots import ComponentSlot, NestedSlot, build_nested
+    from seamkit.tokens import estimate_message_tokens, estimate_tokens, register_tokenizer
+    from seamkit.tool_images import left_out_warning, text_with_images_note
+    from seamkit.tools.decorator import FunctionTool, tool
+    from seamkit.tools.registry import tool_name_of
+    from seamkit.values import (
+        EMPTY,
+        ChatRequest,
+        Delta,
+        FinishReason,
+        FrozenDict,
+        FrozenList,
+        ImageBlock,
+        LLMResult,
+        Message,
+        ReasoningBlock,
+        RunRequest,
+        Scope,
+        TextBlock,
+        ToolCall,
+        ToolCallDelta,
+        ToolOutput,
+        ToolRequest,
+        ToolResult,
+        ToolSchema,
+        Usage,
+        freeze,
+        thaw,
+    )

@@ -197,3 +197,25 @@ def test_the_checker_reports_private_imports() -> None:
     src = "from seamkit.cli.main import UsageError\nfrom seamkit.values import _frozen\nimport seamkit.agent.loop\n"
     assert len(_private_uses(src, "x.py")) == 3
     assert _private_uses("from seamkit.plugin import UsageError\nimport seamkit\n", "x.py") == []
+
+
+def test_the_type_checking_imports_match_the_lazy_map() -> None:
+    """seamkit.plugin's ``if TYPE_CHECKING:`` imports (what a type checker and an editor see) name
+    the same object as the lazy map, for every public name."""
+    import seamkit.plugin as plugin
+
+    tree = ast.parse(Path(plugin.__file__ or "").read_text(encoding="utf-8"))
+    (block,) = [n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING"]
+    seen = {}
+    for node in block.body:
+        assert isinstance(node, ast.ImportFrom) and node.module
+        for a in node.names:
+            seen[a.asname or a.name] = _resolve(node.module, a.name)
+    assert sorted(seen) == sorted(set(plugin.__all__) - {"mark_terminated"})
+    for name, obj in seen.items():
+        assert getattr(plugin, name) is obj, name
+
+
+def _resolve(module: str, name: str) -> object:
+    mod = importlib.import_module(module)
+    return getattr(mod, name) if hasattr(mod, name) else importlib.import_module(f"{module}.{name}")
