@@ -141,7 +141,7 @@ def test_the_tutorial_holds_every_file_of_the_plugin() -> None:
 def test_plugin_module_registers_lazily() -> None:
     plugin = FILES["seamkit-hello/seamkit_hello/plugin.py"]
     imports = [ln for ln in plugin.splitlines() if ln.startswith(("import ", "from "))]
-    assert imports == ["from seamkit.hookspecs import hookimpl"]
+    assert imports == ["from seamkit.plugin import hookimpl"]
     assert '"seamkit_hello.components:make_greet"' in plugin
     assert 'config="seamkit_hello.config:GreetConfig"' in plugin
 
