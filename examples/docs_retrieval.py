@@ -17,12 +17,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from seamkit.agent.agent import Agent
-from seamkit.grounding import find_citations
-from seamkit.plugins.registry import get_registry
-from seamkit.request import RequestBuilder
-from seamkit.retrieval import VectorMemory, chunk_markdown
+from seamkit import Agent
+from seamkit.plugin import RequestBuilder, find_citations, get_registry
 from seamkit.values import Scope
+from seamkit_retrieval.vector_memory import VectorMemory, chunk_markdown
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PROMPT = ("Answer the question from the sources below only. Cite every source you use by its id in "

@@ -21,8 +21,10 @@ _EXPORTS: dict[str, str] = {
     # errors
     **{n: "seamkit.errors" for n in (
         "SeamkitError", "FailureClass", "Failure", "ProviderError", "ToolError", "ToolArgumentError",
-        "UnknownToolError", "OutputValidationError", "RunCancelled", "StoreUnavailable", "StoreValueError",
-        "ConfigError", "ConfigIssue", "PluginError", "ComponentNotFound", "AmbiguousComponent",
+        "UnknownToolError", "OutputValidationError", "RunError", "RunCancelled", "RunNotResumable",
+        "BudgetExceeded", "GuardrailTripped", "StoreError", "StoreUnavailable", "StoreValueError",
+        "ConfigError", "ConfigIssue", "ComponentBuildError", "PluginError", "ComponentNotFound",
+        "AmbiguousComponent", "AskFailed",
     )},
     # middleware
     # (the `middleware` decorator stays in seamkit.middleware: a top-level name would be shadowed by
@@ -56,7 +58,10 @@ _EXPORTS: dict[str, str] = {
     "ask": "seamkit.calls.ask",
     "ask_sync": "seamkit.calls.ask",
     **{n: "seamkit.calls.binding" for n in ("Binding", "CredentialRef", "CallLimits")},
-    **{n: "seamkit.calls.answer" for n in ("Answer", "Session", "AskFailed")},
+    **{n: "seamkit.calls.answer" for n in ("Answer", "Session")},
+    # durable runs: checkpoints and approval decisions
+    "Checkpointer": "seamkit.durability.checkpointer",
+    **{n: "seamkit.durability.approvals" for n in ("Decision", "approve", "reject")},
     # plugins
     "hookimpl": "seamkit.hookspecs",
 }
@@ -75,21 +80,30 @@ if TYPE_CHECKING:
     from seamkit.agent.output import OutputSpec
     from seamkit.agent.prompt import Prompt
     from seamkit.agent.result import AgentResult
-    from seamkit.calls.answer import Answer, AskFailed, Session
+    from seamkit.calls.answer import Answer, Session
     from seamkit.calls.ask import ask, ask_sync
     from seamkit.calls.binding import Binding, CallLimits, CredentialRef
+    from seamkit.durability.approvals import Decision, approve, reject
+    from seamkit.durability.checkpointer import Checkpointer
     from seamkit.errors import (
         AmbiguousComponent,
+        AskFailed,
+        BudgetExceeded,
+        ComponentBuildError,
         ComponentNotFound,
         ConfigError,
         ConfigIssue,
         Failure,
         FailureClass,
+        GuardrailTripped,
         OutputValidationError,
         PluginError,
         ProviderError,
         RunCancelled,
+        RunError,
+        RunNotResumable,
         SeamkitError,
+        StoreError,
         StoreUnavailable,
         StoreValueError,
         ToolArgumentError,

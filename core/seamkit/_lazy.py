@@ -12,16 +12,19 @@ def lazy_attributes(
     package: str, exports: Mapping[str, str], namespace: dict[str, Any]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package``: ``exports`` maps a public name to the module
-    that defines it; a loaded name is cached in the package's ``namespace``. An unknown name
-    raises ``AttributeError``."""
+    that defines it under that name, or to ``"module:attr"`` where it is defined under another
+    name (``"module:"``: the module itself); a loaded name is cached in the package's
+    ``namespace``. An unknown name raises ``AttributeError``."""
 
     def __getattr__(name: str) -> Any:
-        module = exports.get(name)
-        if module is None:
+        target = exports.get(name)
+        if target is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
         import importlib
 
-        value = getattr(importlib.import_module(module), name)
+        module, colon, attr = target.partition(":")
+        loaded = importlib.import_module(module)
+        value = (getattr(loaded, attr) if attr else loaded) if colon else getattr(loaded, name)
         namespace[name] = value
         return value
 

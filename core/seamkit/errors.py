@@ -1,17 +1,68 @@
-"""seamkit's errors.
+"""seamkit's errors: every error class an application or a plugin catches or raises, in one tree.
 
 Every error seamkit raises derives from :class:`SeamkitError`. Retry decisions read a
 :class:`FailureClass`, never substrings of messages. A :class:`Failure` is an error as a value
-(for ``gather_best_effort`` slots, tool results and checkpoints).
+(for ``gather_best_effort`` slots, tool results and checkpoints). Catch a family base where any
+member calls for the same handling (``except StoreError``: the backend let us down)::
+
+    SeamkitError
+    ├── ProviderError                 a model provider refused or failed a call (.failure_class)
+    ├── UnsupportedFeature            (also ValueError) a request asks what the provider cannot do
+    ├── ToolError                     a tool failed; the model sees the message
+    │   ├── ToolUnavailable           the tool's own system could not be reached
+    │   ├── ToolArgumentError         the model's arguments did not validate
+    │   ├── UnknownToolError          the model called a tool that does not exist
+    │   └── ChildRunFailed            an agent used as a tool ended without an answer
+    ├── ToolDefinitionError           (also TypeError) a function cannot be a tool
+    ├── OutputValidationError         the final answer did not validate (.problems, .raw)
+    ├── RunError                      a run stopped without an answer
+    │   ├── RunCancelled              its cancellation token was cancelled
+    │   ├── RunNotResumable           resume refused (unknown, finished, taken, not suspended)
+    │   ├── BudgetExceeded            a USD ceiling refused a call
+    │   ├── GuardrailTripped          a guardrail blocked it (or failed closed)
+    │   └── EffectUncertain           an effect's outcome is unknown; a person must decide
+    ├── EffectNotApplied              raised by an effect's operation: it certainly did not happen
+    ├── StoreError                    a store or checkpoint backend failed or refused
+    │   ├── StoreUnavailable          the backend could not be reached
+    │   ├── StoreValueError           a stored value has the wrong type for the operation
+    │   ├── TTLNotSupported           (also ValueError) a time-to-live the backend cannot honour
+    │   └── CheckpointConflict        another writer saved the run's checkpoint first
+    ├── CodecError                    a value could not be encoded, or a payload decoded
+    ├── InfrastructureUnavailable     a broker a run needs could not be reached
+    ├── KernelError                   the capability kernel refused what a capability did
+    ├── ConfigError                   a composition is invalid (.issues: ConfigIssue, located)
+    │   └── ComponentBuildError       a valid composition's component could not be built
+    ├── PluginError                   a plugin could not be loaded or registered
+    │   ├── ComponentNotFound         no component of that kind and name (did-you-mean)
+    │   └── AmbiguousComponent        two plugins register the name
+    ├── AskFailed                     ``Answer.raise_for_outcome``: a model-neutral call failed
+    ├── PromptVariablesError          (also ValueError) variables do not match the prompt
+    ├── ContextBudgetExceeded         (also ValueError) the request is over the token budget
+    ├── UnsupportedSchemaType         (also TypeError) no schema flavour supports the output type
+    ├── CompileError                  capabilities do not compile (.problems)
+    ├── WorkflowInvalid               a workflow failed validation (.problems)
+    ├── WorkflowFailed                a workflow run failed (.code, .step)
+    └── StepError                     a step adapter could not produce a result (.code)
+
+Not in the tree, on purpose: the CLI's exit signals (``UsageError``, ``BuildFailed``,
+``Terminated``; command plugins import them from :mod:`seamkit.plugin`) are not errors a library
+caller sees, and ``seamkit.testing.NetworkBlocked`` is a test's ``RuntimeError``.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from seamkit.agent.prompt import Prompt
+    from seamkit.calls.answer import Answer
+    from seamkit.capabilities.compiler import Problem
+    from seamkit.workflows.validate import WorkflowProblem
 
 __all__ = [
     "SeamkitError",
@@ -19,24 +70,42 @@ __all__ = [
     "Failure",
     "ProviderError",
     "UnsupportedFeature",
-    "BudgetExceeded",
     "ToolError",
-    "ToolArgumentError",
     "ToolUnavailable",
-    "ToolDefinitionError",
-    "ChildRunFailed",
+    "ToolArgumentError",
     "UnknownToolError",
+    "ChildRunFailed",
+    "ToolDefinitionError",
     "OutputValidationError",
+    "RunError",
     "RunCancelled",
-    "KernelError",
+    "RunNotResumable",
+    "BudgetExceeded",
+    "GuardrailTripped",
+    "EffectUncertain",
+    "EffectNotApplied",
+    "StoreError",
     "StoreUnavailable",
-    "InfrastructureUnavailable",
     "StoreValueError",
+    "TTLNotSupported",
+    "CheckpointConflict",
+    "CodecError",
+    "InfrastructureUnavailable",
+    "KernelError",
     "ConfigError",
     "ConfigIssue",
+    "ComponentBuildError",
     "PluginError",
     "ComponentNotFound",
     "AmbiguousComponent",
+    "AskFailed",
+    "PromptVariablesError",
+    "ContextBudgetExceeded",
+    "UnsupportedSchemaType",
+    "CompileError",
+    "WorkflowInvalid",
+    "WorkflowFailed",
+    "StepError",
 ]
 
 
@@ -159,7 +228,13 @@ class UnsupportedFeature(SeamkitError, ValueError):
         super().__init__(where + message)
 
 
-class BudgetExceeded(SeamkitError):
+class RunError(SeamkitError):
+    """A run stopped without an answer for a reason of the run's own (cancelled, over budget,
+    blocked by a guardrail, an uncertain effect) or could not be resumed. Catch it to treat "the
+    run did not finish" in one place; each subclass carries its own details."""
+
+
+class BudgetExceeded(RunError):
     """A call was refused before dispatch because its reservation would pass a USD ceiling, or an
     unpriced model was called under a USD ceiling. ``ceiling``, ``spent`` (settled),
     ``reserved`` (held by calls in flight) and ``needed`` (this call's reservation) are USD as
@@ -246,7 +321,7 @@ class OutputValidationError(SeamkitError):
         super().__init__("output did not validate: " + "; ".join(self.problems))
 
 
-class RunCancelled(SeamkitError):
+class RunCancelled(RunError):
     """A run's cancellation token was cancelled; ``reason`` says why."""
 
     def __init__(self, reason: str = "cancelled") -> None:
@@ -254,7 +329,12 @@ class RunCancelled(SeamkitError):
         super().__init__(reason)
 
 
-class StoreUnavailable(SeamkitError):
+class StoreError(SeamkitError):
+    """A store or checkpoint backend failed or refused an operation. Catch it where every store
+    problem is handled alike (report, retry later); each subclass says which."""
+
+
+class StoreUnavailable(StoreError):
     """A store backend could not be reached or failed; never a driver's own exception type."""
 
 
@@ -267,16 +347,16 @@ class InfrastructureUnavailable(SeamkitError):
     (a queue worker) tries it again later."""
 
 
-class StoreValueError(SeamkitError):
+class StoreValueError(StoreError):
     """A stored value has the wrong type for the operation (e.g. increment of a non-integer)."""
 
 
-class TTLNotSupported(SeamkitError, ValueError):
+class TTLNotSupported(StoreError, ValueError):
     """A time-to-live the backend cannot honour (not finite, not positive, finer than its
     resolution, or on an operation without expiry); refused rather than silently ignored."""
 
 
-class CheckpointConflict(SeamkitError):
+class CheckpointConflict(StoreError):
     """A checkpoint write expected a version that is no longer the run's latest (another writer
     saved first). Nothing was written. ``run_id``, ``expected`` and ``actual`` (latest version,
     ``None`` when the run has none)."""
@@ -290,7 +370,7 @@ class CheckpointConflict(SeamkitError):
         )
 
 
-class RunNotResumable(SeamkitError):
+class RunNotResumable(RunError):
     """A run cannot be resumed: unknown run id, finished (without ``allow_finished``), already
     resumed by another worker, or not suspended when decisions were given. ``run_id``, ``reason``."""
 
@@ -310,7 +390,7 @@ class CodecError(SeamkitError):
         super().__init__(f"{path}: {reason}")
 
 
-class EffectUncertain(SeamkitError):
+class EffectUncertain(RunError):
     """An effect's outcome is unknown (its operation raised, or a crash interrupted it after it was
     prepared). It is never retried automatically; a person must decide. ``key`` is its idempotency key."""
 
@@ -333,6 +413,146 @@ class KernelError(SeamkitError):
         self.code = code
         self.ids = ids
         super().__init__(f"{code} ({', '.join(ids)}): {message}")
+
+
+class AskFailed(SeamkitError):
+    """An :class:`Answer` whose outcome is not ``ok``, raised by :meth:`Answer.raise_for_outcome`.
+
+    ``outcome``, ``failure`` (a :class:`~seamkit.errors.Failure`), ``failure_class`` (the provider's
+    :class:`~seamkit.errors.FailureClass` when the failure came from the provider, else ``None``),
+    ``call_id`` and the ``answer`` itself. The message never holds a resolved credential.
+    """
+
+    def __init__(self, answer: Answer) -> None:
+        self.answer = answer
+        self.outcome = answer.outcome
+        self.failure = answer.failure
+        self.failure_class: FailureClass | None = answer.failure.failure_class if answer.failure else None
+        self.call_id = answer.call_id
+        what = f"{answer.failure.type}: {answer.failure.message}" if answer.failure else "no details"
+        super().__init__(f"call {answer.call_id} ended {answer.outcome}: {what}")
+
+
+
+class GuardrailTripped(RunError):
+    """A guardrail blocked the run (a tripwire), or failed while not advisory (``failed``).
+    ``guardrail``: its name; ``point``: where (``input``, ``tool``, ``tool_result``, ``output``);
+    ``reason``: why. The CLI exits with status 4 (``EXIT_TRIPPED``); a durable run's checkpoint is
+    ``failed`` with ``tripwire`` in its state."""
+
+    def __init__(self, guardrail: str, point: str, reason: str, *, failed: bool = False) -> None:
+        self.guardrail = guardrail
+        self.point = point
+        self.reason = reason
+        self.failed = failed
+        what = "failed (failing closed)" if failed else "blocked the run"
+        super().__init__(f"guardrail {guardrail!r} {what} at the {point} point: {reason}")
+
+    def detail(self) -> dict[str, Any]:
+        """The tripwire as a checkpoint records it: ``{guardrail, point, reason, failed}``."""
+        return {"guardrail": self.guardrail, "point": self.point, "reason": self.reason, "failed": self.failed}
+
+
+
+class WorkflowFailed(SeamkitError):
+    """A workflow run failed, ``code`` saying how: ``STEP_FAILED`` (a step raised, the original as
+    ``__cause__``, or returned what it cannot emit or store), ``WORKFLOW_STALLED`` (it ended
+    without an outcome) or ``ACTIVATION_LIMIT`` (it ran more activations than
+    ``Workflow.max_activations``). ``run_id``: the workflow's run; ``step``: the failed step's
+    name (``None`` unless ``STEP_FAILED``)."""
+
+    def __init__(self, run_id: str, code: str, message: str, step: str | None = None) -> None:
+        self.run_id = run_id
+        self.code = code
+        self.step = step
+        super().__init__(f"{code}: {message}")
+
+
+
+class StepError(SeamkitError):
+    """A step adapter could not produce a result: ``code`` (``INVALID_STEP_INPUT``,
+    ``MISSING_FIELD``, ``AGENT_SUSPENDED``, ``WORKFLOW_SUSPENDED``, ``CAPABILITY_NEEDS_TURN``, or a
+    capability's own failure code) and a message safe to show and store."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code = code
+        super().__init__(f"{code}: {message}")
+
+
+
+class WorkflowInvalid(SeamkitError):
+    """A workflow failed validation; ``problems`` lists every :class:`WorkflowProblem`."""
+
+    def __init__(self, name: str, problems: Iterable[WorkflowProblem]) -> None:
+        self.name = name
+        self.problems = tuple(problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        n = len(self.problems)
+        super().__init__(f"workflow {name!r} has {n} problem{'s' if n != 1 else ''}:\n{lines}")
+
+
+
+class CompileError(SeamkitError):
+    """The capabilities do not compile; ``problems`` lists every problem, sorted by code and ids."""
+
+    def __init__(self, problems: Iterable[Problem]) -> None:
+        self.problems = tuple(sorted(problems))
+        n = len(self.problems)
+        super().__init__(f"{n} capability problem{'s' if n != 1 else ''}: " + "; ".join(map(str, self.problems)))
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        """The problems' codes, in order."""
+        return tuple(p.code for p in self.problems)
+
+
+
+class PromptVariablesError(SeamkitError, ValueError):
+    """The variables given for a prompt template do not match it. ``missing``: variables the
+    template uses that were not given; ``unknown``: variables given that it does not use."""
+
+    def __init__(self, prompt: Prompt, missing: Sequence[str], unknown: Sequence[str]) -> None:
+        self.prompt_id = prompt.id
+        self.prompt_version = prompt.version
+        self.missing = tuple(missing)
+        self.unknown = tuple(unknown)
+        parts = []
+        if self.missing:
+            parts.append(f"missing variables: {', '.join(self.missing)}")
+        if self.unknown:
+            parts.append(f"unknown variables: {', '.join(self.unknown)} (the template uses: "
+                         f"{', '.join(sorted(prompt.variables)) or 'none'})")
+        super().__init__(f"prompt {prompt.id}@{prompt.version}: {'; '.join(parts)}")
+
+
+
+class ContextBudgetExceeded(SeamkitError, ValueError):
+    """A built request is estimated above the token budget even after compaction (and no
+    ``budget_check`` hook was set to decide otherwise). ``estimated`` and ``budget`` are tokens."""
+
+    def __init__(self, estimated: int, budget: int) -> None:
+        self.estimated = estimated
+        self.budget = budget
+        super().__init__(f"the request is estimated at {estimated} tokens, over the budget of {budget} tokens "
+                         "even after compaction")
+
+
+
+class UnsupportedSchemaType(SeamkitError, TypeError):
+    """No installed schema flavour supports ``python_type``. ``flavours`` lists the installed ones."""
+
+    def __init__(self, python_type: Any, flavours: tuple[str, ...], detail: str = "") -> None:
+        from seamkit.schemas import describe_type
+
+        self.python_type = python_type
+        self.flavours = flavours
+        installed = ", ".join(flavours) or "none installed"
+        extra = f"; {detail}" if detail else ""
+        super().__init__(
+            f"cannot adapt {describe_type(python_type)} for typed output: no installed schema flavour "
+            f"supports it (installed: {installed}){extra}"
+        )
+
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,6 +586,15 @@ class ConfigError(SeamkitError):
         count = len(self.issues)
         head = f"{count} problem{'s' if count != 1 else ''} in configuration"
         super().__init__(head + ":\n" + "\n".join(f"  {i}" for i in self.issues))
+
+
+class ComponentBuildError(ConfigError):
+    """:func:`build_agent` could not build a component of a valid composition for a reason other
+    than its configuration: its module failed to import, or its factory raised something other
+    than :class:`~seamkit.errors.ConfigError` (a missing library, a failing service...).
+    ``issues`` locates each failure at its slot. (A factory raising ``ConfigError`` is a
+    configuration problem: :func:`build_agent` raises a plain ``ConfigError`` for it.)"""
+
 
 
 class PluginError(SeamkitError):

@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from seamkit.errors import SeamkitError
+from seamkit.errors import GuardrailTripped
 from seamkit.values import ChatRequest, LLMResult, ToolCall, ToolResult, ToolSchema
 
 if TYPE_CHECKING:
@@ -112,25 +112,6 @@ def rewrite(value: Any, reason: str, *flags: str) -> Verdict:
     if not reason or not reason.strip():
         raise ValueError("rewrite() needs a reason saying what changed")
     return Verdict("rewrite", reason, value, tuple(flags))
-
-
-class GuardrailTripped(SeamkitError):
-    """A guardrail blocked the run (a tripwire), or failed while not advisory (``failed``).
-    ``guardrail``: its name; ``point``: where (``input``, ``tool``, ``tool_result``, ``output``);
-    ``reason``: why. The CLI exits with status 4 (``EXIT_TRIPPED``); a durable run's checkpoint is
-    ``failed`` with ``tripwire`` in its state."""
-
-    def __init__(self, guardrail: str, point: str, reason: str, *, failed: bool = False) -> None:
-        self.guardrail = guardrail
-        self.point = point
-        self.reason = reason
-        self.failed = failed
-        what = "failed (failing closed)" if failed else "blocked the run"
-        super().__init__(f"guardrail {guardrail!r} {what} at the {point} point: {reason}")
-
-    def detail(self) -> dict[str, Any]:
-        """The tripwire as a checkpoint records it: ``{guardrail, point, reason, failed}``."""
-        return {"guardrail": self.guardrail, "point": self.point, "reason": self.reason, "failed": self.failed}
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from seamkit.errors import OutputValidationError, SeamkitError
+from seamkit.errors import OutputValidationError, UnsupportedSchemaType
 
 if TYPE_CHECKING:
     from seamkit.plugins.registry import Registry
@@ -96,20 +96,6 @@ class SchemaFlavour(Protocol):
     def supports(self, tp: Any) -> bool: ...
 
     def adapter(self, tp: Any) -> SchemaAdapter: ...
-
-
-class UnsupportedSchemaType(SeamkitError, TypeError):
-    """No installed schema flavour supports ``python_type``. ``flavours`` lists the installed ones."""
-
-    def __init__(self, python_type: Any, flavours: tuple[str, ...], detail: str = "") -> None:
-        self.python_type = python_type
-        self.flavours = flavours
-        installed = ", ".join(flavours) or "none installed"
-        extra = f"; {detail}" if detail else ""
-        super().__init__(
-            f"cannot adapt {describe_type(python_type)} for typed output: no installed schema flavour "
-            f"supports it (installed: {installed}){extra}"
-        )
 
 
 def describe_type(tp: Any) -> str:

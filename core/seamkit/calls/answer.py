@@ -8,7 +8,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 from seamkit.calls.binding import Binding
-from seamkit.errors import Failure, FailureClass, SeamkitError
+from seamkit.errors import AskFailed, Failure
 from seamkit.values import EMPTY, CostSource, FrozenDict, Message, Usage
 
 __all__ = ["OUTCOMES", "Answer", "AskFailed", "Outcome", "Session"]
@@ -32,24 +32,6 @@ class Session:
 
     def __repr__(self) -> str:
         return f"Session({self.binding!r}, messages={len(self.transcript)})"
-
-
-class AskFailed(SeamkitError):
-    """An :class:`Answer` whose outcome is not ``ok``, raised by :meth:`Answer.raise_for_outcome`.
-
-    ``outcome``, ``failure`` (a :class:`~seamkit.errors.Failure`), ``failure_class`` (the provider's
-    :class:`~seamkit.errors.FailureClass` when the failure came from the provider, else ``None``),
-    ``call_id`` and the ``answer`` itself. The message never holds a resolved credential.
-    """
-
-    def __init__(self, answer: Answer) -> None:
-        self.answer = answer
-        self.outcome = answer.outcome
-        self.failure = answer.failure
-        self.failure_class: FailureClass | None = answer.failure.failure_class if answer.failure else None
-        self.call_id = answer.call_id
-        what = f"{answer.failure.type}: {answer.failure.message}" if answer.failure else "no details"
-        super().__init__(f"call {answer.call_id} ended {answer.outcome}: {what}")
 
 
 def _short(value: Any, limit: int = 60) -> str:

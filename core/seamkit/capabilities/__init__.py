@@ -19,7 +19,9 @@ from seamkit.capabilities.model import (
     NeedsInput,
     fact_type,
 )
+from seamkit.capabilities.planner import plan
 from seamkit.capabilities.reducer import KernelError, Reduction, reduce_facts
+from seamkit.capabilities.state import Disposition, Intention
 
 __all__ = [
     "CODES",
@@ -29,11 +31,13 @@ __all__ = [
     "CompileError",
     "CompiledAgent",
     "Completed",
+    "Disposition",
     "Evidence",
     "Fact",
     "FactType",
     "Failed",
     "Guidance",
+    "Intention",
     "KernelError",
     "NeedsConfirmation",
     "NeedsDependency",
@@ -43,5 +47,6 @@ __all__ = [
     "compile_agent",
     "execute_capability",
     "fact_type",
+    "plan",
     "reduce_facts",
 ]

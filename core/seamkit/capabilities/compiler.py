@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seamkit.capabilities.model import Capability, FactType
-from seamkit.errors import SeamkitError
+from seamkit.errors import CompileError
 from seamkit.values import EMPTY, FrozenDict, freeze, thaw
 
 __all__ = ["CODES", "CompileError", "CompiledAgent", "Problem", "compile_agent"]
@@ -74,20 +74,6 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.code} ({', '.join(self.ids)}): {self.message}"
-
-
-class CompileError(SeamkitError):
-    """The capabilities do not compile; ``problems`` lists every problem, sorted by code and ids."""
-
-    def __init__(self, problems: Iterable[Problem]) -> None:
-        self.problems = tuple(sorted(problems))
-        n = len(self.problems)
-        super().__init__(f"{n} capability problem{'s' if n != 1 else ''}: " + "; ".join(map(str, self.problems)))
-
-    @property
-    def codes(self) -> tuple[str, ...]:
-        """The problems' codes, in order."""
-        return tuple(p.code for p in self.problems)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ from seamkit.composition.models import (
     StoreRef,
     is_secret_name,
 )
-from seamkit.errors import ConfigError, ConfigIssue, ToolDefinitionError
+from seamkit.errors import ComponentBuildError, ConfigError, ConfigIssue, ToolDefinitionError
 from seamkit.plugins.registry import Registry, get_registry
 
 if TYPE_CHECKING:
@@ -37,14 +37,6 @@ log = logging.getLogger("seamkit.composition")
 
 #: The store used for checkpoints when a composition does not say (``checkpoints:`` absent).
 DEFAULT_STORE = "sqlite"
-
-
-class ComponentBuildError(ConfigError):
-    """:func:`build_agent` could not build a component of a valid composition for a reason other
-    than its configuration: its module failed to import, or its factory raised something other
-    than :class:`~seamkit.errors.ConfigError` (a missing library, a failing service...).
-    ``issues`` locates each failure at its slot. (A factory raising ``ConfigError`` is a
-    configuration problem: :func:`build_agent` raises a plain ``ConfigError`` for it.)"""
 
 
 def build_agent(composition: Composition, *, registry: Registry | None = None) -> Agent:

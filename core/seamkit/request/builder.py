@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from seamkit.agent.prompt import Prompt
-from seamkit.errors import SeamkitError
+from seamkit.errors import ContextBudgetExceeded, PromptVariablesError
 from seamkit.grounding import MemoryItem, MemorySource, cite_ids, not_inferred, render_items, unknown_citations
 from seamkit.request.fit import Fitting, fit_request
 from seamkit.tokens import estimate_tokens
@@ -61,35 +61,6 @@ GROUNDING_HEADER = "Sources (cite a source by writing its id in square brackets,
 SCHEMA_HEADER = "Reply with only a JSON value valid against this JSON Schema:"
 RECORD_KEY = "seamkit.grounding"
 """Key prefix of recorded grounding: ``{RECORD_KEY}:{run_id}:{turn}``."""
-
-
-class PromptVariablesError(SeamkitError, ValueError):
-    """The variables given for a prompt template do not match it. ``missing``: variables the
-    template uses that were not given; ``unknown``: variables given that it does not use."""
-
-    def __init__(self, prompt: Prompt, missing: Sequence[str], unknown: Sequence[str]) -> None:
-        self.prompt_id = prompt.id
-        self.prompt_version = prompt.version
-        self.missing = tuple(missing)
-        self.unknown = tuple(unknown)
-        parts = []
-        if self.missing:
-            parts.append(f"missing variables: {', '.join(self.missing)}")
-        if self.unknown:
-            parts.append(f"unknown variables: {', '.join(self.unknown)} (the template uses: "
-                         f"{', '.join(sorted(prompt.variables)) or 'none'})")
-        super().__init__(f"prompt {prompt.id}@{prompt.version}: {'; '.join(parts)}")
-
-
-class ContextBudgetExceeded(SeamkitError, ValueError):
-    """A built request is estimated above the token budget even after compaction (and no
-    ``budget_check`` hook was set to decide otherwise). ``estimated`` and ``budget`` are tokens."""
-
-    def __init__(self, estimated: int, budget: int) -> None:
-        self.estimated = estimated
-        self.budget = budget
-        super().__init__(f"the request is estimated at {estimated} tokens, over the budget of {budget} tokens "
-                         "even after compaction")
 
 
 def check_variables(prompt: Prompt, variables: Mapping[str, Any], *, partial: bool = False) -> None:

@@ -35,7 +35,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from seamkit.durability.ledger import EffectLedger
-from seamkit.errors import CodecError, InfrastructureUnavailable, RunCancelled, RunNotResumable, SeamkitError
+from seamkit.errors import (
+    CodecError,
+    InfrastructureUnavailable,
+    RunCancelled,
+    RunNotResumable,
+    WorkflowFailed,
+)
 from seamkit.runtime.context import RunContext, new_run_id
 from seamkit.values import FrozenDict, StreamEvent, Usage, freeze
 from seamkit.workflows.model import START, Emit, Step, Workflow, emitted
@@ -61,20 +67,6 @@ T = TypeVar("T")
 log = logging.getLogger("seamkit.workflows")
 
 Status = Literal["running", "waiting", "done", "failed", "skipped"]
-
-
-class WorkflowFailed(SeamkitError):
-    """A workflow run failed, ``code`` saying how: ``STEP_FAILED`` (a step raised, the original as
-    ``__cause__``, or returned what it cannot emit or store), ``WORKFLOW_STALLED`` (it ended
-    without an outcome) or ``ACTIVATION_LIMIT`` (it ran more activations than
-    ``Workflow.max_activations``). ``run_id``: the workflow's run; ``step``: the failed step's
-    name (``None`` unless ``STEP_FAILED``)."""
-
-    def __init__(self, run_id: str, code: str, message: str, step: str | None = None) -> None:
-        self.run_id = run_id
-        self.code = code
-        self.step = step
-        super().__init__(f"{code}: {message}")
 
 
 @dataclass(frozen=True, slots=True)

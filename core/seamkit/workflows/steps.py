@@ -25,7 +25,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from seamkit.errors import SeamkitError
+from seamkit.errors import StepError
 from seamkit.values import Message, TextBlock, thaw
 from seamkit.workflows.model import START, Step, StepFn, Workflow
 
@@ -36,16 +36,6 @@ if TYPE_CHECKING:
     from seamkit.workflows.engine import StepContext
 
 __all__ = ["StepError", "agent_step", "capability_step", "function_step", "gate", "tool_step", "workflow_step"]
-
-
-class StepError(SeamkitError):
-    """A step adapter could not produce a result: ``code`` (``INVALID_STEP_INPUT``,
-    ``MISSING_FIELD``, ``AGENT_SUSPENDED``, ``WORKFLOW_SUSPENDED``, ``CAPABILITY_NEEDS_TURN``, or a
-    capability's own failure code) and a message safe to show and store."""
-
-    def __init__(self, code: str, message: str) -> None:
-        self.code = code
-        super().__init__(f"{code}: {message}")
 
 
 _ROLES = ("system", "user", "assistant")

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from seamkit.errors import SeamkitError
+from seamkit.errors import WorkflowInvalid
 from seamkit.workflows.model import START, Step, Workflow
 
 __all__ = ["WorkflowInvalid", "WorkflowProblem", "reachable", "validate"]
@@ -44,17 +44,6 @@ class WorkflowProblem:
 
     def __str__(self) -> str:
         return f"{self.code}: {self.message}"
-
-
-class WorkflowInvalid(SeamkitError):
-    """A workflow failed validation; ``problems`` lists every :class:`WorkflowProblem`."""
-
-    def __init__(self, name: str, problems: Iterable[WorkflowProblem]) -> None:
-        self.name = name
-        self.problems = tuple(problems)
-        lines = "\n".join(f"  {p}" for p in self.problems)
-        n = len(self.problems)
-        super().__init__(f"workflow {name!r} has {n} problem{'s' if n != 1 else ''}:\n{lines}")
 
 
 def reachable(steps: Iterable[Step], available: Iterable[str]) -> tuple[set[str], set[str]]:

@@ -5,7 +5,7 @@ Importing this package is cheap; the compactor module loads on first attribute a
 
 from __future__ import annotations
 
-from seamkit._lazy import lazy_attributes
+from seamkit.plugin import lazy_attributes
 
 TYPE_CHECKING = False
 

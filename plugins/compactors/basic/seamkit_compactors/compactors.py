@@ -20,14 +20,13 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from seamkit.compaction import note, split_leading_system, transcript_tokens, turn_units
-from seamkit.tokens import estimate_message_tokens
+from seamkit.plugin import estimate_message_tokens, note, split_leading_system, transcript_tokens, turn_units
 from seamkit.values import Message, ToolResult
 
 from seamkit_compactors.config import SlidingWindowConfig, ToolResultClearingConfig, TruncationConfig
 
 if TYPE_CHECKING:
-    from seamkit.runtime.context import RunContext
+    from seamkit.plugin import RunContext
 
 __all__ = [
     "SlidingWindowCompactor",

@@ -5,17 +5,21 @@ head / older units / recent units, rendering units as text, and reporting notes.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
-from seamkit.compaction import logger, split_leading_system, transcript_tokens, turn_units
-from seamkit.middleware import Middleware
-from seamkit.plugins.registry import Registry
-from seamkit.ports import LLMPort
-from seamkit.runtime.context import RunContext
-from seamkit.runtime.invoker import Invoker
-from seamkit.slots import build_nested
-from seamkit.tools.registry import ToolRegistry
+from seamkit import Invoker, ToolRegistry
+from seamkit.plugin import (
+    LLMPort,
+    Middleware,
+    Registry,
+    RunContext,
+    build_nested,
+    split_leading_system,
+    transcript_tokens,
+    turn_units,
+)
 from seamkit.values import (
     ChatRequest,
     FrozenDict,
@@ -33,6 +37,8 @@ from seamkit.values import (
 from seamkit_compactors_llm.config import ModelSlot
 
 __all__ = ["NOTES_KEY", "USAGE_KEY", "Split", "build_model", "call_model", "note", "render_units", "split"]
+
+logger = logging.getLogger("seamkit.compaction")  # the host's compactors log there too
 
 NOTES_KEY = "seamkit.compaction.notes"
 """``ctx.state`` key: a list of strings, the warnings compactors raised in this run (the

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from seamkit.slots import ComponentSlot, NestedSlot
+from seamkit.plugin import ComponentSlot, NestedSlot
 
 __all__ = [
     "ModelSlot",

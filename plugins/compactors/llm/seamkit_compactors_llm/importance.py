@@ -26,11 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import jsonschema
-from seamkit.compaction import transcript_tokens
-from seamkit.middleware import Middleware
-from seamkit.plugins.registry import Registry
-from seamkit.ports import LLMPort
-from seamkit.runtime.context import RunContext
+from seamkit.plugin import LLMPort, Middleware, Registry, RunContext, transcript_tokens
 from seamkit.values import ChatRequest, Message, freeze
 
 from seamkit_compactors_llm._llm import Split, build_model, call_model, dump_any, note, render_units

@@ -29,11 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from seamkit.compaction import is_summary, summary_message, transcript_tokens
-from seamkit.middleware import Middleware
-from seamkit.plugins.registry import Registry
-from seamkit.ports import LLMPort
-from seamkit.runtime.context import RunContext
+from seamkit.plugin import LLMPort, Middleware, Registry, RunContext, is_summary, summary_message, transcript_tokens
 from seamkit.values import ChatRequest, Message
 
 from seamkit_compactors_llm._llm import Split, build_model, call_model, note, render_units

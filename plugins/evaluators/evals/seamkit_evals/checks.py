@@ -36,8 +36,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from seamkit.evals import Attempt, EvalContext, Score
-from seamkit.grounding import find_citations
+from seamkit.plugin import Attempt, EvalContext, Score, find_citations
 
 from seamkit_evals.config import (
     CitationsConfig,
@@ -122,7 +121,7 @@ def to_plain(value: Any) -> Any:
         return [to_plain(v) for v in value]
     if isinstance(value, bytes | bytearray):
         return bytes(value).decode("utf-8", "replace")
-    from seamkit.schemas import adapt
+    from seamkit.plugin import adapt
 
     try:
         data = adapt(type(value)).serialize(value)
@@ -220,7 +219,7 @@ def target(attempt: Attempt, field: str | None) -> tuple[Any, str | None]:
     if field is None:
         return (attempt.text if out is None or isinstance(out, str) else out), None
     if out is None or isinstance(out, str):
-        from seamkit.schemas import parse_json
+        from seamkit.plugin import parse_json
 
         try:
             out = parse_json(attempt.text)
@@ -380,7 +379,7 @@ class JsonSchemaValid:
         import jsonschema
 
         if self.field is None and (attempt.output is None or isinstance(attempt.output, str)):
-            from seamkit.schemas import parse_json
+            from seamkit.plugin import parse_json
 
             try:
                 value = parse_json(attempt.text)

@@ -13,18 +13,16 @@ import os
 import sys
 from typing import Any
 
-from seamkit.cli.main import BuildFailed, UsageError
+from seamkit.plugin import BuildFailed, UsageError
 
 __all__ = ["cmd_eval"]
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
     """``seamkit eval``: exit code from :attr:`seamkit_evals.results.EvalReport.exit_code`."""
-    from seamkit.cli._loop import run_interruptible
-    from seamkit.cli.commands import _existing_file
-    from seamkit.cli.scrub import scrub_output
     from seamkit.composition import ComponentBuildError, build_agents
-    from seamkit.plugins.registry import get_registry
+    from seamkit.plugin import existing_file as _existing_file
+    from seamkit.plugin import get_registry, run_interruptible, scrub_output
 
     from seamkit_evals.report import ReportError, compare, comparison_json, read_report, render_terminal, report_json
     from seamkit_evals.runner import EvalRunner
@@ -38,7 +36,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         known = [c.case.id for c in suite.cases]
         unknown = [c for c in args.case if c not in known]
         if unknown:
-            from seamkit.composition._check import did_you_mean
+            from seamkit.plugin import did_you_mean
 
             hint = did_you_mean(unknown[0], known)
             raise UsageError(f"--case {unknown[0]!r}: no such case in {args.suite}{hint} (cases: {', '.join(known)})")

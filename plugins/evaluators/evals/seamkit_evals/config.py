@@ -16,7 +16,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from seamkit.slots import ComponentSlot, NestedSlot
+from seamkit.plugin import ComponentSlot, NestedSlot
 
 __all__ = [
     "CitationsConfig",

@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seamkit.errors import ProviderError
-from seamkit.evals import Attempt, EvalContext, Score
-from seamkit.ports import LLMPort
+from seamkit.plugin import Attempt, EvalContext, LLMPort, Score
 from seamkit.values import ChatRequest, Message, ReasoningBlock, TextBlock, ToolCall, ToolResult, Usage, freeze, thaw
 
 from seamkit_evals.checks import as_text, run_failed, to_plain
@@ -214,7 +213,7 @@ def build(config: LLMJudgeConfig) -> LLMJudge:
     """The judge for a validated config; its model is built from the ``model`` slot. Raises
     :class:`~seamkit.errors.ConfigError` located at ``model...`` (unknown provider, refused
     parameters) or :class:`~seamkit.errors.PluginError` (the provider cannot be built)."""
-    from seamkit.slots import build_nested
+    from seamkit.plugin import build_nested
 
     model: LLMPort = build_nested("provider", config.model, at="model")
     return LLMJudge(config.name or "llm_judge", model, config.rubric, config.threshold, config.include_transcript,

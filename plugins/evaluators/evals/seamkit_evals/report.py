@@ -41,8 +41,8 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from seamkit.composition.models import mask_named
 from seamkit.errors import SeamkitError
+from seamkit.plugin import mask_named
 
 from seamkit_evals.results import AttemptResult, EvalReport
 
@@ -76,7 +76,7 @@ def _num(value: float | Decimal | None) -> Any:
 
 
 def _transcript(attempt: AttemptResult) -> list[dict[str, Any]]:
-    from seamkit.cli.render import call_json, result_json
+    from seamkit.plugin import call_json, result_json
 
     return [{"role": m.role, "text": m.text, "tool_calls": [call_json(c) for c in m.tool_calls],
              "tool_results": [result_json(r) for r in m.tool_results]} for m in attempt.transcript]
@@ -89,7 +89,7 @@ def _input(value: Any) -> Any:
 
 
 def _attempt_json(a: AttemptResult) -> dict[str, Any]:
-    from seamkit.cli.render import jsonable
+    from seamkit.plugin import jsonable
 
     usage = a.total_usage
     return {
@@ -106,7 +106,7 @@ def report_json(report: EvalReport, secrets: Iterable[str] = ()) -> dict[str, An
     """``report`` as the JSON document described in the module doc, secrets masked: values taken
     from the environment everywhere (:func:`mask_doc`), values of keys named like secrets in tool
     arguments, outputs, expected values and metadata (:func:`mask_named`)."""
-    from seamkit.cli.render import jsonable
+    from seamkit.plugin import jsonable
 
     s = report.summary
     doc = {
@@ -141,7 +141,7 @@ def mask_doc(doc: Any, secrets: Iterable[str] = ()) -> Any:
     """``doc`` (JSON data) with every ``secrets`` value masked (``***``) in every string, as the
     CLI masks its output (:class:`seamkit.cli.scrub.TextScrubber`: whole values and long enough
     leading parts)."""
-    from seamkit.cli.scrub import TextScrubber
+    from seamkit.plugin import TextScrubber
 
     scrubber = TextScrubber(secrets)
 
@@ -381,7 +381,7 @@ def render_terminal(doc: Mapping[str, Any], console: Any, comparison: Comparison
     control characters escaped."""
     from rich.table import Table
     from rich.text import Text
-    from seamkit.cli.render import truncate, visible
+    from seamkit.plugin import truncate, visible
 
     def plain(text: str, style: str = "") -> Text:
         return Text(visible(text), style=style)
@@ -446,7 +446,7 @@ def render_comparison(cmp: Comparison, console: Any, against: str | None = None)
     warning when no case is in both reports (``against``: the earlier report's file)."""
     from rich.table import Table
     from rich.text import Text
-    from seamkit.cli.render import visible
+    from seamkit.plugin import visible
 
     table = Table(title="compared with the earlier report", title_justify="left")
     for name in ("case", "change", "pass rate", "Δ pass rate", "Δ cost"):

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
-from seamkit.evals import EvalCase, Score
+from seamkit.plugin import EvalCase, Score
 from seamkit.values import EMPTY, Message, Usage
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "AttemptResult", "AttemptStatus",

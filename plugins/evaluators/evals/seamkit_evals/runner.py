@@ -29,8 +29,7 @@ from decimal import Decimal
 from typing import Any
 
 from seamkit.errors import ProviderError
-from seamkit.evals import Attempt, EvalContext, Evaluator, Score, evaluate
-from seamkit.runtime.context import RunContext
+from seamkit.plugin import Attempt, EvalContext, Evaluator, RunContext, Score, evaluate
 from seamkit.values import ChatRequest, FrozenDict, LLMResult, Scope, Usage
 
 from seamkit_evals.results import (
@@ -95,8 +94,7 @@ class _Judges:
 
     def context(self, ctx: RunContext) -> Callable[[Any, ChatRequest], Any]:
         async def chat(model: Any, request: ChatRequest) -> LLMResult:
-            from seamkit.runtime.invoker import Invoker
-            from seamkit.tools.registry import ToolRegistry
+            from seamkit import Invoker, ToolRegistry
 
             held = self._invokers.get(id(model))
             if held is None or held[0] is not model:

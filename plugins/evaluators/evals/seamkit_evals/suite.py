@@ -41,16 +41,32 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import pydantic
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
-from seamkit.composition._check import Context, check_slot, describe_value, did_you_mean, iter_slots, pydantic_issues
-from seamkit.composition._yaml import MAX_DEPTH, KeyPath, Position, clip, parse_yaml, shown
 from seamkit.errors import ConfigError, ConfigIssue, PluginError
-from seamkit.evals import EvalCase, Evaluator
-from seamkit.slots import ComponentSlot, NestedSlot
+from seamkit.plugin import YAML_MAX_DEPTH as MAX_DEPTH
+from seamkit.plugin import (
+    ComponentSlot,
+    EvalCase,
+    Evaluator,
+    KeyPath,
+    NestedSlot,
+    Position,
+    check_slot,
+    clip,
+    describe_value,
+    did_you_mean,
+    iter_slots,
+    parse_yaml,
+    pydantic_issues,
+    shown,
+)
+from seamkit.plugin import (
+    SlotCheckContext as Context,
+)
 from seamkit.values import EMPTY, FrozenDict, Message
 
 if TYPE_CHECKING:
     from seamkit.composition import Composition
-    from seamkit.plugins.registry import Registry
+    from seamkit.plugin import Registry
 
 __all__ = ["FORMAT_VERSION", "MAX_CASES_FILE_BYTES", "MAX_SUITE_BYTES", "Suite", "SuiteCase", "Thresholds",
            "load_suite"]
@@ -217,7 +233,7 @@ def load_suite(path: str | Path, *, registry: Registry | None = None,
 
     Raises :class:`~seamkit.errors.ConfigError` listing every problem, each located (file, line,
     column, key path); a problem in the agent's composition is located in that file."""
-    from seamkit.plugins.registry import get_registry
+    from seamkit.plugin import get_registry
 
     reg = registry if registry is not None else get_registry()
     p = Path(path)

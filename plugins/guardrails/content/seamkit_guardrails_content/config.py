@@ -12,7 +12,7 @@ import re
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
-from seamkit.slots import ComponentSlot, NestedSlot
+from seamkit.plugin import ComponentSlot, NestedSlot
 
 __all__ = [
     "CATEGORIES",

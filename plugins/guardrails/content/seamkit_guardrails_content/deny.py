@@ -24,7 +24,7 @@ import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from seamkit.guardrails import ALLOW, GuardContext, Verdict, block
+from seamkit.plugin import ALLOW, GuardContext, Verdict, block
 from seamkit.values import ToolCall, ToolResult
 
 from seamkit_guardrails_content.config import _compile_all
@@ -79,7 +79,7 @@ class Deny:
     async def check_output(self, output: Any, guard: GuardContext) -> Verdict:
         if isinstance(output, str):
             return self._verdict(output)
-        from seamkit.runtime.invoker import render_tool_value
+        from seamkit.plugin import render_tool_value
 
         return self._verdict(render_tool_value(output))
 

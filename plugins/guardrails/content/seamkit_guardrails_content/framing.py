@@ -44,7 +44,7 @@ import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from seamkit.guardrails import ALLOW, GuardContext, Verdict, allow, rewrite
+from seamkit.plugin import ALLOW, GuardContext, Verdict, allow, rewrite
 from seamkit.values import ToolResult
 
 from seamkit_guardrails_content.config import WrapToolOutputConfig

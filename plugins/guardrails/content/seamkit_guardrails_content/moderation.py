@@ -31,11 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from seamkit.errors import OutputValidationError
-from seamkit.guardrails import ALLOW, GuardContext, Verdict, block
-from seamkit.plugins.registry import Registry
-from seamkit.ports import LLMPort
-from seamkit.schemas import parse_json
-from seamkit.slots import build_nested
+from seamkit.plugin import ALLOW, GuardContext, LLMPort, Registry, Verdict, block, build_nested, parse_json
 from seamkit.values import ChatRequest, Message, freeze
 
 from seamkit_guardrails_content.config import ModelSlot, ModerationConfig

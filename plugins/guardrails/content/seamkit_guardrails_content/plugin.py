@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seamkit.hookspecs import hookimpl
+from seamkit.plugin import hookimpl
 
 __all__ = ["seamkit_register_guardrails"]
 

@@ -60,7 +60,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from seamkit.guardrails import ALLOW, GuardContext, Verdict, rewrite
+from seamkit.plugin import ALLOW, GuardContext, Verdict, rewrite
 from seamkit.values import ToolResult
 
 from seamkit_guardrails_content.config import CATEGORIES, Category, RedactConfig

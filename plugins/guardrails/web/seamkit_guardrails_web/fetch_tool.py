@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from pydantic import Field
-from seamkit.tools.decorator import FunctionTool, tool
+from seamkit.plugin import FunctionTool, tool
 
 from seamkit_guardrails_web.config import FetchConfig
 from seamkit_guardrails_web.fetcher import FetchResult, GuardedFetcher

@@ -12,7 +12,7 @@ pre-flight check: only the ``fetch`` tool pins its own connection.
 
 from __future__ import annotations
 
-from seamkit.guardrails import ALLOW, GuardContext, Verdict, block
+from seamkit.plugin import ALLOW, GuardContext, Verdict, block
 from seamkit.values import ToolCall
 
 from seamkit_guardrails_web import urls

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from seamkit.middleware import Call, Next
+from seamkit.plugin import Call, Next
 from seamkit.values import ToolRequest
 
 from seamkit_guardrails_web import urls

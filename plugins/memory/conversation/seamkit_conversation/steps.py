@@ -10,7 +10,7 @@ Services, read from the step's run (``ctx.run.services``), by the names the conf
 ``model`` (an :class:`~seamkit.ports.LLMPort`: ``contextualize`` and ``complete``), ``vectors``
 (a :class:`~seamkit.ports.VectorPort`) and ``embeddings`` (an
 :class:`~seamkit.ports.EmbeddingPort`: ``recall`` and ``remember``, through
-:class:`seamkit.retrieval.VectorMemory`'s metadata layout, so what ``remember`` stores is what a
+:class:`seamkit_retrieval.VectorMemory`'s metadata layout, so what ``remember`` stores is what a
 ``vector_memory`` grounding source over the same store retrieves). A step whose service is absent
 has nothing to do and says so with an empty result, never an error, so a step waiting for it never
 hangs: ``recall`` -> ``{"blocks": []}``, ``remember`` -> ``{}``, ``complete`` ->
@@ -33,14 +33,11 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from seamkit.plugins.ports_check import Port, port_problems
-from seamkit.ports import EmbeddingPort, LLMPort, VectorPort
-from seamkit.retrieval import VectorMemory
-from seamkit.runtime.invoker import Invoker
-from seamkit.tokens import estimate_message_tokens
-from seamkit.tools.registry import ToolRegistry
+from seamkit import Invoker, ToolRegistry
+from seamkit.plugin import EmbeddingPort, LLMPort, Port, VectorPort, estimate_message_tokens, port_problems
 from seamkit.values import ChatRequest, FrozenDict, Message, freeze, thaw
 from seamkit.workflows import StepContext, StepError
+from seamkit_retrieval.vector_memory import VectorMemory
 
 from seamkit_conversation.config import (
     CompleteConfig,

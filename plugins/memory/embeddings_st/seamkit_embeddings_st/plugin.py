@@ -3,7 +3,7 @@ sentence-transformers load on the first ``embed`` call)."""
 
 from __future__ import annotations
 
-from seamkit.hookspecs import hookimpl
+from seamkit.plugin import hookimpl
 
 __all__ = ["seamkit_register_memory"]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
-from seamkit.slots import ComponentSlot, NestedSlot
+from seamkit.plugin import ComponentSlot, NestedSlot
 
 __all__ = ["MemorySlot", "VectorMemoryConfig"]
 

@@ -1,4 +1,4 @@
-"""``vector_memory``: :class:`seamkit.retrieval.VectorMemory` built from two registered memory
+"""``vector_memory``: :class:`seamkit_retrieval.VectorMemory` built from two registered memory
 components, with Markdown files indexed on first use."""
 
 from __future__ import annotations
@@ -9,15 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from seamkit.errors import ConfigError, ConfigIssue
-from seamkit.grounding import MemoryItem
-from seamkit.plugins.ports_check import Port, port_problems
-from seamkit.plugins.registry import get_registry
-from seamkit.ports import EmbeddingPort, VectorPort
-from seamkit.retrieval import VectorMemory, chunk_markdown
-from seamkit.slots import build_nested
+from seamkit.plugin import EmbeddingPort, MemoryItem, Port, VectorPort, build_nested, get_registry, port_problems
 from seamkit.values import Scope
 
 from seamkit_retrieval.config import MemorySlot, VectorMemoryConfig
+from seamkit_retrieval.vector_memory import VectorMemory, chunk_markdown
 
 __all__ = ["IndexedVectorMemory", "build"]
 
@@ -41,7 +37,7 @@ _VECTORS = Port("the vector port (VectorPort)", VectorPort)
 
 
 class IndexedVectorMemory(VectorMemory):
-    """A :class:`~seamkit.retrieval.VectorMemory` that indexes ``files`` (Markdown) the first time
+    """A :class:`~seamkit_retrieval.VectorMemory` that indexes ``files`` (Markdown) the first time
     it is asked in a tenant (once per process and tenant)."""
 
     def __init__(self, embedder: object, vectors: object, files: Sequence[Path], *, max_chars: int = 1500) -> None:

@@ -50,7 +50,7 @@ from decimal import Decimal
 from typing import Any
 
 from seamkit.errors import ProviderError
-from seamkit.middleware import Call, Next
+from seamkit.plugin import Call, Next
 from seamkit.values import ChatRequest, Delta, Scope, ToolRequest, ToolResult, Usage, thaw
 
 __all__ = ["RECORD_VERSION", "Audit", "arguments_digest", "audit_key", "build", "read_records"]
@@ -262,7 +262,7 @@ def build(config: Any) -> Audit:
     :class:`~seamkit.errors.PluginError` when the store cannot be built."""
     store = None
     if config.store is not None:
-        from seamkit.slots import build_nested
+        from seamkit.plugin import build_nested
 
         store = build_nested("store", config.store, at="store")
     secret = getattr(config, "digest_key", None)

@@ -26,16 +26,16 @@ def _audit_slot(composition: Any) -> tuple[Any, str]:
 
 
 def _open_store(args: argparse.Namespace) -> tuple[Any, str]:
-    from seamkit.cli.commands import DEFAULT_DB, _load
-    from seamkit.cli.main import UsageError
     from seamkit.composition import build_store
+    from seamkit.plugin import DEFAULT_DB, UsageError
+    from seamkit.plugin import load_for_command as _load
 
     composition, registry = _load(args.agent)  # ConfigError: exit 2; secrets masked from here on
     namespace = "audit"
     if composition is not None:
         slot, namespace = _audit_slot(composition)
         if slot is not None:
-            from seamkit.slots import build_nested
+            from seamkit.plugin import build_nested
 
             return build_nested("store", slot, at="agent.middlewares.audit.store", registry=registry), namespace
     elif not Path(DEFAULT_DB).exists():
@@ -76,8 +76,7 @@ def format_record(i: int, r: Any) -> str:
 
 def main(args: argparse.Namespace) -> int:
     """Print ``args.run_id``'s audit records; exit 0, or 2 (a usage error) when it has none."""
-    from seamkit.cli.commands import no_run_text
-    from seamkit.cli.main import UsageError
+    from seamkit.plugin import UsageError, no_run_text
 
     from seamkit_audit.middleware import read_records
 

@@ -24,9 +24,8 @@ def _budget_config(composition: Any) -> Any:
 def main(args: argparse.Namespace) -> int:
     """Run ``seamkit budget show`` or ``release``; exit 0, or 2 (a usage error, and ``show`` of a
     ledger never used: no such ledger)."""
-    from seamkit.cli.commands import _load
-    from seamkit.cli.main import UsageError
-    from seamkit.slots import build_nested
+    from seamkit.plugin import UsageError, build_nested
+    from seamkit.plugin import load_for_command as _load
     from seamkit.values import Scope
 
     from seamkit_budget.shared import SharedLedger, check_ledger_key

@@ -6,8 +6,7 @@ from decimal import Decimal
 from typing import Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from seamkit.pricing import parse_usd
-from seamkit.slots import ComponentSlot, NestedSlot
+from seamkit.plugin import ComponentSlot, NestedSlot, parse_usd
 
 from seamkit_budget.units import ceiling_units
 

@@ -66,10 +66,7 @@ from decimal import Decimal
 from typing import Any, cast
 
 from seamkit.errors import BudgetExceeded, SeamkitError
-from seamkit.middleware import Call, Next
-from seamkit.pricing import MILLION, Price, cost_of
-from seamkit.runtime.context import RunContext
-from seamkit.tokens import estimate_tokens
+from seamkit.plugin import MILLION, Call, Next, Price, RunContext, cost_of, estimate_tokens
 from seamkit.values import ChatRequest, Delta, Scope, Usage
 
 from seamkit_budget.config import BudgetConfig, _exact_usd
@@ -514,7 +511,7 @@ def build(config: BudgetConfig) -> BudgetMiddleware:
     """The ``budget`` middleware for a validated :class:`~seamkit_budget.config.BudgetConfig`."""
     store = None
     if config.store is not None:
-        from seamkit.slots import build_nested
+        from seamkit.plugin import build_nested
 
         store = build_nested("store", config.store, at="store")
     return BudgetMiddleware(config.max_cost_usd, allow_unpriced=config.allow_unpriced,

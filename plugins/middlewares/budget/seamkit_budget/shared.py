@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from seamkit.ports import StorePort
+from seamkit.plugin import StorePort
 from seamkit.values import Scope
 
 from seamkit_budget.units import from_units

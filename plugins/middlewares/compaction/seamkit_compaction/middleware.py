@@ -37,13 +37,21 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from seamkit.compaction import CompactorPort, check_invariants, is_summary, split_leading_system, transcript_tokens
 from seamkit.errors import ConfigError, ConfigIssue
-from seamkit.middleware import Call, Next, middleware
-from seamkit.plugins.registry import Registry
-from seamkit.runtime.context import RunContext
-from seamkit.slots import build_nested
-from seamkit.tokens import estimate_tokens
+from seamkit.plugin import (
+    Call,
+    CompactorPort,
+    Next,
+    Registry,
+    RunContext,
+    build_nested,
+    check_invariants,
+    estimate_tokens,
+    is_summary,
+    middleware,
+    split_leading_system,
+    transcript_tokens,
+)
 from seamkit.values import ChatRequest, Delta, Message
 
 from seamkit_compaction.config import CompactionConfig

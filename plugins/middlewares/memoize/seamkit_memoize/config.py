@@ -6,7 +6,7 @@ import math
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
-from seamkit.slots import ComponentSlot, NestedSlot
+from seamkit.plugin import ComponentSlot, NestedSlot
 
 __all__ = ["MemoizeConfig", "StoreSlot"]
 

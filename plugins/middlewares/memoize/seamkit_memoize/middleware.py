@@ -45,9 +45,8 @@ from collections.abc import AsyncIterator
 from decimal import Decimal
 from typing import Any
 
-from seamkit.accumulate import Accumulator
 from seamkit.errors import SeamkitError, StoreUnavailable
-from seamkit.middleware import Call, Next
+from seamkit.plugin import Accumulator, Call, Next
 from seamkit.values import Delta, Scope, ToolCallDelta, Usage, thaw
 
 from seamkit_memoize.config import MemoizeConfig
@@ -286,7 +285,7 @@ def build(config: MemoizeConfig) -> Memoize:
     be built."""
     store = None
     if config.store is not None:
-        from seamkit.slots import build_nested
+        from seamkit.plugin import build_nested
 
         store = build_nested("store", config.store, at="store")
         resolution = getattr(store, "ttl_resolution", None)

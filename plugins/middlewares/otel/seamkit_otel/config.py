@@ -36,7 +36,7 @@ def check_endpoint(value: str) -> str:
     URL with a host and a valid port, without credentials, query or fragment, whose path (a base
     path, if any) does not end in a signal's path (``/v1/traces``...); else ``ValueError``
     (whose message never repeats the URL: it could hold a credential)."""
-    from seamkit.config_types import check_base_url
+    from seamkit.plugin import check_base_url
 
     v = check_base_url(value, field="endpoint", echo=False)
     parts = urlsplit(v)

@@ -29,8 +29,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from seamkit.cli.scrub import TextScrubber
-from seamkit.composition.models import MASK, is_secret_name
+from seamkit.plugin import MASK, TextScrubber, is_secret_name
 from seamkit.values import ImageBlock, Message, ReasoningBlock, TextBlock, ToolCall, ToolResult, thaw
 
 from seamkit_otel.config import CONTENT_MAX_CHARS

@@ -82,7 +82,7 @@ from opentelemetry import trace as _trace_api
 from opentelemetry.metrics import _internal as _metrics_api
 from opentelemetry.trace import SpanKind, Status, StatusCode
 from seamkit.errors import ProviderError
-from seamkit.middleware import Call, Next
+from seamkit.plugin import Call, Next
 from seamkit.values import ChatRequest, Delta, RunRequest, ToolRequest, ToolResult, Usage
 
 from seamkit_otel.config import CONTENT_MAX_CHARS, OtelConfig
@@ -422,7 +422,7 @@ class Otel:
             attrs["gen_ai.output.type"] = "json"
         acc = None
         if self.capture_content:
-            from seamkit.accumulate import Accumulator
+            from seamkit.plugin import Accumulator
 
             from seamkit_otel.content import input_attributes
 

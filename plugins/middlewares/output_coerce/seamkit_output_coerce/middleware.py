@@ -49,10 +49,9 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
-from seamkit.agent.loop import CORRECTIVE_TEMPLATE
-from seamkit.agent.output import OutputSpec
+from seamkit import OutputSpec
 from seamkit.errors import OutputValidationError, ProviderError
-from seamkit.middleware import Call, Next
+from seamkit.plugin import CORRECTIVE_TEMPLATE, Call, Next
 from seamkit.values import ChatRequest, Delta, FrozenDict, Message, TextBlock, Usage, thaw
 
 from seamkit_output_coerce.config import OutputCoerceConfig
@@ -74,25 +73,19 @@ def partial_parser(schema: Mapping[str, Any], *, use_adapter: bool = True) -> Pa
     strict-mode ``null`` is dropped only from the final output; ``None`` when nothing is
     parseable yet) and never raises.
 
-    The ``seamkit.schemas`` adapter for the schema (``adapt(schema).partial_parse``: unfinished
-    strings reported as their prefix, a number still growing at the end left out) when that module
-    and a flavour for plain JSON Schemas are installed, else ``seamkit.schemas.partial_json`` (the
-    same rules) when only the module is; without it, or with ``use_adapter=False``, the bare
-    ``pydantic_core.from_json(buffer, allow_partial=True)`` (unfinished strings left out, a number
-    at the end reported as far as it goes).
+    The schema's adapter (``seamkit.plugin.adapt(schema).partial_parse``: unfinished strings
+    reported as their prefix, a number still growing at the end left out) when a flavour for plain
+    JSON Schemas is installed, else ``seamkit.plugin.partial_json`` (the same rules); with
+    ``use_adapter=False``, the bare ``pydantic_core.from_json(buffer, allow_partial=True)``
+    (unfinished strings left out, a number at the end reported as far as it goes).
     """
     if use_adapter:
+        from seamkit.plugin import adapt, partial_json
+
         try:
-            from seamkit import schemas
-        except ImportError:
-            pass
-        else:
-            try:
-                return schemas.adapt(thaw(schema)).partial_parse
-            except Exception:  # no flavour for a plain JSON Schema installed
-                fallback = getattr(schemas, "partial_json", None)
-                if callable(fallback):
-                    return fallback  # type: ignore[no-any-return]
+            return adapt(thaw(schema)).partial_parse
+        except Exception:  # no flavour for a plain JSON Schema installed
+            return partial_json
     from pydantic_core import from_json
 
     def parse(buffer: str) -> Any:

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-from seamkit.runtime.context import RunContext
+from seamkit.plugin import RunContext
 from seamkit.values import Delta
 
 __all__ = ["is_token", "aclose", "sleep_unless_cancelled", "model_label"]

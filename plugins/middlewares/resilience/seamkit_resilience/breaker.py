@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.middleware import Call, Next, middleware
-from seamkit.ports import ClockPort
+from seamkit.plugin import Call, ClockPort, Next, middleware
 
 from seamkit_resilience._stream import aclose, model_label
 from seamkit_resilience.config import CircuitBreakerConfig

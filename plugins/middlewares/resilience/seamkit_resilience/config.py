@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from seamkit.errors import FailureClass
-from seamkit.slots import ComponentSlot, NestedSlot
+from seamkit.plugin import ComponentSlot, NestedSlot
 
 __all__ = [
     "TRANSIENT_CLASSES",

@@ -27,8 +27,7 @@ from typing import Any
 
 import pydantic
 from seamkit.errors import ConfigError, ConfigIssue, FailureClass, PluginError, ProviderError
-from seamkit.middleware import Call, Next, middleware
-from seamkit.plugins.registry import ComponentSpec, Registry, get_registry
+from seamkit.plugin import Call, ComponentSpec, Next, Registry, get_registry, middleware
 from seamkit.values import Delta
 
 from seamkit_resilience._stream import aclose, is_token, model_label

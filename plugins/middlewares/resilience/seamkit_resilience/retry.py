@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.middleware import Call, Next, middleware
+from seamkit.plugin import Call, Next, middleware
 from seamkit.values import Delta
 
 from seamkit_resilience._stream import aclose, is_token, sleep_unless_cancelled

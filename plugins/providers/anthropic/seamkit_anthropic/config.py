@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
-from seamkit.config_types import HTTPProviderConfig, PriceOverride
+from seamkit.plugin import HTTPProviderConfig, PriceOverride
 
 __all__ = [
     "AnthropicConfig",

@@ -29,10 +29,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
-from seamkit.accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.pricing import MILLION, Price, PriceTable, load_price_table, price_usage
-from seamkit.schema_wrap import unwrap_deltas
+from seamkit.plugin import MILLION, Price, PriceTable, collect_result, load_price_table, price_usage, unwrap_deltas
 from seamkit.values import ChatRequest, Delta, FinishReason, FrozenDict, LLMResult, ToolCallDelta, Usage, freeze
 from seamkit_http import (
     classify_error_body,

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from seamkit.errors import UnsupportedFeature
-from seamkit.tool_images import left_out_warning, text_with_images_note
+from seamkit.plugin import left_out_warning, text_with_images_note
 from seamkit.values import (
     ChatRequest,
     ImageBlock,

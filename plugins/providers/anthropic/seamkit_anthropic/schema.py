@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from seamkit.errors import UnsupportedFeature
-from seamkit.schema_wrap import canonical_path, normalize_root, plain_schema, wrap_root
+from seamkit.plugin import canonical_path, normalize_root, plain_schema, wrap_root
 
 __all__ = ["to_native", "to_tool_schema", "native_plan", "tool_input_plan", "SchemaPlan", "AnthropicSchemaError",
            "SUPPORTED_FORMATS"]

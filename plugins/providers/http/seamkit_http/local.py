@@ -14,7 +14,7 @@ from collections.abc import Callable
 from decimal import Decimal
 from urllib.parse import urlsplit
 
-from seamkit.pricing import Price
+from seamkit.plugin import Price
 
 __all__ = ["FREE", "is_loopback", "local_pricing"]
 

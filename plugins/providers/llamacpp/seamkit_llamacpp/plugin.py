@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from seamkit.hookspecs import hookimpl
+from seamkit.plugin import hookimpl
 
 __all__ = ["seamkit_register_providers"]
 

@@ -46,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from seamkit.tool_images import text_with_images_note
+from seamkit.plugin import text_with_images_note
 from seamkit.values import ChatRequest, ImageBlock, Message, TextBlock, ToolCall, ToolResult, ToolSchema, thaw
 
 __all__ = [

@@ -44,10 +44,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from seamkit.accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.tokens import register_tokenizer
-from seamkit.tool_images import left_out_warning
+from seamkit.plugin import collect_result, left_out_warning, register_tokenizer
 from seamkit.values import (
     ChatRequest,
     Delta,

@@ -61,10 +61,8 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import httpx
-from seamkit.accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
-from seamkit.pricing import Price, PriceTable, load_price_table, price_usage
-from seamkit.schema_wrap import unwrap_deltas
+from seamkit.plugin import Price, PriceTable, collect_result, load_price_table, price_usage, unwrap_deltas
 from seamkit.values import ChatRequest, Delta, ImageBlock, LLMResult, ReasoningBlock, ToolSchema, Usage, thaw
 from seamkit_http import is_loopback, local_pricing
 

@@ -65,8 +65,7 @@ from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
 
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.tokens import estimate_tokens
-from seamkit.tool_images import left_out_warning, text_with_images_note
+from seamkit.plugin import estimate_tokens, left_out_warning, text_with_images_note
 from seamkit.values import (
     ChatRequest,
     Delta,

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
-from seamkit.config_types import HTTPProviderConfig, PriceOverride
+from seamkit.plugin import HTTPProviderConfig, PriceOverride
 
 __all__ = [
     "ReasoningEffort",

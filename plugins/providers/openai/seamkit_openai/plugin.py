@@ -4,7 +4,7 @@ Cheap to import: the factory modules load on first use."""
 
 from __future__ import annotations
 
-from seamkit.hookspecs import hookimpl
+from seamkit.plugin import hookimpl
 
 __all__ = ["seamkit_register_providers"]
 

@@ -68,7 +68,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
-from seamkit.tool_images import left_out_warning, text_with_images_note
+from seamkit.plugin import left_out_warning, text_with_images_note
 from seamkit.values import (
     ChatRequest,
     Delta,

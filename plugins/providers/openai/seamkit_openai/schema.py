@@ -53,9 +53,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from seamkit.agent.output import drop_absent_nulls
 from seamkit.errors import UnsupportedFeature
-from seamkit.schema_wrap import RootWrap, canonical_path, normalize_root, plain_schema, wrap_root
+from seamkit.plugin import RootWrap, canonical_path, drop_absent_nulls, normalize_root, plain_schema, wrap_root
 
 __all__ = ["StrictSchema", "StrictSchemaError", "SchemaPlan", "compile_strict", "plan_schema", "to_strict", "wrap_key",
            "schema_name", "drop_optional_nulls", "STRICT_FORMATS"]

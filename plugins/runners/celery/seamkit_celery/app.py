@@ -83,7 +83,7 @@ def _query_secrets(query: str) -> list[tuple[str, str]]:
     (:func:`~seamkit.composition.models.is_secret_name`: ``password``, ``token``, ``auth``...)."""
     from urllib.parse import unquote_plus
 
-    from seamkit.composition.models import is_secret_name
+    from seamkit.plugin import is_secret_name
 
     out = []
     for part in re.split(r"[&;]", query):
@@ -98,7 +98,7 @@ def mask_url(url: str) -> str:
     query parameter named like a secret (``?password=...``, ``&token=...``; see
     :func:`~seamkit.composition.models.is_secret_name`). A text that does not parse as a URL is
     ``***`` as a whole (it may hold a secret where nothing can find it)."""
-    from seamkit.composition.models import is_secret_name
+    from seamkit.plugin import is_secret_name
 
     try:
         parts = urlsplit(url)
@@ -285,7 +285,7 @@ class SweepStep(bootsteps.StartStopStep):
 
         def open_store() -> Any:
             from seamkit.composition import build_store, load_composition
-            from seamkit.plugins.registry import get_registry
+            from seamkit.plugin import get_registry
 
             return build_store(load_composition(Path(file), registry=get_registry()))
 
@@ -328,7 +328,7 @@ def _reason(exc: BaseException, url: str) -> str:
         if urlsplit(url).scheme in ("rediss", "amqps"):
             text += ("; a TLS URL (rediss://, amqps://) to a server that does not speak TLS on that port times "
                      "out like this: check the scheme and the port")
-    from seamkit.cli.scrub import secret_forms  # each as written, JSON-escaped and in a repr
+    from seamkit.plugin import secret_forms  # each as written, JSON-escaped and in a repr
 
     for form in sorted(secret_forms(url_secrets(url)), key=len, reverse=True):
         text = text.replace(form, "***")

@@ -43,7 +43,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seamkit.durability.checkpointer import lease_void
+from seamkit.plugin import lease_void
 
 if TYPE_CHECKING:
     from celery import Celery

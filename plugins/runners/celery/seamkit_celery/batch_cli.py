@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from seamkit.cli.main import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
+from seamkit.plugin import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
 
 from seamkit_celery.batch import (
     BATCH_ID_RE,
@@ -97,9 +97,10 @@ def _write_results(out: str | None, lines: list[dict[str, Any]]) -> None:
 
 def cmd_batch(args: argparse.Namespace) -> int:
     """``seamkit batch FILE INPUTS.jsonl [--out RESULTS.jsonl] [--batch-id ID] [--timeout S]``."""
-    from seamkit.cli.commands import _check_variables, _existing_file
     from seamkit.composition import build_store
-    from seamkit.durability.checkpointer import Checkpointer
+    from seamkit.plugin import Checkpointer
+    from seamkit.plugin import check_variables as _check_variables
+    from seamkit.plugin import existing_file as _existing_file
 
     from seamkit_celery.app import check_broker, make_app
     from seamkit_celery.cli import _broker, _build, _checked

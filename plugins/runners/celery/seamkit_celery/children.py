@@ -38,13 +38,13 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from seamkit.agent.child_runs import ChildRunOutcome, ChildRunRequest
 from seamkit.errors import FailureClass, InfrastructureUnavailable, ToolError
+from seamkit.plugin import ChildRunOutcome, ChildRunRequest
 from seamkit.values import Usage
 
 if TYPE_CHECKING:
     from celery import Celery
-    from seamkit.runtime.context import RunContext
+    from seamkit.plugin import RunContext
 
 __all__ = ["CeleryChildRuns", "FIRST_POLL_S", "MAX_POLL_S", "NOT_STARTED_WARNING_S"]
 

@@ -12,8 +12,8 @@ import sys
 import time
 from typing import Any
 
-from seamkit.cli.main import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_SUSPENDED, UsageError
 from seamkit.errors import SeamkitError
+from seamkit.plugin import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_SUSPENDED, UsageError
 
 __all__ = ["EXIT_TIMEOUT", "MAX_CONCURRENCY", "WorkerStartFailed", "cmd_batch", "cmd_runs_wait", "cmd_submit",
            "cmd_worker"]
@@ -23,8 +23,7 @@ EXIT_TIMEOUT = 124
 
 
 def _broker(args: argparse.Namespace) -> str:
-    from seamkit.cli.scrub import scrub_output
-    from seamkit.composition.models import MIN_SECRET_LENGTH
+    from seamkit.plugin import MIN_SECRET_LENGTH, scrub_output
 
     from seamkit_celery.app import broker_from_env, check_broker_url, url_secrets
 
@@ -39,7 +38,7 @@ def _broker(args: argparse.Namespace) -> str:
 
 
 def _checked(file: str, agent: str | None) -> Any:
-    from seamkit.cli.scrub import scrub_output
+    from seamkit.plugin import scrub_output
 
     from seamkit_celery.task import QueueConfigError, load_checked
 
@@ -128,7 +127,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     app = make_app(url, visibility_timeout_s=args.visibility_timeout, queue=args.queue, composition=args.file,
                    requeue_after_s=args.requeue_after, sweep_every_s=0 if args.no_sweep else args.sweep_every)
     check_broker(app)
-    from seamkit.composition.build import child_queue_issues
+    from seamkit.plugin import child_queue_issues
 
     for warning in child_queue_issues(composition, args.queue):  # a deadlock waiting to happen: say so now
         sys.stderr.write(f"seamkit: warning: {warning}\n")
@@ -202,8 +201,8 @@ async def _check_store(agent: Any, file: str) -> None:
 def _build(composition: Any, name: str) -> Any:
     """The agent ``name`` of ``composition``; :class:`~seamkit.cli.main.BuildFailed` when a
     component fails to build."""
-    from seamkit.cli.main import BuildFailed
     from seamkit.composition import ComponentBuildError, build_agents
+    from seamkit.plugin import BuildFailed
 
     try:
         return build_agents(composition)[name]
@@ -214,8 +213,8 @@ def _build(composition: Any, name: str) -> Any:
 def _build_workflow(composition: Any) -> Any:
     """The workflow of ``composition``; :class:`~seamkit.cli.main.BuildFailed` when a component
     fails to build."""
-    from seamkit.cli.main import BuildFailed
     from seamkit.composition import ComponentBuildError, build_workflow
+    from seamkit.plugin import BuildFailed
 
     try:
         return build_workflow(composition)
@@ -226,7 +225,7 @@ def _build_workflow(composition: Any) -> Any:
 def _decisions(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """``--approve`` / ``--reject`` / ``--edit`` as plain decision data (the task message's
     ``decisions``); :class:`UsageError` for bad flags, with core's ``seamkit resume`` messages."""
-    from seamkit.durability.approvals import parse_decision_flags
+    from seamkit.plugin import parse_decision_flags
 
     try:
         data: dict[str, dict[str, Any]] = parse_decision_flags(args.approve, args.reject, args.edit)
@@ -261,7 +260,15 @@ def cmd_submit(args: argparse.Namespace) -> int:
     message is on the broker."""
     import asyncio
 
-    from seamkit.cli.commands import _check_variables, _existing_file, _read_task
+    from seamkit.plugin import (
+        check_variables as _check_variables,
+    )
+    from seamkit.plugin import (
+        existing_file as _existing_file,
+    )
+    from seamkit.plugin import (
+        read_task as _read_task,
+    )
 
     from seamkit_celery.app import make_app
     from seamkit_celery.task import make_spec
@@ -345,8 +352,8 @@ def _check_decisions(agent: Any, run_id: str, state: Any, decisions: dict[str, d
     """Refuse decisions the worker's resume would refuse (edited arguments the tool's schema
     rejects, an approval of a tool the agent lacks) now, as ``seamkit resume`` does: a queued
     continuation that fails on the worker is only in its log."""
-    from seamkit.durability.approvals import decisions_from_data
     from seamkit.errors import RunNotResumable, ToolArgumentError
+    from seamkit.plugin import decisions_from_data
 
     try:
         agent.check_decisions(run_id, state, decisions_from_data(decisions))
@@ -362,8 +369,8 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
     again when it stays unstarted ``--requeue-after`` seconds after its latest send."""
     import asyncio
 
-    from seamkit.cli.commands import _load
-    from seamkit.cli.render import visible
+    from seamkit.plugin import load_for_command as _load
+    from seamkit.plugin import visible
 
     from seamkit_celery.task import outcome_of
 
@@ -374,7 +381,7 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
 
     async def poll() -> tuple[Any, Any]:
         from seamkit.composition import build_store
-        from seamkit.durability.checkpointer import Checkpointer
+        from seamkit.plugin import Checkpointer
 
         from seamkit_celery.pending import pending
         from seamkit_celery.sent import LostMessages, mark_resent, read_record
@@ -462,7 +469,7 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
             for p in out["pending_approvals"]:
                 lines.append(f"  {p['call_id']}: {p['tool']}({json.dumps(p['arguments'], ensure_ascii=False)})")
             if out["pending_approvals"]:
-                from seamkit.cli.render import resume_command
+                from seamkit.plugin import resume_command
 
                 # a run of another composition in the same store: its continuation needs its own file
                 recorded = snap.metadata.get("agent_file")
@@ -488,7 +495,7 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
 def _shown(text: str) -> str:
     """``text`` for a terminal: its lines (a reason can have several) each made
     :func:`~seamkit.cli.render.visible`, the ones after the first indented, with a final newline."""
-    from seamkit.cli.render import visible
+    from seamkit.plugin import visible
 
     lines = text.splitlines() or [""]
     return "\n".join([visible(lines[0]), *("  " + visible(line) for line in lines[1:])]) + "\n"

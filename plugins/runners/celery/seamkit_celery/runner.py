@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seamkit.runners import QUEUE_KEY, RequeueRequest
+from seamkit.plugin import QUEUE_KEY, RequeueRequest
 
 __all__ = ["CeleryRunner"]
 
@@ -29,7 +29,7 @@ class CeleryRunner:
         import asyncio
 
         from seamkit.composition import build_store
-        from seamkit.durability.approvals import decision_data
+        from seamkit.plugin import decision_data
 
         from seamkit_celery.app import DEFAULT_QUEUE, broker_from_env, make_app, mask_url
         from seamkit_celery.task import load_checked, make_spec

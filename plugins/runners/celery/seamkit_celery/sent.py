@@ -512,7 +512,7 @@ def _stuck(voids: dict[str, tuple[int, float]], run_id: str, record: Any, t: flo
     """Whether the ``running`` checkpoint ``record`` of ``run_id`` has had a void lease
     (:func:`~seamkit.durability.checkpointer.lease_void`), unchanged, on every sweep for at least
     ``after_s`` seconds (so on two sweeps or more); ``voids`` keeps since when (updated)."""
-    from seamkit.durability.checkpointer import lease_void
+    from seamkit.plugin import lease_void
 
     if not lease_void(record.metadata, t):
         voids.pop(run_id, None)

@@ -75,9 +75,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from celery import Celery, Task
-    from seamkit.agent.agent import Agent
+    from seamkit import Agent
     from seamkit.composition import Composition
-    from seamkit.runtime.context import RunContext
+    from seamkit.plugin import RunContext
     from seamkit.workflows import Workflow
 
 __all__ = [
@@ -194,7 +194,7 @@ def _store_of(composition: Composition, name: str, path: tuple[str | int, ...],
               config: Any) -> tuple[str | None, tuple[str | int, ...]]:
     """The store ``use`` agent ``name`` checkpoints into (``None``: ``checkpoints: null``) and where
     that is written."""
-    from seamkit.composition.build import DEFAULT_STORE
+    from seamkit.plugin import DEFAULT_STORE
 
     if "checkpoints" not in config.model_fields_set:
         return DEFAULT_STORE, path
@@ -234,7 +234,7 @@ def check_composition(composition: Composition, agent: str | None = None) -> str
 
 def _check_workflow(composition: Composition) -> str:
     """:func:`check_composition` for the workflow of ``composition``; returns its entry agent's name."""
-    from seamkit.composition.models import AgentStepConfig
+    from seamkit.plugin import AgentStepConfig
 
     shared = " or ".join(SHARED_STORES)
     workflow = composition.workflow
@@ -303,7 +303,7 @@ def load_checked(file: str | os.PathLike[str], agent: str | None = None) -> tupl
     """Load ``file`` and :func:`check_composition` it. Raises ``FileNotFoundError``,
     :class:`~seamkit.errors.ConfigError` (located) and :class:`QueueConfigError`."""
     from seamkit.composition import load_composition
-    from seamkit.plugins.registry import get_registry
+    from seamkit.plugin import get_registry
 
     path = Path(file)
     if not path.is_file():
@@ -479,7 +479,7 @@ async def send_continuation(app: Celery, store: Any, spec: dict[str, Any], queue
     :mod:`seamkit_celery.pending`). Raises :class:`UsageError` for one already pending (the
     message says when it was sent and how to wait for it), and
     :class:`~seamkit_celery.app.QueueUnavailable` (the claim withdrawn)."""
-    from seamkit.cli.main import UsageError
+    from seamkit.plugin import UsageError
 
     from seamkit_celery.app import QueueUnavailable
     from seamkit_celery.pending import ContinuationPending, claim, describe, release
@@ -578,7 +578,7 @@ def outcome_of(snap: Any) -> dict[str, Any]:
 def _decisions(raw: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if not raw:
         return None
-    from seamkit.durability.approvals import decisions_from_data
+    from seamkit.plugin import decisions_from_data
 
     return dict(decisions_from_data(raw))
 
@@ -595,7 +595,7 @@ def _metadata(spec: Mapping[str, Any]) -> dict[str, Any]:
     """The checkpoint metadata of a run a worker starts: its file, the runner that started it and
     the queue it came from (``seamkit resume`` enqueues its continuation there; see
     :mod:`seamkit.runners`)."""
-    from seamkit.runners import QUEUE_KEY, QUEUED_KEY
+    from seamkit.plugin import QUEUE_KEY, QUEUED_KEY
 
     from seamkit_celery.sent import TASK_DIGEST_KEY, task_digest
 
@@ -611,7 +611,7 @@ def run_context(spec: Mapping[str, Any], services: Mapping[str, Any] | None = No
     """The context a delivery runs ``spec``'s run in: its run id, the ``services`` (the worker's
     child-run dispatcher), and for an agent tool's child (``spec["child"]``) its parent, ancestors,
     depth and scope (so a shared budget charges it to the root run)."""
-    from seamkit.runtime.context import RunContext
+    from seamkit.plugin import RunContext
     from seamkit.values import EMPTY, Scope
 
     child = spec.get("child") or {}
@@ -777,7 +777,7 @@ class _Process:
         """The store of the composition ``file`` (the worker's own), built once per process."""
         if file not in self.homes:
             from seamkit.composition import build_store, load_composition
-            from seamkit.plugins.registry import get_registry
+            from seamkit.plugin import get_registry
 
             self.homes[file] = build_store(load_composition(Path(file), registry=get_registry()))
         return self.homes[file]
@@ -815,7 +815,7 @@ class _Process:
 def _tool_agent(agents: Mapping[str, Agent], name: str, tool: str) -> Agent:
     """The agent ``name`` as the agent tool ``tool`` (of any agent in ``agents``) runs it; the
     agent itself when no such tool is found (the file changed since the child was submitted)."""
-    from seamkit.agent.as_tool import AgentTool
+    from seamkit import AgentTool
 
     for a in agents.values():
         for t in a.tools:
@@ -846,8 +846,8 @@ def retry_countdown(app: Celery, wanted: float) -> float:
 
 def run_delivery(task: Task, spec: Mapping[str, Any]) -> dict[str, Any]:
     """The body of the :data:`~seamkit_celery.app.TASK_NAME` task."""
-    from seamkit.durability.checkpointer import worker_id
     from seamkit.errors import ConfigError
+    from seamkit.plugin import worker_id
 
     if not isinstance(spec, Mapping) or spec.get("v") != SPEC_VERSION:
         raise QueueConfigError(f"not a seamkit run message (version {SPEC_VERSION}): {str(spec)[:200]}")
@@ -868,7 +868,7 @@ def run_delivery(task: Task, spec: Mapping[str, Any]) -> dict[str, Any]:
         _record_rejection(task.app, here, str(spec.get("run_id")), why)
         return {"run_id": spec.get("run_id"), "status": "rejected", "stop_reason": None, "output": None,
                 "error": why, "detail": None, "pending_approvals": [], "worker": worker_id()}
-    from seamkit.agent.child_runs import CHILD_RUNS_SERVICE
+    from seamkit.plugin import CHILD_RUNS_SERVICE
 
     from seamkit_celery.children import CeleryChildRuns
 

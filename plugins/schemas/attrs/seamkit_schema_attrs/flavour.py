@@ -25,7 +25,7 @@ import jsonschema
 import referencing
 from cattrs.preconf.json import make_converter
 from seamkit.errors import OutputValidationError
-from seamkit.schemas import BaseSchemaAdapter, raw_text
+from seamkit.plugin import BaseSchemaAdapter, raw_text
 from seamkit.values import thaw
 
 __all__ = ["AttrsFlavour", "AttrsSchemaAdapter", "build", "contains_attrs", "attrs_json_schema"]

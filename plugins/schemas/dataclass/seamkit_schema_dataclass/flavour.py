@@ -12,7 +12,7 @@ from typing import Any
 import pydantic
 from pydantic.dataclasses import is_pydantic_dataclass
 from seamkit.errors import OutputValidationError
-from seamkit.schemas import BaseSchemaAdapter, raw_text
+from seamkit.plugin import BaseSchemaAdapter, raw_text
 
 __all__ = ["DataclassFlavour", "DataclassSchemaAdapter", "build"]
 

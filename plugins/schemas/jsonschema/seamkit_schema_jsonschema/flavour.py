@@ -15,9 +15,9 @@ from typing import Any
 
 import jsonschema
 import referencing
-from seamkit.agent.output import OutputSpec
+from seamkit import OutputSpec
 from seamkit.errors import OutputValidationError
-from seamkit.schemas import BaseSchemaAdapter, raw_text
+from seamkit.plugin import BaseSchemaAdapter, raw_text
 from seamkit.values import thaw
 
 __all__ = ["JsonSchemaAdapter", "JsonSchemaFlavour", "build"]

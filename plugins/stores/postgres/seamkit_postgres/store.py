@@ -47,16 +47,16 @@ from typing import TYPE_CHECKING, Any, Self
 import psycopg
 import psycopg.errors
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
-from seamkit.durability import codec
-from seamkit.durability.records import (
+from seamkit.errors import CheckpointConflict, StoreUnavailable, StoreValueError, TTLNotSupported
+from seamkit.plugin import (
     FINISHED_STATUSES,
     CheckpointInfo,
     CheckpointRecord,
+    SingleFlight,
     StoredCheckpoint,
+    codec,
     scope_namespace,
 )
-from seamkit.durability.singleflight import SingleFlight
-from seamkit.errors import CheckpointConflict, StoreUnavailable, StoreValueError, TTLNotSupported
 from seamkit.values import Scope, freeze
 
 from seamkit_postgres._dsn import conninfo_problem, password_fragments, scrub, secret_fragments

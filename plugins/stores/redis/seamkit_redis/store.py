@@ -32,10 +32,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
-from seamkit.durability import codec
-from seamkit.durability.records import CheckpointInfo, CheckpointRecord, StoredCheckpoint, scope_namespace
-from seamkit.durability.singleflight import SingleFlight
 from seamkit.errors import CheckpointConflict, StoreUnavailable, StoreValueError, TTLNotSupported
+from seamkit.plugin import CheckpointInfo, CheckpointRecord, SingleFlight, StoredCheckpoint, codec, scope_namespace
 from seamkit.values import Scope, freeze
 
 from seamkit_redis import _lua

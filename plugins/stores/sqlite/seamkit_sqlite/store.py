@@ -45,16 +45,16 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import aiosqlite
-from seamkit.durability import codec
-from seamkit.durability.records import (
+from seamkit.errors import CheckpointConflict, StoreUnavailable, StoreValueError, TTLNotSupported
+from seamkit.plugin import (
     FINISHED_STATUSES,
     CheckpointInfo,
     CheckpointRecord,
+    SingleFlight,
     StoredCheckpoint,
+    codec,
     scope_namespace,
 )
-from seamkit.durability.singleflight import SingleFlight
-from seamkit.errors import CheckpointConflict, StoreUnavailable, StoreValueError, TTLNotSupported
 from seamkit.values import Scope, freeze
 
 from seamkit_sqlite.config import SqliteConfig

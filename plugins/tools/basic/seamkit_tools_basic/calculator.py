@@ -21,7 +21,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from seamkit.tools.decorator import FunctionTool, tool
+from seamkit.plugin import FunctionTool, tool
 
 from seamkit_tools_basic.config import CalculatorConfig
 from seamkit_tools_basic.errors import CalculatorError

@@ -5,8 +5,7 @@ from __future__ import annotations
 import zoneinfo
 from datetime import UTC, datetime
 
-from seamkit.runtime.context import RunContext
-from seamkit.tools.decorator import FunctionTool, tool
+from seamkit.plugin import FunctionTool, RunContext, tool
 
 from seamkit_tools_basic.config import ClockConfig
 from seamkit_tools_basic.errors import ClockError

@@ -25,7 +25,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 from seamkit.errors import ConfigError, ConfigIssue
-from seamkit.tools.decorator import FunctionTool, tool
+from seamkit.plugin import FunctionTool, tool
 
 from seamkit_tools_basic.config import ReadFileConfig, WriteFileConfig
 from seamkit_tools_basic.errors import FileToolError, PathOutsideRoot

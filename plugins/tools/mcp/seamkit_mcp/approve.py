@@ -114,9 +114,9 @@ async def _approve(composition: Any, store: Any, wanted: set[str], every: bool, 
 
 
 def main(args: argparse.Namespace) -> int:
-    from seamkit.cli.commands import _load
-    from seamkit.cli.main import EXIT_FAILED, EXIT_OK, UsageError
     from seamkit.composition import build_store
+    from seamkit.plugin import EXIT_FAILED, EXIT_OK, UsageError
+    from seamkit.plugin import load_for_command as _load
 
     composition, registry = _load(args.file)  # ConfigError: exit 2; secrets masked from here on
     assert composition is not None

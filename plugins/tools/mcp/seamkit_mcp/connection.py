@@ -164,7 +164,7 @@ class ServerSpec:
         :data:`~seamkit.composition.models.MIN_SECRET_LENGTH` characters long: masking every
         value, however short, garbles messages (``env: {DEBUG: x}`` would mask each "x"). Values
         written as ``${VAR}`` in YAML are masked wherever seamkit prints, whatever their name."""
-        from seamkit.composition.models import MIN_SECRET_LENGTH, is_secret_name
+        from seamkit.plugin import MIN_SECRET_LENGTH, is_secret_name
 
         server = config.server
         named = server.env.items() if isinstance(server, StdioServer) else server.headers.items()

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import mcp_types as types
     from mcp.server.context import ServerRequestContext
     from mcp.server.lowlevel import Server
-    from seamkit.agent.agent import Agent
+    from seamkit import Agent
 
     from seamkit_mcp.serve_tools import AgentServer, Answer, Asking
 
@@ -52,7 +52,7 @@ PROG = "seamkit"
 def parse_http_address(text: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:PORT`` for an IPv6 host) as ``(host, port)``. Raises
     :class:`~seamkit.cli.main.UsageError` for anything else or a port outside 1-65535."""
-    from seamkit.cli.main import UsageError
+    from seamkit.plugin import UsageError
 
     host, sep, port_text = text.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
@@ -67,7 +67,7 @@ def main(args: argparse.Namespace) -> int:
     Raises what the CLI reports: :class:`~seamkit.cli.main.UsageError` and
     :class:`~seamkit.errors.ConfigError` (exit 2), :class:`~seamkit.cli.main.BuildFailed` (exit 1),
     ``KeyboardInterrupt`` (130; SIGTERM: 143)."""
-    from seamkit.cli.main import BuildFailed, UsageError
+    from seamkit.plugin import BuildFailed, UsageError
 
     address = parse_http_address(args.http) if args.http else None
     path = Path(args.file)
@@ -75,10 +75,8 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"no such file: {args.file}" if not path.exists() else f"not a file: {args.file}")
     wire = None if address is not None else _claim_stdio()  # first: nothing may write to the wire
 
-    from seamkit.cli._loop import run_interruptible
-    from seamkit.cli.scrub import scrub_output
     from seamkit.composition import ComponentBuildError, build_agent, load_composition
-    from seamkit.plugins.registry import get_registry
+    from seamkit.plugin import get_registry, run_interruptible, scrub_output
 
     from seamkit_mcp.serve_tools import AgentServer
 
@@ -120,7 +118,7 @@ async def _stopping_on_sigterm(serving: Any) -> None:
     leave the shutdown waiting."""
     import signal
 
-    from seamkit.cli import main as cli
+    from seamkit.plugin import mark_terminated
 
     loop = asyncio.get_running_loop()
     task = asyncio.ensure_future(serving)
@@ -140,8 +138,7 @@ async def _stopping_on_sigterm(serving: Any) -> None:
     except asyncio.CancelledError:
         if not got:
             raise
-        cli._terminated = True  # as the CLI's own handler records it
-        raise cli.Terminated() from None
+        raise mark_terminated() from None  # recorded as the CLI's own handler records it
     finally:
         loop.remove_signal_handler(signal.SIGTERM)
         if not task.done():
@@ -226,7 +223,7 @@ def _claim_stdio() -> tuple[IO[bytes], IO[bytes]]:
     and fd 1 at stderr (whatever else writes to stdout lands there). Returns (wire in, wire out)."""
     import fcntl
 
-    from seamkit.cli.main import UsageError
+    from seamkit.plugin import UsageError
 
     sys.stdout.flush()
     try:
@@ -338,7 +335,7 @@ def _first_leaf(exc: BaseException) -> str:
 def _listen(host: str, port: int) -> socket.socket:
     """A socket bound to ``host:port`` (uvicorn listens on it). Raises
     :class:`~seamkit.cli.main.UsageError` when it cannot be bound (in use, not an address here)."""
-    from seamkit.cli.main import UsageError
+    from seamkit.plugin import UsageError
 
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
@@ -370,7 +367,7 @@ def _is_loopback(host: str) -> bool:
 
 async def _serve_http(server: Server[Any], address: tuple[str, int], agent: Agent) -> None:
     import uvicorn
-    from seamkit.cli.main import UsageError
+    from seamkit.plugin import UsageError
 
     host, port = address
     sock = _listen(host, port)

@@ -58,10 +58,8 @@ from typing import TYPE_CHECKING, Any, Literal
 import mcp_types as types
 
 if TYPE_CHECKING:
-    from seamkit.agent.agent import Agent
-    from seamkit.agent.as_tool import AgentTool
-    from seamkit.agent.result import AgentResult
-    from seamkit.guardrails import Guard
+    from seamkit import Agent, AgentResult, AgentTool
+    from seamkit.plugin import Guard
     from seamkit.values import ToolCall, ToolResult, ToolSchema
 
 __all__ = ["APPROVAL_FORM", "NO_ASKING", "AgentServer", "Answer", "Ask", "Asking", "ServedTool", "approval_message"]
@@ -149,9 +147,8 @@ class AgentServer:
 
     def __init__(self, agent: Agent, *, agent_tool: bool = True, secrets: Sequence[str] = (),
                  metadata: Mapping[str, Any] | None = None) -> None:
-        from seamkit.agent.as_tool import agent_tool as make_agent_tool
-        from seamkit.agent.guarding import guards_by_point
-        from seamkit.cli.scrub import TextScrubber
+        from seamkit import agent_tool as make_agent_tool
+        from seamkit.plugin import TextScrubber, guards_by_point
 
         self.agent = agent
         self.metadata = dict(metadata or {})
@@ -180,8 +177,7 @@ class AgentServer:
         gives a reason not to offer them now (an MCP tool of the agent whose definition changed
         since it was approved: its new description must not reach the client's model either),
         asked in a context like a direct call's (the agent's store, resources closed after)."""
-        from seamkit.runtime.context import RunContext
-        from seamkit.runtime.resources import RunResources
+        from seamkit.plugin import RunContext, RunResources
 
         preparing = [t for t in self.agent.tools
                      if t.schema.name in self.tools and callable(getattr(t, "prepare", None))]
@@ -227,11 +223,9 @@ class AgentServer:
 
     async def _call_tool(self, schema: ToolSchema, args: dict[str, Any], asking: Asking
                          ) -> types.CallToolResult | types.InputRequiredResult:
-        from seamkit.agent.guarding import check
         from seamkit.errors import BudgetExceeded, RunCancelled
-        from seamkit.guardrails import GuardContext, GuardrailTripped
-        from seamkit.runtime.context import RunContext
-        from seamkit.runtime.resources import RunResources
+        from seamkit.plugin import GuardContext, GuardrailTripped, RunContext, RunResources
+        from seamkit.plugin import check_guards as check
         from seamkit.values import ToolCall, freeze
 
         agent = self.agent
@@ -275,9 +269,8 @@ class AgentServer:
 
     async def _call_agent(self, args: dict[str, Any], asking: Asking
                           ) -> types.CallToolResult | types.InputRequiredResult:
-        from seamkit.durability.approvals import Decision, approve, reject
         from seamkit.errors import SeamkitError, ToolArgumentError
-        from seamkit.runtime.context import RunContext
+        from seamkit.plugin import Decision, RunContext, approve, reject
 
         at = self._agent_tool
         assert at is not None
@@ -378,7 +371,7 @@ class AgentServer:
                    "suspended": "it waits for a person (an approval or an effect to settle)"}.get(
                        result.stop_reason, str(result.stop_reason))
             return self._error(f"the agent {self.agent.name!r} (run {result.run_id}) gave no answer: {why}{note}")
-        from seamkit.runtime.invoker import render_tool_value
+        from seamkit.plugin import render_tool_value
 
         text = render_tool_value(result.output)
         if note:  # plain text then: the note is not part of a JSON answer (no structuredContent)

@@ -25,8 +25,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 from seamkit.errors import ConfigError, ConfigIssue, EffectNotApplied, FailureClass, ToolUnavailable
-from seamkit.runtime.concurrency import run_sync
-from seamkit.tools.registry import tool_name_of
+from seamkit.plugin import run_sync, tool_name_of
 from seamkit.values import ToolOutput, ToolSchema, freeze
 
 from seamkit_mcp.config import McpConfig
@@ -37,7 +36,7 @@ from seamkit_mcp.schema import ArgumentValidator, normalise_schema
 
 if TYPE_CHECKING:
     from mcp.client.session import ClientSession
-    from seamkit.runtime.context import RunContext
+    from seamkit.plugin import RunContext
 
 __all__ = ["McpTool", "McpToolset", "build_toolset", "discover"]
 

@@ -19,7 +19,6 @@ from seamkit.durability.checkpointer import Checkpointer
 from seamkit.errors import ConfigError, RunCancelled, StoreUnavailable
 from seamkit.plugins.ports_check import StepShape, port_problems
 from seamkit.plugins.registry import get_registry
-from seamkit.retrieval import VectorMemory
 from seamkit.runtime.context import RunContext
 from seamkit.testing.memory_store import MemoryStore
 from seamkit.testing.models import ScriptedModel
@@ -38,6 +37,7 @@ from seamkit.workflows import (
     run_workflow,
 )
 from seamkit_conversation.steps import short_title
+from seamkit_retrieval.vector_memory import VectorMemory
 from seamkit_vector_sqlite.store import SqliteVectorStore
 
 NAMES = ("contextualize", "recall", "remember", "compose", "complete")

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from seamkit.grounding import MemorySource
-from seamkit.retrieval import VectorMemory, chunk_markdown
 from seamkit.values import Scope
+from seamkit_retrieval.vector_memory import VectorMemory, chunk_markdown
 
 DOC = """Intro line.
 

@@ -1,4 +1,4 @@
-"""Retrieval from an embedding model and a vector store: a :class:`~seamkit.grounding.MemorySource`
+"""seamkit-retrieval's retrieval from an embedding model and a vector store: a :class:`~seamkit.grounding.MemorySource`
 built from the two ports, and Markdown chunking for indexing documents.
 
 :class:`VectorMemory` stores each chunk's text and source key as vector metadata, so a query
@@ -13,8 +13,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from seamkit.grounding import MemoryItem
-from seamkit.ports import EmbeddingPort, VectorPort
+from seamkit.plugin import EmbeddingPort, MemoryItem, VectorPort
 from seamkit.values import Scope, freeze
 
 __all__ = ["Chunk", "VectorMemory", "chunk_markdown"]
