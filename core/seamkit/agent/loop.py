@@ -54,9 +54,8 @@ from seamkit.errors import (
 from seamkit.guardrails import Guard, GuardContext, GuardrailTripped, Point
 from seamkit.middleware import Call
 from seamkit.runtime.concurrency import gather_bounded
-from seamkit.runtime.context import RunContext, _running_loop
+from seamkit.runtime.context import RunContext, _running_loop, owning_resources
 from seamkit.runtime.invoker import render_tool_value, unusable_arguments_result
-from seamkit.runtime.resources import owning_resources
 from seamkit.values import (
     EMPTY,
     ChatRequest,

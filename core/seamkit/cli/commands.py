@@ -10,7 +10,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from seamkit.cli.main import EXIT_FAILED, EXIT_OK, EXIT_SUSPENDED, BuildFailed, UsageError
+from seamkit.cli._shared import close_stores, existing_file, read_task
+from seamkit.cli.outcomes import EXIT_FAILED, EXIT_OK, EXIT_SUSPENDED, BuildFailed, UsageError
 
 if TYPE_CHECKING:
     from seamkit.agent.agent import Agent
@@ -30,46 +31,7 @@ def _registry() -> Registry:
     return get_registry()
 
 
-def _existing_file(name: str) -> Path:
-    path = Path(name)
-    if not path.exists():
-        raise UsageError(f"no such file: {name}")
-    if not path.is_file():
-        raise UsageError(f"not a file: {name}")
-    return path
-
-
 # -- run -------------------------------------------------------------------------------------------
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # bytes that were not UTF-8, decoded with "surrogateescape"
-        return False
-    return True
-
-
-def _read_task(task: str, what: str = "task") -> str:
-    """The task text: ``task`` itself, or stdin for ``-``. Raises :class:`UsageError` (exit 2) for
-    an empty task or one that is not valid UTF-8; messages call it ``what`` (``task``, ``prompt``)."""
-    if task == "-":
-        if sys.stdin is None:
-            raise UsageError(f"the {what} is '-' but there is no stdin to read it from")
-        try:
-            text = sys.stdin.read()
-        except UnicodeDecodeError:
-            raise UsageError(f"the {what} read from stdin is not valid UTF-8") from None
-        if not _is_utf8(text):
-            raise UsageError(f"the {what} read from stdin is not valid UTF-8")
-        if not text.strip():
-            raise UsageError(f"the {what} read from stdin is empty")
-        return text
-    if not _is_utf8(task):
-        raise UsageError(f"the {what} is not valid UTF-8")
-    if not task.strip():
-        raise UsageError(f"the {what} is empty")
-    return task
 
 
 def _check_variables(agent: Agent, variables: dict[str, str]) -> None:
@@ -111,20 +73,8 @@ async def _drive(
                 result = event.data["result"]
     finally:
         sink.close()
-        await _close_stores(agent)
+        await close_stores(agent)
     return result
-
-
-async def _close_stores(agent: Agent) -> None:
-    """Release the agent's checkpoint store, also when the run failed: an open store connection
-    (aiosqlite's worker thread) would keep the process from exiting."""
-    cp = agent.checkpointer
-    if cp is None:
-        return
-    try:
-        await cp.close()
-    except Exception:  # the run's own outcome is what the caller must see
-        pass
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -136,11 +86,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     resumable), 143 when terminated. With ``--json`` a failed run ends with a ``run_failed`` line
     on stdout."""
     variables = dict(args.var)
-    path = _existing_file(args.file)
+    path = existing_file(args.file)
 
 
     from seamkit.cli._loop import run_interruptible
-    from seamkit.cli.main import exit_code_for
+    from seamkit.cli.outcomes import exit_code_for
     from seamkit.cli.render import HumanRenderer, JsonRenderer
     from seamkit.cli.scrub import scrub_output
     from seamkit.composition import ComponentBuildError, build_agent, load_composition
@@ -153,14 +103,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         if variables:
             raise UsageError("--var fills an agent's prompt; a workflow's input is its task")
-        return run_workflow_cmd(args, composition, registry, _read_task(args.task),
+        return run_workflow_cmd(args, composition, registry, read_task(args.task),
                                 _resume_agent_file(composition, args.file), str(path.resolve()))
     try:
         agent = build_agent(composition, registry=registry)  # ConfigError: exit 2
     except ComponentBuildError as exc:  # valid, but a component failed to build: the run failed (exit 1)
         raise BuildFailed(exc.issues) from exc
     _check_variables(agent, variables)
-    task = _read_task(args.task)
+    task = read_task(args.task)
     if agent.checkpointer is not None and agent.approvals and not getattr(agent.checkpointer.port, "persistent", True):
         raise UsageError(f"approvals need a store that outlives this process to resume from the command line; "
                          f"'{type(agent.checkpointer.port).__name__}' does not (use sqlite, postgres or redis)")
@@ -257,7 +207,7 @@ def _load(file: str | None) -> tuple[Composition | None, Registry]:
     registry = _registry()
     if file is None:
         return None, registry
-    composition = load_composition(_existing_file(file), registry=registry)
+    composition = load_composition(existing_file(file), registry=registry)
     scrub_output(composition.secret_values())
     return composition, registry
 
@@ -513,7 +463,7 @@ def _resume_streamed(args: argparse.Namespace, agent: Agent, sink: EventSink, js
     import dataclasses
 
     from seamkit.cli._loop import run_interruptible
-    from seamkit.cli.main import exit_code_for
+    from seamkit.cli.outcomes import exit_code_for
     from seamkit.errors import RunCancelled
 
     class _Observer:
@@ -527,7 +477,7 @@ def _resume_streamed(args: argparse.Namespace, agent: Agent, sink: EventSink, js
             return await observed.resume(args.run_id, allow_finished=args.allow_finished, steal=args.steal,
                                          **resume)
         finally:
-            await _close_stores(observed)
+            await close_stores(observed)
 
     try:
         return run_interruptible(_resume())
@@ -556,7 +506,7 @@ def _resume_turn(args: argparse.Namespace, agent: Agent, composition: Compositio
         raise UsageError(f"run {args.run_id} is a conversation with capabilities: answer it with --answer TEXT "
                          "(yes / no to a confirmation); --approve/--reject/--edit do not apply")
     try:
-        answer = _read_task(args.answer, "answer") if args.answer is not None else None
+        answer = read_task(args.answer, "answer") if args.answer is not None else None
         _check_turn_args(args, snap, answer)
     except UsageError:
         asyncio.run(cp.close())
@@ -1032,7 +982,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     tool whose child runs go to the queue their caller is consumed from (a deadlock). The
     capabilities are built and compiled (:func:`~seamkit.capabilities.compile_agent`): each compile problem is an error
     ``FILE:LINE:COL: agent.capabilities[i]: CODE: message``."""
-    path = _existing_file(args.file)
+    path = existing_file(args.file)
     from seamkit.cli.scrub import scrub_output
     from seamkit.composition import load_composition
     from seamkit.composition.build import (

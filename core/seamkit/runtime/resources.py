@@ -13,12 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-if TYPE_CHECKING:
-    from seamkit.runtime.context import RunContext
-
-__all__ = ["Closeable", "RunResources", "owning_resources"]
+__all__ = ["Closeable", "RunResources"]
 
 _log = logging.getLogger("seamkit.runtime.resources")
 
@@ -31,7 +28,6 @@ class Closeable(Protocol):
 
 
 R = TypeVar("R", bound=Closeable)
-T = TypeVar("T")
 
 
 class RunResources:
@@ -89,20 +85,6 @@ class RunResources:
         while self._open:
             key, resource = self._open.popitem()
             await _close(key, resource)
-
-
-async def owning_resources(ctx: RunContext, work: Callable[[], Awaitable[T]]) -> T:
-    """``await work()`` with ``ctx.resources`` in place: the context's own when it brings them
-    (a child run shares its parent's), else new ones, closed (and taken off ``ctx``) when the
-    work ends, on every exit path. How an agent run and a workflow run own their resources."""
-    if ctx.resources is not None:
-        return await work()
-    ctx.resources = resources = RunResources()
-    try:
-        return await work()
-    finally:
-        ctx.resources = None
-        await resources.aclose()
 
 
 async def _close(key: str, resource: Any) -> None:
