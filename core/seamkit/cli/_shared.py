@@ -62,6 +62,6 @@ async def close_stores(agent: Agent) -> None:
     if cp is None:
         return
     try:
-        await cp.close()
+        await cp.aclose()
     except Exception:  # the run's own outcome is what the caller must see
         pass

@@ -275,10 +275,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise UsageError("this composition has no checkpoints ('checkpoints: null'): nothing to resume")
     snap = asyncio.run(_latest(cp, args.run_id, close=False))
     if snap is None:
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         raise UsageError(no_run_text(args.run_id, args.agent))
     if "workflow_state" in snap.state:
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         if composition.workflow is None:
             raise UsageError(f"run {args.run_id} is a workflow run, and this file has no workflow: pass the "
                              "workflow's file with --agent FILE")
@@ -288,20 +288,20 @@ def cmd_resume(args: argparse.Namespace) -> int:
             raise UsageError("a workflow takes --answer TEXT for its gate; --approve/--reject/--edit do not apply")
         return resume_workflow_cmd(args, composition, registry, args.agent)
     if getattr(args, "gate", None) is not None or getattr(args, "event", None):
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         raise UsageError("--gate and --event are for workflow runs; this run is an agent's")
     named = snap.metadata.get("agent")
     if isinstance(named, str) and named != agent.name and named in composition.all_agents():
         # a run of another agent of the file (a workflow step's, an agent tool's child run): resume
         # it with that agent, its tools and approvals, from that agent's store
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         agent, snap = _resume_other_agent(composition, registry, named, args)
         cp = agent.checkpointer
         assert cp is not None
     if agent.capabilities is not None:
         return _resume_turn(args, agent, composition, snap, decisions)
     if getattr(args, "answer", None) is not None or getattr(args, "turn_id", None) is not None:
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         raise UsageError("--answer and --turn-id are for agents with capabilities; this one takes "
                          "--approve/--reject/--edit")
     if snap.status == "suspended" and snap.state.get("waiting_for") == "settlement":
@@ -310,7 +310,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         waiting = [e for e in snap.state.get("uncertain_effects") or ()
                    if getattr(e, "waits", False) and getattr(e, "settled", "") is None]
         if waiting or decisions is not None:
-            asyncio.run(cp.close())
+            asyncio.run(cp.aclose())
             what = ("--approve/--reject/--edit do not apply: it waits for a person to settle a tool call whose "
                     "outcome is unknown, not for approval" if not waiting
                     else f"run {args.run_id} waits for a person to settle a tool call whose outcome is unknown")
@@ -318,23 +318,23 @@ def cmd_resume(args: argparse.Namespace) -> int:
             raise UsageError(what + ("\n" + hint if hint else ""))
     elif snap.status == "suspended":
         if decisions is None:
-            asyncio.run(cp.close())
+            asyncio.run(cp.aclose())
             raise UsageError(f"run {args.run_id} waits for a decision\n"
                              + pending_text(args.run_id, snap.state.get("pending_approvals") or (),
                                             agent_file=args.agent))
         try:  # the decisions are for the agent holding the conversation (a handoff target, maybe)
             agent.check_decisions(args.run_id, snap.state, decisions)
         except (ValueError, ToolArgumentError, RunNotResumable) as exc:
-            asyncio.run(cp.close())
+            asyncio.run(cp.aclose())
             raise UsageError(str(exc)) from None
     elif decisions is not None:
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         raise UsageError(f"run {args.run_id} is {snap.status}, not waiting for approval: "
                          "--approve/--reject/--edit do not apply")
     runner = None if getattr(args, "here", False) else _runner_of(snap, registry)
     if runner is not None:
         held = cp.lease_holder(snap)
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         if held is not None:  # a worker is on it now: a continuation would only find it taken
             owner, left = held
             raise UsageError(f"run {args.run_id} is running on a worker ({owner}, lease for {left:.0f} s more): "
@@ -428,7 +428,7 @@ async def _recorded_agent_file(cp: Any, run_id: str) -> tuple[Any, str | None] |
             snap = await cp.latest(parent)
         return (first, None) if first is not None else None
     finally:
-        await cp.close()
+        await cp.aclose()
 
 
 def _resume_other_agent(composition: Composition, registry: Registry, name: str,
@@ -450,7 +450,7 @@ def _resume_other_agent(composition: Composition, registry: Registry, name: str,
                          "('checkpoints: null'): nothing to resume")
     snap = asyncio.run(_latest(cp, args.run_id, close=False))
     if snap is None:
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         raise UsageError(no_run_text(args.run_id, args.agent))
     return agent, snap
 
@@ -502,14 +502,14 @@ def _resume_turn(args: argparse.Namespace, agent: Agent, composition: Compositio
     cp = agent.checkpointer
     assert cp is not None
     if decisions is not None:
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         raise UsageError(f"run {args.run_id} is a conversation with capabilities: answer it with --answer TEXT "
                          "(yes / no to a confirmation); --approve/--reject/--edit do not apply")
     try:
         answer = read_task(args.answer, "answer") if args.answer is not None else None
         _check_turn_args(args, snap, answer)
     except UsageError:
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         raise
     secrets = composition.secret_values()
     json_sink = JsonRenderer(secrets=secrets) if args.json else None
@@ -608,7 +608,7 @@ def _with_store(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]], *
         try:
             return await work(cp)
         finally:
-            await cp.close()
+            await cp.aclose()
 
     return asyncio.run(go())
 
@@ -618,7 +618,7 @@ async def _latest(cp: Any, run_id: str, *, close: bool = True) -> Any:
         return await cp.latest(run_id)
     finally:
         if close:
-            await cp.close()
+            await cp.aclose()
 
 
 def _info_json(info: Any) -> dict[str, Any]:

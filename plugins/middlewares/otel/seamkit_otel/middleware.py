@@ -239,7 +239,7 @@ class Otel:
         where = self.owned.describe if self.owned is not None else "global providers"
         return f"Otel(exporter={where}, capture_content={self.capture_content})"
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Flush and shut down the providers this middleware built for its exporter (in a worker
         thread: exports block). Nothing to do when it uses the application's providers."""
         if self.owned is not None:

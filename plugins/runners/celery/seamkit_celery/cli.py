@@ -124,7 +124,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         workflow = _build_workflow(composition)
         what = f"workflow {workflow.name!r}"
         if workflow.checkpointer is not None:
-            asyncio.run(workflow.checkpointer.close())
+            asyncio.run(workflow.checkpointer.aclose())
     app = make_app(url, visibility_timeout_s=args.visibility_timeout, queue=args.queue, composition=args.file,
                    requeue_after_s=args.requeue_after, sweep_every_s=0 if args.no_sweep else args.sweep_every)
     check_broker(app)
@@ -194,7 +194,7 @@ async def _check_store(agent: Any, file: str) -> None:
                                f"this worker could run nothing: {mask_urls(str(exc))}") from None
     finally:
         try:
-            await cp.close()
+            await cp.aclose()
         except StoreUnavailable:
             pass
 
@@ -252,7 +252,7 @@ async def _snapshot(agent: Any, run_id: str) -> Any:
     try:
         return await cp.latest(run_id)
     finally:
-        await cp.close()
+        await cp.aclose()
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -316,7 +316,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
             _check_variables(agent, variables)
         finally:
             if agent.checkpointer is not None:
-                asyncio.run(agent.checkpointer.close())
+                asyncio.run(agent.checkpointer.aclose())
         spec = make_spec(args.file, task, run_id=args.run_id, agent=args.agent_name, variables=variables)
     app = make_app(url, queue=args.queue)
     if args.resume is not None:  # a continuation: the run has checkpoints; claimed first (one at a time)
@@ -424,7 +424,7 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
                 await asyncio.sleep(pause if deadline is None else min(pause, max(0.0, deadline - time.monotonic())))
                 pause = min(pause * 1.5, 1.0)
         finally:
-            await cp.close()
+            await cp.aclose()
 
     snap, rejected = asyncio.run(poll())
     if rejected is not None:

@@ -15,14 +15,14 @@ works whether or not the project sets ``asyncio_mode = "auto"``::
         async def store(self, tmp_path):
             backend = MyStore(path=tmp_path / "db")
             yield backend
-            await backend.close()
+            await backend.aclose()
 
     class TestMyCheckpoints(CheckpointConformance):
         @pytest_asyncio.fixture
         async def checkpoints(self, tmp_path):
             backend = MyStore(path=tmp_path / "db")
             yield backend
-            await backend.close()
+            await backend.aclose()
 
 Every test is ``async`` and carries the ``asyncio`` mark (needs pytest-asyncio). The suites use
 real time: TTL tests sleep a fraction of a second (longer when the backend's ``ttl_resolution``

@@ -20,7 +20,7 @@ async def _fresh_store(dsn: str) -> AsyncIterator[PostgresStore]:
     try:
         yield store
     finally:
-        await store.close()
+        await store.aclose()
         async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
             await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
 

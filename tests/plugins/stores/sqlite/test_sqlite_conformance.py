@@ -15,7 +15,7 @@ class TestSqliteStore(StoreConformance):
     async def store(self, tmp_path: Path) -> AsyncIterator[SqliteStore]:
         backend = SqliteStore(tmp_path / "store.db")
         yield backend
-        await backend.close()
+        await backend.aclose()
 
 
 class TestSqliteMemoryStore(StoreConformance):
@@ -25,7 +25,7 @@ class TestSqliteMemoryStore(StoreConformance):
     async def store(self) -> AsyncIterator[SqliteStore]:
         backend = SqliteStore(":memory:")
         yield backend
-        await backend.close()
+        await backend.aclose()
 
 
 class TestSqliteCheckpoints(CheckpointConformance):
@@ -33,7 +33,7 @@ class TestSqliteCheckpoints(CheckpointConformance):
     async def checkpoints(self, tmp_path: Path) -> AsyncIterator[SqliteStore]:
         backend = SqliteStore(tmp_path / "checkpoints.db")
         yield backend
-        await backend.close()
+        await backend.aclose()
 
 
 class TestSqliteMemoryCheckpoints(CheckpointConformance):
@@ -41,4 +41,4 @@ class TestSqliteMemoryCheckpoints(CheckpointConformance):
     async def checkpoints(self) -> AsyncIterator[SqliteStore]:
         backend = SqliteStore(":memory:")
         yield backend
-        await backend.close()
+        await backend.aclose()
