@@ -10,7 +10,7 @@ from seamkit.middleware import Call, Middleware, chain
 from seamkit.values import FrozenDict, Message, RunRequest
 
 if TYPE_CHECKING:
-    from seamkit.agent.agent import Agent
+    from seamkit.agent.definition import AgentDefinition
     from seamkit.agent.result import AgentResult
     from seamkit.runtime.context import RunContext
 
@@ -19,7 +19,7 @@ __all__ = ["drive_through"]
 
 async def drive_through(
     middlewares: Sequence[Middleware],
-    agent: Agent,
+    agent: AgentDefinition,
     ctx: RunContext,
     messages: Sequence[Message],
     drive: Callable[[], Awaitable[AgentResult]],
