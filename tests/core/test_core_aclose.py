@@ -89,7 +89,8 @@ async def test_a_run_resource_with_only_close_is_refused_when_opened() -> None:
         opened.append(conn)
         return conn
 
-    with pytest.raises(TypeError, match=r"'db' \(OldConnection\) has no aclose\(\), only close\(\).*rename close to aclose"):
+    only_close = r"'db' \(OldConnection\) has no aclose\(\), only close\(\).*rename close to aclose"
+    with pytest.raises(TypeError, match=only_close):
         await resources.get("db", open_old)
     assert resources.keys == ()  # not kept: nothing would close it
 
