@@ -194,7 +194,7 @@ def _load_schema(name: str) -> OutputSpec:
     import json
 
     from seamkit.agent.output import OutputSpec
-    from seamkit.cli._shared import existing_file
+    from seamkit.cli.common import existing_file
     from seamkit.cli.outcomes import UsageError
 
     path = existing_file(name)  # UsageError: exit 2
@@ -219,7 +219,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     """``seamkit ask PROMPT --model PROVIDER:MODEL [...]``; see the module doc for streams and exit
     codes. Configuration errors propagate to :func:`seamkit.cli.main.main` (exit 2)."""
     from seamkit.calls.binding import Binding, CallLimits
-    from seamkit.cli._shared import read_task
+    from seamkit.cli.common import read_task
     from seamkit.cli.outcomes import EXIT_FAILED, EXIT_OK, UsageError
 
     options = dict(args.option)

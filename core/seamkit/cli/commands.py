@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from seamkit.cli._shared import close_stores, existing_file, read_task
+from seamkit.cli.common import close_stores, existing_file, read_task
 from seamkit.cli.outcomes import EXIT_FAILED, EXIT_OK, EXIT_SUSPENDED, BuildFailed, UsageError
 
 if TYPE_CHECKING:

@@ -170,7 +170,7 @@ def run_workflow_cmd(args: argparse.Namespace, composition: Composition, registr
     event's payload; ``file``: the composition's path, recorded with the run (a plain ``seamkit
     resume RUN`` finds it)."""
 
-    from seamkit.cli._shared import close_stores
+    from seamkit.cli.common import close_stores
     from seamkit.cli.outcomes import UsageError
     from seamkit.runtime.context import RunContext
     from seamkit.values import Scope
@@ -211,7 +211,7 @@ def resume_workflow_cmd(args: argparse.Namespace, composition: Composition, regi
     [--allow-finished] [--steal]`` of a workflow run. Raises ``UsageError`` for options that do
     not apply to a workflow and for a run that cannot be resumed as asked."""
 
-    from seamkit.cli._shared import close_stores, read_task
+    from seamkit.cli.common import close_stores, read_task
     from seamkit.cli.outcomes import UsageError
     from seamkit.errors import RunNotResumable
     from seamkit.workflows import resume_workflow

@@ -21,7 +21,7 @@ __all__ = ["cmd_eval"]
 def cmd_eval(args: argparse.Namespace) -> int:
     """``seamkit eval``: exit code from :attr:`seamkit_evals.results.EvalReport.exit_code`."""
     from seamkit.cli._loop import run_interruptible
-    from seamkit.cli.commands import _existing_file
+    from seamkit.cli.common import existing_file
     from seamkit.cli.scrub import scrub_output
     from seamkit.composition import ComponentBuildError, build_agents
     from seamkit.plugins.registry import get_registry
@@ -30,7 +30,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from seamkit_evals.runner import EvalRunner
     from seamkit_evals.suite import load_suite
 
-    path = _existing_file(args.suite)
+    path = existing_file(args.suite)
     registry = get_registry()
     suite = load_suite(path, registry=registry)  # ConfigError: exit 2
     scrub_output(suite.secrets)  # from here on, stdout and stderr mask the secrets

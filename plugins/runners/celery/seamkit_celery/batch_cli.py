@@ -97,14 +97,15 @@ def _write_results(out: str | None, lines: list[dict[str, Any]]) -> None:
 
 def cmd_batch(args: argparse.Namespace) -> int:
     """``seamkit batch FILE INPUTS.jsonl [--out RESULTS.jsonl] [--batch-id ID] [--timeout S]``."""
-    from seamkit.cli.commands import _check_variables, _existing_file
+    from seamkit.cli.commands import _check_variables
+    from seamkit.cli.common import existing_file
     from seamkit.composition import build_store
     from seamkit.durability.checkpointer import Checkpointer
 
     from seamkit_celery.app import check_broker, make_app
     from seamkit_celery.cli import _broker, _build, _checked
 
-    _existing_file(args.file)
+    existing_file(args.file)
     inputs = Path(args.inputs)
     if not inputs.is_file():
         raise UsageError(f"no input file {args.inputs}")

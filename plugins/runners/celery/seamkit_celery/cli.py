@@ -261,13 +261,14 @@ def cmd_submit(args: argparse.Namespace) -> int:
     message is on the broker."""
     import asyncio
 
-    from seamkit.cli.commands import _check_variables, _existing_file, _read_task
+    from seamkit.cli.commands import _check_variables
+    from seamkit.cli.common import existing_file, read_task
 
     from seamkit_celery.app import make_app
     from seamkit_celery.task import make_spec
 
     decisions = _decisions(args)
-    _existing_file(args.file)
+    existing_file(args.file)
     if args.resume is None and decisions:
         raise UsageError("--approve/--reject/--edit go with --resume RUN_ID")
     if args.resume is not None and (args.task is not None or args.var or args.run_id is not None):
@@ -307,7 +308,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
                              "--approve/--reject/--edit do not apply")
         spec = make_spec(args.file, None, run_id=args.resume, agent=args.agent_name, decisions=decisions or None)
     else:
-        task = _read_task(args.task)
+        task = read_task(args.task)
         variables = dict(args.var)
         if variables and composition.workflow is not None and args.agent_name is None:
             raise UsageError("--var fills an agent's prompt; a workflow's input is its task")

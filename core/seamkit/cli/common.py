@@ -1,6 +1,6 @@
-"""Helpers the command modules share: checking a file argument, reading the task, closing an
-agent's stores. Below the command modules (which import it) and above nothing of the CLI but
-:mod:`seamkit.cli.outcomes`."""
+"""Helpers the command modules share, plugins' commands included: checking a file argument,
+reading the task, closing an agent's stores. Below the command modules (which import it) and
+above nothing of the CLI but :mod:`seamkit.cli.outcomes`."""
 
 from __future__ import annotations
 
