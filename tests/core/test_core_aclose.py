@@ -4,6 +4,7 @@ the checkpointer, the run's resources) rather than silently left open."""
 
 from __future__ import annotations
 
+import types
 from typing import Any
 
 import pytest
@@ -67,6 +68,8 @@ def test_a_component_without_either_method_is_told_only_that_aclose_is_missing()
     problems = port_problems(ClosesNothing(), Port("the checkpoint port (CheckpointPort)", CheckpointPort))
     assert "missing aclose()" in problems
     assert not any("close()," in p for p in problems)
+    not_callable = port_problems(types.SimpleNamespace(close=None), CheckpointPort)
+    assert "missing aclose()" in not_callable  # a close that cannot be called is no close() to rename
 
 
 def test_a_store_slot_with_only_close_is_refused_by_the_composition_check() -> None:

@@ -258,7 +258,7 @@ def port_problems(obj: Any, port: Port | type) -> list[str]:
         try:
             value = getattr(obj, member.name)
         except AttributeError:
-            problems.append(_missing(member, lambda name: hasattr(obj, name)))
+            problems.append(_missing(member, lambda name: callable(getattr(obj, name, None))))
             continue
         except Exception as exc:  # a property that fails when read
             problems.append(f"reading {member.name} raised {type(exc).__name__}")
@@ -293,7 +293,7 @@ def class_problems(cls: type, port: Port | type) -> list[str]:
             value = inspect.getattr_static(cls, member.name)
         except AttributeError:
             if not any(member.name in getattr(c, "__annotations__", {}) for c in cls.__mro__):
-                problems.append(_missing(member, lambda name: hasattr(cls, name)))
+                problems.append(_missing(member, lambda name: callable(getattr(cls, name, None))))
             continue
         if isinstance(value, staticmethod | classmethod):
             continue
