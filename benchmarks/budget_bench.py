@@ -93,9 +93,9 @@ class Services:
         self.stores.append(store)
         return store
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         for s in self.stores:
-            await s.close()
+            await s.aclose()
         for server in (self.redis, self.pg):
             if server is not None:
                 server.stop()
@@ -156,7 +156,7 @@ async def main(argv: list[str]) -> None:
                 for kind, fn in runners.items():
                     times[kind].extend(await _timed(fn, args.calls))
         finally:
-            await services.close()
+            await services.aclose()
     base = statistics.median(times["none"]) if "none" in times else 0.0
     if not args.json:
         print(f"budget middleware per chat call, {args.rounds} rounds x {args.calls} calls (µs)")

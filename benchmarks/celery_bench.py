@@ -175,7 +175,7 @@ async def local_runs(bench: Bench, n: int) -> float:
         return (time.perf_counter() - t0) / n * 1000
     finally:
         if agent.checkpointer is not None:
-            await agent.checkpointer.close()
+            await agent.checkpointer.aclose()
 
 
 async def submit_wait_runs(bench: Bench, n: int) -> float:
@@ -198,7 +198,7 @@ async def submit_wait_runs(bench: Bench, n: int) -> float:
                 times.append((time.perf_counter() - t0) * 1000)
         return statistics.median(times)
     finally:
-        await cp.close()
+        await cp.aclose()
 
 
 async def batch_run(bench: Bench, n: int) -> float:
@@ -215,7 +215,7 @@ async def batch_run(bench: Bench, n: int) -> float:
         await run_batch(app, bench.file, items, state, cp=cp, store=cp.port, queue=bench.prefix, poll_s=0.2)
         elapsed = time.perf_counter() - t0
     finally:
-        await cp.close()
+        await cp.aclose()
     assert state.count("done") == n, {s: state.count(s) for s in ("done", "failed", "suspended", "running")}
     return elapsed
 

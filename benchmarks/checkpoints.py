@@ -289,7 +289,7 @@ async def bench_seamkit(name: str, params: dict[str, Any], turns: int, rounds: i
     is_port = isinstance(store, CheckpointPort)
     if not is_port:
         missing = [m for m in _PORT_METHODS if not callable(getattr(store, m, None))]
-        await store.close()
+        await store.aclose()
         raise Skip(f"the {name} store does not implement CheckpointPort (missing: {', '.join(missing)})")
     try:
         if setup:
@@ -301,7 +301,7 @@ async def bench_seamkit(name: str, params: dict[str, Any], turns: int, rounds: i
             for ch in got:
                 got[ch].append(rec.steps(ch, turns))
     finally:
-        await store.close()
+        await store.aclose()
     label = name if name != "sqlite" or params.get("synchronous", "NORMAL") == "NORMAL" else f"{name} (sync=FULL)"
     return [
         combine("seamkit", label, "store.save+put_write", got["store"]),
@@ -638,7 +638,7 @@ async def profile_one(name: str, turns: int, svc: Services) -> None:
         await seamkit_round(store, turns)
         prof.disable()
     finally:
-        await store.close()
+        await store.aclose()
     buf = io.StringIO()
     stats = pstats.Stats(prof, stream=buf)
     stats.sort_stats("tottime").print_stats(25)

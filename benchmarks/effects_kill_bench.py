@@ -91,7 +91,7 @@ async def child(path: str, runs: int, calls: int, seconds: float | None) -> dict
     for t in tasks:
         t.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-    await store.close()
+    await store.aclose()
     return {"ledger_writes": len(waits), "waits_ms": sorted(w * 1000 for w in waits)}
 
 

@@ -205,7 +205,7 @@ class Stores:
 
     @staticmethod
     async def close(store: Any) -> None:
-        close = getattr(store, "close", None)
+        close = getattr(store, "aclose", None)
         if close is not None:
             await close()
 

@@ -100,7 +100,7 @@ async def _concurrent(store_kind: str, folder: Path, n: int) -> dict[str, Any]:
     t0 = time.perf_counter()
     await asyncio.gather(*(one(req) for _ in range(n)))
     wall = (time.perf_counter() - t0) * 1e3
-    await memo.close()
+    await memo.aclose()
     return {"calls": n, "provider_calls": model.calls, "hits": memo.hits, "wall_ms": round(wall, 1)}
 
 
@@ -146,8 +146,8 @@ async def bench_store(store_kind: str, calls: int, rounds: int, concurrent: int,
             sample = (await audit.store.list(Scope("bench"), audit_key(audit.namespace, "run_audit_0")))[0]
             await audit.store.set(Scope("bench"), audit_key(audit.namespace, key), [sample] * length)
             growth[str(length)] = _stats(await _timed(_runner(model, [audit], key), requests("audit", 20)))["median_us"]
-        await memo.close()
-        await audit.close()
+        await memo.aclose()
+        await audit.aclose()
         out: dict[str, Any] = {"store": store_kind}
         for kind in KINDS:
             out[kind] = _stats(times[kind])

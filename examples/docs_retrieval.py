@@ -55,7 +55,7 @@ async def main(question: str) -> int:
             print(f"  [{item.citation_id}] {item.source}  score {item.score:.3f}", file=sys.stderr)
         model = get_registry().resolve("provider", "llamacpp").build({"max_tokens": 128})
         result = await docs_agent(model, memory).run(question)
-        await memory.vectors.close()  # type: ignore[attr-defined]
+        await memory.vectors.aclose()  # type: ignore[attr-defined]
     print(result.output)
     print(f"cited: {find_citations(str(result.output)) or 'nothing'}", file=sys.stderr)
     for w in result.warnings:

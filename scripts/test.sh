@@ -9,5 +9,7 @@ echo "== ruff" >&2
 .venv/bin/ruff check .
 echo "== mypy --strict core/" >&2
 .venv/bin/mypy
+echo "== lint-imports (the layers of docs/layers.md, no import cycles, no plugin or SDK in the host)" >&2
+.venv/bin/lint-imports
 echo "== pytest" >&2
 exec .venv/bin/pytest -p no:cacheprovider --timeout=600 "$@"

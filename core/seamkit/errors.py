@@ -56,13 +56,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from seamkit.agent.prompt import Prompt
-    from seamkit.calls.answer import Answer
-    from seamkit.capabilities.compiler import Problem
-    from seamkit.workflows.validate import WorkflowProblem
+# the errors module is the bottom layer (docs/layers.md): the few errors that carry a value of a
+# higher layer (an Answer, a Prompt, problems) type it as Any rather than import upwards
 
 __all__ = [
     "SeamkitError",
@@ -423,7 +420,7 @@ class AskFailed(SeamkitError):
     ``call_id`` and the ``answer`` itself. The message never holds a resolved credential.
     """
 
-    def __init__(self, answer: Answer) -> None:
+    def __init__(self, answer: Any) -> None:  # a seamkit.calls.answer.Answer
         self.answer = answer
         self.outcome = answer.outcome
         self.failure = answer.failure
@@ -483,7 +480,7 @@ class StepError(SeamkitError):
 class WorkflowInvalid(SeamkitError):
     """A workflow failed validation; ``problems`` lists every :class:`WorkflowProblem`."""
 
-    def __init__(self, name: str, problems: Iterable[WorkflowProblem]) -> None:
+    def __init__(self, name: str, problems: Iterable[Any]) -> None:  # seamkit.workflows.validate.WorkflowProblem
         self.name = name
         self.problems = tuple(problems)
         lines = "\n".join(f"  {p}" for p in self.problems)
@@ -495,7 +492,7 @@ class WorkflowInvalid(SeamkitError):
 class CompileError(SeamkitError):
     """The capabilities do not compile; ``problems`` lists every problem, sorted by code and ids."""
 
-    def __init__(self, problems: Iterable[Problem]) -> None:
+    def __init__(self, problems: Iterable[Any]) -> None:  # seamkit.capabilities.compiler.Problem
         self.problems = tuple(sorted(problems))
         n = len(self.problems)
         super().__init__(f"{n} capability problem{'s' if n != 1 else ''}: " + "; ".join(map(str, self.problems)))
@@ -511,7 +508,7 @@ class PromptVariablesError(SeamkitError, ValueError):
     """The variables given for a prompt template do not match it. ``missing``: variables the
     template uses that were not given; ``unknown``: variables given that it does not use."""
 
-    def __init__(self, prompt: Prompt, missing: Sequence[str], unknown: Sequence[str]) -> None:
+    def __init__(self, prompt: Any, missing: Sequence[str], unknown: Sequence[str]) -> None:  # an agent Prompt
         self.prompt_id = prompt.id
         self.prompt_version = prompt.version
         self.missing = tuple(missing)
@@ -538,12 +535,22 @@ class ContextBudgetExceeded(SeamkitError, ValueError):
 
 
 
+def describe_type(tp: Any) -> str:
+    """A short human name for ``tp``: ``module.Qualname`` for classes, else its ``repr``."""
+    if isinstance(tp, type):
+        module = getattr(tp, "__module__", "")
+        qual = getattr(tp, "__qualname__", tp.__name__)
+        kind = " (a msgspec Struct; msgspec is not supported yet)" if hasattr(tp, "__struct_fields__") else ""
+        return f"{module}.{qual}{kind}" if module and module != "builtins" else f"{qual}{kind}"
+    text = repr(tp)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+
 class UnsupportedSchemaType(SeamkitError, TypeError):
     """No installed schema flavour supports ``python_type``. ``flavours`` lists the installed ones."""
 
     def __init__(self, python_type: Any, flavours: tuple[str, ...], detail: str = "") -> None:
-        from seamkit.schemas import describe_type
-
         self.python_type = python_type
         self.flavours = flavours
         installed = ", ".join(flavours) or "none installed"

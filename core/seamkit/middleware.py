@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 from seamkit._frozen import fast_init
 from seamkit.errors import SeamkitError
@@ -132,14 +132,29 @@ def hidden_calls(middlewares: Sequence[Any]) -> list[tuple[int, int]]:
 
 
 async def collect(stream: AsyncIterator[T]) -> list[T]:
-    """All items of ``stream`` as a list."""
+    """All items of ``stream`` as a list. One reducer per purpose: :func:`collect` for every item,
+    :func:`collect_one` for the one item of a tool or run chain, and
+    :func:`seamkit.accumulate.collect_result` for a chat stream as an ``LLMResult``."""
     return [item async for item in stream]
 
 
-async def collect_one(stream: AsyncIterator[T]) -> T:
-    """The single item of ``stream``. Raises :class:`~seamkit.errors.SeamkitError` when the stream
-    yields no item or more than one (a middleware broke the tool-call contract)."""
+@overload
+async def collect_one(stream: AsyncIterator[T]) -> T: ...
+
+
+@overload
+async def collect_one(stream: AsyncIterator[Any], of: type[T]) -> T: ...
+
+
+async def collect_one(stream: AsyncIterator[Any], of: type[Any] | None = None) -> Any:
+    """The single item of ``stream``; with ``of``, an instance of that type (a run chain's
+    ``AgentResult``). Raises :class:`~seamkit.errors.SeamkitError` naming what the stream yielded
+    when it yields no item, more than one, or one that is not an ``of`` (a middleware broke the
+    contract)."""
     items = [item async for item in stream]
-    if len(items) != 1:
-        raise SeamkitError(f"expected exactly one item from the chain, got {len(items)}")
+    if len(items) != 1 or (of is not None and not isinstance(items[0], of)):
+        if of is None:
+            raise SeamkitError(f"expected exactly one item from the chain, got {len(items)}")
+        got = ", ".join(type(i).__name__ for i in items) or "nothing"
+        raise SeamkitError(f"the chain must yield exactly one {of.__name__}, yielded {got}")
     return items[0]

@@ -134,7 +134,7 @@ _EXPORTS: dict[str, str] = {
     **_names("seamkit.composition.models", "AgentStepConfig"),
     # -- command plugins: exit statuses and signals, loading, rendering, scrubbing secrets
     **_names(
-        "seamkit.cli.main",
+        "seamkit.cli.outcomes",
         "EXIT_OK", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_SUSPENDED", "UsageError", "BuildFailed", "Terminated",
     ),
     **_names("seamkit.cli.commands", "DEFAULT_DB", "no_run_text"),
@@ -142,9 +142,8 @@ _EXPORTS: dict[str, str] = {
         "seamkit.cli.commands",
         load_for_command="_load",
         check_variables="_check_variables",
-        existing_file="_existing_file",
-        read_task="_read_task",
     ),
+    **_names("seamkit.cli.common", "existing_file", "read_task"),
     **_names("seamkit.cli._loop", "run_interruptible"),
     **_names("seamkit.cli.render", "call_json", "jsonable", "result_json", "resume_command", "truncate", "visible"),
     **_names("seamkit.cli.scrub", "TextScrubber", "scrub_output", "secret_forms"),
@@ -167,9 +166,10 @@ def mark_terminated() -> BaseException:
     143) and return the :class:`Terminated` to raise. For a command plugin that installs its own
     SIGTERM handler (an asyncio server)."""
     from seamkit.cli import main as cli
+    from seamkit.cli.outcomes import Terminated
 
     cli._terminated = True
-    return cli.Terminated()
+    return Terminated()
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
@@ -186,10 +186,9 @@ if TYPE_CHECKING:
     from seamkit.cli._loop import run_interruptible
     from seamkit.cli.commands import DEFAULT_DB, no_run_text
     from seamkit.cli.commands import _check_variables as check_variables
-    from seamkit.cli.commands import _existing_file as existing_file
     from seamkit.cli.commands import _load as load_for_command
-    from seamkit.cli.commands import _read_task as read_task
-    from seamkit.cli.main import (
+    from seamkit.cli.common import existing_file, read_task
+    from seamkit.cli.outcomes import (
         EXIT_FAILED,
         EXIT_INTERRUPTED,
         EXIT_OK,

@@ -8,9 +8,11 @@ idempotency, budget, audit) is a middleware, not a port.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+# ClockPort is defined beside the real clock, in the run-context layer below this one: the run
+# context holds a clock, and every port call gets the run context (docs/layers.md).
+from seamkit.runtime.clock import ClockPort
 from seamkit.values import ChatRequest, Delta, LLMResult, Scope, ToolSchema
 
 if TYPE_CHECKING:
@@ -181,7 +183,7 @@ class StorePort(Protocol):
 
     async def prune(self) -> int: ...
 
-    async def close(self) -> None: ...
+    async def aclose(self) -> None: ...
 
 
 @runtime_checkable
@@ -239,7 +241,7 @@ class CheckpointPort(Protocol):
 
     async def prune_runs(self, *, keep_last: int = 1, finished_before: float | None = None) -> int: ...
 
-    async def close(self) -> None: ...
+    async def aclose(self) -> None: ...
 
 
 @runtime_checkable
@@ -278,18 +280,6 @@ class SearchPort(Protocol):
     """Web or document search: ``(title, url, snippet)`` best first."""
 
     async def search(self, query: str, *, limit: int = 5) -> Sequence[tuple[str, str, str]]: ...
-
-
-@runtime_checkable
-class ClockPort(Protocol):
-    """Time, injectable so tests control it. ``now()`` is timezone-aware UTC; ``monotonic()`` and
-    ``sleep()`` are in seconds."""
-
-    def now(self) -> datetime: ...
-
-    def monotonic(self) -> float: ...
-
-    async def sleep(self, seconds: float) -> None: ...
 
 
 @runtime_checkable

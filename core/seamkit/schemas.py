@@ -21,7 +21,7 @@ import math
 import re
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from seamkit.errors import OutputValidationError, UnsupportedSchemaType
+from seamkit.errors import OutputValidationError, UnsupportedSchemaType, describe_type
 
 if TYPE_CHECKING:
     from seamkit.plugins.registry import Registry
@@ -96,17 +96,6 @@ class SchemaFlavour(Protocol):
     def supports(self, tp: Any) -> bool: ...
 
     def adapter(self, tp: Any) -> SchemaAdapter: ...
-
-
-def describe_type(tp: Any) -> str:
-    """A short human name for ``tp``: ``module.Qualname`` for classes, else its ``repr``."""
-    if isinstance(tp, type):
-        module = getattr(tp, "__module__", "")
-        qual = getattr(tp, "__qualname__", tp.__name__)
-        kind = " (a msgspec Struct; msgspec is not supported yet)" if hasattr(tp, "__struct_fields__") else ""
-        return f"{module}.{qual}{kind}" if module and module != "builtins" else f"{qual}{kind}"
-    text = repr(tp)
-    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def adapt(tp: Any, *, registry: Registry | None = None) -> SchemaAdapter:

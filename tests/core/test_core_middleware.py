@@ -223,6 +223,16 @@ async def test_collect_and_collect_one() -> None:
         await collect_one(_items(1, 2))
 
 
+async def test_collect_one_of_a_type_names_what_the_chain_yielded_instead() -> None:
+    assert await collect_one(_items("only"), of=str) == "only"
+    with pytest.raises(SeamkitError, match=r"exactly one str, yielded int$"):
+        await collect_one(_items(1), of=str)
+    with pytest.raises(SeamkitError, match=r"exactly one str, yielded str, str$"):
+        await collect_one(_items("a", "b"), of=str)
+    with pytest.raises(SeamkitError, match=r"exactly one str, yielded nothing$"):
+        await collect_one(_items(), of=str)
+
+
 # --- through a real agent -------------------------------------------------------------------
 
 

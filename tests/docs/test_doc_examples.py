@@ -98,7 +98,7 @@ def test_the_scale_out_batch_inputs_pass_the_batch_checks_with_their_composition
             for it in items:
                 _check_variables(agent, dict(it.variables))  # raises UsageError as seamkit batch reports it
         finally:
-            asyncio.run(agent.checkpointer.close())
+            asyncio.run(agent.checkpointer.aclose())
 
 
 def test_the_guardrails_yaml_example_loads() -> None:

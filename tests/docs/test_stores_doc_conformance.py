@@ -36,7 +36,7 @@ class TestDocStore(StoreConformance):
     async def store(self, tmp_path: Path) -> AsyncIterator[Any]:
         backend = JsonFileStore(tmp_path / "db.json")
         yield backend
-        await backend.close()
+        await backend.aclose()
 
     @pytest.fixture
     def open_store(self, tmp_path: Path) -> Callable[[], Any]:
@@ -52,7 +52,7 @@ class TestDocCheckpoints(CheckpointConformance):
     async def checkpoints(self, tmp_path: Path) -> AsyncIterator[Any]:
         backend = JsonFileStore(tmp_path / "db.json")
         yield backend
-        await backend.close()
+        await backend.aclose()
 
     @pytest.fixture
     def open_checkpoints(self, tmp_path: Path) -> Callable[[], Any]:

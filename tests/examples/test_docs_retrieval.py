@@ -51,7 +51,7 @@ async def memory(tmp_path_factory: pytest.TempPathFactory) -> Any:
         mem, n = await example.build_memory(tmp_path_factory.mktemp("vec") / "vectors.db")
     assert n > 20, "every docs/*.md section is indexed"
     yield mem
-    await mem.vectors.close()
+    await mem.vectors.aclose()
 
 
 @pytest.mark.asyncio(loop_scope="module")

@@ -83,7 +83,7 @@ async def _run(agent: Any, task: str) -> Any:
         return await agent.run(task)
     finally:
         if agent.checkpointer is not None:  # the embedded default: .seamkit/seamkit.db in the cwd
-            await agent.checkpointer.close()
+            await agent.checkpointer.aclose()
 
 
 async def test_the_openai_quickstart_over_the_wire(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

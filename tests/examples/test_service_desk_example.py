@@ -50,7 +50,7 @@ async def _read(cwd: Path, run_id: str) -> tuple[Any, Any]:
         cp = Checkpointer(store)
         snap = await cp.latest(run_id)
         tickets = await store.get(Scope(), "servicedesk:next_ticket")
-        await cp.close()
+        await cp.aclose()
         return snap, tickets
     finally:
         os.chdir(old)

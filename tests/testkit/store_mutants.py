@@ -74,7 +74,7 @@ class FileStore(MemoryStore):
         tmp.write_bytes(pickle.dumps((self._kv, self._runs, writes, self._seq)))
         os.replace(tmp, self._file)
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         self._flush()
 
 
@@ -142,7 +142,7 @@ def _suites(cls: type[MemoryStore], *, file: bool) -> tuple[type, type]:
             _GLOBAL.clear()
             backend = make(tmp_path)
             yield backend
-            await backend.close()
+            await backend.aclose()
 
         @pytest.fixture
         def open_store(self, tmp_path: Path) -> Callable[[], MemoryStore]:
@@ -158,7 +158,7 @@ def _suites(cls: type[MemoryStore], *, file: bool) -> tuple[type, type]:
             _GLOBAL.clear()
             backend = make(tmp_path)
             yield backend
-            await backend.close()
+            await backend.aclose()
 
         @pytest.fixture
         def open_checkpoints(self, tmp_path: Path) -> Callable[[], MemoryStore]:
@@ -189,7 +189,7 @@ class TestNoOpenerStore(StoreConformance):
     async def store(self, tmp_path: Path) -> AsyncIterator[MemoryStore]:
         backend = FileStore(str(tmp_path / "db.pickle"))
         yield backend
-        await backend.close()
+        await backend.aclose()
 
 
 class TestNoComponentStore(TestNoOpenerStore):
@@ -205,7 +205,7 @@ class TestSqliteStore(StoreConformance):
     async def store(self, tmp_path: Path) -> AsyncIterator[SqliteStore]:
         backend = SqliteStore(tmp_path / "db")
         yield backend
-        await backend.close()
+        await backend.aclose()
 
     @pytest.fixture
     def open_store(self, tmp_path: Path) -> Callable[[], SqliteStore]:
@@ -221,7 +221,7 @@ class TestSqliteCheckpoints(CheckpointConformance):
     async def checkpoints(self, tmp_path: Path) -> AsyncIterator[SqliteStore]:
         backend = SqliteStore(tmp_path / "db")
         yield backend
-        await backend.close()
+        await backend.aclose()
 
     @pytest.fixture
     def open_checkpoints(self, tmp_path: Path) -> Callable[[], SqliteStore]:

@@ -35,6 +35,7 @@ from seamkit.values import EMPTY, Message, ToolCall, ToolResult, ToolSchema, fre
 
 if TYPE_CHECKING:
     from seamkit.agent.agent import Agent
+    from seamkit.agent.definition import AgentDefinition
 
 __all__ = ["FILTERS", "Handoff", "HandoffFilter", "HandoffTool", "filter_messages", "find_agent", "handoff_tool_name"]
 
@@ -149,11 +150,11 @@ def handoff_view(transcript: Sequence[Message], handoffs: Sequence[Mapping[str, 
     return view + list(transcript[consumed:])
 
 
-def find_agent(entry: Agent, name: str) -> Agent | None:
+def find_agent(entry: AgentDefinition, name: str) -> AgentDefinition | None:
     """The agent called ``name``: ``entry`` or one of its handoff targets, transitively
     (breadth-first, the first found), or ``None``."""
     seen: set[int] = set()
-    queue = [entry]
+    queue: list[AgentDefinition] = [entry]
     while queue:
         a = queue.pop(0)
         if id(a) in seen:

@@ -77,7 +77,7 @@ from seamkit.runtime.context import RunContext
 from seamkit.values import EMPTY, ChatRequest, FrozenDict, Message, Scope, StreamEvent, Usage, freeze, thaw
 
 if TYPE_CHECKING:
-    from seamkit.agent.agent import Agent
+    from seamkit.agent.definition import AgentDefinition
     from seamkit.capabilities.compiler import CompiledAgent
     from seamkit.durability.checkpointer import RunHandle
     from seamkit.durability.ledger import EffectLedger
@@ -162,7 +162,7 @@ def kernel_state(state: Mapping[str, Any]) -> tuple[KernelState, dict[int, tuple
     return dataclasses.replace(ks, facts=facts, evidence=evidence), texts
 
 
-async def stored_turn(agent: Agent, run_id: str, state: Mapping[str, Any], scope: Scope,
+async def stored_turn(agent: AgentDefinition, run_id: str, state: Mapping[str, Any], scope: Scope,
                       turn_id: str) -> TurnResult | None:
     """The stored result of the committed turn ``turn_id`` of ``run_id`` (``None`` when not committed)."""
     ks = state.get("kernel")
@@ -231,7 +231,7 @@ class KernelRun:
         "warnings",
     )
 
-    def __init__(self, agent: Agent, ctx: RunContext, transcript: list[Message], text: str, turn_id: str,
+    def __init__(self, agent: AgentDefinition, ctx: RunContext, transcript: list[Message], text: str, turn_id: str,
                  kernel: KernelState | None = None, *, message_logged: bool = False) -> None:
         compiled = agent.capabilities
         assert compiled is not None

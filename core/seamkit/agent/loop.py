@@ -54,9 +54,8 @@ from seamkit.errors import (
 from seamkit.guardrails import Guard, GuardContext, GuardrailTripped, Point
 from seamkit.middleware import Call
 from seamkit.runtime.concurrency import gather_bounded
-from seamkit.runtime.context import RunContext, _running_loop
+from seamkit.runtime.context import RunContext, _running_loop, owning_resources
 from seamkit.runtime.invoker import render_tool_value, unusable_arguments_result
-from seamkit.runtime.resources import owning_resources
 from seamkit.values import (
     EMPTY,
     ChatRequest,
@@ -74,7 +73,7 @@ from seamkit.values import (
 )
 
 if TYPE_CHECKING:
-    from seamkit.agent.agent import Agent
+    from seamkit.agent.definition import AgentDefinition
     from seamkit.durability.checkpointer import RunHandle
     from seamkit.durability.ledger import EffectLedger, UncertainEffect
     from seamkit.request.builder import BuiltRequest, WorkingContext
@@ -267,7 +266,7 @@ class Run:
         "working",
     )
 
-    def __init__(self, agent: Agent, ctx: RunContext, transcript: list[Message]) -> None:
+    def __init__(self, agent: AgentDefinition, ctx: RunContext, transcript: list[Message]) -> None:
         self.agent = agent
         self.entry = agent  # the agent the run started with (``agent`` is who holds it now: handoffs)
         self.resumed = False  # continues from a checkpoint (Agent.resume)
@@ -752,7 +751,7 @@ class Run:
                                                        "filter": h.filter}))
         return True
 
-    def _hold(self, agent: Agent) -> None:
+    def _hold(self, agent: AgentDefinition) -> None:
         """``agent`` holds the conversation: its tools, guards, request builder and output."""
         self.agent = agent
         self.guards = agent._guards
@@ -1043,7 +1042,7 @@ class Run:
 
     # -- tool-loop controls (seamkit.agent.controls) ------------------------------------------
 
-    async def _prepare_tools(self, agent: Agent) -> None:
+    async def _prepare_tools(self, agent: AgentDefinition) -> None:
         """Ask each tool of ``agent`` that has ``prepare(ctx)`` whether it may be offered in this
         run (concurrently, before its first model turn): a tool answering a reason is not offered
         (a call to it is answered as an unknown tool) and the reason becomes a run warning. A

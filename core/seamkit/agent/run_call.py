@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
-from seamkit.errors import SeamkitError
-from seamkit.middleware import Call, Middleware, chain
+from seamkit.middleware import Call, Middleware, chain, collect_one
 from seamkit.values import FrozenDict, Message, RunRequest
 
 if TYPE_CHECKING:
-    from seamkit.agent.agent import Agent
+    from seamkit.agent.definition import AgentDefinition
     from seamkit.agent.result import AgentResult
     from seamkit.runtime.context import RunContext
 
@@ -19,7 +18,7 @@ __all__ = ["drive_through"]
 
 async def drive_through(
     middlewares: Sequence[Middleware],
-    agent: Agent,
+    agent: AgentDefinition,
     ctx: RunContext,
     messages: Sequence[Message],
     drive: Callable[[], Awaitable[AgentResult]],
@@ -37,8 +36,4 @@ async def drive_through(
 
     call = Call("run", RunRequest(agent.name, tuple(messages), resumed), ctx, FrozenDict(agent=agent.name),
                 agent.invoker.model)
-    items = [item async for item in chain(middlewares, terminal, kind="run")(call)]
-    if len(items) != 1 or not isinstance(items[0], AgentResult):
-        got = ", ".join(type(i).__name__ for i in items) or "nothing"
-        raise SeamkitError(f"a run middleware must yield exactly one AgentResult, yielded {got}")
-    return items[0]
+    return await collect_one(chain(middlewares, terminal, kind="run")(call), of=AgentResult)

@@ -194,10 +194,10 @@ def _load_schema(name: str) -> OutputSpec:
     import json
 
     from seamkit.agent.output import OutputSpec
-    from seamkit.cli.commands import _existing_file
-    from seamkit.cli.main import UsageError
+    from seamkit.cli.common import existing_file
+    from seamkit.cli.outcomes import UsageError
 
-    path = _existing_file(name)  # UsageError: exit 2
+    path = existing_file(name)  # UsageError: exit 2
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -219,8 +219,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     """``seamkit ask PROMPT --model PROVIDER:MODEL [...]``; see the module doc for streams and exit
     codes. Configuration errors propagate to :func:`seamkit.cli.main.main` (exit 2)."""
     from seamkit.calls.binding import Binding, CallLimits
-    from seamkit.cli.commands import _read_task
-    from seamkit.cli.main import EXIT_FAILED, EXIT_OK, UsageError
+    from seamkit.cli.common import read_task
+    from seamkit.cli.outcomes import EXIT_FAILED, EXIT_OK, UsageError
 
     options = dict(args.option)
     if "model" in options:
@@ -238,7 +238,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         scrub_output(secrets)
     spec = _load_schema(args.schema) if args.schema else None
     limits = CallLimits(max_cost_usd=args.max_cost, wall_clock_s=args.timeout, max_tokens=args.max_tokens)
-    prompt = _read_task(args.prompt, "prompt")
+    prompt = read_task(args.prompt, "prompt")
 
     import asyncio
     import json

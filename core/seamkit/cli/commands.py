@@ -10,7 +10,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from seamkit.cli.main import EXIT_FAILED, EXIT_OK, EXIT_SUSPENDED, BuildFailed, UsageError
+from seamkit.cli.common import close_stores, existing_file, read_task
+from seamkit.cli.outcomes import EXIT_FAILED, EXIT_OK, EXIT_SUSPENDED, BuildFailed, UsageError
 
 if TYPE_CHECKING:
     from seamkit.agent.agent import Agent
@@ -30,46 +31,7 @@ def _registry() -> Registry:
     return get_registry()
 
 
-def _existing_file(name: str) -> Path:
-    path = Path(name)
-    if not path.exists():
-        raise UsageError(f"no such file: {name}")
-    if not path.is_file():
-        raise UsageError(f"not a file: {name}")
-    return path
-
-
 # -- run -------------------------------------------------------------------------------------------
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # bytes that were not UTF-8, decoded with "surrogateescape"
-        return False
-    return True
-
-
-def _read_task(task: str, what: str = "task") -> str:
-    """The task text: ``task`` itself, or stdin for ``-``. Raises :class:`UsageError` (exit 2) for
-    an empty task or one that is not valid UTF-8; messages call it ``what`` (``task``, ``prompt``)."""
-    if task == "-":
-        if sys.stdin is None:
-            raise UsageError(f"the {what} is '-' but there is no stdin to read it from")
-        try:
-            text = sys.stdin.read()
-        except UnicodeDecodeError:
-            raise UsageError(f"the {what} read from stdin is not valid UTF-8") from None
-        if not _is_utf8(text):
-            raise UsageError(f"the {what} read from stdin is not valid UTF-8")
-        if not text.strip():
-            raise UsageError(f"the {what} read from stdin is empty")
-        return text
-    if not _is_utf8(task):
-        raise UsageError(f"the {what} is not valid UTF-8")
-    if not task.strip():
-        raise UsageError(f"the {what} is empty")
-    return task
 
 
 def _check_variables(agent: Agent, variables: dict[str, str]) -> None:
@@ -111,20 +73,8 @@ async def _drive(
                 result = event.data["result"]
     finally:
         sink.close()
-        await _close_stores(agent)
+        await close_stores(agent)
     return result
-
-
-async def _close_stores(agent: Agent) -> None:
-    """Release the agent's checkpoint store, also when the run failed: an open store connection
-    (aiosqlite's worker thread) would keep the process from exiting."""
-    cp = agent.checkpointer
-    if cp is None:
-        return
-    try:
-        await cp.close()
-    except Exception:  # the run's own outcome is what the caller must see
-        pass
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -136,11 +86,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     resumable), 143 when terminated. With ``--json`` a failed run ends with a ``run_failed`` line
     on stdout."""
     variables = dict(args.var)
-    path = _existing_file(args.file)
+    path = existing_file(args.file)
 
 
     from seamkit.cli._loop import run_interruptible
-    from seamkit.cli.main import exit_code_for
+    from seamkit.cli.outcomes import exit_code_for
     from seamkit.cli.render import HumanRenderer, JsonRenderer
     from seamkit.cli.scrub import scrub_output
     from seamkit.composition import ComponentBuildError, build_agent, load_composition
@@ -153,14 +103,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         if variables:
             raise UsageError("--var fills an agent's prompt; a workflow's input is its task")
-        return run_workflow_cmd(args, composition, registry, _read_task(args.task),
+        return run_workflow_cmd(args, composition, registry, read_task(args.task),
                                 _resume_agent_file(composition, args.file), str(path.resolve()))
     try:
         agent = build_agent(composition, registry=registry)  # ConfigError: exit 2
     except ComponentBuildError as exc:  # valid, but a component failed to build: the run failed (exit 1)
         raise BuildFailed(exc.issues) from exc
     _check_variables(agent, variables)
-    task = _read_task(args.task)
+    task = read_task(args.task)
     if agent.checkpointer is not None and agent.approvals and not getattr(agent.checkpointer.port, "persistent", True):
         raise UsageError(f"approvals need a store that outlives this process to resume from the command line; "
                          f"'{type(agent.checkpointer.port).__name__}' does not (use sqlite, postgres or redis)")
@@ -257,7 +207,7 @@ def _load(file: str | None) -> tuple[Composition | None, Registry]:
     registry = _registry()
     if file is None:
         return None, registry
-    composition = load_composition(_existing_file(file), registry=registry)
+    composition = load_composition(existing_file(file), registry=registry)
     scrub_output(composition.secret_values())
     return composition, registry
 
@@ -325,10 +275,10 @@ def cmd_resume(args: argparse.Namespace) -> int:
         raise UsageError("this composition has no checkpoints ('checkpoints: null'): nothing to resume")
     snap = asyncio.run(_latest(cp, args.run_id, close=False))
     if snap is None:
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         raise UsageError(no_run_text(args.run_id, args.agent))
     if "workflow_state" in snap.state:
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         if composition.workflow is None:
             raise UsageError(f"run {args.run_id} is a workflow run, and this file has no workflow: pass the "
                              "workflow's file with --agent FILE")
@@ -338,20 +288,20 @@ def cmd_resume(args: argparse.Namespace) -> int:
             raise UsageError("a workflow takes --answer TEXT for its gate; --approve/--reject/--edit do not apply")
         return resume_workflow_cmd(args, composition, registry, args.agent)
     if getattr(args, "gate", None) is not None or getattr(args, "event", None):
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         raise UsageError("--gate and --event are for workflow runs; this run is an agent's")
     named = snap.metadata.get("agent")
     if isinstance(named, str) and named != agent.name and named in composition.all_agents():
         # a run of another agent of the file (a workflow step's, an agent tool's child run): resume
         # it with that agent, its tools and approvals, from that agent's store
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         agent, snap = _resume_other_agent(composition, registry, named, args)
         cp = agent.checkpointer
         assert cp is not None
     if agent.capabilities is not None:
         return _resume_turn(args, agent, composition, snap, decisions)
     if getattr(args, "answer", None) is not None or getattr(args, "turn_id", None) is not None:
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         raise UsageError("--answer and --turn-id are for agents with capabilities; this one takes "
                          "--approve/--reject/--edit")
     if snap.status == "suspended" and snap.state.get("waiting_for") == "settlement":
@@ -360,7 +310,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         waiting = [e for e in snap.state.get("uncertain_effects") or ()
                    if getattr(e, "waits", False) and getattr(e, "settled", "") is None]
         if waiting or decisions is not None:
-            asyncio.run(cp.close())
+            asyncio.run(cp.aclose())
             what = ("--approve/--reject/--edit do not apply: it waits for a person to settle a tool call whose "
                     "outcome is unknown, not for approval" if not waiting
                     else f"run {args.run_id} waits for a person to settle a tool call whose outcome is unknown")
@@ -368,23 +318,23 @@ def cmd_resume(args: argparse.Namespace) -> int:
             raise UsageError(what + ("\n" + hint if hint else ""))
     elif snap.status == "suspended":
         if decisions is None:
-            asyncio.run(cp.close())
+            asyncio.run(cp.aclose())
             raise UsageError(f"run {args.run_id} waits for a decision\n"
                              + pending_text(args.run_id, snap.state.get("pending_approvals") or (),
                                             agent_file=args.agent))
         try:  # the decisions are for the agent holding the conversation (a handoff target, maybe)
             agent.check_decisions(args.run_id, snap.state, decisions)
         except (ValueError, ToolArgumentError, RunNotResumable) as exc:
-            asyncio.run(cp.close())
+            asyncio.run(cp.aclose())
             raise UsageError(str(exc)) from None
     elif decisions is not None:
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         raise UsageError(f"run {args.run_id} is {snap.status}, not waiting for approval: "
                          "--approve/--reject/--edit do not apply")
     runner = None if getattr(args, "here", False) else _runner_of(snap, registry)
     if runner is not None:
         held = cp.lease_holder(snap)
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         if held is not None:  # a worker is on it now: a continuation would only find it taken
             owner, left = held
             raise UsageError(f"run {args.run_id} is running on a worker ({owner}, lease for {left:.0f} s more): "
@@ -478,7 +428,7 @@ async def _recorded_agent_file(cp: Any, run_id: str) -> tuple[Any, str | None] |
             snap = await cp.latest(parent)
         return (first, None) if first is not None else None
     finally:
-        await cp.close()
+        await cp.aclose()
 
 
 def _resume_other_agent(composition: Composition, registry: Registry, name: str,
@@ -500,7 +450,7 @@ def _resume_other_agent(composition: Composition, registry: Registry, name: str,
                          "('checkpoints: null'): nothing to resume")
     snap = asyncio.run(_latest(cp, args.run_id, close=False))
     if snap is None:
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         raise UsageError(no_run_text(args.run_id, args.agent))
     return agent, snap
 
@@ -513,7 +463,7 @@ def _resume_streamed(args: argparse.Namespace, agent: Agent, sink: EventSink, js
     import dataclasses
 
     from seamkit.cli._loop import run_interruptible
-    from seamkit.cli.main import exit_code_for
+    from seamkit.cli.outcomes import exit_code_for
     from seamkit.errors import RunCancelled
 
     class _Observer:
@@ -527,7 +477,7 @@ def _resume_streamed(args: argparse.Namespace, agent: Agent, sink: EventSink, js
             return await observed.resume(args.run_id, allow_finished=args.allow_finished, steal=args.steal,
                                          **resume)
         finally:
-            await _close_stores(observed)
+            await close_stores(observed)
 
     try:
         return run_interruptible(_resume())
@@ -552,14 +502,14 @@ def _resume_turn(args: argparse.Namespace, agent: Agent, composition: Compositio
     cp = agent.checkpointer
     assert cp is not None
     if decisions is not None:
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         raise UsageError(f"run {args.run_id} is a conversation with capabilities: answer it with --answer TEXT "
                          "(yes / no to a confirmation); --approve/--reject/--edit do not apply")
     try:
-        answer = _read_task(args.answer, "answer") if args.answer is not None else None
+        answer = read_task(args.answer, "answer") if args.answer is not None else None
         _check_turn_args(args, snap, answer)
     except UsageError:
-        asyncio.run(cp.close())
+        asyncio.run(cp.aclose())
         raise
     secrets = composition.secret_values()
     json_sink = JsonRenderer(secrets=secrets) if args.json else None
@@ -658,7 +608,7 @@ def _with_store(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]], *
         try:
             return await work(cp)
         finally:
-            await cp.close()
+            await cp.aclose()
 
     return asyncio.run(go())
 
@@ -668,7 +618,7 @@ async def _latest(cp: Any, run_id: str, *, close: bool = True) -> Any:
         return await cp.latest(run_id)
     finally:
         if close:
-            await cp.close()
+            await cp.aclose()
 
 
 def _info_json(info: Any) -> dict[str, Any]:
@@ -1032,7 +982,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     tool whose child runs go to the queue their caller is consumed from (a deadlock). The
     capabilities are built and compiled (:func:`~seamkit.capabilities.compile_agent`): each compile problem is an error
     ``FILE:LINE:COL: agent.capabilities[i]: CODE: message``."""
-    path = _existing_file(args.file)
+    path = existing_file(args.file)
     from seamkit.cli.scrub import scrub_output
     from seamkit.composition import load_composition
     from seamkit.composition.build import (
@@ -1111,7 +1061,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     """``seamkit plugins [--json] [--check [NAME]]``: installed components and plugin load reports
     (failed ones with their error). ``--check NAME`` checks one component (``KIND/NAME``: of that
     kind); ``--check`` alone checks them all. Exit 1 when a check finds a problem."""
-    from seamkit.cli.main import CHECK_ALL
+    from seamkit.cli.common import CHECK_ALL
 
     registry = _registry()
     if args.check is not None and args.check != CHECK_ALL:

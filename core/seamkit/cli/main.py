@@ -37,6 +37,21 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
+from seamkit.cli.common import CHECK_ALL, PLUGIN_KINDS
+from seamkit.cli.outcomes import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_SUSPENDED,
+    EXIT_TERMINATED,
+    EXIT_TRIPPED,
+    EXIT_USAGE,
+    BuildFailed,
+    Terminated,
+    UsageError,
+    exit_code_for,
+)
+
 if TYPE_CHECKING:
     from seamkit.plugins.registry import PluginReport, Registry
 
@@ -44,6 +59,8 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
+    "EXIT_SUSPENDED",
+    "EXIT_TERMINATED",
     "EXIT_TRIPPED",
     "EXIT_USAGE",
     "BuildFailed",
@@ -54,20 +71,6 @@ __all__ = [
     "report_error",
 ]
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_SUSPENDED = 3
-EXIT_TRIPPED = 4
-EXIT_INTERRUPTED = 130
-EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by it
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``docker stop``, Kubernetes) arrived: handled like Ctrl-C, so a run is left
-    resumable, and the command exits with status 143."""
-
-
 _terminated = False  # a SIGTERM arrived in this process
 
 
@@ -76,23 +79,8 @@ def _on_sigterm(signum: int, frame: object) -> None:
     _terminated = True
     raise Terminated()
 
+
 PROG = "seamkit"
-CHECK_ALL = "*"  # `seamkit plugins --check` without a name
-#: the kinds ``seamkit new plugin`` has a template for (see seamkit/cli/templates/)
-PLUGIN_KINDS = ("provider", "store", "tool", "middleware", "compactor", "schema", "guardrail", "command")
-
-
-class UsageError(Exception):
-    """A problem with how the command was called (exit code 2); the message is shown as is."""
-
-
-class BuildFailed(Exception):
-    """A valid composition whose components could not be built (a factory raised, a plugin module
-    failed to import): the run failed, exit code 1. ``issues`` are the located problems."""
-
-    def __init__(self, issues: Sequence[object]) -> None:
-        self.issues = tuple(issues)
-        super().__init__("; ".join(str(i) for i in self.issues))
 
 
 class _Parser(argparse.ArgumentParser):
@@ -378,26 +366,6 @@ def _plugin_notes() -> list[str]:
             names = ", ".join(f"{r.plugin!r} ({r.distribution})" for r in failed)
             notes.append(f"note: plugin(s) failed to load: {names}; see '{PROG} plugins'")
     return notes
-
-
-def exit_code_for(exc: BaseException) -> int:
-    """The exit code for an error that ended a command (see the module doc)."""
-    from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigError, RunCancelled, UnsupportedFeature
-
-    composition = sys.modules.get("seamkit.composition")  # loaded if such an error can exist
-    if composition is not None and isinstance(exc, composition.ComponentBuildError):
-        return EXIT_FAILED
-    if isinstance(exc, UsageError | ConfigError | ComponentNotFound | AmbiguousComponent | FileNotFoundError
-                  | UnsupportedFeature):
-        return EXIT_USAGE
-    if isinstance(exc, Terminated):
-        return EXIT_TERMINATED
-    if isinstance(exc, KeyboardInterrupt | RunCancelled):  # a cancelled run is interrupted, not failed
-        return EXIT_INTERRUPTED
-    guardrails = sys.modules.get("seamkit.guardrails")  # loaded if a guardrail can have tripped
-    if guardrails is not None and isinstance(exc, guardrails.GuardrailTripped):
-        return EXIT_TRIPPED
-    return EXIT_FAILED
 
 
 def report_error(exc: BaseException) -> int:

@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
-from seamkit.cli.main import EXIT_OK, EXIT_SUSPENDED
+from seamkit.cli.outcomes import EXIT_OK, EXIT_SUSPENDED
 from seamkit.values import StreamEvent
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def _drive(work: Callable[[], Coroutine[Any, Any, T]], sink: _Sink, run_id: str,
     otherwise, for an interruption or a failed step, the command that continues the run) and
     re-raise."""
     from seamkit.cli._loop import run_interruptible
-    from seamkit.cli.main import exit_code_for
+    from seamkit.cli.outcomes import exit_code_for
     from seamkit.cli.render import resume_command
     from seamkit.errors import RunCancelled
 
@@ -151,7 +151,7 @@ def _built(args: argparse.Namespace, composition: Composition, registry: Registr
     for ``run_id``). Raises :class:`~seamkit.cli.main.BuildFailed` when a component fails to build."""
     import dataclasses
 
-    from seamkit.cli.main import BuildFailed
+    from seamkit.cli.outcomes import BuildFailed
     from seamkit.composition import ComponentBuildError, build_workflow
 
     try:
@@ -170,8 +170,8 @@ def run_workflow_cmd(args: argparse.Namespace, composition: Composition, registr
     event's payload; ``file``: the composition's path, recorded with the run (a plain ``seamkit
     resume RUN`` finds it)."""
 
-    from seamkit.cli.commands import _close_stores
-    from seamkit.cli.main import UsageError
+    from seamkit.cli.common import close_stores
+    from seamkit.cli.outcomes import UsageError
     from seamkit.runtime.context import RunContext
     from seamkit.values import Scope
     from seamkit.workflows import run_workflow
@@ -199,7 +199,7 @@ def run_workflow_cmd(args: argparse.Namespace, composition: Composition, registr
             return await run_workflow(workflow, data, ctx=ctx, metadata={"agent_file": file})
         finally:
             for agent in agents.values():
-                await _close_stores(agent)
+                await close_stores(agent)
 
     result = _drive(work, sink, ctx.run_id, agent_file)
     return _print_result(result, sink, agent_file, _routed(workflow))
@@ -211,8 +211,8 @@ def resume_workflow_cmd(args: argparse.Namespace, composition: Composition, regi
     [--allow-finished] [--steal]`` of a workflow run. Raises ``UsageError`` for options that do
     not apply to a workflow and for a run that cannot be resumed as asked."""
 
-    from seamkit.cli.commands import _close_stores, _read_task
-    from seamkit.cli.main import UsageError
+    from seamkit.cli.common import close_stores, read_task
+    from seamkit.cli.outcomes import UsageError
     from seamkit.errors import RunNotResumable
     from seamkit.workflows import resume_workflow
 
@@ -221,7 +221,7 @@ def resume_workflow_cmd(args: argparse.Namespace, composition: Composition, regi
         raise UsageError("a workflow takes --answer TEXT for its gate (and --allow-finished); "
                          "--turn-id and --approve/--reject/--edit do not apply")
     workflow, sink = _built(args, composition, registry, args.run_id)
-    answer = _read_task(args.answer, "answer") if args.answer is not None else None
+    answer = read_task(args.answer, "answer") if args.answer is not None else None
     events = _events(getattr(args, "event", None) or [])
     if getattr(args, "gate", None) is not None and answer is None:
         raise UsageError("--gate says which gate --answer answers: pass --answer TEXT too")
@@ -233,7 +233,7 @@ def resume_workflow_cmd(args: argparse.Namespace, composition: Composition, regi
                                          events=events or None, allow_finished=args.allow_finished, steal=args.steal)
         finally:
             for agent in agents.values():
-                await _close_stores(agent)
+                await close_stores(agent)
 
     try:
         result = _drive(work, sink, args.run_id, agent_file)
@@ -244,7 +244,7 @@ def resume_workflow_cmd(args: argparse.Namespace, composition: Composition, regi
 
 def _events(items: list[str]) -> dict[str, list[Any]]:
     """``--event TYPE=JSON`` options as external events by type. Raises ``UsageError``."""
-    from seamkit.cli.main import UsageError
+    from seamkit.cli.outcomes import UsageError
 
     out: dict[str, list[Any]] = {}
     for item in items:

@@ -141,7 +141,10 @@ class Checkpointer:
         owner: str | None = None,
     ) -> None:
         if not isinstance(port, CheckpointPort):
-            raise TypeError(f"port must implement CheckpointPort, got {type(port).__name__}")
+            from seamkit.plugins.ports_check import port_problems
+
+            problems = "; ".join(port_problems(port, CheckpointPort))
+            raise TypeError(f"port must implement CheckpointPort, got {type(port).__name__}: {problems}")
         self.port = port
         self.secrets = tuple(s for s in secrets if isinstance(s, str) and len(s) >= 4)
         self.lease_s = float(lease_s)
@@ -152,11 +155,11 @@ class Checkpointer:
     def __repr__(self) -> str:
         return f"Checkpointer(port={type(self.port).__name__}, lease_s={self.lease_s})"
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Release the store's connections (the store reconnects if used again)."""
-        await self.port.close()
+        await self.port.aclose()
         if self.store is not None and self.store is not self.port:  # type: ignore[comparison-overlap]
-            await self.store.close()
+            await self.store.aclose()
 
     def _now(self) -> float:
         return self.clock.now().timestamp()

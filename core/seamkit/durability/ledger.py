@@ -5,7 +5,8 @@ raised :class:`~seamkit.errors.EffectNotApplied`: certainly not applied, may be 
 ``uncertain`` (it raised anything else, or a crash left it ``prepared``: never retried
 automatically, unless the operation is idempotent). A person who has checked the outside system
 :meth:`EffectLedger.settle`\\ s an uncertain receipt: ``completed`` (applied) or ``failed`` (not
-applied). Receipts live in a :class:`~seamkit.ports.StorePort`, so they survive the process.
+applied). Receipts live in a :class:`~seamkit.ports.StorePort`, so they survive the process (the
+ledger asks only for the three methods of :class:`ReceiptStore`).
 
 :class:`UncertainEffect` is how a run records a tool call whose outcome is unknown.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from seamkit.durability.singleflight import SingleFlight
 from seamkit.errors import (
@@ -25,7 +26,6 @@ from seamkit.errors import (
     InfrastructureUnavailable,
     StoreUnavailable,
 )
-from seamkit.ports import StorePort
 from seamkit.values import EMPTY, FrozenDict, Scope, freeze
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "STOPPED_REASON",
     "UNCERTAIN_TEMPLATE",
     "EffectLedger",
+    "ReceiptStore",
     "ReceiptStatus",
     "Settlement",
     "UncertainEffect",
@@ -45,6 +46,18 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+
+class ReceiptStore(Protocol):
+    """What the ledger asks of its store: three methods of :class:`~seamkit.ports.StorePort` (every
+    store is one). Named here, not imported from the ports, because the run context holds a ledger
+    and the run context sits below the ports (docs/layers.md)."""
+
+    async def get(self, scope: Scope, key: str, default: Any = None) -> Any: ...
+
+    async def set(self, scope: Scope, key: str, value: Any, *, ttl: float | None = None) -> None: ...
+
+    async def delete(self, scope: Scope, key: str) -> bool: ...
 ReceiptStatus = Literal["prepared", "completed", "failed", "uncertain"]
 Settlement = Literal["applied", "not_applied"]
 _LEDGER_SCOPE = Scope(tenant="seamkit.effects")
@@ -165,7 +178,7 @@ class EffectLedger:
 
     __slots__ = ("_flight", "_local", "_scope", "store")
 
-    def __init__(self, store: StorePort | None = None, *, tenant: str = "default") -> None:
+    def __init__(self, store: ReceiptStore | None = None, *, tenant: str = "default") -> None:
         self.store = store
         self._scope = Scope(tenant=f"{_LEDGER_SCOPE.tenant}:{tenant}")
         self._local: dict[str, dict[str, Any]] = {}

@@ -228,6 +228,19 @@ def _type_name(tp: Any) -> str:
     return str(tp.__name__)
 
 
+def _missing(member: _Member, has: Any) -> str:
+    """The problem for a missing ``member``; ``has(name)`` says whether the component has ``name``.
+    One closing method for every component: a component with ``close()`` but no ``aclose()`` (the
+    name before seamkit settled on ``aclose``, or a library's habit) is told so, since seamkit never
+    calls ``close()`` and would otherwise leave it open."""
+    if member.kind != "method":
+        return f"missing {member.name}"
+    if member.name == "aclose" and has("close"):
+        return ("missing aclose(): it has close(), which seamkit never calls; every component closes with "
+                "'async def aclose(self) -> None' (rename close to aclose)")
+    return f"missing {member.name}()"
+
+
 def port_problems(obj: Any, port: Port | type) -> list[str]:
     """What ``obj`` (a built component) lacks or gets wrong to satisfy ``port``: one short phrase
     per member (``"missing chat()"``, ``"provider must be a str (got int)"``,
@@ -245,7 +258,7 @@ def port_problems(obj: Any, port: Port | type) -> list[str]:
         try:
             value = getattr(obj, member.name)
         except AttributeError:
-            problems.append(f"missing {member.name}()" if member.kind == "method" else f"missing {member.name}")
+            problems.append(_missing(member, lambda name: callable(getattr(obj, name, None))))
             continue
         except Exception as exc:  # a property that fails when read
             problems.append(f"reading {member.name} raised {type(exc).__name__}")
@@ -280,7 +293,7 @@ def class_problems(cls: type, port: Port | type) -> list[str]:
             value = inspect.getattr_static(cls, member.name)
         except AttributeError:
             if not any(member.name in getattr(c, "__annotations__", {}) for c in cls.__mro__):
-                problems.append(f"missing {member.name}()")
+                problems.append(_missing(member, lambda name: callable(getattr(cls, name, None))))
             continue
         if isinstance(value, staticmethod | classmethod):
             continue

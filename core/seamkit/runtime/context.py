@@ -9,17 +9,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from seamkit.errors import RunCancelled
-from seamkit.ports import ClockPort
-from seamkit.runtime.clock import SYSTEM_CLOCK
+from seamkit.runtime.clock import SYSTEM_CLOCK, ClockPort
+from seamkit.runtime.resources import Closeable, RunResources
 from seamkit.values import EMPTY, Scope
 
 if TYPE_CHECKING:
     from seamkit.durability.ledger import EffectLedger
-    from seamkit.runtime.resources import Closeable, RunResources
 
     R = TypeVar("R", bound=Closeable)
 
-__all__ = ["CancellationToken", "RunContext", "new_run_id"]
+__all__ = ["CancellationToken", "RunContext", "new_run_id", "owning_resources"]
 
 T = TypeVar("T")
 
@@ -220,3 +219,17 @@ class RunContext:
             return self.services[name]
         except KeyError:
             raise KeyError(f"no service {name!r} in this run (have: {sorted(self.services)})") from None
+
+
+async def owning_resources(ctx: RunContext, work: Callable[[], Awaitable[T]]) -> T:
+    """``await work()`` with ``ctx.resources`` in place: the context's own when it brings them
+    (a child run shares its parent's), else new ones, closed (and taken off ``ctx``) when the
+    work ends, on every exit path. How an agent run and a workflow run own their resources."""
+    if ctx.resources is not None:
+        return await work()
+    ctx.resources = resources = RunResources()
+    try:
+        return await work()
+    finally:
+        ctx.resources = None
+        await resources.aclose()

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from seamkit.accumulate import Accumulator, checked_stream
+from seamkit.accumulate import checked_stream, collect_result
 from seamkit.errors import (
     EffectNotApplied,
     InfrastructureUnavailable,
@@ -239,10 +239,8 @@ class Invoker:
 
     async def chat(self, request: ChatRequest, ctx: RunContext, meta: FrozenDict = EMPTY) -> LLMResult:
         """One model call, collected into an :class:`~seamkit.values.LLMResult`."""
-        acc = Accumulator(self.model.provider, self.model.model)
-        async for d in self._chat(Call("chat", request, ctx, meta, self.model)):
-            acc.add(d)
-        return acc.result()
+        return await collect_result(self._chat(Call("chat", request, ctx, meta, self.model)),
+                                    provider=self.model.provider, model=self.model.model)
 
     async def _run(self, call: ToolCall, ctx: RunContext, meta: FrozenDict, marker: _Entered | None) -> ToolResult:
         """The body ``call_tool`` and ``call_effect`` share: run ``call`` through the tool chain (or,

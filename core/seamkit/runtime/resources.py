@@ -13,12 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-if TYPE_CHECKING:
-    from seamkit.runtime.context import RunContext
-
-__all__ = ["Closeable", "RunResources", "owning_resources"]
+__all__ = ["Closeable", "RunResources"]
 
 _log = logging.getLogger("seamkit.runtime.resources")
 
@@ -31,7 +28,6 @@ class Closeable(Protocol):
 
 
 R = TypeVar("R", bound=Closeable)
-T = TypeVar("T")
 
 
 class RunResources:
@@ -42,7 +38,9 @@ class RunResources:
     concurrent first uses of one key open it once (the others wait for it; a failing ``open``
     leaves nothing behind, and each waiter gets its error). ``discard(key)`` closes and forgets
     one resource (a connection found dead), so the next ``get`` opens it again.
-    After :meth:`aclose`, ``get`` raises ``RuntimeError`` (the run is over).
+    After :meth:`aclose`, ``get`` raises ``RuntimeError`` (the run is over). A resource without an
+    ``aclose()`` method is refused when opened, with ``TypeError`` (nothing would close it; one
+    with only ``close()`` is told to rename it).
     """
 
     __slots__ = ("_closed", "_locks", "_open")
@@ -71,6 +69,8 @@ class RunResources:
             if found is not None:
                 return found  # type: ignore[no-any-return]
             resource = await open()
+            if not callable(getattr(resource, "aclose", None)):  # the run could never close it
+                raise TypeError(_not_closeable(key, resource))
             if self._closed:  # the run ended while it opened: nobody would close it
                 await _close(key, resource)
                 raise RuntimeError(f"the run ended while {key!r} was being opened")
@@ -91,18 +91,12 @@ class RunResources:
             await _close(key, resource)
 
 
-async def owning_resources(ctx: RunContext, work: Callable[[], Awaitable[T]]) -> T:
-    """``await work()`` with ``ctx.resources`` in place: the context's own when it brings them
-    (a child run shares its parent's), else new ones, closed (and taken off ``ctx``) when the
-    work ends, on every exit path. How an agent run and a workflow run own their resources."""
-    if ctx.resources is not None:
-        return await work()
-    ctx.resources = resources = RunResources()
-    try:
-        return await work()
-    finally:
-        ctx.resources = None
-        await resources.aclose()
+def _not_closeable(key: str, resource: Any) -> str:
+    what = f"the run resource {key!r} ({type(resource).__name__}) has no aclose()"
+    if callable(getattr(resource, "close", None)):
+        return (f"{what}, only close(), which seamkit never calls: every resource and component closes with "
+                "'async def aclose(self) -> None' (rename close to aclose, or wrap it)")
+    return f"{what}: a run closes what it opened with 'await resource.aclose()'"
 
 
 async def _close(key: str, resource: Any) -> None:

@@ -62,7 +62,7 @@ class MemoryStore:
 
     Every operation's critical section runs without awaiting, under a :class:`threading.Lock`, so
     each is atomic across tasks, event loops and threads. ``get_or_set`` is single-flight per
-    (scope, key) within one event loop. ``close()`` keeps the data (there is no connection).
+    (scope, key) within one event loop. ``aclose()`` keeps the data (there is no connection).
     """
 
     #: nothing outlives the process (the CLI refuses approvals that could never be resumed)
@@ -88,9 +88,9 @@ class MemoryStore:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await self.close()
+        await self.aclose()
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Nothing to release; the data stays (in-memory, per instance)."""
 
     # --- StorePort ---------------------------------------------------------------------------

@@ -437,7 +437,7 @@ class WorkflowRun:
         interrupted, ``failed`` otherwise) before the exception propagates. The run's resources
         (``ctx.resources``: MCP sessions and the like, shared by every step) are created here unless
         the context brings them, and then closed here on every exit path."""
-        from seamkit.runtime.resources import owning_resources
+        from seamkit.runtime.context import owning_resources
 
         return await owning_resources(self.ctx, self._drive_closing)
 

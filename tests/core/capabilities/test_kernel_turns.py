@@ -210,7 +210,7 @@ async def opener(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
 
     yield open_store
     for s in opened:
-        await s.close()
+        await s.aclose()
 
 
 async def _await_confirmation(store: Any, *, turn_id: str = "T1") -> tuple[str, ScriptedModel]:
@@ -1039,7 +1039,7 @@ async def test_another_os_process_over_one_sqlite_file_replays_and_never_repeats
             agent, _ = k.make_agent(store, k.ScriptedModel([k.proposal(reply="done")]))
             r = await agent.resume(run_id, answer="yes", turn_id="T2")
             print(json.dumps({{"run_id": run_id, "effects": k.EFFECTS, "output": r.turn.executions[0].output}}))
-            await store.close()
+            await store.aclose()
 
         asyncio.run(main())
     """)
@@ -1063,7 +1063,7 @@ async def test_another_os_process_over_one_sqlite_file_replays_and_never_repeats
         assert r.turn is not None and r.turn.executions[0].output == there["output"]
         assert EFFECTS == [] and RUNS == Counter({"submit": 1})
     finally:
-        await store.close()
+        await store.aclose()
 
 
 async def test_a_reply_that_is_not_a_proposal_ends_the_turn_with_a_warning_and_runs_nothing() -> None:

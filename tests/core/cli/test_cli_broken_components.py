@@ -102,7 +102,7 @@ def coroutine_middleware() -> Any:
 
 
 def not_a_checkpoint_store() -> Any:
-    return types.SimpleNamespace(close=None)
+    return types.SimpleNamespace(aclose=None)
 
 
 def not_a_compactor() -> Any:
@@ -243,7 +243,7 @@ def test_run_names_the_checkpoints_slot_and_the_checkpoint_port(
     assert rc == 2
     assert "agent.checkpoints: store 'nostore' (from seamkit-broken 1.2, plugin 'broken-plugin') built a " \
            "SimpleNamespace, which does not satisfy the checkpoint port (CheckpointPort): missing save(); " in err
-    assert "close is not callable (it is a NoneType)" in err
+    assert "aclose is not callable (it is a NoneType)" in err
 
 
 # -- 21. a provider that yields the wrong type: a classified error naming it ---------------------

@@ -224,7 +224,7 @@ class _Chain:
         meta = {"agent_file": "/x/f.yaml"} if run_id == self.file_at else {}
         return types.SimpleNamespace(metadata=meta, parent_run_id=self.parents.get(run_id, f"r{n + 1}"))
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         self.closed = True
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from cli_testlib import CLI
-from seamkit.cli.main import PLUGIN_KINDS
+from seamkit.cli.common import PLUGIN_KINDS
 
 TIMEOUT = 300.0
 #: the component each kind's template registers: (registry kind, name) for NAME ``my-<kind>``

@@ -59,7 +59,7 @@ def suspended(register_plugin: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPa
             result = await agent.run("go", metadata={"queued": queued, "queue": "q1"})
         finally:
             assert agent.checkpointer is not None
-            await agent.checkpointer.close()
+            await agent.checkpointer.aclose()
         assert result.stop_reason == "suspended"
         return result.run_id
 
@@ -73,7 +73,7 @@ def _status(file: Path, run_id: str) -> str:
         try:
             snap = await agent.checkpointer.latest(run_id)
         finally:
-            await agent.checkpointer.close()
+            await agent.checkpointer.aclose()
         assert snap is not None
         return str(snap.status)
 
@@ -116,7 +116,7 @@ def test_a_runner_that_is_not_installed_is_named_with_the_way_out(
         try:
             return (await agent.run("go", metadata={"queued": "nowhere"})).run_id
         finally:
-            await agent.checkpointer.close()
+            await agent.checkpointer.aclose()
 
     run_id = asyncio.run(start())
     rc = cli_main.main(["resume", run_id, "--agent", str(file), "--approve", "call_0_0"])

@@ -258,7 +258,7 @@ async def main(spec: Mapping[str, Any]) -> dict[str, Any]:
             "warnings": list(result.warnings),
         }
     finally:
-        await store.close()
+        await store.aclose()
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ def test_runs_delete_refuses_a_run_a_live_worker_holds_unless_forced(tmp_path: P
         try:
             await cp.begin("run_live", {"step": 0}, [Message.user("hi")])
         finally:
-            await cp.close()
+            await cp.aclose()
         return "run_live"
 
     run_id = asyncio.run(start())
@@ -208,7 +208,7 @@ def test_runs_show_says_why_a_failed_runs_final_checkpoint_was_not_saved(tmp_pat
         except ProviderError:
             pass
         finally:
-            await store.close()
+            await store.aclose()
 
     asyncio.run(fail())
     shown = seamkit("runs", "show", ctx.run_id, cwd=tmp_path)

@@ -22,7 +22,7 @@ class TestMemoryStoreConformance(StoreConformance):
     async def store(self) -> AsyncIterator[MemoryStore]:
         backend = MemoryStore()
         yield backend
-        await backend.close()
+        await backend.aclose()
 
 
 class TestMemoryCheckpointConformance(CheckpointConformance):

@@ -162,7 +162,7 @@ async def main(spec: dict[str, Any]) -> dict[str, Any]:
                 "cause": type(cause).__name__ if cause is not None else None,
                 "key": getattr(cause, "key", None)}
     finally:
-        await store.close()
+        await store.aclose()
 
 
 if __name__ == "__main__":

@@ -186,7 +186,7 @@ async def test_a_gate_suspends_and_the_answer_routes_yes_and_no(store: Any) -> N
     assert CALLS["draft"] == 1  # not run again
     r2 = await run_workflow(w, None)
     assert (await resume_workflow(w, r2.run_id, answer="no")).outcome == "dropped"
-    await store.close()
+    await store.aclose()
 
 
 async def test_a_failed_step_runs_again_on_resume_and_finished_steps_do_not(store: Any, tmp_path: Path) -> None:
@@ -222,7 +222,7 @@ async def test_a_failed_step_runs_again_on_resume_and_finished_steps_do_not(stor
     assert CALLS["items"] == 1
     versions = await cp.history(run_id)
     assert len(versions) >= 6  # a checkpoint when steps start and after every step
-    await store.close()
+    await store.aclose()
 
 
 async def test_cancellation_reaches_every_running_step_and_a_plain_resume_runs_them_again(store: Any) -> None:
@@ -256,7 +256,7 @@ async def test_cancellation_reaches_every_running_step_and_a_plain_resume_runs_t
     assert snap is not None and snap.status == "running" and "interrupted" in snap.state
     r = await resume_workflow(w, ctx.run_id)
     assert r.output == ["a", "b", "c"] and CALLS["items"] == 1
-    await store.close()
+    await store.aclose()
 
 
 async def test_an_agent_step_is_a_child_run_with_its_own_checkpoints_and_usage() -> None:
@@ -350,7 +350,7 @@ async def test_a_failing_step_lets_a_sibling_finish_the_effect_in_flight_so_the_
     flag.unlink()
     r = await resume_workflow(w, err.value.run_id, allow_finished=True)
     assert r.output == ["fixed", "sent slow"] and sent == ["slow"]  # the receipt, not a second send
-    await store.close()
+    await store.aclose()
 
 
 async def test_a_failing_step_lets_an_agent_sibling_finish_its_tool_call_in_flight(store: Any, tmp_path: Path) -> None:
@@ -391,7 +391,7 @@ async def test_a_failing_step_lets_an_agent_sibling_finish_its_tool_call_in_flig
     flag.unlink()
     r = await resume_workflow(w, err.value.run_id, allow_finished=True)
     assert r.output == ["checked", "agent: sent parcel"] and sent == ["parcel"]
-    await store.close()
+    await store.aclose()
 
 
 # --------------------------------------------------------------------------- an outside tester's findings

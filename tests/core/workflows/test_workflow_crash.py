@@ -100,7 +100,7 @@ async def latest_state(tmp_path: Path, run_id: str) -> tuple[str, WorkflowState]
         assert isinstance(state, WorkflowState)
         return snap.status, state
     finally:
-        await store.close()
+        await store.aclose()
 
 
 def test_an_uninterrupted_run_is_the_reference(tmp_path: Path) -> None:
@@ -178,7 +178,7 @@ async def test_killed_while_an_effect_is_in_flight_the_workflow_fails_naming_it_
         with pytest.raises(ValueError, match="whose outcome is unknown"):  # settled already
             await cp.settle_effect(spec["run_id"], key, applied=True)
     finally:
-        await store.close()
+        await store.aclose()
     done = await asyncio.to_thread(worker, {**spec, "mode": "resume", "allow_finished": True})
     assert done == {"ok": True, "status": "done", "output": EXPECTED}
     assert effects_by_item(tmp_path) == Counter(dict.fromkeys(ITEMS, 1))

@@ -21,14 +21,13 @@ __all__ = ["cmd_eval"]
 def cmd_eval(args: argparse.Namespace) -> int:
     """``seamkit eval``: exit code from :attr:`seamkit_evals.results.EvalReport.exit_code`."""
     from seamkit.composition import ComponentBuildError, build_agents
-    from seamkit.plugin import existing_file as _existing_file
-    from seamkit.plugin import get_registry, run_interruptible, scrub_output
+    from seamkit.plugin import existing_file, get_registry, run_interruptible, scrub_output
 
     from seamkit_evals.report import ReportError, compare, comparison_json, read_report, render_terminal, report_json
     from seamkit_evals.runner import EvalRunner
     from seamkit_evals.suite import load_suite
 
-    path = _existing_file(args.suite)
+    path = existing_file(args.suite)
     registry = get_registry()
     suite = load_suite(path, registry=registry)  # ConfigError: exit 2
     scrub_output(suite.secrets)  # from here on, stdout and stderr mask the secrets

@@ -225,7 +225,7 @@ class EvalRunner:
         cp = getattr(self.agent, "checkpointer", None)
         if cp is not None:
             try:
-                await cp.close()
+                await cp.aclose()
             except Exception:  # closing the store is best effort: the report matters more
                 pass
 

@@ -63,8 +63,8 @@ class IndexedVectorMemory(VectorMemory):
         await self._ensure_indexed(scope)
         return await super().retrieve(query, scope=scope, k=k)
 
-    async def close(self) -> None:
-        close = getattr(self.vectors, "close", None)
+    async def aclose(self) -> None:
+        close = getattr(self.vectors, "aclose", None)
         if close is not None:
             await close()
 

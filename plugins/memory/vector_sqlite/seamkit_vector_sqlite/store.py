@@ -377,7 +377,7 @@ class SqliteVectorStore:
             )
         )
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Close the connection (idempotent); later calls raise StoreUnavailable."""
         if self._closed:
             return
@@ -400,7 +400,7 @@ class SqliteVectorStore:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+        await self.aclose()
 
 
 def build(config: VectorSqliteConfig) -> SqliteVectorStore:

@@ -141,13 +141,13 @@ class Audit:
         """What ``arguments_sha256`` holds: ``hmac-sha256`` or ``sha256``."""
         return "hmac-sha256" if self._key is not None else "sha256"
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Wait for records still being written, then close the configured store (not the run's
         checkpoint store, which its agent owns)."""
         if self._pending:
             await asyncio.gather(*self._pending, return_exceptions=True)
         if self.store is not None:
-            await self.store.close()
+            await self.store.aclose()
 
     def _store_for(self, call: Call) -> Any:
         if self.store is not None:

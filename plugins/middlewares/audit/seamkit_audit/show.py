@@ -86,7 +86,7 @@ def main(args: argparse.Namespace) -> int:
         try:
             return await read_records(store, args.run_id, tenant=args.tenant, namespace=namespace)
         finally:
-            await store.close()
+            await store.aclose()
 
     records = asyncio.run(read())
     if not records:

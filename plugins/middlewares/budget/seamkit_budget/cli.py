@@ -56,7 +56,7 @@ def main(args: argparse.Namespace) -> int:
                 return await ledger.release_dead(key, scope)
             return {args.owner: await ledger.release(key, args.owner, scope)}
         finally:
-            await store.close()
+            await store.aclose()
 
     out = asyncio.run(act())
     if out is None:  # a misspelt name is not an empty ledger

@@ -195,10 +195,10 @@ class BudgetMiddleware:
         return (f"BudgetMiddleware(max_cost_usd={str(self.ceiling)!r}, allow_unpriced={self.allow_unpriced}, "
                 f"default_max_tokens={self.default_max_tokens}{where})")
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Close the shared ledger's store (nothing to do in-process)."""
         if self.shared is not None:
-            await self.shared.store.close()
+            await self.shared.store.aclose()
 
     # ----------------------------------------------------------------------------------- inspection
 

@@ -166,10 +166,10 @@ class Memoize:
         where = type(self.store).__name__ if self.store is not None else "checkpoints"
         return f"Memoize(store={where}, ttl={self.ttl})"
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Close the configured store (not the run's checkpoint store, which its agent owns)."""
         if self.store is not None:
-            await self.store.close()
+            await self.store.aclose()
 
     def _store_for(self, call: Call) -> Any:
         if self.store is not None:

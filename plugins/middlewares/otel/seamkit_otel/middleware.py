@@ -191,7 +191,7 @@ class Otel:
     ``content_max_chars`` characters). ``secrets``:
     more values to mask in captured content (the exporter's header values). ``metrics``: record
     metrics. ``owned``: the :class:`~seamkit_otel.exporters.Providers` this middleware built
-    (shut down by :meth:`close`). ``span_processor``: a span processor added to
+    (shut down by :meth:`aclose`). ``span_processor``: a span processor added to
     ``tracer_provider`` that this middleware may end its spans into directly, through the lean
     tracer (:mod:`seamkit_otel.lean`, about 3 µs a span instead of the SDK span's 16+); given only
     for a provider this plugin (or its caller) owns, never an application's.
@@ -239,7 +239,7 @@ class Otel:
         where = self.owned.describe if self.owned is not None else "global providers"
         return f"Otel(exporter={where}, capture_content={self.capture_content})"
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Flush and shut down the providers this middleware built for its exporter (in a worker
         thread: exports block). Nothing to do when it uses the application's providers."""
         if self.owned is not None:

@@ -98,14 +98,13 @@ def _write_results(out: str | None, lines: list[dict[str, Any]]) -> None:
 def cmd_batch(args: argparse.Namespace) -> int:
     """``seamkit batch FILE INPUTS.jsonl [--out RESULTS.jsonl] [--batch-id ID] [--timeout S]``."""
     from seamkit.composition import build_store
-    from seamkit.plugin import Checkpointer
+    from seamkit.plugin import Checkpointer, existing_file
     from seamkit.plugin import check_variables as _check_variables
-    from seamkit.plugin import existing_file as _existing_file
 
     from seamkit_celery.app import check_broker, make_app
     from seamkit_celery.cli import _broker, _build, _checked
 
-    _existing_file(args.file)
+    existing_file(args.file)
     inputs = Path(args.inputs)
     if not inputs.is_file():
         raise UsageError(f"no input file {args.inputs}")
@@ -133,7 +132,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             raise UsageError(str(BatchInputError([p for _, p in sorted(problems, key=lambda p: p[0])])))
     finally:
         if agent.checkpointer is not None:
-            asyncio.run(agent.checkpointer.close())
+            asyncio.run(agent.checkpointer.aclose())
     batch_id = args.batch_id or default_batch_id(inputs, Path(args.file), args.agent_name)
     identity = batch_identity(items, Path(args.file), args.agent_name)
     app = make_app(url, queue=args.queue)
@@ -151,7 +150,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
                             requeue_after_s=args.requeue_after, on_progress=bar,
                             interrupted=stop.is_set, identity=identity)
         finally:
-            await cp.close()
+            await cp.aclose()
 
     # Ctrl-C only sets a flag that the batch looks at between store round trips: cancelling the
     # event loop's task mid-command (asyncio's own handling) can leave a store connection's close

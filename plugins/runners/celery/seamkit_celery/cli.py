@@ -123,7 +123,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         workflow = _build_workflow(composition)
         what = f"workflow {workflow.name!r}"
         if workflow.checkpointer is not None:
-            asyncio.run(workflow.checkpointer.close())
+            asyncio.run(workflow.checkpointer.aclose())
     app = make_app(url, visibility_timeout_s=args.visibility_timeout, queue=args.queue, composition=args.file,
                    requeue_after_s=args.requeue_after, sweep_every_s=0 if args.no_sweep else args.sweep_every)
     check_broker(app)
@@ -193,7 +193,7 @@ async def _check_store(agent: Any, file: str) -> None:
                                f"this worker could run nothing: {mask_urls(str(exc))}") from None
     finally:
         try:
-            await cp.close()
+            await cp.aclose()
         except StoreUnavailable:
             pass
 
@@ -251,7 +251,7 @@ async def _snapshot(agent: Any, run_id: str) -> Any:
     try:
         return await cp.latest(run_id)
     finally:
-        await cp.close()
+        await cp.aclose()
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
@@ -263,18 +263,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from seamkit.plugin import (
         check_variables as _check_variables,
     )
-    from seamkit.plugin import (
-        existing_file as _existing_file,
-    )
-    from seamkit.plugin import (
-        read_task as _read_task,
-    )
+    from seamkit.plugin import existing_file, read_task
 
     from seamkit_celery.app import make_app
     from seamkit_celery.task import make_spec
 
     decisions = _decisions(args)
-    _existing_file(args.file)
+    existing_file(args.file)
     if args.resume is None and decisions:
         raise UsageError("--approve/--reject/--edit go with --resume RUN_ID")
     if args.resume is not None and (args.task is not None or args.var or args.run_id is not None):
@@ -314,7 +309,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
                              "--approve/--reject/--edit do not apply")
         spec = make_spec(args.file, None, run_id=args.resume, agent=args.agent_name, decisions=decisions or None)
     else:
-        task = _read_task(args.task)
+        task = read_task(args.task)
         variables = dict(args.var)
         if variables and composition.workflow is not None and args.agent_name is None:
             raise UsageError("--var fills an agent's prompt; a workflow's input is its task")
@@ -323,7 +318,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
             _check_variables(agent, variables)
         finally:
             if agent.checkpointer is not None:
-                asyncio.run(agent.checkpointer.close())
+                asyncio.run(agent.checkpointer.aclose())
         spec = make_spec(args.file, task, run_id=args.run_id, agent=args.agent_name, variables=variables)
     app = make_app(url, queue=args.queue)
     if args.resume is not None:  # a continuation: the run has checkpoints; claimed first (one at a time)
@@ -431,7 +426,7 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
                 await asyncio.sleep(pause if deadline is None else min(pause, max(0.0, deadline - time.monotonic())))
                 pause = min(pause * 1.5, 1.0)
         finally:
-            await cp.close()
+            await cp.aclose()
 
     snap, rejected = asyncio.run(poll())
     if rejected is not None:

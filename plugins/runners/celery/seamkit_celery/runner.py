@@ -51,7 +51,7 @@ async def _send_claimed(app: Any, store: Any, spec: dict[str, Any], queue: str, 
     stored = await store.latest(str(spec["run_id"])) if store is not None else None
     if stored is None:  # no checkpoint (or no store) to claim under: sent as before
         if store is not None:
-            await store.close()
+            await store.aclose()
         _send(app, spec, queue)
         return
     await send_continuation(app, store, spec, queue, version=stored.record.version, agent_file=file)

@@ -583,4 +583,4 @@ class SweepThread:
                                 exc, self.every_s)
                 await asyncio.to_thread(self.stopped.wait, self.every_s)
         finally:
-            await store.close()
+            await store.aclose()

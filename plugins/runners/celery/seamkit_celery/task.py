@@ -468,7 +468,7 @@ async def send_recorded(app: Celery, store: Any, spec: dict[str, Any], queue: st
             raise
     finally:
         if close:
-            await store.close()
+            await store.aclose()
 
 
 async def send_continuation(app: Celery, store: Any, spec: dict[str, Any], queue: str | None, *, version: int,
@@ -499,7 +499,7 @@ async def send_continuation(app: Celery, store: Any, spec: dict[str, Any], queue
             await release(store, run_id, version, token)
             raise
     finally:
-        await store.close()
+        await store.aclose()
 
 
 def submit_resume(
@@ -805,7 +805,7 @@ class _Process:
             stale = self.agents.pop(old)
             if stale.checkpointer is not None:
                 try:
-                    self.runner.run(stale.checkpointer.close())
+                    self.runner.run(stale.checkpointer.aclose())
                 except Exception as exc:  # a store that is down now: its pool is dropped all the same
                     log.debug("closing the store of a replaced agent failed: %s", mask_urls(str(exc)))
         self.agents[key] = agent

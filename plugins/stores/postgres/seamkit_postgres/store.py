@@ -357,7 +357,7 @@ class PostgresStore:
     """Key-value store and checkpoint store on PostgreSQL (see the module docstring).
 
     ``config``: :class:`~seamkit_postgres.config.PostgresConfig`. ``ttl_resolution`` is 1e-6 s.
-    Use ``async with store:`` or ``await store.close()``. Raises StoreUnavailable for every
+    Use ``async with store:`` or ``await store.aclose()``. Raises StoreUnavailable for every
     server or connection problem (including "not set up"), TTLNotSupported for a bad ``ttl``,
     StoreValueError for ``increment``/``append`` on a value of the wrong type, CheckpointConflict
     for a stale ``save``.
@@ -619,7 +619,7 @@ class PostgresStore:
         self._ready = True
         return applied
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Close the pool (idempotent). The store cannot be used afterwards."""
         self._closed = True
         pool, self._pool = self._pool, None
@@ -637,7 +637,7 @@ class PostgresStore:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await self.close()
+        await self.aclose()
 
     # ------------------------------------------------------------------ StorePort
 

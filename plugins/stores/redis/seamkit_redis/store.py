@@ -166,7 +166,7 @@ class RedisStore:
     ``health_check_interval`` in seconds (0: off); ``retries`` of a command after a connection
     error; ``max_connections`` of the pool.
 
-    Constructing it does not connect; the client is created on first use. ``close()`` releases
+    Constructing it does not connect; the client is created on first use. ``aclose()`` releases
     the connections (the store reconnects if used again); usable as ``async with``.
     ``ttl_resolution`` is 0.001 s. Every method raises :class:`~seamkit.errors.StoreUnavailable`
     when Redis cannot be reached or fails.
@@ -282,7 +282,7 @@ class RedisStore:
         with _Translate(self, "ping"):
             await self._client().ping()
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Close the connection pool (idempotent); a later call reconnects."""
         client, self._redis = self._redis, None
         self._scripts = {}
@@ -298,7 +298,7 @@ class RedisStore:
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        await self.close()
+        await self.aclose()
 
     # -- StorePort --------------------------------------------------------------------------
 

@@ -237,11 +237,11 @@ def _info(run_id: str, row: Sequence[Any]) -> CheckpointInfo:
 class SqliteStore:
     """Store and checkpoints in one SQLite database file (see the module doc for the model).
 
-    ``path``: the database file (``":memory:"``: private to this object and gone at ``close()``,
+    ``path``: the database file (``":memory:"``: private to this object and gone at ``aclose()``,
     for tests);
     ``busy_timeout_s``: seconds a write waits for the lock held by another connection;
     ``synchronous``: ``"NORMAL"`` or ``"FULL"``. Constructing connects nothing: the file, its
-    parent directories and the schema are created on first use. ``close()`` releases the
+    parent directories and the schema are created on first use. ``aclose()`` releases the
     connection (a later call connects again); ``async with`` closes on exit.
 
     Every SQLite failure (locked past the timeout, unreadable or corrupt file, disk full...) raises
@@ -292,7 +292,7 @@ class SqliteStore:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.close()
+        await self.aclose()
 
     def _unavailable(self, exc: BaseException) -> StoreUnavailable:
         return StoreUnavailable(f"SQLite store {self.path}: {type(exc).__name__}: {exc}")
@@ -426,7 +426,7 @@ class SqliteStore:
         if mode != "wal":
             raise sqlite3.OperationalError(f"could not switch the journal to WAL (journal_mode is {mode!r})")
 
-    async def close(self) -> None:
+    async def aclose(self) -> None:
         """Close the connection (idempotent). A later call on this store connects again."""
         lock = self._bind_loop()
         await lock.acquire()  # let an operation in progress finish first

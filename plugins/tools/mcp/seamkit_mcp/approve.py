@@ -137,7 +137,7 @@ def main(args: argparse.Namespace) -> int:
             return await _approve(composition, store, set(args.tool), args.all, sys.stdout,
                                   getattr(args, "tenant", "default"), pending)
         finally:
-            close = getattr(store, "close", None)
+            close = getattr(store, "aclose", None)
             if close is not None:
                 await close()
 

@@ -209,7 +209,7 @@ async def _close_store(agent: Agent) -> None:
     cp = agent.checkpointer
     if cp is not None:
         try:
-            await cp.close()
+            await cp.aclose()
         except Exception as exc:  # exiting anyway; say why the store may not be closed cleanly
             _log.warning("closing the checkpoint store failed: %s: %s", type(exc).__name__, exc)
 

@@ -99,7 +99,7 @@ class CountingVectors(SqliteVectorStore):
 async def vectors() -> Any:
     store = CountingVectors()
     yield store
-    await store.close()
+    await store.aclose()
 
 
 class Seen:
@@ -499,7 +499,7 @@ async def test_recall_finds_a_remembered_exchange_by_meaning_with_the_real_compo
         [block] = out["blocks"]
         assert block["text"].startswith("Q: Who approves holiday requests?")
     finally:
-        await vectors.close()
+        await vectors.aclose()
 
 
 CHAT_YAML = """\

@@ -60,7 +60,7 @@ async def test_yaml_grounding_indexes_on_first_use_and_cites(tmp_path: Path, mon
         # another tenant gets its own index of the same files on first use
         assert await source.retrieve("Which animal barks?", scope=Scope(tenant="other"), k=1) != ()
     finally:
-        await source.close()
+        await source.aclose()
 
 
 def test_bad_nested_components_are_located_at_load(tmp_path: Path) -> None:

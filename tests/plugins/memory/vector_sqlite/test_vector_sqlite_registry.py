@@ -33,7 +33,7 @@ async def test_registry_builds_a_working_store() -> None:
     assert (store.dimensions, store.metric) == (2, "l2")
     await store.upsert(Scope("t"), [("a", [1.0, 2.0], {"k": "v"})])
     assert await store.query(Scope("t"), [1.0, 2.0], k=1) == [("a", 0.0, {"k": "v"})]
-    await store.close()
+    await store.aclose()
 
 
 @pytest.mark.parametrize(

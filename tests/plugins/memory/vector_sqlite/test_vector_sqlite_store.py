@@ -80,7 +80,7 @@ async def test_is_a_vector_port() -> None:
     store = SqliteVectorStore(":memory:", dimensions=DIM)
     assert isinstance(store, VectorPort)
     assert "dimensions=4" in repr(store)
-    await store.close()
+    await store.aclose()
 
 
 async def test_tenants_never_see_each_other() -> None:
@@ -246,8 +246,8 @@ async def test_persists_across_reopen_and_refuses_other_settings(tmp_path: Path)
 async def test_closed_store_and_unusable_path(tmp_path: Path) -> None:
     store = SqliteVectorStore(":memory:", dimensions=2)
     await store.upsert(A, [("x", [1, 0], {})])
-    await store.close()
-    await store.close()
+    await store.aclose()
+    await store.aclose()
     with pytest.raises(StoreUnavailable, match="closed"):
         await store.count(A)
     blocker = tmp_path / "file"
@@ -255,13 +255,13 @@ async def test_closed_store_and_unusable_path(tmp_path: Path) -> None:
     bad = SqliteVectorStore(blocker / "sub" / "v.db", dimensions=2)
     with pytest.raises(StoreUnavailable, match="sqlite-vec store"):
         await bad.count(A)
-    await bad.close()
+    await bad.aclose()
     not_db = tmp_path / "garbage.db"
     not_db.write_bytes(b"this is not a database file at all" * 100)
     garbage = SqliteVectorStore(not_db, dimensions=2)
     with pytest.raises(StoreUnavailable, match="DatabaseError"):
         await garbage.count(A)
-    await garbage.close()
+    await garbage.aclose()
 
 
 async def test_concurrent_writers_and_readers_in_one_process(tmp_path: Path) -> None:

@@ -82,7 +82,7 @@ async def test_memoize_before_audit_warns_at_build_and_in_validate(tmp_path: Pat
         agent = build_agent(bad)
     assert "agent.middlewares[1]" in caplog.text and "never reach 'audit'" in caplog.text
     for mw in agent.middlewares:
-        await mw.close()  # type: ignore[attr-defined]
+        await mw.aclose()  # type: ignore[attr-defined]
 
     caplog.clear()
     good = load_composition(_write(tmp_path, AUDIT + MEMO))
@@ -91,7 +91,7 @@ async def test_memoize_before_audit_warns_at_build_and_in_validate(tmp_path: Pat
         agent = build_agent(good)
     assert "never reach" not in caplog.text
     for mw in agent.middlewares:
-        await mw.close()  # type: ignore[attr-defined]
+        await mw.aclose()  # type: ignore[attr-defined]
 
 
 def test_seamkit_validate_prints_the_order_warning(tmp_path: Path) -> None:

@@ -63,7 +63,7 @@ async def main(args: dict[str, Any]) -> dict[str, Any]:
         assert result.usage.cost is not None
         charged += result.usage.cost
         admitted += 1
-    await mw.close()
+    await mw.aclose()
     return {"admitted": admitted, "charged": str(charged), "refusals": dict(refusals),
             "reservation_max": str(model.reservation_max), "owner": mw.shared.owner if mw.shared else None}
 

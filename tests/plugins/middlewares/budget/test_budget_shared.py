@@ -243,7 +243,7 @@ async def test_the_reservations_of_a_killed_process_are_found_and_released(tmp_p
         assert (await ledger.view("L")).reserved == 0
         assert await ledger.release_dead("L") == {}  # released once only
     finally:
-        await store.close()
+        await store.aclose()
 
 
 def test_config_shapes_and_errors() -> None:

@@ -63,7 +63,7 @@ async def check_ledger(store_slot: dict[str, Any], key: str, results: list[dict[
     try:
         view = await SharedLedger(store).view(key, scope)
     finally:
-        await store.close()
+        await store.aclose()
     # no lost update: every charge a worker recorded is in the ledger, nothing stays reserved
     assert view.spent == charged
     assert view.reserved == 0 and view.unattributed == 0
@@ -101,7 +101,7 @@ async def set_up(store_slot: dict[str, Any]) -> None:
         if setup is not None:
             await setup()
     finally:
-        await store.close()
+        await store.aclose()
 
 
 async def test_a_named_ledger_holds_its_ceiling_across_processes(store_slot: dict[str, Any]) -> None:

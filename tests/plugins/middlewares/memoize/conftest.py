@@ -20,7 +20,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
 
         s: Any = SqliteStore(tmp_path / "memo.db")
         yield s
-        await s.close()
+        await s.aclose()
     elif kind == "redis":
         import redis.asyncio as aioredis
         from seamkit_redis.store import RedisStore
@@ -29,7 +29,7 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         prefix = f"t-{uuid.uuid4().hex[:12]}"
         s = RedisStore(url, prefix=prefix)
         yield s
-        await s.close()
+        await s.aclose()
         client = aioredis.Redis.from_url(url)
         try:
             keys = [k async for k in client.scan_iter(match=f"{prefix}:*", count=1000)]
@@ -47,6 +47,6 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         s = PostgresStore(PostgresConfig(dsn=dsn, schema=schema, min_size=1, max_size=4, connect_timeout=10))
         await s.setup()
         yield s
-        await s.close()
+        await s.aclose()
         async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
             await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')

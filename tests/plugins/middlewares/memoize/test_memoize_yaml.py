@@ -34,7 +34,7 @@ _SCRIPT = textwrap.dedent("""
                 yield d
         nxt = chain([Memoize(store, ttl=3600)], terminal)
         r = await collect_result(nxt(Call("chat", request(), make_test_ctx(), model=model)))
-        await store.close()
+        await store.aclose()
         print(json.dumps({"calls": model.calls, "source": r.usage.cost_source, "text": r.text,
                           "tokens": r.usage.total_tokens}))
 
@@ -80,9 +80,9 @@ async def test_composed_with_a_store_slot_and_with_the_checkpoint_store(
         assert first.output == second.output == "the answer is 4"
         assert agent.model.calls == 1  # type: ignore[attr-defined]
         assert mw.hits == 1 and second.usage.cost_source == "cache"
-        await mw.close()
+        await mw.aclose()
         assert agent.checkpointer is not None
-        await agent.checkpointer.close()
+        await agent.checkpointer.aclose()
     assert cache.exists()
 
 

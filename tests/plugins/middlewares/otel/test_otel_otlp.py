@@ -167,7 +167,7 @@ async def _run(path: Path) -> Any:
     agent = build_agent(load_composition(path))
     result = await agent.run(TASK)
     otel_mw = next(m for m in agent.middlewares if type(m).__name__ == "Otel")
-    await otel_mw.close()  # flush the batch processor and the metric reader, as process exit does
+    await otel_mw.aclose()  # flush the batch processor and the metric reader, as process exit does
     return result
 
 
@@ -274,7 +274,7 @@ def test_a_grpc_round_trip_reaches_a_local_collector(rec_grpc: tuple[str, list[A
     mw = build(OtelConfig.model_validate({"exporter": {"kind": "otlp", "protocol": "grpc", "endpoint": endpoint,
                                                        "headers": {"authorization": HEADER_TOKEN}}}))
     Agent(ScriptedModel(["hi"]), name="g", middlewares=[mw]).run_sync("x")
-    asyncio.run(mw.close())
+    asyncio.run(mw.aclose())
     names = []
     for request, metadata in received:
         assert ("authorization", HEADER_TOKEN) in metadata

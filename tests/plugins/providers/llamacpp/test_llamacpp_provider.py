@@ -208,7 +208,7 @@ async def test_quickstart_example_answers_with_the_calculator(tmp_path: Path, mo
         result = await agent.run("What is 17 times 23?")
         snap = await agent.checkpointer.latest(result.run_id)
     finally:
-        await agent.checkpointer.port.close()
+        await agent.checkpointer.port.aclose()
     assert (tmp_path / ".seamkit" / "seamkit.db").is_file()
     assert snap is not None and snap.status == "done" and snap.transcript == result.transcript
     calls = [c for m in result.transcript for c in m.tool_calls]

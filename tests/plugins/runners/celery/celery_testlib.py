@@ -274,7 +274,7 @@ class Env:
                     return found
                 await asyncio.sleep(0.2)
         finally:
-            await cp.close()
+            await cp.aclose()
 
     async def history_owners(self, run_id: str) -> list[str]:
         from seamkit.durability.checkpointer import Checkpointer
@@ -288,7 +288,7 @@ class Env:
                 owners.append(str(snap.metadata.get("owner")) if snap is not None else "?")
             return owners
         finally:
-            await cp.close()
+            await cp.aclose()
 
 
 class Worker:

@@ -264,7 +264,7 @@ async def _owner_sequences(env: Env, run_ids: list[str]) -> list[list[str]]:
     try:
         return list(await asyncio.gather(*(owners(r) for r in run_ids)))
     finally:
-        await cp.close()
+        await cp.aclose()
 
 
 def _interleaved(owners: list[str]) -> bool:
@@ -387,7 +387,7 @@ def test_the_batch_under_one_budget_ceiling_shared_by_the_workers(benv: Env) -> 
         try:
             return await SharedLedger(store).view(ledger, Scope())
         finally:
-            await store.close()
+            await store.aclose()
 
     v = asyncio.run(view())
     reservation = _reservation(benv)

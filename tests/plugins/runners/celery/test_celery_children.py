@@ -66,7 +66,7 @@ def _children(env: Env, lead: str) -> list[Any]:
         try:
             return [await cp.latest(info.run_id) for info in await cp.list_runs(parent_run_id=lead)]
         finally:
-            await cp.close()
+            await cp.aclose()
 
     return asyncio.run(go())
 
@@ -110,7 +110,7 @@ async def _ledger_pids(env: Env, ledger: str) -> list[int]:
     try:
         return [h.pid for h in (await SharedLedger(store).view(ledger)).holders]
     finally:
-        await store.close()
+        await store.aclose()
 
 
 def _pids_of(pid: int) -> list[str]:

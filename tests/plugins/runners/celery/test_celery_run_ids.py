@@ -35,7 +35,7 @@ def _delete(env: Env, key: str) -> None:
         try:
             await store.delete(Scope(), key)
         finally:
-            await store.close()
+            await store.aclose()
 
     asyncio.run(go())
 

@@ -90,7 +90,7 @@ def _submit_recorded(env: Env, file: Path, n: int) -> list[str]:
             for spec in specs:
                 await send_recorded(app, store, spec, env.prefix)
         finally:
-            await store.close()
+            await store.aclose()
 
     asyncio.run(go())
     return [str(s["run_id"]) for s in specs]
@@ -212,7 +212,7 @@ def test_a_rejection_reason_of_several_lines_is_shown_as_lines(env: Env) -> None
         try:
             assert await mark_rejected(store, run_id, "gone.yaml: no such file\nfix it\u202e")
         finally:
-            await store.close()
+            await store.aclose()
 
     asyncio.run(reject())
     w = env.cli("runs", "wait", run_id, "--agent", str(file), "--timeout", "10")
@@ -264,7 +264,7 @@ def test_the_same_run_id_with_another_spec_is_refused(env: Env) -> None:
         try:
             assert await store.delete(Scope(), record_key("r1"))
         finally:
-            await store.close()
+            await store.aclose()
 
     asyncio.run(drop())
     r = env.submit(other, "task a", "--run-id", "r1", "--var", "team=ops")
@@ -305,7 +305,7 @@ def _read(env: Env, fn: Any, *args: Any) -> Any:
         try:
             return await fn(store, *args)
         finally:
-            await store.close()
+            await store.aclose()
 
     return asyncio.run(go())
 

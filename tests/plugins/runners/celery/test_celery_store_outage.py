@@ -89,7 +89,7 @@ def _outcome(store_url: str, prefix: str, run_id: str, timeout: float) -> object
                     return snap
                 await asyncio.sleep(0.05)
         finally:
-            await cp.close()
+            await cp.aclose()
 
     return asyncio.run(poll())
 

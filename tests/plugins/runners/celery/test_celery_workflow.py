@@ -71,7 +71,7 @@ def _children(env: Env, parent: str) -> dict[str, list[Any]]:
                 out.setdefault(snap.state["agent"], []).append((snap, versions))
             return out
         finally:
-            await cp.close()
+            await cp.aclose()
 
     return asyncio.run(go())
 

@@ -35,7 +35,7 @@ async def _fresh_store(dsn: str, schema: str) -> AsyncIterator[PostgresStore]:
     try:
         yield store
     finally:
-        await store.close()
+        await store.aclose()
 
 
 def _opener(dsn: str, schema: str) -> Callable[[], PostgresStore]:

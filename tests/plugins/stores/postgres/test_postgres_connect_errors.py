@@ -125,7 +125,7 @@ async def test_closed_port_fails_fast_and_says_connection_refused(caplog: pytest
         assert time.monotonic() - started < 2.0
         assert all(isinstance(r, StoreUnavailable) and "Connection refused" in str(r) for r in results), results
     finally:
-        await store.close()
+        await store.aclose()
     assert not [r for r in caplog.records if r.name == "psycopg.pool" and r.levelno >= logging.WARNING]
     assert "s3cr" not in caplog.text and "Secret" not in caplog.text
 
@@ -151,7 +151,7 @@ async def test_unanswering_server_fails_after_connect_timeout(silent_listener: i
         elapsed = time.monotonic() - started
         assert 0.4 <= elapsed < 1.5, elapsed
     finally:
-        await store.close()
+        await store.aclose()
 
 
 async def test_unvalidated_malformed_dsn_is_reported_at_first_use() -> None:
@@ -170,7 +170,7 @@ async def test_unvalidated_malformed_dsn_is_reported_at_first_use() -> None:
             assert reason in str(info.value), str(info.value)
             assert "s3cr" not in str(info.value) and "Secret" not in str(info.value)
         finally:
-            await store.close()
+            await store.aclose()
 
 
 # --- psycopg_pool's log records --------------------------------------------------------------
@@ -234,7 +234,7 @@ def test_bare_script_prints_no_pool_lines_on_stderr(tmp_path: Path) -> None:
                     await store.get(Scope("x"), "k")
                 except StoreUnavailable as exc:
                     print(f"{{time.monotonic() - started:.2f}}", exc)
-                await store.close()
+                await store.aclose()
 
             bad = "postgresql://u:{PASSWORD}@127.0.0.1:1/x"
             try:
@@ -282,7 +282,7 @@ async def test_pool_timeout_names_the_connection_error(tmp_path: Path, caplog: p
         assert time.monotonic() - started < 1.0
         server.start()
         assert await store.get(S, "k") == 1
-        await store.close()
+        await store.aclose()
     finally:
         server.stop()
     pool_lines = [r.getMessage() for r in caplog.records if r.name == "psycopg.pool"]

@@ -94,7 +94,7 @@ async def test_concurrent_setups_apply_each_migration_once(postgres_dsn: str, sc
         results = await asyncio.gather(*(s.setup() for s in stores))
     finally:
         for s in stores:
-            await s.close()
+            await s.aclose()
     applied = [r for r in results if r]
     assert applied == [list(range(1, LATEST_MIGRATION + 1))]
     async with await psycopg.AsyncConnection.connect(postgres_dsn) as conn:
@@ -144,7 +144,7 @@ async def test_store_survives_a_server_restart(tmp_path: Path) -> None:
         assert await store.get(S, "k") == "before"
         latest = await store.latest("r")
         assert latest is not None and latest.record.version == 2
-        await store.close()
+        await store.aclose()
     finally:
         server.stop()
 
@@ -152,8 +152,8 @@ async def test_store_survives_a_server_restart(tmp_path: Path) -> None:
 async def test_closed_store_refuses_work(postgres_dsn: str, schema: str) -> None:
     store = _store(postgres_dsn, schema)
     await store.setup()
-    await store.close()
-    await store.close()
+    await store.aclose()
+    await store.aclose()
     with pytest.raises(StoreUnavailable, match="closed"):
         await store.get(S, "k")
 
@@ -174,7 +174,7 @@ async def test_dsn_never_appears_in_repr_or_errors(
     # trust auth accepts (and ignores) the password: the store works with it
     await store.setup()
     await store.set(S, "k", 1)
-    await store.close()
+    await store.aclose()
     assert PASSWORD not in repr(store)
 
     # an unreachable server, a missing database, a malformed DSN: none leaks the password
@@ -188,7 +188,7 @@ async def test_dsn_never_appears_in_repr_or_errors(
         message = str(info.value)
         assert PASSWORD not in message and dsn not in message, message
         assert info.value.__cause__ is None and info.value.__suppress_context__
-        await bad.close()
+        await bad.aclose()
     assert PASSWORD not in caplog.text
 
 
@@ -218,8 +218,8 @@ async def test_registry_resolves_and_builds_postgres(postgres_dsn: str, schema: 
     await store.setup()
     await store.set(S, "k", [1, 2])
     assert await store.get(S, "k") == [1, 2]
-    await store.close()
-    await unreachable.close()
+    await store.aclose()
+    await unreachable.aclose()
 
 
 # --- cost per save ---------------------------------------------------------------------------

@@ -36,7 +36,7 @@ async def make_store(redis_url: str) -> AsyncIterator[Callable[..., RedisStore]]
 
     yield make
     for store in made:
-        await store.close()
+        await store.aclose()
     for prefix in {s.prefix for s in made}:
         await drop_prefix(redis_url, prefix)
 
@@ -46,5 +46,5 @@ async def redis_store(redis_url: str) -> AsyncIterator[RedisStore]:
     prefix = f"t-{uuid.uuid4().hex[:12]}"
     backend = RedisStore(redis_url, prefix=prefix)
     yield backend
-    await backend.close()
+    await backend.aclose()
     await drop_prefix(redis_url, prefix)

@@ -101,7 +101,7 @@ async def test_server_errors_do_not_leak_the_password(redis_url: str) -> None:
         # the driver's exception is not chained into tracebacks
         assert exc.value.__cause__ is None and exc.value.__suppress_context__
     finally:
-        await store.close()
+        await store.aclose()
     closed = RedisStore(f"redis://:{PASSWORD}@127.0.0.1:{free_port()}/0", retries=0, socket_connect_timeout=1)
     with pytest.raises(StoreUnavailable) as exc2:
         await closed.set(S, "k", 1)
@@ -143,7 +143,7 @@ async def test_server_down_raises_store_unavailable_for_every_operation() -> Non
         with pytest.raises(StoreUnavailable) as exc:
             await call()
         assert "redis" in str(exc.value)
-    await store.close()
+    await store.aclose()
 
 
 async def test_recovers_when_the_server_comes_back(tmp_path: Path) -> None:
@@ -170,7 +170,7 @@ async def test_recovers_when_the_server_comes_back(tmp_path: Path) -> None:
         finally:
             again.stop()
     finally:
-        await store.close()
+        await store.aclose()
         server.stop()
 
 
@@ -264,8 +264,8 @@ async def test_keys_live_under_the_prefix_and_close_reopens(redis_store: RedisSt
     mine = [k for k in everything if k.startswith(f"{redis_store.prefix}:")]
     assert len(mine) >= 5
     assert any(k.endswith(":kv:=t/=u/-:a:b") for k in mine), mine
-    await redis_store.close()
-    await redis_store.close()  # idempotent
+    await redis_store.aclose()
+    await redis_store.aclose()  # idempotent
     assert await redis_store.get(Scope("t", user="u"), "a:b") == Message.user("hi")  # reconnects lazily
     async with RedisStore(redis_url, prefix=redis_store.prefix) as other:
         assert list(await other.list(S, "l")) == [1]
@@ -298,7 +298,7 @@ def test_usable_from_successive_event_loops(redis_url: str) -> None:
     try:
         assert [asyncio.run(step(i)) for i in (1, 2, 3)] == [1, 2, 3]
     finally:
-        asyncio.run(store.close())
+        asyncio.run(store.aclose())
         asyncio.run(_drop(redis_url, f"{store.prefix}:*"))
 
 

@@ -18,7 +18,7 @@ class TestSqliteStore(StoreConformance):
     async def store(self, tmp_path: Path) -> AsyncIterator[SqliteStore]:
         backend = SqliteStore(tmp_path / "store.db")
         yield backend
-        await backend.close()
+        await backend.aclose()
 
     @pytest.fixture
     def open_store(self, tmp_path: Path) -> Callable[[], SqliteStore]:
@@ -36,7 +36,7 @@ class TestSqliteMemoryStore(StoreConformance):
     async def store(self) -> AsyncIterator[SqliteStore]:
         backend = SqliteStore(":memory:")
         yield backend
-        await backend.close()
+        await backend.aclose()
 
 
 class TestSqliteCheckpoints(CheckpointConformance):
@@ -44,7 +44,7 @@ class TestSqliteCheckpoints(CheckpointConformance):
     async def checkpoints(self, tmp_path: Path) -> AsyncIterator[SqliteStore]:
         backend = SqliteStore(tmp_path / "checkpoints.db")
         yield backend
-        await backend.close()
+        await backend.aclose()
 
     @pytest.fixture
     def open_checkpoints(self, tmp_path: Path) -> Callable[[], SqliteStore]:
@@ -60,4 +60,4 @@ class TestSqliteMemoryCheckpoints(CheckpointConformance):
     async def checkpoints(self) -> AsyncIterator[SqliteStore]:
         backend = SqliteStore(":memory:")
         yield backend
-        await backend.close()
+        await backend.aclose()

@@ -52,11 +52,11 @@ async def test_wal_mode_schema_version_and_lazy_connect(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         row = conn.execute("SELECT value FROM seamkit_meta WHERE key = 'schema_version'").fetchone()
     assert row == (str(SCHEMA_VERSION),)
-    await store.close()
-    await store.close()  # idempotent
+    await store.aclose()
+    await store.aclose()  # idempotent
     # a closed store connects again on the next call
     assert await store.get(S, "k") == 1
-    await store.close()
+    await store.aclose()
 
 
 async def test_synchronous_setting_is_applied(tmp_path: Path) -> None:
@@ -66,7 +66,7 @@ async def test_synchronous_setting_is_applied(tmp_path: Path) -> None:
         assert store._conn is not None
         rows = list(await store._conn.execute_fetchall("PRAGMA synchronous"))
         assert rows[0][0] == code
-        await store.close()
+        await store.aclose()
 
 
 async def test_default_path_is_relative_to_the_cwd_at_build_time(
@@ -87,8 +87,8 @@ async def test_memory_database_is_private_to_one_store() -> None:
     await a.set(S, "k", 1)
     assert await b.get(S, "k") is None
     assert await a.get(S, "k") == 1
-    await a.close()
-    await b.close()
+    await a.aclose()
+    await b.aclose()
 
 
 async def test_store_survives_successive_event_loops(tmp_path: Path) -> None:
@@ -102,7 +102,7 @@ async def test_store_survives_successive_event_loops(tmp_path: Path) -> None:
     assert await loop.run_in_executor(None, asyncio.run, bump()) == 1
     assert await loop.run_in_executor(None, asyncio.run, bump()) == 2
     assert await store.increment(S, "n") == 3
-    await store.close()
+    await store.aclose()
 
 
 # --------------------------------------------------------------------------- errors
@@ -122,7 +122,7 @@ async def test_a_failed_open_leaves_no_worker_thread_behind(tmp_path: Path) -> N
     with pytest.raises(StoreUnavailable):
         await store.get(S, "k")
     assert workers() - before == set()
-    await store.close()
+    await store.aclose()
 
 
 async def test_path_that_is_a_directory_is_store_unavailable(tmp_path: Path) -> None:
@@ -133,7 +133,7 @@ async def test_path_that_is_a_directory_is_store_unavailable(tmp_path: Path) -> 
     assert info.value.__cause__ is None and info.value.__suppress_context__
     with pytest.raises(StoreUnavailable):
         await store.save(_rec("r", 1), expected_version=None)
-    await store.close()
+    await store.aclose()
 
 
 async def test_corrupt_file_is_store_unavailable(tmp_path: Path) -> None:
@@ -144,7 +144,7 @@ async def test_corrupt_file_is_store_unavailable(tmp_path: Path) -> None:
         await store.set(S, "k", 1)
     with pytest.raises(StoreUnavailable):
         await store.latest("r")
-    await store.close()
+    await store.aclose()
 
 
 async def test_parent_that_is_a_file_is_store_unavailable(tmp_path: Path) -> None:
@@ -158,7 +158,7 @@ async def test_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "db"
     store = SqliteStore(path)
     await store.set(S, "k", 1)
-    await store.close()
+    await store.aclose()
     with sqlite3.connect(path) as conn:
         conn.execute("UPDATE seamkit_meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
     with pytest.raises(StoreUnavailable, match="newer"):
@@ -182,7 +182,7 @@ async def test_write_lock_held_past_the_timeout_is_store_unavailable(tmp_path: P
         blocker.execute("ROLLBACK")
         blocker.close()
     assert await store.increment(S, "k") == 2, "the store recovers once the lock is released"
-    await store.close()
+    await store.aclose()
 
 
 async def test_an_effect_receipt_is_not_queued_behind_other_runs_checkpoint_writes(tmp_path: Path) -> None:
@@ -221,7 +221,7 @@ async def test_an_effect_receipt_is_not_queued_behind_other_runs_checkpoint_writ
     await asyncio.gather(in_progress, *queued, effect)
     assert finished == ["slow save", "the effect ran", "receipt completed", *(f"save {i}" for i in range(5))]
     assert (await EffectLedger(store).receipt("run-x:1:call-1")) == {"status": "completed", "value": "charged"}
-    await store.close()
+    await store.aclose()
 
 
 async def test_queued_operations_keep_their_order_within_a_class_and_survive_cancellation(tmp_path: Path) -> None:
@@ -249,7 +249,7 @@ async def test_queued_operations_keep_their_order_within_a_class_and_survive_can
             await t
     assert await store.get(S, "gone") is None and await store.latest("q1") is None
     assert await store.latest("q2") is not None
-    await store.close()
+    await store.aclose()
 
 
 # --------------------------------------------------------------------------- registry and config
@@ -313,7 +313,7 @@ async def test_key_and_run_namespaces_are_separate(tmp_path: Path) -> None:
     assert await store.delete_run("r1") is False
     with pytest.raises(ValueError, match="keep_last"):
         await store.prune_runs(keep_last=0)
-    await store.close()
+    await store.aclose()
 
 
 async def test_save_conflict_writes_nothing_and_latest_has_the_log(tmp_path: Path) -> None:
@@ -339,7 +339,7 @@ async def test_save_conflict_writes_nothing_and_latest_has_the_log(tmp_path: Pat
     assert first.record == _rec("r", 1, "a", "b", metadata={"agent": "x"}, created_at=10.0)
     assert await store.at_version("r", 3) is None
     assert await store.latest("fresh") is None
-    await store.close()
+    await store.aclose()
 
 
 async def test_list_runs_prune_finished_and_pending_writes(tmp_path: Path) -> None:
@@ -371,7 +371,7 @@ async def test_list_runs_prune_finished_and_pending_writes(tmp_path: Path) -> No
     assert await store.latest("old-done") is None
     assert await store.delete_run("child") is True
     assert await store.pending_writes("parent", 1) != {}, "deleting a run touched another run"
-    await store.close()
+    await store.aclose()
 
 
 async def test_non_integer_increment_and_non_list_append_change_nothing(tmp_path: Path) -> None:
@@ -386,7 +386,7 @@ async def test_non_integer_increment_and_non_list_append_change_nothing(tmp_path
     with pytest.raises(StoreValueError):
         await store.list(S, "s")
     assert await store.get(S, "s") == "x"
-    await store.close()
+    await store.aclose()
 
 
 async def test_cancelled_save_leaves_the_connection_usable(tmp_path: Path) -> None:
@@ -408,7 +408,7 @@ async def test_cancelled_save_leaves_the_connection_usable(tmp_path: Path) -> No
             assert latest.log == (), "a cancelled save left a partial write"
     await store.save(_rec("r", 2, "y"), expected_version=1)
     assert (await store.latest("r")).log == ("y",)  # type: ignore[union-attr]
-    await store.close()
+    await store.aclose()
 
 
 def _write_now(path: Path) -> None:
@@ -438,7 +438,7 @@ async def test_failed_transactions_release_the_write_lock_and_write_nothing(tmp_
     await store.save(_rec("r", 2, "b"), expected_version=1)
     _write_now(path)
     assert (await store.latest("r")).log == ("a", "b")  # type: ignore[union-attr]
-    await store.close()
+    await store.aclose()
 
 
 def test_in_transaction_commits_rolls_back_and_flags_a_failed_rollback() -> None:
@@ -495,7 +495,7 @@ async def test_a_failed_rollback_drops_the_connection_and_the_next_call_reconnec
     await store.save(_rec("r", 2), expected_version=1)
     assert store._conn is not None and store._conn is not first
     assert (await store.latest("r")).record.version == 2  # type: ignore[union-attr]
-    await store.close()
+    await store.aclose()
 
 
 # --------------------------------------------------------------------------- concurrency
@@ -519,7 +519,7 @@ async def test_100_concurrent_runs_on_one_store(tmp_path: Path) -> None:
         assert latest.log == tuple(f"{n}:{v}:{x}" for v in range(1, 11) for x in "ab")
         assert await store.pending_writes(f"run-{n}", 10) == {"call-10": f"{n}:10"}
     assert len(await store.list_runs(limit=1000)) == 100
-    await store.close()
+    await store.aclose()
 
 
 _WORKER = textwrap.dedent(
@@ -543,7 +543,7 @@ _WORKER = textwrap.dedent(
                 await store.append(Scope("shared"), "log", f"{worker}:{v}")
             except Exception as exc:
                 errors.append(f"{type(exc).__name__}: {exc}")
-        await store.close()
+        await store.aclose()
         print(json.dumps(errors))
 
     asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
@@ -580,7 +580,7 @@ def test_several_processes_write_one_file(tmp_path: Path) -> None:
             assert latest is not None and latest.record.version == 50
             assert latest.log == tuple(f"{w}:{v}" for v in range(1, 51))
             assert [i.version for i in await store.list_versions(f"w{w}")] == list(range(1, 51))
-        await store.close()
+        await store.aclose()
 
     asyncio.run(check())
     assert _pragma(path, "journal_mode") == "wal"
@@ -604,7 +604,7 @@ _RACER = textwrap.dedent(
                 won += 1
             except CheckpointConflict:
                 pass
-        await store.close()
+        await store.aclose()
         print(won)
 
     asyncio.run(main(sys.argv[1], sys.argv[2]))
@@ -635,7 +635,7 @@ def test_processes_racing_on_one_run_never_both_win_a_version(tmp_path: Path) ->
         assert latest is not None and latest.record.version == 40
         assert len(latest.log) == 40  # one entry per version: losers wrote nothing
         assert [e.split(":")[1] for e in latest.log] == [str(v) for v in range(1, 41)]
-        await store.close()
+        await store.aclose()
 
     asyncio.run(check())
 

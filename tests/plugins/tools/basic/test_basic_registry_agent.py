@@ -137,7 +137,7 @@ agent:
     try:
         result = await agent.run("go")
     finally:
-        await agent.checkpointer.close()  # the embedded default store, in ./.seamkit
+        await agent.checkpointer.aclose()  # the embedded default store, in ./.seamkit
     assert result.output == "done"
     # write_file is side-effecting: it ran through the effect ledger of the default store
     assert (tmp_path / ".seamkit" / "seamkit.db").is_file()

@@ -117,7 +117,7 @@ async def _run_file(file: Path) -> Any:
     try:
         return await agent.run("go")
     finally:
-        await agent.checkpointer.close()  # type: ignore[union-attr]
+        await agent.checkpointer.aclose()  # type: ignore[union-attr]
 
 
 def _approve(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

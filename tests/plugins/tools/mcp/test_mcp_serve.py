@@ -504,7 +504,7 @@ def test_answers_count_only_with_the_state_signed_for_the_same_call(tmp_path: Pa
             assert isinstance(ran, types.CallToolResult) and not ran.is_error
             assert (tmp_path / "out" / "a.txt").read_text() == "a"
         finally:
-            await agent.checkpointer.close()
+            await agent.checkpointer.aclose()
 
     asyncio.run(go())
 

@@ -50,7 +50,7 @@ async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
 
     yield opener
     for store in {id(s): s for s in opened}.values():
-        await store.close()
+        await store.aclose()
 
 
 def run_ctx(store: Any, scope: Scope = ANN) -> RunContext:
