@@ -66,7 +66,8 @@ async fixtures so they work whether or not the project sets ``asyncio_mode = "au
 Every test is ``async`` and carries the ``asyncio`` mark (needs pytest-asyncio). The suites use
 real time: TTL tests sleep a fraction of a second (longer when the backend's ``ttl_resolution``
 is coarse); each check in a child process takes about a second (its start-up); every other test
-takes well under a second on a local backend. The suite closes stores with ``aclose()``. See docs/plugins/stores.md for the contract the suites check.
+takes well under a second on a local backend. The suite closes stores with ``aclose()``. See
+docs/plugins/stores.md for the contract the suites check.
 """
 
 from __future__ import annotations
