@@ -1,10 +1,14 @@
 """``seamkit new plugin KIND NAME``: every kind's template is written, installed (editable) into a
 throwaway virtual environment layered on the shared one, its own tests pass there, and
-``seamkit plugins`` in that environment lists the new component; bad names, kinds and an existing
-directory are refused with one clear line."""
+``seamkit plugins`` in that environment lists the new component; names that are keywords, builtins
+or the templates' own identifiers give working projects too; the projects are ruff-clean under their
+own config and declare what they import; bad names, kinds and an existing directory are refused
+with one clear line."""
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
 import json
 import os
 import re
@@ -12,16 +16,28 @@ import subprocess
 import sys
 import sysconfig
 import time
+import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
 from cli_testlib import CLI
 from seamkit.cli.common import PLUGIN_KINDS
+from seamkit.cli.scaffold import write_plugin
 
 TIMEOUT = 300.0
 #: the component each kind's template registers: (registry kind, name) for NAME ``my-<kind>``
 COMPONENT = {"schema": "schema_adapter"}
+#: names that once gave broken projects (syntax errors, shadowed locals, a class named like its base):
+#: keywords, builtins, the templates' own identifiers; generated beside the others and tested in the
+#: same run without installing (their tests register the plugin module themselves), so each name
+#: appears once (one package ``seamkit_<name>`` on the path)
+ADVERSARIAL = [("tool", "class"), ("tool", "build"), ("tool", "tool"), ("tool", "str"), ("tool", "config"),
+               ("tool", "repeat"), ("middleware", "import"), ("middleware", "middleware"), ("middleware", "rewrite"),
+               ("middleware", "next"), ("middleware", "replace"), ("store", "memory"),
+               ("schema", "for"), ("schema", "point"), ("schema", "flavour"), ("compactor", "lambda"),
+               ("guardrail", "while"), ("command", "def"), ("command", "options")]
+RUFF = Path(sys.executable).with_name("ruff")
 
 
 def _venv(work: Path) -> tuple[Path, dict[str, str]]:
@@ -52,8 +68,11 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     for kind in PLUGIN_KINDS:
         r = cli("new", "plugin", kind, f"my-{kind}", "--dir", str(work / "dists"))
         assert r.returncode == 0, r
+    for kind, name in ADVERSARIAL:  # in-process: the CLI path is the loop above
+        write_plugin(kind, name, work / "odd" / kind)
     times["generate"] = time.perf_counter() - t
     roots = sorted((work / "dists").iterdir())
+    odd = sorted(p for d in (work / "odd").iterdir() for p in d.iterdir())
     t = time.perf_counter()
     python, env = _venv(work)
     times["venv"] = time.perf_counter() - t
@@ -65,16 +84,19 @@ def generated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     times["install"] = time.perf_counter() - t
     t = time.perf_counter()
     junit = work / "junit.xml"
+    # the odd names are not installed: their roots go on the path of this one pytest run
+    test_env = {**env, "PYTHONPATH": os.pathsep.join([*map(str, odd), env.get("PYTHONPATH", "")])}
     tests = subprocess.run([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
-                            "-o", "asyncio_default_fixture_loop_scope=function", *map(str, roots)],
-                           cwd=work, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+                            "-o", "asyncio_default_fixture_loop_scope=function", *map(str, roots), *map(str, odd)],
+                           cwd=work, env=test_env, capture_output=True, text=True, timeout=TIMEOUT)
     times["pytest"] = time.perf_counter() - t
     listed = subprocess.run([str(python), "-m", "seamkit", "plugins", "--json"], cwd=work, env=env,
                             capture_output=True, text=True, timeout=TIMEOUT)
     checked = subprocess.run([str(python), "-m", "seamkit", "plugins", "--check", "my-tool"], cwd=work, env=env,
                              capture_output=True, text=True, timeout=TIMEOUT)
     sys.stderr.write(f"seamkit new plugin, all kinds: {', '.join(f'{k} {v:.1f}s' for k, v in times.items())}\n")
-    return {"roots": roots, "tests": tests, "junit": junit, "listed": listed, "checked": checked, "work": work}
+    return {"roots": roots, "odd": odd, "tests": tests, "junit": junit, "listed": listed, "checked": checked,
+            "work": work}
 
 
 def test_every_kind_is_written_as_a_distribution(generated: dict[str, object]) -> None:
@@ -116,7 +138,8 @@ def test_the_generated_tests_pass_for_every_kind(generated: dict[str, object]) -
             "declares persistent=False" in reason), (case.get("name"), reason)
         module = next(p for p in case.get("classname", "").split(".") if p.startswith("test_"))
         per_file[module] = per_file.get(module, 0) + 1
-    assert set(per_file) == {f"test_seamkit_my_{k}" for k in PLUGIN_KINDS}
+    odd = {f"test_seamkit_{n}" for _, n in ADVERSARIAL}
+    assert set(per_file) == {f"test_seamkit_my_{k}" for k in PLUGIN_KINDS} | odd
     # the conformance suites ran: the store's and the provider's files hold far more than their own tests
     assert per_file["test_seamkit_my_store"] > 30 and per_file["test_seamkit_my_provider"] > 10
 
@@ -184,3 +207,96 @@ def test_dir_must_be_a_directory(tmp_path: Path) -> None:
     r = CLI([], tmp_path)("new", "plugin", "tool", "greet", "--dir", str(tmp_path / "file"))
     assert r.returncode == 2, r
     assert f"--dir {tmp_path / 'file'} is not a directory" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.skipif(not RUFF.exists(), reason="ruff is not installed next to this Python")
+def test_generated_projects_are_ruff_clean_under_their_own_config(generated: dict[str, object]) -> None:
+    for root in [*generated["roots"], *generated["odd"]]:  # type: ignore[misc]
+        pyproject = tomllib.loads((root / "pyproject.toml").read_text())
+        assert pyproject["tool"]["ruff"]["line-length"] == 120
+        for args in (["check", "--no-cache", "."], ["format", "--no-cache", "--check", "."]):
+            r = subprocess.run([str(RUFF), *args], cwd=root, capture_output=True, text=True, timeout=TIMEOUT)
+            assert r.returncode == 0, (root.name, args, r.stdout + r.stderr)
+
+
+def _requirement_names(requirements: list[str]) -> set[str]:
+    return {re.split(r"[<>=!~;\[ ]", r, maxsplit=1)[0].lower().replace("_", "-") for r in requirements}
+
+
+def test_generated_projects_declare_what_they_import(generated: dict[str, object]) -> None:
+    """Every third-party module the package imports comes from a declared dependency (the provider's
+    httpx once did not: "No module named 'httpx'" in a clean environment); the tests' from those or
+    the ``test`` extra."""
+    owners = importlib.metadata.packages_distributions()
+    for root in generated["roots"]:  # type: ignore[attr-defined]
+        project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+        runtime = _requirement_names(project["dependencies"])
+        test = runtime | _requirement_names(project["optional-dependencies"]["test"])
+        pkg = root.name.replace("-", "_")
+        for path in root.rglob("*.py"):
+            declared = test if path.parts[len(root.parts)] == "tests" else runtime
+            tree = ast.parse(path.read_text())
+            modules = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+            modules |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module and not n.level}
+            for top in {m.partition(".")[0] for m in modules} - set(sys.stdlib_module_names) - {pkg}:
+                # editable installs (a .pth) list no top-level modules: then the module names its distribution
+                dists = {d.lower().replace("_", "-") for d in owners.get(top, [top])}
+                assert dists & declared, f"{path.relative_to(root)} imports {top} ({dists}), not declared: {declared}"
+
+
+def test_the_readme_lists_what_to_edit_first(generated: dict[str, object]) -> None:
+    dists = Path(generated["work"]) / "dists"  # type: ignore[arg-type]
+    for kind in PLUGIN_KINDS:
+        readme = (dists / f"seamkit-my-{kind}" / "README.md").read_text()
+        steps = readme.partition("## First steps")[2].partition("## Develop")[0]
+        assert (f"seamkit_my_{kind}/plugin.py" in steps and "description" in steps) or kind == "command", kind
+        assert "$" not in steps, kind
+    provider = dists / "seamkit-my-provider"
+    assert "**OpenAI-compatible**" in (provider / "README.md").read_text()
+    config = (provider / "seamkit_my_provider" / "config.py").read_text()
+    assert "OpenAI-compatible" in config and "another shape" in config
+    store = (dists / "seamkit-my-store" / "README.md").read_text()
+    assert "drop the `MemoryStore` base class" in store
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["tool", "foo\n"], "invalid plugin name 'foo\\n'"),  # `$` would match before the newline
+    (["command", "plugins"], "'plugins' is one of seamkit's own commands (seamkit plugins)"),
+    (["command", "run"], "'run' is one of seamkit's own commands"),
+    (["command", "new"], "'new' is one of seamkit's own commands"),
+    (["provider", "http"], "the distribution seamkit-http 0.1.0 is installed already: a plugin named 'http' would "
+                           "be seamkit-http (package seamkit_http) and replace it"),
+    (["tool", "a" * 240], "is too long (240 characters): the file name test_seamkit_aaa"),
+    (["schema", "schema"], "the name 'schema' cannot be used: seamkit_schema/flavour.py would define SchemaFlavour, "
+                           "a name it imports"),
+])
+def test_names_that_cannot_work_are_refused(tmp_path: Path, args: list[str], message: str) -> None:
+    r = CLI([], tmp_path)("new", "plugin", *args)
+    assert r.returncode == 2, r
+    assert message in r.stderr and "Traceback" not in r.stderr and "unexpected" not in r.stderr
+    assert r.stderr.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_longest_name_that_fits_works(tmp_path: Path) -> None:
+    root = write_plugin("tool", "a" * 239, tmp_path)
+    assert (root / "tests" / f"test_seamkit_{'a' * 239}.py").exists()
+
+
+def test_a_dangling_symlink_dir_is_named(tmp_path: Path) -> None:
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere")
+    for target in ("gone", "gone/sub"):
+        r = CLI([], tmp_path)("new", "plugin", "tool", "greet", "--dir", str(tmp_path / target))
+        assert r.returncode == 2, r
+        assert (f"--dir {tmp_path / target}: {tmp_path / 'gone'} is a symbolic link to {tmp_path / 'nowhere'}, "
+                "which does not exist") in r.stderr
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_names_that_are_one_distribution_say_so(tmp_path: Path) -> None:
+    cli = CLI([], tmp_path)
+    assert cli("new", "plugin", "tool", "a-b").returncode == 0
+    r = cli("new", "plugin", "tool", "a_b")
+    assert r.returncode == 2, r
+    assert ("seamkit-a-b already exists: not overwriting it (names that differ only in '-' and '_' are one "
+            "distribution: 'a_b' is seamkit-a-b)") in r.stderr
