@@ -129,7 +129,7 @@ async def test_a_provider_that_swallows_a_midstream_error_fails_the_suite() -> N
 async def test_a_provider_that_leaks_its_credential_fails_the_suite(caplog: pytest.LogCaptureFixture) -> None:
     suite = ProviderConformance()
     with pytest.raises(AssertionError, match="leaked"):
-        await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, leak=True), caplog)  # type: ignore[arg-type,return-value]
+        await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, leak=True), Recorder(), caplog)  # type: ignore[arg-type,return-value]
 
 
 async def test_parallel_calls_merged_into_one_fail_the_suite() -> None:
@@ -150,7 +150,8 @@ async def test_a_provider_that_drops_an_undeclared_image_silently_fails_the_suit
 async def test_a_provider_that_logs_its_credential_fails_the_suite(caplog: pytest.LogCaptureFixture) -> None:
     suite = ProviderConformance()
     with pytest.raises(AssertionError, match="leaked"):
-        await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, log_key=True), caplog)  # type: ignore[arg-type,return-value]
+        await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, log_key=True), Recorder(),
+                                                  caplog)  # type: ignore[arg-type,return-value]
 
 
 async def test_a_provider_that_never_records_what_it_sends_fails_with_the_reason() -> None:
