@@ -4,11 +4,17 @@ A provider plugin subclasses :class:`ProviderConformance` and provides the fixtu
 ``make_provider`` returning ``make(scenario) -> LLMPort``: a fresh provider built with the
 credential :data:`CONFORMANCE_SECRET` whose transport replays the plugin's own recorded exchange
 for ``scenario`` (see :data:`SCENARIOS`), whatever the request. The suite sends its requests and
-checks the behaviour every provider owes its callers: the stream contract, tool calls, parallel
-tool calls, structured output, reasoning, usage invariants, classified errors before and in the
-middle of a stream, a cut-off stream raised, credentials kept out of reprs, errors and logs; and
-**what the provider sent**: a multi-turn conversation with a system prompt, tool calls and their
-results (parallel ones too), an image and the settings must each reach the request.
+checks the behaviour every provider owes its callers: the stream contract (exactly one finish, on
+the last delta, for every scenario), tool calls, parallel tool calls, structured output, reasoning,
+usage invariants (no negative count), errors classified through ``stream()`` and ``chat()`` before
+and in the middle of a stream, a cut-off stream raised, every HTTP response closed when the caller
+stops early, credentials kept out of reprs, logs and every error of an error's
+``__cause__``/``__context__`` chain; and **what the provider sent**: a multi-turn conversation with
+a system prompt, tool calls and their results (parallel ones too), the offered tool's schema, an
+output schema, an image and the settings must each reach the request, and in the right places
+(read structurally by :mod:`pytest_seamkit.conformance._shape`, whatever the wire format): each
+turn a message of its own, in order, an assistant turn unlike a user turn, each tool result with
+its own call's id.
 
 What was sent is read through the fixture ``last_sent`` (``() -> SentRequest | None``). By default
 it is the suite's ``recorder`` fixture (:class:`~pytest_seamkit.conformance.wire.Recorder`): an HTTP
@@ -16,14 +22,15 @@ provider's ``make_provider`` takes ``recorder`` and builds its client on
 ``recorder.transport(*replies)`` (an ``httpx`` transport that records each request and replays the
 plugin's recorded responses; ``inner=`` wraps another transport instead); an in-process provider
 calls ``recorder.record(SentRequest(...))`` from a test double of its engine, or overrides
-``last_sent``.
+``last_sent``. ``Recorder.last_sent`` is a method; the fixture is that bound method.
 
 Features: a provider declares what it can do in ``features`` (a ``frozenset[str]`` of
 :data:`seamkit.ports.PROVIDER_FEATURES` names; a provider without the attribute claims them all).
 A scenario needing an undeclared feature is skipped naming it; for the features a request can ask
 for (``tools``, ``images``, ``structured_output``, ``temperature``), a provider that does not declare
 one must raise :class:`~seamkit.errors.UnsupportedFeature` or report a warning when asked for it,
-never drop it silently.
+never drop it silently. The error scenarios apply to a provider whose requests went through the
+recorder's HTTP transport even when it does not declare ``service``.
 """
 
 from __future__ import annotations
@@ -83,8 +90,10 @@ SCENARIOS = (
 - ``parallel_tool_calls``: ``get_weather`` for Paris and for Tokyo, with distinct ids.
 - ``structured_output``: the text is the JSON document ``{"answer": 42}``.
 - ``reasoning``: reasoning text, or ``reasoning_tokens > 0`` in the usage.
-- ``error_auth``: HTTP 401. ``error_quota``: the provider's out-of-credit answer.
-  ``error_rate_limited``: HTTP 429 with a retry-after of 2 seconds. ``error_server``: HTTP 500.
+- ``error_auth``: the API's answer to a bad credential, classified ``authentication``: HTTP 401 or
+  403 (Gemini: 400 ``API_KEY_INVALID``). ``error_quota``: the provider's out-of-credit answer.
+  ``error_rate_limited``: HTTP 429 with a retry-after of 2 seconds (reported as ``retry_after`` or
+  as ``retry_at``). ``error_server``: HTTP 500.
 - ``error_midstream``: at least one text delta, then the provider's in-stream error event.
 - ``truncated``: at least one text delta, then the stream ends cleanly (no error, no exception)
   before the provider's terminal event (SSE closed before ``[DONE]`` / ``message_stop`` /
