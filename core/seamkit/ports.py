@@ -72,7 +72,8 @@ class LLMPort(Protocol):
     what the bound model and its API can do (the conformance suite skips, naming the feature, what
     is not declared; a provider without the attribute claims every feature):
 
-    - ``system_prompt``: system messages reach the model (as a system role or otherwise).
+    - ``system_prompt``: system messages reach the model as instructions (a system role, the API's
+      system field, or where a rendered prompt's chat template puts them), not as a user turn.
     - ``tools``: takes ``tools``, returns tool calls, and sends tool calls and results back.
     - ``tool_call_ids``: the wire format links each tool result to its call by the call's id.
     - ``parallel_tool_calls``: several tool calls in one reply (kept apart by id).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -33,7 +34,8 @@ class DeltaModel:
     def __init__(self, scenario: str, *, swallow_midstream: bool = False, leak: bool = False,
                  merge_parallel: bool = False, recorder: Recorder | None = None,
                  features: frozenset[str] = PROVIDER_FEATURES, drop_images: bool = False,
-                 log_key: bool = False) -> None:
+                 log_key: bool = False, retry_at: bool = False, auth_status: int = 401,
+                 key_in_cause: bool = False) -> None:
         self.scenario = scenario
         self._key = CONFORMANCE_SECRET
         self.swallow = swallow_midstream
@@ -43,6 +45,9 @@ class DeltaModel:
         self.features = features
         self.drop_images = drop_images
         self.log_key = log_key
+        self.retry_at = retry_at
+        self.auth_status = auth_status
+        self.key_in_cause = key_in_cause
 
     def __repr__(self) -> str:
         return f"DeltaModel({self.scenario!r}, key={self._key if self.leak else '***'})"
@@ -59,7 +64,15 @@ class DeltaModel:
         usage = Usage(input_tokens=12, output_tokens=5, requests=1)
         if s in _ERR:
             cls, status, after = _ERR[s]
-            raise ProviderError("refused", cls, provider=self.provider, status=status, retry_after=after)
+            if s == "error_auth":
+                status = self.auth_status
+            when = None
+            if self.retry_at and after is not None:
+                when, after = datetime.now(UTC) + timedelta(seconds=after), None
+            err = ProviderError("refused", cls, provider=self.provider, status=status, retry_after=after, retry_at=when)
+            if self.key_in_cause:
+                raise err from RuntimeError(f"sent with key {self._key}")
+            raise err
         if s == "error_midstream":
             yield Delta(text="Hel")
             if self.swallow:
@@ -114,6 +127,14 @@ class TestTextOnlyDeltaModelConforms(ProviderConformance):
         return lambda scenario: DeltaModel(scenario, recorder=recorder, features=PROVIDER_FEATURES - {"images"})
 
 
+class TestRetryAtAndBadKeyAs400Conform(ProviderConformance):
+    """Rate-limit advice as ``retry_at`` and a bad key answered with 400 (as Gemini does) pass."""
+
+    @pytest.fixture
+    def make_provider(self, recorder: Recorder) -> Any:
+        return lambda scenario: DeltaModel(scenario, recorder=recorder, retry_at=True, auth_status=400)
+
+
 def test_every_scenario_is_documented() -> None:
     assert set(SCENARIOS) == {*_ERR, "text", "tool_call", "parallel_tool_calls", "structured_output",
                               "reasoning", "error_midstream", "truncated"}
@@ -129,7 +150,7 @@ async def test_a_provider_that_swallows_a_midstream_error_fails_the_suite() -> N
 async def test_a_provider_that_leaks_its_credential_fails_the_suite(caplog: pytest.LogCaptureFixture) -> None:
     suite = ProviderConformance()
     with pytest.raises(AssertionError, match="leaked"):
-        await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, leak=True), caplog)  # type: ignore[arg-type,return-value]
+        await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, leak=True), Recorder(), caplog)  # type: ignore[arg-type,return-value]
 
 
 async def test_parallel_calls_merged_into_one_fail_the_suite() -> None:
@@ -150,10 +171,26 @@ async def test_a_provider_that_drops_an_undeclared_image_silently_fails_the_suit
 async def test_a_provider_that_logs_its_credential_fails_the_suite(caplog: pytest.LogCaptureFixture) -> None:
     suite = ProviderConformance()
     with pytest.raises(AssertionError, match="leaked"):
-        await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, log_key=True), caplog)  # type: ignore[arg-type,return-value]
+        await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, log_key=True), Recorder(),
+                                                  caplog)  # type: ignore[arg-type,return-value]
 
 
 async def test_a_provider_that_never_records_what_it_sends_fails_with_the_reason() -> None:
     suite = ProviderConformance()
     with pytest.raises(AssertionError, match="nothing was recorded"):
         await suite.test_sends_every_turn(DeltaModel, Recorder().last_sent)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("scenario", ["error_auth", "error_server"])
+async def test_a_provider_whose_error_chain_holds_the_credential_fails_the_suite(scenario: str) -> None:
+    suite = ProviderConformance()
+    with pytest.raises(AssertionError, match="leaked in the error's chain"):
+        await suite.test_errors_are_classified(
+            lambda s: DeltaModel(s, key_in_cause=True), Recorder(), scenario)  # type: ignore[arg-type,return-value]
+
+
+async def test_an_auth_error_of_another_class_or_status_fails_the_suite() -> None:
+    suite = ProviderConformance()
+    with pytest.raises(AssertionError, match=r"status 404, not in \(400, 401, 403\)"):
+        await suite.test_errors_are_classified(
+            lambda s: DeltaModel(s, auth_status=404), Recorder(), "error_auth")  # type: ignore[arg-type,return-value]

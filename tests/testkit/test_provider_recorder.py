@@ -71,3 +71,24 @@ def test_hook_records_come_after_transports_and_count_when_no_transport_sent() -
     recorder.record(SentRequest({"prompt": "p"}))
     assert recorder.last_sent() == SentRequest({"prompt": "p"})
     assert recorder.all_sent == [SentRequest({"prompt": "p"})]
+
+
+async def test_responses_left_open_are_counted_also_through_an_inner_transport() -> None:
+    recorder = Recorder()
+    own = recorder.transport(WireReply.sse(b"data: one\n\ndata: two\n\n", chunk_size=5))
+    wrapped = recorder.transport(inner=ReplayTransport(Reply(200, {}, body=b"ok")))
+    async with httpx.AsyncClient(transport=own) as client:
+        response = await client.send(client.build_request("POST", "https://x.test/a", json={}), stream=True)
+        await response.aiter_bytes().__anext__()  # read one chunk, then stop without closing
+    async with httpx.AsyncClient(transport=wrapped) as client:
+        assert (await client.get("https://x.test/b")).text == "ok"  # read whole: closed
+    assert (own.opened, own.closed, wrapped.opened, wrapped.closed) == (1, 0, 1, 1)
+    assert recorder.unclosed == 1 and len(recorder.sent_over_http) == 2
+    await response.aclose()
+    assert recorder.unclosed == 0
+
+
+def test_in_process_records_are_not_sent_over_http() -> None:
+    recorder = Recorder()
+    recorder.record(SentRequest({"prompt": "p"}))
+    assert recorder.sent_over_http == [] and recorder.unclosed == 0

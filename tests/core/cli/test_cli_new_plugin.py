@@ -134,7 +134,7 @@ def test_the_generated_tests_pass_for_every_kind(generated: dict[str, object]) -
         # the only skips: the provider suite's checks of refusing a feature the template declares, and
         # the store suites' durability checks (the store template keeps its data in memory and says so)
         reason = "" if skipped is None else skipped.get("message", "")
-        assert skipped is None or reason.startswith("the provider declares the feature") or (
+        assert skipped is None or reason.startswith("the provider declares '") or (
             "declares persistent=False" in reason), (case.get("name"), reason)
         module = next(p for p in case.get("classname", "").split(".") if p.startswith("test_"))
         per_file[module] = per_file.get(module, 0) + 1

@@ -4,11 +4,17 @@ A provider plugin subclasses :class:`ProviderConformance` and provides the fixtu
 ``make_provider`` returning ``make(scenario) -> LLMPort``: a fresh provider built with the
 credential :data:`CONFORMANCE_SECRET` whose transport replays the plugin's own recorded exchange
 for ``scenario`` (see :data:`SCENARIOS`), whatever the request. The suite sends its requests and
-checks the behaviour every provider owes its callers: the stream contract, tool calls, parallel
-tool calls, structured output, reasoning, usage invariants, classified errors before and in the
-middle of a stream, a cut-off stream raised, credentials kept out of reprs, errors and logs; and
-**what the provider sent**: a multi-turn conversation with a system prompt, tool calls and their
-results (parallel ones too), an image and the settings must each reach the request.
+checks the behaviour every provider owes its callers: the stream contract (exactly one finish, on
+the last delta, for every scenario), tool calls, parallel tool calls, structured output, reasoning,
+usage invariants (no negative count), errors classified through ``stream()`` and ``chat()`` before
+and in the middle of a stream, a cut-off stream raised, every HTTP response closed when the caller
+stops early, credentials kept out of reprs, logs and every error of an error's
+``__cause__``/``__context__`` chain; and **what the provider sent**: a multi-turn conversation with
+a system prompt, tool calls and their results (parallel ones too), the offered tool's schema, an
+output schema, an image and the settings must each reach the request, and in the right places
+(read structurally by :mod:`pytest_seamkit.conformance._shape`, whatever the wire format): each
+turn a message of its own, in order, an assistant turn unlike a user turn, each tool result with
+its own call's id.
 
 What was sent is read through the fixture ``last_sent`` (``() -> SentRequest | None``). By default
 it is the suite's ``recorder`` fixture (:class:`~pytest_seamkit.conformance.wire.Recorder`): an HTTP
@@ -16,21 +22,24 @@ provider's ``make_provider`` takes ``recorder`` and builds its client on
 ``recorder.transport(*replies)`` (an ``httpx`` transport that records each request and replays the
 plugin's recorded responses; ``inner=`` wraps another transport instead); an in-process provider
 calls ``recorder.record(SentRequest(...))`` from a test double of its engine, or overrides
-``last_sent``.
+``last_sent``. ``Recorder.last_sent`` is a method; the fixture is that bound method.
 
 Features: a provider declares what it can do in ``features`` (a ``frozenset[str]`` of
 :data:`seamkit.ports.PROVIDER_FEATURES` names; a provider without the attribute claims them all).
 A scenario needing an undeclared feature is skipped naming it; for the features a request can ask
 for (``tools``, ``images``, ``structured_output``, ``temperature``), a provider that does not declare
 one must raise :class:`~seamkit.errors.UnsupportedFeature` or report a warning when asked for it,
-never drop it silently.
+never drop it silently. The error scenarios apply to a provider whose requests went through the
+recorder's HTTP transport even when it does not declare ``service``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import traceback
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -52,6 +61,7 @@ from seamkit.values import (
     freeze,
 )
 
+from pytest_seamkit.conformance._shape import result_id_problems, turn_problems
 from pytest_seamkit.conformance.wire import Recorder, SentRequest
 
 __all__ = ["CONFORMANCE_SECRET", "MARKERS", "SCENARIOS", "ProviderConformance", "features_of"]
@@ -80,8 +90,10 @@ SCENARIOS = (
 - ``parallel_tool_calls``: ``get_weather`` for Paris and for Tokyo, with distinct ids.
 - ``structured_output``: the text is the JSON document ``{"answer": 42}``.
 - ``reasoning``: reasoning text, or ``reasoning_tokens > 0`` in the usage.
-- ``error_auth``: HTTP 401. ``error_quota``: the provider's out-of-credit answer.
-  ``error_rate_limited``: HTTP 429 with a retry-after of 2 seconds. ``error_server``: HTTP 500.
+- ``error_auth``: the API's answer to a bad credential, classified ``authentication``: HTTP 401 or
+  403 (Gemini: 400 ``API_KEY_INVALID``). ``error_quota``: the provider's out-of-credit answer.
+  ``error_rate_limited``: HTTP 429 with a retry-after of 2 seconds (reported as ``retry_after`` or
+  as ``retry_at``). ``error_server``: HTTP 500.
 - ``error_midstream``: at least one text delta, then the provider's in-stream error event.
 - ``truncated``: at least one text delta, then the stream ends cleanly (no error, no exception)
   before the provider's terminal event (SSE closed before ``[DONE]`` / ``message_stop`` /
@@ -105,9 +117,13 @@ MARKERS: dict[str, Any] = {
     "image": b"\x89PNG\r\n\x1a\nMarker-IMG-6012\x00\x01",
     "max_tokens": 1234,
     "temperature": 0.37,
+    "tool_description": "Marker-TOOL-5150: current weather for a city.",
+    "tool_parameter": "units_marker_5150",
+    "schema_property": "answer_marker_6071",
 }
 """The distinctive values the suite's requests carry; each must occur in what the provider sent
-(:meth:`~pytest_seamkit.conformance.wire.SentRequest.mentions`)."""
+(:meth:`~pytest_seamkit.conformance.wire.SentRequest.mentions`), and the turns, tool results and
+their call ids where the conversation puts them (see :meth:`ProviderConformance.conversation_for`)."""
 
 
 WEATHER = ToolSchema(
@@ -124,11 +140,30 @@ ANSWER_SCHEMA: FrozenDict = freeze({
     "additionalProperties": False,
 })
 
-_ERRORS: dict[str, tuple[FailureClass, int | None]] = {
-    "error_auth": (FailureClass.AUTHENTICATION, 401),
+MARKED_WEATHER = ToolSchema(
+    "get_weather",
+    MARKERS["tool_description"],
+    freeze({"type": "object", "properties": {"city": {"type": "string"},
+                                             MARKERS["tool_parameter"]: {"type": "string", "enum": ["C", "F"]}},
+            "required": ["city"], "additionalProperties": False}),
+    False,
+)
+"""The tool the conversations offer: its description and a parameter name are markers, so the
+suite can tell the tool was offered (its name alone also occurs in the history's tool calls)."""
+MARKED_SCHEMA: FrozenDict = freeze({
+    "type": "object",
+    "properties": {MARKERS["schema_property"]: {"type": "integer"}},
+    "required": [MARKERS["schema_property"]],
+    "additionalProperties": False,
+})
+
+# scenario -> (failure class, the HTTP statuses accepted or None)
+_ERRORS: dict[str, tuple[FailureClass, tuple[int, ...] | None]] = {
+    # most APIs answer a bad key with 401 (403: forbidden); Gemini with 400 API_KEY_INVALID
+    "error_auth": (FailureClass.AUTHENTICATION, (400, 401, 403)),
     "error_quota": (FailureClass.QUOTA, None),
-    "error_rate_limited": (FailureClass.RATE_LIMITED, 429),
-    "error_server": (FailureClass.SERVER_ERROR, 500),
+    "error_rate_limited": (FailureClass.RATE_LIMITED, (429,)),
+    "error_server": (FailureClass.SERVER_ERROR, (500,)),
 }
 
 Make = Callable[[str], LLMPort]
@@ -146,6 +181,10 @@ def _needs(provider: object, *features: str) -> None:
     missing = [f for f in features if f not in features_of(provider)]
     if missing:
         pytest.skip(f"the provider does not declare the feature(s) {', '.join(missing)}")
+
+
+def _turns() -> list[tuple[str, str]]:
+    return [("user", MARKERS["first_user"]), ("assistant", MARKERS["first_answer"]), ("user", MARKERS["user"])]
 
 
 def _sent(last_sent: LastSent) -> SentRequest:
@@ -173,6 +212,43 @@ async def _deltas(model: LLMPort, request: ChatRequest) -> list[Delta]:
 def _no_secret(*texts: str) -> None:
     for t in texts:
         assert CONFORMANCE_SECRET not in t, "the credential leaked"
+
+
+def _no_secret_in_error(err: BaseException) -> None:
+    """The credential is in no error of ``err``'s chain (``__cause__``, ``__context__``): not in its
+    str, repr or args, nor in the traceback printed for it."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [err]
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        try:
+            texts = [str(e), repr(e), repr(e.args), *map(str, getattr(e, "__notes__", ()))]
+        except Exception as exc:  # a broken __str__ is a bug of its own
+            raise AssertionError(f"{type(e).__name__} cannot be printed: {exc!r}") from None
+        for t in texts:
+            assert CONFORMANCE_SECRET not in t, (
+                "the credential leaked" + ("" if e is err else f" in the error's chain ({type(e).__name__})"))
+        todo += [e.__cause__, e.__context__]
+    _no_secret("".join(traceback.format_exception(err)))
+
+
+def _problems(found: list[str]) -> None:
+    assert not found, "; ".join(found)
+
+
+def _retry_in_two_seconds(err: ProviderError, sent_at: datetime) -> None:
+    """The rate-limit advice of 2 seconds, as ``retry_after`` or as ``retry_at`` (an aware
+    datetime about 2 seconds after the request; 1 second of slack for an HTTP-date's rounding)."""
+    if err.retry_after is not None or err.retry_at is None:
+        assert err.retry_after == 2.0, f"retry_after {err.retry_after}, not 2.0 (and no retry_at)"
+        return
+    assert err.retry_at.tzinfo is not None, "retry_at must be an aware (UTC) datetime"
+    ahead = (err.retry_at - sent_at).total_seconds()
+    late = (datetime.now(UTC) - sent_at).total_seconds()
+    assert 1.0 <= ahead <= 3.0 + late, f"retry_at is {ahead:.1f}s after the request, not about 2s"
 
 
 class ProviderConformance:
@@ -213,30 +289,35 @@ class ProviderConformance:
     def conversation_for(part: str) -> ChatRequest:
         """The multi-turn request whose sending is checked for ``part``: ``turns`` (system prompt,
         user, assistant, user), ``tool_results`` (an assistant tool call and its result),
-        ``parallel_tool_results`` (two calls in one turn and both results), ``image`` (a user
-        image), ``settings`` (``max_tokens`` and ``temperature``). Values from :data:`MARKERS`."""
+        ``parallel_tool_results`` (two calls in one turn and both results; both offer
+        :data:`MARKED_WEATHER`), ``image`` (a user image), ``structured_output`` (the output schema
+        :data:`MARKED_SCHEMA`), ``settings`` (``max_tokens`` and ``temperature``). Values from
+        :data:`MARKERS`."""
         m = MARKERS
         head = (Message.system(m["system"]), Message.user(m["first_user"]), Message.assistant(m["first_answer"]))
         if part == "tool_results":
             return ChatRequest((*head, Message.user(m["user"]),
                                 Message("assistant", (_call(m["call_id"], m["city"]),)),
                                 Message("tool", (_result(m["call_id"], m["result"]),))),
-                               tools=(WEATHER,), max_tokens=256)
+                               tools=(MARKED_WEATHER,), max_tokens=256)
         if part == "parallel_tool_results":
             calls = (_call(m["call_id"], m["city"]), _call(m["call_id_2"], m["city_2"]))
             results = (_result(m["call_id"], m["result"]), _result(m["call_id_2"], m["result_2"]))
             return ChatRequest((*head, Message.user(m["user"]), Message("assistant", calls), Message("tool", results)),
-                               tools=(WEATHER,), max_tokens=256)
+                               tools=(MARKED_WEATHER,), max_tokens=256)
         if part == "image":
             image = ImageBlock(media_type="image/png", data=m["image"])
             return ChatRequest((*head, Message("user", (TextBlock(m["user"]), image))), max_tokens=256)
+        if part == "structured_output":
+            return ChatRequest((*head, Message.user(m["user"])), output_schema=MARKED_SCHEMA, max_tokens=256)
         if part == "settings":
             return ChatRequest((*head, Message.user(m["user"])), max_tokens=m["max_tokens"],
                                temperature=m["temperature"])
         return ChatRequest((*head, Message.user(m["user"])), max_tokens=256)
 
-    async def _send(self, make_provider: Make, last_sent: LastSent, part: str, *features: str) -> SentRequest:
-        p = make_provider("text")
+    async def _send(self, make_provider: Make, last_sent: LastSent, part: str, *features: str,
+                    scenario: str = "text") -> SentRequest:
+        p = make_provider(scenario)
         _needs(p, *features)
         await p.chat(self.conversation_for(part))
         return _sent(last_sent)
@@ -283,17 +364,33 @@ class ProviderConformance:
                 continue
             r = await p.chat(self.request_for(scenario))
             u = r.usage
+            for name in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                         "reasoning_tokens", "requests"):
+                value = getattr(u, name)
+                assert value is None or value >= 0, f"{scenario}: usage.{name} is negative ({value})"
             assert u.input_tokens >= u.cache_read_tokens + u.cache_write_tokens, scenario
             assert u.output_tokens >= u.reasoning_tokens, scenario
             assert (u.cost is None) == (u.cost_source == "unpriced"), scenario
             if u.cost is not None:
                 assert u.cost >= 0
 
-    async def test_closing_the_stream_early_is_clean(self, make_provider: Make) -> None:
+    async def test_every_answer_ends_with_one_finish(self, make_provider: Make) -> None:
+        for scenario, features in (("tool_call", ("tools",)), ("parallel_tool_calls", ("tools", "parallel_tool_calls")),
+                                   ("structured_output", ("structured_output",)), ("reasoning", ("reasoning",))):
+            p = make_provider(scenario)
+            if any(f not in features_of(p) for f in features):
+                continue
+            deltas = await _deltas(p, self.request_for(scenario))
+            finishes = [d for d in deltas if d.finish_reason is not None]
+            assert len(finishes) == 1 and deltas[-1] is finishes[0], (
+                f"{scenario}: exactly one finish_reason, on the last delta (got {len(finishes)})")
+
+    async def test_closing_the_stream_early_is_clean(self, make_provider: Make, recorder: Recorder) -> None:
         stream = make_provider("text").stream(self.request_for("text"))
         first = await stream.__anext__()
         assert isinstance(first, Delta)
         await stream.aclose()  # type: ignore[attr-defined,unused-ignore]
+        assert recorder.unclosed == 0, "the HTTP response was left open after the caller closed the stream"
 
     # --- what the provider sends ------------------------------------------------------------
 
@@ -301,20 +398,24 @@ class ProviderConformance:
         sent = await self._send(make_provider, last_sent, "turns")
         for key in ("first_user", "first_answer", "user"):
             assert sent.mentions(MARKERS[key]), f"the {key.replace('_', ' ')} turn was not sent"
+        _problems(turn_problems(sent.body, _turns()))
 
     async def test_sends_the_system_prompt(self, make_provider: Make, last_sent: LastSent) -> None:
         sent = await self._send(make_provider, last_sent, "turns", "system_prompt")
         assert sent.mentions(MARKERS["system"]), "the system prompt was not sent"
+        _problems([p for p in turn_problems(sent.body, _turns(), MARKERS["system"]) if "system" in p])
 
     async def test_sends_tool_calls_and_their_results(self, make_provider: Make, last_sent: LastSent) -> None:
         sent = await self._send(make_provider, last_sent, "tool_results", "tools")
         assert sent.mentions(MARKERS["city"]), "the assistant's tool call was not sent back"
         assert sent.mentions(MARKERS["result"]), "the tool result was not sent"
-        assert sent.mentions("get_weather"), "the tool was not offered"
+        assert sent.mentions(MARKERS["tool_description"]) and sent.mentions(MARKERS["tool_parameter"]), (
+            "the tool was not offered (its description and parameters were not sent)")
 
     async def test_sends_tool_call_ids(self, make_provider: Make, last_sent: LastSent) -> None:
         sent = await self._send(make_provider, last_sent, "tool_results", "tools", "tool_call_ids")
         assert sent.mentions(MARKERS["call_id"]), "the tool call's id was not sent (the result cannot be matched)"
+        _problems(result_id_problems(sent.body, MARKERS["result"], MARKERS["call_id"], (), MARKERS["city"]))
 
     async def test_sends_parallel_tool_results(self, make_provider: Make, last_sent: LastSent) -> None:
         sent = await self._send(make_provider, last_sent, "parallel_tool_results", "tools", "parallel_tool_calls")
@@ -325,11 +426,19 @@ class ProviderConformance:
         if "tool_call_ids" in features_of(make_provider("text")):
             for key in ("call_id", "call_id_2"):
                 assert sent.mentions(MARKERS[key]), f"a parallel tool call id ({key}) was not sent"
+            m = MARKERS
+            _problems(result_id_problems(sent.body, m["result"], m["call_id"], (m["call_id_2"],), m["city"])
+                      + result_id_problems(sent.body, m["result_2"], m["call_id_2"], (m["call_id"],), m["city_2"]))
 
     async def test_sends_images(self, make_provider: Make, last_sent: LastSent) -> None:
         sent = await self._send(make_provider, last_sent, "image", "images")
         assert sent.mentions(MARKERS["image"]), "the image's bytes were not sent"
         assert sent.mentions(MARKERS["user"]), "the text next to the image was not sent"
+
+    async def test_sends_the_output_schema(self, make_provider: Make, last_sent: LastSent) -> None:
+        sent = await self._send(make_provider, last_sent, "structured_output", "structured_output",
+                                scenario="structured_output")
+        assert sent.mentions(MARKERS["schema_property"]), "the output schema was not sent"
 
     async def test_sends_max_tokens(self, make_provider: Make, last_sent: LastSent) -> None:
         sent = await self._send(make_provider, last_sent, "settings")
@@ -347,7 +456,7 @@ class ProviderConformance:
     async def test_an_undeclared_feature_is_refused_or_warned(self, make_provider: Make, feature: str) -> None:
         p = make_provider("text")
         if feature in features_of(p):
-            pytest.skip(f"the provider declares the feature {feature}")
+            pytest.skip(f"the provider declares {feature!r}, so there is no refusal to check")
         base = self.conversation_for("turns")
         request = {
             "tools": base.replace(tools=(WEATHER,)),
@@ -403,21 +512,35 @@ class ProviderConformance:
     # --- failures ---------------------------------------------------------------------------
 
     @pytest.mark.parametrize("scenario", sorted(_ERRORS))
-    async def test_errors_are_classified(self, make_provider: Make, scenario: str) -> None:
-        expected, status = _ERRORS[scenario]
-        p = make_provider(scenario)
-        _needs(p, "service")
-        with pytest.raises(ProviderError) as info:
-            await _deltas(p, self.request_for("text"))
-        err = info.value
-        assert err.failure_class is expected, f"{scenario}: got {err.failure_class}"
-        assert err.failure_class.transient == expected.transient
-        if status is not None:
-            assert err.status == status
-        assert err.provider
-        if scenario == "error_rate_limited":
-            assert err.retry_after == 2.0
-        _no_secret(str(err), repr(err), repr(err.args))
+    async def test_errors_are_classified(self, make_provider: Make, recorder: Recorder, scenario: str) -> None:
+        expected, statuses = _ERRORS[scenario]
+        declared = "service" in features_of(make_provider(scenario))
+        for via in ("stream", "chat"):
+            p = make_provider(scenario)
+            sent_at = datetime.now(UTC)
+            try:
+                if via == "stream":
+                    await _deltas(p, self.request_for("text"))
+                else:
+                    await p.chat(self.request_for("text"))
+            except ProviderError as exc:
+                err: ProviderError | None = exc
+            else:
+                err = None
+            if not declared and not recorder.sent_over_http:
+                pytest.skip("the provider does not declare the feature(s) service (and sent nothing over HTTP)")
+            assert err is not None, (
+                f"{scenario}: {via}() raised no ProviderError"
+                + ("" if declared else " (the provider sent its request over HTTP, so the service's errors "
+                                       "apply although it does not declare 'service')"))
+            assert err.failure_class is expected, f"{scenario} through {via}(): got {err.failure_class}"
+            assert err.failure_class.transient == expected.transient
+            if statuses is not None:
+                assert err.status in statuses, f"{scenario} through {via}(): status {err.status}, not in {statuses}"
+            assert err.provider
+            if scenario == "error_rate_limited":
+                _retry_in_two_seconds(err, sent_at)
+            _no_secret_in_error(err)
 
     async def test_an_error_mid_stream_is_raised_not_swallowed(self, make_provider: Make) -> None:
         seen: list[Delta] = []
@@ -427,7 +550,7 @@ class ProviderConformance:
         assert any(d.text for d in seen), "the scenario must stream text before its error event"
         assert not any(d.finish_reason for d in seen), "a failed stream must not finish"
         assert info.value.failure_class is not FailureClass.UNKNOWN or info.value.code
-        _no_secret(str(info.value))
+        _no_secret_in_error(info.value)
 
     async def test_a_cut_off_stream_is_an_error(self, make_provider: Make) -> None:
         seen: list[Delta] = []
@@ -438,9 +561,10 @@ class ProviderConformance:
         assert not any(d.finish_reason for d in seen), "a cut-off stream must not finish"
         assert info.value.failure_class is not FailureClass.UNKNOWN, "a cut-off stream is classified (server_error)"
         assert info.value.provider
-        _no_secret(str(info.value), repr(info.value))
+        _no_secret_in_error(info.value)
 
-    async def test_the_credential_never_shows(self, make_provider: Make, caplog: pytest.LogCaptureFixture) -> None:
+    async def test_the_credential_never_shows(self, make_provider: Make, recorder: Recorder,
+                                              caplog: pytest.LogCaptureFixture) -> None:
         p = make_provider("text")
         _no_secret(repr(p), str(p))
         config: Any = getattr(p, "config", None)
@@ -448,10 +572,11 @@ class ProviderConformance:
             _no_secret(repr(config), str(config))
         with caplog.at_level(logging.DEBUG):
             await p.chat(self.conversation_for("turns"))
+            service = "service" in features_of(p) or bool(recorder.sent_over_http)
             for scenario in ("error_auth", "error_midstream"):
-                if scenario == "error_auth" and "service" not in features_of(p):
+                if scenario == "error_auth" and not service:
                     continue
                 with pytest.raises(ProviderError) as info:
                     await make_provider(scenario).chat(self.request_for("text"))
-                _no_secret(str(info.value), repr(info.value))
+                _no_secret_in_error(info.value)
         _no_secret(caplog.text, *(repr(r.__dict__) for r in caplog.records))

@@ -18,12 +18,15 @@ class RecordingTransport(httpx.AsyncBaseTransport):
     """An ``httpx.AsyncBaseTransport`` recording every request (``sent``: :class:`SentRequest`
     per request, body decoded as JSON when it is JSON, else kept as text) and answering each with
     the next of ``replies``, or with ``inner`` (another transport) when given. A request beyond the
-    replies raises ``AssertionError``. ``closed`` counts response streams closed."""
+    replies raises ``AssertionError``. ``opened`` counts the responses handed out, ``closed`` those
+    whose stream was closed (read to the end, or closed early); an ``inner`` transport's responses
+    are counted too."""
 
     def __init__(self, *replies: WireReply | BaseException, inner: Any = None) -> None:
         self._replies = list(replies)
         self._inner = inner
         self.sent: list[SentRequest] = []
+        self.opened = 0
         self.closed = 0
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
@@ -34,13 +37,17 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             body = raw.decode("utf-8", "replace")
         self.sent.append(SentRequest(body, dict(request.headers), str(request.url)))
         if self._inner is not None:
-            response: httpx.Response = await self._inner.handle_async_request(request)
-            return response
+            inner: httpx.Response = await self._inner.handle_async_request(request)
+            self.opened += 1
+            # the inner stream, wrapped so that closing it is counted here too
+            return httpx.Response(inner.status_code, headers=inner.headers, extensions=inner.extensions,
+                                  stream=_Counted(self, inner.stream), request=request)
         if not self._replies:
             raise AssertionError(f"RecordingTransport: no reply left for {request.method} {request.url.path}")
         reply = self._replies.pop(0)
         if isinstance(reply, BaseException):
             raise reply
+        self.opened += 1
         return httpx.Response(reply.status, headers=dict(reply.headers),
                                     stream=_Stream(self, list(reply.chunks)), request=request)
 
@@ -67,3 +74,22 @@ class _Stream(httpx.AsyncByteStream):
         if not self._closed:
             self._closed = True
             self._transport.closed += 1
+
+
+class _Counted(httpx.AsyncByteStream):
+    """An inner transport's response stream; closing it counts on the recording transport."""
+
+    def __init__(self, transport: RecordingTransport, inner: Any) -> None:
+        self._transport = transport
+        self._inner = inner
+        self._closed = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for part in self._inner:
+            yield part
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._transport.closed += 1
+            await self._inner.aclose()

@@ -133,6 +133,16 @@ class Recorder:
         """Every request recorded, transports' first (in transport order), then hook records."""
         return [s for t in self._transports for s in t.sent] + list(self._records)
 
+    @property
+    def sent_over_http(self) -> list[SentRequest]:
+        """The requests that went through this recorder's transports (an HTTP provider's)."""
+        return [s for t in self._transports for s in t.sent]
+
+    @property
+    def unclosed(self) -> int:
+        """How many responses its transports handed out whose stream is not closed yet."""
+        return sum(t.opened - t.closed for t in self._transports)
+
     def last_sent(self) -> SentRequest | None:
         """The last request recorded (``None`` when nothing was): the latest transport's last
         request, or the last hook record when no transport recorded anything."""

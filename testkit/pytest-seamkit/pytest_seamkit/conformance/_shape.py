@@ -1,0 +1,217 @@
+"""Where marker values sit in a sent request's body, for the provider suite's structural checks.
+
+The body is read as a tree, whatever the wire format: mappings and dataclasses are objects (their
+keys / field names are steps), lists and tuples are arrays (indexes are steps), everything else is a
+leaf. A marker is found in the first string leaf (in document order: JSON keeps the order sent)
+containing it. The checks compare positions and the shape of the objects around the markers, never
+field names, so they hold for OpenAI chat (``messages``), Responses (``input``), Anthropic
+(``messages`` + ``system``), Gemini (``contents`` + ``systemInstruction``) and in-process requests
+alike; a rendered prompt (one string outside any array holding every turn) is checked as text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+Path = tuple[Any, ...]
+
+_MAX_DEPTH = 64
+
+
+def _children(value: Any) -> list[tuple[Any, Any]] | None:
+    """``(step, child)`` pairs of an object or array; ``None`` for a leaf."""
+    if isinstance(value, Mapping):
+        return [(str(k), v) for k, v in value.items()]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return [(f.name, getattr(value, f.name)) for f in dataclasses.fields(value)]
+    if isinstance(value, Sequence | set | frozenset) and not isinstance(value, str | bytes | bytearray):
+        return [(i, v) for i, v in enumerate(value)]
+    return None
+
+
+def leaves(body: Any) -> list[tuple[Path, Any]]:
+    """Every leaf of ``body`` with its path, in document order (mapping keys are kept as leaves of
+    their own, at the path of their value plus ``"<key>"``)."""
+    out: list[tuple[Path, Any]] = []
+
+    def walk(value: Any, path: Path) -> None:
+        if len(path) > _MAX_DEPTH:
+            return
+        kids = _children(value)
+        if kids is None:
+            out.append((path, value))
+            return
+        for step, child in kids:
+            if isinstance(value, Mapping):
+                out.append(((*path, step, "<key>"), step))
+            walk(child, (*path, step))
+
+    walk(body, ())
+    return out
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    return None
+
+
+def find(body: Any, marker: str) -> Path | None:
+    """The path of the first string leaf containing ``marker`` (``None`` when none does)."""
+    for path, value in leaves(body):
+        text = _text(value)
+        if text is not None and marker in text:
+            return path
+    return None
+
+
+def _at(body: Any, path: Path) -> Any:
+    value = body
+    for step in path:
+        kids = dict(_children(value) or [])
+        if step not in kids:
+            return None  # a mapping key's own path
+        value = kids[step]
+    return value
+
+
+def _mentions(body: Any, prefix: Path, marker: str) -> bool:
+    return any(path[:len(prefix)] == prefix and (t := _text(v)) is not None and marker in t
+               for path, v in leaves(body))
+
+
+def _common(paths: Sequence[Path]) -> Path:
+    first = paths[0]
+    n = 0
+    while all(len(p) > n and p[n] == first[n] for p in paths):
+        n += 1
+    return first[:n]
+
+
+def _signature(value: Any, markers: Sequence[str]) -> str:
+    """``value`` as canonical JSON with every string holding a marker replaced by ``<marker>``: what
+    is left says which role the object has (``"role": "user"``, ``"type": "output_text"``...)."""
+
+    def plain(v: Any, depth: int = 0) -> Any:
+        kids = _children(v) if depth < _MAX_DEPTH else None
+        if kids is None:
+            text = _text(v)
+            if text is not None and any(m in text for m in markers):
+                return "<marker>"
+            return v if isinstance(v, int | float | bool | str) or v is None else repr(v)
+        if isinstance(v, Mapping) or (dataclasses.is_dataclass(v) and not isinstance(v, type)):
+            return {k: plain(c, depth + 1) for k, c in kids}
+        return [plain(c, depth + 1) for _, c in kids]
+
+    return json.dumps(plain(value), sort_keys=True, default=repr)
+
+
+def turn_problems(body: Any, turns: Sequence[tuple[str, str]], system: str | None = None) -> list[str]:
+    """What is wrong with how the conversation ``turns`` (``(role, marker)`` in conversation order,
+    roles ``user`` / ``assistant``) and the ``system`` marker sit in ``body``; ``[]`` when nothing.
+
+    Each turn must sit in its own message (not squashed into one string with the others), in the
+    conversation's order, and a message of another role must look different once the marker texts
+    are blanked out (its role field, its part types...): a role sent as another is lost. The system
+    prompt, when it sits in the same array as the turns, must come first and look like no turn.
+    A rendered prompt (every turn in one string that is inside no array) is read as text: the turns
+    in order, and the text introducing the assistant turn differs from the text introducing a user
+    turn (the role tags of the chat template)."""
+    markers = [m for _, m in turns] + ([system] if system else [])
+    paths = [find(body, m) for _, m in turns]
+    missing = [m for (_, m), p in zip(turns, paths, strict=True) if p is None]
+    if missing:
+        return [f"the turn(s) {missing} were not sent in the body"]
+    found: list[Path] = [p for p in paths if p is not None]
+    if len(set(found)) == 1:
+        return _flat_problems(body, found[0], turns, system)
+    if len(set(found)) < len(found):
+        return ["two turns were squashed into one message: each turn must be a message of its own"]
+    problems: list[str] = []
+    order = [p for p, _ in leaves(body)]
+    positions = [order.index(p) for p in found]
+    if positions != sorted(positions):
+        problems.append("the turns were not sent in the conversation's order (oldest first)")
+    base = _common(found)
+    items = [p[:len(base) + 1] for p in found]
+    signatures = [_signature(_at(body, item), markers) for item in items]
+    by_role: dict[str, set[str]] = {}
+    for (role, _), signature in zip(turns, signatures, strict=True):
+        by_role.setdefault(role, set()).add(signature)
+    roles = list(by_role)
+    for i, role in enumerate(roles):
+        for other in roles[i + 1:]:
+            if by_role[role] & by_role[other]:
+                problems.append(f"the {role} and {other} turns were sent alike "
+                                f"({sorted(by_role[role] & by_role[other])[0]}): their roles are lost")
+    if system is not None:
+        problems += _system_problems(body, system, found, items, signatures, markers, order)
+    return problems
+
+
+def _system_problems(body: Any, system: str, found: list[Path], items: list[Path], signatures: list[str],
+                     markers: Sequence[str], order: list[Path]) -> list[str]:
+    where = find(body, system)
+    if where is None:
+        return ["the system prompt was not sent in the body"]
+    if where in found:
+        return ["the system prompt was squashed into a turn's message"]
+    base = _common(found)
+    if where[:len(base)] != base or len(where) <= len(base):
+        return []  # a field of its own (Anthropic's system, Gemini's systemInstruction...)
+    item = where[:len(base) + 1]
+    if item in items:
+        return ["the system prompt was squashed into a turn's message"]
+    problems = []
+    if order.index(where) > order.index(found[0]):
+        problems.append("the system prompt was not sent before the conversation")
+    if _signature(_at(body, item), markers) in signatures:
+        problems.append("the system prompt was sent like a turn of the conversation: its role is lost")
+    return problems
+
+
+def _flat_problems(body: Any, path: Path, turns: Sequence[tuple[str, str]], system: str | None) -> list[str]:
+    if any(isinstance(step, int) for step in path):
+        return ["the turns were squashed into one message: each turn must be a message of its own"]
+    text = _text(_at(body, path)) or ""
+    starts = [text.index(m) for _, m in turns]
+    if starts != sorted(starts):
+        return ["the turns were not sent in the conversation's order (oldest first)"]
+    if system is not None and system in text and text.index(system) > starts[0]:
+        return ["the system prompt was not sent before the conversation"]
+    # the text between one turn's end and the next turn's start: the next turn's role tag
+    intros: dict[str, set[str]] = {}
+    for (_, prev), (role, _), start, prev_start in zip(turns, turns[1:], starts[1:], starts, strict=False):
+        intros.setdefault(role, set()).add(text[prev_start + len(prev):start])
+    roles = list(intros)
+    for i, role in enumerate(roles):
+        for other in roles[i + 1:]:
+            if intros[role] & intros[other]:
+                return [f"the {role} and {other} turns are introduced alike in the prompt: their roles are lost"]
+    return []
+
+
+def result_id_problems(body: Any, result: str, own_id: str, other_ids: Sequence[str], call_marker: str) -> list[str]:
+    """What is wrong with how the tool result ``result`` is tied to its call's id ``own_id``: the
+    nearest object around the result that holds any call id must hold ``own_id``, none of
+    ``other_ids``, and not the call itself (``call_marker``, its arguments): an id found only on the
+    call does not tell the API which call this result answers."""
+    where = find(body, result)
+    if where is None:
+        return [f"the tool result {result!r} was not sent in the body"]
+    ids = [own_id, *other_ids]
+    for n in range(len(where), -1, -1):
+        prefix = where[:n]
+        held = [i for i in ids if _mentions(body, prefix, i)]
+        if not held:
+            continue
+        if held != [own_id] or _mentions(body, prefix, call_marker):
+            return [f"the tool result {result!r} was not sent with its own call id {own_id!r}: the nearest "
+                    f"id(s) around it are {held}{', on the call itself' if held == [own_id] else ''}"]
+        return []
+    return [f"the tool result {result!r} was sent without any call id"]

@@ -1,0 +1,202 @@
+"""The provider suite's structural checks of what was sent, on hand-written bodies of each wire
+format (OpenAI chat, Responses, Anthropic, Gemini, a rendered chat-template prompt): the correct
+body passes; every role sent as ``user``, the turns reversed, the turns squashed into one message,
+results without their own call id each fail, whatever the format."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pytest_seamkit.conformance._shape import result_id_problems, turn_problems
+
+S, U1, A1, U2 = "SYS-marker", "U1-marker", "A1-marker", "U2-marker"
+TURNS = [("user", U1), ("assistant", A1), ("user", U2)]
+
+
+def _chat() -> dict[str, Any]:
+    return {"model": "m", "messages": [{"role": "system", "content": S}, {"role": "user", "content": U1},
+                                       {"role": "assistant", "content": A1}, {"role": "user", "content": U2}]}
+
+
+def _responses() -> dict[str, Any]:
+    return {"instructions": S, "input": [
+        {"role": "user", "content": [{"type": "input_text", "text": U1}]},
+        {"role": "assistant", "content": [{"type": "output_text", "text": A1}]},
+        {"role": "user", "content": [{"type": "input_text", "text": U2}]}]}
+
+
+def _anthropic() -> dict[str, Any]:
+    return {"system": [{"type": "text", "text": S}], "messages": [
+        {"role": "user", "content": [{"type": "text", "text": U1}]},
+        {"role": "assistant", "content": [{"type": "text", "text": A1}]},
+        {"role": "user", "content": [{"type": "text", "text": U2, "cache_control": {"type": "ephemeral"}}]}]}
+
+
+def _gemini() -> dict[str, Any]:
+    return {"systemInstruction": {"parts": [{"text": S}]}, "contents": [
+        {"role": "user", "parts": [{"text": U1}]}, {"role": "model", "parts": [{"text": A1}]},
+        {"role": "user", "parts": [{"text": U2}]}]}
+
+
+FORMATS: dict[str, tuple[Callable[[], dict[str, Any]], str]] = {
+    "chat": (_chat, "messages"), "responses": (_responses, "input"), "anthropic": (_anthropic, "messages"),
+    "gemini": (_gemini, "contents"),
+}
+
+
+def _chatml(turns: list[tuple[str, str]]) -> dict[str, Any]:
+    return {"prompt": "".join(f"<|im_start|>{r}\n{t}<|im_end|>\n" for r, t in turns) + "<|im_start|>assistant\n",
+            "temperature": 0.2}
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_a_well_sent_conversation_passes(fmt: str) -> None:
+    assert turn_problems(FORMATS[fmt][0](), TURNS, S) == []
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_every_role_sent_as_user_fails(fmt: str) -> None:
+    body = FORMATS[fmt][0]()
+    for m in body[FORMATS[fmt][1]]:
+        m["role"] = "user"
+        for part in m.get("content") if isinstance(m.get("content"), list) else ():
+            if part.get("type") == "output_text":  # Responses: an assistant part is output_text
+                part["type"] = "input_text"
+    (problem,) = turn_problems(body, TURNS)
+    assert "roles are lost" in problem
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_reversed_turns_fail(fmt: str) -> None:
+    body = FORMATS[fmt][0]()
+    body[FORMATS[fmt][1]].reverse()
+    assert any("order" in p for p in turn_problems(body, TURNS, S))
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_turns_squashed_into_one_message_fail(fmt: str) -> None:
+    body = FORMATS[fmt][0]()
+    key = FORMATS[fmt][1]
+    body[key] = [{"role": "user", "content": "\n".join(json.dumps(m) for m in body[key])}]
+    assert turn_problems(body, TURNS) == [
+        "the turns were squashed into one message: each turn must be a message of its own"]
+
+
+def test_two_turns_in_one_message_fail() -> None:
+    body = _chat()
+    body["messages"][2:] = [{"role": "assistant", "content": f"{A1}\n{U2}"}]
+    assert any("squashed" in p for p in turn_problems(body, TURNS))
+
+
+def test_the_system_prompt_sent_as_a_user_turn_fails() -> None:
+    body = _chat()
+    body["messages"][0]["role"] = "user"
+    assert turn_problems(body, TURNS, S) == [
+        "the system prompt was sent like a turn of the conversation: its role is lost"]
+
+
+def test_a_system_prompt_merged_into_the_first_turn_fails() -> None:
+    body = _chat()
+    body["messages"][1]["content"] = f"{S}\n\n{U1}"
+    del body["messages"][0]
+    assert turn_problems(body, TURNS, S) == ["the system prompt was squashed into a turn's message"]
+
+
+def test_a_rendered_prompt_is_read_as_text() -> None:
+    good = [("system", S), ("user", U1), ("assistant", A1), ("user", U2)]
+    assert turn_problems(_chatml(good), TURNS, S) == []
+    all_user = [("system", S), ("user", U1), ("user", A1), ("user", U2)]
+    assert turn_problems(_chatml(all_user), TURNS, S) == [
+        "the assistant and user turns are introduced alike in the prompt: their roles are lost"]
+    assert turn_problems(_chatml(good[::-1]), TURNS, S) == [
+        "the turns were not sent in the conversation's order (oldest first)"]
+
+
+def test_an_in_process_request_is_read_through_its_dataclasses() -> None:
+    from seamkit.values import ChatRequest, Message
+
+    request = ChatRequest((Message.system(S), Message.user(U1), Message.assistant(A1), Message.user(U2)))
+    assert turn_problems(request, TURNS, S) == []
+    flattened = ChatRequest((Message.user(S), Message.user(U1), Message.user(A1), Message.user(U2)))
+    assert any("roles are lost" in p for p in turn_problems(flattened, TURNS, S))
+
+
+# --- tool results and their call ids ----------------------------------------------------------
+
+ID1, ID2, C1, C2, R1, R2 = "call_ID1", "call_ID2", "City-1", "City-2", "Result-1", "Result-2"
+
+
+def _tool_chat() -> tuple[dict[str, Any], Callable[[dict[str, Any]], list[dict[str, Any]]]]:
+    calls = [{"id": i, "type": "function", "function": {"name": "get_weather", "arguments": json.dumps({"city": c})}}
+             for i, c in ((ID1, C1), (ID2, C2))]
+    body = {"messages": [{"role": "assistant", "content": None, "tool_calls": calls},
+                         {"role": "tool", "tool_call_id": ID1, "content": R1},
+                         {"role": "tool", "tool_call_id": ID2, "content": R2}]}
+    return body, lambda b: b["messages"][1:]
+
+
+def _tool_responses() -> tuple[dict[str, Any], Callable[[dict[str, Any]], list[dict[str, Any]]]]:
+    body = {"input": [{"type": "function_call", "call_id": i, "name": "get_weather",
+                       "arguments": json.dumps({"city": c})} for i, c in ((ID1, C1), (ID2, C2))]
+            + [{"type": "function_call_output", "call_id": i, "output": r} for i, r in ((ID1, R1), (ID2, R2))]}
+    return body, lambda b: b["input"][2:]
+
+
+def _tool_anthropic() -> tuple[dict[str, Any], Callable[[dict[str, Any]], list[dict[str, Any]]]]:
+    body = {"messages": [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": i, "name": "get_weather", "input": {"city": c}}
+                                          for i, c in ((ID1, C1), (ID2, C2))]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": ID1,
+                                      "content": [{"type": "text", "text": R1}]},
+                                     {"type": "tool_result", "tool_use_id": ID2, "content": R2}]}]}
+    return body, lambda b: b["messages"][1]["content"]
+
+
+def _tool_gemini() -> tuple[dict[str, Any], Callable[[dict[str, Any]], list[dict[str, Any]]]]:
+    body = {"contents": [
+        {"role": "model", "parts": [{"functionCall": {"id": i, "name": "get_weather", "args": {"city": c}}}
+                                    for i, c in ((ID1, C1), (ID2, C2))]},
+        {"role": "user", "parts": [{"functionResponse": {"id": i, "name": "get_weather", "response": {"result": r}}}
+                                   for i, r in ((ID1, R1), (ID2, R2))]}]}
+    return body, lambda b: [p["functionResponse"] for p in b["contents"][1]["parts"]]
+
+
+TOOL_FORMATS = {"chat": _tool_chat, "responses": _tool_responses, "anthropic": _tool_anthropic,
+                "gemini": _tool_gemini}
+_ID_KEYS = ("tool_call_id", "call_id", "tool_use_id", "id")
+
+
+def _both(body: Any) -> list[str]:
+    return (result_id_problems(body, R1, ID1, (ID2,), C1) + result_id_problems(body, R2, ID2, (ID1,), C2))
+
+
+@pytest.mark.parametrize("fmt", sorted(TOOL_FORMATS))
+def test_results_sent_with_their_own_ids_pass(fmt: str) -> None:
+    assert _both(TOOL_FORMATS[fmt]()[0]) == []
+
+
+@pytest.mark.parametrize("fmt", sorted(TOOL_FORMATS))
+def test_results_without_their_ids_fail(fmt: str) -> None:
+    body, results = TOOL_FORMATS[fmt]()
+    for r in results(body):
+        for key in _ID_KEYS:
+            r.pop(key, None)
+    problems = _both(body)
+    assert len(problems) == 2 and all("not sent with its own call id" in p for p in problems)
+    # asked about its own id only: the id is found, but on the call, not with the result
+    assert "on the call itself" in result_id_problems(body, R1, ID1, (), C1)[0]
+
+
+@pytest.mark.parametrize("fmt", sorted(TOOL_FORMATS))
+def test_parallel_results_all_carrying_the_first_id_fail(fmt: str) -> None:
+    body, results = TOOL_FORMATS[fmt]()
+    for r in results(body):
+        for key in _ID_KEYS:
+            if key in r:
+                r[key] = ID1
+    assert result_id_problems(body, R1, ID1, (ID2,), C1) == []
+    (problem,) = result_id_problems(body, R2, ID2, (ID1,), C2)
+    assert "not sent with its own call id 'call_ID2'" in problem
