@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -36,6 +37,52 @@ def pytest_configure(config: pytest.Config) -> None:
         stack = contextlib.ExitStack()
         stack.enter_context(block_network())
         config.stash[_BLOCK] = stack
+
+
+_LEFT_OUT = pytest.StashKey[dict[str, int]]()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Leave out the conformance checks that do not apply to the component under test, as its test
+    class declares it (``declared_features`` of a provider suite, ``declared_persistent`` of a
+    store suite): they are deselected with the reason counted in the summary, not skipped."""
+    left_out: dict[str, int] = {}
+    keep: list[pytest.Item] = []
+    drop: list[pytest.Item] = []
+    for item in items:
+        reason = _not_applicable(item)
+        if reason is None:
+            keep.append(item)
+        else:
+            drop.append(item)
+            left_out[reason] = left_out.get(reason, 0) + 1
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+        config.stash[_LEFT_OUT] = left_out
+
+
+def _not_applicable(item: pytest.Item) -> str | None:
+    cls = getattr(item, "cls", None)
+    if cls is None or "pytest_seamkit.conformance" not in sys.modules:
+        return None  # no suite was imported: nothing to leave out
+    from pytest_seamkit.conformance import CheckpointConformance, ProviderConformance, StoreConformance
+
+    if not issubclass(cls, ProviderConformance | StoreConformance | CheckpointConformance):
+        return None
+    callspec = getattr(item, "callspec", None)
+    params = dict(callspec.params) if callspec is not None else {}
+    name = getattr(item, "originalname", item.name)
+    reason: str | None = cls.not_applicable(name, params)
+    return None if reason is None else f"{cls.__name__}: {reason}"
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    left_out = config.stash.get(_LEFT_OUT, None)
+    if left_out:
+        terminalreporter.write_sep("-", "seamkit conformance checks left out as not applicable")
+        for reason, n in sorted(left_out.items()):
+            terminalreporter.write_line(f"{n:4d}  {reason}")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -183,6 +183,26 @@ def _needs(provider: object, *features: str) -> None:
         pytest.skip(f"the provider does not declare the feature(s) {', '.join(missing)}")
 
 
+#: the features each check needs: a check whose features the provider does not declare does not
+#: apply to it (skipped at run time, or left out at collection when the test class says
+#: ``declared_features``)
+NEEDS: dict[str, tuple[str, ...]] = {
+    "test_sends_the_system_prompt": ("system_prompt",),
+    "test_sends_tool_calls_and_their_results": ("tools",),
+    "test_sends_tool_call_ids": ("tools", "tool_call_ids"),
+    "test_sends_parallel_tool_results": ("tools", "parallel_tool_calls"),
+    "test_sends_images": ("images",),
+    "test_sends_the_output_schema": ("structured_output",),
+    "test_sends_temperature": ("temperature",),
+    "test_sends_the_credential": ("credential",),
+    "test_tool_call": ("tools",),
+    "test_parallel_tool_calls_are_kept_apart": ("tools", "parallel_tool_calls"),
+    "test_structured_output": ("structured_output",),
+    "test_reasoning_is_reported": ("reasoning",),
+    "test_errors_are_classified": ("service",),
+}
+
+
 def _turns() -> list[tuple[str, str]]:
     return [("user", MARKERS["first_user"]), ("assistant", MARKERS["first_answer"]), ("user", MARKERS["user"])]
 
@@ -257,6 +277,24 @@ class ProviderConformance:
     ``last_sent``) so the suite can read what the provider sent."""
 
     pytestmark = pytest.mark.asyncio
+
+    #: the features the provider declares, said again on the test class (optional): the checks of
+    #: features it does not declare (and the refusal checks of those it does) are then left out
+    #: when the tests are collected, listed in pytest's summary as not applicable, instead of being
+    #: skipped one by one; ``test_the_declared_features_are_the_providers`` holds the two equal.
+    declared_features: frozenset[str] | None = None
+
+    @classmethod
+    def not_applicable(cls, name: str, params: dict[str, Any]) -> str | None:
+        """Why the check ``name`` (with ``params``) does not apply to a provider with
+        :attr:`declared_features`, or ``None`` (it applies, or nothing is declared)."""
+        declared = cls.declared_features
+        if declared is None:
+            return None
+        if name == "test_an_undeclared_feature_is_refused_or_warned" and params.get("feature") in declared:
+            return f"the provider declares {params['feature']!r}, so there is no refusal to check"
+        missing = [f for f in NEEDS.get(name, ()) if f not in declared]
+        return f"the provider does not declare {', '.join(map(repr, missing))}" if missing else None
 
     @pytest.fixture
     def recorder(self) -> Recorder:
@@ -336,6 +374,20 @@ class ProviderConformance:
             assert isinstance(declared, frozenset), "features must be a frozenset[str]"
             unknown = set(declared) - PROVIDER_FEATURES
             assert not unknown, f"unknown feature name(s) {sorted(unknown)}; known: {sorted(PROVIDER_FEATURES)}"
+
+    async def test_the_declared_features_are_the_providers(self, make_provider: Make, recorder: Recorder) -> None:
+        declared = type(self).declared_features
+        if declared is None:
+            return  # nothing said on the test class: the checks read the provider's own declaration
+        p = make_provider("text")
+        assert frozenset(declared) == features_of(p), (
+            f"the test class says declared_features={sorted(declared)} but the provider declares "
+            f"{sorted(features_of(p))}")
+        if "service" not in declared:  # checks of a service's errors are left out: it must not be one
+            await p.chat(self.request_for("text"))
+            assert not recorder.sent_over_http, (
+                "the provider sends its requests over HTTP: declare the feature 'service' (its error "
+                "checks apply)")
 
     async def test_text_stream_ends_with_one_finish(self, make_provider: Make) -> None:
         deltas = await _deltas(make_provider("text"), self.request_for("text"))

@@ -8,6 +8,7 @@ import pytest
 from anthropic_wire_helpers import error_reply, expected_body, sse_reply
 from pytest_seamkit.conformance import CONFORMANCE_SECRET, ProviderConformance, Recorder
 from seamkit.accumulate import collect_result
+from seamkit.plugin import PROVIDER_FEATURES
 from seamkit.ports import LLMPort
 from seamkit_anthropic.config import AnthropicConfig
 from seamkit_anthropic.provider import AnthropicProvider
@@ -29,6 +30,8 @@ def _make(scenario: str, recorder: Recorder | None = None) -> tuple[AnthropicPro
 
 
 class TestAnthropicConformance(ProviderConformance):
+    declared_features = PROVIDER_FEATURES  # the checks of other features are left out
+
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Callable[[str], LLMPort]:
         def make(scenario: str) -> LLMPort:

@@ -1,0 +1,60 @@
+"""Conformance checks that do not apply to a component: left out at collection when its test class
+declares what the component declares (counted in the summary, never skipped one by one), skipped
+with the reason when it declares nothing (a third party's default), and a class declaring what the
+component does not declare fails."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CORE_SUITE = HERE.parent / "core" / "test_core_provider_conformance.py"
+
+MODULE = '''
+import pytest
+from seamkit.plugin import PROVIDER_FEATURES
+from test_core_provider_conformance import DeltaModel
+from pytest_seamkit.conformance import ProviderConformance
+
+
+class TestDeclared(ProviderConformance):
+    declared_features = DECLARED
+
+    @pytest.fixture
+    def make_provider(self, recorder):
+        return lambda scenario: DeltaModel(scenario, recorder=recorder, features=PROVIDER_FEATURES - {"images"})
+'''
+
+
+def _run(tmp_path: Path, declared: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_declared.py").write_text(MODULE.replace("DECLARED", declared))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(CORE_SUITE.parent), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rfs", "-p", "no:cacheprovider", str(tmp_path)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_declared_features_leave_the_checks_out_instead_of_skipping(tmp_path: Path) -> None:
+    proc = _run(tmp_path, 'PROVIDER_FEATURES - {"images"}')
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "skipped" not in proc.stdout
+    # left out: the image check, and the refusal checks of the three features it declares
+    assert "4 deselected" in proc.stdout
+    assert "TestDeclared: the provider does not declare 'images'" in proc.stdout
+    assert "seamkit conformance checks left out as not applicable" in proc.stdout
+
+
+def test_nothing_declared_on_the_class_skips_with_the_reason(tmp_path: Path) -> None:
+    proc = _run(tmp_path, "None")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "deselected" not in proc.stdout
+    assert "the provider does not declare the feature(s) images" in proc.stdout
+
+
+def test_a_class_declaring_what_the_provider_does_not_fails(tmp_path: Path) -> None:
+    proc = _run(tmp_path, "PROVIDER_FEATURES")
+    assert proc.returncode == 1
+    assert "1 failed" in proc.stdout
+    assert "FAILED test_declared.py::TestDeclared::test_the_declared_features_are_the_providers" in proc.stdout
