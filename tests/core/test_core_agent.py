@@ -370,6 +370,20 @@ def test_strict_mode_nulls_for_absent_optional_properties_are_dropped() -> None:
     assert drop_absent_nulls(untouched, schema) is untouched
 
 
+def test_strict_mode_nulls_inside_a_union_of_non_objects_are_dropped() -> None:
+    """Regression: below ``anyOf``, an array of objects (not only an object) carries strict-mode
+    nulls; the branch the value's shape fits is followed, and a value no branch fits is left alone."""
+    from seamkit.agent.output import OutputSpec, drop_absent_nulls
+
+    item = {"type": "object", "properties": {"a": {"type": "string"}}}
+    schema = {"type": "object", "properties": {"v": {"anyOf": [{"type": "string"},
+                                                                {"type": "array", "items": item}]}},
+              "required": ["v"]}
+    assert OutputSpec.from_json_schema(schema).parse('{"v": [{"a": null}, {"a": "x"}]}') == {"v": [{}, {"a": "x"}]}
+    odd = {"v": [1, {"a": None}]}
+    assert drop_absent_nulls(odd, schema) is odd
+
+
 class TruncatingModel:
     """First turn: a tool call whose arguments are cut off at max_tokens (finish_reason length),
     as a provider streams it; then whatever ``answer`` says given the request."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,9 +107,9 @@ def drop_absent_nulls(value: Any, schema: Any) -> Any:
     not accept ``null``; such members are removed before validation. A member is removed only when
     the property is not ``required`` and its schema visibly refuses ``null`` (a ``type`` without
     ``"null"``, a ``const``/``enum`` without it, a union whose branches all do). Follows
-    ``properties``, ``items``, local ``$ref`` (and a single-``allOf`` wrapper), and for an object
-    under ``anyOf``/``oneOf`` the first branch declaring all its keys. Returns ``value`` itself
-    when nothing changed."""
+    ``properties``, ``items``, local ``$ref`` (and a single-``allOf`` wrapper), and for any value
+    (object, array, ...) under ``anyOf``/``oneOf`` the first branch its shape fits (:func:`_fits`).
+    Returns ``value`` itself when nothing changed."""
     return _drop(value, schema, schema, 0)
 
 
@@ -157,16 +157,18 @@ def _drop(value: Any, node: Any, root: Any, depth: int) -> Any:
     node = _resolve(node, root)
     if not isinstance(node, Mapping):
         return value
+    branches = _branches(node)
+    if branches and not isinstance(node.get("properties"), Mapping) and not isinstance(node.get("items"), Mapping):
+        # A union: any JSON type can hide an object below it (an array of objects, say), so pick the
+        # branch for every kind of value, not only for objects.
+        for branch in branches:
+            if _fits(value, branch, root, depth + 1):
+                return _drop(value, branch, root, depth + 1)
+        return value
     if isinstance(value, dict):
         props = node.get("properties")
         required = node.get("required") or ()
         if not isinstance(props, Mapping):
-            # a union of object schemas: the first branch that declares every key of the value
-            for branch in node.get("anyOf") or node.get("oneOf") or ():
-                b = _resolve(branch, root)
-                if isinstance(b, Mapping) and isinstance(b.get("properties"), Mapping) and set(value) <= set(
-                        b["properties"]):
-                    return _drop(value, b, root, depth + 1)
             return value
         out: dict[str, Any] | None = None
         for k, v in value.items():
@@ -191,6 +193,57 @@ def _drop(value: Any, node: Any, root: Any, depth: int) -> Any:
         new = [_drop(v, items, root, depth + 1) for v in value]
         return value if all(a is b for a, b in zip(new, value, strict=True)) else new
     return value
+
+
+def _branches(node: Mapping[str, Any]) -> Sequence[Any]:
+    for key in ("anyOf", "oneOf"):
+        branches = node.get(key)
+        if isinstance(branches, (list, tuple)) and branches:
+            return branches
+    return ()
+
+
+_JSON_TYPES: dict[type, tuple[str, ...]] = {
+    bool: ("boolean",), int: ("integer", "number"), float: ("number",), str: ("string",), type(None): ("null",),
+    dict: ("object",), list: ("array",),
+}
+
+
+def _fits(value: Any, node: Any, root: Any, depth: int) -> bool:
+    """Whether ``value`` has the shape ``node`` describes, reading an optional property's ``null``
+    as absent (a strict-mode reply writes one for each property it leaves out): the JSON type, an
+    object's keys within its ``properties`` and its ``required`` ones present, each member and
+    array item fitting its schema, a scalar within ``const``/``enum``. Not a validator (string,
+    number and size constraints are ignored): it only picks the union branch a value was written
+    for, which the validation that follows then judges."""
+    if depth > 64:
+        return True
+    node = _resolve(node, root)
+    if not isinstance(node, Mapping):
+        return node is not False
+    branches = _branches(node)
+    if branches and not any(_fits(value, b, root, depth + 1) for b in branches):
+        return False
+    if "const" in node and (node["const"] != value or type(node["const"]) is not type(value)):
+        return False
+    if "enum" in node and not any(v == value and type(v) is type(value) for v in node["enum"]):
+        return False
+    t = node.get("type")
+    types = (t,) if isinstance(t, str) else tuple(t) if isinstance(t, (list, tuple)) else None
+    if types is not None and not set(_JSON_TYPES.get(type(value), ())) & set(types):
+        return False
+    if isinstance(value, dict):
+        props = node.get("properties")
+        if not isinstance(props, Mapping):
+            return True
+        required = node.get("required") or ()
+        return all(r in value for r in required) and all(
+            k in props and ((v is None and k not in required) or _fits(v, props[k], root, depth + 1))
+            for k, v in value.items())
+    if isinstance(value, list):
+        items = node.get("items")
+        return not isinstance(items, (Mapping, bool)) or all(_fits(v, items, root, depth + 1) for v in value)
+    return True
 
 
 def _no_constant(name: str) -> Any:

@@ -9,7 +9,7 @@ import string
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from seamkit.errors import UnsupportedFeature
@@ -156,6 +156,28 @@ def test_drop_optional_nulls() -> None:
     assert drop_optional_nulls(v, s) == {"a": None, "b": None, "l": [{}, {"x": 1}]}
 
 
+def test_drop_optional_nulls_follows_a_union_to_any_value_not_only_an_object() -> None:
+    """Regression (property test counterexample): under ``anyOf: [array of objects, string]`` strict
+    mode makes ``[{}]`` come back as ``[{"a": null}]``; the null must go, or a valid answer fails the
+    canonical schema. The branch is the one the value's shape fits, at any depth."""
+    item_a = obj({"a": {"type": "string"}}, [])
+    item_b = obj({"b": {"type": "integer"}}, [])
+    s = obj({"v": {"anyOf": [{"type": "array", "items": item_a}, {"type": "string"}]},
+             "w": {"anyOf": [{"type": "array", "items": item_a}, {"type": "array", "items": item_b}]},
+             "n": {"anyOf": [{"type": "integer"}, {"anyOf": [{"type": "string"}, {"type": "array", "items": item_b}]}]},
+             "t": {"oneOf": [obj({"k": {"const": "a"}, "x": {"type": "string"}}, ["k"]),
+                             obj({"k": {"const": "b"}, "x": {"type": "string"}}, ["k"])]}},
+            ["v", "w", "n", "t"])
+    strict = to_strict(s)
+    reply = {"v": [{"a": None}], "w": [{"b": None}, {"b": 2}], "n": [{"b": None}], "t": {"k": "b", "x": None}}
+    assert Draft202012Validator(strict).is_valid(reply)
+    back = drop_optional_nulls(reply, s)
+    assert back == {"v": [{}], "w": [{}, {"b": 2}], "n": [{}], "t": {"k": "b"}}
+    assert Draft202012Validator(s).is_valid(back)
+    assert drop_optional_nulls({"v": "s", "w": [], "n": 3, "t": {"k": "a"}}, s) == {
+        "v": "s", "w": [], "n": 3, "t": {"k": "a"}}
+
+
 # --- property test ----------------------------------------------------------------------------
 
 NAMES = st.text(string.ascii_lowercase, min_size=1, max_size=5)
@@ -188,14 +210,19 @@ def node(draw: st.DrawFn, depth: int) -> tuple[dict[str, Any], Any]:
     if kind == "leaf":
         return draw(leaf())
     if kind == "array":
-        items, _ = draw(node(depth - 1))
-        values = draw(st.lists(_sample(items), max_size=2))
-        return {"type": "array", "items": items}, values
+        return draw(array_node(depth - 1))
     if kind == "anyof":
         a, va = draw(leaf())
-        b, vb = draw(object_node(depth - 1))
+        b, vb = draw(st.one_of(object_node(depth - 1), array_node(depth - 1)))
         return {"anyOf": [a, b]}, draw(st.sampled_from([va, vb]))
     return draw(object_node(depth - 1))
+
+
+@st.composite
+def array_node(draw: st.DrawFn, depth: int) -> tuple[dict[str, Any], Any]:
+    items, _ = draw(node(max(depth, 0)))
+    values = draw(st.lists(_sample(items), max_size=2))
+    return {"type": "array", "items": items}, values
 
 
 @st.composite
@@ -250,9 +277,9 @@ def fill_nulls(value: Any, schema: dict[str, Any]) -> Any:
         for k, sub in schema["properties"].items():
             out[k] = fill_nulls(value[k], sub) if k in value else None
         return out
-    if isinstance(value, dict) and "anyOf" in schema:
+    if "anyOf" in schema:  # any value, not only an object: an array of objects hides nulls too
         for b in schema["anyOf"]:
-            if "properties" in b and Draft202012Validator(b).is_valid(value):
+            if Draft202012Validator(b).is_valid(value):
                 return fill_nulls(value, b)
     if isinstance(value, list) and "items" in schema:
         return [fill_nulls(v, schema["items"]) for v in value]
@@ -356,6 +383,9 @@ def _obeys_the_dialect(sent: dict[str, Any], strict: bool) -> None:
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pair=st.one_of(hostile(3), deep(), object_node(2)), tool=st.booleans())
+@example(pair=({"anyOf": [{"type": "array", "items": {"type": "object", "properties": {"a": {"type": "string"}},
+                                                     "required": []}},
+                          {"type": "string"}]}, [{}]), tool=False)
 def test_any_schema_is_compiled_or_degraded_never_refused(pair: tuple[Any, Any], tool: bool) -> None:
     schema, value = pair
     assert Draft202012Validator(schema).is_valid(value), "the generator made an invalid document"
@@ -370,6 +400,8 @@ def test_any_schema_is_compiled_or_degraded_never_refused(pair: tuple[Any, Any],
         sent = fill_nulls(sent, canonical)
     errors = [e.message for e in Draft202012Validator(plan.schema).iter_errors(sent)]
     assert not errors, (plan.schema, sent, errors)
+    if plan.strict:  # the nulls strict mode wrote come out again, giving back the document
+        assert drop_optional_nulls(sent, canonical) == (value if plan.wrap_key is None else {plan.wrap_key: value})
     if not plan.strict:  # one warning names the construct and its canonical path
         (warning,) = plan.warnings
         assert "cannot be expressed in OpenAI strict mode" in warning and "strict: false" in warning
