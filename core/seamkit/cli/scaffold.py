@@ -19,7 +19,7 @@ from pathlib import Path
 __all__ = ["ScaffoldError", "names_for", "render_plugin", "write_plugin"]
 
 TEMPLATES = Path(__file__).parent / "templates"
-_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")  # the registry's rule for component names
+_NAME = re.compile(r"[a-z][a-z0-9_-]*")  # the registry's rule for component names
 
 
 class ScaffoldError(Exception):
@@ -29,7 +29,7 @@ class ScaffoldError(Exception):
 def names_for(kind: str, name: str) -> dict[str, str]:
     """The placeholder values for component ``name`` of ``kind``. Raises :class:`ScaffoldError` for
     a name the registry would refuse, or one ending in ``-``/``_``."""
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise ScaffoldError(f"invalid plugin name {name!r}: use lower-case letters, digits, '_' and '-', "
                             "starting with a letter (the rule for component names)")
     if name[-1] in "-_" or "--" in name or "__" in name or "-_" in name or "_-" in name:

@@ -148,7 +148,7 @@ def test_a_plugin_whose_module_fails_to_import(check_cli: CLI) -> None:
 def test_unknown_names_and_kinds_are_usage_errors(check_cli: CLI) -> None:
     r = check_cli("plugins", "--check", "god")
     assert r.returncode == 2, r
-    assert "no component or failed plugin named 'god' is installed; did you mean 'good'?" in r.stderr
+    assert "no component, command plugin or failed plugin named 'god' is installed; did you mean 'good'?" in r.stderr
     r = check_cli("plugins", "--check", "widget/good")
     assert r.returncode == 2, r
     assert "no component of kind 'widget' is installed (kinds: " in r.stderr
