@@ -297,3 +297,12 @@ def test_a_provider_that_cannot_be_built_is_checked_through_its_return_annotatio
     assert "not built: the config requires model" in result.notes
     unannotated = check_component(spec(build_provider_unannotated, kind="provider", config=NeedsModel))
     assert unannotated.ok and NO_ANNOTATION in unannotated.notes
+
+
+def test_a_module_holding_config_and_factory_that_fails_is_one_problem(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "fails_both_mod.py").write_text("raise RuntimeError('module is broken')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    result = check_component(spec("fails_both_mod:build", config="fails_both_mod:Config"))
+    assert result.problems == ("config model 'fails_both_mod:Config' and factory 'fails_both_mod:build' do not "
+                               "import: RuntimeError: module is broken",)

@@ -98,13 +98,15 @@ def _check(spec: ComponentSpec, problems: list[str], notes: list[str]) -> None:
     import pydantic
 
     model: Any = None
+    config_error = ""
     if spec.config is not None:
         try:
             model = spec.config_model()
         except KeyboardInterrupt:
             raise
         except BaseException as exc:
-            problems.append(f"config model {_path(spec.config)} does not import: {_exc(exc)}")
+            config_error = _exc(exc)
+            problems.append(f"config model {_path(spec.config)} does not import: {config_error}")
         else:
             if not (isinstance(model, type) and issubclass(model, pydantic.BaseModel)):
                 problems.append(f"config {_path(spec.config)} is {type(model).__name__} {model!r}, not a pydantic "
@@ -115,7 +117,12 @@ def _check(spec: ComponentSpec, problems: list[str], notes: list[str]) -> None:
     except KeyboardInterrupt:
         raise
     except BaseException as exc:
-        problems.append(f"factory {_path(spec.factory)} does not import: {_exc(exc)}")
+        problem = f"factory {_path(spec.factory)} does not import: {_exc(exc)}"
+        if config_error and _exc(exc) == config_error:  # one module, one failure: say it once
+            problem = (f"config model {_path(spec.config)} and factory {_path(spec.factory)} do not import: "
+                       f"{config_error}")
+            problems.pop()
+        problems.append(problem)
         return
     if not callable(factory):
         problems.append(f"factory {_path(spec.factory)} is {type(factory).__name__}, not callable")
