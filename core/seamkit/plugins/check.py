@@ -141,7 +141,7 @@ def _check(spec: ComponentSpec, problems: list[str], notes: list[str]) -> None:
         else:
             config = found
     built_ok = model is None or config is not None
-    from seamkit.plugins.ports_check import class_problems, kind_port, port_problems
+    from seamkit.plugins.ports_check import class_problems, kind_port, method_names, port_problems
 
     if spec.kind == "store":
         cls = factory if inspect.isclass(factory) else _returned_class(factory, notes)
@@ -157,7 +157,9 @@ def _check(spec: ComponentSpec, problems: list[str], notes: list[str]) -> None:
             notes.append("checked the class, not an instance: its __init__ did not run")
         return
     if not built_ok:  # the note says why it was not built: check what the annotation promises
-        cls = _returned_class(factory, notes) if port is not None else None
+        # a callable contract (middleware, step) is met by a function: no class to name
+        checkable = port is not None and "__call__" not in method_names(port.protocol)
+        cls = _returned_class(factory, notes) if checkable else None
         if cls is not None and port is not None:
             if found_problems := class_problems(cls, port):
                 problems.append(f"class {cls.__qualname__} (the factory's return annotation) does not satisfy "
