@@ -306,3 +306,15 @@ def test_a_module_holding_config_and_factory_that_fails_is_one_problem(
     result = check_component(spec("fails_both_mod:build", config="fails_both_mod:Config"))
     assert result.problems == ("config model 'fails_both_mod:Config' and factory 'fails_both_mod:build' do not "
                                "import: RuntimeError: module is broken",)
+
+
+def blocking() -> Any:
+    import time
+
+    time.sleep(30)  # stands for a connect that never returns: the check interrupts it
+
+
+def test_a_factory_that_blocks_is_interrupted_after_the_timeout() -> None:
+    (problem,) = check_component(spec(blocking), timeout_s=0.2).problems
+    assert problem.startswith(f"factory {blocking.__module__ + ':blocking'!r} raised CheckTimeout: it did not "
+                              "return within 0.2 s")

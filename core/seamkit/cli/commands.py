@@ -1033,6 +1033,8 @@ def cmd_schema(args: argparse.Namespace) -> int:
 # -- plugins ---------------------------------------------------------------------------------------
 
 COLUMNS = ("distribution", "version", "kind", "name", "status", "error")
+#: ``--check``: seconds a component's import and factory may take (a blocking factory must not hang CI)
+CHECK_TIMEOUT_S = 60.0
 #: the kinds ``--check KIND/NAME`` takes for a plugin that adds CLI commands
 COMMAND_KINDS = ("command", "plugin")
 
@@ -1092,7 +1094,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
                 continue
             specs = registry.components[row["kind"]][row["name"]]
             spec = next(s for s in specs if s.plugin == row["plugin"] and s.distribution == row["distribution"])
-            result = check_component(spec, clashes=[s for s in specs if s is not spec])
+            result = check_component(spec, clashes=[s for s in specs if s is not spec], timeout_s=CHECK_TIMEOUT_S)
             row["check"] = "ok" if result.ok else "failed"
             row["problems"] = list(result.problems)
         failed = any(r["check"] == "failed" for r in rows)
@@ -1159,7 +1161,8 @@ def _check_one(registry: Registry, target: str, *, as_json: bool) -> int:
     def clashes(spec: ComponentSpec) -> list[ComponentSpec]:
         return [s for s in registry.components[spec.kind][spec.name] if s is not spec]
 
-    results = [check_component(s, clashes=clashes(s)) for s in sorted(specs, key=lambda s: (s.kind, s.distribution))]
+    results = [check_component(s, clashes=clashes(s), timeout_s=CHECK_TIMEOUT_S)
+               for s in sorted(specs, key=lambda s: (s.kind, s.distribution))]
     results += [check_commands(*h) for h in hooks]
     if as_json:
         out: list[dict[str, Any]] = [

@@ -24,7 +24,7 @@ import contextlib
 import inspect
 import sys
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -33,7 +33,7 @@ from seamkit.plugins.redact import mask_message
 if TYPE_CHECKING:
     from seamkit.plugins.registry import ComponentSpec
 
-__all__ = ["NO_ANNOTATION", "ComponentCheck", "check_commands", "check_component"]
+__all__ = ["NO_ANNOTATION", "CheckTimeout", "ComponentCheck", "check_commands", "check_component"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,21 +71,57 @@ def _exc(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def check_component(spec: ComponentSpec, *, clashes: Sequence[ComponentSpec] = ()) -> ComponentCheck:
+def check_component(spec: ComponentSpec, *, clashes: Sequence[ComponentSpec] = (),
+                    timeout_s: float | None = None) -> ComponentCheck:
     """Import and validate ``spec`` (see the module doc). Never raises for a broken component (a
     ``KeyboardInterrupt`` goes through): every failure becomes a problem of the returned
     :class:`ComponentCheck`. ``clashes``: the other components of that kind and name (from other
-    distributions): a composition's bare ``use: NAME`` is then refused as ambiguous, a problem."""
+    distributions): a composition's bare ``use: NAME`` is then refused as ambiguous, a problem.
+    ``timeout_s``: a component whose import or factory has not returned after that many seconds
+    (it blocks: a network connect, a sleep) is interrupted and that is its problem; honoured in the
+    main thread of a platform with ``signal.setitimer`` (not Windows), else ignored."""
     problems: list[str] = []
     notes: list[str] = []
     if clashes:
         others = ", ".join(sorted({f"{c.distribution} (plugin {c.plugin!r})" for c in clashes}))
         problems.append(f"ambiguous: {spec.kind} {spec.name!r} is also registered by {others}; 'use: {spec.name}' "
                         f"is refused: add 'from: {spec.distribution}' to pick this one, or uninstall one of them")
-    with contextlib.redirect_stdout(sys.stderr):  # a factory's chatter must not corrupt --json
-        _check(spec, problems, notes)
+    try:
+        with contextlib.redirect_stdout(sys.stderr), _deadline(timeout_s):  # chatter must not corrupt --json
+            _check(spec, problems, notes)
+    except CheckTimeout as exc:  # outside the component's own code (it says so when inside)
+        problems.append(f"the check stopped: {exc}")
     return ComponentCheck(spec.kind, spec.name, spec.distribution, spec.version, spec.plugin,
                           tuple(mask_message(p) for p in problems), tuple(mask_message(n) for n in notes))
+
+
+class CheckTimeout(BaseException):
+    """Raised inside a component's code that runs past :func:`check_component`'s ``timeout_s``.
+    A ``BaseException``, like ``KeyboardInterrupt``, so that the component's own ``except
+    Exception`` does not swallow it."""
+
+
+@contextlib.contextmanager
+def _deadline(timeout_s: float | None) -> Iterator[None]:
+    """Raise :class:`CheckTimeout` in this thread after ``timeout_s`` seconds (``SIGALRM``)."""
+    import signal
+    import threading
+
+    if (timeout_s is None or not hasattr(signal, "setitimer")
+            or threading.current_thread() is not threading.main_thread()):
+        yield
+        return
+
+    def expired(signum: int, frame: object) -> None:
+        raise CheckTimeout(f"it did not return within {timeout_s:g} s (it may block: a network connect, a sleep)")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 #: the note for a function factory that could not be built nor checked through its return annotation
