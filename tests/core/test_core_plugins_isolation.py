@@ -318,3 +318,16 @@ def test_a_factory_that_blocks_is_interrupted_after_the_timeout() -> None:
     (problem,) = check_component(spec(blocking), timeout_s=0.2).problems
     assert problem.startswith(f"factory {blocking.__module__ + ':blocking'!r} raised CheckTimeout: it did not "
                               "return within 0.2 s")
+
+
+def test_names_checked_elsewhere_refuse_a_trailing_newline_too() -> None:
+    from seamkit import Binding
+    from seamkit.calls.binding import CredentialRef
+    from seamkit.cli.scaffold import ScaffoldError, names_for
+
+    with pytest.raises(ValueError, match="provider must be a component name"):
+        Binding("openai\n")
+    with pytest.raises(ValueError, match="field must be a config field name"):
+        CredentialRef(lambda: "s", field="api_key\n")
+    with pytest.raises(ScaffoldError, match="invalid plugin name"):
+        names_for("tool", "foo\n")
