@@ -331,3 +331,27 @@ def test_names_checked_elsewhere_refuse_a_trailing_newline_too() -> None:
         CredentialRef(lambda: "s", field="api_key\n")
     with pytest.raises(ScaffoldError, match="invalid plugin name"):
         names_for("tool", "foo\n")
+
+
+class Several:
+    def __init__(self, server: str) -> None:
+        self.server = server
+
+    @property
+    def tools(self) -> list[Any]:
+        return []
+
+
+class NeedsServer(pydantic.BaseModel):
+    server: str
+
+
+def build_toolset(config: NeedsServer) -> Several:
+    return Several(config.server)
+
+
+def test_a_toolset_factory_is_checked_against_the_toolset_port_not_the_tool_port() -> None:
+    toolset = ComponentSpec("tool", "x", build_toolset, NeedsServer, "", "x", "seamkit-x", "0.1", toolset=True)
+    result = check_component(toolset)
+    assert result.ok, result.problems
+    assert "checked the class Several that the factory's return annotation names" in result.notes

@@ -186,6 +186,11 @@ def _check(spec: ComponentSpec, problems: list[str], notes: list[str]) -> None:
         notes.append("not built: building a store opens its database")
         return
     port = kind_port(spec.kind)
+    if spec.toolset:  # its factory returns several tools, not one
+        from seamkit.plugins.ports_check import Port
+        from seamkit.ports import ToolsetPort
+
+        port = Port("the toolset port (ToolsetPort)", ToolsetPort)
     if inspect.isclass(factory):
         if port is not None and (found_problems := class_problems(factory, port)):
             problems.append(f"class {factory.__qualname__} does not satisfy {port.label}: {'; '.join(found_problems)}")
@@ -226,9 +231,9 @@ def _default_config(model: Any) -> Any:
     so they are validated here: the instance's values are validated again as if written."""
     import pydantic
 
-    def errors(exc: pydantic.ValidationError) -> list[str]:
+    def errors(exc: pydantic.ValidationError, *, missing: bool = True) -> list[str]:
         return [f"the default config does not validate: {'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
-                for e in exc.errors()]
+                for e in exc.errors() if missing or e["type"] != "missing"]
 
     try:
         config = model.model_validate({})
@@ -237,18 +242,19 @@ def _default_config(model: Any) -> Any:
     except pydantic.ValidationError as exc:
         missing = [".".join(str(p) for p in e["loc"]) for e in exc.errors() if e["type"] == "missing"]
         if len(missing) < len(exc.errors()):
-            return [e for e in errors(exc) if not e.endswith(": Field required")]
+            return errors(exc, missing=False)
         return f"not built: the config requires {', '.join(missing)}"
     except BaseException as exc:  # a validator that raises something else
         return [f"the default config does not validate: {_exc(exc)}"]
     fields = model.model_fields
-    values = {(f.alias or name): getattr(config, name) for name, f in fields.items()}
+    values = {(f.validation_alias if isinstance(f.validation_alias, str) else f.alias or name): getattr(config, name)
+              for name, f in fields.items()}
     try:
         model.model_validate(values)
     except KeyboardInterrupt:
         raise
-    except pydantic.ValidationError as exc:
-        return errors(exc)
+    except pydantic.ValidationError as exc:  # "missing": an alias this key did not match, not a bad default
+        return errors(exc, missing=False) or config
     except BaseException as exc:
         return [f"the default config does not validate: {_exc(exc)}"]
     return config
