@@ -20,8 +20,8 @@ from seamkit.errors import ConfigError, ConfigIssue
 
 __all__ = ["Binding", "CallLimits", "CredentialRef", "is_secret_key", "masked_options"]
 
-_PROVIDER = re.compile(r"^[a-z][a-z0-9_-]*$")
-_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_PROVIDER = re.compile(r"[a-z][a-z0-9_-]*")  # fullmatch: `$` lets a final newline through
+_FIELD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SECRET_KEY = re.compile(r"(key|token|secret|password|passwd|auth|credential|cookie|header)", re.IGNORECASE)
 MASK = "***"
 
@@ -65,7 +65,7 @@ class CredentialRef:
             raise TypeError(
                 f"CredentialRef source must be a callable returning the secret, got {type(self.source).__name__}"
             )
-        if not _FIELD.match(self.field):
+        if not _FIELD.fullmatch(self.field):
             raise ValueError(f"CredentialRef field must be a config field name, got {self.field!r}")
 
     def __repr__(self) -> str:
@@ -135,7 +135,7 @@ class Binding:
     options: FrozenDict = field(default_factory=FrozenDict)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.provider, str) or not _PROVIDER.match(self.provider):
+        if not isinstance(self.provider, str) or not _PROVIDER.fullmatch(self.provider):
             raise ValueError(
                 f"provider must be a component name (lower-case letters, digits, '_' and '-'), got {self.provider!r}"
             )

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from seamkit.agent.result import AgentResult
     from seamkit.cli.render import EventSink
     from seamkit.composition import Composition
-    from seamkit.plugins.registry import Registry
+    from seamkit.plugins.registry import ComponentSpec, Registry
 
 T = TypeVar("T")
 
@@ -1033,26 +1033,35 @@ def cmd_schema(args: argparse.Namespace) -> int:
 # -- plugins ---------------------------------------------------------------------------------------
 
 COLUMNS = ("distribution", "version", "kind", "name", "status", "error")
+#: ``--check``: seconds a component's import and factory may take (a blocking factory must not hang CI)
+CHECK_TIMEOUT_S = 60.0
+#: the kinds ``--check KIND/NAME`` takes for a plugin that adds CLI commands
+COMMAND_KINDS = ("command", "plugin")
 
 
 def plugin_rows(registry: Registry) -> list[dict[str, Any]]:
     """One row per installed component, one per plugin that failed (``kind`` ``plugin``, ``name``
     its entry-point name) and one per plugin that loaded but registered no component. Keys:
     ``distribution``, ``version``, ``kind``, ``name``, ``status`` (``ok``/``failed``), ``error``
-    (``None`` when ok), ``plugin`` (entry-point name) and ``description``."""
+    (``None`` when ok), ``plugin`` (entry-point name) and ``description``. A component that another
+    distribution registers too is ``ok`` with an ``error`` saying it is ambiguous (a bare ``use:``
+    of it is refused). A plugin whose commands failed keeps the rows of its components."""
     rows: list[dict[str, Any]] = []
     for report in registry.reports:
         base = {"distribution": report.distribution, "version": report.version, "plugin": report.plugin}
         if report.status == "failed" or not report.components:
             rows.append({**base, "kind": "plugin", "name": report.plugin, "status": report.status,
                          "error": report.error, "description": ""})
-            continue
         for kind, name in report.components:
             desc = ""
-            for spec in registry.components.get(kind, {}).get(name, []):
+            specs = registry.components.get(kind, {}).get(name, [])
+            for spec in specs:
                 if spec.plugin == report.plugin and spec.distribution == report.distribution:
                     desc = spec.description
-            rows.append({**base, "kind": kind, "name": name, "status": "ok", "error": None, "description": desc})
+            others = sorted({s.distribution for s in specs if s.distribution != report.distribution})
+            error = (f"ambiguous: {', '.join(others)} also registers {kind} {name!r}; 'use: {name}' is refused "
+                     f"without 'from: DISTRIBUTION'") if others else None
+            rows.append({**base, "kind": kind, "name": name, "status": "ok", "error": error, "description": desc})
     rows.sort(key=lambda r: (r["status"] == "ok", r["distribution"], r["kind"], r["name"]))
     return rows
 
@@ -1069,16 +1078,23 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     rows = plugin_rows(registry)
     failed = False
     if args.check == CHECK_ALL:
-        from seamkit.plugins.check import check_component
+        from seamkit.plugins.check import check_commands, check_component
 
+        hooks = {(p, d): (v, hook) for p, d, v, hook in registry.command_hooks()}
         for row in rows:
             if row["kind"] == "plugin":
+                hook = hooks.get((row["plugin"], row["distribution"]))
+                if hook is not None:  # a plugin that adds commands: run its hook on a throwaway parser
+                    result = check_commands(row["plugin"], row["distribution"], hook[0], hook[1])
+                    row["check"] = "ok" if result.ok else "failed"
+                    row["problems"] = list(result.problems)
+                    continue
                 row["check"] = "failed" if row["status"] == "failed" else "ok"
                 row["problems"] = [row["error"]] if row["error"] else []
                 continue
-            spec = next(s for s in registry.components[row["kind"]][row["name"]]
-                        if s.plugin == row["plugin"] and s.distribution == row["distribution"])
-            result = check_component(spec)
+            specs = registry.components[row["kind"]][row["name"]]
+            spec = next(s for s in specs if s.plugin == row["plugin"] and s.distribution == row["distribution"])
+            result = check_component(spec, clashes=[s for s in specs if s is not spec], timeout_s=CHECK_TIMEOUT_S)
             row["check"] = "ok" if result.ok else "failed"
             row["problems"] = list(result.problems)
         failed = any(r["check"] == "failed" for r in rows)
@@ -1118,22 +1134,36 @@ def _check_one(registry: Registry, target: str, *, as_json: bool) -> int:
     matches nothing is a usage error (exit 2) with the close names."""
     import difflib
 
-    from seamkit.plugins.check import check_component
+    from seamkit.plugins.check import check_commands, check_component
 
     kind, sep, name = target.rpartition("/")
+    kind = {"schema": "schema_adapter"}.get(kind, kind)  # `seamkit new plugin`'s word for the kind
     kinds = sorted(registry.components)
-    if sep and kind not in kinds:
-        raise UsageError(f"no component of kind {kind!r} is installed (kinds: {', '.join(kinds) or 'none'})")
+    commands = not sep or kind in COMMAND_KINDS
+    if sep and kind not in kinds and not commands:
+        raise UsageError(f"no component of kind {kind!r} is installed (kinds: "
+                         f"{', '.join([*kinds, *COMMAND_KINDS]) or 'none'})")
     specs = [s for s in registry.all_components() if s.name == name and (not sep or s.kind == kind)]
-    failed = [r for r in registry.reports if r.status == "failed" and (name in (r.plugin, r.distribution))]
-    if not specs and not failed:
+    hooks = [h for h in registry.command_hooks() if name in (h[0], h[1])] if commands else []
+    with_hooks = {(h[0], h[1]) for h in hooks}
+    failed = [r for r in registry.reports if r.status == "failed" and (name in (r.plugin, r.distribution))
+              and (not sep or commands) and (r.plugin, r.distribution) not in with_hooks]
+    if not specs and not failed and not hooks:
         known = sorted({s.name for s in registry.all_components() if not sep or s.kind == kind}
-                       | {r.plugin for r in registry.reports if r.status == "failed"})
+                       | ({r.plugin for r in registry.reports if r.status == "failed"}
+                          | {h[0] for h in registry.command_hooks()} if commands else set()))
         close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        what = f"{kind} component" if sep else "component or failed plugin"
+        what = f"{kind} component" if sep and not commands else "command plugin" if sep else \
+            "component, command plugin or failed plugin"
         raise UsageError(f"no {what} named {name!r} is installed{hint} (see 'seamkit plugins')")
-    results = [check_component(s) for s in sorted(specs, key=lambda s: (s.kind, s.distribution))]
+
+    def clashes(spec: ComponentSpec) -> list[ComponentSpec]:
+        return [s for s in registry.components[spec.kind][spec.name] if s is not spec]
+
+    results = [check_component(s, clashes=clashes(s), timeout_s=CHECK_TIMEOUT_S)
+               for s in sorted(specs, key=lambda s: (s.kind, s.distribution))]
+    results += [check_commands(*h) for h in hooks]
     if as_json:
         out: list[dict[str, Any]] = [
             {"kind": "plugin", "name": r.plugin, "distribution": r.distribution, "version": r.version,

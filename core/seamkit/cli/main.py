@@ -460,7 +460,8 @@ def _main(argv: Sequence[str] | None) -> int:
     if func is None:
         raise UsageError(f"a command is required (see '{PROG} --help')\n{parser.format_usage().rstrip()}")
     if args.command != "plugins":
-        failed = [r for r in registry.reports if r.status == "failed"]
+        warned = {(f.plugin, f.distribution) for f in failures}  # told above: its commands failed
+        failed = [r for r in registry.reports if r.status == "failed" and (r.plugin, r.distribution) not in warned]
         for r in failed:
             _err(f"warning: plugin {r.plugin!r} ({r.distribution} {r.version}) failed to load; "
                  f"see '{PROG} plugins'")

@@ -523,8 +523,8 @@ def validate_params(ctx: Context, spec: ComponentSpec, params: Mapping[str, Any]
     try:
         model = spec.config_model()
     except Exception as exc:
-        ctx.add(f"{label} (from {spec.distribution}) cannot be loaded: {type(exc).__name__}: {exc}",
-                (*path, "use") if (*path, "use") in ctx.values else path)
+        ctx.add(f"{component_label(spec)} cannot be loaded: its config model {spec.config!r} does not import: "
+                f"{type(exc).__name__}: {exc}", (*path, "use") if (*path, "use") in ctx.values else path)
         return False, None
     if model is None:
         for key in params:
@@ -616,14 +616,24 @@ def check_slot(ctx: Context, registry: Registry, slot: type[ComponentRef], raw: 
     spec, params = resolve_slot(ctx, registry, slot.kind, raw, path)
     if spec is None:
         return None, None, False
+    before = len(ctx.issues)
     ok, config = validate_params(ctx, spec, params, path)
-    if not check_factory(ctx, spec, path):
+    if _same_module(spec) and any(i.message.startswith(f"{component_label(spec)} cannot be loaded")
+                                  for i in ctx.issues[before:]):
+        ok = False  # the factory's module is the config's, which does not import: one problem, said once
+    elif not check_factory(ctx, spec, path):
         ok = False
     elif slot.kind == "guardrail" and isinstance(raw, Mapping) and not check_guard_points(ctx, spec, raw, path):
         ok = False
     if not check_nested_slots(ctx, registry, spec, params, path):
         ok = False
     return spec, config, ok
+
+
+def _same_module(spec: ComponentSpec) -> bool:
+    """Whether ``spec``'s config model and factory are ``"module:attr"`` paths into one module."""
+    f, c = spec.factory, spec.config
+    return isinstance(f, str) and isinstance(c, str) and f.partition(":")[0] == c.partition(":")[0]
 
 
 def component_label(spec: ComponentSpec) -> str:

@@ -639,7 +639,7 @@ def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath, failur
         model = spec.config_model()
     except Exception as exc:
         failures.append(len(ctx.issues))
-        ctx.add(f"{spec.kind} {spec.name!r} (from {spec.distribution}) cannot be loaded: "
+        ctx.add(f"{component_label(spec)} cannot be loaded: its config model {spec.config!r} does not import: "
                 f"{type(exc).__name__}: {exc}", path)
         return None
     if model is not None and not isinstance(config, model):
@@ -650,7 +650,7 @@ def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath, failur
         factory = spec.factory_callable()
     except Exception as exc:
         failures.append(len(ctx.issues))
-        ctx.add(f"{spec.kind} {spec.name!r} (from {spec.distribution}) cannot be loaded: "
+        ctx.add(f"{component_label(spec)} cannot be loaded: its factory {spec.factory!r} does not import: "
                 f"{type(exc).__name__}: {exc}", path)
         return None
     try:

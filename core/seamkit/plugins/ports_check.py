@@ -24,7 +24,8 @@ from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["MiddlewareShape", "Port", "class_problems", "kind_port", "port_problems", "slot_port"]
+__all__ = ["MiddlewareShape", "Port", "class_problems", "is_protocol", "kind_port", "method_names", "port_problems",
+           "slot_port"]
 
 
 class MiddlewareShape(Protocol):
@@ -214,8 +215,17 @@ def _function_problems(member: _Member, impl: Any, *, unbound: bool) -> list[str
     return problems
 
 
-def _is_protocol(tp: type) -> bool:
+def is_protocol(tp: type) -> bool:
+    """Whether ``tp`` is a ``typing.Protocol`` class (checked member by member), not a value type."""
     return bool(getattr(tp, "_is_protocol", False))
+
+
+_is_protocol = is_protocol
+
+
+def method_names(protocol: type) -> tuple[str, ...]:
+    """The names of the methods of the port ``protocol``."""
+    return tuple(m.name for m in _members(protocol) if m.kind == "method")
 
 
 def _a(word: str) -> str:
@@ -295,8 +305,10 @@ def class_problems(cls: type, port: Port | type) -> list[str]:
             if not any(member.name in getattr(c, "__annotations__", {}) for c in cls.__mro__):
                 problems.append(_missing(member, lambda name: callable(getattr(cls, name, None))))
             continue
-        if isinstance(value, staticmethod | classmethod):
+        if isinstance(value, staticmethod | classmethod | property):
             continue
-        if inspect.isfunction(value):
+        if not callable(value):  # `increment = None`: present, but a call fails
+            problems.append(f"{member.name} is not callable (it is {_a(type(value).__name__)})")
+        elif inspect.isfunction(value):
             problems.extend(_function_problems(member, value, unbound=True))
     return problems

@@ -19,10 +19,13 @@ entry point found.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import difflib
 import importlib
 import os
 import re
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -33,10 +36,18 @@ from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigError, C
 from seamkit.hookspecs import KIND_BY_HOOK, PROJECT, SeamkitHookSpecs
 
 __all__ = ["ComponentSpec", "PluginReport", "Registry", "get_registry", "load_registry", "reset_registry",
-           "load_object", "ENTRY_POINT_GROUP"]
+           "load_object", "run_command_hook", "ENTRY_POINT_GROUP"]
 
 ENTRY_POINT_GROUP = "seamkit"
-_NAME = re.compile(r"^[a-z][a-z0-9_-]*$")
+#: a component name, matched whole (``fullmatch``: ``$`` would let a final newline through)
+_NAME = re.compile(r"[a-z][a-z0-9_-]*")
+
+
+def _error(exc: BaseException) -> str:
+    """``"Type: message"`` for a plugin's exception, secrets masked (see :mod:`seamkit.plugins.redact`)."""
+    from seamkit.plugins.redact import mask_message
+
+    return mask_message(f"{type(exc).__name__}: {exc}")
 
 
 def load_object(path: str) -> Any:
@@ -186,8 +197,10 @@ class Registry:
         added: list[ComponentSpec] = []
         try:
             self.pm.register(plugin, name=name)
-        except Exception as exc:
-            return self._fail(name, distribution, version, f"{type(exc).__name__}: {exc}")
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a plugin's SystemExit must not end the host
+            return self._fail(name, distribution, version, _error(exc))
         try:
             unknown = self._unknown_hooks(plugin)
             if unknown:
@@ -198,12 +211,15 @@ class Registry:
                         continue
                     reg = self._register_callback(kind, name, distribution, version, added)
                     kwargs = {"register": reg} if "register" in impl.argnames else {}
-                    impl.function(**kwargs)
-        except Exception as exc:
+                    with _stdout_to_stderr():
+                        impl.function(**kwargs)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit, GeneratorExit...: the plugin fails, the host goes on
             self.pm.unregister(plugin, name=name)
             for spec in added:
                 self.components[spec.kind][spec.name].remove(spec)
-            return self._fail(name, distribution, version, f"{type(exc).__name__}: {exc}")
+            return self._fail(name, distribution, version, _error(exc))
         self._plugins[name] = (plugin, distribution, version)
         report = PluginReport(name, distribution, version, "ok", None, tuple((s.kind, s.name) for s in added))
         self.reports.append(report)
@@ -247,7 +263,7 @@ class Registry:
             description: str = "",
             toolset: bool = False,
         ) -> None:
-            if not isinstance(name, str) or not _NAME.match(name):
+            if not isinstance(name, str) or not _NAME.fullmatch(name):
                 raise ValueError(f"invalid {kind} name {name!r}: use lower-case letters, digits, '_' and '-'")
             if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
                 raise ValueError(f"{kind} {name!r}: factory must be a callable or a 'module:attr' path")
@@ -294,19 +310,67 @@ class Registry:
     def all_components(self) -> list[ComponentSpec]:
         return [s for by_name in self.components.values() for specs in by_name.values() for s in specs]
 
+    def command_hooks(self) -> list[tuple[str, str, str, Callable[..., Any]]]:
+        """``(plugin, distribution, version, hook)`` for every loaded plugin that adds CLI commands
+        (implements ``seamkit_register_commands``)."""
+        out = []
+        for impl in self.pm.hook.seamkit_register_commands.get_hookimpls():
+            name = self.pm.get_name(impl.plugin) or "?"
+            _, dist, ver = self._plugins.get(name, (None, "?", ""))
+            out.append((name, dist, ver, impl.function))
+        return out
+
     def add_commands(self, subparsers: Any) -> list[PluginReport]:
-        """Let plugins add CLI sub-commands; a plugin whose hook raises is reported, not fatal."""
+        """Let plugins add CLI sub-commands to ``subparsers`` (an argparse sub-parsers action).
+
+        A plugin whose hook raises (any exception but ``KeyboardInterrupt``; a command named like
+        one already there, built-in or another plugin's, is such an error: the first one wins) has
+        none of its commands added, is reported ``failed`` in :attr:`reports` (its components stay
+        registered) and is returned; under ``strict`` it raises :class:`~seamkit.errors.PluginError`.
+        """
         failures = []
         for impl in self.pm.hook.seamkit_register_commands.get_hookimpls():
-            try:
-                impl.function(cli=subparsers)
-            except Exception as exc:
-                name = self.pm.get_name(impl.plugin) or "?"
-                _, dist, ver = self._plugins.get(name, (None, "?", ""))
-                if self.strict:
-                    raise PluginError(f"plugin {name!r} failed adding commands: {exc}") from exc
-                failures.append(PluginReport(name, dist, ver, "failed", f"commands: {type(exc).__name__}: {exc}"))
+            name = self.pm.get_name(impl.plugin) or "?"
+            error = run_command_hook(impl.function, subparsers)
+            if error is None:
+                continue
+            _, dist, ver = self._plugins.get(name, (None, "?", ""))
+            if self.strict:
+                raise PluginError(f"plugin {name!r} failed adding commands: {error}")
+            failure = PluginReport(name, dist, ver, "failed", f"commands: {error}")
+            failures.append(failure)
+            self.reports = [dataclasses.replace(r, status="failed", error=failure.error)
+                            if r.plugin == name and r.distribution == dist else r for r in self.reports]
         return failures
+
+
+def run_command_hook(hook: Callable[..., Any], subparsers: Any) -> str | None:
+    """Run a plugin's ``seamkit_register_commands`` hook on ``subparsers``; ``None`` when it
+    succeeds, else the error (secrets masked), with every command it added taken out again."""
+    # argparse keeps the sub-commands in these two (anything else given here is left as it is)
+    name_map = getattr(subparsers, "_name_parser_map", None)
+    help_list = getattr(subparsers, "_choices_actions", None)
+    names = dict(name_map) if isinstance(name_map, dict) else None
+    helps = list(help_list) if isinstance(help_list, list) else None
+    try:
+        with _stdout_to_stderr():
+            hook(cli=subparsers)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # argparse's "conflicting subparser" included: the commands already there win
+        if names is not None and isinstance(name_map, dict):
+            name_map.clear()
+            name_map.update(names)
+        if helps is not None and isinstance(help_list, list):
+            help_list[:] = helps
+        return _error(exc)
+    return None
+
+
+def _stdout_to_stderr() -> contextlib.AbstractContextManager[object]:
+    """While a plugin's code runs (its import, its hooks): what it prints goes to stderr, so that
+    it cannot corrupt a command's output (``seamkit plugins --json``)."""
+    return contextlib.redirect_stdout(sys.stderr)
 
 
 def _new_pm() -> pluggy.PluginManager:
@@ -388,9 +452,12 @@ def load_registry(*, strict: bool | None = None, entry_points: Iterable[Any] | N
         if value is not None:
             seen_values.add(value)
         try:
-            plugin = ep.load()
-        except Exception as exc:
-            reg._fail(ep.name, dist_name, version, f"import failed: {type(exc).__name__}: {exc}")
+            with _stdout_to_stderr():
+                plugin = ep.load()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # `raise SystemExit` at import must not end every command
+            reg._fail(ep.name, dist_name, version, f"import failed: {_error(exc)}")
             continue
         reg.register_plugin(plugin, ep.name, distribution=dist_name, version=version)
     return reg

@@ -278,3 +278,27 @@ def test_validate_refuses_a_plugin_tool_without_a_description_at_its_slot_as_run
                 "plugin 'broken-plugin'): tool 'lookup' has no description") in err, err
         assert "tool 'lookup' has no description" in err and "add a docstring to " in err, err
         assert out == ""
+
+
+# -- a module holding both the config model and the factory fails to import: one problem, one label ----
+
+
+def test_validate_says_once_that_the_module_of_config_and_factory_does_not_import(
+        register_plugin: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "broken_both_mod.py").write_text("raise RuntimeError('module is broken')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    plugin = types.ModuleType("broken_both")
+
+    @hookimpl
+    def seamkit_register_providers(register: Callable[..., Any]) -> None:
+        register("both", "broken_both_mod:build", config="broken_both_mod:Config")
+
+    plugin.seamkit_register_providers = seamkit_register_providers  # type: ignore[attr-defined]
+    register_plugin(plugin, name="broken-both", distribution="seamkit-both", version="0.3")
+    rc, out, err = _cli(capsys, "validate", _agent(tmp_path, "", model="both"))
+    assert rc == 2, (out, err)
+    assert err.count("module is broken") == 1, err
+    assert ("agent.model.use: provider 'both' (from seamkit-both 0.3, plugin 'broken-both') cannot be loaded: its "
+            "config model 'broken_both_mod:Config' does not import: RuntimeError: module is broken") in err

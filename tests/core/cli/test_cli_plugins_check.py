@@ -148,7 +148,7 @@ def test_a_plugin_whose_module_fails_to_import(check_cli: CLI) -> None:
 def test_unknown_names_and_kinds_are_usage_errors(check_cli: CLI) -> None:
     r = check_cli("plugins", "--check", "god")
     assert r.returncode == 2, r
-    assert "no component or failed plugin named 'god' is installed; did you mean 'good'?" in r.stderr
+    assert "no component, command plugin or failed plugin named 'god' is installed; did you mean 'good'?" in r.stderr
     r = check_cli("plugins", "--check", "widget/good")
     assert r.returncode == 2, r
     assert "no component of kind 'widget' is installed (kinds: " in r.stderr
@@ -186,3 +186,124 @@ def test_listing_without_check_imports_no_component(check_cli: CLI) -> None:
     assert all("check" not in x for x in rows)
     assert {x["name"] for x in rows if x["distribution"] == "checkme"} >= {"typo", "noimport"}
     assert all(x["status"] == "ok" for x in rows if x["distribution"] == "checkme")
+
+
+# -- a plugin cannot take the CLI down ---------------------------------------------------------------
+
+EXITING_PLUGIN = "raise SystemExit(7)\n"
+
+HOSTILE_PLUGIN = '''
+from seamkit.hookspecs import hookimpl
+
+
+@hookimpl
+def seamkit_register_tools(register):
+    register("exits", "hostile_impl:exiting")
+    register("prints", "hostile_impl:printing")
+
+
+@hookimpl
+def seamkit_register_commands(cli):
+    cli.add_parser("greet-me", help="a plugin command")
+'''
+
+HOSTILE_IMPL = '''
+import sys
+
+from seamkit import tool
+
+
+@tool(side_effecting=False)
+def echo(text: str) -> str:
+    """Echo.
+
+    Args:
+        text: what
+    """
+    return text
+
+
+def exiting():
+    sys.exit(5)
+
+
+def printing():
+    print('{"oops": "factory chatter"}')
+    return echo
+'''
+
+CLASHING_PLUGIN = '''
+from seamkit.hookspecs import hookimpl
+
+
+@hookimpl
+def seamkit_register_commands(cli):
+    cli.add_parser("plugins", help="takes over a built-in")
+'''
+
+
+@pytest.fixture
+def hostile_cli(tmp_path: Path) -> CLI:
+    root = make_dist(tmp_path / "site-hostile", "exits-at-import", "exits_plugin", EXITING_PLUGIN)
+    make_dist(root, "hostile", "hostile_plugin", HOSTILE_PLUGIN, extra={"hostile_impl": HOSTILE_IMPL})
+    make_dist(root, "clashing", "clashing_plugin", CLASHING_PLUGIN)
+    return CLI([root], tmp_path)
+
+
+def test_a_plugin_raising_system_exit_at_import_is_a_failed_row(hostile_cli: CLI) -> None:
+    r = hostile_cli("--help")
+    assert r.returncode == 0 and "plugins" in r.stdout, r
+    rows = {x["name"]: x for x in json.loads(hostile_cli("plugins", "--json").stdout)}
+    assert rows["exits_plugin"]["status"] == "failed"
+    assert rows["exits_plugin"]["error"] == "import failed: SystemExit: 7"
+
+
+def test_check_all_survives_a_factory_calling_sys_exit(hostile_cli: CLI) -> None:
+    r = hostile_cli("plugins", "--check", "--json")
+    assert r.returncode == 1, r
+    rows = {(x["kind"], x["name"]): x for x in json.loads(r.stdout)}  # what the factory printed is not in it
+    assert rows[("tool", "exits")]["problems"] == ["factory 'hostile_impl:exiting' raised SystemExit: 5"]
+    assert rows[("tool", "prints")]["check"] == "ok"
+    assert '{"oops": "factory chatter"}' in r.stderr
+
+
+def test_a_command_named_like_a_built_in_is_that_plugins_failure(hostile_cli: CLI) -> None:
+    r = hostile_cli("plugins", "--json")
+    assert r.returncode == 0, r  # the built-in `plugins` still runs
+    rows = {x["name"]: x for x in json.loads(r.stdout)}
+    assert rows["clashing_plugin"]["status"] == "failed"
+    assert "conflicting subparser: plugins" in rows["clashing_plugin"]["error"]
+    assert "could not add its commands" in r.stderr
+    check = hostile_cli("plugins", "--check", "clashing_plugin")
+    assert check.returncode == 1, check
+    assert check.stdout.startswith("command 'clashing_plugin' (clashing 0.1, plugin 'clashing_plugin'): 1 problem")
+
+
+def test_check_finds_a_command_plugin(hostile_cli: CLI) -> None:
+    for target in ("hostile_plugin", "command/hostile_plugin", "plugin/hostile_plugin"):
+        r = hostile_cli("plugins", "--check", target)
+        assert r.returncode == 0, r
+        assert "command 'hostile_plugin' (hostile 0.1, plugin 'hostile_plugin'): ok" in r.stdout
+        assert "note: commands added: greet-me" in r.stdout
+
+
+TWIN_PLUGIN = '''
+from seamkit.hookspecs import hookimpl
+
+
+@hookimpl
+def seamkit_register_guardrails(register):
+    register("twin", "builtins:dict")
+'''
+
+
+def test_two_distributions_registering_one_name_are_reported_ambiguous(tmp_path: Path) -> None:
+    root = make_dist(tmp_path / "site-twins", "twin-a", "twin_a_plugin", TWIN_PLUGIN)
+    make_dist(root, "twin-b", "twin_b_plugin", TWIN_PLUGIN)
+    cli = CLI([root], tmp_path)
+    rows = [x for x in json.loads(cli("plugins", "--json").stdout) if x["name"] == "twin"]
+    assert [(x["distribution"], x["status"]) for x in rows] == [("twin-a", "ok"), ("twin-b", "ok")]
+    assert rows[0]["error"].startswith("ambiguous: twin-b also registers guardrail 'twin'; 'use: twin' is refused")
+    r = cli("plugins", "--check", "guardrail/twin")
+    assert r.returncode == 1, r
+    assert "  - ambiguous: guardrail 'twin' is also registered by twin-b (plugin 'twin_b_plugin')" in r.stdout
