@@ -13,7 +13,7 @@ from seamkit.cli.outcomes import UsageError
 if TYPE_CHECKING:
     from seamkit.agent.agent import Agent
 
-__all__ = ["CHECK_ALL", "PLUGIN_KINDS", "close_stores", "existing_file", "read_task"]
+__all__ = ["BUILTIN_COMMANDS", "CHECK_ALL", "PLUGIN_KINDS", "close_stores", "existing_file", "read_task"]
 
 
 def existing_file(name: str) -> Path:
@@ -70,3 +70,6 @@ async def close_stores(agent: Agent) -> None:
 CHECK_ALL = "*"  # `seamkit plugins --check` without a name
 #: the kinds ``seamkit new plugin`` has a template for (see seamkit/cli/templates/)
 PLUGIN_KINDS = ("provider", "store", "tool", "middleware", "compactor", "schema", "guardrail", "command")
+#: seamkit's own sub-commands, which a plugin command cannot take (a test holds this equal to the
+#: parser's; kept here so that the scaffold need not import the CLI's entry module)
+BUILTIN_COMMANDS = frozenset({"ask", "new", "plugins", "resume", "run", "runs", "schema", "stores", "validate"})

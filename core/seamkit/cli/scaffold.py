@@ -26,6 +26,8 @@ import re
 import string
 from pathlib import Path
 
+from seamkit.cli.common import BUILTIN_COMMANDS
+
 __all__ = ["ScaffoldError", "names_for", "render_plugin", "write_plugin"]
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -58,17 +60,6 @@ def names_for(kind: str, name: str) -> dict[str, str]:
         "cls": "".join(part.capitalize() for part in re.split(r"[-_]", name)),
         "kind": kind,
     }
-
-
-def _builtin_commands() -> set[str]:
-    """The names of seamkit's own sub-commands (a plugin command cannot take one)."""
-    import argparse
-
-    from seamkit.cli.main import build_parser
-
-    parser, _ = build_parser()
-    return {name for action in parser._actions if isinstance(action, argparse._SubParsersAction)
-            for name in action.choices}
 
 
 def _check_installed(values: dict[str, str]) -> None:
@@ -117,7 +108,7 @@ def render_plugin(kind: str, name: str) -> dict[str, str]:
         kinds = sorted(p.name for p in TEMPLATES.iterdir() if p.is_dir() and not p.name.startswith("_"))
         raise ScaffoldError(f"no template for kind {kind!r} (kinds: {', '.join(kinds)})")
     values = names_for(kind, name)
-    if kind == "command" and name in _builtin_commands():
+    if kind == "command" and name in BUILTIN_COMMANDS:
         raise ScaffoldError(f"{name!r} is one of seamkit's own commands (seamkit {name}): a plugin command "
                             "cannot replace it; pick another name")
     values["dependencies"] = ", ".join(f'"{d}"' for d in (*DEPENDENCIES, *EXTRA_DEPENDENCIES.get(kind, ())))

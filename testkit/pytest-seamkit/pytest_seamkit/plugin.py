@@ -73,7 +73,8 @@ def _not_applicable(item: pytest.Item) -> str | None:
     callspec = getattr(item, "callspec", None)
     params = dict(callspec.params) if callspec is not None else {}
     name = getattr(item, "originalname", item.name)
-    reason: str | None = cls.not_applicable(name, params)
+    decide = getattr(cls, "not_applicable", None)
+    reason: str | None = decide(name, params) if decide is not None else None
     return None if reason is None else f"{cls.__name__}: {reason}"
 
 

@@ -300,3 +300,15 @@ def test_names_that_are_one_distribution_say_so(tmp_path: Path) -> None:
     assert r.returncode == 2, r
     assert ("seamkit-a-b already exists: not overwriting it (names that differ only in '-' and '_' are one "
             "distribution: 'a_b' is seamkit-a-b)") in r.stderr
+
+
+def test_the_builtin_command_names_are_the_parsers() -> None:
+    """The scaffold refuses a plugin command named like one of seamkit's own; its list is the parser's."""
+    import argparse
+
+    from seamkit.cli.common import BUILTIN_COMMANDS
+    from seamkit.cli.main import build_parser
+
+    parser, _ = build_parser()
+    names = {n for a in parser._actions if isinstance(a, argparse._SubParsersAction) for n in a.choices}
+    assert names == BUILTIN_COMMANDS
