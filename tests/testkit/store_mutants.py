@@ -35,6 +35,7 @@ import pytest
 import pytest_asyncio
 from pytest_seamkit.conformance import CheckpointConformance, StoreConformance
 from seamkit.durability.records import scope_namespace
+from seamkit.errors import StoreUnavailable
 from seamkit.testing.memory_store import MemoryStore
 from seamkit.values import Scope
 from seamkit_sqlite.store import SqliteStore
@@ -134,6 +135,25 @@ class SingleInstanceFileStore(FileStore):
     instance's writes are never seen, and its next write undoes them."""
 
     reload_every_operation = False
+
+
+_HELD: set[str] = set()
+
+
+class ExclusiveFileStore(FileStore):
+    """Correct: holds its file exclusively while open and refuses a second instance with
+    StoreUnavailable (within this process: enough for the suites) rather than sharing it."""
+
+    def __init__(self, path: str) -> None:
+        if path in _HELD:
+            raise StoreUnavailable(f"{path} is in use by another open instance")
+        _HELD.add(path)
+        self._held = path
+        super().__init__(path)
+
+    async def aclose(self) -> None:
+        await super().aclose()
+        _HELD.discard(self._held)
 
 
 class ManglingDiskStore(FileStore):
@@ -341,6 +361,7 @@ TestNeverFlushedStore, TestNeverFlushedCheckpoints = _suites(NeverFlushedStore, 
 TestForgetfulCheckpoints = _suites(ForgetfulCheckpointStore, file=True)[1]
 TestLossyStore = _suites(LossyStore, file=False)[0]
 TestSingleInstanceStore, TestSingleInstanceCheckpoints = _suites(SingleInstanceFileStore, file=True)
+TestExclusiveStore, TestExclusiveCheckpoints = _suites(ExclusiveFileStore, file=True)
 TestManglingDiskStore = _suites(ManglingDiskStore, file=True)[0]
 TestRelativeTtlStore = _suites(RelativeTtlStore, file=True)[0]
 TestCaseInsensitiveKeysStore = _suites(CaseInsensitiveKeysStore, file=False)[0]

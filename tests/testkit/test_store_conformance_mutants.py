@@ -34,11 +34,12 @@ OTHER_PROCESS = {"test_another_process_reads_and_writes", "test_acknowledged_wri
 KILL = {"test_acknowledged_writes_survive_a_kill"}
 
 # Only what tells the mutants apart is run (a child process costs about a second): the durability
-# checks for the durability mutants (the amnesiac one without its child processes), the whole
+# checks for the durability mutants (some without their child processes), the whole
 # store suite for the lossy one, the checks without sleeps for the key, scope and counter ones,
 # the expiry checks for the prune ones, the listing checks for the tie-order one.
 SELECT = (
-    "((Lossy or reopen or process or kill or two_open or is_a) and not (Amnesiac and (process or kill)))"
+    "((Lossy or reopen or process or kill or two_open or is_a)"
+    " and not ((Amnesiac or SingleInstance or RelativeTtl or Exclusive) and (process or kill)))"
     " or ((KeysStore or JoinedScopes or FloatCounters) and not (ttl or expir or prune or get_or_set))"
     " or ((PruneDeletes or NativeExpiry) and (ttl or expir or prune))"
     " or (TiesByRunId and list_runs)"
@@ -142,6 +143,18 @@ def test_a_store_reading_its_file_once_fails_only_the_two_instance_checks(
     assert _failed(outcomes, "TestSingleInstanceStore") == {TWO_OPEN_STORE}
     assert _failed(outcomes, "TestSingleInstanceCheckpoints") == {TWO_OPEN_CHECKPOINTS}
     assert "CheckpointConflict" in messages(outcomes, "TestSingleInstanceCheckpoints", TWO_OPEN_CHECKPOINTS)
+
+
+def test_a_store_refusing_a_second_open_instance_skips_the_two_instance_checks(
+    outcomes: dict[str, dict[str, str]],
+) -> None:
+    for cls, name in (("TestExclusiveStore", TWO_OPEN_STORE), ("TestExclusiveCheckpoints", TWO_OPEN_CHECKPOINTS)):
+        assert _failed(outcomes, cls) == set()
+        assert outcomes[cls][name] == "skipped"
+        assert "refuses a second instance" in messages(outcomes, cls, name)
+        assert {n for n, s in outcomes[cls].items() if s == "passed"} >= (
+            REOPEN if cls.endswith("Store") else {"test_reopen_keeps_everything"}
+        )
 
 
 def test_a_store_mangling_keys_on_disk_fails_when_the_file_is_read_again(outcomes: dict[str, dict[str, str]]) -> None:
