@@ -132,7 +132,42 @@ _VALUES: list[tuple[str, Any]] = [
     ("message", Message.user("hello")),
 ]
 ITEMS: list[Any] = ["first", {"n": 2, "d": Decimal("2.50")}, None, Message.user("fourth")]
-_SCOPES: list[Scope] = [Scope("durable"), Scope("durable", user="u1"), Scope("durable", user="u1", thread="t1")]
+_SCOPES: list[Scope] = [
+    Scope("durable"),
+    Scope("durable", user="u1"),
+    Scope("durable", user="u1", thread="t1"),
+    Scope("durable|u1"),
+    Scope("durable", thread="u1"),
+    Scope("durable", user="ключ 🔑"),
+    Scope("durable", user="ключ ??"),
+]
+#: keys a backend's collation, column type or file encoding may merge or mangle: case, length
+#: (a 255-character column), trailing spaces (SQL PAD SPACE), Unicode form (NFC and NFD of one
+#: text are different keys), non-ASCII text. Each must hold its own value, also after a reopen.
+LOOKALIKE_KEYS: list[str] = [
+    "key",
+    "Key",
+    "KEY",
+    "straße",
+    "STRASSE",
+    "strasse",
+    "x" * 255,
+    "x" * 255 + "1",
+    "x" * 255 + "2",
+    "x" * 300,
+    "pad",
+    "pad ",
+    "pad  ",
+    " pad",
+    "caf\u00e9",  # NFC
+    "cafe\u0301",  # NFD of the same text
+    "\u212b",  # ANGSTROM SIGN, NFC is U+00C5
+    "\u00c5",
+    "ключ",
+    "🔑",
+    "?",
+    "na\u00efve",
+]
 COUNTER_END = 43
 
 
@@ -153,6 +188,8 @@ async def write_store(store: Any, tag: str) -> None:
     await store.increment(S, f"{tag}/counter", COUNTER_END - 3)
     for i, scope in enumerate(_SCOPES):
         await store.set(scope, f"{tag}/scoped", i)
+    for i, key in enumerate(LOOKALIKE_KEYS):
+        await store.set(S, f"{tag}/{key}", {"lookalike": i, "key": key})
 
 
 async def check_store(store: Any, tag: str) -> list[str]:
@@ -176,6 +213,9 @@ async def check_store(store: Any, tag: str) -> list[str]:
     expect(f"counter {tag}/counter (incremented)", await store.get(S, f"{tag}/counter", _MISSING), COUNTER_END)
     for i, scope in enumerate(_SCOPES):
         expect(f"value {tag}/scoped in {scope}", await store.get(scope, f"{tag}/scoped", _MISSING), i)
+    for i, key in enumerate(LOOKALIKE_KEYS):
+        expect(f"value of key {tag + '/' + key!r}", await store.get(S, f"{tag}/{key}", _MISSING),
+               {"lookalike": i, "key": key})
     return problems
 
 

@@ -180,11 +180,14 @@ if old[2] and old[2] ~= parent then
   redis.call('ZREM', p .. 'parent:' .. old[2], run)
   redis.call('HDEL', KEYS[1], 'parent')
 end
+-- when saved, on the server's clock in microseconds: list_runs' order among equal created_at
+local now = redis.call('TIME')
+local touched = now[1] .. string.format('%06d', tonumber(now[2]))
 if parent then
   redis.call('ZADD', p .. 'parent:' .. parent, ARGV[6], run)
-  redis.call('HSET', KEYS[1], 'latest', ARGV[4], 'status', ARGV[5], 'parent', parent)
+  redis.call('HSET', KEYS[1], 'latest', ARGV[4], 'status', ARGV[5], 'parent', parent, 'touched', touched)
 else
-  redis.call('HSET', KEYS[1], 'latest', ARGV[4], 'status', ARGV[5])
+  redis.call('HSET', KEYS[1], 'latest', ARGV[4], 'status', ARGV[5], 'touched', touched)
 end
 return {1}
 """
@@ -207,26 +210,36 @@ return {v, r, redis.call('HGET', KEYS[4], v), log}
 """
 
 # KEYS[1] = index sorted set. ARGV = prefix..':cp:', limit, status filter ('' = any).
-# -> flat {run, version, rec value, ...}, newest first.
+# -> flat {run, version, rec value, touched, ...}, newest created_at first: at least `limit` runs
+# (when there are), and every run whose created_at equals the last one's, so that the caller can
+# order ties by `touched` (the later save first) before it cuts to `limit`.
 CP_LIST_RUNS = """
 local p = ARGV[1]
 local limit = tonumber(ARGV[2])
 local out = {}
 local count = 0
 local start = 0
-while count < limit do
-  local runs = redis.call('ZREVRANGE', KEYS[1], start, start + 255)
-  if #runs == 0 then break end
-  for _, run in ipairs(runs) do
-    local meta = redis.call('HMGET', p .. 'meta:' .. run, 'latest', 'status')
+local last = nil
+local done = false
+while not done do
+  local page = redis.call('ZREVRANGE', KEYS[1], start, start + 255, 'WITHSCORES')
+  if #page == 0 then break end
+  for i = 1, #page, 2 do
+    local run, score = page[i], page[i + 1]
+    if count >= limit and score ~= last then
+      done = true
+      break
+    end
+    local meta = redis.call('HMGET', p .. 'meta:' .. run, 'latest', 'status', 'touched')
     if meta[1] and (ARGV[3] == '' or meta[2] == ARGV[3]) then
       local r = redis.call('HGET', p .. 'rec:' .. run, meta[1])
       if r then
         out[#out + 1] = run
         out[#out + 1] = meta[1]
         out[#out + 1] = r
+        out[#out + 1] = meta[3] or '0'
         count = count + 1
-        if count >= limit then break end
+        last = score
       end
     end
   end

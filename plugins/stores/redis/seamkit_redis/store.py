@@ -554,8 +554,9 @@ class RedisStore:
     async def list_runs(
         self, *, status: str | None = None, parent_run_id: str | None = None, limit: int = 100
     ) -> Sequence[CheckpointInfo]:
-        """The latest version of each run, newest (``created_at``) first, at most ``limit``;
-        only runs whose latest status is ``status`` and/or children of ``parent_run_id``."""
+        """The latest version of each run, newest (``created_at``) first, the later save first
+        among equal ``created_at``, at most ``limit``; only runs whose latest status is ``status``
+        and/or children of ``parent_run_id``."""
         if limit <= 0:
             return []
         if parent_run_id is not None:
@@ -566,7 +567,10 @@ class RedisStore:
             index, filt = f"{self._cp}runs", ""
         with _Translate(self, "list runs"):
             flat = await self._run("CP_LIST_RUNS", [index], [self._cp, str(limit), filt])
-        return [self._info(flat[i], flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)]
+        found = [(self._info(flat[i], flat[i + 1], flat[i + 2]), int(flat[i + 3])) for i in range(0, len(flat), 4)]
+        # equal created_at: the later save first (the index orders ties by run id)
+        found.sort(key=lambda t: (t[0].created_at, t[1]), reverse=True)
+        return [info for info, _touched in found[:limit]]
 
     async def put_write(self, run_id: str, version: int, task_id: str, payload: str) -> None:
         """Record ``payload`` (codec text) for ``task_id`` of the step after ``version``."""

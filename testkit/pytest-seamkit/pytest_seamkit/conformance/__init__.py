@@ -11,8 +11,10 @@ A backend's test module subclasses a suite and provides fixtures:
 ``open_store`` / ``open_checkpoints``
     a callable, plain or ``async``, returning a **new** instance on the same location as
     ``store`` / ``checkpoints`` (same file, schema, key prefix...). The suite writes through the
-    first instance, closes it, opens another with this and checks that everything is there; it
-    closes what it opens.
+    first instance, closes it, opens another with this and checks that everything is there
+    (non-ASCII and lookalike keys included; a TTL keeps its original deadline); it also keeps
+    both open at once, and each must see the other's writes, with exactly one of two saves of
+    one version winning. It closes what it opens.
 ``store_component`` / ``checkpoints_component``
     ``(name, config)``: the same location as YAML names it, for a child process to build
     (never pickled): ``name`` is a registered store (``"sqlite"``, built through the registry
@@ -21,7 +23,8 @@ A backend's test module subclasses a suite and provides fixtures:
     more; another writes, acknowledging each write on stdout, and is killed with SIGKILL: every
     acknowledged write must be there after reopening.
 
-These durability checks (closed and reopened, another process, a killed writer) apply to a
+These durability checks (closed and reopened, two open instances, another process, a killed
+writer) apply to a
 backend whose ``persistent`` attribute is ``True`` **or absent**. A backend that declares
 ``persistent = False`` (nothing outlives the instance: an in-memory store) has them skipped,
 the reason shown (``... declares persistent=False``). A persistent backend whose class lacks

@@ -4,14 +4,15 @@ they apply, skip or fail with a reason an author can act on, and the child proce
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import pytest
+from seamkit.errors import StoreUnavailable
 
 from pytest_seamkit import _durable
 
-__all__ = ["child", "component_or_skip", "no_problems", "require_persistence"]
+__all__ = ["child", "component_or_skip", "no_problems", "open_second_or_skip", "require_persistence"]
 
 
 def require_persistence(backend: Any, opener: Any, fixture: str) -> None:
@@ -54,3 +55,18 @@ def no_problems(problems: Sequence[str], when: str) -> None:
     if problems:
         shown = "\n  ".join(problems[:20]) + (f"\n  ... and {len(problems) - 20} more" if len(problems) > 20 else "")
         pytest.fail(f"{when}, {len(problems)} problem(s):\n  {shown}", pytrace=False)
+
+
+async def open_second_or_skip(opener: Any, probe: Callable[[Any], Awaitable[Any]]) -> Any:
+    """A second instance on the location while the first is open, used once by ``probe``; skip
+    when the backend refuses it with StoreUnavailable (a store that holds its location
+    exclusively: honest, unlike one that shares it and loses writes)."""
+    other: Any = None
+    try:
+        other = await _durable.open_with(opener)
+        await probe(other)
+    except StoreUnavailable as exc:
+        if other is not None:
+            await _durable.aclose(other)
+        pytest.skip(f"the backend refuses a second instance while one is open (StoreUnavailable: {exc})")
+    return other

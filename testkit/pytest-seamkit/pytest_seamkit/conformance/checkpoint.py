@@ -313,6 +313,19 @@ class CheckpointConformance:
         _check_infos(await cp.list_runs(status="done", limit=1), [e1])
         _check_infos(await cp.list_runs(parent_run_id="r-a", limit=1), [d2])
 
+    async def test_list_runs_ties_list_the_later_save_first(self, checkpoints: Any) -> None:
+        """Runs with one ``created_at`` (saved within one clock tick) list the later save first,
+        whatever their ids."""
+        cp = checkpoints
+        b1, a1, c1 = (_rec(r, 1, created_at=T0) for r in ("tie-b", "tie-a", "tie-c"))
+        for r in (b1, a1, c1):
+            await cp.save(r, expected_version=None)
+        _check_infos(await cp.list_runs(), [c1, a1, b1])
+        b2 = _rec("tie-b", 2, created_at=T0)
+        await cp.save(b2, expected_version=1)
+        _check_infos(await cp.list_runs(), [b2, c1, a1])
+        _check_infos(await cp.list_runs(status="running", limit=2), [b2, c1])
+
     # --- pending writes ----------------------------------------------------------------------
 
     async def test_pending_writes_per_version(self, checkpoints: Any) -> None:
@@ -526,6 +539,36 @@ class CheckpointConformance:
             assert latest is not None and latest.record == nxt and latest.log[-1] == _entry("after reopen")
         finally:
             await _durable.aclose(again)
+
+    async def test_two_open_instances_share_one_location(self, checkpoints: Any, open_checkpoints: Any) -> None:
+        """Two instances open on one location at once (``seamkit resume`` in another shell, two
+        workers): of two saves of one version exactly one wins, and each sees the other's writes."""
+        _persist.require_persistence(checkpoints, open_checkpoints, "open_checkpoints")
+        cp = checkpoints
+        assert await cp.latest("shared") is None  # both instances in use
+        other = await _persist.open_second_or_skip(open_checkpoints, lambda o: o.latest("shared"))
+        try:
+            assert await other.latest("shared") is None
+            first = _rec("shared", 1, state=_state("the first instance's"))
+            await cp.save(first, expected_version=None)
+            with pytest.raises(CheckpointConflict):
+                await other.save(_rec("shared", 1, state=_state("the second instance's")), expected_version=None)
+            _check_stored(await other.latest("shared"), first, first.entries)
+            v2 = _rec("shared", 2)
+            await other.save(v2, expected_version=1)
+            _check_stored(await cp.latest("shared"), v2, _log([first, v2]))
+            with pytest.raises(CheckpointConflict):
+                await cp.save(_rec("shared", 2), expected_version=1)
+            await other.put_write("shared", 2, "task", _state("payload"))
+            assert dict(await cp.pending_writes("shared", 2)) == {"task": _state("payload")}
+            solo = _rec("solo", 1, created_at=T0)
+            await cp.save(solo, expected_version=None)
+            _check_infos(await other.list_runs(), [v2, solo])
+            assert await other.delete_run("solo") is True
+            assert await cp.latest("solo") is None
+            _check_stored(await other.latest("shared"), v2, _log([first, v2]))
+        finally:
+            await _durable.aclose(other)
 
     async def test_another_process_reads_and_writes(
         self, checkpoints: Any, open_checkpoints: Any, checkpoints_component: Any
