@@ -18,6 +18,8 @@ from seamkit.values import Scope
 
 
 class TestMemoryStoreConformance(StoreConformance):
+    declared_persistent = False  # the durability checks are left out
+
     @pytest_asyncio.fixture
     async def store(self) -> AsyncIterator[MemoryStore]:
         backend = MemoryStore()
@@ -26,6 +28,8 @@ class TestMemoryStoreConformance(StoreConformance):
 
 
 class TestMemoryCheckpointConformance(CheckpointConformance):
+    declared_persistent = False  # the durability checks are left out
+
     @pytest_asyncio.fixture
     async def checkpoints(self) -> AsyncIterator[MemoryStore]:
         async with MemoryStore() as backend:

@@ -12,7 +12,44 @@ from seamkit.errors import StoreUnavailable
 
 from pytest_seamkit import _durable
 
-__all__ = ["child", "component_or_skip", "no_problems", "open_second_or_skip", "require_persistence"]
+__all__ = [
+    "DURABILITY_CHECKS",
+    "check_declaration",
+    "child",
+    "component_or_skip",
+    "no_problems",
+    "not_applicable",
+    "open_second_or_skip",
+    "require_persistence",
+]
+
+#: the checks of what outlives an instance: they do not apply to a store declaring persistent=False
+DURABILITY_CHECKS = frozenset({
+    "test_reopen_keeps_everything",
+    "test_reopen_keeps_ttls",
+    "test_two_open_instances_see_each_others_writes",
+    "test_two_open_instances_share_one_location",
+    "test_another_process_reads_and_writes",
+    "test_acknowledged_writes_survive_a_kill",
+})
+
+
+def not_applicable(declared_persistent: bool | None, name: str) -> str | None:
+    """Why the check ``name`` does not apply to a store whose test class says
+    ``declared_persistent`` (``None``: nothing said, decided at run time), or ``None``."""
+    if declared_persistent is False and name in DURABILITY_CHECKS:
+        return "the store declares persistent=False: nothing outlives the instance to check"
+    return None
+
+
+def check_declaration(cls: type, backend: Any) -> None:
+    """Fail when the test class's ``declared_persistent`` differs from ``backend``'s flag."""
+    said = getattr(cls, "declared_persistent", None)
+    if said is not None:
+        actual = _durable.declared_persistent(backend)
+        assert said == actual, (
+            f"the test class says declared_persistent={said} but {type(backend).__name__} declares "
+            f"persistent={actual}")
 
 
 def require_persistence(backend: Any, opener: Any, fixture: str) -> None:
