@@ -58,3 +58,40 @@ def test_a_class_declaring_what_the_provider_does_not_fails(tmp_path: Path) -> N
     assert proc.returncode == 1
     assert "1 failed" in proc.stdout
     assert "FAILED test_declared.py::TestDeclared::test_the_declared_features_are_the_providers" in proc.stdout
+
+
+STORE_MODULE = '''
+import pytest_asyncio
+from pytest_seamkit.conformance import StoreConformance
+from seamkit.testing import MemoryStore
+
+
+class TestSaid(StoreConformance):
+    declared_persistent = DECLARED
+
+    @pytest_asyncio.fixture
+    async def store(self):
+        backend = MemoryStore()
+        yield backend
+        await backend.aclose()
+'''
+
+
+def _run_store(tmp_path: Path, declared: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "test_said.py").write_text(STORE_MODULE.replace("DECLARED", declared))
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rfs", "-p", "no:cacheprovider", str(tmp_path),
+                           "-k", "reopen or process or kill or two_open or declared"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+
+def test_a_store_said_not_persistent_leaves_the_durability_checks_out(tmp_path: Path) -> None:
+    proc = _run_store(tmp_path, "False")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "skipped" not in proc.stdout
+    assert "TestSaid: the store declares persistent=False" in proc.stdout
+
+
+def test_a_store_class_saying_persistent_for_a_memory_store_fails(tmp_path: Path) -> None:
+    proc = _run_store(tmp_path, "True")
+    failed = "FAILED test_said.py::TestSaid::test_the_declared_persistence_is_the_stores"
+    assert failed in proc.stdout, proc.stdout[-3000:]
