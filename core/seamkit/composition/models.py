@@ -16,6 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, PrivateAttr, Tag, field_validator, model_validator
 
 from seamkit.composition._yaml import KeyPath, Position
+from seamkit.plugins.redact import MASK, MIN_SECRET_LENGTH, is_secret_name
 
 __all__ = [
     "AgentConfig",
@@ -49,16 +50,7 @@ __all__ = [
     "mask_named",
 ]
 
-MASK = "***"
-#: Environment values shorter than this are not masked in output (see :meth:`Composition.secret_values`).
-MIN_SECRET_LENGTH = 4
 _LITERAL = re.compile(r"(?i)-?\d+(\.\d+)?([eE][+-]?\d+)?|true|false|null")
-_SECRET_NAME = re.compile(r"(?i)(api[_-]?key|token|secret|passw(or)?d|credential|private[_-]?key|auth)")
-
-
-def is_secret_name(name: str) -> bool:
-    """Whether a parameter called ``name`` holds a secret (``api_key``, ``token``, ``password``...)."""
-    return bool(_SECRET_NAME.search(name))
 
 
 def mask_named(value: Any, secret: bool = False) -> Any:

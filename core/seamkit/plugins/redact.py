@@ -6,8 +6,8 @@ and ``--check``) shows those messages, so :func:`mask_message` masks, as ``***``
 
 - the user-info of a URL (``scheme://user:password@host`` becomes ``scheme://***@host``), as
   :func:`seamkit.config_types.check_base_url` refuses to echo such a URL;
-- the value after a name that looks secret (:func:`seamkit.composition.models.is_secret_name`'s
-  words: ``token=...``, ``api_key: ...``, ``password ...``);
+- the value after a name that looks secret (:func:`is_secret_name`'s words: ``token=...``,
+  ``api_key: ...``, ``password ...``);
 - words shaped like a provider's API key (``sk-...``, ``ghp_...``, ``xoxb-...``, ``AKIA...``, ``Bearer ...``);
 - the value of every environment variable whose name looks secret (``OPENAI_API_KEY``...), as the
   CLI masks a composition's ``${NAME}`` values.
@@ -18,13 +18,19 @@ from __future__ import annotations
 import os
 import re
 
-__all__ = ["MASK", "mask_message"]
+__all__ = ["MASK", "MIN_SECRET_LENGTH", "is_secret_name", "mask_message"]
 
+# seamkit's one vocabulary of secrets (a light module: the composition models re-export it)
 MASK = "***"
-#: Environment values shorter than this are left alone: masking them would garble text.
-_MIN_SECRET_LENGTH = 4
+#: Environment values shorter than this are not masked: masking them would garble text.
+MIN_SECRET_LENGTH = 4
 _WORDS = r"api[_-]?key|token|secret|passw(?:or)?d|credential|private[_-]?key|auth"
 _SECRET_NAME = re.compile(rf"(?i)({_WORDS})")
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether a parameter called ``name`` holds a secret (``api_key``, ``token``, ``password``...)."""
+    return bool(_SECRET_NAME.search(name))
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"]+@")
 _NAMED = re.compile(rf"(?i)(\b[\w.-]*(?:{_WORDS})[\w.-]*['\"]?\s*[=:]\s*['\"]?)([^\s'\",;)]+)")
 _KEY_SHAPES = re.compile(
@@ -34,7 +40,7 @@ _KEY_SHAPES = re.compile(
 
 
 def _env_secrets() -> list[str]:
-    values = {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET_LENGTH}
+    values = {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH}
     return sorted(values, key=len, reverse=True)
 
 

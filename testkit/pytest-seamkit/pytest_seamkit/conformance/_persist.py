@@ -14,11 +14,10 @@ from pytest_seamkit import _durable
 
 __all__ = [
     "DURABILITY_CHECKS",
-    "check_declaration",
+    "DeclaredPersistence",
     "child",
     "component_or_skip",
     "no_problems",
-    "not_applicable",
     "open_second_or_skip",
     "require_persistence",
 ]
@@ -34,22 +33,30 @@ DURABILITY_CHECKS = frozenset({
 })
 
 
-def not_applicable(declared_persistent: bool | None, name: str) -> str | None:
-    """Why the check ``name`` does not apply to a store whose test class says
-    ``declared_persistent`` (``None``: nothing said, decided at run time), or ``None``."""
-    if declared_persistent is False and name in DURABILITY_CHECKS:
-        return "the store declares persistent=False: nothing outlives the instance to check"
-    return None
+class DeclaredPersistence:
+    """What both store suites share: a test class may say its store's ``persistent`` flag again
+    (``declared_persistent``); with ``False`` the durability checks are left out when the tests
+    are collected (counted in pytest's summary) instead of skipped one by one, and the suite's
+    ``test_the_declared_persistence_is_the_stores`` holds the class and the store equal."""
 
+    declared_persistent: bool | None = None
 
-def check_declaration(cls: type, backend: Any) -> None:
-    """Fail when the test class's ``declared_persistent`` differs from ``backend``'s flag."""
-    said = getattr(cls, "declared_persistent", None)
-    if said is not None:
-        actual = _durable.declared_persistent(backend)
-        assert said == actual, (
-            f"the test class says declared_persistent={said} but {type(backend).__name__} declares "
-            f"persistent={actual}")
+    @classmethod
+    def not_applicable(cls, name: str, params: dict[str, Any]) -> str | None:
+        """Why the check ``name`` does not apply given :attr:`declared_persistent`, or ``None``
+        (it applies, or nothing is said: decided at run time)."""
+        if cls.declared_persistent is False and name in DURABILITY_CHECKS:
+            return "the store declares persistent=False: nothing outlives the instance to check"
+        return None
+
+    def check_declaration(self, backend: Any) -> None:
+        """Fail when :attr:`declared_persistent` differs from ``backend``'s flag."""
+        said = type(self).declared_persistent
+        if said is not None:
+            actual = _durable.declared_persistent(backend)
+            assert said == actual, (
+                f"the test class says declared_persistent={said} but {type(backend).__name__} declares "
+                f"persistent={actual}")
 
 
 def require_persistence(backend: Any, opener: Any, fixture: str) -> None:

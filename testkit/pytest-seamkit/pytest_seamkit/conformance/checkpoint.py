@@ -120,7 +120,7 @@ async def _snapshot(cp: Any, run_id: str) -> tuple[Any, ...]:
     )
 
 
-class CheckpointConformance:
+class CheckpointConformance(_persist.DeclaredPersistence):
     """Tests every :class:`~seamkit.ports.CheckpointPort` must pass. Subclass it and provide an
     async fixture ``checkpoints`` yielding a fresh, empty, isolated backend (closed afterwards); for
     a persistent backend also ``open_checkpoints`` (a callable opening another instance on the same
@@ -129,18 +129,8 @@ class CheckpointConformance:
 
     pytestmark = pytest.mark.asyncio
 
-    #: the store's ``persistent`` flag, said again on the test class (optional): with ``False`` the
-    #: durability checks are left out when the tests are collected (counted in pytest's summary)
-    #: instead of skipped one by one; ``test_the_declared_persistence_is_the_stores`` holds the two equal
-    declared_persistent: bool | None = None
-
-    @classmethod
-    def not_applicable(cls, name: str, params: dict[str, Any]) -> str | None:
-        """Why the check ``name`` does not apply given :attr:`declared_persistent`, or ``None``."""
-        return _persist.not_applicable(cls.declared_persistent, name)
-
     async def test_the_declared_persistence_is_the_stores(self, checkpoints: Any) -> None:
-        _persist.check_declaration(type(self), checkpoints)
+        self.check_declaration(checkpoints)
 
     @pytest.fixture
     def open_checkpoints(self) -> Any:

@@ -171,7 +171,7 @@ _KEYS: list[str] = [
 LOOKALIKE_KEYS: list[str] = _durable.LOOKALIKE_KEYS
 
 
-class StoreConformance:
+class StoreConformance(_persist.DeclaredPersistence):
     """Tests every :class:`~seamkit.ports.StorePort` must pass. Subclass it and provide an async
     fixture ``store`` yielding a fresh, empty, isolated backend (closed afterwards); for a
     persistent backend also ``open_store`` (a callable opening another instance on the same
@@ -180,18 +180,8 @@ class StoreConformance:
 
     pytestmark = pytest.mark.asyncio
 
-    #: the store's ``persistent`` flag, said again on the test class (optional): with ``False`` the
-    #: durability checks are left out when the tests are collected (counted in pytest's summary)
-    #: instead of skipped one by one; ``test_the_declared_persistence_is_the_stores`` holds the two equal
-    declared_persistent: bool | None = None
-
-    @classmethod
-    def not_applicable(cls, name: str, params: dict[str, Any]) -> str | None:
-        """Why the check ``name`` does not apply given :attr:`declared_persistent`, or ``None``."""
-        return _persist.not_applicable(cls.declared_persistent, name)
-
     async def test_the_declared_persistence_is_the_stores(self, store: Any) -> None:
-        _persist.check_declaration(type(self), store)
+        self.check_declaration(store)
 
     @pytest.fixture
     def open_store(self) -> Any:
