@@ -1,5 +1,5 @@
 """The host's public surface (docs/plugins/public-api.md): which modules are public, what each
-exports, and that plugins, examples and the docs' code use nothing else.
+exports, and that plugins, examples, the test kit (testkit/) and the docs' code use nothing else.
 
 A change to a public ``__all__`` fails :func:`test_public_all_is_pinned` until the list below is
 updated in the same change: the public surface only moves as a visible diff.
@@ -174,8 +174,10 @@ def _python_files(*roots: str) -> list[Path]:
     return [p for r in roots for p in sorted((ROOT / r).rglob("*.py")) if ".venv" not in p.parts]
 
 
-@pytest.mark.parametrize("root", ["plugins", "examples"])
+@pytest.mark.parametrize("root", ["plugins", "examples", "testkit"])
 def test_plugins_and_examples_import_only_public_names(root: str) -> None:
+    """Plugins, examples and the plugin authors' test kit (pytest-seamkit, which runs inside a
+    plugin's tests) import the host's public names only."""
     files = _python_files(root)
     assert files
     bad = [b for f in files for b in _private_uses(f.read_text(encoding="utf-8"), str(f.relative_to(ROOT)))]

@@ -43,9 +43,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from seamkit.accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
-from seamkit.ports import PROVIDER_FEATURES, LLMPort
+from seamkit.plugin import PROVIDER_FEATURES, LLMPort, collect_result
 from seamkit.values import (
     ChatRequest,
     Delta,
