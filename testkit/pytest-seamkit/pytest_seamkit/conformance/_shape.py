@@ -114,14 +114,16 @@ def _signature(value: Any, markers: Sequence[str]) -> str:
     return json.dumps(plain(value), sort_keys=True, default=repr)
 
 
-def turn_problems(body: Any, turns: Sequence[tuple[str, str]], system: str | None = None) -> list[str]:
+def turn_problems(body: Any, turns: Sequence[tuple[str, str]], system: str | None = None,
+                  leading: bool = True) -> list[str]:
     """What is wrong with how the conversation ``turns`` (``(role, marker)`` in conversation order,
     roles ``user`` / ``assistant``) and the ``system`` marker sit in ``body``; ``[]`` when nothing.
 
     Each turn must sit in its own message (not squashed into one string with the others), in the
     conversation's order, and a message of another role must look different once the marker texts
     are blanked out (its role field, its part types...): a role sent as another is lost. The system
-    prompt, when it sits in the same array as the turns, must come first and look like no turn.
+    prompt, when it sits in the same array as the turns, must come first (unless not ``leading``: a
+    system message later in the conversation) and look like no turn.
     A rendered prompt (every turn in one string that is inside no array) is read as text: the turns
     in order, and the text introducing the assistant turn differs from the text introducing a user
     turn (the role tags of the chat template)."""
@@ -153,12 +155,12 @@ def turn_problems(body: Any, turns: Sequence[tuple[str, str]], system: str | Non
                 problems.append(f"the {role} and {other} turns were sent alike "
                                 f"({sorted(by_role[role] & by_role[other])[0]}): their roles are lost")
     if system is not None:
-        problems += _system_problems(body, system, found, items, signatures, markers, order)
+        problems += _system_problems(body, system, found, items, signatures, markers, order, leading)
     return problems
 
 
 def _system_problems(body: Any, system: str, found: list[Path], items: list[Path], signatures: list[str],
-                     markers: Sequence[str], order: list[Path]) -> list[str]:
+                     markers: Sequence[str], order: list[Path], leading: bool = True) -> list[str]:
     where = find(body, system)
     if where is None:
         return ["the system prompt was not sent in the body"]
@@ -171,7 +173,7 @@ def _system_problems(body: Any, system: str, found: list[Path], items: list[Path
     if item in items:
         return ["the system prompt was squashed into a turn's message"]
     problems = []
-    if order.index(where) > order.index(found[0]):
+    if leading and order.index(where) > order.index(found[0]):
         problems.append("the system prompt was not sent before the conversation")
     if _signature(_at(body, item), markers) in signatures:
         problems.append("the system prompt was sent like a turn of the conversation: its role is lost")

@@ -231,6 +231,13 @@ def _turns() -> list[tuple[str, str]]:
     return [("user", MARKERS["first_user"]), ("assistant", MARKERS["first_answer"]), ("user", MARKERS["user"])]
 
 
+class _Shown(str):
+    """A value shown in a failure message as it is (``nothing``), not quoted."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
 def _named(turns: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """``(role, marker)`` turns as ``(what, marker)`` for the order and once checks."""
     names = {0: "first user turn", 1: "first answer", 2: "last user turn"}
@@ -259,9 +266,9 @@ async def _deltas(model: LLMPort, request: ChatRequest) -> list[Delta]:
     return [d async for d in model.stream(request)]
 
 
-def _no_secret(*texts: str) -> None:
+def _no_secret(*texts: str, where: str = "") -> None:
     for t in texts:
-        assert CONFORMANCE_SECRET not in t, "the credential leaked"
+        assert CONFORMANCE_SECRET not in t, "the credential leaked" + (f" {where}" if where else "")
 
 
 def _no_secret_in_error(err: BaseException) -> None:
@@ -526,8 +533,8 @@ class ProviderConformance:
         _problems(once_problems(sent.body, [("system prompt", m["system"]), ("second system message", m["system_2"])]))
         turns = [find(sent.body, marker) for _, marker in _turns()]
         if len(set(turns)) == len(turns):  # each turn a message of its own: a system text is in none of them
-            assert find(sent.body, m["system_2"]) not in turns, (
-                "the second system message was squashed into a turn's message: its role is lost")
+            _problems([p.replace("system prompt", "second system message")
+                       for p in turn_problems(sent.body, _turns(), m["system_2"], leading=False) if "system" in p])
 
     async def test_sends_tool_calls_and_their_results(self, make_provider: Make, last_sent: LastSent) -> None:
         sent = await self._send(make_provider, last_sent, "tool_results", "tools")
@@ -638,12 +645,16 @@ class ProviderConformance:
                 continue
             sent_as[choice] = value_at(sent.body, path)
             offered[choice] = sent.mentions(MARKERS["tool_description"])
-        shown = {c: "nothing" if v is MISSING else v for c, v in sent_as.items()}
+        shown = {c: _Shown("nothing") if v is MISSING else v for c, v in sent_as.items()}
         auto = sent_as.get("auto", MISSING)
+        # auto may be left out: a forced choice must not read "auto" ("auto", {"type": "auto"}, AUTO)
+        for choice, value in sent_as.items():
+            assert choice == "auto" or "auto" not in json.dumps(value, default=str).lower(), (
+                f"tool_choice {choice!r} was sent as {shown[choice]!r} at {path!r}: that is 'auto'")
         if "required" in sent_as:
             assert sent_as["required"] is not MISSING and sent_as["required"] != auto, (
                 f"tool_choice 'required' was sent as {shown['required']!r} at {path!r}, like 'auto' "
-                f"({shown.get('auto', 'nothing')!r}): the model is not made to call a tool")
+                f"({shown.get('auto', _Shown('nothing'))!r}): the model is not made to call a tool")
         if named in sent_as:
             value = sent_as[named]
             assert value is not MISSING and named in json.dumps(value, default=str), (
@@ -785,9 +796,11 @@ class ProviderConformance:
         with caplog.at_level(logging.DEBUG), warnings.catch_warnings(record=True) as raised:
             warnings.simplefilter("always")
             result = await p.chat(self.conversation_for("turns"))
-            _no_secret(result.text, *result.warnings, repr(result))
+            _no_secret(result.text, where="in the answer's text")
+            _no_secret(*result.warnings, where="in the answer's warnings")
+            _no_secret(repr(result), where="in the answer")
             deltas = await _deltas(make_provider("text"), self.conversation_for("turns"))
-            _no_secret(*(repr(d) for d in deltas))
+            _no_secret(*(repr(d) for d in deltas), where="in a streamed delta")
             service = "service" in features_of(p) or bool(recorder.sent_over_http)
             for scenario in ("error_auth", "error_midstream"):
                 if scenario == "error_auth" and not service:
