@@ -8,13 +8,17 @@ checks the behaviour every provider owes its callers: the stream contract (exact
 the last delta, for every scenario), tool calls, parallel tool calls, structured output, reasoning,
 usage invariants (no negative count), errors classified through ``stream()`` and ``chat()`` before
 and in the middle of a stream, a cut-off stream raised, every HTTP response closed when the caller
-stops early, credentials kept out of reprs, logs and every error of an error's
-``__cause__``/``__context__`` chain; and **what the provider sent**: a multi-turn conversation with
-a system prompt, tool calls and their results (parallel ones too), the offered tool's schema, an
-output schema, an image and the settings must each reach the request, and in the right places
-(read structurally by :mod:`pytest_seamkit.conformance._shape`, whatever the wire format): each
-turn a message of its own, in order, an assistant turn unlike a user turn, each tool result with
-its own call's id.
+stops early, credentials kept out of reprs, logs, answers (text, warnings, deltas), Python warnings,
+stdout/stderr and every error of an error's ``__cause__``/``__context__`` chain; and **what the
+provider sent**: a multi-turn conversation with a system prompt (and a second system message), tool
+calls and their results (parallel ones too), the offered tool's schema, an output schema, an image
+and the settings must each reach the request, and in the right places (read structurally by
+:mod:`pytest_seamkit.conformance._shape`, whatever the wire format): each turn a message of its own,
+in order and sent once, an assistant turn unlike a user turn, each tool result after its call and
+with its own call's id, the image a value of its own with its media type in its text's message.
+The settings (``max_tokens``, ``temperature``, ``tool_choice``) must sit exactly at the fields the
+test class declares in :attr:`ProviderConformance.sent_fields` (from the provider's API reference:
+where a setting lives is the one thing the suite cannot read from the structure).
 
 What was sent is read through the fixture ``last_sent`` (``() -> SentRequest | None``). By default
 it is the suite's ``recorder`` fixture (:class:`~pytest_seamkit.conformance.wire.Recorder`): an HTTP
@@ -593,9 +597,9 @@ class ProviderConformance:
     async def _check_setting(self, make_provider: Make, last_sent: LastSent, setting: str) -> None:
         """The setting's marker value is exactly at its declared field (:attr:`sent_fields`); a
         setting declared as never sent is refused or warned about."""
-        path = self.field_of(setting)
         p = make_provider("text")
         _needs(p, *(("temperature",) if setting == "temperature" else ()))
+        path = self.field_of(setting)
         try:
             result = await p.chat(self.conversation_for("settings"))
         except UnsupportedFeature:
@@ -618,8 +622,8 @@ class ProviderConformance:
         (:attr:`sent_fields` ``tool_choice``) as different values (``auto`` may be left out: it is
         every API's default), the named one naming the tool; a choice the provider cannot send is
         refused (:class:`~seamkit.errors.UnsupportedFeature`) or warned about, never replaced."""
-        path = self.field_of("tool_choice")
         _needs(make_provider("text"), "tools")
+        path = self.field_of("tool_choice")
         named = MARKERS["named_tool"]
         sent_as: dict[str, Any] = {}
         offered: dict[str, bool] = {}
