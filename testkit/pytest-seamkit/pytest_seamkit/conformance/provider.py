@@ -69,6 +69,7 @@ from pytest_seamkit.conformance._shape import (
     MISSING,
     find,
     image_problems,
+    leaves,
     once_problems,
     order_problems,
     result_id_problems,
@@ -233,6 +234,12 @@ NEEDS: dict[str, tuple[str, ...]] = {
 
 def _turns() -> list[tuple[str, str]]:
     return [("user", MARKERS["first_user"]), ("assistant", MARKERS["first_answer"]), ("user", MARKERS["user"])]
+
+
+def _reads_auto(value: Any) -> bool:
+    """Whether ``value`` or a string inside it is ``auto`` (any case): OpenAI's ``"auto"``,
+    Anthropic's ``{"type": "auto"}``, Gemini's ``{"mode": "AUTO"}``."""
+    return any(isinstance(v, str) and v.lower() == "auto" for _, v in leaves(value))
 
 
 class _Shown(str):
@@ -653,7 +660,7 @@ class ProviderConformance:
         auto = sent_as.get("auto", MISSING)
         # auto may be left out: a forced choice must not read "auto" ("auto", {"type": "auto"}, AUTO)
         for choice, value in sent_as.items():
-            assert choice == "auto" or "auto" not in json.dumps(value, default=str).lower(), (
+            assert choice == "auto" or not _reads_auto(value), (
                 f"tool_choice {choice!r} was sent as {shown[choice]!r} at {path!r}: that is 'auto'")
         if "required" in sent_as:
             assert sent_as["required"] is not MISSING and sent_as["required"] != auto, (
