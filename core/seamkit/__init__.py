@@ -73,70 +73,185 @@ __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:
-    from seamkit.accumulate import Accumulator, collect_result
-    from seamkit.agent.agent import Agent
-    from seamkit.agent.as_tool import AgentTool, agent_tool
-    from seamkit.agent.handoff import Handoff
-    from seamkit.agent.output import OutputSpec
-    from seamkit.agent.prompt import Prompt
-    from seamkit.agent.result import AgentResult
-    from seamkit.calls.answer import Answer, Session
-    from seamkit.calls.ask import ask, ask_sync
-    from seamkit.calls.binding import Binding, CallLimits, CredentialRef
-    from seamkit.durability.approvals import Decision, approve, reject
-    from seamkit.durability.checkpointer import Checkpointer
+    from seamkit.accumulate import Accumulator as Accumulator
+    from seamkit.accumulate import collect_result as collect_result
+    from seamkit.agent.agent import Agent as Agent
+    from seamkit.agent.as_tool import AgentTool as AgentTool
+    from seamkit.agent.as_tool import agent_tool as agent_tool
+    from seamkit.agent.handoff import Handoff as Handoff
+    from seamkit.agent.output import OutputSpec as OutputSpec
+    from seamkit.agent.prompt import Prompt as Prompt
+    from seamkit.agent.result import AgentResult as AgentResult
+    from seamkit.calls.answer import Answer as Answer
+    from seamkit.calls.answer import Session as Session
+    from seamkit.calls.ask import ask as ask
+    from seamkit.calls.ask import ask_sync as ask_sync
+    from seamkit.calls.binding import Binding as Binding
+    from seamkit.calls.binding import CallLimits as CallLimits
+    from seamkit.calls.binding import CredentialRef as CredentialRef
+    from seamkit.durability.approvals import Decision as Decision
+    from seamkit.durability.approvals import approve as approve
+    from seamkit.durability.approvals import reject as reject
+    from seamkit.durability.checkpointer import Checkpointer as Checkpointer
     from seamkit.errors import (
-        AmbiguousComponent,
-        AskFailed,
-        BudgetExceeded,
-        ComponentBuildError,
-        ComponentNotFound,
-        ConfigError,
-        ConfigIssue,
-        Failure,
-        FailureClass,
-        GuardrailTripped,
-        OutputValidationError,
-        PluginError,
-        ProviderError,
-        RunCancelled,
-        RunError,
-        RunNotResumable,
-        SeamkitError,
-        StoreError,
-        StoreUnavailable,
-        StoreValueError,
-        ToolArgumentError,
-        ToolError,
-        UnknownToolError,
+        AmbiguousComponent as AmbiguousComponent,
     )
-    from seamkit.hookspecs import hookimpl
-    from seamkit.middleware import Call, Middleware, chain, collect, collect_one
-    from seamkit.runtime.concurrency import gather_best_effort, gather_bounded, run_sync
-    from seamkit.runtime.context import CancellationToken, RunContext
-    from seamkit.runtime.invoker import Invoker
-    from seamkit.schemas import SchemaAdapter, adapt
-    from seamkit.tools.decorator import FunctionTool, tool
-    from seamkit.tools.registry import ToolRegistry
+    from seamkit.errors import (
+        AskFailed as AskFailed,
+    )
+    from seamkit.errors import (
+        BudgetExceeded as BudgetExceeded,
+    )
+    from seamkit.errors import (
+        ComponentBuildError as ComponentBuildError,
+    )
+    from seamkit.errors import (
+        ComponentNotFound as ComponentNotFound,
+    )
+    from seamkit.errors import (
+        ConfigError as ConfigError,
+    )
+    from seamkit.errors import (
+        ConfigIssue as ConfigIssue,
+    )
+    from seamkit.errors import (
+        Failure as Failure,
+    )
+    from seamkit.errors import (
+        FailureClass as FailureClass,
+    )
+    from seamkit.errors import (
+        GuardrailTripped as GuardrailTripped,
+    )
+    from seamkit.errors import (
+        OutputValidationError as OutputValidationError,
+    )
+    from seamkit.errors import (
+        PluginError as PluginError,
+    )
+    from seamkit.errors import (
+        ProviderError as ProviderError,
+    )
+    from seamkit.errors import (
+        RunCancelled as RunCancelled,
+    )
+    from seamkit.errors import (
+        RunError as RunError,
+    )
+    from seamkit.errors import (
+        RunNotResumable as RunNotResumable,
+    )
+    from seamkit.errors import (
+        SeamkitError as SeamkitError,
+    )
+    from seamkit.errors import (
+        StoreError as StoreError,
+    )
+    from seamkit.errors import (
+        StoreUnavailable as StoreUnavailable,
+    )
+    from seamkit.errors import (
+        StoreValueError as StoreValueError,
+    )
+    from seamkit.errors import (
+        ToolArgumentError as ToolArgumentError,
+    )
+    from seamkit.errors import (
+        ToolError as ToolError,
+    )
+    from seamkit.errors import (
+        UnknownToolError as UnknownToolError,
+    )
+    from seamkit.hookspecs import hookimpl as hookimpl
+    from seamkit.middleware import (
+        Call as Call,
+    )
+    from seamkit.middleware import (
+        Middleware as Middleware,
+    )
+    from seamkit.middleware import (
+        chain as chain,
+    )
+    from seamkit.middleware import (
+        collect as collect,
+    )
+    from seamkit.middleware import (
+        collect_one as collect_one,
+    )
+    from seamkit.runtime.concurrency import (
+        gather_best_effort as gather_best_effort,
+    )
+    from seamkit.runtime.concurrency import (
+        gather_bounded as gather_bounded,
+    )
+    from seamkit.runtime.concurrency import (
+        run_sync as run_sync,
+    )
+    from seamkit.runtime.context import CancellationToken as CancellationToken
+    from seamkit.runtime.context import RunContext as RunContext
+    from seamkit.runtime.invoker import Invoker as Invoker
+    from seamkit.schemas import SchemaAdapter as SchemaAdapter
+    from seamkit.schemas import adapt as adapt
+    from seamkit.tools.decorator import FunctionTool as FunctionTool
+    from seamkit.tools.decorator import tool as tool
+    from seamkit.tools.registry import ToolRegistry as ToolRegistry
     from seamkit.values import (
-        ChatRequest,
-        Delta,
-        FrozenDict,
-        FrozenList,
-        ImageBlock,
-        LLMResult,
-        Message,
-        Operation,
-        ReasoningBlock,
-        Scope,
-        StreamEvent,
-        TextBlock,
-        ToolCall,
-        ToolCallDelta,
-        ToolRequest,
-        ToolResult,
-        ToolSchema,
-        Usage,
-        freeze,
-        thaw,
+        ChatRequest as ChatRequest,
+    )
+    from seamkit.values import (
+        Delta as Delta,
+    )
+    from seamkit.values import (
+        FrozenDict as FrozenDict,
+    )
+    from seamkit.values import (
+        FrozenList as FrozenList,
+    )
+    from seamkit.values import (
+        ImageBlock as ImageBlock,
+    )
+    from seamkit.values import (
+        LLMResult as LLMResult,
+    )
+    from seamkit.values import (
+        Message as Message,
+    )
+    from seamkit.values import (
+        Operation as Operation,
+    )
+    from seamkit.values import (
+        ReasoningBlock as ReasoningBlock,
+    )
+    from seamkit.values import (
+        Scope as Scope,
+    )
+    from seamkit.values import (
+        StreamEvent as StreamEvent,
+    )
+    from seamkit.values import (
+        TextBlock as TextBlock,
+    )
+    from seamkit.values import (
+        ToolCall as ToolCall,
+    )
+    from seamkit.values import (
+        ToolCallDelta as ToolCallDelta,
+    )
+    from seamkit.values import (
+        ToolRequest as ToolRequest,
+    )
+    from seamkit.values import (
+        ToolResult as ToolResult,
+    )
+    from seamkit.values import (
+        ToolSchema as ToolSchema,
+    )
+    from seamkit.values import (
+        Usage as Usage,
+    )
+    from seamkit.values import (
+        freeze as freeze,
+    )
+    from seamkit.values import (
+        thaw as thaw,
     )

@@ -175,163 +175,583 @@ def mark_terminated() -> BaseException:
 __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
 
 if TYPE_CHECKING:
-    from seamkit._lazy import lazy_attributes
-    from seamkit.accumulate import Accumulator, collect_result
-    from seamkit.agent.child_runs import CHILD_RUNS_SERVICE, ChildRunOutcome, ChildRunRequest
+    from seamkit._lazy import lazy_attributes as lazy_attributes
+    from seamkit.accumulate import Accumulator as Accumulator
+    from seamkit.accumulate import collect_result as collect_result
+    from seamkit.agent.child_runs import (
+        CHILD_RUNS_SERVICE as CHILD_RUNS_SERVICE,
+    )
+    from seamkit.agent.child_runs import (
+        ChildRunOutcome as ChildRunOutcome,
+    )
+    from seamkit.agent.child_runs import (
+        ChildRunRequest as ChildRunRequest,
+    )
     from seamkit.agent.guarding import check as check_guards
-    from seamkit.agent.guarding import guards_by_point
-    from seamkit.agent.loop import CORRECTIVE_TEMPLATE
-    from seamkit.agent.output import drop_absent_nulls
-    from seamkit.capabilities import Capability
-    from seamkit.cli._loop import run_interruptible
-    from seamkit.cli.commands import DEFAULT_DB, no_run_text
+    from seamkit.agent.guarding import guards_by_point as guards_by_point
+    from seamkit.agent.loop import CORRECTIVE_TEMPLATE as CORRECTIVE_TEMPLATE
+    from seamkit.agent.output import drop_absent_nulls as drop_absent_nulls
+    from seamkit.capabilities import Capability as Capability
+    from seamkit.cli._loop import run_interruptible as run_interruptible
+    from seamkit.cli.commands import DEFAULT_DB as DEFAULT_DB
     from seamkit.cli.commands import _check_variables as check_variables
     from seamkit.cli.commands import _load as load_for_command
-    from seamkit.cli.common import existing_file, read_task
+    from seamkit.cli.commands import no_run_text as no_run_text
+    from seamkit.cli.common import existing_file as existing_file
+    from seamkit.cli.common import read_task as read_task
     from seamkit.cli.outcomes import (
-        EXIT_FAILED,
-        EXIT_INTERRUPTED,
-        EXIT_OK,
-        EXIT_SUSPENDED,
-        BuildFailed,
-        Terminated,
-        UsageError,
+        EXIT_FAILED as EXIT_FAILED,
     )
-    from seamkit.cli.render import call_json, jsonable, result_json, resume_command, truncate, visible
-    from seamkit.cli.scrub import TextScrubber, scrub_output, secret_forms
+    from seamkit.cli.outcomes import (
+        EXIT_INTERRUPTED as EXIT_INTERRUPTED,
+    )
+    from seamkit.cli.outcomes import (
+        EXIT_OK as EXIT_OK,
+    )
+    from seamkit.cli.outcomes import (
+        EXIT_SUSPENDED as EXIT_SUSPENDED,
+    )
+    from seamkit.cli.outcomes import (
+        BuildFailed as BuildFailed,
+    )
+    from seamkit.cli.outcomes import (
+        Terminated as Terminated,
+    )
+    from seamkit.cli.outcomes import (
+        UsageError as UsageError,
+    )
+    from seamkit.cli.render import (
+        call_json as call_json,
+    )
+    from seamkit.cli.render import (
+        jsonable as jsonable,
+    )
+    from seamkit.cli.render import (
+        result_json as result_json,
+    )
+    from seamkit.cli.render import (
+        resume_command as resume_command,
+    )
+    from seamkit.cli.render import (
+        truncate as truncate,
+    )
+    from seamkit.cli.render import (
+        visible as visible,
+    )
+    from seamkit.cli.scrub import (
+        TextScrubber as TextScrubber,
+    )
+    from seamkit.cli.scrub import (
+        scrub_output as scrub_output,
+    )
+    from seamkit.cli.scrub import (
+        secret_forms as secret_forms,
+    )
     from seamkit.compaction import (
-        NOTES_KEY,
-        SUMMARY_MARKER,
-        CompactorPort,
-        check_invariants,
-        is_summary,
-        note,
-        split_leading_system,
-        summary_message,
-        transcript_tokens,
-        turn_units,
+        NOTES_KEY as NOTES_KEY,
     )
-    from seamkit.composition import build_agent, load_composition, loads_composition
+    from seamkit.compaction import (
+        SUMMARY_MARKER as SUMMARY_MARKER,
+    )
+    from seamkit.compaction import (
+        CompactorPort as CompactorPort,
+    )
+    from seamkit.compaction import (
+        check_invariants as check_invariants,
+    )
+    from seamkit.compaction import (
+        is_summary as is_summary,
+    )
+    from seamkit.compaction import (
+        note as note,
+    )
+    from seamkit.compaction import (
+        split_leading_system as split_leading_system,
+    )
+    from seamkit.compaction import (
+        summary_message as summary_message,
+    )
+    from seamkit.compaction import (
+        transcript_tokens as transcript_tokens,
+    )
+    from seamkit.compaction import (
+        turn_units as turn_units,
+    )
+    from seamkit.composition import (
+        build_agent as build_agent,
+    )
+    from seamkit.composition import (
+        load_composition as load_composition,
+    )
+    from seamkit.composition import (
+        loads_composition as loads_composition,
+    )
     from seamkit.composition._check import Context as SlotCheckContext
-    from seamkit.composition._check import check_slot, describe_value, did_you_mean, iter_slots, pydantic_issues
+    from seamkit.composition._check import (
+        check_slot as check_slot,
+    )
+    from seamkit.composition._check import (
+        describe_value as describe_value,
+    )
+    from seamkit.composition._check import (
+        did_you_mean as did_you_mean,
+    )
+    from seamkit.composition._check import (
+        iter_slots as iter_slots,
+    )
+    from seamkit.composition._check import (
+        pydantic_issues as pydantic_issues,
+    )
     from seamkit.composition._yaml import MAX_DEPTH as YAML_MAX_DEPTH
-    from seamkit.composition._yaml import KeyPath, Position, clip, parse_yaml, shown
-    from seamkit.composition.build import DEFAULT_STORE, child_queue_issues
-    from seamkit.composition.models import MASK, MIN_SECRET_LENGTH, AgentStepConfig, is_secret_name, mask_named
-    from seamkit.config_types import HTTPProviderConfig, PriceOverride, check_base_url
-    from seamkit.durability import codec
+    from seamkit.composition._yaml import (
+        KeyPath as KeyPath,
+    )
+    from seamkit.composition._yaml import (
+        Position as Position,
+    )
+    from seamkit.composition._yaml import (
+        clip as clip,
+    )
+    from seamkit.composition._yaml import (
+        parse_yaml as parse_yaml,
+    )
+    from seamkit.composition._yaml import (
+        shown as shown,
+    )
+    from seamkit.composition.build import DEFAULT_STORE as DEFAULT_STORE
+    from seamkit.composition.build import child_queue_issues as child_queue_issues
+    from seamkit.composition.models import (
+        MASK as MASK,
+    )
+    from seamkit.composition.models import (
+        MIN_SECRET_LENGTH as MIN_SECRET_LENGTH,
+    )
+    from seamkit.composition.models import (
+        AgentStepConfig as AgentStepConfig,
+    )
+    from seamkit.composition.models import (
+        is_secret_name as is_secret_name,
+    )
+    from seamkit.composition.models import (
+        mask_named as mask_named,
+    )
+    from seamkit.config_types import (
+        HTTPProviderConfig as HTTPProviderConfig,
+    )
+    from seamkit.config_types import (
+        PriceOverride as PriceOverride,
+    )
+    from seamkit.config_types import (
+        check_base_url as check_base_url,
+    )
+    from seamkit.durability import codec as codec
     from seamkit.durability.approvals import (
-        Decision,
-        approve,
-        decision_data,
-        decisions_from_data,
-        parse_decision_flags,
-        reject,
+        Decision as Decision,
     )
-    from seamkit.durability.checkpointer import Checkpointer, lease_void, worker_id
+    from seamkit.durability.approvals import (
+        approve as approve,
+    )
+    from seamkit.durability.approvals import (
+        decision_data as decision_data,
+    )
+    from seamkit.durability.approvals import (
+        decisions_from_data as decisions_from_data,
+    )
+    from seamkit.durability.approvals import (
+        parse_decision_flags as parse_decision_flags,
+    )
+    from seamkit.durability.approvals import (
+        reject as reject,
+    )
+    from seamkit.durability.checkpointer import (
+        Checkpointer as Checkpointer,
+    )
+    from seamkit.durability.checkpointer import (
+        lease_void as lease_void,
+    )
+    from seamkit.durability.checkpointer import (
+        worker_id as worker_id,
+    )
     from seamkit.durability.records import (
-        FINISHED_STATUSES,
-        CheckpointInfo,
-        CheckpointRecord,
-        StoredCheckpoint,
-        scope_namespace,
+        FINISHED_STATUSES as FINISHED_STATUSES,
     )
-    from seamkit.durability.singleflight import SingleFlight
+    from seamkit.durability.records import (
+        CheckpointInfo as CheckpointInfo,
+    )
+    from seamkit.durability.records import (
+        CheckpointRecord as CheckpointRecord,
+    )
+    from seamkit.durability.records import (
+        StoredCheckpoint as StoredCheckpoint,
+    )
+    from seamkit.durability.records import (
+        scope_namespace as scope_namespace,
+    )
+    from seamkit.durability.singleflight import SingleFlight as SingleFlight
     from seamkit.errors import (
-        BudgetExceeded,
-        CheckpointConflict,
-        CodecError,
-        ComponentBuildError,
-        ComponentNotFound,
-        ConfigError,
-        ConfigIssue,
-        EffectNotApplied,
-        Failure,
-        FailureClass,
-        GuardrailTripped,
-        InfrastructureUnavailable,
-        OutputValidationError,
-        PluginError,
-        ProviderError,
-        RunCancelled,
-        RunError,
-        RunNotResumable,
-        SeamkitError,
-        StoreError,
-        StoreUnavailable,
-        StoreValueError,
-        ToolArgumentError,
-        ToolDefinitionError,
-        ToolError,
-        ToolUnavailable,
-        TTLNotSupported,
-        UnknownToolError,
-        UnsupportedFeature,
-        UnsupportedSchemaType,
+        BudgetExceeded as BudgetExceeded,
     )
-    from seamkit.evals import Attempt, EvalCase, EvalContext, Evaluator, Score, evaluate
-    from seamkit.grounding import MemoryItem, MemorySource, find_citations
-    from seamkit.guardrails import ALLOW, Guard, GuardContext, Verdict, allow, block, rewrite
-    from seamkit.hookspecs import hookimpl
-    from seamkit.middleware import Call, Middleware, Next, collect, collect_one, middleware
-    from seamkit.plugins.check import ComponentCheck, check_component
-    from seamkit.plugins.ports_check import Port, port_problems
-    from seamkit.plugins.registry import ComponentSpec, PluginReport, Registry, get_registry, load_registry
+    from seamkit.errors import (
+        CheckpointConflict as CheckpointConflict,
+    )
+    from seamkit.errors import (
+        CodecError as CodecError,
+    )
+    from seamkit.errors import (
+        ComponentBuildError as ComponentBuildError,
+    )
+    from seamkit.errors import (
+        ComponentNotFound as ComponentNotFound,
+    )
+    from seamkit.errors import (
+        ConfigError as ConfigError,
+    )
+    from seamkit.errors import (
+        ConfigIssue as ConfigIssue,
+    )
+    from seamkit.errors import (
+        EffectNotApplied as EffectNotApplied,
+    )
+    from seamkit.errors import (
+        Failure as Failure,
+    )
+    from seamkit.errors import (
+        FailureClass as FailureClass,
+    )
+    from seamkit.errors import (
+        GuardrailTripped as GuardrailTripped,
+    )
+    from seamkit.errors import (
+        InfrastructureUnavailable as InfrastructureUnavailable,
+    )
+    from seamkit.errors import (
+        OutputValidationError as OutputValidationError,
+    )
+    from seamkit.errors import (
+        PluginError as PluginError,
+    )
+    from seamkit.errors import (
+        ProviderError as ProviderError,
+    )
+    from seamkit.errors import (
+        RunCancelled as RunCancelled,
+    )
+    from seamkit.errors import (
+        RunError as RunError,
+    )
+    from seamkit.errors import (
+        RunNotResumable as RunNotResumable,
+    )
+    from seamkit.errors import (
+        SeamkitError as SeamkitError,
+    )
+    from seamkit.errors import (
+        StoreError as StoreError,
+    )
+    from seamkit.errors import (
+        StoreUnavailable as StoreUnavailable,
+    )
+    from seamkit.errors import (
+        StoreValueError as StoreValueError,
+    )
+    from seamkit.errors import (
+        ToolArgumentError as ToolArgumentError,
+    )
+    from seamkit.errors import (
+        ToolDefinitionError as ToolDefinitionError,
+    )
+    from seamkit.errors import (
+        ToolError as ToolError,
+    )
+    from seamkit.errors import (
+        ToolUnavailable as ToolUnavailable,
+    )
+    from seamkit.errors import (
+        TTLNotSupported as TTLNotSupported,
+    )
+    from seamkit.errors import (
+        UnknownToolError as UnknownToolError,
+    )
+    from seamkit.errors import (
+        UnsupportedFeature as UnsupportedFeature,
+    )
+    from seamkit.errors import (
+        UnsupportedSchemaType as UnsupportedSchemaType,
+    )
+    from seamkit.evals import (
+        Attempt as Attempt,
+    )
+    from seamkit.evals import (
+        EvalCase as EvalCase,
+    )
+    from seamkit.evals import (
+        EvalContext as EvalContext,
+    )
+    from seamkit.evals import (
+        Evaluator as Evaluator,
+    )
+    from seamkit.evals import (
+        Score as Score,
+    )
+    from seamkit.evals import (
+        evaluate as evaluate,
+    )
+    from seamkit.grounding import (
+        MemoryItem as MemoryItem,
+    )
+    from seamkit.grounding import (
+        MemorySource as MemorySource,
+    )
+    from seamkit.grounding import (
+        find_citations as find_citations,
+    )
+    from seamkit.guardrails import (
+        ALLOW as ALLOW,
+    )
+    from seamkit.guardrails import (
+        Guard as Guard,
+    )
+    from seamkit.guardrails import (
+        GuardContext as GuardContext,
+    )
+    from seamkit.guardrails import (
+        Verdict as Verdict,
+    )
+    from seamkit.guardrails import (
+        allow as allow,
+    )
+    from seamkit.guardrails import (
+        block as block,
+    )
+    from seamkit.guardrails import (
+        rewrite as rewrite,
+    )
+    from seamkit.hookspecs import hookimpl as hookimpl
+    from seamkit.middleware import (
+        Call as Call,
+    )
+    from seamkit.middleware import (
+        Middleware as Middleware,
+    )
+    from seamkit.middleware import (
+        Next as Next,
+    )
+    from seamkit.middleware import (
+        collect as collect,
+    )
+    from seamkit.middleware import (
+        collect_one as collect_one,
+    )
+    from seamkit.middleware import (
+        middleware as middleware,
+    )
+    from seamkit.plugins.check import ComponentCheck as ComponentCheck
+    from seamkit.plugins.check import check_component as check_component
+    from seamkit.plugins.ports_check import Port as Port
+    from seamkit.plugins.ports_check import port_problems as port_problems
+    from seamkit.plugins.registry import (
+        ComponentSpec as ComponentSpec,
+    )
+    from seamkit.plugins.registry import (
+        PluginReport as PluginReport,
+    )
+    from seamkit.plugins.registry import (
+        Registry as Registry,
+    )
+    from seamkit.plugins.registry import (
+        get_registry as get_registry,
+    )
+    from seamkit.plugins.registry import (
+        load_registry as load_registry,
+    )
     from seamkit.ports import (
-        PROVIDER_FEATURES,
-        CheckpointPort,
-        ClockPort,
-        EmbeddingPort,
-        LLMPort,
-        StorePort,
-        ToolPort,
-        ToolsetPort,
-        VectorPort,
+        PROVIDER_FEATURES as PROVIDER_FEATURES,
     )
-    from seamkit.pricing import MILLION, Price, PriceTable, cost_of, load_price_table, parse_usd, price_usage
-    from seamkit.request import RequestBuilder
-    from seamkit.runners import QUEUE_KEY, QUEUED_KEY, RequeueRequest, Runner
-    from seamkit.runtime.concurrency import run_sync
-    from seamkit.runtime.context import RunContext
-    from seamkit.runtime.invoker import render_tool_value
-    from seamkit.runtime.resources import RunResources
-    from seamkit.schema_wrap import RootWrap, canonical_path, normalize_root, plain_schema, unwrap_deltas, wrap_root
+    from seamkit.ports import (
+        CheckpointPort as CheckpointPort,
+    )
+    from seamkit.ports import (
+        ClockPort as ClockPort,
+    )
+    from seamkit.ports import (
+        EmbeddingPort as EmbeddingPort,
+    )
+    from seamkit.ports import (
+        LLMPort as LLMPort,
+    )
+    from seamkit.ports import (
+        StorePort as StorePort,
+    )
+    from seamkit.ports import (
+        ToolPort as ToolPort,
+    )
+    from seamkit.ports import (
+        ToolsetPort as ToolsetPort,
+    )
+    from seamkit.ports import (
+        VectorPort as VectorPort,
+    )
+    from seamkit.pricing import (
+        MILLION as MILLION,
+    )
+    from seamkit.pricing import (
+        Price as Price,
+    )
+    from seamkit.pricing import (
+        PriceTable as PriceTable,
+    )
+    from seamkit.pricing import (
+        cost_of as cost_of,
+    )
+    from seamkit.pricing import (
+        load_price_table as load_price_table,
+    )
+    from seamkit.pricing import (
+        parse_usd as parse_usd,
+    )
+    from seamkit.pricing import (
+        price_usage as price_usage,
+    )
+    from seamkit.request import RequestBuilder as RequestBuilder
+    from seamkit.runners import (
+        QUEUE_KEY as QUEUE_KEY,
+    )
+    from seamkit.runners import (
+        QUEUED_KEY as QUEUED_KEY,
+    )
+    from seamkit.runners import (
+        RequeueRequest as RequeueRequest,
+    )
+    from seamkit.runners import (
+        Runner as Runner,
+    )
+    from seamkit.runtime.concurrency import run_sync as run_sync
+    from seamkit.runtime.context import RunContext as RunContext
+    from seamkit.runtime.invoker import render_tool_value as render_tool_value
+    from seamkit.runtime.resources import RunResources as RunResources
+    from seamkit.schema_wrap import (
+        RootWrap as RootWrap,
+    )
+    from seamkit.schema_wrap import (
+        canonical_path as canonical_path,
+    )
+    from seamkit.schema_wrap import (
+        normalize_root as normalize_root,
+    )
+    from seamkit.schema_wrap import (
+        plain_schema as plain_schema,
+    )
+    from seamkit.schema_wrap import (
+        unwrap_deltas as unwrap_deltas,
+    )
+    from seamkit.schema_wrap import (
+        wrap_root as wrap_root,
+    )
     from seamkit.schemas import (
-        BaseSchemaAdapter,
-        SchemaAdapter,
-        SchemaFlavour,
-        adapt,
-        parse_json,
-        partial_json,
-        raw_text,
+        BaseSchemaAdapter as BaseSchemaAdapter,
     )
-    from seamkit.slots import ComponentSlot, NestedSlot, build_nested
-    from seamkit.tokens import estimate_message_tokens, estimate_tokens, register_tokenizer
-    from seamkit.tool_images import left_out_warning, text_with_images_note
-    from seamkit.tools.decorator import FunctionTool, tool
-    from seamkit.tools.registry import tool_name_of
+    from seamkit.schemas import (
+        SchemaAdapter as SchemaAdapter,
+    )
+    from seamkit.schemas import (
+        SchemaFlavour as SchemaFlavour,
+    )
+    from seamkit.schemas import (
+        adapt as adapt,
+    )
+    from seamkit.schemas import (
+        parse_json as parse_json,
+    )
+    from seamkit.schemas import (
+        partial_json as partial_json,
+    )
+    from seamkit.schemas import (
+        raw_text as raw_text,
+    )
+    from seamkit.slots import ComponentSlot as ComponentSlot
+    from seamkit.slots import NestedSlot as NestedSlot
+    from seamkit.slots import build_nested as build_nested
+    from seamkit.tokens import (
+        estimate_message_tokens as estimate_message_tokens,
+    )
+    from seamkit.tokens import (
+        estimate_tokens as estimate_tokens,
+    )
+    from seamkit.tokens import (
+        register_tokenizer as register_tokenizer,
+    )
+    from seamkit.tool_images import left_out_warning as left_out_warning
+    from seamkit.tool_images import text_with_images_note as text_with_images_note
+    from seamkit.tools.decorator import FunctionTool as FunctionTool
+    from seamkit.tools.decorator import tool as tool
+    from seamkit.tools.registry import tool_name_of as tool_name_of
     from seamkit.values import (
-        EMPTY,
-        ChatRequest,
-        Delta,
-        FinishReason,
-        FrozenDict,
-        FrozenList,
-        ImageBlock,
-        LLMResult,
-        Message,
-        ReasoningBlock,
-        RunRequest,
-        Scope,
-        TextBlock,
-        ToolCall,
-        ToolCallDelta,
-        ToolOutput,
-        ToolRequest,
-        ToolResult,
-        ToolSchema,
-        Usage,
-        freeze,
-        thaw,
+        EMPTY as EMPTY,
     )
-    from seamkit.workflows import StepContext
+    from seamkit.values import (
+        ChatRequest as ChatRequest,
+    )
+    from seamkit.values import (
+        Delta as Delta,
+    )
+    from seamkit.values import (
+        FinishReason as FinishReason,
+    )
+    from seamkit.values import (
+        FrozenDict as FrozenDict,
+    )
+    from seamkit.values import (
+        FrozenList as FrozenList,
+    )
+    from seamkit.values import (
+        ImageBlock as ImageBlock,
+    )
+    from seamkit.values import (
+        LLMResult as LLMResult,
+    )
+    from seamkit.values import (
+        Message as Message,
+    )
+    from seamkit.values import (
+        ReasoningBlock as ReasoningBlock,
+    )
+    from seamkit.values import (
+        RunRequest as RunRequest,
+    )
+    from seamkit.values import (
+        Scope as Scope,
+    )
+    from seamkit.values import (
+        TextBlock as TextBlock,
+    )
+    from seamkit.values import (
+        ToolCall as ToolCall,
+    )
+    from seamkit.values import (
+        ToolCallDelta as ToolCallDelta,
+    )
+    from seamkit.values import (
+        ToolOutput as ToolOutput,
+    )
+    from seamkit.values import (
+        ToolRequest as ToolRequest,
+    )
+    from seamkit.values import (
+        ToolResult as ToolResult,
+    )
+    from seamkit.values import (
+        ToolSchema as ToolSchema,
+    )
+    from seamkit.values import (
+        Usage as Usage,
+    )
+    from seamkit.values import (
+        freeze as freeze,
+    )
+    from seamkit.values import (
+        thaw as thaw,
+    )
+    from seamkit.workflows import StepContext as StepContext
+    # renamed on the way out: mypy takes `name as name` as an explicit re-export, `a as b` not; these
+    # are exported by naming them in __all__ (which it reads; the computed one above it cannot)
+    __all__ += ["SlotCheckContext", "YAML_MAX_DEPTH", "check_guards", "check_variables", "load_for_command"]

@@ -4,7 +4,7 @@ and shown to fail for providers that break it."""
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -113,8 +113,14 @@ class DeltaModel:
         return await collect_result(self.stream(request), provider=self.provider, model=self.model)
 
 
+#: DeltaModel records the ChatRequest itself: each setting is its field of the same name
+REQUEST_FIELDS: Mapping[str, str | None] = {"max_tokens": "max_tokens", "temperature": "temperature",
+                                            "tool_choice": "tool_choice"}
+
+
 class TestDeltaModelConforms(ProviderConformance):
     declared_features = PROVIDER_FEATURES  # the checks of other features are left out
+    sent_fields = REQUEST_FIELDS
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Any:
@@ -124,6 +130,7 @@ class TestDeltaModelConforms(ProviderConformance):
 class TestTextOnlyDeltaModelConforms(ProviderConformance):
     """A provider declaring no images: the image checks are left out, its refusal is checked."""
     declared_features = PROVIDER_FEATURES - {"images"}  # the checks of other features are left out
+    sent_fields = REQUEST_FIELDS
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Any:
@@ -133,6 +140,7 @@ class TestTextOnlyDeltaModelConforms(ProviderConformance):
 class TestRetryAtAndBadKeyAs400Conform(ProviderConformance):
     """Rate-limit advice as ``retry_at`` and a bad key answered with 400 (as Gemini does) pass."""
     declared_features = PROVIDER_FEATURES  # the checks of other features are left out
+    sent_fields = REQUEST_FIELDS
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Any:
@@ -151,10 +159,12 @@ async def test_a_provider_that_swallows_a_midstream_error_fails_the_suite() -> N
             lambda s: DeltaModel(s, swallow_midstream=True))  # type: ignore[arg-type,return-value]
 
 
-async def test_a_provider_that_leaks_its_credential_fails_the_suite(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_provider_that_leaks_its_credential_fails_the_suite(caplog: pytest.LogCaptureFixture,
+                                                                   capfd: pytest.CaptureFixture[str]) -> None:
     suite = ProviderConformance()
     with pytest.raises(AssertionError, match="leaked"):
-        await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, leak=True), Recorder(), caplog)  # type: ignore[arg-type,return-value]
+        await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, leak=True), Recorder(), caplog,  # type: ignore[arg-type,return-value]
+                                                    capfd)
 
 
 async def test_parallel_calls_merged_into_one_fail_the_suite() -> None:
@@ -172,11 +182,12 @@ async def test_a_provider_that_drops_an_undeclared_image_silently_fails_the_suit
             "images")
 
 
-async def test_a_provider_that_logs_its_credential_fails_the_suite(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_provider_that_logs_its_credential_fails_the_suite(caplog: pytest.LogCaptureFixture,
+                                                                  capfd: pytest.CaptureFixture[str]) -> None:
     suite = ProviderConformance()
     with pytest.raises(AssertionError, match="leaked"):
         await suite.test_the_credential_never_shows(lambda s: DeltaModel(s, log_key=True), Recorder(),
-                                                  caplog)  # type: ignore[arg-type,return-value]
+                                                    caplog, capfd)  # type: ignore[arg-type,return-value]
 
 
 async def test_a_provider_that_never_records_what_it_sends_fails_with_the_reason() -> None:

@@ -1,5 +1,5 @@
 """The host's public surface (docs/plugins/public-api.md): which modules are public, what each
-exports, and that plugins, examples and the docs' code use nothing else.
+exports, and that plugins, examples, the test kit (testkit/) and the docs' code use nothing else.
 
 A change to a public ``__all__`` fails :func:`test_public_all_is_pinned` until the list below is
 updated in the same change: the public surface only moves as a visible diff.
@@ -174,8 +174,10 @@ def _python_files(*roots: str) -> list[Path]:
     return [p for r in roots for p in sorted((ROOT / r).rglob("*.py")) if ".venv" not in p.parts]
 
 
-@pytest.mark.parametrize("root", ["plugins", "examples"])
+@pytest.mark.parametrize("root", ["plugins", "examples", "testkit"])
 def test_plugins_and_examples_import_only_public_names(root: str) -> None:
+    """Plugins, examples and the plugin authors' test kit (pytest-seamkit, which runs inside a
+    plugin's tests) import the host's public names only."""
     files = _python_files(root)
     assert files
     bad = [b for f in files for b in _private_uses(f.read_text(encoding="utf-8"), str(f.relative_to(ROOT)))]
@@ -211,6 +213,8 @@ def test_the_type_checking_imports_match_the_lazy_map() -> None:
     (block,) = [n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING"]
     seen = {}
     for node in block.body:
+        if isinstance(node, ast.AugAssign) and getattr(node.target, "id", "") == "__all__":
+            continue  # the renamed names, exported for type checkers (see the test below)
         assert isinstance(node, ast.ImportFrom) and node.module
         for a in node.names:
             seen[a.asname or a.name] = _resolve(node.module, a.name)
@@ -222,3 +226,22 @@ def test_the_type_checking_imports_match_the_lazy_map() -> None:
 def _resolve(module: str, name: str) -> object:
     mod = importlib.import_module(module)
     return getattr(mod, name) if hasattr(mod, name) else importlib.import_module(f"{module}.{name}")
+
+
+@pytest.mark.parametrize("module", ["seamkit", "seamkit.plugin", "seamkit.testing"])
+def test_the_lazy_names_are_explicit_re_exports_for_type_checkers(module: str) -> None:
+    """The names a lazy public module publishes are imported under ``if TYPE_CHECKING:`` as
+    ``name as name`` (or, renamed, listed in an ``__all__ +=`` there): mypy --strict (no implicit
+    re-export) reads only those as exported, and cannot read the computed ``__all__``; without
+    it ``from seamkit.plugin import Delta`` is an error in a strictly typed plugin (and in
+    pytest-seamkit)."""
+    mod = importlib.import_module(module)
+    tree = ast.parse(Path(mod.__file__ or "").read_text(encoding="utf-8"))
+    (block,) = [n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", "") == "TYPE_CHECKING"]
+    listed: set[str] = set()
+    for node in block.body:  # `__all__ += [...]`: names mypy reads as exported
+        if isinstance(node, ast.AugAssign) and getattr(node.target, "id", "") == "__all__":
+            listed |= set(ast.literal_eval(node.value))
+    implicit = [f"{node.module}.{a.name} as {a.asname}" for node in block.body if isinstance(node, ast.ImportFrom)
+                for a in node.names if a.asname != a.name and (a.asname or a.name) not in listed]
+    assert implicit == [], f"write these as `name as name`, or list a renamed one in `__all__ +=`: {implicit}"

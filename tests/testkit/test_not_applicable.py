@@ -16,12 +16,13 @@ CORE_SUITE = HERE.parent / "core" / "test_core_provider_conformance.py"
 MODULE = '''
 import pytest
 from seamkit.plugin import PROVIDER_FEATURES
-from test_core_provider_conformance import DeltaModel
+from test_core_provider_conformance import REQUEST_FIELDS, DeltaModel
 from pytest_seamkit.conformance import ProviderConformance
 
 
 class TestDeclared(ProviderConformance):
     declared_features = DECLARED
+    sent_fields = REQUEST_FIELDS
 
     @pytest.fixture
     def make_provider(self, recorder):

@@ -7,8 +7,17 @@ own call id; the tools or the output schema never sent), how it answers (a cut-o
 a whole reply, ``chat()`` turning HTTP errors into empty answers, a tool-call answer finishing
 twice, negative usage counts) and how it behaves (the credential in an error's ``__cause__``, the
 HTTP response left open when the caller stops early, an HTTP provider hiding its errors by not
-declaring ``service``). Two correct-but-unusual variants must pass: rate-limit advice as
-``retry_at``, and a bad key answered with Gemini's 400 ``API_KEY_INVALID``. The whole suite runs
+declaring ``service``). Then the bugs an outside tester's mutants showed passing, and variants of
+each: a later system message dropped or sent as a user turn; ``max_tokens`` / ``temperature`` under
+another field, rounded or pasted into the prompt; the image labelled with another media type, put
+inside an https URL, sent as bare base64 with no media type, pasted into the text, or sent in a
+message of its own; tool results before their call; a turn or the whole history sent twice;
+``tool_choice`` always ``auto``, ``required`` sent as ``auto``, a named tool sent as ``required``,
+``none`` dropped; the credential in a warning delta, the reply text, a Python warning, stderr or
+stdout; a test class that does not declare ``sent_fields``. Correct-but-unusual variants must pass:
+rate-limit advice as ``retry_at``, a bad key answered with Gemini's 400 ``API_KEY_INVALID``, every
+system text joined into one system message, ``tool_choice`` ``auto`` left out. ``REASONS`` pins what
+the new mutants' failures say, so each fails on its own bug, not by accident. The whole suite runs
 against every variant and the unmodified provider in one pytest subprocess (a fresh session, as a
 plugin author runs it); the test reads the JUnit report and asserts exactly which suite tests
 failed for which.
@@ -26,6 +35,8 @@ FIXTURES = Path(__file__).parents[1] / "plugins" / "providers" / "openai" / "fix
 MODULE = '''
 import dataclasses
 import json
+import sys
+import warnings
 from contextlib import aclosing
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -242,8 +253,259 @@ class GeminiStyleBadKey(OpenAIChatProvider):
             raise
 
 
+def _parts(body):
+    """Every content part of every message (OpenAI chat: a list content)."""
+    return [part for m in body["messages"] if isinstance(m.get("content"), list) for part in m["content"]]
+
+
+def _image_urls(body):
+    return [part["image_url"] for part in _parts(body) if part.get("type") == "image_url"]
+
+
+class DropsLaterSystems(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        first = next((i for i, m in enumerate(body["messages"]) if m["role"] in ("system", "developer")), None)
+        body["messages"] = [m for i, m in enumerate(body["messages"])
+                            if i == first or m["role"] not in ("system", "developer")]
+        return body, warnings
+
+
+class LaterSystemAsUser(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        systems = [m for m in body["messages"] if m["role"] in ("system", "developer")]
+        for m in systems[1:]:
+            m["role"] = "user"
+        return body, warnings
+
+
+class SystemsJoined(OpenAIChatProvider):
+    """Correct: every system text joined into the one leading system message."""
+
+    def body(self, request):
+        body, warnings = super().body(request)
+        systems = [m for m in body["messages"] if m["role"] in ("system", "developer")]
+        if len(systems) > 1:
+            systems[0]["content"] = "\\n\\n".join(m["content"] for m in systems)
+            body["messages"] = [m for m in body["messages"] if m is systems[0] or m not in systems]
+        return body, warnings
+
+
+class MaxTokensWrongField(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        if "max_completion_tokens" in body:
+            body["generationConfig"] = {"maxOutputTokens": body.pop("max_completion_tokens")}
+        return body, warnings
+
+
+class TemperatureWrongField(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        if "temperature" in body:
+            body["metadata"] = {"temp": body.pop("temperature")}
+        return body, warnings
+
+
+class TemperatureRounded(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        if "temperature" in body:
+            body["temperature"] = round(body["temperature"], 1)
+        return body, warnings
+
+
+class SettingsInPrompt(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        settings = {k: body.pop(k) for k in ("max_completion_tokens", "temperature") if k in body}
+        body["messages"].append({"role": "user", "content": json.dumps(settings)})
+        body["max_completion_tokens"] = 4096
+        return body, warnings
+
+
+class ImageWrongMediaType(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        for image in _image_urls(body):
+            image["url"] = image["url"].replace("image/png", "image/jpeg")
+        return body, warnings
+
+
+class ImageInsideHttpUrl(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        for image in _image_urls(body):
+            image["url"] = image["url"].replace("data:image/png;base64,", "https://cdn.invalid/")
+        return body, warnings
+
+
+class ImageBase64WithoutMediaType(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        for image in _image_urls(body):
+            image["url"] = image["url"].split(",", 1)[1]
+        return body, warnings
+
+
+class ImagePastedIntoText(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        for m in body["messages"]:
+            if isinstance(m.get("content"), list):
+                m["content"] = " ".join(p.get("text") or p.get("image_url", {}).get("url", "") for p in m["content"])
+        return body, warnings
+
+
+class ImageInAMessageOfItsOwn(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        for i, m in enumerate(body["messages"]):
+            if isinstance(m.get("content"), list):
+                images = [p for p in m["content"] if p.get("type") == "image_url"]
+                m["content"] = [p for p in m["content"] if p not in images]
+                body["messages"].insert(i, {"role": "user", "content": images})
+                break
+        return body, warnings
+
+
+class ResultsBeforeCall(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        tools = [m for m in body["messages"] if m["role"] == "tool"]
+        rest = [m for m in body["messages"] if m["role"] != "tool"]
+        if tools:
+            i = next(i for i, m in enumerate(rest) if "tool_calls" in m)
+            rest[i:i] = tools
+        body["messages"] = rest
+        return body, warnings
+
+
+class ResultsFirst(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        body["messages"].sort(key=lambda m: m["role"] != "tool")
+        return body, warnings
+
+
+class DuplicatesFirstUser(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        i = next(i for i, m in enumerate(body["messages"]) if m["role"] == "user")
+        body["messages"].insert(i, dict(body["messages"][i]))
+        return body, warnings
+
+
+class DuplicatesLastMessage(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        body["messages"].append(dict(body["messages"][-1]))
+        return body, warnings
+
+
+class HistorySentTwice(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        body["messages"] = body["messages"] + [dict(m) for m in body["messages"]]
+        return body, warnings
+
+
+class ToolChoiceAlwaysAuto(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        if "tool_choice" in body:
+            body["tool_choice"] = "auto"
+        return body, warnings
+
+
+class NamedChoiceAsRequired(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        if isinstance(body.get("tool_choice"), dict):
+            body["tool_choice"] = "required"
+        return body, warnings
+
+
+class NoneChoiceDropped(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        if body.get("tool_choice") == "none":
+            del body["tool_choice"]
+        return body, warnings
+
+
+class RequiredSentAsAuto(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        if body.get("tool_choice") == "required":
+            body["tool_choice"] = "auto"
+        return body, warnings
+
+
+class AutoChoiceLeftOut(OpenAIChatProvider):
+    """Correct: tool_choice auto (every API's default) not sent."""
+
+    def body(self, request):
+        body, warnings = super().body(request)
+        if body.get("tool_choice") == "auto":
+            del body["tool_choice"]
+        return body, warnings
+
+
+class _Leaks(OpenAIChatProvider):
+    def leak(self):
+        return self.api_key()
+
+    async def stream(self, request):
+        async with aclosing(super().stream(request)) as deltas:
+            first = True
+            async for d in deltas:
+                if first:
+                    first = False
+                    self.before(request)
+                yield d
+
+    def before(self, request):
+        raise NotImplementedError
+
+
+class KeyInWarningDelta(_Leaks):
+    async def stream(self, request):
+        yield Delta(warning=f"using key {self.leak()}")
+        async with aclosing(super(_Leaks, self).stream(request)) as deltas:
+            async for d in deltas:
+                yield d
+
+
+class KeyInText(_Leaks):
+    async def stream(self, request):
+        yield Delta(text=f"[{self.leak()}] ")
+        async with aclosing(super(_Leaks, self).stream(request)) as deltas:
+            async for d in deltas:
+                yield d
+
+
+class KeyInPythonWarning(_Leaks):
+    def before(self, request):
+        warnings.warn(f"deprecated endpoint, key={self.leak()}", UserWarning, stacklevel=1)
+
+
+class KeyPrintedToStderr(_Leaks):
+    def before(self, request):
+        print(f"DEBUG auth={self.leak()}", file=sys.stderr)
+
+
+class KeyPrintedToStdout(_Leaks):
+    def before(self, request):
+        print(f"sending with {self.leak()}")
+
+
 def suite_for(cls):
     class Suite(ProviderConformance):
+        sent_fields = {"max_tokens": "max_completion_tokens", "temperature": "temperature",
+                       "tool_choice": "tool_choice"}
+
         @pytest.fixture
         def make_provider(self, recorder: Recorder):
             def make(scenario):
@@ -279,6 +541,35 @@ TestLeaksResponseOnEarlyClose = suite_for(LeaksResponseOnEarlyClose)
 TestNoServiceSwallowsErrors = suite_for(NoServiceSwallowsErrors)
 TestRetryAt = suite_for(RetryAt)
 TestGeminiStyleBadKey = suite_for(GeminiStyleBadKey)
+TestDropsLaterSystems = suite_for(DropsLaterSystems)
+TestLaterSystemAsUser = suite_for(LaterSystemAsUser)
+TestSystemsJoined = suite_for(SystemsJoined)
+TestMaxTokensWrongField = suite_for(MaxTokensWrongField)
+TestTemperatureWrongField = suite_for(TemperatureWrongField)
+TestTemperatureRounded = suite_for(TemperatureRounded)
+TestSettingsInPrompt = suite_for(SettingsInPrompt)
+TestImageWrongMediaType = suite_for(ImageWrongMediaType)
+TestImageInsideHttpUrl = suite_for(ImageInsideHttpUrl)
+TestImageBase64WithoutMediaType = suite_for(ImageBase64WithoutMediaType)
+TestImagePastedIntoText = suite_for(ImagePastedIntoText)
+TestImageInAMessageOfItsOwn = suite_for(ImageInAMessageOfItsOwn)
+TestResultsBeforeCall = suite_for(ResultsBeforeCall)
+TestResultsFirst = suite_for(ResultsFirst)
+TestDuplicatesFirstUser = suite_for(DuplicatesFirstUser)
+TestDuplicatesLastMessage = suite_for(DuplicatesLastMessage)
+TestHistorySentTwice = suite_for(HistorySentTwice)
+TestToolChoiceAlwaysAuto = suite_for(ToolChoiceAlwaysAuto)
+TestNamedChoiceAsRequired = suite_for(NamedChoiceAsRequired)
+TestNoneChoiceDropped = suite_for(NoneChoiceDropped)
+TestRequiredSentAsAuto = suite_for(RequiredSentAsAuto)
+TestAutoChoiceLeftOut = suite_for(AutoChoiceLeftOut)
+TestKeyInWarningDelta = suite_for(KeyInWarningDelta)
+TestKeyInText = suite_for(KeyInText)
+TestKeyInPythonWarning = suite_for(KeyInPythonWarning)
+TestKeyPrintedToStderr = suite_for(KeyPrintedToStderr)
+TestKeyPrintedToStdout = suite_for(KeyPrintedToStdout)
+TestNoFieldsDeclared = suite_for(OpenAIChatProvider)
+TestNoFieldsDeclared.sent_fields = None
 '''
 
 ERRORS = {f"test_errors_are_classified[{s}]"
@@ -288,17 +579,21 @@ EXPECTED_FAILURES = {
     "TestUnmodified": set(),
     "TestDropsToolResults": {"test_sends_tool_calls_and_their_results", "test_sends_tool_call_ids",
                              "test_sends_parallel_tool_results"},
-    "TestDropsSystemPrompt": {"test_sends_the_system_prompt"},
+    "TestDropsSystemPrompt": {"test_sends_the_system_prompt", "test_sends_every_system_message"},
     "TestNeverSendsMaxTokens": {"test_sends_max_tokens"},
     "TestNeverSendsCredential": {"test_sends_the_credential"},
     "TestSwallowsTruncation": {"test_a_cut_off_stream_is_an_error"},
-    "TestAllRolesUser": {"test_sends_every_turn", "test_sends_the_system_prompt"},
-    "TestReversedTurns": {"test_sends_every_turn", "test_sends_the_system_prompt"},
-    # the squashed system prompt is reported by test_sends_every_turn ("squashed into one message")
-    "TestOneBigUserMessage": {"test_sends_every_turn", "test_sends_tool_call_ids", "test_sends_parallel_tool_results"},
+    "TestAllRolesUser": {"test_sends_every_turn", "test_sends_the_system_prompt", "test_sends_every_system_message"},
+    # reversed, the tool results come before their calls too
+    "TestReversedTurns": {"test_sends_every_turn", "test_sends_the_system_prompt",
+                          "test_sends_tool_calls_and_their_results", "test_sends_parallel_tool_results"},
+    # the squashed system prompt is reported by test_sends_every_turn ("squashed into one message"); the
+    # image ends up inside the one message's text
+    "TestOneBigUserMessage": {"test_sends_every_turn", "test_sends_tool_call_ids", "test_sends_parallel_tool_results",
+                              "test_sends_images"},
     "TestResultIdsDropped": {"test_sends_tool_call_ids", "test_sends_parallel_tool_results"},
     "TestResultIdsAllFirst": {"test_sends_parallel_tool_results"},
-    "TestToolsNeverOffered": {"test_sends_tool_calls_and_their_results"},
+    "TestToolsNeverOffered": {"test_sends_tool_calls_and_their_results", "test_sends_tool_choice"},
     "TestSchemaNeverSent": {"test_sends_the_output_schema"},
     # it swallows errors of status 429 and above (quota is a 429 at OpenAI) in chat() only
     "TestChatSwallowsErrors": {f"test_errors_are_classified[{s}]" for s in ("error_quota", "error_rate_limited",
@@ -311,6 +606,66 @@ EXPECTED_FAILURES = {
     "TestNoServiceSwallowsErrors": {*ERRORS, "test_the_credential_never_shows"},
     "TestRetryAt": set(),
     "TestGeminiStyleBadKey": set(),
+    "TestDropsLaterSystems": {"test_sends_every_system_message"},
+    "TestLaterSystemAsUser": {"test_sends_every_system_message"},
+    "TestSystemsJoined": set(),
+    "TestMaxTokensWrongField": {"test_sends_max_tokens"},
+    "TestTemperatureWrongField": {"test_sends_temperature"},
+    "TestTemperatureRounded": {"test_sends_temperature"},
+    "TestSettingsInPrompt": {"test_sends_max_tokens", "test_sends_temperature"},
+    "TestImageWrongMediaType": {"test_sends_images"},
+    "TestImageInsideHttpUrl": {"test_sends_images"},
+    "TestImageBase64WithoutMediaType": {"test_sends_images"},
+    "TestImagePastedIntoText": {"test_sends_images"},
+    "TestImageInAMessageOfItsOwn": {"test_sends_images"},
+    "TestResultsBeforeCall": {"test_sends_tool_calls_and_their_results", "test_sends_parallel_tool_results"},
+    "TestResultsFirst": {"test_sends_tool_calls_and_their_results", "test_sends_parallel_tool_results"},
+    "TestDuplicatesFirstUser": {"test_sends_every_turn", "test_sends_tool_calls_and_their_results"},
+    "TestDuplicatesLastMessage": {"test_sends_every_turn", "test_sends_tool_calls_and_their_results",
+                                  "test_sends_parallel_tool_results"},
+    "TestHistorySentTwice": {"test_sends_every_turn", "test_sends_the_system_prompt", "test_sends_every_system_message",
+                             "test_sends_tool_calls_and_their_results", "test_sends_parallel_tool_results"},
+    "TestToolChoiceAlwaysAuto": {"test_sends_tool_choice"},
+    "TestNamedChoiceAsRequired": {"test_sends_tool_choice"},
+    "TestNoneChoiceDropped": {"test_sends_tool_choice"},
+    "TestRequiredSentAsAuto": {"test_sends_tool_choice"},
+    "TestAutoChoiceLeftOut": set(),
+    "TestKeyInWarningDelta": {"test_the_credential_never_shows"},
+    # the reply's text is no longer the JSON document, so structured output fails too
+    "TestKeyInText": {"test_the_credential_never_shows", "test_structured_output"},
+    "TestKeyInPythonWarning": {"test_the_credential_never_shows"},
+    "TestKeyPrintedToStderr": {"test_the_credential_never_shows"},
+    "TestKeyPrintedToStdout": {"test_the_credential_never_shows"},
+    "TestNoFieldsDeclared": {"test_sends_max_tokens", "test_sends_temperature", "test_sends_tool_choice"},
+}
+
+#: (mutant, check) -> what its failure says: the check fails for the mutant's bug, not by accident
+REASONS = {
+    ("TestDropsLaterSystems", "test_sends_every_system_message"): "second system message was not sent",
+    ("TestLaterSystemAsUser", "test_sends_every_system_message"): "its role is lost",
+    ("TestMaxTokensWrongField", "test_sends_max_tokens"): "not sent as the field 'max_completion_tokens'",
+    ("TestTemperatureWrongField", "test_sends_temperature"): "not sent as the field 'temperature'",
+    ("TestTemperatureRounded", "test_sends_temperature"): "temperature was not sent",
+    ("TestImageWrongMediaType", "test_sends_images"): "labelled 'image/jpeg'",
+    ("TestImageInsideHttpUrl", "test_sends_images"): "inside an http(s) URL",
+    ("TestImageBase64WithoutMediaType", "test_sends_images"): "without its media type",
+    ("TestImagePastedIntoText", "test_sends_images"): "pasted into the text",
+    ("TestImageInAMessageOfItsOwn", "test_sends_images"): "not sent in the message holding the text",
+    ("TestResultsBeforeCall", "test_sends_tool_calls_and_their_results"): "tool result was sent before the tool call",
+    ("TestResultsFirst", "test_sends_tool_calls_and_their_results"): "was sent before the",
+    ("TestDuplicatesFirstUser", "test_sends_every_turn"): "first user turn was sent 2 times",
+    ("TestDuplicatesLastMessage", "test_sends_every_turn"): "last user turn was sent 2 times",
+    ("TestHistorySentTwice", "test_sends_every_turn"): "sent 2 times",
+    ("TestToolChoiceAlwaysAuto", "test_sends_tool_choice"): "that is 'auto'",
+    ("TestNamedChoiceAsRequired", "test_sends_tool_choice"): "it does not name the tool",
+    ("TestNoneChoiceDropped", "test_sends_tool_choice"): "tool_choice 'none' was sent like 'auto'",
+    ("TestRequiredSentAsAuto", "test_sends_tool_choice"): "'required' was sent as 'auto'",
+    ("TestKeyInWarningDelta", "test_the_credential_never_shows"): "in the answer's warnings",
+    ("TestKeyInText", "test_the_credential_never_shows"): "in the answer's text",
+    ("TestKeyInPythonWarning", "test_the_credential_never_shows"): "in a Python warning",
+    ("TestKeyPrintedToStderr", "test_the_credential_never_shows"): "leaked to stderr",
+    ("TestKeyPrintedToStdout", "test_the_credential_never_shows"): "leaked to stdout",
+    ("TestNoFieldsDeclared", "test_sends_max_tokens"): "add sent_fields = {",
 }
 
 
@@ -329,8 +684,12 @@ def test_each_broken_provider_fails_exactly_the_checks_its_bug_breaks(tmp_path: 
         name = case.get("name", "")
         assert case.find("error") is None, f"{cls}.{name} errored:\n{proc.stdout[-4000:]}"
         ran[cls] += 1
-        if case.find("failure") is not None:
+        failure = case.find("failure")
+        if failure is not None:
             failed[cls].add(name)
+            reason = REASONS.get((cls, name))
+            assert reason is None or reason in (failure.get("message") or ""), (
+                f"{cls}.{name} failed for another reason than {reason!r}: {failure.get('message')}")
     wrong = {cls: sorted(names) for cls, names in failed.items() if names != EXPECTED_FAILURES[cls]}
     assert not wrong, f"failed instead of the expected checks: {wrong}\n{proc.stdout[-6000:]}"
     assert len(set(ran.values())) == 1 and ran["TestUnmodified"] >= 10, ran  # every mutant met every check

@@ -1,7 +1,9 @@
 """The provider suite's structural checks of what was sent, on hand-written bodies of each wire
 format (OpenAI chat, Responses, Anthropic, Gemini, a rendered chat-template prompt): the correct
 body passes; every role sent as ``user``, the turns reversed, the turns squashed into one message,
-results without their own call id each fail, whatever the format."""
+results without their own call id, results before their calls, a turn sent twice, and an image
+mislabelled, inside an https URL, pasted into the text, without its media type or in a message of
+its own each fail, whatever the format."""
 
 from __future__ import annotations
 
@@ -10,7 +12,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from pytest_seamkit.conformance._shape import result_id_problems, turn_problems
+from pytest_seamkit.conformance._shape import (
+    MISSING,
+    image_problems,
+    once_problems,
+    order_problems,
+    result_id_problems,
+    turn_problems,
+    value_at,
+)
 
 S, U1, A1, U2 = "SYS-marker", "U1-marker", "A1-marker", "U2-marker"
 TURNS = [("user", U1), ("assistant", A1), ("user", U2)]
@@ -200,3 +210,135 @@ def test_parallel_results_all_carrying_the_first_id_fail(fmt: str) -> None:
     assert result_id_problems(body, R1, ID1, (ID2,), C1) == []
     (problem,) = result_id_problems(body, R2, ID2, (ID1,), C2)
     assert "not sent with its own call id 'call_ID2'" in problem
+
+
+# --- order, once ------------------------------------------------------------------------------
+
+_CONVERSATION = [("tool call", C1), ("second tool call", C2), ("tool result", R1), ("second tool result", R2)]
+
+
+@pytest.mark.parametrize("fmt", sorted(TOOL_FORMATS))
+def test_calls_before_their_results_pass_and_results_first_fail(fmt: str) -> None:
+    body, _ = TOOL_FORMATS[fmt]()
+    assert order_problems(body, _CONVERSATION) == [] and once_problems(body, _CONVERSATION) == []
+    turns = body.get("messages") or body.get("input") or body.get("contents")
+    turns.reverse()  # the results' message(s) first
+    (problem,) = order_problems(body, _CONVERSATION)
+    assert "was sent before the" in problem
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_a_turn_sent_twice_fails(fmt: str) -> None:
+    make, key = FORMATS[fmt]
+    body = make()
+    named = [("first user turn", U1), ("answer", A1), ("last user turn", U2)]
+    assert once_problems(body, named) == []
+    first = next(i for i, m in enumerate(body[key]) if U1 in json.dumps(m))
+    body[key].insert(first, json.loads(json.dumps(body[key][first])))
+    assert once_problems(body, named) == ["the first user turn was sent 2 times, not once"]
+    body[key] += body[key]
+    assert len(once_problems(body, named)) == 3
+
+
+def test_order_within_one_rendered_prompt_is_by_offset() -> None:
+    body = {"prompt": f"<user>{U1}<assistant>{A1}"}
+    assert order_problems(body, [("a", U1), ("b", A1)]) == []
+    assert order_problems(body, [("b", A1), ("a", U1)]) == [
+        "the a was sent before the b: the conversation's order is lost"]
+
+
+def test_value_at_follows_keys_and_array_indexes() -> None:
+    body = {"generationConfig": {"maxOutputTokens": 7}, "messages": [{"role": "system"}, {"role": "user"}]}
+    assert value_at(body, "generationConfig.maxOutputTokens") == 7
+    assert value_at(body, "messages.1.role") == "user"
+    assert value_at(body, "max_tokens") is MISSING and value_at(body, "messages.5.role") is MISSING
+    assert value_at({"0": "key"}, "0") == "key"  # a mapping's key, not an index
+
+
+# --- images -----------------------------------------------------------------------------------
+
+IMG = b"\x89PNG-image-bytes\x00\x01"
+B64 = __import__("base64").b64encode(IMG).decode()
+
+
+def _img_chat() -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": U1}, {"role": "user", "content": [
+        {"type": "text", "text": U2}, {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{B64}"}}]}]}
+
+
+def _img_responses() -> dict[str, Any]:
+    return {"input": [{"role": "user", "content": [{"type": "input_text", "text": U1}]}, {"role": "user", "content": [
+        {"type": "input_text", "text": U2}, {"type": "input_image", "image_url": f"data:image/png;base64,{B64}"}]}]}
+
+
+def _img_anthropic() -> dict[str, Any]:
+    return {"messages": [{"role": "user", "content": [{"type": "text", "text": U1}]}, {"role": "user", "content": [
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": B64}},
+        {"type": "text", "text": U2}]}]}
+
+
+def _img_gemini() -> dict[str, Any]:
+    return {"contents": [{"role": "user", "parts": [{"text": U1}]}, {"role": "user", "parts": [
+        {"text": U2}, {"inlineData": {"mimeType": "image/png", "data": B64}}]}]}
+
+
+IMAGE_FORMATS = {"chat": _img_chat, "responses": _img_responses, "anthropic": _img_anthropic, "gemini": _img_gemini}
+
+
+def _image(body: Any) -> list[str]:
+    return image_problems(body, IMG, "image/png", U2, (U1,))
+
+
+def _rewrite(body: Any, old: str, new: str) -> Any:
+    return json.loads(json.dumps(body).replace(old, new))
+
+
+@pytest.mark.parametrize("fmt", sorted(IMAGE_FORMATS))
+def test_an_inline_image_sent_right_passes(fmt: str) -> None:
+    assert _image(IMAGE_FORMATS[fmt]()) == []
+
+
+@pytest.mark.parametrize("fmt", sorted(IMAGE_FORMATS))
+def test_an_image_labelled_with_another_media_type_fails(fmt: str) -> None:
+    (problem,) = _image(_rewrite(IMAGE_FORMATS[fmt](), "image/png", "image/jpeg"))
+    assert "'image/jpeg'" in problem
+
+
+@pytest.mark.parametrize("fmt", sorted(IMAGE_FORMATS))
+def test_image_bytes_inside_an_https_url_fail(fmt: str) -> None:
+    body = _rewrite(IMAGE_FORMATS[fmt](), "data:image/png;base64,", "https://cdn.invalid/")
+    body = _rewrite(body, f'"{B64}"', f'"https://cdn.invalid/{B64}"')
+    assert _image(body) == ["the image's bytes were put inside an http(s) URL (the API would fetch that URL)"]
+
+
+@pytest.mark.parametrize("fmt", sorted(IMAGE_FORMATS))
+def test_an_image_pasted_into_the_text_fails(fmt: str) -> None:
+    body = IMAGE_FORMATS[fmt]()
+    body = _rewrite(body, f'"{U2}"', f'"{U2} data:image/png;base64,{B64}"')
+    body = _rewrite(body, f'"data:image/png;base64,{B64}"', '"elsewhere"')
+    body = _rewrite(body, f'"{B64}"', '"elsewhere"')
+    assert _image(body) == ["the image was pasted into the text of the message, not sent as an image"]
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "gemini"])
+def test_bare_base64_without_its_media_type_fails(fmt: str) -> None:
+    body = _rewrite(IMAGE_FORMATS[fmt](), '"image/png"', '"png"')
+    assert _image(body) == ["the image was sent without its media type ('image/png')"]
+
+
+@pytest.mark.parametrize("fmt", sorted(IMAGE_FORMATS))
+def test_an_image_in_a_message_of_its_own_fails(fmt: str) -> None:
+    body = IMAGE_FORMATS[fmt]()
+    turns = body.get("messages") or body.get("input") or body.get("contents")
+    message = turns[-1]
+    parts_key = "parts" if "parts" in message else "content"
+    image = [p for p in message[parts_key] if U2 not in json.dumps(p)]
+    message[parts_key] = [p for p in message[parts_key] if p not in image]
+    turns.append({**message, parts_key: image})
+    assert _image(body) == ["the image was not sent in the message holding the text sent with it"]
+
+
+def test_raw_bytes_of_an_in_process_request_pass_with_their_media_type() -> None:
+    assert image_problems({"prompt": U2, "images": [{"data": IMG, "mime": "image/png"}]}, IMG, "image/png", U2) == []
+    assert image_problems({"prompt": U2, "images": [IMG]}, IMG, "image/png", U2) == [
+        "the image was sent without its media type ('image/png')"]

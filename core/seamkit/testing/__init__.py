@@ -35,8 +35,20 @@ __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:
-    from seamkit.testing.clock import FakeClock
-    from seamkit.testing.context import make_test_ctx
-    from seamkit.testing.memory_store import MemoryStore
-    from seamkit.testing.models import SchemaDrivenModel, ScriptedModel, ScriptedTurn, example_for_schema
-    from seamkit.testing.network import NetworkBlocked, block_network
+    from seamkit.testing.clock import FakeClock as FakeClock
+    from seamkit.testing.context import make_test_ctx as make_test_ctx
+    from seamkit.testing.memory_store import MemoryStore as MemoryStore
+    from seamkit.testing.models import (
+        SchemaDrivenModel as SchemaDrivenModel,
+    )
+    from seamkit.testing.models import (
+        ScriptedModel as ScriptedModel,
+    )
+    from seamkit.testing.models import (
+        ScriptedTurn as ScriptedTurn,
+    )
+    from seamkit.testing.models import (
+        example_for_schema as example_for_schema,
+    )
+    from seamkit.testing.network import NetworkBlocked as NetworkBlocked
+    from seamkit.testing.network import block_network as block_network

@@ -27,8 +27,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from seamkit.durability import codec
-from seamkit.durability.records import CheckpointInfo, CheckpointRecord, StoredCheckpoint
+from seamkit.plugin import CheckpointInfo, CheckpointRecord, StoredCheckpoint, codec
 from seamkit.values import Message, Scope, freeze
 
 __all__ = [
@@ -107,7 +106,7 @@ def build_component(component: Sequence[Any]) -> Any:
     if ":" in name:
         module, _, attr = name.partition(":")
         return getattr(importlib.import_module(module), attr)(**dict(config))
-    from seamkit.plugins.registry import get_registry
+    from seamkit.plugin import get_registry
 
     return get_registry().build("store", name, dict(config))
 

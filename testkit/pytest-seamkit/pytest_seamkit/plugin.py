@@ -15,8 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from seamkit.testing.context import make_test_ctx
-from seamkit.testing.network import block_network
+from seamkit.testing import block_network, make_test_ctx
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -105,7 +104,7 @@ def no_network() -> Iterator[None]:
 
 @pytest.fixture
 def register_plugin() -> Iterator[Callable[..., Any]]:
-    from seamkit.plugins.registry import get_registry
+    from seamkit.plugin import get_registry
 
     registry = get_registry()
     added: list[str] = []

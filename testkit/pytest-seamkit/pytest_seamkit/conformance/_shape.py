@@ -11,8 +11,11 @@ alike; a rendered prompt (one string outside any array holding every turn) is ch
 
 from __future__ import annotations
 
+import base64
 import dataclasses
+import itertools
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -111,14 +114,16 @@ def _signature(value: Any, markers: Sequence[str]) -> str:
     return json.dumps(plain(value), sort_keys=True, default=repr)
 
 
-def turn_problems(body: Any, turns: Sequence[tuple[str, str]], system: str | None = None) -> list[str]:
+def turn_problems(body: Any, turns: Sequence[tuple[str, str]], system: str | None = None,
+                  leading: bool = True) -> list[str]:
     """What is wrong with how the conversation ``turns`` (``(role, marker)`` in conversation order,
     roles ``user`` / ``assistant``) and the ``system`` marker sit in ``body``; ``[]`` when nothing.
 
     Each turn must sit in its own message (not squashed into one string with the others), in the
     conversation's order, and a message of another role must look different once the marker texts
     are blanked out (its role field, its part types...): a role sent as another is lost. The system
-    prompt, when it sits in the same array as the turns, must come first and look like no turn.
+    prompt, when it sits in the same array as the turns, must come first (unless not ``leading``: a
+    system message later in the conversation) and look like no turn.
     A rendered prompt (every turn in one string that is inside no array) is read as text: the turns
     in order, and the text introducing the assistant turn differs from the text introducing a user
     turn (the role tags of the chat template)."""
@@ -150,12 +155,12 @@ def turn_problems(body: Any, turns: Sequence[tuple[str, str]], system: str | Non
                 problems.append(f"the {role} and {other} turns were sent alike "
                                 f"({sorted(by_role[role] & by_role[other])[0]}): their roles are lost")
     if system is not None:
-        problems += _system_problems(body, system, found, items, signatures, markers, order)
+        problems += _system_problems(body, system, found, items, signatures, markers, order, leading)
     return problems
 
 
 def _system_problems(body: Any, system: str, found: list[Path], items: list[Path], signatures: list[str],
-                     markers: Sequence[str], order: list[Path]) -> list[str]:
+                     markers: Sequence[str], order: list[Path], leading: bool = True) -> list[str]:
     where = find(body, system)
     if where is None:
         return ["the system prompt was not sent in the body"]
@@ -168,7 +173,7 @@ def _system_problems(body: Any, system: str, found: list[Path], items: list[Path
     if item in items:
         return ["the system prompt was squashed into a turn's message"]
     problems = []
-    if order.index(where) > order.index(found[0]):
+    if leading and order.index(where) > order.index(found[0]):
         problems.append("the system prompt was not sent before the conversation")
     if _signature(_at(body, item), markers) in signatures:
         problems.append("the system prompt was sent like a turn of the conversation: its role is lost")
@@ -215,3 +220,117 @@ def result_id_problems(body: Any, result: str, own_id: str, other_ids: Sequence[
                     f"id(s) around it are {held}{', on the call itself' if held == [own_id] else ''}"]
         return []
     return [f"the tool result {result!r} was sent without any call id"]
+
+
+def _position(body: Any, marker: str) -> tuple[int, int] | None:
+    """Where ``marker`` first occurs: (its leaf's index in document order, its offset in the leaf)."""
+    for i, (_, value) in enumerate(leaves(body)):
+        text = _text(value)
+        if text is not None and marker in text:
+            return i, text.index(marker)
+    return None
+
+
+def count(body: Any, marker: str) -> int:
+    """How many times ``marker`` occurs in the string leaves of ``body`` (keys included)."""
+    return sum(t.count(marker) for _, v in leaves(body) if (t := _text(v)) is not None)
+
+
+def once_problems(body: Any, named: Sequence[tuple[str, str]]) -> list[str]:
+    """Each ``(what, marker)`` sent exactly once: a turn sent twice (a duplicated message, the
+    history appended again) is a different conversation."""
+    return [f"the {what} was sent {n} times, not once" for what, marker in named
+            if (n := count(body, marker)) > 1]
+
+
+def order_problems(body: Any, named: Sequence[tuple[str, str]]) -> list[str]:
+    """The ``(what, marker)`` pairs occur in ``body`` in the order given (document order: JSON
+    keeps the order sent; inside one string, by offset): a tool result before the call it answers,
+    or a turn moved, is out of order. Markers not found are left to the presence checks."""
+    placed = [(what, p) for what, m in named if (p := _position(body, m)) is not None]
+    for (before, p), (after, q) in itertools.pairwise(placed):
+        if q < p:
+            return [f"the {after} was sent before the {before}: the conversation's order is lost"]
+    return []
+
+
+MISSING = object()
+"""What :func:`value_at` returns for a path that leads nowhere."""
+
+
+def value_at(body: Any, path: str) -> Any:
+    """The value at the dotted ``path`` of ``body`` (``"generationConfig.maxOutputTokens"``; a
+    number steps into an array: ``"messages.0.role"``), or :data:`MISSING`."""
+    value = body
+    for step in path.split("."):
+        kids = _children(value)
+        if kids is None:
+            return MISSING
+        found = dict(kids)
+        key: Any = int(step) if step.isdigit() and not isinstance(value, Mapping) else step
+        if key not in found:
+            return MISSING
+        value = found[key]
+    return value
+
+
+_MEDIA_TYPE = re.compile(r"^image/[A-Za-z0-9.+-]+$")
+
+
+def _media_types(value: Any) -> list[str]:
+    return [v for _, v in leaves(value) if isinstance(v, str) and _MEDIA_TYPE.match(v)]
+
+
+def image_problems(body: Any, data: bytes, media_type: str, text_marker: str,
+                   turn_markers: Sequence[str] = ()) -> list[str]:
+    """What is wrong with how the inline image ``data`` (``media_type``) sits in ``body``; ``[]``
+    when nothing. It must be a value of its own: the base64 of the bytes (standard or URL-safe),
+    the raw bytes, or exactly ``data:<media_type>;base64,<base64>``; never inside an ``http(s)``
+    URL (the API would fetch it) or inside text (the model reads it as words). A bare base64 or
+    bytes value needs its media type (a value ``image/...``) beside it, in the nearest object that
+    names one. With ``turn_markers`` (markers of other turns, one message each), the image must sit
+    in the same message as ``text_marker`` (the text sent with it)."""
+    encoded = (base64.b64encode(data).decode(), base64.urlsafe_b64encode(data).decode())
+    data_url = tuple(f"data:{media_type};base64,{e}" for e in encoded)
+    where: Path | None = None
+    raw = False
+    near: list[str] = []
+    for path, value in leaves(body):
+        if (isinstance(value, bytes | bytearray) and bytes(value) == data) or value in encoded:
+            where, raw = path, True
+            break
+        if isinstance(value, str) and value in data_url:
+            where = path
+            break
+        if isinstance(value, str) and any(e in value for e in encoded):
+            near.append(value)
+    if where is None:
+        if not near:
+            return ["the image's bytes were not sent"]
+        text = near[0]
+        if text_marker in text:
+            return ["the image was pasted into the text of the message, not sent as an image"]
+        if text.lower().startswith(("http://", "https://")):
+            return ["the image's bytes were put inside an http(s) URL (the API would fetch that URL)"]
+        if text.startswith("data:"):
+            label = text[5:].split(";", 1)[0].split(",", 1)[0]
+            return [f"the image was sent as a data URL labelled {label!r}, not {media_type!r}"]
+        return ["the image's base64 was sent inside a longer text, not as a value of its own "
+                f"(the base64 alone, or exactly data:{media_type};base64,...)"]
+    problems: list[str] = []
+    if raw:
+        for n in range(len(where) - 1, -1, -1):
+            types = _media_types(_at(body, where[:n]))
+            if types:
+                if set(types) != {media_type}:
+                    problems.append(f"the image was sent labelled {sorted(set(types))}, not {media_type!r}")
+                break
+        else:
+            problems.append(f"the image was sent without its media type ({media_type!r})")
+    text_at = find(body, text_marker)
+    others = [p for m in turn_markers if (p := find(body, m)) is not None]
+    if text_at is not None and others and text_at not in others:
+        base = _common([text_at, *others])
+        if where[:len(base) + 1] != text_at[:len(base) + 1]:
+            problems.append("the image was not sent in the message holding the text sent with it")
+    return problems

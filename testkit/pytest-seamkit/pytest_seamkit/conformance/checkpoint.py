@@ -7,10 +7,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
-from seamkit.durability import codec
-from seamkit.durability.records import CheckpointInfo, CheckpointRecord, StoredCheckpoint
 from seamkit.errors import CheckpointConflict
-from seamkit.ports import CheckpointPort
+from seamkit.plugin import CheckpointInfo, CheckpointPort, CheckpointRecord, StoredCheckpoint, codec
 from seamkit.values import FrozenDict, freeze
 
 from pytest_seamkit import _durable

@@ -8,13 +8,17 @@ checks the behaviour every provider owes its callers: the stream contract (exact
 the last delta, for every scenario), tool calls, parallel tool calls, structured output, reasoning,
 usage invariants (no negative count), errors classified through ``stream()`` and ``chat()`` before
 and in the middle of a stream, a cut-off stream raised, every HTTP response closed when the caller
-stops early, credentials kept out of reprs, logs and every error of an error's
-``__cause__``/``__context__`` chain; and **what the provider sent**: a multi-turn conversation with
-a system prompt, tool calls and their results (parallel ones too), the offered tool's schema, an
-output schema, an image and the settings must each reach the request, and in the right places
-(read structurally by :mod:`pytest_seamkit.conformance._shape`, whatever the wire format): each
-turn a message of its own, in order, an assistant turn unlike a user turn, each tool result with
-its own call's id.
+stops early, credentials kept out of reprs, logs, answers (text, warnings, deltas), Python warnings,
+stdout/stderr and every error of an error's ``__cause__``/``__context__`` chain; and **what the
+provider sent**: a multi-turn conversation with a system prompt (and a second system message), tool
+calls and their results (parallel ones too), the offered tool's schema, an output schema, an image
+and the settings must each reach the request, and in the right places (read structurally by
+:mod:`pytest_seamkit.conformance._shape`, whatever the wire format): each turn a message of its own,
+in order and sent once, an assistant turn unlike a user turn, each tool result after its call and
+with its own call's id, the image a value of its own with its media type in its text's message.
+The settings (``max_tokens``, ``temperature``, ``tool_choice``) must sit exactly at the fields the
+test class declares in :attr:`ProviderConformance.sent_fields` (from the provider's API reference:
+where a setting lives is the one thing the suite cannot read from the structure).
 
 What was sent is read through the fixture ``last_sent`` (``() -> SentRequest | None``). By default
 it is the suite's ``recorder`` fixture (:class:`~pytest_seamkit.conformance.wire.Recorder`): an HTTP
@@ -38,14 +42,14 @@ from __future__ import annotations
 import json
 import logging
 import traceback
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from seamkit.accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
-from seamkit.ports import PROVIDER_FEATURES, LLMPort
+from seamkit.plugin import PROVIDER_FEATURES, LLMPort, collect_result
 from seamkit.values import (
     ChatRequest,
     Delta,
@@ -61,7 +65,17 @@ from seamkit.values import (
     freeze,
 )
 
-from pytest_seamkit.conformance._shape import result_id_problems, turn_problems
+from pytest_seamkit.conformance._shape import (
+    MISSING,
+    find,
+    image_problems,
+    leaves,
+    once_problems,
+    order_problems,
+    result_id_problems,
+    turn_problems,
+    value_at,
+)
 from pytest_seamkit.conformance.wire import Recorder, SentRequest
 
 __all__ = ["CONFORMANCE_SECRET", "MARKERS", "SCENARIOS", "ProviderConformance", "features_of"]
@@ -105,6 +119,7 @@ Scenarios of a feature the provider does not declare are never asked for.
 
 MARKERS: dict[str, Any] = {
     "system": "You are Marker-SYS-5521, a terse assistant.",
+    "system_2": "Marker-SYS2-9047: answer in French from now on.",
     "first_user": "First question, Marker-U1-8830?",
     "first_answer": "First answer, Marker-A1-1907.",
     "user": "And now, Marker-U2-6674?",
@@ -120,6 +135,7 @@ MARKERS: dict[str, Any] = {
     "tool_description": "Marker-TOOL-5150: current weather for a city.",
     "tool_parameter": "units_marker_5150",
     "schema_property": "answer_marker_6071",
+    "named_tool": "clock_marker_2291",
 }
 """The distinctive values the suite's requests carry; each must occur in what the provider sent
 (:meth:`~pytest_seamkit.conformance.wire.SentRequest.mentions`), and the turns, tool results and
@@ -150,6 +166,14 @@ MARKED_WEATHER = ToolSchema(
 )
 """The tool the conversations offer: its description and a parameter name are markers, so the
 suite can tell the tool was offered (its name alone also occurs in the history's tool calls)."""
+MARKED_CLOCK = ToolSchema(
+    MARKERS["named_tool"],
+    "Current time in a city.",
+    freeze({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+            "additionalProperties": False}),
+    False,
+)
+"""The second tool of the ``tool_choice`` conversation: the one a named ``tool_choice`` names."""
 MARKED_SCHEMA: FrozenDict = freeze({
     "type": "object",
     "properties": {MARKERS["schema_property"]: {"type": "integer"}},
@@ -165,6 +189,9 @@ _ERRORS: dict[str, tuple[FailureClass, tuple[int, ...] | None]] = {
     "error_rate_limited": (FailureClass.RATE_LIMITED, (429,)),
     "error_server": (FailureClass.SERVER_ERROR, (500,)),
 }
+
+SETTINGS = ("max_tokens", "temperature", "tool_choice")
+"""The settings whose place in the body a test class declares (:attr:`ProviderConformance.sent_fields`)."""
 
 Make = Callable[[str], LLMPort]
 LastSent = Callable[[], SentRequest | None]
@@ -188,6 +215,8 @@ def _needs(provider: object, *features: str) -> None:
 #: ``declared_features``)
 NEEDS: dict[str, tuple[str, ...]] = {
     "test_sends_the_system_prompt": ("system_prompt",),
+    "test_sends_every_system_message": ("system_prompt",),
+    "test_sends_tool_choice": ("tools",),
     "test_sends_tool_calls_and_their_results": ("tools",),
     "test_sends_tool_call_ids": ("tools", "tool_call_ids"),
     "test_sends_parallel_tool_results": ("tools", "parallel_tool_calls"),
@@ -205,6 +234,25 @@ NEEDS: dict[str, tuple[str, ...]] = {
 
 def _turns() -> list[tuple[str, str]]:
     return [("user", MARKERS["first_user"]), ("assistant", MARKERS["first_answer"]), ("user", MARKERS["user"])]
+
+
+def _reads_auto(value: Any) -> bool:
+    """Whether ``value`` or a string inside it is ``auto`` (any case): OpenAI's ``"auto"``,
+    Anthropic's ``{"type": "auto"}``, Gemini's ``{"mode": "AUTO"}``."""
+    return any(isinstance(v, str) and v.lower() == "auto" for _, v in leaves(value))
+
+
+class _Shown(str):
+    """A value shown in a failure message as it is (``nothing``), not quoted."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _named(turns: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """``(role, marker)`` turns as ``(what, marker)`` for the order and once checks."""
+    names = {0: "first user turn", 1: "first answer", 2: "last user turn"}
+    return [(names.get(i, f"turn {i}"), marker) for i, (_, marker) in enumerate(turns)]
 
 
 def _sent(last_sent: LastSent) -> SentRequest:
@@ -229,9 +277,9 @@ async def _deltas(model: LLMPort, request: ChatRequest) -> list[Delta]:
     return [d async for d in model.stream(request)]
 
 
-def _no_secret(*texts: str) -> None:
+def _no_secret(*texts: str, where: str = "") -> None:
     for t in texts:
-        assert CONFORMANCE_SECRET not in t, "the credential leaked"
+        assert CONFORMANCE_SECRET not in t, "the credential leaked" + (f" {where}" if where else "")
 
 
 def _no_secret_in_error(err: BaseException) -> None:
@@ -284,6 +332,28 @@ class ProviderConformance:
     #: skipped one by one; ``test_the_declared_features_are_the_providers`` holds the two equal.
     declared_features: frozenset[str] | None = None
 
+    #: where the provider's request body carries each setting, from its API reference: the
+    #: setting (:data:`SETTINGS`) -> the dotted path of its field in the body (``"max_tokens"``,
+    #: ``"generationConfig.maxOutputTokens"``; a number steps into an array), or ``None`` for a
+    #: setting the provider never sends (it must then refuse it or warn). Required: the checks of
+    #: the settings fail until it names every setting they send (``max_tokens``; ``temperature``
+    #: and ``tool_choice`` when the provider declares ``temperature`` / ``tools``); a value
+    #: mentioned elsewhere (another field, pasted into a prompt) is not sent.
+    sent_fields: Mapping[str, str | None] | None = None
+
+    @classmethod
+    def field_of(cls, setting: str) -> str | None:
+        """The declared path of ``setting`` in the body (see :attr:`sent_fields`), ``None`` when the
+        provider declares it never sends it; an undeclared setting fails the check asking for it."""
+        fields = cls.sent_fields
+        assert fields is not None and setting in fields, (
+            f"{cls.__name__} does not say where the request body carries {setting!r}: add "
+            f"sent_fields = {{{', '.join(repr(s) + ': <path>' for s in SETTINGS)}}} to the test class, each "
+            "the dotted path of the field in the body as the provider's API reference names it "
+            "(e.g. OpenAI chat: 'max_completion_tokens', 'temperature', 'tool_choice'), or None for a "
+            "setting the provider never sends")
+        return fields[setting]
+
     @classmethod
     def not_applicable(cls, name: str, params: dict[str, Any]) -> str | None:
         """Why the check ``name`` (with ``params``) does not apply to a provider with
@@ -329,10 +399,17 @@ class ProviderConformance:
         user, assistant, user), ``tool_results`` (an assistant tool call and its result),
         ``parallel_tool_results`` (two calls in one turn and both results; both offer
         :data:`MARKED_WEATHER`), ``image`` (a user image), ``structured_output`` (the output schema
-        :data:`MARKED_SCHEMA`), ``settings`` (``max_tokens`` and ``temperature``). Values from
-        :data:`MARKERS`."""
+        :data:`MARKED_SCHEMA`), ``settings`` (``max_tokens`` and ``temperature``), ``systems`` (a
+        second system message, ``system_2``, before the last user turn), ``tool_choice`` (two
+        tools offered, :data:`MARKED_WEATHER` and :data:`MARKED_CLOCK`, and ``tool_choice`` ``auto``:
+        the check replaces it). Values from :data:`MARKERS`."""
         m = MARKERS
         head = (Message.system(m["system"]), Message.user(m["first_user"]), Message.assistant(m["first_answer"]))
+        if part == "systems":
+            return ChatRequest((*head, Message.system(m["system_2"]), Message.user(m["user"])), max_tokens=256)
+        if part == "tool_choice":
+            return ChatRequest((*head, Message.user(m["user"])), tools=(MARKED_WEATHER, MARKED_CLOCK),
+                               max_tokens=256)
         if part == "tool_results":
             return ChatRequest((*head, Message.user(m["user"]),
                                 Message("assistant", (_call(m["call_id"], m["city"]),)),
@@ -451,11 +528,24 @@ class ProviderConformance:
         for key in ("first_user", "first_answer", "user"):
             assert sent.mentions(MARKERS[key]), f"the {key.replace('_', ' ')} turn was not sent"
         _problems(turn_problems(sent.body, _turns()))
+        _problems(once_problems(sent.body, _named(_turns())))
 
     async def test_sends_the_system_prompt(self, make_provider: Make, last_sent: LastSent) -> None:
         sent = await self._send(make_provider, last_sent, "turns", "system_prompt")
         assert sent.mentions(MARKERS["system"]), "the system prompt was not sent"
         _problems([p for p in turn_problems(sent.body, _turns(), MARKERS["system"]) if "system" in p])
+        _problems(once_problems(sent.body, [("system prompt", MARKERS["system"])]))
+
+    async def test_sends_every_system_message(self, make_provider: Make, last_sent: LastSent) -> None:
+        sent = await self._send(make_provider, last_sent, "systems", "system_prompt")
+        m = MARKERS
+        for key in ("system", "system_2"):
+            assert sent.mentions(m[key]), f"the {'second ' if key == 'system_2' else ''}system message was not sent"
+        _problems(once_problems(sent.body, [("system prompt", m["system"]), ("second system message", m["system_2"])]))
+        turns = [find(sent.body, marker) for _, marker in _turns()]
+        if len(set(turns)) == len(turns):  # each turn a message of its own: a system text is in none of them
+            _problems([p.replace("system prompt", "second system message")
+                       for p in turn_problems(sent.body, _turns(), m["system_2"], leading=False) if "system" in p])
 
     async def test_sends_tool_calls_and_their_results(self, make_provider: Make, last_sent: LastSent) -> None:
         sent = await self._send(make_provider, last_sent, "tool_results", "tools")
@@ -463,6 +553,9 @@ class ProviderConformance:
         assert sent.mentions(MARKERS["result"]), "the tool result was not sent"
         assert sent.mentions(MARKERS["tool_description"]) and sent.mentions(MARKERS["tool_parameter"]), (
             "the tool was not offered (its description and parameters were not sent)")
+        conversation = [*_named(_turns()), ("tool call", MARKERS["city"]), ("tool result", MARKERS["result"])]
+        _problems(order_problems(sent.body, conversation))
+        _problems(once_problems(sent.body, conversation))
 
     async def test_sends_tool_call_ids(self, make_provider: Make, last_sent: LastSent) -> None:
         sent = await self._send(make_provider, last_sent, "tool_results", "tools", "tool_call_ids")
@@ -475,6 +568,14 @@ class ProviderConformance:
             assert sent.mentions(MARKERS[key]), f"a parallel tool call ({key}) was not sent back"
         for key in ("result", "result_2"):
             assert sent.mentions(MARKERS[key]), f"a parallel tool result ({key}) was not sent"
+        calls = [("tool call", MARKERS["city"]), ("second tool call", MARKERS["city_2"])]
+        results = [("tool result", MARKERS["result"]), ("second tool result", MARKERS["result_2"])]
+        # both calls (one assistant turn) before both results, in either order within each
+        _problems(order_problems(sent.body, [("last user turn", MARKERS["user"]), *calls[:1], *results[:1]])
+                  + order_problems(sent.body, [*calls[1:], *results[:1]])
+                  + order_problems(sent.body, [*calls[:1], *results[1:]])
+                  + order_problems(sent.body, [*calls[1:], *results[1:]]))
+        _problems(once_problems(sent.body, [*calls, *results]))
         if "tool_call_ids" in features_of(make_provider("text")):
             for key in ("call_id", "call_id_2"):
                 assert sent.mentions(MARKERS[key]), f"a parallel tool call id ({key}) was not sent"
@@ -486,6 +587,8 @@ class ProviderConformance:
         sent = await self._send(make_provider, last_sent, "image", "images")
         assert sent.mentions(MARKERS["image"]), "the image's bytes were not sent"
         assert sent.mentions(MARKERS["user"]), "the text next to the image was not sent"
+        _problems(image_problems(sent.body, MARKERS["image"], "image/png", MARKERS["user"],
+                                 (MARKERS["first_user"], MARKERS["first_answer"])))
 
     async def test_sends_the_output_schema(self, make_provider: Make, last_sent: LastSent) -> None:
         sent = await self._send(make_provider, last_sent, "structured_output", "structured_output",
@@ -493,12 +596,87 @@ class ProviderConformance:
         assert sent.mentions(MARKERS["schema_property"]), "the output schema was not sent"
 
     async def test_sends_max_tokens(self, make_provider: Make, last_sent: LastSent) -> None:
-        sent = await self._send(make_provider, last_sent, "settings")
-        assert sent.mentions(MARKERS["max_tokens"]), "max_tokens was not sent"
+        await self._check_setting(make_provider, last_sent, "max_tokens")
 
     async def test_sends_temperature(self, make_provider: Make, last_sent: LastSent) -> None:
-        sent = await self._send(make_provider, last_sent, "settings", "temperature")
-        assert sent.mentions(MARKERS["temperature"]), "temperature was not sent"
+        await self._check_setting(make_provider, last_sent, "temperature")
+
+    async def _check_setting(self, make_provider: Make, last_sent: LastSent, setting: str) -> None:
+        """The setting's marker value is exactly at its declared field (:attr:`sent_fields`); a
+        setting declared as never sent is refused or warned about."""
+        p = make_provider("text")
+        _needs(p, *(("temperature",) if setting == "temperature" else ()))
+        path = self.field_of(setting)
+        try:
+            result = await p.chat(self.conversation_for("settings"))
+        except UnsupportedFeature:
+            assert path is None, f"{setting} was refused, but the test class says it is sent as {path!r}"
+            return
+        if path is None:
+            assert result.warnings, (f"the test class says {setting} is never sent: the provider must raise "
+                                     "UnsupportedFeature or report a warning, not drop it silently")
+            return
+        sent = _sent(last_sent)
+        assert sent.mentions(MARKERS[setting]), f"{setting} was not sent"
+        found = value_at(sent.body, path)
+        assert type(found) in (int, float) and found == MARKERS[setting], (
+            f"{setting} {MARKERS[setting]} was not sent as the field {path!r} (found "
+            f"{'nothing' if found is MISSING else repr(found)} there): a value under another name is ignored "
+            "by the API")
+
+    async def test_sends_tool_choice(self, make_provider: Make, last_sent: LastSent) -> None:
+        """``auto``, ``required``, a tool's name and ``none`` each reach the declared field
+        (:attr:`sent_fields` ``tool_choice``) as different values (``auto`` may be left out: it is
+        every API's default), the named one naming the tool; a choice the provider cannot send is
+        refused (:class:`~seamkit.errors.UnsupportedFeature`) or warned about, never replaced."""
+        _needs(make_provider("text"), "tools")
+        path = self.field_of("tool_choice")
+        named = MARKERS["named_tool"]
+        sent_as: dict[str, Any] = {}
+        offered: dict[str, bool] = {}
+        for choice in ("auto", "required", named, "none"):
+            before = last_sent()
+            request = self.conversation_for("tool_choice").replace(tool_choice=choice)
+            try:
+                result: LLMResult | None = await make_provider(
+                    "text" if choice in ("auto", "none") else "tool_call").chat(request)
+            except UnsupportedFeature:
+                assert choice != "auto", "tool_choice 'auto' (the default) was refused"
+                continue
+            except ProviderError:
+                result = None  # the replayed answer need not fit the choice (an engine parsing it may object)
+            if result is not None and result.warnings and choice != "auto":
+                continue  # said it could not send this choice
+            sent = _sent(last_sent)
+            assert sent is not before, f"tool_choice {choice!r}: nothing was sent"
+            if path is None:
+                assert choice == "auto", (
+                    f"the test class says tool_choice is never sent, but {choice!r} was neither refused "
+                    "nor warned about")
+                continue
+            sent_as[choice] = value_at(sent.body, path)
+            offered[choice] = sent.mentions(MARKERS["tool_description"])
+        shown = {c: _Shown("nothing") if v is MISSING else v for c, v in sent_as.items()}
+        auto = sent_as.get("auto", MISSING)
+        # auto may be left out: a forced choice must not read "auto" ("auto", {"type": "auto"}, AUTO)
+        for choice, value in sent_as.items():
+            assert choice == "auto" or not _reads_auto(value), (
+                f"tool_choice {choice!r} was sent as {shown[choice]!r} at {path!r}: that is 'auto'")
+        if "required" in sent_as:
+            assert sent_as["required"] is not MISSING and sent_as["required"] != auto, (
+                f"tool_choice 'required' was sent as {shown['required']!r} at {path!r}, like 'auto' "
+                f"({shown.get('auto', _Shown('nothing'))!r}): the model is not made to call a tool")
+        if named in sent_as:
+            value = sent_as[named]
+            assert value is not MISSING and named in json.dumps(value, default=str), (
+                f"tool_choice {named!r} (a tool's name) was sent as {shown[named]!r} at {path!r}: it does not "
+                "name the tool")
+            assert value != sent_as.get("required", MISSING), (
+                f"tool_choice {named!r} was sent like 'required' ({shown[named]!r}): any tool may be called")
+        if "none" in sent_as:
+            assert sent_as["none"] != auto or not offered["none"], (
+                f"tool_choice 'none' was sent like 'auto' ({shown['none']!r} at {path!r}) with the tools "
+                "offered: the model may still call one")
 
     async def test_sends_the_credential(self, make_provider: Make, last_sent: LastSent) -> None:
         sent = await self._send(make_provider, last_sent, "turns", "credential")
@@ -616,14 +794,24 @@ class ProviderConformance:
         _no_secret_in_error(info.value)
 
     async def test_the_credential_never_shows(self, make_provider: Make, recorder: Recorder,
-                                              caplog: pytest.LogCaptureFixture) -> None:
+                                              caplog: pytest.LogCaptureFixture,
+                                              capfd: pytest.CaptureFixture[str]) -> None:
+        """Not in the provider's or its config's repr/str, an answer (its text, its warnings,
+        any streamed delta), an error's chain, a log record, a Python warning, nor anything
+        written to stdout/stderr (``print``, a library's debug output)."""
         p = make_provider("text")
         _no_secret(repr(p), str(p))
         config: Any = getattr(p, "config", None)
         if config is not None:
             _no_secret(repr(config), str(config))
-        with caplog.at_level(logging.DEBUG):
-            await p.chat(self.conversation_for("turns"))
+        with caplog.at_level(logging.DEBUG), warnings.catch_warnings(record=True) as raised:
+            warnings.simplefilter("always")
+            result = await p.chat(self.conversation_for("turns"))
+            _no_secret(result.text, where="in the answer's text")
+            _no_secret(*result.warnings, where="in the answer's warnings")
+            _no_secret(repr(result), where="in the answer")
+            deltas = await _deltas(make_provider("text"), self.conversation_for("turns"))
+            _no_secret(*(repr(d) for d in deltas), where="in a streamed delta")
             service = "service" in features_of(p) or bool(recorder.sent_over_http)
             for scenario in ("error_auth", "error_midstream"):
                 if scenario == "error_auth" and not service:
@@ -632,3 +820,9 @@ class ProviderConformance:
                     await make_provider(scenario).chat(self.request_for("text"))
                 _no_secret_in_error(info.value)
         _no_secret(caplog.text, *(repr(r.__dict__) for r in caplog.records))
+        for w in raised:
+            assert CONFORMANCE_SECRET not in str(w.message), (
+                f"the credential leaked in a Python warning ({w.category.__name__})")
+        out, err = capfd.readouterr()
+        assert CONFORMANCE_SECRET not in out, "the credential leaked to stdout"
+        assert CONFORMANCE_SECRET not in err, "the credential leaked to stderr"

@@ -11,9 +11,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from seamkit.durability import codec
 from seamkit.errors import StoreValueError, TTLNotSupported
-from seamkit.ports import StorePort
+from seamkit.plugin import StorePort, codec
 from seamkit.values import Message, Scope, TextBlock, ToolCall, ToolResult, freeze
 
 from pytest_seamkit import _durable

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
 
 import pytest
 from anthropic_wire_helpers import error_reply, expected_body, sse_reply
@@ -31,6 +32,12 @@ def _make(scenario: str, recorder: Recorder | None = None) -> tuple[AnthropicPro
 
 class TestAnthropicConformance(ProviderConformance):
     declared_features = PROVIDER_FEATURES  # the checks of other features are left out
+    # Messages API reference (POST /v1/messages): max_tokens, temperature, tool_choice ({type: any | tool | none})
+    sent_fields: ClassVar[dict[str, str | None]] = {
+        "max_tokens": "max_tokens",
+        "temperature": "temperature",
+        "tool_choice": "tool_choice",
+    }
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Callable[[str], LLMPort]:

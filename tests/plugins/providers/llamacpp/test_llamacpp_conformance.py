@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 import seamkit_llamacpp.provider as provider_module
@@ -80,6 +80,14 @@ class FakeLlama:
 class TestLlamaCppConformance(ProviderConformance):
     # the checks of the features it does not declare are left out at collection
     declared_features = frozenset({"structured_output", "system_prompt", "temperature", "tools"})
+    # FakeLlama records llama-cpp-python's Llama.create_completion keyword arguments (max_tokens,
+    # temperature); a tool_choice has no argument of its own: it changes the GBNF grammar decoding
+    # is constrained by (grammar.py: text / tool / auto_text), recorded as "grammar"
+    sent_fields: ClassVar[dict[str, str | None]] = {
+        "max_tokens": "max_tokens",
+        "temperature": "temperature",
+        "tool_choice": "grammar",
+    }
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder, tmp_path: Path,

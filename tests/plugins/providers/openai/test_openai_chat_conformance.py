@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from pytest_seamkit.conformance import CONFORMANCE_SECRET, ProviderConformance, Recorder, WireReply
@@ -31,6 +32,13 @@ def reply(scenario: str) -> WireReply:
 
 class TestOpenAIChatConformance(ProviderConformance):
     declared_features = PROVIDER_FEATURES - {"reasoning"}  # the checks of other features are left out
+    # Chat Completions API reference (POST /v1/chat/completions): max_completion_tokens (max_tokens is
+    # deprecated and refused by o-series models), temperature, tool_choice
+    sent_fields: ClassVar[dict[str, str | None]] = {
+        "max_tokens": "max_completion_tokens",
+        "temperature": "temperature",
+        "tool_choice": "tool_choice",
+    }
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Callable[[str], LLMPort]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from pytest_seamkit.conformance import CONFORMANCE_SECRET, ProviderConformance, Recorder, WireReply
@@ -29,6 +30,12 @@ def _reply(scenario: str) -> WireReply:
 
 class TestOpenAIResponsesConformance(ProviderConformance):
     declared_features = PROVIDER_FEATURES - {"reasoning"}  # the checks of other features are left out
+    # Responses API reference (POST /v1/responses): max_output_tokens, temperature, tool_choice
+    sent_fields: ClassVar[dict[str, str | None]] = {
+        "max_tokens": "max_output_tokens",
+        "temperature": "temperature",
+        "tool_choice": "tool_choice",
+    }
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Callable[[str], LLMPort]:
