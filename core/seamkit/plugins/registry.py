@@ -15,6 +15,19 @@ names, or two distributions pointing at one module) is loaded and registered onc
 entry point found.
 - ``SEAMKIT_STRICT_PLUGINS=1``: a plugin that fails to load raises
   :class:`~seamkit.errors.PluginError` instead of being reported and skipped.
+- ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT=SECONDS`` (default 30): how long one plugin's import, and then its
+  registration hooks, may take. Every command loads the plugins, so a plugin that blocks at import
+  (a network call, a sleep) is reported ``failed`` ("did not finish importing within 30 s") and the
+  command goes on without it.
+
+Isolation: each plugin's import and registration hooks run in a daemon worker thread, with file
+descriptor 1 pointed at 2 (and ``sys.stdout`` at ``sys.stderr``) meanwhile, so what the plugin
+writes cannot reach a command's output, and whatever it raises (``SystemExit``, a
+``KeyboardInterrupt`` it raises itself: the user's Ctrl-C arrives in the main thread) is that
+plugin's failure. A plugin whose import needs the main thread (``signal.signal`` at import) is
+imported again in the main thread. What cannot be stopped in-process: ``os._exit`` at import ends
+the process, and a plugin left running past its timeout keeps running in the background
+(``seamkit plugins --check`` runs its checks in child processes and names such a plugin).
 """
 
 from __future__ import annotations
@@ -23,10 +36,12 @@ import contextlib
 import dataclasses
 import difflib
 import importlib
+import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,9 +51,14 @@ from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigError, C
 from seamkit.hookspecs import KIND_BY_HOOK, PROJECT, SeamkitHookSpecs
 
 __all__ = ["ComponentSpec", "PluginReport", "Registry", "get_registry", "load_registry", "reset_registry",
-           "load_object", "run_command_hook", "ENTRY_POINT_GROUP"]
+           "load_object", "run_command_hook", "import_timeout", "ENTRY_POINT_GROUP", "IMPORT_TIMEOUT_S"]
 
 ENTRY_POINT_GROUP = "seamkit"
+#: seconds one plugin's import (and then its registration hooks) may take, unless
+#: ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT`` says otherwise
+IMPORT_TIMEOUT_S = 30.0
+#: the worker thread running a plugin's code at load (named so that an error mentioning it is recognised)
+_THREAD_NAME = "seamkit-plugin-load"
 #: a component name, matched whole (``fullmatch``: ``$`` would let a final newline through)
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
@@ -201,25 +221,47 @@ class Registry:
             raise
         except BaseException as exc:  # a plugin's SystemExit must not end the host
             return self._fail(name, distribution, version, _error(exc))
+        late = threading.Event()  # set when the hooks ran past the timeout: a late register() is refused
+        failure: BaseException | None = None
         try:
             unknown = self._unknown_hooks(plugin)
             if unknown:
                 raise PluginError("; ".join(unknown))
+            calls: list[tuple[Callable[..., Any], dict[str, Any]]] = []
             for hook_name, kind in KIND_BY_HOOK.items():
                 for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
                     if impl.plugin is not plugin:
                         continue
-                    reg = self._register_callback(kind, name, distribution, version, added)
-                    kwargs = {"register": reg} if "register" in impl.argnames else {}
-                    with _stdout_to_stderr():
-                        impl.function(**kwargs)
-        except KeyboardInterrupt:
+                    reg = self._register_callback(kind, name, distribution, version, added, late)
+                    calls.append((impl.function, {"register": reg} if "register" in impl.argnames else {}))
+
+            def run_hooks() -> None:
+                for function, kwargs in calls:
+                    function(**kwargs)
+
+            timeout = import_timeout()
+            outcome = _run_guarded(run_hooks, timeout)
+            if outcome is None:
+                late.set()
+                raise PluginError(f"its registration hooks did not finish within {timeout:g} s (they block: a "
+                                  "network call, a sleep; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
+            failure = outcome[1]  # raised in the worker thread: a KeyboardInterrupt there is the plugin's
+            if failure is not None and _needs_main_thread(failure):
+                for spec in added:  # again, in the main thread
+                    self.components[spec.kind][spec.name].remove(spec)
+                added.clear()
+                failure = None
+                with _plugin_output_to_stderr():
+                    run_hooks()
+        except KeyboardInterrupt:  # in the main thread: the user's Ctrl-C
             raise
         except BaseException as exc:  # SystemExit, GeneratorExit...: the plugin fails, the host goes on
+            failure = exc
+        if failure is not None:
             self.pm.unregister(plugin, name=name)
             for spec in added:
                 self.components[spec.kind][spec.name].remove(spec)
-            return self._fail(name, distribution, version, _error(exc))
+            return self._fail(name, distribution, version, _error(failure))
         self._plugins[name] = (plugin, distribution, version)
         report = PluginReport(name, distribution, version, "ok", None, tuple((s.kind, s.name) for s in added))
         self.reports.append(report)
@@ -253,7 +295,8 @@ class Registry:
         return problems
 
     def _register_callback(
-        self, kind: str, plugin: str, distribution: str, version: str, added: list[ComponentSpec]
+        self, kind: str, plugin: str, distribution: str, version: str, added: list[ComponentSpec],
+        late: threading.Event | None = None,
     ) -> Callable[..., None]:
         def register(
             name: str,
@@ -263,6 +306,8 @@ class Registry:
             description: str = "",
             toolset: bool = False,
         ) -> None:
+            if late is not None and late.is_set():
+                raise PluginError(f"{kind} {name!r}: registered after the plugin's hooks timed out")
             if not isinstance(name, str) or not _NAME.fullmatch(name):
                 raise ValueError(f"invalid {kind} name {name!r}: use lower-case letters, digits, '_' and '-'")
             if not (callable(factory) or (isinstance(factory, str) and ":" in factory)):
@@ -370,7 +415,106 @@ def run_command_hook(hook: Callable[..., Any], subparsers: Any) -> str | None:
 def _stdout_to_stderr() -> contextlib.AbstractContextManager[object]:
     """While a plugin's code runs (its import, its hooks): what it prints goes to stderr, so that
     it cannot corrupt a command's output (``seamkit plugins --json``)."""
-    return contextlib.redirect_stdout(sys.stderr)
+    return _plugin_output_to_stderr()
+
+
+@contextlib.contextmanager
+def _plugin_output_to_stderr() -> Iterator[None]:
+    """``sys.stdout`` and file descriptor 1 both point at stderr meanwhile: ``print``,
+    ``sys.__stdout__.write`` and ``os.write(1, ...)`` by a plugin all land on stderr. The fd is left
+    alone when fd 1 or 2 is closed (nothing to protect, or nowhere to send it)."""
+    with contextlib.redirect_stdout(sys.stderr):
+        _flush(sys.stdout, sys.__stdout__)
+        try:
+            saved = os.dup(1)
+        except OSError:
+            yield
+            return
+        try:
+            os.dup2(2, 1)
+        except OSError:
+            os.close(saved)
+            yield
+            return
+        try:
+            yield
+        finally:
+            # what the plugin left in the buffer of the real stdout goes to stderr too
+            _flush(sys.__stdout__, sys.stderr)
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _flush(*streams: Any) -> None:
+    for stream in streams:
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # closed
+            pass
+
+
+def import_timeout() -> float:
+    """Seconds one plugin's import, then its registration hooks, may take: the
+    ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT`` environment variable (a number > 0), else
+    :data:`IMPORT_TIMEOUT_S`."""
+    raw = os.environ.get("SEAMKIT_PLUGIN_IMPORT_TIMEOUT", "").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        return IMPORT_TIMEOUT_S
+    return value if value > 0 and math.isfinite(value) else IMPORT_TIMEOUT_S
+
+
+def _run_guarded(fn: Callable[[], Any], timeout_s: float) -> tuple[Any, BaseException | None] | None:
+    """Run a plugin's ``fn`` in a daemon worker thread, its output sent to stderr
+    (:func:`_plugin_output_to_stderr`); ``(value, None)``, ``(None, exception)`` for whatever it
+    raised (any ``BaseException``: a ``KeyboardInterrupt`` raised there is the plugin's own, the
+    user's Ctrl-C arrives in the main thread, which waits here), or ``None`` when it has not
+    returned after ``timeout_s`` seconds: it is left running (a daemon thread does not keep the
+    process alive; nothing can stop a thread)."""
+    box: list[tuple[Any, BaseException | None]] = []
+
+    def target() -> None:
+        try:
+            box.append((fn(), None))
+        except BaseException as exc:  # noqa: BLE001 - whatever a plugin raises is its failure
+            box.append((None, exc))
+
+    worker = threading.Thread(target=target, name=_THREAD_NAME, daemon=True)
+    with _plugin_output_to_stderr():
+        worker.start()
+        worker.join(timeout_s)
+    return box[0] if box else None
+
+
+def _needs_main_thread(exc: BaseException) -> bool:
+    """Whether a plugin failed only because its code ran outside the main thread:
+    ``signal.signal`` ("only works in main thread"), asyncio's "no current event loop in thread
+    'seamkit-plugin-load'"."""
+    text = str(exc)
+    return isinstance(exc, (ValueError, RuntimeError)) and ("main thread" in text or _THREAD_NAME in text)
+
+
+def _load_entry_point(ep: Any) -> tuple[Any, str | None]:
+    """Import one plugin (``ep.load()``) under :func:`_run_guarded`; ``(plugin, None)`` or
+    ``(None, error)`` (secrets masked). A plugin needing the main thread is imported again there."""
+    timeout = import_timeout()
+    outcome = _run_guarded(ep.load, timeout)
+    if outcome is None:
+        return None, (f"it did not finish importing within {timeout:g} s (it blocks at import: a network call, "
+                      "a sleep; it was left running in the background; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the "
+                      "limit)")
+    plugin, exc = outcome
+    if exc is not None and _needs_main_thread(exc):
+        try:
+            with _plugin_output_to_stderr():
+                plugin, exc = ep.load(), None
+        except KeyboardInterrupt:  # in the main thread: the user's
+            raise
+        except BaseException as again:  # noqa: BLE001
+            exc = again
+    return (None, f"import failed: {_error(exc)}") if exc is not None else (plugin, None)
 
 
 def _new_pm() -> pluggy.PluginManager:
@@ -451,13 +595,11 @@ def load_registry(*, strict: bool | None = None, entry_points: Iterable[Any] | N
             continue
         if value is not None:
             seen_values.add(value)
-        try:
-            with _stdout_to_stderr():
-                plugin = ep.load()
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # `raise SystemExit` at import must not end every command
-            reg._fail(ep.name, dist_name, version, f"import failed: {_error(exc)}")
+        # a plugin raising anything (SystemExit, KeyboardInterrupt) or blocking at import must not
+        # end or hang every command
+        plugin, error = _load_entry_point(ep)
+        if error is not None:
+            reg._fail(ep.name, dist_name, version, error)
             continue
         reg.register_plugin(plugin, ep.name, distribution=dist_name, version=version)
     return reg

@@ -1,0 +1,126 @@
+"""Every command loads the plugins, so loading one can neither hang nor end the host: a plugin that
+blocks at import or in its registration hooks is a failed plugin after ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT``
+seconds, a ``KeyboardInterrupt`` it raises is its failure, what it writes to file descriptor 1 goes
+to stderr, and a plugin needing the main thread at import still loads."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from seamkit.plugins.registry import IMPORT_TIMEOUT_S, Registry, import_timeout, load_registry
+from test_core_plugins_isolation import FakeEntryPoint, plugin_module
+
+
+def _tools(register: Any) -> None:
+    register("fine", "builtins:dict")
+
+
+class CallingEntryPoint(FakeEntryPoint):
+    """An entry point whose ``load()`` runs ``fn`` (the plugin module's top level) and returns ``plugin``."""
+
+    def __init__(self, name: str, fn: Any, plugin: Any = None) -> None:
+        super().__init__(name, plugin if plugin is not None else plugin_module(name, seamkit_register_tools=_tools))
+        self._fn = fn
+
+    def load(self) -> Any:
+        self._fn()
+        return self._plugin
+
+
+@pytest.fixture
+def released() -> Iterator[threading.Event]:
+    """An event a blocking plugin waits on; set at the end so that no thread outlives the test."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+@pytest.fixture(autouse=True)
+def short_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEAMKIT_PLUGIN_IMPORT_TIMEOUT", "0.3")
+
+
+def test_a_plugin_blocking_at_import_fails_and_the_others_load(released: threading.Event) -> None:
+    good = FakeEntryPoint("good", plugin_module("good", seamkit_register_tools=_tools))
+    reg = load_registry(entry_points=[CallingEntryPoint("stuck", released.wait), good])
+    by_name = {r.plugin: r for r in reg.reports}
+    assert by_name["stuck"].status == "failed"
+    assert (by_name["stuck"].error or "").startswith("it did not finish importing within 0.3 s")
+    assert "SEAMKIT_PLUGIN_IMPORT_TIMEOUT" in (by_name["stuck"].error or "")
+    assert by_name["good"].status == "ok" and reg.names("tool") == ["fine"]
+
+
+def test_a_registration_hook_that_blocks_fails_its_plugin_and_cannot_register_late(
+        released: threading.Event) -> None:
+    registered_late: list[BaseException] = []
+
+    def stuck(register: Any) -> None:
+        released.wait()
+        try:
+            register("late", "builtins:dict")
+        except BaseException as exc:
+            registered_late.append(exc)
+
+    reg = Registry()
+    report = reg.register_plugin(plugin_module("p", seamkit_register_tools=stuck), "p")
+    assert report.status == "failed"
+    assert "its registration hooks did not finish within 0.3 s" in (report.error or "")
+    released.set()
+    for t in threading.enumerate():
+        if t.name == "seamkit-plugin-load":
+            t.join(5)
+    assert reg.names("tool") == [] and len(registered_late) == 1
+
+
+def test_a_keyboard_interrupt_raised_by_a_hook_is_its_plugins_failure() -> None:
+    def interrupts(register: Any) -> None:
+        raise KeyboardInterrupt
+
+    report = Registry().register_plugin(plugin_module("p", seamkit_register_tools=interrupts), "p")
+    assert report.status == "failed" and report.error == "KeyboardInterrupt: "
+
+
+def test_output_bypassing_sys_stdout_goes_to_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    def writes() -> None:
+        os.write(1, b'{"fd1": "import chatter"}\n')
+        assert sys.__stdout__ is not None
+        sys.__stdout__.write('{"dunder": "unflushed chatter"}\n')  # left in the buffer on purpose
+
+    reg = load_registry(entry_points=[CallingEntryPoint("writer", writes)])
+    assert reg.reports[0].status == "ok"
+    sys.stdout.write("the command's own output\n")
+    sys.stdout.flush()
+    out, err = capfd.readouterr()
+    assert out == "the command's own output\n"
+    assert '{"fd1": "import chatter"}' in err and '{"dunder": "unflushed chatter"}' in err
+
+
+def test_a_plugin_setting_a_signal_handler_at_import_still_loads() -> None:
+    previous = signal.getsignal(signal.SIGTERM)
+    imports: list[str] = []
+
+    def sets_handler() -> None:
+        imports.append(threading.current_thread().name)
+        signal.signal(signal.SIGTERM, signal.getsignal(signal.SIGTERM))  # "only works in main thread"
+
+    try:
+        reg = load_registry(entry_points=[CallingEntryPoint("handler", sets_handler)])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert reg.reports[0].status == "ok", reg.reports
+    assert imports == ["seamkit-plugin-load", threading.main_thread().name]  # tried in the worker, then again
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [("2.5", 2.5), ("0", IMPORT_TIMEOUT_S), ("-1", IMPORT_TIMEOUT_S),
+                                              ("soon", IMPORT_TIMEOUT_S), ("nan", IMPORT_TIMEOUT_S),
+                                              ("", IMPORT_TIMEOUT_S)])
+def test_the_import_timeout_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, raw: str,
+                                                       seconds: float) -> None:
+    monkeypatch.setenv("SEAMKIT_PLUGIN_IMPORT_TIMEOUT", raw)
+    assert import_timeout() == seconds
