@@ -1114,7 +1114,7 @@ class _Checker:
         for job in jobs:
             if job.kind == "command":
                 hook = next(h for h in registry.command_hooks() if (h[0], h[1]) == (job.plugin, job.distribution))
-                results.append(check_commands(*hook))  # type: ignore[arg-type]
+                results.append(check_commands(*hook))
                 continue
             specs = registry.components[job.kind][job.name]
             spec = next(s for s in specs if s.plugin == job.plugin and s.distribution == job.distribution)
@@ -1165,7 +1165,7 @@ def _list_plugins(registry: Registry | RegistrySnapshot, args: argparse.Namespac
                 row["problems"] = [row["error"]] if row["error"] else []
                 continue
             jobs.append((row, CheckJob(row["kind"], row["name"], row["distribution"], row["version"], row["plugin"])))
-        for (row, _), result in zip(jobs, checker.run([job for _, job in jobs])):
+        for (row, _), result in zip(jobs, checker.run([job for _, job in jobs]), strict=True):
             row["check"] = "ok" if result.ok else "failed"
             row["problems"] = list(result.problems)
         failed = any(r["check"] == "failed" for r in rows)

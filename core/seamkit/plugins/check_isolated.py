@@ -134,7 +134,7 @@ class _Child:
     def __init__(self, excluded: Sequence[str]) -> None:
         job_r, self._job_w = os.pipe()
         self._res_r, res_w = os.pipe()
-        self._log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
+        self._log = tempfile.TemporaryFile()
         env = dict(os.environ)
         # the same imports as ours (a test or an embedding program may have extended sys.path)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
@@ -326,8 +326,8 @@ def check_isolated(jobs: Sequence[CheckJob], *, timeout_s: float, child: _Child 
                     c.stop()
                 except OSError:
                     pass
-    return [r if r is not None else ComponentCheck(j.kind, j.name, j.distribution, j.version, j.plugin,
-                                                   ("the check did not run",)) for r, j in zip(results, jobs)]
+    return [r if r is not None else _failure(j, "the check did not run")
+            for r, j in zip(results, jobs, strict=True)]
 
 
 def _failure(job: CheckJob, problem: str) -> ComponentCheck:

@@ -109,16 +109,16 @@ def main(argv: Sequence[str]) -> NoReturn:
         with os.fdopen(int(job_fd), "r", encoding="utf-8") as jobs:
             for line in jobs:
                 send({"result": _run_job(registry, json.loads(line))})
-    except BaseException as exc:  # noqa: BLE001 - said to the parent, which shows it
+    except BaseException as exc:
         try:
             send({"error": f"{type(exc).__name__}: {exc}"})
-        except BaseException:  # noqa: BLE001 - the pipe is gone: nothing to tell
+        except BaseException:
             pass
     finally:
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
-            except BaseException:  # noqa: BLE001, S110
+            except BaseException:
                 pass
         os._exit(0)
 

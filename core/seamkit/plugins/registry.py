@@ -51,7 +51,8 @@ from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigError, C
 from seamkit.hookspecs import KIND_BY_HOOK, PROJECT, SeamkitHookSpecs
 
 __all__ = ["ComponentSpec", "PluginReport", "Registry", "get_registry", "load_registry", "reset_registry",
-           "load_object", "run_command_hook", "import_timeout", "ENTRY_POINT_GROUP", "IMPORT_TIMEOUT_S"]
+           "load_object", "load_plugin_object", "run_command_hook", "import_timeout", "ENTRY_POINT_GROUP",
+           "IMPORT_TIMEOUT_S"]
 
 ENTRY_POINT_GROUP = "seamkit"
 #: seconds one plugin's import (and then its registration hooks) may take, unless
@@ -88,6 +89,29 @@ def load_object(path: str) -> Any:
     return obj
 
 
+def load_plugin_object(path: str) -> Any:
+    """:func:`load_object` for a plugin's ``"module:attr"``, guarded like a plugin's import at load:
+    in a worker thread, so that an import that has not finished after
+    ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT`` seconds, or that raises ``SystemExit`` or ``KeyboardInterrupt``
+    (the plugin's: the user's Ctrl-C arrives in the main thread), raises ``ImportError`` saying so,
+    which every caller reports as that component's failure (``validate``, ``run``,
+    :meth:`ComponentSpec.build`). Its output is left where it goes: this runs while a program may be
+    writing (a server building an agent)."""
+    timeout = import_timeout()
+    outcome = _run_guarded(lambda: load_object(path), timeout, redirect=False)
+    if outcome is None:
+        raise ImportError(f"{path!r} did not finish importing within {timeout:g} s (it blocks at import: a network "
+                          "call, a sleep; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
+    value, exc = outcome
+    if exc is None:
+        return value
+    if _needs_main_thread(exc):
+        return load_object(path)
+    if isinstance(exc, Exception):
+        raise exc
+    raise ImportError(f"importing {path!r} raised {type(exc).__name__}: {exc}") from exc
+
+
 @dataclass(frozen=True, slots=True)
 class ComponentSpec:
     """One registered component: its ``kind`` (``provider``, ``store``, ``tool``, ...), ``name``,
@@ -106,13 +130,15 @@ class ComponentSpec:
     toolset: bool = False
 
     def config_model(self) -> type | None:
-        """The pydantic model class validating this component's parameters (imported now)."""
+        """The pydantic model class validating this component's parameters (imported now, see
+        :func:`load_plugin_object`)."""
         c = self.config
-        return load_object(c) if isinstance(c, str) else c
+        return load_plugin_object(c) if isinstance(c, str) else c
 
     def factory_callable(self) -> Callable[..., Any]:
+        """The factory (imported now, see :func:`load_plugin_object`)."""
         f = self.factory
-        return load_object(f) if isinstance(f, str) else f
+        return load_plugin_object(f) if isinstance(f, str) else f
 
     def build(self, params: Mapping[str, Any] | None = None) -> Any:
         """Validate ``params`` with the config model and call the factory.
@@ -152,7 +178,7 @@ class ComponentSpec:
             built = factory(*args)
         except (ConfigError, PluginError):
             raise
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # sys.exit in a factory must not end the host silently
             raise PluginError(
                 f"{self.kind} {self.name!r} from {self.distribution} {self.version} failed to build: "
                 f"{type(exc).__name__}: {exc}"
@@ -466,23 +492,24 @@ def import_timeout() -> float:
     return value if value > 0 and math.isfinite(value) else IMPORT_TIMEOUT_S
 
 
-def _run_guarded(fn: Callable[[], Any], timeout_s: float) -> tuple[Any, BaseException | None] | None:
+def _run_guarded(fn: Callable[[], Any], timeout_s: float, *,
+                 redirect: bool = True) -> tuple[Any, BaseException | None] | None:
     """Run a plugin's ``fn`` in a daemon worker thread, its output sent to stderr
     (:func:`_plugin_output_to_stderr`); ``(value, None)``, ``(None, exception)`` for whatever it
     raised (any ``BaseException``: a ``KeyboardInterrupt`` raised there is the plugin's own, the
     user's Ctrl-C arrives in the main thread, which waits here), or ``None`` when it has not
     returned after ``timeout_s`` seconds: it is left running (a daemon thread does not keep the
-    process alive; nothing can stop a thread)."""
+    process alive; nothing can stop a thread). ``redirect=False``: its output is left alone."""
     box: list[tuple[Any, BaseException | None]] = []
 
     def target() -> None:
         try:
             box.append((fn(), None))
-        except BaseException as exc:  # noqa: BLE001 - whatever a plugin raises is its failure
+        except BaseException as exc:
             box.append((None, exc))
 
     worker = threading.Thread(target=target, name=_THREAD_NAME, daemon=True)
-    with _plugin_output_to_stderr():
+    with _plugin_output_to_stderr() if redirect else contextlib.nullcontext():
         worker.start()
         worker.join(timeout_s)
     return box[0] if box else None
@@ -512,7 +539,7 @@ def _load_entry_point(ep: Any) -> tuple[Any, str | None]:
                 plugin, exc = ep.load(), None
         except KeyboardInterrupt:  # in the main thread: the user's
             raise
-        except BaseException as again:  # noqa: BLE001
+        except BaseException as again:
             exc = again
     return (None, f"import failed: {_error(exc)}") if exc is not None else (plugin, None)
 
