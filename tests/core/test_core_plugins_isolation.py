@@ -246,6 +246,7 @@ def test_a_store_function_factory_is_checked_through_its_return_annotation() -> 
 def test_a_store_function_factory_without_annotation_gets_a_note() -> None:
     result = check_component(spec(build_unannotated, kind="store"))
     assert result.ok and NO_ANNOTATION in result.notes
+    assert not result.checked and result.status == "unchecked"  # nothing wrong found, but "ok" would claim more
     assert NO_ANNOTATION == ("not checked: the factory has no return annotation; annotate it (-> MyStore) so "
                              "the port can be checked")
 

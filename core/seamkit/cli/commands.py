@@ -1166,7 +1166,7 @@ def _list_plugins(registry: Registry | RegistrySnapshot, args: argparse.Namespac
                 continue
             jobs.append((row, CheckJob(row["kind"], row["name"], row["distribution"], row["version"], row["plugin"])))
         for (row, _), result in zip(jobs, checker.run([job for _, job in jobs]), strict=True):
-            row["check"] = "ok" if result.ok else "failed"
+            row["check"] = result.status
             row["problems"] = list(result.problems)
         failed = any(r["check"] == "failed" for r in rows)
     if args.json:
@@ -1192,7 +1192,8 @@ def _list_plugins(registry: Registry | RegistrySnapshot, args: argparse.Namespac
         if args.check is None:
             cells.append(escape(r["error"] or ""))
         else:
-            cells.append("[green]ok[/]" if r["check"] == "ok" else "[bold red]failed[/]")
+            cells.append({"ok": "[green]ok[/]", "unchecked": "[yellow]unchecked[/]"}.get(r["check"],
+                                                                                         "[bold red]failed[/]"))
             cells.append(escape("; ".join(r["problems"])))
         table.add_row(*cells)
     console.print(table)
@@ -1236,11 +1237,13 @@ def _check_one(checker: _Checker, target: str, *, as_json: bool) -> int:
     if as_json:
         out: list[dict[str, Any]] = [
             {"kind": "plugin", "name": r.plugin, "distribution": r.distribution, "version": r.version,
-             "plugin": r.plugin, "ok": False, "problems": [f"the plugin failed to load: {r.error}"], "notes": []}
+             "plugin": r.plugin, "ok": False, "checked": True, "problems": [f"the plugin failed to load: {r.error}"],
+             "notes": []}
             for r in failed
         ]
         out += [{"kind": c.kind, "name": c.name, "distribution": c.distribution, "version": c.version,
-                 "plugin": c.plugin, "ok": c.ok, "problems": list(c.problems), "notes": list(c.notes)}
+                 "plugin": c.plugin, "ok": c.ok, "checked": c.checked, "problems": list(c.problems),
+                 "notes": list(c.notes)}
                 for c in results]
         sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     else:
@@ -1252,7 +1255,7 @@ def _check_one(checker: _Checker, target: str, *, as_json: bool) -> int:
             lines.append(f"plugin {r.plugin!r} ({r.distribution}{version}): failed to load: {r.error}")
         for c in results:
             if c.ok:
-                lines.append(f"{c.label}: ok")
+                lines.append(f"{c.label}: {c.status}")
             else:
                 n = len(c.problems)
                 lines.append(f"{c.label}: {n} problem{'s' if n != 1 else ''}")

@@ -123,6 +123,14 @@ def test_a_config_with_required_fields_is_a_note_not_a_problem(check_cli: CLI) -
     code, out = _check(check_cli, "needsconfig")
     assert code == 0, out
     assert "note: not built: the config requires model" in out
+    # not called, and no return annotation to check instead: not "ok", which would claim a checked port
+    assert out.startswith("tool 'needsconfig' (checkme 1.2, plugin 'checkme_plugin'): unchecked\n"), out
+    assert "note: not checked: the factory has no return annotation" in out
+    r = check_cli("plugins", "--check", "--json")
+    row = next(x for x in json.loads(r.stdout) if x["name"] == "needsconfig")
+    assert row["check"] == "unchecked", row
+    (one,) = json.loads(check_cli("plugins", "--check", "tool/needsconfig", "--json").stdout)
+    assert one["ok"] is True and one["checked"] is False
 
 
 def test_a_name_under_two_kinds_checks_both_and_kind_slash_name_picks_one(check_cli: CLI) -> None:
