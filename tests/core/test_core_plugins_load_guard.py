@@ -78,6 +78,29 @@ def test_a_registration_hook_that_blocks_fails_its_plugin_and_cannot_register_la
     assert reg.names("tool") == [] and len(registered_late) == 1
 
 
+def test_loading_goes_on_after_a_plugin_whose_hook_blocks(released: threading.Event) -> None:
+    registered_late: list[BaseException] = []
+
+    def stuck(register: Any) -> None:
+        released.wait()
+        try:
+            register("late", "builtins:dict")
+        except BaseException as exc:
+            registered_late.append(exc)
+
+    reg = load_registry(entry_points=[FakeEntryPoint("stuck", plugin_module("stuck", seamkit_register_tools=stuck)),
+                                      FakeEntryPoint("good", plugin_module("good", seamkit_register_tools=_tools))])
+    by_name = {r.plugin: r for r in reg.reports}
+    assert (by_name["stuck"].error or "").startswith("its registration hooks did not finish within 0.3 s")
+    assert by_name["good"].status == "ok"
+    released.set()
+    for t in threading.enumerate():
+        if t.name == "seamkit-plugin-load":
+            t.join(5)
+    assert reg.names("tool") == ["fine"] and len(registered_late) == 1
+    assert [r.plugin for r in reg.reports].count("stuck") == 1  # reported once, by the loader
+
+
 def test_a_keyboard_interrupt_raised_by_a_hook_is_its_plugins_failure() -> None:
     def interrupts(register: Any) -> None:
         raise KeyboardInterrupt

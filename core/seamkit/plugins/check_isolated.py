@@ -289,7 +289,7 @@ def check_isolated(jobs: Sequence[CheckJob], *, timeout_s: float, child: _Child 
     for item in enumerate(jobs):
         todo.put(item)
     results: list[ComponentCheck | None] = [None] * len(jobs)
-    n = max(1, min(workers or os.cpu_count() or 1, MAX_WORKERS, (len(jobs) + 3) // 4 or 1))
+    n = max(1, min(workers or os.cpu_count() or 1, MAX_WORKERS, (len(jobs) + 7) // 8))
     children: list[_Child] = []
     lock = threading.Lock()
 

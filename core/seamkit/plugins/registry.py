@@ -41,6 +41,7 @@ import os
 import re
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -97,6 +98,9 @@ def load_plugin_object(path: str) -> Any:
     which every caller reports as that component's failure (``validate``, ``run``,
     :meth:`ComponentSpec.build`). Its output is left where it goes: this runs while a program may be
     writing (a server building an agent)."""
+    loaded = sys.modules.get(path.partition(":")[0])
+    if loaded is not None and not getattr(getattr(loaded, "__spec__", None), "_initializing", False):
+        return load_object(path)  # imported already: no plugin code runs
     timeout = import_timeout()
     outcome = _run_guarded(lambda: load_object(path), timeout, redirect=False)
     if outcome is None:
@@ -247,7 +251,10 @@ class Registry:
             raise
         except BaseException as exc:  # a plugin's SystemExit must not end the host
             return self._fail(name, distribution, version, _error(exc))
-        late = threading.Event()  # set when the hooks ran past the timeout: a late register() is refused
+        # in the loading worker thread (load_registry), its hooks run right there, guarded by it
+        loader: _Batch | None = getattr(_LOADER, "batch", None)
+        # set when the hooks ran past the timeout: a late register() is refused
+        late = loader.stop if loader is not None else threading.Event()
         failure: BaseException | None = None
         try:
             unknown = self._unknown_hooks(plugin)
@@ -265,8 +272,19 @@ class Registry:
                 for function, kwargs in calls:
                     function(**kwargs)
 
-            timeout = import_timeout()
-            outcome = _run_guarded(run_hooks, timeout)
+            if loader is not None:
+                try:
+                    run_hooks()
+                except BaseException as exc:  # the plugin's: the user's Ctrl-C arrives in the main thread
+                    failure = exc
+                if late.is_set():  # the loader gave up on it meanwhile and reported it
+                    raise _Abandoned()
+                if failure is not None and _needs_main_thread(failure):
+                    raise _Abandoned(main_thread=True)
+                outcome: tuple[Any, BaseException | None] | None = (None, failure)
+            else:
+                timeout = import_timeout()
+                outcome = _run_guarded(run_hooks, timeout)
             if outcome is None:
                 late.set()
                 raise PluginError(f"its registration hooks did not finish within {timeout:g} s (they block: a "
@@ -279,6 +297,11 @@ class Registry:
                 failure = None
                 with _plugin_output_to_stderr():
                     run_hooks()
+        except _Abandoned:
+            self.pm.unregister(plugin, name=name)
+            for spec in added:
+                self.components[spec.kind][spec.name].remove(spec)
+            raise
         except KeyboardInterrupt:  # in the main thread: the user's Ctrl-C
             raise
         except BaseException as exc:  # SystemExit, GeneratorExit...: the plugin fails, the host goes on
@@ -523,25 +546,118 @@ def _needs_main_thread(exc: BaseException) -> bool:
     return isinstance(exc, (ValueError, RuntimeError)) and ("main thread" in text or _THREAD_NAME in text)
 
 
-def _load_entry_point(ep: Any) -> tuple[Any, str | None]:
-    """Import one plugin (``ep.load()``) under :func:`_run_guarded`; ``(plugin, None)`` or
-    ``(None, error)`` (secrets masked). A plugin needing the main thread is imported again there."""
+class _Abandoned(Exception):
+    """Raised out of a registration in the loading worker thread: the loader gave up on this
+    plugin (it is reported already), or (``main_thread``) its hooks need the main thread."""
+
+    def __init__(self, *, main_thread: bool = False) -> None:
+        super().__init__()
+        self.main_thread = main_thread
+
+
+#: ``batch``: the :class:`_Batch` the current thread is loading (only in the loading worker thread)
+_LOADER = threading.local()
+
+
+class _Batch:
+    """Entry points loaded one after another in one worker thread, from ``first``; the main
+    thread reads where it is (``index``, ``phase``, since ``started``) under ``lock`` to give up on
+    a plugin that overran. One thread for all plugins: a thread handoff per plugin costs more than
+    the loading itself on a busy machine."""
+
+    def __init__(self, eps: list[tuple[Any, str, str]], first: int) -> None:
+        self.eps = eps
+        self.index = first
+        self.phase = "importing"
+        self.started = time.monotonic()
+        self.lock = threading.Lock()
+        self.stop = threading.Event()  # the main thread gave up on ``index``: touch nothing more
+        self.done = threading.Event()
+        self.deferred: list[int] = []  # entry points needing the main thread, loaded there after
+        self.error: BaseException | None = None  # strict mode's PluginError, raised in the main thread
+
+    def run(self, reg: Registry) -> None:
+        _LOADER.batch = self
+        try:
+            for j in range(self.index, len(self.eps)):
+                with self.lock:
+                    if self.stop.is_set():
+                        return
+                    self.index, self.phase, self.started = j, "importing", time.monotonic()
+                ep, dist_name, version = self.eps[j]
+                try:
+                    plugin, exc = ep.load(), None
+                except BaseException as raised:  # anything, KeyboardInterrupt included: the plugin's
+                    plugin, exc = None, raised
+                with self.lock:
+                    if self.stop.is_set():
+                        return
+                    self.phase = "registering"
+                if exc is not None:
+                    if _needs_main_thread(exc):
+                        self.deferred.append(j)
+                    else:
+                        reg._fail(ep.name, dist_name, version, f"import failed: {_error(exc)}")
+                    continue
+                try:
+                    reg.register_plugin(plugin, ep.name, distribution=dist_name, version=version)
+                except _Abandoned as abandoned:
+                    if abandoned.main_thread:
+                        self.deferred.append(j)
+        except BaseException as exc:  # strict mode's PluginError
+            self.error = exc
+        finally:
+            _LOADER.batch = None
+            self.done.set()
+
+    def overran(self, timeout_s: float) -> float:
+        """Seconds left for the plugin being loaded; ``0`` when it overran: then it is given up on."""
+        with self.lock:
+            left = self.started + timeout_s - time.monotonic()
+            if left <= 0:
+                self.stop.set()
+            return max(left, 0.0)
+
+
+def _load_all(reg: Registry, eps: list[tuple[Any, str, str]]) -> None:
+    """Import and register ``eps`` (``(entry point, distribution name, version)``) one after
+    another in a daemon worker thread, their output sent to stderr (:func:`_plugin_output_to_stderr`).
+    A plugin that has not finished importing, or registering, within :func:`import_timeout` is
+    reported ``failed`` and left running; the next ones are loaded in a fresh worker. Those needing
+    the main thread are loaded there at the end."""
     timeout = import_timeout()
-    outcome = _run_guarded(ep.load, timeout)
-    if outcome is None:
-        return None, (f"it did not finish importing within {timeout:g} s (it blocks at import: a network call, "
-                      "a sleep; it was left running in the background; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the "
-                      "limit)")
-    plugin, exc = outcome
-    if exc is not None and _needs_main_thread(exc):
+    first = 0
+    deferred: list[int] = []
+    while first < len(eps):
+        batch = _Batch(eps, first)
+        worker = threading.Thread(target=batch.run, args=(reg,), name=_THREAD_NAME, daemon=True)
+        with _plugin_output_to_stderr():
+            worker.start()
+            while not batch.done.wait(batch.overran(timeout)):
+                if batch.stop.is_set():
+                    break
+        deferred += batch.deferred
+        if batch.error is not None:
+            raise batch.error
+        if not batch.stop.is_set():
+            break
+        ep, dist_name, version = eps[batch.index]
+        what = ("it did not finish importing" if batch.phase == "importing"
+                else "its registration hooks did not finish")
+        reg._fail(ep.name, dist_name, version, f"{what} within {timeout:g} s (it blocks: a network call, a sleep; "
+                  "it was left running in the background; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
+        first = batch.index + 1
+    for j in deferred:  # signal.signal at import...: again, in the main thread, unguarded
+        ep, dist_name, version = eps[j]
         try:
             with _plugin_output_to_stderr():
-                plugin, exc = ep.load(), None
+                plugin = ep.load()
         except KeyboardInterrupt:  # in the main thread: the user's
             raise
-        except BaseException as again:
-            exc = again
-    return (None, f"import failed: {_error(exc)}") if exc is not None else (plugin, None)
+        except BaseException as exc:
+            reg._fail(ep.name, dist_name, version, f"import failed: {_error(exc)}")
+            continue
+        reg.register_plugin(plugin, ep.name, distribution=dist_name, version=version)
 
 
 def _new_pm() -> pluggy.PluginManager:
@@ -610,6 +726,7 @@ def load_registry(*, strict: bool | None = None, entry_points: Iterable[Any] | N
                      if v is not None and _listed(deny, ep.name, d)}
     seen: set[tuple[str, str]] = set()
     seen_values: set[str] = set()
+    to_load: list[tuple[Any, str, str]] = []
     for ep in eps:
         dist_name, version, value = _entry_point_facts(ep)
         key = (ep.name, dist_name)
@@ -622,13 +739,10 @@ def load_registry(*, strict: bool | None = None, entry_points: Iterable[Any] | N
             continue
         if value is not None:
             seen_values.add(value)
-        # a plugin raising anything (SystemExit, KeyboardInterrupt) or blocking at import must not
-        # end or hang every command
-        plugin, error = _load_entry_point(ep)
-        if error is not None:
-            reg._fail(ep.name, dist_name, version, error)
-            continue
-        reg.register_plugin(plugin, ep.name, distribution=dist_name, version=version)
+        to_load.append((ep, dist_name, version))
+    # a plugin raising anything (SystemExit, KeyboardInterrupt) or blocking at import must not
+    # end or hang every command
+    _load_all(reg, to_load)
     return reg
 
 
