@@ -3,15 +3,16 @@ down, hang it or write into its output.
 
 :func:`load_isolated` loads the plugins in a child process (:mod:`seamkit.plugins.check_worker`)
 and returns what it found, a :class:`RegistrySnapshot`; the command's own process imports no
-plugin. :func:`check_isolated` then runs each check there: a few child processes (at most
-:data:`MAX_WORKERS`, at most the CPU count) each check one component after another, sent over a
-pipe, and answer over another. The children's stdout and stderr go to a temporary file, never to
-ours. A check that has not answered after ``timeout_s`` seconds (a factory that blocks, ignores
-``SIGALRM``, swallows every exception) has its process terminated, then killed after
-:data:`KILL_AFTER_S`, and that is the component's problem; a child that dies (``os._exit``, a
-signal) is checked again alone in a fresh process, and if it dies again that is the component's
-problem, with the end of what it wrote (secrets masked). A plugin whose import ends the child
-(``os._exit`` at import) is named and left out of the next child, so the rest are still checked.
+plugin. :func:`check_isolated` then runs each check there: a few child processes
+(``SEAMKIT_CHECK_WORKERS``, else half the CPUs, at most :data:`MAX_WORKERS`) each check one
+component after another, sent over a pipe, and answer over another. The children's stdout and
+stderr go to a temporary file, never to ours. A check that has not answered after ``timeout_s``
+seconds (a factory that blocks, ignores ``SIGALRM``, swallows every exception) has its process
+terminated, then killed after :data:`KILL_AFTER_S`, and that is the component's problem; a child
+that dies (``os._exit``, a signal) is checked again alone in a fresh process, and if it dies again
+that is the component's problem, with the end of what it wrote (secrets masked). A plugin whose
+import ends the child (``os._exit`` at import) is named and left out of the next child, so the rest
+are still checked.
 
 Needs ``os.pipe`` file descriptors passed to a child (``pass_fds``): POSIX. Elsewhere the command
 checks in its own process (:func:`~seamkit.plugins.check.check_component` with its timeout).
@@ -284,12 +285,13 @@ def check_isolated(jobs: Sequence[CheckJob], *, timeout_s: float, child: _Child 
                    excluded: Sequence[str] = (), workers: int | None = None) -> list[ComponentCheck]:
     """Run each job's check in a child process (see the module doc); the results in ``jobs``'
     order. ``child``: a ready child to use first (from :func:`load_isolated`); stopped at the end.
-    ``workers``: how many children at most (default: the CPU count, at most :data:`MAX_WORKERS`)."""
+    ``workers``: how many children at most (default: ``SEAMKIT_CHECK_WORKERS``, else half the
+    CPUs, at most :data:`MAX_WORKERS`; at least 8 checks per child)."""
     todo: queue.Queue[tuple[int, CheckJob]] = queue.Queue()
     for item in enumerate(jobs):
         todo.put(item)
     results: list[ComponentCheck | None] = [None] * len(jobs)
-    n = max(1, min(workers or os.cpu_count() or 1, MAX_WORKERS, (len(jobs) + 7) // 8))
+    n = max(1, min(workers or _workers(), (len(jobs) + 7) // 8))  # a process start costs ~8 checks
     children: list[_Child] = []
     lock = threading.Lock()
 
@@ -328,6 +330,16 @@ def check_isolated(jobs: Sequence[CheckJob], *, timeout_s: float, child: _Child 
                     pass
     return [r if r is not None else _failure(j, "the check did not run")
             for r, j in zip(results, jobs, strict=True)]
+
+
+def _workers() -> int:
+    """``SEAMKIT_CHECK_WORKERS`` (a whole number > 0), else half the CPUs (each child loads every
+    plugin first: on a 2-CPU machine a second child was slower than one), at least 1, at most
+    :data:`MAX_WORKERS`."""
+    raw = os.environ.get("SEAMKIT_CHECK_WORKERS", "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return max(1, min((os.cpu_count() or 1) // 2, MAX_WORKERS))
 
 
 def _failure(job: CheckJob, problem: str) -> ComponentCheck:

@@ -15,12 +15,12 @@ names, or two distributions pointing at one module) is loaded and registered onc
 entry point found.
 - ``SEAMKIT_STRICT_PLUGINS=1``: a plugin that fails to load raises
   :class:`~seamkit.errors.PluginError` instead of being reported and skipped.
-- ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT=SECONDS`` (default 30): how long one plugin's import, and then its
-  registration hooks, may take. Every command loads the plugins, so a plugin that blocks at import
+- ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT=SECONDS`` (default 30): how long one plugin's import and
+  registration hooks may take. Every command loads the plugins, so a plugin that blocks at import
   (a network call, a sleep) is reported ``failed`` ("did not finish importing within 30 s") and the
   command goes on without it.
 
-Isolation: each plugin's import and registration hooks run in a daemon worker thread, with file
+Isolation: the plugins' imports and registration hooks run in a daemon worker thread, with file
 descriptor 1 pointed at 2 (and ``sys.stdout`` at ``sys.stderr``) meanwhile, so what the plugin
 writes cannot reach a command's output, and whatever it raises (``SystemExit``, a
 ``KeyboardInterrupt`` it raises itself: the user's Ctrl-C arrives in the main thread) is that

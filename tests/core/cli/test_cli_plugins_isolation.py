@@ -42,6 +42,8 @@ from seamkit.hookspecs import hookimpl
 def seamkit_register_tools(register):
     for name in ("fine", "exits", "ctrl-c", "thread", "swallows", "no-alarm", "fd1", "dunder-stdout"):
         register(name, f"evil_impl:{name.replace('-', '_')}")
+    for i in range(4):
+        register(f"fine-{i}", "evil_impl:fine")
 '''
 
 IMPL = '''
@@ -161,7 +163,8 @@ def test_check_names_a_plugin_ending_the_process_at_import_and_checks_the_others
 
 def test_check_all_survives_components_that_exit_interrupt_hang_or_write_to_fd_1(evil_cli: CLI) -> None:
     started = time.monotonic()
-    r = evil_cli("plugins", "--check", "--json", env=_env(SEAMKIT_LOAD_PLUGINS="evil-factories"), timeout=60)
+    r = evil_cli("plugins", "--check", "--json", env=_env(SEAMKIT_LOAD_PLUGINS="evil-factories",
+                                                           SEAMKIT_CHECK_WORKERS="2"), timeout=60)  # 12 checks
     assert r.returncode == 1, r
     assert time.monotonic() - started < 30  # two 1 s timeouts, a kill, a few process starts
     rows = _rows(r.stdout)  # nothing the factories wrote is in it
@@ -173,6 +176,7 @@ def test_check_all_survives_components_that_exit_interrupt_hang_or_write_to_fd_1
     for name in ("swallows", "no-alarm"):
         assert "the check did not finish within 1 s" in problems[name], problems[name]
     assert rows["thread"]["check"] == "ok"
+    assert all(rows[f"fine-{i}"]["check"] == "ok" for i in range(4))
 
 
 def test_check_notes_a_non_daemon_thread_and_still_exits(evil_cli: CLI) -> None:
