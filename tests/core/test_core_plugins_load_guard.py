@@ -147,3 +147,16 @@ def test_the_import_timeout_comes_from_the_environment(monkeypatch: pytest.Monke
                                                        seconds: float) -> None:
     monkeypatch.setenv("SEAMKIT_PLUGIN_IMPORT_TIMEOUT", raw)
     assert import_timeout() == seconds
+
+
+def test_a_component_module_blocking_at_import_is_an_import_error(
+        released: threading.Event, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from seamkit.plugins import registry
+
+    monkeypatch.setattr(registry, "COMPONENT_IMPORT_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(threading, "pi_release", released, raising=False)  # reachable from the module
+    (tmp_path / "slow_component_mod.py").write_text("import threading\nthreading.pi_release.wait()\nbuild = dict\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = registry.ComponentSpec("tool", "slow", "slow_component_mod:build", None, "", "p", "seamkit-p", "0.1")
+    with pytest.raises(ImportError, match=r"'slow_component_mod:build' did not finish importing within 0.3 s"):
+        spec.factory_callable()

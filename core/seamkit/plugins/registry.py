@@ -15,9 +15,9 @@ names, or two distributions pointing at one module) is loaded and registered onc
 entry point found.
 - ``SEAMKIT_STRICT_PLUGINS=1``: a plugin that fails to load raises
   :class:`~seamkit.errors.PluginError` instead of being reported and skipped.
-- ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT=SECONDS`` (default 30): how long one plugin's import and
+- ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT=SECONDS`` (default 10): how long one plugin's import and
   registration hooks may take. Every command loads the plugins, so a plugin that blocks at import
-  (a network call, a sleep) is reported ``failed`` ("did not finish importing within 30 s") and the
+  (a network call, a sleep) is reported ``failed`` ("did not finish importing within 10 s") and the
   command goes on without it.
 
 Isolation: the plugins' imports and registration hooks run in a daemon worker thread, with file
@@ -53,12 +53,14 @@ from seamkit.hookspecs import KIND_BY_HOOK, PROJECT, SeamkitHookSpecs
 
 __all__ = ["ComponentSpec", "PluginReport", "Registry", "get_registry", "load_registry", "reset_registry",
            "load_object", "load_plugin_object", "run_command_hook", "import_timeout", "ENTRY_POINT_GROUP",
-           "IMPORT_TIMEOUT_S"]
+           "IMPORT_TIMEOUT_S", "COMPONENT_IMPORT_TIMEOUT_S"]
 
 ENTRY_POINT_GROUP = "seamkit"
 #: seconds one plugin's import (and then its registration hooks) may take, unless
 #: ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT`` says otherwise
-IMPORT_TIMEOUT_S = 30.0
+IMPORT_TIMEOUT_S = 10.0  # a registration module should import nothing heavy (docs/plugins/index.md)
+#: seconds a component's module (imported when a composition uses it) may take at least
+COMPONENT_IMPORT_TIMEOUT_S = 60.0
 #: the worker thread running a plugin's code at load (named so that an error mentioning it is recognised)
 _THREAD_NAME = "seamkit-plugin-load"
 #: a component name, matched whole (``fullmatch``: ``$`` would let a final newline through)
@@ -91,17 +93,18 @@ def load_object(path: str) -> Any:
 
 
 def load_plugin_object(path: str) -> Any:
-    """:func:`load_object` for a plugin's ``"module:attr"``, guarded like a plugin's import at load:
-    in a worker thread, so that an import that has not finished after
-    ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT`` seconds, or that raises ``SystemExit`` or ``KeyboardInterrupt``
-    (the plugin's: the user's Ctrl-C arrives in the main thread), raises ``ImportError`` saying so,
-    which every caller reports as that component's failure (``validate``, ``run``,
-    :meth:`ComponentSpec.build`). Its output is left where it goes: this runs while a program may be
-    writing (a server building an agent)."""
+    """:func:`load_object` for a plugin's ``"module:attr"``, guarded like a plugin's import at load: in
+    a worker thread, so that an import that has not finished after
+    :data:`COMPONENT_IMPORT_TIMEOUT_S` seconds (or ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT``, when
+    longer: a component's module may import a heavy SDK, a registration module should not), or
+    that raises ``SystemExit`` or ``KeyboardInterrupt`` (the plugin's: the user's Ctrl-C arrives
+    in the main thread), raises ``ImportError`` saying so, which every caller reports as that
+    component's failure (``validate``, ``run``, :meth:`ComponentSpec.build`). Its output is left
+    where it goes: this runs while a program may be writing (a server building an agent)."""
     loaded = sys.modules.get(path.partition(":")[0])
     if loaded is not None and not getattr(getattr(loaded, "__spec__", None), "_initializing", False):
         return load_object(path)  # imported already: no plugin code runs
-    timeout = import_timeout()
+    timeout = max(import_timeout(), COMPONENT_IMPORT_TIMEOUT_S)
     outcome = _run_guarded(lambda: load_object(path), timeout, redirect=False)
     if outcome is None:
         raise ImportError(f"{path!r} did not finish importing within {timeout:g} s (it blocks at import: a network "
