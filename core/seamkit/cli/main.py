@@ -446,12 +446,13 @@ def _main(argv: Sequence[str] | None) -> int:
     if argv[:1] == ["plugins"]:
         # `plugins --check` loads and checks the plugins in child processes: this one imports none,
         # so that not even os._exit at a plugin's import can end it before it names that plugin
-        from seamkit.plugins.check_isolated import supported
-
         parser, _ = build_parser(None)
         args = parser.parse_args(argv)
-        if args.check is not None and supported():
-            return int(args.func(args) or EXIT_OK)
+        if args.check is not None:
+            from seamkit.plugins.check_isolated import supported  # not before: it imports subprocess...
+
+            if supported():
+                return int(args.func(args) or EXIT_OK)
     registry = _load_registry()
     try:
         parser, failures = build_parser(registry)
