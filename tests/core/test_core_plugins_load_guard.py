@@ -160,3 +160,23 @@ def test_a_component_module_blocking_at_import_is_an_import_error(
     spec = registry.ComponentSpec("tool", "slow", "slow_component_mod:build", None, "", "p", "seamkit-p", "0.1")
     with pytest.raises(ImportError, match=r"'slow_component_mod:build' did not finish importing within 0.3 s"):
         spec.factory_callable()
+
+
+def test_a_command_hook_that_blocks_or_interrupts_fails_and_adds_nothing(released: threading.Event) -> None:
+    import argparse
+
+    from seamkit.plugins.registry import run_command_hook
+
+    def blocks(cli: Any) -> None:
+        cli.add_parser("slow")
+        released.wait()
+
+    def interrupts(cli: Any) -> None:
+        cli.add_parser("ctrl")
+        raise KeyboardInterrupt
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    assert (run_command_hook(blocks, sub) or "").startswith(
+        "its seamkit_register_commands hook did not finish within 0.3 s")
+    assert run_command_hook(interrupts, sub) == "KeyboardInterrupt: "
+    assert sorted(sub.choices) == []

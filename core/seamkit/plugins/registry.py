@@ -443,24 +443,43 @@ class Registry:
 
 def run_command_hook(hook: Callable[..., Any], subparsers: Any) -> str | None:
     """Run a plugin's ``seamkit_register_commands`` hook on ``subparsers``; ``None`` when it
-    succeeds, else the error (secrets masked), with every command it added taken out again."""
+    succeeds, else the error (secrets masked), with every command it added taken out again. Every
+    command runs these hooks, so they are guarded like a plugin's import: in a worker thread, at most
+    ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT`` seconds, whatever they raise (``KeyboardInterrupt`` included)
+    being the plugin's failure; a hook needing the main thread runs again there."""
     # argparse keeps the sub-commands in these two (anything else given here is left as it is)
     name_map = getattr(subparsers, "_name_parser_map", None)
     help_list = getattr(subparsers, "_choices_actions", None)
     names = dict(name_map) if isinstance(name_map, dict) else None
     helps = list(help_list) if isinstance(help_list, list) else None
-    try:
-        with _stdout_to_stderr():
-            hook(cli=subparsers)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # argparse's "conflicting subparser" included: the commands already there win
+
+    def undo() -> None:
         if names is not None and isinstance(name_map, dict):
             name_map.clear()
             name_map.update(names)
         if helps is not None and isinstance(help_list, list):
             help_list[:] = helps
-        return _error(exc)
+
+    timeout = import_timeout()
+    outcome = _run_guarded(lambda: hook(cli=subparsers), timeout)
+    if outcome is None:
+        undo()
+        return (f"its seamkit_register_commands hook did not finish within {timeout:g} s (it blocks; "
+                "SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
+    failure = outcome[1]
+    if failure is not None and _needs_main_thread(failure):
+        undo()
+        try:
+            with _stdout_to_stderr():
+                hook(cli=subparsers)
+            failure = None
+        except KeyboardInterrupt:  # in the main thread: the user's
+            raise
+        except BaseException as exc:
+            failure = exc
+    if failure is not None:  # argparse's "conflicting subparser" included: the commands already there win
+        undo()
+        return _error(failure)
     return None
 
 
