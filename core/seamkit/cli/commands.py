@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from seamkit.agent.result import AgentResult
     from seamkit.cli.render import EventSink
     from seamkit.composition import Composition
-    from seamkit.plugins.registry import ComponentSpec, Registry
+    from seamkit.plugins.check import ComponentCheck
+    from seamkit.plugins.check_isolated import CheckJob, RegistrySnapshot
+    from seamkit.plugins.registry import Registry
 
 T = TypeVar("T")
 
@@ -1033,13 +1035,26 @@ def cmd_schema(args: argparse.Namespace) -> int:
 # -- plugins ---------------------------------------------------------------------------------------
 
 COLUMNS = ("distribution", "version", "kind", "name", "status", "error")
-#: ``--check``: seconds a component's import and factory may take (a blocking factory must not hang CI)
+#: ``--check``: seconds a component's import and factory may take (a blocking factory must not hang
+#: CI), unless ``SEAMKIT_CHECK_TIMEOUT`` says otherwise
 CHECK_TIMEOUT_S = 60.0
 #: the kinds ``--check KIND/NAME`` takes for a plugin that adds CLI commands
 COMMAND_KINDS = ("command", "plugin")
 
 
-def plugin_rows(registry: Registry) -> list[dict[str, Any]]:
+def check_timeout() -> float:
+    """``SEAMKIT_CHECK_TIMEOUT`` (seconds, a number > 0), else :data:`CHECK_TIMEOUT_S`."""
+    import math
+    import os
+
+    try:
+        value = float(os.environ.get("SEAMKIT_CHECK_TIMEOUT", "").strip())
+    except ValueError:
+        return CHECK_TIMEOUT_S
+    return value if value > 0 and math.isfinite(value) else CHECK_TIMEOUT_S
+
+
+def plugin_rows(registry: Registry | RegistrySnapshot) -> list[dict[str, Any]]:
     """One row per installed component, one per plugin that failed (``kind`` ``plugin``, ``name``
     its entry-point name) and one per plugin that loaded but registered no component. Keys:
     ``distribution``, ``version``, ``kind``, ``name``, ``status`` (``ok``/``failed``), ``error``
@@ -1066,36 +1081,92 @@ def plugin_rows(registry: Registry) -> list[dict[str, Any]]:
     return rows
 
 
-def cmd_plugins(args: argparse.Namespace) -> int:
-    """``seamkit plugins [--json] [--check [NAME]]``: installed components and plugin load reports
-    (failed ones with their error). ``--check NAME`` checks one component (``KIND/NAME``: of that
-    kind); ``--check`` alone checks them all. Exit 1 when a check finds a problem."""
-    from seamkit.cli.common import CHECK_ALL
+class _Checker:
+    """Runs ``--check``'s checks: in child processes where the platform allows
+    (:mod:`seamkit.plugins.check_isolated`: this process then imports no plugin at all), else here."""
 
-    registry = _registry()
-    if args.check is not None and args.check != CHECK_ALL:
-        return _check_one(registry, args.check, as_json=args.json)
-    rows = plugin_rows(registry)
-    failed = False
-    if args.check == CHECK_ALL:
+    def __init__(self) -> None:
+        from seamkit.plugins.check_isolated import load_isolated, supported
+
+        self._child: Any = None
+        self._excluded: list[str] = []
+        self.registry: Registry | RegistrySnapshot
+        if supported():
+            try:
+                self.registry, self._child, self._excluded = load_isolated()
+            except RuntimeError as exc:  # no child could load the plugins: say why
+                raise UsageError(str(exc)) from None
+            self.isolated = True
+        else:
+            self.registry = _registry()
+            self.isolated = False
+
+    def run(self, jobs: list[CheckJob]) -> list[ComponentCheck]:
+        from seamkit.plugins.check_isolated import check_isolated
+
+        if self.isolated:
+            child, self._child = self._child, None
+            return check_isolated(jobs, timeout_s=check_timeout(), child=child, excluded=self._excluded)
         from seamkit.plugins.check import check_commands, check_component
 
-        hooks = {(p, d): (v, hook) for p, d, v, hook in registry.command_hooks()}
+        results = []
+        registry = self.registry
+        for job in jobs:
+            if job.kind == "command":
+                hook = next(h for h in registry.command_hooks() if (h[0], h[1]) == (job.plugin, job.distribution))
+                results.append(check_commands(*hook))
+                continue
+            specs = registry.components[job.kind][job.name]
+            spec = next(s for s in specs if s.plugin == job.plugin and s.distribution == job.distribution)
+            results.append(check_component(spec, clashes=[s for s in specs if s is not spec],
+                                           timeout_s=check_timeout()))
+        return results
+
+    def close(self) -> None:
+        if self._child is not None:
+            self._child.stop()
+            self._child = None
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    """``seamkit plugins [--json] [--check [NAME]]``: installed components and plugin load reports
+    (failed ones with their error); exit 1 when a plugin failed to load. ``--check NAME`` checks one
+    component (``KIND/NAME``: of that kind); ``--check`` alone checks them all, each in a child
+    process. Exit 1 when a check finds a problem."""
+    from seamkit.cli.common import CHECK_ALL
+
+    if args.check is None:
+        return _list_plugins(_registry(), args)
+    checker = _Checker()
+    try:
+        if args.check != CHECK_ALL:
+            return _check_one(checker, args.check, as_json=args.json)
+        return _list_plugins(checker.registry, args, checker)
+    finally:
+        checker.close()
+
+
+def _list_plugins(registry: Registry | RegistrySnapshot, args: argparse.Namespace,
+                  checker: _Checker | None = None) -> int:
+    rows = plugin_rows(registry)
+    failed = any(r["status"] == "failed" and r["kind"] == "plugin" for r in rows)
+    if checker is not None:
+        from seamkit.plugins.check_isolated import CheckJob
+
+        commands = {(p, d) for p, d, _, _ in registry.command_hooks()}
+        jobs: list[tuple[dict[str, Any], CheckJob]] = []
         for row in rows:
             if row["kind"] == "plugin":
-                hook = hooks.get((row["plugin"], row["distribution"]))
-                if hook is not None:  # a plugin that adds commands: run its hook on a throwaway parser
-                    result = check_commands(row["plugin"], row["distribution"], hook[0], hook[1])
-                    row["check"] = "ok" if result.ok else "failed"
-                    row["problems"] = list(result.problems)
+                if (row["plugin"], row["distribution"]) in commands:  # its hook runs on a throwaway parser
+                    jobs.append((row, CheckJob("command", row["plugin"], row["distribution"], row["version"],
+                                               row["plugin"])))
                     continue
                 row["check"] = "failed" if row["status"] == "failed" else "ok"
                 row["problems"] = [row["error"]] if row["error"] else []
                 continue
-            specs = registry.components[row["kind"]][row["name"]]
-            spec = next(s for s in specs if s.plugin == row["plugin"] and s.distribution == row["distribution"])
-            result = check_component(spec, clashes=[s for s in specs if s is not spec], timeout_s=CHECK_TIMEOUT_S)
-            row["check"] = "ok" if result.ok else "failed"
+            jobs.append((row, CheckJob(row["kind"], row["name"], row["distribution"], row["version"], row["plugin"])))
+        for (row, _), result in zip(jobs, checker.run([job for _, job in jobs]), strict=True):
+            row["check"] = result.status
             row["problems"] = list(result.problems)
         failed = any(r["check"] == "failed" for r in rows)
     if args.json:
@@ -1121,21 +1192,23 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         if args.check is None:
             cells.append(escape(r["error"] or ""))
         else:
-            cells.append("[green]ok[/]" if r["check"] == "ok" else "[bold red]failed[/]")
+            cells.append({"ok": "[green]ok[/]", "unchecked": "[yellow]unchecked[/]"}.get(r["check"],
+                                                                                         "[bold red]failed[/]"))
             cells.append(escape("; ".join(r["problems"])))
         table.add_row(*cells)
     console.print(table)
     return EXIT_FAILED if failed else EXIT_OK
 
 
-def _check_one(registry: Registry, target: str, *, as_json: bool) -> int:
+def _check_one(checker: _Checker, target: str, *, as_json: bool) -> int:
     """``seamkit plugins --check NAME``: check every component called NAME (of the kind KIND for
     ``KIND/NAME``), or report the plugin NAME that failed to load. Exit 1 on a problem; a name that
     matches nothing is a usage error (exit 2) with the close names."""
     import difflib
 
-    from seamkit.plugins.check import check_commands, check_component
+    from seamkit.plugins.check_isolated import CheckJob
 
+    registry = checker.registry
     kind, sep, name = target.rpartition("/")
     kind = {"schema": "schema_adapter"}.get(kind, kind)  # `seamkit new plugin`'s word for the kind
     kinds = sorted(registry.components)
@@ -1158,20 +1231,19 @@ def _check_one(registry: Registry, target: str, *, as_json: bool) -> int:
             "component, command plugin or failed plugin"
         raise UsageError(f"no {what} named {name!r} is installed{hint} (see 'seamkit plugins')")
 
-    def clashes(spec: ComponentSpec) -> list[ComponentSpec]:
-        return [s for s in registry.components[spec.kind][spec.name] if s is not spec]
-
-    results = [check_component(s, clashes=clashes(s), timeout_s=CHECK_TIMEOUT_S)
-               for s in sorted(specs, key=lambda s: (s.kind, s.distribution))]
-    results += [check_commands(*h) for h in hooks]
+    jobs = [CheckJob.of(s) for s in sorted(specs, key=lambda s: (s.kind, s.distribution))]
+    jobs += [CheckJob("command", h[0], h[1], h[2], h[0]) for h in hooks]
+    results = checker.run(jobs)
     if as_json:
         out: list[dict[str, Any]] = [
             {"kind": "plugin", "name": r.plugin, "distribution": r.distribution, "version": r.version,
-             "plugin": r.plugin, "ok": False, "problems": [f"the plugin failed to load: {r.error}"], "notes": []}
+             "plugin": r.plugin, "ok": False, "checked": True, "problems": [f"the plugin failed to load: {r.error}"],
+             "notes": []}
             for r in failed
         ]
         out += [{"kind": c.kind, "name": c.name, "distribution": c.distribution, "version": c.version,
-                 "plugin": c.plugin, "ok": c.ok, "problems": list(c.problems), "notes": list(c.notes)}
+                 "plugin": c.plugin, "ok": c.ok, "checked": c.checked, "problems": list(c.problems),
+                 "notes": list(c.notes)}
                 for c in results]
         sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     else:
@@ -1179,10 +1251,11 @@ def _check_one(registry: Registry, target: str, *, as_json: bool) -> int:
 
         lines: list[str] = []
         for r in failed:
-            lines.append(f"plugin {r.plugin!r} ({r.distribution} {r.version}): failed to load: {r.error}")
+            version = f" {r.version}" if r.version else ""
+            lines.append(f"plugin {r.plugin!r} ({r.distribution}{version}): failed to load: {r.error}")
         for c in results:
             if c.ok:
-                lines.append(f"{c.label}: ok")
+                lines.append(f"{c.label}: {c.status}")
             else:
                 n = len(c.problems)
                 lines.append(f"{c.label}: {n} problem{'s' if n != 1 else ''}")

@@ -443,6 +443,16 @@ def _main(argv: Sequence[str] | None) -> int:
 
         sys.stdout.write(f"{PROG} {__version__}\n")
         return EXIT_OK
+    if argv[:1] == ["plugins"]:
+        # `plugins --check` loads and checks the plugins in child processes: this one imports none,
+        # so that not even os._exit at a plugin's import can end it before it names that plugin
+        parser, _ = build_parser(None)
+        args = parser.parse_args(argv)
+        if args.check is not None:
+            from seamkit.plugins.check_isolated import supported  # not before: it imports subprocess...
+
+            if supported():
+                return int(args.func(args) or EXIT_OK)
     registry = _load_registry()
     try:
         parser, failures = build_parser(registry)

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from seamkit.composition._yaml import AliasUse, KeyPath, Position, clip, format_path, shown
 from seamkit.composition.models import SLOT_TYPES, ComponentRef, is_secret_name
 from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigIssue
+from seamkit.plugins.redact import mask_message
 from seamkit.plugins.registry import ComponentSpec, Registry
 from seamkit.slots import ComponentSlot
 
@@ -524,7 +525,8 @@ def validate_params(ctx: Context, spec: ComponentSpec, params: Mapping[str, Any]
         model = spec.config_model()
     except Exception as exc:
         ctx.add(f"{component_label(spec)} cannot be loaded: its config model {spec.config!r} does not import: "
-                f"{type(exc).__name__}: {exc}", (*path, "use") if (*path, "use") in ctx.values else path)
+                f"{type(exc).__name__}: {mask_message(str(exc))}",
+                (*path, "use") if (*path, "use") in ctx.values else path)
         return False, None
     if model is None:
         for key in params:
@@ -661,6 +663,7 @@ def check_factory(ctx: Context, spec: ComponentSpec, path: KeyPath) -> bool:
         reason = str(exc).removeprefix(f"{spec.factory!r}: ")
         if not isinstance(exc, AttributeError | ModuleNotFoundError):  # those say what is missing themselves
             reason = f"{type(exc).__name__}: {reason}"
+        reason = mask_message(reason)  # a plugin's message may quote a secret
         ctx.add(f"{component_label(spec)} cannot be loaded: its factory {spec.factory!r} does not import: "
                 f"{reason}", at)
         return False

@@ -24,6 +24,7 @@ from seamkit.composition.models import (
     is_secret_name,
 )
 from seamkit.errors import ComponentBuildError, ConfigError, ConfigIssue, ToolDefinitionError
+from seamkit.plugins.redact import mask_message
 from seamkit.plugins.registry import Registry, get_registry
 
 if TYPE_CHECKING:
@@ -640,7 +641,7 @@ def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath, failur
     except Exception as exc:
         failures.append(len(ctx.issues))
         ctx.add(f"{component_label(spec)} cannot be loaded: its config model {spec.config!r} does not import: "
-                f"{type(exc).__name__}: {exc}", path)
+                f"{type(exc).__name__}: {mask_message(str(exc))}", path)
         return None
     if model is not None and not isinstance(config, model):
         ok, config = validate_params(ctx, spec, params, path)
@@ -651,7 +652,7 @@ def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath, failur
     except Exception as exc:
         failures.append(len(ctx.issues))
         ctx.add(f"{component_label(spec)} cannot be loaded: its factory {spec.factory!r} does not import: "
-                f"{type(exc).__name__}: {exc}", path)
+                f"{type(exc).__name__}: {mask_message(str(exc))}", path)
         return None
     try:
         built = factory(config) if model is not None else factory()
@@ -664,9 +665,10 @@ def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath, failur
             key = f"{issue.path}: " if issue.path and at == path else ""
             ctx.add(f"{spec.kind} {spec.name!r}: {key}{issue.message}", at)
         return None
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:  # sys.exit in a factory is its failure, not the end of the command
         failures.append(len(ctx.issues))
-        ctx.add(f"building {spec.kind} {spec.name!r} failed: {type(exc).__name__}: {exc}", path)
+        ctx.add(f"building {spec.kind} {spec.name!r} failed: {type(exc).__name__}: {mask_message(str(exc))}",
+                path)
         return None
     return _conforming(ctx, spec, built, path)
 

@@ -33,7 +33,7 @@ from seamkit.plugins.redact import mask_message
 if TYPE_CHECKING:
     from seamkit.plugins.registry import ComponentSpec
 
-__all__ = ["NO_ANNOTATION", "CheckTimeout", "ComponentCheck", "check_commands", "check_component"]
+__all__ = ["NOT_CHECKED", "NO_ANNOTATION", "CheckTimeout", "ComponentCheck", "check_commands", "check_component"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +53,19 @@ class ComponentCheck:
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    @property
+    def checked(self) -> bool:
+        """Whether the port was checked: ``False`` when a note says it was ``not checked`` (a
+        function factory that was not called and has no usable return annotation). Such a
+        component is ``ok`` (nothing wrong was found) but shown ``unchecked``: ``ok`` would claim
+        more than was seen."""
+        return not any(n.startswith(NOT_CHECKED) for n in self.notes)
+
+    @property
+    def status(self) -> str:
+        """``failed``, ``unchecked`` or ``ok``."""
+        return "failed" if self.problems else "ok" if self.checked else "unchecked"
 
     @property
     def label(self) -> str:
@@ -124,6 +137,8 @@ def _deadline(timeout_s: float | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+#: how a note saying that the port was not checked starts
+NOT_CHECKED = "not checked:"
 #: the note for a function factory that could not be built nor checked through its return annotation
 NO_ANNOTATION = ("not checked: the factory has no return annotation; annotate it (-> MyStore) so the port can "
                  "be checked")

@@ -302,3 +302,33 @@ def test_validate_says_once_that_the_module_of_config_and_factory_does_not_impor
     assert err.count("module is broken") == 1, err
     assert ("agent.model.use: provider 'both' (from seamkit-both 0.3, plugin 'broken-both') cannot be loaded: its "
             "config model 'broken_both_mod:Config' does not import: RuntimeError: module is broken") in err
+
+
+# -- a component module that exits, interrupts or quotes a secret at its (lazy) import ---------------
+
+
+@pytest.mark.parametrize(("source", "shown"), [
+    ("raise SystemExit(5)\n", "ImportError: importing 'lazy_bad_mod:build' raised SystemExit: 5"),
+    ("raise KeyboardInterrupt\n", "ImportError: importing 'lazy_bad_mod:build' raised KeyboardInterrupt"),
+    ("raise RuntimeError('connect failed: token=hunter2-SECRET')\n", "RuntimeError: connect failed: token=***"),
+])
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_a_component_module_exiting_or_interrupting_at_import_is_that_components_problem(
+        register_plugin: Callable[..., Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], source: str, shown: str, command: str) -> None:
+    (tmp_path / "lazy_bad_mod.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    plugin = types.ModuleType("lazy_bad")
+
+    @hookimpl
+    def seamkit_register_providers(register: Callable[..., Any]) -> None:
+        register("lazy", "lazy_bad_mod:build")
+
+    plugin.seamkit_register_providers = seamkit_register_providers  # type: ignore[attr-defined]
+    register_plugin(plugin, name="lazy-bad", distribution="seamkit-lazy", version="0.1")
+    rc, out, err = _cli(capsys, command, _agent(tmp_path, "", model="lazy"), *(["hi"] if command == "run" else []))
+    assert rc == 2, (out, err)
+    assert ("agent.model.use: provider 'lazy' (from seamkit-lazy 0.1, plugin 'lazy-bad') cannot be loaded: its "
+            "factory 'lazy_bad_mod:build' does not import: " + shown) in err, err
+    assert "hunter2" not in err and "interrupted" not in err
