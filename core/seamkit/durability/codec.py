@@ -62,6 +62,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from seamkit._frozen import FrozenDict, FrozenList
+from seamkit._moved import current
 from seamkit.errors import CodecError
 
 __all__ = ["CODEC_VERSION", "decode", "dumps", "encode", "loads", "loads_frozen"]
@@ -383,6 +384,7 @@ def _resolve(name: Any) -> type:
         if type(name) is not str or name.count(":") != 1:
             raise _Fail(f"malformed class name {name!r}")
         module_name, qualname = name.split(":")
+        module_name = current(module_name)  # a value stored before its module was renamed
         parts = tuple(qualname.split("."))
         if not module_name or not all(p.isidentifier() for p in parts):
             raise _Fail(f"class {name} is not importable by its name")
