@@ -8,7 +8,7 @@ only, no thresholds. Redis and PostgreSQL are throwaway servers started on loopb
 (:mod:`seamkit_services`); SQLite is a file in a temporary folder.
 
 The model is a priced fake that answers at once (a text delta, then its usage and cost), so what
-is measured is the middleware. Each call is one chat call through :func:`seamkit.middleware.chain`
+is measured is the middleware. Each call is one chat call through :func:`seamkit._middleware.chain`
 with a fresh ``Call`` on one run context, collected to the end of its stream; the ceiling is far
 away, so every call is admitted. A shared-ledger call makes five store round trips (reserve:
 ``committed += n``, ``held += n``; settle: ``held -= n``, ``committed += charge - n``,
@@ -32,10 +32,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from seamkit.middleware import Call, Middleware, Next, chain
-from seamkit.pricing import Price
+from seamkit._middleware import Call, Middleware, Next, chain
+from seamkit._pricing import Price
 from seamkit.testing import make_test_ctx
-from seamkit.testing.memory_store import MemoryStore
+from seamkit.testing._memory_store import MemoryStore
 from seamkit.values import ChatRequest, Delta, Message, Scope, Usage
 from seamkit_budget import BudgetMiddleware
 

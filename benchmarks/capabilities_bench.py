@@ -13,7 +13,7 @@ between capabilities:
 
 Per variant, over ``--rounds`` runs after one warm-up: the median and best time of
 ``compile_agent(capabilities)`` in milliseconds, and the median of adapting the 200 input types
-alone (``seamkit.schemas.adapt(tp).json_schema()``, the part of compiling that is the schema
+alone (``seamkit._schemas.adapt(tp).json_schema()``, the part of compiling that is the schema
 flavours' work rather than the graph checks). The capabilities are built once, outside the timing;
 the compiler adapts each input type and checks the graph on every run. Numbers only, no thresholds.
 """
@@ -29,8 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pydantic
+from seamkit._schemas import adapt
 from seamkit.capabilities import Capability, Completed, FactType, compile_agent
-from seamkit.schemas import adapt
 
 
 async def _execute(ctx: Any, input: Any) -> Completed:

@@ -48,7 +48,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 PLUGIN = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl
@@ -152,7 +152,7 @@ class Bench:
         self.workers.clear()
 
     def checkpointer(self) -> Any:
-        from seamkit.durability.checkpointer import Checkpointer
+        from seamkit._durability.checkpointer import Checkpointer
         from seamkit_redis.store import RedisStore
 
         return Checkpointer(RedisStore(self.redis_url, prefix=self.prefix))
@@ -160,9 +160,9 @@ class Bench:
 
 async def local_runs(bench: Bench, n: int) -> float:
     """ms per run of ``Agent.run`` in this process, one after another."""
+    from seamkit._plugins.registry import get_registry
+    from seamkit._runtime.context import RunContext
     from seamkit.composition import build_agent, load_composition
-    from seamkit.plugins.registry import get_registry
-    from seamkit.runtime.context import RunContext
 
     agent = build_agent(load_composition(bench.file, registry=get_registry()))
     try:

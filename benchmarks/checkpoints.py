@@ -63,10 +63,10 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from seamkit import Agent, tool
-from seamkit.durability import codec
-from seamkit.durability.checkpointer import RunHandle
-from seamkit.plugins.registry import get_registry
-from seamkit.ports import CheckpointPort
+from seamkit._durability import codec
+from seamkit._durability.checkpointer import RunHandle
+from seamkit._plugins.registry import get_registry
+from seamkit._ports import CheckpointPort
 from seamkit.testing import ScriptedModel, ScriptedTurn
 
 # seamkit_services (the throwaway PostgreSQL/Redis servers) lives with the test suite, not in the wheel

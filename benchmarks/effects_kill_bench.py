@@ -47,8 +47,8 @@ EFFECTS_TENANT_PREFIX = "seamkit.effects"
 
 async def child(path: str, runs: int, calls: int, seconds: float | None) -> dict[str, Any]:
     from seamkit import tool
-    from seamkit.agent.agent import Agent
-    from seamkit.runtime.context import RunContext
+    from seamkit._agent.agent import Agent
+    from seamkit._runtime.context import RunContext
     from seamkit.testing import ScriptedModel
     from seamkit_sqlite.store import SqliteStore
 
@@ -100,7 +100,7 @@ async def child(path: str, runs: int, calls: int, seconds: float | None) -> dict
 
 def uncertain_runs(db: Path) -> tuple[int, int]:
     """(runs with a receipt left prepared/uncertain, such receipts) in ``db``."""
-    from seamkit.durability import codec
+    from seamkit._durability import codec
 
     conn = sqlite3.connect(db)
     try:

@@ -38,7 +38,7 @@ from typing import Annotated, Any
 import httpx
 from pydantic import Field
 from seamkit import tool
-from seamkit.middleware import Call, Next, middleware
+from seamkit._middleware import Call, Next, middleware
 from seamkit_guardrails_web.config import EgressConfig
 from seamkit_guardrails_web.errors import EgressRefused
 from seamkit_guardrails_web.urls import EgressPolicy, check_url, policy_from

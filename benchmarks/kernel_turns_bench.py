@@ -5,10 +5,10 @@ Run: ``bash benchmarks/run.sh kernel``. Options: ``--rounds 5``, ``--turns 50``,
 sqlite,memory``, ``--json`` (one JSON line), ``--profile`` (cProfile of the kernel's early and
 late turns per store: its phases in ms per turn, and cProfile's top functions by own time).
 
-The model is a :class:`~seamkit.testing.models.ScriptedModel` with zero latency, so every
+The model is a :class:`~seamkit.testing._models.ScriptedModel` with zero latency, so every
 millisecond is framework overhead. Each turn costs both sides two model calls:
 
-- ``kernel``: an :class:`~seamkit.agent.agent.Agent` with ``turns`` + 1 read capabilities,
+- ``kernel``: an :class:`~seamkit._agent.agent.Agent` with ``turns`` + 1 read capabilities,
   ``note_k`` (provides the fact type ``topic_k.note@1``, with one piece of evidence) and ``recall``
   (reads a known fact from ``ctx.facts``), and a durable checkpointer. Turn ``k`` is
   ``agent.run`` (turn 1) or ``agent.resume(run_id, answer=..., turn_id=...)``: the model proposes
@@ -47,13 +47,13 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from pydantic import BaseModel
-from seamkit.agent.agent import Agent
+from seamkit._agent.agent import Agent
+from seamkit._durability import codec
+from seamkit._durability.checkpointer import Checkpointer
+from seamkit._tools import tool
 from seamkit.capabilities import Capability, Completed, Evidence, Fact, compile_agent
-from seamkit.durability import codec
-from seamkit.durability.checkpointer import Checkpointer
-from seamkit.testing.memory_store import MemoryStore
-from seamkit.testing.models import ScriptedModel
-from seamkit.tools import tool
+from seamkit.testing._memory_store import MemoryStore
+from seamkit.testing._models import ScriptedModel
 from seamkit.values import Scope
 
 PROMPT = "You keep notes on the topics the person raises."
@@ -278,8 +278,8 @@ async def measure(rounds: int, turns: int, stores: list[str]) -> dict[str, Any]:
 
 # the kernel's phases --profile times (wall clock, no profiler): (label, owner, attribute, async)
 def _phases() -> list[tuple[str, Any, str, bool]]:
-    from seamkit.agent import kernel
-    from seamkit.durability import checkpointer
+    from seamkit._agent import kernel
+    from seamkit._durability import checkpointer
 
     k = kernel.KernelRun
     return [

@@ -8,7 +8,7 @@ model: structured content plus its JSON text). Three ways, interleaved round by 
 machine noise hits them alike:
 
 - ``native``: the same lookup as a seamkit ``@tool`` (async), called through the agent's
-  :class:`~seamkit.runtime.invoker.Invoker` (``call_tool``: validation, the tool, the result).
+  :class:`~seamkit._runtime.invoker.Invoker` (``call_tool``: validation, the tool, the result).
 - ``mcp``: the ``use: mcp`` tool (seamkit-mcp) through the same ``Invoker.call_tool``: argument
   validation with jsonschema, the MCP ``tools/call`` round trip to the server (a subprocess over
   stdio, or streamable HTTP on loopback), the result converted into a ``ToolOutput``.
@@ -36,11 +36,11 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from seamkit.runtime.context import RunContext
-from seamkit.runtime.invoker import Invoker
-from seamkit.runtime.resources import RunResources
-from seamkit.testing.models import ScriptedModel
-from seamkit.tools import ToolRegistry, tool
+from seamkit._runtime.context import RunContext
+from seamkit._runtime.invoker import Invoker
+from seamkit._runtime.resources import RunResources
+from seamkit._tools import ToolRegistry, tool
+from seamkit.testing._models import ScriptedModel
 from seamkit.values import ToolCall
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ store), ``--quick`` (``--calls 20 --rounds 1``: a smoke run). Numbers only, no t
 
 The model is :class:`seamkit.testing.ScriptedModel` (one short text turn, repeated): what the
 provider costs is nothing, so what is measured is the middleware. Each call is one chat call
-through :func:`seamkit.middleware.chain` with a fresh ``Call`` on one run context, collected to
+through :func:`seamkit._middleware.chain` with a fresh ``Call`` on one run context, collected to
 the end of its stream. Kinds, interleaved round by round so that machine noise hits them alike:
 
 - ``none``: no middleware (the chain is the terminal itself);
@@ -38,10 +38,10 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from seamkit.middleware import Call, Middleware, Next, chain
+from seamkit._middleware import Call, Middleware, Next, chain
 from seamkit.testing import make_test_ctx
-from seamkit.testing.memory_store import MemoryStore
-from seamkit.testing.models import ScriptedModel
+from seamkit.testing._memory_store import MemoryStore
+from seamkit.testing._models import ScriptedModel
 from seamkit.values import ChatRequest, Message, Scope
 
 KINDS = ("none", "memoize_miss", "memoize_hit", "audit", "audit+memoize_hit")

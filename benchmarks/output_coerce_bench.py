@@ -2,8 +2,8 @@
 
 Run: ``bash benchmarks/run.sh coerce``. Options: ``--kb 50`` (object size), ``--deltas 250,500,1000,2000,4000``,
 ``--growth 0,0.1`` (``partial_min_growth`` values; 0 re-parses after every text delta),
-``--parser adapter,pydantic-core`` (the partial parser: ``seamkit.schemas.adapt(schema).partial_parse``,
-what the middleware uses when ``seamkit.schemas`` is installed, or the bare
+``--parser adapter,pydantic-core`` (the partial parser: ``seamkit._schemas.adapt(schema).partial_parse``,
+what the middleware uses when ``seamkit._schemas`` is installed, or the bare
 ``pydantic_core.from_json(allow_partial=True)`` fallback), ``--rounds 3``, ``--json``.
 
 A scripted terminal streams a ~``--kb`` KB JSON object (a list of records, validated by a JSON
@@ -31,7 +31,7 @@ from collections.abc import AsyncIterator
 from itertools import pairwise
 from typing import Any
 
-from seamkit.middleware import Call, chain
+from seamkit._middleware import Call, chain
 from seamkit.testing import make_test_ctx
 from seamkit.values import ChatRequest, Delta, FrozenDict, Message, TextBlock, Usage, freeze
 from seamkit_output_coerce.middleware import OutputCoerceMiddleware, _Compiled, partial_parser

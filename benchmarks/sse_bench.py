@@ -16,7 +16,7 @@ Measured per path, best of ``--rounds`` (MB = 10^6 bytes; deltas = text and tool
 - ``parse``: events + ``json.loads`` only.
   ours: ``seamkit_http.aiter_sse``; openai: ``openai._streaming.SSEDecoder().aiter_bytes``.
 - ``full``: parse + assembly of each response into a final result.
-  ours: chunk JSON -> ``seamkit.values.Delta`` -> ``seamkit.accumulate.collect_result`` (an LLMResult);
+  ours: chunk JSON -> ``seamkit.values.Delta`` -> ``seamkit._accumulate.collect_result`` (an LLMResult);
   openai: chunk JSON -> ``ChatCompletionChunk`` (built as the SDK builds it, ``construct_type``) ->
   ``openai.lib.streaming.chat.ChatCompletionStreamState.handle_chunk`` -> ``get_final_completion()``.
 
@@ -35,7 +35,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
-from seamkit.accumulate import collect_result
+from seamkit._accumulate import collect_result
 from seamkit.values import Delta, LLMResult, ToolCallDelta, Usage
 from seamkit_http import aiter_sse, is_done
 

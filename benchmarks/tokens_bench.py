@@ -1,4 +1,4 @@
-"""Token estimator cost: ``seamkit.tokens.estimate_tokens`` on the issue's oversized transcript.
+"""Token estimator cost: ``seamkit._tokens.estimate_tokens`` on the issue's oversized transcript.
 
 Run: ``bash benchmarks/run.sh tokens``. Options: ``--rounds 50``, ``--gemma`` (also time the
 exact count through the ``llamacpp`` provider's Gemma tokenizer, loading the bundled model's
@@ -31,7 +31,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from seamkit.tokens import count_text_tokens, estimate_tokens
+from seamkit._tokens import count_text_tokens, estimate_tokens
 from seamkit.values import ChatRequest, ToolCall
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "core" / "data" / "tokens"

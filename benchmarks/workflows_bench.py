@@ -50,12 +50,12 @@ import tracemalloc
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from seamkit.agent.agent import Agent
-from seamkit.durability import codec
-from seamkit.durability.checkpointer import Checkpointer
-from seamkit.testing.memory_store import MemoryStore
-from seamkit.testing.models import ScriptedModel
-from seamkit.tools import tool
+from seamkit._agent.agent import Agent
+from seamkit._durability import codec
+from seamkit._durability.checkpointer import Checkpointer
+from seamkit._tools import tool
+from seamkit.testing._memory_store import MemoryStore
+from seamkit.testing._models import ScriptedModel
 from seamkit.values import Scope, StreamEvent
 from seamkit.workflows import START, Step, StepContext, Workflow, WorkflowResult, run_workflow, validate
 

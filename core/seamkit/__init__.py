@@ -27,43 +27,43 @@ _EXPORTS: dict[str, str] = {
         "AmbiguousComponent", "AskFailed",
     )},
     # middleware
-    # (the `middleware` decorator stays in seamkit.middleware: a top-level name would be shadowed by
+    # (the `middleware` decorator stays in seamkit._middleware: a top-level name would be shadowed by
     # the submodule of the same name once it is imported)
-    **{n: "seamkit.middleware" for n in ("Call", "Middleware", "chain", "collect", "collect_one")},
-    "collect_result": "seamkit.accumulate",
-    "Accumulator": "seamkit.accumulate",
+    **{n: "seamkit._middleware" for n in ("Call", "Middleware", "chain", "collect", "collect_one")},
+    "collect_result": "seamkit._accumulate",
+    "Accumulator": "seamkit._accumulate",
     # runtime
-    "RunContext": "seamkit.runtime.context",
-    "CancellationToken": "seamkit.runtime.context",
-    "Invoker": "seamkit.runtime.invoker",
-    "gather_bounded": "seamkit.runtime.concurrency",
-    "gather_best_effort": "seamkit.runtime.concurrency",
-    "run_sync": "seamkit.runtime.concurrency",
+    "RunContext": "seamkit._runtime.context",
+    "CancellationToken": "seamkit._runtime.context",
+    "Invoker": "seamkit._runtime.invoker",
+    "gather_bounded": "seamkit._runtime.concurrency",
+    "gather_best_effort": "seamkit._runtime.concurrency",
+    "run_sync": "seamkit._runtime.concurrency",
     # tools
-    "tool": "seamkit.tools.decorator",
-    "FunctionTool": "seamkit.tools.decorator",
-    "ToolRegistry": "seamkit.tools.registry",
+    "tool": "seamkit._tools.decorator",
+    "FunctionTool": "seamkit._tools.decorator",
+    "ToolRegistry": "seamkit._tools.registry",
     # agent
-    "Agent": "seamkit.agent.agent",
-    "AgentResult": "seamkit.agent.result",
-    "Prompt": "seamkit.agent.prompt",
-    "OutputSpec": "seamkit.agent.output",
-    "agent_tool": "seamkit.agent.as_tool",
-    "AgentTool": "seamkit.agent.as_tool",
-    "Handoff": "seamkit.agent.handoff",
+    "Agent": "seamkit._agent.agent",
+    "AgentResult": "seamkit._agent.result",
+    "Prompt": "seamkit._agent.prompt",
+    "OutputSpec": "seamkit._agent.output",
+    "agent_tool": "seamkit._agent.as_tool",
+    "AgentTool": "seamkit._agent.as_tool",
+    "Handoff": "seamkit._agent.handoff",
     # typed output flavours
-    "SchemaAdapter": "seamkit.schemas",
-    "adapt": "seamkit.schemas",
+    "SchemaAdapter": "seamkit._schemas",
+    "adapt": "seamkit._schemas",
     # model-neutral calls
-    "ask": "seamkit.calls.ask",
-    "ask_sync": "seamkit.calls.ask",
-    **{n: "seamkit.calls.binding" for n in ("Binding", "CredentialRef", "CallLimits")},
-    **{n: "seamkit.calls.answer" for n in ("Answer", "Session")},
+    "ask": "seamkit._calls.ask",
+    "ask_sync": "seamkit._calls.ask",
+    **{n: "seamkit._calls.binding" for n in ("Binding", "CredentialRef", "CallLimits")},
+    **{n: "seamkit._calls.answer" for n in ("Answer", "Session")},
     # durable runs: checkpoints and approval decisions
-    "Checkpointer": "seamkit.durability.checkpointer",
-    **{n: "seamkit.durability.approvals" for n in ("Decision", "approve", "reject")},
+    "Checkpointer": "seamkit._durability.checkpointer",
+    **{n: "seamkit._durability.approvals" for n in ("Decision", "approve", "reject")},
     # plugins
-    "hookimpl": "seamkit.hookspecs",
+    "hookimpl": "seamkit._hookspecs",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -73,26 +73,59 @@ __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:
-    from seamkit.accumulate import Accumulator as Accumulator
-    from seamkit.accumulate import collect_result as collect_result
-    from seamkit.agent.agent import Agent as Agent
-    from seamkit.agent.as_tool import AgentTool as AgentTool
-    from seamkit.agent.as_tool import agent_tool as agent_tool
-    from seamkit.agent.handoff import Handoff as Handoff
-    from seamkit.agent.output import OutputSpec as OutputSpec
-    from seamkit.agent.prompt import Prompt as Prompt
-    from seamkit.agent.result import AgentResult as AgentResult
-    from seamkit.calls.answer import Answer as Answer
-    from seamkit.calls.answer import Session as Session
-    from seamkit.calls.ask import ask as ask
-    from seamkit.calls.ask import ask_sync as ask_sync
-    from seamkit.calls.binding import Binding as Binding
-    from seamkit.calls.binding import CallLimits as CallLimits
-    from seamkit.calls.binding import CredentialRef as CredentialRef
-    from seamkit.durability.approvals import Decision as Decision
-    from seamkit.durability.approvals import approve as approve
-    from seamkit.durability.approvals import reject as reject
-    from seamkit.durability.checkpointer import Checkpointer as Checkpointer
+    from seamkit._accumulate import Accumulator as Accumulator
+    from seamkit._accumulate import collect_result as collect_result
+    from seamkit._agent.agent import Agent as Agent
+    from seamkit._agent.as_tool import AgentTool as AgentTool
+    from seamkit._agent.as_tool import agent_tool as agent_tool
+    from seamkit._agent.handoff import Handoff as Handoff
+    from seamkit._agent.output import OutputSpec as OutputSpec
+    from seamkit._agent.prompt import Prompt as Prompt
+    from seamkit._agent.result import AgentResult as AgentResult
+    from seamkit._calls.answer import Answer as Answer
+    from seamkit._calls.answer import Session as Session
+    from seamkit._calls.ask import ask as ask
+    from seamkit._calls.ask import ask_sync as ask_sync
+    from seamkit._calls.binding import Binding as Binding
+    from seamkit._calls.binding import CallLimits as CallLimits
+    from seamkit._calls.binding import CredentialRef as CredentialRef
+    from seamkit._durability.approvals import Decision as Decision
+    from seamkit._durability.approvals import approve as approve
+    from seamkit._durability.approvals import reject as reject
+    from seamkit._durability.checkpointer import Checkpointer as Checkpointer
+    from seamkit._hookspecs import hookimpl as hookimpl
+    from seamkit._middleware import (
+        Call as Call,
+    )
+    from seamkit._middleware import (
+        Middleware as Middleware,
+    )
+    from seamkit._middleware import (
+        chain as chain,
+    )
+    from seamkit._middleware import (
+        collect as collect,
+    )
+    from seamkit._middleware import (
+        collect_one as collect_one,
+    )
+    from seamkit._runtime.concurrency import (
+        gather_best_effort as gather_best_effort,
+    )
+    from seamkit._runtime.concurrency import (
+        gather_bounded as gather_bounded,
+    )
+    from seamkit._runtime.concurrency import (
+        run_sync as run_sync,
+    )
+    from seamkit._runtime.context import CancellationToken as CancellationToken
+    from seamkit._runtime.context import RunContext as RunContext
+    from seamkit._runtime.invoker import Invoker as Invoker
+    from seamkit._schemas import SchemaAdapter as SchemaAdapter
+    from seamkit._schemas import adapt as adapt
+    from seamkit._tools.decorator import FunctionTool as FunctionTool
+    from seamkit._tools.decorator import tool as tool
+    from seamkit._tools.registry import ToolRegistry as ToolRegistry
     from seamkit.errors import (
         AmbiguousComponent as AmbiguousComponent,
     )
@@ -162,39 +195,6 @@ if TYPE_CHECKING:
     from seamkit.errors import (
         UnknownToolError as UnknownToolError,
     )
-    from seamkit.hookspecs import hookimpl as hookimpl
-    from seamkit.middleware import (
-        Call as Call,
-    )
-    from seamkit.middleware import (
-        Middleware as Middleware,
-    )
-    from seamkit.middleware import (
-        chain as chain,
-    )
-    from seamkit.middleware import (
-        collect as collect,
-    )
-    from seamkit.middleware import (
-        collect_one as collect_one,
-    )
-    from seamkit.runtime.concurrency import (
-        gather_best_effort as gather_best_effort,
-    )
-    from seamkit.runtime.concurrency import (
-        gather_bounded as gather_bounded,
-    )
-    from seamkit.runtime.concurrency import (
-        run_sync as run_sync,
-    )
-    from seamkit.runtime.context import CancellationToken as CancellationToken
-    from seamkit.runtime.context import RunContext as RunContext
-    from seamkit.runtime.invoker import Invoker as Invoker
-    from seamkit.schemas import SchemaAdapter as SchemaAdapter
-    from seamkit.schemas import adapt as adapt
-    from seamkit.tools.decorator import FunctionTool as FunctionTool
-    from seamkit.tools.decorator import tool as tool
-    from seamkit.tools.registry import ToolRegistry as ToolRegistry
     from seamkit.values import (
         ChatRequest as ChatRequest,
     )

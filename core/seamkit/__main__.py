@@ -1,5 +1,5 @@
 """``python -m seamkit``: the seamkit command line (same as the ``seamkit`` script)."""
 
-from seamkit.cli.main import main
+from seamkit._cli.main import main
 
 raise SystemExit(main())

@@ -420,7 +420,7 @@ class AskFailed(SeamkitError):
     ``call_id`` and the ``answer`` itself. The message never holds a resolved credential.
     """
 
-    def __init__(self, answer: Any) -> None:  # a seamkit.calls.answer.Answer
+    def __init__(self, answer: Any) -> None:  # a seamkit._calls.answer.Answer
         self.answer = answer
         self.outcome = answer.outcome
         self.failure = answer.failure
@@ -480,7 +480,7 @@ class StepError(SeamkitError):
 class WorkflowInvalid(SeamkitError):
     """A workflow failed validation; ``problems`` lists every :class:`WorkflowProblem`."""
 
-    def __init__(self, name: str, problems: Iterable[Any]) -> None:  # seamkit.workflows.validate.WorkflowProblem
+    def __init__(self, name: str, problems: Iterable[Any]) -> None:  # seamkit.workflows._validate.WorkflowProblem
         self.name = name
         self.problems = tuple(problems)
         lines = "\n".join(f"  {p}" for p in self.problems)
@@ -492,7 +492,7 @@ class WorkflowInvalid(SeamkitError):
 class CompileError(SeamkitError):
     """The capabilities do not compile; ``problems`` lists every problem, sorted by code and ids."""
 
-    def __init__(self, problems: Iterable[Any]) -> None:  # seamkit.capabilities.compiler.Problem
+    def __init__(self, problems: Iterable[Any]) -> None:  # seamkit.capabilities._compiler.Problem
         self.problems = tuple(sorted(problems))
         n = len(self.problems)
         super().__init__(f"{n} capability problem{'s' if n != 1 else ''}: " + "; ".join(map(str, self.problems)))

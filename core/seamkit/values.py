@@ -185,7 +185,7 @@ class ToolCall:
     ``arguments_error``: why the arguments the model wrote could not be used (not valid JSON,
     e.g. cut off at max_tokens; not a JSON object; NaN; nested too deeply), ``None`` when they
     could. ``arguments`` is then empty, the call is never run, and its result tells the model
-    the reason (:func:`seamkit.runtime.invoker.unusable_arguments_result`)."""
+    the reason (:func:`seamkit._runtime.invoker.unusable_arguments_result`)."""
 
     id: str
     name: str
@@ -373,7 +373,7 @@ class ToolRequest:
 @dataclass(frozen=True, slots=True, eq=False)
 class RunRequest:
     """One agent run, as a ``run`` call carries it through the middlewares that wrap whole runs
-    (``@middleware(kinds=("run",))``, see :mod:`seamkit.middleware`): the ``agent``'s name, the
+    (``@middleware(kinds=("run",))``, see :mod:`seamkit._middleware`): the ``agent``'s name, the
     ``messages`` the run starts from (system prompt, history, the task; a resumed run: its
     transcript so far) and whether it is ``resumed`` from a checkpoint. Compared by identity: one
     request per run."""
@@ -482,13 +482,13 @@ class StreamEvent:
     ``guardrail``, ``point``, ``action``: ``rewrite``, ``flag``, or an advisory guard's ``block``
     or ``failed``, and ``reason``), ``capability`` (an agent with capabilities: ``data["event"]`` is
     ``planned`` with the ``disposition`` of an intention, or ``finished`` with an ``execution``;
-    see :mod:`seamkit.capabilities.state`), ``step`` (a workflow: ``data["event"]`` is ``started``,
+    see :mod:`seamkit.capabilities._state`), ``step`` (a workflow: ``data["event"]`` is ``started``,
     ``finished``, ``suspended``, ``failed`` or ``skipped``, with the step's ``name``, the
     ``activation`` id, its ``child_run_id``, its ``step_kind`` and what it ``emitted``; see
-    :mod:`seamkit.workflows.engine`), ``handoff`` (``data``: ``from``, ``to``, ``filter``: the
-    conversation changed hands, see :mod:`seamkit.agent.handoff`), ``context_condensed`` (a
+    :mod:`seamkit.workflows._engine`), ``handoff`` (``data``: ``from``, ``to``, ``filter``: the
+    conversation changed hands, see :mod:`seamkit._agent.handoff`), ``context_condensed`` (a
     request over its input budget was made smaller: ``data`` holds
-    :meth:`seamkit.request.fit.Fitting.as_data`). ``step`` counts model turns from 1 (in a
+    :meth:`seamkit._request.fit.Fitting.as_data`). ``step`` counts model turns from 1 (in a
     workflow: the activations finished so far).
     """
 

@@ -1,4 +1,4 @@
-"""Joining a delta stream into an LLMResult (``seamkit.accumulate``)."""
+"""Joining a delta stream into an LLMResult (``seamkit._accumulate``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from seamkit.accumulate import Accumulator, collect_result
+from seamkit._accumulate import Accumulator, collect_result
 from seamkit.values import Delta, FrozenDict, FrozenList, ReasoningBlock, TextBlock, ToolCall, ToolCallDelta, Usage
 
 
@@ -174,7 +174,7 @@ def test_ids_repeated_on_every_fragment_continue_the_call() -> None:
 
 
 async def test_raw_usage_of_the_last_delta_reaches_the_result() -> None:
-    from seamkit.accumulate import collect_result
+    from seamkit._accumulate import collect_result
     from seamkit.values import Delta, Usage
 
     deltas = [

@@ -8,11 +8,11 @@ import types
 from typing import Any
 
 import pytest
-from seamkit.durability.checkpointer import Checkpointer
-from seamkit.plugins.ports_check import Port, class_problems, port_problems, slot_port
-from seamkit.ports import CheckpointPort, StorePort
-from seamkit.runtime.resources import RunResources
-from seamkit.testing.memory_store import MemoryStore
+from seamkit._durability.checkpointer import Checkpointer
+from seamkit._plugins.ports_check import Port, class_problems, port_problems, slot_port
+from seamkit._ports import CheckpointPort, StorePort
+from seamkit._runtime.resources import RunResources
+from seamkit.testing._memory_store import MemoryStore
 
 
 async def _stub(self: Any, *args: Any, **kwargs: Any) -> Any:

@@ -1,4 +1,4 @@
-"""The agent loop (``seamkit.agent``): tools, output types, streaming, stop reasons."""
+"""The agent loop (``seamkit._agent``): tools, output types, streaming, stop reasons."""
 
 from __future__ import annotations
 
@@ -12,16 +12,16 @@ import pydantic
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from seamkit.agent.agent import Agent
-from seamkit.agent.loop import CORRECTIVE_TEMPLATE
-from seamkit.agent.output import OutputSpec, output_spec
-from seamkit.agent.prompt import Prompt
-from seamkit.agent.result import AgentResult
+from seamkit._agent.agent import Agent
+from seamkit._agent.loop import CORRECTIVE_TEMPLATE
+from seamkit._agent.output import OutputSpec, output_spec
+from seamkit._agent.prompt import Prompt
+from seamkit._agent.result import AgentResult
+from seamkit._tools import tool
 from seamkit.errors import FailureClass, OutputValidationError, ProviderError
 from seamkit.testing import ScriptedModel, make_test_ctx
-from seamkit.testing.models import ScriptedTurn
-from seamkit.testing.transcripts import transcripts
-from seamkit.tools import tool
+from seamkit.testing._models import ScriptedTurn
+from seamkit.testing._transcripts import transcripts
 from seamkit.values import Message, StreamEvent, Usage
 
 
@@ -343,7 +343,7 @@ async def test_observers_receive_every_event() -> None:
 def test_strict_mode_nulls_for_absent_optional_properties_are_dropped() -> None:
     """Regression: a strict-mode provider writes null for an optional property it leaves out; the
     canonical schema (optional, not nullable) must still accept the answer."""
-    from seamkit.agent.output import OutputSpec, drop_absent_nulls
+    from seamkit._agent.output import OutputSpec, drop_absent_nulls
 
     schema = {
         "type": "object",
@@ -373,7 +373,7 @@ def test_strict_mode_nulls_for_absent_optional_properties_are_dropped() -> None:
 def test_strict_mode_nulls_inside_a_union_of_non_objects_are_dropped() -> None:
     """Regression: below ``anyOf``, an array of objects (not only an object) carries strict-mode
     nulls; the branch the value's shape fits is followed, and a value no branch fits is left alone."""
-    from seamkit.agent.output import OutputSpec, drop_absent_nulls
+    from seamkit._agent.output import OutputSpec, drop_absent_nulls
 
     item = {"type": "object", "properties": {"a": {"type": "string"}}}
     schema = {"type": "object", "properties": {"v": {"anyOf": [{"type": "string"},
@@ -408,7 +408,7 @@ class TruncatingModel:
         yield Delta(usage=Usage(requests=1), finish_reason="stop")
 
     async def chat(self, request: Any) -> Any:
-        from seamkit.accumulate import collect_result
+        from seamkit._accumulate import collect_result
 
         return await collect_result(self.stream(request))
 
@@ -416,7 +416,7 @@ class TruncatingModel:
 @pytest.mark.parametrize("durable", [False, True])
 async def test_a_tool_call_cut_off_at_max_tokens_goes_back_to_the_model_as_an_error(durable: bool) -> None:
     # issue 10 item 9: the truncated arguments raised ProviderError and failed the run
-    from seamkit.testing.memory_store import MemoryStore
+    from seamkit.testing._memory_store import MemoryStore
 
     written: list[str] = []
 
@@ -441,7 +441,7 @@ async def test_a_tool_call_cut_off_at_max_tokens_goes_back_to_the_model_as_an_er
 @pytest.mark.parametrize("parallel", [False, True])
 async def test_side_effecting_calls_of_one_turn_run_one_after_another(durable: bool, parallel: bool) -> None:
     # issue 10 item 13: side-effecting calls of one turn ran concurrently, racing each other
-    from seamkit.testing.memory_store import MemoryStore
+    from seamkit.testing._memory_store import MemoryStore
 
     running: set[str] = set()
     overlaps: list[tuple[str, ...]] = []
@@ -521,8 +521,8 @@ def book_table(time: str) -> str:
 
 @pytest.mark.parametrize("path", ["run", "stream", "request_builder"])
 async def test_a_history_with_an_unanswered_call_reaches_the_model_answered(path: str) -> None:
-    from seamkit.agent.loop import UNANSWERED_TEMPLATE
-    from seamkit.request import RequestBuilder
+    from seamkit._agent.loop import UNANSWERED_TEMPLATE
+    from seamkit._request import RequestBuilder
 
     model = ScriptedModel(["Noted: I will not book anything."])
     builder = RequestBuilder() if path == "request_builder" else None
@@ -543,7 +543,7 @@ async def test_a_history_with_an_unanswered_call_reaches_the_model_answered(path
 
 
 async def test_only_the_calls_of_the_last_message_are_due() -> None:
-    from seamkit.agent.loop import UNANSWERED_TEMPLATE
+    from seamkit._agent.loop import UNANSWERED_TEMPLATE
     from seamkit.values import ToolCall, ToolResult
 
     ran: list[int] = []
@@ -621,7 +621,7 @@ def _a(*ids: str) -> Message:
 async def test_a_history_pairs_each_call_with_one_result_right_after_it(
     history: list[Message], result_of: dict[str, str | None], left_out: list[str], path: str
 ) -> None:
-    from seamkit.agent.loop import UNANSWERED_TEMPLATE
+    from seamkit._agent.loop import UNANSWERED_TEMPLATE
 
     model = ScriptedModel(["Noted."])
     agent = Agent(model, tools=[book_table])
@@ -670,7 +670,7 @@ def test_answering_unanswered_calls_pairs_every_call_with_one_result(handed_in: 
     """Every call is answered exactly once right after its turn (by its first result that comes
     after it, else as unknown), no result is left without its call, the other messages stay in
     order, and a second pass changes nothing."""
-    from seamkit.agent.loop import UNANSWERED_TEMPLATE, answer_unanswered_calls
+    from seamkit._agent.loop import UNANSWERED_TEMPLATE, answer_unanswered_calls
 
     out, added, left_out = answer_unanswered_calls(handed_in, last_is_due=False)
     assert rejected_call_ids(out) == [] and pairing_problems(out) == []
@@ -693,7 +693,7 @@ def test_answering_unanswered_calls_pairs_every_call_with_one_result(handed_in: 
 
 
 def _unknown(call: Any) -> Any:
-    from seamkit.agent.loop import UNANSWERED_TEMPLATE
+    from seamkit._agent.loop import UNANSWERED_TEMPLATE
     from seamkit.values import ToolResult
 
     return ToolResult(call.id, call.name, UNANSWERED_TEMPLATE, is_error=True)
@@ -719,7 +719,7 @@ class _Unpriced:
             yield d
 
     async def chat(self, request: Any) -> Any:
-        from seamkit.accumulate import collect_result
+        from seamkit._accumulate import collect_result
 
         return await collect_result(self.stream(request), provider=self.provider, model=self.model)
 
@@ -751,7 +751,7 @@ class _BrokenWire:
         raise KeyError("choices")
 
     async def chat(self, request: Any) -> Any:
-        from seamkit.accumulate import collect_result
+        from seamkit._accumulate import collect_result
 
         return await collect_result(self.stream(request), provider=self.provider, model=self.model)
 

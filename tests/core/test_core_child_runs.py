@@ -1,4 +1,4 @@
-"""The child-run dispatcher seam (``seamkit.agent.child_runs``): an agent tool with a ``queue``
+"""The child-run dispatcher seam (``seamkit._agent.child_runs``): an agent tool with a ``queue``
 hands its child to the dispatcher the run offers in ``ctx.services``, under a run id derived from
 the tool call; without a dispatcher (or without a queue) the child runs in-process."""
 
@@ -8,9 +8,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from seamkit.agent.agent import Agent
-from seamkit.agent.as_tool import agent_tool
-from seamkit.agent.child_runs import (
+from seamkit._agent.agent import Agent
+from seamkit._agent.as_tool import agent_tool
+from seamkit._agent.child_runs import (
     CHILD_RUNS_SERVICE,
     ChildRunDispatcher,
     ChildRunOutcome,
@@ -19,10 +19,10 @@ from seamkit.agent.child_runs import (
     child_run_id,
     current_call_key,
 )
+from seamkit._runtime.context import RunContext
 from seamkit.errors import ChildRunFailed, FailureClass, ProviderError, RunCancelled
-from seamkit.runtime.context import RunContext
 from seamkit.testing import ScriptedModel
-from seamkit.testing.memory_store import MemoryStore
+from seamkit.testing._memory_store import MemoryStore
 from seamkit.values import ToolResult, Usage
 
 
@@ -264,7 +264,7 @@ def test_yaml_bad_queue_is_located(written: str, message: str) -> None:
 
 
 def test_validate_says_which_agent_tools_are_queued() -> None:
-    from seamkit.cli.commands import describe
+    from seamkit._cli.commands import describe
     from seamkit.composition import loads_composition
 
     line = describe(loads_composition(YAML.replace("QUEUE", "queue: true")))
@@ -274,7 +274,7 @@ def test_validate_says_which_agent_tools_are_queued() -> None:
 @pytest.mark.parametrize("side_effecting", [False, True], ids=["plain", "through-the-effect-ledger"])
 async def test_a_dispatcher_that_cannot_reach_its_broker_stops_the_run_unfinished_never_tells_the_model(
         side_effecting: bool) -> None:
-    from seamkit.agent.as_tool import agent_tool
+    from seamkit._agent.as_tool import agent_tool
     from seamkit.errors import InfrastructureUnavailable
 
     store = MemoryStore()

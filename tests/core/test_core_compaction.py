@@ -1,4 +1,4 @@
-"""seamkit.compaction: units, token totals and the invariant checker every compactor is tested with."""
+"""seamkit._compaction: units, token totals and the invariant checker every compactor is tested with."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from seamkit.compaction import (
+from seamkit._compaction import (
     NOTES_KEY,
     SUMMARY_MARKER,
     CompactorPort,
@@ -21,9 +21,9 @@ from seamkit.compaction import (
     turn_units,
     unit_signature,
 )
+from seamkit._tokens import estimate_message_tokens
 from seamkit.testing import make_test_ctx
-from seamkit.testing.transcripts import big_tool_call_transcript, report_text, transcripts
-from seamkit.tokens import estimate_message_tokens
+from seamkit.testing._transcripts import big_tool_call_transcript, report_text, transcripts
 from seamkit.values import Message, TextBlock, ToolCall, ToolResult
 
 PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,4 +1,4 @@
-"""core/seamkit/config_types.py: check_base_url, shared by the HTTP providers and the otel exporter."""
+"""core/seamkit/_config_types.py: check_base_url, shared by the HTTP providers and the otel exporter."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from seamkit.config_types import check_base_url
+from seamkit._config_types import check_base_url
 
 
 @pytest.mark.parametrize(("url", "expected"), [

@@ -110,9 +110,9 @@ def test_value_errors_stay_value_errors() -> None:
 
 
 def test_moved_classes_are_the_ones_their_modules_raise() -> None:
-    from seamkit.calls.answer import AskFailed
+    from seamkit._calls.answer import AskFailed
+    from seamkit._guardrails import GuardrailTripped as FromGuardrails
     from seamkit.composition import ComponentBuildError
-    from seamkit.guardrails import GuardrailTripped as FromGuardrails
     from seamkit.workflows import StepError, WorkflowFailed, WorkflowInvalid
 
     assert AskFailed is errors.AskFailed is seamkit.AskFailed

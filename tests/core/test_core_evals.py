@@ -1,4 +1,4 @@
-"""The evaluator contract (``seamkit.evals``): scores, attempts, and ``evaluate``'s rules."""
+"""The evaluator contract (``seamkit._evals``): scores, attempts, and ``evaluate``'s rules."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from seamkit.agent.agent import Agent
-from seamkit.evals import Attempt, EvalCase, EvalContext, Evaluator, Score, evaluate
-from seamkit.hookspecs import KIND_BY_HOOK
-from seamkit.plugins.ports_check import kind_port
+from seamkit._agent.agent import Agent
+from seamkit._evals import Attempt, EvalCase, EvalContext, Evaluator, Score, evaluate
+from seamkit._hookspecs import KIND_BY_HOOK
+from seamkit._plugins.ports_check import kind_port
+from seamkit._tools import tool
 from seamkit.testing import ScriptedModel, make_test_ctx
-from seamkit.tools import tool
 from seamkit.values import LLMResult
 
 

@@ -1,4 +1,4 @@
-"""Grounding values and citations (seamkit.grounding)."""
+"""Grounding values and citations (seamkit._grounding)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from seamkit.durability.codec import decode, dumps, encode, loads
-from seamkit.grounding import (
+from seamkit._durability.codec import decode, dumps, encode, loads
+from seamkit._grounding import (
     MemoryItem,
     MemorySource,
     citation_id,

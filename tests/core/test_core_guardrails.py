@@ -1,4 +1,4 @@
-"""Guardrails in the run (``seamkit.guardrails``, ``seamkit.agent.guarding``): the four points,
+"""Guardrails in the run (``seamkit._guardrails``, ``seamkit._agent.guarding``): the four points,
 verdicts, tripwires with checkpoints, advisory guards, parallel input checks, metered model calls."""
 
 from __future__ import annotations
@@ -8,10 +8,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from seamkit.agent.agent import Agent
-from seamkit.agent.loop import GUARDED_TEMPLATE
-from seamkit.errors import RunNotResumable
-from seamkit.guardrails import (
+from seamkit._agent.agent import Agent
+from seamkit._agent.loop import GUARDED_TEMPLATE
+from seamkit._guardrails import (
     ALLOW,
     Guard,
     GuardContext,
@@ -21,9 +20,10 @@ from seamkit.guardrails import (
     block,
     rewrite,
 )
-from seamkit.middleware import Call, Next, middleware
+from seamkit._middleware import Call, Next, middleware
+from seamkit._tools import tool
+from seamkit.errors import RunNotResumable
 from seamkit.testing import MemoryStore, ScriptedModel
-from seamkit.tools import tool
 from seamkit.values import ChatRequest, Message, StreamEvent, ToolCall, ToolResult, Usage
 
 RAN: list[dict[str, Any]] = []
@@ -215,7 +215,7 @@ async def test_tool_rewrite_runs_the_new_arguments_and_tells_the_model() -> None
 
 
 async def test_tool_guard_sees_approved_edited_arguments_in_a_durable_run() -> None:
-    from seamkit.durability.approvals import approve
+    from seamkit._durability.approvals import approve
 
     seen: list[Any] = []
     model = ScriptedModel([tool_turn("send", to="bob"), "done"], follow_transcript=True)
@@ -492,7 +492,7 @@ async def test_a_failed_first_call_cancels_the_parallel_input_guards_and_waits_f
                 finished.append("cleaned up")
             return ALLOW
 
-    from seamkit.testing.models import ScriptedTurn
+    from seamkit.testing._models import ScriptedTurn
 
     # the call fails once the guard has started (a task cancelled before it starts runs nothing)
     model = ScriptedModel([ScriptedTurn(delay=0.05, error=ProviderError("down", FailureClass.SERVER_ERROR,

@@ -1,4 +1,4 @@
-"""Tool-loop controls (``seamkit.agent.controls``): limits on tool calls and tool rounds, disabled
+"""Tool-loop controls (``seamkit._agent.controls``): limits on tool calls and tool rounds, disabled
 and withdrawn tools, gather mode, and a request over its input budget, on scripted models."""
 
 from __future__ import annotations
@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from seamkit.agent.agent import Agent
-from seamkit.agent.controls import GATHER_HEADER, LIMIT_NOTE, LIMIT_RESULT
-from seamkit.agent.loop import TOOLS_DROPPED_WARNING, answer_unanswered_calls
-from seamkit.durability.approvals import approve, reject
-from seamkit.request import RequestBuilder
+from seamkit._agent.agent import Agent
+from seamkit._agent.controls import GATHER_HEADER, LIMIT_NOTE, LIMIT_RESULT
+from seamkit._agent.loop import TOOLS_DROPPED_WARNING, answer_unanswered_calls
+from seamkit._durability.approvals import approve, reject
+from seamkit._request import RequestBuilder
+from seamkit._tools import tool
 from seamkit.testing import ScriptedModel
-from seamkit.testing.memory_store import MemoryStore
-from seamkit.tools import tool
+from seamkit.testing._memory_store import MemoryStore
 from seamkit.values import ChatRequest, Message, StreamEvent, ToolResult
 
 

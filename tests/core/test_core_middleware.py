@@ -1,4 +1,4 @@
-"""The middleware contract (``seamkit.middleware``), through ``chain()`` and through an Agent."""
+"""The middleware contract (``seamkit._middleware``), through ``chain()`` and through an Agent."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from seamkit.agent.agent import Agent
+from seamkit._agent.agent import Agent
+from seamkit._middleware import Call, Next, chain, collect, collect_one, hidden_calls, middleware
+from seamkit._tools import tool
 from seamkit.errors import FailureClass, ProviderError, SeamkitError
-from seamkit.middleware import Call, Next, chain, collect, collect_one, hidden_calls, middleware
 from seamkit.testing import ScriptedModel, make_test_ctx
-from seamkit.tools import tool
 from seamkit.values import ChatRequest, Delta, Message, RunRequest, ToolCall, ToolRequest, ToolResult
 
 
@@ -286,10 +286,10 @@ async def test_tool_middleware_can_answer_instead_of_the_tool() -> None:
 
 
 async def test_chat_calls_carry_the_model_they_end_at() -> None:
-    from seamkit.middleware import middleware
-    from seamkit.runtime.invoker import Invoker
+    from seamkit._middleware import middleware
+    from seamkit._runtime.invoker import Invoker
+    from seamkit._tools.registry import ToolRegistry
     from seamkit.testing import ScriptedModel, make_test_ctx
-    from seamkit.tools.registry import ToolRegistry
     from seamkit.values import ChatRequest, Message
 
     seen = []
@@ -398,8 +398,8 @@ async def test_a_run_middleware_yielding_no_result_is_an_error() -> None:
 
 
 async def test_a_resumed_run_is_a_new_run_call_marked_resumed() -> None:
-    from seamkit.durability.approvals import approve
-    from seamkit.testing.memory_store import MemoryStore
+    from seamkit._durability.approvals import approve
+    from seamkit.testing._memory_store import MemoryStore
 
     seen: list[RunRequest] = []
 
@@ -430,7 +430,7 @@ async def test_a_resumed_run_is_a_new_run_call_marked_resumed() -> None:
 
 
 async def test_a_child_run_is_a_run_call_inside_its_parents_tool_call() -> None:
-    from seamkit.agent.as_tool import agent_tool
+    from seamkit._agent.as_tool import agent_tool
 
     log: list[Any] = []
     child = Agent(ScriptedModel(["found it"]), name="researcher", middlewares=[run_recorder(log)])

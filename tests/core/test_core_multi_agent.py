@@ -1,4 +1,4 @@
-"""Multi-agent (``seamkit.agent.as_tool``, ``seamkit.agent.handoff``): an agent as another's tool
+"""Multi-agent (``seamkit._agent.as_tool``, ``seamkit._agent.handoff``): an agent as another's tool
 (a child run: its run id, parent, budget, depth, cancellation, usage, typed output) and handoffs
 (filters, who answered, resume)."""
 
@@ -11,17 +11,17 @@ from typing import Any
 
 import pydantic
 import pytest
-from seamkit.agent.agent import Agent
-from seamkit.agent.as_tool import DEFAULT_INPUT, agent_tool
-from seamkit.agent.handoff import Handoff, filter_messages
-from seamkit.durability.approvals import approve
+from seamkit._agent.agent import Agent
+from seamkit._agent.as_tool import DEFAULT_INPUT, agent_tool
+from seamkit._agent.handoff import Handoff, filter_messages
+from seamkit._durability.approvals import approve
+from seamkit._pricing import Price
+from seamkit._runtime.context import RunContext
+from seamkit._tools import tool
 from seamkit.errors import RunCancelled
-from seamkit.pricing import Price
-from seamkit.runtime.context import RunContext
 from seamkit.testing import ScriptedModel
-from seamkit.testing.memory_store import MemoryStore
-from seamkit.testing.models import ScriptedTurn
-from seamkit.tools import tool
+from seamkit.testing._memory_store import MemoryStore
+from seamkit.testing._models import ScriptedTurn
 from seamkit.values import Message, StreamEvent, ToolCall, ToolResult, Usage, thaw
 from seamkit_budget import BudgetMiddleware
 
@@ -434,7 +434,7 @@ async def test_resume_refuses_a_run_held_by_an_agent_it_cannot_reach() -> None:
 
 def test_the_multi_agent_names_are_exported_at_the_top_level() -> None:
     import seamkit
-    from seamkit.agent.as_tool import AgentTool
+    from seamkit._agent.as_tool import AgentTool
 
     assert (seamkit.agent_tool, seamkit.AgentTool, seamkit.Handoff) == (agent_tool, AgentTool, Handoff)
     assert {"agent_tool", "AgentTool", "Handoff"} <= set(seamkit.__all__)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from seamkit.accumulate import collect_result
-from seamkit.agent.agent import Agent
-from seamkit.middleware import Call, Next, middleware
+from seamkit._accumulate import collect_result
+from seamkit._agent.agent import Agent
+from seamkit._middleware import Call, Next, middleware
 from seamkit.testing import ScriptedModel
 from seamkit.values import Delta, StreamEvent, Usage
 

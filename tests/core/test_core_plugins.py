@@ -1,4 +1,4 @@
-"""Plugin discovery and the component registry (``seamkit.plugins.registry``, ``seamkit.hookspecs``)."""
+"""Plugin discovery and the component registry (``seamkit._plugins.registry``, ``seamkit._hookspecs``)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import pydantic
 import pytest
+from seamkit._hookspecs import KIND_BY_HOOK, SeamkitHookSpecs, hookimpl
+from seamkit._plugins.registry import Registry, get_registry, load_object, load_registry, reset_registry
 from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigError, PluginError
-from seamkit.hookspecs import KIND_BY_HOOK, SeamkitHookSpecs, hookimpl
-from seamkit.plugins.registry import Registry, get_registry, load_object, load_registry, reset_registry
 
 
 def plugin_module(name: str, **hooks: Callable[..., Any]) -> types.ModuleType:
@@ -452,7 +452,7 @@ def test_a_nested_slot_built_through_the_registry_is_checked_against_its_kinds_p
 def test_every_installed_component_satisfies_its_port(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """No false alarms: each installed component that builds with its defaults (or a scripted
     turn) satisfies its port; the stores satisfy the checkpoint port."""
-    from seamkit.plugins.ports_check import port_problems, slot_port
+    from seamkit._plugins.ports_check import port_problems, slot_port
 
     monkeypatch.delenv("SEAMKIT_LOAD_PLUGINS", raising=False)
     monkeypatch.delenv("SEAMKIT_DISABLE_PLUGINS", raising=False)

@@ -12,12 +12,12 @@ from typing import Any
 
 import pydantic
 import pytest
-from seamkit.hookspecs import hookimpl
-from seamkit.plugins.check import NO_ANNOTATION, check_commands, check_component
-from seamkit.plugins.ports_check import method_names
-from seamkit.plugins.redact import mask_message
-from seamkit.plugins.registry import ComponentSpec, Registry, load_registry
-from seamkit.ports import CheckpointPort, StorePort
+from seamkit._hookspecs import hookimpl
+from seamkit._plugins.check import NO_ANNOTATION, check_commands, check_component
+from seamkit._plugins.ports_check import method_names
+from seamkit._plugins.redact import mask_message
+from seamkit._plugins.registry import ComponentSpec, Registry, load_registry
+from seamkit._ports import CheckpointPort, StorePort
 
 
 def plugin_module(name: str, **hooks: Callable[..., Any]) -> types.ModuleType:
@@ -318,8 +318,8 @@ def test_a_factory_that_blocks_is_interrupted_after_the_timeout() -> None:
 
 def test_names_checked_elsewhere_refuse_a_trailing_newline_too() -> None:
     from seamkit import Binding
-    from seamkit.calls.binding import CredentialRef
-    from seamkit.cli.scaffold import ScaffoldError, names_for
+    from seamkit._calls.binding import CredentialRef
+    from seamkit._cli.scaffold import ScaffoldError, names_for
 
     with pytest.raises(ValueError, match="provider must be a component name"):
         Binding("openai\n")

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from seamkit.plugins.registry import IMPORT_TIMEOUT_S, Registry, import_timeout, load_registry
+from seamkit._plugins.registry import IMPORT_TIMEOUT_S, Registry, import_timeout, load_registry
 from test_core_plugins_isolation import FakeEntryPoint, plugin_module
 
 
@@ -151,7 +151,7 @@ def test_the_import_timeout_comes_from_the_environment(monkeypatch: pytest.Monke
 
 def test_a_component_module_blocking_at_import_is_an_import_error(
         released: threading.Event, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from seamkit.plugins import registry
+    from seamkit._plugins import registry
 
     monkeypatch.setattr(registry, "COMPONENT_IMPORT_TIMEOUT_S", 0.3)
     monkeypatch.setattr(threading, "pi_release", released, raising=False)  # reachable from the module
@@ -165,7 +165,7 @@ def test_a_component_module_blocking_at_import_is_an_import_error(
 def test_a_command_hook_that_blocks_or_interrupts_fails_and_adds_nothing(released: threading.Event) -> None:
     import argparse
 
-    from seamkit.plugins.registry import run_command_hook
+    from seamkit._plugins.registry import run_command_hook
 
     def blocks(cli: Any) -> None:
         cli.add_parser("slow")

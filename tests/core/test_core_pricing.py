@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from seamkit.pricing import Price, PriceTable, cost_of, parse_price_table, price_usage
+from seamkit._pricing import Price, PriceTable, cost_of, parse_price_table, price_usage
 from seamkit.values import Usage
 
 TABLE = parse_price_table({

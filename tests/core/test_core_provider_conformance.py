@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from pytest_seamkit.conformance import CONFORMANCE_SECRET, SCENARIOS, ProviderConformance, Recorder, SentRequest
-from seamkit.accumulate import collect_result
+from seamkit._accumulate import collect_result
+from seamkit._ports import PROVIDER_FEATURES
 from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
-from seamkit.ports import PROVIDER_FEATURES
 from seamkit.values import ChatRequest, Delta, ImageBlock, LLMResult, ToolCallDelta, Usage
 
 _ERR = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from seamkit import Agent, Prompt
-from seamkit.agent.output import OutputSpec
+from seamkit._agent.output import OutputSpec
 from seamkit.testing import ScriptedModel
 
 
@@ -87,7 +87,7 @@ async def test_unusable_json_answers_are_output_errors_with_a_corrective_turn(an
 
 @pytest.mark.parametrize("args", ['{"a": NaN}', '{"a": ' + "[" * 5000 + "]" * 5000 + "}", '{"a": ' + "7" * 5000 + "}"])
 async def test_unusable_tool_arguments_are_marked_on_the_call(args: str) -> None:
-    from seamkit.accumulate import collect_result
+    from seamkit._accumulate import collect_result
     from seamkit.values import Delta, ToolCallDelta
 
     deltas = [Delta(tool_call=ToolCallDelta(0, "c1", "t", args)), Delta(finish_reason="tool_calls")]

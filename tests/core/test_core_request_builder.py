@@ -1,4 +1,4 @@
-"""RequestBuilder / WorkingContext (seamkit.request) and their wiring into Agent and YAML."""
+"""RequestBuilder / WorkingContext (seamkit._request) and their wiring into Agent and YAML."""
 
 from __future__ import annotations
 
@@ -10,16 +10,14 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict
-from seamkit.agent.agent import Agent
-from seamkit.agent.prompt import Prompt
-from seamkit.compaction import CompactorPort, check_invariants, transcript_tokens, turn_units
-from seamkit.composition import build_agent, composition_json_schema, load_composition
-from seamkit.durability.codec import dumps
-from seamkit.errors import ConfigError, FailureClass, ProviderError
-from seamkit.grounding import MemoryItem, MemorySource, find_citations
-from seamkit.hookspecs import hookimpl
-from seamkit.plugins.registry import Registry
-from seamkit.request import (
+from seamkit._agent.agent import Agent
+from seamkit._agent.prompt import Prompt
+from seamkit._compaction import CompactorPort, check_invariants, transcript_tokens, turn_units
+from seamkit._durability.codec import dumps
+from seamkit._grounding import MemoryItem, MemorySource, find_citations
+from seamkit._hookspecs import hookimpl
+from seamkit._plugins.registry import Registry
+from seamkit._request import (
     GROUNDING_HEADER,
     SCHEMA_HEADER,
     BuiltRequest,
@@ -28,9 +26,11 @@ from seamkit.request import (
     RequestBuilder,
     load_grounding,
 )
-from seamkit.runtime.context import RunContext
+from seamkit._runtime.context import RunContext
+from seamkit._tools import tool
+from seamkit.composition import build_agent, composition_json_schema, load_composition
+from seamkit.errors import ConfigError, FailureClass, ProviderError
 from seamkit.testing import MemoryStore, ScriptedModel
-from seamkit.tools import tool
 from seamkit.values import Message, Scope
 
 # -- fixtures ---------------------------------------------------------------------------------
@@ -368,7 +368,7 @@ class ContextPlugin:
 
 @pytest.fixture
 def registry() -> Registry:
-    import seamkit.testing.components as testkit
+    import seamkit.testing._components as testkit
 
     reg = Registry(strict=True)
     reg.register_plugin(testkit, "testkit", distribution="seamkit", version="0.1.0")

@@ -1,4 +1,4 @@
-"""A request over ``budget_tokens`` (``seamkit.request.fit`` through ``RequestBuilder.build``):
+"""A request over ``budget_tokens`` (``seamkit._request.fit`` through ``RequestBuilder.build``):
 earlier tool results condensed in place, earlier turns summarized into the system head, the
 oldest rounds dropped, the request and the latest round never touched, tools left out last."""
 
@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from seamkit.compaction import SUMMARY_MARKER, summary_message, turn_units
-from seamkit.request import ContextBudgetExceeded, RequestBuilder
-from seamkit.request.fit import CONDENSED_TEMPLATE, fit_request
-from seamkit.runtime.context import RunContext
+from seamkit._compaction import SUMMARY_MARKER, summary_message, turn_units
+from seamkit._request import ContextBudgetExceeded, RequestBuilder
+from seamkit._request.fit import CONDENSED_TEMPLATE, fit_request
+from seamkit._runtime.context import RunContext
 from seamkit.values import Message, ToolCall, ToolResult, ToolSchema
 
 HISTORY = (Message.user("old question " * 80), Message.assistant("old answer " * 80))

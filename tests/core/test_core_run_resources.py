@@ -1,4 +1,4 @@
-"""Run resources (``seamkit.runtime.resources``), tool outputs with images and errors
+"""Run resources (``seamkit._runtime.resources``), tool outputs with images and errors
 (``ToolOutput``), ``ToolUnavailable`` and ``ctx.warn``: the host contract tool sources such as MCP
 servers are built on."""
 
@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from seamkit import Agent
-from seamkit.durability.checkpointer import Checkpointer
+from seamkit._durability.checkpointer import Checkpointer
+from seamkit._runtime.context import RunContext
+from seamkit._runtime.resources import RunResources
+from seamkit._tools import tool
 from seamkit.errors import FailureClass, ToolUnavailable
-from seamkit.runtime.context import RunContext
-from seamkit.runtime.resources import RunResources
 from seamkit.testing import ScriptedModel
-from seamkit.tools import tool
 from seamkit.values import ImageBlock, ToolOutput, ToolResult
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
@@ -157,7 +157,7 @@ async def test_a_resource_is_closed_when_a_run_suspends_for_approval_and_reopene
     first = await agent.run("go")
     assert first.stop_reason == "suspended"
     assert log == ["open session", "close session"]
-    from seamkit.durability.approvals import approve
+    from seamkit._durability.approvals import approve
 
     done = await agent.resume(first.run_id, decisions={c.call_id: approve() for c in first.pending_approvals})
     assert done.output == "done"
@@ -165,7 +165,7 @@ async def test_a_resource_is_closed_when_a_run_suspends_for_approval_and_reopene
 
 
 async def test_a_child_run_shares_its_parents_resources() -> None:
-    from seamkit.agent.as_tool import agent_tool
+    from seamkit._agent.as_tool import agent_tool
 
     log: list[str] = []
     inner = Agent(model=_calling(), name="inner", tools=(_session_tool(log),))
@@ -193,7 +193,7 @@ async def test_tool_output_keeps_images_and_marks_errors() -> None:
 
 
 async def test_images_in_a_tool_result_survive_a_checkpoint() -> None:
-    from seamkit.durability.codec import dumps, loads
+    from seamkit._durability.codec import dumps, loads
 
     r = ToolResult("c1", "snapshot", "{}", False, images=(ImageBlock("image/png", data=PNG),))
     assert loads(dumps(r)) == r
@@ -282,7 +282,7 @@ async def test_a_tool_whose_prepare_gives_a_reason_is_never_offered_and_the_run_
 
 
 async def test_prepare_is_asked_again_when_a_run_resumes() -> None:
-    from seamkit.durability.approvals import approve
+    from seamkit._durability.approvals import approve
     from seamkit.testing import MemoryStore
 
     log: list[str] = []
@@ -306,7 +306,7 @@ async def test_prepare_is_asked_again_when_a_run_resumes() -> None:
 
 
 async def test_a_call_waiting_for_approval_whose_tool_is_not_offered_on_resume_waits_no_more() -> None:
-    from seamkit.durability.approvals import approve
+    from seamkit._durability.approvals import approve
     from seamkit.testing import MemoryStore
     from seamkit.values import ToolSchema
 

@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from seamkit.agent.agent import Agent
+from seamkit._agent.agent import Agent
+from seamkit._middleware import Call, Next
+from seamkit._runtime.clock import SYSTEM_CLOCK, SystemClock
+from seamkit._runtime.concurrency import gather_best_effort, gather_bounded, run_sync
+from seamkit._runtime.context import CancellationToken, RunContext, new_run_id
+from seamkit._runtime.invoker import Invoker, render_tool_value
+from seamkit._tools import ToolRegistry, tool
 from seamkit.errors import Failure, RunCancelled
-from seamkit.middleware import Call, Next
-from seamkit.runtime.clock import SYSTEM_CLOCK, SystemClock
-from seamkit.runtime.concurrency import gather_best_effort, gather_bounded, run_sync
-from seamkit.runtime.context import CancellationToken, RunContext, new_run_id
-from seamkit.runtime.invoker import Invoker, render_tool_value
 from seamkit.testing import ScriptedModel, make_test_ctx
-from seamkit.tools import ToolRegistry, tool
 from seamkit.values import Scope, ToolCall
 
 # --- CancellationToken / RunContext ---------------------------------------------------------
@@ -387,7 +387,7 @@ def _cancel_soon(ctx: RunContext, started: asyncio.Event, reason: str = "user pr
 
 @pytest.mark.parametrize("durable", [False, True])
 async def test_cancelling_the_token_stops_async_tools_in_flight_and_checkpoints(durable: bool) -> None:
-    from seamkit.testing.memory_store import MemoryStore
+    from seamkit.testing._memory_store import MemoryStore
 
     started = asyncio.Event()
     cleaned: list[str] = []
@@ -569,7 +569,7 @@ ITEMS: list[Any] = [0, b"\x89PNG\r\n\x1a\n", "two"]  # not-UTF-8 bytes make pyda
 ], ids=["generator", "iter", "map"])
 @pytest.mark.parametrize("side_effecting", [False, True])
 async def test_a_tool_returning_an_iterator_shows_its_items_on_every_path(make: Any, side_effecting: bool) -> None:
-    from seamkit.testing.memory_store import MemoryStore
+    from seamkit.testing._memory_store import MemoryStore
 
     @tool(side_effecting=side_effecting)
     def scan(n: int) -> Any:

@@ -1,4 +1,4 @@
-"""``seamkit.schema_wrap``: a root that is not an object schema, sent as an object with one property,
+"""``seamkit._schema_wrap``: a root that is not an object schema, sent as an object with one property,
 and the reply unwrapped from the stream so that the canonical schema validates it."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
-from seamkit.accumulate import collect_result
-from seamkit.schema_wrap import canonical_path, normalize_root, root_construct, unwrap_deltas, unwrap_json, wrap_root
+from seamkit._accumulate import collect_result
+from seamkit._schema_wrap import canonical_path, normalize_root, root_construct, unwrap_deltas, unwrap_json, wrap_root
 from seamkit.values import Delta, ToolCallDelta, freeze
 
 OBJ = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}

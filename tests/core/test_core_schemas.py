@@ -1,4 +1,4 @@
-"""seamkit.schemas: the SchemaAdapter contract, adapt() flavour selection, and the shared strict /
+"""seamkit._schemas: the SchemaAdapter contract, adapt() flavour selection, and the shared strict /
 partial JSON helpers (pydantic-core's partial parser plus the trailing-number rule)."""
 
 from __future__ import annotations
@@ -12,10 +12,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from seamkit.errors import OutputValidationError
-from seamkit.hookspecs import hookimpl
-from seamkit.plugins.registry import Registry
-from seamkit.schemas import (
+from seamkit._hookspecs import hookimpl
+from seamkit._plugins.registry import Registry
+from seamkit._schemas import (
     BaseSchemaAdapter,
     PartialJSONStream,
     SchemaAdapter,
@@ -25,6 +24,7 @@ from seamkit.schemas import (
     parse_json,
     partial_json,
 )
+from seamkit.errors import OutputValidationError
 
 # -- consistency of a partial value with the complete document ------------------------------------
 
@@ -387,9 +387,9 @@ def test_base_adapter_parse_drops_absent_nulls_and_keeps_raw_text() -> None:
 def test_seamkit_exports_adapt_lazily() -> None:
     code = (
         "import sys, seamkit\n"
-        "assert 'seamkit.schemas' not in sys.modules\n"
+        "assert 'seamkit._schemas' not in sys.modules\n"
         "from seamkit import SchemaAdapter, adapt\n"
-        "import seamkit.schemas as s\n"
+        "import seamkit._schemas as s\n"
         "assert adapt is s.adapt and SchemaAdapter is s.SchemaAdapter\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -397,8 +397,8 @@ def test_seamkit_exports_adapt_lazily() -> None:
 
 def test_schemas_module_imports_light() -> None:
     code = (
-        "import sys, seamkit.schemas\n"
-        "heavy = [m for m in ('pydantic', 'pydantic_core', 'jsonschema', 'seamkit.plugins.registry') "
+        "import sys, seamkit._schemas\n"
+        "heavy = [m for m in ('pydantic', 'pydantic_core', 'jsonschema', 'seamkit._plugins.registry') "
         "if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
@@ -408,7 +408,7 @@ def test_schemas_module_imports_light() -> None:
 @pytest.mark.parametrize("value", ["hello", b"x", 3, [int], lambda: 1, None])
 def test_values_that_are_not_types_are_refused(value: object) -> None:
     """Regression (newcomer): adapt("hello") and adapt(lambda: 1) were accepted by the pydantic flavour."""
-    from seamkit.schemas import UnsupportedSchemaType, adapt
+    from seamkit._schemas import UnsupportedSchemaType, adapt
 
     with pytest.raises(UnsupportedSchemaType, match="not a type"):
         adapt(value)

@@ -1,4 +1,4 @@
-"""The test kit (``seamkit.testing``) and the runtime-checkable ports (``seamkit.ports``)."""
+"""The test kit (``seamkit.testing``) and the runtime-checkable ports (``seamkit._ports``)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ from typing import Any
 
 import pydantic
 import pytest
-from seamkit.agent.agent import Agent
+from seamkit._agent.agent import Agent
+from seamkit._ports import ClockPort, LLMPort, StorePort, ToolPort
+from seamkit._runtime.clock import SYSTEM_CLOCK, SystemClock
+from seamkit._runtime.context import RunContext
+from seamkit._tools import tool
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.ports import ClockPort, LLMPort, StorePort, ToolPort
-from seamkit.runtime.clock import SYSTEM_CLOCK, SystemClock
-from seamkit.runtime.context import RunContext
 from seamkit.testing import (
     FakeClock,
     NetworkBlocked,
@@ -25,7 +26,6 @@ from seamkit.testing import (
     example_for_schema,
     make_test_ctx,
 )
-from seamkit.tools import tool
 from seamkit.values import ChatRequest, Message, Scope, Usage
 
 

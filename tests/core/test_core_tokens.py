@@ -14,8 +14,8 @@ from types import ModuleType
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from seamkit import tokens
-from seamkit.tokens import (
+from seamkit import _tokens as tokens
+from seamkit._tokens import (
     IMAGE_TOKENS,
     count_text_tokens,
     estimate_message_tokens,

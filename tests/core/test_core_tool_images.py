@@ -1,10 +1,10 @@
-"""``seamkit.tool_images``: the one note providers send in place of tool-result images they cannot send."""
+"""``seamkit._tool_images``: the one note providers send in place of tool-result images they cannot send."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from seamkit.tool_images import NO_IMAGES, images_left_out, left_out_warning, text_with_images_note
+from seamkit._tool_images import NO_IMAGES, images_left_out, left_out_warning, text_with_images_note
 from seamkit.values import ImageBlock, ToolResult
 
 PNG = ImageBlock("image/png", data=b"\x89PNG" + bytes(2044))

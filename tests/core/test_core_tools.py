@@ -1,4 +1,4 @@
-"""``@tool`` (``seamkit.tools.decorator``) and ``ToolRegistry``."""
+"""``@tool`` (``seamkit._tools.decorator``) and ``ToolRegistry``."""
 
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ import pydantic
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from seamkit._ports import ToolPort
+from seamkit._runtime.context import RunContext
+from seamkit._tools import FunctionTool, ToolRegistry, tool
 from seamkit.errors import ToolArgumentError
-from seamkit.ports import ToolPort
-from seamkit.runtime.context import RunContext
 from seamkit.testing import example_for_schema, make_test_ctx
-from seamkit.tools import FunctionTool, ToolRegistry, tool
 from seamkit.values import thaw
 
 
@@ -370,7 +370,7 @@ def test_a_tool_without_a_description_is_refused_at_registration() -> None:
 
 
 def test_short_descriptions_are_flagged() -> None:
-    from seamkit.tools.registry import MIN_DESCRIPTION_CHARS, short_description
+    from seamkit._tools.registry import MIN_DESCRIPTION_CHARS, short_description
     from seamkit.values import ToolSchema
 
     def schema(text: str) -> ToolSchema:

@@ -22,9 +22,9 @@ def test_every_store_name_is_exported() -> None:
 
 
 def test_codec_is_the_codec_module_and_loads_lazily() -> None:
-    from seamkit.durability import codec
+    from seamkit._durability import codec
 
     assert plugin.codec is codec
-    code = ("import sys, seamkit.plugin as p; assert 'seamkit.durability.codec' not in sys.modules; "
+    code = ("import sys, seamkit.plugin as p; assert 'seamkit._durability.codec' not in sys.modules; "
             "c = p.codec; assert c.loads(c.dumps({'a': [1]})) == {'a': [1]}")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -134,7 +134,7 @@ def test_the_plugin_surface_republishes_the_host_objects() -> None:
 
     for name in set(plugin.__all__) & set(seamkit.__all__):
         assert getattr(plugin, name) is getattr(seamkit, name), name
-    from seamkit.cli.commands import _load
+    from seamkit._cli.commands import _load
 
     assert plugin.load_for_command is _load  # published under a public name
 
@@ -199,7 +199,7 @@ def test_every_name_the_docs_import_is_public() -> None:
 def test_the_checker_reports_private_imports() -> None:
     """The check above can fail: an internal module, a private name of a public module, a bare
     ``import`` of an internal module."""
-    src = "from seamkit.cli.main import UsageError\nfrom seamkit.values import _frozen\nimport seamkit.agent.loop\n"
+    src = "from seamkit._cli.main import UsageError\nfrom seamkit.values import _frozen\nimport seamkit._agent.loop\n"
     assert len(_private_uses(src, "x.py")) == 3
     assert _private_uses("from seamkit.plugin import UsageError\nimport seamkit\n", "x.py") == []
 

@@ -82,7 +82,7 @@ def test_the_scale_out_batch_inputs_pass_the_batch_checks_with_their_composition
     the page runs it with)."""
     import asyncio
 
-    from seamkit.cli.commands import _check_variables
+    from seamkit._cli.commands import _check_variables
     from seamkit.composition import build_agents, loads_composition
     from seamkit_celery.batch import parse_inputs
 
@@ -134,7 +134,7 @@ def test_the_observability_yaml_examples_build(otel_registered: None) -> None:
 def otel_registered(register_plugin: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """``use: otel`` resolvable whether or not seamkit-otel is installed; ``OTLP_TOKEN`` set."""
     import seamkit_otel.plugin
-    from seamkit.plugins.registry import get_registry
+    from seamkit._plugins.registry import get_registry
 
     monkeypatch.setenv("OTLP_TOKEN", "doc-token-0123456789")
     if "otel" not in get_registry().names("middleware"):
@@ -147,9 +147,9 @@ def test_the_compiled_desk_write_runs_through_the_executor(tmp_path: Path, monke
     ``ctx.run_effect``, so it is not ``WRITE_EFFECT_NOT_COORDINATED``)."""
     import asyncio
 
+    from seamkit._runtime.context import RunContext
     from seamkit.capabilities import Completed, Fact
-    from seamkit.capabilities.executor import execute_capability
-    from seamkit.runtime.context import RunContext
+    from seamkit.capabilities._executor import execute_capability
 
     [block] = [b for _, b in BLOCKS if "agent = compile_agent(desk, version=1)" in b.body]
     monkeypatch.chdir(tmp_path)
@@ -167,7 +167,7 @@ def test_the_multi_agent_yaml_example_runs_as_shown(tmp_path: Path, monkeypatch:
                                                     capsys: pytest.CaptureFixture[str]) -> None:
     """docs/multi-agent.md's desk.yaml validates and runs, printing what its console block shows."""
     from docs_testlib import console_commands, file_blocks, missing_lines
-    from seamkit.cli.main import main
+    from seamkit._cli.main import main
 
     doc = ROOT / "docs" / "multi-agent.md"
     blocks = fenced_blocks(doc)
@@ -196,7 +196,7 @@ def test_the_evals_console_example_prints_what_it_shows(tmp_path: Path, monkeypa
     import shlex
 
     from docs_testlib import console_commands, file_blocks, missing_lines
-    from seamkit.cli.main import main
+    from seamkit._cli.main import main
 
     doc = ROOT / "docs" / "evals.md"
     blocks = fenced_blocks(doc)

@@ -147,7 +147,7 @@ def test_plugin_module_registers_lazily() -> None:
 
 
 def test_plugins_json_lists_greet_and_shout_from_seamkit_hello(tutorial: Env) -> None:
-    done = tutorial.run(tutorial.python, "-m", "seamkit.cli.main", "plugins", "--json")
+    done = tutorial.run(tutorial.python, "-m", "seamkit._cli.main", "plugins", "--json")
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)
     mine = {(r["kind"], r["name"]): r for r in rows if r["distribution"] == "seamkit-hello"}
@@ -160,7 +160,7 @@ def test_plugins_json_lists_greet_and_shout_from_seamkit_hello(tutorial: Env) ->
 
 def test_the_shared_environment_is_untouched(tutorial: Env) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "seamkit.cli.main", "plugins", "--json"],
+        [sys.executable, "-m", "seamkit._cli.main", "plugins", "--json"],
         capture_output=True, text=True, timeout=TIMEOUT, check=False,
         env={k: v for k, v in os.environ.items() if not k.startswith("SEAMKIT_")},
     )
@@ -171,7 +171,7 @@ def test_the_shared_environment_is_untouched(tutorial: Env) -> None:
 def test_listing_plugins_does_not_import_the_factories(tutorial: Env) -> None:
     code = (
         "import contextlib, io, sys\n"
-        "from seamkit.cli.main import main\n"
+        "from seamkit._cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    assert main(['plugins']) == 0\n"
         "assert 'seamkit_hello.plugin' in sys.modules\n"
@@ -253,7 +253,7 @@ packages = ["seamkit_hello_twin"]
 """
 
 TWIN_PLUGIN = """\
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 def make_greet():

@@ -19,9 +19,9 @@ import jsonschema
 import pytest
 import yaml
 from docs_testlib import Command, console_commands, fenced_blocks, file_blocks, missing_lines
+from seamkit._hookspecs import hookimpl
 from seamkit.composition import composition_json_schema, load_composition, loads_composition
 from seamkit.errors import ConfigError
-from seamkit.hookspecs import hookimpl
 
 ROOT = Path(__file__).resolve().parents[2]
 REF = ROOT / "docs" / "yaml-reference.md"
@@ -173,7 +173,7 @@ class _DeskCapabilities:
 
 
 def test_the_capabilities_example_reports_what_the_reference_shows(register_plugin: Any) -> None:
-    from seamkit.composition.build import capability_issues
+    from seamkit.composition._build import capability_issues
 
     assert register_plugin(_DeskCapabilities(), "docs-desk").status == "ok"
     text = next(b.body for b in BLOCKS if b.info == "yaml" and "capabilities:" in b.body)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from seamkit.accumulate import collect_result
-from seamkit.grounding import citation_id
+from seamkit._accumulate import collect_result
+from seamkit._grounding import citation_id
 from seamkit.testing import block_network
 from seamkit.values import ChatRequest, Delta, LLMResult, Scope, Usage
 

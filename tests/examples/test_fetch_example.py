@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from seamkit.cli import main as cli_main
+from seamkit._cli import main as cli_main
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "fetch-local.yaml"
 PAGE = "<!doctype html><title>Local</title><h1>Quarterly numbers</h1><p>Revenue rose 4%.</p>"

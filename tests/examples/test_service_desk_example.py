@@ -18,9 +18,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from seamkit.agent.kernel import kernel_state
+from seamkit._agent.kernel import kernel_state
+from seamkit._durability.checkpointer import Checkpointer
 from seamkit.composition import build_store
-from seamkit.durability.checkpointer import Checkpointer
 from seamkit.values import Scope
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "service-desk.yaml"

@@ -2,7 +2,7 @@
 by the normal run (no ``test_`` prefix): test_store_conformance_mutants.py runs this file in a
 pytest subprocess and asserts which checks fail for which mutant.
 
-The backends are the in-memory reference store (:class:`~seamkit.testing.memory_store.MemoryStore`)
+The backends are the in-memory reference store (:class:`~seamkit.testing._memory_store.MemoryStore`)
 with one thing wrong:
 
 - :class:`AmnesiacStore`: claims ``persistent = True`` but keeps everything in the instance.
@@ -34,9 +34,9 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from pytest_seamkit.conformance import CheckpointConformance, StoreConformance
-from seamkit.durability.records import scope_namespace
+from seamkit._durability.records import scope_namespace
 from seamkit.errors import StoreUnavailable
-from seamkit.testing.memory_store import MemoryStore
+from seamkit.testing._memory_store import MemoryStore
 from seamkit.values import Scope
 from seamkit_sqlite.store import SqliteStore
 

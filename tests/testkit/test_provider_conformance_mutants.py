@@ -43,7 +43,7 @@ from pathlib import Path
 
 import pytest
 from pytest_seamkit.conformance import CONFORMANCE_SECRET, ProviderConformance, Recorder, WireReply
-from seamkit.accumulate import collect_result
+from seamkit._accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError
 from seamkit.values import Delta, Usage
 from seamkit_http import make_client

@@ -11,9 +11,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from seamkit.plugins.ports_check import port_problems
-from seamkit.ports import CheckpointPort, StorePort
-from seamkit.testing.memory_store import MemoryStore
+from seamkit._plugins.ports_check import port_problems
+from seamkit._ports import CheckpointPort, StorePort
+from seamkit.testing._memory_store import MemoryStore
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent.parent

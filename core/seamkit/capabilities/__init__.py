@@ -1,11 +1,11 @@
 """The capability kernel: declared operations with facts, effects and confirmation (see
-:mod:`seamkit.capabilities.model`), checked before any turn by the compiler
-(:mod:`seamkit.capabilities.compiler`); what is known after each result
-(:mod:`seamkit.capabilities.reducer`)."""
+:mod:`seamkit.capabilities._model`), checked before any turn by the compiler
+(:mod:`seamkit.capabilities._compiler`); what is known after each result
+(:mod:`seamkit.capabilities._reducer`)."""
 
-from seamkit.capabilities.compiler import CODES, CompiledAgent, CompileError, Problem, compile_agent
-from seamkit.capabilities.executor import CapabilityContext, execute_capability
-from seamkit.capabilities.model import (
+from seamkit.capabilities._compiler import CODES, CompiledAgent, CompileError, Problem, compile_agent
+from seamkit.capabilities._executor import CapabilityContext, execute_capability
+from seamkit.capabilities._model import (
     Capability,
     CapabilityResult,
     Completed,
@@ -19,9 +19,9 @@ from seamkit.capabilities.model import (
     NeedsInput,
     fact_type,
 )
-from seamkit.capabilities.planner import plan
-from seamkit.capabilities.reducer import KernelError, Reduction, reduce_facts
-from seamkit.capabilities.state import Disposition, Intention
+from seamkit.capabilities._planner import plan
+from seamkit.capabilities._reducer import KernelError, Reduction, reduce_facts
+from seamkit.capabilities._state import Disposition, Intention
 
 __all__ = [
     "CODES",

@@ -1,4 +1,4 @@
-"""Composition: YAML → validated :class:`Composition` → wired :class:`~seamkit.agent.agent.Agent`.
+"""Composition: YAML → validated :class:`Composition` → wired :class:`~seamkit._agent.agent.Agent`.
 
 .. code-block:: yaml
 
@@ -36,10 +36,9 @@ for callers that show other text, as the CLI does); relative path parameters are
 YAML file's directory.
 """
 
-from seamkit.composition._yaml import interpolate, resolve_plain
-from seamkit.composition.build import ComponentBuildError, build_agent, build_agents, build_store, build_workflow
-from seamkit.composition.loader import FORMAT_VERSION, load_composition, loads_composition
-from seamkit.composition.models import (
+from seamkit.composition._build import ComponentBuildError, build_agent, build_agents, build_store, build_workflow
+from seamkit.composition._loader import FORMAT_VERSION, load_composition, loads_composition
+from seamkit.composition._models import (
     SLOT_TYPES,
     AgentConfig,
     AgentToolRef,
@@ -54,7 +53,8 @@ from seamkit.composition.models import (
     StoreRef,
     ToolRef,
 )
-from seamkit.composition.schema import composition_json_schema
+from seamkit.composition._schema import composition_json_schema
+from seamkit.composition._yaml import interpolate, resolve_plain
 
 __all__ = [
     "FORMAT_VERSION",

@@ -13,12 +13,12 @@ from typing import Any
 import pydantic
 from pydantic import BaseModel
 
+from seamkit._plugins.redact import mask_message
+from seamkit._plugins.registry import ComponentSpec, Registry
+from seamkit._slots import ComponentSlot
+from seamkit.composition._models import SLOT_TYPES, ComponentRef, is_secret_name
 from seamkit.composition._yaml import AliasUse, KeyPath, Position, clip, format_path, shown
-from seamkit.composition.models import SLOT_TYPES, ComponentRef, is_secret_name
 from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigIssue
-from seamkit.plugins.redact import mask_message
-from seamkit.plugins.registry import ComponentSpec, Registry
-from seamkit.slots import ComponentSlot
 
 __all__ = [
     "Context",
@@ -225,7 +225,7 @@ def _is_model(tp: Any) -> bool:
 
 
 def _field_annotation(f: Any) -> Any:
-    """A field's annotation; a :class:`~seamkit.slots.ComponentSlot` that pydantic moved from a
+    """A field's annotation; a :class:`~seamkit._slots.ComponentSlot` that pydantic moved from a
     top-level ``Annotated[X, ComponentSlot(kind)]`` (or ``Annotated[A | B, Discriminator(fn)]``) into
     ``f.metadata`` is put back."""
     for meta in f.metadata:
@@ -317,7 +317,7 @@ def _ref_class(kind: str) -> type[ComponentRef]:
 
 
 def _marked_kind(tp: Any) -> str | None:
-    """The kind of a :class:`~seamkit.slots.ComponentSlot` marking ``tp`` (``Annotated[X,
+    """The kind of a :class:`~seamkit._slots.ComponentSlot` marking ``tp`` (``Annotated[X,
     ComponentSlot(kind)]``, possibly inside ``Optional``/``Union``), else ``None``."""
     origin = typing.get_origin(tp)
     if origin is typing.Annotated:
@@ -336,7 +336,7 @@ def _marked_kind(tp: Any) -> str | None:
 def iter_slots(tp: Any, data: Any, path: KeyPath = ()) -> Iterator[tuple[KeyPath, type[ComponentRef], Any]]:
     """Each component slot in raw ``data`` shaped by annotation ``tp``: ``(path, slot class, raw)``.
     Slots are fields typed as a :class:`ComponentRef` subclass, or marked with
-    :class:`~seamkit.slots.ComponentSlot` (in components' own config models)."""
+    :class:`~seamkit._slots.ComponentSlot` (in components' own config models)."""
     kind = _marked_kind(tp)
     if kind is not None:
         if data is not None:
@@ -652,9 +652,9 @@ def slot_name(path: KeyPath) -> str:
 
 def check_factory(ctx: Context, spec: ComponentSpec, path: KeyPath) -> bool:
     """Import ``spec``'s factory (a ``"module:attr"`` path; nothing is built) and, when it is a
-    class, check its methods against the slot's port (see :mod:`seamkit.plugins.ports_check`).
+    class, check its methods against the slot's port (see :mod:`seamkit._plugins.ports_check`).
     Problems are added to ``ctx`` at the slot's ``use``; returns whether there were none."""
-    from seamkit.plugins.ports_check import class_problems, slot_port
+    from seamkit._plugins.ports_check import class_problems, slot_port
 
     at = (*path, "use") if (*path, "use") in ctx.values else path
     try:
@@ -688,7 +688,7 @@ def check_guard_points(ctx: Context, spec: ComponentSpec, raw: Mapping[str, Any]
     before anything is built: the class is the factory itself or the class its return annotation
     names (``def build(config) -> Redact``); a factory that says nothing is checked when built.
     Problems are added to ``ctx`` at ``at[i]`` (or ``parallel``); returns whether there were none."""
-    from seamkit.guardrails import METHODS, placement_problems, points_of
+    from seamkit._guardrails import METHODS, placement_problems, points_of
 
     at = raw.get("at")
     points = [at] if isinstance(at, str) else at if isinstance(at, list) else []
@@ -722,7 +722,7 @@ def check_guard_points(ctx: Context, spec: ComponentSpec, raw: Mapping[str, Any]
 def check_nested_slots(ctx: Context, registry: Registry, spec: ComponentSpec, params: Mapping[str, Any],
                        path: KeyPath) -> bool:
     """Resolve and validate the slots ``spec``'s config model marks with
-    :class:`~seamkit.slots.ComponentSlot` in ``params`` (written at ``path``), recursively.
+    :class:`~seamkit._slots.ComponentSlot` in ``params`` (written at ``path``), recursively.
     Problems are added to ``ctx``; returns whether there were none."""
     try:
         model = spec.config_model()

@@ -17,15 +17,15 @@ from seamkit._lazy import lazy_attributes
 TYPE_CHECKING = False
 
 _EXPORTS = {
-    "FakeClock": "seamkit.testing.clock",
-    "make_test_ctx": "seamkit.testing.context",
-    "MemoryStore": "seamkit.testing.memory_store",
-    "SchemaDrivenModel": "seamkit.testing.models",
-    "ScriptedModel": "seamkit.testing.models",
-    "ScriptedTurn": "seamkit.testing.models",
-    "example_for_schema": "seamkit.testing.models",
-    "NetworkBlocked": "seamkit.testing.network",
-    "block_network": "seamkit.testing.network",
+    "FakeClock": "seamkit.testing._clock",
+    "make_test_ctx": "seamkit.testing._context",
+    "MemoryStore": "seamkit.testing._memory_store",
+    "SchemaDrivenModel": "seamkit.testing._models",
+    "ScriptedModel": "seamkit.testing._models",
+    "ScriptedTurn": "seamkit.testing._models",
+    "example_for_schema": "seamkit.testing._models",
+    "NetworkBlocked": "seamkit.testing._network",
+    "block_network": "seamkit.testing._network",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -35,20 +35,20 @@ __getattr__, __dir__ = lazy_attributes(__name__, _EXPORTS, globals())
 
 
 if TYPE_CHECKING:
-    from seamkit.testing.clock import FakeClock as FakeClock
-    from seamkit.testing.context import make_test_ctx as make_test_ctx
-    from seamkit.testing.memory_store import MemoryStore as MemoryStore
-    from seamkit.testing.models import (
+    from seamkit.testing._clock import FakeClock as FakeClock
+    from seamkit.testing._context import make_test_ctx as make_test_ctx
+    from seamkit.testing._memory_store import MemoryStore as MemoryStore
+    from seamkit.testing._models import (
         SchemaDrivenModel as SchemaDrivenModel,
     )
-    from seamkit.testing.models import (
+    from seamkit.testing._models import (
         ScriptedModel as ScriptedModel,
     )
-    from seamkit.testing.models import (
+    from seamkit.testing._models import (
         ScriptedTurn as ScriptedTurn,
     )
-    from seamkit.testing.models import (
+    from seamkit.testing._models import (
         example_for_schema as example_for_schema,
     )
-    from seamkit.testing.network import NetworkBlocked as NetworkBlocked
-    from seamkit.testing.network import block_network as block_network
+    from seamkit.testing._network import NetworkBlocked as NetworkBlocked
+    from seamkit.testing._network import block_network as block_network

@@ -1,10 +1,10 @@
-"""Workflows: named steps joined by typed events (:mod:`seamkit.workflows.model`), validated before
+"""Workflows: named steps joined by typed events (:mod:`seamkit.workflows._model`), validated before
 any step runs so that no step can wait for an event nothing produces
-(:mod:`seamkit.workflows.validate`), run as child runs with a checkpoint after every step
-(:mod:`seamkit.workflows.engine`); steps from functions, agents, tools, capabilities, gates and
-nested workflows (:mod:`seamkit.workflows.steps`)."""
+(:mod:`seamkit.workflows._validate`), run as child runs with a checkpoint after every step
+(:mod:`seamkit.workflows._engine`); steps from functions, agents, tools, capabilities, gates and
+nested workflows (:mod:`seamkit.workflows._steps`)."""
 
-from seamkit.workflows.engine import (
+from seamkit.workflows._engine import (
     Activation,
     Branch,
     Event,
@@ -16,8 +16,8 @@ from seamkit.workflows.engine import (
     run_workflow,
     workflow_state,
 )
-from seamkit.workflows.model import START, Emit, Step, Workflow
-from seamkit.workflows.steps import (
+from seamkit.workflows._model import START, Emit, Step, Workflow
+from seamkit.workflows._steps import (
     StepError,
     agent_step,
     capability_step,
@@ -26,7 +26,7 @@ from seamkit.workflows.steps import (
     tool_step,
     workflow_step,
 )
-from seamkit.workflows.validate import WorkflowInvalid, WorkflowProblem, validate
+from seamkit.workflows._validate import WorkflowInvalid, WorkflowProblem, validate
 
 __all__ = [
     "START",

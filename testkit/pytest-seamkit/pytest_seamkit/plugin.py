@@ -1,6 +1,6 @@
 """pytest plugin (entry point ``pytest11`` of pytest-seamkit): fixtures of the seamkit test kit.
 
-- ``seamkit_ctx``: a :class:`~seamkit.runtime.context.RunContext` from ``make_test_ctx()``.
+- ``seamkit_ctx``: a :class:`~seamkit._runtime.context.RunContext` from ``make_test_ctx()``.
 - ``register_plugin``: ``register_plugin(module_or_object, name=...)`` registers a plugin into
   the process-wide registry for one test and removes it afterwards.
 - ``no_network``: blocks non-loopback connections for the test; ``--seamkit-block-network``

@@ -13,9 +13,9 @@ from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, SecretStr
-from seamkit.accumulate import collect_result
-from seamkit.hookspecs import hookimpl
-from seamkit.pricing import Price
+from seamkit._accumulate import collect_result
+from seamkit._hookspecs import hookimpl
+from seamkit._pricing import Price
 from seamkit.values import ChatRequest, Delta, FinishReason, LLMResult, Usage, freeze
 
 SECRET = "sk-test-SUPERSECRET-0123456789"

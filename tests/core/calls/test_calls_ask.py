@@ -13,6 +13,8 @@ import pytest
 from calls_testlib import FakeState, Turn
 from pydantic import BaseModel, ConfigDict
 from seamkit import Answer, AskFailed, Binding, CallLimits, Session, ask, ask_sync
+from seamkit._hookspecs import hookimpl
+from seamkit._plugins.registry import Registry
 from seamkit.errors import (
     ComponentNotFound,
     ConfigError,
@@ -20,8 +22,6 @@ from seamkit.errors import (
     ProviderError,
     UnsupportedFeature,
 )
-from seamkit.hookspecs import hookimpl
-from seamkit.plugins.registry import Registry
 from seamkit.testing import ScriptedModel
 from seamkit.values import Message
 
@@ -436,7 +436,7 @@ async def test_an_option_error_never_shows_the_credential(fake: FakeState) -> No
 
 async def test_a_resumed_session_with_an_unanswered_call_reaches_the_provider_answered(fake: FakeState) -> None:
     # issue 10 item 5: a session whose transcript holds a tool call without a result was sent as is
-    from seamkit.agent.loop import UNANSWERED_TEMPLATE
+    from seamkit._agent.loop import UNANSWERED_TEMPLATE
     from seamkit.values import ToolCall
 
     fake.script("It is unknown whether the mail was sent.")

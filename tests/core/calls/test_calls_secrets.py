@@ -14,9 +14,9 @@ import pytest
 from calls_testlib import SECRET, FakeConfig, FakeState, Turn
 from pydantic import SecretStr
 from seamkit import AskFailed, Binding, CredentialRef, ask
-from seamkit.cli.ask_cmd import answer_to_json
+from seamkit._cli.ask_cmd import answer_to_json
+from seamkit._hookspecs import hookimpl
 from seamkit.errors import ConfigError, FailureClass, PluginError, ProviderError
-from seamkit.hookspecs import hookimpl
 
 ENV = "SEAMKIT_TEST_FAKE_KEY"
 

@@ -9,7 +9,7 @@ from typing import Any
 import pydantic
 import pytest
 from seamkit.capabilities import CODES, Capability, CompiledAgent, CompileError, Completed, compile_agent
-from seamkit.capabilities.compiler import Problem
+from seamkit.capabilities._compiler import Problem
 
 OBJ = {"type": "object", "properties": {"q": {"type": "string"}}}
 

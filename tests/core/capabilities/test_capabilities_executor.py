@@ -1,4 +1,4 @@
-"""Running one capability (``seamkit.capabilities.executor``): input validation, ports, effects
+"""Running one capability (``seamkit.capabilities._executor``): input validation, ports, effects
 through the ledger exactly once, and every misuse as a Failed result with its code."""
 
 from __future__ import annotations
@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from seamkit._durability.ledger import EffectLedger
+from seamkit._runtime.context import RunContext
 from seamkit.capabilities import (
     Capability,
     CapabilityContext,
@@ -16,9 +18,7 @@ from seamkit.capabilities import (
     compile_agent,
     execute_capability,
 )
-from seamkit.durability.ledger import EffectLedger
 from seamkit.errors import EffectNotApplied
-from seamkit.runtime.context import RunContext
 from seamkit.testing import MemoryStore
 
 

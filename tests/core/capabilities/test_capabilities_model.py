@@ -226,7 +226,7 @@ def test_needs_input_fields_are_a_tuple() -> None:
 
 
 def test_evidence_ids_are_the_citation_ids_answers_cite() -> None:
-    from seamkit.grounding import find_citations
+    from seamkit._grounding import find_citations
 
     ev = Evidence("orders/12", "order 12: 3 items")
     assert ev.id == Evidence("orders/12").id and ev.id != Evidence("orders/13").id

@@ -1,4 +1,4 @@
-"""The fact reducer (``seamkit.capabilities.reducer``): replacement, invalidation, transitive
+"""The fact reducer (``seamkit.capabilities._reducer``): replacement, invalidation, transitive
 staleness, refusals, and a property test against an independent closure."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from seamkit._durability.codec import dumps, loads
 from seamkit.capabilities import Capability, Completed, Fact, FactType, KernelError, fact_type, reduce_facts
-from seamkit.durability.codec import dumps, loads
 
 
 async def _noop(ctx: Any, value: Any) -> Completed:

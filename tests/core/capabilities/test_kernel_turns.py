@@ -1,4 +1,4 @@
-"""The turn driver (``seamkit.agent.kernel``) through full turns of an ``Agent`` with capabilities:
+"""The turn driver (``seamkit._agent.kernel``) through full turns of an ``Agent`` with capabilities:
 concurrency of reads and writes, effects exactly once across turns and processes, confirmations on
 the agenda, the reducer's removals and skips, ``NeedsDependency``, replay of committed turns,
 citations, selection and an interrupted turn. Scripted models; a real checkpointer over the
@@ -19,8 +19,11 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from pydantic import BaseModel
-from seamkit.agent.agent import Agent
-from seamkit.agent.kernel import classify_answer, kernel_state, turn_key
+from seamkit._agent.agent import Agent
+from seamkit._agent.kernel import classify_answer, kernel_state, turn_key
+from seamkit._durability import codec
+from seamkit._durability.checkpointer import Checkpointer
+from seamkit._runtime.context import RunContext
 from seamkit.capabilities import (
     Capability,
     CapabilityContext,
@@ -33,13 +36,10 @@ from seamkit.capabilities import (
     NeedsDependency,
     compile_agent,
 )
-from seamkit.capabilities.state import KernelState, TurnResult
-from seamkit.durability import codec
-from seamkit.durability.checkpointer import Checkpointer
+from seamkit.capabilities._state import KernelState, TurnResult
 from seamkit.errors import EffectNotApplied, ProviderError, RunCancelled, RunNotResumable
-from seamkit.runtime.context import RunContext
-from seamkit.testing.memory_store import MemoryStore
-from seamkit.testing.models import ScriptedModel, ScriptedTurn
+from seamkit.testing._memory_store import MemoryStore
+from seamkit.testing._models import ScriptedModel, ScriptedTurn
 from seamkit.values import ChatRequest, Scope, StreamEvent
 from seamkit_sqlite.store import SqliteStore
 
@@ -1202,7 +1202,7 @@ async def test_an_effect_not_applied_that_escapes_execute_is_its_own_code() -> N
 
 
 async def test_a_proposal_is_bounded_in_intentions_and_input_size() -> None:
-    from seamkit.capabilities.planner import MAX_INPUT_CHARS, MAX_INTENTIONS
+    from seamkit.capabilities._planner import MAX_INPUT_CHARS, MAX_INTENTIONS
 
     many = [it("search_services", query=f"q{i}") for i in range(MAX_INTENTIONS + 50)]
     big = it("search_services", query="x" * (MAX_INPUT_CHARS + 1))
@@ -1273,7 +1273,7 @@ def test_declarations_and_results_refuse_what_would_fail_later() -> None:
 
 @pytest.mark.parametrize("depth", [65, 200, 400])
 async def test_a_proposal_input_nested_deeper_than_the_limit_is_an_invalid_intention(depth: int) -> None:
-    from seamkit.capabilities.planner import MAX_INPUT_DEPTH
+    from seamkit.capabilities._planner import MAX_INPUT_DEPTH
 
     deep = '{"intentions": [{"capability": "search_services", "input": {"query": ' + "[" * (depth - 1) + '"x"' \
         + "]" * (depth - 1) + '}}], "reply": "x"}'  # written out: json.dumps itself recurses
@@ -1374,7 +1374,7 @@ async def test_max_steps_one_warns_when_the_model_had_no_step_to_correct_a_refus
 
 
 async def test_each_turn_is_a_run_call_through_run_middlewares() -> None:
-    from seamkit.middleware import Call, Next, middleware
+    from seamkit._middleware import Call, Next, middleware
     from seamkit.values import RunRequest
 
     seen: list[tuple[bool, str]] = []

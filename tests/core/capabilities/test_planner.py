@@ -1,4 +1,4 @@
-"""The planner (``seamkit.capabilities.planner``): one disposition per intention with its code,
+"""The planner (``seamkit.capabilities._planner``): one disposition per intention with its code,
 the proposal parser, selection and what the model reads; and the same rules through full turns of
 an agent (interactions, events, capability and model call counts)."""
 
@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
-from seamkit.agent.agent import Agent
+from seamkit._agent.agent import Agent
+from seamkit._durability.checkpointer import Checkpointer
 from seamkit.capabilities import Capability, Completed, Fact, Guidance, compile_agent
-from seamkit.capabilities.planner import catalogue, parse_proposal, plan, proposal_schema, select
-from seamkit.capabilities.state import Intention
-from seamkit.durability.checkpointer import Checkpointer
-from seamkit.testing.memory_store import MemoryStore
-from seamkit.testing.models import ScriptedModel
+from seamkit.capabilities._planner import catalogue, parse_proposal, plan, proposal_schema, select
+from seamkit.capabilities._state import Intention
+from seamkit.testing._memory_store import MemoryStore
+from seamkit.testing._models import ScriptedModel
 from seamkit.values import StreamEvent
 
 RUNS: Counter[str] = Counter()

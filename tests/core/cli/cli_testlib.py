@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TOOLS_PLUGIN = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl
@@ -72,7 +72,7 @@ raise ImportError("needs libfrobnicate, which is not installed")
 '''
 
 BROKEN_HOOK = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl
@@ -81,7 +81,7 @@ def seamkit_register_providers(register):
 '''
 
 MISSPELLED_HOOK = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl
@@ -90,7 +90,7 @@ def seamkit_register_provider(register):
 '''
 
 BROKEN_COMMANDS = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl

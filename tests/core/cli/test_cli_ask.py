@@ -17,11 +17,11 @@ from typing import Any, ClassVar
 
 import pytest
 from pydantic import BaseModel, ConfigDict, SecretStr
-from seamkit.accumulate import collect_result
-from seamkit.cli import main as cli_main
+from seamkit._accumulate import collect_result
+from seamkit._cli import main as cli_main
+from seamkit._hookspecs import hookimpl
+from seamkit._pricing import Price
 from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
-from seamkit.hookspecs import hookimpl
-from seamkit.pricing import Price
 from seamkit.values import ChatRequest, Delta, LLMResult, Usage
 
 SECRET = "sk-cli-SECRET-abcdef0123456789"

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict
-from seamkit.accumulate import collect_result
-from seamkit.cli import main as cli_main
-from seamkit.hookspecs import hookimpl
+from seamkit._accumulate import collect_result
+from seamkit._cli import main as cli_main
+from seamkit._hookspecs import hookimpl
 from seamkit.values import ChatRequest, Delta, LLMResult
 
 # -- components, good and broken ---------------------------------------------------------------
@@ -121,7 +121,7 @@ def seamkit_register_providers(register: Any) -> None:
                           ("norequest", StreamWithoutRequest), ("yieldsdict", YieldsDict), ("yieldsstr", YieldsStr),
                           ("numeric", numeric_provider)]:
         register(name, factory, config=_Config)
-    register("typo_attr", "seamkit.testing.models:ScriptedModle", config=_Config)
+    register("typo_attr", "seamkit.testing._models:ScriptedModle", config=_Config)
     register("typo_module", "seamkit.testing.modles:ScriptedModel", config=_Config)
 
 

@@ -14,7 +14,7 @@ import pytest
 from cli_testlib import CLI, make_dist
 
 CAPS_PLUGIN = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl

@@ -123,9 +123,9 @@ def test_console_script_matches_python_m(cli):
 def test_help_imports_nothing_heavy(cli):
     code = (
         "import sys\n"
-        "from seamkit.cli.main import main\n"
+        "from seamkit._cli.main import main\n"
         "rc = main(['--help'])\n"
-        "heavy = [m for m in ('pydantic', 'rich', 'seamkit.agent', 'seamkit.composition', 'yaml') "
+        "heavy = [m for m in ('pydantic', 'rich', 'seamkit._agent', 'seamkit.composition', 'yaml') "
         "if m in sys.modules]\n"
         "print('HEAVY', heavy, rc, file=sys.stderr)\n"
     )
@@ -136,7 +136,7 @@ def test_help_imports_nothing_heavy(cli):
 
 
 DESCRIPTION_PLUGIN = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl
@@ -231,7 +231,7 @@ class _Chain:
 def test_resume_looks_for_the_agent_file_up_to_eight_parent_runs() -> None:
     import asyncio
 
-    from seamkit.cli.commands import _recorded_agent_file
+    from seamkit._cli.commands import _recorded_agent_file
 
     for file_at, found in (("r0", "/x/f.yaml"), ("r8", "/x/f.yaml"), ("r9", None)):
         cp = _Chain(file_at)

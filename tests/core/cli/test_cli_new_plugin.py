@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 from cli_testlib import CLI
-from seamkit.cli.common import PLUGIN_KINDS
-from seamkit.cli.scaffold import write_plugin
+from seamkit._cli.common import PLUGIN_KINDS
+from seamkit._cli.scaffold import write_plugin
 
 TIMEOUT = 300.0
 #: the component each kind's template registers: (registry kind, name) for NAME ``my-<kind>``
@@ -189,7 +189,7 @@ def test_the_command_prints_the_next_steps_and_the_host_stays_lazy(tmp_path: Pat
         "created ./seamkit-no-secrets/: a guardrail plugin, component 'no_secrets'",
         "next: pip install -e './seamkit-no-secrets[test]' && pytest ./seamkit-no-secrets",
     ]
-    code = "import sys, seamkit.cli.main; print(any(m.startswith('seamkit.cli.scaffold') for m in sys.modules))"
+    code = "import sys, seamkit._cli.main; print(any(m.startswith('seamkit._cli.scaffold') for m in sys.modules))"
     lazy = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert lazy.stdout.strip() == "False", lazy
 
@@ -304,8 +304,8 @@ def test_the_builtin_command_names_are_the_parsers() -> None:
     """The scaffold refuses a plugin command named like one of seamkit's own; its list is the parser's."""
     import argparse
 
-    from seamkit.cli.common import BUILTIN_COMMANDS
-    from seamkit.cli.main import build_parser
+    from seamkit._cli.common import BUILTIN_COMMANDS
+    from seamkit._cli.main import build_parser
 
     parser, _ = build_parser()
     names = {n for a in parser._actions if isinstance(a, argparse._SubParsersAction) for n in a.choices}

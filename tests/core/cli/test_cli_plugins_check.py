@@ -10,7 +10,7 @@ import pytest
 from cli_testlib import BROKEN_IMPORT, CLI, make_dist
 
 PLUGIN = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl
@@ -201,7 +201,7 @@ def test_listing_without_check_imports_no_component(check_cli: CLI) -> None:
 EXITING_PLUGIN = "raise SystemExit(7)\n"
 
 HOSTILE_PLUGIN = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl
@@ -241,7 +241,7 @@ def printing():
 '''
 
 CLASHING_PLUGIN = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl
@@ -296,7 +296,7 @@ def test_check_finds_a_command_plugin(hostile_cli: CLI) -> None:
 
 
 TWIN_PLUGIN = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl

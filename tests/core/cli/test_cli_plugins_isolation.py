@@ -26,7 +26,7 @@ elif _m == "ctrl-c":
 elif _m == "fd1":
     os.write(1, b'{"fd1": "import chatter"}\\n')
 
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl
@@ -35,7 +35,7 @@ def seamkit_register_tools(register):
 '''
 
 FACTORIES = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl

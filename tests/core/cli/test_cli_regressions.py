@@ -14,13 +14,13 @@ import pytest
 from cli_testlib import CLI, make_dist
 from hypothesis import given
 from hypothesis import strategies as st
-from seamkit.cli.scrub import MASK, ScrubbingWriter, TextScrubber
+from seamkit._cli.scrub import MASK, ScrubbingWriter, TextScrubber
 
 SECRET = "hunter2SECRETVALUE"
 ENV = {"SECRET": SECRET}
 
 LEAKY_PLUGIN = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl

@@ -9,9 +9,9 @@ from decimal import Decimal
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from seamkit.agent.result import AgentResult
-from seamkit.cli import main as cli_main
-from seamkit.cli.render import (
+from seamkit._agent.result import AgentResult
+from seamkit._cli import main as cli_main
+from seamkit._cli.render import (
     HumanRenderer,
     JsonRenderer,
     event_to_json,
@@ -195,7 +195,7 @@ def test_main_returns_codes_in_process(capsys, monkeypatch):
 
 async def test_drive_real_agent_with_human_renderer():
     from seamkit import Agent, tool
-    from seamkit.cli.commands import _drive
+    from seamkit._cli.commands import _drive
     from seamkit.testing import ScriptedModel
 
     @tool(side_effecting=False)
@@ -233,7 +233,7 @@ def test_printed_settle_and_resume_commands_parse_back_to_what_they_name(run_id,
     # argparse read it as an option, so the printed command failed when pasted
     import shlex
 
-    from seamkit.cli.render import resume_command, settle_command
+    from seamkit._cli.render import resume_command, settle_command
 
     parser, _ = cli_main.build_parser()
     settle = parser.parse_args(shlex.split(settle_command(run_id, call_id, outcome, agent_file=agent))[1:])
@@ -245,8 +245,8 @@ def test_printed_settle_and_resume_commands_parse_back_to_what_they_name(run_id,
 
 
 def test_every_unsettled_call_gets_its_settle_commands():
-    from seamkit.cli.render import uncertain_text
-    from seamkit.durability.ledger import UncertainEffect
+    from seamkit._cli.render import uncertain_text
+    from seamkit._durability.ledger import UncertainEffect
 
     effects = [UncertainEffect(call_id, "pay", f"run-1:1:{call_id}", "it raised", FrozenDict(amount=1))
                for call_id in ("call_1", "-call 2")]

@@ -1,5 +1,5 @@
 """``seamkit resume`` on a run a runner started (checkpoint metadata ``queued: NAME``, see
-:mod:`seamkit.runners`): its continuation goes back to that runner, not into this process."""
+:mod:`seamkit._runners`): its continuation goes back to that runner, not into this process."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from seamkit.cli import main as cli_main
+from seamkit._cli import main as cli_main
+from seamkit._hookspecs import hookimpl
+from seamkit._runners import RequeueRequest
 from seamkit.composition import build_agent, load_composition
-from seamkit.hookspecs import hookimpl
-from seamkit.runners import RequeueRequest
 
 AGENT = """
 seamkit: 1

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, ConfigDict
-from seamkit.accumulate import collect_result
-from seamkit.cli import main as cli_main
+from seamkit._accumulate import collect_result
+from seamkit._cli import main as cli_main
+from seamkit._hookspecs import hookimpl
 from seamkit.errors import UnsupportedFeature
-from seamkit.hookspecs import hookimpl
 from seamkit.values import ChatRequest, Delta, LLMResult, Usage
 
 ADDER = """
@@ -415,7 +415,7 @@ def test_the_approval_and_interrupt_hints_of_a_composition_with_its_own_store_re
 # -- side effects whose outcome is unknown, and cancellation from a tool (issue 10, items 10, 15, 18) --
 
 EFFECT_PLUGIN = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl
@@ -432,7 +432,7 @@ import signal
 from pathlib import Path
 
 from seamkit import tool
-from seamkit.runtime.context import RunContext
+from seamkit._runtime.context import RunContext
 
 
 @tool(side_effecting=True)

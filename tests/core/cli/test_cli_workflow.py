@@ -127,7 +127,7 @@ def test_a_gate_waits_for_the_person_and_resume_answers_it(cli: CLI, write: Call
 
 
 STEP_PLUGIN = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, DirectoryPath, Field, SecretStr
-from seamkit.hookspecs import hookimpl
-from seamkit.plugins.registry import Registry
+from seamkit._hookspecs import hookimpl
+from seamkit._plugins.registry import Registry
+from seamkit._tools import tool
 from seamkit.testing import ScriptedModel
-from seamkit.tools import tool
 
 # -- config models --------------------------------------------------------------------------------
 
@@ -194,7 +194,7 @@ class SearchB:
 
 
 def make_registry() -> Registry:
-    import seamkit.testing.components as testkit
+    import seamkit.testing._components as testkit
 
     reg = Registry(strict=True)
     reg.register_plugin(testkit, "testkit", distribution="seamkit", version="0.1.0")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from composition_plugins import make_registry
-from seamkit.plugins.registry import Registry
+from seamkit._plugins.registry import Registry
 
 
 @pytest.fixture

@@ -10,12 +10,12 @@ from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
+from seamkit._hookspecs import hookimpl
+from seamkit._plugins.registry import Registry
 from seamkit.capabilities import Capability, CompiledAgent, Completed
 from seamkit.composition import build_agent, load_composition
-from seamkit.composition.build import capability_issues
+from seamkit.composition._build import capability_issues
 from seamkit.errors import ConfigError, ConfigIssue, PluginError
-from seamkit.hookspecs import hookimpl
-from seamkit.plugins.registry import Registry
 
 
 class DeclaredConfig(BaseModel):

@@ -6,11 +6,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from seamkit._durability.checkpointer import Checkpointer
+from seamkit._plugins.registry import Registry
 from seamkit.composition import build_agent, build_store, load_composition, loads_composition
-from seamkit.durability.checkpointer import Checkpointer
 from seamkit.errors import ConfigError
-from seamkit.plugins.registry import Registry
-from seamkit.testing.memory_store import MemoryStore
+from seamkit.testing._memory_store import MemoryStore
 
 BASE = """\
     seamkit: 1
@@ -80,7 +80,7 @@ def test_secret_named_component_parameters_hold_the_secrets_the_checkpointer_ref
     agent = build_agent(c, registry=registry)
     # regression: a folder name or a reply from the environment made every snapshot 'secret'
     assert agent.checkpointer.secrets == ()
-    from seamkit.composition.build import _component_secrets
+    from seamkit.composition._build import _component_secrets
 
     secret = loads_composition(
         "seamkit: 1\nagent:\n  model: {use: scripted, turns: [x], model: '${TOKEN_NAME}'}\n"

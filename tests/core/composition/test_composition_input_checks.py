@@ -8,10 +8,10 @@ import textwrap
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from seamkit._plugins.registry import Registry
 from seamkit.composition import loads_composition
 from seamkit.composition._yaml import interpolate, parse_yaml
 from seamkit.errors import ConfigError, ConfigIssue
-from seamkit.plugins.registry import Registry
 
 HEAD = "seamkit: 1\nagent:\n  model: {use: scripted, turns: [hi]}\n"
 

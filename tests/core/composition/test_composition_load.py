@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 import yaml
 from composition_plugins import BUILT, TAGGED, LocalTools, SearchA, SearchB
-from seamkit.agent.agent import Agent
-from seamkit.agent.prompt import Prompt
+from seamkit._agent.agent import Agent
+from seamkit._agent.prompt import Prompt
+from seamkit._plugins.registry import Registry
 from seamkit.composition import Composition, Settings, build_agent, load_composition, loads_composition
 from seamkit.composition._check import fields_at
 from seamkit.errors import ConfigError
-from seamkit.plugins.registry import Registry
 from seamkit.testing import ScriptedModel
 
 SECRET = "sk-live-0123456789abcdef"
@@ -431,7 +431,7 @@ def test_aliases_within_the_limit_still_load(registry: Registry) -> None:
 
 
 def test_component_removed_after_validation_is_reported_at_build(tmp_path: Path) -> None:
-    import seamkit.testing.components as testkit
+    import seamkit.testing._components as testkit
 
     reg = Registry()
     reg.register_plugin(testkit, "testkit", distribution="seamkit")

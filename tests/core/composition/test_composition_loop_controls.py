@@ -6,9 +6,9 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from seamkit._plugins.registry import Registry
 from seamkit.composition import build_agent, loads_composition
 from seamkit.errors import ConfigError
-from seamkit.plugins.registry import Registry
 
 BASE = """\
     seamkit: 1

@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+from seamkit._plugins.registry import Registry
 from seamkit.composition import load_composition
 from seamkit.errors import ConfigError
-from seamkit.plugins.registry import Registry
 
 CORPUS = Path(__file__).parent / "malformed"
 FILES = sorted(CORPUS.glob("*.yaml"))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from composition_plugins import make_registry
-from seamkit.cli.main import main
-from seamkit.plugins import registry as registry_module
+from seamkit._cli.main import main
+from seamkit._plugins import registry as registry_module
 from test_composition_malformed import ENV, FILES, expectations
 
 

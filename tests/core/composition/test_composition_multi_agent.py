@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 from composition_plugins import make_registry
-from seamkit.agent.as_tool import AgentTool
-from seamkit.cli.main import main
+from seamkit._agent.as_tool import AgentTool
+from seamkit._cli.main import main
+from seamkit._plugins import registry as registry_module
+from seamkit._plugins.registry import Registry
 from seamkit.composition import build_agent, build_agents, load_composition
 from seamkit.errors import ConfigError
-from seamkit.plugins import registry as registry_module
-from seamkit.plugins.registry import Registry
 
 
 @pytest.fixture

@@ -1,10 +1,10 @@
-"""``seamkit.slots.NestedSlot`` / ``build_nested``: a component named inside another's config."""
+"""``seamkit._slots.NestedSlot`` / ``build_nested``: a component named inside another's config."""
 
 from __future__ import annotations
 
 import pytest
+from seamkit._slots import NestedSlot, build_nested
 from seamkit.errors import ConfigError
-from seamkit.slots import NestedSlot, build_nested
 
 
 def test_secret_named_parameters_are_masked_in_repr_and_str() -> None:

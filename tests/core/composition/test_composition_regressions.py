@@ -9,18 +9,18 @@ from typing import Any
 import pytest
 from composition_plugins import make_registry
 from pydantic import BaseModel, ConfigDict
-from seamkit.agent.prompt import Prompt
+from seamkit._agent.prompt import Prompt
+from seamkit._hookspecs import hookimpl
+from seamkit._plugins.registry import Registry
 from seamkit.composition import (
     ComponentBuildError,
     build_agent,
     load_composition,
     loads_composition,
 )
+from seamkit.composition._loader import MAX_FILE_BYTES
 from seamkit.composition._yaml import MAX_DEPTH
-from seamkit.composition.loader import MAX_FILE_BYTES
 from seamkit.errors import ConfigError, ConfigIssue
-from seamkit.hookspecs import hookimpl
-from seamkit.plugins.registry import Registry
 
 SECRET = "hunter2SECRETVALUE"
 ENV = {"SECRET": SECRET}

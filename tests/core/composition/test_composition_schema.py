@@ -8,10 +8,10 @@ import jsonschema
 import pytest
 from composition_plugins import LocalTools
 from pydantic import BaseModel, ConfigDict
+from seamkit._hookspecs import hookimpl
+from seamkit._plugins.registry import Registry
 from seamkit.composition import composition_json_schema
 from seamkit.composition._yaml import parse_yaml
-from seamkit.hookspecs import hookimpl
-from seamkit.plugins.registry import Registry
 
 
 class TagInner(BaseModel):  # same name as composition_plugins.TagInner, another shape

@@ -1,5 +1,5 @@
 """A tool component that is a toolset (``register(..., toolset=True)``; its factory returns a
-:class:`~seamkit.ports.ToolsetPort`): each of its tools joins the agent, and the names it makes
+:class:`~seamkit._ports.ToolsetPort`): each of its tools joins the agent, and the names it makes
 are checked once built."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from composition_plugins import make_registry
 from pydantic import BaseModel, ConfigDict
+from seamkit._hookspecs import hookimpl
+from seamkit._plugins.registry import Registry
+from seamkit._tools import tool
 from seamkit.composition import build_agent, load_composition
 from seamkit.errors import ConfigError
-from seamkit.hookspecs import hookimpl
-from seamkit.plugins.registry import Registry
-from seamkit.tools import tool
 
 
 class UnitsConfig(BaseModel):
@@ -128,7 +128,7 @@ def test_only_a_tool_can_register_as_a_toolset() -> None:
 
 
 def test_short_descriptions_of_a_toolset_make_one_warning(tmp_path: Path, reg: Registry) -> None:
-    from seamkit.composition.build import tool_description_issues
+    from seamkit.composition._build import tool_description_issues
 
     class Terse:
         @hookimpl

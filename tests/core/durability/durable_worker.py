@@ -34,13 +34,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from seamkit import tool
-from seamkit.agent.agent import Agent
-from seamkit.durability.approvals import Decision, approve, reject
-from seamkit.durability.checkpointer import Checkpointer
-from seamkit.durability.records import CheckpointRecord
+from seamkit._agent.agent import Agent
+from seamkit._durability.approvals import Decision, approve, reject
+from seamkit._durability.checkpointer import Checkpointer
+from seamkit._durability.records import CheckpointRecord
+from seamkit._plugins.registry import get_registry
+from seamkit._runtime.context import RunContext
 from seamkit.errors import SeamkitError
-from seamkit.plugins.registry import get_registry
-from seamkit.runtime.context import RunContext
 from seamkit.testing import ScriptedModel
 from seamkit.values import ChatRequest, Message, Usage
 

@@ -28,11 +28,11 @@ from typing import Any
 
 import pytest
 from seamkit import tool
-from seamkit.agent.agent import Agent
-from seamkit.agent.loop import EDITED_TEMPLATE, REJECTED_TEMPLATE
-from seamkit.durability.checkpointer import Checkpointer
-from seamkit.plugins.registry import get_registry
-from seamkit.runtime.context import RunContext
+from seamkit._agent.agent import Agent
+from seamkit._agent.loop import EDITED_TEMPLATE, REJECTED_TEMPLATE
+from seamkit._durability.checkpointer import Checkpointer
+from seamkit._plugins.registry import get_registry
+from seamkit._runtime.context import RunContext
 from seamkit.testing import ScriptedModel
 
 WORKER = Path(__file__).with_name("durable_worker.py")

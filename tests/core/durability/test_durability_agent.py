@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 from seamkit import tool
-from seamkit.agent.agent import Agent
-from seamkit.durability.approvals import approve, reject
-from seamkit.durability.checkpointer import Checkpointer
-from seamkit.durability.records import CheckpointRecord
+from seamkit._agent.agent import Agent
+from seamkit._durability.approvals import approve, reject
+from seamkit._durability.checkpointer import Checkpointer
+from seamkit._durability.records import CheckpointRecord
+from seamkit._runtime.context import RunContext
 from seamkit.errors import CodecError, EffectNotApplied, EffectUncertain, RunNotResumable, ToolArgumentError
-from seamkit.runtime.context import RunContext
 from seamkit.testing import ScriptedModel
-from seamkit.testing.memory_store import MemoryStore
+from seamkit.testing._memory_store import MemoryStore
 from seamkit.values import Scope
 
 
@@ -138,7 +138,7 @@ async def _crashed_mid_call(store: MemoryStore, calls: tuple[Any, ...] = (("c1",
     """A run whose process died while its first ``running`` side-effecting ``pay`` calls ran: the
     model turn is checkpointed, those calls' receipts say ``prepared``, no result was recorded (the
     other calls had not started). Returns the run id."""
-    from seamkit.durability.ledger import EffectLedger
+    from seamkit._durability.ledger import EffectLedger
     from seamkit.values import Message, ToolCall
 
     run_id = RunContext().run_id
@@ -233,7 +233,7 @@ async def test_an_idempotent_tool_gets_a_stable_key_and_is_retried_after_a_crash
 
 
 async def test_a_side_effecting_tool_that_raises_leaves_its_outcome_unknown_and_is_never_rerun() -> None:
-    from seamkit.durability.ledger import EffectLedger
+    from seamkit._durability.ledger import EffectLedger
 
     store = MemoryStore()
     attempts: list[int] = []
@@ -260,7 +260,7 @@ async def test_a_side_effecting_tool_that_raises_leaves_its_outcome_unknown_and_
     statuses = {c: (await ledger.receipt(f"{result.run_id}:1:{c}") or {}).get("status") for c in ("c7", "c8", "cx")}
     # only an explicit "not applied" (or a call that never started) allows a retry
     assert statuses == {"c7": "uncertain", "c8": "failed", "cx": "failed"}
-    from seamkit.durability.ledger import UNCERTAIN_TEMPLATE
+    from seamkit._durability.ledger import UNCERTAIN_TEMPLATE
 
     results = {r.call_id: r for r in result.transcript[2].tool_results}
     reason = "the operation raised ConnectionResetError: the bank closed the connection after the request was sent"
@@ -322,8 +322,8 @@ async def test_an_approved_call_a_crash_interrupted_is_not_asked_for_approval_ag
 
 
 async def test_through_tool_middlewares_a_refused_call_is_not_applied_and_a_raising_tool_is_uncertain() -> None:
-    from seamkit.durability.ledger import EffectLedger
-    from seamkit.middleware import middleware
+    from seamkit._durability.ledger import EffectLedger
+    from seamkit._middleware import middleware
 
     ran: list[int] = []
 
@@ -391,7 +391,7 @@ async def test_a_side_effecting_tool_that_raised_before_its_result_was_recorded_
 
 
 async def test_effect_ledger_receipts() -> None:
-    from seamkit.durability.ledger import EffectLedger
+    from seamkit._durability.ledger import EffectLedger
 
     store = MemoryStore()
     ledger = EffectLedger(store)
@@ -429,7 +429,7 @@ async def test_effect_ledger_receipts() -> None:
 
 @pytest.mark.parametrize("key", ["", " ", "\t\n"])
 async def test_an_empty_or_blank_effect_key_is_refused_before_anything_runs(key: str) -> None:
-    from seamkit.durability.ledger import EffectLedger
+    from seamkit._durability.ledger import EffectLedger
 
     ran: list[str] = []
 
@@ -887,7 +887,7 @@ async def test_empty_decisions_are_refused_like_none_and_a_missing_tool_cannot_b
 async def test_a_resumed_transcript_with_an_unanswered_call_reaches_the_model_answered() -> None:
     # issue 10 item 5: an edited (or pre-fix) checkpoint with a tool call left without a result
     # was sent as is, and providers reject it
-    from seamkit.agent.loop import UNANSWERED_TEMPLATE
+    from seamkit._agent.loop import UNANSWERED_TEMPLATE
     from seamkit.values import Message, ToolCall
 
     store = MemoryStore()
@@ -912,7 +912,7 @@ async def test_a_resumed_transcript_with_an_unanswered_call_reaches_the_model_an
 async def test_a_side_effect_stopped_in_flight_says_the_run_was_stopped_and_shows_before_any_resume() -> None:
     # issue 10 item 15: a SIGTERM (asyncio.run cancels the run's task) left the reason
     # "the operation raised CancelledError: " (empty); and a killed call showed nowhere until a resume
-    from seamkit.durability.ledger import STOPPED_REASON, EffectLedger
+    from seamkit._durability.ledger import STOPPED_REASON, EffectLedger
 
     store = MemoryStore()
     started = asyncio.Event()

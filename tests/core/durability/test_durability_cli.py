@@ -112,8 +112,8 @@ def test_stores_setup_opens_the_default_store(tmp_path: Path) -> None:
 def test_runs_delete_refuses_a_run_a_live_worker_holds_unless_forced(tmp_path: Path) -> None:
     import asyncio
 
-    from seamkit.durability.checkpointer import Checkpointer, worker_id
-    from seamkit.plugins.registry import get_registry
+    from seamkit._durability.checkpointer import Checkpointer, worker_id
+    from seamkit._plugins.registry import get_registry
     from seamkit.values import Message
 
     async def start() -> str:
@@ -135,8 +135,8 @@ def test_runs_delete_refuses_a_run_a_live_worker_holds_unless_forced(tmp_path: P
 
 def test_approval_prompts_show_invisible_characters_escaped() -> None:
     # regression: a bidi override (U+202E) in a path made the prompt show a different file name
-    from seamkit.cli.render import pending_text
-    from seamkit.durability.approvals import PendingApproval
+    from seamkit._cli.render import pending_text
+    from seamkit._durability.approvals import PendingApproval
 
     text = pending_text("run_1", [PendingApproval("c1", "write_file", {"path": "notes\u202etxt.hs"})])
     assert "\u202e" not in text and "notes\\u202etxt.hs" in text
@@ -187,11 +187,11 @@ def test_sigterm_leaves_the_run_resumable_and_exits_143(tmp_path: Path) -> None:
 def test_runs_show_says_why_a_failed_runs_final_checkpoint_was_not_saved(tmp_path: Path) -> None:
     import asyncio
 
-    from seamkit.agent.agent import Agent
-    from seamkit.durability.checkpointer import Checkpointer
+    from seamkit._agent.agent import Agent
+    from seamkit._durability.checkpointer import Checkpointer
+    from seamkit._plugins.registry import get_registry
+    from seamkit._runtime.context import RunContext
     from seamkit.errors import ProviderError
-    from seamkit.plugins.registry import get_registry
-    from seamkit.runtime.context import RunContext
     from seamkit.testing import ScriptedModel
 
     secret = "sk-live-0123456789abcdef"

@@ -19,8 +19,8 @@ import pydantic
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from seamkit.durability import codec
-from seamkit.durability.codec import CODEC_VERSION, decode, dumps, encode, loads
+from seamkit._durability import codec
+from seamkit._durability.codec import CODEC_VERSION, decode, dumps, encode, loads
 from seamkit.errors import CodecError
 from seamkit.values import (
     FrozenDict,
@@ -342,7 +342,7 @@ def test_seamkit_transcript_round_trips() -> None:
 
 
 def test_agent_result_round_trips() -> None:
-    from seamkit.agent.result import AgentResult
+    from seamkit._agent.result import AgentResult
 
     result = AgentResult(
         output={"answer": Decimal("5")},
@@ -380,7 +380,7 @@ def test_output_is_deterministic() -> None:
 
 
 def test_sets_are_sorted_the_same_under_any_hash_seed() -> None:
-    script = "from seamkit.durability.codec import dumps; print(dumps({'alpha', 'beta', 'gamma', 'delta', b'x', 7}))"
+    script = "from seamkit._durability.codec import dumps; print(dumps({'alpha', 'beta', 'gamma', 'delta', b'x', 7}))"
     outs = {
         subprocess.run(
             [sys.executable, "-c", script],

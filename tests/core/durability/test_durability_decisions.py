@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from seamkit import tool
-from seamkit.agent.agent import Agent
-from seamkit.durability.approvals import Decision, decision_data, decisions_from_data, parse_decision_flags
+from seamkit._agent.agent import Agent
+from seamkit._durability.approvals import Decision, decision_data, decisions_from_data, parse_decision_flags
 from seamkit.errors import ToolArgumentError
 from seamkit.testing import ScriptedModel
-from seamkit.testing.memory_store import MemoryStore
+from seamkit.testing._memory_store import MemoryStore
 
 
 def test_flags_become_plain_json_data_keyed_by_call_id() -> None:

@@ -9,11 +9,11 @@ import pytest
 import pytest_asyncio
 from pydantic import ValidationError
 from pytest_seamkit.conformance import CheckpointConformance, StoreConformance
-from seamkit.durability.records import CheckpointRecord
-from seamkit.plugins.registry import get_registry
-from seamkit.ports import CheckpointPort, StorePort
-from seamkit.testing.clock import FakeClock
-from seamkit.testing.memory_store import MemoryStore
+from seamkit._durability.records import CheckpointRecord
+from seamkit._plugins.registry import get_registry
+from seamkit._ports import CheckpointPort, StorePort
+from seamkit.testing._clock import FakeClock
+from seamkit.testing._memory_store import MemoryStore
 from seamkit.values import Scope
 
 

@@ -32,8 +32,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from seamkit.durability.checkpointer import Checkpointer
-from seamkit.runtime.context import RunContext
+from seamkit._durability.checkpointer import Checkpointer
+from seamkit._runtime.context import RunContext
 from seamkit.workflows import Step, StepContext, Workflow, WorkflowFailed, resume_workflow, run_workflow, workflow_state
 from seamkit_sqlite.store import SqliteStore
 

@@ -4,8 +4,8 @@ together) reaches the agent as those messages, after its own prompt; a bad list 
 from __future__ import annotations
 
 import pytest
-from seamkit.agent.agent import Agent
-from seamkit.testing.models import ScriptedModel
+from seamkit._agent.agent import Agent
+from seamkit.testing._models import ScriptedModel
 from seamkit.values import Message
 from seamkit.workflows import StepError, Workflow, WorkflowFailed, agent_step, run_workflow
 

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from seamkit.agent.agent import Agent
-from seamkit.agent.child_runs import CHILD_RUNS_SERVICE, ChildRunOutcome, ChildRunRequest
+from seamkit._agent.agent import Agent
+from seamkit._agent.child_runs import CHILD_RUNS_SERVICE, ChildRunOutcome, ChildRunRequest
+from seamkit._runtime.context import RunContext
 from seamkit.errors import ChildRunFailed, ConfigError, FailureClass
-from seamkit.runtime.context import RunContext
-from seamkit.testing.models import ScriptedModel
+from seamkit.testing._models import ScriptedModel
 from seamkit.values import Usage
 from seamkit.workflows import StepError, Workflow, WorkflowFailed, agent_step, function_step, run_workflow
 
@@ -182,9 +182,9 @@ def test_a_bad_queue_on_an_agent_step_is_located(tmp_path: Path, written: str, w
 
 
 async def test_a_dispatcher_that_cannot_reach_its_broker_leaves_the_workflow_running_and_resumable() -> None:
-    from seamkit.durability.checkpointer import Checkpointer
+    from seamkit._durability.checkpointer import Checkpointer
     from seamkit.errors import InfrastructureUnavailable
-    from seamkit.testing.memory_store import MemoryStore
+    from seamkit.testing._memory_store import MemoryStore
     from seamkit.workflows import resume_workflow
 
     def down(request: ChildRunRequest) -> ChildRunOutcome:

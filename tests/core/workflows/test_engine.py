@@ -1,4 +1,4 @@
-"""Running workflows (``seamkit.workflows.engine``): events, fan-out and join, waits for several
+"""Running workflows (``seamkit.workflows._engine``): events, fan-out and join, waits for several
 events, gates, failures and resume, cancellation, child runs and their checkpoints, agent, tool,
 capability and nested-workflow steps. Real checkpointer over the in-memory store and SQLite."""
 
@@ -11,14 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from seamkit.agent.agent import Agent
-from seamkit.durability.checkpointer import Checkpointer
-from seamkit.durability.ledger import EffectLedger
+from seamkit._agent.agent import Agent
+from seamkit._durability.checkpointer import Checkpointer
+from seamkit._durability.ledger import EffectLedger
+from seamkit._runtime.context import RunContext
+from seamkit._tools import tool
 from seamkit.errors import RunCancelled, RunNotResumable
-from seamkit.runtime.context import RunContext
-from seamkit.testing.memory_store import MemoryStore
-from seamkit.testing.models import ScriptedModel
-from seamkit.tools import tool
+from seamkit.testing._memory_store import MemoryStore
+from seamkit.testing._models import ScriptedModel
 from seamkit.values import StreamEvent
 from seamkit.workflows import (
     START,

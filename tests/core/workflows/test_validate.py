@@ -1,4 +1,4 @@
-"""Workflow validation (``seamkit.workflows.validate``): one table row per rule, each message naming
+"""Workflow validation (``seamkit.workflows._validate``): one table row per rule, each message naming
 the obligation and the steps; every problem reported at once; and a property: on random step graphs
 the validator's stall verdict equals the steps a direct simulation never gets to run."""
 

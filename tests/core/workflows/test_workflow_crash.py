@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from seamkit.durability.checkpointer import Checkpointer
-from seamkit.durability.ledger import INTERRUPTED_REASON, EffectLedger
+from seamkit._durability.checkpointer import Checkpointer
+from seamkit._durability.ledger import INTERRUPTED_REASON, EffectLedger
 from seamkit.workflows import WorkflowState, workflow_state
 from seamkit_sqlite.store import SqliteStore
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from seamkit.plugins.registry import Registry, load_registry
-from seamkit.schemas import SchemaAdapter
+from seamkit._plugins.registry import Registry, load_registry
+from seamkit._schemas import SchemaAdapter
 
 
 def consistent(partial: Any, final: Any) -> bool:

@@ -1,5 +1,5 @@
 """seamkit-compactors: compactors that need no model, ``sliding_window``, ``truncation`` and
-``tool_result_clearing`` (see :mod:`seamkit.compaction` for the invariants they keep).
+``tool_result_clearing`` (see :mod:`seamkit._compaction` for the invariants they keep).
 
 Importing this package is cheap; the compactor module loads on first attribute access."""
 

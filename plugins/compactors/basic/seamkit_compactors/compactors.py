@@ -1,14 +1,14 @@
 """The basic compactors: ``sliding_window``, ``truncation`` and ``tool_result_clearing``.
 
-Each implements :class:`seamkit.compaction.CompactorPort` and keeps its invariants: a transcript
-already within ``budget_tokens`` (the :func:`seamkit.compaction.transcript_tokens` estimate, in
+Each implements :class:`seamkit._compaction.CompactorPort` and keeps its invariants: a transcript
+already within ``budget_tokens`` (the :func:`seamkit._compaction.transcript_tokens` estimate, in
 tokens) is returned unchanged; a leading system message is kept verbatim; an assistant turn with
 tool calls and all of its results (parallel ones included) is kept or dropped as one unit
-(:func:`seamkit.compaction.turn_units`); the result of a non-empty transcript is never empty.
+(:func:`seamkit._compaction.turn_units`); the result of a non-empty transcript is never empty.
 
 *When nothing fits*: ``truncation`` keeps the newest unit (and the leading system message) even
-when that alone exceeds the budget, and says so with :func:`seamkit.compaction.note` (a warning
-logged on ``seamkit.compaction`` and added to ``ctx.state[NOTES_KEY]`` when a context is given); the
+when that alone exceeds the budget, and says so with :func:`seamkit._compaction.note` (a warning
+logged on ``seamkit._compaction`` and added to ``ctx.state[NOTES_KEY]`` when a context is given); the
 result is then over budget and the caller (a budget check, the provider) decides. The other two
 compactors do not promise to fit either (see each class).
 """
@@ -91,7 +91,7 @@ class SlidingWindowCompactor:
 class TruncationCompactor:
     """Drops the oldest units (after the leading system message) until the estimate fits
     ``budget_tokens``. When even the newest unit does not fit beside the system message, that
-    unit is kept anyway (the result exceeds the budget) and noted (:func:`seamkit.compaction.note`)."""
+    unit is kept anyway (the result exceeds the budget) and noted (:func:`seamkit._compaction.note`)."""
 
     name = "truncation"
 

@@ -1,5 +1,5 @@
 """What both LLM compactors share: building the model from its slot, calling it through an
-:class:`~seamkit.runtime.invoker.Invoker` with the run's context, splitting a transcript into
+:class:`~seamkit._runtime.invoker.Invoker` with the run's context, splitting a transcript into
 head / older units / recent units, rendering units as text, and reporting notes."""
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ Unit = tuple[Message, ...]
 
 
 def build_model(slot: ModelSlot, *, at: str = "model", registry: Registry | None = None) -> LLMPort:
-    """Build the provider named by ``slot`` (:func:`seamkit.slots.build_nested`). Raises
+    """Build the provider named by ``slot`` (:func:`seamkit._slots.build_nested`). Raises
     :class:`~seamkit.errors.ConfigError` located at ``at`` (unknown provider, invalid parameters)
     or :class:`~seamkit.errors.PluginError` (it cannot be built)."""
     model: LLMPort = build_nested("provider", slot, at=at, registry=registry)
@@ -60,7 +60,7 @@ def build_model(slot: ModelSlot, *, at: str = "model", registry: Registry | None
 
 
 def note(ctx: RunContext | None, message: str) -> None:
-    """Record a compactor warning: logged on ``seamkit.compaction`` and, with a ``ctx``, appended
+    """Record a compactor warning: logged on ``seamkit._compaction`` and, with a ``ctx``, appended
     to ``ctx.state[NOTES_KEY]``."""
     logger.warning("%s", message)
     if ctx is not None:
@@ -69,10 +69,10 @@ def note(ctx: RunContext | None, message: str) -> None:
 
 async def call_model(model: LLMPort, middlewares: Sequence[Middleware], request: ChatRequest,
                      ctx: RunContext | None, purpose: str) -> LLMResult:
-    """One model call through an :class:`~seamkit.runtime.invoker.Invoker` (so ``middlewares``,
+    """One model call through an :class:`~seamkit._runtime.invoker.Invoker` (so ``middlewares``,
     e.g. budget or tracing ones, see it like any chat call, with ``meta={"purpose": purpose}``),
     in the run's ``ctx`` (a fresh context when ``None``). When the run has a ``tracer`` service
-    (:class:`~seamkit.ports.TracePort`) the call is wrapped in a span ``compaction.<purpose>``.
+    (:class:`~seamkit._ports.TracePort`) the call is wrapped in a span ``compaction.<purpose>``.
     Its usage is added to ``ctx.state[USAGE_KEY]``. Provider errors propagate."""
     run_ctx = ctx if ctx is not None else RunContext()
     invoker = Invoker(model, ToolRegistry(), middlewares)

@@ -1,7 +1,7 @@
-"""Configuration models of the LLM compactors (light: pydantic and seamkit.slots only).
+"""Configuration models of the LLM compactors (light: pydantic and seamkit._slots only).
 
 Both take a ``model``: a provider slot (``NAME`` or ``{use: NAME, from: DIST, **params}``) marked
-with :class:`~seamkit.slots.ComponentSlot`, so loading a composition resolves the provider and
+with :class:`~seamkit._slots.ComponentSlot`, so loading a composition resolves the provider and
 validates its parameters (located at e.g. ``agent.middlewares[0].compactor.model.turns``) before
 anything is built.
 """
@@ -63,7 +63,7 @@ class _LLMCompactorConfig(BaseModel):
 class SummarizationConfig(_LLMCompactorConfig):
     """``summarization``: when the transcript is over the budget, the units between the leading
     system message and the ``keep_recent_units`` newest ones are summarised by ``model`` into one
-    message (:func:`seamkit.compaction.summary_message`) that replaces them."""
+    message (:func:`seamkit._compaction.summary_message`) that replaces them."""
 
     max_summary_tokens: int = Field(default=512, ge=16, le=100_000,
                                     description="Output-token limit of the summary (max_tokens of the call).")

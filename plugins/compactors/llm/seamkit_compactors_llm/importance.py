@@ -12,9 +12,9 @@ in their original order:
 ``system? + chosen older units + recent units``. Units are kept or dropped whole, never rewritten.
 
 An invalid answer (not JSON, or not matching the schema) falls back to keeping the newest older
-units that fit the allowance, with a warning (``seamkit.compaction`` logger and
+units that fit the allowance, with a warning (``seamkit._compaction`` logger and
 ``ctx.state["seamkit.compaction.notes"]``). No allowance left: every older unit is dropped without
-calling the model. The model call goes through an :class:`~seamkit.runtime.invoker.Invoker` in the
+calling the model. The model call goes through an :class:`~seamkit._runtime.invoker.Invoker` in the
 run's context (``meta.purpose == "importance"``); provider errors propagate.
 """
 
@@ -79,10 +79,10 @@ def parse_selection(text: str, n: int) -> list[int]:
 
 class ImportanceCompactor:
     """The ``importance`` compactor (see the module doc); a
-    :class:`~seamkit.compaction.CompactorPort`.
+    :class:`~seamkit._compaction.CompactorPort`.
 
     ``config``: an :class:`~seamkit_compactors_llm.config.ImportanceConfig`. ``model``: the
-    :class:`~seamkit.ports.LLMPort` to call (default: built from ``config.model`` through
+    :class:`~seamkit._ports.LLMPort` to call (default: built from ``config.model`` through
     ``registry``, raising :class:`~seamkit.errors.ConfigError` located at ``model``).
     ``middlewares``: wrap the selecting call, outermost first.
     """

@@ -1,23 +1,23 @@
 """The ``summarization`` compactor: a model summarises the older middle of a transcript.
 
-When ``transcript_tokens(messages) > budget_tokens`` (estimates of :mod:`seamkit.tokens`):
+When ``transcript_tokens(messages) > budget_tokens`` (estimates of :mod:`seamkit._tokens`):
 
 1. the transcript is split into the leading system message (kept verbatim), the *older* units and
    the ``keep_recent_units`` newest units (kept verbatim; a unit is an assistant tool-call turn with
-   all of its tool results, or any other single message, :func:`seamkit.compaction.turn_units`);
+   all of its tool results, or any other single message, :func:`seamkit._compaction.turn_units`);
 2. the older units are rendered as text (reasoning left out, long blocks cut to ``max_block_chars``)
    and sent to ``model`` with ``instructions`` as system prompt and ``max_tokens =
-   max_summary_tokens``, through an :class:`~seamkit.runtime.invoker.Invoker` in the run's context
+   max_summary_tokens``, through an :class:`~seamkit._runtime.invoker.Invoker` in the run's context
    (its middlewares see it like any chat call, ``meta.purpose == "summarization"``; a run's
    ``tracer`` service gets a ``compaction.summarization`` span; the usage is summed in
    ``ctx.state["seamkit.compaction.usage"]``);
-3. the answer becomes one :func:`seamkit.compaction.summary_message` standing where the older units
+3. the answer becomes one :func:`seamkit._compaction.summary_message` standing where the older units
    were: ``system? + [summary] + recent units``.
 
 An earlier summary among the older units is summarised with them (folded in), so a summary never
 grows without bound; older units that are only summaries already are not summarised again.
 Nothing (new) older to summarise, or an empty answer: the transcript comes back
-unchanged and a warning is noted (``seamkit.compaction`` logger and
+unchanged and a warning is noted (``seamkit._compaction`` logger and
 ``ctx.state["seamkit.compaction.notes"]``, which the ``compaction`` middleware reports). The result
 may still exceed the budget when the kept units alone do (noted too). Provider errors propagate.
 
@@ -40,10 +40,10 @@ __all__ = ["SummarizationCompactor", "build"]
 
 class SummarizationCompactor:
     """The ``summarization`` compactor (see the module doc); a
-    :class:`~seamkit.compaction.CompactorPort`.
+    :class:`~seamkit._compaction.CompactorPort`.
 
     ``config``: a :class:`~seamkit_compactors_llm.config.SummarizationConfig`. ``model``: the
-    :class:`~seamkit.ports.LLMPort` to call (default: built from ``config.model`` through
+    :class:`~seamkit._ports.LLMPort` to call (default: built from ``config.model`` through
     ``registry``, raising :class:`~seamkit.errors.ConfigError` located at ``model``).
     ``middlewares``: wrap the summarising call (budget, tracing...), outermost first.
     """

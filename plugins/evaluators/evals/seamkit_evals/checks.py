@@ -1,7 +1,7 @@
 """The deterministic checks: ``exact``, ``contains``, ``regex``, ``json_schema``,
 ``output_equals``, ``tool_called``, ``max_cost``, ``max_latency`` and ``citations``.
 
-Each is an :class:`~seamkit.evals.Evaluator` built by a factory from its validated config model
+Each is an :class:`~seamkit._evals.Evaluator` built by a factory from its validated config model
 (:mod:`seamkit_evals.config`). Shared rules:
 
 - **A failed run passes nothing.** An attempt whose run raised (``attempt.result is None``) is a
@@ -16,7 +16,7 @@ Each is an :class:`~seamkit.evals.Evaluator` built by a factory from its validat
   the same); ignoring case uses Unicode case folding (``Straße`` contains ``STRASSE``). A
   non-text value compared with text is its JSON text (``42``, ``true``, ``{"a": 1}``).
 - **Plain data.** A typed output (pydantic model, dataclass, attrs class) is turned into JSON-like
-  data by its schema flavour's ``serialize`` (:func:`seamkit.schemas.adapt`), as seamkit writes
+  data by its schema flavour's ``serialize`` (:func:`seamkit._schemas.adapt`), as seamkit writes
   typed outputs. Equality of plain data: ``1 == 1.0`` but ``true`` is not ``1``; keys and list
   items compared at every depth.
 - **Errors** (status ``error``) are for a suite that cannot be judged: no expected value given
@@ -586,7 +586,7 @@ def shown_citations(attempt: Attempt) -> set[str]:
 
 @dataclass(frozen=True, slots=True)
 class Citations:
-    """``citations``: every id the final answer cites (:func:`seamkit.grounding.find_citations`)
+    """``citations``: every id the final answer cites (:func:`seamkit._grounding.find_citations`)
     was shown to the model in that run (:func:`shown_citations`; for an agent with capabilities,
     an id its turn's evidence has also counts). ``require``: at least one citation."""
 

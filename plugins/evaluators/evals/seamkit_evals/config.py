@@ -1,4 +1,4 @@
-"""Config models of the built-in evaluators (light: pydantic, ``re`` and seamkit.slots; jsonschema
+"""Config models of the built-in evaluators (light: pydantic, ``re`` and seamkit._slots; jsonschema
 is imported only to check a ``json_schema`` check's schema).
 
 Everything a suite can get wrong is refused here, when the suite loads, so a YAML loader locates

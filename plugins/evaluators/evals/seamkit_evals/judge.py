@@ -1,7 +1,7 @@
 """``llm_judge``: a model grades an answer against a rubric.
 
-The judge builds its model from the ``model`` slot (:func:`seamkit.slots.build_nested`) and calls
-it only through :meth:`seamkit.evals.EvalContext.chat`, so the eval's middlewares see the call
+The judge builds its model from the ``model`` slot (:func:`seamkit._slots.build_nested`) and calls
+it only through :meth:`seamkit._evals.EvalContext.chat`, so the eval's middlewares see the call
 (traced, retried, charged to the eval's budget). The request carries:
 
 - a system message with the rubric and the answer format, saying that what it judges is data,

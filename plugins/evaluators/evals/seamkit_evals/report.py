@@ -139,7 +139,7 @@ def report_json(report: EvalReport, secrets: Iterable[str] = ()) -> dict[str, An
 
 def mask_doc(doc: Any, secrets: Iterable[str] = ()) -> Any:
     """``doc`` (JSON data) with every ``secrets`` value masked (``***``) in every string, as the
-    CLI masks its output (:class:`seamkit.cli.scrub.TextScrubber`: whole values and long enough
+    CLI masks its output (:class:`seamkit._cli.scrub.TextScrubber`: whole values and long enough
     leading parts)."""
     from seamkit.plugin import TextScrubber
 

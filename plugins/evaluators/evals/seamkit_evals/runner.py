@@ -4,15 +4,15 @@
 has a report: :meth:`EvalRunner.report` says how many attempts were not run.
 
 - The agent is built once (by the caller, through the composition builder); each attempt runs in
-  its own :class:`~seamkit.runtime.context.RunContext` with the eval's scope. At most
+  its own :class:`~seamkit._runtime.context.RunContext` with the eval's scope. At most
   ``concurrency`` attempts run at once (an ``asyncio.Semaphore``).
 - Latency: the agent run alone, on a monotonic clock, in seconds.
 - A run that raises is recorded (its error classified: ``ProviderError(rate_limited): ...``),
   never a crash of the eval, and judged like any attempt (the evaluators see ``result=None`` and
   the error; the built-ins fail it). An attempt whose run raised never passes. An evaluator that
-  raises is an ``error`` score (:func:`seamkit.evals.evaluate`).
+  raises is an ``error`` score (:func:`seamkit._evals.evaluate`).
 - Evaluators of one attempt run concurrently. A judge's model calls go through the suite's
-  ``middlewares`` (an :class:`~seamkit.runtime.invoker.Invoker` with no tools), in a child
+  ``middlewares`` (an :class:`~seamkit._runtime.invoker.Invoker` with no tools), in a child
   context of the eval's, so a ``budget`` middleware there caps the judges of the whole eval.
 - ``budget``: once the known cost of the finished attempts (runs and judges) reaches it, no
   further attempt starts; those are reported as not run. Attempts already running finish, so
@@ -86,7 +86,7 @@ def check_thresholds(thresholds: Thresholds, report_summary: Any) -> tuple[Thres
 
 class _Judges:
     """``EvalContext.chat``: a request to a model through the judge middlewares, one
-    :class:`~seamkit.runtime.invoker.Invoker` per model object."""
+    :class:`~seamkit._runtime.invoker.Invoker` per model object."""
 
     def __init__(self, middlewares: Sequence[Any]) -> None:
         self.middlewares = tuple(middlewares)
@@ -107,7 +107,7 @@ class _Judges:
 
 
 class EvalRunner:
-    """Runs ``suite`` against ``agent`` (an :class:`~seamkit.agent.agent.Agent`).
+    """Runs ``suite`` against ``agent`` (an :class:`~seamkit._agent.agent.Agent`).
 
     ``concurrency`` / ``repeat`` override the suite's; ``case_ids`` keeps only those cases (in
     the suite's order); ``progress`` is told of each finished attempt; ``scope`` is the scope of

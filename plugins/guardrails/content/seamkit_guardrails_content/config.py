@@ -1,4 +1,4 @@
-"""Configuration models of the content guardrails (light: pydantic and seamkit.slots only).
+"""Configuration models of the content guardrails (light: pydantic and seamkit._slots only).
 
 Each model validates the parameters a composition writes next to ``use:`` in
 ``agent.guardrails: [{use: NAME, at: [...], advisory: ..., ...params}]`` (the host takes ``use``,

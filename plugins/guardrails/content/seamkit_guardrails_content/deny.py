@@ -51,8 +51,8 @@ class DenyConfig(BaseModel):
 
 
 class Deny:
-    """See the module doc. ``check_*`` return :func:`~seamkit.guardrails.block` on a match, else
-    :data:`~seamkit.guardrails.ALLOW`."""
+    """See the module doc. ``check_*`` return :func:`~seamkit._guardrails.block` on a match, else
+    :data:`~seamkit._guardrails.ALLOW`."""
 
     name = "deny"
 

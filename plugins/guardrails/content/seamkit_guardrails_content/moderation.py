@@ -1,19 +1,19 @@
 """``moderation``: a model asked whether the input or output violates a stated policy.
 
 Points ``input`` (the user's task) and ``output`` (the final answer; a typed answer is shown to
-the model as JSON). One call per check, through :meth:`seamkit.guardrails.GuardContext.chat`, so
+the model as JSON). One call per check, through :meth:`seamkit._guardrails.GuardContext.chat`, so
 the agent's chat middlewares (budget, retry, tracing) see it and its usage is added to the run's.
 
 The request asks for a structured verdict: ``ChatRequest.output_schema`` is
 :data:`VERDICT_SCHEMA` (``{"reason": str, "category": str|null, "violates": bool}``; with
 ``categories`` configured, ``category`` is one of them or null). Providers that constrain decoding
 with it (llama.cpp's grammar, OpenAI's structured outputs) always produce that shape; the reply is
-parsed strictly either way (:func:`seamkit.schemas.parse_json`, then a strict pydantic model).
+parsed strictly either way (:func:`seamkit._schemas.parse_json`, then a strict pydantic model).
 ``reason`` comes first on purpose: a model that writes its reason before the boolean decides
 with the reason in view (small models flip the boolean otherwise).
 
-- ``violates: true`` -> :func:`~seamkit.guardrails.block` with a reason naming the category.
-- ``violates: false`` -> :data:`~seamkit.guardrails.ALLOW`.
+- ``violates: true`` -> :func:`~seamkit._guardrails.block` with a reason naming the category.
+- ``violates: false`` -> :data:`~seamkit._guardrails.ALLOW`.
 - A reply that is not such an object (cut off at ``max_tokens``, prose, wrong types) raises
   :class:`ModerationReplyError`; a provider failure raises what the provider raises. The host
   then fails closed (the run stops with ``GuardrailTripped(failed=True)``) unless the guard is
@@ -91,7 +91,7 @@ def parse_answer(text: str, categories: list[str] | None = None) -> ModerationAn
 
 
 def build_model(slot: ModelSlot, *, at: str = "model", registry: Registry | None = None) -> LLMPort:
-    """Build the provider named by ``slot`` (:func:`seamkit.slots.build_nested`). Raises
+    """Build the provider named by ``slot`` (:func:`seamkit._slots.build_nested`). Raises
     :class:`~seamkit.errors.ConfigError` located at ``at`` (unknown provider, invalid parameters)
     or :class:`~seamkit.errors.PluginError` (it cannot be built)."""
     model: LLMPort = build_nested("provider", slot, at=at, registry=registry)

@@ -1,4 +1,4 @@
-"""The guarded fetcher: :class:`GuardedFetcher` (a :class:`~seamkit.ports.FetchPort`) and its
+"""The guarded fetcher: :class:`GuardedFetcher` (a :class:`~seamkit._ports.FetchPort`) and its
 :class:`FetchResult`.
 
 One fetch, in order:
@@ -189,7 +189,7 @@ class _Inflater:
 
 class GuardedFetcher:
     """Fetches ``http`` / ``https`` URLs as text under an egress policy (see the module doc).
-    Implements :class:`~seamkit.ports.FetchPort`.
+    Implements :class:`~seamkit._ports.FetchPort`.
 
     ``policy``: an :class:`~seamkit_guardrails_web.urls.EgressPolicy` (``None`` raises
     ``TypeError``); ``config``: the limits (a :class:`~seamkit_guardrails_web.config.FetchConfig`;
@@ -234,7 +234,7 @@ class GuardedFetcher:
         return any(fnmatch.fnmatchcase(media_type, pattern) for pattern in self._text_types)
 
     async def fetch(self, url: str, *, timeout: float | None = None) -> str:  # noqa: ASYNC109 - port contract
-        """The page at ``url`` as text (the :class:`~seamkit.ports.FetchPort` contract); see
+        """The page at ``url`` as text (the :class:`~seamkit._ports.FetchPort` contract); see
         :meth:`fetch_result` for what is raised."""
         return (await self.fetch_result(url, timeout=timeout)).text
 

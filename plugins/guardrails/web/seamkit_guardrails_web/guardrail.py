@@ -33,8 +33,8 @@ class EgressGuardrail(ToolCallEgress):
     name = "egress"
 
     async def check_tool_call(self, call: ToolCall, guard: GuardContext) -> Verdict:
-        """:data:`~seamkit.guardrails.ALLOW` when every URL argument of ``call`` may go out
-        (or it has none); :func:`~seamkit.guardrails.block` naming the argument, the URL and
+        """:data:`~seamkit._guardrails.ALLOW` when every URL argument of ``call`` may go out
+        (or it has none); :func:`~seamkit._guardrails.block` naming the argument, the URL and
         why, otherwise. ``guard.tool`` is the tool's schema (``None`` for an unknown tool: then
         only ``url_arguments`` names are checked).
 

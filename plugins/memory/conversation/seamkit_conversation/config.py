@@ -66,7 +66,7 @@ class ComposeConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     budget_tokens: int = Field(default=8000, ge=64, le=10_000_000,
-                               description="Most input tokens of the composed messages (seamkit.tokens estimate)")
+                               description="Most input tokens of the composed messages (seamkit._tokens estimate)")
     system: str | None = Field(default=None, min_length=1,
                                description="A system message put first (the answering agent's own prompt "
                                "comes before all of these)")

@@ -7,9 +7,9 @@
                   -> ...     /                                    \\-> remember
 
 Services, read from the step's run (``ctx.run.services``), by the names the configs give:
-``model`` (an :class:`~seamkit.ports.LLMPort`: ``contextualize`` and ``complete``), ``vectors``
-(a :class:`~seamkit.ports.VectorPort`) and ``embeddings`` (an
-:class:`~seamkit.ports.EmbeddingPort`: ``recall`` and ``remember``, through
+``model`` (an :class:`~seamkit._ports.LLMPort`: ``contextualize`` and ``complete``), ``vectors``
+(a :class:`~seamkit._ports.VectorPort`) and ``embeddings`` (an
+:class:`~seamkit._ports.EmbeddingPort`: ``recall`` and ``remember``, through
 :class:`seamkit_retrieval.VectorMemory`'s metadata layout, so what ``remember`` stores is what a
 ``vector_memory`` grounding source over the same store retrieves). A step whose service is absent
 has nothing to do and says so with an empty result, never an error, so a step waiting for it never
@@ -18,9 +18,9 @@ hangs: ``recall`` -> ``{"blocks": []}``, ``remember`` -> ``{}``, ``complete`` ->
 store without embeddings, or the reverse) is a configuration mistake and raises.
 
 Every step returns a mapping, never a list: a list would fan out (see
-:mod:`seamkit.workflows.model`).
+:mod:`seamkit.workflows._model`).
 
-Model calls go through an :class:`~seamkit.runtime.invoker.Invoker` in the step's run (``meta``
+Model calls go through an :class:`~seamkit._runtime.invoker.Invoker` in the step's run (``meta``
 ``{"purpose": "conversation.<step>"}``) and their usage counts as the workflow's
 (:meth:`~seamkit.workflows.StepContext.add_usage`). Provider errors fail the step (the workflow
 resumes it); a reply that is not the JSON asked for is read as plain text (see each step).
@@ -319,7 +319,7 @@ def build_compose(cfg: ComposeConfig) -> Step:
     ``messages``: the ``system`` message (when configured), then one system message with the
     gathered blocks (``heading``, then ``[id] text`` per block; none when there are no blocks),
     then the history turns kept, then the person's message: the task an ``agent_step`` answers
-    (its own prompt comes first). ``tokens`` is the :func:`seamkit.tokens.estimate_message_tokens`
+    (its own prompt comes first). ``tokens`` is the :func:`seamkit._tokens.estimate_message_tokens`
     sum of ``messages`` (``tokenizer_model``'s tokenizer when registered).
 
     Within ``budget_tokens``, older turns give way first: the newest turns are kept while they fit

@@ -1,4 +1,4 @@
-"""Sentence-transformers embeddings: the :class:`~seamkit.ports.EmbeddingPort` of the
+"""Sentence-transformers embeddings: the :class:`~seamkit._ports.EmbeddingPort` of the
 ``sentence_transformers`` memory component.
 
 Importing this module (and building the component) is cheap: torch and sentence-transformers are
@@ -105,7 +105,7 @@ def _load(model_dir: Path, device: str) -> tuple[Any, threading.Lock]:
 
 
 class SentenceTransformerEmbeddings:
-    """An :class:`~seamkit.ports.EmbeddingPort` on a local sentence-transformers model.
+    """An :class:`~seamkit._ports.EmbeddingPort` on a local sentence-transformers model.
 
     ``dimensions`` is the vector length (384 for the default all-MiniLM-L6-v2). ``embed(texts)``
     returns one ``list[float]`` per text, in order; with ``normalize`` (the default) every vector

@@ -1,4 +1,4 @@
-"""Configuration of ``use: vector_memory`` (light: pydantic and seamkit.slots only)."""
+"""Configuration of ``use: vector_memory`` (light: pydantic and seamkit._slots only)."""
 
 from __future__ import annotations
 

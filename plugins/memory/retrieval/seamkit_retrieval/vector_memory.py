@@ -1,8 +1,8 @@
-"""seamkit-retrieval's retrieval from an embedding model and a vector store: a :class:`~seamkit.grounding.MemorySource`
+"""seamkit-retrieval's retrieval from an embedding model and a vector store: a :class:`~seamkit._grounding.MemorySource`
 built from the two ports, and Markdown chunking for indexing documents.
 
 :class:`VectorMemory` stores each chunk's text and source key as vector metadata, so a query
-returns :class:`~seamkit.grounding.MemoryItem` values with their provenance (``origin``
+returns :class:`~seamkit._grounding.MemoryItem` values with their provenance (``origin``
 ``"recorded"``: they come from documents, not from a model). Light: no heavy import; the
 embedding and vector backends are plugins (``seamkit-embeddings-st``, ``seamkit-vector-sqlite``).
 """
@@ -94,8 +94,8 @@ def _split(content: str, max_chars: int) -> list[str]:
 
 
 class VectorMemory:
-    """A :class:`~seamkit.grounding.MemorySource` over an :class:`~seamkit.ports.EmbeddingPort`
-    and a :class:`~seamkit.ports.VectorPort`. ``index(scope, chunks)`` embeds and stores chunks
+    """A :class:`~seamkit._grounding.MemorySource` over an :class:`~seamkit._ports.EmbeddingPort`
+    and a :class:`~seamkit._ports.VectorPort`. ``index(scope, chunks)`` embeds and stores chunks
     (the id is the source key, so indexing again replaces); ``retrieve(query, scope=, k=)``
     returns the ``k`` nearest chunks as items, best first, with the vector store's score."""
 

@@ -1,1 +1,1 @@
-"""seamkit-vector-sqlite: a :class:`~seamkit.ports.VectorPort` on SQLite with sqlite-vec."""
+"""seamkit-vector-sqlite: a :class:`~seamkit._ports.VectorPort` on SQLite with sqlite-vec."""

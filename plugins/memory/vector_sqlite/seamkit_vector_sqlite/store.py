@@ -1,4 +1,4 @@
-"""The sqlite-vec backend: a :class:`~seamkit.ports.VectorPort` on one SQLite file.
+"""The sqlite-vec backend: a :class:`~seamkit._ports.VectorPort` on one SQLite file.
 
 Layout
 ------

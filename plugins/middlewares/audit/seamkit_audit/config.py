@@ -1,4 +1,4 @@
-"""Config model of the ``audit`` middleware (imports only pydantic and seamkit.slots)."""
+"""Config model of the ``audit`` middleware (imports only pydantic and seamkit._slots)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ StoreSlot = NestedSlot
 class AuditConfig(BaseModel):
     """Parameters of ``use: audit``.
 
-    ``store``: a store slot (:class:`~seamkit.slots.ComponentSlot`), resolved and validated when the
+    ``store``: a store slot (:class:`~seamkit._slots.ComponentSlot`), resolved and validated when the
     composition loads; absent: the run's checkpoint store (``ctx.effects.store``), and nothing is
     recorded (a warning is logged once) when the run has none. ``namespace``: prefix of the store
     keys (one list per run: ``<namespace>:<run id>``). ``digest_key``: a secret (write it as

@@ -114,14 +114,14 @@ def _error(exc: BaseException) -> str:
 
 class Audit:
     """The ``audit`` middleware (see the module doc). ``store``: a
-    :class:`~seamkit.ports.StorePort`, or ``None`` for the run's checkpoint store
+    :class:`~seamkit._ports.StorePort`, or ``None`` for the run's checkpoint store
     (``ctx.effects.store``); ``namespace``: key prefix; ``digest_key``: the secret key of the
     arguments' HMAC (``None``: a plain SHA-256). Calling it (``mw(call, next)``) yields what
     the rest of the chain yields and raises what it raises; recording never raises."""
 
     kinds = frozenset({"chat", "tool"})
     #: placed inside a cache (``memoize`` listed before it) it would miss the calls answered there;
-    #: the composition warns about that order (:func:`seamkit.middleware.hidden_calls`)
+    #: the composition warns about that order (:func:`seamkit._middleware.hidden_calls`)
     sees_every_call = True
 
     def __init__(self, store: Any = None, *, namespace: str = "audit", digest_key: bytes | None = None) -> None:

@@ -1,4 +1,4 @@
-"""Config model of the ``budget`` middleware (imports only pydantic, seamkit.slots and the standard library)."""
+"""Config model of the ``budget`` middleware (imports only pydantic, seamkit._slots and the standard library)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ __all__ = ["BudgetConfig"]
 
 def _exact_usd(value: Any) -> Any:
     """A USD amount from a string, an integer or a ``Decimal``, greater than 0; floats are refused
-    as inexact (:func:`seamkit.pricing.parse_usd`)."""
+    as inexact (:func:`seamkit._pricing.parse_usd`)."""
     return parse_usd(value, "max_cost_usd", positive=True)
 
 
@@ -28,7 +28,7 @@ class BudgetConfig(BaseModel):
     refusing them; they are not counted and the result records a warning.
     ``default_max_tokens``: the output tokens reserved for a request without ``max_tokens``.
     ``max_tracked_runs``: how many idle run ledgers are kept (least recently used ones are dropped).
-    ``store``: a store slot (:class:`~seamkit.slots.ComponentSlot`); set, the ceiling's ledger is
+    ``store``: a store slot (:class:`~seamkit._slots.ComponentSlot`); set, the ceiling's ledger is
     kept in that store and shared by every process using it (amounts in whole nano-dollars, so the
     ceiling may have at most 9 decimal places). ``ledger``: the shared ledger's key (default: each
     run tree's root run id). ``namespace``: prefix of the store keys.

@@ -3,7 +3,7 @@ by at most one in-flight reservation (see Admission below).
 
 How a chat call goes through it (tool calls are not wrapped):
 
-1. **Price.** ``call.model.price`` (a :class:`~seamkit.pricing.Price`) prices the call. A model
+1. **Price.** ``call.model.price`` (a :class:`~seamkit._pricing.Price`) prices the call. A model
    with no ``price`` attribute (or a call with no model) is *local* (costs nothing: always
    admitted, never charged). A model
    whose ``price`` is ``None`` is *unpriced*: under a USD ceiling it is refused with
@@ -158,7 +158,7 @@ class BudgetMiddleware:
     ``ValueError`` as inexact; must be > 0). ``allow_unpriced``: admit unpriced models.
     ``default_max_tokens``: output tokens reserved when a request sets no ``max_tokens``.
     ``max_tracked_runs``: idle ledgers kept (least recently used dropped first).
-    ``store``: a :class:`~seamkit.ports.StorePort` to keep the ceiling's ledger in, shared with
+    ``store``: a :class:`~seamkit._ports.StorePort` to keep the ceiling's ledger in, shared with
     every process using the same store (see *Shared mode* in the module doc); ``None`` (default):
     in this instance's memory. ``ledger``: the shared ledger's key (default: the root run id of
     each call's run); ``namespace``: prefix of its store keys. The ceiling of a shared ledger must

@@ -1,4 +1,4 @@
-"""A budget ledger kept in a :class:`~seamkit.ports.StorePort`, shared by every process (and
+"""A budget ledger kept in a :class:`~seamkit._ports.StorePort`, shared by every process (and
 machine) that names the same store and ledger key.
 
 Amounts are integers in nano-dollars (:mod:`seamkit_budget.units`). A ledger ``L`` in scope

@@ -1,4 +1,4 @@
-"""Configuration model of the ``compaction`` middleware (light: pydantic and seamkit.slots only)."""
+"""Configuration model of the ``compaction`` middleware (light: pydantic and seamkit._slots only)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ CompactorSlot = NestedSlot
 
 
 class CompactionConfig(BaseModel):
-    """``compaction``: compacts a chat request whose estimate (:func:`seamkit.tokens.estimate_tokens`,
+    """``compaction``: compacts a chat request whose estimate (:func:`seamkit._tokens.estimate_tokens`,
     tokens) is over the budget with ``compactor``.
 
     The budget is ``budget_tokens``, or ``budget_fraction`` of the model's context window
     (``context_tokens``, else the model's ``context_window`` attribute or its config's ``n_ctx``).
     Exactly one of ``budget_tokens`` and ``budget_fraction`` is set. ``compactor`` is a compactor
-    slot (:class:`~seamkit.slots.ComponentSlot`): loading a composition resolves it and validates its
+    slot (:class:`~seamkit._slots.ComponentSlot`): loading a composition resolves it and validates its
     parameters (and the slots nested in them, e.g. a summariser's ``model``), located at
     ``agent.middlewares[i].compactor``."""
 

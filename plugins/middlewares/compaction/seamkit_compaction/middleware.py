@@ -2,7 +2,7 @@
 
 For each chat call (tool calls are not wrapped):
 
-1. **Check.** The request's estimate (:func:`seamkit.tokens.estimate_tokens`: messages, tool
+1. **Check.** The request's estimate (:func:`seamkit._tokens.estimate_tokens`: messages, tool
    schemas, output schema) is compared with the budget (``budget_tokens``, or ``budget_fraction``
    of the model's context window). Within it: the request goes on unchanged.
 2. **Reuse.** When this run has a stored summary (see 4) and the request's messages after the
@@ -10,7 +10,7 @@ For each chat call (tool calls are not wrapped):
    Now within the budget: this request goes on.
 3. **Compact.** Otherwise the compactor rewrites the messages with a budget of the budget minus
    what is not messages (tool schemas, output schema, reply priming), in the run's context. The
-   rewrite is checked with :func:`seamkit.compaction.check_invariants`; an empty rewrite, or one that
+   rewrite is checked with :func:`seamkit._compaction.check_invariants`; an empty rewrite, or one that
    breaks an invariant, is **refused**: the request goes on as it was before the compactor (step 2
    applied) and the result carries ``Delta(warning="compaction refused: ...")`` saying why.
    Exceptions of the compactor (a summariser's provider error) propagate.
@@ -26,7 +26,7 @@ count is the original messages not sent verbatim; the tokens are request estimat
 that changed nothing gives ``"compaction: <name> left the request as it was (...)"``), plus
 ``"compaction: <note>"`` for each warning the compactor noted in
 ``ctx.state["seamkit.compaction.notes"]`` during the call. A run's ``tracer`` service
-(:class:`~seamkit.ports.TracePort`) gets one ``compaction`` span per compaction, with its outcome.
+(:class:`~seamkit._ports.TracePort`) gets one ``compaction`` span per compaction, with its outcome.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def _changed(before: Sequence[Message], after: Sequence[Message]) -> int:
 
 class Compaction:
     """The ``compaction`` middleware (see the module doc). ``config``: a :class:`CompactionConfig`.
-    ``compactor``: the :class:`~seamkit.compaction.CompactorPort` to use (default: built from
+    ``compactor``: the :class:`~seamkit._compaction.CompactorPort` to use (default: built from
     ``config.compactor`` through ``registry``, the process-wide one by default). Raises
     :class:`~seamkit.errors.ConfigError` located at ``compactor`` when it names an unknown
     compactor or invalid parameters."""

@@ -1,4 +1,4 @@
-"""Config model of the ``memoize`` middleware (imports only pydantic and seamkit.slots)."""
+"""Config model of the ``memoize`` middleware (imports only pydantic and seamkit._slots)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ StoreSlot = NestedSlot
 class MemoizeConfig(BaseModel):
     """Parameters of ``use: memoize``.
 
-    ``store``: a store slot (:class:`~seamkit.slots.ComponentSlot`), resolved and validated when the
+    ``store``: a store slot (:class:`~seamkit._slots.ComponentSlot`), resolved and validated when the
     composition loads; absent: the run's checkpoint store (``ctx.effects.store``, set when the
     agent has ``checkpoints:``), and calls pass through uncached when the run has none.
     ``ttl``: seconds an answer is kept (``None``: until deleted). ``namespace``: prefix of the

@@ -1,7 +1,7 @@
 """The cache key of a model call: a SHA-256 of its canonical request.
 
 **In the key** (everything that is sent to the model and can change its answer):
-``provider`` and ``model`` (of the :class:`~seamkit.ports.LLMPort` the chain ends at), every
+``provider`` and ``model`` (of the :class:`~seamkit._ports.LLMPort` the chain ends at), every
 message (its role and every content block: text, images (their bytes as a SHA-256 digest, or
 their URL), tool calls (id, name, arguments), tool results (call id, name, content, error flag,
 images), reasoning (text, signature, provider, model)), the advertised ``tools`` (name,

@@ -22,7 +22,7 @@ How a chat call goes through it (tool calls are not wrapped):
    tool call (id, name, arguments JSON), then one delta with the model, the
    finish reason and a usage whose tokens are the original call's, ``requests`` 0, ``cost``
    ``Decimal(0)`` and ``cost_source`` ``"cache"``. The ``budget`` middleware charges a usage its
-   ``cost`` (0), and :func:`seamkit.pricing.price_usage` leaves a ``cache`` cost alone, so a hit
+   ``cost`` (0), and :func:`seamkit._pricing.price_usage` leaves a ``cache`` cost alone, so a hit
    is never charged. Place ``memoize`` before ``budget`` (outer) so that a hit is not even
    reserved against the ceiling. Warnings of the original call are not replayed (they were
    reported to the run that made it; those of middlewares inside this one, such as ``budget``'s
@@ -139,7 +139,7 @@ def _cancelled_here() -> bool:
 
 class Memoize:
     """The ``memoize`` chat middleware (see the module doc). ``store``: a
-    :class:`~seamkit.ports.StorePort`, or ``None`` to use the run's checkpoint store
+    :class:`~seamkit._ports.StorePort`, or ``None`` to use the run's checkpoint store
     (``ctx.effects.store``); ``ttl``: seconds (``None``: no expiry); ``namespace``: key prefix.
 
     ``hits`` / ``misses`` count calls answered from the store / by the rest of the chain (this
@@ -149,7 +149,7 @@ class Memoize:
 
     kinds = frozenset({"chat"})
     #: a hit is answered here: middlewares listed after this one (inside it) never see it; list
-    #: ``audit`` before ``memoize`` to audit hits too (see :func:`seamkit.middleware.hidden_calls`)
+    #: ``audit`` before ``memoize`` to audit hits too (see :func:`seamkit._middleware.hidden_calls`)
     answers_without_next = True
 
     def __init__(self, store: Any = None, *, ttl: float | None = None, namespace: str = "memoize") -> None:

@@ -12,11 +12,11 @@ Parts: text ``{"type": "text", "content"}``; a tool call ``{"type": "tool_call",
 (base64).
 
 Masking (what is still hidden when content is captured): every value under a key whose name looks
-secret (:func:`seamkit.composition.models.is_secret_name`: ``api_key``, ``token``,
+secret (:func:`seamkit.composition._models.is_secret_name`: ``api_key``, ``token``,
 ``password``...) in tool-call arguments, at any depth, becomes ``***``; then every credential the
 :class:`Masker` knows (the models' API keys and headers from their ``secrets()``, the exporter's
 header values) is replaced by ``***`` wherever it appears in the text, also when cut short
-(:class:`seamkit.cli.scrub.TextScrubber`). Each captured text (a text part, a tool result, a
+(:class:`seamkit._cli.scrub.TextScrubber`). Each captured text (a text part, a tool result, a
 string in tool arguments, an inline image's base64) is cut to ``content_max_chars`` characters
 (:func:`clip`). Lone surrogates, which UTF-8 (and so OTLP) cannot
 carry, are written as ``\\uXXXX`` escapes (:func:`utf8`).

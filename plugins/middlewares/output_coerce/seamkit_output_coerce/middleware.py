@@ -9,7 +9,7 @@ While the model streams
     possible (``max_repairs`` > 0): that text is held back until it validates (see below), because
     a caller folds all the text of one call into one message and a repaired answer must replace
     the first one, not follow it. After a text delta the text so far is partial-parsed
-    (:func:`partial_parser`: the ``seamkit.schemas`` adapter's ``partial_parse`` when that module
+    (:func:`partial_parser`: the ``seamkit._schemas`` adapter's ``partial_parse`` when that module
     is installed, else ``pydantic_core.from_json(..., allow_partial=True)``; a leading Markdown code
     fence is skipped) and ``Delta(partial_output=value)`` is yielded **only when the value changed**
     since the last one yielded. To bound the cost on long answers the buffer is parsed again only
@@ -18,13 +18,13 @@ While the model streams
     loop turns each such delta into a ``StreamEvent`` of kind ``partial_output``.
 
 At the end of the stream
-    The text is validated with :meth:`seamkit.agent.output.OutputSpec.parse` for the request's
+    The text is validated with :meth:`seamkit._agent.output.OutputSpec.parse` for the request's
     schema (``jsonschema``; a code fence is stripped and strict-mode ``null`` members of optional
     properties are dropped first). When it validates, the held text is yielded as one delta.
 
     When it does not, up to ``max_repairs`` corrective calls are made: ``next`` is called again
     with the request's messages extended by the assistant's reply and a user message listing the
-    validation problems (``seamkit.agent.loop.CORRECTIVE_TEMPLATE``), and ``meta["output_repair"]``
+    validation problems (``seamkit._agent.loop.CORRECTIVE_TEMPLATE``), and ``meta["output_repair"]``
     set to the attempt number (1, 2, ...). A corrective reply's text is held back too; its
     partials are yielded as it streams; its reasoning is dropped. How a caller sees a successful
     repair, in order: ``Delta(warning="output_coerce: the answer did not match the output schema

@@ -51,5 +51,5 @@ async def sleep_unless_cancelled(ctx: RunContext, seconds: float) -> None:
 
 
 def model_label(model: Any) -> str:
-    """``provider:model`` of an :class:`~seamkit.ports.LLMPort` (``?`` for missing parts)."""
+    """``provider:model`` of an :class:`~seamkit._ports.LLMPort` (``?`` for missing parts)."""
     return f"{getattr(model, 'provider', None) or '?'}:{getattr(model, 'model', None) or '?'}"

@@ -1,5 +1,5 @@
 """Configuration models of the resilience middlewares (light: pydantic, seamkit.errors and
-seamkit.slots only).
+seamkit._slots only).
 
 Failure classes are the values of :class:`seamkit.errors.FailureClass`. Transient ones
 (``rate_limited``, ``overloaded``, ``server_error``, ``timeout``) are the defaults everywhere.
@@ -111,7 +111,7 @@ class FallbackConfig(BaseModel):
     """``fallback``: when the model fails with an ``on`` class before its first token, the same
     request goes to the ``to`` models in order; the first that answers wins.
 
-    Each ``to`` entry is a provider slot (:class:`~seamkit.slots.ComponentSlot`): loading a
+    Each ``to`` entry is a provider slot (:class:`~seamkit._slots.ComponentSlot`): loading a
     composition resolves its name and validates its parameters with the provider's config model,
     located at ``agent.middlewares[i].to[j]``, before anything is built."""
 

@@ -13,11 +13,11 @@ The answer carries ``Delta(warning="fallback: <provider>:<model> failed (<class>
 model's deltas (so its usage and cost are what is reported). Deltas that are not tokens are held
 back until the first token, so a failed model leaves nothing behind.
 
-The ``to`` entries are provider slots (:class:`~seamkit.slots.ComponentSlot`): loading a
+The ``to`` entries are provider slots (:class:`~seamkit._slots.ComponentSlot`): loading a
 composition (``seamkit validate``) resolves them and validates their parameters, located at
 ``agent.middlewares[i].to[j]``. They are checked again when the middleware is built (problems
 raise :class:`~seamkit.errors.ConfigError` located at ``to.<i>``); each is built on
-first use, through ``seamkit.plugins.registry.get_registry().resolve("provider", use).build(params)``.
+first use, through ``seamkit._plugins.registry.get_registry().resolve("provider", use).build(params)``.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class Fallback:
                 f"on={[c.value for c in self.config.on]})")
 
     def model(self, index: int) -> Any:
-        """The ``index``-th fallback :class:`~seamkit.ports.LLMPort`, built on first use.
+        """The ``index``-th fallback :class:`~seamkit._ports.LLMPort`, built on first use.
         Raises :class:`~seamkit.errors.ConfigError` / :class:`~seamkit.errors.PluginError` when it
         cannot be built."""
         m = self._models[index]

@@ -26,7 +26,7 @@ Rules (every decision reads :attr:`~seamkit.errors.ProviderError.failure_class`,
   Jitter"): ``uniform(0, min(max_delay_s, base_delay_s * 2 ** (n - 1)))`` seconds. The requested
   delay is ``ProviderError.retry_delay(call.ctx.clock.now())``: a ``Retry-After`` HTTP date is
   measured against the run's clock, not the wall clock.
-- All waiting goes through ``call.ctx.clock`` (a :class:`~seamkit.ports.ClockPort`) and is cut
+- All waiting goes through ``call.ctx.clock`` (a :class:`~seamkit._ports.ClockPort`) and is cut
   short by the run's cancellation token.
 - After ``max_attempts`` tries the last error is raised, with a note saying how many tries were made.
 """

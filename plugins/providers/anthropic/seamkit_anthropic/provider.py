@@ -142,10 +142,10 @@ def _check_event(kind: Any, data: Mapping[str, Any]) -> str | None:
 
 
 class AnthropicProvider:
-    """An :class:`~seamkit.ports.LLMPort` for one Claude model.
+    """An :class:`~seamkit._ports.LLMPort` for one Claude model.
 
     ``provider`` is ``"anthropic"``, ``model`` the configured model id, ``price`` its
-    :class:`~seamkit.pricing.Price` (``None`` when unknown), ``capabilities`` what it accepts.
+    :class:`~seamkit._pricing.Price` (``None`` when unknown), ``capabilities`` what it accepts.
     ``client`` (an ``httpx.AsyncClient``) is for tests and custom transports; by default a pooled
     client shared per event loop is used. ``stream`` raises
     :class:`~seamkit.errors.UnsupportedFeature` before sending and
@@ -187,7 +187,7 @@ class AnthropicProvider:
 
     @property
     def features(self) -> frozenset[str]:
-        """What this model and API can do, as :data:`seamkit.ports.PROVIDER_FEATURES` names:
+        """What this model and API can do, as :data:`seamkit._ports.PROVIDER_FEATURES` names:
         ``system_prompt``, ``tools``, ``tool_call_ids``, ``parallel_tool_calls``,
         ``structured_output`` (native, or through a forced tool) and ``service`` always;
         ``reasoning`` with a thinking mode, ``temperature`` with sampling, ``images`` with the

@@ -24,7 +24,7 @@ answer against the canonical schema in every case).
 A tool's images on a text-only model (``caps.images`` off) are not refused: the images in a user
 turn were put there by the caller, who can remove them, but a tool's images arrive mid-run and a
 run must not fail because a tool returned a screenshot. The tool result's text is sent with the
-note of :mod:`seamkit.tool_images` in their place ("[1 image left out (image/png, 2,048 bytes):
+note of :mod:`seamkit._tool_images` in their place ("[1 image left out (image/png, 2,048 bytes):
 this model does not take images]"), and a warning says so.
 """
 
@@ -80,7 +80,7 @@ class Prepared:
     name of the synthetic ``output_tool`` when structured output goes through a forced tool,
     ``output_wrap``: the property the answer is wrapped in (a root that is not an object), and
     ``tool_wraps``: tool name -> the property its arguments are wrapped in (unwrap both from the
-    stream with :func:`seamkit.schema_wrap.unwrap_deltas`)."""
+    stream with :func:`seamkit._schema_wrap.unwrap_deltas`)."""
 
     body: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
@@ -148,7 +148,7 @@ def _tool_result(block: ToolResult, images: bool) -> dict[str, Any]:
     """The ``tool_result`` block for ``block``: ``content`` a string (left out when empty), or,
     for a result with images on a model that takes them (``images``), an array of a ``text`` block
     (when there is text) and one ``image`` block per image, in order. Without ``images`` the
-    result's images are named in the text instead (:func:`~seamkit.tool_images.text_with_images_note`)."""
+    result's images are named in the text instead (:func:`~seamkit._tool_images.text_with_images_note`)."""
     out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.call_id}
     if block.images and images:
         text = [{"type": "text", "text": block.content}] if block.content else []

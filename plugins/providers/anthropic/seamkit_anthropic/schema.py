@@ -26,7 +26,7 @@ Nothing is refused on the way to the wire (``request.py`` chooses the route):
 
 - :func:`native_plan` compiles for ``output_config.format`` after rewriting a root that is not an
   object (``A | B``: a root ``anyOf``; a list; a scalar) into an object with one property
-  (:mod:`seamkit.schema_wrap`); what the dialect still cannot express raises
+  (:mod:`seamkit._schema_wrap`); what the dialect still cannot express raises
   :class:`AnthropicSchemaError` naming the construct and its canonical JSON path, and the caller
   falls back to the forced-tool route (or, where forced tool use is impossible, to the schema in
   the system prompt).
@@ -230,7 +230,7 @@ def to_tool_schema(
 @dataclass(frozen=True, slots=True)
 class SchemaPlan:
     """A schema ready for the wire: ``schema``; ``wrap_key``: the one property the canonical value
-    is wrapped in (unwrap the reply with :func:`seamkit.schema_wrap.unwrap_deltas`), else ``None``;
+    is wrapped in (unwrap the reply with :func:`seamkit._schema_wrap.unwrap_deltas`), else ``None``;
     ``warning``: the explicit degradation to report (the root rewrite), else ``None``."""
 
     schema: dict[str, Any]
@@ -258,7 +258,7 @@ def native_plan(schema: Mapping[str, Any], *, provider: str | None = None, model
 
 def tool_input_plan(schema: Mapping[str, Any], *, what: str, tool: bool = True) -> SchemaPlan:
     """``schema`` as a tool ``input_schema`` (never raises): the canonical schema without
-    ``$schema``, after :func:`seamkit.schema_wrap.normalize_root` (``tool``: a real tool, whose
+    ``$schema``, after :func:`seamkit._schema_wrap.normalize_root` (``tool``: a real tool, whose
     arguments are an object by protocol; ``False`` for the forced answer tool, whose input is the
     answer) and wrapped when its root is not a plain object. ``what`` starts the warning
     (``"tool 'search' input_schema"``)."""

@@ -33,7 +33,7 @@ Rules:
   ``Tool error (<tool>): <content>``.
 - Images cannot be shown to this text model; each is replaced by ``[image omitted]`` (the
   provider reports a warning). The images a tool returned with its result are named after the
-  result's text with the note of :mod:`seamkit.tool_images` (``[1 image left out (image/png,
+  result's text with the note of :mod:`seamkit._tool_images` (``[1 image left out (image/png,
   2,048 bytes): this model does not take images]``; the provider reports a warning), so the model
   knows the result had more than it sees. Reasoning blocks are not sent back.
 - The prompt ends with an open ``<start_of_turn>model`` turn.

@@ -356,7 +356,7 @@ class _Settings:
 
 
 class LlamaCppProvider:
-    """An :class:`~seamkit.ports.LLMPort` running a GGUF model in this process.
+    """An :class:`~seamkit._ports.LLMPort` running a GGUF model in this process.
 
     ``provider`` is ``"llamacpp"``; ``model`` the GGUF file name. The model loads on the first
     call, not here. ``tokens_generated`` counts the tokens this provider sampled so far.
@@ -369,7 +369,7 @@ class LlamaCppProvider:
 
     provider = PROVIDER
     features: frozenset[str] = frozenset({"system_prompt", "tools", "structured_output", "temperature"})
-    """What it can do (:data:`seamkit.ports.PROVIDER_FEATURES` names): system text is prepended to
+    """What it can do (:data:`seamkit._ports.PROVIDER_FEATURES` names): system text is prepended to
     the first user turn, tools and output schemas are enforced by a grammar (one tool call per
     reply: no ``parallel_tool_calls``; the Gemma format has no call ids: no ``tool_call_ids``). No
     ``images`` (left out with a warning), ``reasoning``, ``credential`` or ``service``."""
@@ -382,7 +382,7 @@ class LlamaCppProvider:
 
     def count_tokens(self, text: str) -> int:
         """The exact number of tokens of ``text`` for this provider's model (tokens; no BOS,
-        special-token markup counted as plain text): the ``seamkit.tokens`` tokenizer
+        special-token markup counted as plain text): the ``seamkit._tokens`` tokenizer
         registered for :attr:`model`, so ``estimate_tokens(request, model=provider.model)`` is
         exact for the text it counts. Loads only the model's vocabulary (once per process, about
         a second). A text longer than ``TOKENIZE_PIECE`` characters is tokenized in pieces cut
@@ -403,7 +403,7 @@ class LlamaCppProvider:
         return f"LlamaCppProvider(model={self.model!r}, n_ctx={self.config.n_ctx})"
 
     async def chat(self, request: ChatRequest) -> LLMResult:
-        """The whole reply: :func:`seamkit.accumulate.collect_result` over :meth:`stream`."""
+        """The whole reply: :func:`seamkit._accumulate.collect_result` over :meth:`stream`."""
         return await collect_result(self.stream(request), provider=self.provider, model=self.model)
 
     def _settings(self, request: ChatRequest) -> tuple[_Settings, list[str]]:

@@ -11,7 +11,7 @@ Public API (stable; ``seamkit_openai.responses`` and ``seamkit_openai.chat`` bui
     ``https://api.openai.com/v1``), ``capabilities`` (:func:`capabilities_for` + config overrides),
     ``local`` and ``price``.
   * attributes ``provider``, ``model``, ``config``, ``base_url``, ``capabilities``, ``price``
-    (:class:`~seamkit.pricing.Price`; ``None`` when unpriced; zero for a local model), ``local`` (bool).
+    (:class:`~seamkit._pricing.Price`; ``None`` when unpriced; zero for a local model), ``local`` (bool).
   * ``url(path) -> str``: ``base_url + path`` (``path`` like ``"/chat/completions"``).
   * ``http_client() -> httpx.AsyncClient``: the injected client, else a pooled one
     (``seamkit_http.shared_client``, or a per-loop client of this provider when ``http2`` is set).
@@ -186,7 +186,7 @@ def unwraps_roots(stream: Callable[[Any, ChatRequest], AsyncIterator[Delta]]
                   ) -> Callable[[Any, ChatRequest], AsyncIterator[Delta]]:
     """Decorate a provider's ``stream(request)`` so that the answer text and the arguments of tools
     whose schemas were sent wrapped (:meth:`OpenAIProviderBase.root_wraps`) come out unwrapped
-    (:func:`seamkit.schema_wrap.unwrap_deltas`); a request with nothing wrapped streams as is."""
+    (:func:`seamkit._schema_wrap.unwrap_deltas`); a request with nothing wrapped streams as is."""
 
     @functools.wraps(stream)
     def wrapper(self: OpenAIProviderBase, request: ChatRequest) -> AsyncIterator[Delta]:
@@ -239,7 +239,7 @@ class OpenAIProviderBase:
 
     @property
     def features(self) -> frozenset[str]:
-        """What this model and API can do, as :data:`seamkit.ports.PROVIDER_FEATURES` names, from
+        """What this model and API can do, as :data:`seamkit._ports.PROVIDER_FEATURES` names, from
         :attr:`capabilities`: ``system_prompt`` and ``service`` always; ``tools``,
         ``tool_call_ids`` and ``parallel_tool_calls`` with ``tools``; ``structured_output`` with
         ``json_schema`` or ``json_object``; ``reasoning``, ``images`` and ``temperature`` with the

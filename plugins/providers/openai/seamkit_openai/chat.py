@@ -25,7 +25,7 @@ image:"``) and its ``image_url`` parts (``data:`` URLs for inline bytes). It com
 tool messages of the turn, because every tool message must directly follow the assistant message
 with the ``tool_calls`` (or another tool message). A model that takes no images (capability
 ``images`` off) gets no such message: its tool message says that the images were left out
-(:mod:`seamkit.tool_images`), with a warning; it is not refused, as a run must not fail because a
+(:mod:`seamkit._tool_images`), with a warning; it is not refused, as a run must not fail because a
 tool returned a picture. Chat Completions cannot take reasoning back: ReasoningBlocks are not sent (a warning when a
 block with a signature from another provider/model is dropped).
 
@@ -245,7 +245,7 @@ def chat_messages(
 
 
 class OpenAIChatProvider(OpenAIProviderBase):
-    """An :class:`~seamkit.ports.LLMPort` over Chat Completions (see the module doc).
+    """An :class:`~seamkit._ports.LLMPort` over Chat Completions (see the module doc).
 
     ``OpenAIChatProvider(config, client=None, environ=None)``. Raises
     :class:`~seamkit.errors.UnsupportedFeature` before dispatch for settings or schema constructs the

@@ -23,7 +23,7 @@ Request mapping (:meth:`OpenAIResponsesProvider.body`):
   array of ``input_text`` / ``input_image`` / ``input_file`` (SDK
   ``types/responses/response_input_item_param.py`` ``FunctionCallOutput.output:
   Union[str, ResponseFunctionCallOutputItemListParam]``). A model that takes no images
-  (capability ``images`` off) gets the text with the note of :mod:`seamkit.tool_images` instead,
+  (capability ``images`` off) gets the text with the note of :mod:`seamkit._tool_images` instead,
   and a warning: not a refusal, as a run must not fail because a tool returned a picture.
 - :class:`~seamkit.values.ReasoningBlock` written by this component and model (a dated snapshot
   of the model counts as the model) -> the ``reasoning`` items it came from (``id``, ``summary``,
@@ -32,7 +32,7 @@ Request mapping (:meth:`OpenAIResponsesProvider.body`):
 - ``tools`` -> function tools (``strict: true`` only when strict compilation changes nothing,
   else ``strict: false``: the API's default is strict; a warning when strict mode cannot express
   the parameters; a root that is not an object is wrapped and the arguments unwrapped, see
-  ``seamkit.schema_wrap``); ``tool_choice`` ``auto`` / ``required`` /
+  ``seamkit._schema_wrap``); ``tool_choice`` ``auto`` / ``required`` /
   ``none`` / ``{"type": "function", "name": ...}``; ``output_schema`` -> ``text.format``
   (``json_schema``, strict-compiled, or with ``strict: false`` and a warning where strict mode
   cannot express it, or ``json_object`` with the schema added to ``instructions``,
@@ -175,7 +175,7 @@ def _obj(obj: Mapping[str, Any], key: str) -> Mapping[str, Any]:
 
 
 class OpenAIResponsesProvider(OpenAIProviderBase):
-    """An :class:`~seamkit.ports.LLMPort` over the Responses API (see the module doc).
+    """An :class:`~seamkit._ports.LLMPort` over the Responses API (see the module doc).
 
     ``OpenAIResponsesProvider(config, client=None, environ=None)``: ``client`` an
     ``httpx.AsyncClient`` to send with (tests inject one over ``seamkit_http.ReplayTransport``);

@@ -8,7 +8,7 @@ Public API (stable):
   against the canonical schema afterwards, so dropping only loosens decoding, never the contract).
 - :func:`plan_schema(schema, *, strict, tool=False, what=..., ...) -> SchemaPlan`: how a canonical
   schema goes on the wire, never refused: its root rewritten into an object when the dialect needs
-  one (:mod:`seamkit.schema_wrap`), strict-compiled when asked and possible, else sent as written
+  one (:mod:`seamkit._schema_wrap`), strict-compiled when asked and possible, else sent as written
   with ``strict: false`` and one warning naming the construct and its JSON path.
 - :func:`schema_name(schema) -> str`: a ``response_format.json_schema.name`` / ``text.format.name``
   for the schema (its ``title`` reduced to ``[A-Za-z0-9_-]{1,64}``, else ``"output"``).
@@ -367,7 +367,7 @@ class SchemaPlan:
 
     ``schema``: the schema to send. ``strict``: send it with ``strict: true``. ``wrap_key``: the one
     property the canonical value is wrapped in (the root was rewritten; unwrap the reply with
-    :func:`seamkit.schema_wrap.unwrap_deltas`), else ``None``. ``warnings``: explicit degradations,
+    :func:`seamkit._schema_wrap.unwrap_deltas`), else ``None``. ``warnings``: explicit degradations,
     canonical JSON paths: the dropped keywords of a strict compilation (one line each) and at most one
     line for a root rewrite and/or the non-strict fallback. ``optional_made_nullable``: as in
     :class:`StrictSchema` (0 when not strict)."""
@@ -401,7 +401,7 @@ def plan_schema(schema: Mapping[str, Any], *, strict: bool, tool: bool = False, 
 
     - The root: for a tool's parameters (``tool``) or a strict output schema, a root that is not a
       plain object schema (``anyOf`` / ``oneOf`` / ``allOf`` / ``$ref``, an array or scalar type) is
-      wrapped (:func:`seamkit.schema_wrap.wrap_root`): OpenAI's "Supported schemas": "Root objects
+      wrapped (:func:`seamkit._schema_wrap.wrap_root`): OpenAI's "Supported schemas": "Root objects
       must not be anyOf and must be an object", and function ``parameters`` must be ``type:
       object`` in any mode. A non-strict output schema (an OpenAI-compatible server) is sent as
       written.
@@ -461,5 +461,5 @@ def drop_optional_nulls(value: Any, schema: Mapping[str, Any]) -> Any:
     """``value`` (decoded from a strict reply) with ``null`` removed from each object property that
     ``schema`` (the canonical one) leaves optional and that does not itself allow ``null``, so the
     canonical schema validates what strict mode produced. The host does this before validating any
-    typed output (:func:`seamkit.agent.output.drop_absent_nulls`); this is that function."""
+    typed output (:func:`seamkit._agent.output.drop_absent_nulls`); this is that function."""
     return drop_absent_nulls(plain_schema(value), plain_schema(schema))

@@ -80,7 +80,7 @@ def _query_pairs(query: str) -> list[tuple[str, str]]:
 
 def _query_secrets(query: str) -> list[tuple[str, str]]:
     """The ``(raw, decoded)`` values of ``query``'s parameters named like a secret
-    (:func:`~seamkit.composition.models.is_secret_name`: ``password``, ``token``, ``auth``...)."""
+    (:func:`~seamkit.composition._models.is_secret_name`: ``password``, ``token``, ``auth``...)."""
     from urllib.parse import unquote_plus
 
     from seamkit.plugin import is_secret_name
@@ -96,7 +96,7 @@ def _query_secrets(query: str) -> list[tuple[str, str]]:
 def mask_url(url: str) -> str:
     """``url`` with its secrets replaced by ``***``: the userinfo password, and the value of every
     query parameter named like a secret (``?password=...``, ``&token=...``; see
-    :func:`~seamkit.composition.models.is_secret_name`). A text that does not parse as a URL is
+    :func:`~seamkit.composition._models.is_secret_name`). A text that does not parse as a URL is
     ``***`` as a whole (it may hold a secret where nothing can find it)."""
     from seamkit.plugin import is_secret_name
 

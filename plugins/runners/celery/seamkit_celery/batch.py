@@ -461,7 +461,7 @@ async def run_batch(
     """Enqueue the inputs of ``items`` not enqueued before (``requeue``: also those recorded as
     enqueued that have no checkpoint, e.g. after the broker lost its messages), then poll ``cp``
     until every run is done, failed or suspended, or ``timeout_s`` seconds have passed.
-    ``state`` is filled in as it goes. ``store``: the :class:`~seamkit.ports.StorePort` that
+    ``state`` is filled in as it goes. ``store``: the :class:`~seamkit._ports.StorePort` that
     remembers what was enqueued (the checkpoints' store). Uses
     :func:`~seamkit_celery.task.submit` (``check=False``: the caller checked the composition;
     ``record=False``: the batch keeps its own records).

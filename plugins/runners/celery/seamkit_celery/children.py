@@ -1,5 +1,5 @@
 """Agent tools' child runs on the queue: :class:`CeleryChildRuns`, the
-:class:`~seamkit.agent.child_runs.ChildRunDispatcher` every delivery installs in the run it runs.
+:class:`~seamkit._agent.child_runs.ChildRunDispatcher` every delivery installs in the run it runs.
 
 An agent tool written with ``queue: true`` (or ``queue: {name: Q}``) in a run a worker executes
 hands each child to it. It:
@@ -81,7 +81,7 @@ class CeleryChildRuns:
         return f"CeleryChildRuns(file={self.file!r})"
 
     async def run_child(self, request: ChildRunRequest, ctx: RunContext) -> ChildRunOutcome:
-        """See :meth:`~seamkit.agent.child_runs.ChildRunDispatcher.run_child`. Raises
+        """See :meth:`~seamkit._agent.child_runs.ChildRunDispatcher.run_child`. Raises
         :class:`~seamkit.errors.ToolError` when the child agent has no checkpointer or its run id
         was sent before with another spec, :class:`~seamkit.errors.InfrastructureUnavailable` when
         the broker cannot be reached (not the child's answer: the caller's run stops unfinished and
@@ -186,8 +186,8 @@ async def _latest(cp: Any, request: ChildRunRequest, ctx: RunContext) -> Any:
 
 
 def outcome(snap: Any) -> ChildRunOutcome:
-    """A child's :class:`~seamkit.agent.child_runs.ChildRunOutcome` from its latest checkpoint
-    (a finished or suspended :class:`~seamkit.durability.checkpointer.RunSnapshot`)."""
+    """A child's :class:`~seamkit._agent.child_runs.ChildRunOutcome` from its latest checkpoint
+    (a finished or suspended :class:`~seamkit._durability.checkpointer.RunSnapshot`)."""
     from seamkit_celery.task import outcome_of
 
     out = outcome_of(snap)

@@ -199,7 +199,7 @@ async def _check_store(agent: Any, file: str) -> None:
 
 
 def _build(composition: Any, name: str) -> Any:
-    """The agent ``name`` of ``composition``; :class:`~seamkit.cli.main.BuildFailed` when a
+    """The agent ``name`` of ``composition``; :class:`~seamkit._cli.main.BuildFailed` when a
     component fails to build."""
     from seamkit.composition import ComponentBuildError, build_agents
     from seamkit.plugin import BuildFailed
@@ -211,7 +211,7 @@ def _build(composition: Any, name: str) -> Any:
 
 
 def _build_workflow(composition: Any) -> Any:
-    """The workflow of ``composition``; :class:`~seamkit.cli.main.BuildFailed` when a component
+    """The workflow of ``composition``; :class:`~seamkit._cli.main.BuildFailed` when a component
     fails to build."""
     from seamkit.composition import ComponentBuildError, build_workflow
     from seamkit.plugin import BuildFailed
@@ -489,7 +489,7 @@ def cmd_runs_wait(args: argparse.Namespace) -> int:
 
 def _shown(text: str) -> str:
     """``text`` for a terminal: its lines (a reason can have several) each made
-    :func:`~seamkit.cli.render.visible`, the ones after the first indented, with a final newline."""
+    :func:`~seamkit._cli.render.visible`, the ones after the first indented, with a final newline."""
     from seamkit.plugin import visible
 
     lines = text.splitlines() or [""]

@@ -1,4 +1,4 @@
-"""The ``celery`` runner (:class:`~seamkit.runners.Runner`): ``seamkit resume RUN_ID`` on a run a
+"""The ``celery`` runner (:class:`~seamkit._runners.Runner`): ``seamkit resume RUN_ID`` on a run a
 worker started enqueues its continuation on the queue the run came from."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class CeleryRunner:
         return f"CeleryRunner(broker={mask_url(self.broker) if self.broker else None!r})"
 
     def requeue(self, request: RequeueRequest) -> str:
-        """See :meth:`seamkit.runners.Runner.requeue`. Raises ``ValueError`` when no broker is
+        """See :meth:`seamkit._runners.Runner.requeue`. Raises ``ValueError`` when no broker is
         configured, :class:`~seamkit_celery.app.QueueUnavailable` when it cannot be reached, and
         what :func:`~seamkit_celery.task.load_checked` raises for a file that cannot run on the queue."""
         import asyncio

@@ -2,7 +2,7 @@
 
 Every run ``seamkit submit`` (or :func:`~seamkit_celery.task.submit` with ``check=True``) sends,
 and every child run an agent tool with ``queue:`` sends, gets a *send record* in the checkpoint
-store of its composition (:class:`~seamkit.ports.StorePort`, scope ``Scope()``, as ``seamkit
+store of its composition (:class:`~seamkit._ports.StorePort`, scope ``Scope()``, as ``seamkit
 batch`` keeps its own records). Keys::
 
     seamkit-sent:<run id>                   the record: a SendRecord.to_value() dict
@@ -20,7 +20,7 @@ any wait for a lost message (the point of the record) and as long as a person pl
 ``seamkit runs wait`` on a run id. A checkpointed run no longer needs its record (its checkpoints
 say more), so nothing removes it early.
 
-The index exists because a :class:`~seamkit.ports.StorePort` cannot enumerate keys: the worker's
+The index exists because a :class:`~seamkit._ports.StorePort` cannot enumerate keys: the worker's
 :class:`Sweeper` reads the last :data:`INDEX_WINDOW_S` (one hour) of minute buckets of the
 queues it consumes. A bucket is created by ``append`` (which sets no TTL); the first sweep that
 sees a bucket closed (two minutes old) rewrites it with the runs not yet settled (unstarted, or
@@ -267,7 +267,7 @@ async def record_send(store: Any, spec: Mapping[str, Any], queue: str | None, *,
 async def refuse_other_checkpoints(port: Any, spec: Mapping[str, Any]) -> None:
     """Raise :class:`SpecConflict` when ``spec``'s run already has checkpoints written from another
     composition file or by another agent (their metadata says which). ``port``: the store's
-    :class:`~seamkit.ports.CheckpointPort` side."""
+    :class:`~seamkit._ports.CheckpointPort` side."""
     stored = await port.latest(str(spec["run_id"]))
     if stored is None:
         return
@@ -396,7 +396,7 @@ class Sweeper:
     unknown); ``store``: the composition's store (both sides: StorePort and CheckpointPort).
 
     A run whose latest checkpoint is ``running`` with a void lease
-    (:func:`~seamkit.durability.checkpointer.lease_void`: released, expired, or its owner a process
+    (:func:`~seamkit._durability.checkpointer.lease_void`: released, expired, or its owner a process
     on this host that is gone) on every sweep for at least ``requeue_after_s`` seconds, unchanged
     (so on two sweeps or more), and whose latest send is as old, gets a continuation message (a
     resume spec for the same run id, :func:`~seamkit_celery.task.make_spec` with no task): its
@@ -510,7 +510,7 @@ class Sweeper:
 
 def _stuck(voids: dict[str, tuple[int, float]], run_id: str, record: Any, t: float, after_s: float) -> bool:
     """Whether the ``running`` checkpoint ``record`` of ``run_id`` has had a void lease
-    (:func:`~seamkit.durability.checkpointer.lease_void`), unchanged, on every sweep for at least
+    (:func:`~seamkit._durability.checkpointer.lease_void`), unchanged, on every sweep for at least
     ``after_s`` seconds (so on two sweeps or more); ``voids`` keeps since when (updated)."""
     from seamkit.plugin import lease_void
 

@@ -554,7 +554,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def outcome_of(snap: Any) -> dict[str, Any]:
-    """A run's outcome from its latest checkpoint (a :class:`~seamkit.durability.checkpointer.RunSnapshot`):
+    """A run's outcome from its latest checkpoint (a :class:`~seamkit._durability.checkpointer.RunSnapshot`):
     ``run_id``, ``status``, ``stop_reason``, ``output`` (JSON), ``error``, ``detail`` (why it
     waits or stopped) and ``pending_approvals`` (``[{call_id, tool, arguments}]``)."""
     st = snap.state
@@ -594,7 +594,7 @@ def _continues(spec: Mapping[str, Any], snap: Any, decisions: Mapping[str, Any] 
 def _metadata(spec: Mapping[str, Any]) -> dict[str, Any]:
     """The checkpoint metadata of a run a worker starts: its file, the runner that started it and
     the queue it came from (``seamkit resume`` enqueues its continuation there; see
-    :mod:`seamkit.runners`)."""
+    :mod:`seamkit._runners`)."""
     from seamkit.plugin import QUEUE_KEY, QUEUED_KEY
 
     from seamkit_celery.sent import TASK_DIGEST_KEY, task_digest

@@ -161,7 +161,7 @@ class _SchemaBuilder:
 
 
 class AttrsSchemaAdapter(BaseSchemaAdapter):
-    """A :class:`~seamkit.schemas.SchemaAdapter` for an attrs class (or a type expression with
+    """A :class:`~seamkit._schemas.SchemaAdapter` for an attrs class (or a type expression with
     attrs classes inside).
 
     ``validate``: JSON data to instances; raises :class:`~seamkit.errors.OutputValidationError`

@@ -1,7 +1,7 @@
 """The ``dataclass`` schema flavour: standard-library dataclasses, described and validated through
 pydantic's ``TypeAdapter`` (which understands them natively; nested dataclasses, ``Optional``,
 lists, enums and dates included). Pydantic dataclasses belong to the ``pydantic`` flavour, which
-:func:`seamkit.schemas.adapt` asks first."""
+:func:`seamkit._schemas.adapt` asks first."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ __all__ = ["DataclassFlavour", "DataclassSchemaAdapter", "build"]
 
 
 class DataclassSchemaAdapter(BaseSchemaAdapter):
-    """A :class:`~seamkit.schemas.SchemaAdapter` for one dataclass.
+    """A :class:`~seamkit._schemas.SchemaAdapter` for one dataclass.
 
     ``validate``: JSON data (a ``dict``) or an instance to an instance; raises
     :class:`~seamkit.errors.OutputValidationError` with one ``"path: message"`` problem per error.

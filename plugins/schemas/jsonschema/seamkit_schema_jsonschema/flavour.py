@@ -2,7 +2,7 @@
 returned as plain JSON data, validated with ``jsonschema``.
 
 The schema is checked once, when the adapter is built, with
-:meth:`seamkit.agent.output.OutputSpec.from_json_schema` (metaschema, ``pattern`` regexes, every
+:meth:`seamkit._agent.output.OutputSpec.from_json_schema` (metaschema, ``pattern`` regexes, every
 ``$ref`` resolvable inside the schema itself). Validation uses an empty ``referencing`` registry,
 so a remote ``$ref`` is never fetched.
 """
@@ -24,7 +24,7 @@ __all__ = ["JsonSchemaAdapter", "JsonSchemaFlavour", "build"]
 
 
 class JsonSchemaAdapter(BaseSchemaAdapter):
-    """A :class:`~seamkit.schemas.SchemaAdapter` for a raw JSON Schema; ``python_type`` is the
+    """A :class:`~seamkit._schemas.SchemaAdapter` for a raw JSON Schema; ``python_type`` is the
     schema (a plain ``dict``).
 
     ``validate`` returns the JSON data itself when it conforms, else raises

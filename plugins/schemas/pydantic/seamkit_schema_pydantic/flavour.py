@@ -23,7 +23,7 @@ def problems_of(exc: pydantic.ValidationError) -> list[str]:
 
 
 class PydanticSchemaAdapter(BaseSchemaAdapter):
-    """A :class:`~seamkit.schemas.SchemaAdapter` over a pydantic ``TypeAdapter``.
+    """A :class:`~seamkit._schemas.SchemaAdapter` over a pydantic ``TypeAdapter``.
 
     ``validate`` takes JSON data (lax mode: ISO date strings, enum values, lists for tuples) and
     returns the typed value; ``serialize`` is ``dump_python(mode="json")``. Errors:

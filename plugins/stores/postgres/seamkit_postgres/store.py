@@ -1,4 +1,4 @@
-"""The ``postgres`` store: :class:`~seamkit.ports.StorePort` and :class:`~seamkit.ports.CheckpointPort`
+"""The ``postgres`` store: :class:`~seamkit._ports.StorePort` and :class:`~seamkit._ports.CheckpointPort`
 on PostgreSQL through psycopg 3 and an async connection pool.
 
 - Constructing a :class:`PostgresStore` is cheap and does not connect. The first operation (and the
@@ -18,7 +18,7 @@ on PostgreSQL through psycopg 3 and an async connection pool.
   (``seamkit stores setup``): versioned migrations recorded in ``<schema>.migrations``, applied
   under an advisory lock so concurrent setups are safe. Before setup every operation raises
   StoreUnavailable saying so.
-- Key-value values are :mod:`seamkit.durability.codec` text; expiry uses the server's clock
+- Key-value values are :mod:`seamkit._durability.codec` text; expiry uses the server's clock
   (``now()``), resolution one microsecond.
 - A checkpoint save is one SQL statement (one round trip; the new log entries travel as one
   binary ``text[]`` parameter, byte for byte): it moves the run's version from

@@ -3,7 +3,7 @@
 Key layout (``P`` is the store's prefix; run ids and keys go last so every key is unambiguous):
 
 - ``P:kv:<namespace>:<key>``: a StorePort value (codec text in a string, or a list of codec
-  texts after ``append``). ``<namespace>`` is :func:`~seamkit.durability.records.scope_namespace`,
+  texts after ``append``). ``<namespace>`` is :func:`~seamkit._durability.records.scope_namespace`,
   which never contains ``:``.
 - ``P:cp:meta:<run>``: hash ``latest`` (version), ``status``, ``parent`` of the latest version.
 - ``P:cp:rec:<run>``: hash version -> ``"<log length> <entry count>\\n<header JSON>"``.

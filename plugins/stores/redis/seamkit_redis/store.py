@@ -1,7 +1,7 @@
-"""The Redis backend: :class:`RedisStore`, a :class:`~seamkit.ports.StorePort` and a
-:class:`~seamkit.ports.CheckpointPort` on redis-py's asyncio client.
+"""The Redis backend: :class:`RedisStore`, a :class:`~seamkit._ports.StorePort` and a
+:class:`~seamkit._ports.CheckpointPort` on redis-py's asyncio client.
 
-- Values are codec text (:mod:`seamkit.durability.codec`); TTLs are native (``PX``,
+- Values are codec text (:mod:`seamkit._durability.codec`); TTLs are native (``PX``,
   millisecond resolution). ``increment`` is a compare-and-set in Lua (exact for any size of
   integer, keeps the TTL); ``append`` pushes onto a Redis list.
 - A checkpoint ``save`` is one Lua script: it checks the run's latest version and writes the

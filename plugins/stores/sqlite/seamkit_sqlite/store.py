@@ -1,5 +1,5 @@
-"""The SQLite backend: one object that is both a :class:`~seamkit.ports.StorePort` and a
-:class:`~seamkit.ports.CheckpointPort`, on one database file.
+"""The SQLite backend: one object that is both a :class:`~seamkit._ports.StorePort` and a
+:class:`~seamkit._ports.CheckpointPort`, on one database file.
 
 Concurrency model
 -----------------

@@ -47,7 +47,7 @@ CLOSE_TIMEOUT = 8.0
 STDERR_LIMIT = 8192
 
 #: HTTP headers (lower case) whose values are masked in messages, whatever
-#: :func:`~seamkit.composition.models.is_secret_name` says of their names.
+#: :func:`~seamkit.composition._models.is_secret_name` says of their names.
 SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key"})
 
 #: Characters of the stderr tail put into a message (the newest ones).
@@ -159,9 +159,9 @@ class ServerSpec:
     @classmethod
     def of(cls, config: McpConfig) -> ServerSpec:
         """The spec of ``config``; the values masked are those of ``env`` variables and
-        ``headers`` whose name says they hold a secret (:func:`~seamkit.composition.models.is_secret_name`,
+        ``headers`` whose name says they hold a secret (:func:`~seamkit.composition._models.is_secret_name`,
         or a header in :data:`SECRET_HEADERS`) and that are at least
-        :data:`~seamkit.composition.models.MIN_SECRET_LENGTH` characters long: masking every
+        :data:`~seamkit.composition._models.MIN_SECRET_LENGTH` characters long: masking every
         value, however short, garbles messages (``env: {DEBUG: x}`` would mask each "x"). Values
         written as ``${VAR}`` in YAML are masked wherever seamkit prints, whatever their name."""
         from seamkit.plugin import MIN_SECRET_LENGTH, is_secret_name

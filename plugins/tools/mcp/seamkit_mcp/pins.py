@@ -6,7 +6,7 @@ A tool's *definition digest* is the SHA-256 of the canonical JSON (sorted keys, 
 what it left out). The annotations are in it because ``readOnlyHint`` decides whether calls need
 approval: a tool that turns itself read-only must not skip approvals silently.
 
-Pins live in a store (:class:`~seamkit.ports.StorePort`: the run's ``"store"`` service, else
+Pins live in a store (:class:`~seamkit._ports.StorePort`: the run's ``"store"`` service, else
 the agent's checkpoint store through its effect ledger, else a dict of this process), under the
 scope ``Scope(tenant="seamkit.mcp.pins:<tenant>")`` and the key ``json.dumps([server, tool])``,
 as ``{"digest": ..., "definition": {...}}``; and under ``json.dumps([server, "*"])`` the names

@@ -51,7 +51,7 @@ PROG = "seamkit"
 
 def parse_http_address(text: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:PORT`` for an IPv6 host) as ``(host, port)``. Raises
-    :class:`~seamkit.cli.main.UsageError` for anything else or a port outside 1-65535."""
+    :class:`~seamkit._cli.main.UsageError` for anything else or a port outside 1-65535."""
     from seamkit.plugin import UsageError
 
     host, sep, port_text = text.rpartition(":")
@@ -64,8 +64,8 @@ def parse_http_address(text: str) -> tuple[str, int]:
 
 def main(args: argparse.Namespace) -> int:
     """Serve FILE's entry agent until the client goes away (stdio) or the server is stopped.
-    Raises what the CLI reports: :class:`~seamkit.cli.main.UsageError` and
-    :class:`~seamkit.errors.ConfigError` (exit 2), :class:`~seamkit.cli.main.BuildFailed` (exit 1),
+    Raises what the CLI reports: :class:`~seamkit._cli.main.UsageError` and
+    :class:`~seamkit.errors.ConfigError` (exit 2), :class:`~seamkit._cli.main.BuildFailed` (exit 1),
     ``KeyboardInterrupt`` (130; SIGTERM: 143)."""
     from seamkit.plugin import BuildFailed, UsageError
 
@@ -113,7 +113,7 @@ def main(args: argparse.Namespace) -> int:
 async def _stopping_on_sigterm(serving: Any) -> None:
     """``await serving``, ended by SIGTERM the way asyncio ends a run on Ctrl-C: the serving task
     is cancelled (its cleanup runs: the SDK's task groups, the stores) and
-    :class:`~seamkit.cli.main.Terminated` is raised afterwards (exit 143). The CLI's own SIGTERM
+    :class:`~seamkit._cli.main.Terminated` is raised afterwards (exit 143). The CLI's own SIGTERM
     handler raises from whatever code the signal lands in, which inside the SDK's task groups can
     leave the shutdown waiting."""
     import signal
@@ -334,7 +334,7 @@ def _first_leaf(exc: BaseException) -> str:
 
 def _listen(host: str, port: int) -> socket.socket:
     """A socket bound to ``host:port`` (uvicorn listens on it). Raises
-    :class:`~seamkit.cli.main.UsageError` when it cannot be bound (in use, not an address here)."""
+    :class:`~seamkit._cli.main.UsageError` when it cannot be bound (in use, not an address here)."""
     from seamkit.plugin import UsageError
 
     try:

@@ -26,8 +26,8 @@ Two kinds of call:
 - a tool of the agent, called directly: NOT a run. It is not checkpointed, not in ``seamkit runs
   list``, cannot be resumed, and does not go through the effect ledger (a crash while it runs
   leaves no record of whether it took effect; a client's retry runs it again). It gets a fresh
-  :class:`~seamkit.runtime.context.RunContext` (its own run id, its own
-  :class:`~seamkit.runtime.resources.RunResources`, closed when the call ends) whose ``"store"``
+  :class:`~seamkit._runtime.context.RunContext` (its own run id, its own
+  :class:`~seamkit._runtime.resources.RunResources`, closed when the call ends) whose ``"store"``
   service is the agent's checkpoint store, when it has one (so that an MCP tool's pinned
   definitions are those ``seamkit run`` checks). What applies: the approval policy
   (``agent.approvals``; every policy other than ``never`` asks on every call: the server keeps no
@@ -138,7 +138,7 @@ def approval_message(agent: str, tool: str, arguments: Mapping[str, Any], policy
 
 class AgentServer:
     """The tools of ``agent`` (its own, less ``disabled_tools``) and, with ``agent_tool``, the
-    agent itself as a tool (:func:`seamkit.agent.as_tool.agent_tool`'s name, description and
+    agent itself as a tool (:func:`seamkit._agent.as_tool.agent_tool`'s name, description and
     input). ``secrets`` (the composition's ``${ENV}`` values) are masked in every result and
     question. ``metadata``: JSON scalars stored with the agent runs' checkpoints.
 

@@ -217,7 +217,7 @@ def _first_error(exc: Any) -> str:
 
 
 class McpTool:
-    """One tool of an MCP server as a :class:`~seamkit.ports.ToolPort`. ``server_name`` is the
+    """One tool of an MCP server as a :class:`~seamkit._ports.ToolPort`. ``server_name`` is the
     name the server knows it by; ``schema.name`` the (prefixed, cleaned, cut) name the model sees."""
 
     def __init__(self, link: McpServerLink, server_name: str, schema: ToolSchema) -> None:
@@ -234,7 +234,7 @@ class McpTool:
         return self._validator.validate(arguments)
 
     async def prepare(self, ctx: RunContext) -> str | None:
-        """Before the run's first model turn (see :class:`~seamkit.ports.ToolPort`): open the run's
+        """Before the run's first model turn (see :class:`~seamkit._ports.ToolPort`): open the run's
         session (the server starts now) and check this tool's pin, so that a definition that
         changed since it was approved is never shown to the model. ``None`` when the tool may be
         offered, else why not. A server that cannot be started leaves the tool offered: a call
@@ -282,7 +282,7 @@ class _HelperTool:
 
 
 class McpToolset:
-    """The tools of one MCP server (a :class:`~seamkit.ports.ToolsetPort`): ``tools`` in the
+    """The tools of one MCP server (a :class:`~seamkit._ports.ToolsetPort`): ``tools`` in the
     server's order, then the resource and prompt tools."""
 
     def __init__(self, link: McpServerLink, tools: Sequence[Any]) -> None:

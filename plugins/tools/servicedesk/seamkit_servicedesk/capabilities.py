@@ -8,7 +8,7 @@
   urgency, user and thread); provides ``request.ticket@1``, depending on ``service.match@1``.
 - ``request_status`` (read): requires ``request.ticket@1``; reads a ticket back.
 
-Tickets live in the run's ``store`` port (a :class:`~seamkit.ports.StorePort`) under the tenant's
+Tickets live in the run's ``store`` port (a :class:`~seamkit._ports.StorePort`) under the tenant's
 scope (``Scope(tenant=...)``): ``servicedesk:next_ticket`` (the counter) and
 ``servicedesk:ticket:<n>`` (the ticket: ``{"ticket", "service", "service_name", "team", "summary",
 "urgency", "status", "requester", "created_at"}``). A ticket opened for a user is found only by that

@@ -1,5 +1,5 @@
-"""Conformance suites for backends of :class:`~seamkit.ports.StorePort` and
-:class:`~seamkit.ports.CheckpointPort`, and for model providers (:class:`ProviderConformance`,
+"""Conformance suites for backends of :class:`~seamkit._ports.StorePort` and
+:class:`~seamkit._ports.CheckpointPort`, and for model providers (:class:`ProviderConformance`,
 see :mod:`pytest_seamkit.conformance.provider`; what a provider sends is recorded with
 :class:`Recorder` / :class:`RecordingTransport`, see :mod:`pytest_seamkit.conformance.wire`).
 

@@ -1,4 +1,4 @@
-"""The :class:`~seamkit.ports.CheckpointPort` conformance suite (see :mod:`pytest_seamkit.conformance`)."""
+"""The :class:`~seamkit._ports.CheckpointPort` conformance suite (see :mod:`pytest_seamkit.conformance`)."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ async def _snapshot(cp: Any, run_id: str) -> tuple[Any, ...]:
 
 
 class CheckpointConformance(_persist.DeclaredPersistence):
-    """Tests every :class:`~seamkit.ports.CheckpointPort` must pass. Subclass it and provide an
+    """Tests every :class:`~seamkit._ports.CheckpointPort` must pass. Subclass it and provide an
     async fixture ``checkpoints`` yielding a fresh, empty, isolated backend (closed afterwards); for
     a persistent backend also ``open_checkpoints`` (a callable opening another instance on the same
     location) and ``checkpoints_component`` (``(name, config)`` as YAML names it), see

@@ -1,4 +1,4 @@
-"""The conformance suite for model providers (:class:`~seamkit.ports.LLMPort`).
+"""The conformance suite for model providers (:class:`~seamkit._ports.LLMPort`).
 
 A provider plugin subclasses :class:`ProviderConformance` and provides the fixture
 ``make_provider`` returning ``make(scenario) -> LLMPort``: a fresh provider built with the
@@ -29,7 +29,7 @@ calls ``recorder.record(SentRequest(...))`` from a test double of its engine, or
 ``last_sent``. ``Recorder.last_sent`` is a method; the fixture is that bound method.
 
 Features: a provider declares what it can do in ``features`` (a ``frozenset[str]`` of
-:data:`seamkit.ports.PROVIDER_FEATURES` names; a provider without the attribute claims them all).
+:data:`seamkit._ports.PROVIDER_FEATURES` names; a provider without the attribute claims them all).
 A scenario needing an undeclared feature is skipped naming it; for the features a request can ask
 for (``tools``, ``images``, ``structured_output``, ``temperature``), a provider that does not declare
 one must raise :class:`~seamkit.errors.UnsupportedFeature` or report a warning when asked for it,
@@ -199,7 +199,7 @@ LastSent = Callable[[], SentRequest | None]
 
 def features_of(provider: object) -> frozenset[str]:
     """The features ``provider`` declares (its ``features`` attribute; every name of
-    :data:`~seamkit.ports.PROVIDER_FEATURES` when it has none)."""
+    :data:`~seamkit._ports.PROVIDER_FEATURES` when it has none)."""
     declared = getattr(provider, "features", None)
     return PROVIDER_FEATURES if declared is None else frozenset(declared)
 

@@ -1,4 +1,4 @@
-"""The :class:`~seamkit.ports.StorePort` conformance suite (see :mod:`pytest_seamkit.conformance`)."""
+"""The :class:`~seamkit._ports.StorePort` conformance suite (see :mod:`pytest_seamkit.conformance`)."""
 
 from __future__ import annotations
 
@@ -171,7 +171,7 @@ LOOKALIKE_KEYS: list[str] = _durable.LOOKALIKE_KEYS
 
 
 class StoreConformance(_persist.DeclaredPersistence):
-    """Tests every :class:`~seamkit.ports.StorePort` must pass. Subclass it and provide an async
+    """Tests every :class:`~seamkit._ports.StorePort` must pass. Subclass it and provide an async
     fixture ``store`` yielding a fresh, empty, isolated backend (closed afterwards); for a
     persistent backend also ``open_store`` (a callable opening another instance on the same
     location) and ``store_component`` (``(name, config)`` as YAML names it), see

@@ -8,7 +8,7 @@ characters of source code (``_code_sample.txt`` repeated), the issue's oversized
 ``big_blob_args`` is the degenerate one of the first test: a ``save`` call whose ``blob`` is
 ``"x" * 324000``.
 ``gemma_counts.json`` records what the Gemma 3 tokenizer of the bundled GGUF gives for each
-transcript, rendered the way :func:`seamkit.tokens.estimate_tokens` counts it (refreshed and
+transcript, rendered the way :func:`seamkit._tokens.estimate_tokens` counts it (refreshed and
 checked by tests/plugins/providers/llamacpp/test_llamacpp_tokens_accuracy.py).
 
 Loaded by file path (``importlib``) from the tests, which are not a package.

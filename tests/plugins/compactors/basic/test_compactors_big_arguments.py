@@ -7,9 +7,9 @@ import asyncio
 import logging
 
 import pytest
-from seamkit.compaction import NOTES_KEY, check_invariants, transcript_tokens
+from seamkit._compaction import NOTES_KEY, check_invariants, transcript_tokens
 from seamkit.testing import make_test_ctx
-from seamkit.testing.transcripts import big_tool_call_transcript
+from seamkit.testing._transcripts import big_tool_call_transcript
 from seamkit.values import Message, ToolCall, ToolResult
 from seamkit_compactors import SlidingWindowCompactor, ToolResultClearingCompactor, TruncationCompactor
 

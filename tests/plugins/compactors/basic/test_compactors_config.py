@@ -9,9 +9,9 @@ import textwrap
 import pytest
 import yaml
 from pydantic import ValidationError
-from seamkit.compaction import CompactorPort
+from seamkit._compaction import CompactorPort
+from seamkit._plugins.registry import get_registry
 from seamkit.errors import ConfigError
-from seamkit.plugins.registry import get_registry
 from seamkit_compactors import (
     SlidingWindowCompactor,
     SlidingWindowConfig,
@@ -82,7 +82,7 @@ def test_config_defaults_are_documented_and_frozen() -> None:
 def test_the_plugin_module_is_cheap_to_import() -> None:
     code = (
         "import sys, seamkit_compactors.plugin\n"
-        "heavy = [m for m in ('seamkit_compactors.compactors', 'seamkit_compactors.config', 'seamkit.compaction')"
+        "heavy = [m for m in ('seamkit_compactors.compactors', 'seamkit_compactors.config', 'seamkit._compaction')"
         " if m in sys.modules]\n"
         "print(heavy)\n"
     )

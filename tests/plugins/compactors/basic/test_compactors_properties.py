@@ -9,8 +9,8 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from seamkit.compaction import CompactorPort, check_invariants, split_leading_system, transcript_tokens, turn_units
-from seamkit.testing.transcripts import report_text, transcripts
+from seamkit._compaction import CompactorPort, check_invariants, split_leading_system, transcript_tokens, turn_units
+from seamkit.testing._transcripts import report_text, transcripts
 from seamkit.values import Message, ToolResult
 from seamkit_compactors import (
     SlidingWindowCompactor,

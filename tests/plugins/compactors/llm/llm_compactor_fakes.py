@@ -6,8 +6,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from hypothesis import strategies as st
-from seamkit.compaction import split_leading_system, transcript_tokens, turn_units
-from seamkit.middleware import Call, Next
+from seamkit._compaction import split_leading_system, transcript_tokens, turn_units
+from seamkit._middleware import Call, Next
 from seamkit.values import Message
 
 
@@ -26,7 +26,7 @@ class RecordingMiddleware:
 
 
 class RecordingTracer:
-    """A :class:`~seamkit.ports.TracePort` keeping ``(name, attributes, error)`` per ended span."""
+    """A :class:`~seamkit._ports.TracePort` keeping ``(name, attributes, error)`` per ended span."""
 
     def __init__(self) -> None:
         self.spans: list[tuple[str, dict[str, Any], BaseException | None]] = []

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from llm_compactor_fakes import RecordingMiddleware, budgets, filler
-from seamkit.compaction import CompactorPort, check_invariants, split_leading_system, transcript_tokens, turn_units
+from seamkit._compaction import CompactorPort, check_invariants, split_leading_system, transcript_tokens, turn_units
+from seamkit._plugins.registry import get_registry
 from seamkit.errors import ConfigError
-from seamkit.plugins.registry import get_registry
 from seamkit.testing import ScriptedModel, make_test_ctx
-from seamkit.testing.transcripts import transcripts
+from seamkit.testing._transcripts import transcripts
 from seamkit.values import ChatRequest, Message, ToolCall, ToolResult, freeze
 from seamkit_compactors_llm.config import ImportanceConfig
 from seamkit_compactors_llm.importance import ImportanceCompactor, parse_selection, selection_schema

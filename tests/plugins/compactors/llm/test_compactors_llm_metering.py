@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from llm_compactor_fakes import filler
 from seamkit import Agent
-from seamkit.pricing import Price
+from seamkit._pricing import Price
 from seamkit.testing import ScriptedModel, ScriptedTurn
 from seamkit.values import Usage
 from seamkit_budget.middleware import BudgetMiddleware

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from llm_compactor_fakes import RecordingMiddleware, RecordingTracer, budgets, filler
-from seamkit.compaction import (
+from seamkit._compaction import (
     CompactorPort,
     check_invariants,
     is_summary,
@@ -19,10 +19,10 @@ from seamkit.compaction import (
     transcript_tokens,
     turn_units,
 )
+from seamkit._plugins.registry import get_registry
 from seamkit.errors import ConfigError, FailureClass, ProviderError
-from seamkit.plugins.registry import get_registry
 from seamkit.testing import ScriptedModel, ScriptedTurn, make_test_ctx
-from seamkit.testing.transcripts import transcripts
+from seamkit.testing._transcripts import transcripts
 from seamkit.values import ChatRequest, Message, ReasoningBlock, TextBlock, ToolCall, ToolResult, Usage, freeze
 from seamkit_compactors_llm.config import SummarizationConfig
 from seamkit_compactors_llm.summarization import SummarizationCompactor

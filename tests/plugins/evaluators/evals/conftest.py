@@ -56,9 +56,9 @@ class Ran:
 @pytest.fixture
 def seamkit_eval(components: None, capsys: pytest.CaptureFixture[str], tmp_path: Path,
                  monkeypatch: pytest.MonkeyPatch) -> Callable[..., Ran]:
-    """``seamkit_eval(*args)``: ``seamkit eval ARGS`` in this process (``seamkit.cli.main.main``),
+    """``seamkit_eval(*args)``: ``seamkit eval ARGS`` in this process (``seamkit._cli.main.main``),
     in ``tmp_path``, with the test components registered."""
-    from seamkit.cli.main import main
+    from seamkit._cli.main import main
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("COLUMNS", raising=False)

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict
+from seamkit._evals import Attempt, EvalContext, Score
+from seamkit._hookspecs import hookimpl
+from seamkit._slots import ComponentSlot, NestedSlot, build_nested
+from seamkit._tools import tool
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.evals import Attempt, EvalContext, Score
-from seamkit.hookspecs import hookimpl
-from seamkit.slots import ComponentSlot, NestedSlot, build_nested
 from seamkit.testing import ScriptedModel, ScriptedTurn
-from seamkit.tools import tool
 from seamkit.values import ChatRequest, Message, Usage
 
 __test__ = False

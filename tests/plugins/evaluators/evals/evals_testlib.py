@@ -6,12 +6,12 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from seamkit.agent.result import AgentResult
+from seamkit._agent.result import AgentResult
+from seamkit._evals import Attempt, EvalCase, EvalContext
+from seamkit._plugins.registry import get_registry
 from seamkit.composition._check import Context, _ref_class, check_slot
 from seamkit.composition._yaml import parse_yaml
 from seamkit.errors import ConfigIssue
-from seamkit.evals import Attempt, EvalCase, EvalContext
-from seamkit.plugins.registry import get_registry
 from seamkit.testing import make_test_ctx
 from seamkit.values import LLMResult, Message, ToolCall, ToolResult, Usage
 

@@ -13,13 +13,13 @@ from evals_testlib import FREE, attempt, build, ectx, failed_attempt, located_is
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
-from seamkit.agent.agent import Agent
+from seamkit._agent.agent import Agent
+from seamkit._evals import Attempt, EvalCase, Evaluator, Score, evaluate
+from seamkit._grounding import MemoryItem, citation_id
+from seamkit._request.builder import RequestBuilder
+from seamkit._tools import tool
 from seamkit.errors import ConfigError
-from seamkit.evals import Attempt, EvalCase, Evaluator, Score, evaluate
-from seamkit.grounding import MemoryItem, citation_id
-from seamkit.request.builder import RequestBuilder
 from seamkit.testing import ScriptedModel
-from seamkit.tools import tool
 from seamkit.values import Message, Usage
 from seamkit_evals.checks import diff, lookup, same, to_plain
 
@@ -58,7 +58,7 @@ async def score(yaml_text: str, a: Attempt) -> Score:
 
 
 def test_every_evaluator_is_registered_with_its_config() -> None:
-    from seamkit.plugins.registry import get_registry
+    from seamkit._plugins.registry import get_registry
 
     reg = get_registry()
     names = {"exact", "contains", "regex", "json_schema", "output_equals", "tool_called", "max_cost",

@@ -58,7 +58,7 @@ def test_an_eval_runs_from_the_command_line(seamkit_subprocess: Eval, write: Wri
 
 def test_the_command_is_registered_cheaply(seamkit_subprocess: Eval) -> None:
     """``seamkit --help`` with seamkit-evals loaded lists ``eval`` and imports none of its heavy modules."""
-    code = ("import sys\nfrom seamkit.cli.main import main\nrc = main(['--help'])\n"
+    code = ("import sys\nfrom seamkit._cli.main import main\nrc = main(['--help'])\n"
             "heavy = [m for m in ('pydantic', 'rich', 'yaml', 'seamkit.composition', 'seamkit_evals.suite', "
             "'seamkit_evals.runner') if m in sys.modules]\nprint('HEAVY', heavy, rc, file=sys.stderr)\n")
     env = {**seamkit_subprocess.env, "SEAMKIT_LOAD_PLUGINS": "evals"}  # type: ignore[attr-defined]

@@ -15,15 +15,15 @@ from evals_testlib import attempt, build, failed_attempt, located_issues, with_t
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
+from seamkit._evals import Attempt, EvalContext, Score, evaluate
+from seamkit._middleware import Call, Next
+from seamkit._plugins.registry import get_registry
+from seamkit._ports import LLMPort
+from seamkit._runtime.invoker import Invoker
+from seamkit._tools.registry import ToolRegistry
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.evals import Attempt, EvalContext, Score, evaluate
-from seamkit.middleware import Call, Next
-from seamkit.plugins.registry import get_registry
-from seamkit.ports import LLMPort
-from seamkit.runtime.invoker import Invoker
 from seamkit.testing import ScriptedModel, make_test_ctx
-from seamkit.testing.models import ScriptedTurn
-from seamkit.tools.registry import ToolRegistry
+from seamkit.testing._models import ScriptedTurn
 from seamkit.values import ChatRequest, LLMResult, Usage, thaw
 from seamkit_evals.judge import VERDICT_SCHEMA, LLMJudge, Verdict, VerdictError, parse_verdict
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import evalrun_testlib
 import pytest
+from seamkit._evals import Attempt, EvalContext, Score
 from seamkit.composition import build_agents
-from seamkit.evals import Attempt, EvalContext, Score
 from seamkit.values import Message
 from seamkit_evals.results import AttemptResult, percentile
 from seamkit_evals.runner import EvalRunner, classify_error

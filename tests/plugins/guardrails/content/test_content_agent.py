@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel
-from seamkit.agent.agent import Agent
+from seamkit._agent.agent import Agent
+from seamkit._guardrails import Guard, GuardrailTripped
+from seamkit._tools import tool
 from seamkit.composition import build_agent, loads_composition
 from seamkit.errors import ConfigError
-from seamkit.guardrails import Guard, GuardrailTripped
 from seamkit.testing import ScriptedModel
-from seamkit.tools import tool
 from seamkit.values import StreamEvent, ToolResult, Usage
 from seamkit_guardrails_content.config import ModerationConfig, RedactConfig
 from seamkit_guardrails_content.framing import WrapToolOutput, parse_frame

@@ -12,10 +12,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from seamkit._guardrails import GuardContext
+from seamkit._runtime.context import RunContext
 from seamkit.composition import build_agent, loads_composition
 from seamkit.errors import ConfigError
-from seamkit.guardrails import GuardContext
-from seamkit.runtime.context import RunContext
 from seamkit.values import ToolCall, ToolResult
 from seamkit_guardrails_content.deny import Deny, DenyConfig
 
@@ -114,7 +114,7 @@ def test_a_point_the_guardrail_cannot_act_at_is_an_error_when_loaded(entry: str,
 
 def test_a_guardrail_built_for_a_point_it_cannot_act_at_is_refused_when_built() -> None:
     """The same check when building (a factory whose return type is not annotated is only known then)."""
-    from seamkit.composition.models import Composition
+    from seamkit.composition._models import Composition
 
     comp = loads_composition(textwrap.dedent("""
         seamkit: 1

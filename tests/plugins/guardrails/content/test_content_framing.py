@@ -15,8 +15,8 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from seamkit.guardrails import Guard, GuardContext
-from seamkit.runtime.context import RunContext
+from seamkit._guardrails import Guard, GuardContext
+from seamkit._runtime.context import RunContext
 from seamkit.values import ToolResult
 from seamkit_guardrails_content.config import WrapToolOutputConfig
 from seamkit_guardrails_content.framing import (

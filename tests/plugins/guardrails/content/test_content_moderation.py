@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 from pydantic import BaseModel, ValidationError
+from seamkit._guardrails import Guard, GuardContext
+from seamkit._plugins.registry import get_registry
+from seamkit._runtime.context import RunContext
 from seamkit.errors import ConfigError
-from seamkit.guardrails import Guard, GuardContext
-from seamkit.plugins.registry import get_registry
-from seamkit.runtime.context import RunContext
-from seamkit.testing.models import ScriptedModel
+from seamkit.testing._models import ScriptedModel
 from seamkit.values import ChatRequest, LLMResult, thaw
 from seamkit_guardrails_content.config import ModerationConfig
 from seamkit_guardrails_content.moderation import (

@@ -14,10 +14,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, ValidationError
+from seamkit._guardrails import Guard, GuardContext
+from seamkit._runtime.context import RunContext
 from seamkit.composition import loads_composition
 from seamkit.errors import ConfigError
-from seamkit.guardrails import Guard, GuardContext
-from seamkit.runtime.context import RunContext
 from seamkit.values import FrozenDict, ToolResult
 from seamkit_guardrails_content.config import RedactConfig
 from seamkit_guardrails_content.redact import Redact, Redactor, build_redact, find_matches, luhn_valid

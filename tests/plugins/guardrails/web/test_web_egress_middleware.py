@@ -9,12 +9,12 @@ from typing import Annotated, Any
 import pytest
 from egress_net import PRIVATE, PUBLIC, StubResolver
 from pydantic import BaseModel, Field, HttpUrl, StringConstraints
+from seamkit._guardrails import ALLOW, Guard, GuardContext
+from seamkit._runtime.invoker import Invoker
+from seamkit._tools.decorator import tool
+from seamkit._tools.registry import ToolRegistry
 from seamkit.errors import EffectNotApplied
-from seamkit.guardrails import ALLOW, Guard, GuardContext
-from seamkit.runtime.invoker import Invoker
 from seamkit.testing import ScriptedModel, make_test_ctx
-from seamkit.tools.decorator import tool
-from seamkit.tools.registry import ToolRegistry
 from seamkit.values import ToolCall
 from seamkit_guardrails_web.config import EgressConfig
 from seamkit_guardrails_web.errors import EgressRefused
@@ -246,9 +246,9 @@ class _NoDns:
 
 @pytest.mark.parametrize("resolver", [_NoDns(), StubResolver([])], ids=["no-dns", "no-address"])
 async def test_a_name_that_does_not_resolve_fails_the_guardrail_and_is_not_a_block(resolver: Any) -> None:
-    from seamkit.agent.guarding import check
+    from seamkit._agent.guarding import check
+    from seamkit._guardrails import GuardrailTripped
     from seamkit.errors import SeamkitError
-    from seamkit.guardrails import GuardrailTripped
 
     ran: list[str] = []
     summarise, _, _ = _tools(ran)

@@ -14,15 +14,15 @@ from typing import Any
 
 import pytest
 import seamkit_conversation.plugin
-from seamkit.agent.agent import Agent
-from seamkit.durability.checkpointer import Checkpointer
+from seamkit._agent.agent import Agent
+from seamkit._durability.checkpointer import Checkpointer
+from seamkit._plugins.ports_check import StepShape, port_problems
+from seamkit._plugins.registry import get_registry
+from seamkit._runtime.context import RunContext
+from seamkit._tokens import estimate_message_tokens
 from seamkit.errors import ConfigError, RunCancelled, StoreUnavailable
-from seamkit.plugins.ports_check import StepShape, port_problems
-from seamkit.plugins.registry import get_registry
-from seamkit.runtime.context import RunContext
-from seamkit.testing.memory_store import MemoryStore
-from seamkit.testing.models import ScriptedModel
-from seamkit.tokens import estimate_message_tokens
+from seamkit.testing._memory_store import MemoryStore
+from seamkit.testing._models import ScriptedModel
 from seamkit.values import Message, Scope, StreamEvent
 from seamkit.workflows import (
     START,
@@ -483,7 +483,7 @@ async def test_remember_runs_off_the_answers_path(build: Callable[..., Any], vec
 @pytest.mark.slow
 async def test_recall_finds_a_remembered_exchange_by_meaning_with_the_real_components(
         build: Callable[..., Any]) -> None:
-    from seamkit.testing.network import block_network
+    from seamkit.testing._network import block_network
 
     registry = get_registry()
     embeddings = registry.build("memory", "sentence_transformers", {})

@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-from seamkit.testing.network import block_network
+from seamkit.testing._network import block_network
 from seamkit_embeddings_st.config import SentenceTransformersConfig
 from seamkit_embeddings_st.embeddings import SentenceTransformerEmbeddings, build
 

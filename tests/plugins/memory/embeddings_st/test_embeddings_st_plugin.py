@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
+from seamkit._plugins.registry import get_registry
 from seamkit.errors import ConfigError
-from seamkit.plugins.registry import get_registry
 from seamkit_embeddings_st.config import SentenceTransformersConfig
 from seamkit_embeddings_st.embeddings import SentenceTransformerEmbeddings, default_model_dir
 
@@ -86,7 +86,7 @@ def test_plugin_config_and_building_do_not_import_torch() -> None:
         """
         import sys
         import seamkit_embeddings_st.plugin, seamkit_embeddings_st.config
-        from seamkit.plugins.registry import get_registry
+        from seamkit._plugins.registry import get_registry
         spec = get_registry().resolve("memory", "sentence_transformers")
         embedder = spec.build({})
         assert embedder.dimensions == 384

@@ -8,8 +8,8 @@ import os
 from pathlib import Path
 
 import pytest
+from seamkit._ports import EmbeddingPort
 from seamkit.errors import PluginError
-from seamkit.ports import EmbeddingPort
 from seamkit_embeddings_st.config import SentenceTransformersConfig
 from seamkit_embeddings_st.embeddings import SentenceTransformerEmbeddings, build, default_model_dir, read_dimensions
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from seamkit.grounding import MemorySource
+from seamkit._grounding import MemorySource
 from seamkit.values import Scope
 from seamkit_retrieval.vector_memory import VectorMemory, chunk_markdown
 

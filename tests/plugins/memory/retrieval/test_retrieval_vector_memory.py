@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from seamkit._grounding import MemorySource, citation_id
 from seamkit.composition import build_agent, load_composition
 from seamkit.errors import ConfigError
-from seamkit.grounding import MemorySource, citation_id
 from seamkit.values import Scope
 
 pytestmark = pytest.mark.slow

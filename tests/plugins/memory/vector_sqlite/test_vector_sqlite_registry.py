@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from seamkit.plugins.registry import load_registry
-from seamkit.ports import VectorPort
+from seamkit._plugins.registry import load_registry
+from seamkit._ports import VectorPort
 from seamkit.values import Scope
 from seamkit_vector_sqlite.config import VectorSqliteConfig
 from seamkit_vector_sqlite.store import SqliteVectorStore, build

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from seamkit._ports import VectorPort
 from seamkit.errors import StoreUnavailable, StoreValueError
-from seamkit.ports import VectorPort
 from seamkit.values import Scope
 from seamkit_vector_sqlite.store import SqliteVectorStore, VectorDimensionError
 

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 import seamkit_audit.plugin
 import seamkit_memoize.plugin
+from seamkit._middleware import Call, chain, collect, hidden_calls
 from seamkit.composition import build_agent, load_composition
-from seamkit.composition.build import middleware_order_issues
-from seamkit.middleware import Call, chain, collect, hidden_calls
+from seamkit.composition._build import middleware_order_issues
 from seamkit.testing import make_test_ctx
-from seamkit.testing.memory_store import MemoryStore
-from seamkit.testing.models import ScriptedModel
+from seamkit.testing._memory_store import MemoryStore
+from seamkit.testing._models import ScriptedModel
 from seamkit.values import ChatRequest, Message, Scope
 from seamkit_audit.middleware import Audit, read_records
 from seamkit_audit.show import format_record

@@ -9,10 +9,10 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from seamkit._middleware import Call, chain, collect, collect_one
 from seamkit.errors import FailureClass, ProviderError, StoreUnavailable
-from seamkit.middleware import Call, chain, collect, collect_one
 from seamkit.testing import make_test_ctx
-from seamkit.testing.memory_store import MemoryStore
+from seamkit.testing._memory_store import MemoryStore
 from seamkit.values import ChatRequest, Delta, Message, Scope, ToolCall, ToolRequest, ToolResult, Usage
 from seamkit_audit.middleware import Audit, arguments_digest, read_records
 

@@ -7,11 +7,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from decimal import Decimal
 from typing import Any
 
-from seamkit.accumulate import collect_result
+from seamkit._accumulate import collect_result
+from seamkit._middleware import Call, Middleware, chain
+from seamkit._pricing import Price
+from seamkit._runtime.context import RunContext
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.middleware import Call, Middleware, chain
-from seamkit.pricing import Price
-from seamkit.runtime.context import RunContext
 from seamkit.testing import make_test_ctx
 from seamkit.values import ChatRequest, Delta, LLMResult, Message, ToolCallDelta, Usage
 

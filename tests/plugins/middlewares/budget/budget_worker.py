@@ -18,7 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from budget_fakes import PRICE, PricedModel
-from seamkit.agent.agent import Agent
+from seamkit._agent.agent import Agent
 from seamkit.errors import BudgetExceeded
 from seamkit.testing import make_test_ctx
 from seamkit.values import ChatRequest

@@ -7,9 +7,9 @@ from decimal import Decimal
 
 import pytest
 from pydantic import ValidationError
+from seamkit._plugins.registry import get_registry
 from seamkit.composition import build_agent, composition_json_schema, loads_composition
 from seamkit.errors import ConfigError
-from seamkit.plugins.registry import get_registry
 from seamkit_budget import BudgetMiddleware
 from seamkit_budget.config import BudgetConfig
 

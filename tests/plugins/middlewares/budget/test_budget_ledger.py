@@ -10,13 +10,13 @@ from decimal import Decimal
 
 import pytest
 from budget_fakes import PRICE, LocalModel, PricedModel, request, runner, terminal, warnings_of
-from seamkit.agent.agent import Agent
+from seamkit._agent.agent import Agent
+from seamkit._middleware import Call, chain
+from seamkit._pricing import MILLION, Price
+from seamkit._tokens import estimate_tokens
+from seamkit._tools import tool
 from seamkit.errors import BudgetExceeded, ProviderError
-from seamkit.middleware import Call, chain
-from seamkit.pricing import MILLION, Price
 from seamkit.testing import make_test_ctx
-from seamkit.tokens import estimate_tokens
-from seamkit.tools import tool
 from seamkit.values import Delta, Usage
 from seamkit_budget import BudgetMiddleware
 

@@ -13,8 +13,8 @@ from typing import Any
 from budget_fakes import PRICE, request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from seamkit._middleware import Call, chain
 from seamkit.errors import BudgetExceeded
-from seamkit.middleware import Call, chain
 from seamkit.testing import make_test_ctx
 from seamkit.values import ChatRequest, Delta, Usage
 from seamkit_budget import BudgetMiddleware

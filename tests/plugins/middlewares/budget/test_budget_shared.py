@@ -21,13 +21,13 @@ from budget_fakes import PRICE, PricedModel, request, runner, warnings_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from seamkit._middleware import Call, chain
+from seamkit._pricing import MILLION
+from seamkit._tokens import estimate_tokens
 from seamkit.composition import build_agent, loads_composition
 from seamkit.errors import BudgetExceeded, StoreUnavailable
-from seamkit.middleware import Call, chain
-from seamkit.pricing import MILLION
 from seamkit.testing import make_test_ctx
-from seamkit.testing.memory_store import MemoryStore
-from seamkit.tokens import estimate_tokens
+from seamkit.testing._memory_store import MemoryStore
 from seamkit.values import Delta, Scope, Usage
 from seamkit_budget import BudgetMiddleware
 from seamkit_budget.config import BudgetConfig

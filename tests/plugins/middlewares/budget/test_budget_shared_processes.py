@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from seamkit.slots import NestedSlot, build_nested
+from seamkit._slots import NestedSlot, build_nested
 from seamkit.values import Scope
 from seamkit_budget.shared import SharedLedger
 from seamkit_budget.units import to_units

@@ -8,9 +8,9 @@ from decimal import Decimal
 
 import pytest
 from budget_fakes import PricedModel
-from seamkit.agent.agent import Agent
+from seamkit._agent.agent import Agent
+from seamkit._runtime.context import RunContext
 from seamkit.errors import BudgetExceeded
-from seamkit.runtime.context import RunContext
 from seamkit.workflows import Step, StepContext, Workflow, WorkflowFailed, agent_step, run_workflow
 from seamkit_budget.middleware import BudgetMiddleware
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from seamkit.accumulate import collect_result
-from seamkit.middleware import Call, Middleware, chain
-from seamkit.runtime.context import RunContext
+from seamkit._accumulate import collect_result
+from seamkit._middleware import Call, Middleware, chain
+from seamkit._runtime.context import RunContext
 from seamkit.values import EMPTY, ChatRequest, LLMResult, Message, ToolCall, ToolResult, freeze
 
 

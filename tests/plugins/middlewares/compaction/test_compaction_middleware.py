@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from compaction_mw_fakes import SYSTEM, FakeCompactor, RecordingTracer, chat_through, filler, transcript
 from pydantic import ValidationError
-from seamkit.compaction import transcript_tokens
+from seamkit._compaction import transcript_tokens
+from seamkit._middleware import Call
+from seamkit._plugins.registry import get_registry
+from seamkit._tokens import estimate_tokens
 from seamkit.errors import ConfigError
-from seamkit.middleware import Call
-from seamkit.plugins.registry import get_registry
 from seamkit.testing import ScriptedModel, make_test_ctx
-from seamkit.testing.transcripts import big_tool_call_transcript
-from seamkit.tokens import estimate_tokens
+from seamkit.testing._transcripts import big_tool_call_transcript
 from seamkit.values import ChatRequest, Message, ToolCall, ToolRequest, ToolResult, ToolSchema
 from seamkit_compaction.config import CompactionConfig
 from seamkit_compaction.middleware import Compaction, build

@@ -13,10 +13,10 @@ import pytest
 from compaction_mw_fakes import chat_through
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from seamkit.compaction import check_invariants, is_summary, transcript_tokens
+from seamkit._compaction import check_invariants, is_summary, transcript_tokens
+from seamkit._tokens import estimate_tokens
 from seamkit.testing import ScriptedModel, make_test_ctx
-from seamkit.testing.transcripts import transcripts
-from seamkit.tokens import estimate_tokens
+from seamkit.testing._transcripts import transcripts
 from seamkit.values import ChatRequest, Message, ToolCall, ToolResult
 from seamkit_compaction.config import CompactionConfig
 from seamkit_compaction.middleware import Compaction

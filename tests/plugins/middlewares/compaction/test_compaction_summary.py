@@ -7,7 +7,7 @@ from typing import Any
 
 from compaction_mw_fakes import SYSTEM, chat_through, filler, transcript, unit
 from seamkit import Agent, tool
-from seamkit.compaction import check_invariants, is_summary, summary_message
+from seamkit._compaction import check_invariants, is_summary, summary_message
 from seamkit.testing import ScriptedModel, make_test_ctx
 from seamkit.values import ChatRequest, Message
 from seamkit_compaction.config import CompactionConfig

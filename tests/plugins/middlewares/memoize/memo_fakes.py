@@ -7,9 +7,9 @@ import json
 from collections.abc import AsyncIterator
 from decimal import Decimal
 
-from seamkit.accumulate import collect_result
+from seamkit._accumulate import collect_result
+from seamkit._pricing import Price
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.pricing import Price
 from seamkit.values import ChatRequest, Delta, FinishReason, LLMResult, Message, ToolCallDelta, Usage
 
 PRICE = Price(Decimal("1.00"), Decimal("2.00"))  # USD per million tokens

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 from memo_fakes import CountingModel, request
-from seamkit.accumulate import collect_result
+from seamkit._accumulate import collect_result
+from seamkit._middleware import Call, chain
 from seamkit.errors import ProviderError
-from seamkit.middleware import Call, chain
 from seamkit.testing import make_test_ctx
 from seamkit.values import Delta, Scope
 from seamkit_budget.middleware import BudgetMiddleware

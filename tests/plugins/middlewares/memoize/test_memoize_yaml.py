@@ -19,8 +19,8 @@ from seamkit_memoize.middleware import Memoize
 
 _SCRIPT = textwrap.dedent("""
     import asyncio, json, sys
-    from seamkit.accumulate import collect_result
-    from seamkit.middleware import Call, chain
+    from seamkit._accumulate import collect_result
+    from seamkit._middleware import Call, chain
     from seamkit.testing import make_test_ctx
     from seamkit_memoize.middleware import Memoize
     from seamkit_sqlite.store import SqliteStore

@@ -25,7 +25,7 @@ def otlp() -> Iterator[OtlpReceiver]:
 def otel_plugin(register_plugin: Callable[..., Any]) -> None:
     """``use: otel`` resolvable in the process-wide registry, whether or not seamkit-otel is installed."""
     import seamkit_otel.plugin
-    from seamkit.plugins.registry import get_registry
+    from seamkit._plugins.registry import get_registry
 
     if "otel" in get_registry().names("middleware"):
         return

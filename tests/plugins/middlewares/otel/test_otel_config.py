@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from opentelemetry import metrics, trace
 from otel_testlib import OtlpReceiver, plugin_paths
-from seamkit.cli.main import main
+from seamkit._cli.main import main
 from seamkit.composition import build_agent, load_composition
 from seamkit_otel.config import OtelConfig
 from seamkit_otel.middleware import Otel, build
@@ -149,7 +149,7 @@ def test_importing_the_plugin_imports_no_opentelemetry_and_building_without_expo
 def test_without_exporter_the_applications_global_provider_gets_the_spans_and_without_one_nothing_runs() -> None:
     done = _python("""
         from seamkit import Agent
-        from seamkit.middleware import Call
+        from seamkit._middleware import Call
         from seamkit.testing import ScriptedModel, make_test_ctx
         from seamkit.values import ChatRequest, Message
         from seamkit_otel.config import OtelConfig

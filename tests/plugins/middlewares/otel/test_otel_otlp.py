@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from otel_testlib import OtlpReceiver, attributes, plugin_paths
 from seamkit import tool
+from seamkit._hookspecs import hookimpl
 from seamkit.composition import build_agent, load_composition
-from seamkit.hookspecs import hookimpl
 
 PROVIDER_KEY = "sk-proj-PROVIDERkey0123456789abcdef"
 HEADER_TOKEN = "otlp-HEADERtoken-9876543210fedcba"

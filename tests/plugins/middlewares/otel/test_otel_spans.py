@@ -15,10 +15,10 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
 from otel_testlib import Recorder, parent_id
 from seamkit import Agent, tool
-from seamkit.agent.as_tool import agent_tool
+from seamkit._agent.as_tool import agent_tool
+from seamkit._middleware import Call, Next, middleware
+from seamkit._plugins.registry import get_registry
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.middleware import Call, Next, middleware
-from seamkit.plugins.registry import get_registry
 from seamkit.testing import FakeClock, ScriptedModel, make_test_ctx
 from seamkit.values import ChatRequest, Delta, LLMResult, Scope, ToolOutput, Usage
 from seamkit_otel.middleware import Otel, error_type, provider_name

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from seamkit.middleware import Call, chain
+from seamkit._middleware import Call, chain
 from seamkit.testing import ScriptedModel, ScriptedTurn, make_test_ctx
 from seamkit.values import ChatRequest, Delta, Message, TextBlock, ToolSchema, freeze
 from seamkit_output_coerce import OutputCoerceMiddleware

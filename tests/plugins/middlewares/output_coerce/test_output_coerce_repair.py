@@ -7,8 +7,8 @@ from decimal import Decimal
 
 import pytest
 from coerce_fakes import BAD, GOOD, SCHEMA, partials, run, text, turn, warnings
-from seamkit.accumulate import collect_result
-from seamkit.agent.agent import Agent
+from seamkit._accumulate import collect_result
+from seamkit._agent.agent import Agent
 from seamkit.errors import FailureClass, OutputValidationError, ProviderError
 from seamkit.testing import ScriptedModel, ScriptedTurn
 from seamkit.values import TextBlock, Usage

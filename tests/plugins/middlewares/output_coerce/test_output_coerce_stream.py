@@ -10,7 +10,7 @@ from typing import Any
 from coerce_fakes import GOOD, SCHEMA, grows, partials, request, run, text, turn, warnings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from seamkit.accumulate import collect_result
+from seamkit._accumulate import collect_result
 from seamkit.testing import ScriptedTurn
 from seamkit.values import ToolSchema, freeze
 from seamkit_output_coerce import OutputCoerceMiddleware, partial_parser
@@ -153,7 +153,7 @@ async def test_an_unusable_schema_is_reported_and_the_call_passes_through() -> N
 
 
 async def test_held_text_keeps_the_other_fields_of_its_delta() -> None:
-    from seamkit.middleware import Call, chain
+    from seamkit._middleware import Call, chain
     from seamkit.testing import make_test_ctx
     from seamkit.values import Delta, Usage
 

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from coerce_fakes import GOOD, SCHEMA, grows, turn
 from pydantic import ValidationError
-from seamkit.agent.agent import Agent
+from seamkit._agent.agent import Agent
+from seamkit._plugins.registry import get_registry
 from seamkit.composition import build_agent, loads_composition
 from seamkit.errors import ConfigError
-from seamkit.plugins.registry import get_registry
 from seamkit.testing import ScriptedModel
 from seamkit_output_coerce import OutputCoerceConfig, OutputCoerceMiddleware
 

@@ -8,11 +8,11 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from seamkit.accumulate import collect_result
+from seamkit._accumulate import collect_result
+from seamkit._hookspecs import hookimpl
+from seamkit._middleware import Call, Middleware, chain
+from seamkit._runtime.context import RunContext
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.hookspecs import hookimpl
-from seamkit.middleware import Call, Middleware, chain
-from seamkit.runtime.context import RunContext
 from seamkit.values import ChatRequest, Delta, LLMResult, Message, TextBlock, Usage
 
 REQUEST = ChatRequest((Message("user", (TextBlock("hi"),)),))

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 from resilience_fakes import FakeModel, collect_deltas, perr, run_chain, run_result
+from seamkit._plugins.registry import get_registry
 from seamkit.errors import ConfigError, FailureClass, ProviderError
-from seamkit.plugins.registry import get_registry
 from seamkit.testing import FakeClock
 
 

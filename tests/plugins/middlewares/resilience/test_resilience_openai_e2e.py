@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 from resilience_fakes import FakeModel, collect_deltas, run_chain, run_result
+from seamkit._plugins.registry import get_registry
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.plugins.registry import get_registry
 from seamkit.testing import FakeClock
 from seamkit_http import ReplayTransport, Reply, make_client
 from seamkit_openai.chat import build as build_openai_chat

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from resilience_fakes import REQUEST, FakeModel, collect_deltas, perr, run_chain, run_result
+from seamkit._plugins.registry import get_registry
 from seamkit.errors import BudgetExceeded, ConfigError, FailureClass, ProviderError, RunCancelled, UnsupportedFeature
-from seamkit.plugins.registry import get_registry
 from seamkit.testing import FakeClock, make_test_ctx
 from seamkit_resilience.config import PERMANENT_CLASSES, TRANSIENT_CLASSES, RetryConfig
 from seamkit_resilience.retry import Retry, backoff_ceiling, full_jitter_delay
@@ -264,7 +264,7 @@ def test_defaults_and_marking() -> None:
 
 
 async def test_tool_calls_pass_through_untouched(ctx: Any) -> None:
-    from seamkit.middleware import Call
+    from seamkit._middleware import Call
 
     async def nxt(call: Call) -> Any:
         yield "tool result"

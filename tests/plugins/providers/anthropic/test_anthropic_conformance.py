@@ -8,9 +8,9 @@ from typing import ClassVar
 import pytest
 from anthropic_wire_helpers import error_reply, expected_body, sse_reply
 from pytest_seamkit.conformance import CONFORMANCE_SECRET, ProviderConformance, Recorder
-from seamkit.accumulate import collect_result
+from seamkit._accumulate import collect_result
+from seamkit._ports import LLMPort
 from seamkit.plugin import PROVIDER_FEATURES
-from seamkit.ports import LLMPort
 from seamkit_anthropic.config import AnthropicConfig
 from seamkit_anthropic.provider import AnthropicProvider
 from seamkit_http import ReplayTransport, make_client

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from anthropic_wire_helpers import SECRET, build, expected_body, sse_reply
 from pydantic import ValidationError
-from seamkit.agent.agent import Agent
+from seamkit._agent.agent import Agent
+from seamkit._plugins.registry import load_registry
+from seamkit._tools import tool
 from seamkit.composition import load_composition
 from seamkit.errors import ConfigError
-from seamkit.plugins.registry import load_registry
-from seamkit.tools import tool
 from seamkit_anthropic.config import AnthropicConfig
 from seamkit_anthropic.provider import AnthropicProvider
 

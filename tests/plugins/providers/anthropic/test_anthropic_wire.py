@@ -24,7 +24,7 @@ from anthropic_wire_helpers import (
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from seamkit.accumulate import collect_result
+from seamkit._accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
 from seamkit.values import (
     ChatRequest,

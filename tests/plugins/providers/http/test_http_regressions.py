@@ -7,8 +7,8 @@ import json
 from decimal import Decimal
 
 import pytest
+from seamkit._pricing import Price
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.pricing import Price
 from seamkit_http import (
     FREE,
     ReplayTransport,

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import pytest
 import seamkit_llamacpp.provider as provider_module
 from pytest_seamkit.conformance import ProviderConformance, Recorder, SentRequest
-from seamkit.ports import LLMPort
+from seamkit._ports import LLMPort
 from seamkit_llamacpp.config import LlamaCppConfig
 from seamkit_llamacpp.provider import LlamaCppProvider
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pydantic
 import pytest
-from seamkit.cli.main import main as cli_main
+from seamkit._cli.main import main as cli_main
 from seamkit.composition import build_agent, load_composition
 from seamkit.errors import ConfigError, FailureClass, ProviderError
 from seamkit.values import ChatRequest, Message

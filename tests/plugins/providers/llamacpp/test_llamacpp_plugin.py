@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pydantic
 import pytest
+from seamkit._plugins.registry import load_registry
 from seamkit.composition import load_composition
-from seamkit.plugins.registry import load_registry
 from seamkit_llamacpp.config import LlamaCppConfig
 
 EXAMPLE = Path(__file__).resolve().parents[4] / "examples" / "quickstart.yaml"

@@ -18,8 +18,8 @@ from typing import Any
 import jsonschema
 import pytest
 from seamkit import Agent, tool
+from seamkit._ports import LLMPort
 from seamkit.errors import FailureClass, ProviderError
-from seamkit.ports import LLMPort
 from seamkit.values import ChatRequest, Delta, ImageBlock, Message, ToolCall, ToolResult, ToolSchema
 from seamkit_llamacpp.config import LlamaCppConfig
 from seamkit_llamacpp.provider import LlamaCppProvider

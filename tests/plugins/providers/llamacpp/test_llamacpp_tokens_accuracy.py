@@ -1,6 +1,6 @@
 """The default token estimate against the real Gemma 3 tokenizer inside the packaged GGUF: within
 15% on every test transcript (tests/core/data/tokens/), and the provider's exact tokenizer is
-plugged into ``seamkit.tokens`` for its model. Loads the bundled model's vocabulary only."""
+plugged into ``seamkit._tokens`` for its model. Loads the bundled model's vocabulary only."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from types import ModuleType
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from seamkit.tokens import count_text_tokens, estimate_tokens, tokenizer_for
+from seamkit._tokens import count_text_tokens, estimate_tokens, tokenizer_for
 from seamkit_llamacpp import provider as provider_module
 from seamkit_llamacpp.provider import TOKENIZE_PIECE, LlamaCppProvider
 

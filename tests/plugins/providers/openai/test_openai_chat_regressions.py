@@ -208,8 +208,8 @@ def _sse(name: str) -> Reply:
 
 
 async def test_the_unpriced_warning_appears_once_per_run_for_a_shared_provider() -> None:
-    from seamkit.agent.agent import Agent
-    from seamkit.tools import tool
+    from seamkit._agent.agent import Agent
+    from seamkit._tools import tool
 
     @tool(side_effecting=False)
     def get_weather(city: str) -> str:
@@ -256,7 +256,7 @@ def refusal() -> Reply:
 
 
 async def test_a_server_refusing_json_schema_gets_json_mode_with_the_schema_in_the_prompt() -> None:
-    from seamkit.agent.agent import Agent
+    from seamkit._agent.agent import Agent
     from seamkit_openai.chat import SCHEMA_INSTRUCTION
 
     # a loopback OpenAI-compatible server, no capability overrides: json_schema is tried first

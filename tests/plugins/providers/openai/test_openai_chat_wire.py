@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pytest_seamkit.conformance import ProviderConformance
-from seamkit.accumulate import collect_result
+from seamkit._accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
 from seamkit.values import (
     ChatRequest,
@@ -579,7 +579,7 @@ async def test_chat_equals_collected_stream() -> None:
 
 
 def test_registered_components_build_from_params() -> None:
-    from seamkit.plugins.registry import load_registry
+    from seamkit._plugins.registry import load_registry
 
     reg = load_registry()
     spec = reg.resolve("provider", "openai_chat")

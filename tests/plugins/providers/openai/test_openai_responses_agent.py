@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel
-from seamkit.agent.agent import Agent
-from seamkit.tools import tool
+from seamkit._agent.agent import Agent
+from seamkit._tools import tool
 from seamkit.values import ReasoningBlock
 from seamkit_http import ReplayTransport, Reply, make_client
 from seamkit_openai.config import OpenAIResponsesConfig

@@ -10,8 +10,8 @@ from typing import ClassVar
 
 import pytest
 from pytest_seamkit.conformance import CONFORMANCE_SECRET, ProviderConformance, Recorder, WireReply
+from seamkit._ports import LLMPort
 from seamkit.plugin import PROVIDER_FEATURES
-from seamkit.ports import LLMPort
 from seamkit_http import make_client
 from seamkit_openai.config import OpenAIResponsesConfig
 from seamkit_openai.responses import build

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from seamkit.accumulate import collect_result
+from seamkit._accumulate import collect_result
 from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
 from seamkit.values import (
     ChatRequest,
@@ -586,7 +586,7 @@ async def test_echoed_key_in_an_error_event_is_masked() -> None:
 
 
 def test_component_is_registered_and_builds() -> None:
-    from seamkit.plugins.registry import get_registry
+    from seamkit._plugins.registry import get_registry
 
     spec = get_registry().resolve("provider", "openai")
     model = spec.build({"model": "gpt-4.1-mini", "reasoning_effort": "low"})

@@ -22,7 +22,7 @@ from typing import Any
 from celery_testlib import make_dist
 
 PLUGIN = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl
@@ -45,9 +45,9 @@ from decimal import Decimal
 import redis
 from pydantic import BaseModel
 from seamkit import tool
-from seamkit.pricing import Price
-from seamkit.runtime.context import RunContext
-from seamkit.testing.models import ScriptedModel, ScriptedTurn
+from seamkit._pricing import Price
+from seamkit._runtime.context import RunContext
+from seamkit.testing._models import ScriptedModel, ScriptedTurn
 from seamkit.values import Usage
 
 _client = {}
@@ -105,7 +105,7 @@ class PricedScripted(ScriptedModel):
     price = Price(Decimal("1.00"), Decimal("2.00"))
 
     async def stream(self, request):
-        from seamkit.tokens import estimate_tokens
+        from seamkit._tokens import estimate_tokens
 
         _redis().sadd(f"{os.environ['CTT_PREFIX']}:requests", f"{estimate_tokens(request)}:{request.max_tokens or 0}")
         async for d in super().stream(request):

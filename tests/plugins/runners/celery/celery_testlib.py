@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 TOOLS_PLUGIN = '''
-from seamkit.hookspecs import hookimpl
+from seamkit._hookspecs import hookimpl
 
 
 @hookimpl
@@ -36,7 +36,7 @@ def seamkit_register_tools(register):
 @hookimpl
 def seamkit_register_providers(register):
     register("priced_scripted", "celery_test_tools_impl:make_priced",
-             config="seamkit.testing.scripted_component:ScriptedConfig", description="Scripted, at 1 USD/Mtok")
+             config="seamkit.testing._scripted_component:ScriptedConfig", description="Scripted, at 1 USD/Mtok")
 '''
 
 TOOLS_IMPL = '''
@@ -46,7 +46,7 @@ import time
 
 import redis
 from seamkit import tool
-from seamkit.runtime.context import RunContext
+from seamkit._runtime.context import RunContext
 
 
 def _alive(pid):
@@ -118,8 +118,8 @@ def make_record_once():
 def make_priced(cfg):
     from decimal import Decimal
 
-    from seamkit.pricing import Price
-    from seamkit.testing.scripted_component import build
+    from seamkit._pricing import Price
+    from seamkit.testing._scripted_component import build
 
     model = build(cfg)
     model.price = Price(Decimal("1"), Decimal("1"))  # a budget reserves for its calls (a local model is free)
@@ -256,7 +256,7 @@ class Env:
         return asyncio.run(self._outcomes(run_ids, timeout, until))
 
     async def _outcomes(self, run_ids: Sequence[str], seconds: float, until: Callable[[str], bool]) -> dict[str, Any]:
-        from seamkit.durability.checkpointer import Checkpointer
+        from seamkit._durability.checkpointer import Checkpointer
         from seamkit_redis.store import RedisStore
 
         cp = Checkpointer(RedisStore(self.redis_url, prefix=self.prefix))
@@ -277,7 +277,7 @@ class Env:
             await cp.aclose()
 
     async def history_owners(self, run_id: str) -> list[str]:
-        from seamkit.durability.checkpointer import Checkpointer
+        from seamkit._durability.checkpointer import Checkpointer
         from seamkit_redis.store import RedisStore
 
         cp = Checkpointer(RedisStore(self.redis_url, prefix=self.prefix))

@@ -93,7 +93,7 @@ def test_registering_the_commands_imports_no_celery() -> None:
 
     code = ("import argparse, sys; from seamkit_celery.plugin import seamkit_register_commands as r; "
             "p = argparse.ArgumentParser(); s = p.add_subparsers(); s.add_parser('runs').add_subparsers(); "
-            "r(cli=s); print(sorted(m for m in ('celery', 'kombu', 'seamkit.agent') if m in sys.modules))")
+            "r(cli=s); print(sorted(m for m in ('celery', 'kombu', 'seamkit._agent') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
@@ -111,7 +111,7 @@ agent:
 def _blind_first(port: object, owner: str) -> object:
     """A checkpointer of another worker that does not see the run on its first look (it read
     before the other worker wrote)."""
-    from seamkit.durability.checkpointer import Checkpointer
+    from seamkit._durability.checkpointer import Checkpointer
 
     class BlindFirst(Checkpointer):
         looked = False
@@ -129,8 +129,8 @@ async def test_two_deliveries_of_one_run_at_once_run_it_once() -> None:
     import asyncio
     import dataclasses
 
+    from seamkit._durability.checkpointer import Checkpointer
     from seamkit.composition import build_agent
-    from seamkit.durability.checkpointer import Checkpointer
     from seamkit_celery.task import LeaseHeld, deliver
 
     first = build_agent(loads_composition(DELIVERED))
@@ -152,8 +152,8 @@ async def test_a_lease_held_on_another_host_is_waited_for_then_taken_once_expire
     import asyncio
     import dataclasses
 
+    from seamkit._durability.checkpointer import Checkpointer
     from seamkit.composition import build_agent
-    from seamkit.durability.checkpointer import Checkpointer
     from seamkit.errors import CheckpointConflict
     from seamkit_celery.task import LeaseHeld, deliver
 
@@ -164,7 +164,7 @@ async def test_a_lease_held_on_another_host_is_waited_for_then_taken_once_expire
     # a worker on another machine (its process cannot be checked from here) whose lease is short
     there = dataclasses.replace(here, checkpointer=Checkpointer(port, owner="otherhost:4242", lease_s=0.3))
     spec = make_spec("a.yaml", "hi", run_id="r2")
-    from seamkit.runtime.context import RunContext
+    from seamkit._runtime.context import RunContext
 
     elsewhere = asyncio.create_task(there.run("hi", ctx=RunContext(run_id="r2")))
     for _ in range(500):  # until the other worker's first checkpoint is written
@@ -199,8 +199,8 @@ class _DownStore:
 async def test_a_delivery_whose_store_is_down_is_retried_never_reported_with_the_password_masked() -> None:
     import dataclasses
 
+    from seamkit._durability.checkpointer import Checkpointer
     from seamkit.composition import build_agent
-    from seamkit.durability.checkpointer import Checkpointer
     from seamkit_celery.task import LeaseHeld, RetryLater, deliver
 
     agent = build_agent(loads_composition(DELIVERED))

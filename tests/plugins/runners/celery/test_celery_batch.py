@@ -247,7 +247,7 @@ N = 1000
 
 
 async def _owner_sequences(env: Env, run_ids: list[str]) -> list[list[str]]:
-    from seamkit.durability.checkpointer import Checkpointer
+    from seamkit._durability.checkpointer import Checkpointer
     from seamkit_redis.store import RedisStore
 
     cp = Checkpointer(RedisStore(env.redis_url, prefix=env.prefix))

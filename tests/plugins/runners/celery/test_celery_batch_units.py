@@ -173,7 +173,7 @@ def test_a_run_left_running_with_nobody_on_it_gets_a_continuation(monkeypatch: p
 async def test_look_marks_a_running_run_whose_lease_is_void() -> None:
     import time
 
-    from seamkit.durability.records import CheckpointRecord, StoredCheckpoint
+    from seamkit._durability.records import CheckpointRecord, StoredCheckpoint
     from seamkit_celery.batch import _look
 
     rows = {

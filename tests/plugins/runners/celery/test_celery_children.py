@@ -59,7 +59,7 @@ def _submit(env: Env, file: Path) -> str:
 
 def _children(env: Env, lead: str) -> list[Any]:
     async def go() -> list[Any]:
-        from seamkit.durability.checkpointer import Checkpointer
+        from seamkit._durability.checkpointer import Checkpointer
         from seamkit_redis.store import RedisStore
 
         cp = Checkpointer(RedisStore(env.redis_url, prefix=env.prefix))

@@ -8,12 +8,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from seamkit.agent.agent import Agent
-from seamkit.agent.child_runs import ChildRunRequest
+from seamkit._agent.agent import Agent
+from seamkit._agent.child_runs import ChildRunRequest
+from seamkit._runtime.context import RunContext
 from seamkit.errors import FailureClass, ProviderError, RunCancelled, ToolError
-from seamkit.runtime.context import RunContext
 from seamkit.testing import ScriptedModel
-from seamkit.testing.memory_store import MemoryStore
+from seamkit.testing._memory_store import MemoryStore
 from seamkit.values import Scope
 from seamkit_celery.children import CeleryChildRuns
 from seamkit_celery.sent import read_record
@@ -148,8 +148,8 @@ async def test_a_lead_whose_child_cannot_be_sent_is_retried_by_its_delivery_not_
     # the broker is down as the lead sends its child: the delivery is retried (RetryLater), the
     # lead stays running with its lease released, and its model is told nothing; the next delivery
     # (the broker back) sends the child and the lead gets the child's answer
-    from seamkit.agent.as_tool import agent_tool
-    from seamkit.agent.child_runs import CHILD_RUNS_SERVICE
+    from seamkit._agent.as_tool import agent_tool
+    from seamkit._agent.child_runs import CHILD_RUNS_SERVICE
     from seamkit.errors import InfrastructureUnavailable
     from seamkit.values import ToolResult
     from seamkit_celery.task import RetryLater, deliver, infrastructure, make_spec

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from seamkit.agent.agent import Agent
-from seamkit.durability import codec
-from seamkit.runtime.context import RunContext
+from seamkit._agent.agent import Agent
+from seamkit._durability import codec
+from seamkit._runtime.context import RunContext
 from seamkit.testing import ScriptedModel
-from seamkit.testing.memory_store import MemoryStore
+from seamkit.testing._memory_store import MemoryStore
 from seamkit.values import Scope
 from seamkit_celery.sent import (
     BUCKET_S,
@@ -184,7 +184,7 @@ async def test_started_and_rejected_runs_are_never_sent_and_closed_buckets_are_s
 async def _checkpoint(h: Harness, run_id: str, version: int, status: str, *, owner: str = "elsewhere:1",
                       lease_until: float | None = None) -> None:
     """A checkpoint of ``run_id`` as a worker ``owner`` writes it (``lease_until``: its lease)."""
-    from seamkit.durability.records import CheckpointRecord
+    from seamkit._durability.records import CheckpointRecord
     from seamkit.values import freeze
 
     meta = freeze({"owner": owner, "lease_until": lease_until})
@@ -231,7 +231,7 @@ def _dead_pid() -> str:
 async def test_a_run_whose_owner_process_is_gone_on_this_host_is_stuck_although_its_lease_is_not_expired() -> None:
     import os
 
-    from seamkit.durability.checkpointer import worker_id
+    from seamkit._durability.checkpointer import worker_id
 
     owner = worker_id().rsplit(":", 1)[0] + ":" + _dead_pid()
     h = Harness()

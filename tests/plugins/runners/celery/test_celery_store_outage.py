@@ -76,7 +76,7 @@ def _outcome(store_url: str, prefix: str, run_id: str, timeout: float) -> object
     """The run's latest checkpoint once it is no longer running (or at the timeout)."""
     import asyncio
 
-    from seamkit.durability.checkpointer import Checkpointer
+    from seamkit._durability.checkpointer import Checkpointer
     from seamkit_redis.store import RedisStore
 
     async def poll() -> object:

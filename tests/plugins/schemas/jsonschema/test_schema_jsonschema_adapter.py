@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from seamkit._plugins.registry import Registry
+from seamkit._schemas import SchemaAdapter, SchemaFlavour, adapt
 from seamkit.errors import OutputValidationError
-from seamkit.plugins.registry import Registry
-from seamkit.schemas import SchemaAdapter, SchemaFlavour, adapt
 from seamkit.values import freeze
 from seamkit_schema_jsonschema.flavour import JsonSchemaAdapter, JsonSchemaFlavour
 

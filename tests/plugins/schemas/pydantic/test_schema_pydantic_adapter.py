@@ -15,9 +15,9 @@ import pydantic
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from seamkit._plugins.registry import Registry
+from seamkit._schemas import SchemaAdapter, SchemaFlavour, UnsupportedSchemaType, adapt
 from seamkit.errors import OutputValidationError
-from seamkit.plugins.registry import Registry
-from seamkit.schemas import SchemaAdapter, SchemaFlavour, UnsupportedSchemaType, adapt
 from seamkit_schema_pydantic.flavour import PydanticFlavour, PydanticSchemaAdapter
 from typing_extensions import TypedDict
 

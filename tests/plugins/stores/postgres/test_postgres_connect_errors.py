@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import SecretStr, ValidationError
-from seamkit.durability.records import CheckpointRecord
+from seamkit._durability.records import CheckpointRecord
 from seamkit.errors import StoreUnavailable
 from seamkit.values import Scope
 from seamkit_postgres.config import PostgresConfig

@@ -16,10 +16,10 @@ import pytest
 import pytest_asyncio
 from psycopg_pool import AsyncConnectionPool
 from pydantic import ValidationError
-from seamkit.durability.records import CheckpointRecord
+from seamkit._durability.records import CheckpointRecord
+from seamkit._plugins.registry import load_registry
+from seamkit._ports import CheckpointPort, StorePort
 from seamkit.errors import StoreUnavailable
-from seamkit.plugins.registry import load_registry
-from seamkit.ports import CheckpointPort, StorePort
 from seamkit.values import Scope
 from seamkit_postgres.config import PostgresConfig
 from seamkit_postgres.store import LATEST_MIGRATION, PostgresStore

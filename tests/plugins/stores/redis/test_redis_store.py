@@ -16,12 +16,12 @@ from typing import Any
 import pydantic
 import pytest
 import redis.asyncio as aioredis
-from seamkit.durability import codec
-from seamkit.durability.checkpointer import Checkpointer
-from seamkit.durability.records import CheckpointRecord
+from seamkit._durability import codec
+from seamkit._durability.checkpointer import Checkpointer
+from seamkit._durability.records import CheckpointRecord
+from seamkit._plugins.registry import load_registry
+from seamkit._ports import CheckpointPort, StorePort
 from seamkit.errors import CheckpointConflict, ConfigError, StoreUnavailable, StoreValueError, TTLNotSupported
-from seamkit.plugins.registry import load_registry
-from seamkit.ports import CheckpointPort, StorePort
 from seamkit.values import Message, Scope
 from seamkit_redis.config import RedisConfig
 from seamkit_redis.store import RedisStore, build

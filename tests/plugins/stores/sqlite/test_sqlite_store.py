@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from seamkit.durability.records import CheckpointRecord
+from seamkit._durability.records import CheckpointRecord
+from seamkit._plugins.registry import load_registry
+from seamkit._ports import CheckpointPort, StorePort
 from seamkit.errors import CheckpointConflict, ConfigError, StoreUnavailable, StoreValueError
-from seamkit.plugins.registry import load_registry
-from seamkit.ports import CheckpointPort, StorePort
 from seamkit.values import Scope
 from seamkit_sqlite.config import SqliteConfig
 from seamkit_sqlite.store import SCHEMA_VERSION, SqliteStore, build
@@ -189,7 +189,7 @@ async def test_an_effect_receipt_is_not_queued_behind_other_runs_checkpoint_writ
     """Many runs share one store: the effect ledger's receipts (prepared, then completed) go right
     after the write in progress, before the checkpoint writes already waiting, so the window in
     which a crash leaves an effect's outcome unknown does not grow with other runs' traffic."""
-    from seamkit.durability.ledger import EffectLedger
+    from seamkit._durability.ledger import EffectLedger
 
     path = tmp_path / "db"
     store = SqliteStore(path, busy_timeout_s=60)
@@ -525,7 +525,7 @@ async def test_100_concurrent_runs_on_one_store(tmp_path: Path) -> None:
 _WORKER = textwrap.dedent(
     """
     import asyncio, json, sys
-    from seamkit.durability.records import CheckpointRecord
+    from seamkit._durability.records import CheckpointRecord
     from seamkit.values import Scope
     from seamkit_sqlite.store import SqliteStore
 
@@ -589,7 +589,7 @@ def test_several_processes_write_one_file(tmp_path: Path) -> None:
 _RACER = textwrap.dedent(
     """
     import asyncio, sys
-    from seamkit.durability.records import CheckpointRecord
+    from seamkit._durability.records import CheckpointRecord
     from seamkit.errors import CheckpointConflict
     from seamkit_sqlite.store import SqliteStore
 

@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from seamkit.agent.agent import Agent
+from seamkit._agent.agent import Agent
+from seamkit._plugins.registry import load_registry
 from seamkit.errors import ConfigError
-from seamkit.plugins.registry import load_registry
 from seamkit.testing import ScriptedModel, make_test_ctx
 from seamkit.values import ToolResult
 
@@ -69,7 +69,7 @@ def test_plugin_import_is_cheap() -> None:
     loaded = json.loads(out)
     assert "seamkit_tools_basic.plugin" in loaded
     for heavy in ("pydantic", "seamkit_tools_basic.calculator", "seamkit_tools_basic.files",
-                  "seamkit_tools_basic.clock", "seamkit_tools_basic.config", "seamkit.tools.decorator"):
+                  "seamkit_tools_basic.clock", "seamkit_tools_basic.config", "seamkit._tools.decorator"):
         assert heavy not in loaded, f"importing the plugin module loaded {heavy}"
 
 

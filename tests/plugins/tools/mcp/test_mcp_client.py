@@ -15,7 +15,7 @@ import pytest
 from mcp_test_server import PNG
 from mcp_testlib import SERVER, free_port, pid_gone, stdio_params, wait_gone
 from seamkit import Agent
-from seamkit.durability.checkpointer import Checkpointer
+from seamkit._durability.checkpointer import Checkpointer
 from seamkit.errors import ConfigError, FailureClass, ToolUnavailable
 from seamkit.testing import MemoryStore, ScriptedModel
 from seamkit.values import ImageBlock, ToolResult
@@ -55,7 +55,7 @@ def _toolset(listing: Any, tmp: Path, **cfg: Any) -> McpToolset:
 
 
 def test_the_plugin_registers_mcp_lazily() -> None:
-    from seamkit.plugins.registry import load_registry
+    from seamkit._plugins.registry import load_registry
 
     spec = load_registry().resolve("tool", "mcp", distribution="seamkit-mcp")
     assert spec.factory == "seamkit_mcp.toolset:build_toolset"
@@ -119,7 +119,7 @@ async def test_streamable_http_sends_the_headers_and_converts_results(http_url: 
 
 async def test_a_side_effecting_mcp_tool_needs_approval_and_goes_through_the_effect_ledger(
         stdio_listing: Any, tmp_path: Path) -> None:
-    from seamkit.durability.approvals import approve
+    from seamkit._durability.approvals import approve
 
     ts = _toolset(stdio_listing, tmp_path)
     store = MemoryStore()
@@ -129,7 +129,7 @@ async def test_a_side_effecting_mcp_tool_needs_approval_and_goes_through_the_eff
     assert first.stop_reason == "suspended" and not (tmp_path / "calls").exists()
     done = await agent.resume(first.run_id, decisions={p.call_id: approve() for p in first.pending_approvals})
     assert done.output == "done" and (tmp_path / "calls").read_text() == "pay\n"
-    from seamkit.durability.ledger import EffectLedger, effect_key
+    from seamkit._durability.ledger import EffectLedger, effect_key
 
     ledger = EffectLedger(store)
     receipts = [await ledger.receipt(effect_key(first.run_id, step, "c0")) for step in range(4)]
@@ -172,8 +172,8 @@ async def test_a_hung_call_times_out_classified_and_the_run_goes_on(stdio_listin
 
 
 async def test_a_timed_out_call_is_cancelled_on_the_server(stdio_listing: Any, tmp_path: Path) -> None:
-    from seamkit.runtime.context import RunContext
-    from seamkit.runtime.resources import RunResources
+    from seamkit._runtime.context import RunContext
+    from seamkit._runtime.resources import RunResources
 
     mark = tmp_path / "entered"
     ts = _toolset(stdio_listing, tmp_path, timeout=0.3, env={"MCP_TEST_HANG_MARK": str(mark)})

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from mcp_testlib import SERVER
-from seamkit.cli.main import main
+from seamkit._cli.main import main
 from seamkit.errors import ConfigError
 from seamkit_mcp.config import McpConfig
 from seamkit_mcp.connection import McpConnectError, ServerSpec
@@ -139,7 +139,7 @@ def test_junk_on_a_servers_stdout_gives_one_line_per_line_not_a_traceback(tmp_pa
 
 async def test_a_result_that_breaks_the_mcp_schema_is_a_short_server_error(tmp_path: Path) -> None:
     from seamkit import Agent
-    from seamkit.durability.checkpointer import Checkpointer
+    from seamkit._durability.checkpointer import Checkpointer
     from seamkit.testing import MemoryStore, ScriptedModel
 
     ts = build_toolset(McpConfig(server={"command": sys.executable, "args": [MALFORMED]}))
@@ -239,9 +239,9 @@ def gate(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]
 
 
 async def test_an_http_error_status_is_named_with_a_hint_for_401(gate: tuple[str, Path]) -> None:
+    from seamkit._runtime.context import RunContext
+    from seamkit._runtime.resources import RunResources
     from seamkit.errors import ToolUnavailable
-    from seamkit.runtime.context import RunContext
-    from seamkit.runtime.resources import RunResources
 
     url, fail = gate
     with pytest.raises(McpConnectError) as err:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from mcp_testlib import SERVER, stdio_params, wait_gone
 from seamkit import Agent
-from seamkit.durability.checkpointer import Checkpointer
+from seamkit._durability.checkpointer import Checkpointer
 from seamkit.testing import MemoryStore, ScriptedModel
 from seamkit_mcp.config import McpConfig
 from seamkit_mcp.pins import PinStore
@@ -121,7 +121,7 @@ async def _run_file(file: Path) -> Any:
 
 
 def _approve(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    from seamkit.cli import main as cli_main
+    from seamkit._cli import main as cli_main
 
     rc = cli_main.main(["mcp", "approve", *args])
     out, err = capsys.readouterr()

@@ -412,7 +412,7 @@ def noisy(self, expression):
     os.write(1, b"NOISE on fd 1\\n")
     return evaluate(self, expression)
 c.Calculator.evaluate = noisy
-from seamkit.cli.main import main
+from seamkit._cli.main import main
 sys.exit(main(["mcp", "serve", "agent.yaml"]))
 """
 
@@ -513,9 +513,9 @@ def test_results_keep_json_objects_as_structured_content_and_images_as_image_con
     import asyncio
     import base64
 
-    from seamkit.agent.agent import Agent
-    from seamkit.testing.models import ScriptedModel
-    from seamkit.tools.decorator import tool
+    from seamkit._agent.agent import Agent
+    from seamkit._tools.decorator import tool
+    from seamkit.testing._models import ScriptedModel
     from seamkit_mcp.serve_tools import AgentServer
 
     png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from seamkit._durability.ledger import EffectLedger
+from seamkit._grounding import citation_id
+from seamkit._runtime.context import RunContext
 from seamkit.capabilities import Completed, Fact, Failed, compile_agent, execute_capability, reduce_facts
-from seamkit.durability.ledger import EffectLedger
 from seamkit.errors import StoreUnavailable
-from seamkit.grounding import citation_id
-from seamkit.runtime.context import RunContext
 from seamkit.testing import MemoryStore
 from seamkit.values import Scope, thaw
 from seamkit_servicedesk.capabilities import (

@@ -10,13 +10,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import seamkit.testing.components as testkit
+import seamkit.testing._components as testkit
 import seamkit_servicedesk.plugin as servicedesk
+from seamkit._plugins.registry import Registry, load_registry
+from seamkit._runtime.context import RunContext
 from seamkit.capabilities import CompiledAgent, Completed, execute_capability
 from seamkit.composition import build_agent, load_composition
 from seamkit.errors import ConfigError
-from seamkit.plugins.registry import Registry, load_registry
-from seamkit.runtime.context import RunContext
 
 DIST = "seamkit-servicedesk"
 NAMES = ("search_services", "submit_request", "request_status")

@@ -1,0 +1,1286 @@
+"""The built-in ``seamkit`` commands. Each takes the parsed arguments and returns an exit code;
+errors propagate to :func:`seamkit._cli.main.main`, which prints them and picks the exit code."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from seamkit._cli.common import close_stores, existing_file, read_task
+from seamkit._cli.outcomes import EXIT_FAILED, EXIT_OK, EXIT_SUSPENDED, BuildFailed, UsageError
+
+if TYPE_CHECKING:
+    from seamkit._agent.agent import Agent
+    from seamkit._agent.result import AgentResult
+    from seamkit._cli.render import EventSink
+    from seamkit._plugins.check import ComponentCheck
+    from seamkit._plugins.check_isolated import CheckJob, RegistrySnapshot
+    from seamkit._plugins.registry import Registry
+    from seamkit.composition import Composition
+
+T = TypeVar("T")
+
+__all__ = ["cmd_new_plugin", "cmd_plugins", "cmd_run", "cmd_schema", "cmd_validate", "plugin_rows"]
+
+
+def _registry() -> Registry:
+    from seamkit._plugins.registry import get_registry
+
+    return get_registry()
+
+
+# -- run -------------------------------------------------------------------------------------------
+
+
+def _check_variables(agent: Agent, variables: dict[str, str]) -> None:
+    """Fail early (exit 2) when ``--var`` does not match the prompt template's variables."""
+    from seamkit._agent.prompt import Prompt
+
+    prompt = agent.prompt
+    if isinstance(prompt, str):
+        prompt = Prompt(prompt, id=agent.name)
+    if prompt is None:
+        if variables:
+            raise UsageError(f"--var given ({', '.join(sorted(variables))}) but the agent has no prompt")
+        return
+    names = prompt.variables
+    label = f"{prompt.id}@{prompt.version}"
+    missing = sorted(names - variables.keys())
+    if missing:
+        what = "a variable" if len(missing) == 1 else "variables"
+        raise UsageError(f"the prompt {label} needs {what} {', '.join(missing)}: pass "
+                         f"{'it' if len(missing) == 1 else 'each'} with --var KEY=VALUE")
+    extra = sorted(variables.keys() - names)
+    if extra:
+        has = f"its variables are {', '.join(sorted(names))}" if names else "it has no variables"
+        raise UsageError(f"--var {', '.join(extra)}: the prompt {label} does not use "
+                         f"{'it' if len(extra) == 1 else 'them'} ({has}); remove that --var")
+
+
+async def _drive(
+    agent: Agent, task: str, variables: dict[str, str], sink: EventSink, metadata: dict[str, Any],
+    ctx: Any = None, started: list[str] | None = None,
+) -> AgentResult | None:
+    result: AgentResult | None = None
+    try:
+        async for event in agent.stream(task, variables=variables or None, metadata=metadata, ctx=ctx):
+            if event.kind == "run_started" and started is not None:
+                started.append(event.run_id)  # its first checkpoint is written by now
+            sink.event(event)
+            if event.kind == "run_finished":
+                result = event.data["result"]
+    finally:
+        sink.close()
+        await close_stores(agent)
+    return result
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``seamkit run FILE TASK [--json] [--var KEY=VALUE ...]``: exit 0 when the run completes,
+    1 when it fails or stops without an answer (``max_steps``), 2 for a configuration problem
+    (also one a component finds when built), 3 when it waits for a person, 4 when a guardrail stopped it
+    (a tripwire; not resumable), 130 when interrupted
+    (Ctrl-C) or cancelled (its cancellation token, e.g. from a tool: not a failure, the run stays
+    resumable), 143 when terminated. With ``--json`` a failed run ends with a ``run_failed`` line
+    on stdout."""
+    variables = dict(args.var)
+    path = existing_file(args.file)
+
+
+    from seamkit._cli._loop import run_interruptible
+    from seamkit._cli.outcomes import exit_code_for
+    from seamkit._cli.render import HumanRenderer, JsonRenderer
+    from seamkit._cli.scrub import scrub_output
+    from seamkit.composition import ComponentBuildError, build_agent, load_composition
+
+    registry = _registry()
+    composition = load_composition(path, registry=registry)  # ConfigError: exit 2
+    scrub_output(composition.secret_values())  # from here on, stdout and stderr mask the secrets
+    if composition.workflow is not None:
+        from seamkit._cli.workflow_cmd import run_workflow_cmd
+
+        if variables:
+            raise UsageError("--var fills an agent's prompt; a workflow's input is its task")
+        return run_workflow_cmd(args, composition, registry, read_task(args.task),
+                                _resume_agent_file(composition, args.file), str(path.resolve()))
+    try:
+        agent = build_agent(composition, registry=registry)  # ConfigError: exit 2
+    except ComponentBuildError as exc:  # valid, but a component failed to build: the run failed (exit 1)
+        raise BuildFailed(exc.issues) from exc
+    _check_variables(agent, variables)
+    task = read_task(args.task)
+    if agent.checkpointer is not None and agent.approvals and not getattr(agent.checkpointer.port, "persistent", True):
+        raise UsageError(f"approvals need a store that outlives this process to resume from the command line; "
+                         f"'{type(agent.checkpointer.port).__name__}' does not (use sqlite, postgres or redis)")
+    from seamkit._runtime.context import RunContext
+    from seamkit.values import Scope
+
+    ctx = RunContext(scope=Scope(thread=args.thread)) if args.thread else RunContext()
+    secrets = composition.secret_values()
+    json_sink = JsonRenderer(secrets=secrets) if args.json else None
+    if json_sink is not None:
+        json_sink.run_id = ctx.run_id
+    agent_file = _resume_agent_file(composition, args.file)
+    sink: EventSink = (json_sink if json_sink is not None
+                       else HumanRenderer(typed=agent.output is not None, secrets=secrets, agent_file=agent_file))
+    started: list[str] = []
+    try:
+        result = run_interruptible(_drive(agent, task, variables, sink, {"agent_file": str(path.resolve())}, ctx,
+                                          started))
+    except (Exception, KeyboardInterrupt) as exc:
+        if json_sink is not None:
+            json_sink.failed(exc, exit_code_for(exc))
+        elif started and agent.checkpointer is not None:
+            _resume_hint(ctx.run_id, exc, agent_file)
+        raise
+    return _exit_for(result)
+
+
+def _resume_agent_file(composition: Composition, file: str) -> str | None:
+    """The ``--agent FILE`` a printed ``seamkit resume`` command needs: ``file`` (as the user
+    wrote it) when the composition names its own ``checkpoints:`` store, which ``seamkit resume``
+    without ``--agent`` would not open (it reads the embedded default store); else ``None``."""
+    return file if "checkpoints" in composition.agent.model_fields_set else None
+
+
+def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> None:
+    from seamkit._cli.render import resume_command, show_command
+    from seamkit._guardrails import GuardrailTripped
+    from seamkit.errors import CheckpointConflict, RunCancelled, RunNotResumable, StoreUnavailable, UnsupportedFeature
+
+    if isinstance(exc, RunNotResumable | UnsupportedFeature):  # resuming would only repeat an UnsupportedFeature
+        return
+    if isinstance(exc, GuardrailTripped):  # not resumable: a resume must not slip past the guardrail
+        sys.stderr.write(f"seamkit: run {run_id} was stopped by a guardrail; inspect it with: "
+                         f"{show_command(run_id, agent_file=agent_file)}\n")
+        return
+    if isinstance(exc, CheckpointConflict):
+        sys.stderr.write(f"seamkit: run {run_id} was taken over by another worker (or deleted); "
+                         "this process stopped without changing it\n")
+        return
+    if isinstance(exc, KeyboardInterrupt | RunCancelled | StoreUnavailable):  # Ctrl-C, SIGTERM, cancel(), a store
+        # not a failure: the run stays `running`, and a plain resume continues it
+        what = ("terminated" if type(exc).__name__ == "Terminated"
+                else f"cancelled ({exc})" if isinstance(exc, RunCancelled)
+                else "stopped: a store it needs could not be reached" if isinstance(exc, StoreUnavailable)
+                else "interrupted")
+        sys.stderr.write(f"seamkit: run {run_id} was {what}; continue it with: "
+                         f"{resume_command(run_id, agent_file=agent_file)}\n")
+    else:
+        sys.stderr.write(f"seamkit: run {run_id} failed; once the cause is fixed, continue it with: "
+                         f"{resume_command(run_id, '--allow-finished', agent_file=agent_file)}\n")
+
+
+def _exit_for(result: AgentResult | None) -> int:
+    if result is None:  # the stream ended without run_finished: should not happen
+        sys.stderr.write("seamkit: error: the run ended without a result\n")
+        return EXIT_FAILED
+    if result.stop_reason == "suspended":
+        return EXIT_SUSPENDED
+    if result.stop_reason != "completed":
+        sys.stderr.write(f"seamkit: error: the run stopped without an answer ({result.stop_reason})\n")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+# -- resume / runs / stores -------------------------------------------------------------------------
+
+
+def _decisions(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The decisions of ``--approve`` / ``--reject`` / ``--edit`` (:class:`UsageError` for bad
+    flags); ``None`` when none was given."""
+    from seamkit._durability.approvals import decisions_from_data, parse_decision_flags
+
+    try:
+        data = parse_decision_flags(args.approve, args.reject, args.edit)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return decisions_from_data(data) or None
+
+
+def _load(file: str | None) -> tuple[Composition | None, Registry]:
+    from seamkit._cli.scrub import scrub_output
+    from seamkit.composition import load_composition
+
+    registry = _registry()
+    if file is None:
+        return None, registry
+    composition = load_composition(existing_file(file), registry=registry)
+    scrub_output(composition.secret_values())
+    return composition, registry
+
+
+def _checkpointer(composition: Composition | None, registry: Registry, *, must_exist: bool = True) -> Any:
+    from seamkit._durability.checkpointer import Checkpointer
+    from seamkit.composition import build_store
+
+    if composition is None and must_exist and not Path(DEFAULT_DB).exists():
+        raise UsageError(f"no runs here: {DEFAULT_DB} does not exist (run this where you ran 'seamkit run', "
+                         "or pass --agent FILE to use that composition's store)")
+    store = build_store(composition, registry=registry)
+    if store is None:
+        where = "this composition has 'checkpoints: null'" if composition is not None else (
+            "no store is installed for the default (pip install seamkit-sqlite) — or pass --agent FILE")
+        raise UsageError(f"no checkpoint store: {where}")
+    secrets = composition.secret_values() if composition is not None else ()
+    return Checkpointer(store, secrets=secrets)
+
+
+DEFAULT_DB = ".seamkit/seamkit.db"
+
+
+def no_run_text(run_id: str, agent_file: str | None, what: str = "run") -> str:
+    """What ``resume``, ``runs show``, ``runs settle`` and ``runs delete`` say about a run the
+    store does not have: which store was searched, and how to search another."""
+    if agent_file is not None:
+        return (f"no {what} {run_id!r} in the store of {agent_file}; a run started from another composition "
+                "is in that one's store (pass its file with --agent FILE), or in the default store (omit --agent)")
+    return (f"no {what} {run_id!r} in the default store ({DEFAULT_DB} in this directory); a run started from "
+            "a composition that sets its own 'checkpoints:' is in that store: pass the file with --agent FILE")
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    """``seamkit resume RUN_ID [--agent FILE] [--approve ID] [--reject ID[=REASON]] [--edit ID=JSON]``:
+    exit codes as ``run`` (3: it waits for approval again); 2 for an unknown run or bad decisions."""
+    import asyncio
+
+    from seamkit._cli.render import HumanRenderer, JsonRenderer, pending_text
+    from seamkit._cli.scrub import scrub_output
+    from seamkit.composition import ComponentBuildError, build_agent, load_composition
+    from seamkit.errors import RunNotResumable, ToolArgumentError
+
+    decisions = _decisions(args)
+    composition, registry = _load(args.agent)
+    if composition is None:
+        # the store is the embedded default; the agent file is the one the run started with
+        found = asyncio.run(_recorded_agent_file(_checkpointer(None, registry), args.run_id))
+        if found is None:
+            raise UsageError(no_run_text(args.run_id, None))
+        file = found[1]
+        if file is None:
+            raise UsageError(f"run {args.run_id} does not record its agent file, nor do its parent runs: "
+                             "pass --agent FILE")
+        if not Path(file).is_file():
+            raise UsageError(f"the agent file of run {args.run_id} is gone ({file}): pass --agent FILE")
+        composition = load_composition(Path(file), registry=registry)
+        scrub_output(composition.secret_values())
+    try:
+        agent = build_agent(composition, registry=registry)
+    except ComponentBuildError as exc:
+        raise BuildFailed(exc.issues) from exc
+    cp = agent.checkpointer
+    if cp is None:
+        raise UsageError("this composition has no checkpoints ('checkpoints: null'): nothing to resume")
+    snap = asyncio.run(_latest(cp, args.run_id, close=False))
+    if snap is None:
+        asyncio.run(cp.aclose())
+        raise UsageError(no_run_text(args.run_id, args.agent))
+    if "workflow_state" in snap.state:
+        asyncio.run(cp.aclose())
+        if composition.workflow is None:
+            raise UsageError(f"run {args.run_id} is a workflow run, and this file has no workflow: pass the "
+                             "workflow's file with --agent FILE")
+        from seamkit._cli.workflow_cmd import resume_workflow_cmd
+
+        if decisions is not None:
+            raise UsageError("a workflow takes --answer TEXT for its gate; --approve/--reject/--edit do not apply")
+        return resume_workflow_cmd(args, composition, registry, args.agent)
+    if getattr(args, "gate", None) is not None or getattr(args, "event", None):
+        asyncio.run(cp.aclose())
+        raise UsageError("--gate and --event are for workflow runs; this run is an agent's")
+    named = snap.metadata.get("agent")
+    if isinstance(named, str) and named != agent.name and named in composition.all_agents():
+        # a run of another agent of the file (a workflow step's, an agent tool's child run): resume
+        # it with that agent, its tools and approvals, from that agent's store
+        asyncio.run(cp.aclose())
+        agent, snap = _resume_other_agent(composition, registry, named, args)
+        cp = agent.checkpointer
+        assert cp is not None
+    if agent.capabilities is not None:
+        return _resume_turn(args, agent, composition, snap, decisions)
+    if getattr(args, "answer", None) is not None or getattr(args, "turn_id", None) is not None:
+        asyncio.run(cp.aclose())
+        raise UsageError("--answer and --turn-id are for agents with capabilities; this one takes "
+                         "--approve/--reject/--edit")
+    if snap.status == "suspended" and snap.state.get("waiting_for") == "settlement":
+        from seamkit._cli.render import uncertain_text
+
+        waiting = [e for e in snap.state.get("uncertain_effects") or ()
+                   if getattr(e, "waits", False) and getattr(e, "settled", "") is None]
+        if waiting or decisions is not None:
+            asyncio.run(cp.aclose())
+            what = ("--approve/--reject/--edit do not apply: it waits for a person to settle a tool call whose "
+                    "outcome is unknown, not for approval" if not waiting
+                    else f"run {args.run_id} waits for a person to settle a tool call whose outcome is unknown")
+            hint = uncertain_text(args.run_id, waiting, agent_file=args.agent) if waiting else ""
+            raise UsageError(what + ("\n" + hint if hint else ""))
+    elif snap.status == "suspended":
+        if decisions is None:
+            asyncio.run(cp.aclose())
+            raise UsageError(f"run {args.run_id} waits for a decision\n"
+                             + pending_text(args.run_id, snap.state.get("pending_approvals") or (),
+                                            agent_file=args.agent))
+        try:  # the decisions are for the agent holding the conversation (a handoff target, maybe)
+            agent.check_decisions(args.run_id, snap.state, decisions)
+        except (ValueError, ToolArgumentError, RunNotResumable) as exc:
+            asyncio.run(cp.aclose())
+            raise UsageError(str(exc)) from None
+    elif decisions is not None:
+        asyncio.run(cp.aclose())
+        raise UsageError(f"run {args.run_id} is {snap.status}, not waiting for approval: "
+                         "--approve/--reject/--edit do not apply")
+    runner = None if getattr(args, "here", False) else _runner_of(snap, registry)
+    if runner is not None:
+        held = cp.lease_holder(snap)
+        asyncio.run(cp.aclose())
+        if held is not None:  # a worker is on it now: a continuation would only find it taken
+            owner, left = held
+            raise UsageError(f"run {args.run_id} is running on a worker ({owner}, lease for {left:.0f} s more): "
+                             f"there is nothing to continue; wait for it: seamkit runs wait {args.run_id} "
+                             f"--agent {args.agent or composition.file}")
+        return _requeue(args, runner, composition, agent.name, snap, decisions)
+    secrets = composition.secret_values()
+    json_sink = JsonRenderer(secrets=secrets) if args.json else None
+    if json_sink is not None:
+        json_sink.run_id = args.run_id
+    # the store was found through --agent, or it is the embedded default that needs none
+    sink: EventSink = (json_sink if json_sink is not None
+                       else HumanRenderer(typed=agent.output is not None, secrets=secrets, agent_file=args.agent))
+
+    result = _resume_streamed(args, agent, sink, json_sink, decisions=decisions)
+    if snap.status == "done":
+        # a finished run's stored result: nothing streamed, so show it as `seamkit run` would have
+        _show_stored(result, sink, json_sink is not None)
+    sink.close()
+    return _exit_for(result)
+
+
+def _runner_of(snap: Any, registry: Any) -> tuple[str, Any] | None:
+    """``(name, runner)`` of the runner that started the run ``snap`` (see :mod:`seamkit._runners`),
+    ``None`` for a run started in a process of its own. A :class:`UsageError` when the runner is
+    not installed here or fails to build (a broken plugin is reported, never a traceback)."""
+    from seamkit._runners import queued_by
+    from seamkit.errors import ComponentNotFound
+
+    name = queued_by(snap.metadata)
+    if name is None or snap.status in ("done", "failed"):
+        return None
+    try:
+        return name, registry.build("runner", name)
+    except ComponentNotFound:
+        raise UsageError(f"run {snap.run_id} was started on the {name!r} queue, and no runner {name!r} is installed "
+                         f"here (the plugin that provides it, e.g. seamkit-{name}): install it, or pass --here to "
+                         "continue the run in this process") from None
+    except Exception as exc:
+        raise UsageError(f"run {snap.run_id} was started on the {name!r} queue, and its runner failed to load "
+                         f"({type(exc).__name__}: {exc}); pass --here to continue the run in this process") from None
+
+
+def _requeue(args: argparse.Namespace, runner: tuple[str, Any], composition: Any, agent_name: str, snap: Any,
+             decisions: Mapping[str, Any] | None) -> int:
+    """Hand the continuation of ``snap``'s run to ``runner`` (``seamkit resume`` on a queued run):
+    prints the run id (stdout) and where it went (stderr); exit 0 once it is enqueued."""
+    from seamkit._runners import RequeueRequest
+
+    name, impl = runner
+    file = str(Path(composition.file).resolve()) if composition.file is not None else None
+    if file is None:
+        raise UsageError(f"run {args.run_id} runs on the {name!r} queue, whose workers need the composition's file: "
+                         "pass --agent FILE (or --here to continue it in this process)")
+    request = RequeueRequest(file=file, agent=agent_name, run_id=args.run_id, decisions=decisions,
+                             metadata=dict(snap.metadata))
+    try:
+        where = impl.requeue(request)
+    except ValueError as exc:
+        raise UsageError(f"run {args.run_id} runs on the {name!r} queue: {exc} (or pass --here to continue it in "
+                         "this process)") from None
+    sys.stdout.write(f"{args.run_id}\n")
+    sys.stderr.write(f"seamkit: run {args.run_id} was started on the {name!r} queue; its continuation is enqueued "
+                     f"on {where}. Wait for it: seamkit runs wait {args.run_id} --agent {args.agent or file}\n")
+    return EXIT_OK
+
+
+#: How many parent runs ``seamkit resume`` looks through for the agent file a run does not record.
+_PARENT_LEVELS = 8
+
+
+async def _recorded_agent_file(cp: Any, run_id: str) -> tuple[Any, str | None] | None:
+    """``(latest checkpoint, agent file)`` of ``run_id`` in ``cp`` (closed after); ``None`` when
+    the store has no such run. The file is the one the run records in its metadata, else the one
+    the nearest of its parent runs records (``parent_run_id`` chain, at most :data:`_PARENT_LEVELS`
+    up: an agent run that is a workflow step, or an agent tool's child, records none; the run
+    started from the command line does); ``None`` when none of them records one."""
+    try:
+        first = await cp.latest(run_id)
+        snap, seen = first, {run_id}
+        for _ in range(_PARENT_LEVELS + 1):
+            if snap is None:
+                break
+            file = snap.metadata.get("agent_file")
+            if isinstance(file, str):
+                return first, file
+            parent = snap.parent_run_id
+            if parent is None or parent in seen:
+                break
+            seen.add(parent)
+            snap = await cp.latest(parent)
+        return (first, None) if first is not None else None
+    finally:
+        await cp.aclose()
+
+
+def _resume_other_agent(composition: Composition, registry: Registry, name: str,
+                        args: argparse.Namespace) -> tuple[Agent, Any]:
+    """The agent ``name`` of ``composition`` (not its entry agent) and the latest checkpoint of
+    ``args.run_id`` in that agent's store; :class:`UsageError` when it has no store or the run is
+    not in it, :class:`BuildFailed` when a component fails to build."""
+    import asyncio
+
+    from seamkit.composition import ComponentBuildError, build_agents
+
+    try:
+        agent = build_agents(composition, registry=registry)[name]
+    except ComponentBuildError as exc:
+        raise BuildFailed(exc.issues) from exc
+    cp = agent.checkpointer
+    if cp is None:
+        raise UsageError(f"run {args.run_id} is a run of the agent {name!r}, which has no checkpoints "
+                         "('checkpoints: null'): nothing to resume")
+    snap = asyncio.run(_latest(cp, args.run_id, close=False))
+    if snap is None:
+        asyncio.run(cp.aclose())
+        raise UsageError(no_run_text(args.run_id, args.agent))
+    return agent, snap
+
+
+def _resume_streamed(args: argparse.Namespace, agent: Agent, sink: EventSink, json_sink: Any,
+                     **resume: Any) -> AgentResult:
+    """``agent.resume(args.run_id, **resume)`` with its events going to ``sink``, the stores closed
+    after; on an error or interruption the sink is closed (``--json``: the failure line; otherwise
+    the command that continues an interrupted run) and the exception propagates."""
+    import dataclasses
+
+    from seamkit._cli._loop import run_interruptible
+    from seamkit._cli.outcomes import exit_code_for
+    from seamkit.errors import RunCancelled
+
+    class _Observer:
+        def on_event(self, event: Any) -> None:
+            sink.event(event)
+
+    observed = dataclasses.replace(agent, observers=(*agent.observers, _Observer()))
+
+    async def _resume() -> AgentResult:
+        try:
+            return await observed.resume(args.run_id, allow_finished=args.allow_finished, steal=args.steal,
+                                         **resume)
+        finally:
+            await close_stores(observed)
+
+    try:
+        return run_interruptible(_resume())
+    except (Exception, KeyboardInterrupt) as exc:
+        sink.close()
+        if json_sink is not None:
+            json_sink.failed(exc, exit_code_for(exc))
+        elif isinstance(exc, KeyboardInterrupt | RunCancelled):
+            _resume_hint(args.run_id, exc, args.agent)
+        raise
+
+
+def _resume_turn(args: argparse.Namespace, agent: Agent, composition: Composition, snap: Any,
+                 decisions: dict[str, Any] | None) -> int:
+    """``seamkit resume`` of a conversation with capabilities: ``--answer`` takes the next turn,
+    ``--turn-id`` of a committed turn prints its stored result; without an answer an interrupted
+    turn runs again."""
+    import asyncio
+
+    from seamkit._cli.render import HumanRenderer, JsonRenderer
+
+    cp = agent.checkpointer
+    assert cp is not None
+    if decisions is not None:
+        asyncio.run(cp.aclose())
+        raise UsageError(f"run {args.run_id} is a conversation with capabilities: answer it with --answer TEXT "
+                         "(yes / no to a confirmation); --approve/--reject/--edit do not apply")
+    try:
+        answer = read_task(args.answer, "answer") if args.answer is not None else None
+        _check_turn_args(args, snap, answer)
+    except UsageError:
+        asyncio.run(cp.aclose())
+        raise
+    secrets = composition.secret_values()
+    json_sink = JsonRenderer(secrets=secrets) if args.json else None
+    if json_sink is not None:
+        json_sink.run_id = args.run_id
+    sink: EventSink = (json_sink if json_sink is not None
+                       else HumanRenderer(secrets=secrets, agent_file=args.agent))
+
+    result = _resume_streamed(args, agent, sink, json_sink, answer=answer, turn_id=args.turn_id)
+    if result.turn is None or result.turn.replayed or (answer is None and snap.status == "done"):
+        # a stored result: nothing streamed, so show it as the turn showed it
+        from seamkit.values import FrozenDict, StreamEvent
+
+        if json_sink is None and result.output and not getattr(result, "gathered", ()):  # the renderer shows it
+            sink.event(StreamEvent("text", result.run_id, result.steps, text=str(result.output)))
+        sink.event(StreamEvent("run_finished", result.run_id, result.steps,
+                               data=FrozenDict(stop_reason=result.stop_reason, result=result)))
+    sink.close()
+    return _exit_for(result)
+
+
+def _check_turn_args(args: argparse.Namespace, snap: Any, answer: str | None) -> None:
+    """Refuse, as a usage error (exit 2) with the command that works, a ``seamkit resume`` of a
+    conversation with capabilities that :meth:`Agent.resume` would refuse for its arguments: a
+    ``--turn-id`` that is not an id, no ``--answer`` for a conversation that waits for the person
+    or is over (``--steal`` changes nothing there), an ``--answer`` for an interrupted turn. Raises
+    :class:`~seamkit._cli.main.UsageError`."""
+    from seamkit._agent.agent import _turn_id
+    from seamkit._agent.kernel import kernel_state
+    from seamkit._cli.render import interactions_text, resume_command
+
+    if args.turn_id is not None:
+        try:
+            _turn_id(args.turn_id)
+        except ValueError:
+            raise UsageError(f"--turn-id must be non-blank text of at most 200 characters, got "
+                             f"{args.turn_id!r:.80}") from None
+    found = kernel_state(snap.state)
+    if found is None:
+        return  # not a conversation: Agent.resume says so
+    ks = found[0]
+    if args.turn_id is not None and args.turn_id in ks.turns:
+        return  # a committed turn: its stored result is printed
+    interrupted = snap.status == "running" and ks.turn is not None
+    run_id, agent_file = args.run_id, args.agent
+    if interrupted and answer is not None and ks.turn is not None:
+        raise UsageError(f"run {run_id}: turn {ks.turn[0]} was interrupted; run it again first (no --answer): "
+                         + resume_command(run_id, agent_file=agent_file))
+    failed_turn = snap.status == "failed" and ks.turn is not None
+    if answer is not None or interrupted or (snap.status == "done" and args.allow_finished) or (
+            failed_turn and args.allow_finished):
+        return
+    if failed_turn and ks.turn is not None:
+        raise UsageError(f"run {run_id}: turn {ks.turn[0]} failed; once the cause is fixed, run it again: "
+                         + resume_command(run_id, "--allow-finished", agent_file=agent_file)
+                         + "; or take a new turn: "
+                         + resume_command(run_id, ("--answer", "TEXT"), agent_file=agent_file))
+    if snap.status == "suspended" and ks.interactions:
+        raise UsageError(f"run {run_id} waits for the person's answer: pass it with --answer\n"
+                         + interactions_text(run_id, ks.interactions, agent_file=agent_file))
+    also = (f"; to print its last result: {resume_command(run_id, '--allow-finished', agent_file=agent_file)}"
+            if snap.status == "done" else "")
+    raise UsageError(f"run {run_id} is {snap.status}: its next turn needs the person's message: "
+                     + resume_command(run_id, ("--answer", "TEXT"), agent_file=agent_file) + also)
+
+
+def _show_stored(result: AgentResult, sink: EventSink, as_json: bool) -> None:
+    from seamkit.values import FrozenDict, StreamEvent
+
+    if as_json:
+        sink.event(StreamEvent("run_finished", result.run_id, result.steps,
+                               data=FrozenDict(stop_reason=result.stop_reason, result=result)))
+        return
+    out = result.output
+    if isinstance(out, str):
+        sys.stdout.write(out + ("" if out.endswith("\n") else "\n"))
+    else:
+        sys.stdout.write(json.dumps(_jsonable(out), indent=2, ensure_ascii=False) + "\n")
+
+
+def _jsonable(value: Any) -> Any:
+    from seamkit._cli.render import jsonable
+
+    return jsonable(value)
+
+
+def _with_store(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]], *, must_exist: bool = True) -> T:
+    """Open the checkpoint store of ``--agent FILE`` (or the embedded default), run ``work(cp)``
+    with its :class:`~seamkit._durability.checkpointer.Checkpointer`, and close the store."""
+    import asyncio
+
+    composition, registry = _load(args.agent)
+    cp = _checkpointer(composition, registry, must_exist=must_exist)
+
+    async def go() -> T:
+        try:
+            return await work(cp)
+        finally:
+            await cp.aclose()
+
+    return asyncio.run(go())
+
+
+async def _latest(cp: Any, run_id: str, *, close: bool = True) -> Any:
+    try:
+        return await cp.latest(run_id)
+    finally:
+        if close:
+            await cp.aclose()
+
+
+def _info_json(info: Any) -> dict[str, Any]:
+    import datetime as _dt
+
+    return {
+        "run_id": info.run_id,
+        "version": info.version,
+        "status": info.status,
+        "parent_run_id": info.parent_run_id,
+        "agent": info.metadata.get("agent"),
+        "created_at": _dt.datetime.fromtimestamp(info.created_at, _dt.UTC).isoformat(),
+    }
+
+
+def cmd_runs_list(args: argparse.Namespace) -> int:
+    """``seamkit runs list [--status S] [--limit N] [--agent FILE] [--json]``."""
+    if not 1 <= args.limit <= 100_000:
+        raise UsageError("--limit must be between 1 and 100000")
+    listed = _with_store(args, lambda cp: cp.list_runs(status=args.status, limit=args.limit))
+    rows = [_info_json(i) for i in listed]
+    if args.json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return EXIT_OK
+    if not rows:
+        sys.stderr.write("no runs\n")
+        return EXIT_OK
+    for r in rows:
+        parent = f" (child of {r['parent_run_id']})" if r["parent_run_id"] else ""
+        sys.stdout.write(f"{r['run_id']}  {r['status']:<9}  v{r['version']:<4} {r['created_at']}  "
+                         f"{r['agent'] or ''}{parent}\n")
+    return EXIT_OK
+
+
+def cmd_runs_show(args: argparse.Namespace) -> int:
+    """``seamkit runs show RUN_ID [--version V] [--agent FILE] [--json]``."""
+    from seamkit._cli.render import call_json, jsonable, result_json, visible
+
+    async def read(cp: Any) -> Any:
+        snap = await (cp.latest(args.run_id) if args.version is None else cp.at_version(args.run_id, args.version))
+        # calls a killed process left with an unknown outcome, before any resume recorded them
+        interrupted = await cp.interrupted_effects(snap) if snap is not None and args.version is None else []
+        return snap, await cp.history(args.run_id), interrupted
+
+    snap, history, interrupted = _with_store(args, read)
+    if snap is None:
+        what = f"version {args.version} of run" if args.version is not None else "run"
+        raise UsageError(no_run_text(args.run_id, args.agent, what))
+    state = {k: jsonable(v) for k, v in snap.state.items()}
+    doc = {
+        "run_id": snap.run_id,
+        "version": snap.version,
+        "status": snap.status,
+        "parent_run_id": snap.parent_run_id,
+        "metadata": {k: v for k, v in snap.metadata.items() if k != "lease_until"},
+        "versions": [_info_json(i) for i in history],
+        "state": state,
+        "transcript": [{"role": m.role, "text": m.text,
+                        "tool_calls": [call_json(c) for c in m.tool_calls],
+                        "tool_results": [result_json(r) for r in m.tool_results]}
+                       for m in snap.transcript],
+        "interrupted_effects": [jsonable(e) for e in interrupted],
+    }
+    from seamkit._cli.workflow_cmd import show_workflow, workflow_json
+
+    tree = workflow_json(snap.state)
+    if tree is not None:
+        doc["workflow"] = tree
+        state.pop("workflow_state", None)  # its readable form is "workflow"
+        state.pop("workflow_finished", None)
+    kernel = _kernel_json(snap.state)
+    if kernel is not None:
+        doc["kernel"] = kernel
+        # the raw kernel state keeps its facts and evidence as codec texts: "kernel" has them readable
+        for raw in ("kernel", "kernel_facts", "kernel_evidence", "kernel_turns"):
+            state.pop(raw, None)
+    if args.json:
+        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
+        return EXIT_OK
+    out = sys.stdout
+    kept = f"{len(history)} version{'s' if len(history) != 1 else ''} kept"
+    out.write(f"run {snap.run_id}: {snap.status}, version {snap.version} ({kept}), "
+              f"agent {snap.metadata.get('agent')}\n")
+    if snap.parent_run_id:
+        out.write(f"parent: {snap.parent_run_id}\n")
+    for m in doc["transcript"]:
+        line = m["text"].replace("\n", " ")
+        for c in m["tool_calls"]:
+            line += f" -> {c['name']}({json.dumps(c['arguments'], ensure_ascii=False)}) [{c['id']}]"
+        for r in m["tool_results"]:
+            line += f" <- {r['name']}: {r['content']}"
+        out.write(f"  {m['role']:<9} {visible(line[:200])}\n")
+    detail = snap.state.get("status_detail")
+    if isinstance(detail, str):
+        out.write(f"detail: {visible(detail)}\n")
+    for warning in snap.state.get("warnings") or ():  # e.g. what an advisory guardrail flagged
+        if isinstance(warning, str):
+            out.write(f"warning: {visible(warning)}\n")
+    _show_ending(out, snap, args.agent, kernel)
+    if kernel is not None:
+        _show_kernel(out, snap, kernel, args.agent)
+    if tree is not None:
+        show_workflow(out, snap, tree, args.agent)
+    pending = snap.state.get("pending_approvals")
+    if pending:
+        from seamkit._cli.render import pending_text
+
+        out.write(pending_text(snap.run_id, pending, agent_file=args.agent) + "\n")
+    effects = [*(snap.state.get("uncertain_effects") or ()), *interrupted]
+    if effects:
+        from seamkit._cli.render import uncertain_text
+
+        text = uncertain_text(snap.run_id, effects, agent_file=args.agent)
+        if text:
+            out.write(text + "\n")
+    return EXIT_OK
+
+
+def _kernel_json(state: Any) -> dict[str, Any] | None:
+    """For ``runs show``: the kernel state of a conversation with capabilities as JSON data
+    (``None`` for another run): ``facts`` (type -> value), ``agenda`` and ``interactions`` (the
+    open items, oldest first; an agenda item's private continuation left out), ``turns`` (the
+    committed turn ids, oldest first), ``last_turn`` (the last committed one or ``None``) and
+    ``turn_in_progress`` (the id of a turn that has not committed: running or interrupted).
+    A fact text that does not decode gives ``{"error": ...}`` instead of the facts."""
+    from seamkit._agent.kernel import kernel_state
+    from seamkit._cli.render import jsonable
+    from seamkit.errors import CodecError
+
+    ks = state.get("kernel")
+    if ks is None:
+        return None
+    try:
+        found = kernel_state(state)
+    except CodecError as exc:
+        return {"error": f"its facts could not be read: {exc}"}
+    if found is None:
+        return None
+    k = found[0]
+    return {
+        "facts": {t: jsonable(f.value) for t, f in k.facts.items()},
+        "agenda": [{"id": a.id, "kind": a.kind, "capability": a.capability, "input": jsonable(a.input),
+                    "turn_id": a.turn_id, "summary": a.summary, "waits_for": a.waits_for} for a in k.agenda],
+        "interactions": [jsonable(i) for i in k.interactions],
+        "turns": list(k.turns),
+        "last_turn": k.turns[-1] if k.turns else None,
+        "turn_in_progress": k.turn[0] if k.turn else None,
+        "uncertain_effects": list(k.uncertain),
+    }
+
+
+def _show_kernel(out: Any, snap: Any, kernel: dict[str, Any], agent_file: str | None) -> None:
+    """For ``runs show``: what a conversation with capabilities knows and holds (see
+    :func:`_kernel_json`), one short line each, and what it asks the person."""
+    from seamkit._agent.kernel import kernel_state
+    from seamkit._cli.render import interactions_text, settle_command, truncate, visible
+
+    if "error" in kernel:
+        out.write(f"kernel: {visible(kernel['error'])}\n")
+        return
+    turns = kernel["turns"]
+    last = f"last turn {kernel['last_turn']} ({len(turns)} committed)" if turns else "no turn committed"
+    if kernel["turn_in_progress"]:
+        last += f", turn {kernel['turn_in_progress']} not committed"
+    out.write(f"turns: {visible(last)}\n")
+    facts = kernel["facts"]
+    out.write("facts:" + ("" if facts else " none") + "\n")
+    for t, value in facts.items():
+        short = truncate(json.dumps(value, ensure_ascii=False, default=str), 120)
+        out.write(f"  {visible(t)} = {visible(short)}\n")
+    for a in kernel["agenda"]:
+        what = f"waits for {a['waits_for']}" if a["kind"] == "dependency" else "waits for confirmation"
+        short = truncate(json.dumps(a["input"], ensure_ascii=False, default=str), 120)
+        out.write(f"agenda {visible(a['id'])}: {visible(a['capability'])} {visible(short)} ({what}, "
+                  f"turn {visible(a['turn_id'])})\n")
+    found = kernel_state(snap.state)
+    if found is None:
+        return
+    for key in found[0].uncertain:
+        out.write(f"outcome unknown: {visible(key)}; check the outside system, then settle it with: "
+                  + settle_command(snap.run_id, key, "applied", agent_file=agent_file) + "  or: "
+                  + settle_command(snap.run_id, key, "not-applied", agent_file=agent_file) + "\n")
+    # a turn in progress (interrupted) has asked nothing yet; a failed one will ask again
+    if found[0].interactions and snap.status == "suspended":
+        out.write(interactions_text(snap.run_id, found[0].interactions, agent_file=agent_file) + "\n")
+
+
+def _show_ending(out: Any, snap: Any, agent_file: str | None, kernel: dict[str, Any] | None = None) -> None:
+    """For ``runs show``: how a failed or interrupted run ended (its stored error or interruption)
+    and the ``seamkit resume`` command that continues it, runnable as printed (``agent_file``: the
+    ``--agent FILE`` the store was found with; ``kernel``: :func:`_kernel_json` of a conversation
+    with capabilities, whose failed turn runs again and whose next turn takes ``--answer``)."""
+    from seamkit._cli.render import resume_command, visible
+
+    if snap.status == "failed":
+        error = snap.state.get("error")
+        if isinstance(error, str):
+            out.write(f"error: {visible(error)}\n")
+        if kernel is not None and "error" not in kernel:
+            turn = kernel["turn_in_progress"]
+            if turn is not None:
+                out.write(f"once the cause is fixed, run turn {visible(turn)} again with: "
+                          + resume_command(snap.run_id, "--allow-finished", agent_file=agent_file) + "\n")
+            out.write("or take the next turn with: "
+                      + resume_command(snap.run_id, ("--answer", "TEXT"), agent_file=agent_file) + "\n")
+        elif snap.state.get("tripwire"):
+            out.write("a guardrail stopped this run; it cannot be resumed: start a new run\n")
+        elif not snap.state.get("redacted"):
+            out.write("once the cause is fixed, continue it with: "
+                      + resume_command(snap.run_id, "--allow-finished", agent_file=agent_file) + "\n")
+    elif snap.status == "running" and isinstance(snap.state.get("interrupted"), str):
+        out.write(f"interrupted: {visible(snap.state['interrupted'])}\n")
+        out.write("continue it with: " + resume_command(snap.run_id, agent_file=agent_file) + "\n")
+
+
+def cmd_runs_settle(args: argparse.Namespace) -> int:
+    """``seamkit runs settle RUN_ID CALL_ID applied|not-applied [--result TEXT] [--agent FILE]``:
+    exit 0 when recorded; 2 for an unknown run or a call that is not an unsettled uncertain one.
+    ``CALL_ID`` may be a capability's effect, ``capability:<capability id>:<key>``, or a workflow
+    step's effect, ``<step run id>:<key>`` (``--result``: the JSON value its operation returned)."""
+    from seamkit._cli.render import resume_command
+    from seamkit._durability.checkpointer import CAPABILITY_EFFECT_PREFIX
+    from seamkit.errors import RunNotResumable
+
+    applied = args.outcome == "applied"
+    if args.result is not None and not applied:
+        raise UsageError("--result goes with 'applied' only: a call that was not applied has no result")
+
+    async def settle(cp: Any) -> Any:
+        snap = await cp.latest(args.run_id)
+        if snap is None:
+            raise UsageError(no_run_text(args.run_id, args.agent))
+        settled = await cp.settle_effect(args.run_id, args.call_id, applied=applied, result=args.result)
+        return snap.status, settled, "workflow_state" in snap.state
+
+    try:
+        status, settled, workflow = _with_store(args, settle)
+    except (ValueError, RunNotResumable) as exc:
+        raise UsageError(str(exc)) from None
+    if workflow:
+        then = "gets the recorded result without running it" if applied else "runs it again"
+        if applied and args.result is None:
+            then = "gets null as the effect's value (no --result was given) without running it"
+        sys.stderr.write(f"settled effect {args.call_id} of step {settled.tool} of workflow run {args.run_id} as "
+                         f"{args.outcome}: the step, run again, {then}: "
+                         f"{resume_command(args.run_id, '--allow-finished', agent_file=args.agent)}\n")
+        return EXIT_OK
+    if args.call_id.startswith(CAPABILITY_EFFECT_PREFIX):
+        then = ("returns the recorded result without running again" if applied
+                else "runs again")
+        later = resume_command(args.run_id, ("--answer", "TEXT"), agent_file=args.agent)
+        sys.stderr.write(f"settled capability effect {args.call_id} of run {args.run_id} as {args.outcome}: "
+                         f"the next time the capability runs this effect it {then} (the model proposes it "
+                         f"in a later turn: {later})\n")
+        return EXIT_OK
+    done = f"settled call {args.call_id} of run {args.run_id} as {args.outcome}"
+    if status == "done" or not settled.waits:
+        # nothing reruns: the run is over, or the model was already told the outcome is unknown
+        why = "the run is done" if status == "done" else "the model was already told that its outcome is unknown"
+        sys.stderr.write(f"{done}; recorded only ({why}): nothing runs again\n")
+        return EXIT_OK
+    then = ("the call runs again when the run resumes" if not applied
+            else "the model is told it was applied when the run resumes")
+    flags = ("--allow-finished",) if status == "failed" else ()
+    sys.stderr.write(f"{done}; {then}: {resume_command(args.run_id, *flags, agent_file=args.agent)}\n")
+    return EXIT_OK
+
+
+def cmd_runs_delete(args: argparse.Namespace) -> int:
+    """``seamkit runs delete RUN_ID [--agent FILE]``."""
+    async def delete(cp: Any) -> bool:
+        snap = await cp.latest(args.run_id)
+        held = cp.lease_holder(snap) if snap is not None and not args.force else None
+        if held is not None:
+            raise UsageError(f"run {args.run_id} is being run by {held[0]} right now; wait for it, or pass --force")
+        return bool(await cp.delete(args.run_id))
+
+    if not _with_store(args, delete):
+        raise UsageError(no_run_text(args.run_id, args.agent))
+    sys.stderr.write(f"deleted run {args.run_id}\n")
+    return EXIT_OK
+
+
+def cmd_runs_prune(args: argparse.Namespace) -> int:
+    """``seamkit runs prune [--keep-last N] [--finished-days D] [--agent FILE]``."""
+    import math
+    import time
+
+    if args.keep_last < 1:
+        raise UsageError("--keep-last must be at least 1 (the latest version is what resume needs)")
+    days = args.finished_days
+    if days is not None and (not math.isfinite(days) or days < 0):
+        raise UsageError("--finished-days must be a number of days, 0 or more")
+    before = time.time() - days * 86400 if days is not None else None
+
+    async def prune(cp: Any) -> tuple[int, int]:
+        versions = await cp.prune(keep_last=args.keep_last, finished_before=before)
+        keys = await cp.store.prune() if cp.store is not None else 0
+        return versions, keys
+
+    versions, keys = _with_store(args, prune)
+    sys.stderr.write(f"pruned {versions} checkpoint version{'s' if versions != 1 else ''} and "
+                     f"{keys} expired key{'s' if keys != 1 else ''}\n")
+    return EXIT_OK
+
+
+def cmd_stores_setup(args: argparse.Namespace) -> int:
+    """``seamkit stores setup [--agent FILE]``: apply the store's schema migrations."""
+    async def setup(cp: Any) -> tuple[str, bool]:
+        store = cp.port
+        migrate = getattr(store, "setup", None)
+        if migrate is not None:
+            await migrate()
+        else:
+            await store.list_runs(limit=1)  # opens (and creates) it: a broken store fails here
+        return type(store).__name__, migrate is not None
+
+    name, migrated = _with_store(args, setup, must_exist=False)
+    what = "schema is up to date" if migrated else "ready (it needs no migrations)"
+    sys.stderr.write(f"{name}: {what}\n")
+    return EXIT_OK
+
+
+# -- validate --------------------------------------------------------------------------------------
+
+
+def _agent_tool_summary(t: Any) -> str:
+    queue = t.queue_name()
+    return f"agent {t.agent}" + (f" (queue {queue})" if queue is not None else "")
+
+
+def describe(composition: Composition) -> str:
+    """One line naming the agent, its model component, tools, middlewares, capabilities and output kind (never
+    their parameters, which may hold secrets)."""
+    a = composition.agent
+    from seamkit.composition._models import AgentToolRef
+
+    tools = ", ".join(_agent_tool_summary(t) if isinstance(t, AgentToolRef) else t.use for t in a.tools) or "none"
+    parts = [f"agent {a.name or 'agent'!r}", f"model {a.model.use}", f"tools: {tools}"]
+    if a.middlewares:
+        parts.append(f"middlewares: {', '.join(m.use for m in a.middlewares)}")
+    if a.capabilities:
+        parts.append(f"capabilities: {', '.join(c.use for c in a.capabilities)}")
+    if a.handoffs:
+        parts.append(f"handoffs: {', '.join(h.agent for h in a.handoffs)}")
+    parts.append(f"output: {'typed (JSON Schema)' if a.output is not None else 'text'}")
+    if composition.agents:
+        parts.append(f"more agents: {', '.join(composition.agents)}")
+    w = composition.workflow
+    if w is not None:
+        parts.append(f"workflow: {len(w.steps)} steps ({', '.join(w.steps)}), outcomes: {', '.join(w.outcomes)}")
+    return ", ".join(parts)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """``seamkit validate FILE``: prints ``ok: ...`` (exit 0); problems raise ``ConfigError`` (exit 2).
+
+    The tools are built (only them) to check what the model will be told about each: an empty
+    description is an error, a very short one a warning on stderr. A middleware order that hides
+    calls from one meant to see them all (``audit`` after ``memoize``) is a warning, and so is an agent
+    tool whose child runs go to the queue their caller is consumed from (a deadlock). The
+    capabilities are built and compiled (:func:`~seamkit.capabilities.compile_agent`): each compile problem is an error
+    ``FILE:LINE:COL: agent.capabilities[i]: CODE: message``."""
+    path = existing_file(args.file)
+    from seamkit._cli.scrub import scrub_output
+    from seamkit.composition import load_composition
+    from seamkit.composition._build import (
+        capability_issues,
+        child_queue_issues,
+        middleware_order_issues,
+        tool_description_issues,
+    )
+    from seamkit.errors import ConfigError
+
+    registry = _registry()
+    composition = load_composition(path, registry=registry)
+    scrub_output(composition.secret_values())
+    errors, warnings = tool_description_issues(composition, registry=registry)
+    errors = [*errors, *capability_issues(composition, registry=registry)]
+    if errors:
+        raise ConfigError(errors)
+    for w in (*warnings, *middleware_order_issues(composition, registry=registry), *child_queue_issues(composition)):
+        sys.stderr.write(f"seamkit: warning: {w}\n")
+    sys.stdout.write(f"ok: {args.file}: {describe(composition)}\n")
+    return EXIT_OK
+
+
+# -- schema ----------------------------------------------------------------------------------------
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    """``seamkit schema [--output FILE]``: the composition JSON Schema, every installed component's
+    config included."""
+    from seamkit.composition import composition_json_schema
+
+    if args.output is not None and not args.output.strip():
+        raise UsageError("--output needs a file name (omit it to print the schema on stdout)")
+    schema = composition_json_schema(_registry())
+    text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+    if args.output is not None:
+        out = Path(args.output)
+        try:
+            out.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot write {args.output}: {exc.strerror or exc}") from None
+        sys.stderr.write(f"seamkit: wrote the schema to {args.output}\n")
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+# -- plugins ---------------------------------------------------------------------------------------
+
+COLUMNS = ("distribution", "version", "kind", "name", "status", "error")
+#: ``--check``: seconds a component's import and factory may take (a blocking factory must not hang
+#: CI), unless ``SEAMKIT_CHECK_TIMEOUT`` says otherwise
+CHECK_TIMEOUT_S = 60.0
+#: the kinds ``--check KIND/NAME`` takes for a plugin that adds CLI commands
+COMMAND_KINDS = ("command", "plugin")
+
+
+def check_timeout() -> float:
+    """``SEAMKIT_CHECK_TIMEOUT`` (seconds, a number > 0), else :data:`CHECK_TIMEOUT_S`."""
+    import math
+    import os
+
+    try:
+        value = float(os.environ.get("SEAMKIT_CHECK_TIMEOUT", "").strip())
+    except ValueError:
+        return CHECK_TIMEOUT_S
+    return value if value > 0 and math.isfinite(value) else CHECK_TIMEOUT_S
+
+
+def plugin_rows(registry: Registry | RegistrySnapshot) -> list[dict[str, Any]]:
+    """One row per installed component, one per plugin that failed (``kind`` ``plugin``, ``name``
+    its entry-point name) and one per plugin that loaded but registered no component. Keys:
+    ``distribution``, ``version``, ``kind``, ``name``, ``status`` (``ok``/``failed``), ``error``
+    (``None`` when ok), ``plugin`` (entry-point name) and ``description``. A component that another
+    distribution registers too is ``ok`` with an ``error`` saying it is ambiguous (a bare ``use:``
+    of it is refused). A plugin whose commands failed keeps the rows of its components."""
+    rows: list[dict[str, Any]] = []
+    for report in registry.reports:
+        base = {"distribution": report.distribution, "version": report.version, "plugin": report.plugin}
+        if report.status == "failed" or not report.components:
+            rows.append({**base, "kind": "plugin", "name": report.plugin, "status": report.status,
+                         "error": report.error, "description": ""})
+        for kind, name in report.components:
+            desc = ""
+            specs = registry.components.get(kind, {}).get(name, [])
+            for spec in specs:
+                if spec.plugin == report.plugin and spec.distribution == report.distribution:
+                    desc = spec.description
+            others = sorted({s.distribution for s in specs if s.distribution != report.distribution})
+            error = (f"ambiguous: {', '.join(others)} also registers {kind} {name!r}; 'use: {name}' is refused "
+                     f"without 'from: DISTRIBUTION'") if others else None
+            rows.append({**base, "kind": kind, "name": name, "status": "ok", "error": error, "description": desc})
+    rows.sort(key=lambda r: (r["status"] == "ok", r["distribution"], r["kind"], r["name"]))
+    return rows
+
+
+class _Checker:
+    """Runs ``--check``'s checks: in child processes where the platform allows
+    (:mod:`seamkit._plugins.check_isolated`: this process then imports no plugin at all), else here."""
+
+    def __init__(self) -> None:
+        from seamkit._plugins.check_isolated import load_isolated, supported
+
+        self._child: Any = None
+        self._excluded: list[str] = []
+        self.registry: Registry | RegistrySnapshot
+        if supported():
+            try:
+                self.registry, self._child, self._excluded = load_isolated()
+            except RuntimeError as exc:  # no child could load the plugins: say why
+                raise UsageError(str(exc)) from None
+            self.isolated = True
+        else:
+            self.registry = _registry()
+            self.isolated = False
+
+    def run(self, jobs: list[CheckJob]) -> list[ComponentCheck]:
+        from seamkit._plugins.check_isolated import check_isolated
+
+        if self.isolated:
+            child, self._child = self._child, None
+            return check_isolated(jobs, timeout_s=check_timeout(), child=child, excluded=self._excluded)
+        from seamkit._plugins.check import check_commands, check_component
+
+        results = []
+        registry = self.registry
+        for job in jobs:
+            if job.kind == "command":
+                hook = next(h for h in registry.command_hooks() if (h[0], h[1]) == (job.plugin, job.distribution))
+                results.append(check_commands(*hook))
+                continue
+            specs = registry.components[job.kind][job.name]
+            spec = next(s for s in specs if s.plugin == job.plugin and s.distribution == job.distribution)
+            results.append(check_component(spec, clashes=[s for s in specs if s is not spec],
+                                           timeout_s=check_timeout()))
+        return results
+
+    def close(self) -> None:
+        if self._child is not None:
+            self._child.stop()
+            self._child = None
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    """``seamkit plugins [--json] [--check [NAME]]``: installed components and plugin load reports
+    (failed ones with their error); exit 1 when a plugin failed to load. ``--check NAME`` checks one
+    component (``KIND/NAME``: of that kind); ``--check`` alone checks them all, each in a child
+    process. Exit 1 when a check finds a problem."""
+    from seamkit._cli.common import CHECK_ALL
+
+    if args.check is None:
+        return _list_plugins(_registry(), args)
+    checker = _Checker()
+    try:
+        if args.check != CHECK_ALL:
+            return _check_one(checker, args.check, as_json=args.json)
+        return _list_plugins(checker.registry, args, checker)
+    finally:
+        checker.close()
+
+
+def _list_plugins(registry: Registry | RegistrySnapshot, args: argparse.Namespace,
+                  checker: _Checker | None = None) -> int:
+    rows = plugin_rows(registry)
+    failed = any(r["status"] == "failed" and r["kind"] == "plugin" for r in rows)
+    if checker is not None:
+        from seamkit._plugins.check_isolated import CheckJob
+
+        commands = {(p, d) for p, d, _, _ in registry.command_hooks()}
+        jobs: list[tuple[dict[str, Any], CheckJob]] = []
+        for row in rows:
+            if row["kind"] == "plugin":
+                if (row["plugin"], row["distribution"]) in commands:  # its hook runs on a throwaway parser
+                    jobs.append((row, CheckJob("command", row["plugin"], row["distribution"], row["version"],
+                                               row["plugin"])))
+                    continue
+                row["check"] = "failed" if row["status"] == "failed" else "ok"
+                row["problems"] = [row["error"]] if row["error"] else []
+                continue
+            jobs.append((row, CheckJob(row["kind"], row["name"], row["distribution"], row["version"], row["plugin"])))
+        for (row, _), result in zip(jobs, checker.run([job for _, job in jobs]), strict=True):
+            row["check"] = result.status
+            row["problems"] = list(result.problems)
+        failed = any(r["check"] == "failed" for r in rows)
+    if args.json:
+        sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
+        return EXIT_FAILED if failed else EXIT_OK
+    import os
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else 200)
+    if not rows:
+        limits = [f"{v}={os.environ[v]!r}" for v in ("SEAMKIT_LOAD_PLUGINS", "SEAMKIT_DISABLE_PLUGINS")
+                  if v in os.environ]
+        console.print("no plugins loaded" + (f" ({', '.join(limits)} in force)" if limits else ""))
+        return EXIT_OK
+    columns = COLUMNS if args.check is None else (*COLUMNS[:5], "check", "problems")
+    table = Table(*columns, show_lines=False, box=None, pad_edge=False)
+    for r in rows:
+        status = "[green]ok[/]" if r["status"] == "ok" else "[bold red]failed[/]"
+        cells = [escape(r["distribution"]), escape(r["version"]), r["kind"], escape(r["name"]), status]
+        if args.check is None:
+            cells.append(escape(r["error"] or ""))
+        else:
+            cells.append({"ok": "[green]ok[/]", "unchecked": "[yellow]unchecked[/]"}.get(r["check"],
+                                                                                         "[bold red]failed[/]"))
+            cells.append(escape("; ".join(r["problems"])))
+        table.add_row(*cells)
+    console.print(table)
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _check_one(checker: _Checker, target: str, *, as_json: bool) -> int:
+    """``seamkit plugins --check NAME``: check every component called NAME (of the kind KIND for
+    ``KIND/NAME``), or report the plugin NAME that failed to load. Exit 1 on a problem; a name that
+    matches nothing is a usage error (exit 2) with the close names."""
+    import difflib
+
+    from seamkit._plugins.check_isolated import CheckJob
+
+    registry = checker.registry
+    kind, sep, name = target.rpartition("/")
+    kind = {"schema": "schema_adapter"}.get(kind, kind)  # `seamkit new plugin`'s word for the kind
+    kinds = sorted(registry.components)
+    commands = not sep or kind in COMMAND_KINDS
+    if sep and kind not in kinds and not commands:
+        raise UsageError(f"no component of kind {kind!r} is installed (kinds: "
+                         f"{', '.join([*kinds, *COMMAND_KINDS]) or 'none'})")
+    specs = [s for s in registry.all_components() if s.name == name and (not sep or s.kind == kind)]
+    hooks = [h for h in registry.command_hooks() if name in (h[0], h[1])] if commands else []
+    with_hooks = {(h[0], h[1]) for h in hooks}
+    failed = [r for r in registry.reports if r.status == "failed" and (name in (r.plugin, r.distribution))
+              and (not sep or commands) and (r.plugin, r.distribution) not in with_hooks]
+    if not specs and not failed and not hooks:
+        known = sorted({s.name for s in registry.all_components() if not sep or s.kind == kind}
+                       | ({r.plugin for r in registry.reports if r.status == "failed"}
+                          | {h[0] for h in registry.command_hooks()} if commands else set()))
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        what = f"{kind} component" if sep and not commands else "command plugin" if sep else \
+            "component, command plugin or failed plugin"
+        raise UsageError(f"no {what} named {name!r} is installed{hint} (see 'seamkit plugins')")
+
+    jobs = [CheckJob.of(s) for s in sorted(specs, key=lambda s: (s.kind, s.distribution))]
+    jobs += [CheckJob("command", h[0], h[1], h[2], h[0]) for h in hooks]
+    results = checker.run(jobs)
+    if as_json:
+        out: list[dict[str, Any]] = [
+            {"kind": "plugin", "name": r.plugin, "distribution": r.distribution, "version": r.version,
+             "plugin": r.plugin, "ok": False, "checked": True, "problems": [f"the plugin failed to load: {r.error}"],
+             "notes": []}
+            for r in failed
+        ]
+        out += [{"kind": c.kind, "name": c.name, "distribution": c.distribution, "version": c.version,
+                 "plugin": c.plugin, "ok": c.ok, "checked": c.checked, "problems": list(c.problems),
+                 "notes": list(c.notes)}
+                for c in results]
+        sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
+    else:
+        from seamkit._cli.render import visible
+
+        lines: list[str] = []
+        for r in failed:
+            version = f" {r.version}" if r.version else ""
+            lines.append(f"plugin {r.plugin!r} ({r.distribution}{version}): failed to load: {r.error}")
+        for c in results:
+            if c.ok:
+                lines.append(f"{c.label}: {c.status}")
+            else:
+                n = len(c.problems)
+                lines.append(f"{c.label}: {n} problem{'s' if n != 1 else ''}")
+                lines += [f"  - {p}" for p in c.problems]
+            lines += [f"  note: {note}" for note in c.notes]
+        sys.stdout.write("".join(visible(line) + "\n" for line in lines))
+    return EXIT_FAILED if failed or any(not c.ok for c in results) else EXIT_OK
+
+
+# -- new plugin ------------------------------------------------------------------------------------
+
+
+def cmd_new_plugin(args: argparse.Namespace) -> int:
+    """``seamkit new plugin KIND NAME [--dir DIR]``: write a plugin distribution from the template
+    of KIND (see :mod:`seamkit._cli.scaffold`)."""
+    from seamkit._cli.scaffold import ScaffoldError, write_plugin
+
+    try:
+        root = write_plugin(args.kind, args.name, Path(args.dir))
+    except ScaffoldError as exc:
+        raise UsageError(str(exc)) from None
+    # pip reads a bare "seamkit-x[test]" as a project name: a relative path needs its "./"
+    shown = root.as_posix() if root.is_absolute() or root.as_posix().startswith(".") else f"./{root.as_posix()}"
+    sys.stdout.write(
+        f"created {shown}/: a {args.kind} plugin, component {args.name!r}\n"
+        f"next: pip install -e '{shown}[test]' && pytest {shown}\n"
+    )
+    return EXIT_OK

@@ -1,0 +1,253 @@
+"""``@tool``: a Python function as a :class:`~seamkit._ports.ToolPort`.
+
+The JSON Schema of the parameters comes from the type hints (through pydantic, draft 2020-12:
+nested pydantic models and dataclasses under ``$defs``, ``list[X]`` with ``items``, ``Literal`` and
+``Enum`` as ``enum``, ``X | None`` as ``anyOf`` with ``null``) and the descriptions from the
+docstring (Google, NumPy or reST style, parsed by ``docstring_parser``). A parameter annotated
+with :class:`~seamkit._runtime.context.RunContext` receives the run's context and is not advertised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import typing
+from collections.abc import Callable, Mapping
+from typing import Any, overload
+
+from seamkit._runtime.context import RunContext
+from seamkit._tools.registry import missing_description
+from seamkit.errors import ToolArgumentError, ToolDefinitionError
+from seamkit.values import ToolSchema, freeze
+
+__all__ = ["FunctionTool", "tool"]
+
+
+def _strip_titles(schema: Any, *, in_properties: bool = False) -> Any:
+    """Drop pydantic's generated ``title`` keys (noise for a model), keeping properties that are
+    literally named ``title``."""
+    if isinstance(schema, dict):
+        out = {}
+        for k, v in schema.items():
+            if k == "title" and not in_properties and isinstance(v, str):
+                continue
+            out[k] = _strip_titles(v, in_properties=(k in ("properties", "$defs", "definitions")))
+        return out
+    if isinstance(schema, list):
+        return [_strip_titles(v) for v in schema]
+    return schema
+
+
+class FunctionTool:
+    """A tool backed by a Python function (sync or async). Build it with :func:`tool`.
+
+    ``schema``: the advertised :class:`~seamkit.values.ToolSchema`. ``validate(arguments)``
+    returns keyword arguments ready for the function or raises
+    :class:`~seamkit.errors.ToolArgumentError`. ``invoke(arguments, ctx)`` calls the function
+    (sync functions in a worker thread unless ``blocking=False``). The function stays callable
+    directly: ``add(2, 3)``. When the run is cancelled (``ctx.cancellation.cancel()``), an async
+    function is cancelled; a function in a worker thread cannot be, so it should take a
+    ``RunContext`` parameter and return when ``ctx.cancellation.cancelled`` turns true: the run
+    waits :attr:`cancel_grace` seconds for it.
+    """
+
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        side_effecting: bool,
+        name: str | None = None,
+        description: str | None = None,
+        blocking: bool = True,
+        idempotent: bool = False,
+    ) -> None:
+        import docstring_parser
+        import pydantic
+
+        self.fn = fn
+        self.__wrapped__ = fn
+        self.__doc__ = fn.__doc__
+        self.__name__ = name or fn.__name__
+        self._is_async = inspect.iscoroutinefunction(fn)
+        self._blocking = blocking
+        sig = inspect.signature(fn)
+        hints = typing.get_type_hints(fn, include_extras=True)
+        doc = docstring_parser.parse(fn.__doc__ or "")
+        param_docs = {p.arg_name: p.description for p in doc.params if p.description}
+        fields: dict[str, Any] = {}
+        self._ctx_param: str | None = None
+        for pname, param in sig.parameters.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                raise ToolDefinitionError(f"tool {self.__name__!r}: *args/**kwargs cannot be described to a model")
+            ann = hints.get(pname, Any)
+            if ann is RunContext:
+                self._ctx_param = pname
+                continue
+            if pname not in hints:
+                raise ToolDefinitionError(f"tool {self.__name__!r}: parameter {pname!r} needs a type hint")
+            default = ... if param.default is param.empty else param.default
+            fields[pname] = (ann, pydantic.Field(default, description=param_docs.get(pname)))
+        try:
+            model = pydantic.create_model(
+                f"{self.__name__}_arguments",
+                __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+                **fields,
+            )
+            params = _strip_titles(model.model_json_schema())
+        except pydantic.PydanticUserError as exc:  # a type pydantic cannot describe as JSON Schema
+            first = str(exc).splitlines()[0]
+            raise ToolDefinitionError(
+                f"tool {self.__name__!r}: a parameter type cannot be described to a model: {first}"
+            ) from exc
+        self._validator = model
+        # The pydantic-core validator itself: one C call per tool call, no BaseModel wrapper frames.
+        self._validate_python = model.__pydantic_validator__.validate_python
+        self._validation_error = pydantic.ValidationError
+        params.pop("additionalProperties", None)
+        params["additionalProperties"] = False
+        params.setdefault("properties", {})
+        desc = description
+        if desc is None:
+            parts = [doc.short_description or "", doc.long_description or ""]
+            desc = "\n\n".join(p for p in parts if p).strip()
+        if not desc.strip():
+            raise ToolDefinitionError(missing_description(self.__name__, getattr(fn, "__qualname__", self.__name__)))
+        self._schema = ToolSchema(self.__name__, desc, freeze(params), side_effecting, idempotent)
+
+    @property
+    def schema(self) -> ToolSchema:
+        return self._schema
+
+    @property
+    def name(self) -> str:
+        return self._schema.name
+
+    def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate the model's ``arguments``; returns keyword arguments for the function.
+
+        Raises :class:`~seamkit.errors.ToolArgumentError` listing each problem as ``path: message``.
+        """
+        try:
+            obj = self._validate_python(arguments)
+        except self._validation_error as exc:
+            problems = [
+                f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
+            ]
+            raise ToolArgumentError(self.name, problems) from None
+        return obj.__dict__  # type: ignore[no-any-return]  # the instance is discarded: its dict is ours
+
+    async def invoke(self, arguments: Mapping[str, Any], ctx: RunContext) -> Any:
+        """Call the function with validated ``arguments`` (from :meth:`validate`)."""
+        kwargs = arguments
+        if self._ctx_param is not None:
+            kwargs = {**arguments, self._ctx_param: ctx}
+        if self._is_async:
+            return await self.fn(**kwargs)
+        if self._blocking:
+            return await _in_thread(self.fn, kwargs, ctx, self.cancel_grace)
+        return self.fn(**kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    #: Seconds a cancelled run waits for a sync tool running in a worker thread to return once
+    #: ``ctx.cancellation`` is cancelled (a thread cannot be interrupted: the tool sees the token
+    #: through a ``RunContext`` parameter and returns, its ``finally`` blocks running). After
+    #: that the run stops waiting; the thread runs on until the function returns.
+    cancel_grace: float = 2.0
+
+    def __repr__(self) -> str:
+        return f"<tool {self.name} side_effecting={self._schema.side_effecting}>"
+
+
+async def _in_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any], ctx: RunContext, grace: float) -> Any:
+    """``fn(**kwargs)`` in the default executor (context variables copied, as
+    ``asyncio.to_thread``). When the awaiting task is cancelled and ``ctx.cancellation`` is too,
+    waits up to ``grace`` seconds for the function to return before re-raising."""
+    import contextvars
+
+    loop = asyncio.get_running_loop()
+    # [running, event]: the worker clears running when fn returns and then sets the event if a
+    # cancelled caller is waiting on it (made only then: the common path pays nothing for it)
+    state: list[Any] = [True, None]
+    run_in_context = contextvars.copy_context().run
+
+    def call() -> Any:
+        try:
+            return run_in_context(fn, **kwargs)
+        finally:
+            state[0] = False
+            returned = state[1]
+            if returned is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(returned.set)
+
+    try:
+        return await loop.run_in_executor(None, call)
+    except asyncio.CancelledError:
+        # the thread cannot be interrupted; a tool watching ctx.cancellation returns soon, its
+        # finally blocks run, and the run ends after it rather than under it
+        if ctx.cancellation.cancelled and grace > 0:
+            returned = state[1] = asyncio.Event()
+            if state[0]:
+                try:
+                    await asyncio.wait_for(returned.wait(), grace)
+                except TimeoutError:
+                    pass
+        raise
+
+
+@overload
+def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+
+
+@overload
+def tool(
+    *,
+    side_effecting: bool,
+    name: str | None = None,
+    description: str | None = None,
+    blocking: bool = True,
+    idempotent: bool = False,
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    side_effecting: bool | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    blocking: bool = True,
+    idempotent: bool = False,
+) -> Any:
+    """Turn a function into a tool: ``@tool(side_effecting=False)``.
+
+    ``side_effecting`` is required: say whether calling the tool changes anything outside the run
+    (writes a file, sends a payment); side-effecting calls are the ones approvals and the effect
+    ledger guard. ``name`` and ``description`` override the function's name and docstring.
+    ``blocking=False`` runs a *sync* function directly on the event loop (only for cheap, pure
+    functions); by default sync functions run in a worker thread. ``idempotent=True`` (with
+    ``side_effecting=True``) says the tool hands ``ctx.idempotency_key`` (a parameter annotated
+    :class:`~seamkit._runtime.context.RunContext`) to the outside system, which applies one key at
+    most once: a call a crash interrupted is then run again on resume instead of waiting for a
+    person to settle it.
+
+    Raises ``TypeError`` when ``side_effecting`` is missing, and
+    :class:`~seamkit.errors.ToolDefinitionError` (a ``TypeError``) when a parameter has no type hint or a
+    type pydantic cannot describe, or the tool has no description (neither a docstring nor
+    ``description=``): the description is what the model reads to decide when to call it.
+    """
+    if fn is not None or side_effecting is None:
+        raise TypeError(
+            "@tool needs side_effecting=True or False: say whether calling the tool changes anything "
+            "outside the run, e.g. @tool(side_effecting=False)"
+        )
+    se = side_effecting
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool:
+        return FunctionTool(f, side_effecting=se, name=name, description=description, blocking=blocking,
+                            idempotent=idempotent)
+
+    return wrap

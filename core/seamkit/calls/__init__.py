@@ -1,8 +1,0 @@
-"""Model-neutral calls: ``seamkit.ask(binding, prompt, ...) -> Answer``.
-
-- :mod:`seamkit.calls.binding`: ``Binding``, ``CredentialRef``, ``CallLimits`` (light: no pydantic).
-- :mod:`seamkit.calls.answer`: ``Answer``, ``Session``, ``AskFailed``.
-- :mod:`seamkit.calls.ask`: ``ask`` and ``ask_sync`` (they load the agent machinery).
-
-Use them from the top level: ``from seamkit import ask, Binding, CallLimits``.
-"""

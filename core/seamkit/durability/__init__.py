@@ -1,6 +1,0 @@
-"""Durable runs: the checkpoint codec and records, the :class:`Checkpointer` facade over a
-:class:`~seamkit.ports.CheckpointPort`, the effect ledger and approvals.
-
-Backends (SQLite, PostgreSQL, Redis) are plugins; an in-memory reference backend is in
-:mod:`seamkit.testing.memory_store`.
-"""
