@@ -111,6 +111,9 @@ PINNED: dict[str, list[str]] = {
     ],
 }
 PUBLIC = frozenset(PINNED)
+PUBLIC_MODULES = PUBLIC | {"seamkit.__main__"}
+"""Every public module (``python -m seamkit`` has no names to pin); every other module of the host
+has a ``_``-prefixed component in its dotted path (``seamkit._agent.loop``, ``seamkit.composition._build``)."""
 
 
 @pytest.mark.parametrize("module", sorted(PINNED))
@@ -153,13 +156,13 @@ def _host(module: str | None) -> bool:
 
 
 def _private_uses(source: str, where: str) -> list[str]:
-    """Each import of the host in ``source`` that names a non-public module, or a name that is
-    not in its public module's ``__all__``."""
+    """Each import of the host in ``source`` that names a non-public module (``seamkit._anything``
+    among them), or a name that is not in its public module's ``__all__``."""
     bad = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             bad += [f"{where}:{node.lineno}: import {a.name}" for a in node.names
-                    if _host(a.name) and a.name not in PUBLIC]
+                    if _host(a.name) and a.name not in PUBLIC_MODULES]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and _host(node.module):
             if node.module not in PUBLIC:
                 bad.append(f"{where}:{node.lineno}: from {node.module} import ...")
@@ -175,9 +178,9 @@ def _python_files(*roots: str) -> list[Path]:
 
 
 @pytest.mark.parametrize("root", ["plugins", "examples", "testkit"])
-def test_plugins_and_examples_import_only_public_names(root: str) -> None:
-    """Plugins, examples and the plugin authors' test kit (pytest-seamkit, which runs inside a
-    plugin's tests) import the host's public names only."""
+def test_code_outside_the_host_imports_only_public_names(root: str) -> None:
+    """No module outside core/ imports ``seamkit._anything``, a module not in the public list, or
+    a name outside a public module's ``__all__``."""
     files = _python_files(root)
     assert files
     bad = [b for f in files for b in _private_uses(f.read_text(encoding="utf-8"), str(f.relative_to(ROOT)))]
@@ -196,11 +199,44 @@ def test_every_name_the_docs_import_is_public() -> None:
     assert bad == [], "\n".join(bad)
 
 
+def _host_modules() -> list[str]:
+    """The dotted name of every module under core/seamkit."""
+    pkg = ROOT / "core" / "seamkit"
+    out = []
+    for f in sorted(pkg.rglob("*.py")):
+        parts = list(f.relative_to(pkg.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out.append(".".join(parts))
+    return out
+
+
+def test_every_module_but_the_public_ones_is_private_by_name() -> None:
+    """As in httpx (``httpx._client``): a module outside the public list has a ``_`` component in its
+    dotted path, so that ``seamkit.x.y`` without one is public and nothing else is."""
+    modules = _host_modules()
+    assert set(PUBLIC_MODULES) <= set(modules)
+    leaked = [m for m in modules if m not in PUBLIC_MODULES
+              and not any(part.startswith("_") and part != "__main__" for part in m.split(".")[1:])]
+    assert leaked == [], leaked
+
+
+def test_the_public_packages_submodules_are_private() -> None:
+    """A public package re-exports its ``__all__`` from submodules that are themselves private."""
+    packages = [m for m in PUBLIC if (ROOT / "core" / Path(*m.split("."))).is_dir() and m != "seamkit"]
+    assert sorted(packages) == ["seamkit.capabilities", "seamkit.composition", "seamkit.testing", "seamkit.workflows"]
+    for pkg in packages:
+        subs = [m for m in _host_modules() if m.startswith(pkg + ".")]
+        assert subs, pkg
+        assert all(m[len(pkg) + 1:].startswith("_") for m in subs), subs
+
+
 def test_the_checker_reports_private_imports() -> None:
     """The check above can fail: an internal module, a private name of a public module, a bare
     ``import`` of an internal module."""
     src = "from seamkit._cli.main import UsageError\nfrom seamkit.values import _frozen\nimport seamkit._agent.loop\n"
     assert len(_private_uses(src, "x.py")) == 3
+    assert len(_private_uses("import seamkit._lazy\nfrom seamkit.composition._build import build_agent\n", "x.py")) == 2
     assert _private_uses("from seamkit.plugin import UsageError\nimport seamkit\n", "x.py") == []
 
 
