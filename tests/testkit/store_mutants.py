@@ -130,6 +130,28 @@ class ForgetfulCheckpointStore(FileStore):
     keep_pending_writes = False
 
 
+class CounterOrderedStore(FileStore):
+    """Orders a list's items by a per-instance counter that starts again at 0 for a list found
+    when the store was opened: an item appended after a reopen sorts in among the old ones
+    (``['a', 'd', 'b', 'c']``), though the new length is right. From an outside tester's report."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self._found = set(self._kv)  # the keys there when this instance opened the file
+        self._next: dict[Any, int] = {}
+
+    async def append(self, scope: Any, key: str, value: Any) -> int:
+        length: int = await FileStore.append(self, scope, key, value)
+        k = (scope_namespace(scope), key)
+        entry = self._kv[k]
+        assert entry.items is not None
+        at = self._next.get(k, 0 if k in self._found else length - 1)
+        entry.items.insert(min(at, length - 1), entry.items.pop())
+        self._next[k] = at + 1
+        self._flush()
+        return length
+
+
 class SingleInstanceFileStore(FileStore):
     """Reads the file once, when built (the first example store of stores.md): another open
     instance's writes are never seen, and its next write undoes them."""
@@ -361,6 +383,7 @@ TestNeverFlushedStore, TestNeverFlushedCheckpoints = _suites(NeverFlushedStore, 
 TestForgetfulCheckpoints = _suites(ForgetfulCheckpointStore, file=True)[1]
 TestLossyStore = _suites(LossyStore, file=False)[0]
 TestSingleInstanceStore, TestSingleInstanceCheckpoints = _suites(SingleInstanceFileStore, file=True)
+TestCounterOrderedStore = _suites(CounterOrderedStore, file=True)[0]
 TestExclusiveStore, TestExclusiveCheckpoints = _suites(ExclusiveFileStore, file=True)
 TestManglingDiskStore = _suites(ManglingDiskStore, file=True)[0]
 TestRelativeTtlStore = _suites(RelativeTtlStore, file=True)[0]

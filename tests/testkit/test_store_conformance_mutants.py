@@ -43,6 +43,7 @@ SELECT = (
     " or ((KeysStore or JoinedScopes or FloatCounters) and not (ttl or expir or prune or get_or_set))"
     " or ((PruneDeletes or NativeExpiry) and (ttl or expir or prune))"
     " or (TiesByRunId and list_runs)"
+    " or (CounterOrdered and (reopen or two_open or append))"
 )
 
 
@@ -107,6 +108,13 @@ def test_a_store_that_writes_only_on_close_fails_the_kill_and_two_instance_check
 ) -> None:
     assert _failed(outcomes, "TestNeverFlushedStore") == KILL | {TWO_OPEN_STORE}
     assert _failed(outcomes, "TestNeverFlushedCheckpoints") == KILL | {TWO_OPEN_CHECKPOINTS}
+
+
+def test_a_store_misordering_a_list_appended_after_a_reopen_fails_the_reopen_check(
+    outcomes: dict[str, dict[str, str]],
+) -> None:
+    assert _failed(outcomes, "TestCounterOrderedStore") == {"test_reopen_keeps_everything", TWO_OPEN_STORE}
+    assert "in the order appended" in messages(outcomes, "TestCounterOrderedStore", "test_reopen_keeps_everything")
 
 
 def test_a_checkpoint_store_losing_pending_writes_fails_every_durability_check(

@@ -621,6 +621,9 @@ class StoreConformance(_persist.DeclaredPersistence):
             _persist.no_problems(problems, "after closing the store and opening it again")
             # the new instance carries on where the old one stopped
             assert await again.append(_durable.S, "reopen/list", "more") == len(_durable.ITEMS) + 1
+            listed = list(await again.list(_durable.S, "reopen/list"))
+            assert listed == [*_durable.ITEMS, "more"], (
+                f"a list appended to after a reopen must keep its items in the order appended: got {listed!r}")
             assert await again.increment(_durable.S, "reopen/counter") == _durable.COUNTER_END + 1
         finally:
             await _durable.aclose(again)
