@@ -374,7 +374,7 @@ def sort_imports(root: Path, files: list[str]) -> None:
     py = [f for f in files if f.endswith(".py")]
     ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
     if py and Path(ruff).exists():
-        subprocess.run([ruff, "check", "--fix", "--select", "I", "-q", *py], cwd=root, check=False)
+        subprocess.run([ruff, "check", "--no-cache", "--fix", "--select", "I", "-q", *py], cwd=root, check=False)
     elif py:
         print("ruff not found: sort the imports with `ruff check --fix --select I`", file=sys.stderr)
 

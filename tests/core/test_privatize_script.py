@@ -59,7 +59,7 @@ def _run(root: Path) -> None:
 
 def _snapshot(root: Path) -> dict[str, str]:
     return {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8") for p in sorted(root.rglob("*"))
-            if p.is_file() and ".git" not in p.parts}
+            if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)}
 
 
 def test_privatize_moves_rewrites_and_leaves_names(tmp_path: Path) -> None:
