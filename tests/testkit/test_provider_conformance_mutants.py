@@ -14,9 +14,13 @@ inside an https URL, sent as bare base64 with no media type, pasted into the tex
 message of its own; tool results before their call; a turn or the whole history sent twice;
 ``tool_choice`` always ``auto``, ``required`` sent as ``auto``, a named tool sent as ``required``,
 ``none`` dropped; the credential in a warning delta, the reply text, a Python warning, stderr or
-stdout; a test class that does not declare ``sent_fields``. Correct-but-unusual variants must pass:
-rate-limit advice as ``retry_at``, a bad key answered with Gemini's 400 ``API_KEY_INVALID``, every
-system text joined into one system message, ``tool_choice`` ``auto`` left out. ``REASONS`` pins what
+stdout; a test class that does not declare ``sent_fields``; bare base64 images without a media type
+on a class that does not say its API has none, and, on one that does, base64 pasted into the text or
+a wrong media type. Correct-but-unusual variants must pass: rate-limit advice as ``retry_at``, a bad
+key answered with Gemini's 400 ``API_KEY_INVALID``, every system text joined into one system message,
+``tool_choice`` ``auto`` left out, forced tool choices refused with ``UnsupportedFeature`` (allowed:
+only the ``tool_choice`` check forces one), bare base64 images on a class declaring
+``images_carry_media_type = False``. ``REASONS`` pins what
 the new mutants' failures say, so each fails on its own bug, not by accident. The whole suite runs
 against every variant and the unmodified provider in one pytest subprocess (a fresh session, as a
 plugin author runs it); the test reads the JUnit report and asserts exactly which suite tests
@@ -44,7 +48,7 @@ from pathlib import Path
 import pytest
 from pytest_seamkit.conformance import CONFORMANCE_SECRET, ProviderConformance, Recorder, WireReply
 from seamkit._accumulate import collect_result
-from seamkit.errors import FailureClass, ProviderError
+from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
 from seamkit.values import Delta, Usage
 from seamkit_http import make_client
 from seamkit_openai.chat import OpenAIChatProvider
@@ -453,6 +457,45 @@ class AutoChoiceLeftOut(OpenAIChatProvider):
         return body, warnings
 
 
+class RefusesForcedChoice(OpenAIChatProvider):
+    """Correct: cannot force a tool (providers.md: refuse what cannot be sent), so ``required`` and a
+    tool's name are refused with UnsupportedFeature before anything is sent."""
+
+    def body(self, request):
+        if request.tools and request.tool_choice not in ("auto", "none"):
+            raise UnsupportedFeature(f"tool_choice {request.tool_choice!r} cannot be sent", provider=self.provider,
+                                     model=self.model, feature="tool_choice")
+        return super().body(request)
+
+
+def _bare_images(body, into_text=False):
+    """Each message's image parts as Ollama sends them: a list ``images`` of bare base64 strings
+    beside the text (or, ``into_text``, the base64 pasted into the text)."""
+    for m in body["messages"]:
+        if isinstance(m.get("content"), list):
+            urls = [p["image_url"]["url"] for p in m["content"] if p.get("type") == "image_url"]
+            text = " ".join(p["text"] for p in m["content"] if p.get("type") == "text")
+            b64 = [u.split(",", 1)[1] for u in urls]
+            m["content"] = " ".join([text, *b64]) if into_text else text
+            if not into_text:
+                m["images"] = b64
+    return body
+
+
+class BareBase64Images(OpenAIChatProvider):
+    """Correct for an API whose images carry no media type (declared on its test class)."""
+
+    def body(self, request):
+        body, warnings = super().body(request)
+        return _bare_images(body), warnings
+
+
+class BareBase64PastedIntoText(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        return _bare_images(body, into_text=True), warnings
+
+
 class _Leaks(OpenAIChatProvider):
     def leak(self):
         return self.api_key()
@@ -501,7 +544,7 @@ class KeyPrintedToStdout(_Leaks):
         print(f"sending with {self.leak()}")
 
 
-def suite_for(cls):
+def suite_for(cls, **attributes):
     class Suite(ProviderConformance):
         sent_fields = {"max_tokens": "max_completion_tokens", "temperature": "temperature",
                        "tool_choice": "tool_choice"}
@@ -517,6 +560,8 @@ def suite_for(cls):
 
             return make
 
+    for name, value in attributes.items():
+        setattr(Suite, name, value)
     return Suite
 
 
@@ -569,6 +614,11 @@ TestKeyInPythonWarning = suite_for(KeyInPythonWarning)
 TestKeyPrintedToStderr = suite_for(KeyPrintedToStderr)
 TestKeyPrintedToStdout = suite_for(KeyPrintedToStdout)
 TestNoFieldsDeclared = suite_for(OpenAIChatProvider)
+TestRefusesForcedChoice = suite_for(RefusesForcedChoice)
+TestBareBase64Declared = suite_for(BareBase64Images, images_carry_media_type=False)
+TestBareBase64Undeclared = suite_for(BareBase64Images)
+TestBareBase64PastedIntoText = suite_for(BareBase64PastedIntoText, images_carry_media_type=False)
+TestNoMediaTypeDeclaredButWrongOne = suite_for(ImageWrongMediaType, images_carry_media_type=False)
 TestNoFieldsDeclared.sent_fields = None
 '''
 
@@ -637,6 +687,13 @@ EXPECTED_FAILURES = {
     "TestKeyPrintedToStderr": {"test_the_credential_never_shows"},
     "TestKeyPrintedToStdout": {"test_the_credential_never_shows"},
     "TestNoFieldsDeclared": {"test_sends_max_tokens", "test_sends_temperature", "test_sends_tool_choice"},
+    # refusing a forced tool choice is allowed: only test_sends_tool_choice asks for one, and accepts it
+    "TestRefusesForcedChoice": set(),
+    # bare base64 images pass where the test class says the API carries no media type, not elsewhere
+    "TestBareBase64Declared": set(),
+    "TestBareBase64Undeclared": {"test_sends_images"},
+    "TestBareBase64PastedIntoText": {"test_sends_images"},
+    "TestNoMediaTypeDeclaredButWrongOne": {"test_sends_images"},
 }
 
 #: (mutant, check) -> what its failure says: the check fails for the mutant's bug, not by accident
@@ -666,6 +723,9 @@ REASONS = {
     ("TestKeyPrintedToStderr", "test_the_credential_never_shows"): "leaked to stderr",
     ("TestKeyPrintedToStdout", "test_the_credential_never_shows"): "leaked to stdout",
     ("TestNoFieldsDeclared", "test_sends_max_tokens"): "add sent_fields = {",
+    ("TestBareBase64Undeclared", "test_sends_images"): "without its media type",
+    ("TestBareBase64PastedIntoText", "test_sends_images"): "pasted into the text",
+    ("TestNoMediaTypeDeclaredButWrongOne", "test_sends_images"): "labelled 'image/jpeg'",
 }
 
 

@@ -342,3 +342,42 @@ def test_raw_bytes_of_an_in_process_request_pass_with_their_media_type() -> None
     assert image_problems({"prompt": U2, "images": [{"data": IMG, "mime": "image/png"}]}, IMG, "image/png", U2) == []
     assert image_problems({"prompt": U2, "images": [IMG]}, IMG, "image/png", U2) == [
         "the image was sent without its media type ('image/png')"]
+
+
+def _img_ollama() -> dict[str, Any]:
+    """Ollama's ``POST /api/chat``: a message's ``images`` is a list of bare base64 strings, no media type."""
+    return {"model": "m", "messages": [{"role": "user", "content": U1},
+                                       {"role": "user", "content": U2, "images": [B64]}]}
+
+
+def _bare(body: Any) -> list[str]:
+    return image_problems(body, IMG, "image/png", U2, (U1,), media_type_required=False)
+
+
+def test_bare_base64_passes_where_the_api_carries_no_media_type() -> None:
+    assert _bare(_img_ollama()) == []
+    assert _image(_img_ollama()) == ["the image was sent without its media type ('image/png')"]
+
+
+def test_an_api_without_media_types_still_needs_the_image_as_a_value_of_its_own() -> None:
+    pasted = _img_ollama()
+    pasted["messages"][1] = {"role": "user", "content": f"{U2} {B64}"}
+    assert _bare(pasted) == ["the image was pasted into the text of the message, not sent as an image"]
+    in_url = _rewrite(_img_ollama(), f'"{B64}"', f'"https://cdn.invalid/{B64}"')
+    assert _bare(in_url) == ["the image's bytes were put inside an http(s) URL (the API would fetch that URL)"]
+    longer = _rewrite(_img_ollama(), f'"{B64}"', f'"img:{B64}"')
+    assert "not as a value of its own" in _bare(longer)[0]
+    own_message = _img_ollama()
+    own_message["messages"][1].pop("images")
+    own_message["messages"].append({"role": "user", "content": "", "images": [B64]})
+    assert _bare(own_message) == ["the image was not sent in the message holding the text sent with it"]
+
+
+def test_an_api_without_media_types_must_not_send_a_wrong_one() -> None:
+    body = _img_ollama()
+    body["messages"][1]["format"] = "image/jpeg"
+    assert _bare(body) == ["the image was sent labelled ['image/jpeg'], not 'image/png'"]
+    for fmt in sorted(IMAGE_FORMATS):
+        assert _bare(IMAGE_FORMATS[fmt]()) == []
+        (problem,) = _bare(_rewrite(IMAGE_FORMATS[fmt](), "image/png", "image/jpeg"))
+        assert "'image/jpeg'" in problem

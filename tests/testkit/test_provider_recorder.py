@@ -4,6 +4,7 @@ the recording httpx transport."""
 from __future__ import annotations
 
 import base64
+import json
 from dataclasses import dataclass
 
 import httpx
@@ -92,3 +93,18 @@ def test_in_process_records_are_not_sent_over_http() -> None:
     recorder = Recorder()
     recorder.record(SentRequest({"prompt": "p"}))
     assert recorder.sent_over_http == [] and recorder.unclosed == 0
+
+
+async def test_an_ndjson_reply_streams_one_json_object_per_line_in_network_sized_reads() -> None:
+    objects = [{"message": {"content": "Hé"}, "done": False}, {"message": {"content": "!"}, "done": True}]
+    t = Recorder().transport(WireReply.ndjson(objects, chunk_size=7),
+                             WireReply.ndjson(b'{"done": false}\n', headers={"content-type": "text/plain"}))
+    async with httpx.AsyncClient(transport=t) as client:
+        async with client.stream("POST", "https://x.test/api/chat", json={}) as r:
+            chunks = [c async for c in r.aiter_bytes()]
+            assert r.status_code == 200 and r.headers["content-type"] == "application/x-ndjson"
+        second = await client.post("https://x.test/api/chat", json={})
+    body = b"".join(chunks)
+    assert body.endswith(b"\n") and [json.loads(line) for line in body.splitlines()] == objects
+    assert len(chunks) > 2 and all(len(c) <= 7 for c in chunks)  # lines split across reads
+    assert second.content == b'{"done": false}\n' and second.headers["content-type"] == "text/plain"

@@ -1,4 +1,5 @@
-"""pytest-seamkit: seamkit's test kit as a pytest plugin (installed by ``pip install seamkit[test]``).
+"""pytest-seamkit: seamkit's test kit as a pytest plugin (``pip install seamkit[test]`` once it is
+published; until then ``pip install -e testkit/pytest-seamkit`` from a checkout of seamkit).
 
 - :mod:`pytest_seamkit.conformance`: the conformance suites a plugin's tests subclass
   (:class:`~pytest_seamkit.conformance.StoreConformance`,

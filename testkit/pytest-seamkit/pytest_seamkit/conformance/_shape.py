@@ -282,14 +282,16 @@ def _media_types(value: Any) -> list[str]:
 
 
 def image_problems(body: Any, data: bytes, media_type: str, text_marker: str,
-                   turn_markers: Sequence[str] = ()) -> list[str]:
+                   turn_markers: Sequence[str] = (), *, media_type_required: bool = True) -> list[str]:
     """What is wrong with how the inline image ``data`` (``media_type``) sits in ``body``; ``[]``
     when nothing. It must be a value of its own: the base64 of the bytes (standard or URL-safe),
     the raw bytes, or exactly ``data:<media_type>;base64,<base64>``; never inside an ``http(s)``
     URL (the API would fetch it) or inside text (the model reads it as words). A bare base64 or
     bytes value needs its media type (a value ``image/...``) beside it, in the nearest object that
-    names one. With ``turn_markers`` (markers of other turns, one message each), the image must sit
-    in the same message as ``text_marker`` (the text sent with it)."""
+    names one (unless not ``media_type_required``: an API whose images carry no media type, such as
+    Ollama's bare base64 ``images``; a media type found beside it must still be ``media_type``). With
+    ``turn_markers`` (markers of other turns, one message each), the image must sit in the same
+    message as ``text_marker`` (the text sent with it)."""
     encoded = (base64.b64encode(data).decode(), base64.urlsafe_b64encode(data).decode())
     data_url = tuple(f"data:{media_type};base64,{e}" for e in encoded)
     where: Path | None = None
@@ -326,7 +328,8 @@ def image_problems(body: Any, data: bytes, media_type: str, text_marker: str,
                     problems.append(f"the image was sent labelled {sorted(set(types))}, not {media_type!r}")
                 break
         else:
-            problems.append(f"the image was sent without its media type ({media_type!r})")
+            if media_type_required:
+                problems.append(f"the image was sent without its media type ({media_type!r})")
     text_at = find(body, text_marker)
     others = [p for m in turn_markers if (p := find(body, m)) is not None]
     if text_at is not None and others and text_at not in others:

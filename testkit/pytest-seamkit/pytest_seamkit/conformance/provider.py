@@ -15,7 +15,8 @@ calls and their results (parallel ones too), the offered tool's schema, an outpu
 and the settings must each reach the request, and in the right places (read structurally by
 :mod:`pytest_seamkit.conformance._shape`, whatever the wire format): each turn a message of its own,
 in order and sent once, an assistant turn unlike a user turn, each tool result after its call and
-with its own call's id, the image a value of its own with its media type in its text's message.
+with its own call's id, the image a value of its own with its media type (unless the test class says
+its API has none, :attr:`ProviderConformance.images_carry_media_type`) in its text's message.
 The settings (``max_tokens``, ``temperature``, ``tool_choice``) must sit exactly at the fields the
 test class declares in :attr:`ProviderConformance.sent_fields` (from the provider's API reference:
 where a setting lives is the one thing the suite cannot read from the structure).
@@ -341,6 +342,14 @@ class ProviderConformance:
     #: mentioned elsewhere (another field, pasted into a prompt) is not sent.
     sent_fields: Mapping[str, str | None] | None = None
 
+    #: whether the provider's API carries a media type with an inline image. Set it to ``False``
+    #: only when the API reference gives an image no media type field (Ollama's ``POST /api/chat``:
+    #: a message's ``images`` is a list of bare base64 strings; cite the reference beside the
+    #: attribute): ``test_sends_images`` then accepts the base64 without a media type beside it, and
+    #: still requires it as a value of its own (not in a URL, not inside text), in the message of its
+    #: text, and no media type other than the image's.
+    images_carry_media_type: bool = True
+
     @classmethod
     def field_of(cls, setting: str) -> str | None:
         """The declared path of ``setting`` in the body (see :attr:`sent_fields`), ``None`` when the
@@ -381,8 +390,11 @@ class ProviderConformance:
         """The request the suite sends for ``scenario`` (a provider's fixtures may assert it)."""
         system = Message.system("You are a terse assistant.")
         if scenario == "tool_call":
+            # the reply is replayed whatever was asked, so the choice is left to the model ("auto"): a
+            # provider that cannot force a tool (refusing "required", as it may) is checked here too;
+            # forced choices belong to test_sends_tool_choice, which accepts a refusal or a warning
             return ChatRequest((system, Message.user("What is the weather in Paris?")), tools=(WEATHER,),
-                               tool_choice="required", max_tokens=256)
+                               max_tokens=256)
         if scenario == "parallel_tool_calls":
             return ChatRequest((system, Message.user("What is the weather in Paris and in Tokyo?")), tools=(WEATHER,),
                                max_tokens=256)
@@ -588,7 +600,8 @@ class ProviderConformance:
         assert sent.mentions(MARKERS["image"]), "the image's bytes were not sent"
         assert sent.mentions(MARKERS["user"]), "the text next to the image was not sent"
         _problems(image_problems(sent.body, MARKERS["image"], "image/png", MARKERS["user"],
-                                 (MARKERS["first_user"], MARKERS["first_answer"])))
+                                 (MARKERS["first_user"], MARKERS["first_answer"]),
+                                 media_type_required=self.images_carry_media_type))
 
     async def test_sends_the_output_schema(self, make_provider: Make, last_sent: LastSent) -> None:
         sent = await self._send(make_provider, last_sent, "structured_output", "structured_output",

@@ -3,7 +3,9 @@
 - :class:`SentRequest`: one outgoing request as the suite inspects it: ``body`` (decoded JSON for
   an HTTP provider; any value for an in-process one: dicts, lists, dataclasses, strings, bytes),
   ``headers`` and ``url``. :meth:`SentRequest.mentions` searches all of it for a marker value.
-- :class:`WireReply`: one recorded HTTP response (status, headers, body in chunks).
+- :class:`WireReply`: one recorded HTTP response (status, headers, body in chunks); made with
+  :meth:`WireReply.sse` (an event stream), :meth:`WireReply.ndjson` (a newline-delimited JSON
+  stream) or :meth:`WireReply.json` (a JSON body).
 - :class:`~pytest_seamkit.conformance.transport.RecordingTransport` (needs ``httpx``): an HTTP
   transport that records each request and replays recorded replies.
 - :class:`Recorder`: the suite's ``recorder`` fixture: makes recording transports and takes
@@ -16,7 +18,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -98,6 +100,20 @@ class WireReply:
         """A 200 ``text/event-stream`` reply of ``data`` cut into ``chunk_size``-byte reads (events,
         lines and multi-byte characters split across reads, as a network does)."""
         return cls(200, dict(headers or {"content-type": "text/event-stream"}),
+                   [data[i:i + chunk_size] for i in range(0, len(data), chunk_size)])
+
+    @classmethod
+    def ndjson(cls, data: bytes | Iterable[Any], *, chunk_size: int = 61,
+               headers: Mapping[str, str] | None = None) -> WireReply:
+        """A 200 ``application/x-ndjson`` reply (newline-delimited JSON, as Ollama streams): ``data``
+        as recorded bytes, or the objects themselves, each written as one line of JSON ending in
+        ``\n``; cut into ``chunk_size``-byte reads like :meth:`sse` (lines and multi-byte characters
+        split across reads). A stream that breaks off is the objects up to the break (no terminal
+        object)."""
+        if not isinstance(data, bytes | bytearray):
+            data = "".join(json.dumps(obj) + "\n" for obj in data).encode()
+        data = bytes(data)
+        return cls(200, dict(headers or {"content-type": "application/x-ndjson"}),
                    [data[i:i + chunk_size] for i in range(0, len(data), chunk_size)])
 
     @classmethod
