@@ -109,6 +109,18 @@ def test_a_store_that_writes_only_on_close_fails_the_kill_and_two_instance_check
     assert _failed(outcomes, "TestNeverFlushedCheckpoints") == KILL | {TWO_OPEN_CHECKPOINTS}
 
 
+def test_a_store_a_kill_in_the_middle_of_a_write_corrupts_fails_the_kill_check(
+    outcomes: dict[str, dict[str, str]],
+) -> None:
+    """dbm.dumb without crash protection: every check passes but the kill, which stops a writer at
+    each file-system step of a write in turn, so it lands between dbm.dumb's in-place value write
+    and its index rewrite (the old check, a kill after 20 acknowledgements, passed it)."""
+    for cls in ("TestNaiveDbmStore", "TestNaiveDbmCheckpoints"):
+        assert _failed(outcomes, cls) == KILL
+        said = messages(outcomes, cls, "test_acknowledged_writes_survive_a_kill")
+        assert "in the middle of a write" in said and "killed just before step" in said, said
+
+
 def test_a_checkpoint_store_losing_pending_writes_fails_every_durability_check(
     outcomes: dict[str, dict[str, str]],
 ) -> None:
