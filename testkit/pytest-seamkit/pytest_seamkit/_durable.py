@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import itertools
 import json
 import math
 import os
@@ -491,7 +492,8 @@ def zygote(request: Mapping[str, Any]) -> int:
 async def check_crash_store(backend: Any, rounds: Sequence[RoundResult], *, only_last: bool) -> list[str]:
     """What ``backend`` (opened after the kills of ``rounds``) lost or holds half: every
     acknowledged write whole, each killed write absent or present in a prefix of its calls
-    (an overwrite whole), nothing after it. ``only_last``: the keys of the last round only."""
+    (an overwrite whole), nothing after it. ``only_last``: the keys of the last round only (the
+    list and the counter of every round)."""
     problems: list[str] = []
     extras = 0
     log = list(await backend.list(S, "crash/log"))
@@ -499,18 +501,19 @@ async def check_crash_store(backend: Any, rounds: Sequence[RoundResult], *, only
     for r in rounds:
         rn, a = r.plan.round, r.acked
         where = f"round {rn} ({r.how}, {a} acknowledged)"
+        inflight: Any = None  # not read again: checked when its round was the last
         if not only_last or r is rounds[-1]:
             for n in range(1, a + 1):
                 got = await backend.get(S, crash_key(rn, n), _MISSING)
                 if got is _MISSING or not same(got, n):
                     problems.append(f"{where}: acknowledged set of {crash_key(rn, n)} reads back "
                                     f"{'nothing' if got is _MISSING else repr(got)}")
-        inflight = await backend.get(S, crash_key(rn, a + 1), _MISSING)
-        if inflight is not _MISSING and not same(inflight, a + 1):
-            problems.append(f"{where}: the killed set of {crash_key(rn, a + 1)} is half there: {inflight!r}")
-        later = await backend.get(S, crash_key(rn, a + 2), _MISSING)
-        if later is not _MISSING:
-            problems.append(f"{where}: {crash_key(rn, a + 2)} was never written but reads back {later!r}")
+            inflight = await backend.get(S, crash_key(rn, a + 1), _MISSING)
+            if inflight is not _MISSING and not same(inflight, a + 1):
+                problems.append(f"{where}: the killed set of {crash_key(rn, a + 1)} is half there: {inflight!r}")
+            later = await backend.get(S, crash_key(rn, a + 2), _MISSING)
+            if later is not _MISSING:
+                problems.append(f"{where}: {crash_key(rn, a + 2)} was never written but reads back {later!r}")
         want = [f"{rn}/{n}" for n in range(1, a + 1)]
         if log[pos:pos + a] != want:
             problems.append(f"{where}: acknowledged appends {want[:1]}..{want[-1:]} to crash/log read back "
@@ -618,7 +621,8 @@ class CrashChild:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_child_env(), text=True,
         )
         self._writer: int | None = None
-        self._timer = threading.Timer(CHILD_TIMEOUT, self.proc.kill)  # a hung child must not hang the suite
+        self._gap = 0.002  # a write's duration, seconds: measured from the acks
+        self._timer = threading.Timer(CHILD_TIMEOUT, self._expire)  # a hung child must not hang the suite
         self._timer.start()
         self._send(json.dumps({**request, "action": "crash"}))
 
@@ -680,10 +684,17 @@ class CrashChild:
                 return RoundResult(plan, acked, how, steps)
 
     def _kill_at(self, phase: float, times: Sequence[float]) -> None:
-        """Kill ``phase`` of one write's duration (the mean gap between the last acks) from now."""
-        gaps = [b - a for a, b in zip(times[-4:], times[-3:], strict=False)]
-        time.sleep(phase * (sum(gaps) / len(gaps) if gaps else 0.002))
+        """Kill ``phase`` of one write's duration (the mean gap between the last acks, the first
+        write's left out: it builds the backend) from now."""
+        gaps = [b - a for a, b in itertools.pairwise(times[-4:])]
+        if gaps:
+            self._gap = sum(gaps) / len(gaps)
+        time.sleep(phase * self._gap)
         self._kill()
+
+    def _expire(self) -> None:
+        self._kill()
+        self.proc.kill()
 
     def close(self) -> None:
         self._timer.cancel()
