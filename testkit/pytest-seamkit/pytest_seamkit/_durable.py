@@ -64,6 +64,8 @@ _MISSING: Any = object()
 
 #: the longest a child may take (start-up included), seconds
 CHILD_TIMEOUT = 60.0
+#: the longest the kill check's child may take, every round included, seconds
+CRASH_TIMEOUT = 120.0
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -437,7 +439,7 @@ def _writer(kind: str, component: Sequence[Any], plan: KillPlan) -> None:
             seen[0] += 1
             if armed[0] and seen[0] == plan.step:
                 _say(f"step {plan.round} {plan.step} {event}")
-                time.sleep(CHILD_TIMEOUT)  # the suite kills us here, in the middle of the write
+                time.sleep(CRASH_TIMEOUT)  # the suite kills us here, in the middle of the write
 
     sys.addaudithook(hook)
     _say(f"writer {plan.round} {os.getpid()}")  # before any ack: the suite can kill it from the first one
@@ -622,7 +624,7 @@ class CrashChild:
         )
         self._writer: int | None = None
         self._gap = 0.002  # a write's duration, seconds: measured from the acks
-        self._timer = threading.Timer(CHILD_TIMEOUT, self._expire)  # a hung child must not hang the suite
+        self._timer = threading.Timer(CRASH_TIMEOUT, self._expire)  # a hung child must not hang the suite
         self._timer.start()
         self._send(json.dumps({**request, "action": "crash"}))
 
@@ -637,7 +639,8 @@ class CrashChild:
         if not line:
             self.proc.wait()
             stderr = self.proc.stderr.read() if self.proc.stderr is not None else ""
-            raise RuntimeError(ChildResult(self.proc.returncode, 0, stderr).explain())
+            raise RuntimeError(f"the kill check's child ended early (killed after {CRASH_TIMEOUT:g} s if it "
+                               f"ran that long): {ChildResult(self.proc.returncode, 0, stderr).explain()}")
         return line.split(maxsplit=3)
 
     def _kill(self) -> None:
@@ -693,6 +696,7 @@ class CrashChild:
         self._kill()
 
     def _expire(self) -> None:
+        """Past ``CRASH_TIMEOUT``: end the writer and the child (the round then fails, saying so)."""
         self._kill()
         self.proc.kill()
 

@@ -128,8 +128,8 @@ async def kill_mid_write(request: Mapping[str, Any], after_each: Check, after_al
         pytest.fail(str(exc), pytrace=False)
     finally:
         await asyncio.to_thread(crash.close)
-    no_problems(await _checked(after_all, rounds), f"after {len(rounds)} writers were killed in the middle of a write "
-                                         f"(SEAMKIT_CRASH_SEED={seed})")
+    no_problems(await _checked(after_all, rounds),
+                f"after {len(rounds)} writers were killed in the middle of a write (SEAMKIT_CRASH_SEED={seed})")
 
 
 async def _checked(check: Check, rounds: Sequence[_durable.RoundResult]) -> Sequence[str]:
