@@ -11,6 +11,9 @@ with one thing wrong:
 - :class:`FileStore`: a pickle file rewritten (atomically) after every write: the correct control.
 - :class:`NeverFlushedStore`: the same file, written only by ``close()``: a killed process loses
   every acknowledged write.
+- :class:`NaiveDbmStore`: the same state in a ``dbm.dumb`` database, written after every write, with
+  no protection against a kill in the middle of one (dbm.dumb renames its index away before writing
+  the new one): a process killed there loses every acknowledged write.
 - :class:`ForgetfulCheckpointStore`: flushes every write but never saves pending writes.
 - :class:`LossyStore`: drops every 5th ``set`` and ``append`` (declares ``persistent = False``).
 
@@ -22,6 +25,7 @@ directory is on its ``sys.path``, inherited from the pytest process).
 
 from __future__ import annotations
 
+import dbm.dumb
 import os
 import pickle
 import time
@@ -124,6 +128,27 @@ for _name in _READS:
 class NeverFlushedStore(FileStore):
     flush_every_write = False
     reload_every_operation = False
+
+
+class NaiveDbmStore(FileStore):
+    """The state in one entry of a ``dbm.dumb`` database, as a dbm store without crash protection
+    (a newcomer's, with its write-in-progress mark and append-only values taken out). Every write
+    ends with dbm.dumb's index rewrite: ``PATH.dir`` renamed to ``PATH.bak``, then a new
+    ``PATH.dir`` written; killed between the two, the database opens empty."""
+
+    def _load(self) -> None:
+        with dbm.dumb.open(str(self._file), "c") as db:
+            raw = db.get(b"state")
+        if raw is not None:
+            token, state = pickle.loads(raw)
+            if token != self._token:
+                self._token = token
+                self._restore(state)
+
+    def _flush(self) -> None:
+        self._token = uuid.uuid4().hex
+        with dbm.dumb.open(str(self._file), "c") as db:
+            db[b"state"] = pickle.dumps((self._token, self._state()))
 
 
 class ForgetfulCheckpointStore(FileStore):
@@ -380,6 +405,7 @@ TestFileStore, TestFileCheckpoints = _suites(FileStore, file=True)
 TestAmnesiacStore, TestAmnesiacCheckpoints = _suites(AmnesiacStore, file=False)
 TestProcessGlobalStore = _suites(ProcessGlobalStore, file=False)[0]
 TestNeverFlushedStore, TestNeverFlushedCheckpoints = _suites(NeverFlushedStore, file=True)
+TestNaiveDbmStore, TestNaiveDbmCheckpoints = _suites(NaiveDbmStore, file=True)
 TestForgetfulCheckpoints = _suites(ForgetfulCheckpointStore, file=True)[1]
 TestLossyStore = _suites(LossyStore, file=False)[0]
 TestSingleInstanceStore, TestSingleInstanceCheckpoints = _suites(SingleInstanceFileStore, file=True)

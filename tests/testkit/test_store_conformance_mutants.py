@@ -117,6 +117,18 @@ def test_a_store_misordering_a_list_appended_after_a_reopen_fails_the_reopen_che
     assert "in the order appended" in messages(outcomes, "TestCounterOrderedStore", "test_reopen_keeps_everything")
 
 
+def test_a_store_a_kill_in_the_middle_of_a_write_corrupts_fails_the_kill_check(
+    outcomes: dict[str, dict[str, str]],
+) -> None:
+    """dbm.dumb without crash protection: every check passes but the kill, which stops a writer at
+    each file-system step of a write in turn, so it lands between dbm.dumb's in-place value write
+    and its index rewrite (the old check, a kill after 20 acknowledgements, passed it)."""
+    for cls in ("TestNaiveDbmStore", "TestNaiveDbmCheckpoints"):
+        assert _failed(outcomes, cls) == KILL
+        said = messages(outcomes, cls, "test_acknowledged_writes_survive_a_kill")
+        assert "in the middle of a write" in said and "killed just before step" in said, said
+
+
 def test_a_checkpoint_store_losing_pending_writes_fails_every_durability_check(
     outcomes: dict[str, dict[str, str]],
 ) -> None:

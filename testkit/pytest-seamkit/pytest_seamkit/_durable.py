@@ -13,14 +13,19 @@ This module imports no pytest: the child needs only seamkit and the backend's di
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
+import itertools
 import json
 import math
 import os
+import random
+import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -32,16 +37,24 @@ from seamkit.values import Message, Scope, freeze
 
 __all__ = [
     "ChildResult",
+    "CrashChild",
+    "KillPlan",
+    "RoundResult",
     "aclose",
     "build_component",
     "check_checkpoints",
-    "check_crash",
+    "check_crash_checkpoints",
+    "check_crash_store",
     "check_store",
+    "crash_record",
+    "crash_run",
+    "kill_steps",
     "declared_persistent",
     "open_with",
     "run_child",
     "same",
     "serve",
+    "zygote",
     "write_checkpoints",
     "write_store",
 ]
@@ -49,10 +62,10 @@ __all__ = [
 S = Scope("conformance-durable")
 _MISSING: Any = object()
 
-#: acknowledged writes the suite waits for before it kills the crash writer
-CRASH_ACKS = 20
 #: the longest a child may take (start-up included), seconds
 CHILD_TIMEOUT = 60.0
+#: the longest the kill check's child may take, every round included, seconds
+CRASH_TIMEOUT = 120.0
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -329,47 +342,227 @@ async def check_checkpoints(cp: Any, tag: str) -> list[str]:
 
 
 # -- the crash writer ----------------------------------------------------------------------------
+#
+# Each round the child (imported once) forks a writer that builds the backend and writes without
+# pause, printing ``ack R N`` after write N's awaited calls returned; the suite kills the writer
+# (SIGKILL) while a write is in flight, opens the backend again and checks it. A round kills it
+# either just before the K-th file-system step (a PEP 578 audit event: open, rename, remove...) of
+# the write after the acknowledged ones, where the writer stops and says so (deterministic: every step of a
+# write done in Python is a kill point of its own round), or, for writes with no such steps (C
+# libraries, sockets), at a random moment of that write.
 
-CRASH_RUN = "crash-run"
+#: the audit events that mark a step of a write done in Python
+IO_EVENTS = frozenset({"open", "os.rename", "os.remove", "os.truncate", "os.mkdir", "os.rmdir", "os.chmod",
+                       "os.link", "os.symlink", "shutil.copyfile", "shutil.move"})
+#: rounds killed at a random moment of a write
+TIMED_ROUNDS = 5
+#: the most rounds killed at a step (one round per step of one write, up to this)
+MAX_STEP_ROUNDS = 24
+#: acknowledged writes before the killed one: at least this many, at most ``MAX_ACKS``
+MIN_ACKS, MAX_ACKS = 1, 6
 
 
-async def _crash_writes(backend: Any, kind: str) -> None:
-    """Write forever (bounded), printing ``ack N`` once the N-th write's awaited calls returned."""
-    for n in range(1, 1_000_000):
-        if kind == "store":
-            await backend.set(S, f"crash/{n}", n)
-            await backend.append(S, "crash/log", n)
-        else:
-            await backend.save(_rec(CRASH_RUN, n), expected_version=None if n == 1 else n - 1)
-            await backend.put_write(CRASH_RUN, n, f"call-{n}", _payload(CRASH_RUN, n, "w"))
-        sys.stdout.write(f"ack {n}\n")
-        sys.stdout.flush()
+@dataclass(frozen=True, slots=True)
+class KillPlan:
+    """Round ``round`` (1, 2, ...): kill the writer during write ``acks + 1``, at its ``step``-th
+    file-system step (0: at ``phase`` (0..1) of a write's duration, from the moment write
+    ``acks`` was acknowledged)."""
+
+    round: int
+    acks: int
+    step: int
+    phase: float
 
 
-async def check_crash(backend: Any, kind: str, acked: int) -> list[str]:
-    """What of the first ``acked`` crash writes ``backend`` (opened after the kill) lacks."""
-    problems: list[str] = []
+@dataclass(frozen=True, slots=True)
+class RoundResult:
+    """How a round's writer died: the ``plan``, the writes it ``acked``, where it was killed
+    (``how``, for messages), and the file-system ``steps`` of its last acknowledged write."""
+
+    plan: KillPlan
+    acked: int
+    how: str
+    steps: int
+
+
+def kill_steps(steps: int, rng: random.Random) -> list[int]:
+    """The steps after the first at which to kill a write of ``steps`` steps: each of them, or,
+    for more than ``MAX_STEP_ROUNDS``, that many spread evenly from a random one."""
+    if steps - 1 < MAX_STEP_ROUNDS:
+        return list(range(2, steps + 1))
+    stride = (steps - 1) / (MAX_STEP_ROUNDS - 1)
+    offset = rng.random() * stride
+    return sorted({2 + int(offset + i * stride) for i in range(MAX_STEP_ROUNDS - 1)})
+
+
+def crash_key(round_no: int, n: int) -> str:
+    return f"crash/{round_no}/{n}"
+
+
+def crash_run(round_no: int) -> str:
+    return f"crash-{round_no}"
+
+
+def crash_record(round_no: int, n: int) -> CheckpointRecord:
+    return _rec(crash_run(round_no), n)
+
+
+def crash_payload(round_no: int, n: int) -> str:
+    return _payload(crash_run(round_no), n, "w")
+
+
+async def _crash_write(backend: Any, kind: str, round_no: int, n: int) -> None:
+    """Write ``n`` of round ``round_no``: ``set`` + ``append`` + ``increment`` (an overwrite), or
+    ``save`` + ``put_write``."""
     if kind == "store":
-        for n in range(1, acked + 1):
-            got = await backend.get(S, f"crash/{n}", _MISSING)
-            if got is _MISSING or not same(got, n):
-                problems.append(f"acknowledged set of crash/{n} reads back {'nothing' if got is _MISSING else got!r}")
-        log = list(await backend.list(S, "crash/log"))
-        if log[:acked] != list(range(1, acked + 1)):
-            problems.append(f"acknowledged appends 1..{acked} to crash/log read back {log[: acked + 5]!r}")
-        return problems
-    latest = await backend.latest(CRASH_RUN)
-    version = latest.record.version if latest is not None else 0
-    if version < acked:
-        problems.append(f"latest({CRASH_RUN!r}) is version {version}, but version {acked} was acknowledged")
-    records = [_rec(CRASH_RUN, v) for v in range(1, acked + 1)]
-    for v in range(1, acked + 1):
-        got = await backend.at_version(CRASH_RUN, v)
-        if (p := _stored_problem(f"at_version({CRASH_RUN!r}, {v})", got, records[:v])) is not None:
+        await backend.set(S, crash_key(round_no, n), n)
+        await backend.append(S, "crash/log", f"{round_no}/{n}")
+        await backend.increment(S, "crash/count")
+    else:
+        await backend.save(crash_record(round_no, n), expected_version=None if n == 1 else n - 1)
+        await backend.put_write(crash_run(round_no), n, f"call-{n}", crash_payload(round_no, n))
+
+
+def _say(line: str) -> None:
+    """One line on stdout, in one write (the zygote and its writer share the pipe)."""
+    os.write(1, (line.replace("\n", " ") + "\n").encode("utf-8", "replace"))
+
+
+def _writer(kind: str, component: Sequence[Any], plan: KillPlan) -> None:
+    """The forked writer of one round: write forever, stopping at the planned step, and say
+    after each write how many steps it had (``ack R N STEPS``)."""
+    seen = [0]
+    armed = [False]
+
+    def hook(event: str, args: Any) -> None:
+        if event in IO_EVENTS:
+            seen[0] += 1
+            if armed[0] and seen[0] == plan.step:
+                _say(f"step {plan.round} {plan.step} {event}")
+                time.sleep(CRASH_TIMEOUT)  # the suite kills us here, in the middle of the write
+
+    sys.addaudithook(hook)
+    _say(f"writer {plan.round} {os.getpid()}")  # before any ack: the suite can kill it from the first one
+
+    async def main() -> None:
+        backend = build_component(component)
+        for n in range(1, 1_000_000):
+            seen[0] = 0
+            armed[0] = bool(plan.step) and n == plan.acks + 1
+            await _crash_write(backend, kind, plan.round, n)
+            if armed[0]:  # the write had fewer steps than planned
+                armed[0] = False
+                _say(f"nostep {plan.round} {seen[0]}")
+            _say(f"ack {plan.round} {n} {seen[0]}")
+
+    asyncio.run(main())
+
+
+def _warm(component: Sequence[Any]) -> None:
+    """Import the backend's module once, before the writers are forked."""
+    name = component[0]
+    if ":" in name:
+        importlib.import_module(name.partition(":")[0])
+        return
+    from seamkit.plugin import get_registry
+
+    get_registry().resolve("store", name).factory_callable()
+
+
+def zygote(request: Mapping[str, Any]) -> int:
+    """Fork a writer for each ``ROUND ACKS STEP`` line on stdin (it says ``writer R PID``, then
+    ``ack R N STEPS`` after each write, or ``error R TEXT`` when it raised); report ``dead R
+    STATUS`` once it died."""
+    kind, component = request["kind"], request["component"]
+    _warm(component)
+    while line := sys.stdin.readline():
+        round_no, acks, step = (int(x) for x in line.split())
+        pid = os.fork()
+        if pid == 0:  # the writer: never returns into the zygote's code
+            code = 0
+            try:
+                _writer(kind, component, KillPlan(round_no, acks, step, 0.0))
+            except BaseException as exc:
+                _say(f"error {round_no} {type(exc).__name__}: {exc}")
+                code = 3
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        _say(f"dead {round_no} {status}")
+    return 0
+
+
+async def check_crash_store(backend: Any, rounds: Sequence[RoundResult], *, only_last: bool) -> list[str]:
+    """What ``backend`` (opened after the kills of ``rounds``) lost or holds half: every
+    acknowledged write whole, each killed write absent or present in a prefix of its calls
+    (an overwrite whole), nothing after it. ``only_last``: the keys of the last round only (the
+    list and the counter of every round)."""
+    problems: list[str] = []
+    extras = 0
+    log = list(await backend.list(S, "crash/log"))
+    pos = 0
+    for r in rounds:
+        rn, a = r.plan.round, r.acked
+        where = f"round {rn} ({r.how}, {a} acknowledged)"
+        inflight: Any = None  # not read again: checked when its round was the last
+        if not only_last or r is rounds[-1]:
+            for n in range(1, a + 1):
+                got = await backend.get(S, crash_key(rn, n), _MISSING)
+                if got is _MISSING or not same(got, n):
+                    problems.append(f"{where}: acknowledged set of {crash_key(rn, n)} reads back "
+                                    f"{'nothing' if got is _MISSING else repr(got)}")
+            inflight = await backend.get(S, crash_key(rn, a + 1), _MISSING)
+            if inflight is not _MISSING and not same(inflight, a + 1):
+                problems.append(f"{where}: the killed set of {crash_key(rn, a + 1)} is half there: {inflight!r}")
+            later = await backend.get(S, crash_key(rn, a + 2), _MISSING)
+            if later is not _MISSING:
+                problems.append(f"{where}: {crash_key(rn, a + 2)} was never written but reads back {later!r}")
+        want = [f"{rn}/{n}" for n in range(1, a + 1)]
+        if log[pos:pos + a] != want:
+            problems.append(f"{where}: acknowledged appends {want[:1]}..{want[-1:]} to crash/log read back "
+                            f"{log[pos:pos + a + 1]!r}")
+            return problems
+        pos += a
+        if pos < len(log) and log[pos] == f"{rn}/{a + 1}":  # the killed write's append
+            pos += 1
+            extras += 1
+            if inflight is _MISSING:
+                problems.append(f"{where}: the killed write's append is there but its earlier set is not")
+    if pos != len(log):
+        problems.append(f"crash/log holds items never appended: {log[pos:pos + 5]!r}")
+    total = sum(r.acked for r in rounds)
+    count = await backend.get(S, "crash/count", _MISSING)
+    if count is _MISSING or type(count) is not int or not total <= count <= total + extras:
+        problems.append(f"crash/count, incremented once by each of {total} acknowledged writes (and at most "
+                        f"{extras} killed ones), reads back {'nothing' if count is _MISSING else repr(count)}")
+    return problems
+
+
+async def check_crash_checkpoints(backend: Any, r: RoundResult, *, continued: bool = False) -> list[str]:
+    """What ``backend`` lost or holds half of round ``r``'s run: every acknowledged save and
+    pending write whole; the killed save absent or whole, its pending write absent or whole.
+    ``continued``: the suite saved one more version since (check the acknowledged ones only)."""
+    problems: list[str] = []
+    rn, a = r.plan.round, r.acked
+    run = crash_run(rn)
+    where = f"round {rn} ({r.how}, {a} acknowledged)"
+    latest = await backend.latest(run)
+    v = latest.record.version if latest is not None else 0
+    if not continued and v not in (a, a + 1):
+        problems.append(f"{where}: latest({run!r}) is version {v}, but version {a} was the last acknowledged")
+    records = [crash_record(rn, k) for k in range(1, a + 2)]
+    top = a if continued else min(max(v, a), a + 1)
+    for k in range(1, top + 1):
+        got = await backend.at_version(run, k)
+        if (p := _stored_problem(f"{where}: at_version({run!r}, {k})", got, records[:k])) is not None:
             problems.append(p)
-        writes = dict(await backend.pending_writes(CRASH_RUN, v))
-        if writes != {f"call-{v}": _payload(CRASH_RUN, v, "w")}:
-            problems.append(f"acknowledged pending write of version {v} reads back {writes!r}")
+    for k in range(1, a + 2):
+        writes = dict(await backend.pending_writes(run, k))
+        want = {f"call-{k}": crash_payload(rn, k)}
+        if k <= a and writes != want:
+            problems.append(f"{where}: acknowledged pending write of version {k} reads back {writes!r}")
+        if k == a + 1 and not continued and writes and (writes != want or v != a + 1):
+            problems.append(f"{where}: the killed write's pending write reads back {writes!r} "
+                            f"(latest version {v})")
     return problems
 
 
@@ -397,9 +590,8 @@ def _child_env() -> dict[str, str]:
     return env
 
 
-def run_child(request: Mapping[str, Any], *, kill_after: int | None = None) -> ChildResult:
-    """Run the child on ``request`` (blocking: call it in a thread). With ``kill_after``, SIGKILL
-    it as soon as it acknowledged that many writes."""
+def run_child(request: Mapping[str, Any]) -> ChildResult:
+    """Run the child on ``request`` to its end (blocking: call it in a thread)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest_seamkit._durable_child"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_child_env(), text=True,
@@ -407,42 +599,125 @@ def run_child(request: Mapping[str, Any], *, kill_after: int | None = None) -> C
     timer = threading.Timer(CHILD_TIMEOUT, proc.kill)  # a hung child must not hang the suite
     timer.start()
     try:
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        proc.stdin.write(json.dumps(request))
-        proc.stdin.close()
-        if kill_after is None:
-            proc.stdout.read()
-            stderr = proc.stderr.read()
-            return ChildResult(proc.wait(), 0, stderr)
-        acked = 0
-        for line in proc.stdout:
-            if line.startswith("ack "):
-                acked = int(line.split()[1])
-                if acked >= kill_after:
-                    proc.kill()
-                    break
-        proc.wait()
-        return ChildResult(proc.returncode, acked, proc.stderr.read())
+        _, stderr = proc.communicate(json.dumps(request) + "\n")
+        return ChildResult(proc.returncode, 0, stderr)
     finally:
         timer.cancel()
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        for stream in (proc.stdout, proc.stderr):
+
+
+class CrashChild:
+    """The crash child of one check (blocking: call :meth:`round` in a thread): a process that
+    imports the backend once and forks a writer per round, which the suite kills.
+
+    :param request: ``kind`` and ``component``, as for :func:`serve`.
+    :param rng: chooses each round's acknowledged writes and timed kill's moment.
+    """
+
+    def __init__(self, request: Mapping[str, Any], rng: random.Random) -> None:
+        self.rng = rng
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest_seamkit._durable_child"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_child_env(), text=True,
+        )
+        self._writer: int | None = None
+        self._gap = 0.002  # a write's duration, seconds: measured from the acks
+        self._timer = threading.Timer(CRASH_TIMEOUT, self._expire)  # a hung child must not hang the suite
+        self._timer.start()
+        self._send(json.dumps({**request, "action": "crash"}))
+
+    def _send(self, line: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def _line(self) -> list[str]:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait()
+            stderr = self.proc.stderr.read() if self.proc.stderr is not None else ""
+            raise RuntimeError(f"the kill check's child ended early (killed after {CRASH_TIMEOUT:g} s if it "
+                               f"ran that long): {ChildResult(self.proc.returncode, 0, stderr).explain()}")
+        return line.split(maxsplit=3)
+
+    def _kill(self) -> None:
+        if self._writer is not None:
+            try:
+                os.kill(self._writer, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def round(self, round_no: int, step: int) -> RoundResult:
+        """Run round ``round_no``: kill the writer at the ``step``-th file-system step of its
+        write after the acknowledged ones (``0``: at a random moment of that write). Raises
+        RuntimeError when the writer failed on its own, with what it said."""
+        plan = KillPlan(round_no, self.rng.randint(MIN_ACKS, MAX_ACKS), step, self.rng.random())
+        self._send(f"{plan.round} {plan.acks} {plan.step}")
+        acked, steps, how, times = 0, 0, "", []
+        killed = False
+        while True:
+            word, *rest = self._line()
+            if word == "writer":
+                self._writer = int(rest[1])
+            elif word == "ack":
+                acked, steps = int(rest[1]), int(rest[2])
+                times.append(time.monotonic())
+                if acked == plan.acks and not plan.step and not killed:
+                    self._kill_at(plan.phase, times)
+                    killed = True
+                    how = f"killed {plan.phase:.2f} of a write's time after write {plan.acks} was acknowledged"
+            elif word == "step":
+                self._kill()
+                killed = True
+                how = f"killed just before step {plan.step} ({rest[2].strip()}) of write {plan.acks + 1}"
+            elif word == "nostep":  # the write had fewer steps: kill at a moment of the next one instead
+                self._kill_at(plan.phase, times)
+                killed = True
+                how = f"killed {plan.phase:.2f} of a write's time after write {plan.acks + 1} was acknowledged"
+            elif word == "error":
+                raise RuntimeError(f"the crash writer of round {round_no} failed: {' '.join(rest[1:])}")
+            elif word == "dead":
+                self._writer = None
+                status = int(rest[1])
+                if not os.WIFSIGNALED(status) or os.WTERMSIG(status) != signal.SIGKILL:
+                    raise RuntimeError(f"the crash writer of round {round_no} ended by itself (status {status})")
+                return RoundResult(plan, acked, how, steps)
+
+    def _kill_at(self, phase: float, times: Sequence[float]) -> None:
+        """Kill ``phase`` of one write's duration (the mean gap between the last acks, the first
+        write's left out: it builds the backend) from now."""
+        gaps = [b - a for a, b in itertools.pairwise(times[-4:])]
+        if gaps:
+            self._gap = sum(gaps) / len(gaps)
+        time.sleep(phase * self._gap)
+        self._kill()
+
+    def _expire(self) -> None:
+        """Past ``CRASH_TIMEOUT``: end the writer and the child (the round then fails, saying so)."""
+        self._kill()
+        self.proc.kill()
+
+    def close(self) -> None:
+        self._timer.cancel()
+        self._kill()
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             if stream is not None:
                 stream.close()
 
 
 async def serve(request: Mapping[str, Any]) -> int:
     """Serve one child ``request``: ``kind`` (``"store"`` / ``"checkpoints"``), ``component``
-    (``[name, config]``), and ``action: "crash"`` or data set tags to ``check`` then ``write``.
+    (``[name, config]``), and data set tags to ``check`` then ``write``.
     Returns the exit status (3: problems, listed on stderr)."""
     kind = request["kind"]
     backend = build_component(request["component"])
     try:
-        if request.get("action") == "crash":
-            await _crash_writes(backend, kind)
-            return 0
         check, write = (check_store, write_store) if kind == "store" else (check_checkpoints, write_checkpoints)
         problems = await check(backend, request["check"]) if request.get("check") else []
         if problems:

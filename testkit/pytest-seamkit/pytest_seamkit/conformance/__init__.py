@@ -68,8 +68,9 @@ async fixtures so they work whether or not the project sets ``asyncio_mode = "au
 
 Every test is ``async`` and carries the ``asyncio`` mark (needs pytest-asyncio). The suites use
 real time: TTL tests sleep a fraction of a second (longer when the backend's ``ttl_resolution``
-is coarse); each check in a child process takes about a second (its start-up); every other test
-takes well under a second on a local backend. The suite closes stores with ``aclose()``. See
+is coarse); each check in a child process takes about a second (its start-up), the kill check
+(writers killed in the middle of a write, round after round) one to a few seconds; every other
+test takes well under a second on a local backend. The suite closes stores with ``aclose()``. See
 docs/plugins/stores.md for the contract the suites check.
 """
 

@@ -4,6 +4,8 @@ they apply, skip or fail with a reason an author can act on, and the child proce
 from __future__ import annotations
 
 import asyncio
+import os
+import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -17,6 +19,7 @@ __all__ = [
     "DeclaredPersistence",
     "child",
     "component_or_skip",
+    "kill_mid_write",
     "no_problems",
     "open_second_or_skip",
     "require_persistence",
@@ -89,9 +92,57 @@ def component_or_skip(component: Any, fixture: str) -> Sequence[Any]:
     return (name, dict(config))
 
 
-async def child(request: Mapping[str, Any], *, kill_after: int | None = None) -> _durable.ChildResult:
+async def child(request: Mapping[str, Any]) -> _durable.ChildResult:
     """Run the child process (in a thread, so the event loop keeps running)."""
-    return await asyncio.to_thread(_durable.run_child, request, kill_after=kill_after)
+    return await asyncio.to_thread(_durable.run_child, request)
+
+
+Check = Callable[[Sequence[_durable.RoundResult]], Awaitable[Sequence[str]]]
+
+
+async def kill_mid_write(request: Mapping[str, Any], after_each: Check, after_all: Check) -> None:
+    """Kill a writer of ``request`` (``kind``, ``component``) in the middle of a write, round
+    after round: first at each file-system step of one write in turn (up to
+    ``MAX_STEP_ROUNDS``; none for a write with no such step), then ``TIMED_ROUNDS`` times at a
+    random moment of a write. After each round ``after_each`` checks the rounds so far (the
+    last one is the round just killed), after the last ``after_all``; fail listing what they
+    found. A write with more steps than ``MAX_STEP_ROUNDS`` is killed at that many of its steps,
+    spread evenly from a random first one. ``SEAMKIT_CRASH_SEED`` repeats a run's random choices
+    (a failure names its seed)."""
+    if not hasattr(os, "fork"):
+        pytest.skip("the kill check forks its writers (POSIX only)")
+    seed = int(os.environ.get("SEAMKIT_CRASH_SEED") or random.randrange(2**32))
+    crash = await asyncio.to_thread(_durable.CrashChild, request, random.Random(seed))
+    rounds: list[_durable.RoundResult] = []
+    try:
+        first = await asyncio.to_thread(crash.round, 1, 1)  # also counts a write's steps
+        rounds.append(first)
+        no_problems(await _checked(after_each, rounds), _when(first, seed))
+        for step in _durable.kill_steps(first.steps, random.Random(seed)):
+            rounds.append(await asyncio.to_thread(crash.round, len(rounds) + 1, step))
+            no_problems(await _checked(after_each, rounds), _when(rounds[-1], seed))
+        for _ in range(_durable.TIMED_ROUNDS):
+            rounds.append(await asyncio.to_thread(crash.round, len(rounds) + 1, 0))
+            no_problems(await _checked(after_each, rounds), _when(rounds[-1], seed))
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    finally:
+        await asyncio.to_thread(crash.close)
+    no_problems(await _checked(after_all, rounds),
+                f"after {len(rounds)} writers were killed in the middle of a write (SEAMKIT_CRASH_SEED={seed})")
+
+
+async def _checked(check: Check, rounds: Sequence[_durable.RoundResult]) -> Sequence[str]:
+    """``check``'s problems; what it raised (opening the store, reading it) is one problem too."""
+    try:
+        return await check(rounds)
+    except Exception as exc:  # a store the kill left unreadable: say so, with the kill, not a traceback
+        return [f"opening or reading the store again raised {type(exc).__name__}: {exc}"]
+
+
+def _when(r: _durable.RoundResult, seed: int) -> str:
+    return (f"after SIGKILL of a writer in the middle of a write (round {r.plan.round}: {r.how}, after "
+            f"{r.acked} acknowledged writes; SEAMKIT_CRASH_SEED={seed})")
 
 
 def no_problems(problems: Sequence[str], when: str) -> None:

@@ -593,22 +593,35 @@ class CheckpointConformance(_persist.DeclaredPersistence):
     async def test_acknowledged_writes_survive_a_kill(
         self, checkpoints: Any, open_checkpoints: Any, checkpoints_component: Any
     ) -> None:
+        """A writer killed (SIGKILL) in the middle of a save or pending write, round after round
+        (a run per round): every acknowledged version and pending write is there, the killed
+        ones absent or whole, and the run carries on from its latest version."""
         _persist.require_persistence(checkpoints, open_checkpoints, "open_checkpoints")
         component = _persist.component_or_skip(checkpoints_component, "checkpoints_component")
         await _durable.aclose(checkpoints)
-        request = {"kind": "checkpoints", "component": component, "action": "crash"}
-        result = await _persist.child(request, kill_after=_durable.CRASH_ACKS)
-        assert result.acked >= _durable.CRASH_ACKS, result.explain()
-        again = await _durable.open_with(open_checkpoints)
-        try:
-            problems = await _durable.check_crash(again, "checkpoints", result.acked)
-            _persist.no_problems(problems, f"after SIGKILL of a writer that had acknowledged {result.acked} saves")
-            # still usable: not corrupted
-            latest = await again.latest(_durable.CRASH_RUN)
-            assert latest is not None
-            v = latest.record.version + 1
-            await again.save(_rec(_durable.CRASH_RUN, v), expected_version=v - 1)
-            after = await again.latest(_durable.CRASH_RUN)
-            assert after is not None and after.record.version == v
-        finally:
-            await _durable.aclose(again)
+
+        async def after_each(rounds: Sequence[_durable.RoundResult]) -> list[str]:
+            again = await _durable.open_with(open_checkpoints)
+            try:
+                problems = await _durable.check_crash_checkpoints(again, rounds[-1])
+                if not problems:  # the run carries on from its latest version
+                    run = _durable.crash_run(rounds[-1].plan.round)
+                    latest = await again.latest(run)
+                    v = (latest.record.version if latest is not None else 0) + 1
+                    await again.save(_durable.crash_record(rounds[-1].plan.round, v),
+                                     expected_version=v - 1 if v > 1 else None)
+                    after = await again.latest(run)
+                    if after is None or after.record.version != v:
+                        problems.append(f"saved version {v} of {run!r} after the kill, latest() is {after!r}")
+                return problems
+            finally:
+                await _durable.aclose(again)
+
+        async def after_all(rounds: Sequence[_durable.RoundResult]) -> list[str]:
+            again = await _durable.open_with(open_checkpoints)
+            try:
+                return [p for r in rounds for p in await _durable.check_crash_checkpoints(again, r, continued=True)]
+            finally:
+                await _durable.aclose(again)
+
+        await _persist.kill_mid_write({"kind": "checkpoints", "component": component}, after_each, after_all)
