@@ -32,35 +32,37 @@ the process, and a plugin left running past its timeout keeps running in the bac
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import importlib
+import math
 import os
 import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pluggy
 
 from seamkit._hookspecs import KIND_BY_HOOK, PROJECT, SeamkitHookSpecs
-from seamkit._plugins.guard import (
-    COMPONENT_IMPORT_TIMEOUT_S,
-    THREAD_NAME,
-    import_timeout,
-    needs_main_thread,
-    plugin_output_to_stderr,
-    run_guarded,
-)
 from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigError, ConfigIssue, PluginError
 
 __all__ = ["ComponentSpec", "PluginReport", "Registry", "get_registry", "load_registry", "reset_registry",
-           "load_object", "load_plugin_object", "run_command_hook", "ENTRY_POINT_GROUP"]
+           "load_object", "load_plugin_object", "run_command_hook", "import_timeout", "ENTRY_POINT_GROUP",
+           "IMPORT_TIMEOUT_S", "COMPONENT_IMPORT_TIMEOUT_S"]
 
 ENTRY_POINT_GROUP = "seamkit"
+#: seconds one plugin's import (and then its registration hooks) may take, unless
+#: ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT`` says otherwise
+IMPORT_TIMEOUT_S = 10.0  # a registration module should import nothing heavy (docs/plugins/index.md)
+#: seconds a component's module (imported when a composition uses it) may take at least
+COMPONENT_IMPORT_TIMEOUT_S = 60.0
+#: the worker thread running a plugin's code at load (named so that an error mentioning it is recognised)
+_THREAD_NAME = "seamkit-plugin-load"
 #: a component name, matched whole (``fullmatch``: ``$`` would let a final newline through)
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
 
@@ -103,14 +105,14 @@ def load_plugin_object(path: str) -> Any:
     if loaded is not None and not getattr(getattr(loaded, "__spec__", None), "_initializing", False):
         return load_object(path)  # imported already: no plugin code runs
     timeout = max(import_timeout(), COMPONENT_IMPORT_TIMEOUT_S)
-    outcome = run_guarded(lambda: load_object(path), timeout, redirect=False)
+    outcome = _run_guarded(lambda: load_object(path), timeout, redirect=False)
     if outcome is None:
         raise ImportError(f"{path!r} did not finish importing within {timeout:g} s (it blocks at import: a network "
                           "call, a sleep; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
     value, exc = outcome
     if exc is None:
         return value
-    if needs_main_thread(exc):
+    if _needs_main_thread(exc):
         return load_object(path)
     if isinstance(exc, Exception):
         raise exc
@@ -280,23 +282,23 @@ class Registry:
                     failure = exc
                 if late.is_set():  # the loader gave up on it meanwhile and reported it
                     raise _Abandoned()
-                if failure is not None and needs_main_thread(failure):
+                if failure is not None and _needs_main_thread(failure):
                     raise _Abandoned(main_thread=True)
                 outcome: tuple[Any, BaseException | None] | None = (None, failure)
             else:
                 timeout = import_timeout()
-                outcome = run_guarded(run_hooks, timeout)
+                outcome = _run_guarded(run_hooks, timeout)
             if outcome is None:
                 late.set()
                 raise PluginError(f"its registration hooks did not finish within {timeout:g} s (they block: a "
                                   "network call, a sleep; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
             failure = outcome[1]  # raised in the worker thread: a KeyboardInterrupt there is the plugin's
-            if failure is not None and needs_main_thread(failure):
+            if failure is not None and _needs_main_thread(failure):
                 for spec in added:  # again, in the main thread
                     self.components[spec.kind][spec.name].remove(spec)
                 added.clear()
                 failure = None
-                with plugin_output_to_stderr():
+                with _plugin_output_to_stderr():
                     run_hooks()
         except _Abandoned:
             self.pm.unregister(plugin, name=name)
@@ -459,16 +461,16 @@ def run_command_hook(hook: Callable[..., Any], subparsers: Any) -> str | None:
             help_list[:] = helps
 
     timeout = import_timeout()
-    outcome = run_guarded(lambda: hook(cli=subparsers), timeout)
+    outcome = _run_guarded(lambda: hook(cli=subparsers), timeout)
     if outcome is None:
         undo()
         return (f"its seamkit_register_commands hook did not finish within {timeout:g} s (it blocks; "
                 "SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
     failure = outcome[1]
-    if failure is not None and needs_main_thread(failure):
+    if failure is not None and _needs_main_thread(failure):
         undo()
         try:
-            with plugin_output_to_stderr():
+            with _stdout_to_stderr():
                 hook(cli=subparsers)
             failure = None
         except KeyboardInterrupt:  # in the main thread: the user's
@@ -479,6 +481,91 @@ def run_command_hook(hook: Callable[..., Any], subparsers: Any) -> str | None:
         undo()
         return _error(failure)
     return None
+
+
+def _stdout_to_stderr() -> contextlib.AbstractContextManager[object]:
+    """While a plugin's code runs (its import, its hooks): what it prints goes to stderr, so that
+    it cannot corrupt a command's output (``seamkit plugins --json``)."""
+    return _plugin_output_to_stderr()
+
+
+@contextlib.contextmanager
+def _plugin_output_to_stderr() -> Iterator[None]:
+    """``sys.stdout`` and file descriptor 1 both point at stderr meanwhile: ``print``,
+    ``sys.__stdout__.write`` and ``os.write(1, ...)`` by a plugin all land on stderr. The fd is left
+    alone when fd 1 or 2 is closed (nothing to protect, or nowhere to send it)."""
+    with contextlib.redirect_stdout(sys.stderr):
+        _flush(sys.stdout, sys.__stdout__)
+        try:
+            saved = os.dup(1)
+        except OSError:
+            yield
+            return
+        try:
+            os.dup2(2, 1)
+        except OSError:
+            os.close(saved)
+            yield
+            return
+        try:
+            yield
+        finally:
+            # what the plugin left in the buffer of the real stdout goes to stderr too
+            _flush(sys.__stdout__, sys.stderr)
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _flush(*streams: Any) -> None:
+    for stream in streams:
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # closed
+            pass
+
+
+def import_timeout() -> float:
+    """Seconds one plugin's import, then its registration hooks, may take: the
+    ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT`` environment variable (a number > 0), else
+    :data:`IMPORT_TIMEOUT_S`."""
+    raw = os.environ.get("SEAMKIT_PLUGIN_IMPORT_TIMEOUT", "").strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        return IMPORT_TIMEOUT_S
+    return value if value > 0 and math.isfinite(value) else IMPORT_TIMEOUT_S
+
+
+def _run_guarded(fn: Callable[[], Any], timeout_s: float, *,
+                 redirect: bool = True) -> tuple[Any, BaseException | None] | None:
+    """Run a plugin's ``fn`` in a daemon worker thread, its output sent to stderr
+    (:func:`_plugin_output_to_stderr`); ``(value, None)``, ``(None, exception)`` for whatever it
+    raised (any ``BaseException``: a ``KeyboardInterrupt`` raised there is the plugin's own, the
+    user's Ctrl-C arrives in the main thread, which waits here), or ``None`` when it has not
+    returned after ``timeout_s`` seconds: it is left running (a daemon thread does not keep the
+    process alive; nothing can stop a thread). ``redirect=False``: its output is left alone."""
+    box: list[tuple[Any, BaseException | None]] = []
+
+    def target() -> None:
+        try:
+            box.append((fn(), None))
+        except BaseException as exc:
+            box.append((None, exc))
+
+    worker = threading.Thread(target=target, name=_THREAD_NAME, daemon=True)
+    with _plugin_output_to_stderr() if redirect else contextlib.nullcontext():
+        worker.start()
+        worker.join(timeout_s)
+    return box[0] if box else None
+
+
+def _needs_main_thread(exc: BaseException) -> bool:
+    """Whether a plugin failed only because its code ran outside the main thread:
+    ``signal.signal`` ("only works in main thread"), asyncio's "no current event loop in thread
+    'seamkit-plugin-load'"."""
+    text = str(exc)
+    return isinstance(exc, (ValueError, RuntimeError)) and ("main thread" in text or _THREAD_NAME in text)
 
 
 class _Abandoned(Exception):
@@ -529,7 +616,7 @@ class _Batch:
                         return
                     self.phase = "registering"
                 if exc is not None:
-                    if needs_main_thread(exc):
+                    if _needs_main_thread(exc):
                         self.deferred.append(j)
                     else:
                         reg._fail(ep.name, dist_name, version, f"import failed: {_error(exc)}")
@@ -556,7 +643,7 @@ class _Batch:
 
 def _load_all(reg: Registry, eps: list[tuple[Any, str, str]]) -> None:
     """Import and register ``eps`` (``(entry point, distribution name, version)``) one after
-    another in a daemon worker thread, their output sent to stderr (:func:`plugin_output_to_stderr`).
+    another in a daemon worker thread, their output sent to stderr (:func:`_plugin_output_to_stderr`).
     A plugin that has not finished importing, or registering, within :func:`import_timeout` is
     reported ``failed`` and left running; the next ones are loaded in a fresh worker. Those needing
     the main thread are loaded there at the end."""
@@ -565,8 +652,8 @@ def _load_all(reg: Registry, eps: list[tuple[Any, str, str]]) -> None:
     deferred: list[int] = []
     while first < len(eps):
         batch = _Batch(eps, first)
-        worker = threading.Thread(target=batch.run, args=(reg,), name=THREAD_NAME, daemon=True)
-        with plugin_output_to_stderr():
+        worker = threading.Thread(target=batch.run, args=(reg,), name=_THREAD_NAME, daemon=True)
+        with _plugin_output_to_stderr():
             worker.start()
             while not batch.done.wait(batch.overran(timeout)):
                 if batch.stop.is_set():
@@ -585,7 +672,7 @@ def _load_all(reg: Registry, eps: list[tuple[Any, str, str]]) -> None:
     for j in deferred:  # signal.signal at import...: again, in the main thread, unguarded
         ep, dist_name, version = eps[j]
         try:
-            with plugin_output_to_stderr():
+            with _plugin_output_to_stderr():
                 plugin = ep.load()
         except KeyboardInterrupt:  # in the main thread: the user's
             raise
