@@ -25,7 +25,10 @@ descriptor 1 pointed at 2 (and ``sys.stdout`` at ``sys.stderr``) meanwhile, so w
 writes cannot reach a command's output, and whatever it raises (``SystemExit``, a
 ``KeyboardInterrupt`` it raises itself: the user's Ctrl-C arrives in the main thread) is that
 plugin's failure. A plugin whose import needs the main thread (``signal.signal`` at import) is
-imported again in the main thread. What cannot be stopped in-process: ``os._exit`` at import ends
+imported again in the main thread, under the same time limit (``SIGALRM``), so its module's code
+before that line runs twice (its report says so when it fails). The modules an abandoned import
+was in the middle of are ``None`` in ``sys.modules`` after: a later plugin importing one fails at
+once instead of waiting on it again. What cannot be stopped in-process: ``os._exit`` at import ends
 the process, and a plugin left running past its timeout keeps running in the background
 (``seamkit plugins --check`` runs its checks in child processes and names such a plugin).
 """
@@ -39,6 +42,7 @@ import importlib
 import math
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -113,7 +117,12 @@ def load_plugin_object(path: str) -> Any:
     if exc is None:
         return value
     if _needs_main_thread(exc):
-        return load_object(path)
+        with _main_thread_deadline(timeout) as expired:
+            with contextlib.suppress(_Overran):
+                return load_object(path)
+        if expired():
+            raise ImportError(f"{path!r} did not finish importing within {timeout:g} s in the main thread (it "
+                              "blocks at import; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
     if isinstance(exc, Exception):
         raise exc
     raise ImportError(f"importing {path!r} raised {type(exc).__name__}: {exc}") from exc
@@ -298,8 +307,12 @@ class Registry:
                     self.components[spec.kind][spec.name].remove(spec)
                 added.clear()
                 failure = None
-                with _plugin_output_to_stderr():
-                    run_hooks()
+                with _plugin_output_to_stderr(), _main_thread_deadline(timeout) as expired:
+                    with contextlib.suppress(_Overran):
+                        run_hooks()
+                if expired():
+                    raise PluginError(f"its registration hooks did not finish within {timeout:g} s in the main "
+                                      "thread (they block; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
         except _Abandoned:
             self.pm.unregister(plugin, name=name)
             for spec in added:
@@ -470,8 +483,13 @@ def run_command_hook(hook: Callable[..., Any], subparsers: Any) -> str | None:
     if failure is not None and _needs_main_thread(failure):
         undo()
         try:
-            with _stdout_to_stderr():
-                hook(cli=subparsers)
+            with _stdout_to_stderr(), _main_thread_deadline(timeout) as expired:
+                with contextlib.suppress(_Overran):
+                    hook(cli=subparsers)
+            if expired():
+                undo()
+                return (f"its seamkit_register_commands hook did not finish within {timeout:g} s in the main "
+                        "thread (it blocks; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
             failure = None
         except KeyboardInterrupt:  # in the main thread: the user's
             raise
@@ -560,6 +578,50 @@ def _run_guarded(fn: Callable[[], Any], timeout_s: float, *,
     return box[0] if box else None
 
 
+#: module name -> the plugin whose import of it was given up on, still running (see :func:`_abandon_imports`)
+_ABANDONED: dict[str, str] = {}
+
+
+def _initializing() -> set[str]:
+    """The modules being imported now (``__spec__._initializing``, set by importlib meanwhile)."""
+    return {name for name, module in list(sys.modules.items())
+            if getattr(getattr(module, "__spec__", None), "_initializing", False)}
+
+
+def _import_lock_owner(name: str) -> int | None:
+    """The thread holding the import lock of module ``name`` (CPython's importlib keeps it in
+    ``_bootstrap._module_locks``); ``None`` when that cannot be told."""
+    try:
+        ref = importlib._bootstrap._module_locks.get(name)  # type: ignore[attr-defined]
+        owner = getattr(ref() if ref is not None else None, "owner", None)
+    except Exception:  # another implementation: no such detail
+        return None
+    return owner if isinstance(owner, int) else None
+
+
+def _abandon_imports(worker: threading.Thread, plugin: str) -> None:
+    """The loader gave up on ``plugin``, whose import is still running in ``worker``: the modules
+    that thread is importing (those whose import lock it holds) become ``None`` in ``sys.modules``,
+    so that a later import of one (another plugin importing the module that blocks) fails at once
+    ("import of X halted") instead of waiting on that lock for its whole time limit again. Where the
+    lock's owner cannot be told (not CPython) nothing changes. The abandoned import, should it ever
+    end, leaves ``None`` there: the module is not importable again in this process (its plugin is
+    reported failed)."""
+    for name in _initializing():
+        if worker.ident is not None and _import_lock_owner(name) == worker.ident:
+            sys.modules[name] = None  # type: ignore[assignment]
+            _ABANDONED[name] = plugin
+
+
+def _import_error(exc: BaseException) -> str:
+    """:func:`_error`, or for an import of a module given up on (:func:`_abandon_imports`) which one."""
+    name = getattr(exc, "name", None)
+    if isinstance(exc, ModuleNotFoundError) and name in _ABANDONED:
+        return (f"it imports {name}, whose import (by plugin {_ABANDONED[name]!r}) did not finish within its time "
+                "limit and was left running: not waited on again")
+    return _error(exc)
+
+
 def _needs_main_thread(exc: BaseException) -> bool:
     """Whether a plugin failed only because its code ran outside the main thread:
     ``signal.signal`` ("only works in main thread"), asyncio's "no current event loop in thread
@@ -619,7 +681,7 @@ class _Batch:
                     if _needs_main_thread(exc):
                         self.deferred.append(j)
                     else:
-                        reg._fail(ep.name, dist_name, version, f"import failed: {_error(exc)}")
+                        reg._fail(ep.name, dist_name, version, f"import failed: {_import_error(exc)}")
                     continue
                 try:
                     reg.register_plugin(plugin, ep.name, distribution=dist_name, version=version)
@@ -664,22 +726,82 @@ def _load_all(reg: Registry, eps: list[tuple[Any, str, str]]) -> None:
         if not batch.stop.is_set():
             break
         ep, dist_name, version = eps[batch.index]
+        _abandon_imports(worker, ep.name)
         what = ("it did not finish importing" if batch.phase == "importing"
                 else "its registration hooks did not finish")
         reg._fail(ep.name, dist_name, version, f"{what} within {timeout:g} s (it blocks: a network call, a sleep; "
                   "it was left running in the background; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
         first = batch.index + 1
-    for j in deferred:  # signal.signal at import...: again, in the main thread, unguarded
+    for j in deferred:  # signal.signal at import...: again, in the main thread, with a deadline
         ep, dist_name, version = eps[j]
         try:
-            with _plugin_output_to_stderr():
+            with _plugin_output_to_stderr(), _main_thread_deadline(timeout) as expired:
                 plugin = ep.load()
         except KeyboardInterrupt:  # in the main thread: the user's
             raise
         except BaseException as exc:
-            reg._fail(ep.name, dist_name, version, f"import failed: {_error(exc)}")
+            reg._fail(ep.name, dist_name, version, f"{_overran_in_main(timeout)}{_TWICE}" if expired()
+                      else f"import failed: {_error(exc)}{_TWICE}")
+            continue
+        if expired():  # it caught the deadline's exception and returned: it is not to be trusted
+            reg._fail(ep.name, dist_name, version, f"{_overran_in_main(timeout)}{_TWICE}")
             continue
         reg.register_plugin(plugin, ep.name, distribution=dist_name, version=version)
+
+
+#: said of a plugin imported again in the main thread (it cannot be undone, only told)
+_TWICE = ("; it was imported twice (first in a worker thread, up to where it needed the main thread, then in the "
+          "main thread): what its module does before that line (files written, atexit handlers, threads) ran twice")
+
+
+def _overran_in_main(timeout_s: float) -> str:
+    return (f"it did not finish importing within {timeout_s:g} s in the main thread, where it was imported again "
+            "because it needs it (signal.signal at import); it blocks: a network call, a sleep; "
+            "SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit")
+
+
+class _Overran(BaseException):
+    """Raised in the main thread, in a plugin's code, when :func:`_main_thread_deadline` expires (a
+    ``BaseException``: a plugin's ``except Exception`` does not swallow it)."""
+
+
+#: seconds between the deadline's exceptions once it expired (a plugin that catches one and blocks again)
+_AGAIN_S = 0.5
+
+
+@contextlib.contextmanager
+def _main_thread_deadline(timeout_s: float) -> Iterator[Callable[[], bool]]:
+    """While a plugin's code runs in the main thread (imported again there because it needs it):
+    raise :class:`_Overran` in it after ``timeout_s`` seconds (``SIGALRM``), and again every
+    :data:`_AGAIN_S` seconds until the block ends (a plugin swallowing one and blocking again).
+    Yields a function telling whether the deadline expired. No limit (it never expires) outside the
+    main thread, without ``signal.setitimer`` (Windows), or when a timer is armed already (the
+    caller's own limit: ``plugins --check``'s); a plugin replacing the ``SIGALRM`` handler itself,
+    or catching every exception in a loop, is not stopped."""
+    fired: list[bool] = []
+    armed = [True]
+
+    def expired() -> bool:
+        return bool(fired)
+
+    if (not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread()
+            or signal.getitimer(signal.ITIMER_REAL)[0] > 0):
+        yield expired
+        return
+
+    def alarm(signum: int, frame: object) -> None:
+        if armed[0]:  # not after the block ended (an alarm due just then)
+            fired.append(True)
+            raise _Overran(f"did not finish within {timeout_s:g} s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s, _AGAIN_S)
+    try:
+        yield expired
+    finally:
+        armed[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _new_pm() -> pluggy.PluginManager:
