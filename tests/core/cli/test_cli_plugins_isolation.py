@@ -183,3 +183,37 @@ def test_check_notes_a_non_daemon_thread_and_still_exits(evil_cli: CLI) -> None:
     r = evil_cli("plugins", "--check", "thread", env=_env(), timeout=30)
     assert r.returncode == 0, r
     assert "note: it left 1 non-daemon thread(s) running (client-worker)" in r.stdout
+
+
+SURROGATE = '''
+from seamkit._hookspecs import hookimpl
+
+
+def raises():
+    raise RuntimeError("bad \\udcff name")  # what os.fsdecode makes of a non-UTF-8 file name
+
+
+@hookimpl
+def seamkit_register_tools(register):
+    register("surrogate", f"{__name__}:raises")
+'''
+
+
+@pytest.mark.parametrize("io_errors", ["strict", "surrogateescape"])  # PYTHONIOENCODING's, and the C locale's
+@pytest.mark.parametrize("args", [("plugins", "--check", "surrogate", "--json"), ("plugins", "--check", "surrogate"),
+                                  ("plugins", "--check", "--json")])
+def test_a_lone_surrogate_in_a_message_is_written_as_valid_utf8(tmp_path: Path, io_errors: str,
+                                                                 args: tuple[str, ...]) -> None:
+    import subprocess
+    import sys
+
+    cli = CLI([make_dist(tmp_path / "site", "surrogate-plugin", "surrogate_plugin", SURROGATE)], tmp_path)
+    env = cli.env({**SHORT, "SEAMKIT_LOAD_PLUGINS": "surrogate-plugin", "PYTHONIOENCODING": f"utf-8:{io_errors}"})
+    done = subprocess.run([sys.executable, "-m", "seamkit", *args], cwd=tmp_path, env=env, capture_output=True,
+                          timeout=60)
+    assert done.returncode == 1, done
+    out = done.stdout.decode("utf-8")  # strict: no raw 0xff byte
+    if "--json" in args:  # JSON's own escape: the message comes back as it was
+        assert "bad \udcff name" in " ".join(p for row in json.loads(out) for p in row["problems"])
+    else:
+        assert "bad \\udcff name" in out
