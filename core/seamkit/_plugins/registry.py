@@ -296,7 +296,7 @@ class Registry:
                 outcome: tuple[Any, BaseException | None] | None = (None, failure)
             else:
                 timeout = import_timeout()
-                outcome = _run_guarded(run_hooks, timeout)
+                outcome = _run_guarded(run_hooks, timeout, abandon=f"plugin {name!r}")
             if outcome is None:
                 late.set()
                 raise PluginError(f"its registration hooks did not finish within {timeout:g} s (they block: a "
@@ -326,7 +326,7 @@ class Registry:
             self.pm.unregister(plugin, name=name)
             for spec in added:
                 self.components[spec.kind][spec.name].remove(spec)
-            return self._fail(name, distribution, version, _error(failure))
+            return self._fail(name, distribution, version, _import_error(failure))
         self._plugins[name] = (plugin, distribution, version)
         report = PluginReport(name, distribution, version, "ok", None, tuple((s.kind, s.name) for s in added))
         self.reports.append(report)
@@ -474,7 +474,8 @@ def run_command_hook(hook: Callable[..., Any], subparsers: Any) -> str | None:
             help_list[:] = helps
 
     timeout = import_timeout()
-    outcome = _run_guarded(lambda: hook(cli=subparsers), timeout)
+    owner = getattr(hook, "__module__", None) or "?"
+    outcome = _run_guarded(lambda: hook(cli=subparsers), timeout, abandon=f"the commands of {owner}")
     if outcome is None:
         undo()
         return (f"its seamkit_register_commands hook did not finish within {timeout:g} s (it blocks; "
@@ -497,7 +498,7 @@ def run_command_hook(hook: Callable[..., Any], subparsers: Any) -> str | None:
             failure = exc
     if failure is not None:  # argparse's "conflicting subparser" included: the commands already there win
         undo()
-        return _error(failure)
+        return _import_error(failure)
     return None
 
 
@@ -555,14 +556,17 @@ def import_timeout() -> float:
     return value if value > 0 and math.isfinite(value) else IMPORT_TIMEOUT_S
 
 
-def _run_guarded(fn: Callable[[], Any], timeout_s: float, *,
-                 redirect: bool = True) -> tuple[Any, BaseException | None] | None:
+def _run_guarded(fn: Callable[[], Any], timeout_s: float, *, redirect: bool = True,
+                 abandon: str | None = None) -> tuple[Any, BaseException | None] | None:
     """Run a plugin's ``fn`` in a daemon worker thread, its output sent to stderr
     (:func:`_plugin_output_to_stderr`); ``(value, None)``, ``(None, exception)`` for whatever it
     raised (any ``BaseException``: a ``KeyboardInterrupt`` raised there is the plugin's own, the
     user's Ctrl-C arrives in the main thread, which waits here), or ``None`` when it has not
     returned after ``timeout_s`` seconds: it is left running (a daemon thread does not keep the
-    process alive; nothing can stop a thread). ``redirect=False``: its output is left alone."""
+    process alive; nothing can stop a thread). ``redirect=False``: its output is left alone.
+    ``abandon``: who ran it (a plugin's name), when the modules it was importing at the timeout are
+    to be given up on (:func:`_abandon_imports`; not for a component's module, which a long-running
+    program may import again once it is reachable)."""
     box: list[tuple[Any, BaseException | None]] = []
 
     def target() -> None:
@@ -575,10 +579,12 @@ def _run_guarded(fn: Callable[[], Any], timeout_s: float, *,
     with _plugin_output_to_stderr() if redirect else contextlib.nullcontext():
         worker.start()
         worker.join(timeout_s)
+    if not box and abandon is not None:
+        _abandon_imports(worker, abandon)
     return box[0] if box else None
 
 
-#: module name -> the plugin whose import of it was given up on, still running (see :func:`_abandon_imports`)
+#: module name -> who (``"plugin 'a'"``) was importing it when given up on, still running (:func:`_abandon_imports`)
 _ABANDONED: dict[str, str] = {}
 
 
@@ -599,8 +605,8 @@ def _import_lock_owner(name: str) -> int | None:
     return owner if isinstance(owner, int) else None
 
 
-def _abandon_imports(worker: threading.Thread, plugin: str) -> None:
-    """The loader gave up on ``plugin``, whose import is still running in ``worker``: the modules
+def _abandon_imports(worker: threading.Thread, who: str) -> None:
+    """The loader gave up on ``who`` (``"plugin 'a'"``), still running in ``worker``: the modules
     that thread is importing (those whose import lock it holds) become ``None`` in ``sys.modules``,
     so that a later import of one (another plugin importing the module that blocks) fails at once
     ("import of X halted") instead of waiting on that lock for its whole time limit again. Where the
@@ -610,14 +616,14 @@ def _abandon_imports(worker: threading.Thread, plugin: str) -> None:
     for name in _initializing():
         if worker.ident is not None and _import_lock_owner(name) == worker.ident:
             sys.modules[name] = None  # type: ignore[assignment]
-            _ABANDONED[name] = plugin
+            _ABANDONED[name] = who
 
 
 def _import_error(exc: BaseException) -> str:
     """:func:`_error`, or for an import of a module given up on (:func:`_abandon_imports`) which one."""
     name = getattr(exc, "name", None)
     if isinstance(exc, ModuleNotFoundError) and name in _ABANDONED:
-        return (f"it imports {name}, whose import (by plugin {_ABANDONED[name]!r}) did not finish within its time "
+        return (f"it imports {name}, whose import (by {_ABANDONED[name]}) did not finish within its time "
                 "limit and was left running: not waited on again")
     return _error(exc)
 
@@ -726,7 +732,7 @@ def _load_all(reg: Registry, eps: list[tuple[Any, str, str]]) -> None:
         if not batch.stop.is_set():
             break
         ep, dist_name, version = eps[batch.index]
-        _abandon_imports(worker, ep.name)
+        _abandon_imports(worker, f"plugin {ep.name!r}")
         what = ("it did not finish importing" if batch.phase == "importing"
                 else "its registration hooks did not finish")
         reg._fail(ep.name, dist_name, version, f"{what} within {timeout:g} s (it blocks: a network call, a sleep; "
@@ -741,7 +747,7 @@ def _load_all(reg: Registry, eps: list[tuple[Any, str, str]]) -> None:
             raise
         except BaseException as exc:
             reg._fail(ep.name, dist_name, version, f"{_overran_in_main(timeout)}{_TWICE}" if expired()
-                      else f"import failed: {_error(exc)}{_TWICE}")
+                      else f"import failed: {_import_error(exc)}{_TWICE}")
             continue
         if expired():  # it caught the deadline's exception and returned: it is not to be trusted
             reg._fail(ep.name, dist_name, version, f"{_overran_in_main(timeout)}{_TWICE}")
