@@ -126,3 +126,12 @@ def test_a_module_given_up_on_is_not_waited_on_by_each_plugin_importing_it(
     assert "did not finish within 0.3 s" in errors["a"] or "did not finish importing within 0.3 s" in errors["a"]
     for late in ("b", "c"):  # failed at once, not after their own 0.3 s each
         assert "it imports shared_slow_mod, whose import (by plugin 'a') did not finish" in errors[late]
+
+
+def test_a_plugin_imported_again_in_the_main_thread_gets_a_note_from_the_check() -> None:
+    from seamkit._plugins.check_worker import _run_job
+
+    reg = load_registry(entry_points=[CallingEntryPoint("twice", _needs_main_thread)])
+    assert reg.reports[0].status == "ok" and reg.imported_twice == {("twice", "seamkit-twice")}
+    row = _run_job(reg, {"kind": "tool", "name": "fine", "distribution": "seamkit-twice", "plugin": "twice"})
+    assert any(n.startswith("its plugin module was imported twice") for n in row["notes"]), row

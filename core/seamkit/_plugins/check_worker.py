@@ -80,6 +80,10 @@ def _run_job(registry: Any, job: dict[str, Any]) -> dict[str, Any]:
     if left:
         row["notes"].append(f"it left {len(left)} non-daemon thread(s) running ({', '.join(left)}): a process "
                             "using it does not exit until they end; make them daemon threads or stop them on close")
+    if (plugin, dist) in getattr(registry, "imported_twice", ()):
+        row["notes"].append("its plugin module was imported twice (it needs the main thread at import: signal.signal; "
+                            "tried in a worker thread first): what it does before that line ran twice in every "
+                            "seamkit command; set handlers when a component is built instead")
     children = {pid: cmd for pid, cmd in _child_processes().items() if pid not in children_before}
     if children:
         shown = ", ".join(f"{pid} {cmd}" for pid, cmd in sorted(children.items())[:3])

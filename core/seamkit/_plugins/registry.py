@@ -235,6 +235,9 @@ class Registry:
     _plugins: dict[str, tuple[object, str, str]] = field(default_factory=dict)
     #: every plugin object tried, with its report: one object named twice is registered once
     _tried: list[tuple[object, PluginReport]] = field(default_factory=list)
+    #: ``(plugin, distribution)`` of the plugins imported a second time, in the main thread (their
+    #: module's code before the line needing it ran twice; ``plugins --check`` notes it)
+    imported_twice: set[tuple[str, str]] = field(default_factory=set)
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -752,6 +755,7 @@ def _load_all(reg: Registry, eps: list[tuple[Any, str, str]]) -> None:
         if expired():  # it caught the deadline's exception and returned: it is not to be trusted
             reg._fail(ep.name, dist_name, version, f"{_overran_in_main(timeout)}{_TWICE}")
             continue
+        reg.imported_twice.add((ep.name, dist_name))
         reg.register_plugin(plugin, ep.name, distribution=dist_name, version=version)
 
 
