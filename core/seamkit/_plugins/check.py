@@ -148,7 +148,8 @@ def _private_imports(spec: ComponentSpec) -> tuple[str, ...]:
     """:func:`~seamkit._plugins.private_imports.private_imports` of the component's distribution."""
     from seamkit._plugins.private_imports import private_imports
 
-    modules = tuple(p.partition(":")[0] for p in (spec.factory, spec.config) if isinstance(p, str))
+    modules = tuple(p.partition(":")[0] if isinstance(p, str) else str(getattr(p, "__module__", "") or "")
+                    for p in (spec.factory, spec.config) if p is not None)
     try:
         return private_imports(spec.distribution, modules)
     except Exception:  # reading its source is a courtesy: never a problem of the check
