@@ -5,7 +5,9 @@ Names are imported lazily on first access, so ``import seamkit`` stays fast.
 
 from __future__ import annotations
 
-from seamkit._lazy import lazy_attributes
+from seamkit._lazy import install_old_path_finder, lazy_attributes
+
+install_old_path_finder()  # `import seamkit.agent` then says where it went (seamkit._moved)
 
 TYPE_CHECKING = False  # not importing typing keeps `import seamkit` to a few milliseconds
 

@@ -1,4 +1,6 @@
-"""Lazy module attributes (PEP 562), so packages import their heavy parts on first use."""
+"""Lazy module attributes (PEP 562), so packages import their heavy parts on first use; and a lazy
+finder of the host's old module paths (:class:`OldPathFinder`), consulted only by an import that
+failed otherwise."""
 
 from __future__ import annotations
 
@@ -32,3 +34,36 @@ def lazy_attributes(
         return sorted([*namespace, *exports])
 
     return __getattr__, __dir__
+
+
+class OldPathFinder:
+    """A ``sys.meta_path`` finder, last in line (it costs nothing to an import that succeeds): an
+    import of an old module path (``import seamkit.agent.loop``, any path :mod:`seamkit._moved`
+    maps) fails with a ``ModuleNotFoundError`` saying that the module became private, its name now,
+    and where the public names are, instead of a bare "No module named". Installed by
+    ``import seamkit`` (:func:`install_old_path_finder`); :mod:`seamkit._moved` is read only when
+    a ``seamkit.`` import was not found."""
+
+    @staticmethod
+    def find_spec(fullname: str, path: object = None, target: object = None) -> None:
+        """``None`` (not found: the next finder's turn) unless ``fullname`` is an old path of the
+        host's; then raises ``ModuleNotFoundError`` (``name``: ``fullname``)."""
+        if not fullname.startswith("seamkit."):
+            return None
+        from seamkit._moved import current
+
+        now = current(fullname)
+        if now == fullname:
+            return None
+        raise ModuleNotFoundError(
+            f"No module named {fullname!r}: this host module became private ({now}, internal: it may change in "
+            "any release); import the public names instead: seamkit, seamkit.plugin, seamkit.values, "
+            "seamkit.errors, seamkit.testing, ... (docs/plugins/public-api.md)", name=fullname)
+
+
+def install_old_path_finder() -> None:
+    """Append :class:`OldPathFinder` to ``sys.meta_path``, once."""
+    import sys
+
+    if not any(type(f).__name__ == "OldPathFinder" for f in sys.meta_path):  # a reloaded module's too
+        sys.meta_path.append(OldPathFinder())

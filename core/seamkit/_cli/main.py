@@ -32,10 +32,12 @@ like Ctrl-C it is not a failure: the run stays resumable with a plain ``seamkit 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from seamkit._cli.common import CHECK_ALL, PLUGIN_KINDS
 from seamkit._cli.outcomes import (
@@ -491,7 +493,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
     try:
-        code = _main_guarded(argv)
+        with _unencodable_escaped():
+            code = _main_guarded(argv)
     except Terminated:
         _err("terminated")
         code = EXIT_TERMINATED
@@ -509,6 +512,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             sys.stderr.flush()
             os._exit(code)
     return code
+
+
+@contextlib.contextmanager
+def _unencodable_escaped() -> Iterator[None]:
+    """What stdout and stderr cannot encode is written as a backslash escape meanwhile, never as a
+    raw byte or an error: a lone surrogate (what ``os.fsdecode`` makes of a non-UTF-8 file name,
+    in a plugin's exception message, a file path, a stored run) would otherwise go out as invalid
+    UTF-8 (``surrogateescape``, the C locale's default) or raise ``UnicodeEncodeError``. In
+    ``--json`` output the escape (``\\udcff``) is a valid JSON escape."""
+    saved: list[tuple[Any, str]] = []
+    for stream in (sys.stdout, sys.stderr):
+        errors = getattr(stream, "errors", None)
+        if isinstance(stream, io.TextIOWrapper) and isinstance(errors, str) and errors != "backslashreplace":
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # closed, or written to already in a way that forbids it
+                continue
+            saved.append((stream, errors))
+    try:
+        yield
+    finally:
+        for stream, errors in saved:
+            with contextlib.suppress(ValueError, OSError):
+                stream.reconfigure(errors=errors)
 
 
 def _main_guarded(argv: Sequence[str] | None) -> int:

@@ -104,6 +104,11 @@ def check_component(spec: ComponentSpec, *, clashes: Sequence[ComponentSpec] = (
             _check(spec, problems, notes)
     except CheckTimeout as exc:  # outside the component's own code (it says so when inside)
         problems.append(f"the check stopped: {exc}")
+    private = _private_imports(spec)
+    if private:
+        notes.append(f"its distribution imports private host modules ({', '.join(private[:5])}"
+                     f"{', ...' if len(private) > 5 else ''}): internal, they may change in any release; import "
+                     "the public names instead (seamkit.plugin, seamkit.values, ...: docs/plugins/public-api.md)")
     return ComponentCheck(spec.kind, spec.name, spec.distribution, spec.version, spec.plugin,
                           tuple(mask_message(p) for p in problems), tuple(mask_message(n) for n in notes))
 
@@ -139,6 +144,18 @@ def _deadline(timeout_s: float | None) -> Iterator[None]:
 
 #: how a note saying that the port was not checked starts
 NOT_CHECKED = "not checked:"
+def _private_imports(spec: ComponentSpec) -> tuple[str, ...]:
+    """:func:`~seamkit._plugins.private_imports.private_imports` of the component's distribution."""
+    from seamkit._plugins.private_imports import private_imports
+
+    modules = tuple(p.partition(":")[0] if isinstance(p, str) else str(getattr(p, "__module__", "") or "")
+                    for p in (spec.factory, spec.config) if p is not None)
+    try:
+        return private_imports(spec.distribution, modules)
+    except Exception:  # reading its source is a courtesy: never a problem of the check
+        return ()
+
+
 #: the note for a function factory that could not be built nor checked through its return annotation
 NO_ANNOTATION = ("not checked: the factory has no return annotation; annotate it (-> MyStore) so the port can "
                  "be checked")

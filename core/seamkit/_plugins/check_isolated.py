@@ -6,7 +6,7 @@ and returns what it found, a :class:`RegistrySnapshot`; the command's own proces
 plugin. :func:`check_isolated` then runs each check there: a few child processes
 (``SEAMKIT_CHECK_WORKERS``, else half the CPUs, at most :data:`MAX_WORKERS`) each check one
 component after another, sent over a pipe, and answer over another. The children's stdout and
-stderr go to a temporary file, never to ours. A check that has not answered after ``timeout_s``
+stderr go to a pipe read here (only the end is kept), never to ours. A check that has not answered after ``timeout_s``
 seconds (a factory that blocks, ignores ``SIGALRM``, swallows every exception) has its process
 terminated, then killed after :data:`KILL_AFTER_S`, and that is the component's problem; a child
 that dies (``os._exit``, a signal) is checked again alone in a fresh process, and if it dies again
@@ -20,6 +20,7 @@ checks in its own process (:func:`~seamkit._plugins.check.check_component` with 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -27,7 +28,6 @@ import selectors
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Sequence
@@ -47,6 +47,8 @@ MAX_WORKERS = 4
 KILL_AFTER_S = 2.0
 #: characters of a dead or stopped child's output shown with its problem
 EXCERPT_CHARS = 600
+#: bytes of a child's output kept (its end): a component writing without end fills no disk
+LOG_KEPT_BYTES = 64 * 1024
 
 
 def supported() -> bool:
@@ -135,7 +137,8 @@ class _Child:
     def __init__(self, excluded: Sequence[str]) -> None:
         job_r, self._job_w = os.pipe()
         self._res_r, res_w = os.pipe()
-        self._log = tempfile.TemporaryFile()
+        self._log_r, log_w = os.pipe()  # its stdout and stderr: only the end is kept (LOG_KEPT_BYTES)
+        os.set_blocking(self._log_r, False)
         env = dict(os.environ)
         # the same imports as ours (a test or an embedding program may have extended sys.path)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
@@ -143,25 +146,52 @@ class _Child:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "seamkit._plugins.check_worker", str(job_r), str(res_w), *excluded],
-                stdin=subprocess.DEVNULL, stdout=self._log, stderr=self._log, pass_fds=(job_r, res_w), env=env,
+                stdin=subprocess.DEVNULL, stdout=log_w, stderr=log_w, pass_fds=(job_r, res_w), env=env,
+                start_new_session=True,  # its own process group: what its components start is stopped with it
             )
         finally:
             os.close(job_r)
             os.close(res_w)
+            os.close(log_w)
         self._buffer = b""
+        self._written = 0  # bytes it wrote to its stdout and stderr so far
+        self._tail = bytearray()  # the last LOG_KEPT_BYTES of them
         self._selector = selectors.DefaultSelector()
         self._selector.register(self._res_r, selectors.EVENT_READ)
+        self._selector.register(self._log_r, selectors.EVENT_READ)
         self.loading: tuple[str, str, str] | None = None  # the plugin being imported, from its "loading" line
         self._stopped = False
 
+    def _drain_log(self) -> bool:
+        """Read what the child wrote to its stdout and stderr and is waiting in the pipe, keeping the
+        last :data:`LOG_KEPT_BYTES`; ``False`` once the pipe is at its end."""
+        if self._stopped:
+            return False
+        while True:
+            try:
+                chunk = os.read(self._log_r, 65536)
+            except BlockingIOError:
+                return True
+            except OSError:
+                return False
+            if not chunk:
+                with contextlib.suppress(KeyError, ValueError):
+                    self._selector.unregister(self._log_r)
+                return False
+            self._written += len(chunk)
+            self._tail += chunk
+            del self._tail[:-LOG_KEPT_BYTES]
+
     def log_size(self) -> int:
-        return os.fstat(self._log.fileno()).st_size
+        """Bytes the child wrote to its stdout and stderr so far."""
+        self._drain_log()
+        return self._written
 
     def excerpt(self, start: int = 0) -> str:
         """The end of what the child wrote since ``start`` (one line, secrets masked); ``""`` when nothing."""
         end = self.log_size()
-        start = max(start, end - EXCERPT_CHARS)
-        text = os.pread(self._log.fileno(), end - start, start).decode("utf-8", "replace")  # not moving the offset
+        start = max(start, end - EXCERPT_CHARS, end - len(self._tail))
+        text = bytes(self._tail[len(self._tail) - (end - start):]).decode("utf-8", "replace") if end > start else ""
         text = " | ".join(line.strip() for line in text.strip().splitlines() if line.strip())
         return mask_message(text)
 
@@ -193,7 +223,10 @@ class _Child:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError
-            if not self._selector.select(left):
+            ready = {key.fd for key, _ in self._selector.select(left)}
+            if self._log_r in ready:
+                self._drain_log()
+            if self._res_r not in ready:
                 continue
             chunk = os.read(self._res_r, 65536)
             if not chunk:
@@ -226,9 +259,13 @@ class _Child:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        # what its components started and left running (a subprocess, a fork) is in its process group
+        # (its number stays reserved while a member is alive: nothing else can have it)
+        with contextlib.suppress(OSError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
         self._selector.close()
         os.close(self._res_r)
-        self._log.close()
+        os.close(self._log_r)
 
 
 def _start(excluded: Sequence[str], load_timeout_s: float) -> tuple[_Child, dict[str, Any]]:

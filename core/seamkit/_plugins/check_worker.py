@@ -54,6 +54,7 @@ def _run_job(registry: Any, job: dict[str, Any]) -> dict[str, Any]:
 
     kind, name, dist, plugin = job["kind"], job["name"], job["distribution"], job["plugin"]
     before = set(threading.enumerate())
+    children_before = _child_processes()
     check: ComponentCheck
     try:
         if kind == "command":
@@ -79,7 +80,43 @@ def _run_job(registry: Any, job: dict[str, Any]) -> dict[str, Any]:
     if left:
         row["notes"].append(f"it left {len(left)} non-daemon thread(s) running ({', '.join(left)}): a process "
                             "using it does not exit until they end; make them daemon threads or stop them on close")
+    if (plugin, dist) in getattr(registry, "imported_twice", ()):
+        row["notes"].append("its plugin module was imported twice (it needs the main thread at import: signal.signal; "
+                            "tried in a worker thread first): what it does before that line ran twice in every "
+                            "seamkit command; set handlers when a component is built instead")
+    children = {pid: cmd for pid, cmd in _child_processes().items() if pid not in children_before}
+    if children:
+        shown = ", ".join(f"{pid} {cmd}" for pid, cmd in sorted(children.items())[:3])
+        row["notes"].append(f"it left {len(children)} child process(es) running ({shown}): a process using it keeps "
+                            "them until they end; stop them on close (the check stops them at its end)")
     return row
+
+
+def _child_processes() -> dict[int, str]:
+    """This process's running children (not zombies), pid to command line (80 characters at most),
+    from Linux's ``/proc``; empty elsewhere."""
+    out: dict[int, str] = {}
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/children", encoding="ascii") as f:
+                pids = [int(p) for p in f.read().split()]
+        except (OSError, ValueError):
+            continue
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    state = f.read().rpartition(b")")[2].split()[0]
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+            except (OSError, IndexError):
+                continue
+            if state not in (b"Z", b"X"):
+                out[pid] = cmd[:80]
+    return out
 
 
 def main(argv: Sequence[str]) -> NoReturn:

@@ -25,7 +25,10 @@ descriptor 1 pointed at 2 (and ``sys.stdout`` at ``sys.stderr``) meanwhile, so w
 writes cannot reach a command's output, and whatever it raises (``SystemExit``, a
 ``KeyboardInterrupt`` it raises itself: the user's Ctrl-C arrives in the main thread) is that
 plugin's failure. A plugin whose import needs the main thread (``signal.signal`` at import) is
-imported again in the main thread. What cannot be stopped in-process: ``os._exit`` at import ends
+imported again in the main thread, under the same time limit (``SIGALRM``), so its module's code
+before that line runs twice (its report says so when it fails). The modules an abandoned import
+was in the middle of are ``None`` in ``sys.modules`` after: a later plugin importing one fails at
+once instead of waiting on it again. What cannot be stopped in-process: ``os._exit`` at import ends
 the process, and a plugin left running past its timeout keeps running in the background
 (``seamkit plugins --check`` runs its checks in child processes and names such a plugin).
 """
@@ -39,6 +42,7 @@ import importlib
 import math
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -113,7 +117,12 @@ def load_plugin_object(path: str) -> Any:
     if exc is None:
         return value
     if _needs_main_thread(exc):
-        return load_object(path)
+        with _main_thread_deadline(timeout) as expired:
+            with contextlib.suppress(_Overran):
+                return load_object(path)
+        if expired():
+            raise ImportError(f"{path!r} did not finish importing within {timeout:g} s in the main thread (it "
+                              "blocks at import; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
     if isinstance(exc, Exception):
         raise exc
     raise ImportError(f"importing {path!r} raised {type(exc).__name__}: {exc}") from exc
@@ -226,6 +235,9 @@ class Registry:
     _plugins: dict[str, tuple[object, str, str]] = field(default_factory=dict)
     #: every plugin object tried, with its report: one object named twice is registered once
     _tried: list[tuple[object, PluginReport]] = field(default_factory=list)
+    #: ``(plugin, distribution)`` of the plugins imported a second time, in the main thread (their
+    #: module's code before the line needing it ran twice; ``plugins --check`` notes it)
+    imported_twice: set[tuple[str, str]] = field(default_factory=set)
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -287,7 +299,7 @@ class Registry:
                 outcome: tuple[Any, BaseException | None] | None = (None, failure)
             else:
                 timeout = import_timeout()
-                outcome = _run_guarded(run_hooks, timeout)
+                outcome = _run_guarded(run_hooks, timeout, abandon=f"plugin {name!r}")
             if outcome is None:
                 late.set()
                 raise PluginError(f"its registration hooks did not finish within {timeout:g} s (they block: a "
@@ -298,8 +310,12 @@ class Registry:
                     self.components[spec.kind][spec.name].remove(spec)
                 added.clear()
                 failure = None
-                with _plugin_output_to_stderr():
-                    run_hooks()
+                with _plugin_output_to_stderr(), _main_thread_deadline(timeout) as expired:
+                    with contextlib.suppress(_Overran):
+                        run_hooks()
+                if expired():
+                    raise PluginError(f"its registration hooks did not finish within {timeout:g} s in the main "
+                                      "thread (they block; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
         except _Abandoned:
             self.pm.unregister(plugin, name=name)
             for spec in added:
@@ -313,7 +329,7 @@ class Registry:
             self.pm.unregister(plugin, name=name)
             for spec in added:
                 self.components[spec.kind][spec.name].remove(spec)
-            return self._fail(name, distribution, version, _error(failure))
+            return self._fail(name, distribution, version, _import_error(failure))
         self._plugins[name] = (plugin, distribution, version)
         report = PluginReport(name, distribution, version, "ok", None, tuple((s.kind, s.name) for s in added))
         self.reports.append(report)
@@ -461,7 +477,8 @@ def run_command_hook(hook: Callable[..., Any], subparsers: Any) -> str | None:
             help_list[:] = helps
 
     timeout = import_timeout()
-    outcome = _run_guarded(lambda: hook(cli=subparsers), timeout)
+    owner = getattr(hook, "__module__", None) or "?"
+    outcome = _run_guarded(lambda: hook(cli=subparsers), timeout, abandon=f"the commands of {owner}")
     if outcome is None:
         undo()
         return (f"its seamkit_register_commands hook did not finish within {timeout:g} s (it blocks; "
@@ -470,8 +487,13 @@ def run_command_hook(hook: Callable[..., Any], subparsers: Any) -> str | None:
     if failure is not None and _needs_main_thread(failure):
         undo()
         try:
-            with _stdout_to_stderr():
-                hook(cli=subparsers)
+            with _stdout_to_stderr(), _main_thread_deadline(timeout) as expired:
+                with contextlib.suppress(_Overran):
+                    hook(cli=subparsers)
+            if expired():
+                undo()
+                return (f"its seamkit_register_commands hook did not finish within {timeout:g} s in the main "
+                        "thread (it blocks; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
             failure = None
         except KeyboardInterrupt:  # in the main thread: the user's
             raise
@@ -479,7 +501,7 @@ def run_command_hook(hook: Callable[..., Any], subparsers: Any) -> str | None:
             failure = exc
     if failure is not None:  # argparse's "conflicting subparser" included: the commands already there win
         undo()
-        return _error(failure)
+        return _import_error(failure)
     return None
 
 
@@ -537,14 +559,17 @@ def import_timeout() -> float:
     return value if value > 0 and math.isfinite(value) else IMPORT_TIMEOUT_S
 
 
-def _run_guarded(fn: Callable[[], Any], timeout_s: float, *,
-                 redirect: bool = True) -> tuple[Any, BaseException | None] | None:
+def _run_guarded(fn: Callable[[], Any], timeout_s: float, *, redirect: bool = True,
+                 abandon: str | None = None) -> tuple[Any, BaseException | None] | None:
     """Run a plugin's ``fn`` in a daemon worker thread, its output sent to stderr
     (:func:`_plugin_output_to_stderr`); ``(value, None)``, ``(None, exception)`` for whatever it
     raised (any ``BaseException``: a ``KeyboardInterrupt`` raised there is the plugin's own, the
     user's Ctrl-C arrives in the main thread, which waits here), or ``None`` when it has not
     returned after ``timeout_s`` seconds: it is left running (a daemon thread does not keep the
-    process alive; nothing can stop a thread). ``redirect=False``: its output is left alone."""
+    process alive; nothing can stop a thread). ``redirect=False``: its output is left alone.
+    ``abandon``: who ran it (a plugin's name), when the modules it was importing at the timeout are
+    to be given up on (:func:`_abandon_imports`; not for a component's module, which a long-running
+    program may import again once it is reachable)."""
     box: list[tuple[Any, BaseException | None]] = []
 
     def target() -> None:
@@ -557,7 +582,53 @@ def _run_guarded(fn: Callable[[], Any], timeout_s: float, *,
     with _plugin_output_to_stderr() if redirect else contextlib.nullcontext():
         worker.start()
         worker.join(timeout_s)
+    if not box and abandon is not None:
+        _abandon_imports(worker, abandon)
     return box[0] if box else None
+
+
+#: module name -> who (``"plugin 'a'"``) was importing it when given up on, still running (:func:`_abandon_imports`)
+_ABANDONED: dict[str, str] = {}
+
+
+def _initializing() -> set[str]:
+    """The modules being imported now (``__spec__._initializing``, set by importlib meanwhile)."""
+    return {name for name, module in list(sys.modules.items())
+            if getattr(getattr(module, "__spec__", None), "_initializing", False)}
+
+
+def _import_lock_owner(name: str) -> int | None:
+    """The thread holding the import lock of module ``name`` (CPython's importlib keeps it in
+    ``_bootstrap._module_locks``); ``None`` when that cannot be told."""
+    try:
+        ref = importlib._bootstrap._module_locks.get(name)  # type: ignore[attr-defined]
+        owner = getattr(ref() if ref is not None else None, "owner", None)
+    except Exception:  # another implementation: no such detail
+        return None
+    return owner if isinstance(owner, int) else None
+
+
+def _abandon_imports(worker: threading.Thread, who: str) -> None:
+    """The loader gave up on ``who`` (``"plugin 'a'"``), still running in ``worker``: the modules
+    that thread is importing (those whose import lock it holds) become ``None`` in ``sys.modules``,
+    so that a later import of one (another plugin importing the module that blocks) fails at once
+    ("import of X halted") instead of waiting on that lock for its whole time limit again. Where the
+    lock's owner cannot be told (not CPython) nothing changes. The abandoned import, should it ever
+    end, leaves ``None`` there: the module is not importable again in this process (its plugin is
+    reported failed)."""
+    for name in _initializing():
+        if worker.ident is not None and _import_lock_owner(name) == worker.ident:
+            sys.modules[name] = None  # type: ignore[assignment]
+            _ABANDONED[name] = who
+
+
+def _import_error(exc: BaseException) -> str:
+    """:func:`_error`, or for an import of a module given up on (:func:`_abandon_imports`) which one."""
+    name = getattr(exc, "name", None)
+    if isinstance(exc, ModuleNotFoundError) and name in _ABANDONED:
+        return (f"it imports {name}, whose import (by {_ABANDONED[name]}) did not finish within its time "
+                "limit and was left running: not waited on again")
+    return _error(exc)
 
 
 def _needs_main_thread(exc: BaseException) -> bool:
@@ -619,7 +690,7 @@ class _Batch:
                     if _needs_main_thread(exc):
                         self.deferred.append(j)
                     else:
-                        reg._fail(ep.name, dist_name, version, f"import failed: {_error(exc)}")
+                        reg._fail(ep.name, dist_name, version, f"import failed: {_import_error(exc)}")
                     continue
                 try:
                     reg.register_plugin(plugin, ep.name, distribution=dist_name, version=version)
@@ -664,22 +735,83 @@ def _load_all(reg: Registry, eps: list[tuple[Any, str, str]]) -> None:
         if not batch.stop.is_set():
             break
         ep, dist_name, version = eps[batch.index]
+        _abandon_imports(worker, f"plugin {ep.name!r}")
         what = ("it did not finish importing" if batch.phase == "importing"
                 else "its registration hooks did not finish")
         reg._fail(ep.name, dist_name, version, f"{what} within {timeout:g} s (it blocks: a network call, a sleep; "
                   "it was left running in the background; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
         first = batch.index + 1
-    for j in deferred:  # signal.signal at import...: again, in the main thread, unguarded
+    for j in deferred:  # signal.signal at import...: again, in the main thread, with a deadline
         ep, dist_name, version = eps[j]
         try:
-            with _plugin_output_to_stderr():
+            with _plugin_output_to_stderr(), _main_thread_deadline(timeout) as expired:
                 plugin = ep.load()
         except KeyboardInterrupt:  # in the main thread: the user's
             raise
         except BaseException as exc:
-            reg._fail(ep.name, dist_name, version, f"import failed: {_error(exc)}")
+            reg._fail(ep.name, dist_name, version, f"{_overran_in_main(timeout)}{_TWICE}" if expired()
+                      else f"import failed: {_import_error(exc)}{_TWICE}")
             continue
+        if expired():  # it caught the deadline's exception and returned: it is not to be trusted
+            reg._fail(ep.name, dist_name, version, f"{_overran_in_main(timeout)}{_TWICE}")
+            continue
+        reg.imported_twice.add((ep.name, dist_name))
         reg.register_plugin(plugin, ep.name, distribution=dist_name, version=version)
+
+
+#: said of a plugin imported again in the main thread (it cannot be undone, only told)
+_TWICE = ("; it was imported twice (first in a worker thread, up to where it needed the main thread, then in the "
+          "main thread): what its module does before that line (files written, atexit handlers, threads) ran twice")
+
+
+def _overran_in_main(timeout_s: float) -> str:
+    return (f"it did not finish importing within {timeout_s:g} s in the main thread, where it was imported again "
+            "because it needs it (signal.signal at import); it blocks: a network call, a sleep; "
+            "SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit")
+
+
+class _Overran(BaseException):
+    """Raised in the main thread, in a plugin's code, when :func:`_main_thread_deadline` expires (a
+    ``BaseException``: a plugin's ``except Exception`` does not swallow it)."""
+
+
+#: seconds between the deadline's exceptions once it expired (a plugin that catches one and blocks again)
+_AGAIN_S = 0.5
+
+
+@contextlib.contextmanager
+def _main_thread_deadline(timeout_s: float) -> Iterator[Callable[[], bool]]:
+    """While a plugin's code runs in the main thread (imported again there because it needs it):
+    raise :class:`_Overran` in it after ``timeout_s`` seconds (``SIGALRM``), and again every
+    :data:`_AGAIN_S` seconds until the block ends (a plugin swallowing one and blocking again).
+    Yields a function telling whether the deadline expired. No limit (it never expires) outside the
+    main thread, without ``signal.setitimer`` (Windows), or when a timer is armed already (the
+    caller's own limit: ``plugins --check``'s); a plugin replacing the ``SIGALRM`` handler itself,
+    or catching every exception in a loop, is not stopped."""
+    fired: list[bool] = []
+    armed = [True]
+
+    def expired() -> bool:
+        return bool(fired)
+
+    if (not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread()
+            or signal.getitimer(signal.ITIMER_REAL)[0] > 0):
+        yield expired
+        return
+
+    def alarm(signum: int, frame: object) -> None:
+        if armed[0]:  # not after the block ended (an alarm due just then)
+            fired.append(True)
+            raise _Overran(f"did not finish within {timeout_s:g} s")
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s, _AGAIN_S)
+    try:
+        yield expired
+    finally:
+        armed[0] = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def _new_pm() -> pluggy.PluginManager:

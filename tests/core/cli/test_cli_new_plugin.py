@@ -249,6 +249,7 @@ def test_the_readme_lists_what_to_edit_first(generated: dict[str, object]) -> No
         steps = readme.partition("## First steps")[2].partition("## Develop")[0]
         assert (f"seamkit_my_{kind}/plugin.py" in steps and "description" in steps) or kind == "command", kind
         assert "$" not in steps, kind
+        assert "public-api.md" in readme and "`seamkit._agent`" in readme, kind  # the public-names rule
     provider = dists / "seamkit-my-provider"
     assert "**OpenAI-compatible**" in (provider / "README.md").read_text()
     config = (provider / "seamkit_my_provider" / "config.py").read_text()

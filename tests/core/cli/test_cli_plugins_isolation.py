@@ -183,3 +183,112 @@ def test_check_notes_a_non_daemon_thread_and_still_exits(evil_cli: CLI) -> None:
     r = evil_cli("plugins", "--check", "thread", env=_env(), timeout=30)
     assert r.returncode == 0, r
     assert "note: it left 1 non-daemon thread(s) running (client-worker)" in r.stdout
+
+
+SURROGATE = '''
+from seamkit.plugin import hookimpl
+
+
+def raises():
+    raise RuntimeError("bad \\udcff name")  # what os.fsdecode makes of a non-UTF-8 file name
+
+
+@hookimpl
+def seamkit_register_tools(register):
+    register("surrogate", f"{__name__}:raises")
+'''
+
+
+@pytest.mark.parametrize("io_errors", ["strict", "surrogateescape"])  # PYTHONIOENCODING's, and the C locale's
+@pytest.mark.parametrize("args", [("plugins", "--check", "surrogate", "--json"), ("plugins", "--check", "surrogate"),
+                                  ("plugins", "--check", "--json")])
+def test_a_lone_surrogate_in_a_message_is_written_as_valid_utf8(tmp_path: Path, io_errors: str,
+                                                                 args: tuple[str, ...]) -> None:
+    import subprocess
+    import sys
+
+    cli = CLI([make_dist(tmp_path / "site", "surrogate-plugin", "surrogate_plugin", SURROGATE)], tmp_path)
+    env = cli.env({**SHORT, "SEAMKIT_LOAD_PLUGINS": "surrogate-plugin", "PYTHONIOENCODING": f"utf-8:{io_errors}"})
+    done = subprocess.run([sys.executable, "-m", "seamkit", *args], cwd=tmp_path, env=env, capture_output=True,
+                          timeout=60)
+    assert done.returncode == 1, done
+    out = done.stdout.decode("utf-8")  # strict: no raw 0xff byte
+    if "--json" in args:  # JSON's own escape: the message comes back as it was
+        assert "bad \udcff name" in " ".join(p for row in json.loads(out) for p in row["problems"])
+    else:
+        assert "bad \\udcff name" in out
+
+
+LEAVES_CHILDREN = '''
+import os, subprocess, sys
+
+from seamkit import tool
+from seamkit.plugin import hookimpl
+
+
+@tool(side_effecting=False)
+def noop() -> str:
+    """Nothing."""
+    return ""
+
+
+def spawns():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    with open(os.environ["CHILD_PID_FILE"], "w") as f:
+        f.write(str(proc.pid))
+    return noop
+
+
+def spams():
+    chunk = b"x" * 65536 + b"\\n"
+    for _ in range(32):  # 2 MiB
+        os.write(2, chunk)
+    os.write(2, b"the end\\n")
+    return noop
+
+
+@hookimpl
+def seamkit_register_tools(register):
+    register("spawns", f"{__name__}:spawns")
+    register("spams", f"{__name__}:spams")
+'''
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] not in (b"Z", b"X")
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="child processes are found in Linux's /proc")
+def test_check_notes_and_stops_the_child_processes_a_factory_leaves(tmp_path: Path) -> None:
+    cli = CLI([make_dist(tmp_path / "site", "leaves-plugin", "leaves_plugin", LEAVES_CHILDREN)], tmp_path)
+    pid_file = tmp_path / "child.pid"
+    r = cli("plugins", "--check", "spawns", env={**SHORT, "SEAMKIT_LOAD_PLUGINS": "leaves-plugin",
+                                                  "CHILD_PID_FILE": str(pid_file)}, timeout=60)
+    assert r.returncode == 0, r
+    pid = int(pid_file.read_text())
+    assert f"note: it left 1 child process(es) running ({pid} " in r.stdout, r
+    deadline = time.monotonic() + 5  # SIGKILL sent before the command ended; its delivery is asynchronous
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _running(pid)
+
+
+def test_a_check_process_keeps_only_the_end_of_its_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from seamkit._plugins import check_isolated
+
+    monkeypatch.syspath_prepend(str(make_dist(tmp_path / "site", "leaves-plugin", "leaves_plugin", LEAVES_CHILDREN)))
+    monkeypatch.setenv("SEAMKIT_LOAD_PLUGINS", "leaves-plugin")
+    _, child, _ = check_isolated.load_isolated()
+    assert child is not None
+    try:
+        child.send(check_isolated.CheckJob("tool", "spams", "leaves-plugin", "0.1", "leaves_plugin"))
+        assert child.read(30)["result"]["problems"] == []
+        assert child.log_size() > 2 * 1024 * 1024  # all of it was read...
+        assert len(child._tail) <= check_isolated.LOG_KEPT_BYTES  # ...and only the end kept
+        assert child.excerpt().endswith("the end")
+    finally:
+        child.stop()
