@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from seamkit._plugins.registry import IMPORT_TIMEOUT_S, Registry, import_timeout, load_registry
+from seamkit._plugins.guard import IMPORT_TIMEOUT_S, import_timeout
+from seamkit._plugins.registry import Registry, load_registry
 from test_core_plugins_isolation import FakeEntryPoint, plugin_module
 
 

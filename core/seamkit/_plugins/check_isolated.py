@@ -282,7 +282,7 @@ def _start(excluded: Sequence[str], load_timeout_s: float) -> tuple[_Child, dict
 
 
 def _load_timeout() -> float:
-    from seamkit._plugins.registry import import_timeout
+    from seamkit._plugins.guard import import_timeout
 
     return 2 * import_timeout() + 10  # its import, then its hooks, each guarded in the child
 

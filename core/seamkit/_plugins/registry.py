@@ -39,43 +39,40 @@ import contextlib
 import dataclasses
 import difflib
 import importlib
-import math
 import os
 import re
-import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import pluggy
 
 from seamkit._hookspecs import KIND_BY_HOOK, PROJECT, SeamkitHookSpecs
+from seamkit._plugins.guard import (
+    COMPONENT_IMPORT_TIMEOUT_S,
+    THREAD_NAME,
+    Overran,
+    abandon_imports,
+    error_text,
+    import_error,
+    import_timeout,
+    main_thread_deadline,
+    needs_main_thread,
+    overran_in_main,
+    plugin_output_to_stderr,
+    run_guarded,
+)
 from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigError, ConfigIssue, PluginError
 
 __all__ = ["ComponentSpec", "PluginReport", "Registry", "get_registry", "load_registry", "reset_registry",
-           "load_object", "load_plugin_object", "run_command_hook", "import_timeout", "ENTRY_POINT_GROUP",
-           "IMPORT_TIMEOUT_S", "COMPONENT_IMPORT_TIMEOUT_S"]
+           "load_object", "load_plugin_object", "run_command_hook", "ENTRY_POINT_GROUP"]
 
 ENTRY_POINT_GROUP = "seamkit"
-#: seconds one plugin's import (and then its registration hooks) may take, unless
-#: ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT`` says otherwise
-IMPORT_TIMEOUT_S = 10.0  # a registration module should import nothing heavy (docs/plugins/index.md)
-#: seconds a component's module (imported when a composition uses it) may take at least
-COMPONENT_IMPORT_TIMEOUT_S = 60.0
-#: the worker thread running a plugin's code at load (named so that an error mentioning it is recognised)
-_THREAD_NAME = "seamkit-plugin-load"
 #: a component name, matched whole (``fullmatch``: ``$`` would let a final newline through)
 _NAME = re.compile(r"[a-z][a-z0-9_-]*")
-
-
-def _error(exc: BaseException) -> str:
-    """``"Type: message"`` for a plugin's exception, secrets masked (see :mod:`seamkit._plugins.redact`)."""
-    from seamkit._plugins.redact import mask_message
-
-    return mask_message(f"{type(exc).__name__}: {exc}")
 
 
 def load_object(path: str) -> Any:
@@ -109,16 +106,16 @@ def load_plugin_object(path: str) -> Any:
     if loaded is not None and not getattr(getattr(loaded, "__spec__", None), "_initializing", False):
         return load_object(path)  # imported already: no plugin code runs
     timeout = max(import_timeout(), COMPONENT_IMPORT_TIMEOUT_S)
-    outcome = _run_guarded(lambda: load_object(path), timeout, redirect=False)
+    outcome = run_guarded(lambda: load_object(path), timeout, redirect=False)
     if outcome is None:
         raise ImportError(f"{path!r} did not finish importing within {timeout:g} s (it blocks at import: a network "
                           "call, a sleep; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
     value, exc = outcome
     if exc is None:
         return value
-    if _needs_main_thread(exc):
-        with _main_thread_deadline(timeout) as expired:
-            with contextlib.suppress(_Overran):
+    if needs_main_thread(exc):
+        with main_thread_deadline(timeout) as expired:
+            with contextlib.suppress(Overran):
                 return load_object(path)
         if expired():
             raise ImportError(f"{path!r} did not finish importing within {timeout:g} s in the main thread (it "
@@ -265,7 +262,7 @@ class Registry:
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # a plugin's SystemExit must not end the host
-            return self._fail(name, distribution, version, _error(exc))
+            return self._fail(name, distribution, version, error_text(exc))
         # in the loading worker thread (load_registry), its hooks run right there, guarded by it
         loader: _Batch | None = getattr(_LOADER, "batch", None)
         # set when the hooks ran past the timeout: a late register() is refused
@@ -294,24 +291,24 @@ class Registry:
                     failure = exc
                 if late.is_set():  # the loader gave up on it meanwhile and reported it
                     raise _Abandoned()
-                if failure is not None and _needs_main_thread(failure):
+                if failure is not None and needs_main_thread(failure):
                     raise _Abandoned(main_thread=True)
                 outcome: tuple[Any, BaseException | None] | None = (None, failure)
             else:
                 timeout = import_timeout()
-                outcome = _run_guarded(run_hooks, timeout, abandon=f"plugin {name!r}")
+                outcome = run_guarded(run_hooks, timeout, abandon=f"plugin {name!r}")
             if outcome is None:
                 late.set()
                 raise PluginError(f"its registration hooks did not finish within {timeout:g} s (they block: a "
                                   "network call, a sleep; SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
             failure = outcome[1]  # raised in the worker thread: a KeyboardInterrupt there is the plugin's
-            if failure is not None and _needs_main_thread(failure):
+            if failure is not None and needs_main_thread(failure):
                 for spec in added:  # again, in the main thread
                     self.components[spec.kind][spec.name].remove(spec)
                 added.clear()
                 failure = None
-                with _plugin_output_to_stderr(), _main_thread_deadline(timeout) as expired:
-                    with contextlib.suppress(_Overran):
+                with plugin_output_to_stderr(), main_thread_deadline(timeout) as expired:
+                    with contextlib.suppress(Overran):
                         run_hooks()
                 if expired():
                     raise PluginError(f"its registration hooks did not finish within {timeout:g} s in the main "
@@ -329,7 +326,7 @@ class Registry:
             self.pm.unregister(plugin, name=name)
             for spec in added:
                 self.components[spec.kind][spec.name].remove(spec)
-            return self._fail(name, distribution, version, _import_error(failure))
+            return self._fail(name, distribution, version, import_error(failure))
         self._plugins[name] = (plugin, distribution, version)
         report = PluginReport(name, distribution, version, "ok", None, tuple((s.kind, s.name) for s in added))
         self.reports.append(report)
@@ -478,17 +475,17 @@ def run_command_hook(hook: Callable[..., Any], subparsers: Any) -> str | None:
 
     timeout = import_timeout()
     owner = getattr(hook, "__module__", None) or "?"
-    outcome = _run_guarded(lambda: hook(cli=subparsers), timeout, abandon=f"the commands of {owner}")
+    outcome = run_guarded(lambda: hook(cli=subparsers), timeout, abandon=f"the commands of {owner}")
     if outcome is None:
         undo()
         return (f"its seamkit_register_commands hook did not finish within {timeout:g} s (it blocks; "
                 "SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit)")
     failure = outcome[1]
-    if failure is not None and _needs_main_thread(failure):
+    if failure is not None and needs_main_thread(failure):
         undo()
         try:
-            with _stdout_to_stderr(), _main_thread_deadline(timeout) as expired:
-                with contextlib.suppress(_Overran):
+            with plugin_output_to_stderr(), main_thread_deadline(timeout) as expired:
+                with contextlib.suppress(Overran):
                     hook(cli=subparsers)
             if expired():
                 undo()
@@ -501,142 +498,8 @@ def run_command_hook(hook: Callable[..., Any], subparsers: Any) -> str | None:
             failure = exc
     if failure is not None:  # argparse's "conflicting subparser" included: the commands already there win
         undo()
-        return _import_error(failure)
+        return import_error(failure)
     return None
-
-
-def _stdout_to_stderr() -> contextlib.AbstractContextManager[object]:
-    """While a plugin's code runs (its import, its hooks): what it prints goes to stderr, so that
-    it cannot corrupt a command's output (``seamkit plugins --json``)."""
-    return _plugin_output_to_stderr()
-
-
-@contextlib.contextmanager
-def _plugin_output_to_stderr() -> Iterator[None]:
-    """``sys.stdout`` and file descriptor 1 both point at stderr meanwhile: ``print``,
-    ``sys.__stdout__.write`` and ``os.write(1, ...)`` by a plugin all land on stderr. The fd is left
-    alone when fd 1 or 2 is closed (nothing to protect, or nowhere to send it)."""
-    with contextlib.redirect_stdout(sys.stderr):
-        _flush(sys.stdout, sys.__stdout__)
-        try:
-            saved = os.dup(1)
-        except OSError:
-            yield
-            return
-        try:
-            os.dup2(2, 1)
-        except OSError:
-            os.close(saved)
-            yield
-            return
-        try:
-            yield
-        finally:
-            # what the plugin left in the buffer of the real stdout goes to stderr too
-            _flush(sys.__stdout__, sys.stderr)
-            os.dup2(saved, 1)
-            os.close(saved)
-
-
-def _flush(*streams: Any) -> None:
-    for stream in streams:
-        try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):  # closed
-            pass
-
-
-def import_timeout() -> float:
-    """Seconds one plugin's import, then its registration hooks, may take: the
-    ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT`` environment variable (a number > 0), else
-    :data:`IMPORT_TIMEOUT_S`."""
-    raw = os.environ.get("SEAMKIT_PLUGIN_IMPORT_TIMEOUT", "").strip()
-    try:
-        value = float(raw)
-    except ValueError:
-        return IMPORT_TIMEOUT_S
-    return value if value > 0 and math.isfinite(value) else IMPORT_TIMEOUT_S
-
-
-def _run_guarded(fn: Callable[[], Any], timeout_s: float, *, redirect: bool = True,
-                 abandon: str | None = None) -> tuple[Any, BaseException | None] | None:
-    """Run a plugin's ``fn`` in a daemon worker thread, its output sent to stderr
-    (:func:`_plugin_output_to_stderr`); ``(value, None)``, ``(None, exception)`` for whatever it
-    raised (any ``BaseException``: a ``KeyboardInterrupt`` raised there is the plugin's own, the
-    user's Ctrl-C arrives in the main thread, which waits here), or ``None`` when it has not
-    returned after ``timeout_s`` seconds: it is left running (a daemon thread does not keep the
-    process alive; nothing can stop a thread). ``redirect=False``: its output is left alone.
-    ``abandon``: who ran it (a plugin's name), when the modules it was importing at the timeout are
-    to be given up on (:func:`_abandon_imports`; not for a component's module, which a long-running
-    program may import again once it is reachable)."""
-    box: list[tuple[Any, BaseException | None]] = []
-
-    def target() -> None:
-        try:
-            box.append((fn(), None))
-        except BaseException as exc:
-            box.append((None, exc))
-
-    worker = threading.Thread(target=target, name=_THREAD_NAME, daemon=True)
-    with _plugin_output_to_stderr() if redirect else contextlib.nullcontext():
-        worker.start()
-        worker.join(timeout_s)
-    if not box and abandon is not None:
-        _abandon_imports(worker, abandon)
-    return box[0] if box else None
-
-
-#: module name -> who (``"plugin 'a'"``) was importing it when given up on, still running (:func:`_abandon_imports`)
-_ABANDONED: dict[str, str] = {}
-
-
-def _initializing() -> set[str]:
-    """The modules being imported now (``__spec__._initializing``, set by importlib meanwhile)."""
-    return {name for name, module in list(sys.modules.items())
-            if getattr(getattr(module, "__spec__", None), "_initializing", False)}
-
-
-def _import_lock_owner(name: str) -> int | None:
-    """The thread holding the import lock of module ``name`` (CPython's importlib keeps it in
-    ``_bootstrap._module_locks``); ``None`` when that cannot be told."""
-    try:
-        ref = importlib._bootstrap._module_locks.get(name)  # type: ignore[attr-defined]
-        owner = getattr(ref() if ref is not None else None, "owner", None)
-    except Exception:  # another implementation: no such detail
-        return None
-    return owner if isinstance(owner, int) else None
-
-
-def _abandon_imports(worker: threading.Thread, who: str) -> None:
-    """The loader gave up on ``who`` (``"plugin 'a'"``), still running in ``worker``: the modules
-    that thread is importing (those whose import lock it holds) become ``None`` in ``sys.modules``,
-    so that a later import of one (another plugin importing the module that blocks) fails at once
-    ("import of X halted") instead of waiting on that lock for its whole time limit again. Where the
-    lock's owner cannot be told (not CPython) nothing changes. The abandoned import, should it ever
-    end, leaves ``None`` there: the module is not importable again in this process (its plugin is
-    reported failed)."""
-    for name in _initializing():
-        if worker.ident is not None and _import_lock_owner(name) == worker.ident:
-            sys.modules[name] = None  # type: ignore[assignment]
-            _ABANDONED[name] = who
-
-
-def _import_error(exc: BaseException) -> str:
-    """:func:`_error`, or for an import of a module given up on (:func:`_abandon_imports`) which one."""
-    name = getattr(exc, "name", None)
-    if isinstance(exc, ModuleNotFoundError) and name in _ABANDONED:
-        return (f"it imports {name}, whose import (by {_ABANDONED[name]}) did not finish within its time "
-                "limit and was left running: not waited on again")
-    return _error(exc)
-
-
-def _needs_main_thread(exc: BaseException) -> bool:
-    """Whether a plugin failed only because its code ran outside the main thread:
-    ``signal.signal`` ("only works in main thread"), asyncio's "no current event loop in thread
-    'seamkit-plugin-load'"."""
-    text = str(exc)
-    return isinstance(exc, (ValueError, RuntimeError)) and ("main thread" in text or _THREAD_NAME in text)
 
 
 class _Abandoned(Exception):
@@ -687,10 +550,10 @@ class _Batch:
                         return
                     self.phase = "registering"
                 if exc is not None:
-                    if _needs_main_thread(exc):
+                    if needs_main_thread(exc):
                         self.deferred.append(j)
                     else:
-                        reg._fail(ep.name, dist_name, version, f"import failed: {_import_error(exc)}")
+                        reg._fail(ep.name, dist_name, version, f"import failed: {import_error(exc)}")
                     continue
                 try:
                     reg.register_plugin(plugin, ep.name, distribution=dist_name, version=version)
@@ -714,7 +577,7 @@ class _Batch:
 
 def _load_all(reg: Registry, eps: list[tuple[Any, str, str]]) -> None:
     """Import and register ``eps`` (``(entry point, distribution name, version)``) one after
-    another in a daemon worker thread, their output sent to stderr (:func:`_plugin_output_to_stderr`).
+    another in a daemon worker thread, their output sent to stderr (:func:`plugin_output_to_stderr`).
     A plugin that has not finished importing, or registering, within :func:`import_timeout` is
     reported ``failed`` and left running; the next ones are loaded in a fresh worker. Those needing
     the main thread are loaded there at the end."""
@@ -723,8 +586,8 @@ def _load_all(reg: Registry, eps: list[tuple[Any, str, str]]) -> None:
     deferred: list[int] = []
     while first < len(eps):
         batch = _Batch(eps, first)
-        worker = threading.Thread(target=batch.run, args=(reg,), name=_THREAD_NAME, daemon=True)
-        with _plugin_output_to_stderr():
+        worker = threading.Thread(target=batch.run, args=(reg,), name=THREAD_NAME, daemon=True)
+        with plugin_output_to_stderr():
             worker.start()
             while not batch.done.wait(batch.overran(timeout)):
                 if batch.stop.is_set():
@@ -735,7 +598,7 @@ def _load_all(reg: Registry, eps: list[tuple[Any, str, str]]) -> None:
         if not batch.stop.is_set():
             break
         ep, dist_name, version = eps[batch.index]
-        _abandon_imports(worker, f"plugin {ep.name!r}")
+        abandon_imports(worker, f"plugin {ep.name!r}")
         what = ("it did not finish importing" if batch.phase == "importing"
                 else "its registration hooks did not finish")
         reg._fail(ep.name, dist_name, version, f"{what} within {timeout:g} s (it blocks: a network call, a sleep; "
@@ -744,16 +607,16 @@ def _load_all(reg: Registry, eps: list[tuple[Any, str, str]]) -> None:
     for j in deferred:  # signal.signal at import...: again, in the main thread, with a deadline
         ep, dist_name, version = eps[j]
         try:
-            with _plugin_output_to_stderr(), _main_thread_deadline(timeout) as expired:
+            with plugin_output_to_stderr(), main_thread_deadline(timeout) as expired:
                 plugin = ep.load()
         except KeyboardInterrupt:  # in the main thread: the user's
             raise
         except BaseException as exc:
-            reg._fail(ep.name, dist_name, version, f"{_overran_in_main(timeout)}{_TWICE}" if expired()
-                      else f"import failed: {_import_error(exc)}{_TWICE}")
+            reg._fail(ep.name, dist_name, version, f"{overran_in_main(timeout)}{_TWICE}" if expired()
+                      else f"import failed: {import_error(exc)}{_TWICE}")
             continue
         if expired():  # it caught the deadline's exception and returned: it is not to be trusted
-            reg._fail(ep.name, dist_name, version, f"{_overran_in_main(timeout)}{_TWICE}")
+            reg._fail(ep.name, dist_name, version, f"{overran_in_main(timeout)}{_TWICE}")
             continue
         reg.imported_twice.add((ep.name, dist_name))
         reg.register_plugin(plugin, ep.name, distribution=dist_name, version=version)
@@ -762,56 +625,6 @@ def _load_all(reg: Registry, eps: list[tuple[Any, str, str]]) -> None:
 #: said of a plugin imported again in the main thread (it cannot be undone, only told)
 _TWICE = ("; it was imported twice (first in a worker thread, up to where it needed the main thread, then in the "
           "main thread): what its module does before that line (files written, atexit handlers, threads) ran twice")
-
-
-def _overran_in_main(timeout_s: float) -> str:
-    return (f"it did not finish importing within {timeout_s:g} s in the main thread, where it was imported again "
-            "because it needs it (signal.signal at import); it blocks: a network call, a sleep; "
-            "SEAMKIT_PLUGIN_IMPORT_TIMEOUT sets the limit")
-
-
-class _Overran(BaseException):
-    """Raised in the main thread, in a plugin's code, when :func:`_main_thread_deadline` expires (a
-    ``BaseException``: a plugin's ``except Exception`` does not swallow it)."""
-
-
-#: seconds between the deadline's exceptions once it expired (a plugin that catches one and blocks again)
-_AGAIN_S = 0.5
-
-
-@contextlib.contextmanager
-def _main_thread_deadline(timeout_s: float) -> Iterator[Callable[[], bool]]:
-    """While a plugin's code runs in the main thread (imported again there because it needs it):
-    raise :class:`_Overran` in it after ``timeout_s`` seconds (``SIGALRM``), and again every
-    :data:`_AGAIN_S` seconds until the block ends (a plugin swallowing one and blocking again).
-    Yields a function telling whether the deadline expired. No limit (it never expires) outside the
-    main thread, without ``signal.setitimer`` (Windows), or when a timer is armed already (the
-    caller's own limit: ``plugins --check``'s); a plugin replacing the ``SIGALRM`` handler itself,
-    or catching every exception in a loop, is not stopped."""
-    fired: list[bool] = []
-    armed = [True]
-
-    def expired() -> bool:
-        return bool(fired)
-
-    if (not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread()
-            or signal.getitimer(signal.ITIMER_REAL)[0] > 0):
-        yield expired
-        return
-
-    def alarm(signum: int, frame: object) -> None:
-        if armed[0]:  # not after the block ended (an alarm due just then)
-            fired.append(True)
-            raise _Overran(f"did not finish within {timeout_s:g} s")
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout_s, _AGAIN_S)
-    try:
-        yield expired
-    finally:
-        armed[0] = False
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def _new_pm() -> pluggy.PluginManager:
