@@ -115,12 +115,17 @@ class DeltaModel:
 
 #: DeltaModel records the ChatRequest itself: each setting is its field of the same name
 REQUEST_FIELDS: Mapping[str, str | None] = {"max_tokens": "max_tokens", "temperature": "temperature",
-                                            "tool_choice": "tool_choice"}
+                                            "tool_choice": "tool_choice", "seed": "seed", "stop": "stop",
+                                            "extra": "extra"}
+#: ... and each tool call's arguments a mapping, a result a ToolResult in a "tool" message
+TOOL_FIELDS: Mapping[str, Any] = {"arguments": "object", "result_role": ("role", "tool"), "is_error": "is_error"}
 
 
 class TestDeltaModelConforms(ProviderConformance):
     declared_features = PROVIDER_FEATURES  # the checks of other features are left out
     sent_fields = REQUEST_FIELDS
+    tool_fields = TOOL_FIELDS
+    reasoning_text = "1001 = 7 * 11 * 13"
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Any:
@@ -131,6 +136,8 @@ class TestTextOnlyDeltaModelConforms(ProviderConformance):
     """A provider declaring no images: the image checks are left out, its refusal is checked."""
     declared_features = PROVIDER_FEATURES - {"images"}  # the checks of other features are left out
     sent_fields = REQUEST_FIELDS
+    tool_fields = TOOL_FIELDS
+    reasoning_text = "1001 = 7 * 11 * 13"
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Any:
@@ -141,6 +148,8 @@ class TestRetryAtAndBadKeyAs400Conform(ProviderConformance):
     """Rate-limit advice as ``retry_at`` and a bad key answered with 400 (as Gemini does) pass."""
     declared_features = PROVIDER_FEATURES  # the checks of other features are left out
     sent_fields = REQUEST_FIELDS
+    tool_fields = TOOL_FIELDS
+    reasoning_text = "1001 = 7 * 11 * 13"
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Any:

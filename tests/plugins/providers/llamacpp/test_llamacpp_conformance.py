@@ -87,7 +87,12 @@ class TestLlamaCppConformance(ProviderConformance):
         "max_tokens": "max_tokens",
         "temperature": "temperature",
         "tool_choice": "grammar",
+        "seed": "seed",
+        "stop": "stop",  # the request's sequences, then the chat template's own
+        "extra": "",  # create_completion's keyword arguments: extra settings are passed as is
     }
+    # one rendered prompt: a call is JSON text in it, a result a "Tool result" / "Tool error" line
+    tool_fields: ClassVar[dict[str, object]] = {"arguments": None, "result_role": None, "is_error": None}
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder, tmp_path: Path,

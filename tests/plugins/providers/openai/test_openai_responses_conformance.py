@@ -35,7 +35,15 @@ class TestOpenAIResponsesConformance(ProviderConformance):
         "max_tokens": "max_output_tokens",
         "temperature": "temperature",
         "tool_choice": "tool_choice",
+        "seed": None,  # not in the Responses API (the provider warns)
+        "stop": None,  # not in the Responses API (the provider refuses)
     }
+    # function_call.arguments is a JSON string; a result is a function_call_output item (call_id, output),
+    # with no error field
+    tool_fields: ClassVar[dict[str, object]] = {"arguments": "string", "result_role": ("type", "function_call_output"),
+                                                "is_error": None}
+    auth_header = "authorization"
+    reasoning_text = "Checking divisibility"  # the reasoning summary of fixtures/responses/reasoning.sse
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Callable[[str], LLMPort]:
