@@ -118,6 +118,7 @@ REQUEST_FIELDS: Mapping[str, str | None] = {"max_tokens": "max_tokens", "tempera
                                             "tool_choice": "tool_choice", "seed": "seed", "stop": "stop",
                                             "extra": "extra"}
 #: ... and each tool call's arguments a mapping, a result a ToolResult in a "tool" message
+PARALLEL_IDS: Mapping[str, str] = {"Paris": "c1", "Tokyo": "c2"}
 TOOL_FIELDS: Mapping[str, Any] = {"arguments": "object", "result_role": ("role", "tool"), "is_error": "is_error"}
 
 
@@ -126,6 +127,7 @@ class TestDeltaModelConforms(ProviderConformance):
     sent_fields = REQUEST_FIELDS
     tool_fields = TOOL_FIELDS
     reasoning_text = "1001 = 7 * 11 * 13"
+    parallel_call_ids = PARALLEL_IDS
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Any:
@@ -138,6 +140,7 @@ class TestTextOnlyDeltaModelConforms(ProviderConformance):
     sent_fields = REQUEST_FIELDS
     tool_fields = TOOL_FIELDS
     reasoning_text = "1001 = 7 * 11 * 13"
+    parallel_call_ids = PARALLEL_IDS
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Any:
@@ -150,6 +153,7 @@ class TestRetryAtAndBadKeyAs400Conform(ProviderConformance):
     sent_fields = REQUEST_FIELDS
     tool_fields = TOOL_FIELDS
     reasoning_text = "1001 = 7 * 11 * 13"
+    parallel_call_ids = PARALLEL_IDS
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Any:

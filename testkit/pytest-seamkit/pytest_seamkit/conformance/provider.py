@@ -247,6 +247,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_sends_the_credential": ("credential",),
     "test_tool_call": ("tools",),
     "test_parallel_tool_calls_are_kept_apart": ("tools", "parallel_tool_calls"),
+    "test_parallel_tool_calls_keep_their_own_ids": ("tools", "parallel_tool_calls"),
     "test_structured_output": ("structured_output",),
     "test_reasoning_is_reported": ("reasoning",),
     "test_errors_are_classified": ("service",),
@@ -500,6 +501,11 @@ class ProviderConformance:
     #: ``"x-goog-api-key"``), or ``None`` (default) for "one header, whichever": the credential must
     #: be in that header and in no other header, nor the URL, nor the body.
     auth_header: str | None = None
+
+    #: the ids the ``parallel_tool_calls`` scenario's recorded answer gives its calls: city -> id
+    #: (``{"Paris": "call_...", "Tokyo": "call_..."}``), each of which must reach the answer on its
+    #: own call. Required when the provider declares ``parallel_tool_calls``.
+    parallel_call_ids: Mapping[str, str] | None = None
 
     #: the reasoning text the ``reasoning`` scenario's recorded answer carries (a part of it), which
     #: must reach the answer as a :class:`~seamkit.values.ReasoningBlock`'s text; ``None`` for an API
@@ -835,7 +841,14 @@ class ProviderConformance:
             except ProviderError:
                 result = None  # the replayed answer need not fit the choice (an engine parsing it may object)
             if result is not None and choice != "auto" and _warned(result, "tool_choice"):
-                continue  # said it could not send this choice (a warning naming tool_choice; any other excuses nothing)
+                # said it could not send this choice (a warning naming tool_choice; any other excuses
+                # nothing); left out, not replaced by "auto"
+                excused = _sent(last_sent)
+                value = MISSING if path is None else value_at(excused.body, path)
+                assert value is MISSING or not _reads_auto(value), (
+                    f"tool_choice {choice!r} was warned about but sent as {value!r} at {path!r}: a choice the "
+                    "provider cannot send is left out (or refused), never replaced by 'auto'")
+                continue
             sent = _sent(last_sent)
             assert sent is not before, f"tool_choice {choice!r}: nothing was sent"
             if path is None:
@@ -1116,6 +1129,17 @@ class ProviderConformance:
         assert len({c.id for c in calls}) == 2, "parallel calls share an id"
         assert sorted(c.arguments["city"] for c in calls) == ["Paris", "Tokyo"]
         assert {c.name for c in calls} == {"get_weather"}
+
+    async def test_parallel_tool_calls_keep_their_own_ids(self, make_provider: Make) -> None:
+        """Each parallel call carries the id the answer gave it (:attr:`parallel_call_ids`): a
+        result sent back under another call's id answers the wrong call."""
+        ids = type(self).parallel_call_ids
+        assert ids is not None, (
+            f"{type(self).__name__} does not say which id the parallel_tool_calls answer gives each call: add "
+            "parallel_call_ids = {'Paris': '<id>', 'Tokyo': '<id>'} from the recorded exchange")
+        r = await make_provider("parallel_tool_calls").chat(self.request_for("parallel_tool_calls"))
+        got = {str(c.arguments.get("city")): c.id for c in r.tool_calls}
+        assert got == dict(ids), f"the parallel calls' ids were mixed up: got {got}, the answer says {dict(ids)}"
 
     async def test_structured_output(self, make_provider: Make) -> None:
         p = make_provider("structured_output")

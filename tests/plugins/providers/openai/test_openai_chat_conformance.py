@@ -45,6 +45,7 @@ class TestOpenAIChatConformance(ProviderConformance):
     # error field (the provider says "error" in its content)
     tool_fields: ClassVar[dict[str, object]] = {"arguments": "string", "result_role": ("role", "tool"), "is_error": None}
     auth_header = "authorization"  # Authorization: Bearer <key>
+    parallel_call_ids: ClassVar[dict[str, str]] = {"Paris": "call_P4ris0aaaaaa", "Tokyo": "call_T0ky0bbbbbbb"}
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Callable[[str], LLMPort]:

@@ -43,6 +43,8 @@ class TestOpenAIResponsesConformance(ProviderConformance):
     tool_fields: ClassVar[dict[str, object]] = {"arguments": "string", "result_role": ("type", "function_call_output"),
                                                 "is_error": None}
     auth_header = "authorization"
+    parallel_call_ids: ClassVar[dict[str, str]] = {"Paris": "call_4hB8wUq1ZrT6yN0pKs2LmX9d",
+                                                   "Tokyo": "call_Ve5nJ3cQ7tR2oW8xA1sG6kHf"}
     reasoning_text = "Checking divisibility"  # the reasoning summary of fixtures/responses/reasoning.sse
 
     @pytest.fixture
