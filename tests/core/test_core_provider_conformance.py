@@ -99,6 +99,10 @@ class DeltaModel:
             yield Delta(text=": 42}")
             yield Delta(finish_reason="stop", usage=usage)
             return
+        if s == "length":
+            yield Delta(text="Once upon a time")
+            yield Delta(finish_reason="length", usage=usage)
+            return
         if s == "reasoning":
             yield Delta(reasoning="1001 = 7 * 11 * 13")
             yield Delta(text="No.")
@@ -162,7 +166,7 @@ class TestRetryAtAndBadKeyAs400Conform(ProviderConformance):
 
 def test_every_scenario_is_documented() -> None:
     assert set(SCENARIOS) == {*_ERR, "text", "tool_call", "parallel_tool_calls", "structured_output",
-                              "reasoning", "error_midstream", "truncated"}
+                              "reasoning", "error_midstream", "truncated", "length"}
 
 
 async def test_a_provider_that_swallows_a_midstream_error_fails_the_suite() -> None:

@@ -98,6 +98,7 @@ SCENARIOS = (
     "error_server",
     "error_midstream",
     "truncated",
+    "length",
 )
 """What each scenario's replayed exchange must contain:
 
@@ -114,6 +115,10 @@ SCENARIOS = (
 - ``truncated``: at least one text delta, then the stream ends cleanly (no error, no exception)
   before the provider's terminal event (SSE closed before ``[DONE]`` / ``message_stop`` /
   ``response.completed``; an in-process engine's generator ending without its final chunk).
+- ``length``: some text, then the API's "cut off at the output-token limit" finish (OpenAI chat
+  ``finish_reason: "length"``, Responses ``response.incomplete`` with ``max_output_tokens``,
+  Anthropic ``stop_reason: "max_tokens"``): read as finish ``length``, never ``stop`` (a cut-off
+  answer passed off as a whole one).
 
 The checks of what a provider sends all replay ``text`` (the reply does not depend on the request).
 Scenarios of a feature the provider does not declare are never asked for.
@@ -563,6 +568,8 @@ class ProviderConformance:
                                max_tokens=256)
         if scenario == "reasoning":
             return ChatRequest((Message.user("Is 1001 prime? Think it through."),), max_tokens=4096)
+        if scenario == "length":
+            return ChatRequest((system, Message.user("Tell me a long story.")), max_tokens=16)
         return ChatRequest((system, Message.user("Say hello.")), max_tokens=256)
 
     @staticmethod
@@ -890,8 +897,7 @@ class ProviderConformance:
         URLs) or the body."""
         p = make_provider("text")
         await p.chat(self.conversation_for("turns"))
-        if not recorder.sent_over_http:
-            pytest.skip("the provider sent nothing over HTTP")
+        # an in-process engine has no headers or URL: only what went over HTTP is read
         for sent in recorder.sent_over_http:
             holding = sorted(k.lower() for k, v in sent.headers.items() if CONFORMANCE_SECRET in v)
             declared = type(self).auth_header
@@ -1140,6 +1146,17 @@ class ProviderConformance:
         r = await make_provider("parallel_tool_calls").chat(self.request_for("parallel_tool_calls"))
         got = {str(c.arguments.get("city")): c.id for c in r.tool_calls}
         assert got == dict(ids), f"the parallel calls' ids were mixed up: got {got}, the answer says {dict(ids)}"
+
+    async def test_a_length_finish_is_read_as_length(self, make_provider: Make) -> None:
+        """An answer cut off at the output-token limit finishes ``length`` (``chat()`` and
+        ``stream()``), with its text: reported as ``stop``, the caller takes it for a whole answer."""
+        r = await make_provider("length").chat(self.request_for("length"))
+        assert r.finish_reason == "length", f"an answer cut off at max_tokens finished {r.finish_reason!r}, not 'length'"
+        assert r.text, "the cut-off answer's text was lost"
+        deltas = await _deltas(make_provider("length"), self.request_for("length"))
+        finishes = [d.finish_reason for d in deltas if d.finish_reason is not None]
+        assert finishes == ["length"] and deltas[-1].finish_reason == "length", (
+            f"stream(): the finishes {finishes}, not one 'length' on the last delta")
 
     async def test_structured_output(self, make_provider: Make) -> None:
         p = make_provider("structured_output")

@@ -29,6 +29,7 @@ _REPLIES: dict[str, tuple[list[str], str | Exception | None]] = {
     "structured_output": (['{"answer"', ": 42}"], "stop"),
     "error_midstream": (["Hel"], RuntimeError("llama_decode returned -1")),
     "truncated": (["Hel"], None),
+    "length": (["Once upon", " a time"], "length"),
 }
 
 

@@ -25,7 +25,8 @@ def _reply(scenario: str) -> WireReply:
         spec = ERRORS[scenario]
         return WireReply.json(spec["status"], spec["body"], spec["headers"])
     # 53-byte reads: events, lines and multi-byte characters split across network reads
-    return WireReply.sse((FIX / f"{scenario}.sse").read_bytes(), chunk_size=53)
+    name = {"length": "incomplete_max_tokens"}.get(scenario, scenario)
+    return WireReply.sse((FIX / f"{name}.sse").read_bytes(), chunk_size=53)
 
 
 class TestOpenAIResponsesConformance(ProviderConformance):
