@@ -1109,10 +1109,10 @@ class ProviderConformance:
             checks = [(sent, t) for t in texts]
         for where, text in checks:
             if not where.mentions(text):
-                head = text[:24]
+                head = text.split(":")[0].split(" ")[0]  # its marker: ASCII
                 hint = "changed or cut" if where.mentions(head) else "not sent"
                 raise AssertionError(
-                    f"the text {head!r}... ({len(text)} characters, non-ASCII: {not text.isascii()}) was {hint}: "
+                    f"the text {text[:24]!r}... ({len(text)} characters, non-ASCII: {not text.isascii()}) was {hint}: "
                     "every character must reach the model as written")
 
     # --- tool calls, structured output, reasoning -------------------------------------------
