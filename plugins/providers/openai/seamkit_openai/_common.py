@@ -63,7 +63,17 @@ from urllib.parse import urlsplit
 import httpx
 from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
 from seamkit.plugin import Price, PriceTable, collect_result, load_price_table, price_usage, unwrap_deltas
-from seamkit.values import ChatRequest, Delta, ImageBlock, LLMResult, ReasoningBlock, ToolResult, ToolSchema, Usage, thaw
+from seamkit.values import (
+    ChatRequest,
+    Delta,
+    ImageBlock,
+    LLMResult,
+    ReasoningBlock,
+    ToolResult,
+    ToolSchema,
+    Usage,
+    thaw,
+)
 from seamkit_http import is_loopback, local_pricing
 
 from seamkit_openai.capabilities import Capabilities, capabilities_for, nearest_effort

@@ -150,7 +150,8 @@ MARKERS: dict[str, Any] = {
     "error_result": "Marker-RESULT3-3902: no such city",
     "result_image": b"\x89PNG\r\n\x1a\nMarker-RIMG-4417\x00\x02",
     "image_2": b"\x89PNG\r\n\x1a\nMarker-IMG2-8075\x00\x03",
-    "unicode": "Marker-UNI-3047: fa\u00e7ade, na\u00efve, \u6771\u4eac\u306e\u5929\u6c17, \u0395\u03bb\u03bb\u03ac\u03b4\u03b1, "
+    "unicode": "Marker-UNI-3047: fa\u00e7ade, na\u00efve, \u6771\u4eac\u306e\u5929\u6c17, "
+               "\u0395\u03bb\u03bb\u03ac\u03b4\u03b1, "
                "\U0001f327 \u2014 \u00bfs\u00ed?",
     "long": "Marker-LONG-5521 " + " ".join(f"part {i:05d} of the long text." for i in range(800)) + " Marker-LONG-END",
 }
@@ -609,7 +610,8 @@ class ProviderConformance:
             return ChatRequest((*head, Message.user(m["user"])), max_tokens=256, **{part: value})
         if part in ("error_result", "result_image"):
             text = m["error_result"] if part == "error_result" else m["result"]
-            images = (ImageBlock(media_type="image/png", data=m["result_image"]),) if part == "result_image" else ()
+            images: tuple[ImageBlock, ...] = (
+                (ImageBlock(media_type="image/png", data=m["result_image"]),) if part == "result_image" else ())
             result = ToolResult(m["call_id"], "get_weather", text, is_error=part == "error_result", images=images)
             return ChatRequest((*head, Message.user(m["user"]), Message("assistant", (_call(m["call_id"], m["city"]),)),
                                 Message("tool", (result,))), tools=(MARKED_WEATHER,), max_tokens=256)
@@ -1035,8 +1037,9 @@ class ProviderConformance:
         plain = await self._send(make_provider, last_sent, "tool_results", "tools")
         if field is not None:
             got = _owner_value(error.body, m["error_result"], field)
-            assert got is True, (f"the error tool result was not flagged {field}=true (found "
-                                 f"{'nothing' if got is MISSING else repr(got)}): the model reads a failure as a success")
+            shown = "nothing" if got is MISSING else repr(got)
+            assert got is True, (f"the error tool result was not flagged {field}=true (found {shown}): the model "
+                                 "reads a failure as a success")
             assert _owner_value(plain.body, m["result"], field) is not True, (
                 f"a successful tool result was flagged {field}=true: the model reads a success as a failure")
             return
@@ -1092,9 +1095,10 @@ class ProviderConformance:
             # a small context window (a local model) may refuse the long texts: then the rest, without them
             if exc.failure_class is not FailureClass.CONTEXT_LENGTH:
                 raise
-            await make_provider("text").chat(self.conversation_for("exact_text").replace(messages=tuple(
-                Message(msg.role, (TextBlock(msg.text.replace(m["long"], "").replace(
-                    m["long"].replace("LONG", "LONG-U"), "")),)) for msg in self.conversation_for("exact_text").messages)))
+            longs = (m["long"], m["long"].replace("LONG", "LONG-U"))
+            short = tuple(Message(msg.role, (TextBlock(msg.text.replace(longs[0], "").replace(longs[1], "")),))
+                          for msg in self.conversation_for("exact_text").messages)
+            await make_provider("text").chat(self.conversation_for("exact_text").replace(messages=short))
             sent = _sent(last_sent)
             texts = [t for t in texts if "LONG" not in t]
         if "tools" in features_of(make_provider("text")) and type(self).tool_fields is not None:
@@ -1151,7 +1155,8 @@ class ProviderConformance:
         """An answer cut off at the output-token limit finishes ``length`` (``chat()`` and
         ``stream()``), with its text: reported as ``stop``, the caller takes it for a whole answer."""
         r = await make_provider("length").chat(self.request_for("length"))
-        assert r.finish_reason == "length", f"an answer cut off at max_tokens finished {r.finish_reason!r}, not 'length'"
+        assert r.finish_reason == "length", (
+            f"an answer cut off at max_tokens finished {r.finish_reason!r}, not 'length'")
         assert r.text, "the cut-off answer's text was lost"
         deltas = await _deltas(make_provider("length"), self.request_for("length"))
         finishes = [d.finish_reason for d in deltas if d.finish_reason is not None]

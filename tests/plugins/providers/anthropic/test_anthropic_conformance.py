@@ -46,7 +46,7 @@ class TestAnthropicConformance(ProviderConformance):
     auth_header = "x-api-key"
     parallel_call_ids: ClassVar[dict[str, str]] = {"Paris": "toolu_01A09q90qw90lq917835lq9",
                                                    "Tokyo": "toolu_01B5kD8cxj3ZfWoYq2JkQy7P"}
-    reasoning_text = "1001 = 7 × 143"  # the thinking of fixtures/reasoning.sse
+    reasoning_text = "1001 = 7 \u00d7 143"  # the thinking of fixtures/reasoning.sse
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Callable[[str], LLMPort]:

@@ -43,7 +43,8 @@ class TestOpenAIChatConformance(ProviderConformance):
     }
     # function.arguments is a JSON string; a result is a {"role": "tool", "tool_call_id"} message with no
     # error field (the provider says "error" in its content)
-    tool_fields: ClassVar[dict[str, object]] = {"arguments": "string", "result_role": ("role", "tool"), "is_error": None}
+    tool_fields: ClassVar[dict[str, object]] = {"arguments": "string", "result_role": ("role", "tool"),
+                                                "is_error": None}
     auth_header = "authorization"  # Authorization: Bearer <key>
     parallel_call_ids: ClassVar[dict[str, str]] = {"Paris": "call_P4ris0aaaaaa", "Tokyo": "call_T0ky0bbbbbbb"}
 
