@@ -18,7 +18,15 @@ in order and sent once, an assistant turn unlike a user turn, each tool result a
 with its own call's id, the image a value of its own with its media type in its text's message.
 The settings (``max_tokens``, ``temperature``, ``tool_choice``) must sit exactly at the fields the
 test class declares in :attr:`ProviderConformance.sent_fields` (from the provider's API reference:
-where a setting lives is the one thing the suite cannot read from the structure).
+where a setting lives is the one thing the suite cannot read from the structure); ``seed`` and
+``stop`` likewise, ``extra`` merged into the body. Tool calls and results are sent as the API wants
+them (:attr:`ProviderConformance.tool_fields`: arguments a JSON string or an object, the result's
+role, an error result flagged or, without a flag, said in its text); a tool result's image and two
+images in one message are sent; non-ASCII and long text arrive unchanged; the credential sits in
+one header only (:attr:`ProviderConformance.auth_header`) and is kept on no error. A warning or a
+refusal excuses only what it names. Answers: each finish read as the API gave it (``length`` too),
+parallel calls keep their own ids (:attr:`ProviderConformance.parallel_call_ids`), reasoning text
+reaches the answer (:attr:`ProviderConformance.reasoning_text`).
 
 What was sent is read through the fixture ``last_sent`` (``() -> SentRequest | None``). By default
 it is the suite's ``recorder`` fixture (:class:`~pytest_seamkit.conformance.wire.Recorder`): an HTTP
@@ -493,7 +501,8 @@ class ProviderConformance:
     #: how the provider's API carries tool calls and results, from its API reference (required
     #: when the provider declares ``tools``): ``"arguments"``: ``"string"`` (a call's arguments are
     #: a JSON text: OpenAI's ``function.arguments``) or ``"object"`` (Anthropic's ``input``, Gemini's
-    #: ``args``, an in-process request's mapping); ``"result_role"``: ``(field, value)`` the object
+    #: ``args``, an in-process request's mapping) or ``None`` (a rendered prompt, where a call is
+    #: text: not checked); ``"result_role"``: ``(field, value)`` the object
     #: holding a tool result carries (OpenAI chat ``("role", "tool")``; Anthropic, whose
     #: ``tool_result`` blocks sit in a user message, ``("role", "user")``; Responses
     #: ``("type", "function_call_output")``), or ``None`` for a rendered prompt; ``"is_error"``: the
@@ -502,7 +511,6 @@ class ProviderConformance:
     #: say it failed (the word "error" within 80 characters of its content).
     tool_fields: Mapping[str, Any] | None = None
 
-    #: (``"arguments"`` ``None``: a rendered prompt, where a call is text)
     #: the header carrying the credential (``"authorization"``, ``"x-api-key"``,
     #: ``"x-goog-api-key"``), or ``None`` (default) for "one header, whichever": the credential must
     #: be in that header and in no other header, nor the URL, nor the body.
