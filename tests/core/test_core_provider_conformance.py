@@ -99,6 +99,10 @@ class DeltaModel:
             yield Delta(text=": 42}")
             yield Delta(finish_reason="stop", usage=usage)
             return
+        if s == "content_filter":
+            yield Delta(text="I can")
+            yield Delta(finish_reason="content_filter", usage=usage)
+            return
         if s == "length":
             yield Delta(text="Once upon a time")
             yield Delta(finish_reason="length", usage=usage)
@@ -132,6 +136,7 @@ class TestDeltaModelConforms(ProviderConformance):
     tool_fields = TOOL_FIELDS
     reasoning_text = "1001 = 7 * 11 * 13"
     parallel_call_ids = PARALLEL_IDS
+    filter_finish = "content_filter"
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Any:
@@ -145,6 +150,7 @@ class TestTextOnlyDeltaModelConforms(ProviderConformance):
     tool_fields = TOOL_FIELDS
     reasoning_text = "1001 = 7 * 11 * 13"
     parallel_call_ids = PARALLEL_IDS
+    filter_finish = "content_filter"
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Any:
@@ -158,6 +164,7 @@ class TestRetryAtAndBadKeyAs400Conform(ProviderConformance):
     tool_fields = TOOL_FIELDS
     reasoning_text = "1001 = 7 * 11 * 13"
     parallel_call_ids = PARALLEL_IDS
+    filter_finish = "content_filter"
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Any:
@@ -166,7 +173,8 @@ class TestRetryAtAndBadKeyAs400Conform(ProviderConformance):
 
 def test_every_scenario_is_documented() -> None:
     assert set(SCENARIOS) == {*_ERR, "text", "tool_call", "parallel_tool_calls", "structured_output",
-                              "reasoning", "error_midstream", "truncated", "length"}
+                              "reasoning", "error_midstream", "truncated", "length",
+                              "content_filter"}
 
 
 async def test_a_provider_that_swallows_a_midstream_error_fails_the_suite() -> None:

@@ -25,6 +25,7 @@ class TestDeclared(ProviderConformance):
     sent_fields = REQUEST_FIELDS
     tool_fields = TOOL_FIELDS
     parallel_call_ids = PARALLEL_IDS
+    filter_finish = "content_filter"
     reasoning_text = "1001 = 7 * 11 * 13"
 
     @pytest.fixture

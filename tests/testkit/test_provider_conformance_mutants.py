@@ -19,10 +19,10 @@ ported onto this provider, and variants): ``tool_choice`` replaced by ``auto`` a
 that names it or by an unrelated one; ``seed`` / ``stop`` dropped, a string, or only the first stop;
 ``extra`` dropped; call arguments as an object or encoded twice; tool results sent as a user or an
 assistant turn, unmarked as errors or all marked as errors, their images dropped silently; parallel
-calls' ids swapped or their arguments on the other call; ``length`` read as ``stop``; reasoning text
-thrown away; non-ASCII stripped or NFKD-normalized, long text or tool results cut; the second image
-dropped or the images reversed; the key in another header, the URL, the body, on the error or deep
-inside an object on it. Correct-but-unusual variants must pass:
+calls' ids swapped or their arguments on the other call; ``length`` or ``content_filter`` read as
+``stop``; reasoning text thrown away; non-ASCII stripped or NFKD-normalized, long text or tool
+results cut; the second image dropped or the images reversed; the key in another header, the URL,
+the body, on the error or deep inside an object on it. Correct-but-unusual variants must pass:
 rate-limit advice as ``retry_at``, a bad key answered with Gemini's 400 ``API_KEY_INVALID``, every
 system text joined into one system message, ``tool_choice`` ``auto`` left out. ``REASONS`` pins what
 the new mutants' failures say, so each fails on its own bug, not by accident. The whole suite runs
@@ -625,6 +625,15 @@ class LengthAsStop(OpenAIChatProvider):
                 yield d
 
 
+class FilterAsStop(OpenAIChatProvider):
+    async def stream(self, request):
+        async with aclosing(super().stream(request)) as deltas:
+            async for d in deltas:
+                if d.finish_reason == "content_filter":
+                    d = dataclasses.replace(d, finish_reason="stop")
+                yield d
+
+
 class DropsReasoningText(OpenAIChatProvider):
     async def stream(self, request):
         async with aclosing(super().stream(request)) as deltas:
@@ -802,6 +811,7 @@ def suite_for(cls, reasoning_text=None):
         tool_fields = {"arguments": "string", "result_role": ("role", "tool"), "is_error": None}
         auth_header = "authorization"
         parallel_call_ids = {"Paris": "call_P4ris0aaaaaa", "Tokyo": "call_T0ky0bbbbbbb"}
+        filter_finish = "content_filter"
 
         @pytest.fixture
         def make_provider(self, recorder: Recorder):
@@ -897,6 +907,7 @@ TestKeyInQuery = suite_for(KeyInQuery)
 TestKeyInBody = suite_for(KeyInBody)
 TestKeyOnErrorAttribute = suite_for(KeyOnErrorAttribute)
 TestKeyDeepOnError = suite_for(KeyDeepOnError)
+TestFilterAsStop = suite_for(FilterAsStop)
 TestDropsReasoningText = suite_for(DropsReasoningText, REASONING_TEXT)
 TestReasoningTextKept = suite_for(OpenAIChatProvider, REASONING_TEXT)
 '''
@@ -1008,6 +1019,7 @@ EXPECTED_FAILURES = {
     "TestKeyDeepOnError": {*ERRORS, "test_a_cut_off_stream_is_an_error",
                            "test_an_error_mid_stream_is_raised_not_swallowed", "test_the_credential_never_shows"},
     "TestDropsReasoningText": {"test_reasoning_text_reaches_the_answer"},
+    "TestFilterAsStop": {"test_a_filtered_answer_finishes_as_the_api_says"},
     "TestReasoningTextKept": set(),
 }
 
@@ -1067,6 +1079,7 @@ REASONS = {
     ("TestKeyOnErrorAttribute", "test_errors_are_classified[error_auth]"): "(ProviderError.request_headers",
     ("TestKeyDeepOnError", "test_errors_are_classified[error_auth]"): "kept on the error (ProviderError.request.sent",
     ("TestDropsReasoningText", "test_reasoning_text_reaches_the_answer"): "did not reach the answer",
+    ("TestFilterAsStop", "test_a_filtered_answer_finishes_as_the_api_says"): "finished 'stop', not 'content_filter'",
 }
 
 

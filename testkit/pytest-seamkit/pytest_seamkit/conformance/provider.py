@@ -107,6 +107,7 @@ SCENARIOS = (
     "error_midstream",
     "truncated",
     "length",
+    "content_filter",
 )
 """What each scenario's replayed exchange must contain:
 
@@ -127,6 +128,10 @@ SCENARIOS = (
   ``finish_reason: "length"``, Responses ``response.incomplete`` with ``max_output_tokens``,
   Anthropic ``stop_reason: "max_tokens"``): read as finish ``length``, never ``stop`` (a cut-off
   answer passed off as a whole one).
+- ``content_filter``: some text, then the API's "stopped by its safety system" finish (OpenAI chat
+  ``finish_reason: "content_filter"``, Responses ``response.incomplete`` with ``content_filter``,
+  Anthropic ``stop_reason: "refusal"``): read as :attr:`ProviderConformance.filter_finish`. Only
+  asked for when the test class declares one.
 
 The checks of what a provider sends all replay ``text`` (the reply does not depend on the request).
 Scenarios of a feature the provider does not declare are never asked for.
@@ -520,6 +525,12 @@ class ProviderConformance:
     #: (``{"Paris": "call_...", "Tokyo": "call_..."}``), each of which must reach the answer on its
     #: own call. Required when the provider declares ``parallel_tool_calls``.
     parallel_call_ids: Mapping[str, str] | None = None
+
+    #: the finish the API's "stopped by its safety system" answer (the ``content_filter`` scenario)
+    #: must be read as: ``"content_filter"`` (OpenAI) or ``"refusal"`` (Anthropic's ``refusal``), or
+    #: ``None`` for an API without one (a local engine). Required when the provider declares
+    #: ``service``.
+    filter_finish: Any = _UNDECLARED
 
     #: the reasoning text the ``reasoning`` scenario's recorded answer carries (a part of it), which
     #: must reach the answer as a :class:`~seamkit.values.ReasoningBlock`'s text; ``None`` for an API
@@ -1170,6 +1181,24 @@ class ProviderConformance:
         finishes = [d.finish_reason for d in deltas if d.finish_reason is not None]
         assert finishes == ["length"] and deltas[-1].finish_reason == "length", (
             f"stream(): the finishes {finishes}, not one 'length' on the last delta")
+
+    async def test_a_filtered_answer_finishes_as_the_api_says(self, make_provider: Make) -> None:
+        """The ``content_filter`` scenario finishes :attr:`filter_finish` (``chat()`` and
+        ``stream()``): read as ``stop``, a blocked answer passes for a whole one."""
+        declared = type(self).filter_finish
+        if declared is _UNDECLARED:
+            assert "service" not in features_of(make_provider("text")), (
+                f"{type(self).__name__} does not say how the API's content-filter finish is read: add "
+                "filter_finish = 'content_filter' | 'refusal' (from the API reference), or None for an API without one")
+            return  # a local engine that says nothing: it has no safety system's finish
+        if declared is None:
+            return  # the test class says the API has no such finish
+        r = await make_provider("content_filter").chat(self.request_for("text"))
+        assert r.finish_reason == declared, (
+            f"an answer stopped by the API's content filter finished {r.finish_reason!r}, not {declared!r}")
+        deltas = await _deltas(make_provider("content_filter"), self.request_for("text"))
+        finishes = [d.finish_reason for d in deltas if d.finish_reason is not None]
+        assert finishes == [declared], f"stream(): the finishes {finishes}, not one {declared!r}"
 
     async def test_structured_output(self, make_provider: Make) -> None:
         p = make_provider("structured_output")

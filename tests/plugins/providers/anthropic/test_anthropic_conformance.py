@@ -44,6 +44,7 @@ class TestAnthropicConformance(ProviderConformance):
     tool_fields: ClassVar[dict[str, object]] = {"arguments": "object", "result_role": ("role", "user"),
                                                 "is_error": "is_error"}
     auth_header = "x-api-key"
+    filter_finish = "refusal"  # stop_reason "refusal" (Claude's safety classifiers stopped the answer)
     parallel_call_ids: ClassVar[dict[str, str]] = {"Paris": "toolu_01A09q90qw90lq917835lq9",
                                                    "Tokyo": "toolu_01B5kD8cxj3ZfWoYq2JkQy7P"}
     reasoning_text = "1001 = 7 \u00d7 143"  # the thinking of fixtures/reasoning.sse

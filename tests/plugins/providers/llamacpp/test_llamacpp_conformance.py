@@ -93,6 +93,7 @@ class TestLlamaCppConformance(ProviderConformance):
         "extra": "",  # create_completion's keyword arguments: extra settings are passed as is
     }
     # one rendered prompt: a call is JSON text in it, a result a "Tool result" / "Tool error" line
+    filter_finish = None  # a local engine has no safety system's finish
     tool_fields: ClassVar[dict[str, object]] = {"arguments": None, "result_role": None, "is_error": None}
 
     @pytest.fixture

@@ -46,6 +46,7 @@ class TestOpenAIChatConformance(ProviderConformance):
     tool_fields: ClassVar[dict[str, object]] = {"arguments": "string", "result_role": ("role", "tool"),
                                                 "is_error": None}
     auth_header = "authorization"  # Authorization: Bearer <key>
+    filter_finish = "content_filter"  # finish_reason "content_filter"
     parallel_call_ids: ClassVar[dict[str, str]] = {"Paris": "call_P4ris0aaaaaa", "Tokyo": "call_T0ky0bbbbbbb"}
 
     @pytest.fixture
