@@ -99,6 +99,14 @@ class DeltaModel:
             yield Delta(text=": 42}")
             yield Delta(finish_reason="stop", usage=usage)
             return
+        if s == "content_filter":
+            yield Delta(text="I can")
+            yield Delta(finish_reason="content_filter", usage=usage)
+            return
+        if s == "length":
+            yield Delta(text="Once upon a time")
+            yield Delta(finish_reason="length", usage=usage)
+            return
         if s == "reasoning":
             yield Delta(reasoning="1001 = 7 * 11 * 13")
             yield Delta(text="No.")
@@ -115,12 +123,20 @@ class DeltaModel:
 
 #: DeltaModel records the ChatRequest itself: each setting is its field of the same name
 REQUEST_FIELDS: Mapping[str, str | None] = {"max_tokens": "max_tokens", "temperature": "temperature",
-                                            "tool_choice": "tool_choice"}
+                                            "tool_choice": "tool_choice", "seed": "seed", "stop": "stop",
+                                            "extra": "extra"}
+#: ... and each tool call's arguments a mapping, a result a ToolResult in a "tool" message
+PARALLEL_IDS: Mapping[str, str] = {"Paris": "c1", "Tokyo": "c2"}
+TOOL_FIELDS: Mapping[str, Any] = {"arguments": "object", "result_role": ("role", "tool"), "is_error": "is_error"}
 
 
 class TestDeltaModelConforms(ProviderConformance):
     declared_features = PROVIDER_FEATURES  # the checks of other features are left out
     sent_fields = REQUEST_FIELDS
+    tool_fields = TOOL_FIELDS
+    reasoning_text = "1001 = 7 * 11 * 13"
+    parallel_call_ids = PARALLEL_IDS
+    filter_finish = "content_filter"
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Any:
@@ -131,6 +147,10 @@ class TestTextOnlyDeltaModelConforms(ProviderConformance):
     """A provider declaring no images: the image checks are left out, its refusal is checked."""
     declared_features = PROVIDER_FEATURES - {"images"}  # the checks of other features are left out
     sent_fields = REQUEST_FIELDS
+    tool_fields = TOOL_FIELDS
+    reasoning_text = "1001 = 7 * 11 * 13"
+    parallel_call_ids = PARALLEL_IDS
+    filter_finish = "content_filter"
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Any:
@@ -141,6 +161,10 @@ class TestRetryAtAndBadKeyAs400Conform(ProviderConformance):
     """Rate-limit advice as ``retry_at`` and a bad key answered with 400 (as Gemini does) pass."""
     declared_features = PROVIDER_FEATURES  # the checks of other features are left out
     sent_fields = REQUEST_FIELDS
+    tool_fields = TOOL_FIELDS
+    reasoning_text = "1001 = 7 * 11 * 13"
+    parallel_call_ids = PARALLEL_IDS
+    filter_finish = "content_filter"
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Any:
@@ -149,7 +173,8 @@ class TestRetryAtAndBadKeyAs400Conform(ProviderConformance):
 
 def test_every_scenario_is_documented() -> None:
     assert set(SCENARIOS) == {*_ERR, "text", "tool_call", "parallel_tool_calls", "structured_output",
-                              "reasoning", "error_midstream", "truncated"}
+                              "reasoning", "error_midstream", "truncated", "length",
+                              "content_filter"}
 
 
 async def test_a_provider_that_swallows_a_midstream_error_fails_the_suite() -> None:

@@ -16,13 +16,17 @@ CORE_SUITE = HERE.parent / "core" / "test_core_provider_conformance.py"
 MODULE = '''
 import pytest
 from seamkit.plugin import PROVIDER_FEATURES
-from test_core_provider_conformance import REQUEST_FIELDS, DeltaModel
+from test_core_provider_conformance import PARALLEL_IDS, REQUEST_FIELDS, TOOL_FIELDS, DeltaModel
 from pytest_seamkit.conformance import ProviderConformance
 
 
 class TestDeclared(ProviderConformance):
     declared_features = DECLARED
     sent_fields = REQUEST_FIELDS
+    tool_fields = TOOL_FIELDS
+    parallel_call_ids = PARALLEL_IDS
+    filter_finish = "content_filter"
+    reasoning_text = "1001 = 7 * 11 * 13"
 
     @pytest.fixture
     def make_provider(self, recorder):
@@ -41,8 +45,8 @@ def test_declared_features_leave_the_checks_out_instead_of_skipping(tmp_path: Pa
     proc = _run(tmp_path, 'PROVIDER_FEATURES - {"images"}')
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert "skipped" not in proc.stdout
-    # left out: the image check, and the refusal checks of the three features it declares
-    assert "4 deselected" in proc.stdout
+    # left out: the two image checks, and the refusal checks of the three features it declares
+    assert "5 deselected" in proc.stdout
     assert "TestDeclared: the provider does not declare 'images'" in proc.stdout
     assert "seamkit conformance checks left out as not applicable" in proc.stdout
 

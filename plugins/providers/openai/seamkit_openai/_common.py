@@ -54,7 +54,7 @@ import logging
 import os
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, ClassVar
@@ -63,7 +63,17 @@ from urllib.parse import urlsplit
 import httpx
 from seamkit.errors import FailureClass, ProviderError, UnsupportedFeature
 from seamkit.plugin import Price, PriceTable, collect_result, load_price_table, price_usage, unwrap_deltas
-from seamkit.values import ChatRequest, Delta, ImageBlock, LLMResult, ReasoningBlock, ToolSchema, Usage, thaw
+from seamkit.values import (
+    ChatRequest,
+    Delta,
+    ImageBlock,
+    LLMResult,
+    ReasoningBlock,
+    ToolResult,
+    ToolSchema,
+    Usage,
+    thaw,
+)
 from seamkit_http import is_loopback, local_pricing
 
 from seamkit_openai.capabilities import Capabilities, capabilities_for, nearest_effort
@@ -71,6 +81,7 @@ from seamkit_openai.config import DEFAULT_BASE_URL, OpenAIConfigBase
 from seamkit_openai.schema import SchemaPlan, plan_schema, schema_name, wrap_key
 
 __all__ = [
+    "error_marked",
     "OpenAIProviderBase",
     "Settings",
     "unwraps_roots",
@@ -491,3 +502,12 @@ class OpenAIProviderBase:
         for client in list(self._own.values()):
             await client.aclose()
         self._own.clear()
+
+
+def error_marked(result: ToolResult) -> ToolResult:
+    """``result`` with ``"Error: "`` before its content when it is an error result: OpenAI's tool
+    messages and ``function_call_output`` items have no error field, so the text says it (a failed
+    tool's output is otherwise read as a success)."""
+    if not result.is_error:
+        return result
+    return replace(result, content=f"Error: {result.content}" if result.content else "Error")

@@ -83,7 +83,7 @@ from seamkit.values import (
 )
 from seamkit_http import classify_error_body, is_done, json_kind, open_sse
 
-from seamkit_openai._common import OpenAIProviderBase, Settings, image_url, unwraps_roots
+from seamkit_openai._common import OpenAIProviderBase, Settings, error_marked, image_url, unwraps_roots
 from seamkit_openai.config import OpenAIChatConfig
 
 if TYPE_CHECKING:
@@ -192,7 +192,7 @@ def chat_messages(
             role = ("developer" if developer_role else "system") if system_role else "user"
             out.append({"role": role, "content": m.text})
             continue
-        results = [b for b in m.content if isinstance(b, ToolResult)]
+        results = [error_marked(b) for b in m.content if isinstance(b, ToolResult)]
         rest = [b for b in m.content if not isinstance(b, ToolResult)]
         for r in results:
             if r.images and images:

@@ -84,7 +84,7 @@ from seamkit.values import (
 )
 from seamkit_http.wire import json_kind
 
-from seamkit_openai._common import OpenAIProviderBase, Settings, image_url, unwraps_roots
+from seamkit_openai._common import OpenAIProviderBase, Settings, error_marked, image_url, unwraps_roots
 from seamkit_openai.config import OpenAIResponsesConfig
 
 __all__ = ["OpenAIResponsesProvider", "build", "same_model", "SIGNATURE_VERSION"]
@@ -323,7 +323,9 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
 
     def _output_item(self, b: ToolResult, warnings: list[str]) -> dict[str, Any]:
         """The ``function_call_output`` item for ``b`` (see the module doc: its images in an
-        ``output`` array, or named in its text for a model that takes no images)."""
+        ``output`` array, or named in its text for a model that takes no images; an error result's
+        text says so: :func:`~seamkit_openai._common.error_marked`)."""
+        b = error_marked(b)
         output: str | list[dict[str, Any]] = b.content
         if b.images and self.capabilities.images:
             text = [{"type": "input_text", "text": b.content}] if b.content else []

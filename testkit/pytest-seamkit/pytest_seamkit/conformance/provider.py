@@ -19,7 +19,15 @@ with its own call's id, the image a value of its own with its media type (unless
 its API has none, :attr:`ProviderConformance.images_carry_media_type`) in its text's message.
 The settings (``max_tokens``, ``temperature``, ``tool_choice``) must sit exactly at the fields the
 test class declares in :attr:`ProviderConformance.sent_fields` (from the provider's API reference:
-where a setting lives is the one thing the suite cannot read from the structure).
+where a setting lives is the one thing the suite cannot read from the structure); ``seed`` and
+``stop`` likewise, ``extra`` merged into the body. Tool calls and results are sent as the API wants
+them (:attr:`ProviderConformance.tool_fields`: arguments a JSON string or an object, the result's
+role, an error result flagged or, without a flag, said in its text); a tool result's image and two
+images in one message are sent; non-ASCII and long text arrive unchanged; the credential sits in
+one header only (:attr:`ProviderConformance.auth_header`) and is kept on no error. A warning or a
+refusal excuses only what it names. Answers: each finish read as the API gave it (``length`` too),
+parallel calls keep their own ids (:attr:`ProviderConformance.parallel_call_ids`), reasoning text
+reaches the answer (:attr:`ProviderConformance.reasoning_text`).
 
 What was sent is read through the fixture ``last_sent`` (``() -> SentRequest | None``). By default
 it is the suite's ``recorder`` fixture (:class:`~pytest_seamkit.conformance.wire.Recorder`): an HTTP
@@ -40,6 +48,8 @@ recorder's HTTP transport even when it does not declare ``service``.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import json
 import logging
 import traceback
@@ -97,6 +107,8 @@ SCENARIOS = (
     "error_server",
     "error_midstream",
     "truncated",
+    "length",
+    "content_filter",
 )
 """What each scenario's replayed exchange must contain:
 
@@ -113,6 +125,14 @@ SCENARIOS = (
 - ``truncated``: at least one text delta, then the stream ends cleanly (no error, no exception)
   before the provider's terminal event (SSE closed before ``[DONE]`` / ``message_stop`` /
   ``response.completed``; an in-process engine's generator ending without its final chunk).
+- ``length``: some text, then the API's "cut off at the output-token limit" finish (OpenAI chat
+  ``finish_reason: "length"``, Responses ``response.incomplete`` with ``max_output_tokens``,
+  Anthropic ``stop_reason: "max_tokens"``): read as finish ``length``, never ``stop`` (a cut-off
+  answer passed off as a whole one).
+- ``content_filter``: some text, then the API's "stopped by its safety system" finish (OpenAI chat
+  ``finish_reason: "content_filter"``, Responses ``response.incomplete`` with ``content_filter``,
+  Anthropic ``stop_reason: "refusal"``): read as :attr:`ProviderConformance.filter_finish`. Only
+  asked for when the test class declares one.
 
 The checks of what a provider sends all replay ``text`` (the reply does not depend on the request).
 Scenarios of a feature the provider does not declare are never asked for.
@@ -137,6 +157,17 @@ MARKERS: dict[str, Any] = {
     "tool_parameter": "units_marker_5150",
     "schema_property": "answer_marker_6071",
     "named_tool": "clock_marker_2291",
+    "seed": 8191,
+    "stop": ("Marker-STOP-5309", "Marker-STOP2-7140"),
+    "extra_key": "marker_extra_6128",
+    "extra_value": "Marker-EXTRA-6128",
+    "error_result": "Marker-RESULT3-3902: no such city",
+    "result_image": b"\x89PNG\r\n\x1a\nMarker-RIMG-4417\x00\x02",
+    "image_2": b"\x89PNG\r\n\x1a\nMarker-IMG2-8075\x00\x03",
+    "unicode": "Marker-UNI-3047: fa\u00e7ade, na\u00efve, \u6771\u4eac\u306e\u5929\u6c17, "
+               "\u0395\u03bb\u03bb\u03ac\u03b4\u03b1, "
+               "\U0001f327 \u2014 \u00bfs\u00ed?",
+    "long": "Marker-LONG-5521 " + " ".join(f"part {i:05d} of the long text." for i in range(800)) + " Marker-LONG-END",
 }
 """The distinctive values the suite's requests carry; each must occur in what the provider sent
 (:meth:`~pytest_seamkit.conformance.wire.SentRequest.mentions`), and the turns, tool results and
@@ -191,8 +222,11 @@ _ERRORS: dict[str, tuple[FailureClass, tuple[int, ...] | None]] = {
     "error_server": (FailureClass.SERVER_ERROR, (500,)),
 }
 
-SETTINGS = ("max_tokens", "temperature", "tool_choice")
+SETTINGS = ("max_tokens", "temperature", "tool_choice", "seed", "stop")
 """The settings whose place in the body a test class declares (:attr:`ProviderConformance.sent_fields`)."""
+
+_UNDECLARED: Any = object()
+"""A test class attribute not given (distinct from ``None``: "the API has none")."""
 
 Make = Callable[[str], LLMPort]
 LastSent = Callable[[], SentRequest | None]
@@ -222,11 +256,18 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_sends_tool_call_ids": ("tools", "tool_call_ids"),
     "test_sends_parallel_tool_results": ("tools", "parallel_tool_calls"),
     "test_sends_images": ("images",),
+    "test_sends_every_image": ("images",),
+    "test_sends_tool_call_arguments_as_the_api_wants": ("tools",),
+    "test_sends_tool_results_in_their_role": ("tools",),
+    "test_sends_tool_errors_as_errors": ("tools",),
+    "test_sends_tool_result_images": ("tools",),
+    "test_reasoning_text_reaches_the_answer": ("reasoning",),
     "test_sends_the_output_schema": ("structured_output",),
     "test_sends_temperature": ("temperature",),
     "test_sends_the_credential": ("credential",),
     "test_tool_call": ("tools",),
     "test_parallel_tool_calls_are_kept_apart": ("tools", "parallel_tool_calls"),
+    "test_parallel_tool_calls_keep_their_own_ids": ("tools", "parallel_tool_calls"),
     "test_structured_output": ("structured_output",),
     "test_reasoning_is_reported": ("reasoning",),
     "test_errors_are_classified": ("service",),
@@ -300,8 +341,129 @@ def _no_secret_in_error(err: BaseException) -> None:
         for t in texts:
             assert CONFORMANCE_SECRET not in t, (
                 "the credential leaked" + ("" if e is err else f" in the error's chain ({type(e).__name__})"))
+        kept = _secret_kept_in(e)
+        assert kept is None, (f"the credential is kept on the error{'' if e is err else ' chain'} "
+                              f"({type(e).__name__}{kept}): whoever logs or pickles the error gets it")
         todo += [e.__cause__, e.__context__]
     _no_secret("".join(traceback.format_exception(err)))
+
+
+def _secret_kept_in(value: Any) -> str | None:
+    """Where the credential sits among ``value``'s attributes, arguments and what they hold
+    (mappings, sequences, objects' attributes, recursively; an SDK's ``.request`` with its headers),
+    as ``.attr[key]...``; ``None`` when nowhere. A masking holder (``SecretStr``: it has
+    ``get_secret_value``) is not opened: that is the secret kept as it should be."""
+    seen: set[int] = set()
+
+    def walk(v: Any, where: str, depth: int) -> str | None:
+        if isinstance(v, str | bytes | bytearray):
+            text = v if isinstance(v, str) else bytes(v).decode("utf-8", "replace")
+            return where if CONFORMANCE_SECRET in text else None
+        if depth > 8 or id(v) in seen or v is None or isinstance(v, int | float | type) or callable(v) \
+                or hasattr(v, "get_secret_value"):
+            return None
+        seen.add(id(v))
+        kids: list[tuple[str, Any]] = []
+        if isinstance(v, Mapping):
+            kids = [(f"[{k!r}]", k) for k in v] + [(f"[{k!r}]", x) for k, x in v.items()]
+        elif isinstance(v, list | tuple | set | frozenset):
+            kids = [(f"[{i}]", x) for i, x in enumerate(v)]
+        else:
+            attrs: dict[str, Any] = dict(getattr(v, "__dict__", {}) or {})
+            for cls in type(v).__mro__:
+                for name in getattr(cls, "__slots__", ()):
+                    if isinstance(name, str) and hasattr(v, name):
+                        attrs.setdefault(name, getattr(v, name, None))
+            if isinstance(v, BaseException):
+                attrs["args"] = v.args
+                attrs.pop("__traceback__", None)
+            kids = [(f".{k}", x) for k, x in attrs.items() if k not in ("__cause__", "__context__")]
+        for step, kid in kids:
+            found = walk(kid, where + step, depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    return walk(value, "", 0)
+
+
+#: other names a warning or a refusal may use for what it could not send
+_ALIASES: dict[str, tuple[str, ...]] = {
+    "tool_choice": ("tool_choice", "tool choice"),
+    "tools": ("tool",),
+    "images": ("image",),
+    "structured_output": ("structured output", "output schema", "response_format", "response format", "json schema",
+                          "schema"),
+    "max_tokens": ("max_tokens", "max tokens", "max_completion_tokens", "max_output_tokens", "maxoutputtokens",
+                   "output tokens"),
+    "stop": ("stop",),
+}
+
+
+def _says(text: str, what: str) -> bool:
+    """Whether ``text`` names ``what`` (a setting or feature, or one of its :data:`_ALIASES`;
+    case and ``_`` / space ignored)."""
+    low = text.lower().replace("_", " ")
+    return any(a.replace("_", " ") in low for a in _ALIASES.get(what, (what,)))
+
+
+def _warned(result: LLMResult, what: str) -> bool:
+    """Whether one of ``result``'s warnings names ``what``: a warning excuses only what it names
+    (an unrelated one, "preview API", says nothing about a setting left out)."""
+    return any(_says(w, what) for w in result.warnings)
+
+
+def _warning_names(result: LLMResult, what: str, why: str) -> None:
+    assert _warned(result, what), (
+        f"{why}: the provider must raise UnsupportedFeature or report a warning naming {what!r}, not drop "
+        f"it silently" + (f" (its warnings {list(result.warnings)} do not name it)" if result.warnings else ""))
+
+
+def _refusal_names(exc: UnsupportedFeature, what: str) -> None:
+    said = f"{exc} {getattr(exc, 'feature', None) or ''}"
+    assert _says(said, what), f"UnsupportedFeature raised for {what!r} does not name it: {exc}"
+
+
+def _owner_value(body: Any, marker: str | bytes, field: str) -> Any:
+    """The value of ``field`` (a dotted path) in the nearest object around ``marker``'s first
+    occurrence where the path leads somewhere (:data:`MISSING` when none does): the message or
+    block holding a tool result says its role and its error flag there."""
+    where = find(body, marker) if isinstance(marker, str) else _bytes_path(body, marker)
+    if where is None:
+        return MISSING
+    for n in range(len(where), -1, -1):
+        obj = _value(body, where[:n])
+        if isinstance(obj, Mapping) or (dataclasses.is_dataclass(obj) and not isinstance(obj, type)):
+            found = value_at(obj, field)
+            if found is not MISSING:
+                return found
+    return MISSING
+
+
+def _value(body: Any, path: tuple[Any, ...]) -> Any:
+    return value_at(body, ".".join(map(str, path))) if path else body
+
+
+def _bytes_path(body: Any, data: bytes) -> tuple[Any, ...] | None:
+    """Where the image ``data`` sits (raw bytes, base64 or a data URL holding it), or ``None``."""
+    encoded = (base64.b64encode(data).decode(), base64.urlsafe_b64encode(data).decode())
+    for path, v in leaves(body):
+        if isinstance(v, bytes | bytearray) and data in bytes(v):
+            return path
+        if isinstance(v, str) and any(e in v for e in encoded):
+            return path
+    return None
+
+
+def _around(body: Any, marker: str, width: int = 80) -> str:
+    """The text of the string leaf holding ``marker``, ``width`` characters either side of it."""
+    where = find(body, marker)
+    if where is None:
+        return ""
+    text = _value(body, where)
+    text = text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")
+    start = text.index(marker)
+    return text[max(0, start - width):start] + text[start + len(marker):start + len(marker) + width]
 
 
 def _problems(found: list[str]) -> None:
@@ -349,6 +511,41 @@ class ProviderConformance:
     #: still requires it as a value of its own (not in a URL, not inside text), in the message of its
     #: text, and no media type other than the image's.
     images_carry_media_type: bool = True
+
+    #: how the provider's API carries tool calls and results, from its API reference (required
+    #: when the provider declares ``tools``): ``"arguments"``: ``"string"`` (a call's arguments are
+    #: a JSON text: OpenAI's ``function.arguments``) or ``"object"`` (Anthropic's ``input``, Gemini's
+    #: ``args``, an in-process request's mapping) or ``None`` (a rendered prompt, where a call is
+    #: text: not checked); ``"result_role"``: ``(field, value)`` the object
+    #: holding a tool result carries (OpenAI chat ``("role", "tool")``; Anthropic, whose
+    #: ``tool_result`` blocks sit in a user message, ``("role", "user")``; Responses
+    #: ``("type", "function_call_output")``), or ``None`` for a rendered prompt; ``"is_error"``: the
+    #: field that flags an error result (dotted, read in the nearest object around the result:
+    #: Anthropic ``"is_error"``), or ``None`` for an API without one: the result's text must then
+    #: say it failed (the word "error" within 80 characters of its content).
+    tool_fields: Mapping[str, Any] | None = None
+
+    #: the header carrying the credential (``"authorization"``, ``"x-api-key"``,
+    #: ``"x-goog-api-key"``), or ``None`` (default) for "one header, whichever": the credential must
+    #: be in that header and in no other header, nor the URL, nor the body.
+    auth_header: str | None = None
+
+    #: the ids the ``parallel_tool_calls`` scenario's recorded answer gives its calls: city -> id
+    #: (``{"Paris": "call_...", "Tokyo": "call_..."}``), each of which must reach the answer on its
+    #: own call. Required when the provider declares ``parallel_tool_calls``.
+    parallel_call_ids: Mapping[str, str] | None = None
+
+    #: the finish the API's "stopped by its safety system" answer (the ``content_filter`` scenario)
+    #: must be read as: ``"content_filter"`` (OpenAI) or ``"refusal"`` (Anthropic's ``refusal``), or
+    #: ``None`` for an API without one (a local engine). Required when the provider declares
+    #: ``service``.
+    filter_finish: Any = _UNDECLARED
+
+    #: the reasoning text the ``reasoning`` scenario's recorded answer carries (a part of it), which
+    #: must reach the answer as a :class:`~seamkit.values.ReasoningBlock`'s text; ``None`` for an API
+    #: whose answers carry only a count of reasoning tokens (OpenAI Chat Completions). Required
+    #: when the provider declares ``reasoning``.
+    reasoning_text: Any = _UNDECLARED
 
     @classmethod
     def field_of(cls, setting: str) -> str | None:
@@ -403,6 +600,8 @@ class ProviderConformance:
                                max_tokens=256)
         if scenario == "reasoning":
             return ChatRequest((Message.user("Is 1001 prime? Think it through."),), max_tokens=4096)
+        if scenario == "length":
+            return ChatRequest((system, Message.user("Tell me a long story.")), max_tokens=16)
         return ChatRequest((system, Message.user("Say hello.")), max_tokens=256)
 
     @staticmethod
@@ -437,6 +636,29 @@ class ProviderConformance:
             return ChatRequest((*head, Message("user", (TextBlock(m["user"]), image))), max_tokens=256)
         if part == "structured_output":
             return ChatRequest((*head, Message.user(m["user"])), output_schema=MARKED_SCHEMA, max_tokens=256)
+        if part in ("seed", "stop", "extra"):
+            value = freeze({m["extra_key"]: m["extra_value"]}) if part == "extra" else m[part]
+            return ChatRequest((*head, Message.user(m["user"])), max_tokens=256, **{part: value})
+        if part in ("error_result", "result_image"):
+            text = m["error_result"] if part == "error_result" else m["result"]
+            images: tuple[ImageBlock, ...] = (
+                (ImageBlock(media_type="image/png", data=m["result_image"]),) if part == "result_image" else ())
+            result = ToolResult(m["call_id"], "get_weather", text, is_error=part == "error_result", images=images)
+            return ChatRequest((*head, Message.user(m["user"]), Message("assistant", (_call(m["call_id"], m["city"]),)),
+                                Message("tool", (result,))), tools=(MARKED_WEATHER,), max_tokens=256)
+        if part == "two_images":
+            images = (ImageBlock(media_type="image/png", data=m["image"]),
+                      ImageBlock(media_type="image/png", data=m["image_2"]))
+            return ChatRequest((*head, Message("user", (TextBlock(m["user"]), *images))), max_tokens=256)
+        if part == "exact_text":
+            return ChatRequest((Message.system(m["system"] + " " + m["unicode"]), Message.user(m["long"]),
+                                Message.assistant(m["unicode"].replace("UNI", "UNI-A")),
+                                Message.user(m["unicode"].replace("UNI", "UNI-U") + " " + m["long"].replace(
+                                    "LONG", "LONG-U"))), max_tokens=256)
+        if part == "exact_tool_text":
+            return ChatRequest((*head, Message.user(m["user"]), Message("assistant", (_call(m["call_id"], m["city"]),)),
+                                Message("tool", (_result(m["call_id"], m["unicode"] + " " + m["long"]),))),
+                               tools=(MARKED_WEATHER,), max_tokens=256)
         if part == "settings":
             return ChatRequest((*head, Message.user(m["user"])), max_tokens=m["max_tokens"],
                                temperature=m["temperature"])
@@ -622,12 +844,12 @@ class ProviderConformance:
         path = self.field_of(setting)
         try:
             result = await p.chat(self.conversation_for("settings"))
-        except UnsupportedFeature:
+        except UnsupportedFeature as exc:
             assert path is None, f"{setting} was refused, but the test class says it is sent as {path!r}"
+            _refusal_names(exc, setting)
             return
         if path is None:
-            assert result.warnings, (f"the test class says {setting} is never sent: the provider must raise "
-                                     "UnsupportedFeature or report a warning, not drop it silently")
+            _warning_names(result, setting, f"the test class says {setting} is never sent")
             return
         sent = _sent(last_sent)
         assert sent.mentions(MARKERS[setting]), f"{setting} was not sent"
@@ -653,13 +875,21 @@ class ProviderConformance:
             try:
                 result: LLMResult | None = await make_provider(
                     "text" if choice in ("auto", "none") else "tool_call").chat(request)
-            except UnsupportedFeature:
+            except UnsupportedFeature as exc:
                 assert choice != "auto", "tool_choice 'auto' (the default) was refused"
+                _refusal_names(exc, "tool_choice")
                 continue
             except ProviderError:
                 result = None  # the replayed answer need not fit the choice (an engine parsing it may object)
-            if result is not None and result.warnings and choice != "auto":
-                continue  # said it could not send this choice
+            if result is not None and choice != "auto" and _warned(result, "tool_choice"):
+                # said it could not send this choice (a warning naming tool_choice; any other excuses
+                # nothing); left out, not replaced by "auto"
+                excused = _sent(last_sent)
+                value = MISSING if path is None else value_at(excused.body, path)
+                assert value is MISSING or not _reads_auto(value), (
+                    f"tool_choice {choice!r} was warned about but sent as {value!r} at {path!r}: a choice the "
+                    "provider cannot send is left out (or refused), never replaced by 'auto'")
+                continue
             sent = _sent(last_sent)
             assert sent is not before, f"tool_choice {choice!r}: nothing was sent"
             if path is None:
@@ -695,6 +925,25 @@ class ProviderConformance:
         sent = await self._send(make_provider, last_sent, "turns", "credential")
         assert sent.mentions(CONFORMANCE_SECRET), "the credential was not sent"
 
+    async def test_sends_the_credential_only_in_its_header(self, make_provider: Make, recorder: Recorder) -> None:
+        """Over HTTP, the credential sits in one header (:attr:`auth_header` when declared) and
+        nowhere else: not in another header (proxies log custom ones), the URL (access logs keep
+        URLs) or the body."""
+        p = make_provider("text")
+        await p.chat(self.conversation_for("turns"))
+        # an in-process engine has no headers or URL: only what went over HTTP is read
+        for sent in recorder.sent_over_http:
+            holding = sorted(k.lower() for k, v in sent.headers.items() if CONFORMANCE_SECRET in v)
+            declared = type(self).auth_header
+            if declared is not None:
+                assert declared.lower() in holding, f"the credential was not sent in its header {declared!r}"
+                others = [h for h in holding if h != declared.lower()]
+                assert not others, f"the credential was sent in the header(s) {others} besides {declared!r}"
+            else:
+                assert len(holding) <= 1, f"the credential was sent in several headers: {holding}"
+            assert CONFORMANCE_SECRET not in sent.url, "the credential was sent in the URL (access logs keep URLs)"
+            assert CONFORMANCE_SECRET not in json.dumps(sent.body, default=repr), "the credential was sent in the body"
+
     @pytest.mark.parametrize("feature", ["tools", "images", "structured_output", "temperature"])
     async def test_an_undeclared_feature_is_refused_or_warned(self, make_provider: Make, feature: str) -> None:
         p = make_provider("text")
@@ -709,12 +958,200 @@ class ProviderConformance:
         }[feature]
         try:
             result = await p.chat(request)
-        except UnsupportedFeature:
+        except UnsupportedFeature as exc:
+            _refusal_names(exc, feature)
             return
-        assert result.warnings, (
-            f"{feature} is not declared: the provider must raise UnsupportedFeature or report a warning, "
-            "not drop it silently"
-        )
+        _warning_names(result, feature, f"{feature} is not declared")
+
+    async def test_sends_seed(self, make_provider: Make, last_sent: LastSent) -> None:
+        await self._check_sampling(make_provider, last_sent, "seed")
+
+    async def test_sends_stop_sequences(self, make_provider: Make, last_sent: LastSent) -> None:
+        await self._check_sampling(make_provider, last_sent, "stop")
+
+    async def _check_sampling(self, make_provider: Make, last_sent: LastSent, setting: str) -> None:
+        """``seed`` (an integer) or ``stop`` (every sequence, in order, as an array) exactly at the
+        declared field (:attr:`sent_fields`); declared ``None``: refused or warned about by name."""
+        path = self.field_of(setting)
+        try:
+            result = await make_provider("text").chat(self.conversation_for(setting))
+        except UnsupportedFeature as exc:
+            assert path is None, f"{setting} was refused, but the test class says it is sent as {path!r}"
+            _refusal_names(exc, setting)
+            return
+        if path is None:
+            _warning_names(result, setting, f"the test class says {setting} is never sent")
+            return
+        found = value_at(_sent(last_sent).body, path)
+        want: Any = MARKERS[setting] if setting == "seed" else list(MARKERS[setting])
+        shown = "nothing" if found is MISSING else repr(found)
+        if setting == "seed":
+            ok = type(found) is int and found == want
+        else:
+            # every sequence an item of its own, in order (the provider may add stops of its own)
+            ok = isinstance(found, list | tuple) and [x for x in found if x in want] == want
+        assert ok, (f"{setting} {want!r} was not sent as the field {path!r} (found {shown} there)"
+                    + ("" if setting == "seed" else ": every stop sequence, in order, each an item of an array"))
+
+    async def test_sends_extra_settings(self, make_provider: Make, last_sent: LastSent) -> None:
+        """``request.extra`` is merged into the body (each key a top-level field of the body, as the
+        bundled providers do; :attr:`sent_fields` ``extra`` may name the object it is merged into
+        instead), or a warning names the key the provider did not send."""
+        m = MARKERS
+        key = m["extra_key"]
+        try:
+            result = await make_provider("text").chat(self.conversation_for("extra"))
+        except UnsupportedFeature as exc:
+            assert key in str(exc), f"UnsupportedFeature raised for extra setting {key!r} does not name it: {exc}"
+            return
+        if any(key in w for w in result.warnings):
+            return
+        into = (self.sent_fields or {}).get("extra") or ""
+        found = value_at(_sent(last_sent).body, f"{into}.{key}" if into else key)
+        assert found == m["extra_value"], (
+            f"request.extra {{{key!r}: {m['extra_value']!r}}} was not merged into the body (found "
+            f"{'nothing' if found is MISSING else repr(found)} at {key!r}) and no warning names {key!r}")
+
+    def _tool_field(self, name: str) -> Any:
+        fields = type(self).tool_fields
+        assert fields is not None and name in fields, (
+            f"{type(self).__name__} does not say how its API carries tool calls and results: add tool_fields = "
+            "{'arguments': 'string' | 'object', 'result_role': (field, value) | None, 'is_error': field | None} "
+            "to the test class, from the provider's API reference (e.g. OpenAI chat: {'arguments': 'string', "
+            "'result_role': ('role', 'tool'), 'is_error': None})")
+        return fields[name]
+
+    async def test_sends_tool_call_arguments_as_the_api_wants(self, make_provider: Make, last_sent: LastSent) -> None:
+        """A call's arguments sent back as the declared kind (:attr:`tool_fields` ``arguments``): a
+        JSON text whose object is the arguments, or an object holding them as values."""
+        kind = self._tool_field("arguments")
+        sent = await self._send(make_provider, last_sent, "tool_results", "tools")
+        if kind is None:
+            return  # a rendered prompt: the call is text in it (test_sends_tool_calls_and_their_results)
+        m = MARKERS
+        where = find(sent.body, m["city"])
+        assert where is not None, "the assistant's tool call was not sent back"
+        value = _value(sent.body, where)
+        if kind == "string":
+            try:
+                parsed = json.loads(value) if isinstance(value, str) else None
+            except ValueError:
+                parsed = None
+            assert isinstance(parsed, dict) and parsed.get("city") == m["city"], (
+                f"the tool call's arguments were not sent as a JSON string (the API wants one): found {value!r} at "
+                f"{'.'.join(map(str, where))}")
+        else:
+            assert kind == "object", f"tool_fields 'arguments' is 'string' or 'object', not {kind!r}"
+            assert value == m["city"] and where[-1] == "city", (
+                f"the tool call's arguments were not sent as an object (the API wants one): the city sits in "
+                f"{value!r} at {'.'.join(map(str, where))}")
+
+    async def test_sends_tool_results_in_their_role(self, make_provider: Make, last_sent: LastSent) -> None:
+        """The object holding a tool result carries the declared role (:attr:`tool_fields`
+        ``result_role``): a result sent as a user message is read as the user speaking."""
+        declared = self._tool_field("result_role")
+        sent = await self._send(make_provider, last_sent, "tool_results", "tools")
+        m = MARKERS
+        if declared is not None:
+            field, want = declared
+            got = _owner_value(sent.body, m["result"], field)
+            assert got == want, (f"the tool result was not sent with {field}={want!r} (found "
+                                 f"{'nothing' if got is MISSING else repr(got)}): the API reads it as another turn")
+
+    async def test_sends_tool_errors_as_errors(self, make_provider: Make, last_sent: LastSent) -> None:
+        """An error result (``is_error``) is flagged at the declared field (:attr:`tool_fields`
+        ``is_error``) and a plain result is not; an API without a flag: the error result's text
+        says "error" (within 80 characters of its content) and the plain result's does not."""
+        field = self._tool_field("is_error")
+        m = MARKERS
+        error = await self._send(make_provider, last_sent, "error_result", "tools")
+        assert error.mentions(m["error_result"]), "the error tool result was not sent"
+        plain = await self._send(make_provider, last_sent, "tool_results", "tools")
+        if field is not None:
+            got = _owner_value(error.body, m["error_result"], field)
+            shown = "nothing" if got is MISSING else repr(got)
+            assert got is True, (f"the error tool result was not flagged {field}=true (found {shown}): the model "
+                                 "reads a failure as a success")
+            assert _owner_value(plain.body, m["result"], field) is not True, (
+                f"a successful tool result was flagged {field}=true: the model reads a success as a failure")
+            return
+        assert "error" in _around(error.body, m["error_result"]).lower(), (
+            "the error tool result was sent like a successful one (no error flag, and its text does not say "
+            "'error'): the model reads a failure as a success")
+        assert "error" not in _around(plain.body, m["result"]).lower(), (
+            "a successful tool result was sent marked as an error")
+
+    async def test_sends_tool_result_images(self, make_provider: Make, last_sent: LastSent) -> None:
+        """A tool result's image is sent (a value of its own with its media type, after the
+        call) or left out with a warning naming the image (refused: UnsupportedFeature naming it)."""
+        p = make_provider("text")
+        _needs(p, "tools")
+        m = MARKERS
+        try:
+            result = await p.chat(self.conversation_for("result_image"))
+        except UnsupportedFeature as exc:
+            _refusal_names(exc, "images")
+            return
+        sent = _sent(last_sent)
+        assert sent.mentions(m["result"]), "the tool result's text was not sent with its image"
+        if _warned(result, "images"):
+            return
+        assert sent.mentions(m["result_image"]), (
+            "the tool result's image was neither sent nor reported left out (a warning naming the image)")
+        _problems(image_problems(sent.body, m["result_image"], "image/png", m["result"],
+                                 media_type_required=self.images_carry_media_type))
+        _problems(order_problems(sent.body, [("tool call", m["city"]), ("tool result", m["result"])]))
+
+    async def test_sends_every_image(self, make_provider: Make, last_sent: LastSent) -> None:
+        """Two images in one message: both sent, in order, each a value of its own in that message."""
+        sent = await self._send(make_provider, last_sent, "two_images", "images")
+        m = MARKERS
+        for key in ("image", "image_2"):
+            assert sent.mentions(m[key]), (f"the {'second' if key == 'image_2' else 'first'} image of the message "
+                                           "was not sent")
+            _problems(image_problems(sent.body, m[key], "image/png", m["user"], (m["first_user"], m["first_answer"]),
+                                     media_type_required=self.images_carry_media_type))
+        order = [p for p, _ in leaves(sent.body)]
+        first, second = _bytes_path(sent.body, m["image"]), _bytes_path(sent.body, m["image_2"])
+        assert first is not None and second is not None and first != second, "the two images were not sent apart"
+        assert order.index(first) < order.index(second), "the message's images were not sent in their order"
+
+    async def test_sends_text_exactly(self, make_provider: Make, last_sent: LastSent) -> None:
+        """Non-ASCII text (accents, CJK, Greek, an emoji) and a long text (over 20,000 characters)
+        reach the request unchanged, in every turn (and a tool result, with ``tools``)."""
+        m = MARKERS
+        texts = [m["unicode"], m["long"],
+                 m["unicode"].replace("UNI", "UNI-A"), m["unicode"].replace("UNI", "UNI-U"),
+                 m["long"].replace("LONG", "LONG-U")]
+        try:
+            sent = await self._send(make_provider, last_sent, "exact_text")
+        except ProviderError as exc:
+            # a small context window (a local model) may refuse the long texts: then the rest, without them
+            if exc.failure_class is not FailureClass.CONTEXT_LENGTH:
+                raise
+            longs = (m["long"], m["long"].replace("LONG", "LONG-U"))
+            short = tuple(Message(msg.role, (TextBlock(msg.text.replace(longs[0], "").replace(longs[1], "")),))
+                          for msg in self.conversation_for("exact_text").messages)
+            await make_provider("text").chat(self.conversation_for("exact_text").replace(messages=short))
+            sent = _sent(last_sent)
+            texts = [t for t in texts if "LONG" not in t]
+        if "tools" in features_of(make_provider("text")) and type(self).tool_fields is not None:
+            tool_text = m["unicode"] + " " + m["long"] if any("LONG" in t for t in texts) else m["unicode"]
+            request = self.conversation_for("exact_tool_text")
+            tool = request.messages[-1].content[0]
+            assert isinstance(tool, ToolResult)
+            await make_provider("text").chat(request.replace(messages=(
+                *request.messages[:-1], Message("tool", (_result(tool.call_id, tool_text),)))))
+            checks = [(sent, t) for t in texts] + [(_sent(last_sent), tool_text)]
+        else:
+            checks = [(sent, t) for t in texts]
+        for where, text in checks:
+            if not where.mentions(text):
+                head = text.split(":")[0].split(" ")[0]  # its marker: ASCII
+                hint = "changed or cut" if where.mentions(head) else "not sent"
+                raise AssertionError(
+                    f"the text {text[:24]!r}... ({len(text)} characters, non-ASCII: {not text.isascii()}) was {hint}: "
+                    "every character must reach the model as written")
 
     # --- tool calls, structured output, reasoning -------------------------------------------
 
@@ -737,6 +1174,47 @@ class ProviderConformance:
         assert sorted(c.arguments["city"] for c in calls) == ["Paris", "Tokyo"]
         assert {c.name for c in calls} == {"get_weather"}
 
+    async def test_parallel_tool_calls_keep_their_own_ids(self, make_provider: Make) -> None:
+        """Each parallel call carries the id the answer gave it (:attr:`parallel_call_ids`): a
+        result sent back under another call's id answers the wrong call."""
+        ids = type(self).parallel_call_ids
+        assert ids is not None, (
+            f"{type(self).__name__} does not say which id the parallel_tool_calls answer gives each call: add "
+            "parallel_call_ids = {'Paris': '<id>', 'Tokyo': '<id>'} from the recorded exchange")
+        r = await make_provider("parallel_tool_calls").chat(self.request_for("parallel_tool_calls"))
+        got = {str(c.arguments.get("city")): c.id for c in r.tool_calls}
+        assert got == dict(ids), f"the parallel calls' ids were mixed up: got {got}, the answer says {dict(ids)}"
+
+    async def test_a_length_finish_is_read_as_length(self, make_provider: Make) -> None:
+        """An answer cut off at the output-token limit finishes ``length`` (``chat()`` and
+        ``stream()``), with its text: reported as ``stop``, the caller takes it for a whole answer."""
+        r = await make_provider("length").chat(self.request_for("length"))
+        assert r.finish_reason == "length", (
+            f"an answer cut off at max_tokens finished {r.finish_reason!r}, not 'length'")
+        assert r.text, "the cut-off answer's text was lost"
+        deltas = await _deltas(make_provider("length"), self.request_for("length"))
+        finishes = [d.finish_reason for d in deltas if d.finish_reason is not None]
+        assert finishes == ["length"] and deltas[-1].finish_reason == "length", (
+            f"stream(): the finishes {finishes}, not one 'length' on the last delta")
+
+    async def test_a_filtered_answer_finishes_as_the_api_says(self, make_provider: Make) -> None:
+        """The ``content_filter`` scenario finishes :attr:`filter_finish` (``chat()`` and
+        ``stream()``): read as ``stop``, a blocked answer passes for a whole one."""
+        declared = type(self).filter_finish
+        if declared is _UNDECLARED:
+            assert "service" not in features_of(make_provider("text")), (
+                f"{type(self).__name__} does not say how the API's content-filter finish is read: add "
+                "filter_finish = 'content_filter' | 'refusal' (from the API reference), or None for an API without one")
+            return  # a local engine that says nothing: it has no safety system's finish
+        if declared is None:
+            return  # the test class says the API has no such finish
+        r = await make_provider("content_filter").chat(self.request_for("text"))
+        assert r.finish_reason == declared, (
+            f"an answer stopped by the API's content filter finished {r.finish_reason!r}, not {declared!r}")
+        deltas = await _deltas(make_provider("content_filter"), self.request_for("text"))
+        finishes = [d.finish_reason for d in deltas if d.finish_reason is not None]
+        assert finishes == [declared], f"stream(): the finishes {finishes}, not one {declared!r}"
+
     async def test_structured_output(self, make_provider: Make) -> None:
         p = make_provider("structured_output")
         _needs(p, "structured_output")
@@ -751,6 +1229,24 @@ class ProviderConformance:
         assert (blocks and (blocks[0].text or blocks[0].signature)) or r.usage.reasoning_tokens > 0
         if blocks:
             assert blocks[0].provider and blocks[0].model, "a reasoning block must say which model wrote it"
+
+    async def test_reasoning_text_reaches_the_answer(self, make_provider: Make) -> None:
+        """The recorded answer's reasoning text (:attr:`reasoning_text`) reaches the answer as a
+        reasoning block's text, through ``chat()`` and ``stream()``: a count of reasoning tokens is not
+        the reasoning."""
+        declared = type(self).reasoning_text
+        assert declared is not _UNDECLARED, (
+            f"{type(self).__name__} does not say which reasoning text its reasoning scenario carries: add "
+            "reasoning_text = '<a part of it>' to the test class, or None for an API whose answers carry only "
+            "a count of reasoning tokens")
+        if declared is None:
+            pytest.skip("the test class says the API's answers carry no reasoning text")
+        r = await make_provider("reasoning").chat(self.request_for("reasoning"))
+        texts = "".join(b.text for b in r.message.content if isinstance(b, ReasoningBlock) and b.text)
+        assert declared in texts, (f"the reasoning text {declared!r} did not reach the answer (its reasoning: "
+                                   f"{texts[:200]!r})")
+        deltas = await _deltas(make_provider("reasoning"), self.request_for("reasoning"))
+        assert declared in "".join(d.reasoning or "" for d in deltas), "the reasoning text was not streamed"
 
     # --- failures ---------------------------------------------------------------------------
 

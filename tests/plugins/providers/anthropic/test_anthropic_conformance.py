@@ -37,7 +37,17 @@ class TestAnthropicConformance(ProviderConformance):
         "max_tokens": "max_tokens",
         "temperature": "temperature",
         "tool_choice": "tool_choice",
+        "seed": None,  # no seed in the Messages API (the provider warns)
+        "stop": "stop_sequences",
     }
+    # tool_use.input is an object; tool_result blocks sit in a user message and say is_error
+    tool_fields: ClassVar[dict[str, object]] = {"arguments": "object", "result_role": ("role", "user"),
+                                                "is_error": "is_error"}
+    auth_header = "x-api-key"
+    filter_finish = "refusal"  # stop_reason "refusal" (Claude's safety classifiers stopped the answer)
+    parallel_call_ids: ClassVar[dict[str, str]] = {"Paris": "toolu_01A09q90qw90lq917835lq9",
+                                                   "Tokyo": "toolu_01B5kD8cxj3ZfWoYq2JkQy7P"}
+    reasoning_text = "1001 = 7 \u00d7 143"  # the thinking of fixtures/reasoning.sse
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Callable[[str], LLMPort]:

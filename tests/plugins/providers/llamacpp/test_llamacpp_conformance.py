@@ -29,6 +29,7 @@ _REPLIES: dict[str, tuple[list[str], str | Exception | None]] = {
     "structured_output": (['{"answer"', ": 42}"], "stop"),
     "error_midstream": (["Hel"], RuntimeError("llama_decode returned -1")),
     "truncated": (["Hel"], None),
+    "length": (["Once upon", " a time"], "length"),
 }
 
 
@@ -87,7 +88,13 @@ class TestLlamaCppConformance(ProviderConformance):
         "max_tokens": "max_tokens",
         "temperature": "temperature",
         "tool_choice": "grammar",
+        "seed": "seed",
+        "stop": "stop",  # the request's sequences, then the chat template's own
+        "extra": "",  # create_completion's keyword arguments: extra settings are passed as is
     }
+    # one rendered prompt: a call is JSON text in it, a result a "Tool result" / "Tool error" line
+    filter_finish = None  # a local engine has no safety system's finish
+    tool_fields: ClassVar[dict[str, object]] = {"arguments": None, "result_role": None, "is_error": None}
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder, tmp_path: Path,

@@ -38,7 +38,16 @@ class TestOpenAIChatConformance(ProviderConformance):
         "max_tokens": "max_completion_tokens",
         "temperature": "temperature",
         "tool_choice": "tool_choice",
+        "seed": "seed",
+        "stop": "stop",
     }
+    # function.arguments is a JSON string; a result is a {"role": "tool", "tool_call_id"} message with no
+    # error field (the provider says "error" in its content)
+    tool_fields: ClassVar[dict[str, object]] = {"arguments": "string", "result_role": ("role", "tool"),
+                                                "is_error": None}
+    auth_header = "authorization"  # Authorization: Bearer <key>
+    filter_finish = "content_filter"  # finish_reason "content_filter"
+    parallel_call_ids: ClassVar[dict[str, str]] = {"Paris": "call_P4ris0aaaaaa", "Tokyo": "call_T0ky0bbbbbbb"}
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Callable[[str], LLMPort]:

@@ -232,7 +232,7 @@ async def test_transcript_mapping() -> None:
         {"role": "assistant", "content": "Checking.", "tool_calls": [
             {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
         ]},
-        {"role": "tool", "tool_call_id": "call_1", "content": "boom"},
+        {"role": "tool", "tool_call_id": "call_1", "content": "Error: boom"},  # no error field: the text says it
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}},
         ]},
@@ -274,7 +274,7 @@ async def test_tool_result_images_follow_all_the_tool_messages_in_one_user_messa
         _ASSISTANT_WIRE,
         {"role": "tool", "tool_call_id": "call_1", "content": "the page"},
         {"role": "tool", "tool_call_id": "call_2", "content": "sunny"},
-        {"role": "tool", "tool_call_id": "call_3", "content": ""},
+        {"role": "tool", "tool_call_id": "call_3", "content": "Error"},
         {"role": "user", "content": [
             {"type": "text", "text": "The tool call call_1 (screenshot) returned 2 images:"},
             {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},

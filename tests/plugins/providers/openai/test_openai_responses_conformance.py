@@ -25,7 +25,8 @@ def _reply(scenario: str) -> WireReply:
         spec = ERRORS[scenario]
         return WireReply.json(spec["status"], spec["body"], spec["headers"])
     # 53-byte reads: events, lines and multi-byte characters split across network reads
-    return WireReply.sse((FIX / f"{scenario}.sse").read_bytes(), chunk_size=53)
+    name = {"length": "incomplete_max_tokens", "content_filter": "incomplete_content_filter"}.get(scenario, scenario)
+    return WireReply.sse((FIX / f"{name}.sse").read_bytes(), chunk_size=53)
 
 
 class TestOpenAIResponsesConformance(ProviderConformance):
@@ -35,7 +36,18 @@ class TestOpenAIResponsesConformance(ProviderConformance):
         "max_tokens": "max_output_tokens",
         "temperature": "temperature",
         "tool_choice": "tool_choice",
+        "seed": None,  # not in the Responses API (the provider warns)
+        "stop": None,  # not in the Responses API (the provider refuses)
     }
+    # function_call.arguments is a JSON string; a result is a function_call_output item (call_id, output),
+    # with no error field
+    tool_fields: ClassVar[dict[str, object]] = {"arguments": "string", "result_role": ("type", "function_call_output"),
+                                                "is_error": None}
+    auth_header = "authorization"
+    filter_finish = "content_filter"  # response.incomplete, incomplete_details.reason "content_filter"
+    parallel_call_ids: ClassVar[dict[str, str]] = {"Paris": "call_4hB8wUq1ZrT6yN0pKs2LmX9d",
+                                                   "Tokyo": "call_Ve5nJ3cQ7tR2oW8xA1sG6kHf"}
+    reasoning_text = "Checking divisibility"  # the reasoning summary of fixtures/responses/reasoning.sse
 
     @pytest.fixture
     def make_provider(self, recorder: Recorder) -> Callable[[str], LLMPort]:

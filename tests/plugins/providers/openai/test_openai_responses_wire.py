@@ -203,7 +203,8 @@ def test_same_model_accepts_dated_snapshots_only_of_the_family() -> None:
     assert not same_model(None, "gpt-4.1")
 
 
-async def test_error_tool_result_is_sent_as_its_content() -> None:
+async def test_error_tool_result_says_error_in_its_content() -> None:
+    # function_call_output has no error field: the text says it (error_marked)
     p, t = provider(sse("text.sse"))
     req = ChatRequest((
         Message.user("weather?"),
@@ -213,7 +214,7 @@ async def test_error_tool_result_is_sent_as_its_content() -> None:
     await p.chat(req)
     assert t.json_bodies[0]["input"][1:] == [
         {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": '{"city":"Atlantis"}'},
-        {"type": "function_call_output", "call_id": "call_1", "output": "unknown city: Atlantis"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "Error: unknown city: Atlantis"},
     ]
 
 
@@ -239,6 +240,7 @@ async def test_tool_result_images_are_sent_in_the_function_call_output() -> None
             {"type": "input_image", "image_url": "https://example.com/chart.jpg", "detail": "auto"},
         ]},
         {"type": "function_call_output", "call_id": "call_2", "output": [
+            {"type": "input_text", "text": "Error"},
             {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo=", "detail": "auto"},
         ]},
         {"type": "function_call_output", "call_id": "call_3", "output": "sunny"},  # no images: a string
