@@ -316,6 +316,24 @@ def test_a_factory_that_blocks_is_interrupted_after_the_timeout() -> None:
                               "return within 0.2 s")
 
 
+def test_the_check_timeout_suspends_a_limit_armed_around_it_and_puts_it_back() -> None:
+    """A plugin author's test under pytest-timeout (a SIGALRM timer armed around it): the check's
+    own limit still fires, and the outer timer runs on afterwards (it was cancelled before)."""
+    import signal
+
+    fired: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
+    outer = signal.setitimer(signal.ITIMER_REAL, 100.0)
+    try:
+        (problem,) = check_component(spec(blocking), timeout_s=0.2).problems
+        assert "raised CheckTimeout: it did not return within 0.2 s" in problem
+        left, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 0 < left < 100.0 and fired == []
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, *outer)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_names_checked_elsewhere_refuse_a_trailing_newline_too() -> None:
     from seamkit import Binding
     from seamkit._calls.binding import CredentialRef

@@ -55,7 +55,7 @@ def _swallows_then_returns() -> None:
 
 @pytest.mark.parametrize("fn", [_blocks_in_main_thread, _swallows_then_blocks, _swallows_then_returns])
 def test_a_main_thread_import_that_blocks_fails_and_the_others_load(fn: Any) -> None:
-    alarm = signal.getsignal(signal.SIGALRM)
+    alarm, before = signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)
     good = FakeEntryPoint("good", plugin_module("good", seamkit_register_tools=lambda register: register(
         "fine", "builtins:dict")))
     reg = load_registry(entry_points=[CallingEntryPoint("stuck", fn), good])
@@ -63,7 +63,18 @@ def test_a_main_thread_import_that_blocks_fails_and_the_others_load(fn: Any) -> 
     assert by_name["stuck"].status == "failed"
     assert "did not finish importing within 0.3 s in the main thread" in (by_name["stuck"].error or "")
     assert by_name["good"].status == "ok" and reg.names("tool") == ["fine"]
-    assert signal.getsignal(signal.SIGALRM) == alarm and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) == alarm
+    _assert_timer_put_back(before)
+
+
+def _assert_timer_put_back(before: tuple[float, float]) -> None:
+    """No timer after when there was none before; a timer armed before (pytest-timeout's, in the
+    test command) armed again with what was left of it."""
+    after = signal.getitimer(signal.ITIMER_REAL)
+    if before[0] == 0:
+        assert after == (0.0, 0.0)
+    else:
+        assert 0 < after[0] <= before[0] and after[1] == before[1]
 
 
 def test_a_failed_main_thread_import_says_it_ran_twice() -> None:
@@ -135,3 +146,20 @@ def test_a_plugin_imported_again_in_the_main_thread_gets_a_note_from_the_check()
     assert reg.reports[0].status == "ok" and reg.imported_twice == {("twice", "seamkit-twice")}
     row = _run_job(reg, {"kind": "tool", "name": "fine", "distribution": "seamkit-twice", "plugin": "twice"})
     assert any(n.startswith("its plugin module was imported twice") for n in row["notes"]), row
+
+
+def test_an_outer_timer_is_suspended_and_put_back() -> None:
+    """A limit armed around the loading (pytest-timeout's in the test command, a caller's own) does
+    not switch the plugin's limit off: it is suspended meanwhile and armed again after."""
+    fired: list[int] = []
+    previous = signal.signal(signal.SIGALRM, lambda signum, frame: fired.append(signum))
+    outer = signal.setitimer(signal.ITIMER_REAL, 100.0)
+    try:
+        before = signal.getitimer(signal.ITIMER_REAL)
+        reg = load_registry(entry_points=[CallingEntryPoint("stuck", _blocks_in_main_thread)])
+        assert "did not finish importing within 0.3 s in the main thread" in (reg.reports[0].error or "")
+        _assert_timer_put_back(before)
+        assert fired == []
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, *outer)
+        signal.signal(signal.SIGALRM, previous)

@@ -121,29 +121,23 @@ class CheckTimeout(BaseException):
 
 @contextlib.contextmanager
 def _deadline(timeout_s: float | None) -> Iterator[None]:
-    """Raise :class:`CheckTimeout` in this thread after ``timeout_s`` seconds (``SIGALRM``)."""
-    import signal
-    import threading
+    """Raise :class:`CheckTimeout` in this thread after ``timeout_s`` seconds (``SIGALRM``; see
+    :func:`~seamkit._plugins.guard.alarm_deadline`, which also suspends and puts back a limit armed
+    around the check)."""
+    from seamkit._plugins.guard import alarm_deadline
 
-    if (timeout_s is None or not hasattr(signal, "setitimer")
-            or threading.current_thread() is not threading.main_thread()):
+    if timeout_s is None:
         yield
         return
-
-    def expired(signum: int, frame: object) -> None:
-        raise CheckTimeout(f"it did not return within {timeout_s:g} s (it may block: a network connect, a sleep)")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.setitimer(signal.ITIMER_REAL, timeout_s)
-    try:
+    stop = f"it did not return within {timeout_s:g} s (it may block: a network connect, a sleep)"
+    with alarm_deadline(timeout_s, lambda: CheckTimeout(stop)):
         yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 #: how a note saying that the port was not checked starts
 NOT_CHECKED = "not checked:"
+
+
 def _private_imports(spec: ComponentSpec) -> tuple[str, ...]:
     """:func:`~seamkit._plugins.private_imports.private_imports` of the component's distribution."""
     from seamkit._plugins.private_imports import private_imports

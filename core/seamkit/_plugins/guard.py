@@ -21,12 +21,13 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["IMPORT_TIMEOUT_S", "COMPONENT_IMPORT_TIMEOUT_S", "THREAD_NAME", "Overran", "abandon_imports",
-           "error_text", "import_error", "import_timeout", "main_thread_deadline", "needs_main_thread",
-           "overran_in_main", "plugin_output_to_stderr", "run_guarded"]
+           "alarm_deadline", "error_text", "import_error", "import_timeout", "main_thread_deadline",
+           "needs_main_thread", "overran_in_main", "plugin_output_to_stderr", "run_guarded"]
 
 #: seconds one plugin's import (and then its registration hooks) may take, unless
 #: ``SEAMKIT_PLUGIN_IMPORT_TIMEOUT`` says otherwise
@@ -192,11 +193,24 @@ _AGAIN_S = 0.5
 @contextlib.contextmanager
 def main_thread_deadline(timeout_s: float) -> Iterator[Callable[[], bool]]:
     """While a plugin's code runs in the main thread (imported again there because it needs it):
-    raise :class:`Overran` in it after ``timeout_s`` seconds (``SIGALRM``), and again every
-    :data:`_AGAIN_S` seconds until the block ends (a plugin swallowing one and blocking again).
-    Yields a function telling whether the deadline expired. No limit (it never expires) outside the
-    main thread, without ``signal.setitimer`` (Windows), or when a timer is armed already (the
-    caller's own limit: ``plugins --check``'s); a plugin replacing the ``SIGALRM`` handler itself,
+    raise :class:`Overran` in it after ``timeout_s`` seconds, and again every :data:`_AGAIN_S`
+    seconds until the block ends (a plugin swallowing one and blocking again); see
+    :func:`alarm_deadline`. Yields a function telling whether the deadline expired."""
+    with alarm_deadline(timeout_s, lambda: Overran(f"did not finish within {timeout_s:g} s"),
+                        again_s=_AGAIN_S) as expired:
+        yield expired
+
+
+@contextlib.contextmanager
+def alarm_deadline(timeout_s: float, stop: Callable[[], BaseException], *,
+                   again_s: float = 0.0) -> Iterator[Callable[[], bool]]:
+    """Raise ``stop()`` in the main thread's running code after ``timeout_s`` seconds
+    (``SIGALRM``), and again every ``again_s`` seconds (when > 0) until the block ends. Yields a
+    function telling whether it fired. A timer armed already (a caller's own limit, pytest-timeout's)
+    is suspended meanwhile and armed again after with what is left of it; when it is due first
+    anyway it is left alone (it stops the code sooner). No limit (it never fires) outside the main
+    thread, without ``signal.setitimer`` (Windows), or when the ``SIGALRM`` handler was not
+    installed from Python (it could not be put back). Code replacing the ``SIGALRM`` handler itself,
     or catching every exception in a loop, is not stopped."""
     fired: list[bool] = []
     armed = [True]
@@ -204,21 +218,27 @@ def main_thread_deadline(timeout_s: float) -> Iterator[Callable[[], bool]]:
     def expired() -> bool:
         return bool(fired)
 
-    if (not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread()
-            or signal.getitimer(signal.ITIMER_REAL)[0] > 0):
+    if not hasattr(signal, "setitimer") or threading.current_thread() is not threading.main_thread():
+        yield expired
+        return
+    outer_left, outer_every = signal.getitimer(signal.ITIMER_REAL)
+    if (0 < outer_left <= timeout_s) or signal.getsignal(signal.SIGALRM) is None:
         yield expired
         return
 
     def alarm(signum: int, frame: object) -> None:
         if armed[0]:  # not after the block ended (an alarm due just then)
             fired.append(True)
-            raise Overran(f"did not finish within {timeout_s:g} s")
+            raise stop()
 
+    started = time.monotonic()
     previous = signal.signal(signal.SIGALRM, alarm)
-    signal.setitimer(signal.ITIMER_REAL, timeout_s, _AGAIN_S)
+    signal.setitimer(signal.ITIMER_REAL, timeout_s, again_s)
     try:
         yield expired
     finally:
         armed[0] = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer_left > 0:  # the suspended timer goes on with what is left (one overdue fires at once)
+            signal.setitimer(signal.ITIMER_REAL, max(outer_left - (time.monotonic() - started), 1e-3), outer_every)
