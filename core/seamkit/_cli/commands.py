@@ -1163,11 +1163,13 @@ def _list_plugins(registry: Registry | RegistrySnapshot, args: argparse.Namespac
                     continue
                 row["check"] = "failed" if row["status"] == "failed" else "ok"
                 row["problems"] = [row["error"]] if row["error"] else []
+                row["notes"] = []
                 continue
             jobs.append((row, CheckJob(row["kind"], row["name"], row["distribution"], row["version"], row["plugin"])))
         for (row, _), result in zip(jobs, checker.run([job for _, job in jobs]), strict=True):
             row["check"] = result.status
             row["problems"] = list(result.problems)
+            row["notes"] = list(result.notes)  # private imports, processes left running...: shown, not failed
         failed = any(r["check"] == "failed" for r in rows)
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
@@ -1197,6 +1199,9 @@ def _list_plugins(registry: Registry | RegistrySnapshot, args: argparse.Namespac
             cells.append(escape("; ".join(r["problems"])))
         table.add_row(*cells)
     console.print(table)
+    for r in rows:  # under the table: a note is as long as it needs
+        for note in r.get("notes", ()):
+            console.print(escape(f"note: {r['kind']} {r['name']!r} ({r['distribution']}): {note}"), soft_wrap=True)
     return EXIT_FAILED if failed else EXIT_OK
 
 

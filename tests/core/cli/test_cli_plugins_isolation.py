@@ -176,6 +176,8 @@ def test_check_all_survives_components_that_exit_interrupt_hang_or_write_to_fd_1
     for name in ("swallows", "no-alarm"):
         assert "the check did not finish within 1 s" in problems[name], problems[name]
     assert rows["thread"]["check"] == "ok"
+    assert "left 1 non-daemon thread(s) running" in str(rows["thread"]["notes"])  # check-all keeps notes too
+    assert rows["fine"]["notes"] == []
     assert all(rows[f"fine-{i}"]["check"] == "ok" for i in range(4))
 
 
@@ -183,6 +185,9 @@ def test_check_notes_a_non_daemon_thread_and_still_exits(evil_cli: CLI) -> None:
     r = evil_cli("plugins", "--check", "thread", env=_env(), timeout=30)
     assert r.returncode == 0, r
     assert "note: it left 1 non-daemon thread(s) running (client-worker)" in r.stdout
+    every = evil_cli("plugins", "--check", env=_env(SEAMKIT_LOAD_PLUGINS="evil-factories"), timeout=60)
+    assert "note: tool 'thread' (evil-factories): it left 1 non-daemon thread(s) running (client-worker)" \
+        in every.stdout, every  # under the table of a check-all, as with --check NAME
 
 
 SURROGATE = '''
