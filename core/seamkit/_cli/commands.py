@@ -1286,6 +1286,21 @@ def cmd_new_plugin(args: argparse.Namespace) -> int:
     shown = root.as_posix() if root.is_absolute() or root.as_posix().startswith(".") else f"./{root.as_posix()}"
     sys.stdout.write(
         f"created {shown}/: a {args.kind} plugin, component {args.name!r}\n"
-        f"next: pip install -e '{shown}[test]' && pytest {shown}\n"
+        + _test_kit_step()
+        + f"next: pip install -e '{shown}[test]' && pytest {shown}\n"
     )
     return EXIT_OK
+
+
+def _test_kit_step() -> str:
+    """A ``first:`` line when pytest-seamkit (the generated tests' kit, the ``[test]`` extra) is
+    not installed: it is not on a package index yet, so ``pip install -e './x[test]'`` cannot find
+    it; it comes from a seamkit checkout (this one's path, when seamkit runs from one)."""
+    import importlib.util
+    import shlex
+
+    if importlib.util.find_spec("pytest_seamkit") is not None:
+        return ""
+    kit = Path(__file__).resolve().parents[3] / "testkit" / "pytest-seamkit"  # core/seamkit/_cli/ -> checkout
+    where = shlex.quote(kit.as_posix()) if kit.is_dir() else "<seamkit checkout>/testkit/pytest-seamkit"
+    return f"first: pip install -e {where}   (the test kit, pytest-seamkit, is not on a package index yet)\n"

@@ -180,6 +180,16 @@ def test_an_existing_directory_is_not_overwritten(tmp_path: Path) -> None:
     assert [p.name for p in (tmp_path / "seamkit-greet").iterdir()] == ["keep.txt"]
 
 
+def _hide_the_kit(tmp_path: Path) -> Path:
+    """A directory whose sitecustomize makes ``pytest_seamkit`` unfindable, as where it is not
+    installed."""
+    hide = tmp_path / "hide-kit"
+    hide.mkdir()
+    # a None in sys.modules is how importlib says "not importable here": find_spec answers None
+    (hide / "sitecustomize.py").write_text("import sys\nsys.modules['pytest_seamkit'] = None\n")
+    return hide
+
+
 def test_the_command_prints_the_next_steps_and_the_host_stays_lazy(tmp_path: Path) -> None:
     r = CLI([], tmp_path)("new", "plugin", "guardrail", "no_secrets")
     assert r.returncode == 0, r
@@ -189,6 +199,11 @@ def test_the_command_prints_the_next_steps_and_the_host_stays_lazy(tmp_path: Pat
         "created ./seamkit-no-secrets/: a guardrail plugin, component 'no_secrets'",
         "next: pip install -e './seamkit-no-secrets[test]' && pytest ./seamkit-no-secrets",
     ]
+    without_kit = CLI([_hide_the_kit(tmp_path)], tmp_path)("new", "plugin", "tool", "greet")
+    assert without_kit.returncode == 0, without_kit
+    kit = Path(__file__).resolve().parents[3] / "testkit" / "pytest-seamkit"
+    assert without_kit.stdout.splitlines()[1] == (
+        f"first: pip install -e {kit.as_posix()}   (the test kit, pytest-seamkit, is not on a package index yet)")
     code = "import sys, seamkit._cli.main; print(any(m.startswith('seamkit._cli.scaffold') for m in sys.modules))"
     lazy = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert lazy.stdout.strip() == "False", lazy
