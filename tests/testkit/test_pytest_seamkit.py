@@ -70,3 +70,15 @@ def test_without_the_option_nothing_is_blocked(tmp_path: Path) -> None:
     proc = _pytest(tmp_path, BODY.replace("def test_fixtures", "def _unused"), "-k", "test_blocked")
     assert proc.returncode == 1, proc.stdout  # the connect is not refused by seamkit (it times out or fails)
     assert "NetworkBlocked" in proc.stdout
+
+
+def test_a_store_name_the_child_process_cannot_find_says_to_install_the_plugin() -> None:
+    """The durability checks build the store in another process by its registered name: a plugin
+    that is on sys.path but not installed has no entry point there, and the error says so (an
+    outside tester met a bare ComponentNotFound traceback)."""
+    import pytest
+    from pytest_seamkit._durable import build_component
+    from seamkit.errors import PluginError
+
+    with pytest.raises(PluginError, match=r"no store named 'no-such-store'.*must be installed.*'module:attr'"):
+        build_component(("no-such-store", {}))

@@ -119,9 +119,23 @@ def build_component(component: Sequence[Any]) -> Any:
     if ":" in name:
         module, _, attr = name.partition(":")
         return getattr(importlib.import_module(module), attr)(**dict(config))
+    return _registered(name).build(dict(config))
+
+
+def _registered(name: str) -> Any:
+    """The registered ``store`` component ``name``, or an error saying why a child process cannot
+    find it (the plugin is not installed: its entry point exists only once it is)."""
+    from seamkit.errors import ComponentNotFound, PluginError
     from seamkit.plugin import get_registry
 
-    return get_registry().build("store", name, dict(config))
+    try:
+        return get_registry().resolve("store", name)
+    except ComponentNotFound as exc:
+        raise PluginError(
+            f"{exc}. The durability checks build the store in another process by its registered name, "
+            "so the plugin must be installed (`pip install -e .` in its project: its entry point is "
+            "what registers the name), or the fixture (store_component / checkpoints_component) can "
+            "give a 'module:attr' factory path instead of a name") from None
 
 
 # -- the key-value data set ----------------------------------------------------------------------
@@ -464,9 +478,7 @@ def _warm(component: Sequence[Any]) -> None:
     if ":" in name:
         importlib.import_module(name.partition(":")[0])
         return
-    from seamkit.plugin import get_registry
-
-    get_registry().resolve("store", name).factory_callable()
+    _registered(name).factory_callable()
 
 
 def zygote(request: Mapping[str, Any]) -> int:
