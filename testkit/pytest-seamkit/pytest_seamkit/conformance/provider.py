@@ -419,6 +419,23 @@ def _warning_names(result: LLMResult, what: str, why: str) -> None:
         f"it silently" + (f" (its warnings {list(result.warnings)} do not name it)" if result.warnings else ""))
 
 
+async def _sent_unless_excused(provider: Any, conversation: Any, setting: str, path: str | None) -> bool:
+    """Chat with ``setting`` in ``conversation``: ``True`` when the provider sent it (the caller
+    checks where), ``False`` when it excused it as the test class declares (``path`` ``None``:
+    refused with :class:`~seamkit.errors.UnsupportedFeature`, or warned about, naming it); a
+    refusal of a setting declared as sent fails."""
+    try:
+        result = await provider.chat(conversation)
+    except UnsupportedFeature as exc:
+        assert path is None, f"{setting} was refused, but the test class says it is sent as {path!r}"
+        _refusal_names(exc, setting)
+        return False
+    if path is None:
+        _warning_names(result, setting, f"the test class says {setting} is never sent")
+        return False
+    return True
+
+
 def _refusal_names(exc: UnsupportedFeature, what: str) -> None:
     said = f"{exc} {getattr(exc, 'feature', None) or ''}"
     assert _says(said, what), f"UnsupportedFeature raised for {what!r} does not name it: {exc}"
@@ -842,14 +859,7 @@ class ProviderConformance:
         p = make_provider("text")
         _needs(p, *(("temperature",) if setting == "temperature" else ()))
         path = self.field_of(setting)
-        try:
-            result = await p.chat(self.conversation_for("settings"))
-        except UnsupportedFeature as exc:
-            assert path is None, f"{setting} was refused, but the test class says it is sent as {path!r}"
-            _refusal_names(exc, setting)
-            return
-        if path is None:
-            _warning_names(result, setting, f"the test class says {setting} is never sent")
+        if not await _sent_unless_excused(p, self.conversation_for("settings"), setting, path) or path is None:
             return
         sent = _sent(last_sent)
         assert sent.mentions(MARKERS[setting]), f"{setting} was not sent"
@@ -973,14 +983,8 @@ class ProviderConformance:
         """``seed`` (an integer) or ``stop`` (every sequence, in order, as an array) exactly at the
         declared field (:attr:`sent_fields`); declared ``None``: refused or warned about by name."""
         path = self.field_of(setting)
-        try:
-            result = await make_provider("text").chat(self.conversation_for(setting))
-        except UnsupportedFeature as exc:
-            assert path is None, f"{setting} was refused, but the test class says it is sent as {path!r}"
-            _refusal_names(exc, setting)
-            return
-        if path is None:
-            _warning_names(result, setting, f"the test class says {setting} is never sent")
+        sent_it = await _sent_unless_excused(make_provider("text"), self.conversation_for(setting), setting, path)
+        if not sent_it or path is None:
             return
         found = value_at(_sent(last_sent).body, path)
         want: Any = MARKERS[setting] if setting == "seed" else list(MARKERS[setting])
