@@ -100,3 +100,20 @@ def test_a_store_class_saying_persistent_for_a_memory_store_fails(tmp_path: Path
     proc = _run_store(tmp_path, "True")
     failed = "FAILED test_said.py::TestSaid::test_the_declared_persistence_is_the_stores"
     assert failed in proc.stdout, proc.stdout[-3000:]
+
+
+def test_an_api_giving_calls_no_ids_needs_no_parallel_call_ids(tmp_path: Path) -> None:
+    """Ollama's /api/chat gives tool calls no ids (a result names its tool): a provider declaring
+    parallel calls but not ``tool_call_ids`` is not asked which id each parallel call carries (an
+    outside newcomer had to invent ids in their recording to pass)."""
+    without = 'PROVIDER_FEATURES - {"images", "tool_call_ids"}'
+    module = (MODULE.replace("DECLARED", without)
+              .replace("parallel_call_ids = PARALLEL_IDS", "parallel_call_ids = None")
+              .replace('features=PROVIDER_FEATURES - {"images"}', f"features={without}"))
+    (tmp_path / "test_declared.py").write_text(module)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(CORE_SUITE.parent), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rfs", "-p", "no:cacheprovider", str(tmp_path),
+                           "-k", "parallel"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert "TestDeclared: the provider does not declare 'tool_call_ids'" in proc.stdout
+    assert "parallel_call_ids" not in proc.stdout
