@@ -838,6 +838,147 @@ class KeyDeepOnError(_KeepsOnError):
 
 
 # the reasoning scenario with reasoning text streamed first (as DeepSeek and vLLM send it)
+def _each_schema(schema, change):
+    """``change`` applied to ``schema`` and to every property schema under it."""
+    change(schema)
+    for sub in (schema.get("properties") or {}).values():
+        _each_schema(sub, change)
+
+
+class ToolSchemaLoosened(OpenAIChatProvider):
+    """The tools' parameters lose ``required`` and every ``enum``."""
+
+    def body(self, request):
+        body, warnings = super().body(request)
+        for tool in body.get("tools", []):
+            _each_schema(tool["function"]["parameters"],
+                         lambda s: [s.pop(k, None) for k in ("required", "enum")])
+        return body, warnings
+
+
+class OnlyFirstToolDescribed(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        for tool in body.get("tools", [])[1:]:
+            tool["function"]["description"] = ""
+        return body, warnings
+
+
+class PropertyDescriptionsDropped(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        for tool in body.get("tools", []):
+            _each_schema(tool["function"]["parameters"], lambda s: s.pop("description", None))
+        return body, warnings
+
+
+class PropertyTypeChanged(OpenAIChatProvider):
+    """Every string parameter sent as ``number``."""
+
+    def body(self, request):
+        body, warnings = super().body(request)
+        for tool in body.get("tools", []):
+            _each_schema(tool["function"]["parameters"],
+                         lambda s: s.__setitem__("type", "number") if s.get("type") == "string" else None)
+        return body, warnings
+
+
+class StrictModeTools(OpenAIChatProvider):
+    """Correct: OpenAI strict mode's additions: every property required, the optional ones nullable
+    (a null in their enum too), ``additionalProperties: false``, ``strict: true``."""
+
+    def body(self, request):
+        body, warnings = super().body(request)
+        for tool in body.get("tools", []):
+            fn = tool["function"]
+            params = fn["parameters"]
+            for name, sub in params["properties"].items():
+                if name not in params.get("required", []):
+                    sub["type"] = [sub["type"], "null"]
+                    if "enum" in sub:
+                        sub["enum"] = [*sub["enum"], None]
+            params["required"] = list(params["properties"])
+            params["additionalProperties"] = False
+            fn["strict"] = True
+        return body, warnings
+
+
+class OutputSchemaLoosened(OpenAIChatProvider):
+    """The output schema sent with ``additionalProperties`` true."""
+
+    def body(self, request):
+        body, warnings = super().body(request)
+        if "response_format" in body:
+            body["response_format"]["json_schema"]["schema"]["additionalProperties"] = True
+        return body, warnings
+
+
+class OutputSchemaNotStrict(OpenAIChatProvider):
+    """The output schema sent with ``strict: false`` and no warning."""
+
+    def body(self, request):
+        body, warnings = super().body(request)
+        if "response_format" in body:
+            body["response_format"]["json_schema"]["strict"] = False
+        return body, warnings
+
+
+class OutputSchemaRequiredDropped(OpenAIChatProvider):
+    def body(self, request):
+        body, warnings = super().body(request)
+        if "response_format" in body:
+            body["response_format"]["json_schema"]["schema"].pop("required", None)
+        return body, warnings
+
+
+def _text_parts(request, change):
+    """``request`` with each message's text blocks replaced by ``change(texts)`` (this provider
+    joins a text-only message's parts itself, so the mutants change the blocks it is given)."""
+    messages = []
+    for m in request.messages:
+        texts = [b for b in m.content if type(b).__name__ == "TextBlock"]
+        rest = [b for b in m.content if type(b).__name__ != "TextBlock"]
+        messages.append(dataclasses.replace(m, content=(*change(texts), *rest)) if len(texts) > 1 else m)
+    return request.replace(messages=tuple(messages))
+
+
+class TextPartsReversed(OpenAIChatProvider):
+    def body(self, request):
+        return super().body(_text_parts(request, lambda texts: texts[::-1]))
+
+
+class OnlyFirstTextPart(OpenAIChatProvider):
+    def body(self, request):
+        return super().body(_text_parts(request, lambda texts: texts[:1]))
+
+
+class TextPartsJoined(OpenAIChatProvider):
+    """Correct: a message's text parts joined, in order, into one, a blank line between them."""
+
+    def body(self, request):
+        return super().body(_text_parts(request, lambda texts: [dataclasses.replace(
+            texts[0], text="\\n\\n".join(t.text for t in texts))]))
+
+
+class TextDuplicatedAtBoundaries(OpenAIChatProvider):
+    """Each streamed text chunk repeats the previous chunk's last character ("Helloo there!")."""
+
+    async def stream(self, request):
+        last = ""
+        async with aclosing(super().stream(request)) as deltas:
+            async for d in deltas:
+                if d.text:
+                    text, last = last[-1:] + d.text, d.text
+                    d = dataclasses.replace(d, text=text)
+                yield d
+
+
+class UsageOffByOne(OpenAIChatProvider):
+    def usage_from(self, raw):
+        u = super().usage_from(raw)
+        return dataclasses.replace(u, input_tokens=u.input_tokens + 1)
+
+
 REASONING_TEXT = "1001/7 = 143 = 11*13"
 
 
@@ -960,6 +1101,19 @@ TestKeyDeepOnError = suite_for(KeyDeepOnError)
 TestFilterAsStop = suite_for(FilterAsStop)
 TestDropsReasoningText = suite_for(DropsReasoningText, REASONING_TEXT)
 TestReasoningTextKept = suite_for(OpenAIChatProvider, REASONING_TEXT)
+TestToolSchemaLoosened = suite_for(ToolSchemaLoosened)
+TestOnlyFirstToolDescribed = suite_for(OnlyFirstToolDescribed)
+TestPropertyDescriptionsDropped = suite_for(PropertyDescriptionsDropped)
+TestPropertyTypeChanged = suite_for(PropertyTypeChanged)
+TestStrictModeTools = suite_for(StrictModeTools)
+TestOutputSchemaLoosened = suite_for(OutputSchemaLoosened)
+TestOutputSchemaNotStrict = suite_for(OutputSchemaNotStrict)
+TestOutputSchemaRequiredDropped = suite_for(OutputSchemaRequiredDropped)
+TestTextPartsReversed = suite_for(TextPartsReversed)
+TestOnlyFirstTextPart = suite_for(OnlyFirstTextPart)
+TestTextPartsJoined = suite_for(TextPartsJoined)
+TestTextDuplicatedAtBoundaries = suite_for(TextDuplicatedAtBoundaries)
+TestUsageOffByOne = suite_for(UsageOffByOne)
 '''
 
 ERRORS = {f"test_errors_are_classified[{s}]"
@@ -990,7 +1144,8 @@ EXPECTED_FAILURES = {
                               "test_sends_tool_result_images", "test_sends_tool_results_in_their_role"},
     "TestResultIdsDropped": {"test_sends_tool_call_ids", "test_sends_parallel_tool_results"},
     "TestResultIdsAllFirst": {"test_sends_parallel_tool_results"},
-    "TestToolsNeverOffered": {"test_sends_tool_calls_and_their_results", "test_sends_tool_choice"},
+    "TestToolsNeverOffered": {"test_sends_every_tool_whole", "test_sends_tool_calls_and_their_results",
+                              "test_sends_tool_choice"},
     "TestSchemaNeverSent": {"test_sends_the_output_schema"},
     # it swallows errors of status 429 and above (quota is a 429 at OpenAI) in chat() only
     "TestChatSwallowsErrors": {f"test_errors_are_classified[{s}]" for s in ("error_quota", "error_rate_limited",
@@ -1020,18 +1175,21 @@ EXPECTED_FAILURES = {
     "TestResultsFirst": {"test_sends_parallel_tool_results", "test_sends_tool_calls_and_their_results",
                          "test_sends_tool_result_images"},
     "TestDuplicatesFirstUser": {"test_sends_every_turn", "test_sends_tool_calls_and_their_results"},
-    "TestDuplicatesLastMessage": {"test_sends_every_turn", "test_sends_tool_calls_and_their_results",
-                                  "test_sends_parallel_tool_results"},
-    "TestHistorySentTwice": {"test_sends_every_turn", "test_sends_the_system_prompt", "test_sends_every_system_message",
-                             "test_sends_tool_calls_and_their_results", "test_sends_parallel_tool_results"},
+    "TestDuplicatesLastMessage": {"test_sends_every_text_part", "test_sends_every_turn",
+                                  "test_sends_tool_calls_and_their_results", "test_sends_parallel_tool_results"},
+    "TestHistorySentTwice": {"test_sends_every_text_part", "test_sends_every_turn", "test_sends_the_system_prompt",
+                             "test_sends_every_system_message", "test_sends_tool_calls_and_their_results",
+                             "test_sends_parallel_tool_results"},
     "TestToolChoiceAlwaysAuto": {"test_sends_tool_choice"},
     "TestNamedChoiceAsRequired": {"test_sends_tool_choice"},
     "TestNoneChoiceDropped": {"test_sends_tool_choice"},
     "TestRequiredSentAsAuto": {"test_sends_tool_choice"},
     "TestAutoChoiceLeftOut": set(),
     "TestKeyInWarningDelta": {"test_the_credential_never_shows"},
-    # the reply's text is no longer the JSON document, so structured output fails too
-    "TestKeyInText": {"test_the_credential_never_shows", "test_structured_output"},
+    # the reply's text is no longer the JSON document, so structured output fails too; the text it
+    # adds is in no value of the recorded reply
+    "TestKeyInText": {"test_the_credential_never_shows", "test_structured_output",
+                      "test_the_answer_is_formed_from_the_reply"},
     "TestKeyInPythonWarning": {"test_the_credential_never_shows"},
     "TestKeyPrintedToStderr": {"test_the_credential_never_shows"},
     "TestKeyPrintedToStdout": {"test_the_credential_never_shows"},
@@ -1082,6 +1240,21 @@ EXPECTED_FAILURES = {
     "TestDropsReasoningText": {"test_reasoning_text_reaches_the_answer"},
     "TestFilterAsStop": {"test_a_filtered_answer_finishes_as_the_api_says"},
     "TestReasoningTextKept": set(),
+    # final5's false passes: tools and output schema sent whole, every text part
+    "TestToolSchemaLoosened": {"test_sends_every_tool_whole"},
+    "TestOnlyFirstToolDescribed": {"test_sends_every_tool_whole"},
+    "TestPropertyDescriptionsDropped": {"test_sends_every_tool_whole"},
+    "TestPropertyTypeChanged": {"test_sends_every_tool_whole"},
+    "TestStrictModeTools": set(),
+    "TestOutputSchemaLoosened": {"test_sends_the_output_schema"},
+    "TestOutputSchemaNotStrict": {"test_sends_the_output_schema"},
+    "TestOutputSchemaRequiredDropped": {"test_sends_the_output_schema"},
+    "TestTextPartsReversed": {"test_sends_every_text_part"},
+    "TestOnlyFirstTextPart": {"test_sends_every_text_part"},
+    "TestTextPartsJoined": set(),
+    # the answer made from the recorded reply (the structured answer no longer parses either)
+    "TestTextDuplicatedAtBoundaries": {"test_the_answer_is_formed_from_the_reply", "test_structured_output"},
+    "TestUsageOffByOne": {"test_the_answer_is_formed_from_the_reply"},
 }
 
 #: (mutant, check) -> what its failure says: the check fails for the mutant's bug, not by accident
@@ -1144,6 +1317,17 @@ REASONS = {
     ("TestKeyDeepOnError", "test_errors_are_classified[error_auth]"): "kept on the error (ProviderError.request.sent",
     ("TestDropsReasoningText", "test_reasoning_text_reaches_the_answer"): "did not reach the answer",
     ("TestFilterAsStop", "test_a_filtered_answer_finishes_as_the_api_says"): "finished 'stop', not 'content_filter'",
+    ("TestToolSchemaLoosened", "test_sends_every_tool_whole"): "no longer required",
+    ("TestOnlyFirstToolDescribed", "test_sends_every_tool_whole"): "the tool 'clock_marker_2291': its description",
+    ("TestPropertyDescriptionsDropped", "test_sends_every_tool_whole"): "property 'city': description",
+    ("TestPropertyTypeChanged", "test_sends_every_tool_whole"): "type 'string' was sent as 'number'",
+    ("TestOutputSchemaLoosened", "test_sends_the_output_schema"): "additionalProperties false was sent as True",
+    ("TestOutputSchemaNotStrict", "test_sends_the_output_schema"): "strict: false",
+    ("TestOutputSchemaRequiredDropped", "test_sends_the_output_schema"): "no longer required",
+    ("TestTextPartsReversed", "test_sends_every_text_part"): "second text part was sent before the first",
+    ("TestOnlyFirstTextPart", "test_sends_every_text_part"): "second text part of the user message was not sent",
+    ("TestTextDuplicatedAtBoundaries", "test_the_answer_is_formed_from_the_reply"): "not made of the reply's text",
+    ("TestUsageOffByOne", "test_the_answer_is_formed_from_the_reply"): "usage.input_tokens",
 }
 
 

@@ -337,3 +337,122 @@ def image_problems(body: Any, data: bytes, media_type: str, text_marker: str,
         if where[:len(base) + 1] != text_at[:len(base) + 1]:
             problems.append("the image was not sent in the message holding the text sent with it")
     return problems
+
+
+def _embedded(text: str) -> list[tuple[int, Any, str]]:
+    """The JSON objects written inside ``text`` (a prompt an engine renders): ``(offset, value,
+    the text since the previous one ended)`` each."""
+    out: list[tuple[int, Any, str]] = []
+    decoder = json.JSONDecoder()
+    at, since = text.find("{"), 0
+    while at != -1:
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except ValueError:
+            at = text.find("{", at + 1)
+            continue
+        out.append((at, value, text[since:at]))
+        since = end
+        at = text.find("{", end)
+    return out
+
+
+def _objects(body: Any) -> list[tuple[Path, Mapping[str, Any], str | None]]:
+    """Every mapping in ``body`` with its path, in document order, and ``None``; a JSON object
+    written inside a string leaf (a schema in a rendered prompt) too, its path the leaf's plus
+    ``("<json>", offset)`` and the text before it (since the previous such object) instead of
+    ``None``."""
+    out: list[tuple[Path, Mapping[str, Any], str | None]] = []
+
+    def walk(value: Any, path: Path, lead: str | None) -> None:
+        if len(path) > _MAX_DEPTH:
+            return
+        if isinstance(value, str) and "{" in value:
+            for offset, inner, before in _embedded(value):
+                walk(inner, (*path, ("<json>", offset)), before)
+            return
+        if isinstance(value, Mapping):
+            out.append((path, value, lead))
+        for step, child in _children(value) or []:
+            walk(child, (*path, step), lead)
+
+    walk(body, (), None)
+    return out
+
+
+def schema_sent(body: Any, property_name: str) -> tuple[Path, Mapping[str, Any], str | None] | None:
+    """The first object of ``body`` whose ``properties`` (an object) has ``property_name``: where a
+    JSON Schema holding that property was sent, with the text before it when it was written inside
+    a text (see :func:`_objects`); ``None`` when none is."""
+    for path, obj, lead in _objects(body):
+        props = obj.get("properties")
+        if isinstance(props, Mapping) and property_name in props:
+            return path, obj, lead
+    return None
+
+
+def owner_of(body: Any, path: Path, name: str) -> Any:
+    """The nearest object (mapping or dataclass) enclosing ``path`` that has a string leaf equal
+    to ``name`` outside the value at ``path`` (a tool's object: its name beside its parameters);
+    ``None`` when none does."""
+    for n in range(len(path) - 1, -1, -1):
+        around = _at(body, path[:n])
+        if (isinstance(around, Mapping) or dataclasses.is_dataclass(around)) and any(
+                v == name and p[:len(path) - n] != path[n:] for p, v in leaves(around)):
+            return around
+    return None
+
+
+def _types(value: Any) -> set[str]:
+    kinds = value if isinstance(value, list | tuple) else [value]
+    return {k.lower() for k in kinds if isinstance(k, str)}
+
+
+def schema_loss(original: Mapping[str, Any], sent: Any, where: str = "the schema") -> list[str]:
+    """What of ``original`` (a JSON Schema) ``sent`` lost or loosened; ``[]`` when nothing. Every
+    property (recursively, and ``items``) must be there with its ``type`` (case-insensitive: Gemini
+    writes ``STRING``; a nullable union such as ``["string", "null"]`` keeps it), ``description``
+    and ``enum`` values (``null`` may be added: a nullable property); every ``required`` name must
+    stay required; ``additionalProperties: false`` must not be sent as anything else but false or
+    left out. A provider may add (OpenAI strict mode requires every property and adds
+    ``additionalProperties: false``); a sent ``anyOf`` keeps the original when one branch does."""
+    if not isinstance(sent, Mapping):
+        return [f"{where} was not sent as an object"]
+    branches = sent.get("anyOf")
+    if "type" in original and "type" not in sent and isinstance(branches, list | tuple):
+        found = [schema_loss(original, b, where) for b in branches]
+        return [] if any(not f for f in found) else found[0] if found else [f"{where}: an empty anyOf was sent"]
+    out: list[str] = []
+    for key, value in original.items():
+        got = sent.get(key, MISSING)
+        if key == "properties" and isinstance(value, Mapping):
+            for name, sub in value.items():
+                if not isinstance(got, Mapping) or name not in got:
+                    out.append(f"{where}: property {name!r} was not sent")
+                elif isinstance(sub, Mapping):
+                    out += schema_loss(sub, got[name], f"property {name!r}")
+        elif key == "items" and isinstance(value, Mapping):
+            out += schema_loss(value, got, f"{where} items") if got is not MISSING else [f"{where}: items not sent"]
+        elif key == "required":
+            lost = [n for n in value if not isinstance(got, list | tuple) or n not in got]
+            if lost:
+                out.append(f"{where}: {lost} no longer required (required was sent as "
+                           f"{'nothing' if got is MISSING else got!r})")
+        elif key == "enum":
+            if not isinstance(got, list | tuple) or any(v not in got for v in value) or any(
+                    v not in value and v is not None for v in got):
+                out.append(f"{where}: enum {list(value)!r} was sent as {'nothing' if got is MISSING else got!r}")
+        elif key == "type":
+            if not _types(value) <= _types(got):
+                out.append(f"{where}: type {value!r} was sent as {'nothing' if got is MISSING else got!r}")
+        elif key == "description":
+            if not (isinstance(got, str) and isinstance(value, str) and value in got):
+                out.append(f"{where}: description {value!r} was sent as {'nothing' if got is MISSING else got!r}")
+        elif key == "additionalProperties" and value is False and got is not MISSING and got is not False:
+            out.append(f"{where}: additionalProperties false was sent as {got!r} (other properties now allowed)")
+    return out
+
+
+def parent_of(body: Any, path: Path) -> Any:
+    """The value holding the one at ``path`` (``None`` at the root)."""
+    return _at(body, path[:-1]) if path else None

@@ -83,11 +83,15 @@ from pytest_seamkit.conformance._shape import (
     leaves,
     once_problems,
     order_problems,
+    owner_of,
+    parent_of,
     result_id_problems,
+    schema_loss,
+    schema_sent,
     turn_problems,
     value_at,
 )
-from pytest_seamkit.conformance.wire import Recorder, SentRequest
+from pytest_seamkit.conformance.wire import Recorder, SentRequest, formed_from, reply_numbers, reply_strings
 
 __all__ = ["CONFORMANCE_SECRET", "MARKERS", "SCENARIOS", "ProviderConformance", "features_of"]
 
@@ -157,6 +161,10 @@ MARKERS: dict[str, Any] = {
     "tool_parameter": "units_marker_5150",
     "schema_property": "answer_marker_6071",
     "named_tool": "clock_marker_2291",
+    "tool_description_2": "Marker-TOOL2-2291: current time in a city.",
+    "tool_parameter_2": "format_marker_2291",
+    "property_description": "Marker-PROP-8802: the city's name, in English.",
+    "user_part_2": "Marker-U2B-5187: and answer briefly.",
     "seed": 8191,
     "stop": ("Marker-STOP-5309", "Marker-STOP2-7140"),
     "extra_key": "marker_extra_6128",
@@ -200,12 +208,16 @@ MARKED_WEATHER = ToolSchema(
 suite can tell the tool was offered (its name alone also occurs in the history's tool calls)."""
 MARKED_CLOCK = ToolSchema(
     MARKERS["named_tool"],
-    "Current time in a city.",
-    freeze({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
-            "additionalProperties": False}),
+    MARKERS["tool_description_2"],
+    freeze({"type": "object",
+            "properties": {"city": {"type": "string", "description": MARKERS["property_description"]},
+                           MARKERS["tool_parameter_2"]: {"type": "string", "enum": ["12h", "24h"]}},
+            "required": ["city", MARKERS["tool_parameter_2"]], "additionalProperties": False}),
     False,
 )
-"""The second tool of the ``tool_choice`` conversation: the one a named ``tool_choice`` names."""
+"""The second tool of the ``tool_choice`` conversation: the one a named ``tool_choice`` names. Its
+description, a property's description, a parameter name, an enum and two required names are what
+:meth:`ProviderConformance.test_sends_every_tool_whole` looks for."""
 MARKED_SCHEMA: FrozenDict = freeze({
     "type": "object",
     "properties": {MARKERS["schema_property"]: {"type": "integer"}},
@@ -253,6 +265,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_sends_every_system_message": ("system_prompt",),
     "test_sends_tool_choice": ("tools",),
     "test_sends_tool_calls_and_their_results": ("tools",),
+    "test_sends_every_tool_whole": ("tools",),
     "test_sends_tool_call_ids": ("tools", "tool_call_ids"),
     "test_sends_parallel_tool_results": ("tools", "parallel_tool_calls"),
     "test_sends_images": ("images",),
@@ -664,6 +677,9 @@ class ProviderConformance:
             result = ToolResult(m["call_id"], "get_weather", text, is_error=part == "error_result", images=images)
             return ChatRequest((*head, Message.user(m["user"]), Message("assistant", (_call(m["call_id"], m["city"]),)),
                                 Message("tool", (result,))), tools=(MARKED_WEATHER,), max_tokens=256)
+        if part == "two_texts":
+            return ChatRequest((*head, Message("user", (TextBlock(m["user"]), TextBlock(m["user_part_2"])))),
+                               max_tokens=256)
         if part == "two_images":
             images = (ImageBlock(media_type="image/png", data=m["image"]),
                       ImageBlock(media_type="image/png", data=m["image_2"]))
@@ -737,6 +753,24 @@ class ProviderConformance:
         assert chatted.text == streamed.text
         assert chatted.finish_reason == streamed.finish_reason
         assert chatted.usage == streamed.usage
+
+    async def test_the_answer_is_formed_from_the_reply(self, make_provider: Make, recorder: Recorder) -> None:
+        """(Over HTTP.) The ``text`` answer's text is a concatenation, in stream order, of string
+        values of the recorded reply's JSON objects (text duplicated, reordered or invented at chunk
+        boundaries is not), and its usage counts (input, output) each occur as a number in the
+        reply. Weak for usage: counts swapped between input and output still occur."""
+        result = await make_provider("text").chat(self.request_for("text"))
+        reply = recorder.last_reply()
+        if reply is None:
+            pytest.skip("no recorded HTTP reply (an in-process provider): nothing to compare the answer with")
+        assert result.text, "the text answer is empty"
+        assert formed_from(result.text, reply_strings(reply)), (
+            f"the answer's text {result.text[:80]!r} is not made of the reply's text values in their order "
+            "(a chunk repeated, dropped into the middle, reordered or invented)")
+        numbers = reply_numbers(reply)
+        for name in ("input_tokens", "output_tokens"):
+            value = getattr(result.usage, name)
+            assert value in numbers, f"usage.{name} ({value}) is not a number of the recorded reply"
 
     async def test_usage_is_consistent(self, make_provider: Make) -> None:
         for scenario, feature in (("text", None), ("tool_call", "tools"), ("reasoning", "reasoning")):
@@ -844,9 +878,26 @@ class ProviderConformance:
                                  media_type_required=self.images_carry_media_type))
 
     async def test_sends_the_output_schema(self, make_provider: Make, last_sent: LastSent) -> None:
-        sent = await self._send(make_provider, last_sent, "structured_output", "structured_output",
-                                scenario="structured_output")
+        """The output schema (:data:`MARKED_SCHEMA`) is sent whole: nothing of it lost or loosened
+        (:func:`~pytest_seamkit.conformance._shape.schema_loss`: its property and type, ``required``,
+        ``additionalProperties: false``); a ``strict: false`` beside it (the API would not enforce
+        it) only with a warning naming the structured output."""
+        p = make_provider("structured_output")
+        _needs(p, "structured_output")
+        result = await p.chat(self.conversation_for("structured_output"))
+        sent = _sent(last_sent)
         assert sent.mentions(MARKERS["schema_property"]), "the output schema was not sent"
+        found = schema_sent(sent.body, MARKERS["schema_property"])
+        assert found is not None, (
+            "the output schema was not sent as a JSON Schema object (one whose properties hold "
+            f"{MARKERS['schema_property']!r})")
+        path, schema, _ = found
+        _problems([f"the output schema was not sent whole: {p}" for p in schema_loss(MARKED_SCHEMA, schema)])
+        beside = parent_of(sent.body, path)
+        flipped = isinstance(beside, Mapping) and beside.get("strict") is False
+        assert not flipped or _warned(result, "structured_output"), (
+            "the output schema was sent with strict: false beside it (the API need not follow it) and no "
+            "warning naming the structured output")
 
     async def test_sends_max_tokens(self, make_provider: Make, last_sent: LastSent) -> None:
         await self._check_setting(make_provider, last_sent, "max_tokens")
@@ -1106,6 +1157,46 @@ class ProviderConformance:
         _problems(image_problems(sent.body, m["result_image"], "image/png", m["result"],
                                  media_type_required=self.images_carry_media_type))
         _problems(order_problems(sent.body, [("tool call", m["city"]), ("tool result", m["result"])]))
+
+    async def test_sends_every_tool_whole(self, make_provider: Make, last_sent: LastSent) -> None:
+        """Both offered tools (:data:`MARKED_WEATHER`, :data:`MARKED_CLOCK`) are sent whole: each
+        name with its own description and its parameters schema, nothing of the schema lost or
+        loosened (:func:`~pytest_seamkit.conformance._shape.schema_loss`: every property with its
+        type and description, every ``enum`` value, every ``required`` name,
+        ``additionalProperties: false``); a provider may add (strict mode's extras)."""
+        request = self.conversation_for("tool_choice")
+        sent = await self._send(make_provider, last_sent, "tool_choice", "tools")
+        found: list[str] = []
+        for tool in request.tools:
+            others = {n for t in request.tools if t is not tool for n in t.parameters.get("properties", {})}
+            own = next(n for n in tool.parameters["properties"] if n not in others)
+            at = schema_sent(sent.body, own)
+            if at is None:
+                found.append(f"the tool {tool.name!r}: its parameters schema was not sent (no object whose "
+                             f"properties hold {own!r})")
+                continue
+            path, schema, lead = at
+            found += [f"the tool {tool.name!r} was not sent whole: {p}" for p in schema_loss(tool.parameters, schema)]
+            if lead is not None:  # written in a text (a rendered prompt): its name and description before it
+                if tool.name not in lead or tool.description not in lead:
+                    found.append(f"the tool {tool.name!r}: its name and description {tool.description!r} were not "
+                                 "written before its parameters")
+                continue
+            owner = owner_of(sent.body, path, tool.name)
+            if owner is None:
+                found.append(f"the tool {tool.name!r}: its name was not sent beside its parameters")
+            elif not any(isinstance(v, str) and tool.description in v for _, v in leaves(owner)):
+                found.append(f"the tool {tool.name!r}: its description {tool.description!r} was not sent with it")
+        _problems(found)
+
+    async def test_sends_every_text_part(self, make_provider: Make, last_sent: LastSent) -> None:
+        """A user message of two text parts: both sent, in their order (as two parts, or joined)."""
+        sent = await self._send(make_provider, last_sent, "two_texts")
+        m = MARKERS
+        for key, what in (("user", "first"), ("user_part_2", "second")):
+            assert sent.mentions(m[key]), f"the {what} text part of the user message was not sent"
+        _problems(order_problems(sent.body, [("first text part", m["user"]), ("second text part", m["user_part_2"])]))
+        _problems(once_problems(sent.body, [("first text part", m["user"]), ("second text part", m["user_part_2"])]))
 
     async def test_sends_every_image(self, make_provider: Make, last_sent: LastSent) -> None:
         """Two images in one message: both sent, in order, each a value of its own in that message."""
