@@ -26,7 +26,6 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         self._replies = list(replies)
         self._inner = inner
         self.sent: list[SentRequest] = []
-        self.answered: list[WireReply] = []  # the replies handed out, in order
         self.opened = 0
         self.closed = 0
 
@@ -48,7 +47,6 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         reply = self._replies.pop(0)
         if isinstance(reply, BaseException):
             raise reply
-        self.answered.append(reply)
         self.opened += 1
         return httpx.Response(reply.status, headers=dict(reply.headers),
                                     stream=_Stream(self, list(reply.chunks)), request=request)

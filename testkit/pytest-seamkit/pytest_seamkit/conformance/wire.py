@@ -18,8 +18,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
-import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -85,56 +84,6 @@ class SentRequest:
         """The value of header ``name`` (case-insensitive), ``None`` when absent."""
         low = name.lower()
         return next((v for k, v in self.headers.items() if k.lower() == low), None)
-
-
-def reply_strings(reply: WireReply) -> list[str]:
-    """Every string value (not keys) of the JSON objects in ``reply``'s body, in stream order: the
-    body read whole as JSON, else line by line (SSE ``data:`` lines, NDJSON lines); lines that are
-    not JSON are skipped."""
-    data = b"".join(c for c in reply.chunks if isinstance(c, bytes | bytearray)).decode("utf-8", "replace")
-    try:
-        docs = [json.loads(data)]
-    except ValueError:
-        docs = []
-        for line in data.splitlines():
-            line = line.strip()
-            if line.startswith("data:"):
-                line = line[5:].strip()
-            try:
-                docs.append(json.loads(line))
-            except ValueError:
-                continue
-
-    def strings(value: Any) -> Iterator[str]:
-        if isinstance(value, str):
-            yield value
-        elif isinstance(value, Mapping):
-            for v in value.values():
-                yield from strings(v)
-        elif isinstance(value, list):
-            for v in value:
-                yield from strings(v)
-
-    return [s for doc in docs for s in strings(doc)]
-
-
-def reply_numbers(reply: WireReply) -> set[float]:
-    """Every number in ``reply``'s body (as :func:`reply_strings` reads it, and in the text)."""
-    data = b"".join(c for c in reply.chunks if isinstance(c, bytes | bytearray)).decode("utf-8", "replace")
-    return {float(n) for n in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?", data)}
-
-
-def formed_from(text: str, pieces: Sequence[str]) -> bool:
-    """Whether ``text`` is a concatenation of some of ``pieces`` taken in their order (each at most
-    once; empty pieces ignored): what an answer streamed from those values can be."""
-    reach = {0}
-    for piece in pieces:
-        if not piece:
-            continue
-        reach |= {i + len(piece) for i in reach if text.startswith(piece, i)}
-        if len(text) in reach:
-            return True
-    return len(text) in reach
 
 
 @dataclass(frozen=True)
@@ -209,14 +158,6 @@ class Recorder:
     def unclosed(self) -> int:
         """How many responses its transports handed out whose stream is not closed yet."""
         return sum(t.opened - t.closed for t in self._transports)
-
-    def last_reply(self) -> WireReply | None:
-        """The last recorded reply a transport handed out (``None`` when none did: an in-process
-        provider's)."""
-        for t in reversed(self._transports):
-            if t.answered:
-                return t.answered[-1]
-        return None
 
     def last_sent(self) -> SentRequest | None:
         """The last request recorded (``None`` when nothing was): the latest transport's last
