@@ -1186,19 +1186,27 @@ def _list_plugins(registry: Registry | RegistrySnapshot, args: argparse.Namespac
                   if v in os.environ]
         console.print("no plugins loaded" + (f" ({', '.join(limits)} in force)" if limits else ""))
         return EXIT_OK
-    columns = COLUMNS if args.check is None else (*COLUMNS[:5], "check", "problems")
+    # the description says what each component is; errors (rare, long) go under the table, whole
+    columns = (*COLUMNS[:5], "description") if args.check is None else (*COLUMNS[:5], "check", "problems")
     table = Table(*columns, show_lines=False, box=None, pad_edge=False)
     for r in rows:
         status = "[green]ok[/]" if r["status"] == "ok" else "[bold red]failed[/]"
         cells = [escape(r["distribution"]), escape(r["version"]), r["kind"], escape(r["name"]), status]
         if args.check is None:
-            cells.append(escape(r["error"] or ""))
+            cells.append(escape((r["description"] or "").strip().split("\n")[0]
+                                or ("failed to load (see below)" if r["status"] == "failed" else "")))
         else:
             cells.append({"ok": "[green]ok[/]", "unchecked": "[yellow]unchecked[/]"}.get(r["check"],
                                                                                          "[bold red]failed[/]"))
             cells.append(escape("; ".join(r["problems"])))
         table.add_row(*cells)
     console.print(table)
+    if args.check is None:
+        for r in rows:  # under the table: an error is as long as it needs
+            if r["error"]:
+                what = "plugin" if r["kind"] == "plugin" else r["kind"]
+                console.print(escape(f"error: {what} {r['name']!r} ({r['distribution']} {r['version']}): "
+                                     f"{r['error']}"), soft_wrap=True)
     for r in rows:  # under the table: a note is as long as it needs
         for note in r.get("notes", ()):
             console.print(escape(f"note: {r['kind']} {r['name']!r} ({r['distribution']}): {note}"), soft_wrap=True)
@@ -1304,3 +1312,10 @@ def _test_kit_step() -> str:
     kit = Path(__file__).resolve().parents[3] / "testkit" / "pytest-seamkit"  # core/seamkit/_cli/ -> checkout
     where = shlex.quote(kit.as_posix()) if kit.is_dir() else "<seamkit checkout>/testkit/pytest-seamkit"
     return f"first: pip install -e {where}   (the test kit, pytest-seamkit, is not on a package index yet)\n"
+
+
+def cmd_plugins_show(args: argparse.Namespace) -> int:
+    """``seamkit plugins show NAME [--json]`` (see :mod:`seamkit._cli.plugins_show`)."""
+    from seamkit._cli.plugins_show import cmd_plugins_show as show
+
+    return show(args, _registry())

@@ -296,6 +296,17 @@ def build_parser(
         "problem. Without NAME: check every component (listing alone imports none)",
     )
     p.set_defaults(func=_lazy("plugins"))
+    shows = p.add_subparsers(dest="plugins_command", metavar="ACTION", parser_class=_Parser)
+    q = shows.add_parser(
+        "show",
+        help="a component's description, parameters and an example composition",
+        description="Show the component NAME (KIND/NAME picks one kind): its description, its parameters "
+        "(type, default, description) and a minimal composition that uses it. An unknown name is a usage "
+        "error (exit 2) with the close names.",
+    )
+    q.add_argument("name", metavar="NAME", help="a component name, or KIND/NAME (e.g. tool/calculator)")
+    q.add_argument("--json", action="store_true", help="print a JSON list (one object per component)")
+    q.set_defaults(func=_lazy("plugins_show"))
 
     p = sub.add_parser(
         "new",
