@@ -80,5 +80,6 @@ def test_plugins_table_shows_descriptions_and_errors_only_when_some(tmp_path, to
     r = cli("plugins")
     header = r.stdout.splitlines()[0].split()
     assert header[-1] == "description" and "error" not in header
-    assert any(line.startswith("error: plugin") and "(broken-import " in line for line in r.stdout.splitlines()) is broken
+    lines = r.stdout.splitlines()
+    assert any(x.startswith("error: plugin") and "(broken-import " in x for x in lines) is broken
     assert "Add two integers" in r.stdout  # the test plugin's declared description
