@@ -63,7 +63,7 @@ PINNED: dict[str, list[str]] = {
         "existing_file", "find_citations", "freeze", "get_registry", "guards_by_point", "hookimpl", "is_secret_name",
         "is_summary", "iter_slots", "jsonable", "lazy_attributes", "lease_void", "left_out_warning",
         "load_composition", "load_for_command", "load_price_table", "load_registry", "loads_composition",
-        "mark_terminated", "mask_named", "middleware", "no_run_text", "normalize_root", "note",
+        "mark_terminated", "mask_named", "mask_secrets", "middleware", "no_run_text", "normalize_root", "note",
         "parse_decision_flags", "parse_json", "parse_usd", "parse_yaml", "partial_json", "plain_schema",
         "port_problems", "price_usage", "pydantic_issues", "raw_text", "read_task", "register_tokenizer", "reject",
         "render_tool_value", "result_json", "resume_command", "rewrite", "run_interruptible", "run_sync",

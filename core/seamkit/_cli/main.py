@@ -10,8 +10,9 @@ valid JSON. Tool-call lines, the summary line, warnings and errors go to **stder
 ``--json``, stdout carries only JSON lines, one per stream event, and a failed run ends with a
 ``run_failed`` line (``run_id``, ``error: {type, message}``, ``exit_code``).
 
-Values that a composition's ``${NAME}`` references took from the environment are replaced by
-``***`` in everything ``run`` and ``validate`` write.
+The secrets among the values a composition's ``${NAME}`` references took from the environment
+(:meth:`~seamkit.composition.Composition.secret_values`) are replaced by ``***`` in everything
+``run`` and ``validate`` write; other environment values are shown as they are.
 
 Exit codes: ``0`` success; ``1`` the run failed (provider error, output that does not validate, a
 component failing to build for a reason other than its configuration, ...); ``2`` usage or
@@ -495,8 +496,8 @@ def _main(argv: Sequence[str] | None) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``seamkit`` command line with ``argv`` (default ``sys.argv[1:]``); returns the exit code.
 
-    Once a command has loaded a composition, the values its ``${NAME}`` references took from the
-    environment are masked (``***``) in everything written to stdout and stderr, errors and
+    Once a command has loaded a composition, the secrets among the values its ``${NAME}``
+    references took from the environment are masked (``***``) in everything written to stdout and stderr, errors and
     tracebacks included (see :mod:`seamkit._cli.scrub`)."""
     import signal
     import threading
