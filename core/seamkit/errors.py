@@ -38,6 +38,7 @@ member calls for the same handling (``except StoreError``: the backend let us do
     ├── AskFailed                     ``Answer.raise_for_outcome``: a model-neutral call failed
     ├── PromptVariablesError          (also ValueError) variables do not match the prompt
     ├── ContextBudgetExceeded         (also ValueError) the request is over the token budget
+    ├── TaskTooLarge                  (also ValueError) a task larger than the model's context window
     ├── UnsupportedSchemaType         (also TypeError) no schema flavour supports the output type
     ├── CompileError                  capabilities do not compile (.problems)
     ├── WorkflowInvalid               a workflow failed validation (.problems)
@@ -98,6 +99,7 @@ __all__ = [
     "AskFailed",
     "PromptVariablesError",
     "ContextBudgetExceeded",
+    "TaskTooLarge",
     "UnsupportedSchemaType",
     "CompileError",
     "WorkflowInvalid",
@@ -533,6 +535,29 @@ class ContextBudgetExceeded(SeamkitError, ValueError):
         super().__init__(f"the request is estimated at {estimated} tokens, over the budget of {budget} tokens "
                          "even after compaction")
 
+
+
+class TaskTooLarge(SeamkitError, ValueError):
+    """A task refused before the run starts (nothing sent, nothing stored): it is estimated at
+    ``estimated`` tokens (``chars`` characters), more than ``limit`` tokens, the model's context
+    window (``window`` is ``True``; ``where`` says where it was read, e.g. ``n_ctx``) or, when
+    the model declares none, :data:`seamkit._agent.task_size.MAX_TASK_TOKENS` (``window`` is
+    ``False``)."""
+
+    def __init__(self, estimated: int, limit: int, chars: int, *, window: bool, where: str = "") -> None:
+        self.estimated = estimated
+        self.limit = limit
+        self.chars = chars
+        self.window = window
+        if window:
+            what = f"the model's context window of {limit:,} tokens" + (f" ({where})" if where else "")
+            hint = "shorten the task, or use a model with a larger context"
+        else:
+            what = (f"{limit:,} tokens, more than any model takes (the model declares no context window, "
+                    f"so this cap applies)")
+            hint = "shorten the task"
+        super().__init__(f"the task is too large: about {estimated:,} tokens ({chars:,} characters), over {what}; "
+                         f"nothing was sent or stored; {hint}")
 
 
 def describe_type(tp: Any) -> str:
