@@ -82,7 +82,8 @@ PINNED: dict[str, list[str]] = {
         "ToolRequest", "ToolResult", "ToolSchema", "Usage", "freeze", "thaw",
     ],
     "seamkit.errors": [
-        "AgentDefinitionError", "AmbiguousComponent", "AskFailed", "BudgetExceeded", "CheckpointConflict", "ChildRunFailed", "CodecError",
+        "AgentDefinitionError", "AmbiguousComponent", "AskFailed", "BudgetExceeded",
+        "CheckpointConflict", "ChildRunFailed", "CodecError",
         "CompileError", "ComponentBuildError", "ComponentNotFound", "ConfigError", "ConfigIssue",
         "ContextBudgetExceeded", "EffectNotApplied", "EffectUncertain", "Failure", "FailureClass",
         "GuardrailTripped", "InfrastructureUnavailable", "KernelError", "OutputValidationError", "PluginError",
