@@ -284,7 +284,10 @@ def build_parser(
     p = sub.add_parser(
         "plugins",
         help="list installed plugins and components",
-        description="List installed components and plugins, including plugins that failed to load.",
+        description="List installed components (kind, name, description) and plugins, including plugins that "
+        "failed to load (their errors under the table). 'seamkit plugins show NAME' describes one component. "
+        "Exit codes: 0 ok; 1 a plugin failed to load, or --check found a problem; 2 usage error (an unknown "
+        "NAME, with the close names; with --json, also a JSON object {error, exit_code} on stdout).",
     )
     p.add_argument("--json", action="store_true", help="print a JSON list of objects")
     p.add_argument(
@@ -292,9 +295,10 @@ def build_parser(
         metavar="NAME",
         nargs="?",
         const=CHECK_ALL,
-        help="import and validate the component NAME (KIND/NAME picks one kind) and say what is wrong "
-        "with it: its module, its config model and default config, its factory, its port; exit 1 on a "
-        "problem. Without NAME: check every component (listing alone imports none)",
+        help="import and validate the component NAME (KIND/NAME picks one kind; command/NAME or plugin/NAME: "
+        "a plugin that adds commands) and say what is wrong with it: its module, its config model and default "
+        "config, its factory, its port; exit 1 on a problem. Without NAME: check every component (listing "
+        "alone imports no component module)",
     )
     p.set_defaults(func=_lazy("plugins"))
     shows = p.add_subparsers(dest="plugins_command", metavar="ACTION", parser_class=_Parser)
@@ -474,7 +478,12 @@ def _main(argv: Sequence[str] | None) -> int:
         raise UsageError(f"{exc} (SEAMKIT_STRICT_PLUGINS is set: a plugin that fails is an error)") from exc
     for f in failures:
         _err(f"warning: plugin {f.plugin!r} ({f.distribution} {f.version}) could not add its commands: {f.error}")
-    args, extra = parser.parse_known_args(argv)
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except SystemExit:  # --help (or argparse's own exit): say which plugins are missing from it
+        if argv[:1] != ["plugins"]:
+            _warn_failed(registry, failures)
+        raise
     if extra:  # reported by the sub-command's parser, so the usage shown is that command's
         command = getattr(args, "command", None)
         subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
@@ -484,13 +493,19 @@ def _main(argv: Sequence[str] | None) -> int:
     if func is None:
         raise UsageError(f"a command is required (see '{PROG} --help')\n{parser.format_usage().rstrip()}")
     if args.command != "plugins":
-        warned = {(f.plugin, f.distribution) for f in failures}  # told above: its commands failed
-        failed = [r for r in registry.reports if r.status == "failed" and (r.plugin, r.distribution) not in warned]
-        for r in failed:
-            _err(f"warning: plugin {r.plugin!r} ({r.distribution} {r.version}) failed to load; "
-                 f"see '{PROG} plugins'")
+        _warn_failed(registry, failures)
     code = func(args)
     return EXIT_OK if code is None else int(code)
+
+
+def _warn_failed(registry: Registry, failures: Sequence[PluginReport]) -> None:
+    """One warning line on stderr per plugin that failed to load (``failures``: those whose
+    commands failed, already told)."""
+    warned = {(f.plugin, f.distribution) for f in failures}
+    for r in registry.reports:
+        if r.status == "failed" and (r.plugin, r.distribution) not in warned:
+            _err(f"warning: plugin {r.plugin!r} ({r.distribution} {r.version}) failed to load; "
+                 f"see '{PROG} plugins'")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -13,7 +13,10 @@ installed component to that); kinds that are not a slot of a composition (``sche
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from seamkit._cli.outcomes import UsageError
@@ -21,7 +24,8 @@ from seamkit._cli.outcomes import UsageError
 if TYPE_CHECKING:
     from seamkit._plugins.registry import ComponentSpec, Registry
 
-__all__ = ["component_info", "example_composition", "find_components", "parameters"]
+__all__ = ["check_target", "component_info", "example_composition", "find_components", "json_usage_error",
+           "parameters"]
 
 #: where a kind that is not a composition slot is used
 _ELSEWHERE = {
@@ -40,13 +44,12 @@ def find_components(registry: Registry, target: str) -> list[ComponentSpec]:
     not of that shape."""
     import difflib
 
+    check_target(target)
     kind, sep, name = target.partition("/")
     if not sep:
         kind, name = "", target
     kind = _KIND_WORDS.get(kind, kind)
     kinds = sorted(registry.components)
-    if not name or "/" in name or (sep and not kind):
-        raise UsageError(f"expected NAME or KIND/NAME (e.g. 'tool/calculator'), got {target!r}")
     if sep and kind not in kinds:
         close = difflib.get_close_matches(kind, kinds, n=3, cutoff=0.6)
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
@@ -291,6 +294,28 @@ def example_composition(registry: Registry, spec: ComponentSpec) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def json_usage_error(as_json: bool) -> Iterator[None]:
+    """With ``as_json``, a :class:`UsageError` raised inside is also written to stdout as one JSON
+    object, ``{"error": {"type": "UsageError", "message": ...}, "exit_code": 2}``, so a program
+    reading stdout gets JSON whatever happens; the error goes on (stderr, exit 2)."""
+    try:
+        yield
+    except UsageError as exc:
+        if as_json:
+            sys.stdout.write(json.dumps({"error": {"type": "UsageError", "message": str(exc)},
+                                         "exit_code": 2}, ensure_ascii=False) + "\n")
+        raise
+
+
+def check_target(target: str) -> None:
+    """Refuse a ``--check`` or ``show`` argument that is not ``NAME`` or ``KIND/NAME`` (``a/b/c``,
+    ``/x``, ``x/``) with a message saying what is expected."""
+    kind, sep, name = target.partition("/")
+    if not target.strip() or (sep and (not kind or not name or "/" in name)):
+        raise UsageError(f"expected NAME or KIND/NAME (e.g. 'calculator' or 'tool/calculator'), got {target!r}")
+
+
 # -- the command -----------------------------------------------------------------------------------
 
 
@@ -339,11 +364,11 @@ def render(info: dict[str, Any]) -> str:
 
 def cmd_plugins_show(args: Any, registry: Registry) -> int:
     """``seamkit plugins show NAME|KIND/NAME [--json]``: every component ``NAME`` names."""
-    import sys
-
     from seamkit._cli.render import visible
 
-    infos = [component_info(registry, s) for s in find_components(registry, args.name)]
+    with json_usage_error(args.json):
+        check_target(args.name)
+        infos = [component_info(registry, s) for s in find_components(registry, args.name)]
     if args.json:
         sys.stdout.write(json.dumps(infos, indent=2, ensure_ascii=False) + "\n")
         return 0
