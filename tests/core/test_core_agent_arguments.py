@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from seamkit import Agent
-from seamkit.errors import AgentDefinitionError, SeamkitError, UnsupportedSchemaType
+from seamkit import Agent, Prompt, tool
+from seamkit.errors import AgentDefinitionError, SeamkitError, ToolDefinitionError, UnsupportedSchemaType
 from seamkit.plugin import adapt
 from seamkit.testing import ScriptedModel
 
@@ -75,3 +75,20 @@ def test_a_type_pydantic_cannot_describe_is_a_seamkit_error() -> None:
         Agent(model(), output=Opaque)
     assert "pydantic, which cannot describe it" in str(info.value)
     assert "arbitrary_types_allowed" not in str(info.value)  # pydantic's advice does not apply here
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: tool(5), "@tool decorates a function (def or async def), got 5 (int)"),
+    (lambda: tool(side_effecting=False)(5), "@tool(...) decorates a function (def or async def), got 5 (int)"),
+    (lambda: tool(side_effecting="no"), "side_effecting must be True or False, got 'no'"),
+    (lambda: tool(lambda: 1), "@tool needs side_effecting=True or False"),
+])
+def test_tool_misuse_is_a_tool_definition_error(make: Any, message: str) -> None:
+    with pytest.raises(ToolDefinitionError) as info:
+        make()
+    assert message in str(info.value) and isinstance(info.value, TypeError)
+
+
+def test_a_prompt_that_is_no_text_is_named() -> None:
+    with pytest.raises(AgentDefinitionError, match=r"Prompt template must be a str, got 5 \(int\)"):
+        Prompt(5)  # type: ignore[arg-type]
