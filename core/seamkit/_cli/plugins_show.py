@@ -112,16 +112,20 @@ def _is_secret(schema: dict[str, Any], defs: dict[str, Any]) -> bool:
 
 def _schema_of(spec: ComponentSpec) -> dict[str, Any]:
     """The JSON Schema of ``spec``'s config (``{}`` when it takes no parameters). Raises
-    :class:`UsageError` when its config model cannot be imported."""
+    :class:`~seamkit.errors.PluginError` (exit 1: the plugin's defect) when its config model
+    cannot be imported or described."""
+    from seamkit._plugins.redact import mask_message
+    from seamkit.errors import PluginError
+
     try:
         model = spec.config_model()
         if model is None:
             return {}
         return dict(model.model_json_schema(mode="validation"))  # type: ignore[attr-defined]
     except Exception as exc:
-        raise UsageError(f"the config of {spec.kind} {spec.name!r} ({spec.distribution}) cannot be loaded: "
-                         f"{type(exc).__name__}: {exc} (see 'seamkit plugins --check {spec.kind}/{spec.name}')"
-                         ) from None
+        raise PluginError(f"the config of {spec.kind} {spec.name!r} ({spec.distribution}) cannot be loaded: "
+                          f"{mask_message(f'{type(exc).__name__}: {exc}')} "
+                          f"(see 'seamkit plugins --check {spec.kind}/{spec.name}')") from None
 
 
 def parameters(spec: ComponentSpec) -> list[dict[str, Any]]:

@@ -83,3 +83,10 @@ def test_a_missing_dir_is_created_and_said_so(tmp_path: Path) -> None:
 def test_a_required_field_note_quotes_the_names(small_cli: CLI) -> None:
     r = small_cli("plugins", "--check", "needsconfig", env=ONLY)
     assert "the config requires 'model' (no default)" in r.stdout, r
+
+
+def test_show_of_a_component_whose_config_is_broken_says_so(small_cli: CLI) -> None:
+    r = small_cli("plugins", "show", "notpydantic", env=ONLY)
+    assert r.returncode == 1, r
+    assert "PluginError: the config of tool 'notpydantic' (checkme) cannot be loaded" in r.stderr
+    assert "seamkit plugins --check tool/notpydantic" in r.stderr and "Traceback" not in r.stderr
