@@ -137,3 +137,10 @@ def test_words_holding_a_short_secret_are_kept(secret: str, words: list[str], cu
     assert streamed == text
     # and standing alone between words, it is masked
     assert mask_secrets(f"{text} {secret} {text}", [secret]) == f"{text} *** {text}"
+
+
+def test_ask_masks_a_short_secret_only_as_a_token() -> None:
+    from seamkit._calls.ask import scrub
+
+    assert scrub("connection refused: key=e", ["e"]) == "connection refused: key=***"
+    assert scrub('{"k": "sk-abcdef\\"x"}', ['sk-abcdef"x']) == '{"k": "***"}'
