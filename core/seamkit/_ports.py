@@ -68,6 +68,10 @@ class LLMPort(Protocol):
     ``cost_source="local"``). Every ``usage`` a provider reports is priced with it
     (:func:`seamkit._pricing.price_usage`).
 
+    Optional attribute ``context_window``: the model's context window in tokens (prompt and
+    output); an agent refuses a task estimated over it before the run starts
+    (:mod:`seamkit._agent.task_size`; a config's ``n_ctx`` counts too).
+
     Optional attribute ``features``: a ``frozenset[str]`` of :data:`PROVIDER_FEATURES` names saying
     what the bound model and its API can do (the conformance suite skips, naming the feature, what
     is not declared; a provider without the attribute claims every feature):

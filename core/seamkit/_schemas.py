@@ -111,12 +111,12 @@ def adapt(tp: Any, *, registry: Registry | None = None) -> SchemaAdapter:
     """
     if _is_adapter(tp):
         return tp  # type: ignore[no-any-return]
-    if _not_a_type(tp):
-        raise UnsupportedSchemaType(tp, (), "it is a value, not a type, a typing construct or a JSON Schema")
     from seamkit._plugins.registry import get_registry
     from seamkit.errors import PluginError
 
     reg = registry if registry is not None else get_registry()
+    if _not_a_type(tp):  # the flavours installed are named without building them
+        raise UnsupportedSchemaType(tp, tuple(reg.names(KIND)), value=True)
     flavours: list[SchemaFlavour] = []
     broken: list[str] = []
     for by_name in (reg.components.get(KIND) or {}).values():

@@ -14,6 +14,7 @@ member calls for the same handling (``except StoreError``: the backend let us do
     │   ├── UnknownToolError          the model called a tool that does not exist
     │   └── ChildRunFailed            an agent used as a tool ended without an answer
     ├── ToolDefinitionError           (also TypeError) a function cannot be a tool
+    ├── AgentDefinitionError          (also TypeError, ValueError) an Agent(...) argument is wrong
     ├── OutputValidationError         the final answer did not validate (.problems, .raw)
     ├── RunError                      a run stopped without an answer
     │   ├── RunCancelled              its cancellation token was cancelled
@@ -38,6 +39,7 @@ member calls for the same handling (``except StoreError``: the backend let us do
     ├── AskFailed                     ``Answer.raise_for_outcome``: a model-neutral call failed
     ├── PromptVariablesError          (also ValueError) variables do not match the prompt
     ├── ContextBudgetExceeded         (also ValueError) the request is over the token budget
+    ├── TaskTooLarge                  (also ValueError) a task larger than the model's context window
     ├── UnsupportedSchemaType         (also TypeError) no schema flavour supports the output type
     ├── CompileError                  capabilities do not compile (.problems)
     ├── WorkflowInvalid               a workflow failed validation (.problems)
@@ -98,6 +100,8 @@ __all__ = [
     "AskFailed",
     "PromptVariablesError",
     "ContextBudgetExceeded",
+    "TaskTooLarge",
+    "AgentDefinitionError",
     "UnsupportedSchemaType",
     "CompileError",
     "WorkflowInvalid",
@@ -535,6 +539,35 @@ class ContextBudgetExceeded(SeamkitError, ValueError):
 
 
 
+class AgentDefinitionError(SeamkitError, TypeError, ValueError):
+    """An ``Agent(...)`` argument of the wrong type or value; the message names the argument, what
+    was given and what it accepts. A ``TypeError`` and a ``ValueError`` too, as a wrong type or
+    value is in plain Python."""
+
+
+class TaskTooLarge(SeamkitError, ValueError):
+    """A task refused before the run starts (nothing sent, nothing stored): it is estimated at
+    ``estimated`` tokens (``chars`` characters), more than ``limit`` tokens, the model's context
+    window (``window`` is ``True``; ``where`` says where it was read, e.g. ``n_ctx``) or, when
+    the model declares none, :data:`seamkit._agent.task_size.MAX_TASK_TOKENS` (``window`` is
+    ``False``)."""
+
+    def __init__(self, estimated: int, limit: int, chars: int, *, window: bool, where: str = "") -> None:
+        self.estimated = estimated
+        self.limit = limit
+        self.chars = chars
+        self.window = window
+        if window:
+            what = f"the model's context window of {limit:,} tokens" + (f" ({where})" if where else "")
+            hint = "shorten the task, or use a model with a larger context"
+        else:
+            what = (f"{limit:,} tokens, more than any model takes (the model declares no context window, "
+                    f"so this cap applies)")
+            hint = "shorten the task"
+        super().__init__(f"the task is too large: about {estimated:,} tokens ({chars:,} characters), over {what}; "
+                         f"nothing was sent or stored; {hint}")
+
+
 def describe_type(tp: Any) -> str:
     """A short human name for ``tp``: ``module.Qualname`` for classes, else its ``repr``."""
     if isinstance(tp, type):
@@ -547,14 +580,27 @@ def describe_type(tp: Any) -> str:
 
 
 
-class UnsupportedSchemaType(SeamkitError, TypeError):
-    """No installed schema flavour supports ``python_type``. ``flavours`` lists the installed ones."""
+#: what typed output accepts, for messages
+OUTPUT_ACCEPTED = ("a type (a pydantic model, a dataclass, an attrs class, a TypedDict, int...), a typing construct "
+                   "(list[int], X | None, Literal[...]), a JSON Schema (a dict) or a SchemaAdapter")
 
-    def __init__(self, python_type: Any, flavours: tuple[str, ...], detail: str = "") -> None:
+
+class UnsupportedSchemaType(SeamkitError, TypeError):
+    """No installed schema flavour supports ``python_type``. ``flavours`` lists the installed ones;
+    ``value``: ``python_type`` is a value (``5``), not a type: the message says what is accepted."""
+
+    def __init__(self, python_type: Any, flavours: tuple[str, ...], detail: str = "", *, value: bool = False) -> None:
         self.python_type = python_type
         self.flavours = flavours
         installed = ", ".join(flavours) or "none installed"
         extra = f"; {detail}" if detail else ""
+        if value:
+            super().__init__(
+                f"cannot use {describe_type(python_type)} for typed output: it is a value "
+                f"({type(python_type).__name__}), not a type; give {OUTPUT_ACCEPTED} "
+                f"(installed schema flavours: {installed})"
+            )
+            return
         super().__init__(
             f"cannot adapt {describe_type(python_type)} for typed output: no installed schema flavour "
             f"supports it (installed: {installed}){extra}"

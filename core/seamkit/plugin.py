@@ -102,6 +102,7 @@ _EXPORTS: dict[str, str] = {
     **_names("seamkit._slots", "ComponentSlot", "NestedSlot", "build_nested"),
     # -- secrets
     **_names("seamkit.composition._models", "MASK", "MIN_SECRET_LENGTH", "is_secret_name", "mask_named"),
+    **_names("seamkit._plugins.redact", "mask_secrets"),
     # -- pricing (USD as Decimal)
     **_names(
         "seamkit._pricing", "MILLION", "Price", "PriceTable", "cost_of", "load_price_table", "parse_usd", "price_usage",
@@ -400,6 +401,7 @@ if TYPE_CHECKING:
     from seamkit._plugins.check import check_component as check_component
     from seamkit._plugins.ports_check import Port as Port
     from seamkit._plugins.ports_check import port_problems as port_problems
+    from seamkit._plugins.redact import mask_secrets as mask_secrets
     from seamkit._plugins.registry import (
         ComponentSpec as ComponentSpec,
     )

@@ -290,7 +290,7 @@ def test_a_provider_that_cannot_be_built_is_checked_through_its_return_annotatio
     result = check_component(spec(build_provider, kind="provider", config=NeedsModel))
     assert result.problems == ("class HalfModel (the factory's return annotation) does not satisfy the model port "
                                "(LLMPort): missing chat()",)
-    assert "not built: the config requires model" in result.notes
+    assert "not built: the config requires 'model' (no default)" in result.notes
     unannotated = check_component(spec(build_provider_unannotated, kind="provider", config=NeedsModel))
     assert unannotated.ok and NO_ANNOTATION in unannotated.notes
 

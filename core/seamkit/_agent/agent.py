@@ -10,6 +10,7 @@ from seamkit._agent.controls import gathered_calls
 from seamkit._agent.definition import AgentDefinition
 from seamkit._agent.loop import Run
 from seamkit._agent.result import AgentResult, handoff_chain
+from seamkit._agent.task_size import check_task_size
 from seamkit._runtime.concurrency import run_sync
 from seamkit._runtime.context import RunContext
 from seamkit.values import Message, Scope, StreamEvent, Usage
@@ -128,6 +129,9 @@ class Agent(AgentDefinition):
             transcript.extend(task)
         else:
             raise TypeError(f"task must be a str, a Message or a non-empty list of Messages, got {task!r:.80}")
+        # a task the model cannot take is refused now: before it is guarded, stored or sent
+        check_task_size(transcript[len(transcript) - (len(task) if isinstance(task, (list, tuple)) else 1):],
+                        self.model)
         run = Run(self, ctx if ctx is not None else RunContext(), transcript)
         run.check_input = "input" in self._guards
         if self.request_builder is not None:
@@ -140,6 +144,7 @@ class Agent(AgentDefinition):
 
         if not isinstance(task, str):
             raise TypeError(f"the task of an agent with capabilities is the person's text (a str), got {task!r:.80}")
+        check_task_size([Message.user(task)], self.model)  # before anything is stored or sent
         transcript: list[Message] = []
         if self._system is not None:
             transcript.append(self._system)

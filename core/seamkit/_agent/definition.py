@@ -5,7 +5,8 @@ the definition, so it imports this module and not the one that imports it."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import contextlib
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +28,20 @@ if TYPE_CHECKING:
     from seamkit.capabilities import CompiledAgent
 
 __all__ = ["AgentDefinition"]
+
+
+@contextlib.contextmanager
+def _argument(name: str) -> Iterator[None]:
+    """A plain ``TypeError``/``ValueError`` raised while ``name`` is taken becomes an
+    :class:`~seamkit.errors.AgentDefinitionError` saying which argument it is about."""
+    from seamkit.errors import AgentDefinitionError, SeamkitError
+
+    try:
+        yield
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, SeamkitError):
+            raise
+        raise AgentDefinitionError(f"{name}: {exc}") from exc
 
 
 @dataclass(frozen=True)
@@ -70,6 +85,10 @@ class AgentDefinition:
     _guards: Mapping[str, tuple[Guard, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        from seamkit._agent.arguments import check_arguments
+        from seamkit.errors import AgentDefinitionError
+
+        check_arguments(self)  # wrong types: AgentDefinitionError naming the argument and what it takes
         for name in ("tools", "middlewares", "observers", "guardrails", "handoffs"):
             v = getattr(self, name)
             if type(v) is not tuple:
@@ -82,14 +101,15 @@ class AgentDefinition:
             from seamkit._durability.checkpointer import Checkpointer
 
             if not isinstance(self.checkpointer, Checkpointer):
-                object.__setattr__(self, "checkpointer", Checkpointer(self.checkpointer))
+                with _argument("checkpointer"):
+                    object.__setattr__(self, "checkpointer", Checkpointer(self.checkpointer))
         if not isinstance(self.model, LLMPort):
             from seamkit._plugins.ports_check import kind_port, port_problems
 
             port = kind_port("provider")
             assert port is not None
             problems = "; ".join(port_problems(self.model, port)) or "not an LLMPort"
-            raise TypeError(
+            raise AgentDefinitionError(
                 f"model must implement {port.label} (provider, model, stream(), chat()); "
                 f"{type(self.model).__name__} does not: {problems}"
             )
@@ -110,10 +130,11 @@ class AgentDefinition:
         if type(self.capability_ports) is not FrozenDict:
             object.__setattr__(self, "capability_ports", FrozenDict(self.capability_ports))
         if self.max_steps < 1:
-            raise ValueError("max_steps must be at least 1")
+            raise AgentDefinitionError(f"max_steps must be at least 1, got {self.max_steps}")
         if self.max_parallel_tools < 1:
-            raise ValueError("max_parallel_tools must be at least 1")
-        every_tool = ToolRegistry(self.tools)
+            raise AgentDefinitionError(f"max_parallel_tools must be at least 1, got {self.max_parallel_tools}")
+        with _argument("tools"):
+            every_tool = ToolRegistry(self.tools)
         registry = self._controls(every_tool)
         object.__setattr__(self, "_handoff_tools", self._adopt_handoffs(registry))
         if self.tool_choice == "required" and not registry:
@@ -131,7 +152,8 @@ class AgentDefinition:
                     raise ValueError(f"approvals name {tool_name!r}, which is not a tool of this agent")
             if self.checkpointer is None and any(p != "never" for p in self.approvals.values()):
                 raise ValueError("approvals need a checkpointer: a run waiting for a person is suspended durably")
-        guards = tuple(g if isinstance(g, Guard) else Guard(g) for g in self.guardrails)
+        with _argument("guardrails"):
+            guards = tuple(g if isinstance(g, Guard) else Guard(g) for g in self.guardrails)
         object.__setattr__(self, "guardrails", guards)
         object.__setattr__(self, "_guards", guards_by_point(guards))
         object.__setattr__(self, "_invoker", Invoker(self.model, registry, self.middlewares))

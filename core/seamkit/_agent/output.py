@@ -65,7 +65,18 @@ class OutputSpec:
         """From a Python type pydantic can describe (a model, dataclass, ``TypedDict``, ...)."""
         import pydantic
 
-        adapter = pydantic.TypeAdapter(tp)
+        from seamkit.errors import UnsupportedSchemaType
+
+        try:
+            adapter = pydantic.TypeAdapter(tp)
+            schema = adapter.json_schema()
+        except (pydantic.PydanticUserError, pydantic.PydanticSchemaGenerationError) as exc:
+            # pydantic's own words ("set arbitrary_types_allowed...") would mislead here
+            from seamkit.errors import OUTPUT_ACCEPTED
+
+            raise UnsupportedSchemaType(tp, ("pydantic",), f"an agent's output type is described by pydantic, "
+                                        f"which cannot describe it ({type(exc).__name__}); give {OUTPUT_ACCEPTED}"
+                                        ) from None
 
         def validate(value: Any) -> Any:
             try:
@@ -76,7 +87,7 @@ class OutputSpec:
                 ) from None
 
         name = getattr(tp, "__name__", "output")
-        return cls(freeze(adapter.json_schema()), tp, name, validate)
+        return cls(freeze(schema), tp, name, validate)
 
     def parse(self, text: str) -> Any:
         """Parse the model's final ``text`` (JSON, optionally in a Markdown code fence) and
@@ -289,4 +300,11 @@ def output_spec(output: Any) -> OutputSpec | None:
         return output
     if isinstance(output, Mapping):
         return OutputSpec.from_json_schema(output)
+    from seamkit._schemas import _not_a_type
+
+    if _not_a_type(output):
+        from seamkit._plugins.registry import get_registry
+        from seamkit.errors import UnsupportedSchemaType
+
+        raise UnsupportedSchemaType(output, tuple(get_registry().names("schema_adapter")), value=True)
     return OutputSpec.from_type(output)

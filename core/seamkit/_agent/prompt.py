@@ -34,6 +34,12 @@ class Prompt:
     version: str = "1"
 
     def __post_init__(self) -> None:
+        for name in ("template", "id", "version"):
+            value = getattr(self, name)
+            if not isinstance(value, str):
+                from seamkit.errors import AgentDefinitionError
+
+                raise AgentDefinitionError(f"Prompt {name} must be a str, got {value!r:.60} ({type(value).__name__})")
         bad = invalid_markers(self.template)
         if bad:
             raise ValueError(f"prompt {self.id}@{self.version}: {', '.join(map(repr, bad))} is not a valid "

@@ -55,14 +55,13 @@ def new_call_id() -> str:
 
 def scrub(text: str, secrets: Sequence[str]) -> str:
     """``text`` with each of ``secrets`` (as is, JSON-escaped and ``repr``-escaped) replaced by
-    ``***``."""
-    for s in secrets:
-        if not s:
-            continue
-        for form in {s, json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1], repr(s)[1:-1]}:
-            if form:
-                text = text.replace(form, MASK)
-    return text
+    ``***``; a short one (under 4 characters) only where it stands as a token of its own
+    (:func:`seamkit._plugins.redact.mask_secrets`)."""
+    from seamkit._plugins.redact import mask_secrets
+
+    forms = {form for s in secrets if s
+             for form in (s, json.dumps(s)[1:-1], json.dumps(s, ensure_ascii=False)[1:-1], repr(s)[1:-1]) if form}
+    return mask_secrets(text, forms)
 
 
 def _scrubbed_failure(exc: BaseException, secrets: Sequence[str]) -> Failure:

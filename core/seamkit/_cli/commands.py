@@ -1132,18 +1132,25 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     """``seamkit plugins [--json] [--check [NAME]]``: installed components and plugin load reports
     (failed ones with their error); exit 1 when a plugin failed to load. ``--check NAME`` checks one
     component (``KIND/NAME``: of that kind); ``--check`` alone checks them all, each in a child
-    process. Exit 1 when a check finds a problem."""
+    process. Exit 1 when a check finds a problem. With ``--json``, a usage error (an unknown name,
+    exit 2) is a JSON object on stdout too (``json_usage_error``), besides the message on stderr."""
     from seamkit._cli.common import CHECK_ALL
+    from seamkit._cli.plugins_show import check_target, json_usage_error
 
-    if args.check is None:
-        return _list_plugins(_registry(), args)
-    checker = _Checker()
-    try:
+    with json_usage_error(args.json):
+        if args.check is None:
+            return _list_plugins(_registry(), args)
         if args.check != CHECK_ALL:
-            return _check_one(checker, args.check, as_json=args.json)
-        return _list_plugins(checker.registry, args, checker)
-    finally:
-        checker.close()
+            check_target(args.check)  # before starting any child process
+        checker = _Checker()
+        try:
+            if args.check != CHECK_ALL:
+                return _check_one(checker, args.check, as_json=args.json)
+            return _list_plugins(checker.registry, args, checker)
+        finally:
+            checker.close()
+
+
 
 
 def _list_plugins(registry: Registry | RegistrySnapshot, args: argparse.Namespace,
@@ -1170,6 +1177,9 @@ def _list_plugins(registry: Registry | RegistrySnapshot, args: argparse.Namespac
             row["check"] = result.status
             row["problems"] = list(result.problems)
             row["notes"] = list(result.notes)  # private imports, processes left running...: shown, not failed
+        for row in rows:  # the keys of --check NAME's rows too (CHECK_KEYS)
+            row["ok"] = row["check"] != "failed"
+            row["checked"] = row["check"] != "unchecked"
         failed = any(r["check"] == "failed" for r in rows)
     if args.json:
         sys.stdout.write(json.dumps(rows, indent=2, ensure_ascii=False) + "\n")
@@ -1186,19 +1196,27 @@ def _list_plugins(registry: Registry | RegistrySnapshot, args: argparse.Namespac
                   if v in os.environ]
         console.print("no plugins loaded" + (f" ({', '.join(limits)} in force)" if limits else ""))
         return EXIT_OK
-    columns = COLUMNS if args.check is None else (*COLUMNS[:5], "check", "problems")
+    # the description says what each component is; errors (rare, long) go under the table, whole
+    columns = (*COLUMNS[:5], "description") if args.check is None else (*COLUMNS[:5], "check", "problems")
     table = Table(*columns, show_lines=False, box=None, pad_edge=False)
     for r in rows:
         status = "[green]ok[/]" if r["status"] == "ok" else "[bold red]failed[/]"
         cells = [escape(r["distribution"]), escape(r["version"]), r["kind"], escape(r["name"]), status]
         if args.check is None:
-            cells.append(escape(r["error"] or ""))
+            cells.append(escape((r["description"] or "").strip().split("\n")[0]
+                                or ("failed to load (see below)" if r["status"] == "failed" else "")))
         else:
             cells.append({"ok": "[green]ok[/]", "unchecked": "[yellow]unchecked[/]"}.get(r["check"],
                                                                                          "[bold red]failed[/]"))
             cells.append(escape("; ".join(r["problems"])))
         table.add_row(*cells)
     console.print(table)
+    if args.check is None:
+        for r in rows:  # under the table: an error is as long as it needs
+            if r["error"]:
+                what = "plugin" if r["kind"] == "plugin" else r["kind"]
+                console.print(escape(f"error: {what} {r['name']!r} ({r['distribution']} {r['version']}): "
+                                     f"{r['error']}"), soft_wrap=True)
     for r in rows:  # under the table: a note is as long as it needs
         for note in r.get("notes", ()):
             console.print(escape(f"note: {r['kind']} {r['name']!r} ({r['distribution']}): {note}"), soft_wrap=True)
@@ -1219,8 +1237,8 @@ def _check_one(checker: _Checker, target: str, *, as_json: bool) -> int:
     kinds = sorted(registry.components)
     commands = not sep or kind in COMMAND_KINDS
     if sep and kind not in kinds and not commands:
-        raise UsageError(f"no component of kind {kind!r} is installed (kinds: "
-                         f"{', '.join([*kinds, *COMMAND_KINDS]) or 'none'})")
+        raise UsageError(f"no component of kind {kind!r} is installed (kinds: {', '.join(kinds) or 'none'}; "
+                         f"command/NAME or plugin/NAME: a plugin that adds commands)")
     specs = [s for s in registry.all_components() if s.name == name and (not sep or s.kind == kind)]
     hooks = [h for h in registry.command_hooks() if name in (h[0], h[1])] if commands else []
     with_hooks = {(h[0], h[1]) for h in hooks}
@@ -1239,17 +1257,22 @@ def _check_one(checker: _Checker, target: str, *, as_json: bool) -> int:
     jobs = [CheckJob.of(s) for s in sorted(specs, key=lambda s: (s.kind, s.distribution))]
     jobs += [CheckJob("command", h[0], h[1], h[2], h[0]) for h in hooks]
     results = checker.run(jobs)
-    if as_json:
-        out: list[dict[str, Any]] = [
-            {"kind": "plugin", "name": r.plugin, "distribution": r.distribution, "version": r.version,
-             "plugin": r.plugin, "ok": False, "checked": True, "problems": [f"the plugin failed to load: {r.error}"],
-             "notes": []}
-            for r in failed
-        ]
-        out += [{"kind": c.kind, "name": c.name, "distribution": c.distribution, "version": c.version,
-                 "plugin": c.plugin, "ok": c.ok, "checked": c.checked, "problems": list(c.problems),
-                 "notes": list(c.notes)}
-                for c in results]
+    if as_json:  # the rows of `--check --json` (every component), those of NAME
+        listed = {(r["kind"], r["name"], r["distribution"]): r for r in plugin_rows(registry)}
+        out: list[dict[str, Any]] = []
+        for r in failed:
+            row = dict(listed.get(("plugin", r.plugin, r.distribution)) or {
+                "distribution": r.distribution, "version": r.version, "plugin": r.plugin, "kind": "plugin",
+                "name": r.plugin, "status": "failed", "error": r.error, "description": ""})
+            out.append({**row, "check": "failed", "problems": [f"the plugin failed to load: {r.error}"],
+                        "notes": [], "ok": False, "checked": True})
+        for c in results:
+            kind = "plugin" if c.kind == "command" else c.kind  # a command plugin's row in the listing
+            row = dict(listed.get((kind, c.name, c.distribution)) or {
+                "distribution": c.distribution, "version": c.version, "plugin": c.plugin, "kind": kind,
+                "name": c.name, "status": "ok", "error": None, "description": ""})
+            out.append({**row, "check": c.status, "problems": list(c.problems), "notes": list(c.notes),
+                        "ok": c.ok, "checked": c.checked})
         sys.stdout.write(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     else:
         from seamkit._cli.render import visible
@@ -1278,10 +1301,14 @@ def cmd_new_plugin(args: argparse.Namespace) -> int:
     of KIND (see :mod:`seamkit._cli.scaffold`)."""
     from seamkit._cli.scaffold import ScaffoldError, write_plugin
 
+    parent = Path(args.dir)
+    missing = next((p for p in reversed((parent, *parent.parents)) if not p.exists() and not p.is_symlink()), None)
     try:
-        root = write_plugin(args.kind, args.name, Path(args.dir))
+        root = write_plugin(args.kind, args.name, parent)
     except ScaffoldError as exc:
         raise UsageError(str(exc)) from None
+    if missing is not None:  # a typo in --dir must not go unnoticed
+        sys.stderr.write(f"seamkit: note: --dir {args.dir}: {missing} did not exist; created it\n")
     # pip reads a bare "seamkit-x[test]" as a project name: a relative path needs its "./"
     shown = root.as_posix() if root.is_absolute() or root.as_posix().startswith(".") else f"./{root.as_posix()}"
     sys.stdout.write(
@@ -1304,3 +1331,10 @@ def _test_kit_step() -> str:
     kit = Path(__file__).resolve().parents[3] / "testkit" / "pytest-seamkit"  # core/seamkit/_cli/ -> checkout
     where = shlex.quote(kit.as_posix()) if kit.is_dir() else "<seamkit checkout>/testkit/pytest-seamkit"
     return f"first: pip install -e {where}   (the test kit, pytest-seamkit, is not on a package index yet)\n"
+
+
+def cmd_plugins_show(args: argparse.Namespace) -> int:
+    """``seamkit plugins show NAME [--json]`` (see :mod:`seamkit._cli.plugins_show`)."""
+    from seamkit._cli.plugins_show import cmd_plugins_show as show
+
+    return show(args, _registry())

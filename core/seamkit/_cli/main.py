@@ -10,8 +10,9 @@ valid JSON. Tool-call lines, the summary line, warnings and errors go to **stder
 ``--json``, stdout carries only JSON lines, one per stream event, and a failed run ends with a
 ``run_failed`` line (``run_id``, ``error: {type, message}``, ``exit_code``).
 
-Values that a composition's ``${NAME}`` references took from the environment are replaced by
-``***`` in everything ``run`` and ``validate`` write.
+The secrets among the values a composition's ``${NAME}`` references took from the environment
+(:meth:`~seamkit.composition.Composition.secret_values`) are replaced by ``***`` in everything
+``run`` and ``validate`` write; other environment values are shown as they are.
 
 Exit codes: ``0`` success; ``1`` the run failed (provider error, output that does not validate, a
 component failing to build for a reason other than its configuration, ...); ``2`` usage or
@@ -283,7 +284,10 @@ def build_parser(
     p = sub.add_parser(
         "plugins",
         help="list installed plugins and components",
-        description="List installed components and plugins, including plugins that failed to load.",
+        description="List installed components (kind, name, description) and plugins, including plugins that "
+        "failed to load (their errors under the table). 'seamkit plugins show NAME' describes one component. "
+        "Exit codes: 0 ok; 1 a plugin failed to load, or --check found a problem; 2 usage error (an unknown "
+        "NAME, with the close names; with --json, also a JSON object {error, exit_code} on stdout).",
     )
     p.add_argument("--json", action="store_true", help="print a JSON list of objects")
     p.add_argument(
@@ -291,11 +295,23 @@ def build_parser(
         metavar="NAME",
         nargs="?",
         const=CHECK_ALL,
-        help="import and validate the component NAME (KIND/NAME picks one kind) and say what is wrong "
-        "with it: its module, its config model and default config, its factory, its port; exit 1 on a "
-        "problem. Without NAME: check every component (listing alone imports none)",
+        help="import and validate the component NAME (KIND/NAME picks one kind; command/NAME or plugin/NAME: "
+        "a plugin that adds commands) and say what is wrong with it: its module, its config model and default "
+        "config, its factory, its port; exit 1 on a problem. Without NAME: check every component (listing "
+        "alone imports no component module)",
     )
     p.set_defaults(func=_lazy("plugins"))
+    shows = p.add_subparsers(dest="plugins_command", metavar="ACTION", parser_class=_Parser)
+    q = shows.add_parser(
+        "show",
+        help="a component's description, parameters and an example composition",
+        description="Show the component NAME (KIND/NAME picks one kind): its description, its parameters "
+        "(type, default, description) and a minimal composition that uses it. An unknown name is a usage "
+        "error (exit 2) with the close names.",
+    )
+    q.add_argument("name", metavar="NAME", help="a component name, or KIND/NAME (e.g. tool/calculator)")
+    q.add_argument("--json", action="store_true", help="print a JSON list (one object per component)")
+    q.set_defaults(func=_lazy("plugins_show"))
 
     p = sub.add_parser(
         "new",
@@ -462,7 +478,12 @@ def _main(argv: Sequence[str] | None) -> int:
         raise UsageError(f"{exc} (SEAMKIT_STRICT_PLUGINS is set: a plugin that fails is an error)") from exc
     for f in failures:
         _err(f"warning: plugin {f.plugin!r} ({f.distribution} {f.version}) could not add its commands: {f.error}")
-    args, extra = parser.parse_known_args(argv)
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except SystemExit:  # --help (or argparse's own exit): say which plugins are missing from it
+        if argv[:1] != ["plugins"]:
+            _warn_failed(registry, failures)
+        raise
     if extra:  # reported by the sub-command's parser, so the usage shown is that command's
         command = getattr(args, "command", None)
         subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
@@ -472,20 +493,26 @@ def _main(argv: Sequence[str] | None) -> int:
     if func is None:
         raise UsageError(f"a command is required (see '{PROG} --help')\n{parser.format_usage().rstrip()}")
     if args.command != "plugins":
-        warned = {(f.plugin, f.distribution) for f in failures}  # told above: its commands failed
-        failed = [r for r in registry.reports if r.status == "failed" and (r.plugin, r.distribution) not in warned]
-        for r in failed:
-            _err(f"warning: plugin {r.plugin!r} ({r.distribution} {r.version}) failed to load; "
-                 f"see '{PROG} plugins'")
+        _warn_failed(registry, failures)
     code = func(args)
     return EXIT_OK if code is None else int(code)
+
+
+def _warn_failed(registry: Registry, failures: Sequence[PluginReport]) -> None:
+    """One warning line on stderr per plugin that failed to load (``failures``: those whose
+    commands failed, already told)."""
+    warned = {(f.plugin, f.distribution) for f in failures}
+    for r in registry.reports:
+        if r.status == "failed" and (r.plugin, r.distribution) not in warned:
+            _err(f"warning: plugin {r.plugin!r} ({r.distribution} {r.version}) failed to load; "
+                 f"see '{PROG} plugins'")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``seamkit`` command line with ``argv`` (default ``sys.argv[1:]``); returns the exit code.
 
-    Once a command has loaded a composition, the values its ``${NAME}`` references took from the
-    environment are masked (``***``) in everything written to stdout and stderr, errors and
+    Once a command has loaded a composition, the secrets among the values its ``${NAME}``
+    references took from the environment are masked (``***``) in everything written to stdout and stderr, errors and
     tracebacks included (see :mod:`seamkit._cli.scrub`)."""
     import signal
     import threading

@@ -51,13 +51,20 @@ class BuildFailed(Exception):
 
 def exit_code_for(exc: BaseException) -> int:
     """The exit code for an error that ended a command (see the module doc)."""
-    from seamkit.errors import AmbiguousComponent, ComponentNotFound, ConfigError, RunCancelled, UnsupportedFeature
+    from seamkit.errors import (
+        AmbiguousComponent,
+        ComponentNotFound,
+        ConfigError,
+        RunCancelled,
+        TaskTooLarge,
+        UnsupportedFeature,
+    )
 
     composition = sys.modules.get("seamkit.composition")  # loaded if such an error can exist
     if composition is not None and isinstance(exc, composition.ComponentBuildError):
         return EXIT_FAILED
     if isinstance(exc, UsageError | ConfigError | ComponentNotFound | AmbiguousComponent | FileNotFoundError
-                  | UnsupportedFeature):
+                  | UnsupportedFeature | TaskTooLarge):
         return EXIT_USAGE
     if isinstance(exc, Terminated):
         return EXIT_TERMINATED

@@ -2,8 +2,13 @@
 
 A composition's ``${NAME}`` references take values from the environment (API keys, tokens...).
 Once a command has loaded a composition, :func:`scrub_output` replaces ``sys.stdout`` and
-``sys.stderr`` with :class:`ScrubbingWriter` s that replace each such value with ``***``, whoever
-writes: renderers, error reports, ``SEAMKIT_DEBUG`` tracebacks, warnings, plugins.
+``sys.stderr`` with :class:`ScrubbingWriter` s that replace each secret among them
+(:meth:`seamkit.composition.Composition.secret_values`: a secret-named or ``SecretStr``
+parameter's) with ``***``, whoever writes: renderers, error reports, ``SEAMKIT_DEBUG`` tracebacks,
+warnings, plugins. Other environment values (a team name in a prompt) are shown as they are.
+A secret of :data:`~seamkit._plugins.redact.MIN_SECRET_LENGTH` characters or more is masked
+wherever it occurs (and a long enough start of it, see :class:`TextScrubber`); a shorter one (a
+one-letter password in a DSN) only where it stands as a token of its own, not inside words.
 :func:`restore_output` puts the original streams back (``seamkit._cli.main.main`` calls it last).
 """
 
@@ -53,28 +58,50 @@ class TextScrubber:
     """
 
     def __init__(self, secrets: Iterable[str]) -> None:
+        from seamkit._plugins.redact import MIN_SECRET_LENGTH, short_secret_pattern
+
         forms = sorted(secret_forms(secrets), key=len, reverse=True)
         self.forms = tuple(forms)
+        long = [f for f in forms if len(f) >= MIN_SECRET_LENGTH]
         parts = sorted(
-            {f[:n] for f in forms for n in range(_shortest_masked(f), len(f) + 1)}, key=len, reverse=True
+            {f[:n] for f in long for n in range(_shortest_masked(f), len(f) + 1)}, key=len, reverse=True
         )
         self._pattern = re.compile("|".join(re.escape(p) for p in parts)) if parts else None
-        self._whole = re.compile("|".join(re.escape(f) for f in forms)) if forms else None
+        self._whole = re.compile("|".join(re.escape(f) for f in long)) if long else None
+        # a short secret (a one-letter password) only as a token of its own, never inside a word
+        self._short = short_secret_pattern(forms)
+        self._before = ""  # the last character let through: whether a short secret after it is a token
         self._starts = frozenset(f[0] for f in forms)
         self._longest = len(forms[0]) if forms else 0
         self._pending = ""
 
     def __bool__(self) -> bool:
-        return self._pattern is not None
+        return self._pattern is not None or self._short is not None
 
-    def scrub(self, text: str) -> str:
-        """``text`` with every secret replaced by ``***`` (nothing held back)."""
-        return self._pattern.sub(MASK, text) if self._pattern is not None else text
+    def scrub(self, text: str, before: str = "", after: str = "") -> str:
+        """``text`` with every secret replaced by ``***`` (nothing held back). ``before`` and
+        ``after``: the text around it (their nearest characters tell whether a short secret at
+        either end of ``text`` is a token of its own)."""
+        if self._pattern is not None:
+            text = self._pattern.sub(MASK, text)
+        if self._short is None or not text:
+            return text
+        joined = before[-1:] + text + after[:1]
+        pos, end = len(before[-1:]), len(before[-1:]) + len(text)
+        pieces: list[str] = []
+        for m in self._short.finditer(joined, pos):  # the lookarounds see ``before`` and ``after``
+            if m.end() > end:
+                break
+            pieces += [joined[pos:m.start()], MASK]
+            pos = m.end()
+        pieces.append(joined[pos:end])
+        return "".join(pieces)
 
     def _held_from(self, text: str) -> int:
         """Index where the longest end of ``text`` that starts some secret begins (``len(text)``
         when none does)."""
-        for i in range(max(0, len(text) - self._longest + 1), len(text)):
+        # (a whole short secret too: the next piece may make it part of a word)
+        for i in range(max(0, len(text) - self._longest), len(text)):
             if text[i] in self._starts:
                 tail = text[i:]
                 if any(f.startswith(tail) for f in self.forms):
@@ -82,19 +109,27 @@ class TextScrubber:
         return len(text)
 
     def feed(self, text: str) -> str:
-        if self._pattern is None:
+        if not self:
             return text
-        assert self._whole is not None
         # whole secrets first; then hold back an end that may be a secret's start (masking it
-        # as a mere start now would show the secret's rest when the next piece comes)
-        text = self._whole.sub(MASK, self._pending + text)
+        # as a mere start now would show the secret's rest when the next piece comes; a short
+        # secret at the end may be the start of a word)
+        text = self._pending + text
+        if self._whole is not None:
+            text = self._whole.sub(MASK, text)
         cut = self._held_from(text)
         self._pending = text[cut:]
-        return self.scrub(text[:cut])
+        shown, before = text[:cut], self._before
+        if shown:
+            self._before = shown[-1]
+        return self.scrub(shown, before, self._pending)
 
     def drain(self) -> str:
         pending, self._pending = self._pending, ""
-        return self.scrub(pending)
+        before = self._before
+        if pending:
+            self._before = pending[-1]
+        return self.scrub(pending, before)
 
 
 class ScrubbingWriter:

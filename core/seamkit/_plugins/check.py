@@ -269,7 +269,7 @@ def _default_config(model: Any) -> Any:
         missing = [".".join(str(p) for p in e["loc"]) for e in exc.errors() if e["type"] == "missing"]
         if len(missing) < len(exc.errors()):
             return errors(exc, missing=False)
-        return f"not built: the config requires {', '.join(missing)}"
+        return f"not built: the config requires {', '.join(repr(m) for m in missing)} (no default)"
     except BaseException as exc:  # a validator that raises something else
         return [f"the default config does not validate: {_exc(exc)}"]
     fields = model.model_fields

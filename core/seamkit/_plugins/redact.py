@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 
-__all__ = ["MASK", "MIN_SECRET_LENGTH", "is_secret_name", "mask_message"]
+__all__ = ["MASK", "MIN_SECRET_LENGTH", "is_secret_name", "mask_message", "mask_secrets", "short_secret_pattern"]
 
 # seamkit's one vocabulary of secrets (a light module: the composition models re-export it)
 MASK = "***"
-#: Environment values shorter than this are not masked: masking them would garble text.
+#: Secrets shorter than this are masked only where they stand as the secret, a token of their own
+#: (:func:`mask_secrets`); environment values shorter than this that are no secret are not masked.
 MIN_SECRET_LENGTH = 4
 _WORDS = r"api[_-]?key|token|secret|passw(?:or)?d|credential|private[_-]?key|auth"
 _SECRET_NAME = re.compile(rf"(?i)({_WORDS})")
@@ -42,6 +44,33 @@ _KEY_SHAPES = re.compile(
 def _env_secrets() -> list[str]:
     values = {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= MIN_SECRET_LENGTH}
     return sorted(values, key=len, reverse=True)
+
+
+def short_secret_pattern(secrets: Iterable[str]) -> re.Pattern[str] | None:
+    """A pattern of the secrets shorter than :data:`MIN_SECRET_LENGTH` as tokens of their own: not
+    next to a letter, digit or ``_`` (``postgresql://u:e@host`` masks its ``e``; ``connection``
+    keeps its ``e``). ``None`` when there is none."""
+    parts: list[str] = []
+    for s in sorted({s for s in secrets if s and len(s) < MIN_SECRET_LENGTH}, key=len, reverse=True):
+        before = r"(?<!\w)" if _WORD.match(s[0]) else ""
+        after = r"(?!\w)" if _WORD.match(s[-1]) else ""
+        parts.append(before + re.escape(s) + after)
+    return re.compile("|".join(parts)) if parts else None
+
+
+_WORD = re.compile(r"\w")
+
+
+def mask_secrets(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with each of ``secrets`` replaced by ``***``: one of :data:`MIN_SECRET_LENGTH`
+    characters or more wherever it occurs, a shorter one only as a token of its own (see
+    :func:`short_secret_pattern`), so that a one-letter password does not mask that letter in
+    every word. Longest first."""
+    values = [s for s in secrets if s]
+    for s in sorted((s for s in values if len(s) >= MIN_SECRET_LENGTH), key=len, reverse=True):
+        text = text.replace(s, MASK)
+    short = short_secret_pattern(values)
+    return short.sub(MASK, text) if short is not None else text
 
 
 def mask_message(text: str) -> str:

@@ -234,19 +234,29 @@ def tool(
     most once: a call a crash interrupted is then run again on resume instead of waiting for a
     person to settle it.
 
-    Raises ``TypeError`` when ``side_effecting`` is missing, and
-    :class:`~seamkit.errors.ToolDefinitionError` (a ``TypeError``) when a parameter has no type hint or a
+    Raises :class:`~seamkit.errors.ToolDefinitionError` (a ``TypeError``) when ``side_effecting`` is
+    missing, when what it decorates is not a function, when a parameter has no type hint or a
     type pydantic cannot describe, or the tool has no description (neither a docstring nor
     ``description=``): the description is what the model reads to decide when to call it.
     """
+    from seamkit.errors import ToolDefinitionError
+
+    if fn is not None and not callable(fn):
+        raise ToolDefinitionError(f"@tool decorates a function (def or async def), got {fn!r:.60} "
+                                  f"({type(fn).__name__}); write @tool(side_effecting=...) above the function")
     if fn is not None or side_effecting is None:
-        raise TypeError(
+        raise ToolDefinitionError(
             "@tool needs side_effecting=True or False: say whether calling the tool changes anything "
             "outside the run, e.g. @tool(side_effecting=False)"
         )
+    if not isinstance(side_effecting, bool):
+        raise ToolDefinitionError(f"side_effecting must be True or False, got {side_effecting!r:.60}")
     se = side_effecting
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
+        if not callable(f):
+            raise ToolDefinitionError(f"@tool(...) decorates a function (def or async def), got {f!r:.60} "
+                                      f"({type(f).__name__})")
         return FunctionTool(f, side_effecting=se, name=name, description=description, blocking=blocking,
                             idempotent=idempotent)
 

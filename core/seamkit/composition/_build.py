@@ -371,14 +371,35 @@ def _admit_all(item: Any) -> bool:
     return True
 
 
-def _component_secrets(c: Composition) -> frozenset[str]:
+def output_secrets(c: Composition) -> frozenset[str]:
+    """The environment values to mask in what is shown: :func:`_component_secrets`, short ones
+    (under :data:`MIN_SECRET_LENGTH` characters: a one-letter password) included when they stand
+    as a token of their own in a secret parameter (``postgresql://u:${PW}@host``), and the values
+    of variables named like a secret (``${API_TOKEN}`` in a prompt or a path). Numbers of fewer
+    than 4 characters are left out (masking every ``7`` would garble counts and ``--json``)."""
+    from seamkit._plugins.redact import MIN_SECRET_LENGTH
+    from seamkit.composition._models import _LITERAL
+
+    # a short number stays shown: masking every "7" would garble counts and --json output
+    short = frozenset(s for s in c._secrets
+                      if s.strip() and len(s) < MIN_SECRET_LENGTH and not _LITERAL.fullmatch(s.strip()))
+    named = frozenset(s for s in c._named_secrets if s.strip() and not (len(s) < MIN_SECRET_LENGTH
+                                                                         and _LITERAL.fullmatch(s.strip())))
+    return _component_secrets(c, c.env_values() | short) | named
+
+
+def _component_secrets(c: Composition, candidates: frozenset[str] | None = None) -> frozenset[str]:
     """The environment values that are secrets of the components: those in a parameter whose name
     (at any depth: ``api_key``, ``headers.Authorization``, ``password``...) looks secret, or in a
     config field the component declares secret (pydantic ``SecretStr``/``SecretBytes`` at any
     depth: a DSN, a URL with a password, an MCP server's ``env``). A checkpoint must never hold
     them. Other environment values (a folder name, a limit, a team name in the prompt) are
-    ordinary configuration and may be persisted."""
-    secrets = c.secret_values()
+    ordinary configuration and may be persisted. ``candidates``: the environment values to
+    look for (default :meth:`Composition.env_values`); a short one counts only as a token of its
+    own in a secret (see :func:`seamkit._plugins.redact.short_secret_pattern`)."""
+    from seamkit._plugins.redact import short_secret_pattern
+
+    secrets = c.env_values() if candidates is None else candidates
     if not secrets:
         return secrets
     refs: list[ComponentRef] = []
@@ -405,7 +426,10 @@ def _component_secrets(c: Composition) -> frozenset[str]:
     found: set[str] = set()
 
     def collect(text: str) -> None:
-        found.update(sec for sec in secrets if sec in text)
+        for sec in secrets:
+            short = short_secret_pattern([sec])
+            if (short.search(text) is not None) if short is not None else sec in text:
+                found.add(sec)
 
     def walk(value: Any, secret: bool) -> None:
         if isinstance(value, str):

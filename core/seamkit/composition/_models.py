@@ -643,17 +643,30 @@ class Composition(_Model):
     _keys: dict[KeyPath, Position] = PrivateAttr(default_factory=dict)
     _secret_paths: frozenset[KeyPath] = PrivateAttr(default=frozenset())
     _secrets: frozenset[str] = PrivateAttr(default=frozenset())
+    _named_secrets: frozenset[str] = PrivateAttr(default=frozenset())  # from ${API_KEY}-like names
 
     @property
     def file(self) -> Path | None:
         return self._file
 
     def secret_values(self) -> frozenset[str]:
-        """The values that ``${NAME}`` references took from the environment, to be masked in
-        anything shown (the CLI scrubs them from its output). Values shorter than
-        :data:`MIN_SECRET_LENGTH` characters are left out: masking them would garble text; so are
-        numbers and ``true``/``false``/``null`` (a limit or a flag from the environment: masking
-        them would turn a JSON answer into invalid JSON)."""
+        """The secrets among the values that ``${NAME}`` references took from the environment, to
+        be masked in anything shown (the CLI scrubs them from its output, see
+        :mod:`seamkit._cli.scrub`): those in a secret-named parameter (``api_key``, ``password``,
+        ``headers``...) or a ``SecretStr`` field of a component, the rule that keeps them out of
+        checkpoints, and those of a variable named like a secret (``${OPENAI_API_KEY}``, wherever
+        it is used) (:func:`seamkit.composition._build.output_secrets`). Other environment values
+        (a team name in the prompt, a folder, a limit) are configuration and shown as they are.
+        Secrets shorter than :data:`MIN_SECRET_LENGTH` are included: maskers show them as ``***``
+        only where they stand as a token of their own (:func:`seamkit.plugin.mask_secrets`)."""
+        from seamkit.composition._build import output_secrets  # _build imports this module
+
+        return output_secrets(self)
+
+    def env_values(self) -> frozenset[str]:
+        """Every value that ``${NAME}`` references took from the environment, secret or not, but
+        those shorter than :data:`MIN_SECRET_LENGTH` and numbers and ``true``/``false``/``null``
+        (which match too much text to tell a secret by)."""
         return frozenset(
             s for s in self._secrets if len(s) >= MIN_SECRET_LENGTH and not _LITERAL.fullmatch(s.strip())
         )

@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from seamkit._plugins.redact import is_secret_name
+
 __all__ = [
     "AliasUse",
     "Document",
@@ -148,6 +150,7 @@ class Document:
     keys: dict[KeyPath, Position] = field(default_factory=dict)
     secret_paths: set[KeyPath] = field(default_factory=set)
     secrets: set[str] = field(default_factory=set)
+    named_secrets: set[str] = field(default_factory=set)  # from variables named like a secret
     poisoned: set[KeyPath] = field(default_factory=set)
     flagged: set[KeyPath] = field(default_factory=set)
     problems: list[Problem] = field(default_factory=list)
@@ -189,6 +192,8 @@ class Interpolated:
     from_env: bool = False
     #: references whose default holds another reference (``${A:-${B}}``): not supported, kept as written
     nested: tuple[str, ...] = ()
+    #: the values of ``secrets`` taken from a variable named like a secret (``${OPENAI_API_KEY}``)
+    named_secrets: tuple[str, ...] = ()
 
 
 def interpolate(text: str, env: Mapping[str, str]) -> Interpolated:
@@ -207,6 +212,7 @@ def interpolate(text: str, env: Mapping[str, str]) -> Interpolated:
     invalid: list[str] = []
     nested: list[str] = []
     secrets: list[str] = []
+    named: list[str] = []
     from_env = False
     pos = 0
     for m in _REF.finditer(text):
@@ -241,13 +247,15 @@ def interpolate(text: str, env: Mapping[str, str]) -> Interpolated:
             from_env = True
             if val:
                 secrets.append(val)
+                if is_secret_name(name):
+                    named.append(val)
         elif default is not None:
             out.append(default)
         else:
             missing.append(name)
     out.append(text[pos:])
     return Interpolated("".join(out), tuple(missing), tuple(invalid), tuple(secrets), from_env,
-                        tuple(nested))
+                        tuple(nested), tuple(named))
 
 
 class _Unset:
@@ -639,6 +647,7 @@ class _Builder:
         if result.from_env:
             self.doc.secret_paths.add(path)
             self.doc.secrets.update(result.secrets)
+            self.doc.named_secrets.update(result.named_secrets)
         return result.value
 
 

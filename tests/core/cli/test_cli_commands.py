@@ -64,8 +64,8 @@ def test_plugins_table_lists_components(cli):
     r = cli("plugins")
     assert r.returncode == 0, r
     header = r.stdout.splitlines()[0].split()
-    assert header == ["distribution", "version", "kind", "name", "status", "error"]
-    rows = [line.split() for line in r.stdout.splitlines()[1:]]
+    assert header == ["distribution", "version", "kind", "name", "status", "description"]
+    rows = [line.split()[:5] for line in r.stdout.splitlines()[1:]]
     assert ["seamkit", "0.1.0", "provider", "scripted", "ok"] in rows
     assert ["cli-test-tools", "0.1", "tool", "add", "ok"] in rows
 

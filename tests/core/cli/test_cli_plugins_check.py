@@ -122,7 +122,7 @@ def test_each_broken_component_is_said_precisely(check_cli: CLI, name: str, expe
 def test_a_config_with_required_fields_is_a_note_not_a_problem(check_cli: CLI) -> None:
     code, out = _check(check_cli, "needsconfig")
     assert code == 0, out
-    assert "note: not built: the config requires model" in out
+    assert "note: not built: the config requires 'model' (no default)" in out
     # not called, and no return annotation to check instead: not "ok", which would claim a checked port
     assert out.startswith("tool 'needsconfig' (checkme 1.2, plugin 'checkme_plugin'): unchecked\n"), out
     assert "note: not checked: the factory has no return annotation" in out

@@ -291,7 +291,8 @@ def load_suite(path: str | Path, *, registry: Registry | None = None,
     thresholds = _thresholds(ctx, model.thresholds, cases)
     if ctx.issues:
         raise ConfigError(_sorted(ctx.issues))
-    secrets = frozenset(doc.secrets) | (composition.secret_values() if composition is not None else frozenset())
+    # a report is kept and shared: every value from the environment is masked in it, secret or not
+    secrets = frozenset(doc.secrets) | (composition.env_values() if composition is not None else frozenset())
     assert composition is not None and agent_name is not None
     return Suite(p, composition, agent_name, tuple(cases), model.concurrency, model.repeat, middlewares,
                  model.budget, thresholds, secrets)

@@ -92,9 +92,10 @@ def scrub(message: str, secrets: Iterable[str], passwords: Iterable[str] = ()) -
             return f'"{MASK}"'
 
         message = _QUOTED.sub(hide, message)
-    for secret in fragments:
-        message = message.replace(secret, MASK)
-    return message
+    # a short password (one letter) only where it stands as a token: not in every word holding it
+    from seamkit.plugin import mask_secrets  # light (the standard library only)
+
+    return mask_secrets(message, fragments)
 
 
 def conninfo_problem(exc: BaseException, dsn: str) -> str:

@@ -226,9 +226,9 @@ class RedisStore:
         raise TypeError("RedisStore cannot be pickled (it holds a connection URL)")
 
     def _scrub(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        from seamkit.plugin import mask_secrets  # a short password masked only as a token of its own
+
+        return mask_secrets(text, self._secrets)
 
     # -- connection -------------------------------------------------------------------------
 
