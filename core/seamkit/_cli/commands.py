@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from seamkit._plugins.check_isolated import CheckJob, RegistrySnapshot
     from seamkit._plugins.registry import Registry
     from seamkit.composition import Composition
+    from seamkit.values import Message
 
 T = TypeVar("T")
 
@@ -63,11 +64,14 @@ def _check_variables(agent: Agent, variables: dict[str, str]) -> None:
 
 async def _drive(
     agent: Agent, task: str, variables: dict[str, str], sink: EventSink, metadata: dict[str, Any],
-    ctx: Any = None, started: list[str] | None = None,
+    ctx: Any = None, started: list[str] | None = None, history: Sequence[Message] = (),
 ) -> AgentResult | None:
+    """Run ``agent`` on ``task`` (after ``history``, the earlier messages of a conversation), each
+    event to ``sink``; closes the sink and the agent's stores. Used by ``run`` and ``chat``."""
     result: AgentResult | None = None
     try:
-        async for event in agent.stream(task, variables=variables or None, metadata=metadata, ctx=ctx):
+        async for event in agent.stream(task, variables=variables or None, metadata=metadata, ctx=ctx,
+                                        history=history):
             if event.kind == "run_started" and started is not None:
                 started.append(event.run_id)  # its first checkpoint is written by now
             sink.event(event)
@@ -93,12 +97,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from seamkit._cli._loop import run_interruptible
     from seamkit._cli.outcomes import exit_code_for
+    from seamkit._cli.overrides import overrides_of
     from seamkit._cli.render import HumanRenderer, JsonRenderer
     from seamkit._cli.scrub import scrub_output
     from seamkit.composition import ComponentBuildError, build_agent, load_composition
 
     registry = _registry()
-    composition = load_composition(path, registry=registry)  # ConfigError: exit 2
+    composition = load_composition(path, registry=registry, overrides=overrides_of(args))  # ConfigError: exit 2
     scrub_output(composition.secret_values())  # from here on, stdout and stderr mask the secrets
     if composition.workflow is not None:
         from seamkit._cli.workflow_cmd import run_workflow_cmd

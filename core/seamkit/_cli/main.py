@@ -53,6 +53,7 @@ from seamkit._cli.outcomes import (
     UsageError,
     exit_code_for,
 )
+from seamkit._cli.overrides import OVERRIDES_HELP, add_override_args
 
 if TYPE_CHECKING:
     from seamkit._plugins.registry import PluginReport, Registry
@@ -136,6 +137,7 @@ def build_parser(
         description="Load FILE, build its agent and run it on TASK. stdout gets the answer: the streamed text "
         "of a free-text agent, or only the final JSON of an agent with a typed output (its text then streams "
         "to stderr). Tool calls, warnings and a summary go to stderr.",
+        epilog=OVERRIDES_HELP,
     )
     p.add_argument("file", metavar="FILE", help="composition YAML file")
     p.add_argument("task", metavar="TASK", help="the task text ('-' reads it from stdin)")
@@ -150,6 +152,7 @@ def build_parser(
     )
     p.add_argument("--thread", metavar="ID", help="the conversation thread this run belongs to (approvals "
                    "with policy once_per_thread are remembered per thread)")
+    add_override_args(p)
     p.set_defaults(func=_lazy("run"))
 
     p = sub.add_parser(
@@ -318,6 +321,10 @@ def build_parser(
     from seamkit._cli.ask_cmd import add_ask_parser  # light: the command's body imports lazily
 
     add_ask_parser(sub)
+
+    from seamkit._cli.chat_cmd import add_chat_parser  # light: the command's body imports lazily
+
+    add_chat_parser(sub, _var, report_error)
 
     failures: list[PluginReport] = []
     if registry is not None:
