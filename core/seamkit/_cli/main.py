@@ -326,6 +326,10 @@ def build_parser(
 
     add_chat_parser(sub, _var, report_error)
 
+    from seamkit._cli.init_cmd import add_init_parser  # light: writes a file, imports nothing heavy
+
+    add_init_parser(sub)
+
     failures: list[PluginReport] = []
     if registry is not None:
         failures = registry.add_commands(sub)

@@ -138,11 +138,11 @@ def apply_overrides(
             placed.append((("agent", "model"), o.label))
             continue
         path = _absolute(o.key, top_keys)
-        problem = _set(out, path, o.value)
+        problem, created = _set(out, path, o.value)
         if problem is not None:
             issues.append(ConfigIssue(problem, _fmt(path), o.label))
-        else:
-            placed.append((path, o.label))
+        else:  # from the first key the override added: an unknown key is reported there
+            placed.append((created or path, o.label))
     return out, placed, issues
 
 
@@ -169,33 +169,37 @@ def _absolute(key: str, top_keys: frozenset[str]) -> KeyPath:
     return ("agent", *parts)
 
 
-def _set(data: dict[str, Any], path: KeyPath, value: Any) -> str | None:
-    """Set ``value`` at ``path``, creating missing mappings on the way; the problem, or ``None``."""
+def _set(data: dict[str, Any], path: KeyPath, value: Any) -> tuple[str | None, KeyPath | None]:
+    """Set ``value`` at ``path``, creating missing mappings on the way. Returns the problem (or
+    ``None``) and the path of the first key that did not exist before (or ``None``)."""
     node: Any = data
+    created: KeyPath | None = None
     for i, part in enumerate(path):
         last = i == len(path) - 1
         here = _fmt(path[:i]) or "the top level"
         if isinstance(node, dict):
             if isinstance(part, int):
                 part = str(part)
+            if created is None and part not in node:
+                created = path[: i + 1]
             if last:
                 node[part] = value
-                return None
+                return None, created
             if node.get(part) is None:
                 node[part] = {}
             node = node[part]
         elif isinstance(node, list):
             if not isinstance(part, int):
-                return f"{here} is a list: index it with a number (e.g. {_fmt(path[:i])}.0), not {part!r}"
+                return f"{here} is a list: index it with a number (e.g. {_fmt(path[:i])}.0), not {part!r}", None
             if part >= len(node):
-                return f"{here} has {len(node)} item{'s' if len(node) != 1 else ''}: there is no item {part}"
+                return f"{here} has {len(node)} item{'s' if len(node) != 1 else ''}: there is no item {part}", None
             if last:
                 node[part] = value
-                return None
+                return None, created
             node = node[part]
         else:
-            return f"{here} is {_kind(node)}, not a mapping: it has no key {part!r}"
-    return None
+            return f"{here} is {_kind(node)}, not a mapping: it has no key {part!r}", None
+    return None, created
 
 
 def _kind(value: Any) -> str:
