@@ -1,4 +1,5 @@
-"""The seamkit command line: ``seamkit run | validate | schema | plugins | new | ask`` (plus plugin commands).
+"""The seamkit command line: ``seamkit run | chat | init | validate | schema | plugins | new | ask`` (and
+``resume``, ``runs``, ``stores``, plus plugin commands).
 
 Built on seamkit's public API only. This module imports nothing heavy: pydantic, rich and the
 agent machinery are imported by the command that needs them, so ``seamkit --help`` stays fast.
