@@ -191,11 +191,22 @@ def cmd_chat(args: argparse.Namespace) -> int:
     chat.hello(continued=args.cid is not None or args.continue_latest)
     code = chat.loop()
     chat.goodbye()
-    if code == EXIT_INTERRUPTED:
-        return EXIT_INTERRUPTED
-    # read from a pipe, a message that got no answer is a failure a script must see; on a terminal
-    # the person saw it and went on
-    return EXIT_FAILED if chat.failed and not chat.tty else EXIT_OK
+    if code != EXIT_INTERRUPTED:
+        # read from a pipe, a message that got no answer is a failure a script must see; on a
+        # terminal the person saw it and went on
+        code = EXIT_FAILED if chat.failed and not chat.tty else EXIT_OK
+    from seamkit._cli._loop import tool_threads_left_running
+
+    if tool_threads_left_running():
+        # a sync tool of an answer stopped with Ctrl-C still runs in its worker thread (it ignores
+        # the cancellation token): the interpreter's exit would wait for it, so leave without
+        # waiting; the stores are closed and everything is written
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _chat_command(file: str, cid: str | None = None) -> str:
@@ -235,7 +246,7 @@ class _Chat:
             self._say("Type 'exit' or 'quit' (or Ctrl-D) to end; Ctrl-C stops an answer.")
 
     def goodbye(self) -> None:
-        if self.conv.turns or self.conv.history or self.conv.started:
+        if self.conv.turns or self.conv.history or self.conv.started or self.conv.id_taken:
             self._say(f"conversation {self.conv.cid}; continue it with: {_chat_command(self.file, self.conv.cid)}")
         else:
             self._say(f"conversation {self.conv.cid}: nothing was said, nothing was saved")
@@ -320,6 +331,8 @@ class _Chat:
         if self.agent.capabilities is not None:
             self.conv.started = True
             self.conv.turns += 1
+            if result.stop_reason == "suspended":
+                self._say("(or answer here: your next message is the answer)")
             return
         if result.stop_reason == "completed":
             self.conv.history = _without_system(result.transcript)

@@ -120,6 +120,7 @@ from seamkit._hookspecs import hookimpl
 @hookimpl
 def seamkit_register_tools(register):
     register("wait", "chat_wait_impl:make_wait", description="Waits a minute")
+    register("nap", "chat_wait_impl:make_nap", description="Sleeps a minute")
 """
 
 WAIT_IMPL = """
@@ -144,6 +145,25 @@ async def wait(reason: str) -> str:
 
 def make_wait():
     return wait
+
+
+@tool(side_effecting=False)
+def nap(reason: str) -> str:
+    \"\"\"Sleep a minute, in a worker thread, deaf to cancellation.
+
+    Args:
+        reason: why
+    \"\"\"
+    import time
+
+    sys.stderr.write("TOOL IS NAPPING\\n")
+    sys.stderr.flush()
+    time.sleep(60)
+    return "napped"
+
+
+def make_nap():
+    return nap
 """
 
 
@@ -264,3 +284,59 @@ def test_chat_needs_an_agent_with_a_store(cli: CLI, write: Callable[[str, str], 
     r = cli("chat", "nostore.yaml", input="hi\n")
     assert r.returncode == 2, r
     assert "'checkpoints: null'" in r.stderr
+
+
+def test_after_ctrl_c_in_a_sync_tool_the_chat_ends_without_waiting_for_it(
+    cli: CLI, write: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    cli.paths.append(make_dist(tmp_path / "site-wait", "chat-wait", "chat_wait", WAIT_PLUGIN,
+                               extra={"chat_wait_impl": WAIT_IMPL}))
+    write("nap.yaml", """
+        seamkit: 1
+        agent:
+          name: nap
+          model:
+            use: scripted
+            turns: [{tool_calls: [{name: nap, arguments: {reason: "a slow tool"}}]}]
+          tools: [nap]
+    """)
+    child = spawn(cli, "nap.yaml")
+    child.expect("> ")
+    child.sendline("take a nap")
+    child.expect("TOOL IS NAPPING")
+    child.sendintr()
+    child.expect("answer interrupted")
+    child.expect("> ")
+    child.sendline("quit")
+    child.expect("continue it with")
+    child.expect(pexpect.EOF, timeout=20)  # the tool sleeps for 60 s more
+    child.close()
+    assert child.exitstatus == 0
+
+
+CAPABILITIES = """
+seamkit: 1
+agent:
+  name: desk
+  model:
+    use: scripted
+    follow_transcript: true
+    turns:
+      - '{"intentions": [{"capability": "search_services", "input": {"query": "printer"}},
+          {"capability": "submit_request", "input": {"summary": "printer jammed"}}], "reply": "shall I?"}'
+      - '{"intentions": [], "reply": "done"}'
+  capabilities: [search_services, submit_request]
+"""
+
+
+def test_an_agent_with_capabilities_keeps_its_conversation_in_one_run(
+    cli: CLI, write: Callable[[str, str], Path]
+) -> None:
+    write("desk.yaml", CAPABILITIES)
+    r = cli("chat", "desk.yaml", input="my printer is jammed\nyes\n")
+    assert r.returncode == 0, r
+    cid = CONVERSATION.search(r.stderr).group(1)  # type: ignore[union-attr]
+    assert "waiting for the person" in r.stderr and "your next message is the answer" in r.stderr
+    assert '"ticket": "SD-1"' in r.stderr  # the confirmation was taken from the second line
+    texts = [t for _, t in transcript(cli.cwd, cid)]
+    assert "my printer is jammed" in texts and "yes" in texts
