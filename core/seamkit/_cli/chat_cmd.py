@@ -263,10 +263,19 @@ class _Chat:
             except EOFError:
                 sys.stdout.write("\n")
                 return None
-        line = sys.stdin.readline() if sys.stdin is not None else ""
-        if not line:
+        if sys.stdin is None:
             return None
-        return line.rstrip("\r\n")
+        raw = getattr(sys.stdin, "buffer", None)
+        if raw is None:  # a text stream without bytes underneath (replaced stdin)
+            line = sys.stdin.readline()
+            return line.rstrip("\r\n") if line else None
+        # bytes, decoded a line at a time: a line that is not UTF-8 costs only itself (a text
+        # stream's decoder would fail on the whole chunk it read, the good lines with it)
+        data = raw.readline()
+        if not data:
+            return None
+        text: str = data.decode("utf-8").rstrip("\r\n")  # UnicodeDecodeError: the caller skips the line
+        return text
 
     def loop(self) -> int:
         from seamkit._cli.outcomes import EXIT_INTERRUPTED, EXIT_OK, Terminated
@@ -281,6 +290,7 @@ class _Chat:
                 sys.stdout.flush()
                 return EXIT_INTERRUPTED
             except UnicodeDecodeError:
+                self.failed = True
                 self._say("seamkit: that line is not valid UTF-8; it was skipped")
                 continue
             if text is None:
@@ -291,7 +301,8 @@ class _Chat:
                 return EXIT_OK
             try:
                 text.encode("utf-8")
-            except UnicodeEncodeError:
+            except UnicodeEncodeError:  # bytes that were not UTF-8, decoded with "surrogateescape"
+                self.failed = True
                 self._say("seamkit: that line is not valid UTF-8; it was skipped")
                 continue
             self.turn(text)

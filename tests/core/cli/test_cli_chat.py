@@ -340,3 +340,18 @@ def test_an_agent_with_capabilities_keeps_its_conversation_in_one_run(
     assert '"ticket": "SD-1"' in r.stderr  # the confirmation was taken from the second line
     texts = [t for _, t in transcript(cli.cwd, cid)]
     assert "my printer is jammed" in texts and "yes" in texts
+
+
+def test_a_piped_line_that_is_not_utf8_is_skipped_and_fails_the_exit_code(
+    cli: CLI, write: Callable[[str, str], Path]
+) -> None:
+    import subprocess
+
+    write("echo.yaml", SCRIPTED)
+    proc = subprocess.run([sys.executable, "-m", "seamkit", "chat", "echo.yaml"], cwd=cli.cwd, env=cli.env(),
+                          input="héllo 日本\n".encode() + b"\xff\xfe bad\n" + b"again\n", capture_output=True,
+                          timeout=60)
+    assert proc.returncode == 1, proc
+    assert proc.stdout.decode() == "first answer\nsecond answer\n"
+    assert "that line is not valid UTF-8; it was skipped" in proc.stderr.decode()
+    assert "Traceback" not in proc.stderr.decode()
