@@ -125,7 +125,7 @@ def add_ask_parser(sub: Any) -> None:
     p.add_argument("--system", metavar="TEXT", help="a system prompt")
     p.add_argument("--option", "-o", metavar="KEY=VALUE", action="append", type=_option, default=[],
                    help="a provider config parameter, e.g. base_url=http://127.0.0.1:8080/v1 (repeatable; "
-                   "JSON values are decoded)")
+                   "JSON values are decoded); temperature and max_tokens are the call's settings, as the flags")
     p.set_defaults(func=cmd_ask)
 
 
@@ -231,6 +231,25 @@ def _binding(spec: str, options: dict[str, Any]) -> Any:
     return Binding(spec.strip(), None, options=freeze(dict(options)))
 
 
+def _settings_from_options(args: argparse.Namespace, options: dict[str, Any]) -> None:
+    """``-o temperature=T`` and ``-o max_tokens=N`` are the call's settings, as ``--temperature``
+    and ``--max-tokens`` (and as a bare ``-o temperature`` of ``seamkit run`` / ``chat`` is the
+    agent's setting), so they work with every provider; moved from ``options`` to ``args``."""
+    from seamkit._cli.outcomes import UsageError
+
+    for key, flag, parse in (("temperature", "--temperature", _temperature), ("max_tokens", "--max-tokens",
+                                                                             _positive_int)):
+        if key not in options:
+            continue
+        if getattr(args, key) is not None:
+            raise UsageError(f"-o {key} and {flag} both set it: give one")
+        value = options.pop(key)
+        try:
+            setattr(args, key, parse(str(value)))
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"-o {key}: {exc}") from None
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     """``seamkit ask PROMPT --model PROVIDER:MODEL [...]``; see the module doc for streams and exit
     codes. Configuration errors propagate to :func:`seamkit._cli.main.main` (exit 2)."""
@@ -241,6 +260,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     options = dict(args.option)
     if "model" in options:
         raise UsageError("give the model with --model PROVIDER:MODEL, not --option model=...")
+    _settings_from_options(args, options)
     try:
         binding = _binding(args.model, options)
     except ValueError as exc:

@@ -171,3 +171,19 @@ def test_ask_and_run_on_the_bundled_model_without_a_model_name(cli: CLI, write: 
             timeout=300)
     assert r.returncode == 0, r
     assert '"answer":' in r.stdout
+
+
+def test_ask_o_temperature_and_max_tokens_are_the_calls_settings_as_in_run(cli: CLI) -> None:
+    import json
+
+    r = cli("ask", "hi", "-m", "scripted", "-o", 'turns=["x"]', "-o", "temperature=0.5", "-o", "max_tokens=7",
+            "--json")
+    assert r.returncode == 0, r
+    settings = json.loads(r.stdout)["settings"]
+    assert settings["temperature"] == 0.5 and settings["max_tokens"] == 7
+    r = cli("ask", "hi", "-m", "scripted", "-o", 'turns=["x"]', "-o", "temperature=hot")
+    assert r.returncode == 2, r
+    assert "-o temperature: expected a number such as 0.2, got 'hot'" in r.stderr
+    r = cli("ask", "hi", "-m", "scripted", "-o", 'turns=["x"]', "-o", "temperature=0.1", "--temperature", "0.2")
+    assert r.returncode == 2, r
+    assert "-o temperature and --temperature both set it" in r.stderr
