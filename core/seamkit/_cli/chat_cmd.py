@@ -141,7 +141,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     configuration error (also a conversation that does not exist)."""
     import asyncio
 
-    from seamkit._cli.commands import DEFAULT_DB, _check_variables, _registry, _resume_agent_file
+    from seamkit._cli.commands import DEFAULT_DB, _check_variables, _registry, _resume_agent_file, run_metadata
     from seamkit._cli.common import close_stores, existing_file
     from seamkit._cli.outcomes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, BuildFailed, UsageError
     from seamkit._cli.overrides import overrides_of
@@ -186,7 +186,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         from seamkit._runtime.context import RunContext
 
         conv = _Conversation(RunContext().run_id)
-    chat = _Chat(agent, conv, variables, composition.secret_values(), agent_file, str(path.resolve()), args.file)
+    chat = _Chat(agent, conv, variables, composition.secret_values(), agent_file, run_metadata(path, args), args.file)
     chat.report_error = args.report_error
     chat.hello(continued=args.cid is not None or args.continue_latest)
     code = chat.loop()
@@ -219,13 +219,13 @@ class _Chat:
     """The read-answer loop of one conversation."""
 
     def __init__(self, agent: Agent, conv: _Conversation, variables: dict[str, str], secrets: frozenset[str],
-                 agent_file: str | None, resolved_file: str, file: str) -> None:
+                 agent_file: str | None, metadata: dict[str, Any], file: str) -> None:
         self.agent = agent
         self.conv = conv
         self.variables = variables
         self.secrets = secrets
         self.agent_file = agent_file
-        self.resolved_file = resolved_file
+        self.metadata = metadata  # stored with each run: the agent file, the overrides
         self.file = file
         self.tty = sys.stdin is not None and sys.stdin.isatty()
         self.report_error: Callable[[BaseException], int] = lambda exc: 1
@@ -369,7 +369,7 @@ class _Chat:
         else:
             ctx = RunContext(run_id=self.conv.cid, scope=Scope(thread=self.conv.cid))
             self.conv.id_taken = True
-        metadata = {"agent_file": self.resolved_file, "chat": self.conv.cid, "chat_turn": self.conv.turns + 1}
+        metadata = {**self.metadata, "chat": self.conv.cid, "chat_turn": self.conv.turns + 1}
         return await _drive(self.agent, text, self.variables, sink, metadata, ctx, history=tuple(self.conv.history))
 
     async def _capability_turn(self, text: str, sink: Any) -> AgentResult | None:
@@ -385,7 +385,7 @@ class _Chat:
                 return await self._capability_turn(text, sink)
             self.conv.id_taken = True
             ctx = RunContext(run_id=self.conv.cid)
-            metadata = {"agent_file": self.resolved_file, "chat": self.conv.cid, "chat_turn": 1}
+            metadata = {**self.metadata, "chat": self.conv.cid, "chat_turn": 1}
             return await _drive(self.agent, text, self.variables, sink, metadata, ctx)
 
         class _Observer:

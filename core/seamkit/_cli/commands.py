@@ -134,7 +134,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                        else HumanRenderer(typed=agent.output is not None, secrets=secrets, agent_file=agent_file))
     started: list[str] = []
     try:
-        result = run_interruptible(_drive(agent, task, variables, sink, {"agent_file": str(path.resolve())}, ctx,
+        result = run_interruptible(_drive(agent, task, variables, sink, run_metadata(path, args), ctx,
                                           started))
     except (Exception, KeyboardInterrupt) as exc:
         if json_sink is not None:
@@ -143,6 +143,23 @@ def cmd_run(args: argparse.Namespace) -> int:
             _resume_hint(ctx.run_id, exc, agent_file)
         raise
     return _exit_for(result)
+
+
+def run_metadata(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The metadata ``run`` and ``chat`` store with a run: the agent file, and the ``-m``/``-o``
+    overrides it was started with (``seamkit resume`` applies them again). An override whose value
+    may be a secret is not stored: a warning says that a resume will not have it."""
+    from seamkit._cli.overrides import overrides_of
+    from seamkit.composition._overrides import record_overrides
+
+    meta: dict[str, Any] = {"agent_file": str(path.resolve())}
+    kept, left = record_overrides(overrides_of(args))
+    if kept is not None:
+        meta["overrides"] = kept
+    if left:
+        sys.stderr.write(f"seamkit: warning: {', '.join(left)} not stored with the run (the value may be a secret): "
+                         "a resume of this run uses the file's value\n")
+    return meta
 
 
 def _resume_agent_file(composition: Composition, file: str) -> str | None:
@@ -256,6 +273,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from seamkit._cli.render import HumanRenderer, JsonRenderer, pending_text
     from seamkit._cli.scrub import scrub_output
     from seamkit.composition import ComponentBuildError, build_agent, load_composition
+    from seamkit.composition._overrides import recorded_overrides
     from seamkit.errors import RunNotResumable, ToolArgumentError
 
     decisions = _decisions(args)
@@ -284,6 +302,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if snap is None:
         asyncio.run(cp.aclose())
         raise UsageError(no_run_text(args.run_id, args.agent))
+    recorded = recorded_overrides(snap.metadata)
+    if recorded and composition.file is not None:  # started with -m/-o: rebuilt as it ran
+        asyncio.run(cp.aclose())
+        composition = load_composition(composition.file, registry=registry, overrides=recorded)
+        scrub_output(composition.secret_values())
+        try:
+            agent = build_agent(composition, registry=registry)
+        except ComponentBuildError as exc:
+            raise BuildFailed(exc.issues) from exc
+        cp = agent.checkpointer
+        assert cp is not None
     if "workflow_state" in snap.state:
         asyncio.run(cp.aclose())
         if composition.workflow is None:

@@ -35,7 +35,8 @@ from seamkit.errors import ConfigIssue
 if TYPE_CHECKING:
     from seamkit._plugins.registry import Registry
 
-__all__ = ["SETTINGS_KEYS", "Override", "apply_overrides", "model_override", "option_override", "relabel"]
+__all__ = ["SETTINGS_KEYS", "Override", "apply_overrides", "model_override", "option_override", "recorded_overrides",
+           "record_overrides", "relabel"]
 
 #: bare ``-o`` keys that are the entry agent's ``settings:`` rather than model parameters
 SETTINGS_KEYS = frozenset({"temperature", "max_tokens", "seed"})
@@ -57,6 +58,8 @@ class Override:
     value: Any = None
     provider: str | None = None
     model: str | None = None
+    #: the text after the flag, as given (``openai:gpt-4.1-mini``, ``model.n_ctx=4096``)
+    spec: str = ""
 
     def __repr__(self) -> str:  # the value may be a secret: never shown
         return f"Override({self.label!r})"
@@ -73,7 +76,7 @@ def model_override(spec: str) -> Override:
                          f"got {provider!r}")
     if sep and not model:
         raise ValueError(f"the model after '{provider}:' is empty; write -m {provider} for its default model")
-    return Override(f"-m {spec.strip()}", provider=provider, model=model or None)
+    return Override(f"-m {spec.strip()}", provider=provider, model=model or None, spec=spec)
 
 
 def option_override(text: str) -> Override:
@@ -88,7 +91,7 @@ def option_override(text: str) -> Override:
     parts = key.split(".")
     if not all(_PART.fullmatch(p) for p in parts):
         raise ValueError(f"{key!r} is not a key path: parts are separated by single dots, e.g. model.n_ctx")
-    return Override(f"-o {key}", key=key, value=_value(raw))
+    return Override(f"-o {key}", key=key, value=_value(raw), spec=text)
 
 
 def _shown_key(text: str) -> str:
@@ -235,3 +238,41 @@ def relabel(issues: Sequence[ConfigIssue], placed: Sequence[tuple[KeyPath, str]]
             issue = ConfigIssue(issue.message, issue.path, label)
         out.append(issue)
     return out
+
+
+def _secret(o: Override) -> bool:
+    from seamkit.composition._models import is_secret_name
+
+    return any(is_secret_name(p) for p in o.key.split("."))
+
+
+def record_overrides(overrides: Sequence[Override]) -> tuple[str | None, list[str]]:
+    """What a run's metadata keeps of ``overrides``, so that ``seamkit resume`` rebuilds the agent
+    as it ran: a JSON list of ``["-m", spec]`` / ``["-o", spec]`` (``None`` when there is none),
+    and the labels of those left out because their value may be a secret (``-o api_key=...``:
+    never stored)."""
+    import json
+
+    kept: list[list[str]] = []
+    left: list[str] = []
+    for o in overrides:
+        if _secret(o):
+            left.append(o.label)
+        else:
+            kept.append(["-m" if o.provider is not None else "-o", o.spec])
+    return (json.dumps(kept) if kept else None), left
+
+
+def recorded_overrides(metadata: Mapping[str, Any]) -> tuple[Override, ...]:
+    """The overrides a run's metadata recorded (see :func:`record_overrides`); ``()`` when none
+    (or unreadable: the file as written is used)."""
+    import json
+
+    raw = metadata.get("overrides")
+    if not isinstance(raw, str):
+        return ()
+    try:
+        items = json.loads(raw)
+        return tuple(model_override(spec) if flag == "-m" else option_override(spec) for flag, spec in items)
+    except (ValueError, TypeError):
+        return ()

@@ -187,3 +187,28 @@ def test_ask_o_temperature_and_max_tokens_are_the_calls_settings_as_in_run(cli: 
     r = cli("ask", "hi", "-m", "scripted", "-o", 'turns=["x"]', "-o", "temperature=0.1", "--temperature", "0.2")
     assert r.returncode == 2, r
     assert "-o temperature and --temperature both set it" in r.stderr
+
+
+def test_resume_rebuilds_the_agent_with_the_runs_overrides(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("demo.yaml", OPENAI + "  tools: [calculator]\n  approvals: {calculator: every_call}\n")
+    turns = ('turns=[{tool_calls: [{id: c1, name: calculator, arguments: {expression: "2 + 3"}}]}, '
+             '"five, from the override"]')
+    r = cli("run", "demo.yaml", "2 + 3?", "-m", "scripted", "-o", turns, "-o", "follow_transcript=true")
+    assert r.returncode == 3, r  # waits for approval
+    run_id = r.stderr.split("seamkit resume ")[1].split()[0]
+    # the file's model is openai (no key here): the resume must use the run's -m/-o again
+    r = cli("resume", run_id, "--approve", "c1", env={"OPENAI_API_KEY": ""})
+    assert r.returncode == 0, r
+    assert r.stdout.endswith("five, from the override\n")
+
+
+def test_a_secret_override_is_not_stored_with_the_run(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("demo.yaml", OPENAI)
+    r = cli("run", "demo.yaml", "hi", "-m", "scripted", "-o", 'turns=["ok"]', "-o", "agent.prompt=hello")
+    assert r.returncode == 0, r
+    store = (cli.cwd / ".seamkit" / "seamkit.db").read_bytes()
+    assert b"agent.prompt=hello" in store  # the overrides are kept with the run...
+    r = cli("run", "demo.yaml", "hi", "-m", "openai:gpt-4.1-mini", "-o", "api_key=sk-very-secret-1234",
+            "-o", "base_url=http://127.0.0.1:9/v1")  # nothing listens there: the run fails, stored
+    assert "-o api_key not stored with the run" in r.stderr, r
+    assert b"sk-very-secret-1234" not in (cli.cwd / ".seamkit" / "seamkit.db").read_bytes()  # ...secrets never
