@@ -1,4 +1,5 @@
-"""``seamkit ask "PROMPT" --model PROVIDER:MODEL``: one model-neutral call from the command line.
+"""``seamkit ask "PROMPT" --model PROVIDER[:MODEL]``: one model-neutral call from the command line
+(``-m llamacpp``: the provider's default model, here the bundled one).
 
 stdout gets the answer: the model's text as it streams, or with ``--schema`` only the validated
 value as pretty JSON; ``--json`` prints the whole :class:`~seamkit._calls.answer.Answer` as one
@@ -109,8 +110,9 @@ def add_ask_parser(sub: Any) -> None:
         "2 usage or configuration error, 130 interrupted.",
     )
     p.add_argument("prompt", metavar="PROMPT", help="the prompt ('-' reads it from stdin)")
-    p.add_argument("--model", "-m", metavar="PROVIDER:MODEL", required=True,
-                   help="provider component and model, e.g. openai_chat:gpt-4o-mini (split on the first colon)")
+    p.add_argument("--model", "-m", metavar="PROVIDER[:MODEL]", required=True,
+                   help="provider component and model, e.g. openai_chat:gpt-4o-mini (split on the first colon); "
+                   "the provider alone uses its default model (e.g. llamacpp: the bundled model)")
     p.add_argument("--schema", metavar="FILE", help="a JSON Schema file the answer must satisfy")
     p.add_argument("--json", action="store_true", help="print the answer as one JSON object, nothing else")
     p.add_argument("--max-cost", metavar="USD", type=_usd,
@@ -123,7 +125,7 @@ def add_ask_parser(sub: Any) -> None:
     p.add_argument("--system", metavar="TEXT", help="a system prompt")
     p.add_argument("--option", "-o", metavar="KEY=VALUE", action="append", type=_option, default=[],
                    help="a provider config parameter, e.g. base_url=http://127.0.0.1:8080/v1 (repeatable; "
-                   "JSON values are decoded)")
+                   "JSON values are decoded); temperature and max_tokens are the call's settings, as the flags")
     p.set_defaults(func=cmd_ask)
 
 
@@ -215,18 +217,52 @@ def _load_schema(name: str) -> OutputSpec:
         raise UsageError(f"--schema {name}: {exc}") from None
 
 
+def _binding(spec: str, options: dict[str, Any]) -> Any:
+    """``PROVIDER:MODEL``, or ``PROVIDER`` alone for the provider's default model (as ``-m`` of
+    ``run`` and ``chat``). Raises ``ValueError``."""
+    from seamkit._calls.binding import Binding
+    from seamkit._frozen import freeze
+
+    if ":" in spec:
+        return Binding.parse(spec, options=options)
+    if not spec.strip():
+        raise ValueError(f"expected PROVIDER or PROVIDER:MODEL (e.g. openai_chat:gpt-4o-mini or llamacpp), "
+                         f"got {spec!r}")
+    return Binding(spec.strip(), None, options=freeze(dict(options)))
+
+
+def _settings_from_options(args: argparse.Namespace, options: dict[str, Any]) -> None:
+    """``-o temperature=T`` and ``-o max_tokens=N`` are the call's settings, as ``--temperature``
+    and ``--max-tokens`` (and as a bare ``-o temperature`` of ``seamkit run`` / ``chat`` is the
+    agent's setting), so they work with every provider; moved from ``options`` to ``args``."""
+    from seamkit._cli.outcomes import UsageError
+
+    for key, flag, parse in (("temperature", "--temperature", _temperature), ("max_tokens", "--max-tokens",
+                                                                             _positive_int)):
+        if key not in options:
+            continue
+        if getattr(args, key) is not None:
+            raise UsageError(f"-o {key} and {flag} both set it: give one")
+        value = options.pop(key)
+        try:
+            setattr(args, key, parse(str(value)))
+        except argparse.ArgumentTypeError as exc:
+            raise UsageError(f"-o {key}: {exc}") from None
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
     """``seamkit ask PROMPT --model PROVIDER:MODEL [...]``; see the module doc for streams and exit
     codes. Configuration errors propagate to :func:`seamkit._cli.main.main` (exit 2)."""
-    from seamkit._calls.binding import Binding, CallLimits
+    from seamkit._calls.binding import CallLimits
     from seamkit._cli.common import read_task
     from seamkit._cli.outcomes import EXIT_FAILED, EXIT_OK, UsageError
 
     options = dict(args.option)
     if "model" in options:
         raise UsageError("give the model with --model PROVIDER:MODEL, not --option model=...")
+    _settings_from_options(args, options)
     try:
-        binding = Binding.parse(args.model, options=options)
+        binding = _binding(args.model, options)
     except ValueError as exc:
         raise UsageError(f"--model: {exc}") from None
     from seamkit._calls.ask import secret_option_values

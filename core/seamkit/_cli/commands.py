@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from seamkit._plugins.check_isolated import CheckJob, RegistrySnapshot
     from seamkit._plugins.registry import Registry
     from seamkit.composition import Composition
+    from seamkit.values import Message
 
 T = TypeVar("T")
 
@@ -63,11 +64,14 @@ def _check_variables(agent: Agent, variables: dict[str, str]) -> None:
 
 async def _drive(
     agent: Agent, task: str, variables: dict[str, str], sink: EventSink, metadata: dict[str, Any],
-    ctx: Any = None, started: list[str] | None = None,
+    ctx: Any = None, started: list[str] | None = None, history: Sequence[Message] = (),
 ) -> AgentResult | None:
+    """Run ``agent`` on ``task`` (after ``history``, the earlier messages of a conversation), each
+    event to ``sink``; closes the sink and the agent's stores. Used by ``run`` and ``chat``."""
     result: AgentResult | None = None
     try:
-        async for event in agent.stream(task, variables=variables or None, metadata=metadata, ctx=ctx):
+        async for event in agent.stream(task, variables=variables or None, metadata=metadata, ctx=ctx,
+                                        history=history):
             if event.kind == "run_started" and started is not None:
                 started.append(event.run_id)  # its first checkpoint is written by now
             sink.event(event)
@@ -93,12 +97,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from seamkit._cli._loop import run_interruptible
     from seamkit._cli.outcomes import exit_code_for
+    from seamkit._cli.overrides import overrides_of
     from seamkit._cli.render import HumanRenderer, JsonRenderer
     from seamkit._cli.scrub import scrub_output
     from seamkit.composition import ComponentBuildError, build_agent, load_composition
 
     registry = _registry()
-    composition = load_composition(path, registry=registry)  # ConfigError: exit 2
+    composition = load_composition(path, registry=registry, overrides=overrides_of(args))  # ConfigError: exit 2
     scrub_output(composition.secret_values())  # from here on, stdout and stderr mask the secrets
     if composition.workflow is not None:
         from seamkit._cli.workflow_cmd import run_workflow_cmd
@@ -129,7 +134,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                        else HumanRenderer(typed=agent.output is not None, secrets=secrets, agent_file=agent_file))
     started: list[str] = []
     try:
-        result = run_interruptible(_drive(agent, task, variables, sink, {"agent_file": str(path.resolve())}, ctx,
+        result = run_interruptible(_drive(agent, task, variables, sink, run_metadata(path, args), ctx,
                                           started))
     except (Exception, KeyboardInterrupt) as exc:
         if json_sink is not None:
@@ -138,6 +143,23 @@ def cmd_run(args: argparse.Namespace) -> int:
             _resume_hint(ctx.run_id, exc, agent_file)
         raise
     return _exit_for(result)
+
+
+def run_metadata(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The metadata ``run`` and ``chat`` store with a run: the agent file, and the ``-m``/``-o``
+    overrides it was started with (``seamkit resume`` applies them again). An override whose value
+    may be a secret is not stored: a warning says that a resume will not have it."""
+    from seamkit._cli.overrides import overrides_of
+    from seamkit.composition._overrides import record_overrides
+
+    meta: dict[str, Any] = {"agent_file": str(path.resolve())}
+    kept, left = record_overrides(overrides_of(args))
+    if kept is not None:
+        meta["overrides"] = kept
+    if left:
+        sys.stderr.write(f"seamkit: warning: {', '.join(left)} not stored with the run (the value may be a secret): "
+                         "a resume of this run uses the file's value\n")
+    return meta
 
 
 def _resume_agent_file(composition: Composition, file: str) -> str | None:
@@ -251,6 +273,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from seamkit._cli.render import HumanRenderer, JsonRenderer, pending_text
     from seamkit._cli.scrub import scrub_output
     from seamkit.composition import ComponentBuildError, build_agent, load_composition
+    from seamkit.composition._overrides import recorded_overrides
     from seamkit.errors import RunNotResumable, ToolArgumentError
 
     decisions = _decisions(args)
@@ -279,6 +302,17 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if snap is None:
         asyncio.run(cp.aclose())
         raise UsageError(no_run_text(args.run_id, args.agent))
+    recorded = recorded_overrides(snap.metadata)
+    if recorded and composition.file is not None:  # started with -m/-o: rebuilt as it ran
+        asyncio.run(cp.aclose())
+        composition = load_composition(composition.file, registry=registry, overrides=recorded)
+        scrub_output(composition.secret_values())
+        try:
+            agent = build_agent(composition, registry=registry)
+        except ComponentBuildError as exc:
+            raise BuildFailed(exc.issues) from exc
+        cp = agent.checkpointer
+        assert cp is not None
     if "workflow_state" in snap.state:
         asyncio.run(cp.aclose())
         if composition.workflow is None:

@@ -72,4 +72,5 @@ CHECK_ALL = "*"  # `seamkit plugins --check` without a name
 PLUGIN_KINDS = ("provider", "store", "tool", "middleware", "compactor", "schema", "guardrail", "command")
 #: seamkit's own sub-commands, which a plugin command cannot take (a test holds this equal to the
 #: parser's; kept here so that the scaffold need not import the CLI's entry module)
-BUILTIN_COMMANDS = frozenset({"ask", "new", "plugins", "resume", "run", "runs", "schema", "stores", "validate"})
+BUILTIN_COMMANDS = frozenset({"ask", "chat", "init", "new", "plugins", "resume", "run", "runs", "schema", "stores",
+                              "validate"})

@@ -1,4 +1,5 @@
-"""The seamkit command line: ``seamkit run | validate | schema | plugins | new | ask`` (plus plugin commands).
+"""The seamkit command line: ``seamkit run | chat | init | validate | schema | plugins | new | ask`` (and
+``resume``, ``runs``, ``stores``, plus plugin commands).
 
 Built on seamkit's public API only. This module imports nothing heavy: pydantic, rich and the
 agent machinery are imported by the command that needs them, so ``seamkit --help`` stays fast.
@@ -54,6 +55,7 @@ from seamkit._cli.outcomes import (
     UsageError,
     exit_code_for,
 )
+from seamkit._cli.overrides import OVERRIDES_HELP, add_override_args
 
 if TYPE_CHECKING:
     from seamkit._plugins.registry import PluginReport, Registry
@@ -137,6 +139,7 @@ def build_parser(
         description="Load FILE, build its agent and run it on TASK. stdout gets the answer: the streamed text "
         "of a free-text agent, or only the final JSON of an agent with a typed output (its text then streams "
         "to stderr). Tool calls, warnings and a summary go to stderr.",
+        epilog=OVERRIDES_HELP,
     )
     p.add_argument("file", metavar="FILE", help="composition YAML file")
     p.add_argument("task", metavar="TASK", help="the task text ('-' reads it from stdin)")
@@ -151,6 +154,7 @@ def build_parser(
     )
     p.add_argument("--thread", metavar="ID", help="the conversation thread this run belongs to (approvals "
                    "with policy once_per_thread are remembered per thread)")
+    add_override_args(p)
     p.set_defaults(func=_lazy("run"))
 
     p = sub.add_parser(
@@ -334,6 +338,14 @@ def build_parser(
     from seamkit._cli.ask_cmd import add_ask_parser  # light: the command's body imports lazily
 
     add_ask_parser(sub)
+
+    from seamkit._cli.chat_cmd import add_chat_parser  # light: the command's body imports lazily
+
+    add_chat_parser(sub, _var, report_error)
+
+    from seamkit._cli.init_cmd import add_init_parser  # light: writes a file, imports nothing heavy
+
+    add_init_parser(sub)
 
     failures: list[PluginReport] = []
     if registry is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urldefrag, urljoin, urlsplit
@@ -21,7 +21,8 @@ from seamkit.composition._check import (
     key_index,
     pydantic_issues,
 )
-from seamkit.composition._models import AgentConfig, ComponentRef, Composition, _Model
+from seamkit.composition._models import AgentConfig, ComponentRef, Composition, _Model, is_secret_name
+from seamkit.composition._overrides import Override, apply_overrides, relabel
 from seamkit.composition._yaml import Document, KeyPath, Position, clip, format_path, parse_yaml, shown
 from seamkit.errors import ConfigError, ConfigIssue
 
@@ -38,6 +39,7 @@ def load_composition(
     *,
     env: Mapping[str, str] | None = None,
     registry: Registry | None = None,
+    overrides: Sequence[Override] = (),
 ) -> Composition:
     """Read and validate the composition at ``path`` (YAML, ``seamkit: 1``).
 
@@ -62,6 +64,10 @@ def load_composition(
 
     Raises :class:`~seamkit.errors.ConfigError` listing *every* problem found, each with its key
     path, file, line and column; values from the environment never appear in messages.
+
+    ``overrides`` (:mod:`seamkit.composition._overrides`: the command line's ``-m`` and ``-o``) are
+    applied to the parsed document before it is validated; a problem in an overridden value is
+    labelled with the override (``-o model.n_ctx``) instead of a file position.
     """
     p = Path(path)
     try:
@@ -78,7 +84,7 @@ def load_composition(
         line = before.count(b"\n") + 1
         col = exc.start - (before.rfind(b"\n") + 1) + 1
         raise ConfigError([ConfigIssue("the file is not valid UTF-8 text", "", str(p), line, col)]) from None
-    return loads_composition(text, file=p, env=env, registry=registry)
+    return loads_composition(text, file=p, env=env, registry=registry, overrides=overrides)
 
 
 def loads_composition(
@@ -88,6 +94,7 @@ def loads_composition(
     base_dir: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
     registry: Registry | None = None,
+    overrides: Sequence[Override] = (),
 ) -> Composition:
     """Like :func:`load_composition`, from YAML ``text``. ``file`` is used in messages and for the
     default agent name and ``base_dir`` (which defaults to the file's directory, else the current
@@ -97,7 +104,7 @@ def loads_composition(
     if len(text) > MAX_FILE_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_FILE_BYTES:
         raise ConfigError([ConfigIssue(_too_big(), "", str(fpath) if fpath is not None else None)])
     try:
-        return _loads(text, fpath, base_dir, env, reg)
+        return _loads(text, fpath, base_dir, env, reg, overrides)
     except RecursionError:  # a safety net: nesting is limited while reading the YAML
         raise ConfigError([ConfigIssue("the composition is nested too deeply", "",
                                        str(fpath) if fpath is not None else None)]) from None
@@ -109,10 +116,47 @@ def _too_big() -> str:
 
 
 def _loads(text: str, fpath: Path | None, base_dir: str | os.PathLike[str] | None,
-           env: Mapping[str, str] | None, reg: Registry) -> Composition:
+           env: Mapping[str, str] | None, reg: Registry, overrides: Sequence[Override] = ()) -> Composition:
+    if not overrides:
+        return _loads_doc(parse_yaml(text, env), fpath, base_dir, reg)
+    doc = parse_yaml(text, env)
+    if not doc.empty and isinstance(doc.data, Mapping) and not doc.problems:
+        data, placed, problems = apply_overrides(doc.data, overrides, reg, frozenset(Composition.model_fields))
+        if problems:
+            raise ConfigError(problems)
+        doc.data = data
+        for path, _label in placed:  # the file no longer holds these values: forget where they were
+            for where in (doc.values, doc.keys):
+                for k in [k for k in where if k[: len(path)] == path and len(k) > len(path)]:
+                    del where[k]
+            if any(isinstance(p, str) and is_secret_name(p) for p in path):  # -o api_key=...: masked too
+                value = _find_value(data, path)
+                if isinstance(value, str) and value:
+                    doc.secrets.add(value)
+                    doc.secret_paths.add(path)
+    else:
+        placed = []
+    try:
+        return _loads_doc(doc, fpath, base_dir, reg)
+    except ConfigError as exc:
+        if type(exc) is not ConfigError:
+            raise
+        raise ConfigError(relabel(exc.issues, placed)) from None
+
+
+def _find_value(data: Any, path: KeyPath) -> Any:
+    for p in path:
+        try:
+            data = data[p]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return data
+
+
+def _loads_doc(doc: Document, fpath: Path | None, base_dir: str | os.PathLike[str] | None,
+               reg: Registry) -> Composition:
     base = Path(base_dir) if base_dir is not None else (fpath.parent if fpath is not None else Path.cwd())
     base = base.resolve()
-    doc = parse_yaml(text, env)
     ctx = Context(str(fpath) if fpath is not None else None, doc.values, doc.keys, doc.secret_paths,
                   doc.secrets, set(doc.poisoned), base, flagged=set(doc.flagged), aliases=doc.aliases)
     for pr in doc.problems:

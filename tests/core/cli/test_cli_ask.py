@@ -93,7 +93,7 @@ def test_unknown_provider_suggests_the_close_name(cli: Any) -> None:
     assert "Traceback" not in r.stderr and r.stdout == ""
 
 
-@pytest.mark.parametrize("model", ["scripted", ":demo", "scripted:", "Scripted:demo"])
+@pytest.mark.parametrize("model", [":demo", "scripted:", "Scripted:demo", "Scripted", " "])
 def test_bad_model_format_is_a_usage_error(cli: Any, model: str) -> None:
     r = cli("ask", "hi", "--model", model)
     assert r.returncode == 2, r
