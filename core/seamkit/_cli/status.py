@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from seamkit._cli.render import EventSink
     from seamkit.values import StreamEvent
 
-__all__ = ["StatusLine", "StatusSink", "status_wanted", "with_status"]
+__all__ = ["StatusLine", "StatusSink", "status_wanted", "terminal_status", "with_status"]
 
 WAITING = "waiting for the model"
 
@@ -135,3 +135,16 @@ def with_status(sink: EventSink, *, json_output: bool) -> EventSink:
     if json_output or console is None or not status_wanted(console):
         return sink
     return StatusSink(sink, console)
+
+
+def terminal_status(*, json_output: bool) -> StatusLine | None:
+    """A :class:`StatusLine` on ``sys.stderr`` when it is a terminal (:func:`status_wanted`) and
+    ``--json`` was not asked for (``seamkit ask``: no event stream to wrap); else ``None``."""
+    if json_output:
+        return None
+    import sys
+
+    from rich.console import Console
+
+    console = Console(file=sys.stderr, highlight=False, emoji=False)
+    return StatusLine(console) if status_wanted(console) else None

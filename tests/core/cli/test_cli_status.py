@@ -124,3 +124,24 @@ def test_sigterm_erases_the_line_and_shows_the_cursor(cli, write):
     assert child.exitstatus == 143, repr(screen)
     assert screen.rfind("\x1b[?25h") > screen.rfind("\x1b[?25l"), repr(screen)
     assert "was terminated; continue it with: seamkit resume" in ANSI.sub("", screen)
+
+
+def test_ask_shows_the_line_until_the_answer_streams(cli):
+    turns = "turns=" + json.dumps(["Hello there."])
+    child = _spawn(cli, _seamkit("ask", "hi", "--model", "scripted:demo", "--option", turns,
+                                 "--option", "delay=1.5"))
+    child.expect(pexpect.EOF)
+    child.close()
+    screen = child.before
+    assert child.exitstatus == 0, repr(screen)
+    assert re.search(r"waiting for the model… 1s", screen), repr(screen)
+    assert screen.rfind("\x1b[?25h") > screen.rfind("\x1b[?25l")
+    # the answer follows the erased line, on its own
+    assert "\x1b[2KHello there." in screen, repr(screen)
+    # and never with --json
+    child = _spawn(cli, _seamkit("ask", "hi", "--model", "scripted:demo", "--option", turns,
+                                 "--option", "delay=1.5", "--json"))
+    child.expect(pexpect.EOF)
+    child.close()
+    assert "waiting for the model" not in child.before
+    assert json.loads(child.before)["text"] == "Hello there."
