@@ -40,8 +40,8 @@ async def test_a_read_file_agent_is_warned_once_per_run(tmp_path: Path) -> None:
     from seamkit import Agent
     from seamkit_llamacpp.config import LlamaCppConfig
     from seamkit_llamacpp.provider import LlamaCppProvider
-    from seamkit_tools_basic.config import ReadFileConfig
     from seamkit_tools_basic.calculator import build_calculator
+    from seamkit_tools_basic.config import ReadFileConfig
     from seamkit_tools_basic.files import build_read_file
 
     (tmp_path / "a.txt").write_text("hello")
