@@ -43,7 +43,9 @@ class StatusLine:
         from rich.spinner import Spinner
 
         self.console = console
-        self._spinner = Spinner("dots", style="cyan")
+        # a terminal that cannot show braille dots or an ellipsis gets ASCII (- \\ | /, ...)
+        self._ascii = not (console.encoding or "").lower().startswith("utf")
+        self._spinner = Spinner("line" if self._ascii else "dots", style="cyan")
         self._phase = ""
         self._since = time.monotonic()
         self._live: Any = None
@@ -58,7 +60,8 @@ class StatusLine:
         from rich.text import Text
 
         seconds = int(time.monotonic() - self._since)
-        self._spinner.update(text=Text(f"{self._phase}… {seconds}s", style="dim"))
+        dots = "..." if self._ascii else "…"
+        self._spinner.update(text=Text(f"{self._phase}{dots} {seconds}s", style="dim"))
         return self._spinner
 
     @property

@@ -145,3 +145,13 @@ def test_ask_shows_the_line_until_the_answer_streams(cli):
     child.close()
     assert "waiting for the model" not in child.before
     assert json.loads(child.before)["text"] == "Hello there."
+
+
+def test_an_ascii_terminal_gets_an_ascii_line(cli, slow):
+    child = _spawn(cli, "PYTHONIOENCODING=ascii " + _seamkit("run", str(slow), "2 + 3?"))
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, repr(child.before)
+    plain = ANSI.sub("", child.before)
+    assert re.search(r"[-\\|/] waiting for the model\.\.\. \d+s", plain), repr(plain)
+    assert "…" not in child.before and "\\u28" not in child.before
