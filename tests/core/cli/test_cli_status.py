@@ -155,3 +155,34 @@ def test_an_ascii_terminal_gets_an_ascii_line(cli, slow):
     plain = ANSI.sub("", child.before)
     assert re.search(r"[-\\|/] waiting for the model\.\.\. \d+s", plain), repr(plain)
     assert "…" not in child.before and "\\u28" not in child.before
+
+
+def test_resume_shows_the_line_too(cli, write):
+    # a run waiting for approval, resumed with --approve on a terminal: the tool runs, then the
+    # slow answer turn shows the line; the approval's own commands are plain lines as before
+    path = write("approve.yaml", """
+        seamkit: 1
+        agent:
+          name: approve
+          model:
+            use: scripted
+            follow_transcript: true
+            turns: [{tool_calls: [{name: add, arguments: {a: 1, b: 1}}]}, {text: "two", delay: 1.5}]
+          tools: [add]
+          checkpoints: {use: sqlite, path: runs.db}
+          approvals: {add: every_call}
+        """)
+    waiting = cli("run", str(path), "go")
+    assert waiting.returncode == 3, waiting
+    approve = next(line for line in waiting.stderr.splitlines() if "--approve" in line)
+    words = shlex.split(approve[approve.index("seamkit resume"):])
+    child = _spawn(cli, _seamkit(*words[1:]))
+    child.expect(pexpect.EOF)
+    child.close()
+    screen = child.before
+    assert child.exitstatus == 0, repr(screen)
+    assert re.search(r"waiting for the model… 1s", screen), repr(screen)
+    assert screen.rfind("\x1b[?25h") > screen.rfind("\x1b[?25l")
+    plain = ANSI.sub("", screen)
+    assert "<- add: 2" in plain and re.search(r"^\r?two\r?$", plain, re.M), repr(plain)
+    assert re.search(r"run \S+: completed in \d+\.\ds", plain), repr(plain)
