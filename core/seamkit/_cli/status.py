@@ -1,7 +1,7 @@
-"""The status line of ``seamkit run`` and ``seamkit resume`` on a terminal: a spinner on stderr
-saying what the run waits for and for how long (``⠋ waiting for the model… 12s``,
-``⠋ running tool calculator… 1s``), so a model that loads or decodes a forced tool call for a
-minute does not look hung.
+"""The status line of ``seamkit run``, ``seamkit resume`` and ``seamkit ask`` on a terminal: a
+spinner on stderr saying what the run waits for and for how long (``⠋ waiting for the model…
+12s``, ``⠋ running tool calculator… 1s``), so a model that loads or decodes a forced tool call for
+a minute does not look hung (``ask``: :func:`terminal_status`, until the answer streams).
 
 Shown only when stderr is a terminal (and never with ``--json``: :func:`with_status` returns the
 sink unchanged). It is drawn with :class:`rich.live.Live` on the renderer's own stderr console,
