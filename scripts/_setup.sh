@@ -1,7 +1,8 @@
 # Sourced by scripts/quickstart.sh and scripts/test.sh: makes .venv with the host, every plugin
 # of this repository (editable) and the dev tools. Safe to run again: it re-installs only when a
 # pyproject.toml or requirements file changed. pip's wheel cache makes the llama.cpp build a
-# one-time cost per machine.
+# one-time cost per machine. While pip works, scripts/_progress.sh shows the elapsed time and the
+# phase (its log: .venv/seamkit-setup.log).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -57,9 +58,15 @@ done
 stamp=".venv/.seamkit-installed"
 want="$(cat pyproject.toml requirements-dev.txt plugins/*/*/pyproject.toml testkit/*/pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  echo "seamkit setup: installing the host, $(( ${#PLUGINS[@]} / 2 )) plugins and dev tools into .venv (first time: a few minutes, llama.cpp compiles once)" >&2
+  source "$ROOT/scripts/_progress.sh"
   .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-  CMAKE_BUILD_PARALLEL_LEVEL="$(nproc 2>/dev/null || echo 2)" \
-    .venv/bin/python -m pip install -q --disable-pip-version-check -e . "${PLUGINS[@]}" -r requirements-dev.txt
+  cached=0  # a llama-cpp-python wheel this machine built before, in pip's cache
+  if .venv/bin/python -m pip cache list 'llama_cpp_python*' 2>/dev/null | grep llama_cpp_python >/dev/null; then
+    cached=1
+  fi
+  seamkit_install_notice $(( ${#PLUGINS[@]} / 2 )) "$cached"
+  # -v: pip's log names each phase and carries cmake's build percentage (read by seamkit_progress)
+  seamkit_progress .venv/seamkit-setup.log env CMAKE_BUILD_PARALLEL_LEVEL="$(nproc 2>/dev/null || echo 2)" \
+    .venv/bin/python -m pip install -v --disable-pip-version-check -e . "${PLUGINS[@]}" -r requirements-dev.txt
   echo "$want" > "$stamp"
 fi

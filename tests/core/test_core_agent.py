@@ -112,6 +112,17 @@ async def test_tool_choice_resets_to_auto_after_a_tool_batch() -> None:
     assert [r.tool_choice for r in model.requests] == ["add", "add"]
 
 
+async def test_reset_tool_choice_none_answers_without_tools_after_the_forced_call() -> None:
+    # the forced call is the only one wanted: the next turn may not call tools (a small model
+    # offered them again repeats its call)
+    model = ScriptedModel([calls(("add", {"a": 1, "b": 2})), "3"])
+    result = await Agent(model, tools=[add], tool_choice="required", reset_tool_choice="none").run("go")
+    assert [r.tool_choice for r in model.requests] == ["required", "none"]
+    assert result.output == "3" and result.warnings == ()
+    with pytest.raises(ValueError, match="reset_tool_choice must be"):
+        Agent(ScriptedModel([]), tools=[add], reset_tool_choice="never")  # type: ignore[arg-type]
+
+
 async def test_tool_choice_must_name_a_tool() -> None:
     with pytest.raises(ValueError, match="names no tool"):
         Agent(ScriptedModel([]), tools=[add], tool_choice="subtract")

@@ -229,7 +229,7 @@ def test_seamkit_run_stdout_is_only_the_shouted_text(tutorial: Env) -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout == "ADA HAS BEEN GREETED.\n"
     assert "<- greet: Howdy, Ada!" in done.stderr
-    assert re.search(r"run run_[0-9a-f]+: completed, 2 steps", done.stderr), done.stderr
+    assert re.search(r"run run_[0-9a-f]+: completed in \d+\.\ds, 2 steps", done.stderr), done.stderr
 
 
 # -- isolation and duplicate names, as the tutorial describes them --------------------------------

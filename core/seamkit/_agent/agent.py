@@ -40,8 +40,10 @@ class Agent(AgentDefinition):
     ``output``: ``None``/``str`` for free text, a JSON Schema mapping, a Python type, or an
     :class:`OutputSpec`; validated with one corrective turn. ``middlewares``: wrap every chat and
     tool call, outermost first. ``tool_choice``: for the first model turn (``auto``, ``required``,
-    ``none`` or a tool name); with ``reset_tool_choice`` it returns to ``auto`` after a tool batch so
-    a forced tool cannot loop. ``checkpointer``: a :class:`~seamkit._durability.checkpointer.Checkpointer`
+    ``none`` or a tool name); with ``reset_tool_choice`` (``True``/``"auto"``) it returns to ``auto``
+    after a tool batch so a forced tool cannot loop, with ``"none"`` to ``none`` (the forced call is
+    the only one wanted: the next turn answers without tools).
+    ``checkpointer``: a :class:`~seamkit._durability.checkpointer.Checkpointer`
     (or a :class:`~seamkit._ports.CheckpointPort`, wrapped in one) makes runs durable: a checkpoint
     after every model turn and tool batch, side-effecting tools through the effect ledger,
     :meth:`resume`. ``approvals``: tool name -> ``never`` / ``every_call`` / ``once_per_run`` /

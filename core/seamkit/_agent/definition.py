@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from seamkit._agent.controls import MODES, Mode
 from seamkit._agent.guarding import guards_by_point
@@ -57,7 +57,7 @@ class AgentDefinition:
     output: Any = None
     middlewares: tuple[Middleware, ...] = ()
     tool_choice: str = "auto"
-    reset_tool_choice: bool = True
+    reset_tool_choice: bool | Literal["auto", "none"] = True
     max_steps: int = 10
     max_parallel_tools: int = 4
     parallel_side_effects: bool = False
@@ -137,6 +137,8 @@ class AgentDefinition:
             every_tool = ToolRegistry(self.tools)
         registry = self._controls(every_tool)
         object.__setattr__(self, "_handoff_tools", self._adopt_handoffs(registry))
+        if self.reset_tool_choice not in (True, False, "auto", "none"):
+            raise ValueError(f"reset_tool_choice must be true, false, 'auto' or 'none', not {self.reset_tool_choice!r}")
         if self.tool_choice == "required" and not registry:
             raise ValueError("tool_choice 'required' needs at least one tool")
         if self.tool_choice not in ("auto", "required", "none") and self.tool_choice not in registry:

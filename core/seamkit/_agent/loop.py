@@ -592,7 +592,9 @@ class Run:
                     return await self._finish(None, "suspended", batch=results)
                 transcript.append(Message("tool", results))
                 if agent.reset_tool_choice and self.tool_choice not in ("auto", "none"):
-                    self.tool_choice = "auto"
+                    # "none": the forced call was the one wanted; the next turn answers without
+                    # tools (a small model offered them again tends to repeat the call)
+                    self.tool_choice = "none" if agent.reset_tool_choice == "none" else "auto"
                 handed = bool(agent._handoff_tools) and self._hand_off(ran, results)
                 if durable:
                     await self._save("running")

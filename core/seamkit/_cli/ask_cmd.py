@@ -280,19 +280,30 @@ def cmd_ask(args: argparse.Namespace) -> int:
     import json
 
     from seamkit._calls.ask import ask
+    from seamkit._cli.status import WAITING, terminal_status
 
     streamed: list[str] = []
+    status = terminal_status(json_output=args.json)  # a status line until the answer starts
 
     def on_text(piece: str) -> None:
+        if status is not None:
+            status.hide()
         streamed.append(piece)
         sys.stdout.write(piece)
         sys.stdout.flush()
 
     stream = not args.json and spec is None
-    answer = asyncio.run(ask(
-        binding, prompt, output=spec, limits=limits, system=args.system, temperature=args.temperature,
-        on_text=on_text if stream else None,
-    ))
+    if status is not None:
+        status.phase(WAITING)
+        status.show()
+    try:
+        answer = asyncio.run(ask(
+            binding, prompt, output=spec, limits=limits, system=args.system, temperature=args.temperature,
+            on_text=on_text if stream else None,
+        ))
+    finally:
+        if status is not None:
+            status.hide()  # on errors and Ctrl-C too: the line erased, the cursor shown
     if args.json:
         sys.stdout.write(json.dumps(answer_to_json(answer), ensure_ascii=False) + "\n")
     elif answer.ok and spec is not None:

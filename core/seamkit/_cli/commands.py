@@ -100,6 +100,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from seamkit._cli.overrides import overrides_of
     from seamkit._cli.render import HumanRenderer, JsonRenderer
     from seamkit._cli.scrub import scrub_output
+    from seamkit._cli.status import with_status
     from seamkit.composition import ComponentBuildError, build_agent, load_composition
 
     registry = _registry()
@@ -132,6 +133,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     agent_file = _resume_agent_file(composition, args.file)
     sink: EventSink = (json_sink if json_sink is not None
                        else HumanRenderer(typed=agent.output is not None, secrets=secrets, agent_file=agent_file))
+    sink = with_status(sink, json_output=args.json)  # a status line on a terminal's stderr
     started: list[str] = []
     try:
         result = run_interruptible(_drive(agent, task, variables, sink, run_metadata(path, args), ctx,
@@ -272,6 +274,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
     from seamkit._cli.render import HumanRenderer, JsonRenderer, pending_text
     from seamkit._cli.scrub import scrub_output
+    from seamkit._cli.status import with_status
     from seamkit.composition import ComponentBuildError, build_agent, load_composition
     from seamkit.composition._overrides import recorded_overrides
     from seamkit.errors import RunNotResumable, ToolArgumentError
@@ -384,6 +387,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     # the store was found through --agent, or it is the embedded default that needs none
     sink: EventSink = (json_sink if json_sink is not None
                        else HumanRenderer(typed=agent.output is not None, secrets=secrets, agent_file=args.agent))
+    sink = with_status(sink, json_output=args.json)
 
     result = _resume_streamed(args, agent, sink, json_sink, decisions=decisions)
     if snap.status == "done":
@@ -534,6 +538,7 @@ def _resume_turn(args: argparse.Namespace, agent: Agent, composition: Compositio
     import asyncio
 
     from seamkit._cli.render import HumanRenderer, JsonRenderer
+    from seamkit._cli.status import with_status
 
     cp = agent.checkpointer
     assert cp is not None
@@ -553,6 +558,7 @@ def _resume_turn(args: argparse.Namespace, agent: Agent, composition: Compositio
         json_sink.run_id = args.run_id
     sink: EventSink = (json_sink if json_sink is not None
                        else HumanRenderer(secrets=secrets, agent_file=args.agent))
+    sink = with_status(sink, json_output=args.json)
 
     result = _resume_streamed(args, agent, sink, json_sink, answer=answer, turn_id=args.turn_id)
     if result.turn is None or result.turn.replayed or (answer is None and snap.status == "done"):

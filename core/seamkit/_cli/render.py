@@ -9,6 +9,7 @@ import datetime
 import enum
 import json
 import sys
+import time
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import IO, TYPE_CHECKING, Any, Protocol
@@ -168,10 +169,12 @@ def format_cost(usage: Usage) -> str:
     return f"~{text} (estimated)" if usage.cost_source == "estimated" else text
 
 
-def format_summary(run_id: str, stop_reason: str, steps: int, usage: Usage) -> str:
-    """The one-line summary of a run."""
+def format_summary(run_id: str, stop_reason: str, steps: int, usage: Usage, duration: float | None = None) -> str:
+    """The one-line summary of a run; ``duration`` (seconds, when known) is shown as ``in 12.3s``
+    after the stop reason."""
+    took = "" if duration is None else f" in {duration:.1f}s"
     return (
-        f"run {run_id}: {stop_reason}, {steps} step{'s' if steps != 1 else ''}, "
+        f"run {run_id}: {stop_reason}{took}, {steps} step{'s' if steps != 1 else ''}, "
         f"tokens {usage.input_tokens} in / {usage.output_tokens} out, "
         f"{usage.requests} request{'s' if usage.requests != 1 else ''}, cost {format_cost(usage)}"
     )
@@ -358,7 +361,8 @@ class HumanRenderer:
     on its own line. Typed-output agent (``typed``): the model's text streams to ``err`` instead
     (dimmed on a terminal) and ``out`` gets only the final output as pretty JSON, so stdout is
     valid JSON. Gather-mode agent: ``out`` gets the gathered context block (the run's output) when
-    the run finishes. Tool calls, tool results and the summary: one styled line each on ``err``.
+    the run finishes. Tool calls, tool results and the summary (with the time since this renderer
+    was made: the run's duration in this command): one styled line each on ``err``.
     """
 
     def __init__(self, out: IO[str] | None = None, err: IO[str] | None = None, *, typed: bool = False,
@@ -375,6 +379,7 @@ class HumanRenderer:
         self.agent_file = agent_file  # named in the resume commands it prints (see resume_command)
         self._midline = False
         self._text = TextScrubber(secrets)  # masks secrets split across deltas, before styling
+        self._started = time.monotonic()  # the summary's duration: this command's time on the run
 
     def _write_text(self, text: str) -> None:
         shown = self._text.feed(text)
@@ -437,7 +442,8 @@ class HumanRenderer:
                 self.console.print(Text("gathered:", style="bold"))
                 self.out.write(result.output if result.output.endswith("\n") else result.output + "\n")
                 self.out.flush()
-            line = format_summary(result.run_id, result.stop_reason, result.steps, result.usage)
+            line = format_summary(result.run_id, result.stop_reason, result.steps, result.usage,
+                                  time.monotonic() - self._started)
             style = "dim" if result.stop_reason == "completed" else "yellow"
             self.console.print(Text(line, style=style))
             for w in result.warnings:

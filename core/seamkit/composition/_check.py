@@ -740,7 +740,8 @@ def check_nested_slots(ctx: Context, registry: Registry, spec: ComponentSpec, pa
 
 
 def is_bool_field(registry: Registry, root: type[BaseModel], data: Any, path: KeyPath) -> bool:
-    """Whether the field at ``path`` in raw ``data`` (shaped by ``root``) is typed ``bool`` only,
+    """Whether the field at ``path`` in raw ``data`` (shaped by ``root``) is typed ``bool`` only
+    (or ``bool`` or some ``Literal`` words),
     following component slots into their component's config model. Unknown: ``False``."""
     current: list[Any] = [root]
     for i, el in enumerate(path):
@@ -763,4 +764,7 @@ def is_bool_field(registry: Registry, root: type[BaseModel], data: Any, path: Ke
         if not current:
             return False
     alts = [alt for tp in current for alt in _unwrap(tp)]
-    return bool in alts and all(alt in (bool, type(None)) for alt in alts)
+    # a few named words besides true/false (reset_tool_choice: true, false, auto or none) still
+    # take a YAML 1.1 word (on, yes) as a mistaken boolean
+    return bool in alts and all(alt in (bool, type(None)) or typing.get_origin(alt) is typing.Literal
+                                for alt in alts)

@@ -517,7 +517,11 @@ class AgentConfig(_Model):
     tool_choice: str = Field(
         default="auto", description="First turn's tool choice: auto, required, none or a tool name"
     )
-    reset_tool_choice: bool = Field(default=True, description="Return tool_choice to auto after a tool batch")
+    reset_tool_choice: bool | Literal["auto", "none"] = Field(
+        default=True,
+        description="After a tool batch, return a forced tool_choice to auto (true, 'auto'), or to none "
+        "('none': the forced call is the only one wanted, the next turn answers without tools)",
+    )
     max_steps: int = Field(default=10, ge=1, description="Model turns before the run stops")
     max_parallel_tools: int = Field(default=4, ge=1, description="Tool calls of one turn run at most this many at once")
     parallel_side_effects: bool = Field(

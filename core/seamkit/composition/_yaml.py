@@ -492,7 +492,32 @@ def _syntax_problem(exc: yaml.YAMLError, text: str) -> Problem:
             msg = f"{msg} ({context.strip()}{where})"
     if "\\t" in msg or "\t" in msg:
         msg += "; YAML does not allow tabs for indentation, use spaces"
+    reference = _unquoted_reference(text, mark) if mark is not None else None
+    if reference is not None:
+        msg += (f"; inside {{...}} or [...] an unquoted {reference} reads as YAML, not as an environment "
+                f"reference: quote it, '{reference}'")
     return Problem(f"YAML syntax: {msg}", (), _pos(mark) if mark is not None else None)
+
+
+def _unquoted_reference(text: str, mark: Any) -> str | None:
+    """The ``${...}`` reference whose ``{`` the YAML error ``mark`` points at, or that starts at it
+    (``model: {use: openai, api_key: ${KEY}}``: in a flow collection ``{`` opens a mapping, so the
+    unquoted reference is a syntax error), else ``None``."""
+    lines = text.splitlines()
+    line, col = int(mark.line), int(mark.column)
+    if not 0 <= line < len(lines):
+        return None
+    row = lines[line]
+    start = col - 1 if row[col:col + 1] == "{" and row[col - 1:col] == "$" else col
+    if start < 0 or not row.startswith("${", start):
+        return None
+    depth, end = 0, start + 1
+    while end < len(row):  # to the matching brace: ${A:-${B}} is one reference
+        depth += {"{": 1, "}": -1}.get(row[end], 0)
+        end += 1
+        if depth == 0:
+            return row[start:end]
+    return None
 
 
 _SURROGATE_MESSAGE = ("a lone surrogate escape (\\ud800-\\udfff) is not a character: this text cannot be "

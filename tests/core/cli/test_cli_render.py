@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from decimal import Decimal
 
 import pytest
@@ -44,6 +45,10 @@ def test_format_summary():
     u = Usage(input_tokens=12, output_tokens=3, requests=1)
     assert format_summary("r1", "completed", 1, u) == (
         "run r1: completed, 1 step, tokens 12 in / 3 out, 1 request, cost unknown"
+    )
+    # with the run's duration (seconds, one decimal) after the stop reason
+    assert format_summary("r1", "completed", 2, u, 12.345) == (
+        "run r1: completed in 12.3s, 2 steps, tokens 12 in / 3 out, 1 request, cost unknown"
     )
 
 
@@ -132,7 +137,8 @@ def test_human_renderer_streams_and_breaks_lines():
     assert lines[1] == "<- lookup: a b"
     assert lines[2] == "<- lookup ERROR: bad"
     assert lines[3] == "output:"
-    assert lines[4] == "run run-1: completed, 2 steps, tokens 7 in / 2 out, 2 requests, cost unknown"
+    assert re.fullmatch(r"run run-1: completed in \d+\.\ds, 2 steps, tokens 7 in / 2 out, 2 requests, cost unknown",
+                        lines[4]), lines[4]
     assert lines[5] == "warning: model ignored seed"
 
 
@@ -218,7 +224,7 @@ async def test_drive_real_agent_with_human_renderer():
     assert out.getvalue() == 'Adding. \n{"answer": 5}\n{\n  "answer": 5\n}\n'
     lines = err.getvalue().splitlines()
     assert lines[:3] == ['-> add {"a": 2, "b": 3}', "<- add: 5", "output:"]
-    assert lines[3].endswith("completed, 2 steps, tokens 0 in / 0 out, 2 requests, cost local")
+    assert re.search(r"completed in \d+\.\ds, 2 steps, tokens 0 in / 0 out, 2 requests, cost local$", lines[3])
 
 
 # -- printed commands read back by the real parser (outside testing of issue 10, item 18) --------

@@ -52,7 +52,7 @@ def test_run_streams_text_tool_lines_output_and_summary(cli, write):
     assert "<- add: 5" in err
     summary = err[-1]
     assert re.fullmatch(
-        r"run [0-9a-zA-Z_-]+: completed, 2 steps, tokens 0 in / 0 out, 2 requests, cost local", summary
+        r"run [0-9a-zA-Z_-]+: completed in \d+\.\ds, 2 steps, tokens 0 in / 0 out, 2 requests, cost local", summary
     ), summary
     assert "$0" not in r.stderr
     assert "Traceback" not in r.stderr

@@ -158,6 +158,21 @@ def test_quoted_yaml11_words_and_true_false_any_case(tmp_path: Path, registry: R
     assert comp.agent.tools[0].config.prefix == "NO"
 
 
+def test_reset_tool_choice_none_reaches_the_agent(tmp_path: Path, registry: Registry) -> None:
+    from seamkit.composition import build_agent
+
+    comp = load_composition(write(tmp_path, """\
+        seamkit: 1
+        agent:
+          model: {use: scripted, turns: [x]}
+          tools: [{use: echo}]
+          tool_choice: required
+          reset_tool_choice: none
+        """), registry=registry)
+    assert comp.agent.reset_tool_choice == "none"
+    assert build_agent(comp, registry=registry).reset_tool_choice == "none"
+
+
 def test_relative_paths_resolve_against_the_yaml_directory(
     tmp_path: Path, registry: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -31,7 +31,7 @@ backslashes unescaped, which breaks names containing a quote or a backslash).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -187,6 +187,24 @@ def unenforced(schema: Any) -> list[str]:
                 walk(value, here)
 
     walk(schema, "")
+    return found
+
+
+def located(
+    tools: Sequence[ToolSchema], choice: str, output_schema: Mapping[str, Any] | None,
+    find: Callable[[Any], list[str]],
+) -> list[str]:
+    """``find`` run on each schema a request decodes with (the offered tools' parameters, the output
+    schema when the reply may be the answer), each finding followed by where it is
+    (``... in read_file's parameters``, ``... in the output schema``). The locations are those of
+    the schemas as written, so they read the same on every turn of a run whatever the decoding
+    mode (a warning repeated word for word is shown once per run)."""
+    found: list[str] = []
+    offered = offered_tools(tools, choice)
+    for tool in offered:
+        found += [f"{f} in {tool.name}'s parameters" for f in find(thaw(tool.parameters))]
+    if output_schema is not None and (not offered or choice == "auto"):
+        found += [f"{f} in the output schema" for f in find(thaw(output_schema))]
     return found
 
 

@@ -59,7 +59,7 @@ from seamkit.values import (
 )
 
 from seamkit_llamacpp.config import EMPTY_PATH, LlamaCppConfig, gguf_problem
-from seamkit_llamacpp.grammar import Mode, Plan, plan, read_tool_call, relax, to_gbnf, unenforced
+from seamkit_llamacpp.grammar import Mode, Plan, located, plan, read_tool_call, relax, to_gbnf, unenforced
 from seamkit_llamacpp.prompt import END, START, Segment, render
 
 __all__ = ["JOIN_TIMEOUT_S", "LlamaCppProvider", "build", "default_model_name", "resolve_model_path"]
@@ -446,8 +446,9 @@ class LlamaCppProvider:
                 f"cannot build a grammar for this request: {exc}", FailureClass.INVALID_REQUEST, provider=PROVIDER
             ) from None
         settings, warnings = self._settings(request)
-        _, dropped = relax(decoding.schema)
-        ignored = unenforced(decoding.schema)
+        # located in the tools' and the output's own schemas: the same words on every turn
+        dropped = located(request.tools, request.tool_choice, request.output_schema, lambda s: relax(s)[1])
+        ignored = located(request.tools, request.tool_choice, request.output_schema, unenforced)
         if ignored:
             warnings.append(
                 "llamacpp: " + ", ".join(ignored) + " is not enforced while decoding (llama-cpp-python's grammar "

@@ -195,6 +195,9 @@ async def test_agent_runs_a_real_tool_and_returns_typed_output(model: LlamaCppPr
     assert result.stop_reason == "completed"
     assert seen == ["17 * 23"]
     assert result.output == {"answer": 391}
+    # offered the tools again (reset_tool_choice back to auto), the tiny model repeats its call:
+    # a real repeat, discarded with a warning (repeat_tool_calls=false)
+    assert any("the model repeated the tool call calculator" in w for w in result.warnings), result.warnings
     assert result.usage.requests == 2 and result.usage.input_tokens > 0
     assert result.usage.cost == Decimal(0) and result.usage.cost_source == "local"
 
@@ -215,6 +218,8 @@ async def test_quickstart_example_answers_with_the_calculator(tmp_path: Path, mo
     assert [(c.name, dict(c.arguments)) for c in calls] == [("calculator", {"expression": "17 * 23"})]
     assert [r.content for m in result.transcript for r in m.tool_results] == ["391"]
     assert result.output == {"answer": 391} and result.stop_reason == "completed"
+    # the answer turn offers no tools (reset_tool_choice: none): nothing repeated, no warning
+    assert result.warnings == (), result.warnings
 
 
 async def test_a_prompt_longer_than_the_context_is_a_context_length_error(model: LlamaCppProvider) -> None:
