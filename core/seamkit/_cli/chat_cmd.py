@@ -312,10 +312,11 @@ class _Chat:
         from seamkit._cli._loop import run_interruptible
         from seamkit._cli.outcomes import Terminated
         from seamkit._cli.render import HumanRenderer
+        from seamkit._cli.status import with_status
 
         try:
-            sink = HumanRenderer(typed=self.agent.output is not None, secrets=self.secrets,
-                                 agent_file=self.agent_file)
+            sink = with_status(HumanRenderer(typed=self.agent.output is not None, secrets=self.secrets,
+                                             agent_file=self.agent_file), json_output=False)
             if self.agent.capabilities is not None:
                 result = run_interruptible(self._capability_turn(text, sink))
             else:

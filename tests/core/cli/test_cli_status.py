@@ -186,3 +186,28 @@ def test_resume_shows_the_line_too(cli, write):
     plain = ANSI.sub("", screen)
     assert "<- add: 2" in plain and re.search(r"^\r?two\r?$", plain, re.M), repr(plain)
     assert re.search(r"run \S+: completed in \d+\.\ds", plain), repr(plain)
+
+
+def test_chat_shows_the_status_line_while_the_model_works_and_not_at_the_prompt(cli, write):
+    chat = write("chat_slow.yaml", """
+seamkit: 1
+agent:
+  name: chatty
+  model:
+    use: scripted
+    delay: 1.5
+    turns: ["first answer", "second answer"]
+  prompt: "You chat."
+""")
+    child = _spawn(cli, _seamkit("chat", str(chat)))
+    child.expect_exact(">")  # the prompt
+    child.sendline("hello")
+    child.expect(r"waiting for the model… \d+s")
+    child.expect_exact("first answer")
+    child.expect_exact(">")
+    child.sendeof()
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    # the cursor is shown again before the chat ends
+    assert (child.before or "").rfind("\x1b[?25l") <= (child.before or "").rfind("\x1b[?25h")
