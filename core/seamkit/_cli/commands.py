@@ -637,21 +637,20 @@ def _info_json(info: Any) -> dict[str, Any]:
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
-    """``seamkit runs list [--status S] [--limit N] [--agent FILE] [--json]``."""
+    """``seamkit runs list [--status S] [--limit N] [--agent FILE] [--json]``: a table with a header
+    (see :mod:`seamkit._cli.runs_view`), or a JSON list of :func:`~seamkit._cli.runs_view.list_row`."""
+    from seamkit._cli.runs_view import list_row, list_rows, print_runs_table
+
     if not 1 <= args.limit <= 100_000:
         raise UsageError("--limit must be between 1 and 100000")
-    listed = _with_store(args, lambda cp: cp.list_runs(status=args.status, limit=args.limit))
-    rows = [_info_json(i) for i in listed]
+    listed = _with_store(args, lambda cp: list_rows(cp, status=args.status, limit=args.limit))
     if args.json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        sys.stdout.write(json.dumps([list_row(i, s) for i, s in listed], indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
-    if not rows:
+    if not listed:
         sys.stderr.write("no runs\n")
         return EXIT_OK
-    for r in rows:
-        parent = f" (child of {r['parent_run_id']})" if r["parent_run_id"] else ""
-        sys.stdout.write(f"{r['run_id']}  {r['status']:<9}  v{r['version']:<4} {r['created_at']}  "
-                         f"{r['agent'] or ''}{parent}\n")
+    print_runs_table(listed)
     return EXIT_OK
 
 
@@ -663,9 +662,17 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         snap = await (cp.latest(args.run_id) if args.version is None else cp.at_version(args.run_id, args.version))
         # calls a killed process left with an unknown outcome, before any resume recorded them
         interrupted = await cp.interrupted_effects(snap) if snap is not None and args.version is None else []
-        return snap, await cp.history(args.run_id), interrupted
+        if snap is None:
+            return None, [], [], None, []
+        from seamkit._cli.runs_view import summary_of
 
-    snap, history, interrupted = _with_store(args, read)
+        history = await cp.history(args.run_id)
+        head = next((i for i in history if i.version == snap.version), None)
+        summary = await summary_of(cp, head if head is not None else snap, snap)
+        children = await cp.list_runs(parent_run_id=args.run_id, limit=1000)
+        return snap, history, interrupted, summary, list(reversed(children))
+
+    snap, history, interrupted, summary, children = _with_store(args, read)
     if snap is None:
         what = f"version {args.version} of run" if args.version is not None else "run"
         raise UsageError(no_run_text(args.run_id, args.agent, what))
@@ -684,6 +691,14 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
                        for m in snap.transcript],
         "interrupted_effects": [jsonable(e) for e in interrupted],
     }
+    from seamkit._cli.runs_view import list_row
+
+    # the same facts as `runs list` (creation time, duration, task, tokens, cost), why it failed,
+    # and the runs it started
+    doc["summary"] = list_row(snap, summary)
+    error = snap.state.get("error")
+    doc["error"] = error if snap.status == "failed" and isinstance(error, str) else None
+    doc["children"] = [{"run_id": c.run_id, "status": c.status, "agent": c.metadata.get("agent")} for c in children]
     from seamkit._cli.workflow_cmd import show_workflow, workflow_json
 
     tree = workflow_json(snap.state)
@@ -701,24 +716,19 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
         return EXIT_OK
     out = sys.stdout
-    kept = f"{len(history)} version{'s' if len(history) != 1 else ''} kept"
-    out.write(f"run {snap.run_id}: {snap.status}, version {snap.version} ({kept}), "
-              f"agent {snap.metadata.get('agent')}\n")
+    from seamkit._cli.runs_view import show_head, step_lines
+
+    error = snap.state.get("error")
+    show_head(out, snap, summary, len(history), error if isinstance(error, str) else None)
     if snap.parent_run_id:
         out.write(f"parent: {snap.parent_run_id}\n")
-    for m in doc["transcript"]:
-        line = m["text"].replace("\n", " ")
-        for c in m["tool_calls"]:
-            line += f" -> {c['name']}({json.dumps(c['arguments'], ensure_ascii=False)}) [{c['id']}]"
-        for r in m["tool_results"]:
-            line += f" <- {r['name']}: {r['content']}"
-        out.write(f"  {m['role']:<9} {visible(line[:200])}\n")
+    out.write("".join(line + "\n" for line in step_lines(snap, children)))
     detail = snap.state.get("status_detail")
     if isinstance(detail, str):
         out.write(f"detail: {visible(detail)}\n")
     for warning in snap.state.get("warnings") or ():  # e.g. what an advisory guardrail flagged
-        if isinstance(warning, str):
-            out.write(f"warning: {visible(warning)}\n")
+        if isinstance(warning, str):  # a traceback (SEAMKIT_DEBUG=1) keeps its lines
+            out.write("warning: " + "\n  ".join(visible(x) for x in warning.split("\n")) + "\n")
     _show_ending(out, snap, args.agent, kernel)
     if kernel is not None:
         _show_kernel(out, snap, kernel, args.agent)
@@ -815,10 +825,7 @@ def _show_ending(out: Any, snap: Any, agent_file: str | None, kernel: dict[str, 
     with capabilities, whose failed turn runs again and whose next turn takes ``--answer``)."""
     from seamkit._cli.render import resume_command, visible
 
-    if snap.status == "failed":
-        error = snap.state.get("error")
-        if isinstance(error, str):
-            out.write(f"error: {visible(error)}\n")
+    if snap.status == "failed":  # its error is shown first (seamkit._cli.runs_view.show_head)
         if kernel is not None and "error" not in kernel:
             turn = kernel["turn_in_progress"]
             if turn is not None:

@@ -16,6 +16,7 @@ from seamkit._tools.registry import ToolRegistry
 from seamkit.errors import (
     EffectNotApplied,
     InfrastructureUnavailable,
+    SeamkitError,
     ToolArgumentError,
     ToolUnavailable,
     UnknownToolError,
@@ -152,6 +153,24 @@ def render_tool_value(value: Any) -> str:
         return pydantic_core.to_json(value, bytes_mode="base64").decode()
 
 
+def tool_raised_warning(call: ToolCall, exc: BaseException) -> str:
+    """The run's warning for a tool that raised an unexpected exception (the model gets an error
+    result; whoever runs the agent reads this in ``AgentResult.warnings`` and ``seamkit runs
+    show``): the tool, the call id, the exception's type and message, and with ``SEAMKIT_DEBUG=1``
+    its traceback. What looks like a secret is masked (:func:`seamkit._plugins.redact.mask_message`)."""
+    import os
+
+    from seamkit._plugins.redact import mask_message
+
+    text = (f"tool {call.name!r} (call {call.id}) raised {type(exc).__name__}: {exc}; the model was told "
+            "the call failed")
+    if os.environ.get("SEAMKIT_DEBUG", "").strip().lower() in ("1", "true", "yes"):
+        import traceback
+
+        text += "\n" + "".join(traceback.format_exception(exc)).rstrip()
+    return mask_message(text)
+
+
 def unusable_arguments_result(call: ToolCall) -> ToolResult:
     """The error result for a call whose arguments could not be decoded (``call.arguments_error``
     is set): the tool is not run, and the model is told why, as for arguments the tool refuses
@@ -283,6 +302,8 @@ class Invoker:
                 raise
             return ToolResult(call.id, call.name, f"{type(exc).__name__} ({exc.failure_class}): {exc}", is_error=True)
         except Exception as exc:
+            if not isinstance(exc, SeamkitError):  # a refusal of seamkit's (arguments, unknown tool) is expected
+                ctx.warn(tool_raised_warning(call, exc))
             return ToolResult(call.id, call.name, f"{type(exc).__name__}: {exc}", is_error=True)
 
     async def call_effect(self, call: ToolCall, ctx: RunContext, meta: FrozenDict = EMPTY) -> ToolResult:
