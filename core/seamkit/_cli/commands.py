@@ -333,6 +333,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         asyncio.run(cp.aclose())
         raise UsageError(f"run {args.run_id} is {snap.status}, not waiting for approval: "
                          "--approve/--reject/--edit do not apply")
+    _check_finished(args, snap, cp)
     runner = None if getattr(args, "here", False) else _runner_of(snap, registry)
     if runner is not None:
         held = cp.lease_holder(snap)
@@ -357,6 +358,32 @@ def cmd_resume(args: argparse.Namespace) -> int:
         _show_stored(result, sink, json_sink is not None)
     sink.close()
     return _exit_for(result)
+
+
+def _check_finished(args: argparse.Namespace, snap: Any, cp: Any) -> None:
+    """Refuse, as a usage error (exit 2, like every other misuse of ``seamkit resume``), to resume
+    a finished run without ``--allow-finished``, and a run a guardrail stopped at all; the message
+    gives the command that works. ``cp`` is closed before raising."""
+    import asyncio
+
+    from seamkit._cli.render import resume_command, show_command
+
+    run_id, agent_file = args.run_id, args.agent
+    if snap.state.get("tripwire"):
+        why = f"run {run_id} was stopped by a guardrail; it cannot be resumed: start a new run (inspect it with: " \
+              f"{show_command(run_id, agent_file=agent_file)})"
+    elif snap.status == "done" and not args.allow_finished:
+        why = (f"run {run_id} is done: there is nothing to continue; to print its result: "
+               + resume_command(run_id, "--allow-finished", agent_file=agent_file))
+    elif snap.status == "failed" and not args.allow_finished:
+        error = snap.state.get("error")
+        why = (f"run {run_id} failed" + (f" ({error})" if isinstance(error, str) else "")
+               + "; once the cause is fixed, continue it with: "
+               + resume_command(run_id, "--allow-finished", agent_file=agent_file))
+    else:
+        return
+    asyncio.run(cp.aclose())
+    raise UsageError(why)
 
 
 def _runner_of(snap: Any, registry: Any) -> tuple[str, Any] | None:

@@ -550,7 +550,18 @@ def _main_guarded(argv: Sequence[str] | None) -> int:
             _err("error: standard output is closed, so nothing could be written; run it with stdout "
                  "open (redirect it to a file or /dev/null)")
             return EXIT_FAILED
-        return _main_reporting(argv)
+        # a reader that stops reading (`seamkit run ... | head`) must not stop a run half way
+        from seamkit._cli.pipes import PipeGuard
+
+        guarded = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = PipeGuard(sys.stdout), PipeGuard(sys.stderr)  # type: ignore[assignment]
+        try:
+            return _main_reporting(argv)
+        finally:
+            restore_output()
+            with contextlib.suppress(OSError, ValueError):
+                sys.stdout.flush()
+            sys.stdout, sys.stderr = guarded
     finally:
         restore_output()
         if devnull is not None:
