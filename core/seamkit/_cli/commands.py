@@ -373,7 +373,7 @@ def _check_finished(args: argparse.Namespace, snap: Any, cp: Any) -> None:
         why = f"run {run_id} was stopped by a guardrail; it cannot be resumed: start a new run (inspect it with: " \
               f"{show_command(run_id, agent_file=agent_file)})"
     elif snap.status == "done" and not args.allow_finished:
-        why = (f"run {run_id} is done: there is nothing to continue; to print its result: "
+        why = (f"run {run_id} cannot be resumed: it is done; to print its result: "
                + resume_command(run_id, "--allow-finished", agent_file=agent_file))
     elif snap.status == "failed" and not args.allow_finished:
         error = snap.state.get("error")
