@@ -233,14 +233,25 @@ def _checkpointer(composition: Composition | None, registry: Registry, *, must_e
 DEFAULT_DB = ".seamkit/seamkit.db"
 
 
-def no_run_text(run_id: str, agent_file: str | None, what: str = "run") -> str:
+def no_run_text(run_id: str, agent_file: str | None, what: str = "run",
+                command: tuple[list[str], list[str]] | None = None) -> str:
     """What ``resume``, ``runs show``, ``runs settle`` and ``runs delete`` say about a run the
-    store does not have: which store was searched, and how to search another."""
+    store does not have: which store was searched, and how to search another. ``command`` (the
+    command's words and positionals): when the default store was searched, a composition of the
+    current directory whose own SQLite store has the run is named, with that command and its
+    ``--agent FILE`` (see :mod:`seamkit._cli.run_lookup`)."""
     if agent_file is not None:
         return (f"no {what} {run_id!r} in the store of {agent_file}; a run started from another composition "
                 "is in that one's store (pass its file with --agent FILE), or in the default store (omit --agent)")
-    return (f"no {what} {run_id!r} in the default store ({DEFAULT_DB} in this directory); a run started from "
+    text = (f"no {what} {run_id!r} in the default store ({DEFAULT_DB} in this directory); a run started from "
             "a composition that sets its own 'checkpoints:' is in that store: pass the file with --agent FILE")
+    if command is not None:
+        from seamkit._cli.run_lookup import elsewhere_hint
+
+        hint = elsewhere_hint(run_id, _registry(), *command)
+        if hint is not None:
+            text += "\n" + hint
+    return text
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -259,7 +270,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         # the store is the embedded default; the agent file is the one the run started with
         found = asyncio.run(_recorded_agent_file(_checkpointer(None, registry), args.run_id))
         if found is None:
-            raise UsageError(no_run_text(args.run_id, None))
+            raise UsageError(no_run_text(args.run_id, None, command=(["seamkit", "resume"], [args.run_id])))
         file = found[1]
         if file is None:
             raise UsageError(f"run {args.run_id} does not record its agent file, nor do its parent runs: "
@@ -702,7 +713,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     snap, history, interrupted, summary, children = _with_store(args, read)
     if snap is None:
         what = f"version {args.version} of run" if args.version is not None else "run"
-        raise UsageError(no_run_text(args.run_id, args.agent, what))
+        raise UsageError(no_run_text(args.run_id, args.agent, what, (["seamkit", "runs", "show"], [args.run_id])))
     state = {k: jsonable(v) for k, v in snap.state.items()}
     doc = {
         "run_id": snap.run_id,
@@ -886,14 +897,18 @@ def cmd_runs_settle(args: argparse.Namespace) -> int:
     async def settle(cp: Any) -> Any:
         snap = await cp.latest(args.run_id)
         if snap is None:
-            raise UsageError(no_run_text(args.run_id, args.agent))
+            return None  # said below, outside the event loop (the hint may look into other stores)
         settled = await cp.settle_effect(args.run_id, args.call_id, applied=applied, result=args.result)
         return snap.status, settled, "workflow_state" in snap.state
 
     try:
-        status, settled, workflow = _with_store(args, settle)
+        found = _with_store(args, settle)
     except (ValueError, RunNotResumable) as exc:
         raise UsageError(str(exc)) from None
+    if found is None:
+        raise UsageError(no_run_text(args.run_id, args.agent, command=(
+            ["seamkit", "runs", "settle"], [args.run_id, args.call_id, args.outcome])))
+    status, settled, workflow = found
     if workflow:
         then = "gets the recorded result without running it" if applied else "runs it again"
         if applied and args.result is None:
@@ -933,7 +948,7 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
         return bool(await cp.delete(args.run_id))
 
     if not _with_store(args, delete):
-        raise UsageError(no_run_text(args.run_id, args.agent))
+        raise UsageError(no_run_text(args.run_id, args.agent, command=(["seamkit", "runs", "delete"], [args.run_id])))
     sys.stderr.write(f"deleted run {args.run_id}\n")
     return EXIT_OK
 
@@ -1038,7 +1053,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise ConfigError(errors)
     for w in (*warnings, *middleware_order_issues(composition, registry=registry), *child_queue_issues(composition)):
         sys.stderr.write(f"seamkit: warning: {w}\n")
-    sys.stdout.write(f"ok: {args.file}: {describe(composition)}\n")
+    from seamkit._cli.run_lookup import checkpoints_line
+
+    sys.stdout.write(f"ok: {args.file}: {describe(composition)}\n{checkpoints_line(composition, args.file)}\n")
     return EXIT_OK
 
 

@@ -25,8 +25,13 @@ capabilities, the person's answer: a confirmation or a question, ``seamkit resum
 which point and why; it cannot be resumed); ``130`` interrupted: Ctrl-C,
 or the run's cancellation token cancelled (``ctx.cancellation.cancel()``, from a tool for example;
 like Ctrl-C it is not a failure: the run stays resumable with a plain ``seamkit resume``);
-``143`` terminated (SIGTERM).
+``143`` terminated (SIGTERM). ``seamkit resume`` of a finished run without ``--allow-finished`` is
+a usage error (``2``). The docs' one table of these codes is in ``docs/durable-runs.md`` ("Exit
+codes"); a test keeps it, ``seamkit --help`` and the ``EXIT_*`` constants the same.
 ``SEAMKIT_DEBUG=1`` prints tracebacks of errors.
+
+A reader closing stdout early (``seamkit run ... | head``) does not stop a command half way: the
+rest of its output is dropped (:mod:`seamkit._cli.pipes`).
 """
 
 from __future__ import annotations
@@ -124,7 +129,7 @@ def build_parser(
         "a person (approval, settling, or an answer with --answer: see seamkit resume), "
         "4 a guardrail stopped the run (tripwire), "
         "130 interrupted (Ctrl-C) or cancelled, "
-        "143 terminated (SIGTERM). "
+        "143 terminated (SIGTERM); what to do next for each: docs/durable-runs.md#exit-codes. "
         "SEAMKIT_DEBUG=1 shows tracebacks.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
