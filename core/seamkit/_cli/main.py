@@ -559,7 +559,7 @@ def _main_guarded(argv: Sequence[str] | None) -> int:
         from seamkit._cli.pipes import PipeGuard
 
         guarded = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = PipeGuard(sys.stdout), PipeGuard(sys.stderr)  # type: ignore[assignment]
+        sys.stdout, sys.stderr = PipeGuard(sys.stdout), PipeGuard(sys.stderr)
         try:
             return _main_reporting(argv)
         finally:

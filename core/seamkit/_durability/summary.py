@@ -53,9 +53,9 @@ def summary_metadata(
     if first and not isinstance(metadata.get("started_at"), int | float):
         out["started_at"] = now
     if not isinstance(metadata.get("task"), str):
-        first = next((m for m in transcript if m.role == "user" and m.text.strip()), None)
-        if first is not None:
-            out["task"] = task_head(first.text)
+        asked = next((m for m in transcript if m.role == "user" and m.text.strip()), None)
+        if asked is not None:
+            out["task"] = task_head(asked.text)
     usage = state.get("usage")
     if isinstance(usage, Usage):
         out.update(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, requests=usage.requests,
