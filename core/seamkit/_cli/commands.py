@@ -373,20 +373,24 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def _check_finished(args: argparse.Namespace, snap: Any, cp: Any) -> None:
     """Refuse, as a usage error (exit 2, like every other misuse of ``seamkit resume``), to resume
-    a finished run without ``--allow-finished``, and a run a guardrail stopped at all; the message
-    gives the command that works. ``cp`` is closed before raising."""
+    a finished run without ``--allow-finished`` (a run a guardrail stopped: that it cannot be
+    resumed); the message gives the command that works. ``cp`` is closed before raising. With
+    ``--allow-finished`` nothing changes: a done run prints its result, a failed one continues, one a
+    guardrail stopped is refused by :meth:`~seamkit.Agent.resume` (exit 1)."""
     import asyncio
 
     from seamkit._cli.render import resume_command, show_command
 
     run_id, agent_file = args.run_id, args.agent
+    if args.allow_finished:  # asked for: Agent.resume gives the result, continues, or refuses (exit 1)
+        return
     if snap.state.get("tripwire"):
         why = f"run {run_id} was stopped by a guardrail; it cannot be resumed: start a new run (inspect it with: " \
               f"{show_command(run_id, agent_file=agent_file)})"
-    elif snap.status == "done" and not args.allow_finished:
+    elif snap.status == "done":
         why = (f"run {run_id} cannot be resumed: it is done; to print its result: "
                + resume_command(run_id, "--allow-finished", agent_file=agent_file))
-    elif snap.status == "failed" and not args.allow_finished:
+    elif snap.status == "failed":
         error = snap.state.get("error")
         why = (f"run {run_id} failed" + (f" ({error})" if isinstance(error, str) else "")
                + "; once the cause is fixed, continue it with: "

@@ -203,13 +203,14 @@ def build_parser(
         "(.seamkit/seamkit.db).",
     )
     runs = p.add_subparsers(dest="runs_command", metavar="ACTION", parser_class=_Parser, required=True)
-    q = runs.add_parser("list", help="the latest checkpoint of each run, newest first")
+    q = runs.add_parser("list", help="the runs, newest first: status, creation time, duration, tokens, cost, task")
     q.add_argument("--status", choices=["running", "suspended", "done", "failed"], help="only runs with this status")
     q.add_argument("--limit", type=int, default=50, help="at most this many runs (default 50)")
     q.add_argument("--agent", metavar="FILE", help="use this composition's store")
     q.add_argument("--json", action="store_true", help="print a JSON list")
     q.set_defaults(func=_lazy("runs_list"))
-    q = runs.add_parser("show", help="a run's versions, transcript and state")
+    q = runs.add_parser("show", help="a run: why it failed, its steps (model and tool calls, child runs), "
+                        "duration, tokens, cost")
     q.add_argument("run_id", metavar="RUN_ID")
     q.add_argument("--version", type=int, help="show the run as it was at this version")
     q.add_argument("--agent", metavar="FILE", help="use this composition's store")
