@@ -284,7 +284,9 @@ class Invoker:
         decoded (``arguments_error``) is answered without running anything
         (:func:`unusable_arguments_result`). Raises :class:`~seamkit.errors.InfrastructureUnavailable`
         (not the tool's answer: the run stops unfinished) and a
-        :class:`~seamkit.errors.ToolUnavailable` with ``stop_run``."""
+        :class:`~seamkit.errors.ToolUnavailable` with ``stop_run``. An exception that is not a
+        :class:`~seamkit.errors.SeamkitError` is also added to the run's warnings
+        (``ctx.warn``, :func:`tool_raised_warning`)."""
         if call.arguments_error is not None:
             return unusable_arguments_result(call)
         try:
@@ -302,7 +304,9 @@ class Invoker:
                 raise
             return ToolResult(call.id, call.name, f"{type(exc).__name__} ({exc.failure_class}): {exc}", is_error=True)
         except Exception as exc:
-            if not isinstance(exc, SeamkitError):  # a refusal of seamkit's (arguments, unknown tool) is expected
+            # a seamkit error (a ToolError the tool raised to say it failed, invalid arguments, an
+            # unknown tool) is expected; anything else is also kept as a run warning
+            if not isinstance(exc, SeamkitError):
                 ctx.warn(tool_raised_warning(call, exc))
             return ToolResult(call.id, call.name, f"{type(exc).__name__}: {exc}", is_error=True)
 

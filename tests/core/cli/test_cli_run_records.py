@@ -274,3 +274,31 @@ def test_resume_of_a_finished_run_is_a_usage_error_with_the_command_that_works(
     r = cli("resume", failed)
     assert r.returncode == 2 and f"run {failed} failed (ProviderError: " in r.stderr, r
     assert r.stderr.rstrip().endswith(f"continue it with: seamkit resume {failed} --allow-finished"), r
+
+
+def test_only_an_unexpected_exception_becomes_a_run_warning() -> None:
+    """A ``ToolError`` is a tool's way of saying that it failed: the model reads it, and the run
+    keeps no warning; any other exception is also a warning. Both give the model an error result."""
+    import asyncio
+
+    from seamkit._agent.agent import Agent
+    from seamkit._tools import tool
+    from seamkit.errors import ToolError
+    from seamkit.testing import ScriptedModel
+
+    @tool(side_effecting=False)
+    def lookup(key: str) -> str:
+        """Look a key up in the table and return its value."""
+        raise ToolError(f"no key {key!r}")
+
+    @tool(side_effecting=False)
+    def crash(key: str) -> str:
+        """Crash while looking a key up in the table."""
+        raise KeyError(key)
+
+    model = ScriptedModel([{"tool_calls": [{"name": "lookup", "arguments": {"key": "a"}, "id": "c1"},
+                                           {"name": "crash", "arguments": {"key": "b"}, "id": "c2"}]}, "done"])
+    result = asyncio.run(Agent(model, tools=[lookup, crash]).run("go"))
+    results = model.requests[1].messages[-1].tool_results
+    assert [(r.content, r.is_error) for r in results] == [("ToolError: no key 'a'", True), ("KeyError: 'b'", True)]
+    assert result.warnings == ("tool 'crash' (call c2) raised KeyError: 'b'; the model was told the call failed",)
