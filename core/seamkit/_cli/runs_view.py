@@ -109,52 +109,53 @@ async def list_rows(cp: Any, *, status: str | None, limit: int) -> list[tuple[An
     return [(info, await summary_of(cp, info)) for info in infos]
 
 
+#: On a terminal, the task column is cut (with an ellipsis) to what the terminal's width leaves,
+#: but never to fewer characters than this: a narrower terminal wraps the lines instead.
+MIN_TASK_WIDTH = 20
+
+
 def print_runs_table(rows: Sequence[tuple[Any, RunSummary]], out: IO[str] | None = None) -> None:
-    """The ``seamkit runs list`` table: a header row, then one row per run. On a terminal the table
-    fits its width (the task and agent columns give way; run ids are never cut); into a pipe or a
-    file each run is one whole line."""
+    """The ``seamkit runs list`` table: a header row, then one row per run, each on one line. No
+    column is ever cut but the task's: on a terminal it is shortened (with an ellipsis) to the width
+    the other columns leave, never below :data:`MIN_TASK_WIDTH` characters (a terminal narrower
+    than that wraps the lines: run ids stay whole); into a pipe or a file it is whole, with no
+    styling and no padding at the ends of lines."""
+    import io
+    import shutil
+
+    from rich.cells import cell_len
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
     from seamkit._cli.render import visible
 
     file = out if out is not None else sys.stdout
     tty = file.isatty()
-    ids = [info.run_id for info, _ in rows]
-    table = Table(box=None, pad_edge=False, show_lines=False, header_style="bold" if tty else "")
-    table.add_column("RUN ID", no_wrap=True, min_width=max(len(i) for i in ids) if ids else 6)
-    table.add_column("STATUS", no_wrap=True)
-    table.add_column("CREATED (UTC)", no_wrap=True)
-    table.add_column("DURATION", no_wrap=True, justify="right")
-    table.add_column("TOKENS", justify="right")
-    table.add_column("COST", justify="right")
-    table.add_column("AGENT", overflow="fold")
-    table.add_column("TASK", overflow="fold" if not tty else "ellipsis", no_wrap=tty)
-    colors = {"done": "green", "failed": "red", "suspended": "yellow", "running": "cyan"}
-    for info, s in rows:
-        status = info.status
-        table.add_row(
-            info.run_id,
-            f"[{colors.get(status, 'default')}]{escape(status)}[/]" if tty else escape(status),
-            _shown_time(s.created_at),
-            format_duration(s.duration_s),
-            _tokens_text(s),
-            _cost_text(s),
-            escape(visible(str(info.metadata.get("agent") or ""))),
-            escape(visible(s.task or "")),
-        )
+    header = ("RUN ID", "STATUS", "CREATED (UTC)", "DURATION", "TOKENS", "COST", "AGENT", "TASK")
+    right = {"DURATION", "TOKENS", "COST"}
+    cells = [(info.run_id, info.status, _shown_time(s.created_at), format_duration(s.duration_s), _tokens_text(s),
+              _cost_text(s), visible(str(info.metadata.get("agent") or "")), visible(s.task or ""))
+             for info, s in rows]
+    widths = [max(cell_len(str(c[i])) for c in [header, *cells]) for i in range(len(header))]
+    fixed = sum(widths[:-1]) + 2 * (len(header) - 1)  # the columns before the task, 2 spaces apart
+    task_width = widths[-1]
     if tty:
-        Console(file=file, highlight=False, emoji=False).print(table)
-        return
-    # a pipe or a file: wide enough that no row wraps, no styling, no padding after the last column
-    import io
-
-    widths = [sum(len(str(x)) for x in (info.run_id, s.task or "", info.metadata.get("agent") or ""))
-              for info, s in rows]
+        room = shutil.get_terminal_size().columns - fixed
+        task_width = max(min(task_width, room), min(task_width, MIN_TASK_WIDTH))
+    table = Table(box=None, pad_edge=False, show_lines=False, header_style="bold" if tty else "")
+    for name, width in zip(header[:-1], widths, strict=False):
+        table.add_column(name, no_wrap=True, min_width=width, justify="right" if name in right else "left")
+    table.add_column("TASK", no_wrap=True, overflow="ellipsis", min_width=task_width, max_width=task_width)
+    colors = {"done": "green", "failed": "red", "suspended": "yellow", "running": "cyan"}
+    for c in cells:
+        status = Text(c[1], style=colors.get(c[1], "") if tty else "")
+        table.add_row(c[0], status, *(escape(x) for x in c[2:]))
     buffer = io.StringIO()
-    Console(file=buffer, highlight=False, emoji=False, width=max([120, *widths]) + 120,
-            color_system=None).print(table, crop=False)
+    # rendered at its own width (a narrower terminal wraps the lines), colours as the terminal has them
+    Console(file=buffer, highlight=False, emoji=False, width=fixed + 2 + task_width,
+            color_system="auto" if tty else None, force_terminal=tty).print(table)
     file.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
 
 
