@@ -352,8 +352,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if held is not None:  # a worker is on it now: a continuation would only find it taken
             owner, left = held
             raise UsageError(f"run {args.run_id} is running on a worker ({owner}, lease for {left:.0f} s more): "
-                             f"there is nothing to continue; wait for it: seamkit runs wait {args.run_id} "
-                             f"--agent {args.agent or composition.file}")
+                             "there is nothing to continue; wait for it: "
+                             + _wait_command(args.run_id, args.agent or str(composition.file)))
         return _requeue(args, runner, composition, agent.name, snap, decisions)
     secrets = composition.secret_values()
     json_sink = JsonRenderer(secrets=secrets) if args.json else None
@@ -442,8 +442,16 @@ def _requeue(args: argparse.Namespace, runner: tuple[str, Any], composition: Any
                          "this process)") from None
     sys.stdout.write(f"{args.run_id}\n")
     sys.stderr.write(f"seamkit: run {args.run_id} was started on the {name!r} queue; its continuation is enqueued "
-                     f"on {where}. Wait for it: seamkit runs wait {args.run_id} --agent {args.agent or file}\n")
+                     f"on {where}. Wait for it: {_wait_command(args.run_id, args.agent or file)}\n")
     return EXIT_OK
+
+
+def _wait_command(run_id: str, agent_file: str) -> str:
+    """A ``seamkit runs wait RUN --agent FILE`` command line that works as printed (a path with
+    spaces quoted: :func:`seamkit._cli.render.resume_command`'s rules)."""
+    from seamkit._cli.render import _command_line
+
+    return _command_line(["seamkit", "runs", "wait"], [run_id], [("--agent", agent_file)])
 
 
 #: How many parent runs ``seamkit resume`` looks through for the agent file a run does not record.

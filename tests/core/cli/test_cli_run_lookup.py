@@ -124,3 +124,11 @@ def test_help_the_docs_and_main_list_the_same_exit_codes(cli: CLI) -> None:
         assert "durable-runs.md#exit-codes" in text, page
         line = " ".join(text.split("Exit codes:", 1)[1].split(".")[0].split())
         assert {int(c) for c in re.findall(r"`(\d+)`", line)} == codes, (page, line)
+
+
+def test_the_wait_command_for_a_queued_run_quotes_the_agent_file() -> None:
+    from seamkit._cli.commands import _wait_command
+
+    printed = _wait_command("run_1", "my agents/-a.yaml")
+    assert shlex.split(printed) == ["seamkit", "runs", "wait", "run_1", "--agent", "my agents/-a.yaml"]
+    assert _wait_command("run_1", "-a.yaml") == "seamkit runs wait run_1 --agent=-a.yaml"  # argparse reads it back
