@@ -1111,6 +1111,7 @@ class Run:
         cap = agent.max_tool_calls
         if not unavailable and cap is None and self.limit is None:
             results = await self._run_tools(calls, meta)
+            self._take_warnings()  # kept with the batch's checkpoint
             if results is not None and agent.max_tool_rounds is not None:
                 self._count(len(calls))
             return results

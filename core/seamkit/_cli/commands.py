@@ -257,14 +257,25 @@ def _checkpointer(composition: Composition | None, registry: Registry, *, must_e
 DEFAULT_DB = ".seamkit/seamkit.db"
 
 
-def no_run_text(run_id: str, agent_file: str | None, what: str = "run") -> str:
+def no_run_text(run_id: str, agent_file: str | None, what: str = "run",
+                command: tuple[list[str], list[str]] | None = None) -> str:
     """What ``resume``, ``runs show``, ``runs settle`` and ``runs delete`` say about a run the
-    store does not have: which store was searched, and how to search another."""
+    store does not have: which store was searched, and how to search another. ``command`` (the
+    command's words and positionals): when the default store was searched, a composition of the
+    current directory whose own SQLite store has the run is named, with that command and its
+    ``--agent FILE`` (see :mod:`seamkit._cli.run_lookup`)."""
     if agent_file is not None:
         return (f"no {what} {run_id!r} in the store of {agent_file}; a run started from another composition "
                 "is in that one's store (pass its file with --agent FILE), or in the default store (omit --agent)")
-    return (f"no {what} {run_id!r} in the default store ({DEFAULT_DB} in this directory); a run started from "
+    text = (f"no {what} {run_id!r} in the default store ({DEFAULT_DB} in this directory); a run started from "
             "a composition that sets its own 'checkpoints:' is in that store: pass the file with --agent FILE")
+    if command is not None:
+        from seamkit._cli.run_lookup import elsewhere_hint
+
+        hint = elsewhere_hint(run_id, _registry(), *command)
+        if hint is not None:
+            text += "\n" + hint
+    return text
 
 
 def cmd_resume(args: argparse.Namespace) -> int:
@@ -285,7 +296,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         # the store is the embedded default; the agent file is the one the run started with
         found = asyncio.run(_recorded_agent_file(_checkpointer(None, registry), args.run_id))
         if found is None:
-            raise UsageError(no_run_text(args.run_id, None))
+            raise UsageError(no_run_text(args.run_id, None, command=(["seamkit", "resume"], [args.run_id])))
         file = found[1]
         if file is None:
             raise UsageError(f"run {args.run_id} does not record its agent file, nor do its parent runs: "
@@ -370,6 +381,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         asyncio.run(cp.aclose())
         raise UsageError(f"run {args.run_id} is {snap.status}, not waiting for approval: "
                          "--approve/--reject/--edit do not apply")
+    _check_finished(args, snap, cp)
     runner = None if getattr(args, "here", False) else _runner_of(snap, registry)
     if runner is not None:
         held = cp.lease_holder(snap)
@@ -377,8 +389,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
         if held is not None:  # a worker is on it now: a continuation would only find it taken
             owner, left = held
             raise UsageError(f"run {args.run_id} is running on a worker ({owner}, lease for {left:.0f} s more): "
-                             f"there is nothing to continue; wait for it: seamkit runs wait {args.run_id} "
-                             f"--agent {args.agent or composition.file}")
+                             "there is nothing to continue; wait for it: "
+                             + _wait_command(args.run_id, args.agent or str(composition.file)))
         return _requeue(args, runner, composition, agent.name, snap, decisions)
     secrets = composition.secret_values()
     json_sink = JsonRenderer(secrets=secrets) if args.json else None
@@ -395,6 +407,36 @@ def cmd_resume(args: argparse.Namespace) -> int:
         _show_stored(result, sink, json_sink is not None)
     sink.close()
     return _exit_for(result)
+
+
+def _check_finished(args: argparse.Namespace, snap: Any, cp: Any) -> None:
+    """Refuse, as a usage error (exit 2, like every other misuse of ``seamkit resume``), to resume
+    a finished run without ``--allow-finished`` (a run a guardrail stopped: that it cannot be
+    resumed); the message gives the command that works. ``cp`` is closed before raising. With
+    ``--allow-finished`` nothing changes: a done run prints its result, a failed one continues, one a
+    guardrail stopped is refused by :meth:`~seamkit.Agent.resume` (exit 1)."""
+    import asyncio
+
+    from seamkit._cli.render import resume_command, show_command
+
+    run_id, agent_file = args.run_id, args.agent
+    if args.allow_finished:  # asked for: Agent.resume gives the result, continues, or refuses (exit 1)
+        return
+    if snap.state.get("tripwire"):
+        why = f"run {run_id} was stopped by a guardrail; it cannot be resumed: start a new run (inspect it with: " \
+              f"{show_command(run_id, agent_file=agent_file)})"
+    elif snap.status == "done":
+        why = (f"run {run_id} cannot be resumed: it is done; to print its result: "
+               + resume_command(run_id, "--allow-finished", agent_file=agent_file))
+    elif snap.status == "failed":
+        error = snap.state.get("error")
+        why = (f"run {run_id} failed" + (f" ({error})" if isinstance(error, str) else "")
+               + "; once the cause is fixed, continue it with: "
+               + resume_command(run_id, "--allow-finished", agent_file=agent_file))
+    else:
+        return
+    asyncio.run(cp.aclose())
+    raise UsageError(why)
 
 
 def _runner_of(snap: Any, registry: Any) -> tuple[str, Any] | None:
@@ -438,8 +480,16 @@ def _requeue(args: argparse.Namespace, runner: tuple[str, Any], composition: Any
                          "this process)") from None
     sys.stdout.write(f"{args.run_id}\n")
     sys.stderr.write(f"seamkit: run {args.run_id} was started on the {name!r} queue; its continuation is enqueued "
-                     f"on {where}. Wait for it: seamkit runs wait {args.run_id} --agent {args.agent or file}\n")
+                     f"on {where}. Wait for it: {_wait_command(args.run_id, args.agent or file)}\n")
     return EXIT_OK
+
+
+def _wait_command(run_id: str, agent_file: str) -> str:
+    """A ``seamkit runs wait RUN --agent FILE`` command line that works as printed (a path with
+    spaces quoted: :func:`seamkit._cli.render.resume_command`'s rules)."""
+    from seamkit._cli.render import _command_line
+
+    return _command_line(["seamkit", "runs", "wait"], [run_id], [("--agent", agent_file)])
 
 
 #: How many parent runs ``seamkit resume`` looks through for the agent file a run does not record.
@@ -677,21 +727,20 @@ def _info_json(info: Any) -> dict[str, Any]:
 
 
 def cmd_runs_list(args: argparse.Namespace) -> int:
-    """``seamkit runs list [--status S] [--limit N] [--agent FILE] [--json]``."""
+    """``seamkit runs list [--status S] [--limit N] [--agent FILE] [--json]``: a table with a header
+    (see :mod:`seamkit._cli.runs_view`), or a JSON list of :func:`~seamkit._cli.runs_view.list_row`."""
+    from seamkit._cli.runs_view import list_row, list_rows, print_runs_table
+
     if not 1 <= args.limit <= 100_000:
         raise UsageError("--limit must be between 1 and 100000")
-    listed = _with_store(args, lambda cp: cp.list_runs(status=args.status, limit=args.limit))
-    rows = [_info_json(i) for i in listed]
+    listed = _with_store(args, lambda cp: list_rows(cp, status=args.status, limit=args.limit))
     if args.json:
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        sys.stdout.write(json.dumps([list_row(i, s) for i, s in listed], indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
-    if not rows:
+    if not listed:
         sys.stderr.write("no runs\n")
         return EXIT_OK
-    for r in rows:
-        parent = f" (child of {r['parent_run_id']})" if r["parent_run_id"] else ""
-        sys.stdout.write(f"{r['run_id']}  {r['status']:<9}  v{r['version']:<4} {r['created_at']}  "
-                         f"{r['agent'] or ''}{parent}\n")
+    print_runs_table(listed)
     return EXIT_OK
 
 
@@ -703,12 +752,20 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         snap = await (cp.latest(args.run_id) if args.version is None else cp.at_version(args.run_id, args.version))
         # calls a killed process left with an unknown outcome, before any resume recorded them
         interrupted = await cp.interrupted_effects(snap) if snap is not None and args.version is None else []
-        return snap, await cp.history(args.run_id), interrupted
+        if snap is None:
+            return None, [], [], None, []
+        from seamkit._cli.runs_view import summary_of
 
-    snap, history, interrupted = _with_store(args, read)
+        history = await cp.history(args.run_id)
+        head = next((i for i in history if i.version == snap.version), None)
+        summary = await summary_of(cp, head if head is not None else snap, snap)
+        children = await cp.list_runs(parent_run_id=args.run_id, limit=1000)
+        return snap, history, interrupted, summary, list(reversed(children))
+
+    snap, history, interrupted, summary, children = _with_store(args, read)
     if snap is None:
         what = f"version {args.version} of run" if args.version is not None else "run"
-        raise UsageError(no_run_text(args.run_id, args.agent, what))
+        raise UsageError(no_run_text(args.run_id, args.agent, what, (["seamkit", "runs", "show"], [args.run_id])))
     state = {k: jsonable(v) for k, v in snap.state.items()}
     doc = {
         "run_id": snap.run_id,
@@ -724,6 +781,14 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
                        for m in snap.transcript],
         "interrupted_effects": [jsonable(e) for e in interrupted],
     }
+    from seamkit._cli.runs_view import list_row
+
+    # the same facts as `runs list` (creation time, duration, task, tokens, cost), why it failed,
+    # and the runs it started
+    doc["summary"] = list_row(snap, summary)
+    error = snap.state.get("error")
+    doc["error"] = error if snap.status == "failed" and isinstance(error, str) else None
+    doc["children"] = [{"run_id": c.run_id, "status": c.status, "agent": c.metadata.get("agent")} for c in children]
     from seamkit._cli.workflow_cmd import show_workflow, workflow_json
 
     tree = workflow_json(snap.state)
@@ -741,24 +806,19 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False, default=str) + "\n")
         return EXIT_OK
     out = sys.stdout
-    kept = f"{len(history)} version{'s' if len(history) != 1 else ''} kept"
-    out.write(f"run {snap.run_id}: {snap.status}, version {snap.version} ({kept}), "
-              f"agent {snap.metadata.get('agent')}\n")
+    from seamkit._cli.runs_view import show_head, step_lines
+
+    error = snap.state.get("error")
+    show_head(out, snap, summary, len(history), error if isinstance(error, str) else None)
     if snap.parent_run_id:
         out.write(f"parent: {snap.parent_run_id}\n")
-    for m in doc["transcript"]:
-        line = m["text"].replace("\n", " ")
-        for c in m["tool_calls"]:
-            line += f" -> {c['name']}({json.dumps(c['arguments'], ensure_ascii=False)}) [{c['id']}]"
-        for r in m["tool_results"]:
-            line += f" <- {r['name']}: {r['content']}"
-        out.write(f"  {m['role']:<9} {visible(line[:200])}\n")
+    out.write("".join(line + "\n" for line in step_lines(snap, children)))
     detail = snap.state.get("status_detail")
     if isinstance(detail, str):
         out.write(f"detail: {visible(detail)}\n")
     for warning in snap.state.get("warnings") or ():  # e.g. what an advisory guardrail flagged
-        if isinstance(warning, str):
-            out.write(f"warning: {visible(warning)}\n")
+        if isinstance(warning, str):  # a traceback (SEAMKIT_DEBUG=1) keeps its lines
+            out.write("warning: " + "\n  ".join(visible(x) for x in warning.split("\n")) + "\n")
     _show_ending(out, snap, args.agent, kernel)
     if kernel is not None:
         _show_kernel(out, snap, kernel, args.agent)
@@ -855,10 +915,7 @@ def _show_ending(out: Any, snap: Any, agent_file: str | None, kernel: dict[str, 
     with capabilities, whose failed turn runs again and whose next turn takes ``--answer``)."""
     from seamkit._cli.render import resume_command, visible
 
-    if snap.status == "failed":
-        error = snap.state.get("error")
-        if isinstance(error, str):
-            out.write(f"error: {visible(error)}\n")
+    if snap.status == "failed":  # its error is shown first (seamkit._cli.runs_view.show_head)
         if kernel is not None and "error" not in kernel:
             turn = kernel["turn_in_progress"]
             if turn is not None:
@@ -892,14 +949,18 @@ def cmd_runs_settle(args: argparse.Namespace) -> int:
     async def settle(cp: Any) -> Any:
         snap = await cp.latest(args.run_id)
         if snap is None:
-            raise UsageError(no_run_text(args.run_id, args.agent))
+            return None  # said below, outside the event loop (the hint may look into other stores)
         settled = await cp.settle_effect(args.run_id, args.call_id, applied=applied, result=args.result)
         return snap.status, settled, "workflow_state" in snap.state
 
     try:
-        status, settled, workflow = _with_store(args, settle)
+        found = _with_store(args, settle)
     except (ValueError, RunNotResumable) as exc:
         raise UsageError(str(exc)) from None
+    if found is None:
+        raise UsageError(no_run_text(args.run_id, args.agent, command=(
+            ["seamkit", "runs", "settle"], [args.run_id, args.call_id, args.outcome])))
+    status, settled, workflow = found
     if workflow:
         then = "gets the recorded result without running it" if applied else "runs it again"
         if applied and args.result is None:
@@ -939,7 +1000,7 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
         return bool(await cp.delete(args.run_id))
 
     if not _with_store(args, delete):
-        raise UsageError(no_run_text(args.run_id, args.agent))
+        raise UsageError(no_run_text(args.run_id, args.agent, command=(["seamkit", "runs", "delete"], [args.run_id])))
     sys.stderr.write(f"deleted run {args.run_id}\n")
     return EXIT_OK
 
@@ -1044,7 +1105,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise ConfigError(errors)
     for w in (*warnings, *middleware_order_issues(composition, registry=registry), *child_queue_issues(composition)):
         sys.stderr.write(f"seamkit: warning: {w}\n")
-    sys.stdout.write(f"ok: {args.file}: {describe(composition)}\n")
+    from seamkit._cli.run_lookup import checkpoints_line
+
+    sys.stdout.write(f"ok: {args.file}: {describe(composition)}\n{checkpoints_line(composition, args.file)}\n")
     return EXIT_OK
 
 

@@ -27,8 +27,13 @@ capabilities, the person's answer: a confirmation or a question, ``seamkit resum
 which point and why; it cannot be resumed); ``130`` interrupted: Ctrl-C,
 or the run's cancellation token cancelled (``ctx.cancellation.cancel()``, from a tool for example;
 like Ctrl-C it is not a failure: the run stays resumable with a plain ``seamkit resume``);
-``143`` terminated (SIGTERM).
+``143`` terminated (SIGTERM). ``seamkit resume`` of a finished run without ``--allow-finished`` is
+a usage error (``2``). The docs' one table of these codes is in ``docs/durable-runs.md`` ("Exit
+codes"); a test keeps it, ``seamkit --help`` and the ``EXIT_*`` constants the same.
 ``SEAMKIT_DEBUG=1`` prints tracebacks of errors.
+
+A reader closing stdout early (``seamkit run ... | head``) does not stop a command half way: the
+rest of its output is dropped (:mod:`seamkit._cli.pipes`).
 """
 
 from __future__ import annotations
@@ -127,7 +132,7 @@ def build_parser(
         "a person (approval, settling, or an answer with --answer: see seamkit resume), "
         "4 a guardrail stopped the run (tripwire), "
         "130 interrupted (Ctrl-C) or cancelled, "
-        "143 terminated (SIGTERM). "
+        "143 terminated (SIGTERM); what to do next for each: docs/durable-runs.md#exit-codes. "
         "SEAMKIT_DEBUG=1 shows tracebacks.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
@@ -203,13 +208,14 @@ def build_parser(
         "(.seamkit/seamkit.db).",
     )
     runs = p.add_subparsers(dest="runs_command", metavar="ACTION", parser_class=_Parser, required=True)
-    q = runs.add_parser("list", help="the latest checkpoint of each run, newest first")
+    q = runs.add_parser("list", help="the runs, newest first: status, creation time, duration, tokens, cost, task")
     q.add_argument("--status", choices=["running", "suspended", "done", "failed"], help="only runs with this status")
     q.add_argument("--limit", type=int, default=50, help="at most this many runs (default 50)")
     q.add_argument("--agent", metavar="FILE", help="use this composition's store")
     q.add_argument("--json", action="store_true", help="print a JSON list")
     q.set_defaults(func=_lazy("runs_list"))
-    q = runs.add_parser("show", help="a run's versions, transcript and state")
+    q = runs.add_parser("show", help="a run: why it failed, its steps (model and tool calls, child runs), "
+                        "duration, tokens, cost")
     q.add_argument("run_id", metavar="RUN_ID")
     q.add_argument("--version", type=int, help="show the run as it was at this version")
     q.add_argument("--agent", metavar="FILE", help="use this composition's store")
@@ -589,7 +595,18 @@ def _main_guarded(argv: Sequence[str] | None) -> int:
             _err("error: standard output is closed, so nothing could be written; run it with stdout "
                  "open (redirect it to a file or /dev/null)")
             return EXIT_FAILED
-        return _main_reporting(argv)
+        # a reader that stops reading (`seamkit run ... | head`) must not stop a run half way
+        from seamkit._cli.pipes import PipeGuard
+
+        guarded = sys.stdout, sys.stderr
+        sys.stdout, sys.stderr = PipeGuard(sys.stdout), PipeGuard(sys.stderr)
+        try:
+            return _main_reporting(argv)
+        finally:
+            restore_output()
+            with contextlib.suppress(OSError, ValueError):
+                sys.stdout.flush()
+            sys.stdout, sys.stderr = guarded
     finally:
         restore_output()
         if devnull is not None:

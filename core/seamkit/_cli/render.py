@@ -446,8 +446,9 @@ class HumanRenderer:
                                   time.monotonic() - self._started)
             style = "dim" if result.stop_reason == "completed" else "yellow"
             self.console.print(Text(line, style=style))
-            for w in result.warnings:
-                self.console.print(Text(f"warning: {visible(w)}", style="yellow"))
+            for w in result.warnings:  # a traceback (SEAMKIT_DEBUG=1) keeps its lines
+                self.console.print(Text("warning: " + "\n  ".join(visible(x) for x in w.split("\n")),
+                                        style="yellow"))
             if result.pending_approvals:
                 self.console.print(Text(pending_text(result.run_id, result.pending_approvals,
                                                      agent_file=self.agent_file), style="yellow"))

@@ -26,6 +26,7 @@ from seamkit._durability.ledger import (
     uncertain_warning,
 )
 from seamkit._durability.records import FINISHED_STATUSES, CheckpointInfo, CheckpointRecord, StoredCheckpoint
+from seamkit._durability.summary import SUMMARY_KEYS, summary_metadata
 from seamkit._ports import CheckpointPort, ClockPort, StorePort
 from seamkit._runtime.clock import SYSTEM_CLOCK
 from seamkit.errors import CheckpointConflict, CodecError, RunNotResumable
@@ -223,7 +224,8 @@ class Checkpointer:
         past = await self.at_version(run_id, version)
         if past is None:
             raise RunNotResumable(run_id, f"version {version} does not exist (or was pruned)")
-        meta = {k: v for k, v in past.metadata.items() if k not in ("owner", "lease_until")}
+        # the new run gets its own creation time and usage (summary keys)
+        meta = {k: v for k, v in past.metadata.items() if k not in ("owner", "lease_until", *SUMMARY_KEYS)}
         meta["forked_from"] = f"{run_id}@{version}"
         return await self.begin(
             new_run_id, past.state, past.transcript, parent_run_id=past.parent_run_id, metadata=meta
@@ -538,13 +540,18 @@ class RunHandle:
                 entries.append(codec.dumps(m))
             except CodecError as exc:
                 raise CodecError(f"$.transcript[{self._logged + i}]{exc.path[1:]}", exc.reason) from None
-        why = cp._taint((state_text, *entries))
+        now = cp._now()
+        # the run's summary for listings (see seamkit._durability.summary); a run stored before
+        # it existed gets no creation time at a later version (listings take its oldest version's)
+        summary = summary_metadata(self.metadata, state, transcript, now, first=self.version == 0)
+        why = cp._taint((state_text, *entries, str(summary.get("task", ""))))
         if why is not None:
             self.skipped.append(f"version {self.version + 1} not saved: {why}")
             log.warning("checkpoint of run %s skipped: %s", self.run_id, why)
             return False
-        now = cp._now()
-        meta = dict(self.metadata)
+        if "started_at" in summary or "task" in summary:  # kept by every later version
+            self.metadata = freeze({**self.metadata, **{k: summary[k] for k in ("started_at", "task") if k in summary}})
+        meta = {**self.metadata, **summary}
         meta["owner"] = cp.owner
         meta["lease_until"] = now + cp.lease_s if status == "running" and lease else None
         record = CheckpointRecord(

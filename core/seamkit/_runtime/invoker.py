@@ -16,6 +16,7 @@ from seamkit._tools.registry import ToolRegistry
 from seamkit.errors import (
     EffectNotApplied,
     InfrastructureUnavailable,
+    SeamkitError,
     ToolArgumentError,
     ToolUnavailable,
     UnknownToolError,
@@ -152,6 +153,24 @@ def render_tool_value(value: Any) -> str:
         return pydantic_core.to_json(value, bytes_mode="base64").decode()
 
 
+def tool_raised_warning(call: ToolCall, exc: BaseException) -> str:
+    """The run's warning for a tool that raised an unexpected exception (the model gets an error
+    result; whoever runs the agent reads this in ``AgentResult.warnings`` and ``seamkit runs
+    show``): the tool, the call id, the exception's type and message, and with ``SEAMKIT_DEBUG=1``
+    its traceback. What looks like a secret is masked (:func:`seamkit._plugins.redact.mask_message`)."""
+    import os
+
+    from seamkit._plugins.redact import mask_message
+
+    text = (f"tool {call.name!r} (call {call.id}) raised {type(exc).__name__}: {exc}; the model was told "
+            "the call failed")
+    if os.environ.get("SEAMKIT_DEBUG", "").strip().lower() in ("1", "true", "yes"):
+        import traceback
+
+        text += "\n" + "".join(traceback.format_exception(exc)).rstrip()
+    return mask_message(text)
+
+
 def unusable_arguments_result(call: ToolCall) -> ToolResult:
     """The error result for a call whose arguments could not be decoded (``call.arguments_error``
     is set): the tool is not run, and the model is told why, as for arguments the tool refuses
@@ -265,7 +284,9 @@ class Invoker:
         decoded (``arguments_error``) is answered without running anything
         (:func:`unusable_arguments_result`). Raises :class:`~seamkit.errors.InfrastructureUnavailable`
         (not the tool's answer: the run stops unfinished) and a
-        :class:`~seamkit.errors.ToolUnavailable` with ``stop_run``."""
+        :class:`~seamkit.errors.ToolUnavailable` with ``stop_run``. An exception that is not a
+        :class:`~seamkit.errors.SeamkitError` is also added to the run's warnings
+        (``ctx.warn``, :func:`tool_raised_warning`)."""
         if call.arguments_error is not None:
             return unusable_arguments_result(call)
         try:
@@ -283,6 +304,10 @@ class Invoker:
                 raise
             return ToolResult(call.id, call.name, f"{type(exc).__name__} ({exc.failure_class}): {exc}", is_error=True)
         except Exception as exc:
+            # a seamkit error (a ToolError the tool raised to say it failed, invalid arguments, an
+            # unknown tool) is expected; anything else is also kept as a run warning
+            if not isinstance(exc, SeamkitError):
+                ctx.warn(tool_raised_warning(call, exc))
             return ToolResult(call.id, call.name, f"{type(exc).__name__}: {exc}", is_error=True)
 
     async def call_effect(self, call: ToolCall, ctx: RunContext, meta: FrozenDict = EMPTY) -> ToolResult:

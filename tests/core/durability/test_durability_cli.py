@@ -74,7 +74,7 @@ def test_resume_errors_are_clear_and_change_nothing(tmp_path: Path) -> None:
     assert unknown.returncode == 2 and "no run 'run_nope'" in unknown.stderr and "Traceback" not in unknown.stderr
     (run,) = runs(tmp_path)
     finished = seamkit("resume", str(run["run_id"]), cwd=tmp_path)
-    assert finished.returncode == 1 and "it is done" in finished.stderr and "Traceback" not in finished.stderr
+    assert finished.returncode == 2 and "it is done" in finished.stderr and "Traceback" not in finished.stderr
     shown = seamkit("resume", str(run["run_id"]), "--allow-finished", cwd=tmp_path)
     assert shown.returncode == 0 and shown.stdout == "two\n"  # once, as `seamkit run` printed it
     decided = seamkit("resume", str(run["run_id"]), "--allow-finished", "--approve", "c1", cwd=tmp_path)

@@ -8,6 +8,7 @@ import argparse
 import functools
 import json
 import logging
+import shlex
 import sys
 import time
 from typing import Any
@@ -287,13 +288,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
         if isinstance(recorded, str) and not _same_file(recorded, args.file):
             # a worker would load FILE's agent for a run of another composition: nothing would continue
             raise UsageError(f"run {args.resume} comes from {recorded}, not {args.file}: submit its continuation "
-                             f"with that file (seamkit submit {recorded} --resume {args.resume} ...)")
+                             f"with that file (seamkit submit {shlex.quote(recorded)} --resume {args.resume} ...)")
         if snap.status in ("done", "failed"):
             raise UsageError(f"run {args.resume} is {snap.status}: nothing to continue")
         if snap.status == "suspended" and "workflow_state" in snap.state:
             waits = snap.state.get("status_detail") or "suspended"
             raise UsageError(f"run {args.resume} is a workflow waiting ({waits}): answer it with seamkit resume "
-                             f"{args.resume} --answer TEXT (or --event TYPE=JSON) --agent {args.file}")
+                             f"{args.resume} --answer TEXT (or --event TYPE=JSON) --agent {shlex.quote(args.file)}")
         if snap.status == "suspended" and snap.state.get("waiting_for") != "settlement":
             pending = {p.call_id for p in snap.state.get("pending_approvals") or () if hasattr(p, "call_id")}
             if not decisions:

@@ -19,6 +19,7 @@ claim); the list has no TTL (a StorePort list has none): a few bytes per continu
 
 from __future__ import annotations
 
+import shlex
 import time
 import uuid
 from collections.abc import Callable, Mapping
@@ -79,8 +80,8 @@ async def claim(store: Any, run_id: str, version: int, what: str, *, agent_file:
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(first["at"])))
         raise ContinuationPending(
             f"a continuation of run {run_id} was already sent at {when} ({first.get('what')}) and no worker has "
-            f"taken it yet; wait for it: seamkit runs wait {run_id} --agent {agent_file} (a continuation not "
-            f"taken within {PENDING_FOR_S:g} s no longer counts, and another may then be sent)")
+            f"taken it yet; wait for it: seamkit runs wait {run_id} --agent {shlex.quote(agent_file)} (a "
+            f"continuation not taken within {PENDING_FOR_S:g} s no longer counts, and another may then be sent)")
     return token
 
 
