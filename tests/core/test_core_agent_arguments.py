@@ -33,6 +33,9 @@ def model() -> ScriptedModel:
     ({"tool_choice": 5}, "tool_choice must be 'auto', 'required', 'none' or a tool's name (a str), got 5 (int)"),
     ({"temperature": "hot"}, "temperature must be a number or None, got 'hot' (str)"),
     ({"approvals": 5}, "approvals must be a mapping of tool name to policy, got 5 (int)"),
+    ({"reset_tool_choice": "always"}, "reset_tool_choice must be True, False, 'auto' or 'none', got 'always'"),
+    ({"reset_tool_choice": 1}, "reset_tool_choice must be True, False, 'auto' or 'none', got 1 (int)"),
+    ({"parallel_side_effects": "yes"}, "parallel_side_effects must be True or False, got 'yes' (str)"),
 ])
 def test_a_wrong_argument_is_named_with_what_it_accepts(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(AgentDefinitionError) as info:
@@ -92,3 +95,10 @@ def test_tool_misuse_is_a_tool_definition_error(make: Any, message: str) -> None
 def test_a_prompt_that_is_no_text_is_named() -> None:
     with pytest.raises(AgentDefinitionError, match=r"Prompt template must be a str, got 5 \(int\)"):
         Prompt(5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", [True, False, "auto", "none"])
+def test_every_reset_tool_choice_value_is_accepted(value: Any) -> None:
+    # regression: the argument check took reset_tool_choice for a bool and refused "none", the
+    # quickstart's setting
+    assert Agent(model(), reset_tool_choice=value).reset_tool_choice == value

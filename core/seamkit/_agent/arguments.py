@@ -73,9 +73,11 @@ def check_arguments(a: Any) -> None:
     t = a.temperature
     if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))):
         raise AgentDefinitionError(f"temperature must be a number or None, {_given(t)}")
-    for name in ("reset_tool_choice", "parallel_side_effects"):
-        if not isinstance(getattr(a, name), bool):
-            raise AgentDefinitionError(f"{name} must be True or False, {_given(getattr(a, name))}")
+    if not isinstance(a.parallel_side_effects, bool):
+        raise AgentDefinitionError(f"parallel_side_effects must be True or False, {_given(a.parallel_side_effects)}")
+    if a.reset_tool_choice not in (True, False, "auto", "none") or type(a.reset_tool_choice) not in (bool, str):
+        raise AgentDefinitionError(f"reset_tool_choice must be True, False, 'auto' or 'none', "
+                                   f"{_given(a.reset_tool_choice)}")
     if not isinstance(a.approvals, Mapping):
         raise AgentDefinitionError(f"approvals must be a mapping of tool name to policy, {_given(a.approvals)}")
     if not isinstance(a.model_extra, Mapping):

@@ -137,8 +137,6 @@ class AgentDefinition:
             every_tool = ToolRegistry(self.tools)
         registry = self._controls(every_tool)
         object.__setattr__(self, "_handoff_tools", self._adopt_handoffs(registry))
-        if self.reset_tool_choice not in (True, False, "auto", "none"):
-            raise ValueError(f"reset_tool_choice must be true, false, 'auto' or 'none', not {self.reset_tool_choice!r}")
         if self.tool_choice == "required" and not registry:
             raise ValueError("tool_choice 'required' needs at least one tool")
         if self.tool_choice not in ("auto", "required", "none") and self.tool_choice not in registry:
