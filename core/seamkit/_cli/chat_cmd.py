@@ -141,12 +141,19 @@ def cmd_chat(args: argparse.Namespace) -> int:
     configuration error (also a conversation that does not exist)."""
     import asyncio
 
-    from seamkit._cli.commands import DEFAULT_DB, _check_variables, _registry, _resume_agent_file, run_metadata
+    from seamkit._cli.commands import (
+        DEFAULT_DB,
+        _check_variables,
+        _registry,
+        _resume_agent_file,
+        built_agent,
+        run_metadata,
+    )
     from seamkit._cli.common import close_stores, existing_file
-    from seamkit._cli.outcomes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, BuildFailed, UsageError
+    from seamkit._cli.outcomes import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, UsageError
     from seamkit._cli.overrides import overrides_of
     from seamkit._cli.scrub import scrub_output
-    from seamkit.composition import ComponentBuildError, build_agent, load_composition
+    from seamkit.composition import load_composition
 
     variables = dict(args.var)
     path = existing_file(args.file)
@@ -155,10 +162,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     scrub_output(composition.secret_values())
     if composition.workflow is not None:
         raise UsageError(f"{args.file} is a workflow: chat talks to an agent (run a workflow with seamkit run)")
-    try:
-        agent = build_agent(composition, registry=registry)
-    except ComponentBuildError as exc:
-        raise BuildFailed(exc.issues) from exc
+    agent = built_agent(composition, registry)
     _check_variables(agent, variables)
     cp = agent.checkpointer
     if cp is None:

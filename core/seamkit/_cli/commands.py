@@ -83,6 +83,17 @@ async def _drive(
     return result
 
 
+def built_agent(composition: Composition, registry: Registry) -> Agent:
+    """The agent of ``composition``. A configuration the agent refuses is a ``ConfigError`` (exit
+    2); a valid one whose component fails to build is :class:`BuildFailed` (the run failed, exit 1)."""
+    from seamkit.composition import ComponentBuildError, build_agent
+
+    try:
+        return build_agent(composition, registry=registry)
+    except ComponentBuildError as exc:
+        raise BuildFailed(exc.issues) from exc
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """``seamkit run FILE TASK [--json] [--var KEY=VALUE ...]``: exit 0 when the run completes,
     1 when it fails or stops without an answer (``max_steps``), 2 for a configuration problem
@@ -101,7 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from seamkit._cli.render import HumanRenderer, JsonRenderer
     from seamkit._cli.scrub import scrub_output
     from seamkit._cli.status import with_status
-    from seamkit.composition import ComponentBuildError, build_agent, load_composition
+    from seamkit.composition import load_composition
 
     registry = _registry()
     composition = load_composition(path, registry=registry, overrides=overrides_of(args))  # ConfigError: exit 2
@@ -113,10 +124,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise UsageError("--var fills an agent's prompt; a workflow's input is its task")
         return run_workflow_cmd(args, composition, registry, read_task(args.task),
                                 _resume_agent_file(composition, args.file), str(path.resolve()))
-    try:
-        agent = build_agent(composition, registry=registry)  # ConfigError: exit 2
-    except ComponentBuildError as exc:  # valid, but a component failed to build: the run failed (exit 1)
-        raise BuildFailed(exc.issues) from exc
+    agent = built_agent(composition, registry)
     _check_variables(agent, variables)
     task = read_task(args.task)
     if agent.checkpointer is not None and agent.approvals and not getattr(agent.checkpointer.port, "persistent", True):
@@ -286,7 +294,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     from seamkit._cli.render import HumanRenderer, JsonRenderer, pending_text
     from seamkit._cli.scrub import scrub_output
     from seamkit._cli.status import with_status
-    from seamkit.composition import ComponentBuildError, build_agent, load_composition
+    from seamkit.composition import load_composition
     from seamkit.composition._overrides import recorded_overrides
     from seamkit.errors import RunNotResumable, ToolArgumentError
 
@@ -305,10 +313,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
             raise UsageError(f"the agent file of run {args.run_id} is gone ({file}): pass --agent FILE")
         composition = load_composition(Path(file), registry=registry)
         scrub_output(composition.secret_values())
-    try:
-        agent = build_agent(composition, registry=registry)
-    except ComponentBuildError as exc:
-        raise BuildFailed(exc.issues) from exc
+    agent = built_agent(composition, registry)
     cp = agent.checkpointer
     if cp is None:
         raise UsageError("this composition has no checkpoints ('checkpoints: null'): nothing to resume")
@@ -321,10 +326,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
         asyncio.run(cp.aclose())
         composition = load_composition(composition.file, registry=registry, overrides=recorded)
         scrub_output(composition.secret_values())
-        try:
-            agent = build_agent(composition, registry=registry)
-        except ComponentBuildError as exc:
-            raise BuildFailed(exc.issues) from exc
+        agent = built_agent(composition, registry)
         cp = agent.checkpointer
         assert cp is not None
     if "workflow_state" in snap.state:
