@@ -19,7 +19,8 @@ from typing import IO, Any
 
 from seamkit._durability.summary import RunSummary, run_summary
 
-__all__ = ["format_duration", "list_row", "list_rows", "print_runs_table", "show_head", "step_lines", "summary_of"]
+__all__ = ["format_duration", "list_row", "list_rows", "print_runs_table", "show_head", "shown_status",
+           "step_lines", "stop_line", "summary_of"]
 
 
 def _iso(ts: float) -> str:
@@ -79,8 +80,26 @@ async def summary_of(cp: Any, info: Any, snap: Any = None) -> RunSummary:
                        transcript=snap.transcript if snap is not None else ())
 
 
+def shown_status(status: str, s: RunSummary) -> str:
+    """The status as listed: ``done (max_steps)`` for a run that finished without an answer."""
+    return f"{status} ({s.stopped})" if status == "done" and s.stopped else status
+
+
+def stop_line(status: str, s: RunSummary) -> str | None:
+    """For ``runs show``: why a finished run has no answer (``stopped: max_steps (10 model turns)
+    without an answer``), or that a tool-loop limit ended its tool use; else ``None``."""
+    if status == "done" and s.stopped:
+        turns = f" ({s.steps} model turn{'s' if s.steps != 1 else ''})" if s.steps is not None else ""
+        return f"stopped: {s.stopped}{turns} without an answer"
+    if s.limit_reached:
+        return f"tool limit: {s.limit_reached} reached; the model answered without further tools"
+    return None
+
+
 def list_row(info: Any, s: RunSummary) -> dict[str, Any]:
-    """One run of ``seamkit runs list --json``: ``run_id``, ``version``, ``status``,
+    """One run of ``seamkit runs list --json``: ``run_id``, ``version``, ``status``, ``stopped``
+    (why a ``done`` run has no answer: ``max_steps``; else ``null``), ``limit_reached`` (a tool-loop
+    limit the run reached, else ``null``),
     ``parent_run_id``, ``agent``, ``created_at`` (ISO 8601, UTC: the run's first checkpoint),
     ``updated_at`` (its latest), ``duration_s`` (between them), ``task`` (its first words),
     ``input_tokens``, ``output_tokens``, ``requests``, ``cost_usd`` (a decimal string, ``null`` when
@@ -89,6 +108,8 @@ def list_row(info: Any, s: RunSummary) -> dict[str, Any]:
         "run_id": info.run_id,
         "version": info.version,
         "status": info.status,
+        "stopped": s.stopped if info.status == "done" else None,
+        "limit_reached": s.limit_reached,
         "parent_run_id": info.parent_run_id,
         "agent": info.metadata.get("agent"),
         "created_at": _iso(s.created_at),
@@ -135,7 +156,7 @@ def print_runs_table(rows: Sequence[tuple[Any, RunSummary]], out: IO[str] | None
     tty = file.isatty()
     header = ("RUN ID", "STATUS", "CREATED (UTC)", "DURATION", "TOKENS", "COST", "AGENT", "TASK")
     right = {"DURATION", "TOKENS", "COST"}
-    cells = [(info.run_id, info.status, _shown_time(s.created_at), format_duration(s.duration_s), _tokens_text(s),
+    cells = [(info.run_id, shown_status(info.status, s), _shown_time(s.created_at), format_duration(s.duration_s), _tokens_text(s),
               _cost_text(s), visible(str(info.metadata.get("agent") or "")), visible(s.task or ""))
              for info, s in rows]
     widths = [max(cell_len(str(c[i])) for c in [header, *cells]) for i in range(len(header))]
@@ -150,7 +171,7 @@ def print_runs_table(rows: Sequence[tuple[Any, RunSummary]], out: IO[str] | None
     table.add_column("TASK", no_wrap=True, overflow="ellipsis", min_width=task_width, max_width=task_width)
     colors = {"done": "green", "failed": "red", "suspended": "yellow", "running": "cyan"}
     for c in cells:
-        status = Text(c[1], style=colors.get(c[1], "") if tty else "")
+        status = Text(c[1], style=colors.get(c[1].split(" ")[0], "") if tty else "")
         table.add_row(c[0], status, *(escape(x) for x in c[2:]))
     buffer = io.StringIO()
     # rendered at its own width (a narrower terminal wraps the lines), colours as the terminal has them
@@ -162,7 +183,8 @@ def print_runs_table(rows: Sequence[tuple[Any, RunSummary]], out: IO[str] | None
 def show_head(out: IO[str], snap: Any, s: RunSummary, kept: int, error: str | None) -> None:
     """The first lines of ``seamkit runs show``: ``run ID: STATUS, version ...`` and one line each
     for the task, when it started, how long it ran, tokens and cost; a failed run's reason
-    (``error: ...``, or that none was recorded)."""
+    (``error: ...``, or that none was recorded); why a finished run has no answer
+    (:func:`stop_line`)."""
     from seamkit._cli.render import visible
 
     versions = f"{kept} version{'s' if kept != 1 else ''} kept"
@@ -176,6 +198,9 @@ def show_head(out: IO[str], snap: Any, s: RunSummary, kept: int, error: str | No
     out.write(f"tokens: {_tokens_text(s)}{requests}, cost {_cost_text(s)}\n")
     if snap.status == "failed":  # why, first
         out.write(f"error: {visible(error) if error else 'the run failed; no reason was recorded'}\n")
+    stopped = stop_line(snap.status, s)
+    if stopped is not None:
+        out.write(stopped + "\n")
 
 
 def step_lines(snap: Any, children: Sequence[Any]) -> list[str]:

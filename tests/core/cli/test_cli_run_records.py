@@ -304,3 +304,63 @@ def test_only_an_unexpected_exception_becomes_a_run_warning() -> None:
     results = model.requests[1].messages[-1].tool_results
     assert [(r.content, r.is_error) for r in results] == [("ToolError: no key 'a'", True), ("KeyError: 'b'", True)]
     assert result.warnings == ("tool 'crash' (call c2) raised KeyError: 'b'; the model was told the call failed",)
+
+
+LOOPER = """
+seamkit: 1
+agent:
+  name: looper
+  max_steps: 2
+  model: {use: scripted, turns: [{tool_calls: [{name: add, arguments: {a: 1, b: 2}}]},
+                                 {tool_calls: [{name: add, arguments: {a: 1, b: 2}}]}, "never reached"]}
+  tools: [{use: add}]
+"""
+
+LIMITED = """
+seamkit: 1
+agent:
+  name: limited
+  max_tool_calls: 1
+  model: {use: scripted, turns: [{tool_calls: [{name: add, arguments: {a: 1, b: 2}}]}, "it is 3"]}
+  tools: [{use: add}]
+"""
+
+
+def test_a_run_that_stopped_without_an_answer_says_why_in_runs_list_and_show(
+        cli: CLI, write: Callable[[str, str], Path]) -> None:
+    """A run stopped by max_steps is ``done`` but has no answer: the listing's status and ``runs
+    show`` say why (as ``seamkit run``'s exit code 1 promises), read from the summary metadata."""
+    write("a.yaml", LOOPER)
+    run = cli("run", "a.yaml", "loop please")
+    assert run.returncode == 1 and "stopped without an answer (max_steps)" in run.stderr, run
+    (row,) = _listed(cli)
+    assert (row["status"], row["stopped"], row["limit_reached"]) == ("done", "max_steps", None)
+    listed = cli("runs", "list").stdout.splitlines()[1]
+    assert listed.split("  ")[:2] == [row["run_id"], "done (max_steps)"], listed
+    shown = cli("runs", "show", str(row["run_id"])).stdout.splitlines()
+    assert "stopped: max_steps (2 model turns) without an answer" in shown[:6], shown
+    assert "once the cause is fixed" not in "\n".join(shown)
+
+
+def test_a_run_that_reached_a_tool_limit_says_so_and_is_not_stopped(
+        cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("a.yaml", LIMITED)
+    assert cli("run", "a.yaml", "add").returncode == 0
+    (row,) = _listed(cli)
+    assert (row["status"], row["stopped"], row["limit_reached"]) == ("done", None, "max_tool_calls")
+    assert cli("runs", "list").stdout.splitlines()[1].split("  ")[1] == "done"
+    shown = cli("runs", "show", str(row["run_id"])).stdout
+    assert "tool limit: max_tool_calls reached; the model answered without further tools" in shown
+    assert "stopped:" not in shown
+
+
+def test_a_stop_is_read_from_the_checkpoint_of_a_run_stored_without_the_summary() -> None:
+    """A run stored before the summary kept its stop still shows it (read from its state)."""
+    from seamkit._durability.summary import run_summary, summary_metadata
+    from seamkit.values import Usage
+
+    s = run_summary({}, 5.0, first_version_at=1.0, state={"stop_reason": "max_steps", "step": 10, "usage": Usage()})
+    assert (s.stopped, s.steps, s.limit_reached) == ("max_steps", 10, None)
+    # every version writes the keys: a later answered version does not keep an earlier stop
+    meta = summary_metadata({"stopped": "max_steps"}, {"stop_reason": "completed", "step": 3}, (), 1.0)
+    assert (meta["stopped"], meta["steps"]) == (None, 3)
