@@ -813,7 +813,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     error = snap.state.get("error")
     show_head(out, snap, summary, len(history), error if isinstance(error, str) else None)
     if snap.parent_run_id:
-        out.write(f"parent: {snap.parent_run_id}\n")
+        out.write(f"parent: {visible(snap.parent_run_id)}\n")
     out.write("".join(line + "\n" for line in step_lines(snap, children)))
     detail = snap.state.get("status_detail")
     if isinstance(detail, str):

@@ -156,7 +156,7 @@ def print_runs_table(rows: Sequence[tuple[Any, RunSummary]], out: IO[str] | None
     tty = file.isatty()
     header = ("RUN ID", "STATUS", "CREATED (UTC)", "DURATION", "TOKENS", "COST", "AGENT", "TASK")
     right = {"DURATION", "TOKENS", "COST"}
-    cells = [(info.run_id, shown_status(info.status, s), _shown_time(s.created_at), format_duration(s.duration_s), _tokens_text(s),
+    cells = [(visible(info.run_id), visible(shown_status(info.status, s)), _shown_time(s.created_at), format_duration(s.duration_s), _tokens_text(s),
               _cost_text(s), visible(str(info.metadata.get("agent") or "")), visible(s.task or ""))
              for info, s in rows]
     widths = [max(cell_len(str(c[i])) for c in [header, *cells]) for i in range(len(header))]
@@ -188,8 +188,10 @@ def show_head(out: IO[str], snap: Any, s: RunSummary, kept: int, error: str | No
     from seamkit._cli.render import visible
 
     versions = f"{kept} version{'s' if kept != 1 else ''} kept"
-    out.write(f"run {snap.run_id}: {snap.status}, version {snap.version} ({versions}), "
-              f"agent {snap.metadata.get('agent')}\n")
+    # every stored text is shown through visible(): an agent name, a task or an error with escape
+    # sequences must not drive the terminal
+    out.write(f"run {visible(snap.run_id)}: {visible(snap.status)}, version {snap.version} ({versions}), "
+              f"agent {visible(str(snap.metadata.get('agent')))}\n")
     if s.task is not None:
         out.write(f"task: {visible(s.task)}\n")
     out.write(f"created: {_shown_time(s.created_at)} UTC, duration {format_duration(s.duration_s)}"
@@ -239,5 +241,5 @@ def step_lines(snap: Any, children: Sequence[Any]) -> list[str]:
     for child in children:
         agent = child.metadata.get("agent")
         who = f", agent {visible(str(agent))}" if agent else ""
-        lines.append(f"  child run {child.run_id}: {child.status}{who}")
+        lines.append(f"  child run {visible(child.run_id)}: {visible(child.status)}{who}")
     return lines

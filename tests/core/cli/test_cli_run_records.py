@@ -364,3 +364,37 @@ def test_a_stop_is_read_from_the_checkpoint_of_a_run_stored_without_the_summary(
     # every version writes the keys: a later answered version does not keep an earlier stop
     meta = summary_metadata({"stopped": "max_steps"}, {"stop_reason": "completed", "step": 3}, (), 1.0)
     assert (meta["stopped"], meta["steps"]) == (None, 3)
+
+
+ESCAPING = """
+seamkit: 1
+agent:
+  name: "evil\\e[31mRED"
+  model: {use: scripted, turns: [{tool_calls: [{name: "to\\e[5mol", arguments: {"k\\e[2J": "v\\e[2J"}},
+                                              {name: helper, arguments: {task: "x\\e]0;title\\a"}}]},
+                                 "the end\\e[0m"]}
+  tools: [{agent: helper, description: "Helps with things."}]
+agents:
+  helper:
+    model: {use: scripted, turns: ["helped\\e[7m"]}
+"""
+
+
+def test_runs_list_and_show_never_write_a_control_character_from_a_stored_text(
+        cli: CLI, write: Callable[[str, str], Path]) -> None:
+    """An agent name, a task, tool names and arguments, results, child runs' agents: every text
+    ``runs list`` and ``runs show`` print goes through ``visible`` (an ESC is shown as ``\\u001b``)."""
+    write("e.yaml", ESCAPING)
+    cli("run", "e.yaml", "task\x1b[31m red")
+    listed = cli("runs", "list")
+    assert listed.returncode == 0 and listed.stdout.count("\n") >= 2, listed
+    assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
+    assert "evil\\u001b[31mRED" in listed.stdout and "task\\u001b[31m red" in listed.stdout
+    for row in _listed(cli):
+        shown = cli("runs", "show", str(row["run_id"]))
+        assert shown.returncode == 0, shown
+        assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout, shown.stdout
+    top = next(r for r in _listed(cli) if r["parent_run_id"] is None)
+    text = cli("runs", "show", str(top["run_id"])).stdout
+    assert text.splitlines()[0].endswith("agent evil\\u001b[31mRED"), text
+    assert "tool to\\u001b[5mol" in text and "x\\u001b]0;title\\u0007" in text, text
