@@ -156,7 +156,8 @@ def print_runs_table(rows: Sequence[tuple[Any, RunSummary]], out: IO[str] | None
     tty = file.isatty()
     header = ("RUN ID", "STATUS", "CREATED (UTC)", "DURATION", "TOKENS", "COST", "AGENT", "TASK")
     right = {"DURATION", "TOKENS", "COST"}
-    cells = [(visible(info.run_id), visible(shown_status(info.status, s)), _shown_time(s.created_at), format_duration(s.duration_s), _tokens_text(s),
+    cells = [(visible(info.run_id), visible(shown_status(info.status, s)),
+              _shown_time(s.created_at), format_duration(s.duration_s), _tokens_text(s),
               _cost_text(s), visible(str(info.metadata.get("agent") or "")), visible(s.task or ""))
              for info, s in rows]
     widths = [max(cell_len(str(c[i])) for c in [header, *cells]) for i in range(len(header))]
