@@ -179,12 +179,33 @@ def _resume_agent_file(composition: Composition, file: str) -> str | None:
     return file if "checkpoints" in composition.agent.model_fields_set else None
 
 
+#: what ``run`` and ``runs show`` say of a run whose prompt the provider refused as too long
+TOO_LONG = ("its prompt does not fit the model's context window, so resuming it would fail the same way: "
+            "start a new run with a shorter task, or with a larger context window (llamacpp: -o n_ctx=N; "
+            "or a model with a larger context)")
+
+
+def is_context_length(error: BaseException | str | None) -> bool:
+    """Whether ``error`` (an exception, or a failed run's stored error text) is a provider's
+    ``context_length`` refusal: the prompt is larger than the model's context window."""
+    from seamkit.errors import FailureClass, ProviderError
+
+    if isinstance(error, ProviderError):
+        return error.failure_class is FailureClass.CONTEXT_LENGTH
+    return isinstance(error, str) and error.startswith("ProviderError: ") and (
+        f" {FailureClass.CONTEXT_LENGTH.value}: " in error.split("\n", 1)[0]
+        or error.startswith(f"ProviderError: {FailureClass.CONTEXT_LENGTH.value}: "))
+
+
 def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> None:
     from seamkit._cli.render import resume_command, show_command
     from seamkit._guardrails import GuardrailTripped
     from seamkit.errors import CheckpointConflict, RunCancelled, RunNotResumable, StoreUnavailable, UnsupportedFeature
 
     if isinstance(exc, RunNotResumable | UnsupportedFeature):  # resuming would only repeat an UnsupportedFeature
+        return
+    if is_context_length(exc):  # a resume sends the same prompt to the same window
+        sys.stderr.write(f"seamkit: run {run_id} failed: {TOO_LONG}\n")
         return
     if isinstance(exc, GuardrailTripped):  # not resumable: a resume must not slip past the guardrail
         sys.stderr.write(f"seamkit: run {run_id} was stopped by a guardrail; inspect it with: "
@@ -949,6 +970,8 @@ def _show_ending(out: Any, snap: Any, agent_file: str | None, kernel: dict[str, 
                       + resume_command(snap.run_id, ("--answer", "TEXT"), agent_file=agent_file) + "\n")
         elif snap.state.get("tripwire"):
             out.write("a guardrail stopped this run; it cannot be resumed: start a new run\n")
+        elif is_context_length(snap.state.get("error")):
+            out.write(TOO_LONG[0].upper() + TOO_LONG[1:] + "\n")
         elif not snap.state.get("redacted"):
             out.write("once the cause is fixed, continue it with: "
                       + resume_command(snap.run_id, "--allow-finished", agent_file=agent_file) + "\n")
