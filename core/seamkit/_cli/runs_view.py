@@ -1,8 +1,8 @@
 """``seamkit runs list`` and the head of ``seamkit runs show``: a run's record as people read it.
 
-``runs list`` prints a table (rich) with a header row: run id (never shortened: a narrow terminal
-wraps the other columns, a pipe gets whole lines), status, creation time (the run's first
-checkpoint, UTC), duration (first to latest checkpoint), tokens, cost (USD), agent and the task's
+``runs list`` prints a table (rich) with a header row: run id (never shortened: a terminal too
+narrow for the table gets a few short lines per run, a pipe gets whole lines), status, creation time (the
+run's first checkpoint, UTC), duration (first to latest checkpoint), tokens, cost (USD), agent and the task's
 first words; ``--json`` gives the same fields (see :func:`list_row`). ``runs show`` starts with the
 same facts, says why a failed run failed, and draws the run's steps as a tree: each model call
 with the tool calls it asked for and their results, and the child runs (see :func:`show_head`,
@@ -138,9 +138,10 @@ MIN_TASK_WIDTH = 20
 def print_runs_table(rows: Sequence[tuple[Any, RunSummary]], out: IO[str] | None = None) -> None:
     """The ``seamkit runs list`` table: a header row, then one row per run, each on one line. No
     column is ever cut but the task's: on a terminal it is shortened (with an ellipsis) to the width
-    the other columns leave, never below :data:`MIN_TASK_WIDTH` characters (a terminal narrower
-    than that wraps the lines: run ids stay whole); into a pipe or a file it is whole, with no
-    styling and no padding at the ends of lines."""
+    the other columns leave, never below :data:`MIN_TASK_WIDTH` characters; a terminal too narrow
+    for that gets three lines per run instead (:func:`_print_compact`: run id and status, then the
+    rest cut to the terminal's width; run ids stay whole); into a pipe or a file each run is one
+    whole line, with no styling and no padding at the ends of lines."""
     import io
     import shutil
 
@@ -164,7 +165,11 @@ def print_runs_table(rows: Sequence[tuple[Any, RunSummary]], out: IO[str] | None
     fixed = sum(widths[:-1]) + 2 * (len(header) - 1)  # the columns before the task, 2 spaces apart
     task_width = widths[-1]
     if tty:
-        room = shutil.get_terminal_size().columns - fixed
+        columns = shutil.get_terminal_size().columns
+        if fixed + 2 + min(task_width, MIN_TASK_WIDTH) > columns:  # no room for the table's lines
+            _print_compact(file, header, cells, columns)
+            return
+        room = columns - fixed
         task_width = max(min(task_width, room), min(task_width, MIN_TASK_WIDTH))
     table = Table(box=None, pad_edge=False, show_lines=False, header_style="bold" if tty else "")
     for name, width in zip(header[:-1], widths, strict=False):
@@ -179,6 +184,30 @@ def print_runs_table(rows: Sequence[tuple[Any, RunSummary]], out: IO[str] | None
     Console(file=buffer, highlight=False, emoji=False, width=fixed + 2 + task_width,
             color_system="auto" if tty else None, force_terminal=tty).print(table)
     file.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
+
+
+def _print_compact(file: IO[str], header: Sequence[str], cells: Sequence[Sequence[str]], columns: int) -> None:
+    """``runs list`` on a terminal too narrow for the table: the run id and status on one line
+    (never cut; on two when the terminal is narrower than both), the creation time, duration,
+    tokens, cost and agent on the next, the task on a third, each of these cut with an ellipsis
+    to the terminal's width, so the terminal never wraps a line in the middle of a word."""
+    from rich.cells import cell_len, set_cell_size
+
+    def fit(line: str) -> str:
+        if cell_len(line) <= columns:
+            return line
+        return set_cell_size(line, max(1, columns - 1)) + "…"
+
+    import os
+
+    bold, plain = ("", "") if os.environ.get("NO_COLOR") else ("\x1b[1m", "\x1b[0m")
+    file.write(f"{bold}{header[0]}  {header[1]}{plain}\n{bold}{fit('  ' + '  '.join(header[2:-1]))}{plain}\n"
+               f"{bold}  {header[-1]}{plain}\n")
+    for c in cells:
+        file.write(f"{c[0]}  {c[1]}\n" if cell_len(f"{c[0]}  {c[1]}") <= columns else f"{c[0]}\n{c[1]}\n")
+        file.write(fit("  " + "  ".join(x for x in c[2:-1] if x)) + "\n")
+        if c[-1]:
+            file.write(fit("  " + c[-1]) + "\n")
 
 
 def show_head(out: IO[str], snap: Any, s: RunSummary, kept: int, error: str | None) -> None:

@@ -89,19 +89,42 @@ def test_runs_list_has_a_header_and_each_runs_creation_time_duration_tokens_cost
     assert {str(x["run_id"]): x["created_at"] for x in _listed(cli)}[ok] == versions[0]["created_at"]
 
 
-def test_runs_list_never_cuts_run_ids_on_a_narrow_terminal(cli: CLI, write: Callable[[str, str], Path]) -> None:
+def _list_on_terminal(cli: CLI, columns: int) -> str:
     import pexpect
 
-    write("a.yaml", TOOLED)
-    run_id = _run(cli, "a.yaml", "a task with quite a few words in it to be cut on a narrow terminal")
     child = pexpect.spawn(sys.executable, ["-m", "seamkit", "runs", "list"], cwd=str(cli.cwd), env=cli.env(),
-                          dimensions=(24, 60), encoding="utf-8", timeout=60)
+                          dimensions=(24, columns), encoding="utf-8", timeout=60)
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0, child.before
-    text = re.sub(r"\x1b\[[0-9;]*m", "", child.before)  # its styling left out
-    # nothing hidden: the id and status whole, the task cut to 20 characters (the room left is less)
-    assert re.search(rf"^{run_id}  done  .*  adder  a task with quite a…\r?$", text, re.M), text
+    return re.sub(r"\x1b\[[0-9;]*m", "", child.before).replace("\r\n", "\n")  # its styling left out
+
+
+def test_runs_list_cuts_only_the_task_on_a_terminal(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("a.yaml", TOOLED)
+    run_id = _run(cli, "a.yaml", "a task with quite a few words in it to be cut on a narrow terminal")
+    text = _list_on_terminal(cli, 140)
+    # nothing hidden: the id and status whole, the task cut to the room left
+    assert re.search(rf"^{run_id}  done  .*  adder  a task with .*…$", text, re.M), text
+    assert all(len(line) <= 140 for line in text.splitlines()), text
+
+
+def test_runs_list_on_a_narrow_terminal_has_short_lines_per_run_none_wider_than_it(
+        cli: CLI, write: Callable[[str, str], Path]) -> None:
+    """A terminal too narrow for the table (the other columns and 20 characters of the task) gets
+    the run id and status on one line, the other columns on the next and the task on a third, cut
+    to its width: the terminal never wraps a line mid-word, and run ids stay whole."""
+    write("a.yaml", TOOLED)
+    run_id = _run(cli, "a.yaml", "a task with quite a few words in it to be cut on a narrow terminal")
+    for columns, first in ((60, [f"{run_id}  done"]), (40, [run_id, "done"])):
+        lines = _list_on_terminal(cli, columns).splitlines()
+        assert lines[:3] == ["RUN ID  STATUS", "  CREATED (UTC)  DURATION  TOKENS  COST  AGENT"[:columns - 1]
+                             + ("…" if columns < 46 else ""), "  TASK"], lines
+        n = len(first)
+        assert lines[3:3 + n] == first, lines
+        assert lines[3 + n].startswith("  2") and lines[4 + n].startswith("  a task with quite"), lines
+        assert all(len(x) <= columns for x in lines), lines
+    assert "0 in / 0 out  local  adder" in _list_on_terminal(cli, 60)
 
 
 def test_runs_list_reads_runs_stored_before_checkpoints_kept_a_summary(tmp_path: Path) -> None:
