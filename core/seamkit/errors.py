@@ -550,13 +550,15 @@ class TaskTooLarge(SeamkitError, ValueError):
     ``estimated`` tokens (``chars`` characters), more than ``limit`` tokens, the model's context
     window (``window`` is ``True``; ``where`` says where it was read, e.g. ``n_ctx``) or, when
     the model declares none, :data:`seamkit._agent.task_size.MAX_TASK_TOKENS` (``window`` is
-    ``False``)."""
+    ``False``). ``exact``: ``estimated`` is the model's own count, not an estimate."""
 
-    def __init__(self, estimated: int, limit: int, chars: int, *, window: bool, where: str = "") -> None:
+    def __init__(self, estimated: int, limit: int, chars: int, *, window: bool, where: str = "",
+                 exact: bool = False) -> None:
         self.estimated = estimated
         self.limit = limit
         self.chars = chars
         self.window = window
+        self.exact = exact
         if window:
             what = f"the model's context window of {limit:,} tokens" + (f" ({where})" if where else "")
             hint = "shorten the task, or use a model with a larger context"
@@ -564,7 +566,8 @@ class TaskTooLarge(SeamkitError, ValueError):
             what = (f"{limit:,} tokens, more than any model takes (the model declares no context window, "
                     f"so this cap applies)")
             hint = "shorten the task"
-        super().__init__(f"the task is too large: about {estimated:,} tokens ({chars:,} characters), over {what}; "
+        size = f"{estimated:,} tokens by the model's tokenizer" if exact else f"about {estimated:,} tokens"
+        super().__init__(f"the task is too large: {size} ({chars:,} characters), over {what}; "
                          f"nothing was sent or stored; {hint}")
 
 

@@ -179,12 +179,33 @@ def _resume_agent_file(composition: Composition, file: str) -> str | None:
     return file if "checkpoints" in composition.agent.model_fields_set else None
 
 
+#: what ``run`` and ``runs show`` say of a run whose prompt the provider refused as too long
+TOO_LONG = ("its prompt does not fit the model's context window, so resuming it would fail the same way: "
+            "start a new run with a shorter task, or with a larger context window (llamacpp: -o n_ctx=N; "
+            "or a model with a larger context)")
+
+
+def is_context_length(error: BaseException | str | None) -> bool:
+    """Whether ``error`` (an exception, or a failed run's stored error text) is a provider's
+    ``context_length`` refusal: the prompt is larger than the model's context window."""
+    from seamkit.errors import FailureClass, ProviderError
+
+    if isinstance(error, ProviderError):
+        return error.failure_class is FailureClass.CONTEXT_LENGTH
+    return isinstance(error, str) and error.startswith("ProviderError: ") and (
+        f" {FailureClass.CONTEXT_LENGTH.value}: " in error.split("\n", 1)[0]
+        or error.startswith(f"ProviderError: {FailureClass.CONTEXT_LENGTH.value}: "))
+
+
 def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> None:
     from seamkit._cli.render import resume_command, show_command
     from seamkit._guardrails import GuardrailTripped
     from seamkit.errors import CheckpointConflict, RunCancelled, RunNotResumable, StoreUnavailable, UnsupportedFeature
 
     if isinstance(exc, RunNotResumable | UnsupportedFeature):  # resuming would only repeat an UnsupportedFeature
+        return
+    if is_context_length(exc):  # a resume sends the same prompt to the same window
+        sys.stderr.write(f"seamkit: run {run_id} failed: {TOO_LONG}\n")
         return
     if isinstance(exc, GuardrailTripped):  # not resumable: a resume must not slip past the guardrail
         sys.stderr.write(f"seamkit: run {run_id} was stopped by a guardrail; inspect it with: "
@@ -246,13 +267,25 @@ def _load(file: str | None) -> tuple[Composition | None, Registry]:
     return composition, registry
 
 
-def _checkpointer(composition: Composition | None, registry: Registry, *, must_exist: bool = True) -> Any:
+def _checkpointer(composition: Composition | None, registry: Registry, *, must_exist: bool = True,
+                  lookup: tuple[list[str], list[str]] | None = None) -> Any:
+    """The checkpointer of ``composition``'s store (``None``: the embedded default). ``must_exist``:
+    a missing default store is a :class:`UsageError` rather than created; ``lookup`` (a command's
+    words and positionals, the run id first): that error then names the composition of the current
+    directory whose own store has the run (see :func:`no_run_text`)."""
     from seamkit._durability.checkpointer import Checkpointer
     from seamkit.composition import build_store
 
     if composition is None and must_exist and not Path(DEFAULT_DB).exists():
-        raise UsageError(f"no runs here: {DEFAULT_DB} does not exist (run this where you ran 'seamkit run', "
-                         "or pass --agent FILE to use that composition's store)")
+        text = (f"no runs here: {DEFAULT_DB} does not exist (run this where you ran 'seamkit run', "
+                "or pass --agent FILE to use that composition's store)")
+        if lookup is not None:
+            from seamkit._cli.run_lookup import elsewhere_hint
+
+            hint = elsewhere_hint(lookup[1][0], registry, *lookup)
+            if hint is not None:
+                text += "\n" + hint
+        raise UsageError(text)
     store = build_store(composition, registry=registry)
     if store is None:
         where = "this composition has 'checkpoints: null'" if composition is not None else (
@@ -302,7 +335,8 @@ def cmd_resume(args: argparse.Namespace) -> int:
     composition, registry = _load(args.agent)
     if composition is None:
         # the store is the embedded default; the agent file is the one the run started with
-        found = asyncio.run(_recorded_agent_file(_checkpointer(None, registry), args.run_id))
+        cp0 = _checkpointer(None, registry, lookup=(["seamkit", "resume"], [args.run_id]))
+        found = asyncio.run(_recorded_agent_file(cp0, args.run_id))
         if found is None:
             raise UsageError(no_run_text(args.run_id, None, command=(["seamkit", "resume"], [args.run_id])))
         file = found[1]
@@ -690,13 +724,15 @@ def _jsonable(value: Any) -> Any:
     return jsonable(value)
 
 
-def _with_store(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]], *, must_exist: bool = True) -> T:
+def _with_store(args: argparse.Namespace, work: Callable[[Any], Awaitable[T]], *, must_exist: bool = True,
+                lookup: tuple[list[str], list[str]] | None = None) -> T:
     """Open the checkpoint store of ``--agent FILE`` (or the embedded default), run ``work(cp)``
-    with its :class:`~seamkit._durability.checkpointer.Checkpointer`, and close the store."""
+    with its :class:`~seamkit._durability.checkpointer.Checkpointer`, and close the store
+    (``must_exist``, ``lookup``: as :func:`_checkpointer`)."""
     import asyncio
 
     composition, registry = _load(args.agent)
-    cp = _checkpointer(composition, registry, must_exist=must_exist)
+    cp = _checkpointer(composition, registry, must_exist=must_exist, lookup=lookup)
 
     async def go() -> T:
         try:
@@ -735,6 +771,12 @@ def cmd_runs_list(args: argparse.Namespace) -> int:
 
     if not 1 <= args.limit <= 100_000:
         raise UsageError("--limit must be between 1 and 100000")
+    if args.agent is None and not Path(DEFAULT_DB).exists():  # nothing stored here yet: not an error
+        if args.json:
+            sys.stdout.write("[]\n")
+        else:
+            sys.stderr.write(f"no runs (no store yet at {DEFAULT_DB})\n")
+        return EXIT_OK
     listed = _with_store(args, lambda cp: list_rows(cp, status=args.status, limit=args.limit))
     if args.json:
         sys.stdout.write(json.dumps([list_row(i, s) for i, s in listed], indent=2, ensure_ascii=False) + "\n")
@@ -764,7 +806,8 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
         children = await cp.list_runs(parent_run_id=args.run_id, limit=1000)
         return snap, history, interrupted, summary, list(reversed(children))
 
-    snap, history, interrupted, summary, children = _with_store(args, read)
+    snap, history, interrupted, summary, children = _with_store(
+        args, read, lookup=(["seamkit", "runs", "show"], [args.run_id]))
     if snap is None:
         what = f"version {args.version} of run" if args.version is not None else "run"
         raise UsageError(no_run_text(args.run_id, args.agent, what, (["seamkit", "runs", "show"], [args.run_id])))
@@ -813,7 +856,7 @@ def cmd_runs_show(args: argparse.Namespace) -> int:
     error = snap.state.get("error")
     show_head(out, snap, summary, len(history), error if isinstance(error, str) else None)
     if snap.parent_run_id:
-        out.write(f"parent: {snap.parent_run_id}\n")
+        out.write(f"parent: {visible(snap.parent_run_id)}\n")
     out.write("".join(line + "\n" for line in step_lines(snap, children)))
     detail = snap.state.get("status_detail")
     if isinstance(detail, str):
@@ -927,6 +970,8 @@ def _show_ending(out: Any, snap: Any, agent_file: str | None, kernel: dict[str, 
                       + resume_command(snap.run_id, ("--answer", "TEXT"), agent_file=agent_file) + "\n")
         elif snap.state.get("tripwire"):
             out.write("a guardrail stopped this run; it cannot be resumed: start a new run\n")
+        elif is_context_length(snap.state.get("error")):
+            out.write(TOO_LONG[0].upper() + TOO_LONG[1:] + "\n")
         elif not snap.state.get("redacted"):
             out.write("once the cause is fixed, continue it with: "
                       + resume_command(snap.run_id, "--allow-finished", agent_file=agent_file) + "\n")
@@ -956,7 +1001,8 @@ def cmd_runs_settle(args: argparse.Namespace) -> int:
         return snap.status, settled, "workflow_state" in snap.state
 
     try:
-        found = _with_store(args, settle)
+        found = _with_store(args, settle, lookup=(["seamkit", "runs", "settle"],
+                                                  [args.run_id, args.call_id, args.outcome]))
     except (ValueError, RunNotResumable) as exc:
         raise UsageError(str(exc)) from None
     if found is None:
@@ -1001,7 +1047,7 @@ def cmd_runs_delete(args: argparse.Namespace) -> int:
             raise UsageError(f"run {args.run_id} is being run by {held[0]} right now; wait for it, or pass --force")
         return bool(await cp.delete(args.run_id))
 
-    if not _with_store(args, delete):
+    if not _with_store(args, delete, lookup=(["seamkit", "runs", "delete"], [args.run_id])):
         raise UsageError(no_run_text(args.run_id, args.agent, command=(["seamkit", "runs", "delete"], [args.run_id])))
     sys.stderr.write(f"deleted run {args.run_id}\n")
     return EXIT_OK

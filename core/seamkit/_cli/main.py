@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import logging
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -597,12 +598,17 @@ def _main_guarded(argv: Sequence[str] | None) -> int:
             return EXIT_FAILED
         # a reader that stops reading (`seamkit run ... | head`) must not stop a run half way
         from seamkit._cli.pipes import PipeGuard
+        from seamkit._cli.render import install_log_handler
 
         guarded = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = PipeGuard(sys.stdout), PipeGuard(sys.stderr)
+        # a log record (a skipped checkpoint) starts on its own line, not after streamed text
+        handler = install_log_handler()
         try:
             return _main_reporting(argv)
         finally:
+            if handler is not None:
+                logging.getLogger().removeHandler(handler)
             restore_output()
             with contextlib.suppress(OSError, ValueError):
                 sys.stdout.flush()

@@ -8,6 +8,7 @@ import dataclasses
 import datetime
 import enum
 import json
+import logging
 import sys
 import time
 from collections.abc import Iterable, Mapping
@@ -25,17 +26,78 @@ __all__ = [
     "failure_to_json",
     "format_cost",
     "format_summary",
+    "LineSafeHandler",
+    "clear_line",
+    "install_log_handler",
     "interactions_text",
     "jsonable",
+    "release_line",
     "resume_command",
     "show_command",
     "settle_command",
     "truncate",
     "uncertain_text",
+    "use_line",
 ]
 
 MAX_ARGS = 120
 MAX_RESULT = 160
+
+
+# -- stderr lines written while a run streams ----------------------------------------------------
+#
+# A log record (``checkpoint of run ... skipped``) is written to stderr while the model's text may
+# be streaming to the same terminal without a newline yet, or while the status line is drawn:
+# whatever is drawn on the current line gets out of the way first (a newline after streamed text,
+# the status line erased), so the record starts on a line of its own.
+
+_LINE_USERS: list[Any] = []  # callables ``() -> None`` that leave the terminal at a line start
+
+
+def use_line(clear: Any) -> None:
+    """Register ``clear`` (``() -> None``): called before a log record is written to stderr."""
+    if clear not in _LINE_USERS:
+        _LINE_USERS.append(clear)
+
+
+def release_line(clear: Any) -> None:
+    """Undo :func:`use_line`."""
+    if clear in _LINE_USERS:
+        _LINE_USERS.remove(clear)
+
+
+def clear_line() -> None:
+    """Leave the terminal at the start of a line (see :func:`use_line`)."""
+    for clear in list(_LINE_USERS):
+        clear()
+
+
+class LineSafeHandler(logging.Handler):
+    """The CLI's log handler (level ``WARNING``, the message alone, on stderr, as Python's
+    last-resort handler writes it) that first calls :func:`clear_line`."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+            clear_line()
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+        except Exception:
+            self.handleError(record)
+
+
+def install_log_handler() -> LineSafeHandler | None:
+    """Give the root logger a :class:`LineSafeHandler` when it has no handler (Python would use its
+    last-resort handler, which knows nothing of a line the run's text left open); else ``None``."""
+    root = logging.getLogger()
+    if root.handlers:
+        return None
+    handler = LineSafeHandler()
+    root.addHandler(handler)
+    return handler
 
 
 def jsonable(value: Any) -> Any:
@@ -354,6 +416,13 @@ class JsonRenderer:
         self.out.flush()
 
 
+def _isatty(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 class HumanRenderer:
     """Shows a run for people.
 
@@ -386,6 +455,19 @@ class HumanRenderer:
         if shown:
             self._show(shown)
         self._midline = not text.endswith("\n")
+        if self._midline:
+            use_line(self._break_line)
+
+    def _break_line(self) -> None:
+        """Before a log record goes to stderr: when the text streamed to the same terminal ended
+        mid-line, end that line (the text goes on after the record, on a line of its own)."""
+        if not self._midline:
+            return
+        stream = self.console.file if self.typed else self.out
+        if _isatty(stream) and _isatty(sys.stderr):
+            stream.write("\n")
+            stream.flush()
+            self._midline = False
 
     def _show(self, text: str) -> None:
         if self.typed:
@@ -503,5 +585,6 @@ class HumanRenderer:
         return Text.assemble(("<- ", "green"), (name, "bold green"), ": ", content)
 
     def close(self) -> None:
+        release_line(self._break_line)
         self._end_line()
         self.out.flush()

@@ -1,8 +1,8 @@
 """``seamkit runs list`` and the head of ``seamkit runs show``: a run's record as people read it.
 
-``runs list`` prints a table (rich) with a header row: run id (never shortened: a narrow terminal
-wraps the other columns, a pipe gets whole lines), status, creation time (the run's first
-checkpoint, UTC), duration (first to latest checkpoint), tokens, cost (USD), agent and the task's
+``runs list`` prints a table (rich) with a header row: run id (never shortened: a terminal too
+narrow for the table gets a few short lines per run, a pipe gets whole lines), status, creation time (the
+run's first checkpoint, UTC), duration (first to latest checkpoint), tokens, cost (USD), agent and the task's
 first words; ``--json`` gives the same fields (see :func:`list_row`). ``runs show`` starts with the
 same facts, says why a failed run failed, and draws the run's steps as a tree: each model call
 with the tool calls it asked for and their results, and the child runs (see :func:`show_head`,
@@ -19,7 +19,8 @@ from typing import IO, Any
 
 from seamkit._durability.summary import RunSummary, run_summary
 
-__all__ = ["format_duration", "list_row", "list_rows", "print_runs_table", "show_head", "step_lines", "summary_of"]
+__all__ = ["format_duration", "list_row", "list_rows", "print_runs_table", "show_head", "shown_status",
+           "step_lines", "stop_line", "summary_of"]
 
 
 def _iso(ts: float) -> str:
@@ -79,8 +80,26 @@ async def summary_of(cp: Any, info: Any, snap: Any = None) -> RunSummary:
                        transcript=snap.transcript if snap is not None else ())
 
 
+def shown_status(status: str, s: RunSummary) -> str:
+    """The status as listed: ``done (max_steps)`` for a run that finished without an answer."""
+    return f"{status} ({s.stopped})" if status == "done" and s.stopped else status
+
+
+def stop_line(status: str, s: RunSummary) -> str | None:
+    """For ``runs show``: why a finished run has no answer (``stopped: max_steps (10 model turns)
+    without an answer``), or that a tool-loop limit ended its tool use; else ``None``."""
+    if status == "done" and s.stopped:
+        turns = f" ({s.steps} model turn{'s' if s.steps != 1 else ''})" if s.steps is not None else ""
+        return f"stopped: {s.stopped}{turns} without an answer"
+    if s.limit_reached:
+        return f"tool limit: {s.limit_reached} reached; the model answered without further tools"
+    return None
+
+
 def list_row(info: Any, s: RunSummary) -> dict[str, Any]:
-    """One run of ``seamkit runs list --json``: ``run_id``, ``version``, ``status``,
+    """One run of ``seamkit runs list --json``: ``run_id``, ``version``, ``status``, ``stopped``
+    (why a ``done`` run has no answer: ``max_steps``; else ``null``), ``limit_reached`` (a tool-loop
+    limit the run reached, else ``null``),
     ``parent_run_id``, ``agent``, ``created_at`` (ISO 8601, UTC: the run's first checkpoint),
     ``updated_at`` (its latest), ``duration_s`` (between them), ``task`` (its first words),
     ``input_tokens``, ``output_tokens``, ``requests``, ``cost_usd`` (a decimal string, ``null`` when
@@ -89,6 +108,8 @@ def list_row(info: Any, s: RunSummary) -> dict[str, Any]:
         "run_id": info.run_id,
         "version": info.version,
         "status": info.status,
+        "stopped": s.stopped if info.status == "done" else None,
+        "limit_reached": s.limit_reached,
         "parent_run_id": info.parent_run_id,
         "agent": info.metadata.get("agent"),
         "created_at": _iso(s.created_at),
@@ -117,9 +138,10 @@ MIN_TASK_WIDTH = 20
 def print_runs_table(rows: Sequence[tuple[Any, RunSummary]], out: IO[str] | None = None) -> None:
     """The ``seamkit runs list`` table: a header row, then one row per run, each on one line. No
     column is ever cut but the task's: on a terminal it is shortened (with an ellipsis) to the width
-    the other columns leave, never below :data:`MIN_TASK_WIDTH` characters (a terminal narrower
-    than that wraps the lines: run ids stay whole); into a pipe or a file it is whole, with no
-    styling and no padding at the ends of lines."""
+    the other columns leave, never below :data:`MIN_TASK_WIDTH` characters; a terminal too narrow
+    for that gets three lines per run instead (:func:`_print_compact`: run id and status, then the
+    rest cut to the terminal's width; run ids stay whole); into a pipe or a file each run is one
+    whole line, with no styling and no padding at the ends of lines."""
     import io
     import shutil
 
@@ -135,14 +157,19 @@ def print_runs_table(rows: Sequence[tuple[Any, RunSummary]], out: IO[str] | None
     tty = file.isatty()
     header = ("RUN ID", "STATUS", "CREATED (UTC)", "DURATION", "TOKENS", "COST", "AGENT", "TASK")
     right = {"DURATION", "TOKENS", "COST"}
-    cells = [(info.run_id, info.status, _shown_time(s.created_at), format_duration(s.duration_s), _tokens_text(s),
+    cells = [(visible(info.run_id), visible(shown_status(info.status, s)),
+              _shown_time(s.created_at), format_duration(s.duration_s), _tokens_text(s),
               _cost_text(s), visible(str(info.metadata.get("agent") or "")), visible(s.task or ""))
              for info, s in rows]
     widths = [max(cell_len(str(c[i])) for c in [header, *cells]) for i in range(len(header))]
     fixed = sum(widths[:-1]) + 2 * (len(header) - 1)  # the columns before the task, 2 spaces apart
     task_width = widths[-1]
     if tty:
-        room = shutil.get_terminal_size().columns - fixed
+        columns = shutil.get_terminal_size().columns
+        if fixed + 2 + min(task_width, MIN_TASK_WIDTH) > columns:  # no room for the table's lines
+            _print_compact(file, header, cells, columns)
+            return
+        room = columns - fixed
         task_width = max(min(task_width, room), min(task_width, MIN_TASK_WIDTH))
     table = Table(box=None, pad_edge=False, show_lines=False, header_style="bold" if tty else "")
     for name, width in zip(header[:-1], widths, strict=False):
@@ -150,7 +177,7 @@ def print_runs_table(rows: Sequence[tuple[Any, RunSummary]], out: IO[str] | None
     table.add_column("TASK", no_wrap=True, overflow="ellipsis", min_width=task_width, max_width=task_width)
     colors = {"done": "green", "failed": "red", "suspended": "yellow", "running": "cyan"}
     for c in cells:
-        status = Text(c[1], style=colors.get(c[1], "") if tty else "")
+        status = Text(c[1], style=colors.get(c[1].split(" ")[0], "") if tty else "")
         table.add_row(c[0], status, *(escape(x) for x in c[2:]))
     buffer = io.StringIO()
     # rendered at its own width (a narrower terminal wraps the lines), colours as the terminal has them
@@ -159,15 +186,42 @@ def print_runs_table(rows: Sequence[tuple[Any, RunSummary]], out: IO[str] | None
     file.write("".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines()))
 
 
+def _print_compact(file: IO[str], header: Sequence[str], cells: Sequence[Sequence[str]], columns: int) -> None:
+    """``runs list`` on a terminal too narrow for the table: the run id and status on one line
+    (never cut; on two when the terminal is narrower than both), the creation time, duration,
+    tokens, cost and agent on the next, the task on a third, each of these cut with an ellipsis
+    to the terminal's width, so the terminal never wraps a line in the middle of a word."""
+    from rich.cells import cell_len, set_cell_size
+
+    def fit(line: str) -> str:
+        if cell_len(line) <= columns:
+            return line
+        return set_cell_size(line, max(1, columns - 1)) + "…"
+
+    import os
+
+    bold, plain = ("", "") if os.environ.get("NO_COLOR") else ("\x1b[1m", "\x1b[0m")
+    file.write(f"{bold}{header[0]}  {header[1]}{plain}\n{bold}{fit('  ' + '  '.join(header[2:-1]))}{plain}\n"
+               f"{bold}  {header[-1]}{plain}\n")
+    for c in cells:
+        file.write(f"{c[0]}  {c[1]}\n" if cell_len(f"{c[0]}  {c[1]}") <= columns else f"{c[0]}\n{c[1]}\n")
+        file.write(fit("  " + "  ".join(x for x in c[2:-1] if x)) + "\n")
+        if c[-1]:
+            file.write(fit("  " + c[-1]) + "\n")
+
+
 def show_head(out: IO[str], snap: Any, s: RunSummary, kept: int, error: str | None) -> None:
     """The first lines of ``seamkit runs show``: ``run ID: STATUS, version ...`` and one line each
     for the task, when it started, how long it ran, tokens and cost; a failed run's reason
-    (``error: ...``, or that none was recorded)."""
+    (``error: ...``, or that none was recorded); why a finished run has no answer
+    (:func:`stop_line`)."""
     from seamkit._cli.render import visible
 
     versions = f"{kept} version{'s' if kept != 1 else ''} kept"
-    out.write(f"run {snap.run_id}: {snap.status}, version {snap.version} ({versions}), "
-              f"agent {snap.metadata.get('agent')}\n")
+    # every stored text is shown through visible(): an agent name, a task or an error with escape
+    # sequences must not drive the terminal
+    out.write(f"run {visible(snap.run_id)}: {visible(snap.status)}, version {snap.version} ({versions}), "
+              f"agent {visible(str(snap.metadata.get('agent')))}\n")
     if s.task is not None:
         out.write(f"task: {visible(s.task)}\n")
     out.write(f"created: {_shown_time(s.created_at)} UTC, duration {format_duration(s.duration_s)}"
@@ -176,6 +230,9 @@ def show_head(out: IO[str], snap: Any, s: RunSummary, kept: int, error: str | No
     out.write(f"tokens: {_tokens_text(s)}{requests}, cost {_cost_text(s)}\n")
     if snap.status == "failed":  # why, first
         out.write(f"error: {visible(error) if error else 'the run failed; no reason was recorded'}\n")
+    stopped = stop_line(snap.status, s)
+    if stopped is not None:
+        out.write(stopped + "\n")
 
 
 def step_lines(snap: Any, children: Sequence[Any]) -> list[str]:
@@ -214,5 +271,5 @@ def step_lines(snap: Any, children: Sequence[Any]) -> list[str]:
     for child in children:
         agent = child.metadata.get("agent")
         who = f", agent {visible(str(agent))}" if agent else ""
-        lines.append(f"  child run {child.run_id}: {child.status}{who}")
+        lines.append(f"  child run {visible(child.run_id)}: {visible(child.status)}{who}")
     return lines

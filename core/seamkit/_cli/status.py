@@ -7,7 +7,10 @@ Shown only when stderr is a terminal (and never with ``--json``: :func:`with_sta
 sink unchanged). It is drawn with :class:`rich.live.Live` on the renderer's own stderr console,
 ``transient`` (erased when stopped) and without redirecting ``sys.stdout``/``sys.stderr``, so
 stdout carries only the answer. Before every event is shown the line is erased, and it is drawn
-again afterwards; while the model's text streams it stays away (the text is the progress).
+again afterwards; while the model's text streams it stays away (the text is the progress); after
+a model answer it comes back only if the run has not ended within :data:`AFTER_ANSWER_S`, and
+after the run's output or end it is never drawn again. A log record written meanwhile (see
+:func:`seamkit._cli.render.use_line`) erases it first.
 :meth:`StatusSink.close` (called from the run's ``finally``, so on errors, Ctrl-C and SIGTERM
 too) erases it and shows the cursor again; an ``atexit`` hook does the same should a path skip
 it.
@@ -33,6 +36,9 @@ if TYPE_CHECKING:
 __all__ = ["StatusLine", "StatusSink", "status_wanted", "terminal_status", "with_status"]
 
 WAITING = "waiting for the model"
+#: after a model answer (no tool calls), how long (seconds) before the line is drawn again: the
+#: run normally ends well within it, and a line must not flash up after the answer
+AFTER_ANSWER_S = 1.0
 
 
 class StatusLine:
@@ -50,10 +56,13 @@ class StatusLine:
         self._since = time.monotonic()
         self._live: Any = None
         self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._generation = 0  # bumped by every hide(): a pending show_later() of an older one is void
+        self._closed = False
 
-    def phase(self, text: str) -> None:
-        """Say ``text`` from now on (the seconds restart when it changes)."""
-        if text != self._phase:
+    def phase(self, text: str, *, restart: bool = False) -> None:
+        """Say ``text`` from now on (the seconds restart when it changes, or when ``restart``)."""
+        if text != self._phase or restart:
             self._phase, self._since = text, time.monotonic()
 
     def __rich__(self) -> RenderableType:
@@ -70,23 +79,57 @@ class StatusLine:
 
     def show(self) -> None:
         """Draw the line (again); no-op when it is shown."""
+
+        with self._lock:
+            self._show_locked()
+
+    def _show_locked(self) -> None:
         from rich.live import Live
 
+        if self._live is not None or self._closed:
+            return
+        live = Live(self, console=self.console, transient=True, refresh_per_second=8,
+                    redirect_stdout=False, redirect_stderr=False)
+        live.start()
+        self._live = live
+
+    def show_later(self, delay: float) -> None:
+        """Draw the line in ``delay`` seconds unless :meth:`hide` or :meth:`close` comes first (the
+        timer thread checks under the same lock, so a line is never drawn after either)."""
         with self._lock:
-            if self._live is not None:
+            if self._live is not None or self._closed or self._timer is not None:
                 return
-            live = Live(self, console=self.console, transient=True, refresh_per_second=8,
-                        redirect_stdout=False, redirect_stderr=False)
-            live.start()
-            self._live = live
+            generation = self._generation
+
+            def fire() -> None:
+                with self._lock:
+                    if self._generation == generation and self._timer is timer:
+                        self._timer = None
+                        self._show_locked()
+
+            timer = threading.Timer(delay, fire)
+            timer.daemon = True
+            self._timer = timer
+            timer.start()
 
     def hide(self) -> None:
-        """Erase the line and show the cursor; no-op when it is not shown."""
+        """Erase the line and show the cursor (a pending :meth:`show_later` is dropped); no-op
+        when it is not shown."""
         with self._lock:
+            self._generation += 1
+            timer, self._timer = self._timer, None
             live, self._live = self._live, None
-        if live is not None:
-            live.stop()
-            self.console.file.flush()
+            if live is not None:  # stopped under the lock: a timer cannot draw it again meanwhile
+                live.stop()
+                self.console.file.flush()
+        if timer is not None:
+            timer.cancel()
+
+    def close(self) -> None:
+        """Erase the line for good: no later :meth:`show` or :meth:`show_later` draws it."""
+        with self._lock:
+            self._closed = True
+        self.hide()
 
 
 class StatusSink:
@@ -100,28 +143,48 @@ class StatusSink:
         self._streaming = False
         self._closed = False
         atexit.register(self.line.hide)
+        from seamkit._cli.render import use_line
+
+        use_line(self.line.hide)  # a log record written meanwhile erases it (drawn again at the next event)
 
     def event(self, event: StreamEvent) -> None:
         self.line.hide()
         self.inner.event(event)
         kind = event.kind
+        if kind in ("output", "run_finished"):  # the answer is out: nothing more to wait for
+            self._closed = True
+            self.line.close()
+            return
+        if self._closed:
+            return
         if kind == "text":
             self._streaming = True  # the text shows the model is working; the line would flicker
             return
         if kind == "tool_call" and event.tool_call is not None:
             self.line.phase(f"running tool {event.tool_call.name}")
-        elif kind in ("run_started", "model_result", "tool_result", "handoff"):
+        elif kind in ("run_started", "tool_result", "handoff"):
             self.line.phase(WAITING)
         if kind == "model_result":
             self._streaming = False
-        if kind in ("output", "run_finished"):  # the answer is out: nothing more to wait for
-            self._closed = True
-        if not self._streaming and not self._closed:
+            result = getattr(event, "result", None)
+            message = getattr(result, "message", None)
+            if not getattr(message, "tool_calls", ()):
+                # an answer: the run is most likely ending (its output checked, its checkpoint
+                # saved), so the line comes back only if something takes a while (a corrected
+                # answer asked again, a slow output guardrail), counting from now
+                self.line.phase(WAITING, restart=True)
+                self.line.show_later(AFTER_ANSWER_S)
+                return
+            self.line.phase(WAITING)
+        if not self._streaming:
             self.line.show()
 
     def close(self) -> None:
+        from seamkit._cli.render import release_line
+
         self._closed = True
-        self.line.hide()
+        self.line.close()
+        release_line(self.line.hide)
         atexit.unregister(self.line.hide)
         self.inner.close()
 

@@ -10,7 +10,12 @@
   characters, on one line);
 - ``input_tokens``, ``output_tokens``, ``requests``: the run's usage so far (``state["usage"]``);
 - ``cost_usd``: its cost in USD as a decimal string, ``None`` when unknown; ``cost_source`` as
-  :class:`~seamkit.values.Usage` says.
+  :class:`~seamkit.values.Usage` says;
+- ``stopped``: why a finished run stopped without an answer (its ``stop_reason`` other than
+  ``completed`` / ``suspended``: ``max_steps``), else ``None``; ``steps``: the model turns it took;
+  ``limit_reached``: the tool-loop limit it reached (``max_tool_calls`` / ``max_tool_rounds``: the
+  model then answered without further tools), else ``None``. Written with every version, so a
+  resumed run does not keep a stop of an earlier one.
 
 Runs stored before these keys existed have none of them: :func:`run_summary` then takes the creation
 time from the oldest stored version and the rest from the decoded latest checkpoint, if given.
@@ -25,12 +30,15 @@ from typing import Any
 
 from seamkit.values import Message, Usage
 
-__all__ = ["SUMMARY_KEYS", "TASK_CHARS", "RunSummary", "run_summary", "summary_metadata", "task_head"]
+__all__ = ["ANSWERED", "SUMMARY_KEYS", "TASK_CHARS", "RunSummary", "run_summary", "summary_metadata", "task_head"]
 
 #: How many characters of the task a checkpoint's metadata keeps.
 TASK_CHARS = 80
 #: The metadata keys this module writes (a fork drops them: the new run starts its own summary).
-SUMMARY_KEYS = ("started_at", "task", "input_tokens", "output_tokens", "requests", "cost_usd", "cost_source")
+SUMMARY_KEYS = ("started_at", "task", "input_tokens", "output_tokens", "requests", "cost_usd", "cost_source",
+                "stopped", "steps", "limit_reached")
+#: The stop reasons of a run that ended with an answer or waits for a person (not "stopped").
+ANSWERED = ("completed", "suspended")
 
 
 def task_head(text: str, limit: int = TASK_CHARS) -> str:
@@ -47,8 +55,9 @@ def summary_metadata(
     """The summary keys to write with the next checkpoint of a run whose current ``metadata`` is
     given: ``started_at`` (``now`` when the run has none yet and this is its ``first``
     checkpoint), ``task`` (when it has none yet and ``transcript`` has a user message with text)
-    and the usage keys from ``state["usage"]`` (a :class:`~seamkit.values.Usage`; left out when the
-    state has none)."""
+    the usage keys from ``state["usage"]`` (a :class:`~seamkit.values.Usage`; left out when the
+    state has none), and ``stopped`` / ``steps`` / ``limit_reached`` from the state's
+    ``stop_reason``, ``step`` and ``limit_reached``."""
     out: dict[str, Any] = {}
     if first and not isinstance(metadata.get("started_at"), int | float):
         out["started_at"] = now
@@ -60,6 +69,11 @@ def summary_metadata(
     if isinstance(usage, Usage):
         out.update(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, requests=usage.requests,
                    cost_usd=None if usage.cost is None else str(usage.cost), cost_source=usage.cost_source)
+    reason = state.get("stop_reason")
+    out["stopped"] = reason if isinstance(reason, str) and reason not in ANSWERED else None
+    out["steps"] = _int(state.get("step"))
+    limit = state.get("limit_reached")
+    out["limit_reached"] = limit if isinstance(limit, str) else None
     return out
 
 
@@ -67,7 +81,10 @@ def summary_metadata(
 class RunSummary:
     """What ``seamkit runs list`` shows of a run. ``created_at`` / ``updated_at``: unix seconds of
     its first and latest checkpoint; ``duration_s``: the time between them; ``task``: ``None`` when
-    unknown; ``cost_usd``: a ``Decimal`` or ``None`` (unknown); tokens ``None`` when unknown."""
+    unknown; ``cost_usd``: a ``Decimal`` or ``None`` (unknown); tokens ``None`` when unknown;
+    ``stopped``: why a finished run stopped without an answer (``max_steps``), ``None`` when it did
+    not; ``steps``: the model turns taken (``None``: unknown); ``limit_reached``: the tool-loop
+    limit reached, if any."""
 
     created_at: float
     updated_at: float
@@ -77,6 +94,9 @@ class RunSummary:
     requests: int | None
     cost_usd: Decimal | None
     cost_source: str | None
+    stopped: str | None = None
+    steps: int | None = None
+    limit_reached: str | None = None
 
     @property
     def duration_s(self) -> float:
@@ -85,6 +105,10 @@ class RunSummary:
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def run_summary(
@@ -120,4 +144,7 @@ def run_summary(
         requests=_int(filled.get("requests")),
         cost_usd=cost,
         cost_source=source if isinstance(source, str) else None,
+        stopped=_str(filled.get("stopped")),
+        steps=_int(filled.get("steps")),
+        limit_reached=_str(filled.get("limit_reached")),
     )

@@ -132,3 +132,26 @@ def test_the_wait_command_for_a_queued_run_quotes_the_agent_file() -> None:
     printed = _wait_command("run_1", "my agents/-a.yaml")
     assert shlex.split(printed) == ["seamkit", "runs", "wait", "run_1", "--agent", "my agents/-a.yaml"]
     assert _wait_command("run_1", "-a.yaml") == "seamkit runs wait run_1 --agent=-a.yaml"  # argparse reads it back
+
+
+def test_runs_list_where_nothing_was_stored_yet_says_so_and_creates_no_store(cli: CLI) -> None:
+    listed = cli("runs", "list")
+    assert (listed.returncode, listed.stdout) == (0, ""), listed
+    assert listed.stderr == "no runs (no store yet at .seamkit/seamkit.db)\n"
+    as_json = cli("runs", "list", "--json")
+    assert (as_json.returncode, json.loads(as_json.stdout)) == (0, []), as_json
+    assert not (cli.cwd / ".seamkit").exists()
+
+
+def test_a_run_in_a_compositions_own_store_is_named_when_the_default_store_does_not_exist(
+        cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("own store.yaml", OWN_STORE)
+    assert cli("run", "own store.yaml", "hi").returncode == 0
+    assert not (cli.cwd / ".seamkit").exists()
+    (row,) = json.loads(cli("runs", "list", "--json", "--agent", "own store.yaml").stdout)
+    run_id = row["run_id"]
+    for command in (["runs", "show", run_id], ["resume", run_id], ["runs", "delete", run_id]):
+        r = cli(*command)
+        assert r.returncode == 2 and "does not exist" in r.stderr, r
+        assert _hint(r.stderr) == ["seamkit", *command, "--agent", "own store.yaml"], r.stderr
+    assert not (cli.cwd / ".seamkit").exists()

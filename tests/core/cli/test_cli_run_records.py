@@ -89,19 +89,42 @@ def test_runs_list_has_a_header_and_each_runs_creation_time_duration_tokens_cost
     assert {str(x["run_id"]): x["created_at"] for x in _listed(cli)}[ok] == versions[0]["created_at"]
 
 
-def test_runs_list_never_cuts_run_ids_on_a_narrow_terminal(cli: CLI, write: Callable[[str, str], Path]) -> None:
+def _list_on_terminal(cli: CLI, columns: int) -> str:
     import pexpect
 
-    write("a.yaml", TOOLED)
-    run_id = _run(cli, "a.yaml", "a task with quite a few words in it to be cut on a narrow terminal")
     child = pexpect.spawn(sys.executable, ["-m", "seamkit", "runs", "list"], cwd=str(cli.cwd), env=cli.env(),
-                          dimensions=(24, 60), encoding="utf-8", timeout=60)
+                          dimensions=(24, columns), encoding="utf-8", timeout=60)
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0, child.before
-    text = re.sub(r"\x1b\[[0-9;]*m", "", child.before)  # its styling left out
-    # nothing hidden: the id and status whole, the task cut to 20 characters (the room left is less)
-    assert re.search(rf"^{run_id}  done  .*  adder  a task with quite a…\r?$", text, re.M), text
+    return re.sub(r"\x1b\[[0-9;]*m", "", child.before).replace("\r\n", "\n")  # its styling left out
+
+
+def test_runs_list_cuts_only_the_task_on_a_terminal(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("a.yaml", TOOLED)
+    run_id = _run(cli, "a.yaml", "a task with quite a few words in it to be cut on a narrow terminal")
+    text = _list_on_terminal(cli, 140)
+    # nothing hidden: the id and status whole, the task cut to the room left
+    assert re.search(rf"^{run_id}  done  .*  adder  a task with .*…$", text, re.M), text
+    assert all(len(line) <= 140 for line in text.splitlines()), text
+
+
+def test_runs_list_on_a_narrow_terminal_has_short_lines_per_run_none_wider_than_it(
+        cli: CLI, write: Callable[[str, str], Path]) -> None:
+    """A terminal too narrow for the table (the other columns and 20 characters of the task) gets
+    the run id and status on one line, the other columns on the next and the task on a third, cut
+    to its width: the terminal never wraps a line mid-word, and run ids stay whole."""
+    write("a.yaml", TOOLED)
+    run_id = _run(cli, "a.yaml", "a task with quite a few words in it to be cut on a narrow terminal")
+    for columns, first in ((60, [f"{run_id}  done"]), (40, [run_id, "done"])):
+        lines = _list_on_terminal(cli, columns).splitlines()
+        assert lines[:3] == ["RUN ID  STATUS", "  CREATED (UTC)  DURATION  TOKENS  COST  AGENT"[:columns - 1]
+                             + ("…" if columns < 46 else ""), "  TASK"], lines
+        n = len(first)
+        assert lines[3:3 + n] == first, lines
+        assert lines[3 + n].startswith("  2") and lines[4 + n].startswith("  a task with quite"), lines
+        assert all(len(x) <= columns for x in lines), lines
+    assert "0 in / 0 out  local  adder" in _list_on_terminal(cli, 60)
 
 
 def test_runs_list_reads_runs_stored_before_checkpoints_kept_a_summary(tmp_path: Path) -> None:
@@ -304,3 +327,97 @@ def test_only_an_unexpected_exception_becomes_a_run_warning() -> None:
     results = model.requests[1].messages[-1].tool_results
     assert [(r.content, r.is_error) for r in results] == [("ToolError: no key 'a'", True), ("KeyError: 'b'", True)]
     assert result.warnings == ("tool 'crash' (call c2) raised KeyError: 'b'; the model was told the call failed",)
+
+
+LOOPER = """
+seamkit: 1
+agent:
+  name: looper
+  max_steps: 2
+  model: {use: scripted, turns: [{tool_calls: [{name: add, arguments: {a: 1, b: 2}}]},
+                                 {tool_calls: [{name: add, arguments: {a: 1, b: 2}}]}, "never reached"]}
+  tools: [{use: add}]
+"""
+
+LIMITED = """
+seamkit: 1
+agent:
+  name: limited
+  max_tool_calls: 1
+  model: {use: scripted, turns: [{tool_calls: [{name: add, arguments: {a: 1, b: 2}}]}, "it is 3"]}
+  tools: [{use: add}]
+"""
+
+
+def test_a_run_that_stopped_without_an_answer_says_why_in_runs_list_and_show(
+        cli: CLI, write: Callable[[str, str], Path]) -> None:
+    """A run stopped by max_steps is ``done`` but has no answer: the listing's status and ``runs
+    show`` say why (as ``seamkit run``'s exit code 1 promises), read from the summary metadata."""
+    write("a.yaml", LOOPER)
+    run = cli("run", "a.yaml", "loop please")
+    assert run.returncode == 1 and "stopped without an answer (max_steps)" in run.stderr, run
+    (row,) = _listed(cli)
+    assert (row["status"], row["stopped"], row["limit_reached"]) == ("done", "max_steps", None)
+    listed = cli("runs", "list").stdout.splitlines()[1]
+    assert listed.split("  ")[:2] == [row["run_id"], "done (max_steps)"], listed
+    shown = cli("runs", "show", str(row["run_id"])).stdout.splitlines()
+    assert "stopped: max_steps (2 model turns) without an answer" in shown[:6], shown
+    assert "once the cause is fixed" not in "\n".join(shown)
+
+
+def test_a_run_that_reached_a_tool_limit_says_so_and_is_not_stopped(
+        cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("a.yaml", LIMITED)
+    assert cli("run", "a.yaml", "add").returncode == 0
+    (row,) = _listed(cli)
+    assert (row["status"], row["stopped"], row["limit_reached"]) == ("done", None, "max_tool_calls")
+    assert cli("runs", "list").stdout.splitlines()[1].split("  ")[1] == "done"
+    shown = cli("runs", "show", str(row["run_id"])).stdout
+    assert "tool limit: max_tool_calls reached; the model answered without further tools" in shown
+    assert "stopped:" not in shown
+
+
+def test_a_stop_is_read_from_the_checkpoint_of_a_run_stored_without_the_summary() -> None:
+    """A run stored before the summary kept its stop still shows it (read from its state)."""
+    from seamkit._durability.summary import run_summary, summary_metadata
+    from seamkit.values import Usage
+
+    s = run_summary({}, 5.0, first_version_at=1.0, state={"stop_reason": "max_steps", "step": 10, "usage": Usage()})
+    assert (s.stopped, s.steps, s.limit_reached) == ("max_steps", 10, None)
+    # every version writes the keys: a later answered version does not keep an earlier stop
+    meta = summary_metadata({"stopped": "max_steps"}, {"stop_reason": "completed", "step": 3}, (), 1.0)
+    assert (meta["stopped"], meta["steps"]) == (None, 3)
+
+
+ESCAPING = """
+seamkit: 1
+agent:
+  name: "evil\\e[31mRED"
+  model: {use: scripted, turns: [{tool_calls: [{name: "to\\e[5mol", arguments: {"k\\e[2J": "v\\e[2J"}},
+                                              {name: helper, arguments: {task: "x\\e]0;title\\a"}}]},
+                                 "the end\\e[0m"]}
+  tools: [{agent: helper, description: "Helps with things."}]
+agents:
+  helper:
+    model: {use: scripted, turns: ["helped\\e[7m"]}
+"""
+
+
+def test_runs_list_and_show_never_write_a_control_character_from_a_stored_text(
+        cli: CLI, write: Callable[[str, str], Path]) -> None:
+    """An agent name, a task, tool names and arguments, results, child runs' agents: every text
+    ``runs list`` and ``runs show`` print goes through ``visible`` (an ESC is shown as ``\\u001b``)."""
+    write("e.yaml", ESCAPING)
+    cli("run", "e.yaml", "task\x1b[31m red")
+    listed = cli("runs", "list")
+    assert listed.returncode == 0 and listed.stdout.count("\n") >= 2, listed
+    assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
+    assert "evil\\u001b[31mRED" in listed.stdout and "task\\u001b[31m red" in listed.stdout
+    for row in _listed(cli):
+        shown = cli("runs", "show", str(row["run_id"]))
+        assert shown.returncode == 0, shown
+        assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout, shown.stdout
+    top = next(r for r in _listed(cli) if r["parent_run_id"] is None)
+    text = cli("runs", "show", str(top["run_id"])).stdout
+    assert text.splitlines()[0].endswith("agent evil\\u001b[31mRED"), text
+    assert "tool to\\u001b[5mol" in text and "x\\u001b]0;title\\u0007" in text, text

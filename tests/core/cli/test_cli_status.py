@@ -10,6 +10,7 @@ import re
 import shlex
 import signal
 import sys
+from typing import Any
 
 import pexpect
 import pytest
@@ -211,3 +212,94 @@ agent:
     assert child.exitstatus == 0, child.before
     # the cursor is shown again before the chat ends
     assert (child.before or "").rfind("\x1b[?25l") <= (child.before or "").rfind("\x1b[?25h")
+
+
+class _Terminal:
+    """stdout and stderr of one terminal: both streams write into ``text``, both are TTYs."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def stream(self) -> Any:  # a tiny file-like object
+        terminal = self
+
+        class Stream:
+            encoding = "utf-8"
+
+            def write(self, s: str) -> int:
+                terminal.text += s
+                return len(s)
+
+            def flush(self) -> None:
+                pass
+
+            def isatty(self) -> bool:
+                return True
+
+        return Stream()
+
+
+def test_a_log_record_while_text_streams_starts_on_its_own_line(monkeypatch) -> None:
+    """``checkpoint of run ... skipped`` is logged while the answer's last line is open on the
+    same terminal: it starts on a new line, and the text's own line end is not doubled."""
+    import logging
+
+    from seamkit._cli.render import HumanRenderer, LineSafeHandler
+    from seamkit.values import StreamEvent
+
+    term = _Terminal()
+    err = term.stream()
+    monkeypatch.setattr(sys, "stderr", err)
+    renderer = HumanRenderer(out=term.stream(), err=err)
+    log = logging.getLogger("seamkit.test_status_line_safe")
+    handler = LineSafeHandler()
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        renderer.event(StreamEvent("text", "run_1", 1, text="the tail end"))
+        log.warning("checkpoint of run run_1 skipped: it held a secret")
+        renderer.close()
+    finally:
+        log.removeHandler(handler)
+    assert term.text == "the tail end\ncheckpoint of run run_1 skipped: it held a secret\n", repr(term.text)
+
+
+def test_the_status_line_is_not_drawn_after_the_answer() -> None:
+    """After a model answer (no tool calls) the line waits before it comes back, and once the run's
+    output or end is shown it never does: a timer firing after that draws nothing."""
+    import io
+
+    from rich.console import Console
+    from seamkit._cli.status import StatusSink
+    from seamkit.values import FrozenDict, LLMResult, Message, StreamEvent, TextBlock, ToolCall
+
+    class Quiet:
+        def event(self, event: StreamEvent) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=80)
+    sink = StatusSink(Quiet(), console)
+    try:
+        sink.event(StreamEvent("run_started", "run_1", 0, data=FrozenDict(agent="a")))
+        assert sink.line.shown
+        sink.event(StreamEvent("text", "run_1", 1, text="the answer"))
+        assert not sink.line.shown
+        asked = LLMResult(Message("assistant", (TextBlock("x"), ToolCall("c1", "calculator", {}))))
+        sink.event(StreamEvent("model_result", "run_1", 1, result=asked))
+        assert sink.line.shown  # a tool call comes next: the line is back at once
+        answer = LLMResult(Message("assistant", (TextBlock("the answer"),)))
+        sink.event(StreamEvent("model_result", "run_1", 2, result=answer))
+        assert not sink.line.shown  # not at once after an answer
+        timer = sink.line._timer
+        assert timer is not None
+        sink.event(StreamEvent("run_finished", "run_1", 2, data=FrozenDict(stop_reason="completed")))
+        assert sink.line._timer is None
+        timer.function()  # the timer thread, had it fired just now
+        assert not sink.line.shown
+        sink.line.show()
+        assert not sink.line.shown  # closed for good
+    finally:
+        sink.line.close()

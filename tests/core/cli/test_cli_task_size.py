@@ -70,3 +70,81 @@ def test_the_cli_refuses_a_30_mb_task_with_exit_2_and_stores_nothing(cli: CLI, w
     assert expected in r.stderr and "Traceback" not in r.stderr
     runs = cli("runs", "list", "--json", "--agent", str(path))
     assert runs.returncode == 0 and json.loads(runs.stdout) == [], runs
+
+
+def _random(lo: int, hi: int, n: int, seed: int = 7) -> str:
+    import random
+
+    rng = random.Random(seed)
+    return "".join(chr(rng.randint(lo, hi)) for _ in range(n))
+
+
+RANDOM_CJK = _random(0x4E00, 0x9FFF, 450)  # 926 Gemma tokens; the estimate says about 269
+
+
+class CountingModel(ScriptedModel):
+    """A scripted model with a window of 256 tokens that counts tokens exactly (here: two per
+    character, as a tokenizer that falls back to bytes on rare characters does)."""
+
+    context_window = 256
+
+    def __init__(self, turns: list[str]) -> None:
+        super().__init__(turns)
+        self.counted: list[str] = []
+
+    def count_tokens(self, text: str) -> int:
+        self.counted.append(text)
+        return 2 * len(text)
+
+
+def test_a_task_the_estimate_puts_within_the_window_is_counted_exactly_when_the_model_can() -> None:
+    model = CountingModel(["ok"])
+    with pytest.raises(TaskTooLarge) as info:
+        check_task_size([Message.user(RANDOM_CJK)], model)
+    assert info.value.exact and info.value.estimated == 900
+    assert "900 tokens by the model's tokenizer (450 characters)" in str(info.value)
+    # a task that cannot be over the window (no more bytes than tokens) is not counted at all
+    model.counted.clear()
+    check_task_size([Message.user("a" * 256)], model)
+    assert model.counted == []
+
+
+def test_a_model_that_cannot_count_leaves_an_underestimated_task_to_the_provider() -> None:
+    class Windowed(ScriptedModel):
+        context_window = 256
+
+    check_task_size([Message.user(RANDOM_CJK)], Windowed(["ok"]))  # estimated 269: within the margin
+
+
+def test_a_context_length_failure_is_told_to_start_again_not_to_resume(capsys: pytest.CaptureFixture[str]) -> None:
+    from seamkit._cli.commands import _resume_hint, is_context_length
+    from seamkit.errors import FailureClass, ProviderError
+
+    too_long = ProviderError("the prompt is 262 tokens", FailureClass.CONTEXT_LENGTH, provider="llamacpp")
+    assert is_context_length(too_long) and is_context_length(f"ProviderError: {too_long}")
+    assert not is_context_length(ProviderError("x", FailureClass.RATE_LIMITED)) and not is_context_length("boom")
+    _resume_hint("run_1", too_long, None)
+    err = capsys.readouterr().err
+    assert "resuming it would fail the same way" in err and "--allow-finished" not in err
+    _resume_hint("run_1", ProviderError("busy", FailureClass.RATE_LIMITED), None)
+    assert "--allow-finished" in capsys.readouterr().err
+
+
+def test_a_failing_exact_count_leaves_the_task_to_the_provider() -> None:
+    class Broken(CountingModel):
+        def count_tokens(self, text: str) -> int:
+            raise RuntimeError("no model file")
+
+    check_task_size([Message.user(RANDOM_CJK)], Broken(["ok"]))
+
+
+@pytest.mark.slow
+def test_a_prompt_the_provider_refuses_as_too_long_is_not_offered_a_resume(cli: CLI, write) -> None:  # type: ignore[no-untyped-def]
+    write("l.yaml", "seamkit: 1\nagent:\n  model: {use: llamacpp, n_ctx: 256}\n")
+    r = cli("run", "l.yaml", "hello world " * 126)  # 252 tokens: fits the pre-check, not the template
+    assert r.returncode == 1, r
+    assert "context_length" in r.stderr and "--allow-finished" not in r.stderr, r.stderr
+    assert "resuming it would fail the same way: start a new run with a shorter task" in r.stderr
+    (row,) = json.loads(cli("runs", "list", "--json").stdout)
+    shown = cli("runs", "show", str(row["run_id"])).stdout
+    assert "resuming it would fail the same way" in shown and "--allow-finished" not in shown, shown
