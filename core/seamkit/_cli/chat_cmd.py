@@ -327,7 +327,9 @@ def _unstorable(o: Any) -> bool:
 def _chat_command(file: str, cid: str | None = None) -> str:
     from seamkit._cli.render import _command_line
 
-    return _command_line(["seamkit", "chat"], [file], [("-c", cid)] if cid is not None else [])
+    # a name with control characters cannot be pasted as one line: FILE stands for it
+    return _command_line(["seamkit", "chat"], [file if file.isprintable() else "FILE"],
+                         [("-c", cid)] if cid is not None else [])
 
 
 class _Chat:
@@ -361,8 +363,8 @@ class _Chat:
     def hello(self, *, continued: bool) -> None:
         model = getattr(self.agent.model, "model", None) or type(self.agent.model).__name__
         if continued:
-            src = (f"; its latest turn is run {self.conv.source}" if self.conv.source and self.agent.capabilities is None
-                   else "")
+            plain = self.agent.capabilities is None
+            src = f"; its latest turn is run {self.conv.source}" if self.conv.source and plain else ""
             what = f"continuing conversation {self.conv.cid} ({len(self.conv.history)} messages so far){src}"
         else:
             what = f"conversation {self.conv.cid}"
