@@ -238,18 +238,17 @@ def cmd_chat(args: argparse.Namespace) -> int:
     scrub_output(composition.secret_values())
     if composition.workflow is not None:
         raise UsageError(f"{args.file} is a workflow: chat talks to an agent (run a workflow with seamkit run)")
-    ref = composition.agent.checkpoints
-    if ref is not None and (ref.use == "memory" or (ref.use == "sqlite" and ref.params.get("path") == ":memory:")):
-        # the store ends with the process: a -c hint could never work
-        raise UsageError("chat keeps the conversation in the composition's store, and this one keeps nothing "
-                         "after the chat ends (an in-memory store): name a lasting store, or remove the "
-                         "'checkpoints:' line (default: .seamkit/seamkit.db)")
     agent = built_agent(composition, registry)
     _check_variables(agent, variables)
     cp = agent.checkpointer
     if cp is None:
         raise UsageError("chat keeps the conversation in the composition's store, and this one has "
                          "'checkpoints: null': remove that line (default: .seamkit/seamkit.db) or name a store")
+    if not getattr(cp.port, "persistent", True):
+        # the store ends with the process (StorePort's ``persistent``): a -c hint could never work
+        raise UsageError("chat keeps the conversation in the composition's store, and this one keeps nothing "
+                         "after the chat ends (an in-memory store): name a lasting store, or remove the "
+                         "'checkpoints:' line (default: .seamkit/seamkit.db)")
     agent_file = _resume_agent_file(composition, args.file)
     resolved = str(path.resolve())
     applied = given
