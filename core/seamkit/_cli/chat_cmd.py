@@ -5,7 +5,10 @@ answer is shown as ``seamkit run`` shows one (the same renderer: streamed text o
 agent with a typed output the JSON on stdout and its text dimmed on stderr; tool calls and a summary
 line on stderr). The conversation ends at end of input (Ctrl-D), ``exit`` or ``quit`` (exit 0), or
 Ctrl-C at the prompt (exit 130); Ctrl-C during an answer stops that answer only (that message is
-not kept in the history) and the chat goes on.
+not kept in the history: its run is marked failed, :data:`INTERRUPTED_TURN`, never resumable) and
+the chat goes on; SIGTERM does the same and ends the chat (143). A turn is kept only when its run
+completed with an answer and its final checkpoint was saved (:func:`_not_kept`); the ``-c`` hint
+is printed only when something was kept. The prompt goes to stderr unless stdout is the terminal.
 
 Where the history lives: in the composition's checkpoint store (default ``.seamkit/seamkit.db``),
 as runs, nothing besides:
@@ -14,13 +17,17 @@ as runs, nothing besides:
   to its answer (the earlier messages are passed as the run's ``history``). Every run of a
   conversation carries ``chat`` (the conversation id: the first run's id) and ``chat_turn`` (1, 2,
   ...) in its metadata and runs in the thread of that id (``once_per_thread`` approvals hold for the
-  conversation). Continuing takes the transcript of the conversation's latest completed run.
+  conversation). Continuing takes the transcript of the conversation's latest kept run; before
+  each message the chat catches up with turns another chat stored meanwhile (no lock exists
+  across runs: two answers at the same moment fork the conversation, and ``-c`` says so).
 - an agent with capabilities: the conversation is one run, whose turns are taken as
   ``seamkit resume RUN --answer`` takes them.
 
 ``-c ID`` / ``--cid ID`` continues a conversation: ID is its id or the id of any of its runs (also a
 run started by ``seamkit run``, whose transcript becomes the start of a new conversation);
-``--continue`` continues the latest conversation of this composition's agent. The conversation id is
+``--continue`` continues the latest conversation of this composition file (its resolved path, which
+every run records); ``-c`` of one started with another file warns. The ``-m``/``-o`` overrides
+stored with the conversation apply again, before those given now. The conversation id is
 printed when the chat starts and when it ends, with the command that continues it.
 
 Input read from a pipe (stdin not a terminal): one message per line, no prompt; blank lines are
