@@ -179,16 +179,20 @@ async def _find(cp: Checkpointer, ref: str | None, agent: Agent, agent_file: str
 
     if agent.capabilities is not None:  # one run holds the whole conversation
         return recorded(_Conversation(cid, turns=0, started=True, id_taken=True, source=cid), newest)
+    done = sorted((r for r in members if r.status == "done"), key=lambda r: (_turn_of(r.metadata), r.created_at),
+                  reverse=True)
+    per_turn: dict[int, int] = {}
+    for r in done:
+        per_turn[_turn_of(r.metadata)] = per_turn.get(_turn_of(r.metadata), 0) + 1
     kept: list[tuple[Any, Any]] = []  # (listing, snapshot), best first
-    left_out = 0
-    for r in sorted((r for r in members if r.status == "done"), key=lambda r: (_turn_of(r.metadata), r.created_at),
-                    reverse=True):
+    for r in done:
+        # decoded: runs down to the latest kept one, and those sharing a turn number (a fork?);
+        # not every turn of a long conversation at every message
+        if kept and per_turn[_turn_of(r.metadata)] < 2:
+            continue
         snap = await cp.latest(r.run_id)
         if _not_kept(snap) is None:
             kept.append((r, snap))
-        else:
-            left_out += 1
-    left_out += sum(1 for r in members if r.status != "done")
     if not kept:
         conv = recorded(_Conversation(cid, id_taken=True), newest)
         conv.notes.append(f"no turn of conversation {cid} was kept ({len(members)} run(s), none completed with "
@@ -207,9 +211,11 @@ async def _find(cp: Checkpointer, ref: str | None, agent: Agent, agent_file: str
                               f"by runs {', '.join(sorted(ids))}; continuing from run {best.run_id} (turn "
                               f"{_turn_of(best.metadata)}); the other branch is left out (see it with seamkit runs "
                               "show RUN)")
-    if left_out:
-        conv.notes.append(f"{left_out} run(s) of it are not part of it (interrupted, failed, stopped without an "
-                          "answer, or not saved)")
+    later = [r.run_id for r in members if r.created_at > best.created_at]
+    if later:  # said, so that a person who sent more messages knows why they are not in the history
+        conv.notes.append(f"not part of it, and left out: {len(later)} later run(s) (interrupted, failed, stopped "
+                          f"without an answer, not saved, still running, or another branch): {', '.join(later[:5])}"
+                          + (", ..." if len(later) > 5 else ""))
     return conv
 
 
