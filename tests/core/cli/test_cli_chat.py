@@ -630,3 +630,12 @@ def test_a_chat_whose_only_message_failed_prints_no_continue_hint(
     r = cli("chat", "none.yaml", input="hi\n")
     assert r.returncode == 1, r
     assert "continue it with" not in r.stderr and "no message was kept, nothing to continue" in r.stderr
+
+
+def test_the_continue_hint_names_an_override_that_was_not_stored(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("k.yaml", SCRIPTED + '  middlewares:\n    - {use: fallback, to: [{use: openai_chat, model: x, '
+                               'base_url: "http://127.0.0.1:9/v1", api_key: "x"}]}\n')
+    r = cli("chat", "k.yaml", "-o", "agent.middlewares.0.to.0.api_key=hush-hush-value", input="hi\n")
+    assert r.returncode == 0, r
+    assert "hush-hush-value" not in r.stderr
+    assert "-o agent.middlewares.0.to.0.api_key=VALUE (not stored: the value may be a secret)" in r.stderr
