@@ -292,6 +292,9 @@ class Agent(AgentDefinition):
             # send the model the task they blocked
             raise RunNotResumable(run_id, f"a guardrail stopped it ({snap.state.get('status_detail') or 'tripwire'}); "
                                   "start a new run")
+        if snap is not None and isinstance(snap.state.get("not_resumable"), str):
+            # ended for good by whoever ran it (an interrupted chat turn: not part of its conversation)
+            raise RunNotResumable(run_id, str(snap.state["not_resumable"]))
         if allow_finished and snap is not None and snap.status == "done":
             return self._stored_result(snap)
         handle, snap = await cp.claim(

@@ -155,15 +155,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _exit_for(result)
 
 
-def run_metadata(path: Path, args: argparse.Namespace) -> dict[str, Any]:
+def run_metadata(path: Path, args: argparse.Namespace, *, overrides: Sequence[Any] | None = None) -> dict[str, Any]:
     """The metadata ``run`` and ``chat`` store with a run: the agent file, and the ``-m``/``-o``
-    overrides it was started with (``seamkit resume`` applies them again). An override whose value
-    may be a secret is not stored: a warning says that a resume will not have it."""
+    overrides it was started with (``seamkit resume`` applies them again; ``overrides``: those
+    applied when not just ``args``'s, as a continued chat's). An override whose value may be a
+    secret is not stored: a warning says that a resume will not have it."""
     from seamkit._cli.overrides import overrides_of
     from seamkit.composition._overrides import record_overrides
 
     meta: dict[str, Any] = {"agent_file": str(path.resolve())}
-    kept, left = record_overrides(overrides_of(args))
+    kept, left = record_overrides(overrides_of(args) if overrides is None else overrides)
     if kept is not None:
         meta["overrides"] = kept
     if left:
@@ -461,6 +462,8 @@ def _check_finished(args: argparse.Namespace, snap: Any, cp: Any) -> None:
     if snap.state.get("tripwire"):
         why = f"run {run_id} was stopped by a guardrail; it cannot be resumed: start a new run (inspect it with: " \
               f"{show_command(run_id, agent_file=agent_file)})"
+    elif isinstance(snap.state.get("not_resumable"), str):
+        why = f"run {run_id} cannot be resumed: {snap.state['not_resumable']}"
     elif snap.status == "done":
         why = (f"run {run_id} cannot be resumed: it is done; to print its result: "
                + resume_command(run_id, "--allow-finished", agent_file=agent_file))
@@ -970,6 +973,8 @@ def _show_ending(out: Any, snap: Any, agent_file: str | None, kernel: dict[str, 
                       + resume_command(snap.run_id, ("--answer", "TEXT"), agent_file=agent_file) + "\n")
         elif snap.state.get("tripwire"):
             out.write("a guardrail stopped this run; it cannot be resumed: start a new run\n")
+        elif isinstance(snap.state.get("not_resumable"), str):  # e.g. a chat turn interrupted
+            out.write("it cannot be resumed\n")
         elif is_context_length(snap.state.get("error")):
             out.write(TOO_LONG[0].upper() + TOO_LONG[1:] + "\n")
         elif not snap.state.get("redacted"):

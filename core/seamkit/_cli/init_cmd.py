@@ -12,6 +12,7 @@ whose comments explain each key, for one provider:
 An existing file is never replaced without ``--force``. The written file passes
 ``seamkit validate`` (with the key's variable set, for the hosted APIs). Exit codes: 0 written,
 2 usage error (file exists, unknown provider, cannot write).
+A missing directory of the file is created (and said); a dangling symbolic link is refused.
 
 This module is imported to build the parser, so it imports nothing heavy at module level.
 """
@@ -172,12 +173,8 @@ STARTERS: dict[str, tuple[str, Callable[[str], str]]] = {
 
 def starter(provider: str, file: str) -> str:
     """The starter composition for ``provider`` (a key of :data:`STARTERS`), naming ``file`` in
-    its comments (shell-quoted; ``FILE`` when it holds characters a comment line cannot). Raises
-    ``KeyError`` for another provider."""
-    import shlex
-
-    shown = shlex.quote(file) if file.isprintable() else "FILE"
-    return STARTERS[provider][1](shown)
+    its comments (as :func:`_shell_word` writes it). Raises ``KeyError`` for another provider."""
+    return STARTERS[provider][1](_shell_word(file))
 
 
 def add_init_parser(sub: Any) -> None:
@@ -196,40 +193,83 @@ def add_init_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_init)
 
 
+def _shell_word(file: str) -> str:
+    """``file`` as one word of a command a person can paste: shell-quoted, ``./`` before a name
+    that starts with ``-`` (an option otherwise); ``FILE`` for a name with control characters,
+    which no pasted line carries."""
+    import shlex
+
+    if not file.isprintable():
+        return "FILE"
+    return shlex.quote(f"./{file}" if file.startswith("-") else file)
+
+
+def _where_problem(path: Any) -> str | None:
+    """Why ``init`` must not write ``path`` (a :class:`~pathlib.Path`), else ``None``: it is a
+    directory, a symbolic link to nothing (writing would create its target elsewhere), or one of
+    its parents is a file or such a link."""
+    from seamkit._cli.render import visible
+
+    if path.is_symlink() and not path.exists():
+        return f"{visible(str(path))} is a symbolic link to {visible(str(path.readlink()))}, which does not exist"
+    if path.is_dir():
+        return f"{visible(str(path))} is a directory: name the file to write, e.g. {visible(str(path / 'agent.yaml'))}"
+    for parent in reversed(path.parents):
+        if parent.is_symlink() and not parent.exists():
+            target = visible(str(parent.readlink()))
+            return f"{visible(str(parent))} is a symbolic link to {target}, which does not exist"
+        if parent.exists() and not parent.is_dir():
+            return f"{visible(str(parent))} is a file, not a directory: it cannot hold {visible(str(path))}"
+    return None
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     """``seamkit init [FILE] [--provider NAME] [--force]``: 0 written, 2 when FILE exists (without
-    ``--force``), is a directory or cannot be written."""
+    ``--force``), is empty, a directory, a dangling symbolic link, under a file, or cannot be
+    written. A missing directory of FILE is created, and said."""
     from pathlib import Path
 
     from seamkit._cli.outcomes import EXIT_OK, UsageError
+    from seamkit._cli.render import visible
 
+    if not args.file.strip():
+        raise UsageError("the file name is empty: name the file to write (default agent.yaml)")
     path = Path(args.file)
-    if path.is_dir():
-        raise UsageError(f"{args.file} is a directory: name the file to write, e.g. {path / 'agent.yaml'}")
+    shown = visible(args.file)
+    why = _where_problem(path)
+    if why is not None:
+        raise UsageError(why)
     if path.exists() and not args.force:
-        raise UsageError(f"{args.file} exists: not replaced (pass --force to replace it, or name another file)")
+        raise UsageError(f"{shown} exists: not replaced (pass --force to replace it, or name another file)")
     text = starter(args.provider, args.file)
+    created = None
     try:
-        if path.parent != Path("."):
-            path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.parent.exists():
+            path.parent.mkdir(parents=True)
+            created = path.parent
         path.write_text(text, encoding="utf-8")
     except OSError as exc:
-        raise UsageError(f"cannot write {args.file}: {exc.strerror or exc}") from None
+        raise UsageError(f"cannot write {shown}: {exc.strerror or exc}") from None
     use = STARTERS[args.provider][0]
-    sys.stderr.write(f"seamkit: wrote {args.file} (provider {use})\n")
+    if created is not None:
+        sys.stderr.write(f"seamkit: created directory {visible(str(created))}\n")
+    sys.stderr.write(f"seamkit: wrote {shown} (provider {use})\n")
     note = _not_installed(use)
     if note:
         sys.stderr.write(f"seamkit: note: {note}\n")
-    run = f'seamkit run {args.file} "What is the capital of France?"'
+    word = _shell_word(args.file)
+    if word == "FILE":
+        sys.stderr.write("seamkit: note: the file name holds control characters; FILE below stands for it\n")
+    run = f'seamkit run {word} "What is the capital of France?"'
     if args.provider in ("openai", "anthropic"):
         var = "OPENAI_API_KEY" if args.provider == "openai" else "ANTHROPIC_API_KEY"
         sys.stderr.write(f"next: export {var}=... (the key stays out of the file), then: seamkit validate "
-                         f"{args.file} && {run}\n")
+                         f"{word} && {run}\n")
     elif args.provider == "openai-compatible":
-        sys.stderr.write(f"next: set base_url and model in {args.file} for your server, then: seamkit validate "
-                         f"{args.file} && {run}\n")
+        sys.stderr.write(f"next: set base_url and model in {shown} for your server, then: seamkit validate "
+                         f"{word} && {run}\n")
     else:
-        sys.stderr.write(f"next: seamkit validate {args.file} && {run}\n")
+        sys.stderr.write(f"next: seamkit validate {word} && {run}\n")
     return EXIT_OK
 
 

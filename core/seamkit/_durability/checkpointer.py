@@ -224,8 +224,9 @@ class Checkpointer:
         past = await self.at_version(run_id, version)
         if past is None:
             raise RunNotResumable(run_id, f"version {version} does not exist (or was pruned)")
-        # the new run gets its own creation time and usage (summary keys)
-        meta = {k: v for k, v in past.metadata.items() if k not in ("owner", "lease_until", *SUMMARY_KEYS)}
+        # the new run gets its own creation time and usage (summary keys); it was asked the same task
+        meta = {k: v for k, v in past.metadata.items()
+                if k not in ("owner", "lease_until", *SUMMARY_KEYS) or k == "task"}
         meta["forked_from"] = f"{run_id}@{version}"
         return await self.begin(
             new_run_id, past.state, past.transcript, parent_run_id=past.parent_run_id, metadata=meta

@@ -6,8 +6,9 @@
 
 - ``started_at``: unix seconds of the run's first checkpoint (kept by every later version, and by
   pruning: a pruned run keeps its creation time; a forked run gets its own);
-- ``task``: the first words of the run's first user message (at most :data:`TASK_CHARS`
-  characters, on one line);
+- ``task``: the first words of the run's input, the last user message of its first checkpoint
+  (earlier ones are history given to it, a chat's conversation so far; at most
+  :data:`TASK_CHARS` characters, on one line); a forked run keeps its original's;
 - ``input_tokens``, ``output_tokens``, ``requests``: the run's usage so far (``state["usage"]``);
 - ``cost_usd``: its cost in USD as a decimal string, ``None`` when unknown; ``cost_source`` as
   :class:`~seamkit.values.Usage` says;
@@ -34,7 +35,7 @@ __all__ = ["ANSWERED", "SUMMARY_KEYS", "TASK_CHARS", "RunSummary", "run_summary"
 
 #: How many characters of the task a checkpoint's metadata keeps.
 TASK_CHARS = 80
-#: The metadata keys this module writes (a fork drops them: the new run starts its own summary).
+#: The metadata keys this module writes (a fork drops them but ``task``: the new run starts its own summary).
 SUMMARY_KEYS = ("started_at", "task", "input_tokens", "output_tokens", "requests", "cost_usd", "cost_source",
                 "stopped", "steps", "limit_reached")
 #: The stop reasons of a run that ended with an answer or waits for a person (not "stopped").
@@ -54,7 +55,8 @@ def summary_metadata(
 ) -> dict[str, Any]:
     """The summary keys to write with the next checkpoint of a run whose current ``metadata`` is
     given: ``started_at`` (``now`` when the run has none yet and this is its ``first``
-    checkpoint), ``task`` (when it has none yet and ``transcript`` has a user message with text)
+    checkpoint), ``task`` (when it has none yet and ``transcript`` has a user message with text:
+    the last one at the ``first`` checkpoint, the run's input after its history; else the first),
     the usage keys from ``state["usage"]`` (a :class:`~seamkit.values.Usage`; left out when the
     state has none), and ``stopped`` / ``steps`` / ``limit_reached`` from the state's
     ``stop_reason``, ``step`` and ``limit_reached``."""
@@ -62,7 +64,11 @@ def summary_metadata(
     if first and not isinstance(metadata.get("started_at"), int | float):
         out["started_at"] = now
     if not isinstance(metadata.get("task"), str):
-        asked = next((m for m in transcript if m.role == "user" and m.text.strip()), None)
+        # at the first checkpoint the transcript is the history given to the run (a chat's earlier
+        # messages) then its input: the task is the input, the last user message; a later fill
+        # (a run stored before these keys) has no such boundary and takes the first
+        asked = next((m for m in (reversed(transcript) if first else transcript)
+                      if m.role == "user" and m.text.strip()), None)
         if asked is not None:
             out["task"] = task_head(asked.text)
     usage = state.get("usage")
@@ -124,7 +130,7 @@ def run_summary(
         first_version_at if first_version_at is not None else updated_at)
     filled = dict(metadata)
     if state is not None:
-        for key, value in summary_metadata({}, state, transcript, created).items():
+        for key, value in summary_metadata({}, state, transcript, created, first=False).items():
             filled.setdefault(key, value)
     task = filled.get("task")
     cost: Decimal | None = None

@@ -268,7 +268,7 @@ def test_overrides_apply_to_chat(cli: CLI, write: Callable[[str, str], Path]) ->
 
 @pytest.mark.parametrize(("args", "expected"), [
     (["-c", "run_0123"], "no conversation or run 'run_0123' in the store of echo.yaml"),
-    (["--continue"], "no conversation of agent 'echo' to continue"),
+    (["--continue"], "no conversation of echo.yaml to continue"),
     (["-c", "x", "--continue"], "not allowed with argument"),
 ])
 def test_nothing_to_continue_is_a_usage_error(cli: CLI, write: Callable[[str, str], Path], args: list[str],
@@ -308,7 +308,7 @@ def test_after_ctrl_c_in_a_sync_tool_the_chat_ends_without_waiting_for_it(
     child.expect("answer interrupted")
     child.expect("> ")
     child.sendline("quit")
-    child.expect("continue it with")
+    child.expect("no message was kept, nothing to continue")  # the one message was interrupted
     child.expect(pexpect.EOF, timeout=20)  # the tool sleeps for 60 s more
     child.close()
     assert child.exitstatus == 0
@@ -355,3 +355,287 @@ def test_a_piped_line_that_is_not_utf8_is_skipped_and_fails_the_exit_code(
     assert proc.stdout.decode() == "first answer\nsecond answer\n"
     assert "that line is not valid UTF-8; it was skipped" in proc.stderr.decode()
     assert "Traceback" not in proc.stderr.decode()
+
+
+# -- what a chat leaves in the store is true (the tester's findings H2-H4, M2-M7, M10, LOW5, LOW10) ------
+
+
+def stored_runs(cli: CLI) -> list[dict[str, Any]]:
+    """The runs of the default store, newest first, as ``seamkit runs list --json`` gives them."""
+    import json
+
+    r = cli("runs", "list", "--json")
+    assert r.returncode == 0, r
+    data = json.loads(r.stdout)
+    return list(data["runs"] if isinstance(data, dict) else data)
+
+
+def waiting_agent(cli: CLI, write: Callable[[str, str], Path], tmp_path: Path) -> None:
+    cli.paths.append(make_dist(tmp_path / "site-wait", "chat-wait", "chat_wait", WAIT_PLUGIN,
+                               extra={"chat_wait_impl": WAIT_IMPL}))
+    write("slow.yaml", """
+        seamkit: 1
+        agent:
+          name: slow
+          model:
+            use: scripted
+            turns:
+              - first answer
+              - tool_calls: [{name: wait, arguments: {reason: "a slow answer"}}]
+              - after the interrupt
+          tools: [wait]
+    """)
+
+
+def test_an_interrupted_answer_is_a_failed_run_never_offered_to_resume_nor_continued(
+    cli: CLI, write: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    waiting_agent(cli, write, tmp_path)
+    child = spawn(cli, "slow.yaml")
+    child.expect(CONVERSATION)
+    cid = child.match.group(1)
+    child.expect("> ")
+    child.sendline("hello")
+    child.expect("first answer")
+    child.expect("> ")
+    child.sendline("take your time")
+    child.expect("TOOL IS WAITING")
+    child.sendintr()
+    child.expect("answer interrupted")
+    child.expect("> ")
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    failed = [r for r in stored_runs(cli) if r["status"] == "failed"]
+    assert len(failed) == 1, failed
+    dropped = failed[0]["run_id"]
+    shown = cli("runs", "show", dropped)
+    assert "interrupted in chat; not part of the conversation" in shown.stdout
+    assert "seamkit resume" not in shown.stdout and "it cannot be resumed" in shown.stdout
+    r = cli("resume", dropped)
+    assert r.returncode != 0 and "cannot be resumed" in r.stderr, r
+    r = cli("resume", dropped, "--allow-finished")
+    assert r.returncode != 0 and "not part of the conversation" in r.stderr, r
+    # continuing takes the last kept turn, not the interrupted one
+    r = cli("chat", "slow.yaml", "-c", cid, input="")
+    assert f"continuing conversation {cid} (2 messages so far)" in r.stderr, r
+
+
+def test_sigterm_during_an_answer_says_the_conversation_and_drops_the_turn(
+    cli: CLI, write: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    import signal
+
+    waiting_agent(cli, write, tmp_path)
+    child = spawn(cli, "slow.yaml")
+    child.expect(CONVERSATION)
+    cid = child.match.group(1)
+    child.expect("> ")
+    child.sendline("hello")
+    child.expect("first answer")
+    child.expect("> ")
+    child.sendline("take your time")
+    child.expect("TOOL IS WAITING")
+    child.kill(signal.SIGTERM)
+    child.expect(f"conversation {cid}; continue it with: seamkit chat slow.yaml -c {cid}")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 143
+    assert [r["status"] for r in stored_runs(cli)] == ["failed", "done"]
+
+
+def test_a_chat_continued_elsewhere_meanwhile_goes_on_from_its_latest_turn(
+    cli: CLI, write: Callable[[str, str], Path]
+) -> None:
+    write("echo.yaml", SCRIPTED)
+    r = cli("chat", "echo.yaml", input="hello\n")
+    cid = CONVERSATION.search(r.stderr).group(1)  # type: ignore[union-attr]
+    child = spawn(cli, "echo.yaml", "-c", cid)  # this chat has seen turn 1
+    child.expect("> ")
+    r = cli("chat", "echo.yaml", "-c", cid, input="from elsewhere\n")  # turn 2, in another chat
+    assert r.stdout == "second answer\n", r
+    child.sendline("here")
+    child.expect("the conversation was continued elsewhere")
+    child.expect("third answer")  # the request carried both earlier exchanges
+    child.expect(RUN_LINE)
+    mine = child.match.group(1)
+    child.expect("> ")
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert [t for _, t in transcript(cli.cwd, mine)][1:] == [
+        "hello", "first answer", "from elsewhere", "second answer", "here", "third answer"]
+
+
+def test_a_forked_conversation_is_said_when_continued(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("echo.yaml", SCRIPTED)
+    r = cli("chat", "echo.yaml", input="hello\n")
+    cid = CONVERSATION.search(r.stderr).group(1)  # type: ignore[union-attr]
+    r = cli("chat", "echo.yaml", "-c", cid, input="branch a\n")
+    a = RUN_LINE.search(r.stderr).group(1)  # type: ignore[union-attr]
+    # a second turn 2 (what two chats answering at the same moment leave): a copy of branch a's run
+    import os
+
+    from seamkit._durability.checkpointer import Checkpointer
+    from seamkit.composition import build_store
+
+    async def copy() -> None:
+        store = build_store(None)
+        assert store is not None
+        cp = Checkpointer(store)
+        try:
+            await cp.fork(a, 1, "run_branch_b")
+            snap = await cp.latest(a)
+            assert snap is not None
+            h, _ = await cp.claim("run_branch_b", steal=True)
+            await h.save("done", snap.state, snap.transcript)
+        finally:
+            await cp.aclose()
+
+    here = os.getcwd()
+    os.chdir(cli.cwd)
+    try:
+        asyncio.run(copy())
+    finally:
+        os.chdir(here)
+    r = cli("chat", "echo.yaml", "-c", cid, input="")
+    assert "forked" in r.stderr and a in r.stderr and "run_branch_b" in r.stderr, r
+
+
+def test_an_answer_whose_checkpoint_holds_a_secret_is_not_kept(
+    cli: CLI, write: Callable[[str, str], Path]
+) -> None:
+    write("e.yaml", """
+        seamkit: 1
+        agent:
+          name: e
+          prompt: You help.
+          model: {use: scripted, turns: ["the code is s3cr3t-value-42"]}
+          middlewares:  # (the key is an environment value of the composition: a secret)
+            - {use: fallback, to: [{use: openai_chat, model: x, base_url: "http://127.0.0.1:9/v1",
+                                    api_key: "${CODE}"}]}
+    """)
+    r = cli("chat", "e.yaml", input="what is the code?\n", env={"CODE": "s3cr3t-value-42"})
+    assert r.returncode == 1, r
+    assert "this answer is not kept" in r.stderr and "cannot be continued from it" in r.stderr
+    assert "continue it with" not in r.stderr and "no message was kept" in r.stderr
+    cid = CONVERSATION.search(r.stderr).group(1)  # type: ignore[union-attr]
+    r = cli("chat", "e.yaml", "-c", cid, input="", env={"CODE": "s3cr3t-value-42"})
+    assert "no turn of conversation" in r.stderr and "it starts empty" in r.stderr, r
+
+
+def test_continuing_applies_the_conversations_overrides_again(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("echo.yaml", SCRIPTED)
+    r = cli("chat", "echo.yaml", "-o", 'turns=["o one", "o two", "o three"]', input="hi\n")
+    assert r.stdout == "o one\n", r
+    cid = CONVERSATION.search(r.stderr).group(1)  # type: ignore[union-attr]
+    r = cli("chat", "echo.yaml", "-c", cid, input="again\n")
+    assert r.stdout == "o two\n", r  # not the file's "second answer"
+    assert "the conversation's overrides apply again: -o turns=" in r.stderr
+    r = cli("chat", "echo.yaml", "-c", cid, "-o", 'turns=["x", "y", "given now"]', input="more\n")
+    assert r.stdout == "given now\n", r
+    assert "those given here win (-o turns)" in r.stderr
+
+
+def test_chat_refuses_a_store_that_ends_with_the_process(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("mem.yaml", SCRIPTED + "  checkpoints: {use: memory}\n")
+    r = cli("chat", "mem.yaml", input="hi\n")
+    assert r.returncode == 2, r
+    assert "in-memory store" in r.stderr and "-c" not in r.stderr
+
+
+def test_a_turn_stopped_at_max_steps_is_not_in_the_continued_history(
+    cli: CLI, write: Callable[[str, str], Path]
+) -> None:
+    write("steps.yaml", """
+        seamkit: 1
+        agent:
+          name: steps
+          prompt: You help.
+          max_steps: 1
+          tools: [clock]
+          model:
+            use: scripted
+            turns:
+              - fine
+              - tool_calls: [{name: clock, arguments: {}}]
+    """)
+    r = cli("chat", "steps.yaml", input="hi\nwhat time is it\n")
+    assert r.returncode == 1, r
+    assert "max_steps" in r.stderr and "not part of the conversation" in r.stderr
+    cid = CONVERSATION.search(r.stderr).group(1)  # type: ignore[union-attr]
+    r = cli("chat", "steps.yaml", "-c", cid, input="")
+    assert f"continuing conversation {cid} (2 messages so far)" in r.stderr, r
+
+
+def test_each_chat_turn_lists_its_own_message_as_its_task(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("echo.yaml", SCRIPTED)
+    assert cli("chat", "echo.yaml", input="hello\nand again\n").returncode == 0
+    assert [r["task"] for r in stored_runs(cli)] == ["and again", "hello"]
+
+
+def test_continue_keeps_to_the_file_and_c_warns_of_another(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("echo.yaml", SCRIPTED)
+    write("other.yaml", SCRIPTED.replace("You are terse.", "You are verbose."))  # the same agent name
+    r = cli("chat", "echo.yaml", input="hello\n")
+    cid = CONVERSATION.search(r.stderr).group(1)  # type: ignore[union-attr]
+    r = cli("chat", "other.yaml", "--continue", input="hi\n")
+    assert r.returncode == 2 and "no conversation of other.yaml to continue" in r.stderr, r
+    r = cli("chat", "other.yaml", "-c", cid, input="")
+    assert "warning: conversation" in r.stderr and str((cli.cwd / "echo.yaml").resolve()) in r.stderr, r
+    assert str((cli.cwd / "other.yaml").resolve()) in r.stderr
+
+
+def test_the_prompt_goes_to_the_terminal_not_into_redirected_answers(
+    cli: CLI, write: Callable[[str, str], Path]
+) -> None:
+    write("echo.yaml", SCRIPTED)
+    child = pexpect.spawn("/bin/sh", ["-c", f"{sys.executable} -m seamkit chat echo.yaml > out.txt"],
+                          cwd=str(cli.cwd), env=cli.env(), encoding="utf-8", timeout=60)
+    child.expect("> ")  # on stderr: the terminal
+    child.sendline("hello")
+    child.expect("> ")
+    child.sendline("exit")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    assert (cli.cwd / "out.txt").read_text() == "first answer\n"
+
+
+def test_a_piped_message_interrupted_mid_answer_fails_the_exit_code(
+    cli: CLI, write: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    waiting_agent(cli, write, tmp_path)
+    (cli.cwd / "in.txt").write_text("hello\ntake your time\n")
+    child = pexpect.spawn("/bin/sh", ["-c", f"exec {sys.executable} -m seamkit chat slow.yaml < in.txt"],
+                          cwd=str(cli.cwd), env=cli.env(), encoding="utf-8", timeout=60)
+    child.expect("TOOL IS WAITING")
+    child.sendintr()
+    child.expect("answer interrupted")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1  # a message got no answer (docs/cli.md: exit 1 for a pipe)
+
+
+def test_a_chat_whose_only_message_failed_prints_no_continue_hint(
+    cli: CLI, write: Callable[[str, str], Path]
+) -> None:
+    write("none.yaml", """
+        seamkit: 1
+        agent:
+          name: gr
+          model: {use: scripted, turns: ["the forbidden word"]}
+          guardrails: [{use: deny, patterns: [forbidden]}]
+    """)
+    r = cli("chat", "none.yaml", input="hi\n")
+    assert r.returncode == 1, r
+    assert "continue it with" not in r.stderr and "no message was kept, nothing to continue" in r.stderr
+
+
+def test_the_continue_hint_names_an_override_that_was_not_stored(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("k.yaml", SCRIPTED + '  middlewares:\n    - {use: fallback, to: [{use: openai_chat, model: x, '
+                               'base_url: "http://127.0.0.1:9/v1", api_key: "x"}]}\n')
+    r = cli("chat", "k.yaml", "-o", "agent.middlewares.0.to.0.api_key=hush-hush-value", input="hi\n")
+    assert r.returncode == 0, r
+    assert "hush-hush-value" not in r.stderr
+    assert "-o agent.middlewares.0.to.0.api_key=VALUE (not stored: the value may be a secret)" in r.stderr

@@ -80,3 +80,36 @@ def test_the_bundled_models_starter_runs(cli: CLI) -> None:
     r = cli("run", "agent.yaml", "What is the capital of France?", "-o", "threads=2", timeout=300)
     assert r.returncode == 0, r
     assert isinstance(json.loads(r.stdout)["answer"], str)
+
+
+@pytest.mark.parametrize(("name", "word"), [
+    ("sp ace.yaml", "'sp ace.yaml'"),
+    ("-dash.yaml", "./-dash.yaml"),  # not an option
+    ("nl\nname.yaml", "FILE"),  # no pasted line carries a newline
+    ("esc\x1b[31m.yaml", "FILE"),
+])
+def test_the_next_commands_work_as_printed_and_names_are_shown_visibly(cli: CLI, name: str, word: str) -> None:
+    r = cli("init", "--", name)
+    assert r.returncode == 0, r
+    assert f"next: seamkit validate {word} && seamkit run {word} " in r.stderr
+    assert "\x1b" not in r.stderr and "\nname.yaml" not in r.stderr  # control characters shown as \uXXXX
+    assert f"seamkit run {word} " in (cli.cwd / name).read_text()
+
+
+def test_where_init_cannot_write_is_said_clearly(cli: CLI) -> None:
+    r = cli("init", "")
+    assert r.returncode == 2 and "the file name is empty" in r.stderr, r
+    (cli.cwd / "agent.yaml").write_text("mine\n")
+    r = cli("init", "agent.yaml/x.yaml")
+    assert r.returncode == 2 and "agent.yaml is a file, not a directory" in r.stderr, r
+    (cli.cwd / "dangling.yaml").symlink_to(cli.cwd / "nowhere" / "target.yaml")
+    r = cli("init", "dangling.yaml")
+    assert r.returncode == 2 and "is a symbolic link to" in r.stderr and "does not exist" in r.stderr, r
+    assert not (cli.cwd / "nowhere").exists()
+
+
+def test_a_missing_directory_is_created_and_said(cli: CLI) -> None:
+    r = cli("init", "new/dir/agent.yaml")
+    assert r.returncode == 0, r
+    assert "created directory new/dir" in r.stderr
+    assert (cli.cwd / "new" / "dir" / "agent.yaml").is_file()
