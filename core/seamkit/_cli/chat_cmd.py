@@ -190,7 +190,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         from seamkit._runtime.context import RunContext
 
         conv = _Conversation(RunContext().run_id)
-    chat = _Chat(agent, conv, variables, composition.secret_values(), agent_file, run_metadata(path, args), args.file)
+    chat = _Chat(agent, conv, variables, composition.secret_values(), agent_file, run_metadata(path, args, composition),
+                 args.file)
     chat.report_error = args.report_error
     chat.hello(continued=args.cid is not None or args.continue_latest)
     code = chat.loop()

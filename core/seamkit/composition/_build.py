@@ -402,6 +402,20 @@ def _component_secrets(c: Composition, candidates: frozenset[str] | None = None)
     secrets = c.env_values() if candidates is None else candidates
     if not secrets:
         return secrets
+    found: set[str] = set()
+    for text in secret_texts(c):
+        for sec in secrets:
+            short = short_secret_pattern([sec])
+            if (short.search(text) is not None) if short is not None else sec in text:
+                found.add(sec)
+    return frozenset(found)
+
+
+def secret_texts(c: Composition) -> list[str]:
+    """Every text value of the components that is a secret, as composed (``${NAME}`` references
+    substituted): a value under a parameter whose name looks secret (at any depth:
+    ``api_key``, ``headers.Authorization``...) and a ``SecretStr``/``SecretBytes`` value of a
+    component's config (at any depth), the rule that keeps values out of checkpoints."""
     refs: list[ComponentRef] = []
     for _, a in c.all_agents().values():
         refs.extend((a.model, *a.middlewares, *a.guardrails, *a.capabilities))
@@ -423,24 +437,20 @@ def _component_secrets(c: Composition, candidates: frozenset[str] | None = None)
                 refs.append(s)
         if c.workflow.memory is not None:
             refs.append(c.workflow.memory)
-    found: set[str] = set()
+    found: list[str] = []
 
-    def collect(text: str) -> None:
-        for sec in secrets:
-            short = short_secret_pattern([sec])
-            if (short.search(text) is not None) if short is not None else sec in text:
-                found.add(sec)
-
-    def walk(value: Any, secret: bool) -> None:
+    def walk(value: Any, secret: bool, depth: int = 0) -> None:
+        if depth > 200:
+            return
         if isinstance(value, str):
             if secret:
-                collect(value)
+                found.append(value)
         elif isinstance(value, dict):
             for k, v in value.items():
-                walk(v, secret or (isinstance(k, str) and is_secret_name(k)))
+                walk(v, secret or (isinstance(k, str) and is_secret_name(k)), depth + 1)
         elif isinstance(value, list | tuple):
             for v in value:
-                walk(v, secret)
+                walk(v, secret, depth + 1)
 
     def declared(value: Any, depth: int = 0) -> None:
         """The ``SecretStr``/``SecretBytes`` values of a config, at any depth (an MCP server's
@@ -449,7 +459,7 @@ def _component_secrets(c: Composition, candidates: frozenset[str] | None = None)
             return
         if hasattr(value, "get_secret_value"):
             raw = value.get_secret_value()
-            collect(raw if isinstance(raw, str) else raw.decode("utf-8", "replace"))
+            found.append(raw if isinstance(raw, str) else raw.decode("utf-8", "replace"))
         elif isinstance(value, dict):
             for v in value.values():
                 declared(v, depth + 1)
@@ -463,7 +473,7 @@ def _component_secrets(c: Composition, candidates: frozenset[str] | None = None)
     for ref in refs:
         walk(dict(ref.params), False)
         declared(ref.config)
-    return frozenset(found)
+    return found
 
 
 def build_store(composition: Composition | None, *, registry: Registry | None = None) -> Any:

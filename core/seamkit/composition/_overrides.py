@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,10 +36,12 @@ if TYPE_CHECKING:
     from seamkit._plugins.registry import Registry
 
 __all__ = ["SETTINGS_KEYS", "Override", "apply_overrides", "model_override", "option_override", "recorded_overrides",
-           "record_overrides", "relabel"]
+           "may_hold_secret", "record_overrides", "relabel"]
 
 #: bare ``-o`` keys that are the entry agent's ``settings:`` rather than model parameters
 SETTINGS_KEYS = frozenset({"temperature", "max_tokens", "seed"})
+#: how deep an override's value may nest lists and mappings (as a composition file's YAML)
+MAX_VALUE_DEPTH = 100
 _COMPONENT = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _PART = re.compile(r"[^.\s]+")
 
@@ -240,23 +242,67 @@ def relabel(issues: Sequence[ConfigIssue], placed: Sequence[tuple[KeyPath, str]]
     return out
 
 
-def _secret(o: Override) -> bool:
-    from seamkit.composition._models import is_secret_name
+def _texts(value: Any, depth: int = 0) -> list[str]:
+    """The text leaves of an override's value (numbers and booleans are no secrets)."""
+    if isinstance(value, str):
+        return [value]
+    if depth > MAX_VALUE_DEPTH:
+        return []
+    if isinstance(value, Mapping):
+        return [t for k, v in value.items() for t in (*_texts(k, depth + 1), *_texts(v, depth + 1))]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _texts(v, depth + 1)]
+    return []
 
-    return any(is_secret_name(p) for p in o.key.split("."))
+
+def _has_secret_key(value: Any, depth: int = 0) -> bool:
+    from seamkit._plugins.redact import is_secret_name
+
+    if depth > MAX_VALUE_DEPTH:
+        return True  # not looked into: in doubt, a secret
+    if isinstance(value, Mapping):
+        return any((isinstance(k, str) and is_secret_name(k)) or _has_secret_key(v, depth + 1)
+                   for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_has_secret_key(v, depth + 1) for v in value)
+    return False
 
 
-def record_overrides(overrides: Sequence[Override]) -> tuple[str | None, list[str]]:
+def may_hold_secret(o: Override, secret_texts: Collection[str] = ()) -> bool:
+    """Whether ``o`` may give the composition a secret, so it must not be stored: a part of its
+    key path named like a secret (``-o api_key=...``, ``-o headers.Authorization=...``), a key
+    named like a secret at any depth of a mapping value (``-o 'model={use: openai, api_key: ...}'``),
+    a text of its value that looks like a secret (a URL with a password, ``Bearer ...``, a
+    provider's key shape, ``token=...``: :func:`seamkit._plugins.redact.mask_message`), or a
+    text of its value among ``secret_texts``, the secret values of the composition it was
+    applied to (a ``SecretStr`` parameter of a component, see
+    :func:`seamkit.composition._build.secret_texts`). ``-m`` holds none."""
+    from seamkit._plugins.redact import is_secret_name, mask_message
+
+    if o.provider is not None:
+        return False
+    if any(is_secret_name(p) for p in o.key.split(".")) or _has_secret_key(o.value):
+        return True
+    texts = _texts(o.value)
+    if any(mask_message(t) != t for t in texts):
+        return True
+    secrets = set(secret_texts)
+    return any(t in secrets for t in texts if t)
+
+
+def record_overrides(
+    overrides: Sequence[Override], secret_texts: Collection[str] = ()
+) -> tuple[str | None, list[str]]:
     """What a run's metadata keeps of ``overrides``, so that ``seamkit resume`` rebuilds the agent
     as it ran: a JSON list of ``["-m", spec]`` / ``["-o", spec]`` (``None`` when there is none),
-    and the labels of those left out because their value may be a secret (``-o api_key=...``:
-    never stored)."""
+    and the labels of those left out because they may give the agent a secret
+    (:func:`may_hold_secret`; ``secret_texts``: the composition's secret values, as composed)."""
     import json
 
     kept: list[list[str]] = []
     left: list[str] = []
     for o in overrides:
-        if _secret(o):
+        if may_hold_secret(o, secret_texts):
             left.append(o.label)
         else:
             kept.append(["-m" if o.provider is not None else "-o", o.spec])

@@ -212,3 +212,68 @@ def test_a_secret_override_is_not_stored_with_the_run(cli: CLI, write: Callable[
             "-o", "base_url=http://127.0.0.1:9/v1")  # nothing listens there: the run fails, stored
     assert "-o api_key not stored with the run" in r.stderr, r
     assert b"sk-very-secret-1234" not in (cli.cwd / ".seamkit" / "seamkit.db").read_bytes()  # ...secrets never
+
+
+def _store_bytes(cli: CLI) -> bytes:
+    """The raw bytes of the run store: the SQLite file and its write-ahead log."""
+    return b"".join(p.read_bytes() for p in (cli.cwd / ".seamkit").glob("seamkit.db*"))
+
+
+@pytest.mark.parametrize("options", [
+    # a secret-named key inside a mapping value, in flow form and nested
+    ['agent.model={use: openai_chat, model: gpt-x, base_url: "http://127.0.0.1:9/v1", api_key: LITSECRET_BBB222}'],
+    ["-m", "openai:gpt-x", "base_url=http://127.0.0.1:9/v1", "headers={Authorization: Bearer LITSECRET_CCC333}"],
+    ["-m", "openai:gpt-x", "base_url=http://127.0.0.1:9/v1", "headers={X-Api-Key: LITSECRET_DDD444}"],
+    ["agent.model={use: openai_chat, model: gpt-x, base_url: 'http://127.0.0.1:9/v1', api_key: x, "
+     "headers: {X-Custom: LITSECRET_EEE555}}"],
+    # a URL with a password in a parameter not named like a secret
+    ["-m", "openai:gpt-x", "base_url=http://user:LITSECRET_FFF666@127.0.0.1:9/v1", "api_key=x"],
+    # a Bearer token under a key not named like a secret
+])
+def test_an_override_giving_a_secret_in_its_value_is_not_stored(
+    cli: CLI, write: Callable[[str, str], Path], options: list[str]
+) -> None:
+    write("demo.yaml", SCRIPTED)
+    args: list[str] = []
+    for o in options:
+        args += [o] if o.startswith("-m") or args[-1:] == ["-m"] else ["-o", o]
+    r = cli("run", "demo.yaml", "hi", *args)
+    assert "not stored with the run" in r.stderr, r
+    assert "LITSECRET" not in r.stderr + r.stdout
+    assert b"LITSECRET" not in _store_bytes(cli)
+    r = cli("runs", "list", "--json")
+    run_id = __import__("json").loads(r.stdout)[0]["run_id"] if r.stdout.startswith("[") else None
+    if run_id is not None:
+        r = cli("runs", "show", run_id, "--json")
+        assert "LITSECRET" not in r.stdout + r.stderr
+
+
+def test_an_override_giving_a_secret_in_chat_is_not_stored(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("demo.yaml", SCRIPTED)
+    r = cli("chat", "demo.yaml", "-o", "agent.prompt=use token=LITSECRET_HHH888", "-o", "agent.name=kept",
+            input="hi\n")
+    assert r.returncode == 0, r
+    assert "-o agent.prompt not stored with the run" in r.stderr
+    store = _store_bytes(cli)
+    # the prompt is in the run's transcript, as any prompt; the override is not in its metadata
+    assert b"agent.prompt=" not in store and b"agent.name=kept" in store
+
+
+def test_an_override_giving_a_bearer_token_is_not_stored(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("demo.yaml", SCRIPTED)
+    r = cli("run", "demo.yaml", "hi", "-o", "agent.prompt=Send Bearer LITSECRET_GGG777", "-o", "agent.name=kept")
+    assert r.returncode == 0, r
+    assert "-o agent.prompt not stored with the run" in r.stderr and "LITSECRET" not in r.stderr
+    store = _store_bytes(cli)
+    assert b"agent.prompt=" not in store and b"agent.name=kept" in store
+
+
+def test_may_hold_secret_counts_the_compositions_secret_values() -> None:
+    from seamkit.composition._overrides import may_hold_secret
+
+    o = option_override("model.dsn=plainlooking")  # a SecretStr parameter: among the composition's secrets
+    assert may_hold_secret(o, ["plainlooking"])
+    assert not may_hold_secret(o, ["other"])
+    assert not may_hold_secret(option_override("agent.prompt=hello"))
+    assert may_hold_secret(option_override("model={client: {auth_token: x}}"))
+    assert not may_hold_secret(model_override("openai:gpt-x"))
