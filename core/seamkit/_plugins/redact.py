@@ -26,12 +26,18 @@ MASK = "***"
 #: Secrets shorter than this are masked only where they stand as the secret, a token of their own
 #: (:func:`mask_secrets`); environment values shorter than this that are no secret are not masked.
 MIN_SECRET_LENGTH = 4
-_WORDS = r"api[_-]?key|token|secret|passw(?:or)?d|credential|private[_-]?key|auth"
+# "token" is a credential (token, access_token, AUTH_TOKEN, bearer_token), but not a count of the
+# model's tokens (max_tokens, max_output_tokens, n_tokens, tokens_per_minute, budget_tokens,
+# max_token_count) nor a tokenizer: those are settings, shown and stored like any other
+_TOKEN = r"(?<!max[_-])(?<!min[_-])(?<!num[_-])(?<![^a-z0-9]n[_-])(?<!^n[_-])token(?!s|iz)"
+_WORDS = rf"api[_-]?key|{_TOKEN}|secret|passw(?:or)?d|credential|private[_-]?key|auth"
 _SECRET_NAME = re.compile(rf"(?i)({_WORDS})")
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether a parameter called ``name`` holds a secret (``api_key``, ``token``, ``password``...)."""
+    """Whether a parameter called ``name`` holds a secret (``api_key``, ``token``, ``access_token``,
+    ``password``, ``Authorization``...); a count of tokens (``max_tokens``, ``n_tokens``,
+    ``tokens_per_minute``) is not one."""
     return bool(_SECRET_NAME.search(name))
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"]+@")
 _NAMED = re.compile(rf"(?i)(\b[\w.-]*(?:{_WORDS})[\w.-]*['\"]?\s*[=:]\s*['\"]?)([^\s'\",;)]+)")

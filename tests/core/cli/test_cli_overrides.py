@@ -277,3 +277,13 @@ def test_may_hold_secret_counts_the_compositions_secret_values() -> None:
     assert not may_hold_secret(option_override("agent.prompt=hello"))
     assert may_hold_secret(option_override("model={client: {auth_token: x}}"))
     assert not may_hold_secret(model_override("openai:gpt-x"))
+
+
+def test_max_tokens_overrides_are_stored_and_resumed(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("demo.yaml", OPENAI)
+    r = cli("run", "demo.yaml", "hi", "-m", "scripted", "-o", 'turns=["ok"]', "-o", "max_tokens=64",
+            "-o", "agent.settings.max_tokens=65")
+    assert r.returncode == 0, r
+    assert "not stored" not in r.stderr
+    store = _store_bytes(cli)
+    assert b"max_tokens=64" in store and b"agent.settings.max_tokens=65" in store
