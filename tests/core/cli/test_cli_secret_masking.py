@@ -152,6 +152,6 @@ def test_credential_names_are_secret_and_counts_of_tokens_are_not() -> None:
     for name in ("token", "access_token", "auth_token", "bearer_token", "refresh_token", "API_TOKEN", "x-auth-token",
                  "api_key", "X-Api-Key", "password", "Authorization", "client_secret"):
         assert is_secret_name(name), name
-    for name in ("max_tokens", "max_output_tokens", "max_completion_tokens", "n_tokens", "num_tokens", "tokens_per_minute",
-                 "budget_tokens", "max_token_count", "tokenizer", "MAX_TOKENS", "temperature"):
+    for name in ("max_tokens", "max_output_tokens", "max_completion_tokens", "n_tokens", "num_tokens",
+                 "tokens_per_minute", "budget_tokens", "max_token_count", "tokenizer", "MAX_TOKENS", "temperature"):
         assert not is_secret_name(name), name
