@@ -25,6 +25,7 @@ with a default model or none, such as ``llamacpp``); the ``-o`` overrides apply 
 from __future__ import annotations
 
 import copy
+import functools
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from seamkit._plugins.registry import Registry
 
 __all__ = ["SETTINGS_KEYS", "Override", "apply_overrides", "model_override", "option_override", "recorded_overrides",
-           "may_hold_secret", "record_overrides", "relabel"]
+           "may_hold_secret", "parse_value", "record_overrides", "relabel"]
 
 #: bare ``-o`` keys that are the entry agent's ``settings:`` rather than model parameters
 SETTINGS_KEYS = frozenset({"temperature", "max_tokens", "seed"})
@@ -93,25 +94,60 @@ def option_override(text: str) -> Override:
     parts = key.split(".")
     if not all(_PART.fullmatch(p) for p in parts):
         raise ValueError(f"{key!r} is not a key path: parts are separated by single dots, e.g. model.n_ctx")
-    return Override(f"-o {key}", key=key, value=_value(raw), spec=text)
+    return Override(f"-o {key}", key=key, value=parse_value(raw), spec=text)
 
 
 def _shown_key(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _value(raw: str) -> Any:
+def parse_value(raw: str) -> Any:
+    """An override's value (``-o KEY=VALUE`` of ``run``, ``chat`` and ``ask``): a YAML plain scalar
+    with the composition's rules, or a YAML flow list or mapping when it starts with ``[`` or ``{``,
+    a quoted text when it starts with a quote (JSON values are all of these); text that is no valid
+    flow value is kept as written. Raises ``ValueError``
+    when a flow value nests more than :data:`MAX_VALUE_DEPTH` levels (as a composition file)."""
     from seamkit.composition._yaml import resolve_plain
 
     text = raw.strip()
-    if text[:1] in ("[", "{"):
+    if text[:1] in ("[", "{", '"', "'"):  # a flow list or mapping, a quoted text (JSON's too)
         import yaml
 
         try:
-            return yaml.safe_load(text)
+            return yaml.load(text, Loader=_flow_loader())  # a SafeLoader
         except yaml.YAMLError:
             return raw
+        except (_TooDeep, RecursionError):
+            raise ValueError(f"the value is nested more than {MAX_VALUE_DEPTH} levels deep; "
+                             "an override nests only a few levels") from None
     return resolve_plain(text) if text == raw else raw  # spaces around the value: the text as given
+
+
+class _TooDeep(Exception):
+    pass
+
+
+@functools.cache
+def _flow_loader() -> type[Any]:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """A SafeLoader that refuses deep nesting before Python's recursion limit does."""
+
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            nests = isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent)
+            self.depth += nests
+            try:
+                if self.depth > MAX_VALUE_DEPTH:
+                    raise _TooDeep
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= nests
+
+    return Loader
 
 
 def apply_overrides(

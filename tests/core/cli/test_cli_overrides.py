@@ -287,3 +287,35 @@ def test_max_tokens_overrides_are_stored_and_resumed(cli: CLI, write: Callable[[
     assert "not stored" not in r.stderr
     store = _store_bytes(cli)
     assert b"max_tokens=64" in store and b"agent.settings.max_tokens=65" in store
+
+
+@pytest.mark.parametrize("command", ["run", "ask"])
+def test_a_deeply_nested_value_is_a_clean_usage_error(
+    cli: CLI, write: Callable[[str, str], Path], command: str
+) -> None:
+    write("demo.yaml", SCRIPTED)
+    where = ["run", "demo.yaml", "hi"] if command == "run" else ["ask", "hi", "-m", "scripted"]
+    r = cli(*where, "-o", "model.turns=" + "[" * 5000 + "]" * 5000)
+    assert r.returncode == 2, r
+    assert "nested more than 100 levels deep" in r.stderr and "RecursionError" not in r.stderr
+    r = cli(*where, "-o", "model.turns=" + "{a: " * 101 + "}" * 101)
+    assert r.returncode == 2 and "nested more than 100 levels deep" in r.stderr, r
+    r = cli(*where, "-o", "model.turns=" + "[" * 100 + "]" * 100)  # as deep as a file may nest: not refused here
+    assert "nested more than" not in r.stderr, r
+
+
+def test_ask_o_reads_values_as_run_o() -> None:
+    from seamkit._cli.ask_cmd import _option
+    from seamkit.composition._overrides import parse_value
+
+    for raw in ("[asked]", '["json"]', "{a: 1, b: [x, 'y z']}", '{"a": 1}', "3", "0.5", "true", "null", "text",
+                '"quoted: text"', "[unclosed"):
+        assert _option("turns=" + raw) == ("turns", parse_value(raw))
+    assert parse_value("[asked]") == ["asked"] and parse_value('"quoted: text"') == "quoted: text"
+    assert _option("api_key=12345") == ("api_key", "12345")  # a secret stays text
+
+
+def test_ask_takes_yaml_flow_values(cli: CLI) -> None:
+    r = cli("ask", "hi", "-m", "scripted", "-o", "turns=[asked]")
+    assert r.returncode == 0, r
+    assert r.stdout == "asked\n"
