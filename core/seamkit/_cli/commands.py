@@ -148,6 +148,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                           started))
     except (Exception, KeyboardInterrupt) as exc:
         if json_sink is not None:
+            if not started:  # refused before it was stored (TaskTooLarge...): no run to name
+                json_sink.run_id = None
             json_sink.failed(exc, exit_code_for(exc))
         elif started and agent.checkpointer is not None:
             _resume_hint(ctx.run_id, exc, agent_file)

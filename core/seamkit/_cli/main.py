@@ -615,9 +615,25 @@ def _main_guarded(argv: Sequence[str] | None) -> int:
             devnull.close()
 
 
+def _wants_json(argv: Sequence[str] | None) -> bool:
+    """Whether the command line asks for ``--json`` output (before a ``--``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
 def _main_reporting(argv: Sequence[str] | None) -> int:
     try:
-        return _main(argv)
+        try:
+            return _main(argv)
+        except Exception as exc:
+            # with --json, stdout holds JSON whatever happens: a usage or configuration error (exit
+            # 2) is also one object there, as `plugins show --json` writes it (once: a run's
+            # run_failed line already says it)
+            if _wants_json(argv) and exit_code_for(exc) == EXIT_USAGE:
+                from seamkit._cli.plugins_show import write_json_error
+
+                write_json_error(exc, EXIT_USAGE)
+            raise
     except Terminated:
         sys.stdout.flush()
         _err("terminated")

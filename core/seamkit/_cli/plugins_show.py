@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from seamkit._plugins.registry import ComponentSpec, Registry
 
 __all__ = ["check_target", "component_info", "example_composition", "find_components", "json_usage_error",
-           "parameters"]
+           "parameters", "write_json_error"]
 
 #: where a kind that is not a composition slot is used
 _ELSEWHERE = {
@@ -307,9 +307,21 @@ def json_usage_error(as_json: bool) -> Iterator[None]:
         yield
     except UsageError as exc:
         if as_json:
-            sys.stdout.write(json.dumps({"error": {"type": "UsageError", "message": str(exc)},
-                                         "exit_code": 2}, ensure_ascii=False) + "\n")
+            write_json_error(exc, 2)
         raise
+
+
+def write_json_error(exc: BaseException, exit_code: int) -> None:
+    """Write ``{"error": {"type": ..., "message": ...}, "exit_code": N}`` for ``exc`` on stdout,
+    once per exception (the command line's entry point writes it too for a usage or configuration
+    error of any ``--json`` command: see :func:`seamkit._cli.main.main`)."""
+    if getattr(exc, "_json_written", False):
+        return
+    sys.stdout.write(json.dumps({"error": {"type": type(exc).__name__, "message": str(exc)},
+                                 "exit_code": exit_code}, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+    with contextlib.suppress(AttributeError):
+        exc._json_written = True  # type: ignore[attr-defined]
 
 
 def check_target(target: str) -> None:
