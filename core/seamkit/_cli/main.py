@@ -404,6 +404,19 @@ def _plugin_notes() -> list[str]:
     return notes
 
 
+#: Most problems of one error printed (a 30,000-item list of bad values is not 30,000 lines)
+MAX_ISSUES_SHOWN = 50
+
+
+def shown_issues(issues: Sequence[Any]) -> list[str]:
+    """The lines of ``issues`` to print: the first :data:`MAX_ISSUES_SHOWN`, then how many more."""
+    lines = [str(i) for i in issues[:MAX_ISSUES_SHOWN]]
+    if len(issues) > MAX_ISSUES_SHOWN:
+        more = len(issues) - MAX_ISSUES_SHOWN
+        lines.append(f"... and {more:,} more problem{'s' if more != 1 else ''} (fix these first)")
+    return lines
+
+
 def report_error(exc: BaseException) -> int:
     """Print ``exc`` as one paragraph on stderr (no traceback unless ``SEAMKIT_DEBUG=1``) and return
     its exit code."""
@@ -422,9 +435,9 @@ def report_error(exc: BaseException) -> int:
     elif isinstance(exc, ConfigError):
         n = len(exc.issues)
         lines = [f"error: ConfigError: {n} problem{'s' if n != 1 else ''} in configuration:"]
-        lines += [str(i) for i in exc.issues]
+        lines += shown_issues(exc.issues)
     elif isinstance(exc, BuildFailed):
-        lines = ["error: the agent could not be built:", *(str(i) for i in exc.issues)]
+        lines = ["error: the agent could not be built:", *shown_issues(exc.issues)]
     elif isinstance(exc, RunCancelled):
         lines = [f"cancelled: {exc}"]
     elif isinstance(exc, OutputValidationError):

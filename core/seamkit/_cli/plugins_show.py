@@ -317,7 +317,14 @@ def write_json_error(exc: BaseException, exit_code: int) -> None:
     error of any ``--json`` command: see :func:`seamkit._cli.main.main`)."""
     if getattr(exc, "_json_written", False):
         return
-    sys.stdout.write(json.dumps({"error": {"type": type(exc).__name__, "message": str(exc)},
+    message = str(exc)
+    issues = getattr(exc, "issues", None)
+    if isinstance(issues, list | tuple) and issues:  # a ConfigError: its first problems, as on stderr
+        from seamkit._cli.main import shown_issues
+
+        n = len(issues)
+        message = "\n".join([f"{n} problem{'s' if n != 1 else ''} in configuration:", *shown_issues(issues)])
+    sys.stdout.write(json.dumps({"error": {"type": type(exc).__name__, "message": message},
                                  "exit_code": exit_code}, ensure_ascii=False) + "\n")
     sys.stdout.flush()
     with contextlib.suppress(AttributeError):

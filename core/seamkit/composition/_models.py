@@ -413,6 +413,13 @@ class AgentToolRef(_Model):
         default_factory=list,
         description="Extra middleware components wrapping only the child (e.g. a budget: this tool's budget share)",
     )
+
+    @field_validator("max_depth", "max_steps", mode="before")
+    @classmethod
+    def _count_not_boolean(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # `true` is not a count (pydantic would read it as 1)
+            raise ValueError("a count is a whole number of at least 1, not true/false")
+        return value
     queue: bool | ChildQueueConfig = Field(
         default=False,
         description="Run each child on a worker queue when a worker runs the caller (seamkit-celery): true for "
@@ -588,6 +595,13 @@ class AgentConfig(_Model):
     def _limit_not_boolean(cls, value: Any) -> Any:
         if isinstance(value, bool):  # `true` is not a count (pydantic would read it as 1)
             raise ValueError("a limit is a whole number of at least 1 (or null for none), not true/false")
+        return value
+
+    @field_validator("max_steps", "max_parallel_tools", mode="before")
+    @classmethod
+    def _count_not_boolean(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # `true` is not a count (pydantic would read it as 1)
+            raise ValueError("a count is a whole number of at least 1, not true/false")
         return value
 
     @field_validator("name")

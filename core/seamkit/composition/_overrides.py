@@ -179,12 +179,39 @@ def apply_overrides(
             placed.append((("agent", "model"), o.label))
             continue
         path = _absolute(o.key, top_keys)
+        misplaced = _agent_key_problem(reg, out, o)
+        if misplaced is not None:
+            issues.append(ConfigIssue(misplaced, _fmt(path), o.label))
+            continue
         problem, created = _set(out, path, o.value)
         if problem is not None:
             issues.append(ConfigIssue(problem, _fmt(path), o.label))
         else:  # from the first key the override added: an unknown key is reported there
             placed.append((created or path, o.label))
     return out, placed, issues
+
+
+def _agent_key_problem(reg: Registry, data: Mapping[str, Any], o: Override) -> str | None:
+    """For a bare key that is the agent's own (``-o max_steps=3``), not a parameter of its model:
+    the working form, ``-o agent.max_steps=3``. ``None`` for any other key."""
+    from seamkit.composition._models import AgentConfig
+
+    key = o.key
+    if "." in key or key in SETTINGS_KEYS or key not in AgentConfig.model_fields or key == "model":
+        return None
+    agent = data.get("agent")
+    model = agent.get("model") if isinstance(agent, Mapping) else None
+    use = model.get("use") if isinstance(model, Mapping) else None
+    if isinstance(use, str):
+        try:
+            fields = getattr(reg.resolve("provider", use).config_model(), "model_fields", None)
+        except Exception:  # unknown or broken: the validation of agent.model.use reports it
+            fields = None
+        if fields is not None and key in fields:  # the provider takes it too: its parameter, as documented
+            return None
+    value = o.spec.partition("=")[2]
+    return (f"{key!r} is a key of the agent, not a parameter of its model (where a bare key goes): "
+            f"write -o agent.{key}={value}")
 
 
 def _model_name_problem(reg: Registry, provider: str) -> str | None:
@@ -227,12 +254,18 @@ def _set(data: dict[str, Any], path: KeyPath, value: Any) -> tuple[str | None, K
                 node[part] = value
                 return None, created
             if node.get(part) is None:
+                if isinstance(path[i + 1], int):  # tools.0.root where there are no tools
+                    return (f"{_fmt(path[: i + 1])} is not set (no items): there is no item {path[i + 1]} to "
+                            "change; write the whole list instead (e.g. "
+                            f"-o {_fmt(path[: i + 1])}=[...])"), None
                 node[part] = {}
             node = node[part]
         elif isinstance(node, list):
             if not isinstance(part, int):
                 return f"{here} is a list: index it with a number (e.g. {_fmt(path[:i])}.0), not {part!r}", None
             if part >= len(node):
+                if not node:
+                    return f"{here} is empty (no items): there is no item {part} to change", None
                 return f"{here} has {len(node)} item{'s' if len(node) != 1 else ''}: there is no item {part}", None
             if last:
                 node[part] = value
@@ -259,6 +292,9 @@ def _fmt(path: KeyPath) -> str:
     return format_path(path)
 
 
+_FROM_ENV = "not shown, it comes from an environment variable"  # (seamkit.composition._check)
+
+
 def relabel(issues: Sequence[ConfigIssue], placed: Sequence[tuple[KeyPath, str]]) -> list[ConfigIssue]:
     """``issues`` with those at or under an override's path labelled with that override (the
     latest one that set it) instead of a file position: the file does not hold that value."""
@@ -273,7 +309,8 @@ def relabel(issues: Sequence[ConfigIssue], placed: Sequence[tuple[KeyPath, str]]
             if p == prefix or p.startswith(prefix + ".") or p.startswith(prefix + "["):
                 label = lab
         if label is not None and issue.file != label:
-            issue = ConfigIssue(issue.message, issue.path, label)
+            message = issue.message.replace(_FROM_ENV, f"not shown, it was given with {label}")
+            issue = ConfigIssue(message, issue.path, label)
         out.append(issue)
     return out
 

@@ -319,3 +319,45 @@ def test_ask_takes_yaml_flow_values(cli: CLI) -> None:
     r = cli("ask", "hi", "-m", "scripted", "-o", "turns=[asked]")
     assert r.returncode == 0, r
     assert r.stdout == "asked\n"
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    # a bare key of the agent (not its model's): the form that works
+    ("max_steps=3", "-o max_steps: agent.model.max_steps: 'max_steps' is a key of the agent, not a parameter of "
+                    "its model (where a bare key goes): write -o agent.max_steps=3"),
+    # a list index where the agent has no such list
+    ("tools.9.root=/", "-o tools.9.root: agent.tools[9].root: agent.tools is empty (no items): there is no item 9"),
+    ("agent.handoffs.0.filter=all", "-o agent.handoffs.0.filter: agent.handoffs[0].filter: agent.handoffs is not set"),
+    # a count is not a boolean
+    ("agent.max_steps=true", "-o agent.max_steps: agent.max_steps: a count is a whole number of at least 1, not "
+                             "true/false"),
+])
+def test_misplaced_overrides_say_what_works(write: Callable[[str, str], Path], spec: str, expected: str) -> None:
+    text = SCRIPTED.replace("  tools: [calculator]\n", "  tools: []\n") if spec.startswith("tools") else SCRIPTED
+    with pytest.raises(ConfigError) as err:
+        load(write, text, spec)
+    assert expected in str(err.value), str(err.value)
+    assert "expected a list, not a mapping" not in str(err.value)
+
+
+def test_a_secret_override_with_a_bad_value_says_it_came_from_o(write: Callable[[str, str], Path]) -> None:
+    with pytest.raises(ConfigError) as err:
+        load(write, OPENAI, "api_key=[x]")
+    assert "not shown, it was given with -o api_key" in str(err.value)
+    assert "environment variable" not in str(err.value)
+
+
+def test_a_count_from_the_environment_is_still_read(write: Callable[[str, str], Path],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STEPS", "3")
+    c = load(write, SCRIPTED.replace("max_steps: 5", "max_steps: ${STEPS}"))
+    assert c.agent.max_steps == 3  # type: ignore[attr-defined]
+
+
+def test_a_huge_list_of_bad_values_prints_its_first_problems(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("demo.yaml", SCRIPTED)
+    r = cli("run", "demo.yaml", "hi", "-o", "model.turns=[" + ",".join(["[1]"] * 30_000) + "]")
+    assert r.returncode == 2, r
+    lines = r.stderr.splitlines()
+    assert len(lines) < 60, len(lines)
+    assert lines[-1] == "... and 59,950 more problems (fix these first)", lines[-1]
