@@ -727,6 +727,7 @@ def _attach(comp: Composition, slots: dict[KeyPath, tuple[ComponentSpec, Any]], 
     comp._secret_paths = frozenset(doc.secret_paths)
     comp._secrets = frozenset(doc.secrets)
     comp._named_secrets = frozenset(doc.named_secrets)
+    comp._env_texts = frozenset(doc.env_texts)
     for path, (_spec, config) in slots.items():
         ref = _find(comp, path)
         if isinstance(ref, ComponentRef):

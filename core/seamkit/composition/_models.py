@@ -662,6 +662,7 @@ class Composition(_Model):
     _secret_paths: frozenset[KeyPath] = PrivateAttr(default=frozenset())
     _secrets: frozenset[str] = PrivateAttr(default=frozenset())
     _named_secrets: frozenset[str] = PrivateAttr(default=frozenset())  # from ${API_KEY}-like names
+    _env_texts: frozenset[str] = PrivateAttr(default=frozenset())  # the values ${...} were put into, composed
 
     @property
     def file(self) -> Path | None:
@@ -675,8 +676,10 @@ class Composition(_Model):
         checkpoints, and those of a variable named like a secret (``${OPENAI_API_KEY}``, wherever
         it is used) (:func:`seamkit.composition._build.output_secrets`). Other environment values
         (a team name in the prompt, a folder, a limit) are configuration and shown as they are.
-        Secrets shorter than :data:`MIN_SECRET_LENGTH` are included: maskers show them as ``***``
-        only where they stand as a token of their own (:func:`seamkit.plugin.mask_secrets`)."""
+        A secret shorter than :data:`MIN_SECRET_LENGTH` is not listed itself but through the longer
+        values it was put into: the whole composed value (``postgresql://user:g@127.0.0.1/db``)
+        and its URL user-info (``user:g@``), see :func:`seamkit._plugins.redact.secret_contexts`;
+        one that is a whole value on its own (``api_key: ${KEY}`` with ``KEY=e``) is not masked."""
         from seamkit.composition._build import output_secrets  # _build imports this module
 
         return output_secrets(self)
