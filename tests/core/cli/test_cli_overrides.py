@@ -82,8 +82,8 @@ def test_values_are_yaml_scalars(write: Callable[[str, str], Path]) -> None:
     (["max_steps.x=1"], "-o max_steps.x: agent.max_steps.x: agent.max_steps is a number, not a mapping"),
     (["tools.4.root=x"], "-o tools.4.root: agent.tools[4].root: agent.tools has 1 item: there is no item 4"),
     (["nosuchkey.a=1"], "-o nosuchkey.a: agent.nosuchkey: unknown key"),
-    (["max_steps=2"], "-o max_steps: agent.model.max_steps: unknown key 'max_steps' for provider 'scripted'; "
-                      "it belongs under agent"),
+    (["max_steps=2"], "-o max_steps: agent.model.max_steps: 'max_steps' is a key of the agent, not a parameter of "
+                      "its model (where a bare key goes): write -o agent.max_steps=2"),
 ])
 def test_bad_overrides_are_config_errors_naming_the_override(
     write: Callable[[str, str], Path], specs: list[str], expected: str
