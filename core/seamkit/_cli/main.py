@@ -59,6 +59,8 @@ from seamkit._cli.outcomes import (
     Terminated,
     UsageError,
     exit_code_for,
+    shown_issues,
+    write_json_error,
 )
 from seamkit._cli.overrides import OVERRIDES_HELP, add_override_args
 
@@ -404,19 +406,6 @@ def _plugin_notes() -> list[str]:
     return notes
 
 
-#: Most problems of one error printed (a 30,000-item list of bad values is not 30,000 lines)
-MAX_ISSUES_SHOWN = 50
-
-
-def shown_issues(issues: Sequence[Any]) -> list[str]:
-    """The lines of ``issues`` to print: the first :data:`MAX_ISSUES_SHOWN`, then how many more."""
-    lines = [str(i) for i in issues[:MAX_ISSUES_SHOWN]]
-    if len(issues) > MAX_ISSUES_SHOWN:
-        more = len(issues) - MAX_ISSUES_SHOWN
-        lines.append(f"... and {more:,} more problem{'s' if more != 1 else ''} (fix these first)")
-    return lines
-
-
 def report_error(exc: BaseException) -> int:
     """Print ``exc`` as one paragraph on stderr (no traceback unless ``SEAMKIT_DEBUG=1``) and return
     its exit code."""
@@ -643,8 +632,6 @@ def _main_reporting(argv: Sequence[str] | None) -> int:
             # 2) is also one object there, as `plugins show --json` writes it (once: a run's
             # run_failed line already says it)
             if _wants_json(argv) and exit_code_for(exc) == EXIT_USAGE:
-                from seamkit._cli.plugins_show import write_json_error
-
                 write_json_error(exc, EXIT_USAGE)
             raise
     except Terminated:

@@ -19,13 +19,13 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from seamkit._cli.outcomes import UsageError
+from seamkit._cli.outcomes import EXIT_USAGE, UsageError, write_json_error
 
 if TYPE_CHECKING:
     from seamkit._plugins.registry import ComponentSpec, Registry
 
 __all__ = ["check_target", "component_info", "example_composition", "find_components", "json_usage_error",
-           "parameters", "write_json_error"]
+           "parameters"]
 
 #: where a kind that is not a composition slot is used
 _ELSEWHERE = {
@@ -307,28 +307,9 @@ def json_usage_error(as_json: bool) -> Iterator[None]:
         yield
     except UsageError as exc:
         if as_json:
-            write_json_error(exc, 2)
+            write_json_error(exc, EXIT_USAGE)
         raise
 
-
-def write_json_error(exc: BaseException, exit_code: int) -> None:
-    """Write ``{"error": {"type": ..., "message": ...}, "exit_code": N}`` for ``exc`` on stdout,
-    once per exception (the command line's entry point writes it too for a usage or configuration
-    error of any ``--json`` command: see :func:`seamkit._cli.main.main`)."""
-    if getattr(exc, "_json_written", False):
-        return
-    message = str(exc)
-    issues = getattr(exc, "issues", None)
-    if isinstance(issues, list | tuple) and issues:  # a ConfigError: its first problems, as on stderr
-        from seamkit._cli.main import shown_issues
-
-        n = len(issues)
-        message = "\n".join([f"{n} problem{'s' if n != 1 else ''} in configuration:", *shown_issues(issues)])
-    sys.stdout.write(json.dumps({"error": {"type": type(exc).__name__, "message": message},
-                                 "exit_code": exit_code}, ensure_ascii=False) + "\n")
-    sys.stdout.flush()
-    with contextlib.suppress(AttributeError):
-        exc._json_written = True  # type: ignore[attr-defined]
 
 
 def check_target(target: str) -> None:

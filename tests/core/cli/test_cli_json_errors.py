@@ -62,3 +62,13 @@ def test_a_run_refused_before_it_is_stored_names_no_run(cli: CLI, write: Callabl
     lines = [json.loads(line) for line in r.stdout.splitlines()]
     assert [o.get("kind") for o in lines] == ["run_failed"], lines  # one object: no second error object
     assert lines[0]["run_id"] is None and lines[0]["error"]["type"] == "TaskTooLarge"
+
+
+def test_a_huge_config_error_lists_its_first_problems(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("demo.yaml", SCRIPTED)
+    r = cli("run", "demo.yaml", "hi", "--json", "-o", "model.turns=[" + ",".join(["[1]"] * 300) + "]")
+    assert r.returncode == 2, r
+    message = str(_one_error(r.stdout, "ConfigError")["error"]["message"])  # type: ignore[index]
+    lines = message.splitlines()
+    assert lines[0] == "600 problems in configuration:" and lines[-1] == "... and 550 more problems (fix these first)"
+    assert len(lines) == 52
