@@ -55,7 +55,7 @@ def new_call_id() -> str:
 
 def scrub(text: str, secrets: Sequence[str]) -> str:
     """``text`` with each of ``secrets`` (as is, JSON-escaped and ``repr``-escaped) replaced by
-    ``***``; a short one (under 4 characters) only where it stands as a token of its own
+    ``***``; a short one (under 4 characters) only inside a longer one holding it, never on its own
     (:func:`seamkit._plugins.redact.mask_secrets`)."""
     from seamkit._plugins.redact import mask_secrets
 

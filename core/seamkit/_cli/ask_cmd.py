@@ -79,22 +79,22 @@ def _temperature(text: str) -> float:
 
 
 def _option(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE``; VALUE is decoded as JSON when it is JSON (numbers, true/false, lists,
-    objects such as headers), else kept as a string. Secret-looking keys keep strings as is."""
+    """``KEY=VALUE``; VALUE is read as ``run -o`` reads it
+    (:func:`seamkit.composition._overrides.parse_value`: YAML scalars, flow lists and mappings,
+    JSON), but a secret-looking key's plain value is kept as written (a numeric API key stays text)."""
     key, sep, raw = text.partition("=")
     key = key.strip()
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
-    import json
-
     from seamkit._calls.binding import is_secret_key
+    from seamkit.composition._overrides import parse_value
 
-    if is_secret_key(key) and not raw.lstrip().startswith("{"):
+    if is_secret_key(key) and raw.lstrip()[:1] not in ("{", "["):
         return key, raw
     try:
-        return key, json.loads(raw)
-    except ValueError:
-        return key, raw
+        return key, parse_value(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{key}: {exc}") from None
 
 
 def add_ask_parser(sub: Any) -> None:
@@ -125,7 +125,8 @@ def add_ask_parser(sub: Any) -> None:
     p.add_argument("--system", metavar="TEXT", help="a system prompt")
     p.add_argument("--option", "-o", metavar="KEY=VALUE", action="append", type=_option, default=[],
                    help="a provider config parameter, e.g. base_url=http://127.0.0.1:8080/v1 (repeatable; "
-                   "JSON values are decoded); temperature and max_tokens are the call's settings, as the flags")
+                   "values are read as in run -o: YAML scalars, [flow, lists], {flow: mappings}, JSON); "
+                   "temperature and max_tokens are the call's settings, as the flags")
     p.set_defaults(func=cmd_ask)
 
 

@@ -241,7 +241,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
     from seamkit._cli.overrides import overrides_of
     from seamkit._cli.scrub import scrub_output
     from seamkit.composition import load_composition
-    from seamkit.composition._overrides import recorded_overrides
+    from seamkit.composition._build import secret_texts
+    from seamkit.composition._overrides import may_hold_secret, recorded_overrides
 
     variables = dict(args.var)
     path = existing_file(args.file)
@@ -299,10 +300,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
         from seamkit._runtime.context import RunContext
 
         conv = _Conversation(RunContext().run_id)
-    metadata = run_metadata(path, args, overrides=applied)
+    metadata = run_metadata(path, args, composition, overrides=applied)
     chat = _Chat(agent, conv, variables, composition.secret_values(), agent_file, metadata, args.file)
     chat.resolved = resolved
-    chat.unstored = [o.label for o in applied if _unstorable(o)]
+    secrets = secret_texts(composition) if applied else ()
+    chat.unstored = [o.label for o in applied if may_hold_secret(o, secrets)]
     chat.report_error = args.report_error
     chat.hello(continued=args.cid is not None or args.continue_latest)
     try:
@@ -327,13 +329,6 @@ def cmd_chat(args: argparse.Namespace) -> int:
         sys.stderr.flush()
         os._exit(code)
     return code
-
-
-def _unstorable(o: Any) -> bool:
-    """Whether override ``o`` is one a run does not store (its value may be a secret)."""
-    from seamkit.composition._overrides import record_overrides
-
-    return bool(record_overrides([o])[1])
 
 
 def _chat_command(file: str, cid: str | None = None) -> str:

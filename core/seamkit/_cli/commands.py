@@ -144,10 +144,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     sink = with_status(sink, json_output=args.json)  # a status line on a terminal's stderr
     started: list[str] = []
     try:
-        result = run_interruptible(_drive(agent, task, variables, sink, run_metadata(path, args), ctx,
+        result = run_interruptible(_drive(agent, task, variables, sink, run_metadata(path, args, composition), ctx,
                                           started))
     except (Exception, KeyboardInterrupt) as exc:
         if json_sink is not None:
+            if not started:  # refused before it was stored (TaskTooLarge...): no run to name
+                json_sink.run_id = None
             json_sink.failed(exc, exit_code_for(exc))
         elif started and agent.checkpointer is not None:
             _resume_hint(ctx.run_id, exc, agent_file)
@@ -155,16 +157,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _exit_for(result)
 
 
-def run_metadata(path: Path, args: argparse.Namespace, *, overrides: Sequence[Any] | None = None) -> dict[str, Any]:
+def run_metadata(path: Path, args: argparse.Namespace, composition: Composition, *,
+                 overrides: Sequence[Any] | None = None) -> dict[str, Any]:
     """The metadata ``run`` and ``chat`` store with a run: the agent file, and the ``-m``/``-o``
     overrides it was started with (``seamkit resume`` applies them again; ``overrides``: those
-    applied when not just ``args``'s, as a continued chat's). An override whose value may be a
-    secret is not stored: a warning says that a resume will not have it."""
+    applied when not just ``args``'s, as a continued chat's). An override that may give
+    ``composition`` (the one built with them) a secret is not stored
+    (:func:`seamkit.composition._overrides.may_hold_secret`): a warning, naming it without its
+    value, says that a resume will not have it."""
     from seamkit._cli.overrides import overrides_of
+    from seamkit.composition._build import secret_texts
     from seamkit.composition._overrides import record_overrides
 
     meta: dict[str, Any] = {"agent_file": str(path.resolve())}
-    kept, left = record_overrides(overrides_of(args) if overrides is None else overrides)
+    if overrides is None:
+        overrides = overrides_of(args)
+    kept, left = record_overrides(overrides, secret_texts(composition) if overrides else ())
     if kept is not None:
         meta["overrides"] = kept
     if left:

@@ -60,6 +60,8 @@ from seamkit._cli.outcomes import (
     Terminated,
     UsageError,
     exit_code_for,
+    shown_issues,
+    write_json_error,
 )
 from seamkit._cli.overrides import OVERRIDES_HELP, add_override_args
 
@@ -423,9 +425,9 @@ def report_error(exc: BaseException) -> int:
     elif isinstance(exc, ConfigError):
         n = len(exc.issues)
         lines = [f"error: ConfigError: {n} problem{'s' if n != 1 else ''} in configuration:"]
-        lines += [str(i) for i in exc.issues]
+        lines += shown_issues(exc.issues)
     elif isinstance(exc, BuildFailed):
-        lines = ["error: the agent could not be built:", *(str(i) for i in exc.issues)]
+        lines = ["error: the agent could not be built:", *shown_issues(exc.issues)]
     elif isinstance(exc, RunCancelled):
         lines = [f"cancelled: {exc}"]
     elif isinstance(exc, OutputValidationError):
@@ -621,9 +623,23 @@ def _main_guarded(argv: Sequence[str] | None) -> int:
             devnull.close()
 
 
+def _wants_json(argv: Sequence[str] | None) -> bool:
+    """Whether the command line asks for ``--json`` output (before a ``--``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
 def _main_reporting(argv: Sequence[str] | None) -> int:
     try:
-        return _main(argv)
+        try:
+            return _main(argv)
+        except Exception as exc:
+            # with --json, stdout holds JSON whatever happens: a usage or configuration error (exit
+            # 2) is also one object there, as `plugins show --json` writes it (once: a run's
+            # run_failed line already says it)
+            if _wants_json(argv) and exit_code_for(exc) == EXIT_USAGE:
+                write_json_error(exc, EXIT_USAGE)
+            raise
     except Terminated:
         sys.stdout.flush()
         _err("terminated")

@@ -5,8 +5,11 @@ and :func:`exit_code_for`. The command modules (:mod:`seamkit._cli.commands` and
 
 from __future__ import annotations
 
+import contextlib
+import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
     "EXIT_FAILED",
@@ -20,6 +23,8 @@ __all__ = [
     "Terminated",
     "UsageError",
     "exit_code_for",
+    "shown_issues",
+    "write_json_error",
 ]
 
 EXIT_OK = 0
@@ -74,3 +79,33 @@ def exit_code_for(exc: BaseException) -> int:
     if guardrails is not None and isinstance(exc, guardrails.GuardrailTripped):
         return EXIT_TRIPPED
     return EXIT_FAILED
+
+
+#: Most problems of one error printed (a 30,000-item list of bad values is not 30,000 lines)
+MAX_ISSUES_SHOWN = 50
+
+
+def shown_issues(issues: Sequence[Any]) -> list[str]:
+    """The lines of ``issues`` to print: the first :data:`MAX_ISSUES_SHOWN`, then how many more."""
+    lines = [str(i) for i in issues[:MAX_ISSUES_SHOWN]]
+    if len(issues) > MAX_ISSUES_SHOWN:
+        more = len(issues) - MAX_ISSUES_SHOWN
+        lines.append(f"... and {more:,} more problem{'s' if more != 1 else ''} (fix these first)")
+    return lines
+
+
+def write_json_error(exc: BaseException, exit_code: int) -> None:
+    """Write ``{"error": {"type": ..., "message": ...}, "exit_code": N}`` for ``exc`` on stdout,
+    once per exception (``seamkit._cli.main`` writes it for a usage or configuration error of any
+    ``--json`` command; ``plugins show --json`` and a run's ``run_failed`` line mark it written)."""
+    if getattr(exc, "_json_written", False):
+        return
+    message = str(exc)
+    issues = getattr(exc, "issues", None)
+    if isinstance(issues, list | tuple) and len(issues) > MAX_ISSUES_SHOWN:  # its first problems, as on stderr
+        message = "\n".join([message.split("\n", 1)[0], *shown_issues(issues)])
+    sys.stdout.write(json.dumps({"error": {"type": type(exc).__name__, "message": message},
+                                 "exit_code": exit_code}, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+    with contextlib.suppress(AttributeError):
+        exc._json_written = True  # type: ignore[attr-defined]

@@ -15,7 +15,7 @@ __all__ = ["OVERRIDES_HELP", "add_override_args", "overrides_of"]
 OVERRIDES_HELP = (
     "-m PROVIDER[:MODEL] replaces the agent's model (e.g. -m openai:gpt-4.1-mini, -m llamacpp); -o KEY=VALUE "
     "sets a parameter: a bare temperature, max_tokens or seed is the agent's setting, another bare key a parameter "
-    "of its model (-o n_ctx=4096), a dotted path is from the agent (model.n_ctx, max_steps) or from the top "
+    "of its model (-o n_ctx=4096), a dotted path is from the agent (model.n_ctx, settings.seed) or from the top "
     "(agent.max_steps, agents.NAME.model.model); values are YAML scalars. Problems are reported like the file's, "
     "naming the override."
 )

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from seamkit._cli.outcomes import UsageError
+from seamkit._cli.outcomes import EXIT_USAGE, UsageError, write_json_error
 
 if TYPE_CHECKING:
     from seamkit._plugins.registry import ComponentSpec, Registry
@@ -307,9 +307,9 @@ def json_usage_error(as_json: bool) -> Iterator[None]:
         yield
     except UsageError as exc:
         if as_json:
-            sys.stdout.write(json.dumps({"error": {"type": "UsageError", "message": str(exc)},
-                                         "exit_code": 2}, ensure_ascii=False) + "\n")
+            write_json_error(exc, EXIT_USAGE)
         raise
+
 
 
 def check_target(target: str) -> None:

@@ -4,6 +4,7 @@ the typed output as JSON; tool lines and a summary on stderr, styled with rich) 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import enum
@@ -410,6 +411,8 @@ class JsonRenderer:
         """Write the ``run_failed`` line (see :func:`failure_to_json`) for ``exc``."""
         self._drain()
         self._write(failure_to_json(exc, exit_code, self.run_id))
+        with contextlib.suppress(AttributeError):  # said: the entry point writes no other error object
+            exc._json_written = True  # type: ignore[attr-defined]
 
     def close(self) -> None:
         self._drain()

@@ -8,7 +8,8 @@ parameter's) with ``***``, whoever writes: renderers, error reports, ``SEAMKIT_D
 warnings, plugins. Other environment values (a team name in a prompt) are shown as they are.
 A secret of :data:`~seamkit._plugins.redact.MIN_SECRET_LENGTH` characters or more is masked
 wherever it occurs (and a long enough start of it, see :class:`TextScrubber`); a shorter one (a
-one-letter password in a DSN) only where it stands as a token of its own, not inside words.
+one-letter password in a DSN) is never masked on its own, only inside the longer value it was put
+into, which ``secret_values`` lists instead (the DSN, its ``user:g@``).
 :func:`restore_output` puts the original streams back (``seamkit._cli.main.main`` calls it last).
 """
 
@@ -51,56 +52,39 @@ class TextScrubber:
     """Masks ``secrets`` (see :func:`secret_forms`) in text that arrives in pieces.
 
     Masked: every whole secret, and every leading part of one at least a third of its length
-    (4 characters at least) — a model's reply cut off in the middle of a secret. :meth:`feed`
+    (4 characters at least) — a model's reply cut off in the middle of a secret. Secrets shorter
+    than :data:`~seamkit._plugins.redact.MIN_SECRET_LENGTH` are ignored (see the module doc). :meth:`feed`
     returns the text that can be shown now; the end of a piece that could be the start of a
     secret is held back until the next piece shows whether it is one. :meth:`drain` returns what
     is held, masked when it is a long enough start of a secret.
     """
 
     def __init__(self, secrets: Iterable[str]) -> None:
-        from seamkit._plugins.redact import MIN_SECRET_LENGTH, short_secret_pattern
+        from seamkit._plugins.redact import MIN_SECRET_LENGTH
 
-        forms = sorted(secret_forms(secrets), key=len, reverse=True)
+        forms = sorted((f for f in secret_forms(secrets) if len(f) >= MIN_SECRET_LENGTH), key=len, reverse=True)
         self.forms = tuple(forms)
-        long = [f for f in forms if len(f) >= MIN_SECRET_LENGTH]
+        long = forms
         parts = sorted(
             {f[:n] for f in long for n in range(_shortest_masked(f), len(f) + 1)}, key=len, reverse=True
         )
         self._pattern = re.compile("|".join(re.escape(p) for p in parts)) if parts else None
         self._whole = re.compile("|".join(re.escape(f) for f in long)) if long else None
-        # a short secret (a one-letter password) only as a token of its own, never inside a word
-        self._short = short_secret_pattern(forms)
-        self._before = ""  # the last character let through: whether a short secret after it is a token
         self._starts = frozenset(f[0] for f in forms)
         self._longest = len(forms[0]) if forms else 0
         self._pending = ""
 
     def __bool__(self) -> bool:
-        return self._pattern is not None or self._short is not None
+        return self._pattern is not None
 
-    def scrub(self, text: str, before: str = "", after: str = "") -> str:
-        """``text`` with every secret replaced by ``***`` (nothing held back). ``before`` and
-        ``after``: the text around it (their nearest characters tell whether a short secret at
-        either end of ``text`` is a token of its own)."""
-        if self._pattern is not None:
-            text = self._pattern.sub(MASK, text)
-        if self._short is None or not text:
-            return text
-        joined = before[-1:] + text + after[:1]
-        pos, end = len(before[-1:]), len(before[-1:]) + len(text)
-        pieces: list[str] = []
-        for m in self._short.finditer(joined, pos):  # the lookarounds see ``before`` and ``after``
-            if m.end() > end:
-                break
-            pieces += [joined[pos:m.start()], MASK]
-            pos = m.end()
-        pieces.append(joined[pos:end])
-        return "".join(pieces)
+    def scrub(self, text: str) -> str:
+        """``text`` with every secret (and long enough start of one) replaced by ``***``
+        (nothing held back)."""
+        return self._pattern.sub(MASK, text) if self._pattern is not None else text
 
     def _held_from(self, text: str) -> int:
         """Index where the longest end of ``text`` that starts some secret begins (``len(text)``
         when none does)."""
-        # (a whole short secret too: the next piece may make it part of a word)
         for i in range(max(0, len(text) - self._longest), len(text)):
             if text[i] in self._starts:
                 tail = text[i:]
@@ -111,25 +95,23 @@ class TextScrubber:
     def feed(self, text: str) -> str:
         if not self:
             return text
-        # whole secrets first; then hold back an end that may be a secret's start (masking it
-        # as a mere start now would show the secret's rest when the next piece comes; a short
-        # secret at the end may be the start of a word)
+        # hold back an end that may be a secret's start (masking it as a mere start now would
+        # show the secret's rest when the next piece comes), and a whole secret reaching into
+        # it: it may be part of a longer one (user:g@ of a DSN still coming); mask the rest
         text = self._pending + text
-        if self._whole is not None:
-            text = self._whole.sub(MASK, text)
         cut = self._held_from(text)
+        if self._whole is not None:
+            for m in self._whole.finditer(text):
+                if m.start() < cut < m.end():
+                    cut = m.start()
+                    break
         self._pending = text[cut:]
-        shown, before = text[:cut], self._before
-        if shown:
-            self._before = shown[-1]
-        return self.scrub(shown, before, self._pending)
+        shown = text[:cut]
+        return self.scrub(self._whole.sub(MASK, shown) if self._whole is not None else shown)
 
     def drain(self) -> str:
         pending, self._pending = self._pending, ""
-        before = self._before
-        if pending:
-            self._before = pending[-1]
-        return self.scrub(pending, before)
+        return self.scrub(pending)
 
 
 class ScrubbingWriter:

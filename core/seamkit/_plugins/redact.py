@@ -19,19 +19,27 @@ import os
 import re
 from collections.abc import Iterable
 
-__all__ = ["MASK", "MIN_SECRET_LENGTH", "is_secret_name", "mask_message", "mask_secrets", "short_secret_pattern"]
+__all__ = ["MASK", "MIN_SECRET_LENGTH", "is_secret_name", "mask_message", "mask_secrets", "secret_contexts",
+           "short_secret_pattern"]
 
 # seamkit's one vocabulary of secrets (a light module: the composition models re-export it)
 MASK = "***"
-#: Secrets shorter than this are masked only where they stand as the secret, a token of their own
-#: (:func:`mask_secrets`); environment values shorter than this that are no secret are not masked.
+#: Secrets shorter than this are masked only inside the longer value they were put into (a DSN
+#: holding a one-letter password: :func:`secret_contexts`), never on their own; environment
+#: values shorter than this that are no secret are not masked.
 MIN_SECRET_LENGTH = 4
-_WORDS = r"api[_-]?key|token|secret|passw(?:or)?d|credential|private[_-]?key|auth"
+# "token" is a credential (token, access_token, AUTH_TOKEN, bearer_token), but not a count of the
+# model's tokens (max_tokens, max_output_tokens, n_tokens, tokens_per_minute, budget_tokens,
+# max_token_count) nor a tokenizer: those are settings, shown and stored like any other
+_TOKEN = r"(?<!max[_-])(?<!min[_-])(?<!num[_-])(?<![^a-z0-9]n[_-])(?<!^n[_-])token(?!s|iz)"
+_WORDS = rf"api[_-]?key|{_TOKEN}|secret|passw(?:or)?d|credential|private[_-]?key|auth"
 _SECRET_NAME = re.compile(rf"(?i)({_WORDS})")
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether a parameter called ``name`` holds a secret (``api_key``, ``token``, ``password``...)."""
+    """Whether a parameter called ``name`` holds a secret (``api_key``, ``token``, ``access_token``,
+    ``password``, ``Authorization``...); a count of tokens (``max_tokens``, ``n_tokens``,
+    ``tokens_per_minute``) is not one."""
     return bool(_SECRET_NAME.search(name))
 _URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@'\"]+@")
 _NAMED = re.compile(rf"(?i)(\b[\w.-]*(?:{_WORDS})[\w.-]*['\"]?\s*[=:]\s*['\"]?)([^\s'\",;)]+)")
@@ -48,8 +56,9 @@ def _env_secrets() -> list[str]:
 
 def short_secret_pattern(secrets: Iterable[str]) -> re.Pattern[str] | None:
     """A pattern of the secrets shorter than :data:`MIN_SECRET_LENGTH` as tokens of their own: not
-    next to a letter, digit or ``_`` (``postgresql://u:e@host`` masks its ``e``; ``connection``
-    keeps its ``e``). ``None`` when there is none."""
+    next to a letter, digit or ``_``. ``None`` when there is none. (No masker uses it any more: a
+    short secret is masked only inside the longer value it was put into, see :func:`mask_secrets`;
+    kept for plugins that imported it.)"""
     parts: list[str] = []
     for s in sorted({s for s in secrets if s and len(s) < MIN_SECRET_LENGTH}, key=len, reverse=True):
         before = r"(?<!\w)" if _WORD.match(s[0]) else ""
@@ -59,18 +68,36 @@ def short_secret_pattern(secrets: Iterable[str]) -> re.Pattern[str] | None:
 
 
 _WORD = re.compile(r"\w")
+_USERINFO = re.compile(r"(?i)\b[a-z][a-z0-9+.-]*://([^/\s@'\"]+@)")
+
+
+def secret_contexts(value: str, secret: str) -> list[str]:
+    """Where a short ``secret`` (under :data:`MIN_SECRET_LENGTH` characters) is to be masked, given
+    ``value``, the longer text it was put into (``postgresql://user:${PW}@host/db`` with ``PW=g``):
+    ``value`` itself and the user-info of each URL in it that holds the secret (``user:g@``), each
+    of :data:`MIN_SECRET_LENGTH` characters or more. A short secret is never masked on its own: a
+    one-letter password would garble every word and every ``e`` (and show where it is)."""
+    if not secret or secret not in value:
+        return []
+    found = [value] + [m.group(1) for m in _USERINFO.finditer(value) if secret in m.group(1)]
+    return [f for f in dict.fromkeys(found) if len(f) >= MIN_SECRET_LENGTH]
 
 
 def mask_secrets(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with each of ``secrets`` replaced by ``***``: one of :data:`MIN_SECRET_LENGTH`
-    characters or more wherever it occurs, a shorter one only as a token of its own (see
-    :func:`short_secret_pattern`), so that a one-letter password does not mask that letter in
-    every word. Longest first."""
-    values = [s for s in secrets if s]
-    for s in sorted((s for s in values if len(s) >= MIN_SECRET_LENGTH), key=len, reverse=True):
+    """``text`` with each of ``secrets`` of :data:`MIN_SECRET_LENGTH` characters or more replaced by
+    ``***`` wherever it occurs, longest first. Shorter ones are not masked on their own: pass the
+    longer values they were put into instead (:func:`secret_contexts`: a DSN holding a one-letter
+    password, its ``user:g@``), so that a one-letter password neither masks that letter in every
+    word nor shows itself by where the masks are. A short one among ``secrets`` adds the URL
+    user-info of each longer one holding it (``user:g@`` of the DSN), as :func:`secret_contexts`."""
+    values = {s for s in secrets if s}
+    long = {s for s in values if len(s) >= MIN_SECRET_LENGTH}
+    for short in values - long:
+        for value in list(long):
+            long.update(secret_contexts(value, short))
+    for s in sorted(long, key=len, reverse=True):
         text = text.replace(s, MASK)
-    short = short_secret_pattern(values)
-    return short.sub(MASK, text) if short is not None else text
+    return text
 
 
 def mask_message(text: str) -> str:

@@ -372,20 +372,26 @@ def _admit_all(item: Any) -> bool:
 
 
 def output_secrets(c: Composition) -> frozenset[str]:
-    """The environment values to mask in what is shown: :func:`_component_secrets`, short ones
-    (under :data:`MIN_SECRET_LENGTH` characters: a one-letter password) included when they stand
-    as a token of their own in a secret parameter (``postgresql://u:${PW}@host``), and the values
-    of variables named like a secret (``${API_TOKEN}`` in a prompt or a path). Numbers of fewer
-    than 4 characters are left out (masking every ``7`` would garble counts and ``--json``)."""
-    from seamkit._plugins.redact import MIN_SECRET_LENGTH
-    from seamkit.composition._models import _LITERAL
+    """The environment values to mask in what is shown: :func:`_component_secrets` and the values
+    of variables named like a secret (``${API_TOKEN}`` in a prompt or a path), each of
+    :data:`MIN_SECRET_LENGTH` characters or more. A shorter one (a one-letter password) is masked
+    only inside the longer value it was put into: that composed value and its URL user-info
+    (``postgresql://user:g@host/db``, ``user:g@``: :func:`seamkit._plugins.redact.secret_contexts`),
+    never on its own, which would garble every word holding that letter and show the secret by
+    where the masks fall."""
+    from seamkit._plugins.redact import MIN_SECRET_LENGTH, secret_contexts
 
-    # a short number stays shown: masking every "7" would garble counts and --json output
-    short = frozenset(s for s in c._secrets
-                      if s.strip() and len(s) < MIN_SECRET_LENGTH and not _LITERAL.fullmatch(s.strip()))
-    named = frozenset(s for s in c._named_secrets if s.strip() and not (len(s) < MIN_SECRET_LENGTH
-                                                                         and _LITERAL.fullmatch(s.strip())))
-    return _component_secrets(c, c.env_values() | short) | named
+    named = frozenset(s for s in c._named_secrets if len(s) >= MIN_SECRET_LENGTH and s.strip())
+    out = set(_component_secrets(c) | named)
+    short = {s for s in c._secrets | c._named_secrets if s.strip() and len(s) < MIN_SECRET_LENGTH}
+    if short:
+        in_secrets = [t for t in secret_texts(c) if t in c._env_texts]  # composed secret parameters
+        for s in short:
+            # a component's secret: inside the secret parameters it went into; a variable named
+            # like a secret: inside any value it went into
+            for value in (c._env_texts if s in c._named_secrets else in_secrets):
+                out.update(secret_contexts(value, s))
+    return frozenset(out)
 
 
 def _component_secrets(c: Composition, candidates: frozenset[str] | None = None) -> frozenset[str]:
@@ -395,13 +401,19 @@ def _component_secrets(c: Composition, candidates: frozenset[str] | None = None)
     depth: a DSN, a URL with a password, an MCP server's ``env``). A checkpoint must never hold
     them. Other environment values (a folder name, a limit, a team name in the prompt) are
     ordinary configuration and may be persisted. ``candidates``: the environment values to
-    look for (default :meth:`Composition.env_values`); a short one counts only as a token of its
-    own in a secret (see :func:`seamkit._plugins.redact.short_secret_pattern`)."""
-    from seamkit._plugins.redact import short_secret_pattern
-
+    look for (default :meth:`Composition.env_values`)."""
     secrets = c.env_values() if candidates is None else candidates
     if not secrets:
         return secrets
+    texts = secret_texts(c)
+    return frozenset(sec for sec in secrets if any(sec in text for text in texts))
+
+
+def secret_texts(c: Composition) -> list[str]:
+    """Every text value of the components that is a secret, as composed (``${NAME}`` references
+    substituted): a value under a parameter whose name looks secret (at any depth:
+    ``api_key``, ``headers.Authorization``...) and a ``SecretStr``/``SecretBytes`` value of a
+    component's config (at any depth), the rule that keeps values out of checkpoints."""
     refs: list[ComponentRef] = []
     for _, a in c.all_agents().values():
         refs.extend((a.model, *a.middlewares, *a.guardrails, *a.capabilities))
@@ -423,24 +435,20 @@ def _component_secrets(c: Composition, candidates: frozenset[str] | None = None)
                 refs.append(s)
         if c.workflow.memory is not None:
             refs.append(c.workflow.memory)
-    found: set[str] = set()
+    found: list[str] = []
 
-    def collect(text: str) -> None:
-        for sec in secrets:
-            short = short_secret_pattern([sec])
-            if (short.search(text) is not None) if short is not None else sec in text:
-                found.add(sec)
-
-    def walk(value: Any, secret: bool) -> None:
+    def walk(value: Any, secret: bool, depth: int = 0) -> None:
+        if depth > 200:
+            return
         if isinstance(value, str):
             if secret:
-                collect(value)
+                found.append(value)
         elif isinstance(value, dict):
             for k, v in value.items():
-                walk(v, secret or (isinstance(k, str) and is_secret_name(k)))
+                walk(v, secret or (isinstance(k, str) and is_secret_name(k)), depth + 1)
         elif isinstance(value, list | tuple):
             for v in value:
-                walk(v, secret)
+                walk(v, secret, depth + 1)
 
     def declared(value: Any, depth: int = 0) -> None:
         """The ``SecretStr``/``SecretBytes`` values of a config, at any depth (an MCP server's
@@ -449,7 +457,7 @@ def _component_secrets(c: Composition, candidates: frozenset[str] | None = None)
             return
         if hasattr(value, "get_secret_value"):
             raw = value.get_secret_value()
-            collect(raw if isinstance(raw, str) else raw.decode("utf-8", "replace"))
+            found.append(raw if isinstance(raw, str) else raw.decode("utf-8", "replace"))
         elif isinstance(value, dict):
             for v in value.values():
                 declared(v, depth + 1)
@@ -463,7 +471,7 @@ def _component_secrets(c: Composition, candidates: frozenset[str] | None = None)
     for ref in refs:
         walk(dict(ref.params), False)
         declared(ref.config)
-    return frozenset(found)
+    return found
 
 
 def build_store(composition: Composition | None, *, registry: Registry | None = None) -> Any:

@@ -129,11 +129,8 @@ def _loads(text: str, fpath: Path | None, base_dir: str | os.PathLike[str] | Non
             for where in (doc.values, doc.keys):
                 for k in [k for k in where if k[: len(path)] == path and len(k) > len(path)]:
                     del where[k]
-            if any(isinstance(p, str) and is_secret_name(p) for p in path):  # -o api_key=...: masked too
-                value = _find_value(data, path)
-                if isinstance(value, str) and value:
-                    doc.secrets.add(value)
-                    doc.secret_paths.add(path)
+            _add_secrets(doc, path, _find_value(data, path),  # -o api_key=...: masked too
+                         any(isinstance(p, str) and is_secret_name(p) for p in path))
     else:
         placed = []
     try:
@@ -142,6 +139,26 @@ def _loads(text: str, fpath: Path | None, base_dir: str | os.PathLike[str] | Non
         if type(exc) is not ConfigError:
             raise
         raise ConfigError(relabel(exc.issues, placed)) from None
+
+
+def _add_secrets(doc: Document, path: KeyPath, value: Any, secret: bool, depth: int = 0) -> None:
+    """Mask, as the file's ``${...}`` secrets, the texts an override put in a secret place
+    (under a key named like a secret, at any depth: ``-o 'model={use: x, api_key: ...}'``) or
+    that look like a secret (a URL with a password, ``Bearer ...``)."""
+    from seamkit._plugins.redact import mask_message
+
+    if depth > 100:
+        return
+    if isinstance(value, str):
+        if value and (secret or mask_message(value) != value):
+            doc.secrets.add(value)
+            doc.secret_paths.add(path)
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            _add_secrets(doc, (*path, k), v, secret or (isinstance(k, str) and is_secret_name(k)), depth + 1)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _add_secrets(doc, (*path, i), v, secret, depth + 1)
 
 
 def _find_value(data: Any, path: KeyPath) -> Any:
@@ -710,6 +727,7 @@ def _attach(comp: Composition, slots: dict[KeyPath, tuple[ComponentSpec, Any]], 
     comp._secret_paths = frozenset(doc.secret_paths)
     comp._secrets = frozenset(doc.secrets)
     comp._named_secrets = frozenset(doc.named_secrets)
+    comp._env_texts = frozenset(doc.env_texts)
     for path, (_spec, config) in slots.items():
         ref = _find(comp, path)
         if isinstance(ref, ComponentRef):

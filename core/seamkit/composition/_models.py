@@ -413,6 +413,13 @@ class AgentToolRef(_Model):
         default_factory=list,
         description="Extra middleware components wrapping only the child (e.g. a budget: this tool's budget share)",
     )
+
+    @field_validator("max_depth", "max_steps", mode="before")
+    @classmethod
+    def _count_not_boolean(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # `true` is not a count (pydantic would read it as 1)
+            raise ValueError("a count is a whole number of at least 1, not true/false")
+        return value
     queue: bool | ChildQueueConfig = Field(
         default=False,
         description="Run each child on a worker queue when a worker runs the caller (seamkit-celery): true for "
@@ -590,6 +597,13 @@ class AgentConfig(_Model):
             raise ValueError("a limit is a whole number of at least 1 (or null for none), not true/false")
         return value
 
+    @field_validator("max_steps", "max_parallel_tools", mode="before")
+    @classmethod
+    def _count_not_boolean(cls, value: Any) -> Any:
+        if isinstance(value, bool):  # `true` is not a count (pydantic would read it as 1)
+            raise ValueError("a count is a whole number of at least 1, not true/false")
+        return value
+
     @field_validator("name")
     @classmethod
     def _name_not_empty(cls, value: str | None) -> str | None:
@@ -648,6 +662,7 @@ class Composition(_Model):
     _secret_paths: frozenset[KeyPath] = PrivateAttr(default=frozenset())
     _secrets: frozenset[str] = PrivateAttr(default=frozenset())
     _named_secrets: frozenset[str] = PrivateAttr(default=frozenset())  # from ${API_KEY}-like names
+    _env_texts: frozenset[str] = PrivateAttr(default=frozenset())  # the values ${...} were put into, composed
 
     @property
     def file(self) -> Path | None:
@@ -661,8 +676,10 @@ class Composition(_Model):
         checkpoints, and those of a variable named like a secret (``${OPENAI_API_KEY}``, wherever
         it is used) (:func:`seamkit.composition._build.output_secrets`). Other environment values
         (a team name in the prompt, a folder, a limit) are configuration and shown as they are.
-        Secrets shorter than :data:`MIN_SECRET_LENGTH` are included: maskers show them as ``***``
-        only where they stand as a token of their own (:func:`seamkit.plugin.mask_secrets`)."""
+        A secret shorter than :data:`MIN_SECRET_LENGTH` is not listed itself but through the longer
+        values it was put into: the whole composed value (``postgresql://user:g@127.0.0.1/db``)
+        and its URL user-info (``user:g@``), see :func:`seamkit._plugins.redact.secret_contexts`;
+        one that is a whole value on its own (``api_key: ${KEY}`` with ``KEY=e``) is not masked."""
         from seamkit.composition._build import output_secrets  # _build imports this module
 
         return output_secrets(self)

@@ -25,8 +25,9 @@ with a default model or none, such as ``llamacpp``); the ``-o`` overrides apply 
 from __future__ import annotations
 
 import copy
+import functools
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,10 +37,12 @@ if TYPE_CHECKING:
     from seamkit._plugins.registry import Registry
 
 __all__ = ["SETTINGS_KEYS", "Override", "apply_overrides", "model_override", "option_override", "recorded_overrides",
-           "record_overrides", "relabel"]
+           "may_hold_secret", "parse_value", "record_overrides", "relabel"]
 
 #: bare ``-o`` keys that are the entry agent's ``settings:`` rather than model parameters
 SETTINGS_KEYS = frozenset({"temperature", "max_tokens", "seed"})
+#: how deep an override's value may nest lists and mappings (as a composition file's YAML)
+MAX_VALUE_DEPTH = 100
 _COMPONENT = re.compile(r"[a-z0-9][a-z0-9_-]*")
 _PART = re.compile(r"[^.\s]+")
 
@@ -91,25 +94,60 @@ def option_override(text: str) -> Override:
     parts = key.split(".")
     if not all(_PART.fullmatch(p) for p in parts):
         raise ValueError(f"{key!r} is not a key path: parts are separated by single dots, e.g. model.n_ctx")
-    return Override(f"-o {key}", key=key, value=_value(raw), spec=text)
+    return Override(f"-o {key}", key=key, value=parse_value(raw), spec=text)
 
 
 def _shown_key(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _value(raw: str) -> Any:
+def parse_value(raw: str) -> Any:
+    """An override's value (``-o KEY=VALUE`` of ``run``, ``chat`` and ``ask``): a YAML plain scalar
+    with the composition's rules, or a YAML flow list or mapping when it starts with ``[`` or ``{``,
+    a quoted text when it starts with a quote (JSON values are all of these); text that is no valid
+    flow value is kept as written. Raises ``ValueError``
+    when a flow value nests more than :data:`MAX_VALUE_DEPTH` levels (as a composition file)."""
     from seamkit.composition._yaml import resolve_plain
 
     text = raw.strip()
-    if text[:1] in ("[", "{"):
+    if text[:1] in ("[", "{", '"', "'"):  # a flow list or mapping, a quoted text (JSON's too)
         import yaml
 
         try:
-            return yaml.safe_load(text)
+            return yaml.load(text, Loader=_flow_loader())  # a SafeLoader
         except yaml.YAMLError:
             return raw
+        except (_TooDeep, RecursionError):
+            raise ValueError(f"the value is nested more than {MAX_VALUE_DEPTH} levels deep; "
+                             "an override nests only a few levels") from None
     return resolve_plain(text) if text == raw else raw  # spaces around the value: the text as given
+
+
+class _TooDeep(Exception):
+    pass
+
+
+@functools.cache
+def _flow_loader() -> type[Any]:
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        """A SafeLoader that refuses deep nesting before Python's recursion limit does."""
+
+        depth = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            nests = isinstance(event, yaml.SequenceStartEvent | yaml.MappingStartEvent)
+            self.depth += nests
+            try:
+                if self.depth > MAX_VALUE_DEPTH:
+                    raise _TooDeep
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= nests
+
+    return Loader
 
 
 def apply_overrides(
@@ -141,12 +179,39 @@ def apply_overrides(
             placed.append((("agent", "model"), o.label))
             continue
         path = _absolute(o.key, top_keys)
+        misplaced = _agent_key_problem(reg, out, o)
+        if misplaced is not None:
+            issues.append(ConfigIssue(misplaced, _fmt(path), o.label))
+            continue
         problem, created = _set(out, path, o.value)
         if problem is not None:
             issues.append(ConfigIssue(problem, _fmt(path), o.label))
         else:  # from the first key the override added: an unknown key is reported there
             placed.append((created or path, o.label))
     return out, placed, issues
+
+
+def _agent_key_problem(reg: Registry, data: Mapping[str, Any], o: Override) -> str | None:
+    """For a bare key that is the agent's own (``-o max_steps=3``), not a parameter of its model:
+    the working form, ``-o agent.max_steps=3``. ``None`` for any other key."""
+    from seamkit.composition._models import AgentConfig
+
+    key = o.key
+    if "." in key or key in SETTINGS_KEYS or key not in AgentConfig.model_fields or key == "model":
+        return None
+    agent = data.get("agent")
+    model = agent.get("model") if isinstance(agent, Mapping) else None
+    use = model.get("use") if isinstance(model, Mapping) else None
+    if isinstance(use, str):
+        try:
+            fields = getattr(reg.resolve("provider", use).config_model(), "model_fields", None)
+        except Exception:  # unknown or broken: the validation of agent.model.use reports it
+            fields = None
+        if fields is not None and key in fields:  # the provider takes it too: its parameter, as documented
+            return None
+    value = o.spec.partition("=")[2]
+    return (f"{key!r} is a key of the agent, not a parameter of its model (where a bare key goes): "
+            f"write -o agent.{key}={value}")
 
 
 def _model_name_problem(reg: Registry, provider: str) -> str | None:
@@ -189,12 +254,18 @@ def _set(data: dict[str, Any], path: KeyPath, value: Any) -> tuple[str | None, K
                 node[part] = value
                 return None, created
             if node.get(part) is None:
+                if isinstance(path[i + 1], int):  # tools.0.root where there are no tools
+                    return (f"{_fmt(path[: i + 1])} is not set (no items): there is no item {path[i + 1]} to "
+                            "change; write the whole list instead (e.g. "
+                            f"-o {_fmt(path[: i + 1])}=[...])"), None
                 node[part] = {}
             node = node[part]
         elif isinstance(node, list):
             if not isinstance(part, int):
                 return f"{here} is a list: index it with a number (e.g. {_fmt(path[:i])}.0), not {part!r}", None
             if part >= len(node):
+                if not node:
+                    return f"{here} is empty (no items): there is no item {part} to change", None
                 return f"{here} has {len(node)} item{'s' if len(node) != 1 else ''}: there is no item {part}", None
             if last:
                 node[part] = value
@@ -221,6 +292,9 @@ def _fmt(path: KeyPath) -> str:
     return format_path(path)
 
 
+_FROM_ENV = "not shown, it comes from an environment variable"  # (seamkit.composition._check)
+
+
 def relabel(issues: Sequence[ConfigIssue], placed: Sequence[tuple[KeyPath, str]]) -> list[ConfigIssue]:
     """``issues`` with those at or under an override's path labelled with that override (the
     latest one that set it) instead of a file position: the file does not hold that value."""
@@ -235,28 +309,73 @@ def relabel(issues: Sequence[ConfigIssue], placed: Sequence[tuple[KeyPath, str]]
             if p == prefix or p.startswith(prefix + ".") or p.startswith(prefix + "["):
                 label = lab
         if label is not None and issue.file != label:
-            issue = ConfigIssue(issue.message, issue.path, label)
+            message = issue.message.replace(_FROM_ENV, f"not shown, it was given with {label}")
+            issue = ConfigIssue(message, issue.path, label)
         out.append(issue)
     return out
 
 
-def _secret(o: Override) -> bool:
-    from seamkit.composition._models import is_secret_name
+def _texts(value: Any, depth: int = 0) -> list[str]:
+    """The text leaves of an override's value (numbers and booleans are no secrets)."""
+    if isinstance(value, str):
+        return [value]
+    if depth > MAX_VALUE_DEPTH:
+        return []
+    if isinstance(value, Mapping):
+        return [t for k, v in value.items() for t in (*_texts(k, depth + 1), *_texts(v, depth + 1))]
+    if isinstance(value, list | tuple):
+        return [t for v in value for t in _texts(v, depth + 1)]
+    return []
 
-    return any(is_secret_name(p) for p in o.key.split("."))
+
+def _has_secret_key(value: Any, depth: int = 0) -> bool:
+    from seamkit._plugins.redact import is_secret_name
+
+    if depth > MAX_VALUE_DEPTH:
+        return True  # not looked into: in doubt, a secret
+    if isinstance(value, Mapping):
+        return any((isinstance(k, str) and is_secret_name(k)) or _has_secret_key(v, depth + 1)
+                   for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_has_secret_key(v, depth + 1) for v in value)
+    return False
 
 
-def record_overrides(overrides: Sequence[Override]) -> tuple[str | None, list[str]]:
+def may_hold_secret(o: Override, secret_texts: Collection[str] = ()) -> bool:
+    """Whether ``o`` may give the composition a secret, so it must not be stored: a part of its
+    key path named like a secret (``-o api_key=...``, ``-o headers.Authorization=...``), a key
+    named like a secret at any depth of a mapping value (``-o 'model={use: openai, api_key: ...}'``),
+    a text of its value that looks like a secret (a URL with a password, ``Bearer ...``, a
+    provider's key shape, ``token=...``: :func:`seamkit._plugins.redact.mask_message`), or a
+    text of its value among ``secret_texts``, the secret values of the composition it was
+    applied to (a ``SecretStr`` parameter of a component, see
+    :func:`seamkit.composition._build.secret_texts`). ``-m`` holds none."""
+    from seamkit._plugins.redact import is_secret_name, mask_message
+
+    if o.provider is not None:
+        return False
+    if any(is_secret_name(p) for p in o.key.split(".")) or _has_secret_key(o.value):
+        return True
+    texts = _texts(o.value)
+    if any(mask_message(t) != t for t in texts):
+        return True
+    secrets = set(secret_texts)
+    return any(t in secrets for t in texts if t)
+
+
+def record_overrides(
+    overrides: Sequence[Override], secret_texts: Collection[str] = ()
+) -> tuple[str | None, list[str]]:
     """What a run's metadata keeps of ``overrides``, so that ``seamkit resume`` rebuilds the agent
     as it ran: a JSON list of ``["-m", spec]`` / ``["-o", spec]`` (``None`` when there is none),
-    and the labels of those left out because their value may be a secret (``-o api_key=...``:
-    never stored)."""
+    and the labels of those left out because they may give the agent a secret
+    (:func:`may_hold_secret`; ``secret_texts``: the composition's secret values, as composed)."""
     import json
 
     kept: list[list[str]] = []
     left: list[str] = []
     for o in overrides:
-        if _secret(o):
+        if may_hold_secret(o, secret_texts):
             left.append(o.label)
         else:
             kept.append(["-m" if o.provider is not None else "-o", o.spec])

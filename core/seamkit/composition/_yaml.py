@@ -151,6 +151,7 @@ class Document:
     secret_paths: set[KeyPath] = field(default_factory=set)
     secrets: set[str] = field(default_factory=set)
     named_secrets: set[str] = field(default_factory=set)  # from variables named like a secret
+    env_texts: set[str] = field(default_factory=set)  # each value a reference was substituted into, composed
     poisoned: set[KeyPath] = field(default_factory=set)
     flagged: set[KeyPath] = field(default_factory=set)
     problems: list[Problem] = field(default_factory=list)
@@ -673,6 +674,7 @@ class _Builder:
             self.doc.secret_paths.add(path)
             self.doc.secrets.update(result.secrets)
             self.doc.named_secrets.update(result.named_secrets)
+            self.doc.env_texts.add(result.value)
         return result.value
 
 

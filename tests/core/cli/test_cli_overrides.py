@@ -82,8 +82,8 @@ def test_values_are_yaml_scalars(write: Callable[[str, str], Path]) -> None:
     (["max_steps.x=1"], "-o max_steps.x: agent.max_steps.x: agent.max_steps is a number, not a mapping"),
     (["tools.4.root=x"], "-o tools.4.root: agent.tools[4].root: agent.tools has 1 item: there is no item 4"),
     (["nosuchkey.a=1"], "-o nosuchkey.a: agent.nosuchkey: unknown key"),
-    (["max_steps=2"], "-o max_steps: agent.model.max_steps: unknown key 'max_steps' for provider 'scripted'; "
-                      "it belongs under agent"),
+    (["max_steps=2"], "-o max_steps: agent.model.max_steps: 'max_steps' is a key of the agent, not a parameter of "
+                      "its model (where a bare key goes): write -o agent.max_steps=2"),
 ])
 def test_bad_overrides_are_config_errors_naming_the_override(
     write: Callable[[str, str], Path], specs: list[str], expected: str
@@ -212,3 +212,152 @@ def test_a_secret_override_is_not_stored_with_the_run(cli: CLI, write: Callable[
             "-o", "base_url=http://127.0.0.1:9/v1")  # nothing listens there: the run fails, stored
     assert "-o api_key not stored with the run" in r.stderr, r
     assert b"sk-very-secret-1234" not in (cli.cwd / ".seamkit" / "seamkit.db").read_bytes()  # ...secrets never
+
+
+def _store_bytes(cli: CLI) -> bytes:
+    """The raw bytes of the run store: the SQLite file and its write-ahead log."""
+    return b"".join(p.read_bytes() for p in (cli.cwd / ".seamkit").glob("seamkit.db*"))
+
+
+@pytest.mark.parametrize("options", [
+    # a secret-named key inside a mapping value, in flow form and nested
+    ['agent.model={use: openai_chat, model: gpt-x, base_url: "http://127.0.0.1:9/v1", api_key: LITSECRET_BBB222}'],
+    ["-m", "openai:gpt-x", "base_url=http://127.0.0.1:9/v1", "headers={Authorization: Bearer LITSECRET_CCC333}"],
+    ["-m", "openai:gpt-x", "base_url=http://127.0.0.1:9/v1", "headers={X-Api-Key: LITSECRET_DDD444}"],
+    ["agent.model={use: openai_chat, model: gpt-x, base_url: 'http://127.0.0.1:9/v1', api_key: x, "
+     "headers: {X-Custom: LITSECRET_EEE555}}"],
+    # a URL with a password in a parameter not named like a secret
+    ["-m", "openai:gpt-x", "base_url=http://user:LITSECRET_FFF666@127.0.0.1:9/v1", "api_key=x"],
+    # a Bearer token under a key not named like a secret
+])
+def test_an_override_giving_a_secret_in_its_value_is_not_stored(
+    cli: CLI, write: Callable[[str, str], Path], options: list[str]
+) -> None:
+    write("demo.yaml", SCRIPTED)
+    args: list[str] = []
+    for o in options:
+        args += [o] if o.startswith("-m") or args[-1:] == ["-m"] else ["-o", o]
+    r = cli("run", "demo.yaml", "hi", *args)
+    assert "not stored with the run" in r.stderr, r
+    assert "LITSECRET" not in r.stderr + r.stdout
+    assert b"LITSECRET" not in _store_bytes(cli)
+    r = cli("runs", "list", "--json")
+    run_id = __import__("json").loads(r.stdout)[0]["run_id"] if r.stdout.startswith("[") else None
+    if run_id is not None:
+        r = cli("runs", "show", run_id, "--json")
+        assert "LITSECRET" not in r.stdout + r.stderr
+
+
+def test_an_override_giving_a_secret_in_chat_is_not_stored(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("demo.yaml", SCRIPTED)
+    r = cli("chat", "demo.yaml", "-o", "agent.prompt=use token=LITSECRET_HHH888", "-o", "agent.name=kept",
+            input="hi\n")
+    assert r.returncode == 0, r
+    assert "-o agent.prompt not stored with the run" in r.stderr
+    store = _store_bytes(cli)
+    # the prompt is in the run's transcript, as any prompt; the override is not in its metadata
+    assert b"agent.prompt=" not in store and b"agent.name=kept" in store
+
+
+def test_an_override_giving_a_bearer_token_is_not_stored(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("demo.yaml", SCRIPTED)
+    r = cli("run", "demo.yaml", "hi", "-o", "agent.prompt=Send Bearer LITSECRET_GGG777", "-o", "agent.name=kept")
+    assert r.returncode == 0, r
+    assert "-o agent.prompt not stored with the run" in r.stderr and "LITSECRET" not in r.stderr
+    store = _store_bytes(cli)
+    assert b"agent.prompt=" not in store and b"agent.name=kept" in store
+
+
+def test_may_hold_secret_counts_the_compositions_secret_values() -> None:
+    from seamkit.composition._overrides import may_hold_secret
+
+    o = option_override("model.dsn=plainlooking")  # a SecretStr parameter: among the composition's secrets
+    assert may_hold_secret(o, ["plainlooking"])
+    assert not may_hold_secret(o, ["other"])
+    assert not may_hold_secret(option_override("agent.prompt=hello"))
+    assert may_hold_secret(option_override("model={client: {auth_token: x}}"))
+    assert not may_hold_secret(model_override("openai:gpt-x"))
+
+
+def test_max_tokens_overrides_are_stored_and_resumed(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("demo.yaml", OPENAI)
+    r = cli("run", "demo.yaml", "hi", "-m", "scripted", "-o", 'turns=["ok"]', "-o", "max_tokens=64",
+            "-o", "agent.settings.max_tokens=65")
+    assert r.returncode == 0, r
+    assert "not stored" not in r.stderr
+    store = _store_bytes(cli)
+    assert b"max_tokens=64" in store and b"agent.settings.max_tokens=65" in store
+
+
+@pytest.mark.parametrize("command", ["run", "ask"])
+def test_a_deeply_nested_value_is_a_clean_usage_error(
+    cli: CLI, write: Callable[[str, str], Path], command: str
+) -> None:
+    write("demo.yaml", SCRIPTED)
+    where = ["run", "demo.yaml", "hi"] if command == "run" else ["ask", "hi", "-m", "scripted"]
+    r = cli(*where, "-o", "model.turns=" + "[" * 5000 + "]" * 5000)
+    assert r.returncode == 2, r
+    assert "nested more than 100 levels deep" in r.stderr and "RecursionError" not in r.stderr
+    r = cli(*where, "-o", "model.turns=" + "{a: " * 101 + "}" * 101)
+    assert r.returncode == 2 and "nested more than 100 levels deep" in r.stderr, r
+    r = cli(*where, "-o", "model.turns=" + "[" * 100 + "]" * 100)  # as deep as a file may nest: not refused here
+    assert "nested more than" not in r.stderr, r
+
+
+def test_ask_o_reads_values_as_run_o() -> None:
+    from seamkit._cli.ask_cmd import _option
+    from seamkit.composition._overrides import parse_value
+
+    for raw in ("[asked]", '["json"]', "{a: 1, b: [x, 'y z']}", '{"a": 1}', "3", "0.5", "true", "null", "text",
+                '"quoted: text"', "[unclosed"):
+        assert _option("turns=" + raw) == ("turns", parse_value(raw))
+    assert parse_value("[asked]") == ["asked"] and parse_value('"quoted: text"') == "quoted: text"
+    assert _option("api_key=12345") == ("api_key", "12345")  # a secret stays text
+
+
+def test_ask_takes_yaml_flow_values(cli: CLI) -> None:
+    r = cli("ask", "hi", "-m", "scripted", "-o", "turns=[asked]")
+    assert r.returncode == 0, r
+    assert r.stdout == "asked\n"
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    # a bare key of the agent (not its model's): the form that works
+    ("max_steps=3", "-o max_steps: agent.model.max_steps: 'max_steps' is a key of the agent, not a parameter of "
+                    "its model (where a bare key goes): write -o agent.max_steps=3"),
+    # a list index where the agent has no such list
+    ("tools.9.root=/", "-o tools.9.root: agent.tools[9].root: agent.tools is empty (no items): there is no item 9"),
+    ("agent.handoffs.0.filter=all", "-o agent.handoffs.0.filter: agent.handoffs[0].filter: agent.handoffs is not set"),
+    # a count is not a boolean
+    ("agent.max_steps=true", "-o agent.max_steps: agent.max_steps: a count is a whole number of at least 1, not "
+                             "true/false"),
+])
+def test_misplaced_overrides_say_what_works(write: Callable[[str, str], Path], spec: str, expected: str) -> None:
+    text = SCRIPTED.replace("  tools: [calculator]\n", "  tools: []\n") if spec.startswith("tools") else SCRIPTED
+    with pytest.raises(ConfigError) as err:
+        load(write, text, spec)
+    assert expected in str(err.value), str(err.value)
+    assert "expected a list, not a mapping" not in str(err.value)
+
+
+def test_a_secret_override_with_a_bad_value_says_it_came_from_o(write: Callable[[str, str], Path]) -> None:
+    with pytest.raises(ConfigError) as err:
+        load(write, OPENAI, "api_key=[x]")
+    assert "not shown, it was given with -o api_key" in str(err.value)
+    assert "environment variable" not in str(err.value)
+
+
+def test_a_count_from_the_environment_is_still_read(write: Callable[[str, str], Path],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STEPS", "3")
+    c = load(write, SCRIPTED.replace("max_steps: 5", "max_steps: ${STEPS}"))
+    assert c.agent.max_steps == 3  # type: ignore[attr-defined]
+
+
+def test_a_huge_list_of_bad_values_prints_its_first_problems(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    write("demo.yaml", SCRIPTED)
+    r = cli("run", "demo.yaml", "hi", "-o", "model.turns=[" + ",".join(["[1]"] * 30_000) + "]")
+    assert r.returncode == 2, r
+    lines = r.stderr.splitlines()
+    assert len(lines) < 60, len(lines)
+    assert lines[-1] == "... and 59,950 more problems (fix these first)", lines[-1]

@@ -92,7 +92,7 @@ def scrub(message: str, secrets: Iterable[str], passwords: Iterable[str] = ()) -
             return f'"{MASK}"'
 
         message = _QUOTED.sub(hide, message)
-    # a short password (one letter) only where it stands as a token: not in every word holding it
+    # a short password (one letter) only inside the DSN and its user:pw@, never on its own
     from seamkit.plugin import mask_secrets  # light (the standard library only)
 
     return mask_secrets(message, fragments)

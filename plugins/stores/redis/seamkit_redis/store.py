@@ -226,7 +226,7 @@ class RedisStore:
         raise TypeError("RedisStore cannot be pickled (it holds a connection URL)")
 
     def _scrub(self, text: str) -> str:
-        from seamkit.plugin import mask_secrets  # a short password masked only as a token of its own
+        from seamkit.plugin import mask_secrets  # a short password: only inside the URL, its user:pw@
 
         return mask_secrets(text, self._secrets)
 
