@@ -333,6 +333,7 @@ def cmd_resume(args: argparse.Namespace) -> int:
     exit codes as ``run`` (3: it waits for approval again); 2 for an unknown run or bad decisions."""
     import asyncio
 
+    from seamkit._cli.overrides import overrides_of
     from seamkit._cli.render import HumanRenderer, JsonRenderer, pending_text
     from seamkit._cli.scrub import scrub_output
     from seamkit._cli.status import with_status
@@ -364,10 +365,12 @@ def cmd_resume(args: argparse.Namespace) -> int:
     if snap is None:
         asyncio.run(cp.aclose())
         raise UsageError(no_run_text(args.run_id, args.agent))
-    recorded = recorded_overrides(snap.metadata)
-    if recorded and composition.file is not None:  # started with -m/-o: rebuilt as it ran
+    # started with -m/-o: rebuilt as it ran; -m/-o given now apply after those (a bad override
+    # the run started with can be replaced: `seamkit resume RUN -m llamacpp`)
+    overrides = recorded_overrides(snap.metadata) + overrides_of(args)
+    if overrides and composition.file is not None:
         asyncio.run(cp.aclose())
-        composition = load_composition(composition.file, registry=registry, overrides=recorded)
+        composition = load_composition(composition.file, registry=registry, overrides=overrides)
         scrub_output(composition.secret_values())
         agent = built_agent(composition, registry)
         cp = agent.checkpointer

@@ -175,7 +175,8 @@ def build_parser(
         "with capabilities takes the person's next message with --answer; a workflow waiting at a gate takes the "
         "person's answer with --answer (--gate NAME when several wait), one waiting for an outside event takes it "
         "with --event TYPE=JSON. A run started on a queue (seamkit submit) is continued there: its continuation "
-        "is enqueued for the workers (--here: in this process).",
+        "is enqueued for the workers (--here: in this process). A run started with -m/-o is rebuilt with them; "
+        "-m/-o given to resume apply after those (e.g. to replace a model override that failed).",
     )
     p.add_argument("run_id", metavar="RUN_ID", help="the run id (printed by seamkit run)")
     p.add_argument("--agent", metavar="FILE", help="composition YAML file (default: the one the run started with)")
@@ -202,6 +203,7 @@ def build_parser(
                    help="a run started on a queue (seamkit submit): continue it in this process instead of "
                    "enqueuing its continuation for the workers")
     p.add_argument("--json", action="store_true", help="print one JSON object per stream event, nothing else")
+    add_override_args(p)
     p.set_defaults(func=_lazy("resume"))
 
     p = sub.add_parser(

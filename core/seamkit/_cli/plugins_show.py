@@ -57,7 +57,9 @@ def find_components(registry: Registry, target: str) -> list[ComponentSpec]:
     specs = [s for s in registry.all_components() if s.name == name and (not sep or s.kind == kind)]
     if not specs:
         known = sorted({s.name for s in registry.all_components() if not sep or s.kind == kind})
-        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        # a name begun (calc -> calculator) first, then names spelled alike
+        begun = [k for k in known if name and k.startswith(name.lower())]
+        close = (begun + [c for c in difflib.get_close_matches(name, known, n=3, cutoff=0.6) if c not in begun])[:3]
         hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         what = f"{kind} component" if sep else "component"
         raise UsageError(f"no {what} named {name!r} is installed{hint} (see 'seamkit plugins')")
@@ -359,7 +361,8 @@ def render(info: dict[str, Any]) -> str:
             if p["description"]:
                 lines.append(f"      {p['description']}")
     if info["example"]:
-        lines += ["", "example (a whole composition; save it and run 'seamkit validate FILE'):", ""]
+        lines += ["", "example (a whole composition; replace the <placeholders> with real values, then check it with "
+                  "'seamkit validate FILE'):", ""]
         lines += ["  " + line for line in info["example"].rstrip("\n").split("\n")]
     if info["note"]:
         lines += ["", f"note: {info['note']}"]

@@ -4,6 +4,7 @@ bad override is reported like a bad line of the file, naming the override (exit 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -200,6 +201,21 @@ def test_resume_rebuilds_the_agent_with_the_runs_overrides(cli: CLI, write: Call
     r = cli("resume", run_id, "--approve", "c1", env={"OPENAI_API_KEY": ""})
     assert r.returncode == 0, r
     assert r.stdout.endswith("five, from the override\n")
+
+
+def test_resume_takes_overrides_that_replace_the_runs_own(cli: CLI, write: Callable[[str, str], Path]) -> None:
+    # a run started with an override that fails (a server nobody listens on) is continued on
+    # another model given to resume; the run's own -o still applies where not replaced
+    write("demo.yaml", OPENAI)
+    r = cli("run", "demo.yaml", "hi", "-m", "openai_chat:x", "-o", "base_url=http://127.0.0.1:9/v1",
+            "-o", "agent.prompt=be brief")
+    assert r.returncode == 1, r
+    run_id = r.stderr.split("seamkit resume ")[1].split()[0]
+    r = cli("resume", run_id, "--allow-finished", "-m", "scripted", "-o", 'turns=["resumed on scripted"]')
+    assert r.returncode == 0, r
+    assert r.stdout.endswith("resumed on scripted\n")
+    r = cli("runs", "show", run_id, "--json")
+    assert "be brief" in json.dumps(json.loads(r.stdout)["transcript"][0])  # the run's own -o kept
 
 
 def test_a_secret_override_is_not_stored_with_the_run(cli: CLI, write: Callable[[str, str], Path]) -> None:

@@ -59,6 +59,9 @@ def test_unknown_name_is_a_usage_error_with_close_names(cli: CLI) -> None:
     r = cli("plugins", "show", "calculater")
     assert r.returncode == 2, r
     assert "no component named 'calculater'" in r.stderr and "did you mean 'calculator'" in r.stderr
+    # the start of a name finds it too (regression: 'calc' suggested 'clock' and 'recall' only)
+    r = cli("plugins", "show", "calc")
+    assert r.returncode == 2 and "did you mean 'calculator'" in r.stderr, r.stderr
     r = cli("plugins", "show", "tol/calculator")
     assert r.returncode == 2 and "no component of kind 'tol'" in r.stderr and "'tool'" in r.stderr, r
     for bad in ("a/b/c", "/x", "x/"):

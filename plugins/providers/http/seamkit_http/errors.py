@@ -461,7 +461,9 @@ def classify_transport_error(provider: str, exc: httpx.HTTPError, *, secrets: It
 
     Timeouts (connect, read, write, pool) -> ``timeout``; an unsupported URL scheme ->
     ``invalid_request``; connection, read and protocol errors (including a dropped stream) ->
-    ``server_error``. The message names the exception type and its text, never the request.
+    ``server_error``. The message names the exception type, its text and where the request went
+    (scheme, host and port only: a path, a query or user info may carry a key), e.g.
+    ``ConnectError: All connection attempts failed (http://127.0.0.1:9)``.
     """
     if isinstance(exc, httpx.TimeoutException):
         failure = FailureClass.TIMEOUT
@@ -470,4 +472,16 @@ def classify_transport_error(provider: str, exc: httpx.HTTPError, *, secrets: It
     else:
         failure = FailureClass.SERVER_ERROR
     detail = str(exc).strip() or "no detail"
-    return ProviderError(_mask(f"{type(exc).__name__}: {detail}", secrets), failure, provider=provider)
+    return ProviderError(_mask(f"{type(exc).__name__}: {detail}{_origin(exc)}", secrets), failure, provider=provider)
+
+
+def _origin(exc: httpx.HTTPError) -> str:
+    """`` (scheme://host:port)`` of the request ``exc`` is about; ``""`` when it has none."""
+    try:
+        url = exc.request.url
+    except RuntimeError:  # raised without a request (httpx sets it when sending)
+        return ""
+    if not url.host:
+        return ""
+    port = f":{url.port}" if url.port is not None else ""
+    return f" ({url.scheme}://{url.host}{port})"

@@ -457,3 +457,13 @@ def test_retry_at_is_measured_against_the_given_now(seconds: int, shift: int) ->
     err = classify_http_error("p", 503, b"", {"retry-after": format_datetime(when, usegmt=True)})
     now = NOW + timedelta(seconds=shift)
     assert err.retry_delay(now) == max(0.0, float(seconds - shift))
+
+
+def test_a_transport_error_names_where_the_request_went_without_path_or_query() -> None:
+    # a newcomer saw "ConnectError: All connection attempts failed" and could not tell which server
+    request = httpx.Request("POST", "http://user:pw-secret@127.0.0.1:9/v1/chat/completions?key=sk-q-secret")
+    err = classify_transport_error("p", httpx.ConnectError("All connection attempts failed", request=request))
+    assert str(err).endswith("All connection attempts failed (http://127.0.0.1:9)"), str(err)
+    assert "pw-secret" not in str(err) and "sk-q-secret" not in str(err) and "/v1" not in str(err)
+    # without a request (raised before sending): no origin
+    assert "(" not in str(classify_transport_error("p", httpx.ConnectError("refused")))
