@@ -147,7 +147,9 @@ seamkit: 1            # the format version of this file
 agent:                # the agent `seamkit run` and `seamkit chat` use
   name: assistant     # shown in summaries and stored with each run (default: the file name)
   # The model: any server speaking OpenAI's chat completions API (llama-server, vLLM, Ollama,
-  # LM Studio...), at base_url; `model` is the name the server knows the model by.
+  # LM Studio...), at base_url; `model` is the name the server knows the model by. Default ports:
+  # llama-server 8080; python -m seamkit_llamacpp.server, llama_cpp.server and vLLM 8000;
+  # Ollama 11434; LM Studio 1234.
   model:
     use: openai_chat
     model: local-model
@@ -253,7 +255,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     use = STARTERS[args.provider][0]
     if created is not None:
         sys.stderr.write(f"seamkit: created directory {visible(str(created))}\n")
-    sys.stderr.write(f"seamkit: wrote {shown} (provider {use})\n")
+    named = use if use == args.provider else f"{args.provider}: the {use} component"
+    sys.stderr.write(f"seamkit: wrote {shown} (provider {named})\n")
     note = _not_installed(use)
     if note:
         sys.stderr.write(f"seamkit: note: {note}\n")

@@ -20,6 +20,8 @@ def test_each_starter_validates_and_never_holds_a_key(cli: CLI, provider: str) -
     env = {var: secret for var in KEYS.values()}
     r = cli("init", f"{provider}.yaml", "--provider", provider, env=env)
     assert r.returncode == 0, r
+    # the provider asked for is named (openai-compatible is the openai_chat component)
+    assert f"(provider {provider}" in r.stderr, r.stderr
     text = (cli.cwd / f"{provider}.yaml").read_text()
     assert secret not in text
     if provider in KEYS:
