@@ -243,6 +243,13 @@ def format_summary(run_id: str, stop_reason: str, steps: int, usage: Usage, dura
     )
 
 
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
 def visible(text: str) -> str:
     """``text`` with every control and invisible format character (bidi overrides such as U+202E,
     zero-width characters: Unicode categories Cc and Cf) written as ``\\uXXXX``, so what a person
@@ -506,7 +513,8 @@ class HumanRenderer:
             self.console.print(self._result_line(event.tool_result))
         elif kind == "output":
             self._end_line()
-            self.console.print(Text("output:", style="bold"))
+            if _is_terminal(self.out):  # the label tells the answer apart on a shared screen only
+                self.console.print(Text("output:", style="bold"))
             self.out.write(json.dumps(jsonable(event.output), indent=2, ensure_ascii=False) + "\n")
             self.out.flush()
         elif kind == "handoff":

@@ -136,10 +136,23 @@ def test_human_renderer_streams_and_breaks_lines():
     assert lines[0] == '-> lookup {"q": "[bold]x[/]"}'  # rich markup is not interpreted
     assert lines[1] == "<- lookup: a b"
     assert lines[2] == "<- lookup ERROR: bad"
-    assert lines[3] == "output:"
+    # stdout is no terminal: no "output:" label on stderr (it would stand alone, the answer elsewhere)
     assert re.fullmatch(r"run run-1: completed in \d+\.\ds, 2 steps, tokens 7 in / 2 out, 2 requests, cost unknown",
-                        lines[4]), lines[4]
-    assert lines[5] == "warning: model ignored seed"
+                        lines[3]), lines[3]
+    assert lines[4] == "warning: model ignored seed"
+
+
+def test_the_output_label_is_shown_when_the_answer_goes_to_the_terminal():
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out, err = Terminal(), io.StringIO()
+    r = HumanRenderer(out, err)
+    r.event(StreamEvent("output", "run-1", 1, output={"answer": 5}))
+    r.close()
+    assert err.getvalue().splitlines()[0] == "output:"
+    assert out.getvalue() == '{\n  "answer": 5\n}\n'
 
 
 @pytest.mark.parametrize(
@@ -223,8 +236,8 @@ async def test_drive_real_agent_with_human_renderer():
     assert result is not None and result.output == {"answer": 5}
     assert out.getvalue() == 'Adding. \n{"answer": 5}\n{\n  "answer": 5\n}\n'
     lines = err.getvalue().splitlines()
-    assert lines[:3] == ['-> add {"a": 2, "b": 3}', "<- add: 5", "output:"]
-    assert re.search(r"completed in \d+\.\ds, 2 steps, tokens 0 in / 0 out, 2 requests, cost local$", lines[3])
+    assert lines[:2] == ['-> add {"a": 2, "b": 3}', "<- add: 5"]
+    assert re.search(r"completed in \d+\.\ds, 2 steps, tokens 0 in / 0 out, 2 requests, cost local$", lines[2])
 
 
 # -- printed commands read back by the real parser (outside testing of issue 10, item 18) --------
