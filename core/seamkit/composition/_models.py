@@ -597,6 +597,14 @@ class AgentConfig(_Model):
             raise ValueError("a limit is a whole number of at least 1 (or null for none), not true/false")
         return value
 
+    @field_validator("reset_tool_choice", mode="before")
+    @classmethod
+    def _reset_is_one_of(cls, value: Any) -> Any:
+        # one problem for a wrong value, not one per alternative of the union
+        if value is True or value is False or value in ("auto", "none"):
+            return value
+        raise ValueError(f"must be true, false, 'auto' or 'none', not {value!r}")
+
     @field_validator("max_steps", "max_parallel_tools", mode="before")
     @classmethod
     def _count_not_boolean(cls, value: Any) -> Any:

@@ -173,6 +173,21 @@ def test_reset_tool_choice_none_reaches_the_agent(tmp_path: Path, registry: Regi
     assert build_agent(comp, registry=registry).reset_tool_choice == "none"
 
 
+@pytest.mark.parametrize("value", ["bogus", "1", "[none]"])
+def test_a_wrong_reset_tool_choice_is_one_problem_naming_the_values(tmp_path: Path, registry: Registry,
+                                                                     value: str) -> None:
+    # a newcomer saw two problems for one wrong value (one per alternative of the union)
+    with pytest.raises(ConfigError) as info:
+        load_composition(write(tmp_path, f"""\
+            seamkit: 1
+            agent:
+              model: {{use: scripted, turns: [x]}}
+              reset_tool_choice: {value}
+            """), registry=registry)
+    assert len(info.value.issues) == 1, info.value.issues
+    assert "must be true, false, 'auto' or 'none'" in str(info.value.issues[0])
+
+
 def test_relative_paths_resolve_against_the_yaml_directory(
     tmp_path: Path, registry: Registry, monkeypatch: pytest.MonkeyPatch
 ) -> None:
