@@ -389,6 +389,14 @@ class Settings(_Model):
     )
 
 
+def _not_boolean(value: Any, what: str) -> Any:
+    """``value``, unless it is ``true``/``false``: a count or a limit is no boolean (pydantic would
+    read ``true`` as 1). Raises ``ValueError`` saying ``what`` it is."""
+    if isinstance(value, bool):
+        raise ValueError(f"{what}, not true/false")
+    return value
+
+
 class AgentToolRef(_Model):
     """An agent of the file offered as a tool (``{agent: NAME, ...}`` in ``tools:``), see
     :func:`seamkit._agent.as_tool.agent_tool`: each call runs it as a child run."""
@@ -417,9 +425,7 @@ class AgentToolRef(_Model):
     @field_validator("max_depth", "max_steps", mode="before")
     @classmethod
     def _count_not_boolean(cls, value: Any) -> Any:
-        if isinstance(value, bool):  # `true` is not a count (pydantic would read it as 1)
-            raise ValueError("a count is a whole number of at least 1, not true/false")
-        return value
+        return _not_boolean(value, "a count is a whole number of at least 1")
     queue: bool | ChildQueueConfig = Field(
         default=False,
         description="Run each child on a worker queue when a worker runs the caller (seamkit-celery): true for "
@@ -593,9 +599,7 @@ class AgentConfig(_Model):
     @field_validator("max_tool_calls", "max_tool_rounds", mode="before")
     @classmethod
     def _limit_not_boolean(cls, value: Any) -> Any:
-        if isinstance(value, bool):  # `true` is not a count (pydantic would read it as 1)
-            raise ValueError("a limit is a whole number of at least 1 (or null for none), not true/false")
-        return value
+        return _not_boolean(value, "a limit is a whole number of at least 1 (or null for none)")
 
     @field_validator("reset_tool_choice", mode="before")
     @classmethod
@@ -608,9 +612,7 @@ class AgentConfig(_Model):
     @field_validator("max_steps", "max_parallel_tools", mode="before")
     @classmethod
     def _count_not_boolean(cls, value: Any) -> Any:
-        if isinstance(value, bool):  # `true` is not a count (pydantic would read it as 1)
-            raise ValueError("a count is a whole number of at least 1, not true/false")
-        return value
+        return _not_boolean(value, "a count is a whole number of at least 1")
 
     @field_validator("name")
     @classmethod

@@ -170,20 +170,7 @@ def make_nap():
 def test_ctrl_c_during_an_answer_stops_it_and_the_chat_goes_on(
     cli: CLI, write: Callable[[str, str], Path], tmp_path: Path
 ) -> None:
-    cli.paths.append(make_dist(tmp_path / "site-wait", "chat-wait", "chat_wait", WAIT_PLUGIN,
-                               extra={"chat_wait_impl": WAIT_IMPL}))
-    write("slow.yaml", """
-        seamkit: 1
-        agent:
-          name: slow
-          model:
-            use: scripted
-            turns:
-              - first answer
-              - tool_calls: [{name: wait, arguments: {reason: "a slow answer"}}]
-              - after the interrupt
-          tools: [wait]
-    """)
+    waiting_agent(cli, write, tmp_path)
     child = spawn(cli, "slow.yaml")
     child.expect(CONVERSATION)
     child.expect("> ")
