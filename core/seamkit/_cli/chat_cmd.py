@@ -395,12 +395,11 @@ class _Chat:
 
     def goodbye(self) -> None:
         if self._kept_anything():
-            again = ""
+            self._say(f"conversation {self.conv.cid}; continue it with: {_chat_command(self.file, self.conv.cid)}")
             if self.unstored:  # not stored with the runs: the command must give them again
-                again = " " + " ".join(f"{label}=VALUE" if label.startswith("-o") else label for label in self.unstored)
-                again += " (not stored: the value may be a secret)"
-            self._say(f"conversation {self.conv.cid}; continue it with: {_chat_command(self.file, self.conv.cid)}"
-                      + again)
+                from seamkit._cli.overrides import unstored_note
+
+                self._say(unstored_note(self.unstored))
         elif self.conv.id_taken:
             self._say(f"conversation {self.conv.cid}: no message was kept, nothing to continue")
         else:

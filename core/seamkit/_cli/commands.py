@@ -143,16 +143,16 @@ def cmd_run(args: argparse.Namespace) -> int:
                        else HumanRenderer(typed=agent.output is not None, secrets=secrets, agent_file=agent_file))
     sink = with_status(sink, json_output=args.json)  # a status line on a terminal's stderr
     started: list[str] = []
+    metadata = run_metadata(path, args, composition)
     try:
-        result = run_interruptible(_drive(agent, task, variables, sink, run_metadata(path, args, composition), ctx,
-                                          started))
+        result = run_interruptible(_drive(agent, task, variables, sink, metadata, ctx, started))
     except (Exception, KeyboardInterrupt) as exc:
         if json_sink is not None:
             if not started:  # refused before it was stored (TaskTooLarge...): no run to name
                 json_sink.run_id = None
             json_sink.failed(exc, exit_code_for(exc))
         elif started and agent.checkpointer is not None:
-            _resume_hint(ctx.run_id, exc, agent_file)
+            _resume_hint(ctx.run_id, exc, agent_file, unstored=metadata.get(UNSTORED, ()))
         raise
     return _exit_for(result)
 
@@ -176,9 +176,14 @@ def run_metadata(path: Path, args: argparse.Namespace, composition: Composition,
     if kept is not None:
         meta["overrides"] = kept
     if left:
+        meta[UNSTORED] = left  # their labels (-o api_key), never their values
         sys.stderr.write(f"seamkit: warning: {', '.join(left)} not stored with the run (the value may be a secret): "
                          "a resume of this run uses the file's value\n")
     return meta
+
+
+#: run metadata: the labels of the overrides a run was started with but does not store
+UNSTORED = "overrides_not_stored"
 
 
 def _resume_agent_file(composition: Composition, file: str) -> str | None:
@@ -206,24 +211,34 @@ def is_context_length(error: BaseException | str | None) -> bool:
         or error.startswith(f"ProviderError: {FailureClass.CONTEXT_LENGTH.value}: "))
 
 
-def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> None:
+def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None, *, unstored: Sequence[str] = ()) -> None:
+    """The line saying how ``run_id`` goes on after ``exc`` (or that it does not); ``unstored``: the
+    overrides it does not store, said on a line of their own after the command."""
+    if _resume_line(run_id, exc, agent_file) and unstored:
+        from seamkit._cli.overrides import unstored_note
+
+        sys.stderr.write(f"seamkit: {unstored_note(unstored)}\n")
+
+
+def _resume_line(run_id: str, exc: BaseException, agent_file: str | None) -> bool:
+    """Print how ``run_id`` goes on; ``True`` when that is a ``seamkit resume`` command."""
     from seamkit._cli.render import resume_command, show_command
     from seamkit._guardrails import GuardrailTripped
     from seamkit.errors import CheckpointConflict, RunCancelled, RunNotResumable, StoreUnavailable, UnsupportedFeature
 
     if isinstance(exc, RunNotResumable | UnsupportedFeature):  # resuming would only repeat an UnsupportedFeature
-        return
+        return False
     if is_context_length(exc):  # a resume sends the same prompt to the same window
         sys.stderr.write(f"seamkit: run {run_id} failed: {TOO_LONG}\n")
-        return
+        return False
     if isinstance(exc, GuardrailTripped):  # not resumable: a resume must not slip past the guardrail
         sys.stderr.write(f"seamkit: run {run_id} was stopped by a guardrail; inspect it with: "
                          f"{show_command(run_id, agent_file=agent_file)}\n")
-        return
+        return False
     if isinstance(exc, CheckpointConflict):
         sys.stderr.write(f"seamkit: run {run_id} was taken over by another worker (or deleted); "
                          "this process stopped without changing it\n")
-        return
+        return False
     if isinstance(exc, KeyboardInterrupt | RunCancelled | StoreUnavailable):  # Ctrl-C, SIGTERM, cancel(), a store
         # not a failure: the run stays `running`, and a plain resume continues it
         what = ("terminated" if type(exc).__name__ == "Terminated"
@@ -232,9 +247,11 @@ def _resume_hint(run_id: str, exc: BaseException, agent_file: str | None) -> Non
                 else "interrupted")
         sys.stderr.write(f"seamkit: run {run_id} was {what}; continue it with: "
                          f"{resume_command(run_id, agent_file=agent_file)}\n")
+        return True
     else:
         sys.stderr.write(f"seamkit: run {run_id} failed; once the cause is fixed, continue it with: "
                          f"{resume_command(run_id, '--allow-finished', agent_file=agent_file)}\n")
+    return True
 
 
 def _exit_for(result: AgentResult | None) -> int:
@@ -244,7 +261,9 @@ def _exit_for(result: AgentResult | None) -> int:
     if result.stop_reason == "suspended":
         return EXIT_SUSPENDED
     if result.stop_reason != "completed":
-        sys.stderr.write(f"seamkit: error: the run stopped without an answer ({result.stop_reason})\n")
+        more = ("; a resume cannot give it more steps: start a new run with more (-o agent.max_steps=N)"
+                if result.stop_reason == "max_steps" else "")
+        sys.stderr.write(f"seamkit: error: the run stopped without an answer ({result.stop_reason}){more}\n")
         return EXIT_FAILED
     return EXIT_OK
 
@@ -368,6 +387,11 @@ def cmd_resume(args: argparse.Namespace) -> int:
     # started with -m/-o: rebuilt as it ran; -m/-o given now apply after those (a bad override
     # the run started with can be replaced: `seamkit resume RUN -m llamacpp`)
     overrides = recorded_overrides(snap.metadata) + overrides_of(args)
+    given = {o.label for o in overrides_of(args)}
+    missing = [label for label in snap.metadata.get(UNSTORED) or () if isinstance(label, str) and label not in given]
+    if missing:  # started with overrides it could not store: without them it runs as the file says
+        sys.stderr.write(f"seamkit: warning: run {args.run_id} was started with {', '.join(missing)}, not stored "
+                         "(the value may be a secret); without it again the file's value is used\n")
     if overrides and composition.file is not None:
         asyncio.run(cp.aclose())
         composition = load_composition(composition.file, registry=registry, overrides=overrides)
@@ -475,6 +499,10 @@ def _check_finished(args: argparse.Namespace, snap: Any, cp: Any) -> None:
               f"{show_command(run_id, agent_file=agent_file)})"
     elif isinstance(snap.state.get("not_resumable"), str):
         why = f"run {run_id} cannot be resumed: {snap.state['not_resumable']}"
+    elif snap.status == "done" and snap.state.get("stop_reason") == "max_steps":
+        why = (f"run {run_id} stopped at max_steps without an answer; it cannot be continued: start a new run "
+               f"with more steps (seamkit run FILE TASK -o agent.max_steps=N); see it with: "
+               + show_command(run_id, agent_file=agent_file))
     elif snap.status == "done":
         why = (f"run {run_id} cannot be resumed: it is done; to print its result: "
                + resume_command(run_id, "--allow-finished", agent_file=agent_file))
@@ -992,7 +1020,10 @@ def _show_ending(out: Any, snap: Any, agent_file: str | None, kernel: dict[str, 
             out.write("once the cause is fixed, continue it with: "
                       + resume_command(snap.run_id, "--allow-finished", agent_file=agent_file) + "\n")
     elif snap.status == "running" and isinstance(snap.state.get("interrupted"), str):
-        out.write(f"interrupted: {visible(snap.state['interrupted'])}\n")
+        why = snap.state["interrupted"].strip().rstrip(":")
+        if why in ("CancelledError", "KeyboardInterrupt", "Terminated"):  # nothing more was said
+            why = "stopped before it finished (Ctrl-C, SIGTERM, or its task cancelled)"
+        out.write(f"interrupted: {visible(why)}\n")
         out.write("continue it with: " + resume_command(snap.run_id, agent_file=agent_file) + "\n")
 
 

@@ -20,6 +20,7 @@ This module is imported to build the parser, so it imports nothing heavy at modu
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -236,6 +237,8 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     if not args.file.strip():
         raise UsageError("the file name is empty: name the file to write (default agent.yaml)")
+    if args.file.endswith(("/", os.sep)):  # a directory named as one (`init proj/`): the file goes in it
+        args.file += "agent.yaml"
     path = Path(args.file)
     shown = visible(args.file)
     why = _where_problem(path)

@@ -5,12 +5,13 @@ to build the parser, so nothing heavy at module level."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from seamkit.composition._overrides import Override
 
-__all__ = ["OVERRIDES_HELP", "add_override_args", "overrides_of"]
+__all__ = ["OVERRIDES_HELP", "add_override_args", "overrides_of", "unstored_note"]
 
 OVERRIDES_HELP = (
     "-m PROVIDER[:MODEL] replaces the agent's model (e.g. -m openai:gpt-4.1-mini, -m llamacpp); -o KEY=VALUE "
@@ -53,3 +54,11 @@ def overrides_of(args: argparse.Namespace) -> tuple[Override, ...]:
     """The overrides ``args`` holds: ``-m`` first, then each ``-o`` in order."""
     model = getattr(args, "model", None)
     return ((model,) if model is not None else ()) + tuple(getattr(args, "option", None) or ())
+
+
+def unstored_note(labels: Sequence[str]) -> str:
+    """The line that follows a continue or resume command when overrides were not stored with the
+    run (their values may be secrets): which ones to give again. On a line of its own, so that the
+    command above it pastes as printed."""
+    return (f"(add {', '.join(labels)} again, with its value: not stored with the run, the value may be "
+            "a secret)")

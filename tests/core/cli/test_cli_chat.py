@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -625,4 +626,8 @@ def test_the_continue_hint_names_an_override_that_was_not_stored(cli: CLI, write
     r = cli("chat", "k.yaml", "-o", "agent.middlewares.0.to.0.api_key=hush-hush-value", input="hi\n")
     assert r.returncode == 0, r
     assert "hush-hush-value" not in r.stderr
-    assert "-o agent.middlewares.0.to.0.api_key=VALUE (not stored: the value may be a secret)" in r.stderr
+    # the command pastes as printed; what to add again is said on the next line
+    hint = next(line for line in r.stderr.splitlines() if "continue it with: " in line)
+    command = shlex.split(hint.split("continue it with: ")[1])
+    assert command[:2] == ["seamkit", "chat"] and command[-2] == "-c", command
+    assert "(add -o agent.middlewares.0.to.0.api_key again, with its value: not stored" in r.stderr

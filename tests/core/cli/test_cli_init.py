@@ -115,3 +115,13 @@ def test_a_missing_directory_is_created_and_said(cli: CLI) -> None:
     assert r.returncode == 0, r
     assert "created directory new/dir" in r.stderr
     assert (cli.cwd / "new" / "dir" / "agent.yaml").is_file()
+
+
+@pytest.mark.parametrize("name", ["nodir/", "existing/"])
+def test_a_name_ending_in_a_slash_is_a_directory_to_write_agent_yaml_in(cli: CLI, name: str) -> None:
+    # regression: `init nodir/` wrote a file named nodir, while `init existing/` was refused
+    (cli.cwd / "existing").mkdir()
+    r = cli("init", name)
+    assert r.returncode == 0, r
+    assert (cli.cwd / name / "agent.yaml").is_file()
+    assert f"wrote {name}agent.yaml" in r.stderr, r.stderr

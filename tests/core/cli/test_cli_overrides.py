@@ -5,6 +5,7 @@ bad override is reported like a bad line of the file, naming the override (exit 
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 
@@ -228,6 +229,16 @@ def test_a_secret_override_is_not_stored_with_the_run(cli: CLI, write: Callable[
             "-o", "base_url=http://127.0.0.1:9/v1")  # nothing listens there: the run fails, stored
     assert "-o api_key not stored with the run" in r.stderr, r
     assert b"sk-very-secret-1234" not in (cli.cwd / ".seamkit" / "seamkit.db").read_bytes()  # ...secrets never
+    # the resume command pastes as printed; the next line says what to give again
+    lines = r.stderr.splitlines()
+    i = next(n for n, line in enumerate(lines) if "continue it with: " in line)
+    command = shlex.split(lines[i].split("continue it with: ")[1])
+    assert command[:2] == ["seamkit", "resume"] and command[-1] == "--allow-finished", command
+    assert "(add -o api_key again, with its value" in lines[i + 1], lines
+    # a resume without it says it was not stored (never its value)
+    r = cli("resume", command[2], "--allow-finished", env={"OPENAI_API_KEY": ""})
+    assert f"run {command[2]} was started with -o api_key, not stored" in r.stderr, r
+    assert "sk-very-secret-1234" not in r.stderr + r.stdout
 
 
 def _store_bytes(cli: CLI) -> bytes:

@@ -363,6 +363,12 @@ def test_a_run_that_stopped_without_an_answer_says_why_in_runs_list_and_show(
     shown = cli("runs", "show", str(row["run_id"])).stdout.splitlines()
     assert "stopped: max_steps (2 model turns) without an answer" in shown[:6], shown
     assert "once the cause is fixed" not in "\n".join(shown)
+    # what to do next: a new run with more steps (a resume cannot give it more)
+    assert "start a new run with more (-o agent.max_steps=N)" in run.stderr, run
+    resumed = cli("resume", str(row["run_id"]))
+    assert resumed.returncode == 2, resumed
+    assert "stopped at max_steps without an answer; it cannot be continued" in resumed.stderr, resumed
+    assert "-o agent.max_steps=N" in resumed.stderr and "to print its result" not in resumed.stderr
 
 
 def test_a_run_that_reached_a_tool_limit_says_so_and_is_not_stopped(
