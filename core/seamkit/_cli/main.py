@@ -94,6 +94,8 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 
 PROG = "seamkit"
+#: the commands whose output streams a run (text left open on a line, a status line)
+STREAMING_COMMANDS = frozenset({"run", "resume", "chat", "ask"})
 
 
 class _Parser(argparse.ArgumentParser):
@@ -606,8 +608,12 @@ def _main_guarded(argv: Sequence[str] | None) -> int:
 
         guarded = sys.stdout, sys.stderr
         sys.stdout, sys.stderr = PipeGuard(sys.stdout), PipeGuard(sys.stderr)
-        # a log record (a skipped checkpoint) starts on its own line, not after streamed text
-        handler = install_log_handler()
+        # a log record (a skipped checkpoint) starts on its own line, not after streamed text; only
+        # for the commands that stream a run: another (a plugin's `seamkit worker`) sets up its own
+        # logging, which a root handler already there would turn off
+        words = list(argv) if argv is not None else sys.argv[1:]
+        command = next((w for w in words if not w.startswith("-")), None)
+        handler = install_log_handler() if command in STREAMING_COMMANDS else None
         try:
             return _main_reporting(argv)
         finally:

@@ -303,3 +303,28 @@ def test_the_status_line_is_not_drawn_after_the_answer() -> None:
         assert not sink.line.shown  # closed for good
     finally:
         sink.line.close()
+
+
+@pytest.mark.parametrize(("command", "installed"), [("run", True), ("validate", False), ("plugins", False)])
+def test_the_line_safe_log_handler_is_only_for_commands_that_stream_a_run(
+        monkeypatch: pytest.MonkeyPatch, command: str, installed: bool) -> None:
+    # regression: installed for every command, it kept a plugin's command (celery's `seamkit
+    # worker`) from setting up its own logging: the worker logged no task at all
+    import logging
+
+    from seamkit._cli import commands
+    from seamkit._cli.main import main
+    from seamkit._cli.render import LineSafeHandler
+
+    monkeypatch.setattr(logging.getLogger(), "handlers", [])  # as in a plain process (pytest adds its own)
+    seen: list[bool] = []
+
+    def record(args: object) -> int:
+        seen.append(any(isinstance(h, LineSafeHandler) for h in logging.getLogger().handlers))
+        return 0
+
+    monkeypatch.setattr(commands, f"cmd_{command}", record)
+    args = {"run": ["run", "x.yaml", "task"], "validate": ["validate", "x.yaml"], "plugins": ["plugins"]}[command]
+    assert main(args) == 0
+    assert seen == [installed]
+    assert not any(isinstance(h, LineSafeHandler) for h in logging.getLogger().handlers)  # removed at the end
