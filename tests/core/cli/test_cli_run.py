@@ -406,9 +406,6 @@ def test_the_approval_and_interrupt_hints_of_a_composition_with_its_own_store_re
     assert proc.returncode == 130, err
     (again,) = _printed_resume(err)
     assert again == ["seamkit", "resume", approve[2], "--agent", "own.yaml"], err
-    # runs show says what happened in words (it said "interrupted: CancelledError: ", nothing after)
-    shown = cli("runs", "show", approve[2], "--agent", path.name)
-    assert "interrupted: stopped before it finished (Ctrl-C, SIGTERM, or its task cancelled)" in shown.stdout, shown
     path.write_text(textwrap.dedent(OWN_STORE.format(more=', "two"', approvals="\n  approvals: {add: every_call}")))
     resumed = cli(*again[1:])
     assert resumed.returncode == 0, resumed

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from cli_testlib import CLI
 
 TOOLED = """
@@ -427,3 +428,21 @@ def test_runs_list_and_show_never_write_a_control_character_from_a_stored_text(
     text = cli("runs", "show", str(top["run_id"])).stdout
     assert text.splitlines()[0].endswith("agent evil\\u001b[31mRED"), text
     assert "tool to\\u001b[5mol" in text and "x\\u001b]0;title\\u0007" in text, text
+
+
+@pytest.mark.parametrize("stored", ["CancelledError: ", "KeyboardInterrupt", "Terminated: "])
+def test_runs_show_says_in_words_what_an_interruption_with_no_message_was(stored: str) -> None:
+    # regression: it printed "interrupted: CancelledError: " and nothing after
+    import io
+    from types import SimpleNamespace
+
+    from seamkit._cli.commands import _show_ending
+
+    out = io.StringIO()
+    _show_ending(out, SimpleNamespace(run_id="run_x", status="running", state={"interrupted": stored}), None)
+    words = "interrupted: stopped before it finished (Ctrl-C, SIGTERM, or its task cancelled)"
+    assert out.getvalue().splitlines()[0] == words
+    out = io.StringIO()
+    _show_ending(out, SimpleNamespace(run_id="run_x", status="running", state={"interrupted": "RunCancelled: budget"}),
+                 None)
+    assert out.getvalue().splitlines()[0] == "interrupted: RunCancelled: budget"
