@@ -171,15 +171,7 @@ def make_nap():
 def test_ctrl_c_during_an_answer_stops_it_and_the_chat_goes_on(
     cli: CLI, write: Callable[[str, str], Path], tmp_path: Path
 ) -> None:
-    waiting_agent(cli, write, tmp_path)
-    child = spawn(cli, "slow.yaml")
-    child.expect(CONVERSATION)
-    child.expect("> ")
-    child.sendline("hello")
-    child.expect("first answer")
-    child.expect("> ")
-    child.sendline("take your time")
-    child.expect("TOOL IS WAITING")  # the answer is under way
+    child, _ = chat_with_a_waiting_tool(cli, write, tmp_path)  # the answer is under way
     child.sendintr()  # Ctrl-C during the answer
     child.expect("answer interrupted")
     child.expect("> ")
@@ -375,9 +367,9 @@ def waiting_agent(cli: CLI, write: Callable[[str, str], Path], tmp_path: Path) -
     """)
 
 
-def test_an_interrupted_answer_is_a_failed_run_never_offered_to_resume_nor_continued(
-    cli: CLI, write: Callable[[str, str], Path], tmp_path: Path
-) -> None:
+def chat_with_a_waiting_tool(cli: CLI, write: Callable[[str, str], Path], tmp_path: Path) -> tuple[Any, str]:
+    """A chat on a pty whose second answer is still running (its tool waits): the child and the
+    conversation id."""
     waiting_agent(cli, write, tmp_path)
     child = spawn(cli, "slow.yaml")
     child.expect(CONVERSATION)
@@ -388,6 +380,13 @@ def test_an_interrupted_answer_is_a_failed_run_never_offered_to_resume_nor_conti
     child.expect("> ")
     child.sendline("take your time")
     child.expect("TOOL IS WAITING")
+    return child, cid
+
+
+def test_an_interrupted_answer_is_a_failed_run_never_offered_to_resume_nor_continued(
+    cli: CLI, write: Callable[[str, str], Path], tmp_path: Path
+) -> None:
+    child, cid = chat_with_a_waiting_tool(cli, write, tmp_path)
     child.sendintr()
     child.expect("answer interrupted")
     child.expect("> ")
@@ -414,16 +413,7 @@ def test_sigterm_during_an_answer_says_the_conversation_and_drops_the_turn(
 ) -> None:
     import signal
 
-    waiting_agent(cli, write, tmp_path)
-    child = spawn(cli, "slow.yaml")
-    child.expect(CONVERSATION)
-    cid = child.match.group(1)
-    child.expect("> ")
-    child.sendline("hello")
-    child.expect("first answer")
-    child.expect("> ")
-    child.sendline("take your time")
-    child.expect("TOOL IS WAITING")
+    child, cid = chat_with_a_waiting_tool(cli, write, tmp_path)
     child.kill(signal.SIGTERM)
     child.expect(f"conversation {cid}; continue it with: seamkit chat slow.yaml -c {cid}")
     child.expect(pexpect.EOF)
