@@ -220,14 +220,14 @@ def build_parser(
     q.add_argument("--limit", type=int, default=50, help="at most this many runs (default 50)")
     q.add_argument("--agent", metavar="FILE", help="use this composition's store")
     q.add_argument("--json", action="store_true", help="print a JSON list")
-    q.set_defaults(func=_lazy("runs_list"))
+    q.set_defaults(func=_lazy("runs_list", "runs_cmd"))
     q = runs.add_parser("show", help="a run: why it failed, its steps (model and tool calls, child runs), "
                         "duration, tokens, cost")
     q.add_argument("run_id", metavar="RUN_ID")
     q.add_argument("--version", type=int, help="show the run as it was at this version")
     q.add_argument("--agent", metavar="FILE", help="use this composition's store")
     q.add_argument("--json", action="store_true", help="print JSON")
-    q.set_defaults(func=_lazy("runs_show"))
+    q.set_defaults(func=_lazy("runs_show", "runs_cmd"))
     q = runs.add_parser(
         "settle",
         help="record whether a tool call whose outcome is unknown was applied",
@@ -251,7 +251,7 @@ def build_parser(
                    help="with 'applied': what it did, as the model will read it (a capability's effect: the "
                    "JSON value its operation returned)")
     q.add_argument("--agent", metavar="FILE", help="use this composition's store")
-    q.set_defaults(func=_lazy("runs_settle"))
+    q.set_defaults(func=_lazy("runs_settle", "runs_cmd"))
     q = runs.add_parser(
         "prune",
         help="retention: drop old versions and old finished runs",
@@ -262,12 +262,12 @@ def build_parser(
     q.add_argument("--keep-last", type=int, default=1, help="versions kept per run (default 1)")
     q.add_argument("--finished-days", type=float, help="delete finished runs older than this many days")
     q.add_argument("--agent", metavar="FILE", help="use this composition's store")
-    q.set_defaults(func=_lazy("runs_prune"))
+    q.set_defaults(func=_lazy("runs_prune", "runs_cmd"))
     q = runs.add_parser("delete", help="delete a run's checkpoints")
     q.add_argument("run_id", metavar="RUN_ID")
     q.add_argument("--force", action="store_true", help="delete it even while a live worker is running it")
     q.add_argument("--agent", metavar="FILE", help="use this composition's store")
-    q.set_defaults(func=_lazy("runs_delete"))
+    q.set_defaults(func=_lazy("runs_delete", "runs_cmd"))
 
     p = sub.add_parser(
         "stores",
@@ -317,7 +317,7 @@ def build_parser(
         "config, its factory, its port; exit 1 on a problem. Without NAME: check every component (listing "
         "alone imports no component module)",
     )
-    p.set_defaults(func=_lazy("plugins"))
+    p.set_defaults(func=_lazy("plugins", "plugins_cmd"))
     shows = p.add_subparsers(dest="plugins_command", metavar="ACTION", parser_class=_Parser)
     q = shows.add_parser(
         "show",
@@ -328,7 +328,7 @@ def build_parser(
     )
     q.add_argument("name", metavar="NAME", help="a component name, or KIND/NAME (e.g. tool/calculator)")
     q.add_argument("--json", action="store_true", help="print a JSON list (one object per component)")
-    q.set_defaults(func=_lazy("plugins_show"))
+    q.set_defaults(func=_lazy("plugins_show", "plugins_cmd"))
 
     p = sub.add_parser(
         "new",
@@ -346,7 +346,7 @@ def build_parser(
     q.add_argument("kind", metavar="KIND", choices=PLUGIN_KINDS, help=f"one of: {', '.join(PLUGIN_KINDS)}")
     q.add_argument("name", metavar="NAME", help="the component's name: lower-case letters, digits, '_' and '-'")
     q.add_argument("--dir", metavar="DIR", default=".", help="where to create seamkit-NAME/ (default: here)")
-    q.set_defaults(func=_lazy("new_plugin"))
+    q.set_defaults(func=_lazy("new_plugin", "plugins_cmd"))
 
     from seamkit._cli.ask_cmd import add_ask_parser  # light: the command's body imports lazily
 
@@ -366,13 +366,14 @@ def build_parser(
     return parser, failures
 
 
-def _lazy(name: str) -> Callable[[argparse.Namespace], int]:
-    """A command function that imports ``seamkit._cli.commands`` only when it runs."""
+def _lazy(name: str, module: str = "commands") -> Callable[[argparse.Namespace], int]:
+    """A command function that imports its module (``seamkit._cli.<module>``) only when it runs."""
 
     def run(args: argparse.Namespace) -> int:
-        from seamkit._cli import commands
+        import importlib
 
-        fn: Callable[[argparse.Namespace], int] = getattr(commands, f"cmd_{name}")
+        fn: Callable[[argparse.Namespace], int] = getattr(importlib.import_module(f"seamkit._cli.{module}"),
+                                                          f"cmd_{name}")
         return fn(args)
 
     run.__name__ = f"cmd_{name}"

@@ -436,7 +436,7 @@ def test_runs_show_says_in_words_what_an_interruption_with_no_message_was(stored
     import io
     from types import SimpleNamespace
 
-    from seamkit._cli.commands import _show_ending
+    from seamkit._cli.runs_cmd import _show_ending
 
     out = io.StringIO()
     _show_ending(out, SimpleNamespace(run_id="run_x", status="running", state={"interrupted": stored}), None)

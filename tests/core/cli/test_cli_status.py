@@ -312,7 +312,7 @@ def test_the_line_safe_log_handler_is_only_for_commands_that_stream_a_run(
     # worker`) from setting up its own logging: the worker logged no task at all
     import logging
 
-    from seamkit._cli import commands
+    from seamkit._cli import commands, plugins_cmd
     from seamkit._cli.main import main
     from seamkit._cli.render import LineSafeHandler
 
@@ -323,7 +323,7 @@ def test_the_line_safe_log_handler_is_only_for_commands_that_stream_a_run(
         seen.append(any(isinstance(h, LineSafeHandler) for h in logging.getLogger().handlers))
         return 0
 
-    monkeypatch.setattr(commands, f"cmd_{command}", record)
+    monkeypatch.setattr(plugins_cmd if command == "plugins" else commands, f"cmd_{command}", record)
     args = {"run": ["run", "x.yaml", "task"], "validate": ["validate", "x.yaml"], "plugins": ["plugins"]}[command]
     assert main(args) == 0
     assert seen == [installed]
