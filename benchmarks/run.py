@@ -204,8 +204,13 @@ def peers(reps: int) -> dict[str, float] | str:
     for _ in range(reps):
         for peer, py in (("seamkit", sys.executable), ("llm", str(llm_py))):
             for w in ("w1", "w2"):
-                out = subprocess.run([py, str(bench / f"peer_{peer}.py"), w], check=True, env=env,
-                                     capture_output=True, text=True).stdout
+                proc = subprocess.run([py, str(bench / f"peer_{peer}.py"), w], env=env,
+                                      capture_output=True, text=True)
+                if proc.returncode != 0:
+                    shutil.rmtree(work, ignore_errors=True)
+                    tail = proc.stderr.strip().splitlines()[-3:]
+                    return f"peer_{peer}.py {w} failed (exit {proc.returncode}): " + " | ".join(tail)
+                out = proc.stdout
                 rows.setdefault((peer, w), []).append(json.loads(out.strip().splitlines()[-1])["metrics"])
 
     def med(peer: str, w: str, key: str) -> float:
@@ -233,6 +238,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3, help="--peers: repetitions per peer (default 3)")
     ap.add_argument("--json", action="store_true", help="print one JSON line at the end")
     a = ap.parse_args()
+    if a.reps < 1:
+        ap.error("--reps must be at least 1")
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     gc.collect()
     out: dict[str, Any] = {"load_1m": os.getloadavg()[0]}
@@ -255,7 +262,7 @@ def main() -> None:
         p = peers(a.reps)
         out["peers"] = p
         if isinstance(p, str):
-            print(f"peers: skipped: {p}")
+            print(f"peers: no ratios: {p}")
         else:
             print(f"peer harness ({_harness_dir()}), seamkit and simonw/llm alternated {a.reps} times, medians:")
             figure("harness W1 seamkit", p["seamkit_w1_us_per_run"], "µs", "none")
