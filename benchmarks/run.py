@@ -1,14 +1,31 @@
-"""seamkit benchmarks. Run: ``bash benchmarks/run.sh`` (prints numbers; no asserts).
+"""seamkit's W1-W3, measured the way the peer harness (``../shared/bench``, ``harness.py`` and
+``peer_seamkit.py``) measures them. Run: ``bash benchmarks/run.sh`` (prints numbers; never asserts
+on speed). Options: ``--peers`` (also run the peer harness for seamkit and simonw/llm, interleaved,
+and print the ratios the issue's targets are stated in), ``--json`` (one JSON line at the end).
 
-W1: median microseconds of one agent run with a scripted model (call 1 returns a tool call
-    add(a=2, b=3), call 2 returns "5"), tool-argument validation on, over 2000 runs.
-W2: per-turn time of one 200-turn scripted run (every turn a tool call), turns 1-20 vs 181-200.
-W3: median wall time of ``python -c "import seamkit"`` and of ``seamkit --help`` with every
-    plugin of the repo installed in this environment.
+Like the harness:
+
+- The model is scripted and builds seamkit's native stream (``Delta`` objects) on every call, as
+  every peer driver's fake model builds its framework's native response; the tool is an
+  ``async def``; every run is checked (output ``"5"``, the tool ran ``n`` times, the model was
+  called ``n + 1`` times) so a shortcut cannot pass as speed.
+- W1: one complete run (the model asks for ``add(2, 3)``, the tool runs, the model answers ``5``);
+  200 unmeasured warm-up runs, then 2,000 runs: median and p90 microseconds per run.
+- W2: one 200-turn run (199 tool turns, then the answer), 20 warm-up runs and one unmeasured long
+  run, then 5 long runs: median microseconds per turn over the whole run, and per turn over turns
+  1-20 and 181-200 (each model call time-stamped; a turn is the time between two model calls).
+- W3: wall time of fresh interpreters, one unmeasured start to fill the file cache, then the median
+  of 10: a bare ``python -c pass``, ``python -c "import seamkit"`` and ``seamkit --help``.
+
+Where this differs from the harness (say so when quoting a number): it runs every plugin of this
+repository as installed in ``.venv`` (the harness's seamkit venv has the host and the stores only),
+so ``seamkit --help`` here includes every plugin's registration; and it reports seamkit alone unless
+``--peers`` is given: the issue's targets are ratios to simonw/llm, which only the harness measures.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import gc
 import json
@@ -17,171 +34,249 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from decimal import Decimal
+from pathlib import Path
+from typing import Any
 
-from seamkit import Agent, tool
+from seamkit import Agent, collect_result, tool
 from seamkit.values import ChatRequest, Delta, LLMResult, ToolCallDelta, Usage
 
+W1_WARMUP, W1_RUNS = 200, 2000
+W2_TURNS, W2_REPEATS, W2_WINDOW = 200, 5, 20
+W3_RUNS = 10
+PROMPT, ANSWER = "What is 2 + 3?", "5"
 FREE = Usage(requests=1, cost=Decimal(0), cost_source="local")
+ROOT = Path(__file__).resolve().parents[1]
+
+TOOL_RUNS = 0
 
 
-@tool(side_effecting=False, blocking=False)
-def add(a: int, b: int) -> int:
-    """Add two integers.
+class Script:
+    """The model's replies for one run: ``n_tools`` calls of ``add(a=2, b=3)``, then ``"5"``; every
+    call is time-stamped (``perf_counter_ns``) so that a long run can be split into turns."""
 
-    Args:
-        a: first addend
-        b: second addend
-    """
-    return a + b
+    def __init__(self, n_tools: int) -> None:
+        self.n_tools = n_tools
+        self.calls = 0
+        self.stamps: list[int] = []
+
+    def next(self) -> tuple[str, str, Any]:
+        self.stamps.append(time.perf_counter_ns())
+        self.calls += 1
+        if self.calls <= self.n_tools:
+            return "tool", f"call_{self.calls}", {"a": 2, "b": 3}
+        if self.calls == self.n_tools + 1:
+            return "text", "", ANSWER
+        raise AssertionError(f"model called {self.calls} times, script has {self.n_tools + 1} replies")
+
+
+class ScriptedLLM:
+    """An LLMPort (the same as ``peer_seamkit.py``'s): each call takes the current script's reply
+    and streams it as freshly built Deltas."""
+
+    provider = "bench"
+    model = "bench"
+
+    def __init__(self) -> None:
+        self.script = Script(0)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
+        kind, call_id, value = self.script.next()
+        if kind == "tool":
+            yield Delta(tool_call=ToolCallDelta(0, call_id, "add", json.dumps(value)))
+            yield Delta(usage=FREE, finish_reason="tool_calls")
+        else:
+            yield Delta(text=value)
+            yield Delta(usage=FREE, finish_reason="stop")
+
+    async def chat(self, request: ChatRequest) -> LLMResult:
+        return await collect_result(self.stream(request), provider=self.provider, model=self.model)
 
 
 @tool(side_effecting=False)
-def add_threaded(a: int, b: int) -> int:
-    """Add two integers (a sync tool run in a worker thread, the default)."""
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    global TOOL_RUNS
+    TOOL_RUNS += 1
     return a + b
 
 
-class _Deltas:
-    """An async iterator over precomputed deltas (what a fast provider looks like)."""
+class Runner:
+    """One agent, reused for every run (a fresh run context per ``agent.run``, as in the harness)."""
 
-    __slots__ = ("_it",)
+    def __init__(self) -> None:
+        self.llm = ScriptedLLM()
+        self.agent = Agent(self.llm, prompt="Use the add tool.", tools=[add], max_steps=W2_TURNS + 5)
 
-    def __init__(self, deltas: tuple[Delta, ...]) -> None:
-        self._it = iter(deltas)
-
-    def __aiter__(self) -> _Deltas:
-        return self
-
-    async def __anext__(self) -> Delta:
-        try:
-            return next(self._it)
-        except StopIteration:
-            raise StopAsyncIteration from None
-
-
-class W1Model:
-    provider = "bench"
-    model = "bench"
-
-    def __init__(self, tool_name: str = "add") -> None:
-        self.turns = (
-            (Delta(tool_call=ToolCallDelta(0, "call_1", tool_name, '{"a": 2, "b": 3}')),
-             Delta(usage=FREE, finish_reason="tool_calls")),
-            (Delta(text="5"), Delta(usage=FREE, finish_reason="stop")),
-        )
-        self.i = 0
-
-    def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
-        t = self.turns[self.i & 1]
-        self.i += 1
-        return _Deltas(t)
-
-    async def chat(self, request: ChatRequest) -> LLMResult:
-        raise NotImplementedError
+    async def one(self, n_tools: int) -> tuple[int, Script]:
+        """One checked run: (elapsed ns, its script)."""
+        self.llm.script = script = Script(n_tools)
+        before = TOOL_RUNS
+        t0 = time.perf_counter_ns()
+        result = await self.agent.run(PROMPT)
+        elapsed = time.perf_counter_ns() - t0
+        if (result.stop_reason != "completed" or str(result.output).strip() != ANSWER
+                or TOOL_RUNS - before != n_tools or script.calls != n_tools + 1):
+            raise AssertionError(f"dishonest run: stop={result.stop_reason} output={result.output!r} "
+                                 f"tool_runs={TOOL_RUNS - before} model_calls={script.calls}")
+        return elapsed, script
 
 
-class W2Model:
-    """Every turn but the last calls ``add``; the deltas are built up front (a provider's own
-    work is not the loop's cost), and each call records when it started."""
-
-    provider = "bench"
-    model = "bench"
-
-    def __init__(self, turns: int) -> None:
-        self.turns = [
-            (Delta(tool_call=ToolCallDelta(0, f"call_{n}", "add", '{"a": 2, "b": 3}')),
-             Delta(usage=FREE, finish_reason="tool_calls"))
-            for n in range(1, turns)
-        ] + [(Delta(text="done"), Delta(usage=FREE, finish_reason="stop"))]
-        self.stamps: list[float] = []
-
-    def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
-        self.stamps.append(time.perf_counter())
-        return _Deltas(self.turns[len(self.stamps) - 1])
-
-    async def chat(self, request: ChatRequest) -> LLMResult:
-        raise NotImplementedError
-
-
-async def w1(runs: int = 2000, tool_obj=add) -> float:
-    """Median microseconds per run over ``runs`` runs."""
-    agent = Agent(W1Model(tool_obj.name), tools=[tool_obj], prompt="You add numbers.")
-    for _ in range(200):
-        r = await agent.run("What is 2 + 3?")
-    assert r.output == "5", r.output
+async def w1() -> dict[str, float]:
+    """Median and p90 microseconds per run over W1_RUNS runs after W1_WARMUP."""
+    r = Runner()
     times = []
-    pc = time.perf_counter
-    for _ in range(runs):
-        t0 = pc()
-        await agent.run("What is 2 + 3?")
-        times.append(pc() - t0)
-    return statistics.median(times) * 1e6
+    for i in range(W1_WARMUP + W1_RUNS):
+        ns, _ = await r.one(1)
+        if i >= W1_WARMUP:
+            times.append(ns)
+    return {"us_per_run": statistics.median(times) / 1e3,
+            "us_p90": statistics.quantiles(times, n=10)[-1] / 1e3}
 
 
-def rounds(fn, n: int = 5) -> tuple[float, float]:
-    """(lowest, highest) result of ``n`` rounds: shared 2-core VMs drift by 2x between rounds, so
-    the lowest median is the loop's cost and the spread shows the noise."""
-    results = [fn() for _ in range(n)]
-    return min(results), max(results)
+async def w2() -> dict[str, float]:
+    """Per-turn microseconds of a W2_TURNS-turn run: over all turns, turns 1-20 and the last 20."""
+    r = Runner()
+    for _ in range(20):
+        await r.one(1)
+    await r.one(W2_TURNS)
+    total, early, late = [], [], []
+    for _ in range(W2_REPEATS):
+        ns, s = await r.one(W2_TURNS)
+        st, w = s.stamps, W2_WINDOW  # st[k] = start of model call k; turn k = st[k] - st[k - 1]
+        total.append(ns)
+        early.append((st[w] - st[0]) / w)
+        late.append((st[W2_TURNS] - st[W2_TURNS - w]) / w)
+    e, late_ = statistics.median(early), statistics.median(late)
+    return {"us_per_turn": statistics.median(total) / W2_TURNS / 1e3,
+            "early_us_per_turn": e / 1e3, "late_us_per_turn": late_ / 1e3, "late_over_early": late_ / e}
 
 
-async def w2(turns: int = 200, repeats: int = 5) -> tuple[float, float]:
-    firsts, lasts = [], []
-    for _ in range(repeats):
-        model = W2Model(turns)
-        agent = Agent(model, tools=[add], prompt="You add numbers.", max_steps=turns + 1)
-        r = await agent.run("Keep adding.")
-        assert r.stop_reason == "completed" and r.steps == turns, (r.stop_reason, r.steps)
-        d = [b - a for a, b in zip(model.stamps, model.stamps[1:], strict=False)]
-        firsts.append(statistics.median(d[:20]))
-        lasts.append(statistics.median(d[-20:]))
-    return statistics.median(firsts) * 1e6, statistics.median(lasts) * 1e6
+def _wall_ms(cmd: list[str]) -> float:
+    t0 = time.perf_counter_ns()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return (time.perf_counter_ns() - t0) / 1e6
 
 
-def _wall(cmd: list[str], n: int) -> float:
-    times = []
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "0"}
-    subprocess.run(cmd, check=True, capture_output=True, env=env)  # warm the page cache / .pyc
-    for _ in range(n):
-        t0 = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True, env=env)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+def w3() -> dict[str, float]:
+    """Median wall ms of fresh processes (one unmeasured run first: file cache, .pyc files)."""
+    py = sys.executable
+    exe = shutil.which("seamkit", path=os.path.dirname(py)) or os.path.join(os.path.dirname(py), "seamkit")
+    cmds = {"start_ms": [py, "-c", "pass"], "import_ms": [py, "-c", "import seamkit"],
+            "cli_help_ms": [exe, "--help"]}
+    out = {}
+    for key, cmd in cmds.items():
+        _wall_ms(cmd)
+        out[key] = statistics.median(_wall_ms(cmd) for _ in range(W3_RUNS))
+    return out
 
 
-def w3(n: int = 15) -> dict[str, float]:
-    bindir = os.path.dirname(sys.executable)
-    seamkit_exe = shutil.which("seamkit", path=bindir) or os.path.join(bindir, "seamkit")
-    base = _wall([sys.executable, "-c", "pass"], n)
-    imp = _wall([sys.executable, "-c", "import seamkit"], n)
-    hlp = _wall([seamkit_exe, "--help"], n)
-    return {"python_startup_ms": base, "import_seamkit_ms": imp, "seamkit_help_ms": hlp}
+# ------------------------------------------------------------------------------------ peer harness
+
+def _harness_dir() -> Path:
+    return Path(os.environ.get("SEAMKIT_PEER_BENCH", ROOT.parent / "shared" / "bench"))
+
+
+def peers(reps: int) -> dict[str, float] | str:
+    """W1 and W2 of the peer harness for seamkit (this interpreter, so this checkout) and simonw/llm
+    (its venv ``$BENCH_VENVS/llm``, default ``/tmp/benchvenvs``), alternated ``reps`` times;
+    medians and the seamkit/llm ratios. A string says why it could not run."""
+    bench = _harness_dir()
+    llm_py = Path(os.environ.get("BENCH_VENVS", "/tmp/benchvenvs")) / "llm" / "bin" / "python"
+    if not (bench / "harness.py").is_file():
+        return f"no peer harness at {bench} (set SEAMKIT_PEER_BENCH)"
+    if not llm_py.is_file():
+        return f"no simonw/llm venv at {llm_py.parent.parent} (run {bench}/setup_venvs.sh; set BENCH_VENVS)"
+    # a copy: the harness may sit on a read-only share, and its seamkit driver may predate a rename
+    work = Path(tempfile.mkdtemp(prefix="seamkit-peers-"))
+    shutil.copytree(bench, work, dirs_exist_ok=True, ignore=shutil.ignore_patterns("results", "__pycache__"))
+    drv = work / "peer_seamkit.py"
+    old = "from seamkit.accumulate import collect_result"
+    if old in drv.read_text():  # seamkit.accumulate became private; the public name is seamkit.collect_result
+        drv.write_text(drv.read_text().replace(old, "from seamkit import collect_result"))
+        print(f"peers: {bench}/peer_seamkit.py imports seamkit.accumulate (now private): "
+              "run with `from seamkit import collect_result` instead")
+    bench, env = work, dict(os.environ)
+    rows: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for _ in range(reps):
+        for peer, py in (("seamkit", sys.executable), ("llm", str(llm_py))):
+            for w in ("w1", "w2"):
+                proc = subprocess.run([py, str(bench / f"peer_{peer}.py"), w], env=env,
+                                      capture_output=True, text=True)
+                if proc.returncode != 0:
+                    shutil.rmtree(work, ignore_errors=True)
+                    tail = proc.stderr.strip().splitlines()[-3:]
+                    return f"peer_{peer}.py {w} failed (exit {proc.returncode}): " + " | ".join(tail)
+                out = proc.stdout
+                rows.setdefault((peer, w), []).append(json.loads(out.strip().splitlines()[-1])["metrics"])
+
+    def med(peer: str, w: str, key: str) -> float:
+        return statistics.median(m[key] for m in rows[(peer, w)])
+
+    res = {f"{p}_{w}_{k}": med(p, w, k) for p in ("seamkit", "llm")
+           for w, k in (("w1", "us_per_run"), ("w2", "us_per_turn"))}
+    res["w1_ratio"] = res["seamkit_w1_us_per_run"] / res["llm_w1_us_per_run"]
+    res["w2_ratio"] = res["seamkit_w2_us_per_turn"] / res["llm_w2_us_per_turn"]
+    res["reps"] = reps
+    shutil.rmtree(work, ignore_errors=True)
+    return res
+
+
+def figure(name: str, value: float, unit: str, target: str) -> None:
+    """One line per figure, in the form every benchmark of ``run.sh all`` prints."""
+    print(f"{name}: {value:.1f} {unit}  (target: {target})" if unit else f"{name}: {value:.2f}  (target: {target})",
+          flush=True)
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--peers", action="store_true",
+                    help="also run the peer harness (seamkit and simonw/llm, interleaved) for the W1/W2 ratios")
+    ap.add_argument("--reps", type=int, default=3, help="--peers: repetitions per peer (default 3)")
+    ap.add_argument("--json", action="store_true", help="print one JSON line at the end")
+    a = ap.parse_args()
+    if a.reps < 1:
+        ap.error("--reps must be at least 1")
+    print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}")
     gc.collect()
-    out: dict[str, object] = {}
-    lo, hi = rounds(lambda: asyncio.run(w1()))
-    out["W1_median_us"] = round(lo, 1)
-    out["W1_median_us_worst_round"] = round(hi, 1)
-    out["W1_threaded_tool_median_us"] = round(asyncio.run(w1(tool_obj=add_threaded)), 1)
-    pairs = [asyncio.run(w2()) for _ in range(5)]
-    first, last = min(pairs, key=lambda p: p[0] + p[1])
-    out["W2_turns_1_20_us"] = round(first, 1)
-    out["W2_turns_181_200_us"] = round(last, 1)
-    out["W2_ratio"] = round(last / first, 3)
-    out["W2_worst_round_us"] = [round(x, 1) for x in max(pairs, key=lambda p: p[0] + p[1])]
-    out.update({k: round(v, 1) for k, v in w3().items()})
+    out: dict[str, Any] = {"load_1m": os.getloadavg()[0]}
+    out["w1"] = m1 = asyncio.run(w1())
+    ratio_note = "ratio from the peer harness: --peers"
+    figure("W1 median per run", m1["us_per_run"], "µs", f"<= 0.3x simonw/llm; {ratio_note}")
+    figure("W1 p90 per run", m1["us_p90"], "µs", "none")
+    out["w2"] = m2 = asyncio.run(w2())
+    figure("W2 per turn (200 turns)", m2["us_per_turn"], "µs", f"<= 0.3x simonw/llm; {ratio_note}")
+    figure("W2 turns 1-20", m2["early_us_per_turn"], "µs/turn", "none")
+    figure("W2 turns 181-200", m2["late_us_per_turn"], "µs/turn", "none")
+    figure("W2 turns 181-200 / 1-20", m2["late_over_early"], "",
+           "<= 1.1 at 2,000 turns: benchmarks/long_run_bench.py")
+    out["w3"] = m3 = w3()
+    figure("W3 python start", m3["start_ms"], "ms", "none (the floor)")
+    figure("W3 import seamkit", m3["import_ms"], "ms",
+           "none; a usable agent <= 100 ms: benchmarks/startup_tools_bench.py")
+    figure("W3 seamkit --help", m3["cli_help_ms"], "ms", "none")
+    if a.peers:
+        p = peers(a.reps)
+        out["peers"] = p
+        if isinstance(p, str):
+            print(f"peers: no ratios: {p}")
+        else:
+            print(f"peer harness ({_harness_dir()}), seamkit and simonw/llm alternated {a.reps} times, medians:")
+            figure("harness W1 seamkit", p["seamkit_w1_us_per_run"], "µs", "none")
+            figure("harness W1 simonw/llm", p["llm_w1_us_per_run"], "µs", "none")
+            figure("harness W1 seamkit / llm", p["w1_ratio"], "", "<= 0.3")
+            figure("harness W2 seamkit", p["seamkit_w2_us_per_turn"], "µs/turn", "none")
+            figure("harness W2 simonw/llm", p["llm_w2_us_per_turn"], "µs/turn", "none")
+            figure("harness W2 seamkit / llm", p["w2_ratio"], "", "<= 0.3")
     from importlib.metadata import entry_points
 
     out["plugins_installed"] = sorted({ep.dist.metadata["Name"] for ep in entry_points(group="seamkit") if ep.dist})
-    width = max(len(k) for k in out)
-    for k, v in out.items():
-        print(f"{k:<{width}}  {v}")
-    print(json.dumps(out))
+    print(f"plugins installed: {len(out['plugins_installed'])}")
+    if a.json:
+        print(json.dumps(out))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,13 @@
 #!/usr/bin/env bash
 # One command for the benchmarks: set up .venv (as the README's commands do) and print the numbers.
-#   bash benchmarks/run.sh                  W1-W3 (benchmarks/run.py)
+#   bash benchmarks/run.sh                  W1-W3 measured as the peer harness does (benchmarks/run.py; --peers
+#                                           also runs ../shared/bench for the ratios to simonw/llm)
+#   bash benchmarks/run.sh all [--peers]    every figure with its target, section by section: run.py, memory,
+#                                           checkpoints, long_run_bench.py, startup_tools_bench.py,
+#                                           local_model_bench.py (each where the file exists), tokens, coerce,
+#                                           guardrails, otel; ends with the time it took (benchmarks/README.md)
+#   bash benchmarks/run.sh memory ...       resident memory and Python heap per concurrent run, 1,000 scripted runs
+#                                           alive at once (benchmarks/memory_bench.py)
 #   bash benchmarks/run.sh checkpoints ...  per-step checkpoint cost vs LangGraph (benchmarks/checkpoints.py;
 #                                           installs the pinned LangGraph packages and PostgreSQL/Redis when missing)
 #   bash benchmarks/run.sh sse ...          SSE parsing MB/s and deltas/s, seamkit-http vs the openai SDK's parser
@@ -41,6 +48,52 @@
 #                                           time, and in a batch) on a throwaway Redis (benchmarks/celery_bench.py)
 set -euo pipefail
 source "$(dirname "$0")/../scripts/_setup.sh"
+if [ "${1:-}" = "all" ]; then
+  shift
+  # One section after another (never in parallel: they would time each other); a section that fails
+  # is named at the end and the others still run.
+  all_start=$(date +%s)
+  failed=()
+  sections=0
+  section() { # title command...
+    local title=$1 start
+    shift
+    sections=$((sections + 1))
+    start=$(date +%s)
+    printf '\n===== %s =====\n' "$title"
+    if "$@"; then
+      printf '(%s: %ss)\n' "$title" $(($(date +%s) - start))
+    else
+      echo "FAILED: $title (exit $?)"
+      failed+=("$title")
+    fi
+  }
+  echo "benchmarks/run.sh all: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
+  section "W1-W3, measured as the peer harness does (run.py)" .venv/bin/python benchmarks/run.py "$@"
+  section "memory per concurrent run (memory_bench.py)" .venv/bin/python benchmarks/memory_bench.py
+  section "checkpoint cost per step (checkpoints.py)" bash benchmarks/run.sh checkpoints
+  for bench in long_run_bench startup_tools_bench local_model_bench; do
+    if [ -f "benchmarks/$bench.py" ]; then
+      section "$bench.py" .venv/bin/python "benchmarks/$bench.py"
+    fi
+  done
+  section "token estimator (tokens_bench.py)" .venv/bin/python benchmarks/tokens_bench.py
+  section "streamed typed output (output_coerce_bench.py)" .venv/bin/python benchmarks/output_coerce_bench.py
+  section "egress guardrails (guardrails_bench.py)" .venv/bin/python benchmarks/guardrails_bench.py
+  section "otel middleware on W1/W2 (otel_bench.py)" .venv/bin/python benchmarks/otel_bench.py
+  took=$(($(date +%s) - all_start))
+  printf '\nbenchmarks/run.sh all: %d sections in %dm%02ds, load average now %s\n' \
+    "$sections" $((took / 60)) $((took % 60)) "$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')"
+  if [ ${#failed[@]} -gt 0 ]; then
+    printf 'failed: %s\n' "${failed[@]}"
+    exit 1
+  fi
+  exit 0
+fi
+if [ "${1:-}" = "memory" ]; then
+  shift
+  exec .venv/bin/python benchmarks/memory_bench.py "$@"
+fi
 if [ "${1:-}" = "celery" ]; then
   shift
   source scripts/_services.sh
