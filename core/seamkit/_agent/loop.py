@@ -69,6 +69,8 @@ from seamkit.values import (
     FrozenDict,
     LLMResult,
     Message,
+    MessageLog,
+    MessageSnapshot,
     Scope,
     StreamEvent,
     TextBlock,
@@ -259,6 +261,8 @@ class Run:
         "pending_approvals",
         "prepared",
         "resumed",
+        "sent",
+        "sent_upto",
         "step",
         "steps_before",
         "tool_calls_used",
@@ -299,6 +303,12 @@ class Run:
         # (n, messages): the first n transcript messages as requests send them, unanswered calls
         # answered (None when none needed it)
         self.answered: tuple[int, tuple[Message, ...]] | None = None
+        # the messages requests send, shared by every request (seamkit.values.MessageLog): each
+        # turn appends the transcript's new messages instead of copying it; ``sent_upto``: the
+        # transcript messages it holds. ``None``: built again at the next request (the transcript
+        # changed in place, a handoff, the unanswered calls answered again)
+        self.sent: MessageLog | None = None
+        self.sent_upto = 0
         self.batch_task: asyncio.Task[Any] | None = None  # the task running a tool batch now
         self.cancel_requested = False  # the cancellation token cancelled batch_task
         self.guards = agent._guards  # point -> the guards acting there
@@ -767,6 +777,7 @@ class Run:
         builder = agent.request_builder
         self.working = builder.context(scope=self.ctx.scope) if builder is not None else None
         self.answered = None
+        self.sent = None
 
     def _system_of(self, name: str) -> Message | None:
         """The system message of the agent called ``name`` for a handoff view (``None`` when it has
@@ -858,6 +869,7 @@ class Run:
             self.transcript.append(Message.user(text))
             return
         self.transcript[i] = _with_text(self.transcript[i], text)
+        self.sent = None  # requests already sent keep the old task; the next ones have the new one
         if self.answered is not None and i < self.answered[0]:
             self._answer_unanswered()
 
@@ -869,6 +881,7 @@ class Run:
         if new is not output and new != output:
             text = new if isinstance(new, str) and self.agent.output_spec is None else _as_json(new)
             self.transcript[-1] = _with_text(self.transcript[-1], text)
+            self.sent = None
         return new
 
     def _release(self, events: list[StreamEvent], result: LLMResult) -> None:
@@ -1006,6 +1019,7 @@ class Run:
         carry them (:func:`answer_unanswered_calls`; see the module docstring), with a warning for
         each call answered as unknown and each result left out."""
         transcript = self.transcript
+        self.sent = None
         out, added, left_out = answer_unanswered_calls(transcript)
         if len(out) == len(transcript) and all(a is b for a, b in zip(out, transcript, strict=True)):
             self.answered = None
@@ -1022,19 +1036,39 @@ class Run:
             if why not in self.warnings:
                 self.warnings.append(why)
 
-    def _messages(self) -> tuple[Message, ...]:
+    def _messages(self) -> MessageSnapshot:
         """The transcript as a request sends it (unanswered calls answered; after a handoff, as
-        its filter shows it to the holder)."""
-        if self.handoffs:
-            view = handoff_view(self.transcript, self.handoffs, self._system_of)
-            return tuple(answer_unanswered_calls(view)[0])
-        answered = self.answered
-        if answered is None:
-            return tuple(self.transcript)
-        n, head = answered
-        return head + tuple(self.transcript[n:])
+        its filter shows it to the holder), as an immutable snapshot sharing the run's request log:
+        O(messages added since the last request), not O(transcript).
 
-    async def _build(self, messages: tuple[Message, ...], tools: tuple[ToolSchema, ...],
+        The log starts from what the first request after the run started (or after a handoff, or
+        after a change of the transcript in place) sends; later requests add the transcript's new
+        messages as they are. Those are the loop's own (a model turn, its tool results, a
+        corrective turn), already paired as requests need: pairing them again would change
+        nothing (:func:`answer_unanswered_calls` leaves a well-paired turn where it is)."""
+        transcript = self.transcript
+        sent = self.sent
+        n = len(transcript)
+        if sent is None or n < self.sent_upto:
+            if self.handoffs:
+                view = handoff_view(transcript, self.handoffs, self._system_of)
+                sent = MessageLog(answer_unanswered_calls(view)[0])
+                self.sent_upto = n
+            elif self.answered is not None:
+                upto, head = self.answered
+                sent = MessageLog(head)
+                self.sent_upto = upto
+            else:
+                sent = MessageLog()
+                self.sent_upto = 0
+            self.sent = sent
+        upto = self.sent_upto
+        if n > upto:
+            sent.extend(transcript[upto:])
+            self.sent_upto = n
+        return sent.snapshot()
+
+    async def _build(self, messages: Sequence[Message], tools: tuple[ToolSchema, ...],
                      output_schema: Any) -> BuiltRequest:
         builder = self.agent.request_builder
         assert builder is not None
