@@ -315,22 +315,12 @@ class MessageSnapshot(Sequence[Message]):
     :meth:`MessageLog.snapshot` shares the log's storage instead.
     """
 
-    __slots__ = ("_hash", "_items", "_n")
+    __slots__ = ("_items", "_n")
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         items = list(messages)
         self._items = items
         self._n = len(items)
-        self._hash: int | None = None
-
-    @classmethod
-    def _share(cls, items: list[Message], n: int) -> MessageSnapshot:
-        """The first ``n`` of ``items``, a list that is only ever appended to (not copied)."""
-        s = object.__new__(cls)
-        s._items = items
-        s._n = n
-        s._hash = None
-        return s
 
     def __len__(self) -> int:
         return self._n
@@ -373,10 +363,7 @@ class MessageSnapshot(Sequence[Message]):
         return NotImplemented
 
     def __hash__(self) -> int:
-        h = self._hash
-        if h is None:
-            h = self._hash = hash(tuple(self))  # equal to a tuple of the same messages: the same hash
-        return h
+        return hash(tuple(self))  # equal to a tuple of the same messages: the same hash
 
     def __add__(self, other: object) -> MessageSnapshot | tuple[Message, ...]:
         if isinstance(other, (tuple, MessageSnapshot)):
@@ -404,11 +391,10 @@ class MessageLog:
     to change or remove a message, only ``append`` and ``extend``). ``len(log)``: messages so far.
     A log that must change a message is replaced by a new one (built from the changed messages)."""
 
-    __slots__ = ("_items", "_last")
+    __slots__ = ("_items",)
 
     def __init__(self, messages: Iterable[Message] = ()) -> None:
         self._items: list[Message] = list(messages)
-        self._last: MessageSnapshot | None = None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -421,13 +407,14 @@ class MessageLog:
 
     def snapshot(self) -> MessageSnapshot:
         """The log's messages now, as an immutable sequence sharing the log's storage."""
-        items = self._items
-        n = len(items)
-        last = self._last
-        if last is not None and last._n == n:
-            return last  # nothing appended since: the same snapshot
-        s = self._last = MessageSnapshot._share(items, n)
+        # built without __init__ (which copies): called on every model turn
+        s = _new_snapshot(MessageSnapshot)
+        items = s._items = self._items
+        s._n = len(items)
         return s
+
+
+_new_snapshot = object.__new__
 
 
 # --- requests -------------------------------------------------------------------------------

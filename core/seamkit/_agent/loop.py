@@ -435,23 +435,27 @@ class Run:
             emit(StreamEvent(kind, self.ctx.run_id, self.step, **fields))  # type: ignore[arg-type]
 
     def _result(self, output: object, reason: StopReason) -> AgentResult:
-        self._take_warnings()
+        ctx = self.ctx
+        if ctx.warnings:
+            self._take_warnings()
+        agent = self.agent
+        uncertain = self.uncertain_effects
         return AgentResult(
             output,
             tuple(self.transcript),
             self.usage,
             reason,
-            self.ctx.run_id,
-            self.ctx.parent_run_id,
+            ctx.run_id,
+            ctx.parent_run_id,
             self.step,
             tuple(self.warnings),
             self.pending_approvals,
-            tuple(e for e in self.uncertain_effects if e.settled is None),
-            answered_by=self.agent.name,
-            handoffs=handoff_chain(self.handoffs),
+            tuple(e for e in uncertain if e.settled is None) if uncertain else (),
+            answered_by=agent.name,
+            handoffs=handoff_chain(self.handoffs) if self.handoffs else (),
             stopped_early=self.limit is not None,
             limit_reached=self.limit,
-            gathered=gathered_calls(self.transcript) if self.agent.mode == "gather" else (),
+            gathered=gathered_calls(self.transcript) if agent.mode == "gather" else (),
             citation_ids=tuple(self.working.seen) if self.working is not None else (),
         )
 
@@ -1020,6 +1024,12 @@ class Run:
         each call answered as unknown and each result left out."""
         transcript = self.transcript
         self.sent = None
+        for m in transcript:
+            if m.role == "assistant" or m.role == "tool" or any(type(b) is ToolResult for b in m.content):
+                break
+        else:  # no tool call nor result (a fresh task): nothing to pair
+            self.answered = None
+            return
         out, added, left_out = answer_unanswered_calls(transcript)
         if len(out) == len(transcript) and all(a is b for a, b in zip(out, transcript, strict=True)):
             self.answered = None
@@ -1064,7 +1074,7 @@ class Run:
             self.sent = sent
         upto = self.sent_upto
         if n > upto:
-            sent.extend(transcript[upto:])
+            sent.extend(transcript[upto:] if upto else transcript)
             self.sent_upto = n
         return sent.snapshot()
 
@@ -1115,6 +1125,8 @@ class Run:
         in the request only): the agent's tools less the withdrawn ones; once a limit is reached,
         ``tool_choice="none"`` and the note saying so (the tools stay defined: the transcript
         holds calls to them, and some providers refuse tool blocks without definitions)."""
+        if not self.withdrawn and not self.unprepared and self.limit is None:
+            return schemas, self.tool_choice if schemas else "none", ()  # nothing withdrawn, no limit
         withdrawn: Mapping[str, object] = self.withdrawn
         if self.unprepared:
             withdrawn = {**self.unprepared, **self.withdrawn}
@@ -1136,16 +1148,22 @@ class Run:
         ``None`` when the run must suspend for approval. Counts the calls and the round, and
         notes a limit reached."""
         agent = self.agent
-        unavailable = frozenset(agent.disabled_tools)
-        if self.unprepared:
-            unavailable = unavailable | frozenset(self.unprepared)
-        if self.withdrawn:
-            step = self.step
-            unavailable = unavailable | frozenset(n for n, at in self.withdrawn.items() if at < step)
+        unavailable: frozenset[str] = frozenset()
+        if agent.disabled_tools or self.unprepared or self.withdrawn:
+            unavailable = frozenset(agent.disabled_tools)
+            if self.unprepared:
+                unavailable = unavailable | frozenset(self.unprepared)
+            if self.withdrawn:
+                step = self.step
+                unavailable = unavailable | frozenset(n for n, at in self.withdrawn.items() if at < step)
         cap = agent.max_tool_calls
         if not unavailable and cap is None and self.limit is None:
-            results = await self._run_tools(calls, meta)
-            self._take_warnings()  # kept with the batch's checkpoint
+            if self.handle is None and not agent.approvals:  # nothing to record or decide
+                results: tuple[ToolResult, ...] | None = await self._run_plain(calls, meta)
+            else:
+                results = await self._run_tools(calls, meta)
+            if self.ctx.warnings:
+                self._take_warnings()  # kept with the batch's checkpoint
             if results is not None and agent.max_tool_rounds is not None:
                 self._count(len(calls))
             return results
@@ -1348,12 +1366,23 @@ class Run:
         if emit is not None:
             for c in calls:
                 self._event("tool_call", tool_call=c)
+        if len(calls) == 1 and (not guards or "tool_result" not in guards):
+            # the common turn: one call, run here (what _keyed does, without its two partials)
+            call = calls[0]
+            token = CALL_KEY.set(f"{ctx.run_id}:{self.step}:{call.id}")
+            try:
+                results: tuple[ToolResult, ...] = (await invoker.call_tool(call, ctx, meta),)
+            finally:
+                CALL_KEY.reset(token)
+            if guarded:
+                results = tuple(_noted(r, guarded[r.call_id]) if r.call_id in guarded else r for r in results)
+            if emit is not None:
+                for r in results:
+                    self._event("tool_result", tool_result=r)
+            return results
         call_tool = partial(self._keyed, partial(invoker.call_tool, ctx=ctx, meta=meta))
         if not guards or "tool_result" not in guards:
-            if len(calls) == 1:
-                results: tuple[ToolResult, ...] = (await call_tool(calls[0]),)
-            else:
-                results = tuple(await self._batch(calls, call_tool))
+            results = tuple(await self._batch(calls, call_tool))
         else:
             run = partial(self._call_checked, call_tool)
             results = tuple(await self._batch(calls, run))
