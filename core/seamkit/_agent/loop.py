@@ -112,6 +112,7 @@ UNANSWERED_TEMPLATE = (
     "is unknown; do not assume it did."
 )
 _APPROVAL_SCOPE_PREFIX = "seamkit.approvals:"
+_new_request: Callable[..., ChatRequest] = ChatRequest.__fast_new__  # type: ignore[attr-defined]
 T = TypeVar("T")
 
 
@@ -579,7 +580,9 @@ class Run:
         if self.begin is not None and self.input_task is None:
             await self._begun()
         if id(agent) not in self.prepared:
-            await self._prepare_tools(agent)
+            self.prepared.add(id(agent))
+            if any(callable(getattr(t, "prepare", None)) for t in invoker.tools):
+                await self._prepare_tools(agent)
         guard_output = "output" in self.guards
         chat = invoker._chat
         direct = not invoker.has_chat_middleware and not invoker.middlewares
@@ -597,12 +600,12 @@ class Run:
                     cancellation.raise_if_cancelled()
                 results = await self._cancellable(self._run_batch(calls, meta))
                 ran, calls = calls, ()
-                child_usage = take_child_usage(ctx)
+                child_usage = take_child_usage(ctx) if ctx.state else None
                 if child_usage is not None:  # agents run as tools (seamkit._agent.as_tool)
                     self.usage = self.usage + child_usage
                 if results is None:
                     return await self._finish(None, "suspended")
-                if self._waits_for_settlement():
+                if self.uncertain_effects and self._waits_for_settlement():
                     return await self._finish(None, "suspended", batch=results)
                 transcript.append(Message("tool", results))
                 if agent.reset_tool_choice and self.tool_choice not in ("auto", "none"):
@@ -631,7 +634,8 @@ class Run:
             built = None if agent.request_builder is None else await self._build(messages, tools, output_schema)
             if built is not None and built.without_tools:
                 tools, choice = (), "none"
-            request = ChatRequest(
+            # every field is of its type already (tuples, FrozenDicts, the agent's checked settings)
+            request = _new_request(
                 (messages if built is None else built.messages) + note,
                 tools,
                 choice,
@@ -1100,7 +1104,7 @@ class Run:
         run (concurrently, before its first model turn): a tool answering a reason is not offered
         (a call to it is answered as an unknown tool) and the reason becomes a run warning. A
         ``prepare`` that raises leaves its tool offered: its calls report the failure."""
-        self.prepared.add(id(agent))
+        self.prepared.add(id(agent))  # (the caller may have added it: asked once either way)
         preparing = [t for t in agent.invoker.tools if callable(getattr(t, "prepare", None))]
         if not preparing:
             return
