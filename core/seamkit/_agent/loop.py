@@ -494,14 +494,22 @@ class Run:
         wrapping runs (``invoker.run_middlewares``) wrap all of it."""
         middlewares = self.agent.invoker.run_middlewares
         if not middlewares:
+            if self._plain():  # nothing to checkpoint, guard or hand over: _drive_all's own fast path
+                result = await owning_resources(self.ctx, self._drive)
+                assert result is not None  # no handoffs: only a holder with handoff tools returns None
+                return result
             return await owning_resources(self.ctx, self._drive_all)
         from seamkit._agent.run_call import drive_through
 
         return await drive_through(middlewares, self.agent, self.ctx, self.transcript,
                                    partial(owning_resources, self.ctx, self._drive_all), resumed=self.resumed)
 
+    def _plain(self) -> bool:
+        """No checkpoint, deferred begin, guard or handoff: the run is one :meth:`_drive`."""
+        return self.handle is None and self.begin is None and not self.guards and not self.agent.handoffs
+
     async def _drive_all(self) -> AgentResult:
-        if self.handle is None and self.begin is None and not self.guards and not self.agent.handoffs:
+        if self._plain():
             result = await self._drive()
             assert result is not None  # no handoffs: only a holder with handoff tools returns None
             return result
