@@ -152,3 +152,42 @@ def test_a_chat_request_takes_a_snapshot_as_it_is() -> None:
     assert r.messages is s
     assert r == ChatRequest(tuple(_msgs(3))) and hash(r) == hash(ChatRequest(tuple(_msgs(3))))
     assert type(ChatRequest(_msgs(3)).messages) is tuple  # any other sequence is still made a tuple
+
+
+# -- per-run bookkeeping the loop does once, not per turn -----------------------------------------
+
+
+async def test_a_caller_s_cancellation_token_keeps_nothing_of_a_finished_run() -> None:
+    """The loop listens to the token from its first tool batch until the run returns (once per
+    run, not per batch): a token shared by many runs is left as it was, also after a failure."""
+    from seamkit._runtime.context import CancellationToken, RunContext
+
+    token = CancellationToken()
+    agent = Agent(ScriptedModel(_turns(3), repeat=True), tools=[add])
+    for _ in range(3):
+        assert (await agent.run("go", ctx=RunContext(cancellation=token))).output == "done"
+        assert not token._callbacks
+
+    class Broken:
+        provider = model = "broken"
+        calls = 0
+
+        async def stream(self, request: ChatRequest) -> Any:
+            self.calls += 1
+            if self.calls > 1:
+                raise RuntimeError("the provider broke")
+            yield _tool_delta()
+
+        async def chat(self, request: ChatRequest) -> Any:
+            raise NotImplementedError
+
+    with pytest.raises(Exception, match="the provider broke"):
+        await Agent(Broken(), tools=[add]).run("go", ctx=RunContext(cancellation=token))
+    assert not token._callbacks
+    assert not token.cancelled
+
+
+def _tool_delta() -> Any:
+    from seamkit.values import Delta, ToolCallDelta
+
+    return Delta(tool_call=ToolCallDelta(0, "c1", "add", '{"a": 1, "b": 2}'), finish_reason="tool_calls")

@@ -258,6 +258,7 @@ class Run:
         "input_text",
         "ledger",
         "limit",
+        "listening",
         "pending",
         "pending_approvals",
         "prepared",
@@ -312,6 +313,9 @@ class Run:
         self.sent_upto = 0
         self.batch_task: asyncio.Task[Any] | None = None  # the task running a tool batch now
         self.cancel_requested = False  # the cancellation token cancelled batch_task
+        # _on_cancel is on the token's callbacks (from the first tool batch until drive() returns:
+        # between batches it finds no batch_task and does nothing)
+        self.listening = False
         self.guards = agent._guards  # point -> the guards acting there
         self.check_input = False  # the input point's guards are due (a fresh run with input guards)
         self.input_task: asyncio.Task[Any] | None = None  # parallel input guards, while they run
@@ -492,17 +496,22 @@ class Run:
         The run's resources (``ctx.resources``, see :mod:`seamkit._runtime.resources`) are created
         here unless the context brings them, and then closed here on every exit path. Middlewares
         wrapping runs (``invoker.run_middlewares``) wrap all of it."""
-        middlewares = self.agent.invoker.run_middlewares
-        if not middlewares:
-            if self._plain():  # nothing to checkpoint, guard or hand over: _drive_all's own fast path
-                result = await owning_resources(self.ctx, self._drive)
-                assert result is not None  # no handoffs: only a holder with handoff tools returns None
-                return result
-            return await owning_resources(self.ctx, self._drive_all)
-        from seamkit._agent.run_call import drive_through
+        try:
+            middlewares = self.agent.invoker.run_middlewares
+            if not middlewares:
+                if self._plain():  # nothing to checkpoint, guard or hand over: _drive_all's own fast path
+                    result = await owning_resources(self.ctx, self._drive)
+                    assert result is not None  # no handoffs: only a holder with handoff tools returns None
+                    return result
+                return await owning_resources(self.ctx, self._drive_all)
+            from seamkit._agent.run_call import drive_through
 
-        return await drive_through(middlewares, self.agent, self.ctx, self.transcript,
-                                   partial(owning_resources, self.ctx, self._drive_all), resumed=self.resumed)
+            return await drive_through(middlewares, self.agent, self.ctx, self.transcript,
+                                       partial(owning_resources, self.ctx, self._drive_all), resumed=self.resumed)
+        finally:
+            if self.listening:  # a token that outlives the run (a caller's) keeps nothing of it
+                self.listening = False
+                self.ctx.cancellation.remove_callback(self._on_cancel)
 
     def _plain(self) -> bool:
         """No checkpoint, deferred begin, guard or handoff: the run is one :meth:`_drive`."""
@@ -985,10 +994,11 @@ class Run:
         if task is None:
             return await work
         token = self.ctx.cancellation
-        on_cancel = self._on_cancel
         self.batch_task = task
         self.cancel_requested = False
-        token.add_callback(on_cancel)
+        if not self.listening:  # once per drive(), not per batch (removed when drive() returns)
+            self.listening = True
+            token.add_callback(self._on_cancel)
         try:
             result = await work
         except asyncio.CancelledError:
@@ -997,7 +1007,6 @@ class Run:
             raise
         finally:
             self.batch_task = None
-            token.remove_callback(on_cancel)
         if self.cancel_requested:
             # the token fired as the batch ended: withdraw the request (Python < 3.13 keeps a
             # pending one after uncancel(), so let it arrive here); the run stops at the next
