@@ -191,3 +191,29 @@ def _tool_delta() -> Any:
     from seamkit.values import Delta, ToolCallDelta
 
     return Delta(tool_call=ToolCallDelta(0, "c1", "add", '{"a": 1, "b": 2}'), finish_reason="tool_calls")
+
+
+@pytest.mark.parametrize("rule", ["all", "no_tools", "user_only", "last_user"])
+async def test_after_a_handoff_each_request_is_the_filtered_view_built_once_then_appended(rule: str) -> None:
+    """The holder's view of the transcript before the handoff is built at its first request; its
+    later requests append the turns since, and equal the view built from scratch on every turn."""
+    from seamkit._agent.handoff import Handoff, handoff_view
+    from seamkit._agent.loop import answer_unanswered_calls
+
+    target_model = ScriptedModel(_turns(3))
+    target = Agent(target_model, name="billing", prompt="You bill.", tools=[add])
+    triage = Agent(ScriptedModel([{"text": "over to billing", "tool_calls": [{"name": "transfer_to_billing"}]}]),
+                   name="triage", prompt="You route.", handoffs=[Handoff(target, filter=rule)])  # type: ignore[arg-type]
+    result = await triage.run("bill me")
+    assert result.output == "done" and result.answered_by == "billing"
+    at = 4  # system, task, the transfer call, its result
+    records = [{"from": "triage", "to": "billing", "at": at, "filter": rule}]
+
+    def system_of(name: str) -> Message | None:
+        return Message.system("You bill.") if name == "billing" else None
+
+    for k, request in enumerate(target_model.requests):
+        seen = list(result.transcript[: at + 2 * k])  # what had happened when that request was sent
+        from_scratch = answer_unanswered_calls(handoff_view(seen, records, system_of))[0]
+        assert request.messages == tuple(from_scratch)
+    assert len({id(r.messages._items) for r in target_model.requests}) == 1
