@@ -12,9 +12,12 @@ never ``0``; durations are seconds as ``float``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
-from typing import Any, Literal, NoReturn
+from itertools import islice
+from operator import index as _index
+from typing import Any, Literal, NoReturn, overload
 
 from seamkit._frozen import FrozenDict, FrozenList, fast_init, freeze, thaw
 
@@ -35,6 +38,8 @@ __all__ = [
     "ContentBlock",
     "Role",
     "Message",
+    "MessageSnapshot",
+    "MessageLog",
     "ToolSchema",
     "ToolChoice",
     "ChatRequest",
@@ -291,6 +296,127 @@ class Message:
         return tuple([b for b in self.content if type(b) is ToolResult])
 
 
+class MessageSnapshot(Sequence[Message]):
+    """An immutable sequence of messages sharing its storage with a :class:`MessageLog`: the
+    ``ChatRequest.messages`` of the agent loop's requests, so that building a turn's request does
+    not copy the transcript (turn 2,000 costs what turn 1 does).
+
+    It behaves as a ``tuple`` of messages for what a provider or middleware does with one: ``len``,
+    indexing (negative too), slicing (which gives a ``tuple``), iteration (``reversed`` too),
+    ``in``, ``index``, ``count``, ``==`` with a ``tuple`` or another snapshot holding equal
+    messages (then with the same ``hash``), ``+`` with a ``tuple`` or snapshot (a ``tuple``; the
+    snapshot itself when the other side is empty), ``repr``, and ``pickle`` / ``copy.deepcopy``
+    (which give a ``tuple``). It is not a ``tuple``: ``isinstance(x, tuple)`` is false, and
+    ``dataclasses.asdict`` keeps it as an object instead of turning it into a list of dicts (take
+    ``tuple(x)`` first where that matters). Its messages never change: the log it shares only ever
+    appends after the messages a snapshot holds.
+
+    ``MessageSnapshot(messages)`` copies ``messages`` (any iterable of :class:`Message`);
+    :meth:`MessageLog.snapshot` shares the log's storage instead.
+    """
+
+    __slots__ = ("_items", "_n")
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        items = list(messages)
+        self._items = items
+        self._n = len(items)
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> tuple[Message, ...]: ...
+
+    def __getitem__(self, i: int | slice) -> Message | tuple[Message, ...]:
+        if isinstance(i, slice):
+            start, stop, step = i.indices(self._n)
+            if step == 1:
+                return tuple(self._items[start:stop])
+            items = self._items
+            return tuple([items[j] for j in range(start, stop, step)])
+        j = _index(i)
+        n = self._n
+        if j < 0:
+            j += n
+        if 0 <= j < n:
+            return self._items[j]
+        raise IndexError("tuple index out of range")
+
+    def __iter__(self) -> Iterator[Message]:
+        return islice(self._items, self._n)  # bounded: messages appended later stay out
+
+    def __reversed__(self) -> Iterator[Message]:
+        items = self._items
+        return (items[j] for j in range(self._n - 1, -1, -1))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MessageSnapshot):
+            if other._items is self._items:
+                return other._n == self._n
+            return other._n == self._n and tuple(self) == tuple(other)
+        if isinstance(other, tuple):
+            return len(other) == self._n and tuple(self) == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))  # equal to a tuple of the same messages: the same hash
+
+    def __add__(self, other: object) -> MessageSnapshot | tuple[Message, ...]:
+        if isinstance(other, (tuple, MessageSnapshot)):
+            return self if not other else tuple(self) + tuple(other)
+        return NotImplemented
+
+    def __radd__(self, other: object) -> MessageSnapshot | tuple[Message, ...]:
+        if isinstance(other, tuple):
+            return self if not other else other + tuple(self)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (tuple, (tuple(self),))
+
+    def __copy__(self) -> MessageSnapshot:
+        return self  # immutable, as copy.copy of a tuple
+
+
+class MessageLog:
+    """An append-only list of messages handing out :class:`MessageSnapshot` s of itself without
+    copying: ``snapshot()`` is O(1), and a snapshot keeps the messages it had (the log has no way
+    to change or remove a message, only ``append`` and ``extend``). ``len(log)``: messages so far.
+    A log that must change a message is replaced by a new one (built from the changed messages)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, messages: Iterable[Message] = ()) -> None:
+        self._items: list[Message] = list(messages)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def append(self, message: Message) -> None:
+        self._items.append(message)
+
+    def extend(self, messages: Iterable[Message]) -> None:
+        self._items.extend(messages)
+
+    def snapshot(self) -> MessageSnapshot:
+        """The log's messages now, as an immutable sequence sharing the log's storage."""
+        # built without __init__ (which copies): called on every model turn
+        s = _new_snapshot(MessageSnapshot)
+        items = s._items = self._items
+        s._n = len(items)
+        return s
+
+
+_new_snapshot = object.__new__
+
+
 # --- requests -------------------------------------------------------------------------------
 
 
@@ -319,7 +445,7 @@ ToolChoice = str
 
 @fast_init(
     coerce={
-        "messages": (tuple, tuple),
+        "messages": ((tuple, MessageSnapshot), tuple),
         "tools": (tuple, tuple),
         "output_schema": ((FrozenDict, type(None)), lambda v: _frozen_map(v)),
         "extra": (FrozenDict, lambda v: _frozen_map(v)),
@@ -330,14 +456,16 @@ ToolChoice = str
 class ChatRequest:
     """One model call.
 
-    ``messages``: the transcript to send. ``tools``: advertised tools. ``tool_choice``: see
+    ``messages``: the transcript to send, a ``tuple`` (any other iterable is made one) or a
+    :class:`MessageSnapshot` (what the agent loop sends: it shares the run's transcript instead of
+    copying it on every turn, and behaves as a tuple). ``tools``: advertised tools. ``tool_choice``: see
     :data:`ToolChoice`. ``output_schema``: a JSON Schema the reply's text must satisfy (providers
     that can constrain decoding use it). ``temperature``, ``max_tokens`` (output tokens),
     ``seed``, ``stop``: sampling settings; ``None`` means the provider's default. ``extra``:
     provider-specific settings, passed through. ``metadata``: for middlewares, never sent.
     """
 
-    messages: tuple[Message, ...]
+    messages: tuple[Message, ...] | MessageSnapshot
     tools: tuple[ToolSchema, ...] = ()
     tool_choice: ToolChoice = "auto"
     output_schema: FrozenDict | None = None

@@ -77,7 +77,8 @@ PINNED: dict[str, list[str]] = {
     ],
     "seamkit.values": [
         "ChatRequest", "ContentBlock", "CostSource", "Delta", "EMPTY", "FinishReason", "FrozenDict", "FrozenList",
-        "ImageBlock", "LLMResult", "Message", "Operation", "ReasoningBlock", "Role", "RunRequest", "Scope",
+        "ImageBlock", "LLMResult", "Message", "MessageLog", "MessageSnapshot", "Operation", "ReasoningBlock", "Role",
+        "RunRequest", "Scope",
         "StreamEvent", "StreamEventKind", "TextBlock", "ToolCall", "ToolCallDelta", "ToolChoice", "ToolOutput",
         "ToolRequest", "ToolResult", "ToolSchema", "Usage", "freeze", "thaw",
     ],

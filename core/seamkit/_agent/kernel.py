@@ -445,7 +445,15 @@ class KernelRun:
 
     def _history(self) -> list[Message]:
         """The conversation so far as the model reads it: the last messages, this turn's last."""
-        return [m for m in self.transcript if m.role in ("user", "assistant")][-HISTORY:]
+        # walked from the end: a step reads the last few messages, whatever the conversation's length
+        last: list[Message] = []
+        for m in reversed(self.transcript):
+            if m.role in ("user", "assistant"):
+                last.append(m)
+                if len(last) == HISTORY:
+                    break
+        last.reverse()
+        return last
 
     def _system_text(self, selected: Sequence[str], confirming: bool) -> str:
         parts = [INSTRUCTIONS]

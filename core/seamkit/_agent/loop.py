@@ -69,6 +69,8 @@ from seamkit.values import (
     FrozenDict,
     LLMResult,
     Message,
+    MessageLog,
+    MessageSnapshot,
     Scope,
     StreamEvent,
     TextBlock,
@@ -110,6 +112,7 @@ UNANSWERED_TEMPLATE = (
     "is unknown; do not assume it did."
 )
 _APPROVAL_SCOPE_PREFIX = "seamkit.approvals:"
+_new_request: Callable[..., ChatRequest] = ChatRequest.__fast_new__  # type: ignore[attr-defined]
 T = TypeVar("T")
 
 
@@ -255,10 +258,13 @@ class Run:
         "input_text",
         "ledger",
         "limit",
+        "listening",
         "pending",
         "pending_approvals",
         "prepared",
         "resumed",
+        "sent",
+        "sent_upto",
         "step",
         "steps_before",
         "tool_calls_used",
@@ -299,8 +305,17 @@ class Run:
         # (n, messages): the first n transcript messages as requests send them, unanswered calls
         # answered (None when none needed it)
         self.answered: tuple[int, tuple[Message, ...]] | None = None
+        # the messages requests send, shared by every request (seamkit.values.MessageLog): each
+        # turn appends the transcript's new messages instead of copying it; ``sent_upto``: the
+        # transcript messages it holds. ``None``: built again at the next request (the transcript
+        # changed in place, a handoff, the unanswered calls answered again)
+        self.sent: MessageLog | None = None
+        self.sent_upto = 0
         self.batch_task: asyncio.Task[Any] | None = None  # the task running a tool batch now
         self.cancel_requested = False  # the cancellation token cancelled batch_task
+        # _on_cancel is on the token's callbacks (from the first tool batch until drive() returns:
+        # between batches it finds no batch_task and does nothing)
+        self.listening = False
         self.guards = agent._guards  # point -> the guards acting there
         self.check_input = False  # the input point's guards are due (a fresh run with input guards)
         self.input_task: asyncio.Task[Any] | None = None  # parallel input guards, while they run
@@ -425,23 +440,27 @@ class Run:
             emit(StreamEvent(kind, self.ctx.run_id, self.step, **fields))  # type: ignore[arg-type]
 
     def _result(self, output: object, reason: StopReason) -> AgentResult:
-        self._take_warnings()
+        ctx = self.ctx
+        if ctx.warnings:
+            self._take_warnings()
+        agent = self.agent
+        uncertain = self.uncertain_effects
         return AgentResult(
             output,
             tuple(self.transcript),
             self.usage,
             reason,
-            self.ctx.run_id,
-            self.ctx.parent_run_id,
+            ctx.run_id,
+            ctx.parent_run_id,
             self.step,
             tuple(self.warnings),
             self.pending_approvals,
-            tuple(e for e in self.uncertain_effects if e.settled is None),
-            answered_by=self.agent.name,
-            handoffs=handoff_chain(self.handoffs),
+            tuple(e for e in uncertain if e.settled is None) if uncertain else (),
+            answered_by=agent.name,
+            handoffs=handoff_chain(self.handoffs) if self.handoffs else (),
             stopped_early=self.limit is not None,
             limit_reached=self.limit,
-            gathered=gathered_calls(self.transcript) if self.agent.mode == "gather" else (),
+            gathered=gathered_calls(self.transcript) if agent.mode == "gather" else (),
             citation_ids=tuple(self.working.seen) if self.working is not None else (),
         )
 
@@ -477,16 +496,29 @@ class Run:
         The run's resources (``ctx.resources``, see :mod:`seamkit._runtime.resources`) are created
         here unless the context brings them, and then closed here on every exit path. Middlewares
         wrapping runs (``invoker.run_middlewares``) wrap all of it."""
-        middlewares = self.agent.invoker.run_middlewares
-        if not middlewares:
-            return await owning_resources(self.ctx, self._drive_all)
-        from seamkit._agent.run_call import drive_through
+        try:
+            middlewares = self.agent.invoker.run_middlewares
+            if not middlewares:
+                if self._plain():  # nothing to checkpoint, guard or hand over: _drive_all's own fast path
+                    result = await owning_resources(self.ctx, self._drive)
+                    assert result is not None  # no handoffs: only a holder with handoff tools returns None
+                    return result
+                return await owning_resources(self.ctx, self._drive_all)
+            from seamkit._agent.run_call import drive_through
 
-        return await drive_through(middlewares, self.agent, self.ctx, self.transcript,
-                                   partial(owning_resources, self.ctx, self._drive_all), resumed=self.resumed)
+            return await drive_through(middlewares, self.agent, self.ctx, self.transcript,
+                                       partial(owning_resources, self.ctx, self._drive_all), resumed=self.resumed)
+        finally:
+            if self.listening:  # a token that outlives the run (a caller's) keeps nothing of it
+                self.listening = False
+                self.ctx.cancellation.remove_callback(self._on_cancel)
+
+    def _plain(self) -> bool:
+        """No checkpoint, deferred begin, guard or handoff: the run is one :meth:`_drive`."""
+        return self.handle is None and self.begin is None and not self.guards and not self.agent.handoffs
 
     async def _drive_all(self) -> AgentResult:
-        if self.handle is None and self.begin is None and not self.guards and not self.agent.handoffs:
+        if self._plain():
             result = await self._drive()
             assert result is not None  # no handoffs: only a holder with handoff tools returns None
             return result
@@ -565,7 +597,9 @@ class Run:
         if self.begin is not None and self.input_task is None:
             await self._begun()
         if id(agent) not in self.prepared:
-            await self._prepare_tools(agent)
+            self.prepared.add(id(agent))
+            if any(callable(getattr(t, "prepare", None)) for t in invoker.tools):
+                await self._prepare_tools(agent)
         guard_output = "output" in self.guards
         chat = invoker._chat
         direct = not invoker.has_chat_middleware and not invoker.middlewares
@@ -583,12 +617,12 @@ class Run:
                     cancellation.raise_if_cancelled()
                 results = await self._cancellable(self._run_batch(calls, meta))
                 ran, calls = calls, ()
-                child_usage = take_child_usage(ctx)
+                child_usage = take_child_usage(ctx) if ctx.state else None
                 if child_usage is not None:  # agents run as tools (seamkit._agent.as_tool)
                     self.usage = self.usage + child_usage
                 if results is None:
                     return await self._finish(None, "suspended")
-                if self._waits_for_settlement():
+                if self.uncertain_effects and self._waits_for_settlement():
                     return await self._finish(None, "suspended", batch=results)
                 transcript.append(Message("tool", results))
                 if agent.reset_tool_choice and self.tool_choice not in ("auto", "none"):
@@ -617,7 +651,8 @@ class Run:
             built = None if agent.request_builder is None else await self._build(messages, tools, output_schema)
             if built is not None and built.without_tools:
                 tools, choice = (), "none"
-            request = ChatRequest(
+            # every field is of its type already (tuples, FrozenDicts, the agent's checked settings)
+            request = _new_request(
                 (messages if built is None else built.messages) + note,
                 tools,
                 choice,
@@ -767,6 +802,7 @@ class Run:
         builder = agent.request_builder
         self.working = builder.context(scope=self.ctx.scope) if builder is not None else None
         self.answered = None
+        self.sent = None
 
     def _system_of(self, name: str) -> Message | None:
         """The system message of the agent called ``name`` for a handoff view (``None`` when it has
@@ -858,6 +894,7 @@ class Run:
             self.transcript.append(Message.user(text))
             return
         self.transcript[i] = _with_text(self.transcript[i], text)
+        self.sent = None  # requests already sent keep the old task; the next ones have the new one
         if self.answered is not None and i < self.answered[0]:
             self._answer_unanswered()
 
@@ -869,6 +906,7 @@ class Run:
         if new is not output and new != output:
             text = new if isinstance(new, str) and self.agent.output_spec is None else _as_json(new)
             self.transcript[-1] = _with_text(self.transcript[-1], text)
+            self.sent = None
         return new
 
     def _release(self, events: list[StreamEvent], result: LLMResult) -> None:
@@ -956,10 +994,11 @@ class Run:
         if task is None:
             return await work
         token = self.ctx.cancellation
-        on_cancel = self._on_cancel
         self.batch_task = task
         self.cancel_requested = False
-        token.add_callback(on_cancel)
+        if not self.listening:  # once per drive(), not per batch (removed when drive() returns)
+            self.listening = True
+            token.add_callback(self._on_cancel)
         try:
             result = await work
         except asyncio.CancelledError:
@@ -968,7 +1007,6 @@ class Run:
             raise
         finally:
             self.batch_task = None
-            token.remove_callback(on_cancel)
         if self.cancel_requested:
             # the token fired as the batch ended: withdraw the request (Python < 3.13 keeps a
             # pending one after uncancel(), so let it arrive here); the run stops at the next
@@ -1006,6 +1044,13 @@ class Run:
         carry them (:func:`answer_unanswered_calls`; see the module docstring), with a warning for
         each call answered as unknown and each result left out."""
         transcript = self.transcript
+        self.sent = None
+        for m in transcript:
+            if m.role == "assistant" or m.role == "tool" or any(type(b) is ToolResult for b in m.content):
+                break
+        else:  # no tool call nor result (a fresh task): nothing to pair
+            self.answered = None
+            return
         out, added, left_out = answer_unanswered_calls(transcript)
         if len(out) == len(transcript) and all(a is b for a, b in zip(out, transcript, strict=True)):
             self.answered = None
@@ -1022,19 +1067,39 @@ class Run:
             if why not in self.warnings:
                 self.warnings.append(why)
 
-    def _messages(self) -> tuple[Message, ...]:
+    def _messages(self) -> MessageSnapshot:
         """The transcript as a request sends it (unanswered calls answered; after a handoff, as
-        its filter shows it to the holder)."""
-        if self.handoffs:
-            view = handoff_view(self.transcript, self.handoffs, self._system_of)
-            return tuple(answer_unanswered_calls(view)[0])
-        answered = self.answered
-        if answered is None:
-            return tuple(self.transcript)
-        n, head = answered
-        return head + tuple(self.transcript[n:])
+        its filter shows it to the holder), as an immutable snapshot sharing the run's request log:
+        O(messages added since the last request), not O(transcript).
 
-    async def _build(self, messages: tuple[Message, ...], tools: tuple[ToolSchema, ...],
+        The log starts from what the first request after the run started (or after a handoff, or
+        after a change of the transcript in place) sends; later requests add the transcript's new
+        messages as they are. Those are the loop's own (a model turn, its tool results, a
+        corrective turn), already paired as requests need: pairing them again would change
+        nothing (:func:`answer_unanswered_calls` leaves a well-paired turn where it is)."""
+        transcript = self.transcript
+        sent = self.sent
+        n = len(transcript)
+        if sent is None or n < self.sent_upto:
+            if self.handoffs:
+                view = handoff_view(transcript, self.handoffs, self._system_of)
+                sent = MessageLog(answer_unanswered_calls(view)[0])
+                self.sent_upto = n
+            elif self.answered is not None:
+                upto, head = self.answered
+                sent = MessageLog(head)
+                self.sent_upto = upto
+            else:
+                sent = MessageLog()
+                self.sent_upto = 0
+            self.sent = sent
+        upto = self.sent_upto
+        if n > upto:
+            sent.extend(transcript[upto:] if upto else transcript)
+            self.sent_upto = n
+        return sent.snapshot()
+
+    async def _build(self, messages: Sequence[Message], tools: tuple[ToolSchema, ...],
                      output_schema: Any) -> BuiltRequest:
         builder = self.agent.request_builder
         assert builder is not None
@@ -1056,7 +1121,7 @@ class Run:
         run (concurrently, before its first model turn): a tool answering a reason is not offered
         (a call to it is answered as an unknown tool) and the reason becomes a run warning. A
         ``prepare`` that raises leaves its tool offered: its calls report the failure."""
-        self.prepared.add(id(agent))
+        self.prepared.add(id(agent))  # (the caller may have added it: asked once either way)
         preparing = [t for t in agent.invoker.tools if callable(getattr(t, "prepare", None))]
         if not preparing:
             return
@@ -1081,6 +1146,8 @@ class Run:
         in the request only): the agent's tools less the withdrawn ones; once a limit is reached,
         ``tool_choice="none"`` and the note saying so (the tools stay defined: the transcript
         holds calls to them, and some providers refuse tool blocks without definitions)."""
+        if not self.withdrawn and not self.unprepared and self.limit is None:
+            return schemas, self.tool_choice if schemas else "none", ()  # nothing withdrawn, no limit
         withdrawn: Mapping[str, object] = self.withdrawn
         if self.unprepared:
             withdrawn = {**self.unprepared, **self.withdrawn}
@@ -1102,16 +1169,22 @@ class Run:
         ``None`` when the run must suspend for approval. Counts the calls and the round, and
         notes a limit reached."""
         agent = self.agent
-        unavailable = frozenset(agent.disabled_tools)
-        if self.unprepared:
-            unavailable = unavailable | frozenset(self.unprepared)
-        if self.withdrawn:
-            step = self.step
-            unavailable = unavailable | frozenset(n for n, at in self.withdrawn.items() if at < step)
+        unavailable: frozenset[str] = frozenset()
+        if agent.disabled_tools or self.unprepared or self.withdrawn:
+            unavailable = frozenset(agent.disabled_tools)
+            if self.unprepared:
+                unavailable = unavailable | frozenset(self.unprepared)
+            if self.withdrawn:
+                step = self.step
+                unavailable = unavailable | frozenset(n for n, at in self.withdrawn.items() if at < step)
         cap = agent.max_tool_calls
         if not unavailable and cap is None and self.limit is None:
-            results = await self._run_tools(calls, meta)
-            self._take_warnings()  # kept with the batch's checkpoint
+            if self.handle is None and not agent.approvals:  # nothing to record or decide
+                results: tuple[ToolResult, ...] | None = await self._run_plain(calls, meta)
+            else:
+                results = await self._run_tools(calls, meta)
+            if self.ctx.warnings:
+                self._take_warnings()  # kept with the batch's checkpoint
             if results is not None and agent.max_tool_rounds is not None:
                 self._count(len(calls))
             return results
@@ -1314,12 +1387,23 @@ class Run:
         if emit is not None:
             for c in calls:
                 self._event("tool_call", tool_call=c)
+        if len(calls) == 1 and (not guards or "tool_result" not in guards):
+            # the common turn: one call, run here (what _keyed does, without its two partials)
+            call = calls[0]
+            token = CALL_KEY.set(f"{ctx.run_id}:{self.step}:{call.id}")
+            try:
+                results: tuple[ToolResult, ...] = (await invoker.call_tool(call, ctx, meta),)
+            finally:
+                CALL_KEY.reset(token)
+            if guarded:
+                results = tuple(_noted(r, guarded[r.call_id]) if r.call_id in guarded else r for r in results)
+            if emit is not None:
+                for r in results:
+                    self._event("tool_result", tool_result=r)
+            return results
         call_tool = partial(self._keyed, partial(invoker.call_tool, ctx=ctx, meta=meta))
         if not guards or "tool_result" not in guards:
-            if len(calls) == 1:
-                results: tuple[ToolResult, ...] = (await call_tool(calls[0]),)
-            else:
-                results = tuple(await self._batch(calls, call_tool))
+            results = tuple(await self._batch(calls, call_tool))
         else:
             run = partial(self._call_checked, call_tool)
             results = tuple(await self._batch(calls, run))

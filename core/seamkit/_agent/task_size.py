@@ -76,15 +76,17 @@ def _exact(model: Any, texts: list[str]) -> int | None:
 def check_task_size(messages: Iterable[Message], model: Any) -> None:
     """Raise :class:`~seamkit.errors.TaskTooLarge` when the text of ``messages`` (the task) does
     not fit ``model``'s context window (see the module doc)."""
-    from seamkit._tokens import count_text_tokens
-
     texts = [b.text for m in messages for b in m.content if isinstance(b, TextBlock)]
-    chars = sum(len(t) for t in texts)
+    chars = sum(map(len, texts))
     found = context_window(model)
     limit = found[0] if found is not None else MAX_TASK_TOKENS
-    where = found[1] if found is not None else ""
+    if chars * 4 <= limit:
+        return  # a character is at most 4 UTF-8 bytes: no more bytes than the window has tokens
     if chars <= limit and sum(len(t.encode("utf-8", "surrogatepass")) for t in texts) <= limit:
         return  # no more bytes than the window has tokens: it fits
+    from seamkit._tokens import count_text_tokens
+
+    where = found[1] if found is not None else ""
     estimated = sum(count_text_tokens(t) for t in texts)
     if estimated > limit * MARGIN:
         raise TaskTooLarge(estimated, limit, chars, window=found is not None, where=where)

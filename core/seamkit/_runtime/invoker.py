@@ -290,6 +290,11 @@ class Invoker:
         if call.arguments_error is not None:
             return unusable_arguments_result(call)
         try:
+            if self._tool_direct:  # _run's direct path, one coroutine fewer on every tool call
+                t = self.tools.get(call.name)
+                if t is None:
+                    raise UnknownToolError(call.name, self.tools.names)
+                return _result_of(call, await t.invoke(t.validate(call.arguments), ctx))
             return await self._run(call, ctx, meta, None)
         except asyncio.CancelledError as exc:
             if _cancelled_by_caller():

@@ -74,7 +74,9 @@ def arguments_digest(value: Any, *, key: bytes | None = None) -> str:
     ``key``, the HMAC-SHA-256 of that text under ``key``. A :class:`~seamkit.values.ChatRequest`
     is taken without its ``metadata``."""
     if isinstance(value, ChatRequest):
-        value = dataclasses.asdict(value.replace(metadata={}))
+        # messages as a tuple: asdict turns a tuple's messages into dicts, but keeps the agent
+        # loop's MessageSnapshot (a sequence that is no tuple) as one object
+        value = dataclasses.asdict(value.replace(metadata={}, messages=tuple(value.messages)))
         value.pop("metadata", None)
     text = json.dumps(thaw(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_default)
     if key is not None:

@@ -13,7 +13,7 @@ from seamkit._middleware import Call, chain, collect, collect_one
 from seamkit.errors import FailureClass, ProviderError, StoreUnavailable
 from seamkit.testing import make_test_ctx
 from seamkit.testing._memory_store import MemoryStore
-from seamkit.values import ChatRequest, Delta, Message, Scope, ToolCall, ToolRequest, ToolResult, Usage
+from seamkit.values import ChatRequest, Delta, Message, MessageLog, Scope, ToolCall, ToolRequest, ToolResult, Usage
 from seamkit_audit.middleware import Audit, arguments_digest, read_records
 
 SECRET = "hunter2-very-secret-password"
@@ -98,6 +98,14 @@ def test_digest_is_order_independent_and_ignores_metadata() -> None:
     req = ChatRequest((Message.user("hi"),))
     assert arguments_digest(req) == arguments_digest(req.replace(metadata={"x": 1}))
     assert arguments_digest(req) != arguments_digest(req.replace(temperature=0.1))
+
+
+def test_digest_of_the_agent_loop_s_shared_messages_is_that_of_the_same_tuple() -> None:
+    """The agent loop sends a MessageSnapshot (not a tuple): the digest reads its messages all the same."""
+    messages = (Message.user("hi"), Message.assistant("hello"))
+    shared = ChatRequest(MessageLog(messages).snapshot())
+    assert arguments_digest(shared) == arguments_digest(ChatRequest(messages))
+    assert arguments_digest(shared) != arguments_digest(ChatRequest(messages[:1]))
 
 
 KEY = "k3y-from-the-environment-0123456789"
