@@ -13,12 +13,15 @@ import asyncio
 import inspect
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from seamkit._runtime.context import RunContext
 from seamkit._tools.registry import missing_description
 from seamkit.errors import ToolArgumentError, ToolDefinitionError
 from seamkit.values import ToolSchema, freeze
+
+if TYPE_CHECKING:
+    import pydantic
 
 __all__ = ["FunctionTool", "tool"]
 
@@ -62,20 +65,22 @@ class FunctionTool:
         blocking: bool = True,
         idempotent: bool = False,
     ) -> None:
-        import docstring_parser
-        import pydantic
-
         self.fn = fn
         self.__wrapped__ = fn
         self.__doc__ = fn.__doc__
         self.__name__ = name or fn.__name__
         self._is_async = inspect.iscoroutinefunction(fn)
         self._blocking = blocking
+        self._side_effecting = side_effecting
+        self._idempotent = idempotent
+        self._description = description
+        # What decoration checks is cheap (no pydantic, no docstring parser): the signature, the
+        # type hints resolving, a description existing. Whether pydantic can describe each type
+        # is learnt when the schema is built (_build), on first use: importing pydantic and
+        # building the first model is most of a cold start (issue 19).
         sig = inspect.signature(fn)
         hints = typing.get_type_hints(fn, include_extras=True)
-        doc = docstring_parser.parse(fn.__doc__ or "")
-        param_docs = {p.arg_name: p.description for p in doc.params if p.description}
-        fields: dict[str, Any] = {}
+        params: list[tuple[str, Any, Any]] = []
         self._ctx_param: str | None = None
         for pname, param in sig.parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -86,8 +91,34 @@ class FunctionTool:
                 continue
             if pname not in hints:
                 raise ToolDefinitionError(f"tool {self.__name__!r}: parameter {pname!r} needs a type hint")
-            default = ... if param.default is param.empty else param.default
-            fields[pname] = (ann, pydantic.Field(default, description=param_docs.get(pname)))
+            params.append((pname, ann, ... if param.default is param.empty else param.default))
+        self._params = params
+        text = description if description is not None else (fn.__doc__ or "")
+        if not text.strip():
+            raise ToolDefinitionError(self._missing_description())
+        self._schema: ToolSchema | None = None
+        # the pydantic-core validator of the arguments: one C call per tool call, no BaseModel
+        # wrapper frames; None until _build
+        self._validate_python: Callable[[Any], Any] | None = None
+        self._validation_error: type[pydantic.ValidationError]  # set with it
+        self._validator: type[pydantic.BaseModel]  # the arguments' model, set with it
+
+    def _missing_description(self) -> str:
+        return missing_description(self.__name__, getattr(self.fn, "__qualname__", self.__name__))
+
+    def _build(self) -> ToolSchema:
+        """Build the argument model, its JSON Schema and the description (from the docstring);
+        returns the schema. Raises :class:`~seamkit.errors.ToolDefinitionError` for a parameter
+        type pydantic cannot describe, or a docstring without a description (only sections)."""
+        import docstring_parser
+        import pydantic
+
+        doc = docstring_parser.parse(self.fn.__doc__ or "")
+        param_docs = {p.arg_name: p.description for p in doc.params if p.description}
+        fields: dict[str, Any] = {
+            pname: (ann, pydantic.Field(default, description=param_docs.get(pname)))
+            for pname, ann, default in self._params
+        }
         try:
             model = pydantic.create_model(
                 f"{self.__name__}_arguments",
@@ -100,36 +131,46 @@ class FunctionTool:
             raise ToolDefinitionError(
                 f"tool {self.__name__!r}: a parameter type cannot be described to a model: {first}"
             ) from exc
-        self._validator = model
-        # The pydantic-core validator itself: one C call per tool call, no BaseModel wrapper frames.
-        self._validate_python = model.__pydantic_validator__.validate_python
-        self._validation_error = pydantic.ValidationError
         params.pop("additionalProperties", None)
         params["additionalProperties"] = False
         params.setdefault("properties", {})
-        desc = description
+        desc = self._description
         if desc is None:
             parts = [doc.short_description or "", doc.long_description or ""]
             desc = "\n\n".join(p for p in parts if p).strip()
         if not desc.strip():
-            raise ToolDefinitionError(missing_description(self.__name__, getattr(fn, "__qualname__", self.__name__)))
-        self._schema = ToolSchema(self.__name__, desc, freeze(params), side_effecting, idempotent)
+            raise ToolDefinitionError(self._missing_description())
+        schema = ToolSchema(self.__name__, desc, freeze(params), self._side_effecting, self._idempotent)
+        # set together, the validator last: a thread that sees it sees the rest (a race builds twice)
+        self._validator = model
+        self._validation_error = pydantic.ValidationError
+        self._schema = schema
+        self._validate_python = model.__pydantic_validator__.validate_python
+        return schema
 
     @property
     def schema(self) -> ToolSchema:
-        return self._schema
+        """The advertised schema, built on first use (see :meth:`_build` for what it raises)."""
+        return self._schema or self._build()
 
     @property
     def name(self) -> str:
-        return self._schema.name
+        return self.__name__
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validate the model's ``arguments``; returns keyword arguments for the function.
 
-        Raises :class:`~seamkit.errors.ToolArgumentError` listing each problem as ``path: message``.
+        Raises :class:`~seamkit.errors.ToolArgumentError` listing each problem as ``path: message``
+        (and, on the tool's first use, :class:`~seamkit.errors.ToolDefinitionError` when its schema
+        cannot be built).
         """
+        validate = self._validate_python
+        if validate is None:
+            self._build()
+            validate = self._validate_python
+            assert validate is not None
         try:
-            obj = self._validate_python(arguments)
+            obj = validate(arguments)
         except self._validation_error as exc:
             problems = [
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
@@ -158,7 +199,7 @@ class FunctionTool:
     cancel_grace: float = 2.0
 
     def __repr__(self) -> str:
-        return f"<tool {self.name} side_effecting={self._schema.side_effecting}>"
+        return f"<tool {self.name} side_effecting={self._side_effecting}>"
 
 
 async def _in_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any], ctx: RunContext, grace: float) -> Any:
