@@ -208,38 +208,59 @@ class FunctionTool:
 
 
 async def _in_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any], ctx: RunContext, grace: float) -> Any:
-    """``fn(**kwargs)`` in the default executor (context variables copied, as
-    ``asyncio.to_thread``). When the awaiting task is cancelled and ``ctx.cancellation`` is too,
-    waits up to ``grace`` seconds for the function to return before re-raising."""
+    """``fn(**kwargs)`` in one of the sync-tool threads (:mod:`seamkit._tools.threads`), context
+    variables copied (as ``asyncio.to_thread``). When the awaiting task is cancelled and
+    ``ctx.cancellation`` is too, waits up to ``grace`` seconds for the function to return before
+    re-raising."""
     import contextvars
 
+    from seamkit._tools.threads import tool_threads
+
     loop = asyncio.get_running_loop()
-    # [running, event]: the worker clears running when fn returns and then sets the event if a
-    # cancelled caller is waiting on it (made only then: the common path pays nothing for it)
-    state: list[Any] = [True, None]
+    future = loop.create_future()
     run_in_context = contextvars.copy_context().run
+    # running / returned are read and written on the loop thread only (settle runs there):
+    # returned holds the event a cancelled caller waits on, made only then (the common path pays
+    # nothing for it)
+    running = [True]
+    returned: list[asyncio.Event] = []
 
-    def call() -> Any:
+    def settle(ok: bool, value: Any) -> None:
+        running[0] = False
+        if not future.done():  # not cancelled
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+        if returned:
+            returned[0].set()
+
+    def job() -> Callable[[], None]:
         try:
-            return run_in_context(fn, **kwargs)
-        finally:
-            state[0] = False
-            returned = state[1]
-            if returned is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(returned.set)
+            value, ok = run_in_context(fn, **kwargs), True
+        except BaseException as exc:  # handed to the caller, as an executor does
+            value, ok = exc, False
 
+        def hand_back() -> None:
+            try:
+                loop.call_soon_threadsafe(settle, ok, value)
+            except RuntimeError:  # the loop is closed: nobody waits for the outcome
+                pass
+
+        return hand_back
+
+    tool_threads().submit(job)
     try:
-        return await loop.run_in_executor(None, call)
+        return await future
     except asyncio.CancelledError:
         # the thread cannot be interrupted; a tool watching ctx.cancellation returns soon, its
         # finally blocks run, and the run ends after it rather than under it
-        if ctx.cancellation.cancelled and grace > 0:
-            returned = state[1] = asyncio.Event()
-            if state[0]:
-                try:
-                    await asyncio.wait_for(returned.wait(), grace)
-                except TimeoutError:
-                    pass
+        if ctx.cancellation.cancelled and grace > 0 and running[0]:
+            returned.append(asyncio.Event())
+            try:
+                await asyncio.wait_for(returned[0].wait(), grace)
+            except TimeoutError:
+                pass
         raise
 
 

@@ -1,0 +1,165 @@
+"""Sync tools in worker threads (``seamkit._tools.threads``, ``FunctionTool.invoke``): threads kept
+and reused, calls in parallel, context variables copied, errors handed back, after a fork and at
+exit."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from seamkit._tools import tool
+from seamkit._tools.threads import ToolThreads, tool_threads
+from seamkit.testing import make_test_ctx
+
+WHO: contextvars.ContextVar[str] = contextvars.ContextVar("WHO", default="nobody")
+
+
+async def test_a_sync_tool_runs_in_a_kept_thread_that_later_calls_reuse() -> None:
+    seen: list[int] = []
+
+    @tool(side_effecting=False)
+    def where() -> str:
+        """Record which thread runs the tool and return ok."""
+        seen.append(threading.get_ident())
+        return "ok"
+
+    pool = tool_threads()
+    for _ in range(5):
+        assert await where.invoke({}, make_test_ctx()) == "ok"
+    assert threading.get_ident() not in seen
+    assert len(set(seen)) == 1  # one call at a time: one warm thread serves them all
+    assert pool.threads <= pool.max_workers
+
+
+async def test_parallel_sync_calls_run_at_once() -> None:
+    # each call waits for the other two: they finish only if all three run in parallel
+    barrier = threading.Barrier(3, timeout=5)
+
+    @tool(side_effecting=False)
+    def meet(n: int) -> int:
+        """Wait for the two other calls, then return n."""
+        barrier.wait()
+        return n
+
+    ctx = make_test_ctx()
+    assert await asyncio.gather(*(meet.invoke({"n": n}, ctx) for n in range(3))) == [0, 1, 2]
+
+
+async def test_context_variables_are_copied_into_the_thread_and_not_back() -> None:
+    @tool(side_effecting=False)
+    def whoami() -> str:
+        """Return who the caller is, then claim to be someone else."""
+        seen = WHO.get()
+        WHO.set("the tool")
+        return seen
+
+    WHO.set("the run")
+    assert await whoami.invoke({}, make_test_ctx()) == "the run"
+    assert WHO.get() == "the run"
+
+
+async def test_an_error_in_the_thread_reaches_the_caller() -> None:
+    @tool(side_effecting=False)
+    def fail() -> str:
+        """Fail with a lookup error."""
+        raise LookupError("no such row")
+
+    with pytest.raises(LookupError, match="no such row"):
+        await fail.invoke({}, make_test_ctx())
+
+
+def test_the_pool_starts_threads_on_demand_up_to_its_limit() -> None:
+    pool = ToolThreads(max_workers=2, name="test-pool")
+    gate = threading.Event()
+    ran: list[str] = []
+    done = threading.Semaphore(0)
+
+    def job(name: str) -> Callable[[], None]:
+        gate.wait(5)
+        ran.append(name)
+        return done.release
+
+    for name in "abc":
+        pool.submit(lambda name=name: job(name))
+    assert pool.threads == 2  # the third job waits for a free thread instead of starting one
+    gate.set()
+    for _ in range(3):
+        assert done.acquire(timeout=5)
+    assert sorted(ran) == ["a", "b", "c"]
+    pool.submit(lambda: job("d"))
+    assert done.acquire(timeout=5) and pool.threads == 2  # an idle thread took it
+    pool.shutdown()
+    with pytest.raises(RuntimeError, match="shut down"):
+        pool.submit(lambda: lambda: None)
+    with pytest.raises(ValueError, match="at least 1"):
+        ToolThreads(max_workers=0)
+
+
+RUN_AFTER_FORK = """
+import asyncio, os, sys, time
+from seamkit._tools import tool
+from seamkit._tools.threads import tool_threads
+from seamkit.testing import make_test_ctx
+
+@tool(side_effecting=False)
+def add(a: int, b: int) -> int:
+    '''Add two integers.'''
+    return a + b
+
+assert asyncio.run(add.invoke({"a": 1, "b": 2}, make_test_ctx())) == 3  # the parent's threads start
+pool = tool_threads()
+while pool._waiting < 1:  # its thread waits for the next job: the child must not count on it
+    time.sleep(0.001)
+pid = os.fork()
+if pid == 0:  # the child has none of them: new ones must start
+    os._exit(0 if asyncio.run(asyncio.wait_for(add.invoke({"a": 2, "b": 3}, make_test_ctx()), 5)) == 5 else 1)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs os.fork")
+def test_a_forked_child_runs_sync_tools_in_its_own_threads() -> None:
+    proc = subprocess.run([sys.executable, "-c", RUN_AFTER_FORK], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+FINISH_AT_EXIT = """
+import asyncio, sys, threading, time
+from pathlib import Path
+from seamkit._tools import tool
+from seamkit.testing import make_test_ctx
+
+started = threading.Event()
+
+@tool(side_effecting=True)
+def write(path: str) -> str:
+    '''Write a file slowly.'''
+    started.set()
+    time.sleep(0.3)
+    Path(path).write_text("done")
+    return "ok"
+
+async def main() -> None:
+    call = asyncio.ensure_future(write.invoke({"path": sys.argv[1]}, make_test_ctx()))
+    while not started.is_set():
+        await asyncio.sleep(0.01)
+    call.cancel()  # the run stops waiting; the thread runs on
+
+asyncio.run(main())
+"""
+
+
+def test_the_interpreter_waits_at_exit_for_a_sync_tool_still_running(tmp_path: Path) -> None:
+    out = tmp_path / "written"
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(FINISH_AT_EXIT), str(out)], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text() == "done"
