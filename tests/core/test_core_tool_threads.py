@@ -12,6 +12,7 @@ import textwrap
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from seamkit._tools import tool
@@ -134,6 +135,7 @@ def test_a_forked_child_runs_sync_tools_in_its_own_threads() -> None:
 FINISH_AT_EXIT = """
 import asyncio, sys, threading, time
 from pathlib import Path
+from typing import Any
 from seamkit._tools import tool
 from seamkit.testing import make_test_ctx
 
@@ -163,3 +165,53 @@ def test_the_interpreter_waits_at_exit_for_a_sync_tool_still_running(tmp_path: P
                           text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert out.read_text() == "done"
+
+
+async def _loop_ran_during(call: Any) -> tuple[Any, bool]:
+    """``(result of awaiting call, whether the event loop ran a callback meanwhile)``."""
+    ran: list[bool] = []
+    asyncio.get_running_loop().call_soon(ran.append, True)
+    return await call, bool(ran)
+
+
+async def test_a_quick_sync_tool_is_waited_for_on_the_loop_thread_and_a_slow_one_awaited() -> None:
+    # issue 19: a quick call is answered with one thread wake-up (the loop thread waits on a lock,
+    # at most quick_wait); a call that takes longer frees the loop, and so do the tool's next
+    # calls until one returns within quick_wait again
+    gate = threading.Event()
+
+    @tool(side_effecting=False)
+    def step(slow: bool) -> str:
+        """Return at once, or once the gate opens when slow."""
+        if slow:
+            gate.wait(10)
+            return "slow"
+        return "quick"
+
+    step.quick_wait = 2.0  # generous: a busy machine's thread wake-up stays far below it
+    ctx = make_test_ctx()
+    assert await _loop_ran_during(step.invoke({"slow": False}, ctx)) == ("quick", False)
+
+    step.quick_wait = 0.05
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.2, gate.set)  # runs only if the loop is free while the call waits
+    assert await _loop_ran_during(step.invoke({"slow": True}, ctx)) == ("slow", True)
+
+    step.quick_wait = 2.0
+    assert await _loop_ran_during(step.invoke({"slow": False}, ctx)) == ("quick", True)  # awaited at once
+    assert await _loop_ran_during(step.invoke({"slow": False}, ctx)) == ("quick", False)  # quick again
+
+
+async def test_quick_wait_zero_awaits_every_call_and_errors_still_reach_the_caller() -> None:
+    @tool(side_effecting=False)
+    def check(n: int) -> int:
+        """Return n, or fail for a negative n."""
+        if n < 0:
+            raise ValueError("negative")
+        return n
+
+    check.quick_wait = 0.0
+    ctx = make_test_ctx()
+    assert await _loop_ran_during(check.invoke({"n": 1}, ctx)) == (1, True)
+    with pytest.raises(ValueError, match="negative"):
+        await check.invoke({"n": -1}, ctx)

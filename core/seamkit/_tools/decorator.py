@@ -76,6 +76,7 @@ class FunctionTool:
         self.__name__ = name or fn.__name__
         self._is_async = inspect.iscoroutinefunction(fn)
         self._blocking = blocking
+        self._quick = True  # whether its last call in a worker thread returned within quick_wait
         self._side_effecting = side_effecting
         self._idempotent = idempotent
         self._description = description
@@ -191,7 +192,7 @@ class FunctionTool:
         if self._is_async:
             return await self.fn(**kwargs)
         if self._blocking:
-            return await _in_thread(self.fn, kwargs, ctx, self.cancel_grace)
+            return await _in_thread(self, kwargs, ctx)
         return self.fn(**kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -203,31 +204,57 @@ class FunctionTool:
     #: that the run stops waiting; the thread runs on until the function returns.
     cancel_grace: float = 2.0
 
+    #: Seconds the event loop's thread may wait, blocked, for a call of a sync tool in a worker
+    #: thread to return, while the tool's calls return within it (see :func:`_in_thread`): a
+    #: quick tool then costs one thread wake-up less per call. Bounds how long one call stops
+    #: the loop; a call that takes longer is awaited like any other, and so are the tool's calls
+    #: after it until one returns within this again. ``0`` awaits every call.
+    quick_wait: float = 0.0005
+
     def __repr__(self) -> str:
         return f"<tool {self.name} side_effecting={self._side_effecting}>"
 
 
-async def _in_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any], ctx: RunContext, grace: float) -> Any:
-    """``fn(**kwargs)`` in one of the sync-tool threads (:mod:`seamkit._tools.threads`), context
-    variables copied (as ``asyncio.to_thread``). When the awaiting task is cancelled and
-    ``ctx.cancellation`` is too, waits up to ``grace`` seconds for the function to return before
-    re-raising."""
+async def _in_thread(tool: FunctionTool, kwargs: Mapping[str, Any], ctx: RunContext) -> Any:
+    """``tool.fn(**kwargs)`` in one of the sync-tool threads (:mod:`seamkit._tools.threads`),
+    context variables copied (as ``asyncio.to_thread``).
+
+    While the tool's calls return within :attr:`FunctionTool.quick_wait` seconds, the loop thread
+    waits for the outcome on a lock, blocked for that long at most: the thread answers with one
+    wake-up, where handing the outcome back through the loop costs the event loop's own wake-up,
+    its callbacks and the task's (~30 µs of CPU a call, more than the trivial tool itself). A
+    call that takes longer is awaited like any other from then on, and the tool's later calls
+    are awaited at once until one returns within ``quick_wait`` again.
+
+    When the awaiting task is cancelled and ``ctx.cancellation`` is too, waits up to
+    :attr:`FunctionTool.cancel_grace` seconds for the function to return before re-raising."""
     import contextvars
+    import threading
+    import time
 
     from seamkit._tools.threads import tool_threads
 
-    loop = asyncio.get_running_loop()
-    future = loop.create_future()
+    fn, quick_wait = tool.fn, tool.quick_wait
+    wait = quick_wait if tool._quick else 0.0
     run_in_context = contextvars.copy_context().run
+    # outcome ([ok, value]) is set by the worker and later (the future to answer) by the loop
+    # thread, each under guard, so that exactly one of them sees the other's and the worker
+    # either releases `done` (the loop thread waits on it) or answers through the future
+    outcome: list[Any] = []
+    later: list[asyncio.Future[Any]] = []
+    guard = threading.Lock()
+    done = threading.Lock()
+    done.acquire()
     # running / returned are read and written on the loop thread only (settle runs there):
-    # returned holds the event a cancelled caller waits on, made only then (the common path pays
-    # nothing for it)
+    # returned holds the event a cancelled caller waits on, made only then
     running = [True]
     returned: list[asyncio.Event] = []
 
-    def settle(ok: bool, value: Any) -> None:
+    def settle() -> None:
         running[0] = False
+        future = later[0]
         if not future.done():  # not cancelled
+            ok, value = outcome
             if ok:
                 future.set_result(value)
             else:
@@ -235,30 +262,46 @@ async def _in_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any], ctx: Run
         if returned:
             returned[0].set()
 
+    def hand_back() -> None:
+        try:
+            loop.call_soon_threadsafe(settle)
+        except RuntimeError:  # the loop is closed: nobody waits for the outcome
+            pass
+
     def job() -> Callable[[], None]:
+        began = time.perf_counter()
         try:
             value, ok = run_in_context(fn, **kwargs), True
         except BaseException as exc:  # handed to the caller, as an executor does
             value, ok = exc, False
+        if time.perf_counter() - began < quick_wait:
+            tool._quick = True  # quick again: its next call is waited for on the loop thread
+        with guard:
+            outcome.extend((ok, value))
+            answer_later = bool(later)
+        return hand_back if answer_later else done.release
 
-        def hand_back() -> None:
-            try:
-                loop.call_soon_threadsafe(settle, ok, value)
-            except RuntimeError:  # the loop is closed: nobody waits for the outcome
-                pass
-
-        return hand_back
-
+    loop = asyncio.get_running_loop()
     tool_threads().submit(job)
+    if not (wait and done.acquire(timeout=wait)):
+        with guard:
+            if not outcome:  # still running: await it, and the tool's next calls at once
+                tool._quick = False
+                later.append(loop.create_future())
+    if not later:
+        ok, value = outcome
+        if ok:
+            return value
+        raise value
     try:
-        return await future
+        return await later[0]
     except asyncio.CancelledError:
         # the thread cannot be interrupted; a tool watching ctx.cancellation returns soon, its
         # finally blocks run, and the run ends after it rather than under it
-        if ctx.cancellation.cancelled and grace > 0 and running[0]:
+        if ctx.cancellation.cancelled and tool.cancel_grace > 0 and running[0]:
             returned.append(asyncio.Event())
             try:
-                await asyncio.wait_for(returned[0].wait(), grace)
+                await asyncio.wait_for(returned[0].wait(), tool.cancel_grace)
             except TimeoutError:
                 pass
         raise
