@@ -158,7 +158,8 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=10, help="fresh processes per start-up figure (default 10)")
     ap.add_argument("--skip-import", action="store_true", help="only the tool-run figures")
     a = ap.parse_args()
-    print(f"load average: {os.getloadavg()[0]:.2f}  (python {sys.version.split()[0]})")
+    print(f"load average (1 min): {os.getloadavg()[0]:.2f}  (target: none, shown to spot a busy machine; python "
+          f"{sys.version.split()[0]})")
     if not a.skip_import:
         bare = _wall_ms("pass", a.processes)
         usable = _wall_ms(USABLE, a.processes)
