@@ -5,6 +5,8 @@ nested pydantic models and dataclasses under ``$defs``, ``list[X]`` with ``items
 ``Enum`` as ``enum``, ``X | None`` as ``anyOf`` with ``null``) and the descriptions from the
 docstring (Google, NumPy or reST style, parsed by ``docstring_parser``). A parameter annotated
 with :class:`~seamkit._runtime.context.RunContext` receives the run's context and is not advertised.
+Both are built on first use (an agent built with the tool, ``.schema``, ``.validate()``), not at
+decoration: defining a tool imports neither pydantic nor the docstring parser.
 """
 
 from __future__ import annotations
@@ -21,10 +23,9 @@ from seamkit.errors import ToolArgumentError, ToolDefinitionError
 from seamkit.values import ToolSchema, freeze
 
 if TYPE_CHECKING:
-    import pydantic
-
-if TYPE_CHECKING:
     import asyncio
+
+    import pydantic
 else:  # imported on first use: a third of a usable agent's import time (issue 19)
     asyncio = lazy_module("asyncio", globals())
 
@@ -345,9 +346,11 @@ def tool(
     person to settle it.
 
     Raises :class:`~seamkit.errors.ToolDefinitionError` (a ``TypeError``) when ``side_effecting`` is
-    missing, when what it decorates is not a function, when a parameter has no type hint or a
-    type pydantic cannot describe, or the tool has no description (neither a docstring nor
-    ``description=``): the description is what the model reads to decide when to call it.
+    missing, when what it decorates is not a function, when a parameter has no type hint, or the
+    tool has no description (neither a non-blank docstring nor ``description=``): the description
+    is what the model reads to decide when to call it. The schema is built on first use, which
+    raises it for a parameter type pydantic cannot describe or a docstring with sections but no
+    summary: building an :class:`~seamkit.Agent` with the tool does, so the error shows there.
     """
     from seamkit.errors import ToolDefinitionError
 
