@@ -215,3 +215,21 @@ async def test_quick_wait_zero_awaits_every_call_and_errors_still_reach_the_call
     assert await _loop_ran_during(check.invoke({"n": 1}, ctx)) == (1, True)
     with pytest.raises(ValueError, match="negative"):
         await check.invoke({"n": -1}, ctx)
+
+
+async def test_a_sync_tool_that_waits_on_the_event_loop_completes() -> None:
+    # the loop thread waits at most quick_wait for a call: a tool that needs the loop (it runs a
+    # coroutine there and waits for it) is not deadlocked by that wait
+    loop = asyncio.get_running_loop()
+
+    async def lookup() -> str:
+        await asyncio.sleep(0)
+        return "from the loop"
+
+    @tool(side_effecting=False)
+    def ask_the_loop() -> str:
+        """Run a coroutine on the run's event loop and return its answer."""
+        return asyncio.run_coroutine_threadsafe(lookup(), loop).result(timeout=10)
+
+    ask_the_loop.quick_wait = 0.05
+    assert await ask_the_loop.invoke({}, make_test_ctx()) == "from the loop"
