@@ -9,7 +9,6 @@ latest call on its index. Calls that never received an id get a unique synthetic
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -253,6 +252,8 @@ class Accumulator:
             args, problem = _decode_arguments(raw)
             cid = call.id
             if cid is None or cid in seen:
+                import uuid  # here: most providers send ids, and uuid costs start-up 2.5 ms
+
                 cid = f"call_{uuid.uuid4().hex[:24]}"
             seen.add(cid)
             if problem is None:

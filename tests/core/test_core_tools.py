@@ -7,6 +7,8 @@ import dataclasses
 import enum
 import inspect
 import socket
+import subprocess
+import sys
 import threading
 from typing import Annotated, Any, Literal, Optional
 
@@ -15,11 +17,12 @@ import pydantic
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from seamkit import Agent
 from seamkit._ports import ToolPort
 from seamkit._runtime.context import RunContext
 from seamkit._tools import FunctionTool, ToolRegistry, tool
-from seamkit.errors import ToolArgumentError
-from seamkit.testing import example_for_schema, make_test_ctx
+from seamkit.errors import ToolArgumentError, ToolDefinitionError
+from seamkit.testing import ScriptedModel, example_for_schema, make_test_ctx
 from seamkit.values import thaw
 
 
@@ -319,12 +322,98 @@ def test_registry_keeps_order_and_refuses_duplicates() -> None:
         reg.add(lambda x: x)  # type: ignore[arg-type]
 
 
-def test_a_type_pydantic_cannot_describe_raises_type_error() -> None:
+def test_a_type_pydantic_cannot_describe_raises_type_error_when_the_agent_is_built() -> None:
+    # issue 19: the schema is built on first use, so decorating such a function succeeds; the error
+    # comes from building the agent (or from reading the schema, or validating arguments)
     def f(conn: socket.socket) -> None:
+        """Use a socket (a type no JSON Schema describes)."""
         return None
 
-    with pytest.raises(TypeError, match="'f': a parameter type cannot be described"):
-        tool(side_effecting=False)(f)
+    t = tool(side_effecting=False)(f)
+    message = "'f': a parameter type cannot be described"
+    with pytest.raises(ToolDefinitionError, match=message) as info:
+        Agent(ScriptedModel([]), tools=[t])
+    assert isinstance(info.value, TypeError)
+    with pytest.raises(ToolDefinitionError, match=message):
+        t.schema  # noqa: B018 - the property builds the schema
+    with pytest.raises(ToolDefinitionError, match=message):
+        t.validate({})
+
+
+def test_the_schema_is_built_on_first_use_and_once() -> None:
+    built: list[str] = []
+
+    @tool(side_effecting=False)
+    def f(x: int) -> int:
+        """Return x unchanged (a tool for registry tests)."""
+        return x
+
+    real = f._build
+
+    def counting() -> Any:
+        built.append("schema")
+        return real()
+
+    f._build = counting  # type: ignore[method-assign]
+    assert built == [] and f.name == "f" and "side_effecting=False" in repr(f)
+    assert f.validate({"x": "3"}) == {"x": 3}
+    assert f.schema is f.schema and f.validate({"x": 4}) == {"x": 4}
+    assert built == ["schema"]
+
+
+def test_a_docstring_with_only_sections_is_refused_when_the_schema_is_built() -> None:
+    # a blank docstring is refused at decoration; telling a summary from sections takes the
+    # docstring parser, which loads with the schema
+    def lookup(city: str) -> str:
+        """
+        Args:
+            city: the city's name
+        """
+        return city
+
+    t = tool(side_effecting=False)(lookup)
+    with pytest.raises(ToolDefinitionError, match="tool 'lookup' has no description"):
+        t.schema  # noqa: B018 - the property builds the schema
+    with pytest.raises(ToolDefinitionError, match="tool 'lookup' has no description"):
+        Agent(ScriptedModel([]), tools=[t])
+
+
+USABLE_AGENT = '''
+import sys
+from seamkit import Agent, tool
+
+@tool(side_effecting=False)
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+@tool(side_effecting=False)
+def double(n: int) -> int:
+    """Double n."""
+    return 2 * n
+
+heavy = [m for m in ("pydantic", "pydantic_core", "docstring_parser", "asyncio", "logging") if m in sys.modules]
+assert not heavy, heavy
+assert add.schema.parameters["required"] == ["a", "b"]  # built on first use
+assert "pydantic" in sys.modules
+
+from seamkit.testing import ScriptedModel
+
+model = ScriptedModel([{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 3}},
+                                       {"name": "double", "arguments": {"n": 4}}]}, "done"])
+result = Agent(model, tools=[add, double]).run_sync("go")
+assert result.output == "done", result
+tool_results = [b.content for m in result.transcript if m.role == "tool" for b in m.content]
+assert tool_results == ["5", "8"], result.transcript
+'''
+
+
+def test_a_usable_agent_imports_neither_pydantic_nor_asyncio() -> None:
+    # issue 19: `from seamkit import Agent, tool` and one @tool stay under 100 ms because the tool's
+    # argument model is built on first use and asyncio, logging are imported on first use
+    # (benchmarks/startup_tools_bench.py has the timing); the agent then runs as usual
+    proc = subprocess.run([sys.executable, "-c", USABLE_AGENT], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
 
 
 def test_constraints_from_annotated_fields() -> None:

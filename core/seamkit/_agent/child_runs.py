@@ -25,7 +25,6 @@ Nothing here imports a queue; the dispatcher is the deployment's.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -79,6 +78,8 @@ def child_run_id(call_key: str, agent: str) -> str:
     """The run id of the child run of agent ``agent`` that the tool call ``call_key`` starts:
     ``run_`` + 32 hex digits of SHA-256 over both, the same every time (a re-run parent names the
     same child), different for every other call or agent."""
+    import hashlib  # here: ~4 ms of start-up for an agent that may start no child run
+
     digest = hashlib.sha256(f"seamkit.child\x00{call_key}\x00{agent}".encode()).hexdigest()
     return "run_" + digest[:32]
 

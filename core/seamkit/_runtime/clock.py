@@ -6,10 +6,16 @@ context, which every port call receives, holds a clock: the context sits below t
 
 from __future__ import annotations
 
-import asyncio
 import time
 from datetime import UTC, datetime
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from seamkit._lazy import lazy_module
+
+if TYPE_CHECKING:
+    import asyncio
+else:  # imported on first use: a third of a usable agent's import time (issue 19)
+    asyncio = lazy_module("asyncio", globals())
 
 __all__ = ["ClockPort", "SystemClock", "SYSTEM_CLOCK"]
 

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import functools
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from seamkit._lazy import lazy_module
 from seamkit.errors import Failure
+
+if TYPE_CHECKING:
+    import asyncio
+else:  # imported on first use: a third of a usable agent's import time (issue 19)
+    asyncio = lazy_module("asyncio", globals())
 
 __all__ = ["gather_bounded", "gather_best_effort", "run_sync"]
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from seamkit._lazy import lazy_module
 from seamkit._runtime.clock import SYSTEM_CLOCK, ClockPort
 from seamkit._runtime.resources import Closeable, RunResources
 from seamkit.errors import RunCancelled
@@ -17,6 +17,11 @@ if TYPE_CHECKING:
     from seamkit._durability.ledger import EffectLedger
 
     R = TypeVar("R", bound=Closeable)
+
+if TYPE_CHECKING:
+    import asyncio
+else:  # imported on first use: a third of a usable agent's import time (issue 19)
+    asyncio = lazy_module("asyncio", globals())
 
 __all__ = ["CancellationToken", "RunContext", "new_run_id", "owning_resources"]
 

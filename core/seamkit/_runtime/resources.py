@@ -10,14 +10,20 @@ them again on first use (a crash leaves nothing to close that the operating syst
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+
+from seamkit._lazy import lazy_module
+
+if TYPE_CHECKING:
+    import asyncio
+    import logging
+else:  # imported on first use: a third of a usable agent's import time (issue 19)
+    asyncio = lazy_module("asyncio", globals())
+    logging = lazy_module("logging", globals())
 
 __all__ = ["Closeable", "RunResources"]
 
-_log = logging.getLogger("seamkit.runtime.resources")
 
 
 @runtime_checkable
@@ -105,4 +111,5 @@ async def _close(key: str, resource: Any) -> None:
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # the run's outcome stands; the leak is what is worth reporting
-        _log.warning("closing the run resource %r failed: %s: %s", key, type(exc).__name__, exc)
+        logging.getLogger("seamkit.runtime.resources").warning("closing the run resource %r failed: %s: %s", key,
+                                                               type(exc).__name__, exc)

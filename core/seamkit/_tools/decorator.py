@@ -5,20 +5,29 @@ nested pydantic models and dataclasses under ``$defs``, ``list[X]`` with ``items
 ``Enum`` as ``enum``, ``X | None`` as ``anyOf`` with ``null``) and the descriptions from the
 docstring (Google, NumPy or reST style, parsed by ``docstring_parser``). A parameter annotated
 with :class:`~seamkit._runtime.context.RunContext` receives the run's context and is not advertised.
+Both are built on first use (an agent built with the tool, ``.schema``, ``.validate()``), not at
+decoration: defining a tool imports neither pydantic nor the docstring parser.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
+from seamkit._lazy import lazy_module
 from seamkit._runtime.context import RunContext
 from seamkit._tools.registry import missing_description
 from seamkit.errors import ToolArgumentError, ToolDefinitionError
 from seamkit.values import ToolSchema, freeze
+
+if TYPE_CHECKING:
+    import asyncio
+
+    import pydantic
+else:  # imported on first use: a third of a usable agent's import time (issue 19)
+    asyncio = lazy_module("asyncio", globals())
 
 __all__ = ["FunctionTool", "tool"]
 
@@ -62,20 +71,23 @@ class FunctionTool:
         blocking: bool = True,
         idempotent: bool = False,
     ) -> None:
-        import docstring_parser
-        import pydantic
-
         self.fn = fn
         self.__wrapped__ = fn
         self.__doc__ = fn.__doc__
         self.__name__ = name or fn.__name__
         self._is_async = inspect.iscoroutinefunction(fn)
         self._blocking = blocking
+        self._quick = True  # whether its last call in a worker thread returned within quick_wait
+        self._side_effecting = side_effecting
+        self._idempotent = idempotent
+        self._description = description
+        # What decoration checks is cheap (no pydantic, no docstring parser): the signature, the
+        # type hints resolving, a description existing. Whether pydantic can describe each type
+        # is learnt when the schema is built (_build), on first use: importing pydantic and
+        # building the first model is most of a cold start (issue 19).
         sig = inspect.signature(fn)
         hints = typing.get_type_hints(fn, include_extras=True)
-        doc = docstring_parser.parse(fn.__doc__ or "")
-        param_docs = {p.arg_name: p.description for p in doc.params if p.description}
-        fields: dict[str, Any] = {}
+        params: list[tuple[str, Any, Any]] = []
         self._ctx_param: str | None = None
         for pname, param in sig.parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -86,8 +98,34 @@ class FunctionTool:
                 continue
             if pname not in hints:
                 raise ToolDefinitionError(f"tool {self.__name__!r}: parameter {pname!r} needs a type hint")
-            default = ... if param.default is param.empty else param.default
-            fields[pname] = (ann, pydantic.Field(default, description=param_docs.get(pname)))
+            params.append((pname, ann, ... if param.default is param.empty else param.default))
+        self._params = params
+        text = description if description is not None else (fn.__doc__ or "")
+        if not text.strip():
+            raise ToolDefinitionError(self._missing_description())
+        self._schema: ToolSchema | None = None
+        # the pydantic-core validator of the arguments: one C call per tool call, no BaseModel
+        # wrapper frames; None until _build
+        self._validate_python: Callable[[Any], Any] | None = None
+        self._validation_error: type[pydantic.ValidationError]  # set with it
+        self._validator: type[pydantic.BaseModel]  # the arguments' model, set with it
+
+    def _missing_description(self) -> str:
+        return missing_description(self.__name__, getattr(self.fn, "__qualname__", self.__name__))
+
+    def _build(self) -> ToolSchema:
+        """Build the argument model, its JSON Schema and the description (from the docstring);
+        returns the schema. Raises :class:`~seamkit.errors.ToolDefinitionError` for a parameter
+        type pydantic cannot describe, or a docstring without a description (only sections)."""
+        import docstring_parser
+        import pydantic
+
+        doc = docstring_parser.parse(self.fn.__doc__ or "")
+        param_docs = {p.arg_name: p.description for p in doc.params if p.description}
+        fields: dict[str, Any] = {
+            pname: (ann, pydantic.Field(default, description=param_docs.get(pname)))
+            for pname, ann, default in self._params
+        }
         try:
             model = pydantic.create_model(
                 f"{self.__name__}_arguments",
@@ -100,36 +138,46 @@ class FunctionTool:
             raise ToolDefinitionError(
                 f"tool {self.__name__!r}: a parameter type cannot be described to a model: {first}"
             ) from exc
-        self._validator = model
-        # The pydantic-core validator itself: one C call per tool call, no BaseModel wrapper frames.
-        self._validate_python = model.__pydantic_validator__.validate_python
-        self._validation_error = pydantic.ValidationError
         params.pop("additionalProperties", None)
         params["additionalProperties"] = False
         params.setdefault("properties", {})
-        desc = description
+        desc = self._description
         if desc is None:
             parts = [doc.short_description or "", doc.long_description or ""]
             desc = "\n\n".join(p for p in parts if p).strip()
         if not desc.strip():
-            raise ToolDefinitionError(missing_description(self.__name__, getattr(fn, "__qualname__", self.__name__)))
-        self._schema = ToolSchema(self.__name__, desc, freeze(params), side_effecting, idempotent)
+            raise ToolDefinitionError(self._missing_description())
+        schema = ToolSchema(self.__name__, desc, freeze(params), self._side_effecting, self._idempotent)
+        # set together, the validator last: a thread that sees it sees the rest (a race builds twice)
+        self._validator = model
+        self._validation_error = pydantic.ValidationError
+        self._schema = schema
+        self._validate_python = model.__pydantic_validator__.validate_python
+        return schema
 
     @property
     def schema(self) -> ToolSchema:
-        return self._schema
+        """The advertised schema, built on first use (see :meth:`_build` for what it raises)."""
+        return self._schema or self._build()
 
     @property
     def name(self) -> str:
-        return self._schema.name
+        return self.__name__
 
     def validate(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """Validate the model's ``arguments``; returns keyword arguments for the function.
 
-        Raises :class:`~seamkit.errors.ToolArgumentError` listing each problem as ``path: message``.
+        Raises :class:`~seamkit.errors.ToolArgumentError` listing each problem as ``path: message``
+        (and, on the tool's first use, :class:`~seamkit.errors.ToolDefinitionError` when its schema
+        cannot be built).
         """
+        validate = self._validate_python
+        if validate is None:
+            self._build()
+            validate = self._validate_python
+            assert validate is not None
         try:
-            obj = self._validate_python(arguments)
+            obj = validate(arguments)
         except self._validation_error as exc:
             problems = [
                 f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
@@ -145,7 +193,7 @@ class FunctionTool:
         if self._is_async:
             return await self.fn(**kwargs)
         if self._blocking:
-            return await _in_thread(self.fn, kwargs, ctx, self.cancel_grace)
+            return await _in_thread(self, kwargs, ctx)
         return self.fn(**kwargs)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -157,43 +205,107 @@ class FunctionTool:
     #: that the run stops waiting; the thread runs on until the function returns.
     cancel_grace: float = 2.0
 
+    #: Seconds the event loop's thread may wait, blocked, for a call of a sync tool in a worker
+    #: thread to return, while the tool's calls return within it (see :func:`_in_thread`): a
+    #: quick tool then costs one thread wake-up less per call. Bounds how long one call stops
+    #: the loop; a call that takes longer is awaited like any other, and so are the tool's calls
+    #: after it until one returns within this again. ``0`` awaits every call.
+    quick_wait: float = 0.0005
+
     def __repr__(self) -> str:
-        return f"<tool {self.name} side_effecting={self._schema.side_effecting}>"
+        return f"<tool {self.name} side_effecting={self._side_effecting}>"
 
 
-async def _in_thread(fn: Callable[..., Any], kwargs: Mapping[str, Any], ctx: RunContext, grace: float) -> Any:
-    """``fn(**kwargs)`` in the default executor (context variables copied, as
-    ``asyncio.to_thread``). When the awaiting task is cancelled and ``ctx.cancellation`` is too,
-    waits up to ``grace`` seconds for the function to return before re-raising."""
+async def _in_thread(tool: FunctionTool, kwargs: Mapping[str, Any], ctx: RunContext) -> Any:
+    """``tool.fn(**kwargs)`` in one of the sync-tool threads (:mod:`seamkit._tools.threads`),
+    context variables copied (as ``asyncio.to_thread``).
+
+    While the tool's calls return within :attr:`FunctionTool.quick_wait` seconds, the loop thread
+    waits for the outcome on a lock, blocked for that long at most: the thread answers with one
+    wake-up, where handing the outcome back through the loop costs the event loop's own wake-up,
+    its callbacks and the task's (~30 µs of CPU a call, more than the trivial tool itself; the two
+    thread wake-ups remain, ~40 µs each on an idle VM). A
+    call that takes longer is awaited like any other from then on, and the tool's later calls
+    are awaited at once until one returns within ``quick_wait`` again.
+
+    When the awaiting task is cancelled and ``ctx.cancellation`` is too, waits up to
+    :attr:`FunctionTool.cancel_grace` seconds for the function to return before re-raising."""
     import contextvars
+    import threading
+    import time
+
+    from seamkit._tools.threads import tool_threads
+
+    fn, quick_wait = tool.fn, tool.quick_wait
+    wait = quick_wait if tool._quick else 0.0
+    run_in_context = contextvars.copy_context().run
+    # outcome ([ok, value]) is set by the worker and later (the future to answer) by the loop
+    # thread, each under guard, so that exactly one of them sees the other's and the worker
+    # either releases `done` (the loop thread waits on it) or answers through the future
+    outcome: list[Any] = []
+    later: list[asyncio.Future[Any]] = []
+    guard = threading.Lock()
+    done = threading.Lock()
+    done.acquire()
+    # running / returned are read and written on the loop thread only (settle runs there):
+    # returned holds the event a cancelled caller waits on, made only then
+    running = [True]
+    returned: list[asyncio.Event] = []
+
+    def settle() -> None:
+        running[0] = False
+        future = later[0]
+        if not future.done():  # not cancelled
+            ok, value = outcome
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
+        if returned:
+            returned[0].set()
+
+    def hand_back() -> None:
+        try:
+            loop.call_soon_threadsafe(settle)
+        except RuntimeError:  # the loop is closed: nobody waits for the outcome
+            pass
+
+    def job() -> Callable[[], None]:
+        began = time.perf_counter()
+        try:
+            value, ok = run_in_context(fn, **kwargs), True
+        except BaseException as exc:  # handed to the caller, as an executor does
+            value, ok = exc, False
+        if time.perf_counter() - began < quick_wait:
+            tool._quick = True  # quick again: its next call is waited for on the loop thread
+        with guard:
+            outcome.extend((ok, value))
+            answer_later = bool(later)
+        return hand_back if answer_later else done.release
 
     loop = asyncio.get_running_loop()
-    # [running, event]: the worker clears running when fn returns and then sets the event if a
-    # cancelled caller is waiting on it (made only then: the common path pays nothing for it)
-    state: list[Any] = [True, None]
-    run_in_context = contextvars.copy_context().run
-
-    def call() -> Any:
-        try:
-            return run_in_context(fn, **kwargs)
-        finally:
-            state[0] = False
-            returned = state[1]
-            if returned is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(returned.set)
-
+    tool_threads().submit(job)
+    if not (wait and done.acquire(timeout=wait)):
+        with guard:
+            if not outcome:  # still running: await it, and the tool's next calls at once
+                tool._quick = False
+                later.append(loop.create_future())
+    if not later:
+        ok, value = outcome
+        if ok:
+            return value
+        raise value
     try:
-        return await loop.run_in_executor(None, call)
+        return await later[0]
     except asyncio.CancelledError:
         # the thread cannot be interrupted; a tool watching ctx.cancellation returns soon, its
         # finally blocks run, and the run ends after it rather than under it
-        if ctx.cancellation.cancelled and grace > 0:
-            returned = state[1] = asyncio.Event()
-            if state[0]:
-                try:
-                    await asyncio.wait_for(returned.wait(), grace)
-                except TimeoutError:
-                    pass
+        if ctx.cancellation.cancelled and tool.cancel_grace > 0 and running[0]:
+            returned.append(asyncio.Event())
+            try:
+                await asyncio.wait_for(returned[0].wait(), tool.cancel_grace)
+            except TimeoutError:
+                pass
         raise
 
 
@@ -235,9 +347,11 @@ def tool(
     person to settle it.
 
     Raises :class:`~seamkit.errors.ToolDefinitionError` (a ``TypeError``) when ``side_effecting`` is
-    missing, when what it decorates is not a function, when a parameter has no type hint or a
-    type pydantic cannot describe, or the tool has no description (neither a docstring nor
-    ``description=``): the description is what the model reads to decide when to call it.
+    missing, when what it decorates is not a function, when a parameter has no type hint, or the
+    tool has no description (neither a non-blank docstring nor ``description=``): the description
+    is what the model reads to decide when to call it. The schema is built on first use, which
+    raises it for a parameter type pydantic cannot describe or a docstring with sections but no
+    summary: building an :class:`~seamkit.Agent` with the tool does, so the error shows there.
     """
     from seamkit.errors import ToolDefinitionError
 

@@ -688,6 +688,9 @@ def _build(ctx: Context, reg: Registry, ref: ComponentRef, path: KeyPath, failur
         return None
     try:
         built = factory(config) if model is not None else factory()
+        if spec.kind == "tool":
+            # a @tool builds its schema on first use: what cannot be described to a model shows here
+            getattr(built, "schema", None)
     except ToolDefinitionError as exc:  # the plugin's tool cannot be described to a model: fix its definition
         ctx.add(f"{component_label(spec)}: {exc}", path)
         return None

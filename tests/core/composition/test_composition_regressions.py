@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -187,11 +188,22 @@ def make_crashing(cfg: RootConfig) -> Any:
     raise RuntimeError("libfoo is missing")
 
 
+def make_undescribable() -> Any:
+    from seamkit import tool
+
+    def connect(conn: socket.socket) -> str:
+        """Use a socket (a type no JSON Schema describes)."""
+        return "ok"
+
+    return tool(side_effecting=False)(connect)
+
+
 class BuildPlugin:
     @hookimpl
     def seamkit_register_tools(self, register: Any) -> None:
         register("picky", make_picky, config=RootConfig, description="Refuses its root when built")
         register("crashing", make_crashing, config=RootConfig, description="Cannot be built")
+        register("undescribable", make_undescribable, description="A parameter type JSON Schema cannot describe")
 
 
 @pytest.fixture
@@ -239,6 +251,22 @@ def test_a_config_problem_wins_over_a_crash(build_registry: Registry) -> None:
     with pytest.raises(ConfigError) as info:
         build_agent(comp, registry=build_registry)
     assert not isinstance(info.value, ComponentBuildError) and len(info.value.issues) == 2
+
+
+def test_a_tool_whose_parameters_cannot_be_described_is_a_config_error(build_registry: Registry) -> None:
+    # issue 19: @tool builds its schema on first use, not when the factory decorates the function;
+    # the definition error is still reported at the slot, as a problem of the tool's definition
+    comp = compose("""\
+        seamkit: 1
+        agent:
+          model: {use: scripted, turns: [x]}
+          tools: [undescribable]
+        """, build_registry)
+    with pytest.raises(ConfigError) as info:
+        build_agent(comp, registry=build_registry)
+    assert not isinstance(info.value, ComponentBuildError)
+    (issue,) = info.value.issues
+    assert issue.path == "agent.tools[0]" and "a parameter type cannot be described" in issue.message
 
 
 # -- 8. smaller --------------------------------------------------------------------------------
