@@ -806,8 +806,9 @@ class PostgresStore:
         self, records: Sequence[CheckpointRecord], *, expected_version: int | None, writes: Sequence[PendingWrite] = ()
     ) -> None:
         """``save`` of each of ``records`` (consecutive versions of one run) and ``put_write`` of each
-        of ``writes`` in one transaction sent as one pipeline: one round trip. A conflict of any
-        record aborts the transaction on the server (nothing written) and raises CheckpointConflict."""
+        of ``writes`` in one transaction sent as one pipeline with one Sync: one round trip. A
+        conflict of any record aborts the transaction on the server (nothing written) and raises
+        CheckpointConflict."""
         run_ids = {r.run_id for r in records}
         if len(run_ids) > 1:
             raise ValueError(f"save_many stores versions of one run, got {sorted(run_ids)}")
@@ -825,7 +826,10 @@ class PostgresStore:
         conflict = False
         async with self._connection("save") as conn:
             try:
-                async with conn.pipeline(), conn.transaction():
+                # no explicit transaction: every statement up to the pipeline's one Sync runs in
+                # one implicit transaction of the extended protocol (atomic; an error aborts all of
+                # it), and BEGIN / COMMIT would each wait for the server (3 round trips, not 1)
+                async with conn.pipeline():
                     for sql, params in statements:
                         await conn.execute(sql, params)
                     for row in rows:
