@@ -638,10 +638,11 @@ def figures(results: list[Result], turns: int) -> list[str]:
                        f"(target: {HANDOFFS_TARGET})")
     full = find("seamkit", "sqlite (sync=FULL)", CHECKPOINTER)
     normal = find("seamkit", "sqlite", CHECKPOINTER)
-    for lg_name, mine, note in (("SqliteSaver", full, "like for like: both WAL, synchronous=FULL (LangGraph's default)"),
-                                ("AsyncSqliteSaver", full, "like for like: both WAL, synchronous=FULL"),
-                                ("SqliteSaver (sync=NORMAL)", normal, "like for like: both WAL, synchronous=NORMAL"),
-                                ("AsyncSqliteSaver (sync=NORMAL)", normal, "like for like: both synchronous=NORMAL")):
+    pairs = (("SqliteSaver", full, "like for like: both WAL, synchronous=FULL (LangGraph's default)"),
+             ("AsyncSqliteSaver", full, "like for like: both WAL, synchronous=FULL (LangGraph's default)"),
+             ("SqliteSaver (sync=NORMAL)", normal, "like for like: both WAL, synchronous=NORMAL (seamkit's default)"),
+             ("AsyncSqliteSaver (sync=NORMAL)", normal, "like for like: both WAL, synchronous=NORMAL"))
+    for lg_name, mine, note in pairs:
         lg = find("langgraph", lg_name)
         if lg is None:
             continue
