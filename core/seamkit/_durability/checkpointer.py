@@ -526,7 +526,7 @@ class RunHandle:
     the next write (or :meth:`flush`), and the handle is back at the last version stored.
     """
 
-    __slots__ = ("_encoder", "_failed", "_lock", "_logged", "_queue", "_soon", "_stored", "_stored_meta",
+    __slots__ = ("_encoder", "_failed", "_lock", "_logged", "_queue", "_soon", "_stored", "_stored_meta", "_task",
                  "checkpointer",
                  "handoffs", "metadata", "parent_run_id", "run_id", "skipped", "version")
 
@@ -548,6 +548,7 @@ class RunHandle:
         self._failed: BaseException | None = None  # a deferred write's error, raised by the next write
         self._lock: asyncio.Lock | None = None
         self._soon = False  # a flush is scheduled for the event loop's next turn
+        self._task: asyncio.Task[None] | None = None  # the background flush in progress
         #: calls made to the store to write (one per :meth:`flush` that had something to write)
         self.handoffs = 0
 
@@ -640,15 +641,19 @@ class RunHandle:
     def _start_flush(self) -> None:
         self._soon = False
         if self._queue:  # (an awaited write may have taken it meanwhile)
-            asyncio.get_running_loop().create_task(self._flush_quietly())
+            # kept referenced until done: the event loop holds only a weak reference to a task
+            self._task = asyncio.get_running_loop().create_task(self._flush_quietly())
 
     async def _flush_quietly(self) -> None:
         try:
             await self.flush()
         except asyncio.CancelledError:
             raise
-        except BaseException as exc:  # kept for the run's next write, which raises it
+        except BaseException as exc:  # kept for the run's next write, which raises it (on the run's task)
             self._failed = exc
+        finally:
+            if self._task is asyncio.current_task():
+                self._task = None
 
     async def flush(self) -> None:
         """Hand every queued write to the store (one call, one transaction where the store has
