@@ -371,15 +371,20 @@ def dumps(value: Any) -> str:
 _SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None), Decimal})
 
 
+#: Modules whose frozen dataclasses hold only frozen values (deeply frozen by construction). Other
+#: frozen dataclasses (a workflow's events, whose payload may be a plain dict) are encoded each time.
+_DEEPLY_FROZEN_MODULES = frozenset({"seamkit.values", "seamkit._durability.approvals", "seamkit._durability.ledger"})
+
+
 def _unchanging(v: Any) -> bool:
     """Whether ``v`` cannot change after it was encoded, so the same object encodes to the same
-    text later: scalars, deeply frozen containers and seamkit's own frozen values (which hold only
-    frozen values, see :mod:`seamkit.values`)."""
+    text later: scalars, deeply frozen containers and seamkit's own deeply frozen values (a
+    :class:`~seamkit.values.Usage`, a :class:`~seamkit.values.Scope`, an approval...)."""
     t = type(v)
     if t in _SCALARS or t is FrozenDict or t is FrozenList:
         return True
     params = getattr(t, "__dataclass_params__", None)
-    return params is not None and params.frozen and t.__module__.startswith("seamkit.")
+    return params is not None and params.frozen and t.__module__ in _DEEPLY_FROZEN_MODULES
 
 
 def _same(new: Any, old: Any) -> bool:
