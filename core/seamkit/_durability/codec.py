@@ -372,7 +372,7 @@ _SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None), Decima
 
 
 #: Modules whose frozen dataclasses hold only frozen values (deeply frozen by construction). Other
-#: frozen dataclasses (a workflow's events, whose payload may be a plain dict) are encoded each time.
+#: frozen dataclasses may hold a mutable field (``frozen=True`` is shallow): encoded each time.
 _DEEPLY_FROZEN_MODULES = frozenset({"seamkit.values", "seamkit._durability.approvals", "seamkit._durability.ledger"})
 
 
