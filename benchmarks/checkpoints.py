@@ -649,8 +649,9 @@ def figures(results: list[Result], turns: int) -> list[str]:
         out.append(f"W4 LangGraph {lg_name} per step, turns 1-20: {lg.first:.0f} µs  (target: none, reference)")
         out.append(f"W4 LangGraph {lg_name} per step, turns {last}: {lg.last:.0f} µs  (target: none, reference)")
         if mine is not None:
-            out.append(f"W4 seamkit {mine.backend} / LangGraph {lg_name}, median step: "
-                       f"{mine.median / lg.median:.3f} x  (target: < 1; {note})")
+            for span, a, b in (("turns 1-20", mine.first, lg.first), (f"turns {last}", mine.last, lg.last)):
+                out.append(f"W4 seamkit {mine.backend} / LangGraph {lg_name}, {span}: "
+                           f"{a / b:.3f} x  (target: < 1; {note})")
     pg = find("seamkit", "postgres", CHECKPOINTER)
     lgs = [r for r in (find("langgraph", "PostgresSaver"), find("langgraph", "AsyncPostgresSaver")) if r]
     if pg is not None and lgs:
