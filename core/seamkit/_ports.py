@@ -217,6 +217,16 @@ class CheckpointPort(Protocol):
       is kept); delete whole runs whose latest status is ``done`` or ``failed`` and whose latest
       version was created before ``finished_before`` (unix seconds). Returns versions deleted.
 
+    Optional method ``save_many(records, *, expected_version, writes=())``: what ``save`` of each
+    of ``records`` (consecutive versions, the first ``expected_version + 1``) and ``put_write`` of
+    each :class:`~seamkit._durability.records.PendingWrite` of ``writes`` do, in one call - one
+    transaction (one round trip) where the backend can: the records are checked against
+    ``expected_version`` and stored all or none (:class:`~seamkit.errors.CheckpointConflict`
+    otherwise, and then no write is recorded either). With no records, only the writes are recorded.
+    :class:`~seamkit._durability.checkpointer.RunHandle` uses it to store a run's step (the tool
+    results, the version after the tool batch and the one after the next model turn) with one
+    hand-off; without it, it makes one ``save`` / ``put_write`` call each, in order.
+
     Method names differ from :class:`StorePort`'s (``delete_run`` / ``prune_runs``) so that one
     backend object can implement both ports.
 

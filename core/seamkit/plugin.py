@@ -117,7 +117,8 @@ _EXPORTS: dict[str, str] = {
     # -- store authors: checkpoint records, the value codec (a module: codec.dumps / codec.loads)
     **_names(
         "seamkit._durability.records",
-        "CheckpointInfo", "CheckpointRecord", "StoredCheckpoint", "FINISHED_STATUSES", "scope_namespace",
+        "CheckpointInfo", "CheckpointRecord", "PendingWrite", "StoredCheckpoint", "FINISHED_STATUSES",
+        "scope_namespace",
     ),
     "codec": "seamkit._durability.codec:",
     **_names("seamkit._durability.singleflight", "SingleFlight"),
@@ -321,6 +322,9 @@ if TYPE_CHECKING:
     )
     from seamkit._durability.records import (
         CheckpointRecord as CheckpointRecord,
+    )
+    from seamkit._durability.records import (
+        PendingWrite as PendingWrite,
     )
     from seamkit._durability.records import (
         StoredCheckpoint as StoredCheckpoint,

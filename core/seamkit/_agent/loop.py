@@ -402,11 +402,13 @@ class Run:
         if builder is not None:
             self.working = builder.context(state.get("prompt_variables"), scope=self.ctx.scope)
 
-    async def _save(self, status: str, *, lease: bool = True, **extra: Any) -> bool:
-        """Checkpoint the run; ``False`` when the snapshot was skipped (it held a secret)."""
+    async def _save(self, status: str, *, lease: bool = True, wait: bool = True, **extra: Any) -> bool:
+        """Checkpoint the run; ``False`` when the snapshot was skipped (it held a secret).
+        ``wait=False``: stored with the next awaited save, or as soon as the run waits for
+        anything (:class:`~seamkit._durability.checkpointer.RunHandle`): one store hand-off a step."""
         if self.handle is None:
             return False
-        saved = await self.handle.save(status, self.state(**extra), self.transcript, lease=lease)
+        saved = await self.handle.save(status, self.state(**extra), self.transcript, lease=lease, wait=wait)
         if not saved:
             why = self.handle.skipped[-1] if self.handle.skipped else "it held a secret"
             if why not in self.warnings:
@@ -635,8 +637,8 @@ class Run:
                     # tools (a small model offered them again tends to repeat the call)
                     self.tool_choice = "none" if agent.reset_tool_choice == "none" else "auto"
                 handed = bool(agent._handoff_tools) and self._hand_off(ran, results)
-                if durable:
-                    await self._save("running")
+                if durable:  # stored with the next model turn's save (or when the run first waits)
+                    await self._save("running", wait=handed)
                 if handed:
                     return None
                 continue
@@ -1489,8 +1491,8 @@ class Run:
         result = await invoker.call_tool(call, self.ctx, meta)
         if "tool_result" in self.guards and call.arguments_error is None:
             result = await self._check_result(result)
-        if self.handle is not None:
-            await self.handle.record_write(call.id, result)
+        if self.handle is not None:  # stored with the batch's checkpoint, or when the run first waits
+            await self.handle.record_write(call.id, result, wait=False)
         return result
 
     async def _call_effect(
@@ -1531,7 +1533,7 @@ class Run:
                 return result  # not recorded: the call is decided once it is settled
         if "tool_result" in self.guards:
             result = await self._check_result(result)
-        await self.handle.record_write(call.id, result)
+        await self.handle.record_write(call.id, result, wait=False)  # (the ledger has its receipt already)
         return result
 
     def _note_uncertain(self, effect: UncertainEffect) -> None:

@@ -7,6 +7,7 @@ callers never share mutable state with the store), and the refusal to persist se
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
@@ -25,7 +26,13 @@ from seamkit._durability.ledger import (
     effects_detail,
     uncertain_warning,
 )
-from seamkit._durability.records import FINISHED_STATUSES, CheckpointInfo, CheckpointRecord, StoredCheckpoint
+from seamkit._durability.records import (
+    FINISHED_STATUSES,
+    CheckpointInfo,
+    CheckpointRecord,
+    PendingWrite,
+    StoredCheckpoint,
+)
 from seamkit._durability.summary import SUMMARY_KEYS, summary_metadata
 from seamkit._ports import CheckpointPort, ClockPort, StorePort
 from seamkit._runtime.clock import SYSTEM_CLOCK
@@ -507,9 +514,21 @@ class Checkpointer:
 
 class RunHandle:
     """The writer of one run's checkpoints: tracks the version it last wrote and which messages of
-    the transcript are already in the run's log, so each save appends only new messages."""
+    the transcript are already in the run's log, so each save appends only new messages, and
+    encodes only the parts of the state that changed (:class:`~seamkit._durability.codec.MapEncoder`).
 
-    __slots__ = ("_logged", "checkpointer", "metadata", "parent_run_id", "run_id", "skipped", "version")
+    Writes may be *deferred* (``wait=False``): queued, and handed to the store together with the
+    next awaited write in one call (one transaction where the store has
+    :meth:`~seamkit._ports.CheckpointPort.save_many`), or on the event loop's next turn when the
+    run awaits something else first (a model's reply, another tool call), whichever comes first.
+    So a step of a run (model turn, tool batch) costs one hand-off to the store while a result is
+    still recorded as soon as the run waits for anything. A deferred write that fails is raised by
+    the next write (or :meth:`flush`), and the handle is back at the last version stored.
+    """
+
+    __slots__ = ("_encoder", "_failed", "_lock", "_logged", "_queue", "_soon", "_stored", "_stored_meta", "_task",
+                 "checkpointer",
+                 "handoffs", "metadata", "parent_run_id", "run_id", "skipped", "version")
 
     def __init__(
         self, checkpointer: Checkpointer, run_id: str, parent_run_id: str | None, version: int, metadata: FrozenDict
@@ -521,19 +540,41 @@ class RunHandle:
         self.metadata = metadata
         self._logged = 0
         self.skipped: list[str] = []
+        self._encoder = codec.MapEncoder()
+        # writes not yet handed to the store, in order; (version, logged, metadata) last stored
+        self._queue: list[CheckpointRecord | PendingWrite] = []
+        self._stored = version  # the last version known stored
+        self._stored_meta = metadata
+        self._failed: BaseException | None = None  # a deferred write's error, raised by the next write
+        self._lock: asyncio.Lock | None = None
+        self._soon = False  # a flush is scheduled for the event loop's next turn
+        self._task: asyncio.Task[None] | None = None  # the background flush in progress
+        #: calls made to the store to write (one per :meth:`flush` that had something to write)
+        self.handoffs = 0
+
+    @property
+    def encoded(self) -> int:
+        """How many state values were encoded (not reused from the previous save) so far."""
+        return self._encoder.encoded
 
     async def save(
-        self, status: str, state: Mapping[str, Any], transcript: Sequence[Message], *, lease: bool = True
+        self, status: str, state: Mapping[str, Any], transcript: Sequence[Message], *, lease: bool = True,
+        wait: bool = True,
     ) -> bool:
         """Write the next version: ``status``, ``state``, and the messages of ``transcript`` not yet
         logged. A ``running`` version holds this worker's lease unless ``lease=False`` (an
-        interrupted run that any worker may resume at once).
+        interrupted run that any worker may resume at once). ``wait=False``: deferred (see the
+        class doc); the version is then stored with the next awaited write.
 
         Returns ``False`` (and records why in :attr:`skipped`) when the snapshot holds a secret.
         Raises :class:`~seamkit.errors.CodecError` for a value the codec cannot encode and
-        :class:`~seamkit.errors.CheckpointConflict` when another worker wrote meanwhile."""
+        :class:`~seamkit.errors.CheckpointConflict` when another worker wrote meanwhile (with
+        ``wait=False``: raised by the next awaited write)."""
         cp = self.checkpointer
-        state_text = codec.dumps(dict(state))
+        self._raise_failed()
+        if self._logged > len(transcript):  # a caller saving an earlier transcript (redacted ends)
+            self._logged = len(transcript)
+        state_text = self._encoder.dumps(state)
         new = transcript[self._logged :]
         entries = []
         for i, m in enumerate(new):
@@ -558,21 +599,103 @@ class RunHandle:
         record = CheckpointRecord(
             self.run_id, self.version + 1, status, state_text, tuple(entries), self.parent_run_id, freeze(meta), now
         )
-        await cp.port.save(record, expected_version=self.version or None)
+        self._queue.append(record)
         self.version += 1
         self._logged = len(transcript)
+        if wait:
+            await self.flush()
+        else:
+            self._flush_soon()
         return True
 
     @property
     def logged(self) -> int:
-        """How many messages of the transcript are in the run's log."""
+        """How many messages of the transcript are in the run's log (or queued for it)."""
         return self._logged
 
-    async def record_write(self, task_id: str, value: Any) -> None:
+    async def record_write(self, task_id: str, value: Any, *, wait: bool = True) -> None:
         """Record a finished task's result (a tool call id and its result) against the current
-        version, so a resumed run does not run it again."""
+        version, so a resumed run does not run it again. ``wait=False``: deferred (see the class
+        doc): handed to the store with the next write, at the latest on the event loop's next turn."""
         cp = self.checkpointer
+        self._raise_failed()
         text = codec.dumps(value)
         if cp._taint((text,)) is not None:
             return
-        await cp.port.put_write(self.run_id, self.version, task_id, text)
+        self._queue.append(PendingWrite(self.run_id, self.version, task_id, text))
+        if wait:
+            await self.flush()
+        else:
+            self._flush_soon()
+
+    def _raise_failed(self) -> None:
+        failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
+
+    def _flush_soon(self) -> None:
+        if not self._soon:
+            self._soon = True
+            asyncio.get_running_loop().call_soon(self._start_flush)
+
+    def _start_flush(self) -> None:
+        self._soon = False
+        if self._queue:  # (an awaited write may have taken it meanwhile)
+            # kept referenced until done: the event loop holds only a weak reference to a task
+            self._task = asyncio.get_running_loop().create_task(self._flush_quietly())
+
+    async def _flush_quietly(self) -> None:
+        try:
+            await self.flush()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # kept for the run's next write, which raises it (on the run's task)
+            self._failed = exc
+        finally:
+            if self._task is asyncio.current_task():
+                self._task = None
+
+    async def flush(self) -> None:
+        """Hand every queued write to the store (one call, one transaction where the store has
+        ``save_many``); return when they are stored. Raises what a deferred write raised before
+        (once), or what this call's store write raises; then nothing queued is kept and the handle
+        is back at the last version stored (the run's next save writes those messages again)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            self._raise_failed()
+            if not self._queue:
+                return
+            ops, self._queue = self._queue, []
+            self.handoffs += 1
+            try:
+                await _store(self.checkpointer.port, ops, self._stored or None)
+            except BaseException:
+                # nothing of ops is known stored: back to the last version stored (writes queued
+                # while this one was in flight expected versions that do not exist now: dropped too)
+                dropped = [op for op in (*ops, *self._queue) if isinstance(op, CheckpointRecord)]
+                self._queue.clear()
+                self.version -= len(dropped)
+                self._logged = max(0, self._logged - sum(len(r.entries) for r in dropped))
+                self.metadata = self._stored_meta
+                raise
+            self._stored = max(self._stored, *(op.version for op in ops if isinstance(op, CheckpointRecord)), 0)
+            self._stored_meta = self.metadata
+
+
+async def _store(port: CheckpointPort, ops: Sequence[CheckpointRecord | PendingWrite],
+                 expected_version: int | None) -> None:
+    """Write ``ops`` (in order) to ``port``: one ``save_many`` call when the port has it, else one
+    ``save`` / ``put_write`` call per op."""
+    records = [op for op in ops if isinstance(op, CheckpointRecord)]
+    save_many = getattr(port, "save_many", None)
+    if save_many is not None and len(ops) > 1:
+        writes = [op for op in ops if isinstance(op, PendingWrite)]
+        await save_many(records, expected_version=expected_version, writes=writes)
+        return
+    for op in ops:
+        if isinstance(op, PendingWrite):
+            await port.put_write(op.run_id, op.version, op.task_id, op.payload)
+        else:
+            await port.save(op, expected_version=expected_version)
+            expected_version = op.version

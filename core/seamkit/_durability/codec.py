@@ -65,7 +65,7 @@ from seamkit._frozen import FrozenDict, FrozenList
 from seamkit._moved import current
 from seamkit.errors import CodecError
 
-__all__ = ["CODEC_VERSION", "decode", "dumps", "encode", "loads", "loads_frozen"]
+__all__ = ["CODEC_VERSION", "MapEncoder", "decode", "dumps", "encode", "loads", "loads_frozen"]
 
 CODEC_VERSION = 1
 """Schema version written in every payload (``{"v": 1, ...}``); other versions are refused."""
@@ -366,6 +366,81 @@ def dumps(value: Any) -> str:
     Raises :class:`~seamkit.errors.CodecError` (path, reason) when part of ``value`` cannot be
     encoded; nothing is returned then."""
     return _JSON_OUT.encode({"v": CODEC_VERSION, "data": _encode_checked(value)})
+
+
+_SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None), Decimal})
+
+
+#: Modules whose frozen dataclasses hold only frozen values (deeply frozen by construction). Other
+#: frozen dataclasses may hold a mutable field (``frozen=True`` is shallow): encoded each time.
+_DEEPLY_FROZEN_MODULES = frozenset({"seamkit.values", "seamkit._durability.approvals", "seamkit._durability.ledger"})
+
+
+def _unchanging(v: Any) -> bool:
+    """Whether ``v`` cannot change after it was encoded, so the same object encodes to the same
+    text later: scalars, deeply frozen containers and seamkit's own deeply frozen values (a
+    :class:`~seamkit.values.Usage`, a :class:`~seamkit.values.Scope`, an approval...)."""
+    t = type(v)
+    if t in _SCALARS or t is FrozenDict or t is FrozenList:
+        return True
+    params = getattr(t, "__dataclass_params__", None)
+    return params is not None and params.frozen and t.__module__ in _DEEPLY_FROZEN_MODULES
+
+
+def _same(new: Any, old: Any) -> bool:
+    """Whether ``new`` encodes exactly as ``old`` did without encoding it: the same unchanging
+    object, or a ``list`` / ``tuple`` whose items are, one by one, the same unchanging objects as
+    ``old`` (a tuple snapshot of the list encoded before: a list the caller mutated since is
+    compared item by item, never trusted by identity)."""
+    if new is old:
+        return _unchanging(new)
+    t = type(new)
+    if (t is list or t is tuple) and type(old) is tuple and len(new) == len(old):
+        return all(a is b and _unchanging(a) for a, b in zip(new, old, strict=True))
+    return False
+
+
+class MapEncoder:
+    """:func:`dumps` of a ``str``-keyed mapping that is saved again and again with few keys
+    changed (a run's state): each key's JSON fragment is kept, and a value that is the same
+    unchanging object as last time (or a list of the same unchanging objects) is not encoded
+    again. The text is exactly ``dumps(dict(mapping))``. ``encoded``: how many values were encoded
+    (not reused) so far, for tests. One encoder per writer (not thread-safe)."""
+
+    __slots__ = ("_keys", "_parts", "encoded")
+
+    def __init__(self) -> None:
+        # key -> (the value as compared next time, its JSON fragment)
+        self._parts: dict[str, tuple[Any, str]] = {}
+        self._keys: dict[str, str] = {}  # key -> its JSON text with the colon
+        self.encoded = 0
+
+    def dumps(self, mapping: Any) -> str:
+        """The codec text of ``dict(mapping)``. Raises :class:`~seamkit.errors.CodecError` naming
+        the path (``$.key...``) of a value that cannot be encoded."""
+        if TAG in mapping or not all(type(k) is str and k.isascii() for k in mapping):
+            self.encoded += len(mapping)
+            return dumps(dict(mapping))  # stored as pairs (see _enc_dict): not worth caching
+        parts = self._parts
+        out: list[str] = []
+        for k, v in mapping.items():
+            part = parts.get(k)
+            if part is None or not _same(v, part[0]):
+                try:
+                    data = _enc(v)
+                except _Fail as e:
+                    e.segments.append(_key_seg(k))
+                    raise CodecError(e.path(), e.reason) from None
+                except RecursionError:
+                    raise CodecError(f"$.{k}", "the value nests too deeply or contains a reference cycle") from None
+                self.encoded += 1
+                part = (tuple(v) if type(v) is list else v, _JSON_OUT.encode(data))
+                parts[k] = part
+            head = self._keys.get(k)
+            if head is None:
+                head = self._keys[k] = _JSON_OUT.encode(k) + ":"
+            out.append(head + part[1])
+        return f'{{"v":{CODEC_VERSION},"data":{{{",".join(out)}}}}}'
 
 
 # --- decoding -------------------------------------------------------------------------------

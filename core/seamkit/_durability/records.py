@@ -13,6 +13,7 @@ __all__ = [
     "RUN_STATUSES",
     "CheckpointInfo",
     "CheckpointRecord",
+    "PendingWrite",
     "RunStatus",
     "StoredCheckpoint",
     "scope_namespace",
@@ -52,6 +53,17 @@ class CheckpointRecord:
             object.__setattr__(self, "entries", tuple(self.entries))
         if type(self.metadata) is not FrozenDict:
             object.__setattr__(self, "metadata", freeze(self.metadata))
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWrite:
+    """One task's result recorded for a step: what :meth:`~seamkit._ports.CheckpointPort.put_write`
+    takes, as a value (``save_many`` takes several). ``payload``: codec JSON text."""
+
+    run_id: str
+    version: int
+    task_id: str
+    payload: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -150,12 +150,22 @@ def approval_script() -> list[Any]:
 
 
 class SaveCounter:
-    """Counts successful checkpoint saves of a store instance; with ``crash_after`` the process
-    dies (SIGKILL, nothing runs after it) right after that many."""
+    """Counts the store calls that stored checkpoint versions (``save``, or ``save_many`` with
+    records: one durability point each) of a store instance, and the version stored last after
+    each (``versions``); with ``crash_after`` the process dies (SIGKILL, nothing runs after it)
+    right after that many calls."""
 
     def __init__(self, crash_after: int | None) -> None:
         self.saves = 0
+        self.versions: list[int] = []
         self.crash_after = crash_after
+
+    def _stored(self, version: int) -> None:
+        self.saves += 1
+        self.versions.append(version)
+        if self.crash_after is not None and self.saves >= self.crash_after:
+            sys.stdout.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
 
     def install(self, store: Any) -> Any:
         counter = self
@@ -163,13 +173,18 @@ class SaveCounter:
 
         async def save(self: Any, record: CheckpointRecord, *, expected_version: int | None) -> None:
             await base.save(self, record, expected_version=expected_version)
-            counter.saves += 1
-            if counter.crash_after is not None and counter.saves >= counter.crash_after:
-                sys.stdout.flush()
-                os.kill(os.getpid(), signal.SIGKILL)
+            counter._stored(record.version)
 
+        attrs: dict[str, Any] = {"__slots__": (), "save": save}
+        if hasattr(base, "save_many"):
+            async def save_many(self: Any, records: Any, *, expected_version: int | None, writes: Any = ()) -> None:
+                await base.save_many(self, records, expected_version=expected_version, writes=writes)
+                if records:
+                    counter._stored(records[-1].version)
+
+            attrs["save_many"] = save_many
         # a subclass with the same layout: isinstance checks against the ports still hold
-        store.__class__ = type(f"Counting{base.__name__}", (base,), {"__slots__": (), "save": save})
+        store.__class__ = type(f"Counting{base.__name__}", (base,), attrs)
         return store
 
 
@@ -251,6 +266,7 @@ async def main(spec: Mapping[str, Any]) -> dict[str, Any]:
             "stop_reason": result.stop_reason,
             "usage": usage_json(result.usage),
             "saves": counter.saves,
+            "versions": counter.versions,
             "resumed_from": resumed_from,
             "transcript": summarize_transcript(result.transcript),
             "pending": [[p.call_id, p.tool, dict(p.arguments)] for p in result.pending_approvals],

@@ -631,7 +631,7 @@ def test_a_field_added_with_a_default_still_decodes(monkeypatch: pytest.MonkeyPa
 
 
 def test_module_exports() -> None:
-    assert set(codec.__all__) == {"CODEC_VERSION", "dumps", "loads", "loads_frozen", "encode", "decode"}
+    assert set(codec.__all__) == {"CODEC_VERSION", "MapEncoder", "dumps", "loads", "loads_frozen", "encode", "decode"}
 
 
 def test_loads_frozen_returns_the_value_decoded_before_for_the_same_text() -> None:

@@ -52,6 +52,7 @@ from seamkit.plugin import (
     FINISHED_STATUSES,
     CheckpointInfo,
     CheckpointRecord,
+    PendingWrite,
     SingleFlight,
     StoredCheckpoint,
     codec,
@@ -185,6 +186,28 @@ _SQL_TEMPLATES: dict[str, str] = {
   RETURNING run_id, log_len
 )"""
         + _SAVE_TAIL
+    ),
+    # as save_first / save_next, but a conflict (no run row written) is an error (division by zero)
+    # that aborts the transaction on the server: save_many sends every statement at once
+    "save_first_strict": (
+        """WITH r AS (
+  INSERT INTO {s}.runs (run_id, version, status, parent_run_id, metadata, created_at, log_len, touched)
+  VALUES (%(run_id)s, %(version)s, %(status)s, %(parent)s, %(meta)s, %(created)s, %(n)s,
+          nextval('{s}.runs_touch_seq'))
+  ON CONFLICT (run_id) DO NOTHING
+  RETURNING run_id, log_len
+)"""
+        + _SAVE_TAIL.replace("SELECT count(*) FROM r", "SELECT 1 / count(*) FROM r")
+    ),
+    "save_next_strict": (
+        """WITH r AS (
+  UPDATE {s}.runs SET version = %(version)s, status = %(status)s, parent_run_id = %(parent)s,
+      metadata = %(meta)s, created_at = %(created)s, log_len = log_len + %(n)s,
+      touched = nextval('{s}.runs_touch_seq')
+  WHERE run_id = %(run_id)s AND version = %(expected)s
+  RETURNING run_id, log_len
+)"""
+        + _SAVE_TAIL.replace("SELECT count(*) FROM r", "SELECT 1 / count(*) FROM r")
     ),
     "run_version": "SELECT version FROM {s}.runs WHERE run_id = %s",
     "latest": (
@@ -768,23 +791,7 @@ class PostgresStore:
         """Store ``record`` when the run's latest version is ``expected_version`` (None: no versions),
         in one statement. Raises CheckpointConflict (nothing written) otherwise, ValueError when
         ``record.version`` is not ``expected_version + 1`` (or 1)."""
-        want = 1 if expected_version is None else expected_version + 1
-        if record.version != want:
-            raise ValueError(
-                f"record version {record.version} must be {want} when expected_version is {expected_version}"
-            )
-        params = {
-            "run_id": record.run_id,
-            "version": record.version,
-            "expected": expected_version,
-            "status": record.status,
-            "state": record.state,
-            "parent": record.parent_run_id,
-            "meta": json.dumps(record.metadata, separators=(",", ":")),
-            "created": float(record.created_at),
-            "n": len(record.entries),
-            "entries": list(record.entries),
-        }
+        params = _save_params(record, expected_version)
         sql = self._sql["save_first" if expected_version is None else "save_next"]
         async with self._connection("save") as conn:
             cur = await conn.execute(sql, params)
@@ -794,6 +801,47 @@ class PostgresStore:
             cur = await conn.execute(self._sql["run_version"], (record.run_id,))
             actual_row = await cur.fetchone()
         raise CheckpointConflict(record.run_id, expected_version, None if actual_row is None else actual_row[0])
+
+    async def save_many(
+        self, records: Sequence[CheckpointRecord], *, expected_version: int | None, writes: Sequence[PendingWrite] = ()
+    ) -> None:
+        """``save`` of each of ``records`` (consecutive versions of one run) and ``put_write`` of each
+        of ``writes`` in one transaction sent as one pipeline with one Sync: one round trip. A
+        conflict of any record aborts the transaction on the server (nothing written) and raises
+        CheckpointConflict."""
+        run_ids = {r.run_id for r in records}
+        if len(run_ids) > 1:
+            raise ValueError(f"save_many stores versions of one run, got {sorted(run_ids)}")
+        statements: list[tuple[str, dict[str, Any]]] = []
+        expected = expected_version
+        for r in records:
+            statements.append((self._sql["save_first_strict" if expected is None else "save_next_strict"],
+                               _save_params(r, expected)))
+            expected = r.version
+        rows = []
+        for w in writes:
+            if not isinstance(w.payload, str):
+                raise TypeError(f"payload must be codec text (str), got {type(w.payload).__name__}")
+            rows.append((w.run_id, w.version, w.task_id, w.payload))
+        conflict = False
+        async with self._connection("save") as conn:
+            try:
+                # no explicit transaction: every statement up to the pipeline's one Sync runs in
+                # one implicit transaction of the extended protocol (atomic; an error aborts all of
+                # it), and BEGIN / COMMIT would each wait for the server (3 round trips, not 1)
+                async with conn.pipeline():
+                    for sql, params in statements:
+                        await conn.execute(sql, params)
+                    for row in rows:
+                        await conn.execute(self._sql["put_write"], row)
+            except psycopg.errors.DivisionByZero:  # a record's version check failed (see save_next_strict)
+                conflict = True
+            if conflict:
+                cur = await conn.execute(self._sql["run_version"], (records[0].run_id,))
+                actual_row = await cur.fetchone()
+        if conflict:
+            raise CheckpointConflict(records[0].run_id, expected_version,
+                                     None if actual_row is None else actual_row[0])
 
     async def latest(self, run_id: str) -> StoredCheckpoint | None:
         """The run's latest version with its log, or None for an unknown run."""
@@ -835,6 +883,28 @@ class PostgresStore:
         """Delete every version, log entry and pending write of ``run_id``; True when anything existed."""
         row = await self._fetchone("delete", self._sql["delete_run"], {"run_id": run_id})
         return bool(row and row[0])
+
+
+def _save_params(record: CheckpointRecord, expected_version: int | None) -> dict[str, Any]:
+    """The parameters of a save statement for ``record``; ValueError when its version does not
+    follow ``expected_version``."""
+    want = 1 if expected_version is None else expected_version + 1
+    if record.version != want:
+        raise ValueError(
+            f"record version {record.version} must be {want} when expected_version is {expected_version}"
+        )
+    return {
+        "run_id": record.run_id,
+        "version": record.version,
+        "expected": expected_version,
+        "status": record.status,
+        "state": record.state,
+        "parent": record.parent_run_id,
+        "meta": json.dumps(record.metadata, separators=(",", ":")),
+        "created": float(record.created_at),
+        "n": len(record.entries),
+        "entries": list(record.entries),
+    }
 
 
 def build(config: PostgresConfig) -> PostgresStore:

@@ -31,6 +31,7 @@ __all__ = [
     "CP_PRUNE_RUN",
     "CP_READ",
     "CP_SAVE",
+    "CP_SAVE_MANY",
     "KV_GET",
     "KV_LIST",
 ]
@@ -191,6 +192,31 @@ else
 end
 return {1}
 """
+
+# CP_SAVE of several records of one run, then pending writes, in one script (one round trip, atomic).
+# KEYS = meta, rec, log, state, runs, wv. ARGV = the record count, then per record the length of
+# its CP_SAVE ARGV and that ARGV, then per pending write: its hash key, version, task id, payload.
+# -> {1} saved | {0, latest ('' = none)} when the first record conflicts (nothing written; a later
+# record expects the version the one before it stored, so it cannot conflict).
+CP_SAVE_MANY = (
+    "local function save_one(ARGV)\n"
+    + CP_SAVE
+    + """end
+local i = 2
+for _ = 1, tonumber(ARGV[1]) do
+  local len = tonumber(ARGV[i])
+  local res = save_one({unpack(ARGV, i + 1, i + len)})
+  if res[1] ~= 1 then return res end
+  i = i + 1 + len
+end
+while i <= #ARGV do
+  redis.call('HSET', ARGV[i], ARGV[i + 2], ARGV[i + 3])
+  redis.call('SADD', KEYS[6], ARGV[i + 1])
+  i = i + 4
+end
+return {1}
+"""
+)
 
 # KEYS = meta, rec, log, state. ARGV[1] = version ('' = latest).
 # -> {} missing | {version, rec value, state, {log entries up to that version}}

@@ -33,13 +33,24 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from seamkit.errors import CheckpointConflict, StoreUnavailable, StoreValueError, TTLNotSupported
-from seamkit.plugin import CheckpointInfo, CheckpointRecord, SingleFlight, StoredCheckpoint, codec, scope_namespace
+from seamkit.plugin import (
+    CheckpointInfo,
+    CheckpointRecord,
+    PendingWrite,
+    SingleFlight,
+    StoredCheckpoint,
+    codec,
+    scope_namespace,
+)
 from seamkit.values import Scope, freeze
 
 from seamkit_redis import _lua
 from seamkit_redis.config import RedisConfig
 
 __all__ = ["RedisStore", "build"]
+
+#: At most this many ARGV in one CP_SAVE_MANY (Lua's unpack() is limited by its C stack, ~8000).
+_UNPACK_MAX = 7000
 
 _MISSING: Any = object()
 _CAS_ATTEMPTS = 200
@@ -463,18 +474,69 @@ class RedisStore:
         """Store ``record`` when the run's latest version is ``expected_version`` (``None``: no
         versions); else raise CheckpointConflict and write nothing. ``record.version`` must be
         ``expected_version + 1`` (or 1), else ValueError. One Lua script, atomic on the server."""
+        self._check_follows(record, expected_version)
+        meta, rec, log, _wv, state = self._run_keys(record.run_id)
+        args = self._save_args(record, expected_version)
+        with _Translate(self, "save a checkpoint"):
+            result = await self._run("CP_SAVE", [meta, rec, log, state, f"{self._cp}runs"], args)
+        if result[0] != 1:
+            actual = int(result[1]) if result[1] else None
+            raise CheckpointConflict(record.run_id, expected_version, actual)
+
+    async def save_many(
+        self, records: Sequence[CheckpointRecord], *, expected_version: int | None, writes: Sequence[PendingWrite] = ()
+    ) -> None:
+        """``save`` of each of ``records`` (consecutive versions of one run) and ``put_write`` of
+        each of ``writes`` in one Lua script: one round trip, atomic on the server (a conflict of
+        the first record writes nothing)."""
+        run_ids = {r.run_id for r in records} | {w.run_id for w in writes}
+        if len(run_ids) != 1:
+            raise ValueError(f"save_many stores one run's versions and writes, got {sorted(run_ids)}")
+        expected = expected_version
+        args: list[Any] = [str(len(records))]
+        for r in records:
+            self._check_follows(r, expected)
+            one = self._save_args(r, expected)
+            args.append(str(len(one)))
+            args.extend(one)
+            expected = r.version
+        (run_id,) = run_ids
+        meta, rec, log, wv, state = self._run_keys(run_id)
+        for w in writes:
+            if not isinstance(w.payload, str):
+                raise TypeError(f"payload must be codec text (str), got {type(w.payload).__name__}")
+            args.extend((f"{self._cp}w:{int(w.version)}:{run_id}", str(int(w.version)), w.task_id, w.payload))
+        if len(args) > _UNPACK_MAX:  # Lua's unpack() has a stack limit: one call per record then
+            for r in records:
+                await self.save(r, expected_version=expected_version)
+                expected_version = r.version
+            for w in writes:
+                await self.put_write(w.run_id, w.version, w.task_id, w.payload)
+            return
+        with _Translate(self, "save checkpoints"):
+            result = await self._run("CP_SAVE_MANY", [meta, rec, log, state, f"{self._cp}runs", wv], args)
+        if result[0] != 1:
+            actual = int(result[1]) if result[1] else None
+            raise CheckpointConflict(run_id, expected_version, actual)
+
+    @staticmethod
+    def _check_follows(record: CheckpointRecord, expected_version: int | None) -> None:
+        if not isinstance(record, CheckpointRecord):
+            raise TypeError(f"save needs a CheckpointRecord, got {type(record).__name__}")
         want = 1 if expected_version is None else expected_version + 1
         if record.version != want:
             raise ValueError(
                 f"record version {record.version} does not follow expected version {expected_version}"
             )
-        meta, rec, log, _wv, state = self._run_keys(record.run_id)
+
+    def _save_args(self, record: CheckpointRecord, expected_version: int | None) -> list[Any]:
+        """CP_SAVE's ARGV for ``record``."""
         header = json.dumps(
             {"s": record.status, "p": record.parent_run_id, "m": record.metadata, "t": record.created_at},
             separators=(",", ":"),
         )
         parent = "" if record.parent_run_id is None else "=" + record.parent_run_id
-        args: list[Any] = [
+        return [
             self._cp,
             record.run_id,
             "" if expected_version is None else str(expected_version),
@@ -487,11 +549,6 @@ class RedisStore:
             record.state,
             *record.entries,
         ]
-        with _Translate(self, "save a checkpoint"):
-            result = await self._run("CP_SAVE", [meta, rec, log, state, f"{self._cp}runs"], args)
-        if result[0] != 1:
-            actual = int(result[1]) if result[1] else None
-            raise CheckpointConflict(record.run_id, expected_version, actual)
 
     def _parse_rec(self, run_id: str, version: str, value: str) -> tuple[int, int, dict[str, Any]]:
         counts, _, header = value.partition("\n")

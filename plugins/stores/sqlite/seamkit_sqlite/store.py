@@ -50,6 +50,7 @@ from seamkit.plugin import (
     FINISHED_STATUSES,
     CheckpointInfo,
     CheckpointRecord,
+    PendingWrite,
     SingleFlight,
     StoredCheckpoint,
     codec,
@@ -107,6 +108,10 @@ _SQL_UPSERT_RUN = (
     " ON CONFLICT (run_id) DO UPDATE SET version = excluded.version, status = excluded.status,"
     " parent_run_id = excluded.parent_run_id, metadata = excluded.metadata,"
     " created_at = excluded.created_at, seq = excluded.seq"
+)
+_SQL_PUT_WRITE = (
+    "INSERT INTO writes (run_id, version, task_id, payload) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (run_id, version, task_id) DO UPDATE SET payload = excluded.payload"
 )
 _SQL_INSERT_LOG = "INSERT INTO log (run_id, version, idx, entry) VALUES (?, ?, ?, ?)"
 _CP_COLS = "version, status, state, parent_run_id, metadata, created_at"
@@ -559,29 +564,62 @@ class SqliteStore:
         versions); otherwise CheckpointConflict and nothing written (ValueError, also writing
         nothing, when ``record.version`` is not ``expected_version + 1`` or 1). One ``BEGIN IMMEDIATE``
         transaction: one run-row read, one record row, the entries, the run row."""
-        if not isinstance(record, CheckpointRecord):
-            raise TypeError(f"save needs a CheckpointRecord, got {type(record).__name__}")
-        want = 1 if expected_version is None else expected_version + 1
-        run_id = record.run_id
-        meta = _meta_text(record.metadata)
-        v = record.version
-        cp_row = (run_id, v, record.status, record.state, record.parent_run_id, meta, record.created_at)
-        run_row = (run_id, v, record.status, record.parent_run_id, meta, record.created_at)
-        log_rows = [(run_id, v, i, e) for i, e in enumerate(record.entries)]
+        await self._save_many((record,), expected_version, ())
+
+    async def save_many(
+        self, records: Sequence[CheckpointRecord], *, expected_version: int | None, writes: Sequence[PendingWrite] = ()
+    ) -> None:
+        """``save`` of each of ``records`` (consecutive versions of one run, the first following
+        ``expected_version``) and ``put_write`` of each of ``writes``, in ONE ``BEGIN IMMEDIATE``
+        transaction (one hand-off to the connection's thread): all of it or, on CheckpointConflict
+        or ValueError, nothing."""
+        await self._save_many(records, expected_version, writes)
+
+    async def _save_many(
+        self, records: Sequence[CheckpointRecord], expected_version: int | None, writes: Sequence[PendingWrite]
+    ) -> None:
+        for r in records:
+            if not isinstance(r, CheckpointRecord):
+                raise TypeError(f"save needs a CheckpointRecord, got {type(r).__name__}")
+        for w in writes:
+            if not isinstance(w, PendingWrite) or not isinstance(w.payload, str):
+                raise TypeError(f"writes must be PendingWrite values with codec text, got {w!r:.80}")
+        run_ids = {r.run_id for r in records}
+        if len(run_ids) > 1:
+            raise ValueError(f"save_many stores versions of one run, got {sorted(run_ids)}")
+        cp_rows: list[tuple[Any, ...]] = []
+        run_rows: list[tuple[Any, ...]] = []
+        log_rows: list[tuple[Any, ...]] = []
+        for r in records:
+            meta = _meta_text(r.metadata)
+            cp_rows.append((r.run_id, r.version, r.status, r.state, r.parent_run_id, meta, r.created_at))
+            run_rows.append((r.run_id, r.version, r.status, r.parent_run_id, meta, r.created_at))
+            log_rows.extend((r.run_id, r.version, i, e) for i, e in enumerate(r.entries))
+        write_rows = [(w.run_id, w.version, w.task_id, w.payload) for w in writes]
+        run_id = records[0].run_id if records else ""
 
         def body(db: sqlite3.Connection) -> None:
-            row = db.execute(_SQL_RUN_VERSION, (run_id,)).fetchone()
-            actual = row[0] if row else None
-            if actual != expected_version:
-                raise CheckpointConflict(run_id, expected_version, actual)
-            if v != want:
-                raise ValueError(
-                    f"record version {v} does not follow expected_version {expected_version} (must be {want})"
-                )
-            db.execute(_SQL_INSERT_CP, cp_row)
-            db.execute(_SQL_UPSERT_RUN, run_row)
-            if log_rows:
-                db.executemany(_SQL_INSERT_LOG, log_rows)
+            if records:
+                row = db.execute(_SQL_RUN_VERSION, (run_id,)).fetchone()
+                actual = row[0] if row else None
+                if actual != expected_version:
+                    raise CheckpointConflict(run_id, expected_version, actual)
+                want = 1 if expected_version is None else expected_version + 1
+                for cp_row in cp_rows:
+                    if cp_row[1] != want:
+                        raise ValueError(
+                            f"record version {cp_row[1]} does not follow expected_version {want - 1 or None}"
+                            f" (must be {want})"
+                        )
+                    want += 1
+                    db.execute(_SQL_INSERT_CP, cp_row)
+                # the run row says the latest version: written once, for the last record, right
+                # after its checkpoint row (its seq is that row's rowid: last_insert_rowid())
+                db.execute(_SQL_UPSERT_RUN, run_rows[-1])
+                if log_rows:
+                    db.executemany(_SQL_INSERT_LOG, log_rows)
+            if write_rows:
+                db.executemany(_SQL_PUT_WRITE, write_rows)
 
         await self._write(body)
 
@@ -655,11 +693,7 @@ class SqliteStore:
         if not isinstance(payload, str):
             raise TypeError(f"payload must be codec text (str), got {type(payload).__name__}")
         async with self._session() as conn:
-            await conn.execute(
-                "INSERT INTO writes (run_id, version, task_id, payload) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (run_id, version, task_id) DO UPDATE SET payload = excluded.payload",
-                (run_id, version, task_id, payload),
-            )
+            await conn.execute(_SQL_PUT_WRITE, (run_id, version, task_id, payload))
 
     async def pending_writes(self, run_id: str, version: int) -> Mapping[str, str]:
         """Task id -> payload recorded for step ``version`` of ``run_id``, in recording order."""

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from seamkit.errors import CheckpointConflict
-from seamkit.plugin import CheckpointInfo, CheckpointPort, CheckpointRecord, StoredCheckpoint, codec
+from seamkit.plugin import CheckpointInfo, CheckpointPort, CheckpointRecord, PendingWrite, StoredCheckpoint, codec
 from seamkit.values import FrozenDict, freeze
 
 from pytest_seamkit import _durable
@@ -346,6 +346,61 @@ class CheckpointConformance(_persist.DeclaredPersistence):
         assert dict(await cp.pending_writes("run", 2)) == {"call-a": p[3]}
         assert dict(await cp.pending_writes("sibling", 1)) == {"call-a": p[4]}
         assert dict(await cp.pending_writes("unknown", 1)) == {}
+
+    # --- save_many (optional: checked when the store has it) ----------------------------------
+
+    @staticmethod
+    def _save_many(cp: Any) -> Any:
+        save_many = getattr(cp, "save_many", None)
+        if save_many is None:
+            pytest.skip(f"{type(cp).__name__} has no save_many (optional: the checkpointer then calls save and "
+                        "put_write one by one)")
+        return save_many
+
+    async def test_save_many_stores_the_versions_and_writes_of_a_step(self, checkpoints: Any) -> None:
+        cp = checkpoints
+        save_many = self._save_many(cp)
+        (v1,) = await _chain(cp, "run", 1)
+        v2, v3 = _rec("run", 2), _rec("run", 3, status="suspended", entries=[_entry("v3")])
+        writes = [PendingWrite("run", 1, "call-a", _state("a")), PendingWrite("run", 2, "call-b", _state("b"))]
+        await save_many([v2, v3], expected_version=1, writes=writes)
+        _check_stored(await cp.latest("run"), v3, _log([v1, v2, v3]))
+        _check_stored(await cp.at_version("run", 2), v2, _log([v1, v2]))
+        _check_infos(await cp.list_versions("run"), [v1, v2, v3])
+        _check_infos(await cp.list_runs(), [v3])
+        assert dict(await cp.pending_writes("run", 1)) == {"call-a": _state("a")}
+        assert dict(await cp.pending_writes("run", 2)) == {"call-b": _state("b")}
+        # a run's first versions, and writes alone
+        await save_many([_rec("new", 1), _rec("new", 2)], expected_version=None)
+        await save_many([], expected_version=None, writes=[PendingWrite("new", 2, "call", _state("c"))])
+        assert (await cp.latest("new")).record.version == 2
+        assert dict(await cp.pending_writes("new", 2)) == {"call": _state("c")}
+
+    @pytest.mark.parametrize("expected", [1, 3], ids=["stale", "ahead"])
+    async def test_save_many_conflict_writes_nothing(self, checkpoints: Any, expected: int) -> None:
+        """Another worker stored version 2 after this one read version 1: saving versions 2 and 3
+        on top of version 1 conflicts (the second record, which expects the version the first
+        would have stored, must not land on the other worker's version 2), and no write lands."""
+        cp = checkpoints
+        save_many = self._save_many(cp)
+        await _chain(cp, "run", 2)
+        before = await _snapshot(cp, "run")
+        mine = [_rec("run", expected + 1, state=_state("loser")), _rec("run", expected + 2, state=_state("loser"))]
+        with pytest.raises(CheckpointConflict) as exc:
+            await save_many(mine, expected_version=expected,
+                            writes=[PendingWrite("run", 2, "loser-call", _state("loser"))])
+        assert (exc.value.run_id, exc.value.expected, exc.value.actual) == ("run", expected, 2)
+        assert await _snapshot(cp, "run") == before
+        assert dict(await cp.pending_writes("run", 2)) == {}
+
+    async def test_save_many_versions_must_follow_one_another(self, checkpoints: Any) -> None:
+        cp = checkpoints
+        save_many = self._save_many(cp)
+        (v1,) = await _chain(cp, "run", 1)
+        with pytest.raises((ValueError, CheckpointConflict)):
+            await save_many([_rec("run", 2), _rec("run", 4)], expected_version=1)
+        _check_stored(await cp.latest("run"), v1, v1.entries)
+        _check_infos(await cp.list_versions("run"), [v1])
 
     # --- delete ------------------------------------------------------------------------------
 

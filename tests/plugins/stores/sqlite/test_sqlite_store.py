@@ -654,3 +654,47 @@ def test_a_store_nobody_closed_does_not_keep_the_process_alive(tmp_path: Path) -
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "done"
+
+
+async def test_a_run_step_is_one_transaction_on_the_connection_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 19 (W4): each step of a checkpointed run (model turn + tool batch) is ONE hand-off
+    to the database thread: the tool result, the version after the batch and the version after
+    the next model turn in one transaction."""
+    import seamkit_sqlite.store as store_module
+    from seamkit import Agent, tool
+    from seamkit.testing import ScriptedModel
+
+    @tool(side_effecting=False, blocking=False)
+    def note(text: str) -> str:
+        """Write a note.
+
+        Args:
+            text: the note
+        """
+        return f"noted {text}"
+
+    steps = 6
+    turns: list[Any] = [{"tool_calls": [{"id": f"c{i}", "name": "note", "arguments": {"text": str(i)}}]}
+                        for i in range(steps)]
+    async with SqliteStore(tmp_path / "runs.db") as store:
+        await store.list_runs()  # connect (and create the schema) first
+        transactions: list[str] = []
+        real = store_module._in_transaction
+
+        def counted(db: sqlite3.Connection, begin: str, body: Any) -> Any:
+            transactions.append(begin)
+            return real(db, begin, body)
+
+        monkeypatch.setattr(store_module, "_in_transaction", counted)
+        agent = Agent(ScriptedModel([*turns, "done"]), tools=[note], checkpointer=store)
+        result = await agent.run("take notes")
+        assert result.output == "done"
+        # begin, the first model turn, then one per step (the last with the final answer)
+        assert len(transactions) == steps + 2
+        history = await agent.checkpointer.history(result.run_id)
+        assert len(history) == 2 * steps + 2
+        snap = await agent.checkpointer.at_version(result.run_id, 3)
+        assert snap is not None and snap.transcript[-1].role == "tool"
+        assert list(await store.pending_writes(result.run_id, 2)) == ["c0"]  # the result, for version 2
