@@ -349,13 +349,35 @@ class CheckpointConformance(_persist.DeclaredPersistence):
 
     # --- save_many (optional: checked when the store has it) ----------------------------------
 
-    @staticmethod
-    def _save_many(cp: Any) -> Any:
+    #: Whether the store has the optional ``save_many``: ``False`` leaves its checks out when the
+    #: tests are collected (counted in pytest's summary) instead of skipping them one by one;
+    #: ``None`` (said nothing) skips them at run time for a store without it.
+    declared_save_many: bool | None = None
+
+    @classmethod
+    def not_applicable(cls, name: str, params: dict[str, Any]) -> str | None:
+        if cls.declared_save_many is False and name.startswith("test_save_many_"):
+            return "the store has no save_many (optional: the checkpointer calls save and put_write one by one)"
+        return super().not_applicable(name, params)
+
+    def _save_many(self, cp: Any) -> Any:
         save_many = getattr(cp, "save_many", None)
+        said = type(self).declared_save_many
+        if said is not None:
+            assert said == (save_many is not None), (
+                f"the test class says declared_save_many={said} but {type(cp).__name__} "
+                f"{'has' if save_many is not None else 'has no'} save_many")
         if save_many is None:
             pytest.skip(f"{type(cp).__name__} has no save_many (optional: the checkpointer then calls save and "
                         "put_write one by one)")
         return save_many
+
+    async def test_the_declared_save_many_is_the_stores(self, checkpoints: Any) -> None:
+        said = type(self).declared_save_many
+        if said is not None:
+            has = getattr(checkpoints, "save_many", None) is not None
+            assert said == has, (f"the test class says declared_save_many={said} but {type(checkpoints).__name__} "
+                                 f"{'has' if has else 'has no'} save_many")
 
     async def test_save_many_stores_the_versions_and_writes_of_a_step(self, checkpoints: Any) -> None:
         cp = checkpoints
