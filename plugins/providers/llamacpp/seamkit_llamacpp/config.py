@@ -8,6 +8,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from seamkit_llamacpp.threads import default_threads
+
 __all__ = ["EMPTY_PATH", "GGUF_MAGIC", "LlamaCppConfig", "gguf_problem"]
 
 GGUF_MAGIC = b"GGUF"
@@ -76,7 +78,12 @@ class LlamaCppConfig(BaseModel):
     )
     n_ctx: int = Field(default=2048, ge=64, description="Context window in tokens (prompt + output)")
     threads: int = Field(
-        default_factory=lambda: os.cpu_count() or 1, ge=1, description="CPU threads for generation"
+        default_factory=default_threads,
+        ge=1,
+        description="CPU threads for prompt evaluation and generation. Default: the CPUs this "
+        "process may use less those other work keeps busy, by the 1-minute load average when the "
+        "configuration is made (at least 1); llama.cpp slows down several times when a thread "
+        "must share its CPU with another busy process",
     )
     temperature: float = Field(default=0.0, ge=0.0, le=10.0, allow_inf_nan=False,
                                description="Sampling temperature; 0 = greedy")

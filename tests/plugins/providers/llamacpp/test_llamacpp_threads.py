@@ -1,0 +1,124 @@
+"""The default thread count of ``use: llamacpp`` (CPUs less the busy ones) and the ``threads``
+override reaching llama.cpp. No model is loaded: ``Llama`` is replaced by a recorder."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from seamkit.composition import build_agent, load_composition
+from seamkit_llamacpp import provider as provider_module
+from seamkit_llamacpp import threads as threads_module
+from seamkit_llamacpp.config import LlamaCppConfig
+from seamkit_llamacpp.threads import choose_threads, cpu_quota, default_threads
+
+TINY_GGUF = b"GGUF" + (3).to_bytes(4, "little") + bytes(16)
+
+
+@pytest.mark.parametrize(
+    ("usable", "load1", "online", "expected"),
+    [
+        (2, 0.0, 2, 2),  # idle: every CPU
+        (2, 0.4, 2, 2),  # less than half a CPU busy: still every CPU
+        (2, 0.6, 2, 1),  # more than half a CPU busy: leave it
+        (2, 1.0, 2, 1),  # one busy process on 2 CPUs (the issue's measurement)
+        (2, 7.5, 2, 1),  # overloaded: never below 1
+        (1, 0.0, 1, 1),
+        (16, 0.0, 16, 16),
+        (16, 1.0, 16, 15),
+        (16, 3.4, 16, 13),
+        (4, 8.0, 16, 2),  # 4 usable of 16: the load is assumed spread evenly, half of it busy
+        (2, 1.0, 16, 2),  # one busy process somewhere on 16 CPUs hardly touches our 2
+        (0, 0.0, 0, 1),  # nonsense counts still give a thread
+        (2, -1.0, 2, 2),
+    ],
+)
+def test_the_rule_leaves_the_cpus_other_work_keeps_busy(usable: int, load1: float, online: int,
+                                                        expected: int) -> None:
+    assert choose_threads(usable, load1, online) == expected
+
+
+def test_default_threads_reads_affinity_load_and_quota(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(threads_module.os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr(threads_module.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(threads_module, "CGROUP_CPU_MAX", tmp_path / "absent")
+    monkeypatch.setattr(threads_module.os, "getloadavg", lambda: (0.0, 5.0, 5.0))
+    assert default_threads() == 4  # the 1-minute figure counts, not the older ones
+    monkeypatch.setattr(threads_module.os, "getloadavg", lambda: (4.0, 0.0, 0.0))
+    assert default_threads() == 2  # half the machine busy: half of our 4 CPUs
+    quota = tmp_path / "cpu.max"
+    quota.write_text("200000 100000\n")
+    monkeypatch.setattr(threads_module, "cpu_quota", lambda: cpu_quota(quota))
+    monkeypatch.setattr(threads_module.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert default_threads() == 2  # a container limited to 2 CPUs
+
+
+@pytest.mark.parametrize(("text", "expected"), [("200000 100000\n", 2), ("150000 100000", 2),
+                                                ("50000 100000", 1), ("max 100000\n", None), ("", None),
+                                                ("x y", None), ("100 0", None)])
+def test_cgroup_quota_is_read_in_whole_cpus(tmp_path: Path, text: str, expected: int | None) -> None:
+    f = tmp_path / "cpu.max"
+    f.write_text(text)
+    assert cpu_quota(f) == expected
+    assert cpu_quota(tmp_path / "absent") is None
+
+
+def test_the_config_default_follows_the_load_and_threads_overrides_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads_module, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(threads_module.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(threads_module.os, "getloadavg", lambda: (0.1, 0.0, 0.0))
+    assert LlamaCppConfig().threads == 2
+    monkeypatch.setattr(threads_module.os, "getloadavg", lambda: (1.2, 0.0, 0.0))
+    assert LlamaCppConfig().threads == 1
+    assert LlamaCppConfig(threads=2).threads == 2  # an explicit value is taken as is
+    assert "threads" not in LlamaCppConfig().model_dump(exclude_defaults=True)
+
+
+class _RecordingLlama:
+    """Stands in for ``llama_cpp.llama.Llama``: records its keyword arguments."""
+
+    calls: ClassVar[list[dict[str, Any]]] = []
+
+    def __init__(self, **kwargs: Any) -> None:
+        type(self).calls.append(kwargs)
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def recording_llama(monkeypatch: pytest.MonkeyPatch) -> type[_RecordingLlama]:
+    import llama_cpp.llama
+
+    _RecordingLlama.calls = []
+    monkeypatch.setattr(llama_cpp.llama, "Llama", _RecordingLlama)
+    before = dict(provider_module._MODELS)
+    yield _RecordingLlama
+    provider_module._MODELS.clear()
+    provider_module._MODELS.update(before)
+
+
+def test_threads_from_a_yaml_composition_reach_llama(tmp_path: Path, recording_llama: type[_RecordingLlama],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threads_module, "usable_cpus", lambda: 8)
+    monkeypatch.setattr(threads_module.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(threads_module.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    monkeypatch.chdir(tmp_path)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(TINY_GGUF)
+    for threads, expected in (("threads: 3", 3), ("", 8)):
+        yaml = tmp_path / f"agent{expected}.yaml"
+        yaml.write_text(textwrap.dedent(f"""\
+            seamkit: 1
+            agent:
+              name: local
+              model: {{use: llamacpp, model_path: m.gguf, n_ctx: {64 + expected}{", " + threads if threads else ""}}}
+              prompt: hi
+            """))
+        provider = build_agent(load_composition(yaml)).model
+        assert provider.config.threads == expected
+        provider_module._load(provider_module.resolve_model_path(provider.config.model_path), provider.config)
+        call = recording_llama.calls[-1]
+        assert (call["n_threads"], call["n_threads_batch"]) == (expected, expected)
