@@ -4,6 +4,7 @@ override reaching llama.cpp. No model is loaded: ``Llama`` is replaced by a reco
 from __future__ import annotations
 
 import textwrap
+import types
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -122,3 +123,47 @@ def test_threads_from_a_yaml_composition_reach_llama(tmp_path: Path, recording_l
         provider_module._load(provider_module.resolve_model_path(provider.config.model_path), provider.config)
         call = recording_llama.calls[-1]
         assert (call["n_threads"], call["n_threads_batch"]) == (expected, expected)
+
+
+class _RecordingImporter:
+    """Stands in for ``importlib`` in the provider module: records the OpenMP variables seen while
+    ``llama_cpp.llama`` is imported."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, str | None]] = []
+
+    def import_module(self, name: str) -> Any:
+        import os
+        import sys
+
+        self.seen.append({k: os.environ.get(k) for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")})
+        module = sys.modules[name] = types.ModuleType(name)  # not imported again for real
+        return module
+
+
+@pytest.mark.parametrize(
+    ("env", "during"),
+    [
+        ({}, {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": None}),
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": None}),
+        ({"GOMP_SPINCOUNT": "10000"}, {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "10000"}),
+    ],
+    ids=["default", "user-policy", "user-spincount"],
+)
+def test_llama_cpp_is_imported_with_a_passive_openmp_wait_policy_unless_the_user_set_one(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], during: dict[str, str | None]
+) -> None:
+    import os
+    import sys
+
+    for key in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"):
+        monkeypatch.delenv(key, raising=False)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    importer = _RecordingImporter()
+    monkeypatch.setattr(provider_module, "importlib", importer)
+    monkeypatch.delitem(sys.modules, "llama_cpp.llama")  # as in a process that has not imported it yet
+    module = provider_module._llama_module()
+    assert module.__name__ == "llama_cpp.llama" and importer.seen == [during]
+    assert {k: os.environ.get(k) for k in during} == {**dict.fromkeys(during), **env}  # restored
+    assert provider_module._llama_module() is module and len(importer.seen) == 1  # imported once
