@@ -81,9 +81,9 @@ class LlamaCppConfig(BaseModel):
         default_factory=default_threads,
         ge=1,
         description="CPU threads for prompt evaluation and generation. Default: the CPUs this "
-        "process may use less those other work keeps busy, by the 1-minute load average when the "
-        "configuration is made (at least 1); llama.cpp slows down several times when a thread "
-        "must share its CPU with another busy process",
+        "process may use (affinity mask, cgroup quota); when llama.cpp's OpenMP threads spin while "
+        "waiting (OMP_WAIT_POLICY=ACTIVE or GOMP_SPINCOUNT set, or llama_cpp imported before "
+        "seamkit), less those the 1-minute load average says are busy",
     )
     temperature: float = Field(default=0.0, ge=0.0, le=10.0, allow_inf_nan=False,
                                description="Sampling temperature; 0 = greedy")

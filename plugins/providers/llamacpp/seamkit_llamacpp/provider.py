@@ -61,6 +61,7 @@ from seamkit.values import (
 from seamkit_llamacpp.config import EMPTY_PATH, LlamaCppConfig, gguf_problem
 from seamkit_llamacpp.grammar import Mode, Plan, located, plan, read_tool_call, relax, to_gbnf, unenforced
 from seamkit_llamacpp.prompt import END, START, Segment, render
+from seamkit_llamacpp.threads import import_llama
 
 __all__ = ["JOIN_TIMEOUT_S", "LlamaCppProvider", "build", "default_model_name", "resolve_model_path"]
 
@@ -255,33 +256,6 @@ def resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
         return _DEFAULT_PATH[0]
 
 
-OMP_SETTINGS = {"OMP_WAIT_POLICY": "PASSIVE"}
-"""Environment llama.cpp's OpenMP runtime (libgomp) reads once, when llama-cpp-python is first
-imported. PASSIVE: a thread waiting for the others at the end of an operation sleeps instead of
-spinning. With the default (spinning), a thread that shares its CPU with another busy process
-spins away the time slice its partner needs, and generation slows several times; see
-docs/getting-started.md, "Threads"."""
-
-
-def _llama_module() -> Any:
-    """``llama_cpp.llama``, imported (the first time) with :data:`OMP_SETTINGS` in the environment,
-    unless the environment names an OpenMP wait policy or spin count itself. The variables are
-    removed again right after the import (libgomp has read them by then), so child processes do
-    not inherit them. Without effect when llama_cpp was imported before (by the caller)."""
-    module = sys.modules.get("llama_cpp.llama")
-    if module is not None:
-        return module
-    own = not any(k in os.environ for k in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT"))
-    if own:
-        os.environ.update(OMP_SETTINGS)
-    try:
-        return importlib.import_module("llama_cpp.llama")
-    finally:
-        if own:
-            for key in OMP_SETTINGS:
-                os.environ.pop(key, None)
-
-
 def _forget_default() -> None:
     """The bundled model failed to load although it was taken as verified: drop its marker (the
     next process hashes it again and re-assembles it when it is wrong) and this process's memo.
@@ -301,7 +275,7 @@ def _load(path: Path, cfg: LlamaCppConfig) -> _Loaded:
         loaded = _MODELS.get(key)
         if loaded is not None:
             return loaded
-        Llama = _llama_module().Llama  # installs llama-cpp-python's log callback
+        Llama = import_llama().Llama  # installs llama-cpp-python's log callback
 
         lowlevel: Any = importlib.import_module("llama_cpp.llama_cpp")
         _install_native_log(lowlevel, cfg.verbose)
@@ -378,7 +352,7 @@ def _load_vocab(path: Path) -> _Loaded:
         loaded = _MODELS.get(key)
         if loaded is not None:
             return loaded
-        Llama = _llama_module().Llama
+        Llama = import_llama().Llama
 
         _install_native_log(importlib.import_module("llama_cpp.llama_cpp"), False)
         try:

@@ -1,29 +1,83 @@
-"""The default thread count of ``use: llamacpp``: the CPUs this process may use, less the CPUs other
-work keeps busy (imports only the standard library).
+"""How many threads llama.cpp runs, and how its threads wait for each other (imports only the
+standard library).
 
-Why not every CPU: llama.cpp splits each token's work across its threads and waits for all of them
-after every operation (hundreds per token). When another process holds one of the CPUs, one of
-llama.cpp's threads keeps waiting for its turn on that CPU, and every other thread waits for it:
-on 2 CPUs with one busy process, 2 threads generated 3.8 tokens/s (erratic, 2.9-11.5) where
-1 thread held 21.5 (37 with 2 threads on an idle machine); see ``benchmarks/local_model_bench.py``
-and docs/getting-started.md, "Threads". Too few threads costs at most the idle CPUs left unused;
-too many costs several times more, so the rule leaves a CPU to other work as soon as the load
-average says it is more than half busy.
+llama.cpp splits each token's work across its threads and waits for all of them after every
+operation (hundreds per token), through OpenMP (libgomp). By default libgomp's waiting threads
+*spin*: when another process holds one of the CPUs, the spinning threads burn the time slices the
+descheduled thread needs, and generation collapses (2 CPUs, one busy process, 2 threads: 3.8
+tokens/s, erratic, where 1 thread held 21.5 and an idle machine gave 37). Two remedies, both here:
 
-The load is read once, when the configuration is made (a process start), from the 1-minute load
-average: a load that starts later is not seen, and recent work of an earlier seamkit process
-counts as load too. ``threads:`` in the configuration overrides the rule.
+- :func:`import_llama` imports llama-cpp-python with ``OMP_WAIT_POLICY=PASSIVE`` (waiting threads
+  sleep), unless the environment names a wait policy itself. Measured on a shared 2-CPU machine
+  with one busy process, 2 threads then kept 26-34 tokens/s (see docs/getting-started.md,
+  "Threads").
+- :func:`default_threads`: every CPU this process may use (affinity mask, cgroup quota) when the
+  waits are passive; when they spin (the user's ``OMP_WAIT_POLICY``/``GOMP_SPINCOUNT``, or
+  llama_cpp imported before seamkit could set it), those CPUs less the ones the 1-minute load
+  average says are busy (:func:`choose_threads`), since then one thread too many costs several
+  times more than one thread too few.
+
+``threads:`` in the configuration overrides the default.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import os
+import sys
 from pathlib import Path
+from typing import Any
 
-__all__ = ["choose_threads", "cpu_quota", "default_threads", "usable_cpus"]
+__all__ = ["OMP_SETTINGS", "choose_threads", "cpu_quota", "default_threads", "import_llama", "usable_cpus",
+           "waits_passive"]
 
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+OMP_SETTINGS = {"OMP_WAIT_POLICY": "PASSIVE"}
+"""What :func:`import_llama` puts in the environment while libgomp loads (it reads it once then)."""
+_OMP_KEYS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+
+
+class _Imported:
+    passive: bool | None = None  # the wait policy llama_cpp was imported with by import_llama
+
+
+def _env_policy_passive() -> bool:
+    """Whether the waits will be passive when llama_cpp is imported now through import_llama."""
+    if "OMP_WAIT_POLICY" in os.environ:
+        return os.environ["OMP_WAIT_POLICY"].strip().upper() == "PASSIVE"
+    return "GOMP_SPINCOUNT" not in os.environ  # a spin count set by the user: waits spin
+
+
+def import_llama() -> Any:
+    """``llama_cpp.llama``, imported (the first time) with :data:`OMP_SETTINGS` in the environment
+    unless the environment names a wait policy or spin count itself. The variables are removed
+    right after the import (libgomp has read them), so child processes do not inherit them.
+    Without effect on a llama_cpp imported before (by the caller)."""
+    module = sys.modules.get("llama_cpp.llama")
+    if module is not None:
+        return module
+    own = not any(k in os.environ for k in _OMP_KEYS)
+    passive = _env_policy_passive()
+    if own:
+        os.environ.update(OMP_SETTINGS)
+    try:
+        module = importlib.import_module("llama_cpp.llama")
+    finally:
+        if own:
+            for key in OMP_SETTINGS:
+                os.environ.pop(key, None)
+    _Imported.passive = passive
+    return module
+
+
+def waits_passive() -> bool:
+    """Whether llama.cpp's threads sleep while they wait (see :func:`import_llama`): as the
+    environment says before llama_cpp is imported; as it was imported through
+    :func:`import_llama` after; ``False`` (assumed spinning) when someone else imported it."""
+    if "llama_cpp.llama" not in sys.modules:
+        return _env_policy_passive()
+    return bool(_Imported.passive)
 
 
 def choose_threads(usable: int, load1: float, online: int) -> int:
@@ -66,9 +120,13 @@ def usable_cpus() -> int:
 
 
 def default_threads() -> int:
-    """:func:`choose_threads` for this process now (the default of ``LlamaCppConfig.threads``)."""
+    """The default of ``LlamaCppConfig.threads``: :func:`usable_cpus` when :func:`waits_passive`,
+    else :func:`choose_threads` for this process now."""
+    usable = usable_cpus()
+    if waits_passive():
+        return usable
     try:
         load1 = os.getloadavg()[0]
     except (AttributeError, OSError):  # Windows
         load1 = 0.0
-    return choose_threads(usable_cpus(), load1, os.cpu_count() or 1)
+    return choose_threads(usable, load1, os.cpu_count() or 1)

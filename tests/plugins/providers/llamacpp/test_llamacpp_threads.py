@@ -1,5 +1,7 @@
-"""The default thread count of ``use: llamacpp`` (CPUs less the busy ones) and the ``threads``
-override reaching llama.cpp. No model is loaded: ``Llama`` is replaced by a recorder."""
+"""The default thread count of ``use: llamacpp`` (every usable CPU when llama.cpp's threads wait
+passively, else the CPUs less the busy ones), the passive OpenMP wait policy llama_cpp is imported
+with, and the ``threads`` override reaching llama.cpp. No model is loaded: ``Llama`` is replaced by
+a recorder."""
 
 from __future__ import annotations
 
@@ -42,6 +44,7 @@ def test_the_rule_leaves_the_cpus_other_work_keeps_busy(usable: int, load1: floa
 
 
 def test_default_threads_reads_affinity_load_and_quota(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(threads_module, "waits_passive", lambda: False)
     monkeypatch.setattr(threads_module.os, "sched_getaffinity", lambda _pid: {0, 1, 2, 3}, raising=False)
     monkeypatch.setattr(threads_module.os, "cpu_count", lambda: 8)
     monkeypatch.setattr(threads_module, "CGROUP_CPU_MAX", tmp_path / "absent")
@@ -66,7 +69,19 @@ def test_cgroup_quota_is_read_in_whole_cpus(tmp_path: Path, text: str, expected:
     assert cpu_quota(tmp_path / "absent") is None
 
 
-def test_the_config_default_follows_the_load_and_threads_overrides_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_with_passive_waits_the_default_is_every_usable_cpu_whatever_the_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(threads_module, "waits_passive", lambda: True)
+    monkeypatch.setattr(threads_module, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(threads_module.os, "getloadavg", lambda: (7.0, 7.0, 7.0))
+    assert default_threads() == 2 and LlamaCppConfig().threads == 2
+
+
+def test_the_config_default_follows_the_load_when_waits_spin_and_threads_overrides_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(threads_module, "waits_passive", lambda: False)
     monkeypatch.setattr(threads_module, "usable_cpus", lambda: 2)
     monkeypatch.setattr(threads_module.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(threads_module.os, "getloadavg", lambda: (0.1, 0.0, 0.0))
@@ -104,7 +119,7 @@ def recording_llama(monkeypatch: pytest.MonkeyPatch) -> type[_RecordingLlama]:
 def test_threads_from_a_yaml_composition_reach_llama(tmp_path: Path, recording_llama: type[_RecordingLlama],
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(threads_module, "usable_cpus", lambda: 8)
-    monkeypatch.setattr(threads_module.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(threads_module, "waits_passive", lambda: True)
     monkeypatch.setattr(threads_module.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     monkeypatch.chdir(tmp_path)
     model = tmp_path / "m.gguf"
@@ -161,9 +176,24 @@ def test_llama_cpp_is_imported_with_a_passive_openmp_wait_policy_unless_the_user
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     importer = _RecordingImporter()
-    monkeypatch.setattr(provider_module, "importlib", importer)
+    monkeypatch.setattr(threads_module, "importlib", importer)
+    monkeypatch.setattr(threads_module._Imported, "passive", None)
     monkeypatch.delitem(sys.modules, "llama_cpp.llama")  # as in a process that has not imported it yet
-    module = provider_module._llama_module()
+    passive = during["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert threads_module.waits_passive() is passive  # known before the import
+    module = threads_module.import_llama()
     assert module.__name__ == "llama_cpp.llama" and importer.seen == [during]
     assert {k: os.environ.get(k) for k in during} == {**dict.fromkeys(during), **env}  # restored
-    assert provider_module._llama_module() is module and len(importer.seen) == 1  # imported once
+    assert threads_module.import_llama() is module and len(importer.seen) == 1  # imported once
+    assert threads_module.waits_passive() is passive  # and after it, whatever the environment says now
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE" if passive else "PASSIVE")
+    assert threads_module.waits_passive() is passive
+
+
+def test_llama_cpp_imported_by_someone_else_counts_as_spinning(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setattr(threads_module._Imported, "passive", None)
+    monkeypatch.setitem(sys.modules, "llama_cpp.llama", types.ModuleType("llama_cpp.llama"))
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert threads_module.waits_passive() is False
