@@ -2,7 +2,7 @@
 next to raw llama-cpp-python, idle and with one busy core, the default thread count, and the time
 to first token of a fresh ``seamkit ask`` next to a fresh raw llama-cpp-python script.
 
-Run: ``bash benchmarks/run.sh local`` (or ``python benchmarks/local_model_bench.py``). Options:
+Run: ``.venv/bin/python benchmarks/local_model_bench.py`` (``bash benchmarks/run.sh all`` runs it too). Options:
 ``--reps 3`` (fresh processes per side and cell), ``--tokens 48`` (tokens generated per call),
 ``--ttft-reps 3``, ``--matrix`` (also every thread count 1..CPUs for raw and seamkit, idle and
 busy: the measurements behind the default), ``--json``. Takes a few minutes.
