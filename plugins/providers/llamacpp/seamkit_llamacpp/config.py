@@ -8,6 +8,8 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
+from seamkit_llamacpp.threads import default_threads
+
 __all__ = ["EMPTY_PATH", "GGUF_MAGIC", "LlamaCppConfig", "gguf_problem"]
 
 GGUF_MAGIC = b"GGUF"
@@ -76,7 +78,12 @@ class LlamaCppConfig(BaseModel):
     )
     n_ctx: int = Field(default=2048, ge=64, description="Context window in tokens (prompt + output)")
     threads: int = Field(
-        default_factory=lambda: os.cpu_count() or 1, ge=1, description="CPU threads for generation"
+        default_factory=default_threads,
+        ge=1,
+        description="CPU threads for prompt evaluation and generation. Default: the CPUs this "
+        "process may use (affinity mask, cgroup quota); when llama.cpp's OpenMP threads spin while "
+        "waiting (OMP_WAIT_POLICY=ACTIVE or GOMP_SPINCOUNT set, or llama_cpp imported before "
+        "seamkit), less those the 1-minute load average says are busy",
     )
     temperature: float = Field(default=0.0, ge=0.0, le=10.0, allow_inf_nan=False,
                                description="Sampling temperature; 0 = greedy")

