@@ -18,93 +18,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
-import time
-from collections.abc import AsyncIterator
-from decimal import Decimal
-from typing import Any
 
-from seamkit import Agent, collect_result, tool
-from seamkit.values import ChatRequest, Delta, LLMResult, ToolCallDelta, Usage
+from _scripted import Runner
 
-FREE = Usage(requests=1, cost=Decimal(0), cost_source="local")
 WINDOW = 20
 TARGET = 1.1
 
 
-class Script:
-    """The model's replies: ``n_tools`` calls of add(2, 3), then "5"; every call time-stamped."""
-
-    def __init__(self, n_tools: int) -> None:
-        self.n_tools = n_tools
-        self.calls = 0
-        self.stamps: list[int] = []
-
-    def next(self) -> tuple[str, str, Any]:
-        self.stamps.append(time.perf_counter_ns())
-        self.calls += 1
-        if self.calls <= self.n_tools:
-            return "tool", f"call_{self.calls}", {"a": 2, "b": 3}
-        return "text", "", "5"
-
-
-class ScriptedLLM:
-    """An LLMPort streaming each reply of the current script as seamkit deltas."""
-
-    provider = "bench"
-    model = "bench"
-
-    def __init__(self) -> None:
-        self.script = Script(0)
-
-    async def stream(self, request: ChatRequest) -> AsyncIterator[Delta]:
-        kind, call_id, value = self.script.next()
-        if kind == "tool":
-            yield Delta(tool_call=ToolCallDelta(0, call_id, "add", json.dumps(value)))
-            yield Delta(usage=FREE, finish_reason="tool_calls")
-        else:
-            yield Delta(text=value)
-            yield Delta(usage=FREE, finish_reason="stop")
-
-    async def chat(self, request: ChatRequest) -> LLMResult:
-        return await collect_result(self.stream(request), provider=self.provider, model=self.model)
-
-
-RAN = 0
-
-
-@tool(side_effecting=False)
-async def add(a: int, b: int) -> int:
-    """Add two integers."""
-    global RAN
-    RAN += 1
-    return a + b
-
-
-async def _run(agent: Agent, llm: ScriptedLLM, n_tools: int) -> Script:
-    """One checked run (the output is "5", the tool ran ``n_tools`` times)."""
-    llm.script = script = Script(n_tools)
-    before = RAN
-    result = await agent.run("What is 2 + 3?")
-    if result.output != "5" or RAN - before != n_tools or script.calls != n_tools + 1:
-        raise AssertionError(f"dishonest run: output={result.output!r} tool runs={RAN - before} "
-                             f"model calls={script.calls}")
-    return script
-
-
 async def measure(turns: int, repeats: int) -> tuple[float, float]:
     """Median µs per turn over turns 1-20 and over the last 20 turns."""
-    llm = ScriptedLLM()
-    agent = Agent(llm, prompt="Use the add tool.", tools=[add], max_steps=turns + 5)
+    r = Runner(max_steps=turns + 5)
     for _ in range(20):  # warm the code paths
-        await _run(agent, llm, 1)
-    await _run(agent, llm, turns)
+        await r.one(1)
+    await r.one(turns)
     early, late = [], []
     for _ in range(repeats):
-        st = (await _run(agent, llm, turns)).stamps
+        st = (await r.one(turns))[1].stamps
         early.append((st[WINDOW] - st[0]) / WINDOW / 1e3)
         late.append((st[turns] - st[turns - WINDOW]) / WINDOW / 1e3)
     return statistics.median(early), statistics.median(late)
