@@ -133,6 +133,22 @@ _NOT_SET_UP = (
     "run `seamkit stores setup` (or `await store.setup()`) once"
 )
 
+# the run row of a save: the first version inserts it, a later one moves it on from the expected
+# version (no row returned: a conflict); _SAVE_TAIL then writes the checkpoint and log rows
+_SAVE_FIRST_HEAD = """WITH r AS (
+  INSERT INTO {s}.runs (run_id, version, status, parent_run_id, metadata, created_at, log_len, touched)
+  VALUES (%(run_id)s, %(version)s, %(status)s, %(parent)s, %(meta)s, %(created)s, %(n)s,
+          nextval('{s}.runs_touch_seq'))
+  ON CONFLICT (run_id) DO NOTHING
+  RETURNING run_id, log_len
+)"""
+_SAVE_NEXT_HEAD = """WITH r AS (
+  UPDATE {s}.runs SET version = %(version)s, status = %(status)s, parent_run_id = %(parent)s,
+      metadata = %(meta)s, created_at = %(created)s, log_len = log_len + %(n)s,
+      touched = nextval('{s}.runs_touch_seq')
+  WHERE run_id = %(run_id)s AND version = %(expected)s
+  RETURNING run_id, log_len
+)"""
 _SAVE_TAIL = """,
 c AS (
   INSERT INTO {s}.checkpoints
@@ -168,45 +184,21 @@ _SQL_TEMPLATES: dict[str, str] = {
     ),
     "prune_kv": "DELETE FROM {s}.kv WHERE expires_at <= now()",
     "save_first": (
-        """WITH r AS (
-  INSERT INTO {s}.runs (run_id, version, status, parent_run_id, metadata, created_at, log_len, touched)
-  VALUES (%(run_id)s, %(version)s, %(status)s, %(parent)s, %(meta)s, %(created)s, %(n)s,
-          nextval('{s}.runs_touch_seq'))
-  ON CONFLICT (run_id) DO NOTHING
-  RETURNING run_id, log_len
-)"""
+        _SAVE_FIRST_HEAD
         + _SAVE_TAIL
     ),
     "save_next": (
-        """WITH r AS (
-  UPDATE {s}.runs SET version = %(version)s, status = %(status)s, parent_run_id = %(parent)s,
-      metadata = %(meta)s, created_at = %(created)s, log_len = log_len + %(n)s,
-      touched = nextval('{s}.runs_touch_seq')
-  WHERE run_id = %(run_id)s AND version = %(expected)s
-  RETURNING run_id, log_len
-)"""
+        _SAVE_NEXT_HEAD
         + _SAVE_TAIL
     ),
     # as save_first / save_next, but a conflict (no run row written) is an error (division by zero)
     # that aborts the transaction on the server: save_many sends every statement at once
     "save_first_strict": (
-        """WITH r AS (
-  INSERT INTO {s}.runs (run_id, version, status, parent_run_id, metadata, created_at, log_len, touched)
-  VALUES (%(run_id)s, %(version)s, %(status)s, %(parent)s, %(meta)s, %(created)s, %(n)s,
-          nextval('{s}.runs_touch_seq'))
-  ON CONFLICT (run_id) DO NOTHING
-  RETURNING run_id, log_len
-)"""
+        _SAVE_FIRST_HEAD
         + _SAVE_TAIL.replace("SELECT count(*) FROM r", "SELECT 1 / count(*) FROM r")
     ),
     "save_next_strict": (
-        """WITH r AS (
-  UPDATE {s}.runs SET version = %(version)s, status = %(status)s, parent_run_id = %(parent)s,
-      metadata = %(meta)s, created_at = %(created)s, log_len = log_len + %(n)s,
-      touched = nextval('{s}.runs_touch_seq')
-  WHERE run_id = %(run_id)s AND version = %(expected)s
-  RETURNING run_id, log_len
-)"""
+        _SAVE_NEXT_HEAD
         + _SAVE_TAIL.replace("SELECT count(*) FROM r", "SELECT 1 / count(*) FROM r")
     ),
     "run_version": "SELECT version FROM {s}.runs WHERE run_id = %s",
