@@ -1403,18 +1403,13 @@ class Run:
                 results: tuple[ToolResult, ...] = (await invoker.call_tool(call, ctx, meta),)
             finally:
                 CALL_KEY.reset(token)
-            if guarded:
-                results = tuple(_noted(r, guarded[r.call_id]) if r.call_id in guarded else r for r in results)
-            if emit is not None:
-                for r in results:
-                    self._event("tool_result", tool_result=r)
-            return results
-        call_tool = partial(self._keyed, partial(invoker.call_tool, ctx=ctx, meta=meta))
-        if not guards or "tool_result" not in guards:
-            results = tuple(await self._batch(calls, call_tool))
         else:
-            run = partial(self._call_checked, call_tool)
-            results = tuple(await self._batch(calls, run))
+            call_tool = partial(self._keyed, partial(invoker.call_tool, ctx=ctx, meta=meta))
+            if not guards or "tool_result" not in guards:
+                results = tuple(await self._batch(calls, call_tool))
+            else:
+                run = partial(self._call_checked, call_tool)
+                results = tuple(await self._batch(calls, run))
         if guarded:
             results = tuple(_noted(r, guarded[r.call_id]) if r.call_id in guarded else r for r in results)
         if emit is not None:
