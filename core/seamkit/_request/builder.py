@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 from seamkit._agent.prompt import Prompt
 from seamkit._grounding import MemoryItem, MemorySource, cite_ids, not_inferred, render_items, unknown_citations
 from seamkit._request.fit import Fitting, fit_request
-from seamkit._tokens import estimate_tokens
+from seamkit._tokens import MessageTokenCache
 from seamkit.errors import ContextBudgetExceeded, PromptVariablesError
-from seamkit.values import EMPTY, ChatRequest, FrozenDict, Message, Scope, ToolSchema, freeze
+from seamkit.values import EMPTY, FrozenDict, Message, Scope, ToolSchema, freeze
 
 if TYPE_CHECKING:
     from seamkit._compaction import CompactorPort
@@ -154,7 +154,8 @@ class BuiltRequest:
 class WorkingContext:
     """One run's working context (made by :meth:`RequestBuilder.context`). ``prefix`` is ``None``
     until the first build; ``grounding`` holds the items of the current prefix; ``seen`` every
-    item handed to the model in this run, by citation id; ``turn`` counts builds."""
+    item handed to the model in this run, by citation id; ``turn`` counts builds; ``tokens``
+    remembers the estimate of each message the run's requests carried (each is counted once)."""
 
     variables: FrozenDict = EMPTY
     scope: Scope = field(default_factory=Scope)
@@ -162,6 +163,7 @@ class WorkingContext:
     grounding: tuple[MemoryItem, ...] = ()
     seen: dict[str, MemoryItem] = field(default_factory=dict)
     turn: int = 0
+    tokens: MessageTokenCache = field(default_factory=MessageTokenCache, repr=False, compare=False)
 
     def unknown_citations(self, text: str) -> list[str]:
         """The ids ``text`` cites that name no item handed to the model in this run."""
@@ -286,24 +288,30 @@ class RequestBuilder:
         prefix = wc.prefix
         schema = freeze(dict(output_schema)) if output_schema is not None else None
         tools = tuple(tools)
+        # the estimate of the request as it stands (each message counted once per run: wc.tokens);
+        # it is the request's estimate unless fitting changes the request
+        counted = wc.tokens
+        estimated = counted.request((prefix, tail), tools, schema)
         messages = tuple(tail)
         fitting: Fitting | None = None
-        if (self.budget_tokens is not None
-                and estimate_tokens(ChatRequest(prefix + messages, tools, output_schema=schema)) > self.budget_tokens):
+        if self.budget_tokens is not None and estimated > self.budget_tokens:
             prefix, messages, fitting = await fit_request(
                 prefix, messages, budget_tokens=self.budget_tokens, tools=tools, output_schema=schema,
-                compactor=self.compactor, ctx=ctx)
+                compactor=self.compactor, ctx=ctx, message_tokens=counted.message)
             if fitting.without_tools:
                 tools = ()
         full = prefix + messages
         if not full:
             raise ValueError("the request has no messages (no prompt, no grounding and an empty tail)")
+        if fitting is not None:
+            estimated = counted.request((full,), tools, schema)
+        counted.retain(full)
         p = self.prompt if isinstance(self.prompt, Prompt) else None
         built = BuiltRequest(
             full,
             p.id if p is not None else None,
             p.version if p is not None else None,
-            estimate_tokens(ChatRequest(full, tools, output_schema=schema)),
+            estimated,
             wc.grounding,
             tuple(cite_ids(wc.grounding)),
             len(prefix),
