@@ -628,7 +628,8 @@ class Run:
                     call = calls[0]
                     token = CALL_KEY.set(f"{ctx.run_id}:{self.step}:{call.id}")
                     try:
-                        results = (await self._cancellable(invoker.call_tool(call, ctx, meta)),)
+                        results: tuple[ToolResult, ...] | None = (
+                            await self._cancellable(invoker.call_tool(call, ctx, meta)),)
                     finally:
                         CALL_KEY.reset(token)
                     if ctx.warnings:
@@ -671,8 +672,9 @@ class Run:
             if built is not None and built.without_tools:
                 tools, choice = (), "none"
             # every field is of its type already (tuples, FrozenDicts, the agent's checked settings)
+            outgoing = messages if built is None else built.messages
             request = _new_request(
-                (messages if built is None else built.messages) + note,
+                outgoing + note if note else outgoing,  # (no note: the snapshot itself, not a concatenation)
                 tools,
                 choice,
                 output_schema,
