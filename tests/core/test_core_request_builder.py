@@ -527,3 +527,28 @@ def test_message_token_cache_forgets_what_no_request_holds_any_more() -> None:
     cache.retain(kept)
     assert len(cache) == 1
     assert cache.message(kept[0]) > 0
+
+
+async def test_requests_of_a_growing_transcript_share_one_log_instead_of_copying_it() -> None:
+    from seamkit.values import MessageLog, MessageSnapshot
+
+    builder = RequestBuilder(prompt="p")
+    wc = builder.context()
+    log = MessageLog([Message.user("task")])
+    built = [await builder.build(wc, log.snapshot())]
+    for i in range(3):
+        log.append(Message.assistant(f"a{i}"))
+        log.append(Message.user(f"u{i}"))
+        built.append(await builder.build(wc, log.snapshot()))
+    for b, n in zip(built, (1, 3, 5, 7), strict=True):
+        assert isinstance(b.messages, MessageSnapshot)
+        assert b.messages == wc.prefix + tuple(log.snapshot())[:n]  # as a tuple would be
+        assert b.tail == tuple(log.snapshot())[:n] and b.prefix == wc.prefix
+    # one storage for every request (each turn added its new messages), each request unchanged
+    assert len({id(b.messages._items) for b in built}) == 1
+    assert [len(b.messages) for b in built] == [2, 4, 6, 8]
+    # a tail that does not extend the last one (a list, another log) is joined anew
+    other = await builder.build(wc, [Message.user("fresh")])
+    assert other.messages == (*wc.prefix, Message.user("fresh"))
+    again = await builder.build(wc, MessageLog([Message.user("x")]).snapshot())
+    assert again.messages == (*wc.prefix, Message.user("x"))
