@@ -74,9 +74,12 @@ async def add(a: int, b: int) -> int:
 class Runner:
     """One agent, reused for every run (a fresh run context per ``agent.run``, as in the harness)."""
 
-    def __init__(self, max_steps: int) -> None:
+    def __init__(self, max_steps: int, request_builder: Any = None) -> None:
         self.llm = ScriptedLLM()
-        self.agent = Agent(self.llm, prompt="Use the add tool.", tools=[add], max_steps=max_steps)
+        if request_builder is None:
+            self.agent = Agent(self.llm, prompt="Use the add tool.", tools=[add], max_steps=max_steps)
+        else:  # the builder holds the prompt
+            self.agent = Agent(self.llm, tools=[add], max_steps=max_steps, request_builder=request_builder)
 
     async def one(self, n_tools: int) -> tuple[int, Script]:
         """One checked run: (elapsed ns, its script)."""

@@ -77,6 +77,8 @@ if [ "${1:-}" = "all" ]; then
       section "$bench.py" .venv/bin/python "benchmarks/$bench.py"
     fi
   done
+  section "W2 with a request builder, 1,000 turns (long_run_bench.py --builder)" \
+    .venv/bin/python benchmarks/long_run_bench.py --builder --turns 1000
   section "token estimator (tokens_bench.py)" .venv/bin/python benchmarks/tokens_bench.py
   section "streamed typed output (output_coerce_bench.py)" .venv/bin/python benchmarks/output_coerce_bench.py
   section "egress guardrails (guardrails_bench.py)" .venv/bin/python benchmarks/guardrails_bench.py

@@ -30,13 +30,26 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from seamkit.values import ChatRequest, ImageBlock, Message, ReasoningBlock, TextBlock, ToolCall, ToolResult, thaw
+from seamkit.values import (
+    ChatRequest,
+    FrozenDict,
+    ImageBlock,
+    Message,
+    MessageSnapshot,
+    ReasoningBlock,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    ToolSchema,
+    thaw,
+)
 
 __all__ = [
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD",
+    "MessageTokenCache",
     "REPLY_PRIMING",
     "TOOL_CALL_OVERHEAD",
     "TOOL_SCHEMA_OVERHEAD",
@@ -332,3 +345,81 @@ def estimate_tokens(request: ChatRequest, tokenizer: Tokenizer | None = None, *,
     if request.output_schema is not None:
         n += _json_tokens(request.output_schema, count)
     return n
+
+
+class MessageTokenCache:
+    """The default estimate (:func:`estimate_message_tokens`, :func:`estimate_tokens` with
+    :func:`count_text_tokens`) of one run's requests, each message counted once however many
+    requests carry it: a request builder estimates every turn's whole request, and counting the
+    transcript again each turn made a long run's turns grow with its length.
+
+    Messages are frozen, so a message's estimate never changes: it is remembered by the message's
+    identity (the message itself is held with it, so its ``id`` is not reused while remembered).
+    The sum over a :class:`~seamkit.values.MessageSnapshot` that extends the one summed last (the
+    agent loop's requests: one append-only log) adds only the messages after it. The tools and
+    output schema part is remembered for the last tools and schema (compared by equality).
+    Every figure equals the uncached estimate. Not thread-safe: one run's requests are built one
+    at a time."""
+
+    __slots__ = ("_fixed", "_memo", "_sum", "_sum_items", "_sum_n")
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[Message, int]] = {}
+        # (tools, output schema, their tokens with REPLY_PRIMING), for the last ones estimated
+        self._fixed: tuple[tuple[ToolSchema, ...], FrozenDict | None, int] | None = None
+        # the storage and length of the snapshot summed last, and its sum (tokens)
+        self._sum_items: list[Message] | None = None
+        self._sum_n = 0
+        self._sum = 0
+
+    def __len__(self) -> int:
+        """Messages remembered."""
+        return len(self._memo)
+
+    def message(self, message: Message) -> int:
+        """``estimate_message_tokens(message)`` (tokens), counted on the message's first call."""
+        hit = self._memo.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        n = _message_tokens(message, count_text_tokens)
+        self._memo[id(message)] = (message, n)
+        return n
+
+    def messages(self, messages: Sequence[Message]) -> int:
+        """The sum of :meth:`message` over ``messages`` (tokens): for a snapshot extending the one
+        summed last, that sum plus the messages after it."""
+        if type(messages) is MessageSnapshot:
+            items, n = messages._items, messages._n  # the log's shared storage, append-only
+            if items is self._sum_items and n >= self._sum_n:
+                total = self._sum
+                for i in range(self._sum_n, n):
+                    total += self.message(items[i])
+            else:
+                total = sum([self.message(m) for m in messages])
+            self._sum_items, self._sum_n, self._sum = items, n, total
+            return total
+        return sum([self.message(m) for m in messages])
+
+    def fixed(self, tools: tuple[ToolSchema, ...], output_schema: FrozenDict | None) -> int:
+        """``estimate_tokens`` of a request with no messages and these ``tools`` and
+        ``output_schema`` (tokens: ``REPLY_PRIMING`` included)."""
+        last = self._fixed
+        if last is not None and last[0] == tools and last[1] == output_schema:
+            return last[2]
+        n = estimate_tokens(ChatRequest((), tools, output_schema=output_schema))
+        self._fixed = (tools, output_schema, n)
+        return n
+
+    def request(self, parts: Sequence[Sequence[Message]], tools: tuple[ToolSchema, ...],
+                output_schema: FrozenDict | None) -> int:
+        """``estimate_tokens(ChatRequest(parts[0] + parts[1] + ..., tools, output_schema=...))``
+        (tokens), without joining the parts."""
+        return self.fixed(tools, output_schema) + sum([self.messages(p) for p in parts])
+
+    def retain(self, messages: Sequence[Message]) -> None:
+        """Forget the messages not in ``messages`` once more than about twice as many are
+        remembered (messages a fitted request made and the next one makes anew): the memory stays
+        proportional to the request, and the cost of forgetting is spread over the requests."""
+        if len(self._memo) > 2 * len(messages) + 64:
+            memo = self._memo
+            self._memo = {id(m): memo[id(m)] for m in messages if id(m) in memo and memo[id(m)][0] is m}

@@ -430,3 +430,125 @@ def test_yaml_context_errors_are_located(tmp_path: Path, registry: Registry) -> 
     no_store = write(tmp_path, "  context:\n    grounding: docs\n    record_grounding: true\n")
     with pytest.raises(ConfigError, match="record_grounding needs a store"):
         build_agent(load_composition(no_store, registry=registry), registry=registry)
+
+
+# -- each message estimated once per run (issue 19) ---------------------------------------------
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[Message]:
+    """Record every message the default estimate counts (seamkit._tokens._message_tokens)."""
+    import seamkit._tokens as tokens
+
+    counted: list[Message] = []
+    real = tokens._message_tokens
+
+    def counting(message: Message, count: Any) -> int:
+        counted.append(message)
+        return real(message, count)
+
+    monkeypatch.setattr(tokens, "_message_tokens", counting)
+    return counted
+
+
+async def test_a_run_estimates_each_message_once_and_the_estimate_is_the_uncached_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from seamkit._tokens import estimate_tokens
+    from seamkit.values import ChatRequest
+
+    counted = _counting(monkeypatch)
+    model = five_turn_model("done")
+    builder = RequestBuilder(prompt="You look words up.", budget_tokens=100_000)
+    result = await Agent(model, tools=[lookup], request_builder=builder).run("Look up four words.")
+    assert result.stop_reason == "completed"
+    assert len(model.requests) == 5
+    sent = {id(m): m for r in model.requests for m in r.messages}
+    # every message of every request counted exactly once (the tool schemas' estimate counts none)
+    assert sorted(map(id, counted)) == sorted(sent)
+    monkeypatch.undo()
+    for r in model.requests:
+        assert r.metadata["estimated_tokens"] == estimate_tokens(ChatRequest(r.messages, r.tools))
+
+
+async def test_the_estimate_of_a_fitted_request_counts_only_the_messages_fitting_made(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from seamkit._tokens import estimate_tokens
+    from seamkit.values import ChatRequest, ToolCall, ToolResult
+
+    builder = RequestBuilder(prompt="p", budget_tokens=400)
+    wc = builder.context()
+    tail: list[Message] = [Message.user("question")]
+    for i in range(6):  # long tool results: fitting condenses the earlier ones (new messages)
+        tail.append(Message("assistant", (ToolCall(f"c{i}", "lookup", {"word": f"w{i}"}),)))
+        tail.append(Message("tool", (ToolResult(f"c{i}", "lookup", f"result {i} " + "data " * 120),)))
+    first = await builder.build(wc, tail)
+    assert first.fitting is not None and first.fitting.condensed
+    assert first.estimated_tokens == estimate_tokens(ChatRequest(first.messages))
+    counted = _counting(monkeypatch)
+    again = await builder.build(wc, tail)
+    assert again.messages == first.messages and again.estimated_tokens == first.estimated_tokens
+    # the transcript's messages were counted before: only the condensed copies made anew are counted
+    assert counted and all(m not in tail for m in counted)
+    assert not any(m is t for m in counted for t in tail)
+
+
+def test_message_token_cache_sums_a_growing_log_incrementally(monkeypatch: pytest.MonkeyPatch) -> None:
+    from seamkit._tokens import MessageTokenCache, estimate_message_tokens
+    from seamkit.values import MessageLog
+
+    log = MessageLog([Message.system("s"), Message.user("u")])
+    cache = MessageTokenCache()
+    assert cache.messages(log.snapshot()) == sum(map(estimate_message_tokens, log.snapshot()))
+    counted = _counting(monkeypatch)
+    sums: list[tuple[tuple[Message, ...], int]] = []
+    for i in range(20):
+        log.append(Message.assistant(f"answer {i}"))
+        snap = log.snapshot()
+        sums.append((tuple(snap), cache.messages(snap)))
+    # each appended message counted once, nothing before it again
+    assert [m.text for m in counted] == [f"answer {i}" for i in range(20)]
+    monkeypatch.undo()
+    for messages, total in sums:
+        assert total == sum(estimate_message_tokens(m) for m in messages)
+    # a snapshot of another log is summed whole (it does not extend the last one)
+    head = MessageLog(sums[0][0][:2]).snapshot()
+    assert cache.messages(head) == sum(estimate_message_tokens(m) for m in head)
+
+
+def test_message_token_cache_forgets_what_no_request_holds_any_more() -> None:
+    from seamkit._tokens import MessageTokenCache
+
+    cache = MessageTokenCache()
+    kept = [Message.user("kept")]
+    for i in range(200):
+        cache.message(Message.user(f"one-off {i}"))
+    cache.message(kept[0])
+    cache.retain(kept)
+    assert len(cache) == 1
+    assert cache.message(kept[0]) > 0
+
+
+async def test_requests_of_a_growing_transcript_share_one_log_instead_of_copying_it() -> None:
+    from seamkit.values import MessageLog, MessageSnapshot
+
+    builder = RequestBuilder(prompt="p")
+    wc = builder.context()
+    log = MessageLog([Message.user("task")])
+    built = [await builder.build(wc, log.snapshot())]
+    for i in range(3):
+        log.append(Message.assistant(f"a{i}"))
+        log.append(Message.user(f"u{i}"))
+        built.append(await builder.build(wc, log.snapshot()))
+    for b, n in zip(built, (1, 3, 5, 7), strict=True):
+        assert isinstance(b.messages, MessageSnapshot)
+        assert b.messages == wc.prefix + tuple(log.snapshot())[:n]  # as a tuple would be
+        assert b.tail == tuple(log.snapshot())[:n] and b.prefix == wc.prefix
+    # one storage for every request (each turn added its new messages), each request unchanged
+    assert len({id(b.messages._items) for b in built}) == 1
+    assert [len(b.messages) for b in built] == [2, 4, 6, 8]
+    # a tail that does not extend the last one (a list, another log) is joined anew
+    other = await builder.build(wc, [Message.user("fresh")])
+    assert other.messages == (*wc.prefix, Message.user("fresh"))
+    again = await builder.build(wc, MessageLog([Message.user("x")]).snapshot())
+    assert again.messages == (*wc.prefix, Message.user("x"))

@@ -622,7 +622,20 @@ class Run:
             if calls:
                 if cancellation.cancelled:
                     cancellation.raise_if_cancelled()
-                results = await self._cancellable(self._run_batch(calls, meta))
+                if len(calls) == 1 and self._bare_batch():
+                    # _run_batch's and _run_plain's path for one call with nothing to check,
+                    # record, decide or count, without their two coroutines (W1/W2)
+                    call = calls[0]
+                    token = CALL_KEY.set(f"{ctx.run_id}:{self.step}:{call.id}")
+                    try:
+                        results: tuple[ToolResult, ...] | None = (
+                            await self._cancellable(invoker.call_tool(call, ctx, meta)),)
+                    finally:
+                        CALL_KEY.reset(token)
+                    if ctx.warnings:
+                        self._take_warnings()
+                else:
+                    results = await self._cancellable(self._run_batch(calls, meta))
                 ran, calls = calls, ()
                 child_usage = take_child_usage(ctx) if ctx.state else None
                 if child_usage is not None:  # agents run as tools (seamkit._agent.as_tool)
@@ -659,8 +672,9 @@ class Run:
             if built is not None and built.without_tools:
                 tools, choice = (), "none"
             # every field is of its type already (tuples, FrozenDicts, the agent's checked settings)
+            outgoing = messages if built is None else built.messages
             request = _new_request(
-                (messages if built is None else built.messages) + note,
+                outgoing + note if note else outgoing,  # (no note: the snapshot itself, not a concatenation)
                 tools,
                 choice,
                 output_schema,
@@ -1053,8 +1067,14 @@ class Run:
         transcript = self.transcript
         self.sent = None
         for m in transcript:
-            if m.role == "assistant" or m.role == "tool" or any(type(b) is ToolResult for b in m.content):
+            if m.role == "assistant" or m.role == "tool":
                 break
+            for b in m.content:  # (no generator per message: every run starts here)
+                if type(b) is ToolResult:
+                    break
+            else:
+                continue
+            break
         else:  # no tool call nor result (a fresh task): nothing to pair
             self.answered = None
             return
@@ -1169,6 +1189,15 @@ class Run:
         elif choice not in ("auto", "required", "none") and choice in withdrawn:
             choice = "auto"
         return tools, choice, ()
+
+    def _bare_batch(self) -> bool:
+        """Whether a tool batch runs its calls with nothing around them: no tool withheld or
+        limited, no checkpoint, approval, guard, event or tool-round count (what
+        :meth:`_run_batch` and :meth:`_run_plain` then do is call each tool under its call key)."""
+        agent = self.agent
+        return (self.handle is None and self.emit is None and not self.guards and not agent.approvals
+                and not agent.disabled_tools and not self.unprepared and not self.withdrawn
+                and agent.max_tool_calls is None and agent.max_tool_rounds is None and self.limit is None)
 
     async def _run_batch(self, calls: tuple[ToolCall, ...], meta: FrozenDict) -> tuple[ToolResult, ...] | None:
         """:meth:`_run_tools` with the tool-loop controls: a call to a disabled or withdrawn tool

@@ -33,9 +33,9 @@ from typing import TYPE_CHECKING, Any
 from seamkit._agent.prompt import Prompt
 from seamkit._grounding import MemoryItem, MemorySource, cite_ids, not_inferred, render_items, unknown_citations
 from seamkit._request.fit import Fitting, fit_request
-from seamkit._tokens import estimate_tokens
+from seamkit._tokens import MessageTokenCache
 from seamkit.errors import ContextBudgetExceeded, PromptVariablesError
-from seamkit.values import EMPTY, ChatRequest, FrozenDict, Message, Scope, ToolSchema, freeze
+from seamkit.values import EMPTY, FrozenDict, Message, MessageLog, MessageSnapshot, Scope, ToolSchema, freeze
 
 if TYPE_CHECKING:
     from seamkit._compaction import CompactorPort
@@ -108,7 +108,10 @@ async def load_grounding(store: StorePort, scope: Scope, key: str) -> tuple[Memo
 class BuiltRequest:
     """The messages of one model turn and what went into them.
 
-    ``messages``: the prefix (``prefix_size`` messages) then the (possibly compacted) tail.
+    ``messages``: the prefix (``prefix_size`` messages) then the (possibly compacted) tail: a
+    ``tuple``, or a :class:`~seamkit.values.MessageSnapshot` (which behaves as one, see
+    ``ChatRequest.messages``) when the tail extends the previous request's without fitting (the
+    agent loop's requests: each turn adds its new messages instead of copying the transcript).
     ``prompt_id`` / ``prompt_version``: the prompt used (``None`` without one).
     ``estimated_tokens``: :func:`seamkit._tokens.estimate_tokens` of the request (messages, tools
     and output schema). ``grounding``: the admitted items in the prefix; ``citation_ids``: theirs.
@@ -117,7 +120,7 @@ class BuiltRequest:
     the budget).
     """
 
-    messages: tuple[Message, ...]
+    messages: tuple[Message, ...] | MessageSnapshot
     prompt_id: str | None
     prompt_version: str | None
     estimated_tokens: int
@@ -154,7 +157,8 @@ class BuiltRequest:
 class WorkingContext:
     """One run's working context (made by :meth:`RequestBuilder.context`). ``prefix`` is ``None``
     until the first build; ``grounding`` holds the items of the current prefix; ``seen`` every
-    item handed to the model in this run, by citation id; ``turn`` counts builds."""
+    item handed to the model in this run, by citation id; ``turn`` counts builds; ``tokens``
+    remembers the estimate of each message the run's requests carried (each is counted once)."""
 
     variables: FrozenDict = EMPTY
     scope: Scope = field(default_factory=Scope)
@@ -162,10 +166,35 @@ class WorkingContext:
     grounding: tuple[MemoryItem, ...] = ()
     seen: dict[str, MemoryItem] = field(default_factory=dict)
     turn: int = 0
+    tokens: MessageTokenCache = field(default_factory=MessageTokenCache, repr=False, compare=False)
+    # the last unfitted request as one append-only log (see _joined), with the prefix and the
+    # tail storage and length it was built from
+    sent: tuple[MessageLog, tuple[Message, ...], list[Message], int] | None = field(
+        default=None, repr=False, compare=False)
 
     def unknown_citations(self, text: str) -> list[str]:
         """The ids ``text`` cites that name no item handed to the model in this run."""
         return unknown_citations(text, self.seen.values())
+
+
+def _joined(
+    wc: WorkingContext, prefix: tuple[Message, ...], tail: Sequence[Message]
+) -> tuple[Message, ...] | MessageSnapshot:
+    """``prefix + tail``: for a tail that extends the one of the run's previous request (a
+    snapshot of the same append-only log, the prefix unchanged) a snapshot of that request's log
+    with the new messages added, O(new messages); else built anew."""
+    if type(tail) is not MessageSnapshot:
+        return prefix + tuple(tail)
+    items, n = tail._items, tail._n  # the log's shared storage: append-only
+    last = wc.sent
+    if last is not None and last[1] is prefix and last[2] is items and n >= last[3]:
+        log = last[0]
+        log.extend(items[last[3]:n])
+    else:
+        log = MessageLog(prefix)
+        log.extend(tail)
+    wc.sent = (log, prefix, items, n)
+    return log.snapshot()
 
 
 BudgetCheck = Callable[[BuiltRequest], "BuiltRequest | Awaitable[BuiltRequest | None] | None"]
@@ -286,24 +315,32 @@ class RequestBuilder:
         prefix = wc.prefix
         schema = freeze(dict(output_schema)) if output_schema is not None else None
         tools = tuple(tools)
-        messages = tuple(tail)
+        # the estimate of the request as it stands (each message counted once per run: wc.tokens);
+        # it is the request's estimate unless fitting changes the request
+        counted = wc.tokens
+        estimated = counted.request((prefix, tail), tools, schema)
         fitting: Fitting | None = None
-        if (self.budget_tokens is not None
-                and estimate_tokens(ChatRequest(prefix + messages, tools, output_schema=schema)) > self.budget_tokens):
+        full: tuple[Message, ...] | MessageSnapshot
+        if self.budget_tokens is not None and estimated > self.budget_tokens:
             prefix, messages, fitting = await fit_request(
-                prefix, messages, budget_tokens=self.budget_tokens, tools=tools, output_schema=schema,
-                compactor=self.compactor, ctx=ctx)
+                prefix, tail, budget_tokens=self.budget_tokens, tools=tools, output_schema=schema,
+                compactor=self.compactor, ctx=ctx, message_tokens=counted.message)
             if fitting.without_tools:
                 tools = ()
-        full = prefix + messages
+            full = prefix + messages
+        else:
+            full = _joined(wc, prefix, tail)
         if not full:
             raise ValueError("the request has no messages (no prompt, no grounding and an empty tail)")
+        if fitting is not None:
+            estimated = counted.request((full,), tools, schema)
+        counted.retain(full)
         p = self.prompt if isinstance(self.prompt, Prompt) else None
         built = BuiltRequest(
             full,
             p.id if p is not None else None,
             p.version if p is not None else None,
-            estimate_tokens(ChatRequest(full, tools, output_schema=schema)),
+            estimated,
             wc.grounding,
             tuple(cite_ids(wc.grounding)),
             len(prefix),

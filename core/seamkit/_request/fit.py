@@ -31,7 +31,7 @@ check decides then. Units keep the compaction invariants (:mod:`seamkit._compact
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -106,8 +106,8 @@ def _condense(result: ToolResult) -> ToolResult:
     return ToolResult(result.call_id, result.name, text, result.is_error)
 
 
-def _tokens(unit: Sequence[Message]) -> int:
-    return sum(estimate_message_tokens(m) for m in unit)
+def _tokens(unit: Sequence[Message], count: Callable[[Message], int] = estimate_message_tokens) -> int:
+    return sum([count(m) for m in unit])
 
 
 def _calls(unit: Sequence[Message]) -> list[str]:
@@ -119,7 +119,9 @@ class _Plan:
     rounds, the latest round. ``tokens`` is kept up to date by each change (the estimate is a sum
     over messages), so a long transcript is fitted in linear time."""
 
-    def __init__(self, prefix: tuple[Message, ...], tail: tuple[Message, ...], fixed: int, budget: int) -> None:
+    def __init__(self, prefix: tuple[Message, ...], tail: tuple[Message, ...], fixed: int, budget: int,
+                 count: Callable[[Message], int] = estimate_message_tokens) -> None:
+        self.count = count  # one message's estimate (tokens)
         self.fixed = fixed
         self.budget = budget
         head = list(prefix)
@@ -141,13 +143,13 @@ class _Plan:
         self.summarized = 0
         self.dropped = 0
         self.dropped_calls: list[str] = []
-        self.head_tokens = _tokens(prefix) + _tokens(lead)
+        self.head_tokens = _tokens(prefix, count) + _tokens(lead, count)
         self.tokens = self.total()
 
     def _resummarized(self) -> None:
         """Account for a change of the summary (it lives in the head)."""
         head, lead = self.head_messages()
-        new = _tokens(head) + _tokens(lead)
+        new = _tokens(head, self.count) + _tokens(lead, self.count)
         self.tokens += new - self.head_tokens
         self.head_tokens = new
 
@@ -175,7 +177,7 @@ class _Plan:
 
     def total(self) -> int:
         head, tail = self.messages()
-        return self.fixed + _tokens(head) + _tokens(tail)
+        return self.fixed + _tokens(head, self.count) + _tokens(tail, self.count)
 
     def fits(self) -> bool:
         return self.tokens <= self.budget
@@ -193,7 +195,7 @@ class _Plan:
                         content[b] = _condense(block)
                         old = m
                         m = Message(m.role, tuple(content))
-                        self.tokens += estimate_message_tokens(m) - estimate_message_tokens(old)
+                        self.tokens += self.count(m) - self.count(old)
                         unit = (*unit[:j], m, *unit[j + 1 :])
                         units[k] = unit
                         self.condensed.append(block.call_id)
@@ -204,13 +206,13 @@ class _Plan:
         if compactor is None:
             while self.earlier and not self.fits():
                 unit = self.earlier.pop(0)
-                self.tokens -= _tokens(unit)
+                self.tokens -= _tokens(unit, self.count)
                 self.summary.extend(summary_line(m) for m in unit)
                 self.summarized += len(unit)
                 self._resummarized()
             return
         earlier = tuple(m for u in self.earlier for m in u)
-        room = max(1, self.budget - (self.tokens - _tokens(earlier)))
+        room = max(1, self.budget - (self.tokens - _tokens(earlier, self.count)))
         out = tuple(await compactor.compact(earlier, budget_tokens=room, ctx=ctx))
         kept = [m for m in out if not is_summary(m)]
         for m in out:
@@ -219,23 +221,23 @@ class _Plan:
         self.summarized += max(0, len(earlier) - len(kept))
         self.earlier = turn_units(kept)
         head, lead = self.head_messages()
-        self.head_tokens = _tokens(head) + _tokens(lead)
+        self.head_tokens = _tokens(head, self.count) + _tokens(lead, self.count)
         self.tokens = self.total()
 
     def drop(self) -> None:
         for units in (self.earlier, self.rounds):
             while units and not self.fits():
                 unit = units.pop(0)
-                self.tokens -= _tokens(unit)
+                self.tokens -= _tokens(unit, self.count)
                 self.dropped += len(unit)
                 self.dropped_calls.extend(_calls(unit))
 
 
 async def _fit(prefix: tuple[Message, ...], tail: tuple[Message, ...], tools: tuple[ToolSchema, ...],
                schema: FrozenDict | None, budget: int, compactor: CompactorPort | None,
-               ctx: RunContext | None) -> _Plan:
+               ctx: RunContext | None, count: Callable[[Message], int]) -> _Plan:
     fixed = estimate_tokens(ChatRequest((), tools, output_schema=schema))
-    plan = _Plan(prefix, tail, fixed, budget)
+    plan = _Plan(prefix, tail, fixed, budget, count)
     plan.condense()
     await plan.summarize(compactor, ctx)
     plan.drop()
@@ -251,19 +253,24 @@ async def fit_request(
     output_schema: Mapping[str, Any] | None = None,
     compactor: CompactorPort | None = None,
     ctx: RunContext | None = None,
+    message_tokens: Callable[[Message], int] | None = None,
 ) -> tuple[tuple[Message, ...], tuple[Message, ...], Fitting]:
     """Fit ``prefix + tail`` (with ``tools`` and ``output_schema`` counted) into ``budget_tokens``
     in the stages of the module docstring. Returns ``(prefix, tail, fitting)``: the prefix with a
     summary merged into its system message (a system message is added when it has none and the
     tail does not start with one), the fitted tail, and what was done. Raises what ``compactor``
-    raises."""
+    raises. ``message_tokens``: one message's estimate (tokens), :func:`estimate_message_tokens`
+    unless given (a request builder passes its run's
+    :class:`~seamkit._tokens.MessageTokenCache`, which counts each message once per run)."""
+    count = message_tokens if message_tokens is not None else estimate_message_tokens
     prefix, tail, tools = tuple(prefix), tuple(tail), tuple(tools)
     schema = freeze(dict(output_schema)) if output_schema is not None else None
-    before = estimate_tokens(ChatRequest(prefix + tail, tools, output_schema=schema))
-    plan = await _fit(prefix, tail, tools, schema, budget_tokens, compactor, ctx)
+    before = (estimate_tokens(ChatRequest((), tools, output_schema=schema))
+              + _tokens(prefix, count) + _tokens(tail, count))
+    plan = await _fit(prefix, tail, tools, schema, budget_tokens, compactor, ctx, count)
     without_tools = False
     if not plan.fits() and tools:
-        bare = await _fit(prefix, tail, (), schema, budget_tokens, compactor, ctx)
+        bare = await _fit(prefix, tail, (), schema, budget_tokens, compactor, ctx, count)
         if bare.fits():
             plan, without_tools = bare, True
     head, fitted = plan.messages()
