@@ -369,6 +369,8 @@ def dumps(value: Any) -> str:
 
 
 _SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None), Decimal})
+#: Types whose objects `_unchanging` accepts from the type alone.
+_UNCHANGING_TYPES: frozenset[type] = _SCALARS | {FrozenDict, FrozenList}
 
 
 #: Modules whose frozen dataclasses hold only frozen values (deeply frozen by construction). Other
@@ -381,7 +383,7 @@ def _unchanging(v: Any) -> bool:
     text later: scalars, deeply frozen containers and seamkit's own deeply frozen values (a
     :class:`~seamkit.values.Usage`, a :class:`~seamkit.values.Scope`, an approval...)."""
     t = type(v)
-    if t in _SCALARS or t is FrozenDict or t is FrozenList:
+    if t in _UNCHANGING_TYPES:
         return True
     params = getattr(t, "__dataclass_params__", None)
     return params is not None and params.frozen and t.__module__ in _DEEPLY_FROZEN_MODULES
@@ -410,7 +412,7 @@ class MapEncoder:
     __slots__ = ("_keys", "_parts", "encoded")
 
     def __init__(self) -> None:
-        # key -> (the value as compared next time, its JSON fragment)
+        # key -> (the value as compared next time, its JSON fragment with the key: '"key":<json>')
         self._parts: dict[str, tuple[Any, str]] = {}
         self._keys: dict[str, str] = {}  # key -> its JSON text with the colon
         self.encoded = 0
@@ -418,28 +420,38 @@ class MapEncoder:
     def dumps(self, mapping: Any) -> str:
         """The codec text of ``dict(mapping)``. Raises :class:`~seamkit.errors.CodecError` naming
         the path (``$.key...``) of a value that cannot be encoded."""
-        if TAG in mapping or not all(type(k) is str and k.isascii() for k in mapping):
-            self.encoded += len(mapping)
-            return dumps(dict(mapping))  # stored as pairs (see _enc_dict): not worth caching
         parts = self._parts
         out: list[str] = []
+        app = out.append
+        fresh = 0
         for k, v in mapping.items():
-            part = parts.get(k)
-            if part is None or not _same(v, part[0]):
-                try:
-                    data = _enc(v)
-                except _Fail as e:
-                    e.segments.append(_key_seg(k))
-                    raise CodecError(e.path(), e.reason) from None
-                except RecursionError:
-                    raise CodecError(f"$.{k}", "the value nests too deeply or contains a reference cycle") from None
-                self.encoded += 1
-                part = (tuple(v) if type(v) is list else v, _JSON_OUT.encode(data))
-                parts[k] = part
+            part = parts.get(k)  # (only plain ASCII str keys other than TAG are ever kept)
+            if part is None and (type(k) is not str or not k.isascii() or k == TAG):
+                self.encoded += len(mapping)
+                return dumps(dict(mapping))  # stored as pairs (see _enc_dict): not worth caching
+            if part is not None:
+                old = part[0]
+                # (inline for the common case, the same scalar or frozen container as last time:
+                # most keys of a state at every save; `_same` decides every other case)
+                if (old is v and type(v) in _UNCHANGING_TYPES) or _same(v, old):
+                    app(part[1])
+                    continue
+            try:
+                data = _enc(v)
+            except _Fail as e:
+                e.segments.append(_key_seg(k))
+                raise CodecError(e.path(), e.reason) from None
+            except RecursionError:
+                raise CodecError(f"$.{k}", "the value nests too deeply or contains a reference cycle") from None
+            fresh += 1
             head = self._keys.get(k)
             if head is None:
                 head = self._keys[k] = _JSON_OUT.encode(k) + ":"
-            out.append(head + part[1])
+            # kept with its key: a value reused next time costs one append
+            fragment = head + _JSON_OUT.encode(data)
+            parts[k] = (tuple(v) if type(v) is list else v, fragment)
+            app(fragment)
+        self.encoded += fresh
         return f'{{"v":{CODEC_VERSION},"data":{{{",".join(out)}}}}}'
 
 

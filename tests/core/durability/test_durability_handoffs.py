@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from seamkit import tool
 from seamkit._agent.agent import Agent
 from seamkit._durability import codec
@@ -240,3 +242,39 @@ async def test_the_incremental_text_is_exactly_the_codecs() -> None:
     mutable["k"] = 2
     assert enc.dumps({"d": mutable}) == codec.dumps({"d": mutable})
 
+
+
+def test_a_key_that_needs_pairs_after_cached_keys_falls_back_whole() -> None:
+    # the cached keys come first in the mapping: the fallback is decided part-way through it
+    enc = codec.MapEncoder()
+    assert enc.dumps({"a": 1, "b": "x"}) == codec.dumps({"a": 1, "b": "x"})
+    assert enc.encoded == 2
+    for case in ({"a": 1, "b": "x", "$t": "tag"}, {"a": 1, "b": "x", 3: "int"}, {"a": 1, "b": "x", "é": 1}):
+        before = enc.encoded
+        assert enc.dumps(case) == codec.dumps(case)
+        assert enc.encoded == before + len(case), "a mapping stored as pairs counts every value as encoded"
+    assert enc.dumps({"a": 1, "b": "x"}) == codec.dumps({"a": 1, "b": "x"})
+
+
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5)
+    | st.sampled_from([Usage(), Usage(input_tokens=3), Scope(tenant="t")]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    | st.builds(tuple, st.lists(inner, max_size=3)),
+    max_leaves=8,
+)
+_KEYS = st.sampled_from(["a", "b", "step", "$t", "é", 1])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.dictionaries(_KEYS, _VALUES, max_size=5), min_size=1, max_size=6), st.randoms())
+def test_the_incremental_text_is_the_codecs_for_any_sequence_of_states(
+    states: list[dict[Any, Any]], rnd: Any
+) -> None:
+    enc = codec.MapEncoder()
+    previous: dict[Any, Any] = {}
+    for state in states:
+        # keep some values of the previous state as the same objects (the reuse path)
+        merged = {k: (previous[k] if k in previous and rnd.random() < 0.5 else v) for k, v in state.items()}
+        assert enc.dumps(merged) == codec.dumps(merged)
+        previous = merged
