@@ -436,19 +436,23 @@ class MapEncoder:
                 if (old is v and type(v) in _UNCHANGING_TYPES) or _same(v, old):
                     app(part[1])
                     continue
-            try:
-                data = _enc(v)
-            except _Fail as e:
-                e.segments.append(_key_seg(k))
-                raise CodecError(e.path(), e.reason) from None
-            except RecursionError:
-                raise CodecError(f"$.{k}", "the value nests too deeply or contains a reference cycle") from None
+            if type(v) is int and -_BIG < v < _BIG:
+                text = repr(v)  # (a counter, such as the step, changes at every save: no encoders)
+            else:
+                try:
+                    data = _enc(v)
+                except _Fail as e:
+                    e.segments.append(_key_seg(k))
+                    raise CodecError(e.path(), e.reason) from None
+                except RecursionError:
+                    raise CodecError(f"$.{k}", "the value nests too deeply or contains a reference cycle") from None
+                text = _JSON_OUT.encode(data)
             fresh += 1
             head = self._keys.get(k)
             if head is None:
                 head = self._keys[k] = _JSON_OUT.encode(k) + ":"
             # kept with its key: a value reused next time costs one append
-            fragment = head + _JSON_OUT.encode(data)
+            fragment = head + text
             parts[k] = (tuple(v) if type(v) is list else v, fragment)
             app(fragment)
         self.encoded += fresh

@@ -278,3 +278,9 @@ def test_the_incremental_text_is_the_codecs_for_any_sequence_of_states(
         merged = {k: (previous[k] if k in previous and rnd.random() < 0.5 else v) for k, v in state.items()}
         assert enc.dumps(merged) == codec.dumps(merged)
         previous = merged
+
+
+def test_an_int_state_value_is_the_codecs_text_at_every_size() -> None:
+    enc = codec.MapEncoder()
+    for n in (0, -1, 7, 2**63, (1 << 1000) - 1, 1 << 1000, -(1 << 1000), True, 1):
+        assert enc.dumps({"step": n}) == codec.dumps({"step": n})

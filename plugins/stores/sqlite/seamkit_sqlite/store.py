@@ -327,12 +327,20 @@ class SqliteStore:
         except (sqlite3.Error, OSError) as exc:
             raise self._unavailable(exc) from None
         except ValueError as exc:
-            if "closed" in str(exc).lower() or "no active connection" in str(exc).lower():
-                self._conn = None
-                raise self._unavailable(exc) from None
-            raise
+            err = self._closed(exc)
+            if err is exc:
+                raise
+            raise err from None
         finally:
             lock.release()
+
+    def _closed(self, exc: ValueError) -> BaseException:
+        """What a ``ValueError`` from the driver becomes: StoreUnavailable (and the connection
+        dropped) when it says the connection is closed; else ``exc`` itself."""
+        if "closed" in str(exc).lower() or "no active connection" in str(exc).lower():
+            self._conn = None
+            return self._unavailable(exc)
+        return exc
 
     async def _write(self, body: Callable[[sqlite3.Connection], _T], *, urgent: bool = False) -> _T:
         """``body(db)`` in a ``BEGIN IMMEDIATE`` transaction on the connection's thread: committed
@@ -344,7 +352,12 @@ class SqliteStore:
         return await self._transaction("BEGIN", body)
 
     async def _transaction(self, begin: str, body: Callable[[sqlite3.Connection], _T], *, urgent: bool = False) -> _T:
-        async with self._session(urgent=urgent) as conn:
+        # (what `_session` does, written out: this is every checkpoint save's path, and an async
+        # context manager costs a few µs per use)
+        lock = self._bind_loop()
+        await lock.acquire(urgent=urgent)
+        try:
+            conn = await self._connect()
             # aiosqlite (0.22) has no public way to run a function on its connection thread, and
             # a transaction of n statements through its public API costs n+2 thread hand-offs
             # (each an event-loop wake-up). `_execute(fn, *args)` queues `fn(*args)` on that
@@ -362,6 +375,15 @@ class SqliteStore:
                     await conn.close()
                 raise broken.error from None
             return result
+        except (sqlite3.Error, OSError) as exc:
+            raise self._unavailable(exc) from None
+        except ValueError as exc:
+            err = self._closed(exc)
+            if err is exc:
+                raise
+            raise err from None
+        finally:
+            lock.release()
 
     async def _connect(self) -> aiosqlite.Connection:
         if self._conn is not None:
