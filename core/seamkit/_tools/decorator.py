@@ -11,7 +11,9 @@ decoration: defining a tool imports neither pydantic nor the docstring parser.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import re
 import typing
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, overload
@@ -45,6 +47,89 @@ def _strip_titles(schema: Any, *, in_properties: bool = False) -> Any:
     if isinstance(schema, list):
         return [_strip_titles(v) for v in schema]
     return schema
+
+
+def _type_hints(fn: Callable[..., Any], tool: str) -> dict[str, Any]:
+    """``fn``'s resolved type hints; an annotation that does not resolve (a name not defined
+    where the function is, a string that is not an expression, not a type) raises
+    :class:`~seamkit.errors.ToolDefinitionError` naming the parameter and the cause."""
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except Exception as first:  # NameError, SyntaxError, TypeError...: find which annotation
+        exc: Exception = first
+        where = "an annotation"
+        globalns = getattr(inspect.unwrap(fn), "__globals__", {})
+        for pname, raw in dict(getattr(fn, "__annotations__", None) or {}).items():
+            try:
+                typing.get_type_hints(_Annotations({pname: raw}), globalns=globalns, include_extras=True)
+            except Exception as one:  # this annotation is the cause
+                exc, where = one, ("the return annotation" if pname == "return" else f"parameter {pname!r}")
+                break
+        if isinstance(exc, NameError):
+            cause = (f"{exc.name!r} is not defined where the function is (define or import it at module level, "
+                     "not under `if TYPE_CHECKING:` or inside a function)") if exc.name else str(exc)
+        else:
+            cause = str(exc)
+        raise ToolDefinitionError(f"tool {tool!r}: the type hint of {where} cannot be resolved: {cause}") from exc
+
+
+class _Annotations:
+    """An object whose ``__annotations__`` ``typing.get_type_hints`` resolves one at a time."""
+
+    def __init__(self, annotations: dict[str, Any]) -> None:
+        self.__annotations__ = annotations
+
+
+def _routine_in(ann: Any) -> Any:
+    """The function (a lambda, a builtin, a ``functools.partial``) written where a type belongs in
+    ``ann`` (at any depth of ``list[...]``, ``X | Y``...; not in ``Annotated`` metadata, where
+    validators are functions), or ``None``."""
+    if inspect.isroutine(ann) or isinstance(ann, functools.partial):
+        return ann
+    args = typing.get_args(ann)
+    if typing.get_origin(ann) is typing.Annotated:
+        args = args[:1]
+    for arg in args:
+        for a in arg if isinstance(arg, list) else (arg,):  # Callable[[X], Y]'s argument list
+            found = _routine_in(a)
+            if found is not None:
+                return found
+    return None
+
+
+def _sections_first(doc: str) -> str:
+    """``doc`` as the docstring parser reads it right: a first line that is a section title
+    (``Args:``) is parsed as a section, as it is when the docstring starts on the next line;
+    otherwise the parser takes the title for the summary and the section for the description."""
+    first = doc.lstrip("\n").split("\n", 1)[0].strip()
+    if _SECTION_TITLE.fullmatch(first):
+        return "\n" + doc
+    return doc
+
+
+#: Google-style section titles (docstring_parser's, with their usual variants), alone on a line
+_SECTION_TITLE = re.compile(
+    r"(args|arguments|parameters|params|keyword args|keyword arguments|other parameters|raises|exceptions|except"
+    r"|attributes|examples?|returns?|yields?|warns|warnings?|notes?|todo|see also|references):",
+    re.IGNORECASE,
+)
+
+
+def _type_name(ann: Any) -> str:
+    return getattr(ann, "__qualname__", None) or repr(ann)
+
+
+def _pydantic_reason(exc: Exception) -> str:
+    """pydantic's reason for refusing a type, in terms a tool's author can act on."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    undefined = re.search(r"you should define `([^`]+)`", text)
+    if undefined:  # a model's forward reference that does not resolve
+        return (f"it refers to {undefined.group(1)!r}, which is not defined where its class is (define or import "
+                "it at module level)")
+    text = re.sub(r"\.?\s*Set `arbitrary_types_allowed=True`.*$", "", text)
+    if not type(exc).__module__.startswith("pydantic"):  # pydantic tripped on it: say how
+        text = f"{type(exc).__name__}: {text}"
+    return text.rstrip(". ")
 
 
 class FunctionTool:
@@ -85,21 +170,37 @@ class FunctionTool:
         # type hints resolving, a description existing. Whether pydantic can describe each type
         # is learnt when the schema is built (_build), on first use: importing pydantic and
         # building the first model is most of a cold start (issue 19).
-        sig = inspect.signature(fn)
-        hints = typing.get_type_hints(fn, include_extras=True)
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError) as exc:  # a builtin or a class without a readable signature
+            raise ToolDefinitionError(f"tool {self.__name__!r}: its signature cannot be read ({exc}); "
+                                      "decorate a def or async def function") from exc
+        hints = _type_hints(fn, self.__name__)
         params: list[tuple[str, Any, Any]] = []
         self._ctx_param: str | None = None
         for pname, param in sig.parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise ToolDefinitionError(f"tool {self.__name__!r}: *args/**kwargs cannot be described to a model")
+            if param.kind is param.POSITIONAL_ONLY:  # the model's arguments are passed by name
+                raise ToolDefinitionError(f"tool {self.__name__!r}: parameter {pname!r} is positional-only "
+                                          "(before '/'); the tool is called with keyword arguments: remove the '/'")
             ann = hints.get(pname, Any)
             if ann is RunContext:
                 self._ctx_param = pname
                 continue
             if pname not in hints:
                 raise ToolDefinitionError(f"tool {self.__name__!r}: parameter {pname!r} needs a type hint")
+            not_a_type = _routine_in(ann)
+            if not_a_type is not None:  # pydantic would read it as a validator, not a type
+                raise ToolDefinitionError(
+                    f"tool {self.__name__!r}: parameter {pname!r} is annotated with {not_a_type!r:.80}, a "
+                    f"{type(not_a_type).__name__} and not a type: annotate it with a type (int, str, a pydantic "
+                    "model, a dataclass, a TypedDict, list[...], Literal[...], ...)")
             params.append((pname, ann, ... if param.default is param.empty else param.default))
         self._params = params
+        if description is not None and not isinstance(description, str):
+            raise ToolDefinitionError(f"tool {self.__name__!r}: description must be a str, got "
+                                      f"{type(description).__name__}")
         text = description if description is not None else (fn.__doc__ or "")
         if not text.strip():
             raise ToolDefinitionError(self._missing_description())
@@ -120,24 +221,18 @@ class FunctionTool:
         import docstring_parser
         import pydantic
 
-        doc = docstring_parser.parse(self.fn.__doc__ or "")
+        doc = docstring_parser.parse(_sections_first(self.fn.__doc__ or ""))
         param_docs = {p.arg_name: p.description for p in doc.params if p.description}
         fields: dict[str, Any] = {
             pname: (ann, pydantic.Field(default, description=param_docs.get(pname)))
             for pname, ann, default in self._params
         }
+        config = pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False)
         try:
-            model = pydantic.create_model(
-                f"{self.__name__}_arguments",
-                __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False),
-                **fields,
-            )
+            model = pydantic.create_model(f"{self.__name__}_arguments", __config__=config, **fields)
             params = _strip_titles(model.model_json_schema())
-        except pydantic.PydanticUserError as exc:  # a type pydantic cannot describe as JSON Schema
-            first = str(exc).splitlines()[0]
-            raise ToolDefinitionError(
-                f"tool {self.__name__!r}: a parameter type cannot be described to a model: {first}"
-            ) from exc
+        except Exception as exc:  # a type pydantic cannot describe as JSON Schema (any error of its)
+            raise ToolDefinitionError(self._undescribable(fields, config, exc)) from exc
         params.pop("additionalProperties", None)
         params["additionalProperties"] = False
         params.setdefault("properties", {})
@@ -146,7 +241,9 @@ class FunctionTool:
             parts = [doc.short_description or "", doc.long_description or ""]
             desc = "\n\n".join(p for p in parts if p).strip()
         if not desc.strip():
-            raise ToolDefinitionError(self._missing_description())
+            raise ToolDefinitionError(
+                f"{self._missing_description()} (its docstring has sections such as Args: but no summary "
+                "before them)")
         schema = ToolSchema(self.__name__, desc, freeze(params), self._side_effecting, self._idempotent)
         # set together, the validator last: a thread that sees it sees the rest (a race builds twice)
         self._validator = model
@@ -154,6 +251,24 @@ class FunctionTool:
         self._schema = schema
         self._validate_python = model.__pydantic_validator__.validate_python
         return schema
+
+    def _undescribable(self, fields: dict[str, Any], config: Any, exc: Exception) -> str:
+        """The message refusing the tool's types, naming the first parameter whose type pydantic
+        cannot describe (each is tried alone) and keeping pydantic's reason, less its advice to
+        set ``arbitrary_types_allowed``, which a tool's author cannot act on."""
+        import pydantic
+
+        culprit = ""
+        for pname, field in fields.items():
+            try:
+                pydantic.create_model("probe", __config__=config, **{pname: field}).model_json_schema()
+            except Exception as one:  # this parameter is (one of) the cause
+                culprit, exc = f"parameter {pname!r} ({_type_name(field[0])}) ", one
+                break
+        reason = _pydantic_reason(exc)
+        return (f"tool {self.__name__!r}: {culprit or 'a parameter type '}cannot be described to a model: {reason}. "
+                "Use a type JSON Schema can describe: str, int, float, bool, None, Literal[...], an Enum, datetime, "
+                "list/dict/tuple of those, a pydantic model, a dataclass or a TypedDict")
 
     @property
     def schema(self) -> ToolSchema:
@@ -347,11 +462,15 @@ def tool(
     person to settle it.
 
     Raises :class:`~seamkit.errors.ToolDefinitionError` (a ``TypeError``) when ``side_effecting`` is
-    missing, when what it decorates is not a function, when a parameter has no type hint, or the
-    tool has no description (neither a non-blank docstring nor ``description=``): the description
-    is what the model reads to decide when to call it. The schema is built on first use, which
-    raises it for a parameter type pydantic cannot describe or a docstring with sections but no
-    summary: building an :class:`~seamkit.Agent` with the tool does, so the error shows there.
+    missing, when what it decorates is not a function (or has no readable signature), when a
+    parameter has no type hint, is ``*args``/``**kwargs`` or positional-only, has a type hint that
+    does not resolve (naming the unresolved name) or that is a function rather than a type (a
+    lambda), or the tool has no description (neither a non-blank docstring nor a ``description=``
+    string): the description is what the model reads to decide when to call it. The schema is
+    built on first use, which raises it for a parameter type JSON Schema cannot describe (naming
+    the parameter and what to use instead) or a docstring with sections but no summary (a first
+    line ``Args:`` included): building an :class:`~seamkit.Agent` with the tool does, so the
+    error shows there.
     """
     from seamkit.errors import ToolDefinitionError
 
