@@ -184,3 +184,67 @@ def test_the_parameter_named_is_the_one_whose_type_is_wrong() -> None:
 
     with pytest.raises(ToolDefinitionError, match=r"tool 'f': parameter 'conn' \(socket\) cannot be described"):
         tool(side_effecting=False)(f).schema  # noqa: B018 - the property builds the schema
+
+
+def test_a_parameter_named_like_pydantic_configuration_is_refused_not_left_out() -> None:
+    # pydantic took `model_config` for the argument model's configuration: the tool was advertised
+    # without the parameter and every call failed
+    def f(model_config: int) -> int:
+        """Echo model_config back (a tool for definition tests)."""
+        return model_config
+
+    t = tool(side_effecting=False)(f)
+    with pytest.raises(ToolDefinitionError, match="tool 'f': parameter 'model_config' has a name pydantic reserves"):
+        t.schema  # noqa: B018 - the property builds the schema
+
+
+def test_a_parameter_starting_with_an_underscore_is_refused_at_decoration() -> None:
+    def f(_x: int) -> int:
+        """Echo x back (a tool for definition tests)."""
+        return _x
+
+    with pytest.raises(ToolDefinitionError, match="tool 'f': parameter '_x' starts with '_'"):
+        tool(side_effecting=False)(f)
+
+
+def test_a_generator_function_is_refused_at_decoration() -> None:
+    def numbers(n: int) -> Any:
+        """Yield 0..n-1 (a tool for definition tests)."""
+        yield from range(n)
+
+    async def anumbers(n: int) -> Any:
+        """Yield 0..n-1 (a tool for definition tests)."""
+        yield n
+
+    for fn in (numbers, anumbers):
+        with pytest.raises(ToolDefinitionError, match=f"tool '{fn.__name__}': a generator function cannot be a tool"):
+            tool(side_effecting=False)(fn)
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"name": "my tool"}, "tool name 'my tool' is not one a model provider accepts: 1 to 64 letters"),
+    ({"name": "x" * 65}, "is not one a model provider accepts"),
+    ({"name": 3}, "@tool name must be a str, got int"),
+    ({"blocking": "no"}, "tool 'f': blocking must be True or False, got 'no'"),
+    ({"idempotent": 1}, "tool 'f': idempotent must be True or False, got 1"),
+])
+def test_options_a_provider_or_the_loop_could_not_use_are_refused_at_decoration(
+        options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ToolDefinitionError, match=message):
+        tool(side_effecting=False, **options)(_fn(int))
+
+
+def test_a_function_without_a_name_needs_name() -> None:
+    with pytest.raises(ToolDefinitionError, match=r"tool name 'functools.partial.*pass name=\.\.\. to @tool"):
+        tool(side_effecting=False, description="Echo x back.")(functools.partial(_fn(int)))
+    t = tool(side_effecting=False, name="echo", description="Echo x back.")(functools.partial(_fn(int)))
+    assert t.name == "echo"
+
+
+def test_a_callable_object_is_described_by_its_call_method() -> None:
+    class Echo:
+        def __call__(self, x: int) -> int:
+            return x
+
+    t = tool(side_effecting=False, name="echo", description="Echo x back.")(Echo())
+    assert t.schema.parameters["required"] == ["x"] and t.validate({"x": "2"}) == {"x": 2}

@@ -49,17 +49,46 @@ def _strip_titles(schema: Any, *, in_properties: bool = False) -> Any:
     return schema
 
 
+#: what providers accept as a tool name (OpenAI's and Anthropic's function-name rule)
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _check_options(fn: Callable[..., Any], name: object, blocking: object, idempotent: object) -> None:
+    """Refuse (:class:`~seamkit.errors.ToolDefinitionError`) a ``name`` providers would not
+    accept, ``blocking`` / ``idempotent`` that are not booleans, and a generator function (its
+    caller would get a generator object, not a result)."""
+    if name is not None and not isinstance(name, str):
+        raise ToolDefinitionError(f"@tool name must be a str, got {type(name).__name__}")
+    shown = str(name or getattr(fn, "__name__", None) or repr(fn))
+    if not _TOOL_NAME.fullmatch(shown):
+        raise ToolDefinitionError(f"tool name {shown!r:.80} is not one a model provider accepts: 1 to 64 letters, "
+                                  "digits, '_' or '-' (pass name=... to @tool)")
+    for option, value in (("blocking", blocking), ("idempotent", idempotent)):
+        if not isinstance(value, bool):
+            raise ToolDefinitionError(f"tool {shown!r}: {option} must be True or False, got {value!r:.60}")
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise ToolDefinitionError(f"tool {shown!r}: a generator function cannot be a tool (calling it returns a "
+                                  "generator, not a result): return the values instead, e.g. as a list")
+
+
 def _type_hints(fn: Callable[..., Any], tool: str) -> dict[str, Any]:
     """``fn``'s resolved type hints; an annotation that does not resolve (a name not defined
     where the function is, a string that is not an expression, not a type) raises
     :class:`~seamkit.errors.ToolDefinitionError` naming the parameter and the cause."""
+    target: Any = fn
+    while isinstance(target, functools.partial):  # its function's hints (the signature drops bound ones)
+        target = target.func
+    if inspect.isclass(target):  # called to make an instance: its __init__'s parameters
+        target = target.__init__
+    elif not inspect.isroutine(target):  # a callable object: its __call__'s
+        target = type(target).__call__
     try:
-        return typing.get_type_hints(fn, include_extras=True)
+        return typing.get_type_hints(target, include_extras=True)
     except Exception as first:  # NameError, SyntaxError, TypeError...: find which annotation
         exc: Exception = first
         where = "an annotation"
-        globalns = getattr(inspect.unwrap(fn), "__globals__", {})
-        for pname, raw in dict(getattr(fn, "__annotations__", None) or {}).items():
+        globalns = getattr(inspect.unwrap(target), "__globals__", {})
+        for pname, raw in dict(getattr(target, "__annotations__", None) or {}).items():
             try:
                 typing.get_type_hints(_Annotations({pname: raw}), globalns=globalns, include_extras=True)
             except Exception as one:  # this annotation is the cause
@@ -156,6 +185,7 @@ class FunctionTool:
         blocking: bool = True,
         idempotent: bool = False,
     ) -> None:
+        _check_options(fn, name, blocking, idempotent)
         self.fn = fn
         self.__wrapped__ = fn
         self.__doc__ = fn.__doc__
@@ -184,6 +214,9 @@ class FunctionTool:
             if param.kind is param.POSITIONAL_ONLY:  # the model's arguments are passed by name
                 raise ToolDefinitionError(f"tool {self.__name__!r}: parameter {pname!r} is positional-only "
                                           "(before '/'); the tool is called with keyword arguments: remove the '/'")
+            if pname.startswith("_"):  # pydantic refuses such field names; a model would see it anyway
+                raise ToolDefinitionError(f"tool {self.__name__!r}: parameter {pname!r} starts with '_'; name the "
+                                          "parameters the model fills in without a leading underscore")
             ann = hints.get(pname, Any)
             if ann is RunContext:
                 self._ctx_param = pname
@@ -223,6 +256,12 @@ class FunctionTool:
 
         doc = docstring_parser.parse(_sections_first(self.fn.__doc__ or ""))
         param_docs = {p.arg_name: p.description for p in doc.params if p.description}
+        for pname, _ann, _default in self._params:
+            if pname == "model_config" or (pname.startswith("model_") and hasattr(pydantic.BaseModel, pname)):
+                # the argument model is a pydantic model: model_config would be taken for its
+                # configuration and silently left out of the schema
+                raise ToolDefinitionError(f"tool {self.__name__!r}: parameter {pname!r} has a name pydantic "
+                                          "reserves for its models (the tool's arguments are one); rename it")
         fields: dict[str, Any] = {
             pname: (ann, pydantic.Field(default, description=param_docs.get(pname)))
             for pname, ann, default in self._params
@@ -462,13 +501,16 @@ def tool(
     person to settle it.
 
     Raises :class:`~seamkit.errors.ToolDefinitionError` (a ``TypeError``) when ``side_effecting`` is
-    missing, when what it decorates is not a function (or has no readable signature), when a
-    parameter has no type hint, is ``*args``/``**kwargs`` or positional-only, has a type hint that
+    missing, when what it decorates is not a function (or has no readable signature, or is a
+    generator function), when the name is not 1-64 letters, digits, ``_`` or ``-`` (what providers
+    accept), ``blocking``/``idempotent`` is not a bool, when a parameter has no type hint, is
+    ``*args``/``**kwargs`` or positional-only, starts with ``_``, has a type hint that
     does not resolve (naming the unresolved name) or that is a function rather than a type (a
     lambda), or the tool has no description (neither a non-blank docstring nor a ``description=``
     string): the description is what the model reads to decide when to call it. The schema is
     built on first use, which raises it for a parameter type JSON Schema cannot describe (naming
-    the parameter and what to use instead) or a docstring with sections but no summary (a first
+    the parameter and what to use instead), a parameter named ``model_config`` (pydantic's) or a
+    docstring with sections but no summary (a first
     line ``Args:`` included): building an :class:`~seamkit.Agent` with the tool does, so the
     error shows there.
     """
