@@ -6,6 +6,13 @@
 #                                           checkpoints, long_run_bench.py, startup_tools_bench.py,
 #                                           local_model_bench.py (each where the file exists), tokens, coerce,
 #                                           guardrails, otel; ends with the time it took (benchmarks/README.md)
+#   bash benchmarks/run.sh long_run ...     W2 to 2,000 turns: turns 1-20 vs 1,981-2,000, µs per turn and their ratio
+#                                           (benchmarks/long_run_bench.py)
+#   bash benchmarks/run.sh startup_tools ... import of a usable agent (ms), and W1 with a sync def tool next to an
+#                                           async def one, µs per run (benchmarks/startup_tools_bench.py)
+#   bash benchmarks/run.sh local_model ...  the bundled local model: tokens/s through seamkit over raw
+#                                           llama-cpp-python, idle and with one busy core, and time to first
+#                                           token of a fresh seamkit ask (benchmarks/local_model_bench.py)
 #   bash benchmarks/run.sh memory ...       resident memory and Python heap per concurrent run, 1,000 scripted runs
 #                                           alive at once (benchmarks/memory_bench.py)
 #   bash benchmarks/run.sh checkpoints ...  per-step checkpoint cost vs LangGraph (benchmarks/checkpoints.py;
@@ -46,7 +53,20 @@
 #   bash benchmarks/run.sh celery ...       seamkit-celery: runs/s of a 1,000-run batch with 1, 2 and 4 worker processes,
 #                                           and the per-run overhead of the queue over a local Agent.run (one run at a
 #                                           time, and in a batch) on a throwaway Redis (benchmarks/celery_bench.py)
+# Any other first argument that is not an option (starting with -) is refused, listing the sections.
 set -euo pipefail
+SECTIONS="all long_run startup_tools local_model memory checkpoints sse tokens coerce effects retrieval guardrails
+capabilities kernel workflows mcp memoize otel budget celery"
+case "${1:-}" in
+  "" | -*) ;;  # run.py and its options
+  *)
+    if ! printf '%s\n' $SECTIONS | grep -qxF -- "$1"; then
+      echo "benchmarks/run.sh: unknown section '$1'; the sections are: $(echo $SECTIONS)" \
+        "(none, or options only, runs benchmarks/run.py: W1-W3)" >&2
+      exit 2
+    fi
+    ;;
+esac
 source "$(dirname "$0")/../scripts/_setup.sh"
 if [ "${1:-}" = "all" ]; then
   shift
@@ -92,6 +112,11 @@ if [ "${1:-}" = "all" ]; then
   fi
   exit 0
 fi
+case "${1:-}" in
+  long_run) shift; exec .venv/bin/python benchmarks/long_run_bench.py "$@" ;;
+  startup_tools) shift; exec .venv/bin/python benchmarks/startup_tools_bench.py "$@" ;;
+  local_model) shift; exec .venv/bin/python benchmarks/local_model_bench.py "$@" ;;
+esac
 if [ "${1:-}" = "memory" ]; then
   shift
   exec .venv/bin/python benchmarks/memory_bench.py "$@"

@@ -330,7 +330,7 @@ def test_a_type_pydantic_cannot_describe_raises_type_error_when_the_agent_is_bui
         return None
 
     t = tool(side_effecting=False)(f)
-    message = "'f': a parameter type cannot be described"
+    message = r"'f': parameter 'conn' \(socket\) cannot be described"
     with pytest.raises(ToolDefinitionError, match=message) as info:
         Agent(ScriptedModel([]), tools=[t])
     assert isinstance(info.value, TypeError)

@@ -11,7 +11,9 @@ decoration: defining a tool imports neither pydantic nor the docstring parser.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import re
 import typing
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, overload
@@ -47,6 +49,118 @@ def _strip_titles(schema: Any, *, in_properties: bool = False) -> Any:
     return schema
 
 
+#: what providers accept as a tool name (OpenAI's and Anthropic's function-name rule)
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def _check_options(fn: Callable[..., Any], name: object, blocking: object, idempotent: object) -> None:
+    """Refuse (:class:`~seamkit.errors.ToolDefinitionError`) a ``name`` providers would not
+    accept, ``blocking`` / ``idempotent`` that are not booleans, and a generator function (its
+    caller would get a generator object, not a result)."""
+    if name is not None and not isinstance(name, str):
+        raise ToolDefinitionError(f"@tool name must be a str, got {type(name).__name__}")
+    shown = str(name or getattr(fn, "__name__", None) or repr(fn))
+    if not _TOOL_NAME.fullmatch(shown):
+        raise ToolDefinitionError(f"tool name {shown!r:.80} is not one a model provider accepts: 1 to 64 letters, "
+                                  "digits, '_' or '-' (pass name=... to @tool)")
+    for option, value in (("blocking", blocking), ("idempotent", idempotent)):
+        if not isinstance(value, bool):
+            raise ToolDefinitionError(f"tool {shown!r}: {option} must be True or False, got {value!r:.60}")
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise ToolDefinitionError(f"tool {shown!r}: a generator function cannot be a tool (calling it returns a "
+                                  "generator, not a result): return the values instead, e.g. as a list")
+
+
+def _type_hints(fn: Callable[..., Any], tool: str) -> dict[str, Any]:
+    """``fn``'s resolved type hints; an annotation that does not resolve (a name not defined
+    where the function is, a string that is not an expression, not a type) raises
+    :class:`~seamkit.errors.ToolDefinitionError` naming the parameter and the cause."""
+    target: Any = fn
+    while isinstance(target, functools.partial):  # its function's hints (the signature drops bound ones)
+        target = target.func
+    if inspect.isclass(target):  # called to make an instance: its __init__'s parameters
+        target = target.__init__
+    elif not inspect.isroutine(target):  # a callable object: its __call__'s
+        target = type(target).__call__
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except Exception as first:  # NameError, SyntaxError, TypeError...: find which annotation
+        exc: Exception = first
+        where = "an annotation"
+        globalns = getattr(inspect.unwrap(target), "__globals__", {})
+        for pname, raw in dict(getattr(target, "__annotations__", None) or {}).items():
+            try:
+                typing.get_type_hints(_Annotations({pname: raw}), globalns=globalns, include_extras=True)
+            except Exception as one:  # this annotation is the cause
+                exc, where = one, ("the return annotation" if pname == "return" else f"parameter {pname!r}")
+                break
+        if isinstance(exc, NameError):
+            cause = (f"{exc.name!r} is not defined where the function is (define or import it at module level, "
+                     "not under `if TYPE_CHECKING:` or inside a function)") if exc.name else str(exc)
+        else:
+            cause = str(exc)
+        raise ToolDefinitionError(f"tool {tool!r}: the type hint of {where} cannot be resolved: {cause}") from exc
+
+
+class _Annotations:
+    """An object whose ``__annotations__`` ``typing.get_type_hints`` resolves one at a time."""
+
+    def __init__(self, annotations: dict[str, Any]) -> None:
+        self.__annotations__ = annotations
+
+
+def _routine_in(ann: Any) -> Any:
+    """The function (a lambda, a builtin, a ``functools.partial``) written where a type belongs in
+    ``ann`` (at any depth of ``list[...]``, ``X | Y``...; not in ``Annotated`` metadata, where
+    validators are functions), or ``None``."""
+    if inspect.isroutine(ann) or isinstance(ann, functools.partial):
+        return ann
+    args = typing.get_args(ann)
+    if typing.get_origin(ann) is typing.Annotated:
+        args = args[:1]
+    for arg in args:
+        for a in arg if isinstance(arg, list) else (arg,):  # Callable[[X], Y]'s argument list
+            found = _routine_in(a)
+            if found is not None:
+                return found
+    return None
+
+
+def _sections_first(doc: str) -> str:
+    """``doc`` as the docstring parser reads it right: a first line that is a section title
+    (``Args:``) is parsed as a section, as it is when the docstring starts on the next line;
+    otherwise the parser takes the title for the summary and the section for the description."""
+    first = doc.lstrip("\n").split("\n", 1)[0].strip()
+    if _SECTION_TITLE.fullmatch(first):
+        return "\n" + doc
+    return doc
+
+
+#: Google-style section titles (docstring_parser's, with their usual variants), alone on a line
+_SECTION_TITLE = re.compile(
+    r"(args|arguments|parameters|params|keyword args|keyword arguments|other parameters|raises|exceptions|except"
+    r"|attributes|examples?|returns?|yields?|warns|warnings?|notes?|todo|see also|references):",
+    re.IGNORECASE,
+)
+
+
+def _type_name(ann: Any) -> str:
+    return getattr(ann, "__qualname__", None) or repr(ann)
+
+
+def _pydantic_reason(exc: Exception) -> str:
+    """pydantic's reason for refusing a type, in terms a tool's author can act on."""
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    undefined = re.search(r"you should define `([^`]+)`", text)
+    if undefined:  # a model's forward reference that does not resolve
+        return (f"it refers to {undefined.group(1)!r}, which is not defined where its class is (define or import "
+                "it at module level)")
+    text = re.sub(r"\.?\s*Set `arbitrary_types_allowed=True`.*$", "", text)
+    if not type(exc).__module__.startswith("pydantic"):  # pydantic tripped on it: say how
+        text = f"{type(exc).__name__}: {text}"
+    return text.rstrip(". ")
+
+
 class FunctionTool:
     """A tool backed by a Python function (sync or async). Build it with :func:`tool`.
 
@@ -71,6 +185,7 @@ class FunctionTool:
         blocking: bool = True,
         idempotent: bool = False,
     ) -> None:
+        _check_options(fn, name, blocking, idempotent)
         self.fn = fn
         self.__wrapped__ = fn
         self.__doc__ = fn.__doc__
@@ -85,21 +200,40 @@ class FunctionTool:
         # type hints resolving, a description existing. Whether pydantic can describe each type
         # is learnt when the schema is built (_build), on first use: importing pydantic and
         # building the first model is most of a cold start (issue 19).
-        sig = inspect.signature(fn)
-        hints = typing.get_type_hints(fn, include_extras=True)
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError) as exc:  # a builtin or a class without a readable signature
+            raise ToolDefinitionError(f"tool {self.__name__!r}: its signature cannot be read ({exc}); "
+                                      "decorate a def or async def function") from exc
+        hints = _type_hints(fn, self.__name__)
         params: list[tuple[str, Any, Any]] = []
         self._ctx_param: str | None = None
         for pname, param in sig.parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise ToolDefinitionError(f"tool {self.__name__!r}: *args/**kwargs cannot be described to a model")
+            if param.kind is param.POSITIONAL_ONLY:  # the model's arguments are passed by name
+                raise ToolDefinitionError(f"tool {self.__name__!r}: parameter {pname!r} is positional-only "
+                                          "(before '/'); the tool is called with keyword arguments: remove the '/'")
+            if pname.startswith("_"):  # pydantic refuses such field names; a model would see it anyway
+                raise ToolDefinitionError(f"tool {self.__name__!r}: parameter {pname!r} starts with '_'; name the "
+                                          "parameters the model fills in without a leading underscore")
             ann = hints.get(pname, Any)
             if ann is RunContext:
                 self._ctx_param = pname
                 continue
             if pname not in hints:
                 raise ToolDefinitionError(f"tool {self.__name__!r}: parameter {pname!r} needs a type hint")
+            not_a_type = _routine_in(ann)
+            if not_a_type is not None:  # pydantic would read it as a validator, not a type
+                raise ToolDefinitionError(
+                    f"tool {self.__name__!r}: parameter {pname!r} is annotated with {not_a_type!r:.80}, a "
+                    f"{type(not_a_type).__name__} and not a type: annotate it with a type (int, str, a pydantic "
+                    "model, a dataclass, a TypedDict, list[...], Literal[...], ...)")
             params.append((pname, ann, ... if param.default is param.empty else param.default))
         self._params = params
+        if description is not None and not isinstance(description, str):
+            raise ToolDefinitionError(f"tool {self.__name__!r}: description must be a str, got "
+                                      f"{type(description).__name__}")
         text = description if description is not None else (fn.__doc__ or "")
         if not text.strip():
             raise ToolDefinitionError(self._missing_description())
@@ -120,24 +254,24 @@ class FunctionTool:
         import docstring_parser
         import pydantic
 
-        doc = docstring_parser.parse(self.fn.__doc__ or "")
+        doc = docstring_parser.parse(_sections_first(self.fn.__doc__ or ""))
         param_docs = {p.arg_name: p.description for p in doc.params if p.description}
+        for pname, _ann, _default in self._params:
+            if pname == "model_config" or (pname.startswith("model_") and hasattr(pydantic.BaseModel, pname)):
+                # the argument model is a pydantic model: model_config would be taken for its
+                # configuration and silently left out of the schema
+                raise ToolDefinitionError(f"tool {self.__name__!r}: parameter {pname!r} has a name pydantic "
+                                          "reserves for its models (the tool's arguments are one); rename it")
         fields: dict[str, Any] = {
             pname: (ann, pydantic.Field(default, description=param_docs.get(pname)))
             for pname, ann, default in self._params
         }
+        config = pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False)
         try:
-            model = pydantic.create_model(
-                f"{self.__name__}_arguments",
-                __config__=pydantic.ConfigDict(extra="forbid", arbitrary_types_allowed=False),
-                **fields,
-            )
+            model = pydantic.create_model(f"{self.__name__}_arguments", __config__=config, **fields)
             params = _strip_titles(model.model_json_schema())
-        except pydantic.PydanticUserError as exc:  # a type pydantic cannot describe as JSON Schema
-            first = str(exc).splitlines()[0]
-            raise ToolDefinitionError(
-                f"tool {self.__name__!r}: a parameter type cannot be described to a model: {first}"
-            ) from exc
+        except Exception as exc:  # a type pydantic cannot describe as JSON Schema (any error of its)
+            raise ToolDefinitionError(self._undescribable(fields, config, exc)) from exc
         params.pop("additionalProperties", None)
         params["additionalProperties"] = False
         params.setdefault("properties", {})
@@ -146,7 +280,9 @@ class FunctionTool:
             parts = [doc.short_description or "", doc.long_description or ""]
             desc = "\n\n".join(p for p in parts if p).strip()
         if not desc.strip():
-            raise ToolDefinitionError(self._missing_description())
+            raise ToolDefinitionError(
+                f"{self._missing_description()} (its docstring has sections such as Args: but no summary "
+                "before them)")
         schema = ToolSchema(self.__name__, desc, freeze(params), self._side_effecting, self._idempotent)
         # set together, the validator last: a thread that sees it sees the rest (a race builds twice)
         self._validator = model
@@ -154,6 +290,24 @@ class FunctionTool:
         self._schema = schema
         self._validate_python = model.__pydantic_validator__.validate_python
         return schema
+
+    def _undescribable(self, fields: dict[str, Any], config: Any, exc: Exception) -> str:
+        """The message refusing the tool's types, naming the first parameter whose type pydantic
+        cannot describe (each is tried alone) and keeping pydantic's reason, less its advice to
+        set ``arbitrary_types_allowed``, which a tool's author cannot act on."""
+        import pydantic
+
+        culprit = ""
+        for pname, field in fields.items():
+            try:
+                pydantic.create_model("probe", __config__=config, **{pname: field}).model_json_schema()
+            except Exception as one:  # this parameter is (one of) the cause
+                culprit, exc = f"parameter {pname!r} ({_type_name(field[0])}) ", one
+                break
+        reason = _pydantic_reason(exc)
+        return (f"tool {self.__name__!r}: {culprit or 'a parameter type '}cannot be described to a model: {reason}. "
+                "Use a type JSON Schema can describe: str, int, float, bool, None, Literal[...], an Enum, datetime, "
+                "list/dict/tuple of those, a pydantic model, a dataclass or a TypedDict")
 
     @property
     def schema(self) -> ToolSchema:
@@ -347,11 +501,18 @@ def tool(
     person to settle it.
 
     Raises :class:`~seamkit.errors.ToolDefinitionError` (a ``TypeError``) when ``side_effecting`` is
-    missing, when what it decorates is not a function, when a parameter has no type hint, or the
-    tool has no description (neither a non-blank docstring nor ``description=``): the description
-    is what the model reads to decide when to call it. The schema is built on first use, which
-    raises it for a parameter type pydantic cannot describe or a docstring with sections but no
-    summary: building an :class:`~seamkit.Agent` with the tool does, so the error shows there.
+    missing, when what it decorates is not a function (or has no readable signature, or is a
+    generator function), when the name is not 1-64 letters, digits, ``_`` or ``-`` (what providers
+    accept), ``blocking``/``idempotent`` is not a bool, when a parameter has no type hint, is
+    ``*args``/``**kwargs`` or positional-only, starts with ``_``, has a type hint that
+    does not resolve (naming the unresolved name) or that is a function rather than a type (a
+    lambda), or the tool has no description (neither a non-blank docstring nor a ``description=``
+    string): the description is what the model reads to decide when to call it. The schema is
+    built on first use, which raises it for a parameter type JSON Schema cannot describe (naming
+    the parameter and what to use instead), a parameter named ``model_config`` (pydantic's) or a
+    docstring with sections but no summary (a first
+    line ``Args:`` included): building an :class:`~seamkit.Agent` with the tool does, so the
+    error shows there.
     """
     from seamkit.errors import ToolDefinitionError
 

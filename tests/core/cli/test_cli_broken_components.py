@@ -94,6 +94,39 @@ def undocumented_tool() -> Any:
     return tool(side_effecting=False)(lookup)
 
 
+def _decorated(annotation: Any, doc: str = "Look a key up (a tool for definition tests).") -> Any:
+    from seamkit import tool
+
+    def lookup(key):  # type: ignore[no-untyped-def]
+        return key
+
+    lookup.__annotations__ = {"key": annotation}
+    lookup.__doc__ = doc
+    return tool(side_effecting=False)(lookup)
+
+
+def lambda_annotated_tool() -> Any:
+    """``key: (lambda: str)``: refused at decoration, in the factory."""
+    return _decorated(lambda: str)
+
+
+def undefined_name_tool() -> Any:
+    """``key: "Nope"``: refused at decoration, in the factory."""
+    return _decorated("Nope")
+
+
+def sections_only_tool() -> Any:
+    """A docstring whose first line is ``Args:``: refused when the agent builds the schema."""
+    return _decorated(str, "Args:\n        key: the key.\n    ")
+
+
+def socket_tool() -> Any:
+    """``key: socket.socket``: refused when the agent builds the schema."""
+    import socket
+
+    return _decorated(socket.socket)
+
+
 def coroutine_middleware() -> Any:
     async def mw(call: Any) -> Any:
         return None
@@ -129,6 +162,9 @@ def seamkit_register_providers(register: Any) -> None:
 def seamkit_register_tools(register: Any) -> None:
     register("plainfn", plain_function_tool)
     register("undocumented", undocumented_tool)
+    for name, factory in [("lambdahint", lambda_annotated_tool), ("undefinedhint", undefined_name_tool),
+                          ("sectionsonly", sections_only_tool), ("sockettool", socket_tool)]:
+        register(name, factory)
 
 
 @hookimpl
@@ -277,6 +313,27 @@ def test_validate_refuses_a_plugin_tool_without_a_description_at_its_slot_as_run
         assert ("agent.yaml:5:11: agent.tools[0]: tool 'undocumented' (from seamkit-broken 1.2, "
                 "plugin 'broken-plugin'): tool 'lookup' has no description") in err, err
         assert "tool 'lookup' has no description" in err and "add a docstring to " in err, err
+        assert out == ""
+
+
+@pytest.mark.parametrize(("use", "problem"), [
+    ("lambdahint", "tool 'lookup': parameter 'key' is annotated with <function"),
+    ("undefinedhint", "tool 'lookup': the type hint of parameter 'key' cannot be resolved: 'Nope' is not defined"),
+    ("sectionsonly", "tool 'lookup' has no description"),
+    ("sockettool", "tool 'lookup': parameter 'key' (socket) cannot be described to a model: Unable to generate "
+                   "pydantic-core schema for <class 'socket.socket'>. Use a type JSON Schema can describe"),
+])
+def test_validate_refuses_a_malformed_plugin_tool_at_its_slot_as_run_does(
+        broken: Path, capsys: pytest.CaptureFixture[str], use: str, problem: str) -> None:
+    # found after issue 19: some malformed @tool definitions got through (a lambda as a type hint,
+    # a docstring starting with "Args:"), others raised a bare NameError from the factory
+    path = _agent(broken, f"  tools: [{use}]\n")
+    for command in (["validate", path], ["run", path, "hi"]):
+        rc, out, err = _cli(capsys, *command)
+        assert rc == 2, (command, out, err)
+        assert f"agent.yaml:5:11: agent.tools[0]: tool {use!r} (from seamkit-broken 1.2, plugin 'broken-plugin')" \
+            in err, err
+        assert problem in err and "NameError" not in err and "arbitrary_types_allowed" not in err, err
         assert out == ""
 
 

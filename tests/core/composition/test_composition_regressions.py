@@ -266,7 +266,7 @@ def test_a_tool_whose_parameters_cannot_be_described_is_a_config_error(build_reg
         build_agent(comp, registry=build_registry)
     assert not isinstance(info.value, ComponentBuildError)
     (issue,) = info.value.issues
-    assert issue.path == "agent.tools[0]" and "a parameter type cannot be described" in issue.message
+    assert issue.path == "agent.tools[0]" and "cannot be described to a model" in issue.message
 
 
 # -- 8. smaller --------------------------------------------------------------------------------
