@@ -404,8 +404,8 @@ class Run:
 
     async def _save(self, status: str, *, lease: bool = True, wait: bool = True, **extra: Any) -> bool:
         """Checkpoint the run; ``False`` when the snapshot was skipped (it held a secret).
-        ``wait=False``: stored with the next awaited save, or as soon as the run waits for
-        anything (:class:`~seamkit._durability.checkpointer.RunHandle`): one store hand-off a step."""
+        ``wait=False``: stored with the next awaited save, or as soon as the event loop runs other
+        work (:class:`~seamkit._durability.checkpointer.RunHandle`): one store hand-off a step."""
         if self.handle is None:
             return False
         saved = await self.handle.save(status, self.state(**extra), self.transcript, lease=lease, wait=wait)
@@ -1515,7 +1515,7 @@ class Run:
         result = await invoker.call_tool(call, self.ctx, meta)
         if "tool_result" in self.guards and call.arguments_error is None:
             result = await self._check_result(result)
-        if self.handle is not None:  # stored with the batch's checkpoint, or when the run first waits
+        if self.handle is not None:  # stored with the next awaited save, or when the event loop runs other work
             await self.handle.record_write(call.id, result, wait=False)
         return result
 

@@ -521,8 +521,10 @@ class RunHandle:
     next awaited write in one call (one transaction where the store has
     :meth:`~seamkit._ports.CheckpointPort.save_many`), or on the event loop's next turn when the
     run awaits something else first (a model's reply, another tool call), whichever comes first.
-    So a step of a run (model turn, tool batch) costs one hand-off to the store while a result is
-    still recorded as soon as the run waits for anything. A deferred write that fails is raised by
+    So a step of a run (model turn, tool batch) costs one hand-off to the store; a deferred write
+    is not stored the moment it is queued: code that holds the event loop meanwhile (a blocking
+    middleware) delays it, and a crash then loses it (docs/durable-runs.md, "What a crash can
+    cost"). A deferred write that fails is raised by
     the next write (or :meth:`flush`), and the handle is back at the last version stored.
     """
 
