@@ -61,7 +61,7 @@ from seamkit.values import (
 from seamkit_llamacpp.config import EMPTY_PATH, LlamaCppConfig, gguf_problem
 from seamkit_llamacpp.grammar import Mode, Plan, located, plan, read_tool_call, relax, to_gbnf, unenforced
 from seamkit_llamacpp.prompt import END, START, Segment, render
-from seamkit_llamacpp.threads import import_llama
+from seamkit_llamacpp.threads import import_llama, warn_if_oversubscribed
 
 __all__ = ["JOIN_TIMEOUT_S", "LlamaCppProvider", "build", "default_model_name", "resolve_model_path"]
 
@@ -276,6 +276,7 @@ def _load(path: Path, cfg: LlamaCppConfig) -> _Loaded:
         if loaded is not None:
             return loaded
         Llama = import_llama().Llama  # installs llama-cpp-python's log callback
+        warn_if_oversubscribed(cfg.threads)
 
         lowlevel: Any = importlib.import_module("llama_cpp.llama_cpp")
         _install_native_log(lowlevel, cfg.verbose)

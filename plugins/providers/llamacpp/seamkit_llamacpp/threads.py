@@ -23,30 +23,54 @@ tokens/s, erratic, where 1 thread held 21.5 and an idle machine gave 37). Two re
 from __future__ import annotations
 
 import importlib
+import logging
 import math
 import os
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["OMP_SETTINGS", "choose_threads", "cpu_quota", "default_threads", "import_llama", "usable_cpus",
-           "waits_passive"]
+__all__ = ["MAX_THREADS", "OMP_SETTINGS", "choose_threads", "cpu_quota", "default_threads", "import_llama",
+           "usable_cpus", "waits_passive", "warn_if_oversubscribed"]
 
 CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
 OMP_SETTINGS = {"OMP_WAIT_POLICY": "PASSIVE"}
 """What :func:`import_llama` puts in the environment while libgomp loads (it reads it once then)."""
 _OMP_KEYS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+MAX_THREADS = 512
+"""The most threads ggml runs: ``GGML_MAX_N_THREADS`` in ggml/include/ggml.h (512 in the ggml that
+llama-cpp-python 0.3.36 ships, ``site-packages/include/ggml.h``). ``threads:`` above it is refused:
+ggml sizes its per-thread tables by it, and a count that large only oversubscribes the CPUs (10,000
+threads wedged a 2-CPU machine)."""
+
+
+log = logging.getLogger("seamkit_llamacpp")
 
 
 class _Imported:
     passive: bool | None = None  # the wait policy llama_cpp was imported with by import_llama
 
 
+class _Warned:
+    oversubscribed = False  # warn_if_oversubscribed has logged its warning in this process
+
+
+def _spin_count_zero(value: str) -> bool:
+    """Whether a ``GOMP_SPINCOUNT`` value is a spin count of 0 (libgomp accepts an integer with an
+    optional ``k``/``M``/``G``/``T`` multiplier, or ``INFINITE``/``INFINITY``)."""
+    digits = value.strip().rstrip("kKmMgGtT").strip()
+    return digits.isdigit() and int(digits) == 0
+
+
 def _env_policy_passive() -> bool:
-    """Whether the waits will be passive when llama_cpp is imported now through import_llama."""
+    """Whether the waits will be passive when llama_cpp is imported now through import_llama.
+    libgomp takes a set ``GOMP_SPINCOUNT`` over ``OMP_WAIT_POLICY`` (which only picks the spin
+    count's default: 0 for PASSIVE), so a spin count of 0 is passive and any other spins."""
+    if "GOMP_SPINCOUNT" in os.environ:
+        return _spin_count_zero(os.environ["GOMP_SPINCOUNT"])
     if "OMP_WAIT_POLICY" in os.environ:
         return os.environ["OMP_WAIT_POLICY"].strip().upper() == "PASSIVE"
-    return "GOMP_SPINCOUNT" not in os.environ  # a spin count set by the user: waits spin
+    return True  # import_llama sets OMP_WAIT_POLICY=PASSIVE
 
 
 def import_llama() -> Any:
@@ -130,3 +154,19 @@ def default_threads() -> int:
     except (AttributeError, OSError):  # Windows
         load1 = 0.0
     return choose_threads(usable, load1, os.cpu_count() or 1)
+
+
+def warn_if_oversubscribed(threads: int) -> bool:
+    """Log a warning on the ``seamkit_llamacpp`` logger, the first time in this process, when
+    ``threads`` exceeds :func:`usable_cpus`: llama.cpp waits for all its threads after every
+    operation, so a thread without a CPU of its own stalls every token (10,000 threads on 2 CPUs
+    made no progress in a minute). Returns whether ``threads`` exceeds them (warned now or before)."""
+    usable = usable_cpus()
+    if threads <= usable:
+        return False
+    if not _Warned.oversubscribed:
+        _Warned.oversubscribed = True
+        log.warning("llamacpp: threads=%d but this process may use %d CPU%s; more threads than CPUs "
+                    "slow generation down (leave threads out for the default)", threads, usable,
+                    "" if usable == 1 else "s")
+    return True

@@ -5,17 +5,19 @@ a recorder."""
 
 from __future__ import annotations
 
+import logging
 import textwrap
 import types
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from pydantic import ValidationError
 from seamkit.composition import build_agent, load_composition
 from seamkit_llamacpp import provider as provider_module
 from seamkit_llamacpp import threads as threads_module
 from seamkit_llamacpp.config import LlamaCppConfig
-from seamkit_llamacpp.threads import choose_threads, cpu_quota, default_threads
+from seamkit_llamacpp.threads import MAX_THREADS, choose_threads, cpu_quota, default_threads, warn_if_oversubscribed
 
 TINY_GGUF = b"GGUF" + (3).to_bytes(4, "little") + bytes(16)
 
@@ -157,16 +159,27 @@ class _RecordingImporter:
 
 
 @pytest.mark.parametrize(
-    ("env", "during"),
+    ("env", "during", "passive"),
     [
-        ({}, {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": None}),
-        ({"OMP_WAIT_POLICY": "ACTIVE"}, {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": None}),
-        ({"GOMP_SPINCOUNT": "10000"}, {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "10000"}),
+        ({}, {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": None}, True),
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": None}, False),
+        ({"OMP_WAIT_POLICY": "passive "}, {"OMP_WAIT_POLICY": "passive ", "GOMP_SPINCOUNT": None}, True),
+        ({"GOMP_SPINCOUNT": "10000"}, {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "10000"}, False),
+        ({"GOMP_SPINCOUNT": "INFINITE"}, {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "INFINITE"}, False),
+        # a spin count of 0 is no spinning at all: passive (libgomp's PASSIVE is spin count 0)
+        ({"GOMP_SPINCOUNT": "0"}, {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "0"}, True),
+        ({"GOMP_SPINCOUNT": " 0k"}, {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": " 0k"}, True),
+        # libgomp takes a set spin count over the policy, which only picks the count's default
+        ({"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "0"},
+         {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "0"}, True),
+        ({"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "300000"},
+         {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "300000"}, False),
     ],
-    ids=["default", "user-policy", "user-spincount"],
+    ids=["default", "user-policy", "user-passive", "user-spincount", "infinite-spincount", "zero-spincount",
+         "zero-k-spincount", "zero-spincount-over-active", "spincount-over-passive"],
 )
 def test_llama_cpp_is_imported_with_a_passive_openmp_wait_policy_unless_the_user_set_one(
-    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], during: dict[str, str | None]
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], during: dict[str, str | None], passive: bool
 ) -> None:
     import os
     import sys
@@ -179,7 +192,6 @@ def test_llama_cpp_is_imported_with_a_passive_openmp_wait_policy_unless_the_user
     monkeypatch.setattr(threads_module, "importlib", importer)
     monkeypatch.setattr(threads_module._Imported, "passive", None)
     monkeypatch.delitem(sys.modules, "llama_cpp.llama")  # as in a process that has not imported it yet
-    passive = during["OMP_WAIT_POLICY"] == "PASSIVE"
     assert threads_module.waits_passive() is passive  # known before the import
     module = threads_module.import_llama()
     assert module.__name__ == "llama_cpp.llama" and importer.seen == [during]
@@ -197,3 +209,45 @@ def test_llama_cpp_imported_by_someone_else_counts_as_spinning(monkeypatch: pyte
     monkeypatch.setitem(sys.modules, "llama_cpp.llama", types.ModuleType("llama_cpp.llama"))
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     assert threads_module.waits_passive() is False
+
+
+def test_threads_above_ggmls_limit_are_refused_naming_it() -> None:
+    assert MAX_THREADS == 512  # GGML_MAX_N_THREADS in the ggml llama-cpp-python 0.3.36 ships
+    assert LlamaCppConfig(threads=MAX_THREADS).threads == MAX_THREADS  # validation only: nothing loaded
+    for bad in (MAX_THREADS + 1, 10_000):
+        with pytest.raises(ValidationError) as info:
+            LlamaCppConfig(threads=bad)
+        message = str(info.value)
+        assert "at most 512" in message and "GGML_MAX_N_THREADS" in message and str(bad) in message
+    assert LlamaCppConfig.model_json_schema()["properties"]["threads"]["maximum"] == MAX_THREADS
+
+
+def test_more_threads_than_usable_cpus_are_warned_about_once_per_process(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(threads_module, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(threads_module._Warned, "oversubscribed", False)
+    caplog.set_level(logging.WARNING, logger="seamkit_llamacpp")
+    assert warn_if_oversubscribed(2) is False and warn_if_oversubscribed(1) is False
+    assert caplog.records == []
+    assert warn_if_oversubscribed(3) is True
+    assert [r.getMessage() for r in caplog.records] == [
+        "llamacpp: threads=3 but this process may use 2 CPUs; more threads than CPUs slow generation down "
+        "(leave threads out for the default)"
+    ]
+    assert warn_if_oversubscribed(8) is True and len(caplog.records) == 1  # once
+
+
+def test_loading_a_model_with_too_many_threads_warns(tmp_path: Path, recording_llama: type[_RecordingLlama],
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(threads_module, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(threads_module._Warned, "oversubscribed", False)
+    caplog.set_level(logging.WARNING, logger="seamkit_llamacpp")
+    model = tmp_path / "m.gguf"
+    model.write_bytes(TINY_GGUF)
+    provider_module._load(model, LlamaCppConfig(model_path=model, threads=2))
+    assert caplog.records == []
+    provider_module._load(model, LlamaCppConfig(model_path=model, threads=4, n_ctx=65))
+    assert recording_llama.calls[-1]["n_threads"] == 4  # warned, not changed: the user asked for it
+    assert ["threads=4" in r.getMessage() for r in caplog.records] == [True]
