@@ -77,10 +77,14 @@ def import_llama() -> Any:
     """``llama_cpp.llama``, imported (the first time) with :data:`OMP_SETTINGS` in the environment
     unless the environment names a wait policy or spin count itself. The variables are removed
     right after the import (libgomp has read them), so child processes do not inherit them.
-    Without effect on a llama_cpp imported before (by the caller)."""
+    Without effect once the ``llama_cpp`` package is imported (any of its modules loads libllama,
+    libggml and libgomp, which reads the variables then): every import of llama_cpp in seamkit
+    goes through here first (the grammar converter too)."""
     module = sys.modules.get("llama_cpp.llama")
     if module is not None:
         return module
+    if "llama_cpp" in sys.modules:  # loaded by someone else: too late to choose the wait policy
+        return importlib.import_module("llama_cpp.llama")
     own = not any(k in os.environ for k in _OMP_KEYS)
     passive = _env_policy_passive()
     if own:
@@ -98,8 +102,9 @@ def import_llama() -> Any:
 def waits_passive() -> bool:
     """Whether llama.cpp's threads sleep while they wait (see :func:`import_llama`): as the
     environment says before llama_cpp is imported; as it was imported through
-    :func:`import_llama` after; ``False`` (assumed spinning) when someone else imported it."""
-    if "llama_cpp.llama" not in sys.modules:
+    :func:`import_llama` after; ``False`` (assumed spinning) when someone else imported it (or
+    any module of the ``llama_cpp`` package)."""
+    if "llama_cpp" not in sys.modules and "llama_cpp.llama" not in sys.modules:
         return _env_policy_passive()
     return bool(_Imported.passive)
 

@@ -192,6 +192,7 @@ def test_llama_cpp_is_imported_with_a_passive_openmp_wait_policy_unless_the_user
     monkeypatch.setattr(threads_module, "importlib", importer)
     monkeypatch.setattr(threads_module._Imported, "passive", None)
     monkeypatch.delitem(sys.modules, "llama_cpp.llama")  # as in a process that has not imported it yet
+    monkeypatch.delitem(sys.modules, "llama_cpp")
     assert threads_module.waits_passive() is passive  # known before the import
     module = threads_module.import_llama()
     assert module.__name__ == "llama_cpp.llama" and importer.seen == [during]
@@ -251,3 +252,45 @@ def test_loading_a_model_with_too_many_threads_warns(tmp_path: Path, recording_l
     provider_module._load(model, LlamaCppConfig(model_path=model, threads=4, n_ctx=65))
     assert recording_llama.calls[-1]["n_threads"] == 4  # warned, not changed: the user asked for it
     assert ["threads=4" in r.getMessage() for r in caplog.records] == [True]
+
+
+def test_llama_cpp_package_imported_by_someone_else_is_not_imported_again_with_a_policy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Any module of llama_cpp loads libgomp, which reads the wait policy then: too late to set it."""
+    import sys
+
+    importer = _RecordingImporter()
+    monkeypatch.setattr(threads_module, "importlib", importer)
+    monkeypatch.setattr(threads_module._Imported, "passive", None)
+    monkeypatch.delitem(sys.modules, "llama_cpp.llama")
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    assert "llama_cpp" in sys.modules  # e.g. llama_cpp.llama_grammar imported first
+    threads_module.import_llama()
+    assert importer.seen == [{"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": None}]
+    assert threads_module.waits_passive() is False
+
+
+FRESH_PROCESS = """
+import os, sys
+from seamkit_llamacpp.grammar import plan, to_gbnf
+from seamkit_llamacpp.threads import waits_passive
+assert to_gbnf(plan((), "none", {"type": "object", "properties": {"a": {"type": "number"}}})) is not None
+assert "llama_cpp" in sys.modules and "OMP_WAIT_POLICY" not in os.environ
+print(waits_passive())
+"""
+
+
+def test_a_grammar_built_before_the_model_loads_imports_llama_cpp_with_passive_waits() -> None:
+    """The provider builds the grammar of a schema request before it loads the model; the
+    converter's import of llama_cpp loaded libgomp with spinning waits while the default thread
+    count had been chosen for passive ones (issue 19: schema answers 3-6x slower under load)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    out = subprocess.run([sys.executable, "-c", FRESH_PROCESS], capture_output=True, text=True, env=env,
+                         check=True, timeout=120)
+    assert out.stdout.strip() == "True"
