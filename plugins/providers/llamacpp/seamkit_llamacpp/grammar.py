@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from seamkit.values import ToolSchema, thaw
+
 from seamkit_llamacpp.threads import import_llama
 
 __all__ = [
