@@ -94,8 +94,9 @@ class LlamaCppConfig(BaseModel):
         default_factory=default_threads,
         description="CPU threads for prompt evaluation and generation. Default: the CPUs this "
         "process may use (affinity mask, cgroup quota); when llama.cpp's OpenMP threads spin while "
-        "waiting (OMP_WAIT_POLICY=ACTIVE or GOMP_SPINCOUNT set, or llama_cpp imported before "
-        "seamkit), less those the 1-minute load average says are busy",
+        "waiting (OMP_WAIT_POLICY=ACTIVE or a non-zero GOMP_SPINCOUNT, or llama_cpp imported before "
+        "seamkit), less those the 1-minute load average says are busy. At most 512 (ggml's "
+        "GGML_MAX_N_THREADS); more than the usable CPUs logs a warning",
     )
     temperature: float = Field(default=0.0, ge=0.0, le=10.0, allow_inf_nan=False,
                                description="Sampling temperature; 0 = greedy")

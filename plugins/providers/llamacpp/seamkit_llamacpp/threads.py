@@ -8,16 +8,20 @@ descheduled thread needs, and generation collapses (2 CPUs, one busy process, 2 
 tokens/s, erratic, where 1 thread held 21.5 and an idle machine gave 37). Two remedies, both here:
 
 - :func:`import_llama` imports llama-cpp-python with ``OMP_WAIT_POLICY=PASSIVE`` (waiting threads
-  sleep), unless the environment names a wait policy itself. Measured on a shared 2-CPU machine
-  with one busy process, 2 threads then kept 26-34 tokens/s (see docs/getting-started.md,
-  "Threads").
+  sleep), unless the environment names a wait policy or spin count itself. Every import of
+  llama_cpp in this package goes through it first: libgomp reads the policy once, when the first
+  module of llama_cpp loads (the grammar converter's import came first for schema requests, and
+  2 spinning threads made them 3-6x slower under load). Measured on a shared 2-CPU machine with
+  passive waits, 2 threads were about as fast as 1 with no extra work and faster with one or two
+  busy processes (see docs/getting-started.md, "Threads").
 - :func:`default_threads`: every CPU this process may use (affinity mask, cgroup quota) when the
-  waits are passive; when they spin (the user's ``OMP_WAIT_POLICY``/``GOMP_SPINCOUNT``, or
+  waits are passive; when they spin (the user's ``OMP_WAIT_POLICY``/non-zero ``GOMP_SPINCOUNT``, or
   llama_cpp imported before seamkit could set it), those CPUs less the ones the 1-minute load
   average says are busy (:func:`choose_threads`), since then one thread too many costs several
   times more than one thread too few.
 
-``threads:`` in the configuration overrides the default.
+``threads:`` in the configuration overrides the default: at most :data:`MAX_THREADS`, and
+:func:`warn_if_oversubscribed` warns (once) about more threads than usable CPUs.
 """
 
 from __future__ import annotations
