@@ -294,3 +294,28 @@ def test_a_grammar_built_before_the_model_loads_imports_llama_cpp_with_passive_w
     out = subprocess.run([sys.executable, "-c", FRESH_PROCESS], capture_output=True, text=True, env=env,
                          check=True, timeout=120)
     assert out.stdout.strip() == "True"
+
+
+def test_a_default_chosen_for_passive_waits_is_chosen_again_when_llama_cpp_came_in_spinning(
+    tmp_path: Path, recording_llama: type[_RecordingLlama], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The configuration may be built before llama_cpp is imported, by someone else, with spinning
+    waits: 2 spinning threads on a loaded 2-CPU machine made answers 3-6x slower, so the load rule
+    applies at load time. A count the user gave is taken as is."""
+    monkeypatch.setattr(threads_module, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(threads_module.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(threads_module.os, "getloadavg", lambda: (1.2, 0.0, 0.0))
+    model = tmp_path / "m.gguf"
+    model.write_bytes(TINY_GGUF)
+    monkeypatch.setattr(threads_module, "waits_passive", lambda: True)
+    default, pinned = LlamaCppConfig(model_path=model), LlamaCppConfig(model_path=model, threads=2, n_ctx=65)
+    assert default.threads == pinned.threads == 2
+    provider_module._load(model, default)
+    assert recording_llama.calls[-1]["n_threads"] == 2  # still passive: as configured
+    cfg = LlamaCppConfig(model_path=model, n_ctx=66)  # built while the waits looked passive
+    monkeypatch.setattr(threads_module, "waits_passive", lambda: False)  # then llama_cpp came in spinning
+    monkeypatch.setattr(provider_module, "waits_passive", lambda: False)
+    provider_module._load(model, cfg)
+    assert (recording_llama.calls[-1]["n_threads"], recording_llama.calls[-1]["n_threads_batch"]) == (1, 1)
+    provider_module._load(model, pinned)
+    assert recording_llama.calls[-1]["n_threads"] == 2
