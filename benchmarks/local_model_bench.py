@@ -413,7 +413,7 @@ def main() -> None:
         print(f"schema answer raw {name}: {c['raw']:.3f} s  (target: reference, seamkit's prompt and grammar; {load})")
         print(f"schema answer seamkit {name}: {c['seamkit']:.3f} s  (target: <= raw / {TARGET_RATIO}; {load})")
         print(f"schema answer seamkit threads=1 {name}: {c['seamkit1']:.3f} s  (target: reference, the default "
-              f"must not be slower; {load})")
+              f"must not be slower; load1 {c['load1']:.2f}, threads 1)")
     t = out["ttft"]
     print(f"ttft seamkit ask: {t['seamkit']:.3f} s  (target: reference; load1 {t['load1']:.2f})")
     print(f"ttft raw: {t['raw']:.3f} s  (target: reference)")
