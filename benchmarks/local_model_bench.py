@@ -25,6 +25,11 @@ default ``repack: false``, and OpenMP's wait policy PASSIVE as the provider impo
 - *busy*: one extra process spinning on a core (``while True: pass``) for the whole cell.
 - *default threads*: what ``LlamaCppConfig().threads`` chooses at the start of the cell (see
   ``seamkit_llamacpp.threads``); both sides run with it.
+- *schema answer*: seconds for the whole answer to a fixed question with a JSON schema
+  (``{"answer": number}``, about 9 tokens) in a fresh process after a warm-up answer, median of
+  3 answers: raw llama-cpp-python given seamkit's prompt and grammar (``prompt.render``,
+  ``grammar.to_gbnf``, ``LlamaGrammar.from_string`` per call as the provider does) vs seamkit,
+  both with the default thread count, and seamkit with 1 thread (the default must not lose to it).
 - *ttft*: wall time from spawning a fresh process to the first byte of the answer on its stdout:
   ``seamkit ask -m llamacpp PROMPT`` vs a Python script importing llama_cpp, loading the same GGUF
   (its path known) and streaming the same prompt, with the same thread count and wait policy.
@@ -143,12 +148,73 @@ def seamkit_call(provider: Any, tokens: int) -> tuple[int, float]:
     return n, time.perf_counter() - t0
 
 
+# -- schema-constrained answers ------------------------------------------------------------------------
+
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "number"}}, "required": ["answer"]}
+SCHEMA_PROMPT = "What is 17 times 23? Answer as JSON."
+SCHEMA_MAX_TOKENS = 32
+
+
+def _schema_request() -> Any:
+    from seamkit.values import ChatRequest, Message
+
+    return ChatRequest(messages=(Message.user(SCHEMA_PROMPT),), max_tokens=SCHEMA_MAX_TOKENS, temperature=0.0,
+                       output_schema=SCHEMA)
+
+
+def raw_schema_call(llm: Any) -> float:
+    """Seconds of one streamed completion of seamkit's prompt for :data:`SCHEMA` with seamkit's grammar
+    for it (``seamkit_llamacpp.prompt.render`` / ``grammar.to_gbnf``), built per call as the provider
+    does."""
+    from llama_cpp.llama_grammar import LlamaGrammar
+    from seamkit_llamacpp.grammar import plan, to_gbnf
+    from seamkit_llamacpp.prompt import END, START, as_text, render
+
+    request = _schema_request()
+    t0 = time.perf_counter()
+    gbnf = to_gbnf(plan((), "none", SCHEMA))
+    assert gbnf is not None
+    prompt = llm.tokenize(as_text(render(request)).encode(), add_bos=True, special=True)
+    for _chunk in llm.create_completion(prompt, max_tokens=SCHEMA_MAX_TOKENS, temperature=0.0, seed=SEED,
+                                        stop=[START, END], grammar=LlamaGrammar.from_string(gbnf, verbose=False),
+                                        stream=True):
+        pass
+    return time.perf_counter() - t0
+
+
+def seamkit_schema_call(provider: Any) -> float:
+    """Seconds of one ``LlamaCppProvider.stream`` of the :data:`SCHEMA` request, iterated to the end."""
+    request = _schema_request()
+
+    async def go() -> None:
+        async for _delta in provider.stream(request):
+            pass
+
+    t0 = time.perf_counter()
+    asyncio.run(go())
+    return time.perf_counter() - t0
+
+
 # -- cells -----------------------------------------------------------------------------------------
 
 def child(mode: str, threads: int, tokens: int, calls: int) -> list[float]:
-    """In a fresh process: load the model the ``mode`` way, warm up, time ``calls`` calls."""
+    """In a fresh process: load the model the ``mode`` way, warm up, time ``calls`` calls: tokens/s,
+    or seconds per answer for the ``*-schema`` modes."""
     from seamkit_llamacpp.provider import resolve_model_path
 
+    if mode in ("raw-schema", "seamkit-schema"):
+        if mode == "raw-schema":
+            llm = _raw_model(resolve_model_path(None), threads)
+
+            def answer() -> float:
+                return raw_schema_call(llm)
+        else:
+            provider = seamkit_provider(threads, SCHEMA_MAX_TOKENS)
+
+            def answer() -> float:
+                return seamkit_schema_call(provider)
+        answer()  # warm up
+        return [answer() for _ in range(calls)]
     if mode == "raw":
         llm = _raw_model(resolve_model_path(None), threads)
 
@@ -214,6 +280,25 @@ def cell(reps: int, tokens: int, busy: bool, calls: int = 2, threads: int | None
     return {"threads": n, "busy": busy, "raw": r, "seamkit": s, "ratio": s / r,
             "plain": statistics.median(plain) if plain else None, "raw_all": raw, "seamkit_all": sk,
             "plain_all": plain, "load1": statistics.median(loads)}
+
+
+def schema_cell(reps: int, busy: bool, calls: int = 3) -> dict[str, Any]:
+    """Seconds per schema-constrained answer (medians over fresh processes, alternating): raw
+    llama-cpp-python with seamkit's prompt and grammar, and seamkit, both with the default thread
+    count; seamkit with 1 thread as the reference the default must not lose to."""
+    ctx = busy_core() if busy else contextlib.nullcontext()
+    got: dict[str, list[float]] = {"raw": [], "seamkit": [], "seamkit1": []}
+    loads: list[float] = []
+    with ctx:
+        n = default_threads()
+        runs = [("raw", "raw-schema", n, raw_env()), ("seamkit", "seamkit-schema", n, None),
+                ("seamkit1", "seamkit-schema", 1, None)]
+        for i in range(reps):
+            for key, mode, threads, env in (runs if i % 2 == 0 else runs[::-1]):
+                got[key].append(_run_child(mode, threads, 0, calls, env))
+            loads.append(_load1())
+    return {"threads": n, "busy": busy, **{k: statistics.median(v) for k, v in got.items()},
+            **{f"{k}_all": v for k, v in got.items()}, "load1": statistics.median(loads)}
 
 
 def default_threads() -> int:
@@ -306,6 +391,8 @@ def main() -> None:
                       flush=True)
     out["idle"] = cell(args.reps, args.tokens, busy=False)
     out["busy"] = cell(args.reps, args.tokens, busy=True)
+    out["schema_idle"] = schema_cell(args.reps, busy=False)
+    out["schema_busy"] = schema_cell(args.reps, busy=True)
     out["ttft"] = ttft(args.ttft_reps)
     if args.json:
         print(json.dumps(out))
@@ -320,6 +407,13 @@ def main() -> None:
               f"threads {os.cpu_count()}, OpenMP's default wait policy)")
     print(f"default threads: {out['idle']['threads']} idle, {out['busy']['threads']} with one busy core, "
           f"of {out['cpus']} CPUs  (target: the faster count in each case; see --matrix)")
+    for name in ("idle", "busy"):
+        c = out[f"schema_{name}"]
+        load = f"load1 {c['load1']:.2f}, threads {c['threads']}"
+        print(f"schema answer raw {name}: {c['raw']:.3f} s  (target: reference, seamkit's prompt and grammar; {load})")
+        print(f"schema answer seamkit {name}: {c['seamkit']:.3f} s  (target: <= raw / {TARGET_RATIO}; {load})")
+        print(f"schema answer seamkit threads=1 {name}: {c['seamkit1']:.3f} s  (target: reference, the default "
+              f"must not be slower; load1 {c['load1']:.2f}, threads 1)")
     t = out["ttft"]
     print(f"ttft seamkit ask: {t['seamkit']:.3f} s  (target: reference; load1 {t['load1']:.2f})")
     print(f"ttft raw: {t['raw']:.3f} s  (target: reference)")

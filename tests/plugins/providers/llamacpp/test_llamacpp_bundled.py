@@ -10,6 +10,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -250,3 +251,17 @@ def test_the_real_bundled_model_resolves_to_a_verified_file() -> None:
     b = bundled.bundle()
     assert path.name == b.name and path.stat().st_size > 200_000_000
     assert locate(b) == path  # taken on the marker's word (it exists after the first full check)
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_the_assembled_model_and_its_marker_get_the_mode_open_would_give(tmp_path: Path, umask: int) -> None:
+    """0666 less the umask, as the package's own assemble() (plain ``open``) leaves it, not the 0600
+    of the temporary file it was written to: other users of a shared cache can read the model."""
+    b, d = make_bundle(tmp_path), tmp_path / "cache"
+    old = os.umask(umask)
+    try:
+        path = locate(b, [d])
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+    assert stat.S_IMODE((d / ("model.gguf" + MARKER_SUFFIX)).stat().st_mode) == 0o666 & ~umask

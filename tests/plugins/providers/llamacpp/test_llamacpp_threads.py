@@ -5,17 +5,19 @@ a recorder."""
 
 from __future__ import annotations
 
+import logging
 import textwrap
 import types
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from pydantic import ValidationError
 from seamkit.composition import build_agent, load_composition
 from seamkit_llamacpp import provider as provider_module
 from seamkit_llamacpp import threads as threads_module
 from seamkit_llamacpp.config import LlamaCppConfig
-from seamkit_llamacpp.threads import choose_threads, cpu_quota, default_threads
+from seamkit_llamacpp.threads import MAX_THREADS, choose_threads, cpu_quota, default_threads, warn_if_oversubscribed
 
 TINY_GGUF = b"GGUF" + (3).to_bytes(4, "little") + bytes(16)
 
@@ -157,16 +159,27 @@ class _RecordingImporter:
 
 
 @pytest.mark.parametrize(
-    ("env", "during"),
+    ("env", "during", "passive"),
     [
-        ({}, {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": None}),
-        ({"OMP_WAIT_POLICY": "ACTIVE"}, {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": None}),
-        ({"GOMP_SPINCOUNT": "10000"}, {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "10000"}),
+        ({}, {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": None}, True),
+        ({"OMP_WAIT_POLICY": "ACTIVE"}, {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": None}, False),
+        ({"OMP_WAIT_POLICY": "passive "}, {"OMP_WAIT_POLICY": "passive ", "GOMP_SPINCOUNT": None}, True),
+        ({"GOMP_SPINCOUNT": "10000"}, {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "10000"}, False),
+        ({"GOMP_SPINCOUNT": "INFINITE"}, {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "INFINITE"}, False),
+        # a spin count of 0 is no spinning at all: passive (libgomp's PASSIVE is spin count 0)
+        ({"GOMP_SPINCOUNT": "0"}, {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": "0"}, True),
+        ({"GOMP_SPINCOUNT": " 0k"}, {"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": " 0k"}, True),
+        # libgomp takes a set spin count over the policy, which only picks the count's default
+        ({"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "0"},
+         {"OMP_WAIT_POLICY": "ACTIVE", "GOMP_SPINCOUNT": "0"}, True),
+        ({"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "300000"},
+         {"OMP_WAIT_POLICY": "PASSIVE", "GOMP_SPINCOUNT": "300000"}, False),
     ],
-    ids=["default", "user-policy", "user-spincount"],
+    ids=["default", "user-policy", "user-passive", "user-spincount", "infinite-spincount", "zero-spincount",
+         "zero-k-spincount", "zero-spincount-over-active", "spincount-over-passive"],
 )
 def test_llama_cpp_is_imported_with_a_passive_openmp_wait_policy_unless_the_user_set_one(
-    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], during: dict[str, str | None]
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], during: dict[str, str | None], passive: bool
 ) -> None:
     import os
     import sys
@@ -179,7 +192,7 @@ def test_llama_cpp_is_imported_with_a_passive_openmp_wait_policy_unless_the_user
     monkeypatch.setattr(threads_module, "importlib", importer)
     monkeypatch.setattr(threads_module._Imported, "passive", None)
     monkeypatch.delitem(sys.modules, "llama_cpp.llama")  # as in a process that has not imported it yet
-    passive = during["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.delitem(sys.modules, "llama_cpp")
     assert threads_module.waits_passive() is passive  # known before the import
     module = threads_module.import_llama()
     assert module.__name__ == "llama_cpp.llama" and importer.seen == [during]
@@ -197,3 +210,112 @@ def test_llama_cpp_imported_by_someone_else_counts_as_spinning(monkeypatch: pyte
     monkeypatch.setitem(sys.modules, "llama_cpp.llama", types.ModuleType("llama_cpp.llama"))
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     assert threads_module.waits_passive() is False
+
+
+def test_threads_above_ggmls_limit_are_refused_naming_it() -> None:
+    assert MAX_THREADS == 512  # GGML_MAX_N_THREADS in the ggml llama-cpp-python 0.3.36 ships
+    assert LlamaCppConfig(threads=MAX_THREADS).threads == MAX_THREADS  # validation only: nothing loaded
+    for bad in (MAX_THREADS + 1, 10_000):
+        with pytest.raises(ValidationError) as info:
+            LlamaCppConfig(threads=bad)
+        message = str(info.value)
+        assert "at most 512" in message and "GGML_MAX_N_THREADS" in message and str(bad) in message
+    assert LlamaCppConfig.model_json_schema()["properties"]["threads"]["maximum"] == MAX_THREADS
+
+
+def test_more_threads_than_usable_cpus_are_warned_about_once_per_process(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(threads_module, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(threads_module._Warned, "oversubscribed", False)
+    caplog.set_level(logging.WARNING, logger="seamkit_llamacpp")
+    assert warn_if_oversubscribed(2) is False and warn_if_oversubscribed(1) is False
+    assert caplog.records == []
+    assert warn_if_oversubscribed(3) is True
+    assert [r.getMessage() for r in caplog.records] == [
+        "llamacpp: threads=3 but this process may use 2 CPUs; more threads than CPUs slow generation down "
+        "(leave threads out for the default)"
+    ]
+    assert warn_if_oversubscribed(8) is True and len(caplog.records) == 1  # once
+
+
+def test_loading_a_model_with_too_many_threads_warns(tmp_path: Path, recording_llama: type[_RecordingLlama],
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(threads_module, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(threads_module._Warned, "oversubscribed", False)
+    caplog.set_level(logging.WARNING, logger="seamkit_llamacpp")
+    model = tmp_path / "m.gguf"
+    model.write_bytes(TINY_GGUF)
+    provider_module._load(model, LlamaCppConfig(model_path=model, threads=2))
+    assert caplog.records == []
+    provider_module._load(model, LlamaCppConfig(model_path=model, threads=4, n_ctx=65))
+    assert recording_llama.calls[-1]["n_threads"] == 4  # warned, not changed: the user asked for it
+    assert ["threads=4" in r.getMessage() for r in caplog.records] == [True]
+
+
+def test_llama_cpp_package_imported_by_someone_else_is_not_imported_again_with_a_policy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Any module of llama_cpp loads libgomp, which reads the wait policy then: too late to set it."""
+    import sys
+
+    importer = _RecordingImporter()
+    monkeypatch.setattr(threads_module, "importlib", importer)
+    monkeypatch.setattr(threads_module._Imported, "passive", None)
+    monkeypatch.delitem(sys.modules, "llama_cpp.llama")
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    monkeypatch.delenv("GOMP_SPINCOUNT", raising=False)
+    assert "llama_cpp" in sys.modules  # e.g. llama_cpp.llama_grammar imported first
+    threads_module.import_llama()
+    assert importer.seen == [{"OMP_WAIT_POLICY": None, "GOMP_SPINCOUNT": None}]
+    assert threads_module.waits_passive() is False
+
+
+FRESH_PROCESS = """
+import os, sys
+from seamkit_llamacpp.grammar import plan, to_gbnf
+from seamkit_llamacpp.threads import waits_passive
+assert to_gbnf(plan((), "none", {"type": "object", "properties": {"a": {"type": "number"}}})) is not None
+assert "llama_cpp" in sys.modules and "OMP_WAIT_POLICY" not in os.environ
+print(waits_passive())
+"""
+
+
+def test_a_grammar_built_before_the_model_loads_imports_llama_cpp_with_passive_waits() -> None:
+    """The provider builds the grammar of a schema request before it loads the model; the
+    converter's import of llama_cpp loaded libgomp with spinning waits while the default thread
+    count had been chosen for passive ones (issue 19: schema answers 3-6x slower under load)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    out = subprocess.run([sys.executable, "-c", FRESH_PROCESS], capture_output=True, text=True, env=env,
+                         check=True, timeout=120)
+    assert out.stdout.strip() == "True"
+
+
+def test_a_default_chosen_for_passive_waits_is_chosen_again_when_llama_cpp_came_in_spinning(
+    tmp_path: Path, recording_llama: type[_RecordingLlama], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The configuration may be built before llama_cpp is imported, by someone else, with spinning
+    waits: 2 spinning threads on a loaded 2-CPU machine made answers 3-6x slower, so the load rule
+    applies at load time. A count the user gave is taken as is."""
+    monkeypatch.setattr(threads_module, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(threads_module.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(threads_module.os, "getloadavg", lambda: (1.2, 0.0, 0.0))
+    model = tmp_path / "m.gguf"
+    model.write_bytes(TINY_GGUF)
+    monkeypatch.setattr(threads_module, "waits_passive", lambda: True)
+    default, pinned = LlamaCppConfig(model_path=model), LlamaCppConfig(model_path=model, threads=2, n_ctx=65)
+    assert default.threads == pinned.threads == 2
+    provider_module._load(model, default)
+    assert recording_llama.calls[-1]["n_threads"] == 2  # still passive: as configured
+    cfg = LlamaCppConfig(model_path=model, n_ctx=66)  # built while the waits looked passive
+    monkeypatch.setattr(threads_module, "waits_passive", lambda: False)  # then llama_cpp came in spinning
+    monkeypatch.setattr(provider_module, "waits_passive", lambda: False)
+    provider_module._load(model, cfg)
+    assert (recording_llama.calls[-1]["n_threads"], recording_llama.calls[-1]["n_threads_batch"]) == (1, 1)
+    provider_module._load(model, pinned)
+    assert recording_llama.calls[-1]["n_threads"] == 2
