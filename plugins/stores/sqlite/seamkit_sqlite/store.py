@@ -324,15 +324,19 @@ class SqliteStore:
         await lock.acquire(urgent=urgent)
         try:
             yield await self._connect()
-        except (sqlite3.Error, OSError) as exc:
-            raise self._unavailable(exc) from None
-        except ValueError as exc:
-            err = self._closed(exc)
+        except (sqlite3.Error, OSError, ValueError) as exc:
+            err = self._driver_error(exc)
             if err is exc:
                 raise
             raise err from None
         finally:
             lock.release()
+
+    def _driver_error(self, exc: sqlite3.Error | OSError | ValueError) -> BaseException:
+        """What a driver error becomes: StoreUnavailable for sqlite3 and OS errors and for a
+        ``ValueError`` saying the connection is closed (:meth:`_closed`); another ``ValueError``
+        is itself."""
+        return self._closed(exc) if isinstance(exc, ValueError) else self._unavailable(exc)
 
     def _closed(self, exc: ValueError) -> BaseException:
         """What a ``ValueError`` from the driver becomes: StoreUnavailable (and the connection
@@ -375,10 +379,8 @@ class SqliteStore:
                     await conn.close()
                 raise broken.error from None
             return result
-        except (sqlite3.Error, OSError) as exc:
-            raise self._unavailable(exc) from None
-        except ValueError as exc:
-            err = self._closed(exc)
+        except (sqlite3.Error, OSError, ValueError) as exc:
+            err = self._driver_error(exc)
             if err is exc:
                 raise
             raise err from None
