@@ -10,18 +10,19 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from seamkit._durability.records import CheckpointRecord
+from seamkit._durability.records import CheckpointRecord, PendingWrite
 from seamkit._plugins.registry import load_registry
 from seamkit._ports import CheckpointPort, StorePort
 from seamkit.errors import CheckpointConflict, ConfigError, StoreUnavailable, StoreValueError
 from seamkit.values import Scope
 from seamkit_sqlite.config import SqliteConfig
-from seamkit_sqlite.store import SCHEMA_VERSION, SqliteStore, build
+from seamkit_sqlite.store import MEMORY, SCHEMA_VERSION, SqliteStore, build
 
 DIST = "seamkit-sqlite"
 S = Scope("t")
@@ -474,24 +475,25 @@ def test_in_transaction_commits_rolls_back_and_flags_a_failed_rollback() -> None
     db.close()
 
 
+@pytest.mark.parametrize("synchronous", ["NORMAL", "FULL"])  # the save on the loop's thread / on the connection's
 async def test_a_failed_rollback_drops_the_connection_and_the_next_call_reconnects(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, synchronous: str
 ) -> None:
     import seamkit_sqlite.store as mod
 
-    store = SqliteStore(tmp_path / "db")
+    store = SqliteStore(tmp_path / "db", synchronous=synchronous)
     await store.save(_rec("r", 1), expected_version=None)
     first = store._conn
-    real = mod._in_transaction
 
-    def broken(db: sqlite3.Connection, begin: str, body: object) -> object:
+    def broken(*args: object) -> object:
         raise mod._Broken(sqlite3.OperationalError("disk I/O error"))
 
-    monkeypatch.setattr(mod, "_in_transaction", broken)
-    with pytest.raises(StoreUnavailable, match="disk I/O error"):
-        await store.save(_rec("r", 2), expected_version=1)
+    with monkeypatch.context() as patch:
+        patch.setattr(mod, "_in_transaction", broken)
+        patch.setattr(store, "_on_loop_thread", broken)
+        with pytest.raises(StoreUnavailable, match="disk I/O error"):
+            await store.save(_rec("r", 2), expected_version=1)
     assert store._conn is None
-    monkeypatch.setattr(mod, "_in_transaction", real)
     await store.save(_rec("r", 2), expected_version=1)
     assert store._conn is not None and store._conn is not first
     assert (await store.latest("r")).record.version == 2  # type: ignore[union-attr]
@@ -656,13 +658,10 @@ def test_a_store_nobody_closed_does_not_keep_the_process_alive(tmp_path: Path) -
     assert out.stdout.strip() == "done"
 
 
-async def test_a_run_step_is_one_transaction_on_the_connection_thread(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Issue 19 (W4): each step of a checkpointed run (model turn + tool batch) is ONE hand-off
-    to the database thread: the tool result, the version after the batch and the version after
-    the next model turn in one transaction."""
-    import seamkit_sqlite.store as store_module
+async def test_a_run_step_is_one_transaction(tmp_path: Path) -> None:
+    """Issue 19 (W4): each step of a checkpointed run (model turn + tool batch) is ONE
+    transaction: the tool result, the version after the batch and the version after the next
+    model turn together."""
     from seamkit import Agent, tool
     from seamkit.testing import ScriptedModel
 
@@ -681,13 +680,9 @@ async def test_a_run_step_is_one_transaction_on_the_connection_thread(
     async with SqliteStore(tmp_path / "runs.db") as store:
         await store.list_runs()  # connect (and create the schema) first
         transactions: list[str] = []
-        real = store_module._in_transaction
-
-        def counted(db: sqlite3.Connection, begin: str, body: Any) -> Any:
-            transactions.append(begin)
-            return real(db, begin, body)
-
-        monkeypatch.setattr(store_module, "_in_transaction", counted)
+        assert store._conn is not None
+        # every statement the connection runs, on whichever thread
+        store._conn._conn.set_trace_callback(lambda sql: sql == "BEGIN IMMEDIATE" and transactions.append(sql))
         agent = Agent(ScriptedModel([*turns, "done"]), tools=[note], checkpointer=store)
         result = await agent.run("take notes")
         assert result.output == "done"
@@ -698,3 +693,159 @@ async def test_a_run_step_is_one_transaction_on_the_connection_thread(
         snap = await agent.checkpointer.at_version(result.run_id, 3)
         assert snap is not None and snap.transcript[-1].role == "tool"
         assert list(await store.pending_writes(result.run_id, 2)) == ["c0"]  # the result, for version 2
+
+
+# --------------------------------------------------------------------------- saves on the event loop's thread
+
+
+def _commit_threads(store: SqliteStore) -> list[int]:
+    """Start recording the thread of every COMMIT the store's connection runs."""
+    assert store._conn is not None
+    threads: list[int] = []
+    store._conn._conn.set_trace_callback(lambda sql: sql == "COMMIT" and threads.append(threading.get_ident()))
+    return threads
+
+
+@pytest.mark.parametrize(("path", "synchronous", "on_loop"), [
+    ("db", "NORMAL", True), (":memory:", "NORMAL", True), (":memory:", "FULL", True), ("db", "FULL", False),
+])
+async def test_which_saves_run_on_the_event_loops_thread(
+    tmp_path: Path, path: str, synchronous: str, on_loop: bool
+) -> None:
+    """Issue 19 (W4): at synchronous=NORMAL (a commit appends to the WAL, no fsync) and in memory a
+    save runs where it is awaited, with no hand-off; at FULL every commit waits for fsync, so saves
+    go to the connection's thread. Store operations and reads always go there."""
+    store = SqliteStore(path if path == MEMORY else tmp_path / path, synchronous=synchronous)
+    await store.list_runs()
+    threads = _commit_threads(store)
+    await store.save(_rec("r", 1, "a"), expected_version=None)
+    await store.save_many([_rec("r", 2, "b"), _rec("r", 3)], expected_version=1,
+                          writes=[PendingWrite("r", 3, "c1", "out")])
+    here = threading.get_ident()
+    assert threads == [here, here] if on_loop else (len(threads) == 2 and here not in threads)
+    del threads[:]
+    assert await store.increment(S, "n") == 1
+    assert threads and here not in threads, "a store operation ran on the event loop's thread"
+    latest = await store.latest("r")
+    assert latest is not None and latest.record.version == 3 and latest.log == ("a", "b")
+    assert await store.pending_writes("r", 3) == {"c1": "out"}
+    await store.aclose()
+
+
+async def test_a_big_save_goes_to_the_connections_thread(tmp_path: Path) -> None:
+    from seamkit_sqlite.store import _INLINE_MAX_BYTES
+
+    store = SqliteStore(tmp_path / "db")
+    await store.list_runs()
+    threads = _commit_threads(store)
+    await store.save(_rec("r", 1, "x" * (_INLINE_MAX_BYTES // 2)), expected_version=None)
+    await store.save(_rec("r", 2, "y" * (_INLINE_MAX_BYTES + 1)), expected_version=1)
+    assert threads[0] == threading.get_ident() and threads[1] != threading.get_ident()
+    assert (await store.latest("r")).log[-1] == "y" * (_INLINE_MAX_BYTES + 1)  # type: ignore[union-attr]
+    await store.aclose()
+
+
+async def _ticks_while(op: Any, release: Any, after: float = 0.3) -> tuple[Any, int]:
+    """Await ``op`` while a ticker counts 5 ms sleeps; ``release()`` is called from the event loop
+    ``after`` seconds. Returns op's result and the ticks: few ticks = the loop was blocked."""
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.005)
+            ticks += 1
+
+    async def releaser() -> None:
+        await asyncio.sleep(after)
+        release()
+
+    tick = asyncio.create_task(ticker())
+    rel = asyncio.create_task(releaser())
+    try:
+        result = await asyncio.wait_for(op, 10)
+    finally:
+        tick.cancel()
+        await rel
+    return result, ticks
+
+
+async def test_a_save_never_waits_for_another_connections_lock_on_the_event_loop(tmp_path: Path) -> None:
+    """Another process holds the write lock: the save must wait on the connection's thread (up to
+    busy_timeout_s), not stop the event loop; the lock is released from the loop itself, so a save
+    that waited on the loop's thread would fail with 'locked' after the timeout instead."""
+    path = tmp_path / "db"
+    store = SqliteStore(path, busy_timeout_s=5)
+    await store.save(_rec("r", 1), expected_version=None)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    t0 = time.monotonic()
+    _, ticks = await _ticks_while(store.save(_rec("r", 2, "a"), expected_version=1), blocker.rollback)
+    blocker.close()
+    assert ticks >= 20, f"the event loop was blocked (ticked {ticks} times in {time.monotonic() - t0:.2f} s)"
+    assert 0.25 <= time.monotonic() - t0 < 4, "the save did not wait for the lock, or waited for the timeout"
+    assert (await store.latest("r")).log == ("a",)  # type: ignore[union-attr]
+    # the busy timeout is what was configured, for the next operation that must wait
+    assert store._conn is not None
+    assert store._conn._conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+    await store.save(_rec("r", 3), expected_version=2)  # and saves run on the loop's thread again
+    await store.aclose()
+
+
+async def test_a_save_after_a_cancelled_operation_does_not_run_beside_it(tmp_path: Path) -> None:
+    """A store operation whose task was cancelled still runs on the connection's thread (here: it
+    waits for a lock another process holds). A save right after it must queue behind it there, not
+    run on the loop's thread beside it (which would stop the loop, waiting for the connection)."""
+    path = tmp_path / "db"
+    store = SqliteStore(path, busy_timeout_s=5)
+    await store.save(_rec("r", 1), expected_version=None)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    blocker.execute("BEGIN IMMEDIATE")
+    doomed = asyncio.create_task(store.set(S, "late", 1))
+    await asyncio.sleep(0.05)
+    doomed.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await doomed
+    _, ticks = await _ticks_while(store.save(_rec("r", 2, "a"), expected_version=1), blocker.rollback)
+    blocker.close()
+    assert ticks >= 20, f"the event loop was blocked (ticked {ticks} times)"
+    assert (await store.latest("r")).log == ("a",)  # type: ignore[union-attr]
+    assert await store.get(S, "late") == 1, "the cancelled operation ran (as documented) before the save"
+    threads = _commit_threads(store)
+    await store.save(_rec("r", 3), expected_version=2)
+    assert threads == [threading.get_ident()], "once the thread is idle again saves run on the loop's thread"
+    await store.aclose()
+
+
+@pytest.mark.parametrize("op", ["save", "set"])
+async def test_the_store_checkpoints_the_wal_itself(tmp_path: Path, op: str) -> None:
+    """SQLite's automatic WAL checkpoints are off on the store's connection (they would copy pages
+    and fsync on the event loop's thread); the store runs them on its thread. Without them the WAL
+    would grow by every page ever written (here ~40 MB)."""
+    path = tmp_path / "db"
+    store = SqliteStore(path)
+    await store.list_runs()
+    assert store._conn is not None
+    assert store._conn._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
+    for v in range(1, 1501):
+        if op == "save":
+            await store.save(_rec("r", v, "e" * 300), expected_version=v - 1 or None)
+        else:
+            await store.set(S, f"k{v}", "v" * 300)
+    wal = await asyncio.to_thread(lambda: Path(f"{path}-wal").stat().st_size)
+    assert wal < 8 * 1024 * 1024, f"the WAL grew to {wal} bytes"
+    # the data is whole, read by another connection
+    with contextlib.closing(sqlite3.connect(path)) as other:
+        if op == "save":
+            assert other.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 1500
+        else:
+            assert other.execute("SELECT count(*) FROM kv").fetchone()[0] == 1500
+    await store.aclose()
+
+
+async def test_full_keeps_sqlites_automatic_wal_checkpoints(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "db", synchronous="FULL")
+    await store.list_runs()
+    assert store._conn is not None
+    assert store._conn._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+    await store.aclose()
