@@ -51,6 +51,7 @@ from seamkit._middleware import Call
 from seamkit._runtime.concurrency import gather_bounded
 from seamkit._runtime.context import RunContext, _running_loop, owning_resources
 from seamkit._runtime.invoker import render_tool_value, unusable_arguments_result
+from seamkit._runtime.resources import RunResources
 from seamkit.errors import (
     EffectNotApplied,
     EffectUncertain,
@@ -507,7 +508,18 @@ class Run:
             middlewares = self.agent.invoker.run_middlewares
             if not middlewares:
                 if self._plain():  # nothing to checkpoint, guard or hand over: _drive_all's own fast path
-                    result = await owning_resources(self.ctx, self._drive)
+                    # owning_resources(self.ctx, self._drive), written out: one coroutine fewer a run
+                    ctx = self.ctx
+                    if ctx.resources is not None:
+                        result = await self._drive()
+                    else:
+                        ctx.resources = resources = RunResources()
+                        try:
+                            result = await self._drive()
+                        finally:
+                            ctx.resources = None
+                            if not resources.close_if_idle():
+                                await resources.aclose()
                     assert result is not None  # no handoffs: only a holder with handoff tools returns None
                     return result
                 return await owning_resources(self.ctx, self._drive_all)

@@ -237,4 +237,5 @@ async def owning_resources(ctx: RunContext, work: Callable[[], Awaitable[T]]) ->
         return await work()
     finally:
         ctx.resources = None
-        await resources.aclose()
+        if not resources.close_if_idle():
+            await resources.aclose()
