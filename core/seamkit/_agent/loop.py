@@ -119,6 +119,9 @@ UNANSWERED_TEMPLATE = (
 )
 _APPROVAL_SCOPE_PREFIX = "seamkit.approvals:"
 _new_request: Callable[..., ChatRequest] = ChatRequest.__fast_new__  # type: ignore[attr-defined]
+#: a fresh run's usage (frozen: shared by every run, and told apart by identity)
+_NO_USAGE = Usage()
+_new_result: Callable[..., AgentResult] = AgentResult.__fast_new__  # type: ignore[attr-defined]
 T = TypeVar("T")
 
 
@@ -293,7 +296,7 @@ class Run:
         self.steps_before = 0  # model turns taken before the holder took over
         self.ctx = ctx
         self.transcript = transcript
-        self.usage = Usage()
+        self.usage = _NO_USAGE
         self.step = 0
         self.emit: Callable[[StreamEvent], None] | None = None
         self.warnings: list[str] = []
@@ -453,7 +456,9 @@ class Run:
             self._take_warnings()
         agent = self.agent
         uncertain = self.uncertain_effects
-        return AgentResult(
+        # every field, in AgentResult's order, each of its type already (it has no __post_init__
+        # nor coercion): the positional constructor without keyword matching, once a run
+        return _new_result(
             output,
             tuple(self.transcript),
             self.usage,
@@ -461,15 +466,16 @@ class Run:
             ctx.run_id,
             ctx.parent_run_id,
             self.step,
-            tuple(self.warnings),
+            tuple(self.warnings) if self.warnings else (),
             self.pending_approvals,
             tuple(e for e in uncertain if e.settled is None) if uncertain else (),
-            answered_by=agent.name,
-            handoffs=handoff_chain(self.handoffs) if self.handoffs else (),
-            stopped_early=self.limit is not None,
-            limit_reached=self.limit,
-            gathered=gathered_calls(self.transcript) if agent.mode == "gather" else (),
-            citation_ids=tuple(self.working.seen) if self.working is not None else (),
+            None,  # turn: a capability turn's (seamkit._agent.kernel), never the loop's
+            agent.name,  # answered_by
+            handoff_chain(self.handoffs) if self.handoffs else (),
+            self.limit is not None,  # stopped_early
+            self.limit,  # limit_reached
+            gathered_calls(self.transcript) if agent.mode == "gather" else (),
+            tuple(self.working.seen) if self.working is not None else (),  # citation_ids
         )
 
     async def _finish(
@@ -733,7 +739,9 @@ class Run:
             if unchecked is not None:
                 self.emit = emit = outer
             result = acc.result()
-            self.usage = self.usage + result.usage
+            usage = result.usage
+            # the first turn's usage is the run's so far (what Usage() + usage returns), no sum
+            self.usage = usage if self.usage is _NO_USAGE and type(usage) is Usage else self.usage + usage
             for w in result.warnings:
                 # once per run: providers repeat a standing warning (unpriced model, a degraded
                 # mode) on every call, and one provider instance serves many runs
@@ -784,6 +792,8 @@ class Run:
                     text = await self._check_output(text)
                     if unchecked:
                         self._release(unchecked, result)
+                if self.handle is None and self.emit is None:  # nothing to save or send: _finish's result
+                    return self._result(text, "completed")
                 return await self._finish(text, "completed")
             try:
                 output = spec.parse(text)
