@@ -623,8 +623,10 @@ class Run:
             await self._begun()
         if id(agent) not in self.prepared:
             self.prepared.add(id(agent))
-            if any(callable(getattr(t, "prepare", None)) for t in invoker.tools):
-                await self._prepare_tools(agent)
+            for t in invoker.tools:  # (a loop, not any() over a generator: every run passes here)
+                if callable(getattr(t, "prepare", None)):
+                    await self._prepare_tools(agent)
+                    break
         guard_output = "output" in self.guards
         chat = invoker._chat
         direct = not invoker.has_chat_middleware and not invoker.middlewares
