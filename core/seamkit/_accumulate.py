@@ -9,7 +9,7 @@ latest call on its index. Calls that never received an id get a unique synthetic
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any
 
 from seamkit._frozen import FrozenDict
@@ -30,6 +30,9 @@ from seamkit.values import (
 )
 
 _ONE_REQUEST = Usage(requests=1)
+_new_message: Callable[..., Message] = Message.__fast_new__  # type: ignore[attr-defined]
+_new_llm_result: Callable[..., LLMResult] = LLMResult.__fast_new__  # type: ignore[attr-defined]
+_new_tool_call: Callable[..., ToolCall] = ToolCall.__fast_new__  # type: ignore[attr-defined]
 
 
 def _no_constant(name: str) -> Any:
@@ -235,8 +238,10 @@ class Accumulator:
         if calls is not None:
             self._build_calls(calls, blocks)
         finish = self.finish_reason or ("tool_calls" if calls else "stop")
-        return LLMResult(
-            Message("assistant", tuple(blocks)),
+        # both built without their checks: the role is known and the blocks a tuple; LLMResult has
+        # none (every turn of every run ends here)
+        return _new_llm_result(
+            _new_message("assistant", tuple(blocks)),
             self.usage if self.usage is not None else _ONE_REQUEST,
             finish,
             self.model,
@@ -245,19 +250,24 @@ class Accumulator:
         )
 
     def _build_calls(self, calls: list[_PendingCall], blocks: list[ContentBlock]) -> None:
-        seen: set[str] = set()
+        # ids seen, to make a repeated one unique: none to compare with in a turn of one call
+        seen: set[str] | None = set() if len(calls) > 1 else None
         for call in calls:
             parts = call.parts
             raw = (parts[0] if len(parts) == 1 else "".join(parts)).strip() or "{}"
             args, problem = _decode_arguments(raw)
             cid = call.id
-            if cid is None or cid in seen:
+            if cid is None or (seen is not None and cid in seen):
                 import uuid  # here: most providers send ids, and uuid costs start-up 2.5 ms
 
                 cid = f"call_{uuid.uuid4().hex[:24]}"
-            seen.add(cid)
+            if seen is not None:
+                seen.add(cid)
             if problem is None:
-                blocks.append(ToolCall(cid, call.name or "", args))
+                if type(args) is FrozenDict:  # what ToolCall's coercion would keep as it is
+                    blocks.append(_new_tool_call(cid, call.name or "", args, "tool_call", None))
+                else:
+                    blocks.append(ToolCall(cid, call.name or "", args))
                 continue
             if self.finish_reason == "length":
                 problem += (f"; the answer was cut off at max_tokens (finish_reason length) after {len(raw)} "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -10,10 +10,10 @@ from seamkit._agent.controls import gathered_calls
 from seamkit._agent.definition import AgentDefinition
 from seamkit._agent.loop import Run
 from seamkit._agent.result import AgentResult, handoff_chain
-from seamkit._agent.task_size import check_task_size
+from seamkit._agent.task_size import check_task_size, check_text_size
 from seamkit._runtime.concurrency import run_sync
 from seamkit._runtime.context import RunContext
-from seamkit.values import Message, Scope, StreamEvent, Usage
+from seamkit.values import Message, Scope, StreamEvent, TextBlock, Usage
 
 if TYPE_CHECKING:
     from seamkit._agent.kernel import KernelRun
@@ -30,6 +30,9 @@ def _turn_id(turn_id: Any) -> str:
     return turn_id
 
 Task = str | Message | Sequence[Message]
+
+_new_message: Callable[..., Message] = Message.__fast_new__  # type: ignore[attr-defined]
+_new_text: Callable[..., TextBlock] = TextBlock.__fast_new__  # type: ignore[attr-defined]
 
 
 class Agent(AgentDefinition):
@@ -124,8 +127,12 @@ class Agent(AgentDefinition):
                 transcript.append(Message.system(system))
         transcript.extend(history)
         if isinstance(task, str):
-            transcript.append(Message.user(task))
-        elif isinstance(task, Message):
+            # Message.user(task) without its checks (a role it knows, a tuple of blocks: both are)
+            transcript.append(_new_message("user", (_new_text(task, "text"),)))
+            # a task the model cannot take is refused now: before it is guarded, stored or sent
+            check_text_size(task, self.model)
+            return self._new_run(ctx, transcript, variables)
+        if isinstance(task, Message):
             transcript.append(task)
         elif isinstance(task, (list, tuple)) and task and all(isinstance(m, Message) for m in task):
             transcript.extend(task)
@@ -134,6 +141,9 @@ class Agent(AgentDefinition):
         # a task the model cannot take is refused now: before it is guarded, stored or sent
         check_task_size(transcript[len(transcript) - (len(task) if isinstance(task, (list, tuple)) else 1):],
                         self.model)
+        return self._new_run(ctx, transcript, variables)
+
+    def _new_run(self, ctx: RunContext | None, transcript: list[Message], variables: Mapping[str, Any] | None) -> Run:
         run = Run(self, ctx if ctx is not None else RunContext(), transcript)
         run.check_input = "input" in self._guards
         if self.request_builder is not None:

@@ -51,6 +51,7 @@ from seamkit._middleware import Call
 from seamkit._runtime.concurrency import gather_bounded
 from seamkit._runtime.context import RunContext, _running_loop, owning_resources
 from seamkit._runtime.invoker import render_tool_value, unusable_arguments_result
+from seamkit._runtime.resources import RunResources
 from seamkit.errors import (
     EffectNotApplied,
     EffectUncertain,
@@ -118,6 +119,9 @@ UNANSWERED_TEMPLATE = (
 )
 _APPROVAL_SCOPE_PREFIX = "seamkit.approvals:"
 _new_request: Callable[..., ChatRequest] = ChatRequest.__fast_new__  # type: ignore[attr-defined]
+#: a fresh run's usage (frozen: shared by every run, and told apart by identity)
+_NO_USAGE = Usage()
+_new_result: Callable[..., AgentResult] = AgentResult.__fast_new__  # type: ignore[attr-defined]
 T = TypeVar("T")
 
 
@@ -292,7 +296,7 @@ class Run:
         self.steps_before = 0  # model turns taken before the holder took over
         self.ctx = ctx
         self.transcript = transcript
-        self.usage = Usage()
+        self.usage = _NO_USAGE
         self.step = 0
         self.emit: Callable[[StreamEvent], None] | None = None
         self.warnings: list[str] = []
@@ -452,7 +456,9 @@ class Run:
             self._take_warnings()
         agent = self.agent
         uncertain = self.uncertain_effects
-        return AgentResult(
+        # every field, in AgentResult's order, each of its type already (it has no __post_init__
+        # nor coercion): the positional constructor without keyword matching, once a run
+        return _new_result(
             output,
             tuple(self.transcript),
             self.usage,
@@ -460,15 +466,16 @@ class Run:
             ctx.run_id,
             ctx.parent_run_id,
             self.step,
-            tuple(self.warnings),
+            tuple(self.warnings) if self.warnings else (),
             self.pending_approvals,
             tuple(e for e in uncertain if e.settled is None) if uncertain else (),
-            answered_by=agent.name,
-            handoffs=handoff_chain(self.handoffs) if self.handoffs else (),
-            stopped_early=self.limit is not None,
-            limit_reached=self.limit,
-            gathered=gathered_calls(self.transcript) if agent.mode == "gather" else (),
-            citation_ids=tuple(self.working.seen) if self.working is not None else (),
+            None,  # turn: a capability turn's (seamkit._agent.kernel), never the loop's
+            agent.name,  # answered_by
+            handoff_chain(self.handoffs) if self.handoffs else (),
+            self.limit is not None,  # stopped_early
+            self.limit,  # limit_reached
+            gathered_calls(self.transcript) if agent.mode == "gather" else (),
+            tuple(self.working.seen) if self.working is not None else (),  # citation_ids
         )
 
     async def _finish(
@@ -507,7 +514,18 @@ class Run:
             middlewares = self.agent.invoker.run_middlewares
             if not middlewares:
                 if self._plain():  # nothing to checkpoint, guard or hand over: _drive_all's own fast path
-                    result = await owning_resources(self.ctx, self._drive)
+                    # owning_resources(self.ctx, self._drive), written out: one coroutine fewer a run
+                    ctx = self.ctx
+                    if ctx.resources is not None:
+                        result = await self._drive()
+                    else:
+                        ctx.resources = resources = RunResources()
+                        try:
+                            result = await self._drive()
+                        finally:
+                            ctx.resources = None
+                            if not resources.close_if_idle():
+                                await resources.aclose()
                     assert result is not None  # no handoffs: only a holder with handoff tools returns None
                     return result
                 return await owning_resources(self.ctx, self._drive_all)
@@ -605,8 +623,10 @@ class Run:
             await self._begun()
         if id(agent) not in self.prepared:
             self.prepared.add(id(agent))
-            if any(callable(getattr(t, "prepare", None)) for t in invoker.tools):
-                await self._prepare_tools(agent)
+            for t in invoker.tools:  # (a loop, not any() over a generator: every run passes here)
+                if callable(getattr(t, "prepare", None)):
+                    await self._prepare_tools(agent)
+                    break
         guard_output = "output" in self.guards
         chat = invoker._chat
         direct = not invoker.has_chat_middleware and not invoker.middlewares
@@ -721,7 +741,9 @@ class Run:
             if unchecked is not None:
                 self.emit = emit = outer
             result = acc.result()
-            self.usage = self.usage + result.usage
+            usage = result.usage
+            # the first turn's usage is the run's so far (what Usage() + usage returns), no sum
+            self.usage = usage if self.usage is _NO_USAGE and type(usage) is Usage else self.usage + usage
             for w in result.warnings:
                 # once per run: providers repeat a standing warning (unpriced model, a degraded
                 # mode) on every call, and one provider instance serves many runs
@@ -772,6 +794,8 @@ class Run:
                     text = await self._check_output(text)
                     if unchecked:
                         self._release(unchecked, result)
+                if self.handle is None and self.emit is None:  # nothing to save or send: _finish's result
+                    return self._result(text, "completed")
                 return await self._finish(text, "completed")
             try:
                 output = spec.parse(text)

@@ -35,7 +35,8 @@ from typing import Any
 from seamkit.errors import TaskTooLarge
 from seamkit.values import Message, TextBlock
 
-__all__ = ["EXACT_MAX_CHARS", "MARGIN", "MAX_TASK_TOKENS", "UNDERESTIMATE", "check_task_size", "context_window"]
+__all__ = ["EXACT_MAX_CHARS", "MARGIN", "MAX_TASK_TOKENS", "UNDERESTIMATE", "check_task_size", "check_text_size",
+           "context_window"]
 
 #: the cap when the model declares no context window (tokens): above the largest context windows
 #: offered (2 million tokens), so it refuses only what no model could take
@@ -53,10 +54,13 @@ EXACT_MAX_CHARS = 2_000_000
 def context_window(model: Any) -> tuple[int, str] | None:
     """The model's context window in tokens and where it was read, or ``None`` when it declares
     none: its ``context_window`` attribute, else its config's ``n_ctx``."""
-    for value, where in ((getattr(model, "context_window", None), "context_window"),
-                         (getattr(getattr(model, "config", None), "n_ctx", None), "n_ctx")):
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value, where
+    # (the two places written out, no loop over a tuple of pairs: read at every run's start)
+    value = getattr(model, "context_window", None)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value, "context_window"
+    value = getattr(getattr(model, "config", None), "n_ctx", None)
+    if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+        return value, "n_ctx"
     return None
 
 
@@ -77,7 +81,20 @@ def check_task_size(messages: Iterable[Message], model: Any) -> None:
     """Raise :class:`~seamkit.errors.TaskTooLarge` when the text of ``messages`` (the task) does
     not fit ``model``'s context window (see the module doc)."""
     texts = [b.text for m in messages for b in m.content if isinstance(b, TextBlock)]
-    chars = sum(map(len, texts))
+    _check_texts(texts, sum(map(len, texts)), model)
+
+
+def check_text_size(text: str, model: Any) -> None:
+    """:func:`check_task_size` for a task that is one text (``Agent.run("...")``): the same
+    checks, without the messages to walk for their text."""
+    found = context_window(model)
+    if len(text) * 4 <= (found[0] if found is not None else MAX_TASK_TOKENS):
+        return  # step 1 (see _check_texts), the common case
+    _check_texts([text], len(text), model)
+
+
+def _check_texts(texts: list[str], chars: int, model: Any) -> None:
+    """The checks of :func:`check_task_size` on the task's ``texts`` (``chars`` characters)."""
     found = context_window(model)
     limit = found[0] if found is not None else MAX_TASK_TOKENS
     if chars * 4 <= limit:

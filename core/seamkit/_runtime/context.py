@@ -30,9 +30,27 @@ T = TypeVar("T")
 _DEFAULT_SCOPE = Scope()
 
 
+#: run ids' random parts drawn from ``os.urandom`` at once: one system call per this many runs
+#: instead of one a run (a getrandom call costs about as much as the rest of a run context)
+_IDS_PER_DRAW = 64
+#: random parts (32 hex digits each) drawn and not handed out yet; ``list.pop`` hands each out
+#: once, also to threads creating runs at the same time. Emptied in a forked child, which must
+#: never hand out its parent's ids.
+_drawn: list[str] = []
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_drawn.clear)
+
+
 def new_run_id() -> str:
     """A fresh run id: ``run_`` + 32 random hex digits (128 bits from ``os.urandom``)."""
-    return "run_" + os.urandom(16).hex()
+    try:
+        return "run_" + _drawn.pop()
+    except IndexError:
+        digits = os.urandom(16 * _IDS_PER_DRAW).hex()
+        parts = [digits[i:i + 32] for i in range(0, len(digits), 32)]
+        mine = parts.pop()
+        _drawn.extend(parts)
+        return "run_" + mine
 
 
 class CancellationToken:
@@ -237,4 +255,5 @@ async def owning_resources(ctx: RunContext, work: Callable[[], Awaitable[T]]) ->
         return await work()
     finally:
         ctx.resources = None
-        await resources.aclose()
+        if not resources.close_if_idle():
+            await resources.aclose()

@@ -88,6 +88,15 @@ class RunResources:
         if resource is not None:
             await _close(key, resource)
 
+    def close_if_idle(self) -> bool:
+        """Mark the resources closed and return ``True`` when none is open: what :meth:`aclose`
+        would do then, without a coroutine (most runs open none: this is every run's end).
+        ``False`` (nothing changed) when some are open: :meth:`aclose` closes them."""
+        if self._open:
+            return False
+        self._closed = True
+        return True
+
     async def aclose(self) -> None:
         """Close every resource, newest first. A resource whose ``aclose`` raises is logged (its
         error does not stop the others from closing, nor replace the run's own outcome)."""
