@@ -23,15 +23,32 @@ Concurrency model
   cancelled (the function still runs to its end: the operation is then whole or absent).
 - Checkpoint saves (``save``, ``save_many``) at ``synchronous="NORMAL"`` (and on ``":memory:"``)
   run on the event loop's thread instead, with no hand-off at all (issue 19: the hand-off was about
-  50 of a step's 240 µs). That is safe to do on the loop because nothing in such a commit can wait:
-  in WAL mode at ``NORMAL`` a commit appends to the WAL without ``fsync``; the write lock is tried
-  with no busy wait (held by another connection: the save goes to the thread and waits there, up to
-  ``busy_timeout_s``); automatic WAL checkpoints are off on this connection (they copy pages and
-  ``fsync``) and this store runs them itself, on the thread, every ~1,000 written pages
-  (``_WAL_CHECKPOINT_PAGES``, SQLite's own default); a save of more than ``_INLINE_MAX_BYTES`` of
-  text goes to the thread; and so does every save while an operation whose task was cancelled may
-  still be running there. At ``synchronous="FULL"`` every commit waits for ``fsync``: saves stay
-  on the thread.
+  50 of a step's 240 µs). That is safe to do on the loop because nothing in such a commit can wait
+  or take long:
+
+  - in WAL mode at ``NORMAL`` a commit appends to the WAL without ``fsync``;
+  - the write lock is tried with no busy wait (held by another connection: the save goes to the
+    thread and waits there, up to ``busy_timeout_s``);
+  - SQLite's automatic WAL checkpoints are off on this connection (they copy pages and ``fsync``):
+    this store runs them itself, on the thread, once the WAL holds ``_WAL_CHECKPOINT_BYTES`` (4 MiB,
+    SQLite's own 1,000 pages), whoever wrote it. The WAL file's size says so: this connection's
+    ``journal_size_limit`` is that size, so the file is cut back to it when the WAL starts over
+    after a checkpoint, and grows past it only once the WAL holds more (a limit of 0 would say so
+    too, but then every write after a checkpoint extends the file again: ~15 µs a save);
+  - a save of more than ``_INLINE_MAX_CHARS`` of text or ``_INLINE_MAX_ROWS`` rows goes to the
+    thread;
+  - a ``threading.Lock`` is held by whichever thread uses the connection: a save finding it held
+    (e.g. an operation whose awaiting task was cancelled still runs on the connection's thread, or
+    a store wrongly shared by two event loops) goes to the thread too, and is queued there;
+  - after an operation whose awaiting task was cancelled, saves go to the thread until an
+    operation there has finished: the cancelled one may still be queued, and goes first (a
+    cancelled ``delete_run`` must not delete a save acknowledged after it);
+  - the write after a WAL checkpoint goes to the thread: it starts the WAL over and cuts the file
+    back to ``journal_size_limit``, which takes long when the WAL had grown big;
+  - a connection's first write looks at the WAL's size, so a store that writes a little and
+    closes, while another connection keeps the file open, checkpoints too.
+
+  At ``synchronous="FULL"`` every commit waits for ``fsync``: saves stay on the thread.
 
 Schema (created on first connect; ``seamkit_meta.schema_version`` tracks it for later migrations):
 ``kv`` (store values, codec text, ``expires_at`` in wall-clock unix seconds so it holds across
@@ -46,12 +63,14 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import json
 import math
+import os
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -78,16 +97,18 @@ MEMORY = ":memory:"
 _MISSING: Any = object()
 _T = TypeVar("_T")
 
-#: A checkpoint save of more text than this (state, log entries and pending writes, characters)
-#: goes to the connection's thread: writing it could stop the event loop for a noticeable time.
-_INLINE_MAX_BYTES = 256 * 1024
-#: Pages written to the WAL (an estimate) after which this store checkpoints it, on the
-#: connection's thread; SQLite's own ``wal_autocheckpoint`` default. Off in SQLite itself where
-#: saves run on the event loop's thread (a checkpoint copies pages and ``fsync``s).
-_WAL_CHECKPOINT_PAGES = 1000
-#: Pages a small save writes to the WAL: a leaf of each table and index it touches (measured: 13
-#: frames for a run's step, two versions, their log entries and a pending write).
-_SAVE_PAGES = 14
+#: A checkpoint save of more text than this (state, metadata, log entries and pending writes,
+#: characters) or more rows goes to the connection's thread: writing it on the event loop's thread
+#: would stop the loop for a noticeable time (100,000 log entries: about 250 ms).
+_INLINE_MAX_CHARS = 64 * 1024
+_INLINE_MAX_ROWS = 256
+#: WAL size at which this store checkpoints it, on the connection's thread (SQLite's own
+#: ``wal_autocheckpoint`` default of 1,000 pages of 4 KiB; off in SQLite itself where saves run on
+#: the event loop's thread: a checkpoint copies pages and ``fsync``s).
+_WAL_CHECKPOINT_BYTES = 4 * 1024 * 1024
+#: Pages (an estimate: a leaf of each table and index touched, plus the text) written by this
+#: store between two looks at the WAL's size (an ``os.stat``, ~2 µs).
+_WAL_LOOK_PAGES = 64
 _PAGE = 4096
 #: SQLite's primary result codes for a lock held by another connection (extended codes: low byte).
 _BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
@@ -190,13 +211,10 @@ class _Broken(Exception):
         self.error = error
 
 
-def _in_transaction(
-    db: sqlite3.Connection, begin: str, body: Callable[[sqlite3.Connection], _T], wal_checkpoint: bool = False
-) -> _T:
+def _in_transaction(db: sqlite3.Connection, begin: str, body: Callable[[sqlite3.Connection], _T]) -> _T:
     """``begin``, ``body(db)``, ``COMMIT``; on any error (the body's own, e.g. CheckpointConflict,
     or SQLite's) roll back so nothing is written, then re-raise it (wrapped in :class:`_Broken`
-    when the rollback failed too). ``wal_checkpoint``: then checkpoint the WAL (PASSIVE: never
-    waits for readers or writers; a failure is ignored, the commit stands)."""
+    when the rollback failed too)."""
     db.execute(begin)
     try:
         result = body(db)
@@ -207,14 +225,34 @@ def _in_transaction(
         except BaseException:
             raise _Broken(exc) from exc
         raise
-    if wal_checkpoint:
-        _checkpoint_wal(db)
     return result
 
 
-def _checkpoint_wal(db: sqlite3.Connection) -> None:
-    with contextlib.suppress(sqlite3.Error):
-        db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+def _guarded(
+    use: threading.Lock, fn: Callable[[sqlite3.Connection], _T], db: sqlite3.Connection, wal_checkpoint: bool
+) -> _T:
+    """Run on the connection's thread: ``fn(db)`` holding ``use`` (see the module doc), then, when
+    ``wal_checkpoint``, checkpoint the WAL (PASSIVE: never waits for readers or writers; a failure
+    is ignored, what ``fn`` did stands)."""
+    with use:
+        result = fn(db)
+        if wal_checkpoint:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        return result
+
+
+def _statement(sql: str, params: Sequence[Any]) -> Callable[[sqlite3.Connection], tuple[list[Any], int]]:
+    """One statement in autocommit mode: its rows and its row count."""
+
+    def run(db: sqlite3.Connection) -> tuple[list[Any], int]:
+        cur = db.execute(sql, params)
+        try:
+            return cur.fetchall(), cur.rowcount
+        finally:
+            cur.close()
+
+    return run
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
@@ -312,12 +350,19 @@ class SqliteStore:
 
     With ``synchronous="NORMAL"`` (and on ``":memory:"``) checkpoint saves run on the event loop's
     thread, never waiting there (module doc); this store then checkpoints the WAL itself.
+    ``saves_on_loop=False`` keeps every save on the connection's thread (a disk so slow that the
+    OS throttles page-cache writes would stop the loop).
     """
 
     ttl_resolution: float = 0.001
 
     def __init__(
-        self, path: str | Path = ".seamkit/seamkit.db", *, busy_timeout_s: float = 5.0, synchronous: str = "NORMAL"
+        self,
+        path: str | Path = ".seamkit/seamkit.db",
+        *,
+        busy_timeout_s: float = 5.0,
+        synchronous: str = "NORMAL",
+        saves_on_loop: bool = True,
     ) -> None:
         if synchronous not in ("NORMAL", "FULL"):
             raise ValueError("synchronous must be 'NORMAL' or 'FULL'")
@@ -332,13 +377,21 @@ class SqliteStore:
         self._lock = _PriorityLock()
         self._flight = SingleFlight()
         # checkpoint saves run on the event loop's thread (see the module doc)
-        self._inline = synchronous == "NORMAL" or self._memory
+        self._inline = bool(saves_on_loop) and (synchronous == "NORMAL" or self._memory)
         # whether this store checkpoints the WAL itself (SQLite's automatic checkpoints are off)
         self._manage_wal = self._inline and not self._memory
-        self._wal_pages = 0  # pages written to the WAL since this store last checkpointed it
-        # an operation whose awaiting task was cancelled may still run on the connection's thread:
-        # until a later one there has finished, nothing runs on the loop's thread
-        self._thread_busy = False
+        self._wal_file = "" if self._path is None else f"{self._path}-wal"
+        self._wal_pages = 0  # pages written (an estimate) since the last look at the WAL's size
+        # held by the thread using the sqlite3 connection (the loop's or the connection's)
+        self._use = threading.Lock()
+        # an operation whose awaiting task was cancelled may still wait, queued, for the
+        # connection's thread: saves go there too, behind it (first come, first served), until an
+        # operation there has finished
+        self._thread_queued = False
+        # the WAL was checkpointed: the next write starts it over and cuts the file back to
+        # journal_size_limit, which takes long when it had grown big (40 ms for 150 MB): not on
+        # the loop's thread
+        self._wal_restart = False
 
     # ------------------------------------------------------------------ plumbing
 
@@ -373,28 +426,20 @@ class SqliteStore:
             self._flight = SingleFlight()
         return self._lock
 
-    @contextlib.asynccontextmanager
-    async def _session(self, *, urgent: bool = False) -> AsyncIterator[aiosqlite.Connection]:
-        """Exclusive use of the connection (``urgent``: before queued non-urgent operations, for
-        single-key store operations); driver errors become StoreUnavailable."""
+    async def _execute(
+        self, sql: str, params: Sequence[Any] = (), *, urgent: bool = False, pages: int = 0
+    ) -> tuple[list[Any], int]:
+        """One statement on the connection's thread, in autocommit mode: its rows and row count
+        (``urgent``: before queued non-urgent operations, for single-key store operations;
+        ``pages``: what it writes, an estimate). Driver errors become StoreUnavailable."""
         lock = self._bind_loop()
         await lock.acquire(urgent=urgent)
         try:
             conn = await self._connect()
-            try:
-                yield conn
-            except Exception:
-                self._thread_busy = False  # the operation raised: it has finished
-                raise
-            except BaseException:
-                self._thread_busy = True  # cancelled: what it queued may still run on the thread
-                raise
-            self._thread_busy = False
-            if self._manage_wal:
-                self._wal_pages += 2
-                if self._wal_pages >= _WAL_CHECKPOINT_PAGES:
-                    self._wal_pages = 0
-                    await conn._execute(_checkpoint_wal, conn._conn)  # type: ignore[no-untyped-call]
+            due = self._wal_due(pages)
+            result = await self._on_thread(conn, _statement(sql, params), due)
+            self._wal_restart = due or (self._wal_restart and not pages)  # (as in _transaction)
+            return result
         except (sqlite3.Error, OSError, ValueError) as exc:
             err = self._driver_error(exc)
             if err is exc:
@@ -418,69 +463,52 @@ class SqliteStore:
         return exc
 
     async def _write(
-        self, body: Callable[[sqlite3.Connection], _T], *, urgent: bool = False, inline_size: int = -1
+        self, body: Callable[[sqlite3.Connection], _T], *, urgent: bool = False, pages: int = 2, inline: bool = False
     ) -> _T:
         """``body(db)`` in a ``BEGIN IMMEDIATE`` transaction on the connection's thread: committed
-        when it returns, rolled back when it raises (its exception is re-raised). ``inline_size``
-        (characters written, ``-1``: not allowed): run it on the event loop's thread when that is
-        safe (see the module doc)."""
-        return await self._transaction("BEGIN IMMEDIATE", body, urgent=urgent, inline_size=inline_size)
+        when it returns, rolled back when it raises (its exception is re-raised). ``pages``: what
+        it writes, an estimate; ``inline``: run it on the event loop's thread when this store does
+        that (see the module doc)."""
+        return await self._transaction("BEGIN IMMEDIATE", body, urgent=urgent, pages=pages, inline=inline)
 
     async def _snapshot(self, body: Callable[[sqlite3.Connection], _T]) -> _T:
         """``body(db)`` in a read transaction: every query inside sees one consistent snapshot."""
         return await self._transaction("BEGIN", body)
 
     async def _transaction(
-        self, begin: str, body: Callable[[sqlite3.Connection], _T], *, urgent: bool = False, inline_size: int = -1
+        self,
+        begin: str,
+        body: Callable[[sqlite3.Connection], _T],
+        *,
+        urgent: bool = False,
+        pages: int = 0,
+        inline: bool = False,
     ) -> _T:
-        # (what `_session` does, written out: this is every checkpoint save's path, and an async
-        # context manager costs a few µs per use)
+        # (what `_execute` does, written out: this is every checkpoint save's path)
         lock = self._bind_loop()
         await lock.acquire(urgent=urgent)
         try:
             conn = await self._connect()
-            pages = 0
-            if self._manage_wal and begin != "BEGIN":
-                pages = (_SAVE_PAGES + max(inline_size, 0) // _PAGE) if inline_size >= 0 else 2
-            if (
-                self._inline
-                and 0 <= inline_size <= _INLINE_MAX_BYTES
-                and not self._thread_busy
-                and self._wal_pages + pages < _WAL_CHECKPOINT_PAGES
-            ):
-                try:
-                    value = self._on_loop_thread(conn._conn, body)
-                except _LockBusy:
-                    pass  # another connection writes: wait for the lock on the thread
-                except _Broken as broken:
-                    await self._drop(conn)
-                    raise broken.error from None
-                else:
-                    self._wal_pages += pages
-                    return value
-            checkpoint = self._manage_wal and self._wal_pages + pages >= _WAL_CHECKPOINT_PAGES
-            # aiosqlite (0.22) has no public way to run a function on its connection thread, and
-            # a transaction of n statements through its public API costs n+2 thread hand-offs
-            # (each an event-loop wake-up). `_execute(fn, *args)` queues `fn(*args)` on that
-            # thread and awaits its result; the plugin pins aiosqlite <0.23 for this (and for
-            # `_thread` in `_connect`). The queue is FIFO, so if the awaiting task is cancelled
-            # the function still runs (commits or rolls back) before any later operation.
-            try:
-                result: _T = await conn._execute(  # type: ignore[no-untyped-call]
-                    _in_transaction, conn._conn, begin, body, checkpoint
-                )
-            except _Broken as broken:
-                self._thread_busy = False
-                await self._drop(conn)
-                raise broken.error from None
-            except Exception:
-                self._thread_busy = False  # the function ran (and raised) on the thread
-                raise
-            except BaseException:
-                self._thread_busy = True  # cancelled: the function still runs on the thread
-                raise
-            self._thread_busy = False
-            self._wal_pages = 0 if checkpoint else self._wal_pages + pages
+            due = self._wal_due(pages)
+            if inline and self._inline and not (due or self._thread_queued or self._wal_restart):
+                use = self._use
+                if use.acquire(blocking=False):  # (held: the connection's thread still runs something)
+                    failed: _Broken | None = None
+                    try:
+                        return self._on_loop_thread(conn._conn, body)
+                    except _LockBusy:
+                        pass  # another connection writes: wait for the lock on the thread
+                    except _Broken as broken:
+                        failed = broken
+                    finally:
+                        use.release()
+                    if failed is not None:
+                        await self._drop(conn)
+                        raise failed.error from None
+            result = await self._on_thread(conn, functools.partial(_in_transaction, begin=begin, body=body), due)
+            # a write after a checkpoint started the WAL over (on the thread); a checkpoint now means
+            # the next write will
+            self._wal_restart = due or (self._wal_restart and begin == "BEGIN")
             return result
         except (sqlite3.Error, OSError, ValueError) as exc:
             err = self._driver_error(exc)
@@ -489,6 +517,46 @@ class SqliteStore:
             raise err from None
         finally:
             lock.release()
+
+    async def _on_thread(
+        self, conn: aiosqlite.Connection, fn: Callable[[sqlite3.Connection], _T], checkpoint: bool
+    ) -> _T:
+        """``fn(db)`` on the connection's thread (:func:`_guarded`), then the WAL checkpointed when
+        ``checkpoint``. Called holding the store's lock."""
+        # aiosqlite (0.22) has no public way to run a function on its connection thread, and a
+        # transaction of n statements through its public API costs n+2 thread hand-offs (each an
+        # event-loop wake-up). `_execute(fn, *args)` queues `fn(*args)` on that thread and awaits
+        # its result; the plugin pins aiosqlite <0.23 for this (and for `_thread` in `_connect`).
+        # The queue is FIFO, so if the awaiting task is cancelled the function still runs
+        # (commits or rolls back) before any later operation queued there.
+        try:
+            result: _T = await conn._execute(_guarded, self._use, fn, conn._conn, checkpoint)  # type: ignore[no-untyped-call]
+        except _Broken as broken:
+            self._thread_queued = False
+            await self._drop(conn)
+            raise broken.error from None
+        except Exception:
+            self._thread_queued = False  # it ran (and raised) there: so did everything before it
+            raise
+        except BaseException:
+            self._thread_queued = True  # cancelled: it may still be waiting there
+            raise
+        self._thread_queued = False
+        return result
+
+    def _wal_due(self, pages: int) -> bool:
+        """Count ``pages`` written (an estimate); whether the WAL is due for a checkpoint (looked at
+        on disk every :data:`_WAL_LOOK_PAGES`: other connections write to it too)."""
+        if not self._manage_wal:
+            return False
+        self._wal_pages += pages
+        if self._wal_pages < _WAL_LOOK_PAGES:
+            return False
+        self._wal_pages = 0
+        try:
+            return os.stat(self._wal_file).st_size > _WAL_CHECKPOINT_BYTES
+        except OSError:
+            return False
 
     def _on_loop_thread(
         self, db: sqlite3.Connection, body: Callable[[sqlite3.Connection], _T]
@@ -563,9 +631,13 @@ class SqliteStore:
             await self._enable_wal(conn)
         await conn.execute(f"PRAGMA synchronous = {self._synchronous}")
         if self._manage_wal:
-            await conn.execute("PRAGMA wal_autocheckpoint = 0")  # this store runs them (module doc)
-            self._wal_pages = 0
-        self._thread_busy = False  # a new connection: nothing of the old one runs on its thread
+            # this store runs the checkpoints, and looks at the WAL's size to know when (module doc)
+            await conn.execute("PRAGMA wal_autocheckpoint = 0")
+            await conn.execute(f"PRAGMA journal_size_limit = {_WAL_CHECKPOINT_BYTES}")
+            # the first write looks at the WAL: a store that writes a little and closes (a CLI
+            # command, a short run) while another connection keeps the file open must checkpoint too
+            self._wal_pages = _WAL_LOOK_PAGES
+        self._thread_queued = False  # a new connection: nothing queued for its thread
         await conn.execute("BEGIN IMMEDIATE")
         try:
             for stmt in _SCHEMA:
@@ -627,8 +699,7 @@ class SqliteStore:
         return default if value is _MISSING else value
 
     async def _get(self, ns: str, key: str) -> Any:
-        async with self._session(urgent=True) as conn:
-            rows = list(await conn.execute_fetchall(_SQL_GET, (ns, key, time.time())))
+        rows, _ = await self._execute(_SQL_GET, (ns, key, time.time()), urgent=True)
         return codec.loads(rows[0][0]) if rows else _MISSING
 
     async def set(self, scope: Scope, key: str, value: Any, *, ttl: float | None = None) -> None:
@@ -637,8 +708,7 @@ class SqliteStore:
         ns = _check_key(scope, key)
         expires = _check_ttl(ttl, self.ttl_resolution)
         text = codec.dumps(value)
-        async with self._session(urgent=True) as conn:
-            await conn.execute(_SQL_PUT, (ns, key, text, expires))
+        await self._execute(_SQL_PUT, (ns, key, text, expires), urgent=True, pages=2 + len(text) // _PAGE)
 
     async def get_or_set(
         self, scope: Scope, key: str, producer: Callable[[], Awaitable[Any]], *, ttl: float | None = None
@@ -663,8 +733,7 @@ class SqliteStore:
     async def delete(self, scope: Scope, key: str) -> bool:
         """Delete ``key``; whether it existed (an expired key did not)."""
         ns = _check_key(scope, key)
-        async with self._session(urgent=True) as conn:
-            rows = list(await conn.execute_fetchall(_SQL_DEL, (ns, key)))
+        rows, _ = await self._execute(_SQL_DEL, (ns, key), urgent=True, pages=2)
         return bool(rows) and (rows[0][0] is None or rows[0][0] > time.time())
 
     async def append(self, scope: Scope, key: str, value: Any) -> int:
@@ -725,11 +794,10 @@ class SqliteStore:
 
     async def prune(self) -> int:
         """Delete expired keys now; how many."""
-        async with self._session() as conn:
-            cur = await conn.execute(
-                "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?", (time.time(),)
-            )
-            return int(cur.rowcount)
+        _, count = await self._execute(
+            "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?", (time.time(),), pages=2
+        )
+        return count
 
     # ------------------------------------------------------------------ CheckpointPort
 
@@ -771,8 +839,13 @@ class SqliteStore:
             log_rows.extend((r.run_id, r.version, i, e) for i, e in enumerate(r.entries))
         write_rows = [(w.run_id, w.version, w.task_id, w.payload) for w in writes]
         run_id = records[0].run_id if records else ""
-        size = sum(len(r.state) for r in records) + sum(len(row[3]) for row in log_rows)
-        size += sum(len(row[3]) for row in write_rows)
+        # every text written: the run id is in every row, and any field may be big
+        size = sum(2 * (len(r.run_id) + len(r.status) + len(r.parent_run_id or "") + len(row[5])) + len(r.state)
+                   for r, row in zip(records, cp_rows, strict=True))
+        size += sum(len(row[0]) + len(row[3]) for row in log_rows)
+        size += sum(len(w.run_id) + len(w.task_id) + len(w.payload) for w in writes)
+        rows = len(cp_rows) + len(log_rows) + len(write_rows)
+        inline = size <= _INLINE_MAX_CHARS and rows <= _INLINE_MAX_ROWS
 
         def body(db: sqlite3.Connection) -> None:
             if records:
@@ -797,7 +870,7 @@ class SqliteStore:
             if write_rows:
                 db.executemany(_SQL_PUT_WRITE, write_rows)
 
-        await self._write(body, inline_size=size)
+        await self._write(body, pages=2 * rows + 4 + size // _PAGE, inline=inline)
 
     async def latest(self, run_id: str) -> StoredCheckpoint | None:
         """The latest stored version of ``run_id`` with its log, or ``None``."""
@@ -833,12 +906,11 @@ class SqliteStore:
 
     async def list_versions(self, run_id: str) -> Sequence[CheckpointInfo]:
         """Headers of every stored version of ``run_id``, oldest first."""
-        async with self._session() as conn:
-            rows = await conn.execute_fetchall(
-                "SELECT version, status, parent_run_id, metadata, created_at FROM checkpoints"
-                " WHERE run_id = ? ORDER BY version",
-                (run_id,),
-            )
+        rows, _ = await self._execute(
+            "SELECT version, status, parent_run_id, metadata, created_at FROM checkpoints"
+            " WHERE run_id = ? ORDER BY version",
+            (run_id,),
+        )
         return [_info(run_id, r) for r in rows]
 
     async def list_runs(
@@ -859,8 +931,7 @@ class SqliteStore:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY created_at DESC, seq DESC LIMIT ?"
-        async with self._session() as conn:
-            rows = await conn.execute_fetchall(sql, (*params, max(limit, 0)))  # SQLite: LIMIT -1 = all
+        rows, _ = await self._execute(sql, (*params, max(limit, 0)))  # SQLite: LIMIT -1 = all
         return [_info(r[0], r[1:]) for r in rows]
 
     async def put_write(self, run_id: str, version: int, task_id: str, payload: str) -> None:
@@ -868,16 +939,14 @@ class SqliteStore:
         ``run_id``; a second write of one task id replaces the first."""
         if not isinstance(payload, str):
             raise TypeError(f"payload must be codec text (str), got {type(payload).__name__}")
-        async with self._session() as conn:
-            await conn.execute(_SQL_PUT_WRITE, (run_id, version, task_id, payload))
+        await self._execute(_SQL_PUT_WRITE, (run_id, version, task_id, payload), pages=2 + len(payload) // _PAGE)
 
     async def pending_writes(self, run_id: str, version: int) -> Mapping[str, str]:
         """Task id -> payload recorded for step ``version`` of ``run_id``, in recording order."""
-        async with self._session() as conn:
-            rows = await conn.execute_fetchall(
-                "SELECT task_id, payload FROM writes WHERE run_id = ? AND version = ? ORDER BY rowid",
-                (run_id, version),
-            )
+        rows, _ = await self._execute(
+            "SELECT task_id, payload FROM writes WHERE run_id = ? AND version = ? ORDER BY rowid",
+            (run_id, version),
+        )
         return {t: p for t, p in rows}
 
     async def delete_run(self, run_id: str) -> bool:
@@ -927,4 +996,6 @@ def build(config: SqliteConfig) -> SqliteStore:
         path = Path(config.path).expanduser()
         if not path.is_absolute():
             path = Path.cwd() / path
-    return SqliteStore(path, busy_timeout_s=config.busy_timeout_s, synchronous=config.synchronous)
+    return SqliteStore(
+        path, busy_timeout_s=config.busy_timeout_s, synchronous=config.synchronous, saves_on_loop=config.saves_on_loop
+    )

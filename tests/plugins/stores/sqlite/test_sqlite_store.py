@@ -283,7 +283,9 @@ def test_config_rejects_unknown_and_bad_values() -> None:
         spec.build({"busy_timeout_s": float("inf")})
     with pytest.raises(ConfigError, match="path"):
         spec.build({"path": ""})
-    defaults = {"path": ".seamkit/seamkit.db", "busy_timeout_s": 5.0, "synchronous": "NORMAL"}
+    with pytest.raises(ConfigError, match="saves_on_loop"):
+        spec.build({"saves_on_loop": "sometimes"})
+    defaults = {"path": ".seamkit/seamkit.db", "busy_timeout_s": 5.0, "synchronous": "NORMAL", "saves_on_loop": True}
     assert SqliteConfig().model_dump() == defaults
 
 
@@ -485,7 +487,7 @@ async def test_a_failed_rollback_drops_the_connection_and_the_next_call_reconnec
     await store.save(_rec("r", 1), expected_version=None)
     first = store._conn
 
-    def broken(*args: object) -> object:
+    def broken(*args: object, **kwargs: object) -> object:
         raise mod._Broken(sqlite3.OperationalError("disk I/O error"))
 
     with monkeypatch.context() as patch:
@@ -706,16 +708,20 @@ def _commit_threads(store: SqliteStore) -> list[int]:
     return threads
 
 
-@pytest.mark.parametrize(("path", "synchronous", "on_loop"), [
-    ("db", "NORMAL", True), (":memory:", "NORMAL", True), (":memory:", "FULL", True), ("db", "FULL", False),
+@pytest.mark.parametrize(("path", "synchronous", "saves_on_loop", "on_loop"), [
+    ("db", "NORMAL", True, True), (":memory:", "NORMAL", True, True), (":memory:", "FULL", True, True),
+    ("db", "FULL", True, False), ("db", "NORMAL", False, False), (":memory:", "NORMAL", False, False),
 ])
 async def test_which_saves_run_on_the_event_loops_thread(
-    tmp_path: Path, path: str, synchronous: str, on_loop: bool
+    tmp_path: Path, path: str, synchronous: str, saves_on_loop: bool, on_loop: bool
 ) -> None:
     """Issue 19 (W4): at synchronous=NORMAL (a commit appends to the WAL, no fsync) and in memory a
-    save runs where it is awaited, with no hand-off; at FULL every commit waits for fsync, so saves
-    go to the connection's thread. Store operations and reads always go there."""
-    store = SqliteStore(path if path == MEMORY else tmp_path / path, synchronous=synchronous)
+    save runs where it is awaited, with no hand-off, unless saves_on_loop is off; at FULL every
+    commit waits for fsync, so saves go to the connection's thread. Store operations and reads
+    always go there."""
+    config = SqliteConfig(path=path if path == MEMORY else str(tmp_path / path), synchronous=synchronous,
+                          saves_on_loop=saves_on_loop)
+    store = build(config)
     await store.list_runs()
     threads = _commit_threads(store)
     await store.save(_rec("r", 1, "a"), expected_version=None)
@@ -732,16 +738,37 @@ async def test_which_saves_run_on_the_event_loops_thread(
     await store.aclose()
 
 
-async def test_a_big_save_goes_to_the_connections_thread(tmp_path: Path) -> None:
-    from seamkit_sqlite.store import _INLINE_MAX_BYTES
+@pytest.mark.parametrize("big", ["entry", "entries", "empty entries", "metadata", "writes", "run id", "parent",
+                                 "task id"])
+async def test_a_big_save_goes_to_the_connections_thread(tmp_path: Path, big: str) -> None:
+    """Whatever makes a save big (text in any field, or many rows, even empty ones: an outside
+    tester's 100,000 empty log entries stopped the loop for 250 ms) sends it to the thread."""
+    from seamkit_sqlite.store import _INLINE_MAX_CHARS, _INLINE_MAX_ROWS
 
     store = SqliteStore(tmp_path / "db")
     await store.list_runs()
     threads = _commit_threads(store)
-    await store.save(_rec("r", 1, "x" * (_INLINE_MAX_BYTES // 2)), expected_version=None)
-    await store.save(_rec("r", 2, "y" * (_INLINE_MAX_BYTES + 1)), expected_version=1)
+    await store.save(_rec("r", 1, "x" * (_INLINE_MAX_CHARS // 2)), expected_version=None)
+    many = _INLINE_MAX_ROWS + 1
+    # (outside tester: a big run id is in every row; ids and keys count like any text)
+    run_id = "r" * (_INLINE_MAX_CHARS // 200) if big == "run id" else "r"
+    if run_id != "r":
+        await store.save(_rec(run_id, 1), expected_version=None)
+        threads[1:] = []
+    entries: tuple[str, ...] = {"entry": ("y" * (_INLINE_MAX_CHARS + 1),), "entries": ("yy",) * many,
+                                "empty entries": ("",) * many, "run id": ("e",) * 200}.get(big, ())
+    metadata = {"note": "m" * (_INLINE_MAX_CHARS + 1)} if big == "metadata" else {}
+    parent = "p" * (_INLINE_MAX_CHARS + 1) if big == "parent" else None
+    writes = [PendingWrite(run_id, 2, f"c{i}", "w") for i in range(many)] if big == "writes" else []
+    if big == "task id":
+        writes = [PendingWrite(run_id, 2, "t" * (_INLINE_MAX_CHARS + 1), "w")]
+    await store.save_many([_rec(run_id, 2, *entries, metadata=metadata, parent_run_id=parent)], expected_version=1,
+                          writes=writes)
     assert threads[0] == threading.get_ident() and threads[1] != threading.get_ident()
-    assert (await store.latest("r")).log[-1] == "y" * (_INLINE_MAX_BYTES + 1)  # type: ignore[union-attr]
+    latest = await store.latest(run_id)
+    assert latest is not None and latest.log[1 if run_id == "r" else 0:] == entries
+    assert dict(latest.record.metadata) == metadata and latest.record.parent_run_id == parent
+    assert len(await store.pending_writes(run_id, 2)) == len(writes)
     await store.aclose()
 
 
@@ -817,35 +844,184 @@ async def test_a_save_after_a_cancelled_operation_does_not_run_beside_it(tmp_pat
     await store.aclose()
 
 
-@pytest.mark.parametrize("op", ["save", "set"])
-async def test_the_store_checkpoints_the_wal_itself(tmp_path: Path, op: str) -> None:
+def _wal_size(path: Path) -> int:
+    return Path(f"{path}-wal").stat().st_size
+
+
+@pytest.mark.parametrize(("op", "n", "size"), [("save", 1500, 300), ("set", 1500, 300), ("set", 40, 800_000)])
+async def test_the_store_checkpoints_the_wal_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, op: str, n: int, size: int
+) -> None:
     """SQLite's automatic WAL checkpoints are off on the store's connection (they would copy pages
     and fsync on the event loop's thread); the store runs them on its thread. Without them the WAL
-    would grow by every page ever written (here ~40 MB)."""
+    would grow by every page ever written (here 30-40 MB). Each runs once the WAL holds 4 MiB, not
+    on every look at it (the WAL file must shrink when it starts over)."""
+    import seamkit_sqlite.store as mod
+
+    checkpoints = 0
+    real = mod._guarded
+
+    def counted(use: threading.Lock, fn: Any, db: sqlite3.Connection, wal_checkpoint: bool) -> Any:
+        nonlocal checkpoints
+        checkpoints += wal_checkpoint
+        return real(use, fn, db, wal_checkpoint)
+
+    monkeypatch.setattr(mod, "_guarded", counted)
     path = tmp_path / "db"
     store = SqliteStore(path)
     await store.list_runs()
     assert store._conn is not None
     assert store._conn._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0
-    for v in range(1, 1501):
+    for v in range(1, n + 1):
         if op == "save":
-            await store.save(_rec("r", v, "e" * 300), expected_version=v - 1 or None)
+            await store.save(_rec("r", v, "e" * size), expected_version=v - 1 or None)
         else:
-            await store.set(S, f"k{v}", "v" * 300)
-    wal = await asyncio.to_thread(lambda: Path(f"{path}-wal").stat().st_size)
+            await store.set(S, f"k{v}", "v" * size)
+    wal = await asyncio.to_thread(_wal_size, path)
     assert wal < 8 * 1024 * 1024, f"the WAL grew to {wal} bytes"
+    written = n * (size + 10 * 4096)  # the text and a leaf of each table and index touched, at most
+    assert 1 <= checkpoints <= written // (3 * 1024 * 1024), checkpoints
     # the data is whole, read by another connection
     with contextlib.closing(sqlite3.connect(path)) as other:
-        if op == "save":
-            assert other.execute("SELECT count(*) FROM checkpoints").fetchone()[0] == 1500
-        else:
-            assert other.execute("SELECT count(*) FROM kv").fetchone()[0] == 1500
+        table = "checkpoints" if op == "save" else "kv"
+        assert other.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == n
     await store.aclose()
 
 
-async def test_full_keeps_sqlites_automatic_wal_checkpoints(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "db", synchronous="FULL")
-    await store.list_runs()
-    assert store._conn is not None
-    assert store._conn._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+async def test_short_lived_stores_checkpoint_the_wal_another_connection_keeps_open(tmp_path: Path) -> None:
+    """Outside tester: a process keeps a store open (a worker, a long run) while many short ones
+    (CLI commands, runs) each write a little and close. Closing checkpoints only the last
+    connection's WAL, and each store counted only its own writes, so the WAL grew by ~15 MB a
+    round; a store looks at the WAL's size on disk, whoever wrote it."""
+    path = tmp_path / "db"
+    keeper = SqliteStore(path)
+    await keeper.list_runs()
+    for i in range(30):
+        async with SqliteStore(path) as store:
+            for v in range(1, 26):
+                await store.save(_rec(f"r{i}", v, "e" * 8000), expected_version=v - 1 or None)
+    # and stores that write too little to look at the WAL ever again: their first write looks
+    for i in range(100):
+        async with SqliteStore(path) as store:
+            for v in (1, 2):
+                await store.save(_rec(f"s{i}", v, "e" * 60_000), expected_version=v - 1 or None)
+    wal = await asyncio.to_thread(_wal_size, path)
+    assert wal < 8 * 1024 * 1024, f"the WAL grew to {wal} bytes"
+    assert len(await keeper.list_runs(limit=200)) == 130
+    await keeper.aclose()
+
+
+async def test_a_save_waits_while_the_connections_thread_uses_the_connection(tmp_path: Path) -> None:
+    """Whatever runs on the connection's thread (an operation cancelled while it ran, a WAL
+    checkpoint) holds the connection's thread-safety lock: a save then queues there behind it,
+    never runs beside it on the loop's thread (an outside tester saw 'cannot commit transaction -
+    SQL statements in progress' and the loop stopped for 170 ms)."""
+    store = SqliteStore(tmp_path / "db")
+    await store.save(_rec("r", 1), expected_version=None)
+    held = threading.Event()
+    holder = threading.Thread(target=lambda: (store._use.acquire(), held.set(), time.sleep(0.3), store._use.release()))
+    holder.start()
+    await asyncio.to_thread(held.wait)
+    threads = _commit_threads(store)
+    _, ticks = await _ticks_while(store.save(_rec("r", 2, "a"), expected_version=1), lambda: None, after=0)
+    holder.join()
+    assert ticks >= 20, f"the event loop was blocked (ticked {ticks} times)"
+    assert len(threads) == 1 and threads[0] != threading.get_ident()
+    assert (await store.latest("r")).log == ("a",)  # type: ignore[union-attr]
+    await store.aclose()
+
+
+async def test_a_cancelled_operation_checkpointing_the_wal_is_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside tester: a `set` cancelled while the store checkpointed the WAL after it (its task
+    cancelled by a timeout) left the checkpoint running on the thread while the next save ran on
+    the loop's thread on the same connection."""
+    import seamkit_sqlite.store as mod
+
+    real = mod._guarded
+
+    def slow_checkpoint(use: threading.Lock, fn: Any, db: sqlite3.Connection, wal_checkpoint: bool) -> Any:
+        with use:
+            if wal_checkpoint:
+                time.sleep(0.3)
+        return real(use, fn, db, wal_checkpoint)
+
+    path = tmp_path / "db"
+    store = SqliteStore(path)
+    await store.save(_rec("r", 1), expected_version=None)
+    monkeypatch.setattr(mod, "_guarded", slow_checkpoint)
+    for i in range(60):  # 100 KB each: past the WAL's 4 MiB
+        task = asyncio.create_task(store.set(S, f"k{i}", "v" * 100_000))
+        await asyncio.sleep(0.02)
+        if not task.done():  # its checkpoint: cancel it
+            task.cancel()
+            break
+        await task
+    else:
+        pytest.fail("no set was slow: the WAL was never checkpointed")
+    threads = _commit_threads(store)
+    await store.save(_rec("r", 2, "a"), expected_version=1)
+    assert (await store.latest("r")).log == ("a",)  # type: ignore[union-attr]
+    assert threads and threads[0] != threading.get_ident(), "the save ran beside the checkpoint"
+    await store.aclose()
+
+
+async def test_saves_on_the_stores_thread_keep_sqlites_automatic_wal_checkpoints(tmp_path: Path) -> None:
+    for store in (SqliteStore(tmp_path / "db", synchronous="FULL"), SqliteStore(tmp_path / "db", saves_on_loop=False)):
+        await store.list_runs()
+        assert store._conn is not None
+        assert store._conn._conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
+        await store.aclose()
+
+
+async def test_a_save_never_overtakes_a_cancelled_operation_still_queued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside tester: a `delete_run` cancelled after it was handed to the connection's thread but
+    before that thread started it; a save of the run right after it ran on the loop's thread,
+    was acknowledged, and was then deleted by the cancelled operation. First come, first served:
+    the save queues behind it (here: finds no run and conflicts)."""
+    import seamkit_sqlite.store as mod
+
+    real = mod._guarded
+    slow = [True]
+
+    def slow_to_start(use: threading.Lock, fn: Any, db: sqlite3.Connection, wal_checkpoint: bool) -> Any:
+        if slow and slow.pop():
+            time.sleep(0.2)  # the thread has not started it yet
+        return real(use, fn, db, wal_checkpoint)
+
+    store = SqliteStore(tmp_path / "db")
+    await store.save(_rec("r", 1), expected_version=None)
+    monkeypatch.setattr(mod, "_guarded", slow_to_start)
+    doomed = asyncio.create_task(store.delete_run("r"))
+    await asyncio.sleep(0.05)
+    doomed.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await doomed
+    with pytest.raises(CheckpointConflict):
+        await store.save(_rec("r", 2), expected_version=1)
+    assert await store.latest("r") is None
+    await store.save(_rec("r", 1, "again"), expected_version=None)
+    threads = _commit_threads(store)
+    await store.save(_rec("r", 2), expected_version=1)
+    assert threads == [threading.get_ident()], "saves did not come back to the loop's thread"
+    await store.aclose()
+
+
+async def test_the_write_after_a_wal_checkpoint_is_on_the_connections_thread(tmp_path: Path) -> None:
+    """Outside tester: the write after a checkpoint starts the WAL over and cuts its file back to
+    journal_size_limit; after a 150 MB write that took 40 ms, on the loop's thread when the write
+    was a save. It goes to the connection's thread; the one after it is on the loop's again."""
+    store = SqliteStore(tmp_path / "db")
+    await store.save(_rec("r", 1), expected_version=None)
+    real = store._wal_due
+    once = [True]
+    store._wal_due = lambda pages: bool(once and once.pop()) or real(pages)  # type: ignore[method-assign]
+    await store.set(S, "k", "v" * 100_000)  # checkpointed after it
+    threads = _commit_threads(store)
+    await store.save(_rec("r", 2), expected_version=1)
+    await store.save(_rec("r", 3), expected_version=2)
+    assert threads[0] != threading.get_ident() and threads[1] == threading.get_ident(), threads
     await store.aclose()
