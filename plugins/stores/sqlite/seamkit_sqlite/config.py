@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
 
 __all__ = ["SqliteConfig"]
 
@@ -26,6 +26,7 @@ class SqliteConfig(BaseModel):
         default=5.0,
         ge=0,
         le=3600,
+        strict=True,  # a number: neither true/false nor text such as "1e3" (YAML 1.1 reads that as text)
         description="Seconds a write waits for another connection or process holding the write lock "
         "before failing with StoreUnavailable",
     )
@@ -34,10 +35,10 @@ class SqliteConfig(BaseModel):
         description="SQLite 'synchronous' setting: NORMAL (with WAL: durable against a process crash, "
         "the last commits may be lost on power loss) or FULL (fsync on every commit)",
     )
-    saves_on_loop: bool = Field(
+    saves_on_loop: StrictBool = Field(  # true or false, never 1, "on" or "true"
         default=True,
         description="With synchronous NORMAL: write checkpoint saves from the event loop's thread (no "
-        "hand-off to the store's thread, about 50 microseconds less per step; such a write goes to the "
+        "hand-off to the store's thread, about 60 microseconds less per step; such a write goes to the "
         "OS page cache and never waits for a lock, fsync or WAL checkpoint, which stay on the store's "
         "thread). false: every save on the store's thread, e.g. on a disk so slow that the OS holds "
         "back page-cache writes. With FULL every save is on the store's thread anyway.",

@@ -128,7 +128,7 @@ async def test_a_failed_open_leaves_no_worker_thread_behind(tmp_path: Path) -> N
 
 async def test_path_that_is_a_directory_is_store_unavailable(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path)
-    with pytest.raises(StoreUnavailable, match=str(tmp_path)) as info:
+    with pytest.raises(StoreUnavailable, match=f"{tmp_path}: it is a directory") as info:
         await store.get(S, "k")
     assert not isinstance(info.value, sqlite3.Error)
     assert info.value.__cause__ is None and info.value.__suppress_context__
@@ -283,8 +283,17 @@ def test_config_rejects_unknown_and_bad_values() -> None:
         spec.build({"busy_timeout_s": float("inf")})
     with pytest.raises(ConfigError, match="path"):
         spec.build({"path": ""})
-    with pytest.raises(ConfigError, match="saves_on_loop"):
-        spec.build({"saves_on_loop": "sometimes"})
+    for bad in ("sometimes", "true", "on", 1, 0.0):  # (a newcomer's: all were read as booleans)
+        with pytest.raises(ConfigError, match="saves_on_loop"):
+            spec.build({"saves_on_loop": bad})
+    for bad in (True, "1e3", "5"):  # a number, not a boolean or text
+        with pytest.raises(ConfigError, match="busy_timeout_s"):
+            spec.build({"busy_timeout_s": bad})
+    with pytest.raises(TypeError, match="saves_on_loop"):
+        SqliteStore(":memory:", saves_on_loop="no")  # type: ignore[arg-type]
+    import seamkit_sqlite
+
+    assert seamkit_sqlite.SqliteStore is SqliteStore  # the documented import
     defaults = {"path": ".seamkit/seamkit.db", "busy_timeout_s": 5.0, "synchronous": "NORMAL", "saves_on_loop": True}
     assert SqliteConfig().model_dump() == defaults
 
