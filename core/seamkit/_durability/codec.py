@@ -412,8 +412,10 @@ class MapEncoder:
     __slots__ = ("_keys", "_parts", "encoded")
 
     def __init__(self) -> None:
-        # key -> (the value as compared next time, its JSON fragment with the key: '"key":<json>')
-        self._parts: dict[str, tuple[Any, str]] = {}
+        # key -> (the value as compared next time, its type, its JSON fragment with the key:
+        # '"key":<json>'); the type because a list is kept as a tuple snapshot, and a list and a
+        # tuple of the same items encode differently (a tuple is tagged)
+        self._parts: dict[str, tuple[Any, type, str]] = {}
         self._keys: dict[str, str] = {}  # key -> its JSON text with the colon
         self.encoded = 0
 
@@ -430,11 +432,11 @@ class MapEncoder:
                 self.encoded += len(mapping)
                 return dumps(dict(mapping))  # stored as pairs (see _enc_dict): not worth caching
             if part is not None:
-                old = part[0]
+                old, kind, fragment = part
                 # (inline for the common case, the same scalar or frozen container as last time:
                 # most keys of a state at every save; `_same` decides every other case)
-                if (old is v and type(v) in _UNCHANGING_TYPES) or _same(v, old):
-                    app(part[1])
+                if (old is v and type(v) in _UNCHANGING_TYPES) or (type(v) is kind and _same(v, old)):
+                    app(fragment)
                     continue
             if type(v) is int and -_BIG < v < _BIG:
                 text = repr(v)  # (a counter, such as the step, changes at every save: no encoders)
@@ -453,7 +455,7 @@ class MapEncoder:
                 head = self._keys[k] = _JSON_OUT.encode(k) + ":"
             # kept with its key: a value reused next time costs one append
             fragment = head + text
-            parts[k] = (tuple(v) if type(v) is list else v, fragment)
+            parts[k] = (tuple(v) if type(v) is list else v, type(v), fragment)
             app(fragment)
         self.encoded += fresh
         return f'{{"v":{CODEC_VERSION},"data":{{{",".join(out)}}}}}'
