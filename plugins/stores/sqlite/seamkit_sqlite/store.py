@@ -216,6 +216,12 @@ def _in_transaction(db: sqlite3.Connection, begin: str, body: Callable[[sqlite3.
     or SQLite's) roll back so nothing is written, then re-raise it (wrapped in :class:`_Broken`
     when the rollback failed too)."""
     db.execute(begin)
+    return _commit(db, body)
+
+
+def _commit(db: sqlite3.Connection, body: Callable[[sqlite3.Connection], _T]) -> _T:
+    """In a transaction begun on ``db``: ``body(db)``, then ``COMMIT``; on any error roll back and
+    re-raise it (wrapped in :class:`_Broken` when the rollback failed too)."""
     try:
         result = body(db)
         db.execute("COMMIT")
@@ -256,10 +262,7 @@ def _statement(sql: str, params: Sequence[Any]) -> Callable[[sqlite3.Connection]
 
 
 def _is_busy(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int):
-        return code & 0xFF in _BUSY_CODES
-    return "locked" in str(exc) or "busy" in str(exc)
+    return getattr(exc, "sqlite_errorcode", -1) & 0xFF in _BUSY_CODES  # (Python >= 3.11 sets the code)
 
 
 class _PriorityLock:
@@ -434,21 +437,7 @@ class SqliteStore:
         """One statement on the connection's thread, in autocommit mode: its rows and row count
         (``urgent``: before queued non-urgent operations, for single-key store operations;
         ``pages``: what it writes, an estimate). Driver errors become StoreUnavailable."""
-        lock = self._bind_loop()
-        await lock.acquire(urgent=urgent)
-        try:
-            conn = await self._connect()
-            due = self._wal_due(pages)
-            result = await self._on_thread(conn, _statement(sql, params), due)
-            self._wal_restart = due or (self._wal_restart and not pages)  # (as in _transaction)
-            return result
-        except (sqlite3.Error, OSError, ValueError) as exc:
-            err = self._driver_error(exc)
-            if err is exc:
-                raise
-            raise err from None
-        finally:
-            lock.release()
+        return await self._transaction(None, _statement(sql, params), urgent=urgent, pages=pages)
 
     def _driver_error(self, exc: sqlite3.Error | OSError | ValueError) -> BaseException:
         """What a driver error becomes: StoreUnavailable for sqlite3 and OS errors and for a
@@ -479,14 +468,17 @@ class SqliteStore:
 
     async def _transaction(
         self,
-        begin: str,
+        begin: str | None,
         body: Callable[[sqlite3.Connection], _T],
         *,
         urgent: bool = False,
         pages: int = 0,
         inline: bool = False,
     ) -> _T:
-        # (what `_execute` does, written out: this is every checkpoint save's path)
+        """``body(db)`` holding the store's lock: in a ``begin`` transaction (``None``: as it is, in
+        autocommit mode), on the event loop's thread when ``inline`` allows and this store does
+        that (module doc), else on the connection's thread. ``pages``: what it writes, an estimate
+        (0: a read). Driver errors become StoreUnavailable."""
         lock = self._bind_loop()
         await lock.acquire(urgent=urgent)
         try:
@@ -507,10 +499,11 @@ class SqliteStore:
                     if failed is not None:
                         await self._drop(conn)
                         raise failed.error from None
-            result = await self._on_thread(conn, functools.partial(_in_transaction, begin=begin, body=body), due)
+            fn = body if begin is None else functools.partial(_in_transaction, begin=begin, body=body)
+            result = await self._on_thread(conn, fn, due)
             # a write after a checkpoint started the WAL over (on the thread); a checkpoint now means
             # the next write will
-            self._wal_restart = due or (self._wal_restart and begin == "BEGIN")
+            self._wal_restart = due or (self._wal_restart and not pages)
             return result
         except (sqlite3.Error, OSError, ValueError) as exc:
             err = self._driver_error(exc)
@@ -577,16 +570,7 @@ class SqliteStore:
             raise
         finally:
             db.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_s * 1000)}")
-        try:
-            result = body(db)
-            db.execute("COMMIT")
-        except BaseException as exc:
-            try:
-                db.rollback()
-            except BaseException:
-                raise _Broken(exc) from exc
-            raise
-        return result
+        return _commit(db, body)
 
     async def _drop(self, conn: aiosqlite.Connection) -> None:
         """Forget and close ``conn`` (a rollback failed: its state is unknown); the next call
